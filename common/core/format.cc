@@ -1,0 +1,25 @@
+// Human-readable figures.
+#include "common/core/format.h"
+
+#include <cstdio>
+
+namespace course {
+
+std::string format_bytes(int64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while ((value >= 1024.0 || value <= -1024.0) && unit < 6) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0) {
+    std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
+  } else {
+    std::snprintf(text, sizeof text, "%.2f %s", value, units[unit]);
+  }
+  return text;
+}
+
+}  // namespace course

@@ -1,0 +1,11 @@
+// Human-readable figures for logs and reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace course {
+
+std::string format_bytes(int64_t bytes);  // "512 B", "1.50 MiB", "2.00 GiB"
+
+}  // namespace course

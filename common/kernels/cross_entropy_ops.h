@@ -1,0 +1,79 @@
+// Per-row softmax + cross-entropy with label smoothing, and its gradient, for CPU and GPU.
+//
+// With C classes and smoothing e, the target of a sample of class y is
+//   q_c = 1 - e + e/C for c = y, e/C otherwise,
+// its loss is sum_c q_c * (logsumexp(x) - x_c) = logsumexp(x) - sum_c q_c x_c, and the
+// gradient of the batch-mean loss is (softmax(x) - q) / N.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/core/host_device.h"
+#include "common/kernels/reduce_ops.h"
+
+namespace course::ops {
+
+COURSE_HD inline float smoothed_target(int64_t c, int64_t label, int64_t classes, float smoothing) {
+  const float off = smoothing / static_cast<float>(classes);
+  return c == label ? 1.0f - smoothing + off : off;
+}
+
+// For row `row` of the (N, C) logits: probs[row, :] = softmax, losses[row] = smoothed CE.
+template <class T>
+struct SoftmaxCrossEntropyRow {
+  const T* logits;
+  const int64_t* labels;
+  float* probs;
+  float* losses;
+  int64_t classes;
+  float smoothing;
+
+  COURSE_HD void operator()(int64_t row) const {
+    const T* x = logits + row * classes;
+    float* p = probs + row * classes;
+    float top = kNegInf;
+    for (int64_t c = 0; c < classes; ++c) top = fmaxf(top, static_cast<float>(x[c]));
+    float total = 0.0f;
+    for (int64_t c = 0; c < classes; ++c) {
+      p[c] = expf(static_cast<float>(x[c]) - top);
+      total += p[c];
+    }
+    const float log_sum_exp = top + logf(total);
+    float target_dot = 0.0f;
+    for (int64_t c = 0; c < classes; ++c) {
+      p[c] /= total;
+      target_dot += smoothed_target(c, labels[row], classes, smoothing) * static_cast<float>(x[c]);
+    }
+    losses[row] = log_sum_exp - target_dot;
+  }
+};
+
+// dlogits[i] = (probs[i] - q[i]) * scale, element by element over the (N, C) matrix.
+template <class T>
+struct CrossEntropyBackward {
+  const float* probs;
+  const int64_t* labels;
+  T* dlogits;
+  int64_t classes;
+  float smoothing;
+  float scale;
+
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t row = i / classes;
+    const float q = smoothed_target(i % classes, labels[row], classes, smoothing);
+    dlogits[i] = T((probs[i] - q) * scale);
+  }
+};
+
+// Counts labels outside [0, classes), so bad labels are reported instead of read out of bounds.
+struct LabelsOutOfRange {
+  using Acc = int64_t;
+  const int64_t* labels;
+  int64_t classes;
+  COURSE_HD Acc identity() const { return 0; }
+  COURSE_HD Acc load(int64_t i) const { return labels[i] < 0 || labels[i] >= classes ? 1 : 0; }
+  COURSE_HD Acc combine(Acc a, Acc b) const { return a + b; }
+};
+
+}  // namespace course::ops

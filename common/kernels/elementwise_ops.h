@@ -1,0 +1,107 @@
+// Per-element bodies of the elementwise kernels, shared by the CPU and the GPU.
+//
+// Each functor holds raw pointers and is called as kernel(i) by for_each_index. Floating
+// types are loaded to float, computed in float and stored with round-to-nearest-even, so the
+// f16/bf16 arithmetic is the same on both devices.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/core/host_device.h"
+#include "common/tensor/half.h"
+
+namespace course::ops {
+
+template <class T>
+inline constexpr bool is_half_like = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Converts between element types: through float for f16/bf16, else a plain C++ conversion.
+template <class To, class From>
+COURSE_HD inline To convert(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (is_half_like<From>) {
+    return convert<To>(static_cast<float>(value));
+  } else if constexpr (is_half_like<To>) {
+    return To(static_cast<float>(value));
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+template <class T>
+struct Fill {
+  T* out;
+  T value;
+  COURSE_HD void operator()(int64_t i) const { out[i] = value; }
+};
+
+template <class To, class From>
+struct Cast {
+  const From* in;
+  To* out;
+  COURSE_HD void operator()(int64_t i) const { out[i] = convert<To>(in[i]); }
+};
+
+template <class T>
+struct Add {
+  const T* a;
+  const T* b;
+  T* out;
+  COURSE_HD void operator()(int64_t i) const {
+    out[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+  }
+};
+
+template <class T>
+struct Mul {
+  const T* a;
+  const T* b;
+  T* out;
+  COURSE_HD void operator()(int64_t i) const {
+    out[i] = T(static_cast<float>(a[i]) * static_cast<float>(b[i]));
+  }
+};
+
+// y += alpha * x
+template <class T>
+struct Axpy {
+  float alpha;
+  const T* x;
+  T* y;
+  COURSE_HD void operator()(int64_t i) const {
+    y[i] = T(static_cast<float>(y[i]) + alpha * static_cast<float>(x[i]));
+  }
+};
+
+// x *= alpha
+template <class T>
+struct Scale {
+  float alpha;
+  T* x;
+  COURSE_HD void operator()(int64_t i) const { x[i] = T(alpha * static_cast<float>(x[i])); }
+};
+
+template <class T>
+struct ReluForward {
+  const T* x;
+  T* y;
+  COURSE_HD void operator()(int64_t i) const {
+    const float v = static_cast<float>(x[i]);
+    y[i] = T(v > 0.0f ? v : 0.0f);
+  }
+};
+
+// dx = dy where the forward input was positive, else 0.
+template <class T>
+struct ReluBackward {
+  const T* dy;
+  const T* x;
+  T* dx;
+  COURSE_HD void operator()(int64_t i) const {
+    dx[i] = static_cast<float>(x[i]) > 0.0f ? dy[i] : T(0.0f);
+  }
+};
+
+}  // namespace course::ops

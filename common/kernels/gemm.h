@@ -1,0 +1,19 @@
+// Matrix products through the vendor libraries: OpenBLAS on the CPU, cuBLAS on the GPU.
+//
+// Row-major 2-D tensors; f32, f16 and bf16 with f32 accumulation (on the CPU, f16/bf16 inputs
+// are widened to f32 for sgemm and the result rounded once, as cuBLAS's 32F compute does).
+#pragma once
+
+#include "common/tensor/tensor.h"
+
+namespace course {
+
+// c = alpha * op(a) @ op(b) + beta * c, with op(x) = x^T when the flag is set.
+// Shapes: op(a) (M, K), op(b) (K, N), c (M, N); all of one dtype and device.
+void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
+          float alpha = 1.0f, float beta = 0.0f);
+
+// op(a) @ op(b) as a new tensor.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+
+}  // namespace course

@@ -1,0 +1,71 @@
+// The two single-source launchers every hand-written kernel goes through.
+//
+// for_each_index(device, n, kernel) runs kernel(i) for every i in [0, n): an OpenMP loop on the
+// CPU, a grid-stride CUDA kernel on the GPU. reduce_index(device, n, reducer) folds
+// reducer.load(i) with reducer.combine, in fixed-size chunks combined in order, so a CPU
+// result does not depend on the number of threads. The kernel and reducer types are COURSE_HD
+// functors; the GPU launchers are templates defined in launch_cuda.cuh and explicitly
+// instantiated in the .cu file next to each kernel family (a missing instantiation is a link
+// error, never a silent CPU fallback).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/core/error.h"
+#include "common/tensor/device.h"
+
+namespace course {
+
+template <class Kernel>
+void cuda_for_each(int64_t n, const Kernel& kernel);
+
+template <class Reducer>
+typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer);
+
+// Elements per chunk of a CPU reduction (and the CPU's loop grain below which one thread runs).
+inline constexpr int64_t kCpuChunk = 4096;
+
+template <class Kernel>
+void for_each_index(Device device, int64_t n, const Kernel& kernel) {
+  if (n <= 0) return;
+  if (device.is_cpu()) {
+#pragma omp parallel for schedule(static) if (n > kCpuChunk)
+    for (int64_t i = 0; i < n; ++i) kernel(i);
+    return;
+  }
+#if COURSE_WITH_CUDA
+  set_current_device(device);
+  cuda_for_each(n, kernel);
+#else
+  COURSE_FAIL("kernel on ", device.str(), " in a build without CUDA");
+#endif
+}
+
+template <class Reducer>
+typename Reducer::Acc reduce_index(Device device, int64_t n, const Reducer& reducer) {
+  using Acc = typename Reducer::Acc;
+  if (n <= 0) return reducer.identity();
+  if (device.is_cpu()) {
+    const int64_t chunks = (n + kCpuChunk - 1) / kCpuChunk;
+    std::vector<Acc> partial(chunks);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+      Acc acc = reducer.identity();
+      const int64_t end = c * kCpuChunk + kCpuChunk < n ? c * kCpuChunk + kCpuChunk : n;
+      for (int64_t i = c * kCpuChunk; i < end; ++i) acc = reducer.combine(acc, reducer.load(i));
+      partial[c] = acc;
+    }
+    Acc total = reducer.identity();
+    for (const Acc& p : partial) total = reducer.combine(total, p);
+    return total;
+  }
+#if COURSE_WITH_CUDA
+  set_current_device(device);
+  return cuda_reduce(n, reducer);
+#else
+  COURSE_FAIL("reduction on ", device.str(), " in a build without CUDA");
+#endif
+}
+
+}  // namespace course

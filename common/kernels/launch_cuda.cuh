@@ -1,0 +1,81 @@
+// GPU definitions of the single-source launchers declared in launch.h.
+//
+// Include only from .cu files, then instantiate each functor the .cc side launches:
+//   COURSE_INSTANTIATE_FOR_EACH(ReluForward<float>)
+//   COURSE_INSTANTIATE_REDUCE(SumReducer<float>)
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "common/kernels/launch.h"
+#include "common/tensor/allocator.h"
+#include "common/tensor/cuda_check.h"
+
+namespace course {
+
+inline constexpr int kThreadsPerBlock = 256;
+inline constexpr int64_t kMaxBlocks = 4096;
+
+template <class Kernel>
+__global__ void grid_stride_kernel(int64_t n, Kernel kernel) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    kernel(i);
+  }
+}
+
+template <class Kernel>
+void cuda_for_each(int64_t n, const Kernel& kernel) {
+  const int64_t blocks = std::min(kMaxBlocks, (n + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  grid_stride_kernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock>>>(n, kernel);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// Each block folds a grid-stride slice, then a shared-memory tree; the per-block partials are
+// combined in block order on the host.
+template <class Reducer>
+__global__ void block_reduce_kernel(int64_t n, Reducer reducer, typename Reducer::Acc* partials) {
+  using Acc = typename Reducer::Acc;
+  __shared__ alignas(16) unsigned char raw[kThreadsPerBlock * sizeof(Acc)];
+  Acc* shared = reinterpret_cast<Acc*>(raw);
+  Acc acc = reducer.identity();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    acc = reducer.combine(acc, reducer.load(i));
+  }
+  shared[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) shared[threadIdx.x] = reducer.combine(shared[threadIdx.x], shared[threadIdx.x + half]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
+}
+
+template <class Reducer>
+typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer) {
+  using Acc = typename Reducer::Acc;
+  const int64_t blocks = std::min<int64_t>(1024, (n + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CachingAllocator& allocator = device_allocator(Device::cuda(device));
+  Acc* partials = static_cast<Acc*>(allocator.allocate(blocks * sizeof(Acc)));
+  block_reduce_kernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock>>>(n, reducer, partials);
+  std::vector<Acc> host(blocks);
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t copy = cudaMemcpy(host.data(), partials, blocks * sizeof(Acc), cudaMemcpyDeviceToHost);
+  allocator.deallocate(partials);
+  CUDA_CHECK(launch);
+  CUDA_CHECK(copy);
+  Acc total = reducer.identity();
+  for (const Acc& p : host) total = reducer.combine(total, p);
+  return total;
+}
+
+}  // namespace course
+
+#define COURSE_INSTANTIATE_FOR_EACH(...) \
+  template void course::cuda_for_each<__VA_ARGS__>(int64_t, const __VA_ARGS__&);
+#define COURSE_INSTANTIATE_REDUCE(...)                                                  \
+  template typename __VA_ARGS__::Acc course::cuda_reduce<__VA_ARGS__>(int64_t, const __VA_ARGS__&);

@@ -1,0 +1,8 @@
+// GPU instantiations of the memory-format conversion (body in layout_ops.h).
+#include "common/kernels/launch_cuda.cuh"
+#include "common/kernels/layout_ops.h"
+
+COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint8_t>)
+COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint16_t>)
+COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint32_t>)
+COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint64_t>)

@@ -1,0 +1,43 @@
+// Per-element body of memory-format conversion (NCHW <-> NHWC), shared by CPU and GPU.
+#pragma once
+
+#include <cstdint>
+
+#include "common/core/host_device.h"
+
+namespace course::ops {
+
+// Strides of a 4-D tensor in elements, for (N, C, H, W) in that logical order.
+struct Strides4 {
+  int64_t n, c, h, w;
+};
+
+// For each physical index i of the output (dense in `out` order), copies the element with the
+// same logical (n, c, h, w) from the input. Word is an unsigned type of the element's size,
+// so one instantiation per element size serves every dtype.
+template <class Word>
+struct Relayout {
+  const Word* in;
+  Word* out;
+  int64_t channels, height, width;
+  Strides4 in_strides;
+  bool out_channels_last;
+
+  COURSE_HD void operator()(int64_t i) const {
+    int64_t n, c, h, w;
+    if (out_channels_last) {  // i = ((n * H + h) * W + w) * C + c
+      c = i % channels;
+      w = (i / channels) % width;
+      h = (i / (channels * width)) % height;
+      n = i / (channels * width * height);
+    } else {  // i = ((n * C + c) * H + h) * W + w
+      w = i % width;
+      h = (i / width) % height;
+      c = (i / (width * height)) % channels;
+      n = i / (width * height * channels);
+    }
+    out[i] = in[n * in_strides.n + c * in_strides.c + h * in_strides.h + w * in_strides.w];
+  }
+};
+
+}  // namespace course::ops

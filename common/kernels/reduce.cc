@@ -1,0 +1,46 @@
+// Dispatch of the reductions to the single-source reducers.
+#include "common/kernels/reduce.h"
+
+#include "common/kernels/launch.h"
+#include "common/kernels/reduce_ops.h"
+
+namespace course {
+
+float sum(const Tensor& x) {
+  return visit_floating(x.dtype(), "sum", [&]<class T>() {
+    return reduce_index(x.device(), x.numel(), ops::SumReducer<T>{x.data_as<T>()});
+  });
+}
+
+float mean(const Tensor& x) {
+  COURSE_CHECK(x.numel() > 0, "mean of an empty tensor");
+  return sum(x) / static_cast<float>(x.numel());
+}
+
+float max(const Tensor& x) {
+  COURSE_CHECK(x.numel() > 0, "max of an empty tensor");
+  return visit_floating(x.dtype(), "max", [&]<class T>() {
+    return reduce_index(x.device(), x.numel(), ops::MaxReducer<T>{x.data_as<T>()});
+  });
+}
+
+int64_t argmax(const Tensor& x) {
+  COURSE_CHECK(x.numel() > 0, "argmax of an empty tensor");
+  COURSE_CHECK(x.memory_format() == MemoryFormat::kContiguous, "argmax of a channels-last tensor");
+  return visit_floating(x.dtype(), "argmax", [&]<class T>() {
+    return reduce_index(x.device(), x.numel(), ops::ArgMaxReducer<T>{x.data_as<T>()}).index;
+  });
+}
+
+Tensor argmax_rows(const Tensor& x) {
+  COURSE_CHECK(x.dim() == 2 && x.size(1) > 0, "argmax_rows needs an (N, C) tensor with C > 0, got ",
+               x.str());
+  Tensor out = Tensor::empty({x.size(0)}, DType::kI64, x.device());
+  visit_floating(x.dtype(), "argmax_rows", [&]<class T>() {
+    for_each_index(x.device(), x.size(0),
+                   ops::ArgMaxRows<T>{x.data_as<T>(), x.size(1), out.data_as<int64_t>()});
+  });
+  return out;
+}
+
+}  // namespace course

@@ -1,0 +1,181 @@
+// Caching allocators per device.
+#include "common/tensor/allocator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "common/core/error.h"
+#include "common/core/format.h"
+
+#if COURSE_WITH_CUDA
+#include "common/tensor/cuda_check.h"
+#endif
+
+namespace course {
+
+namespace {
+
+constexpr size_t kSmallGranularity = 512;
+constexpr size_t kLargeThreshold = size_t{1} << 20;
+constexpr size_t kLargeGranularity = size_t{2} << 20;
+
+void* host_allocate(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
+void host_release(void* ptr, int) { std::free(ptr); }
+
+#if COURSE_WITH_CUDA
+void* cuda_allocate(size_t bytes, int device) {
+  void* ptr = nullptr;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess) {
+    cudaGetLastError();  // an out-of-memory error is not sticky: clear it and report nullptr
+    return nullptr;
+  }
+  return ptr;
+}
+void cuda_release(void* ptr, int device) {
+  cudaSetDevice(device);
+  cudaFree(ptr);
+}
+
+void* pinned_allocate(size_t bytes, int) {
+  void* ptr = nullptr;
+  if (cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return ptr;
+}
+void pinned_release(void* ptr, int) { cudaFreeHost(ptr); }
+#endif
+
+}  // namespace
+
+CachingAllocator::CachingAllocator(std::string name, Backend backend)
+    : name_(std::move(name)), backend_(backend) {}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard lock(mutex_);
+  release_cached_locked();
+}
+
+size_t CachingAllocator::rounded_size(size_t bytes) {
+  const size_t granularity = bytes < kLargeThreshold ? kSmallGranularity : kLargeGranularity;
+  return (bytes + granularity - 1) / granularity * granularity;
+}
+
+void* CachingAllocator::allocate(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  COURSE_CHECK(bytes <= (size_t{1} << 62), "cannot allocate ", format_bytes(bytes), " on ", name_);
+  const size_t block = rounded_size(bytes);
+  std::lock_guard lock(mutex_);
+  ++stats_.allocations;
+  void* ptr = nullptr;
+  size_t size = block;
+  // Reuse a cached block of the same size, or at most a quarter larger.
+  auto it = cached_.lower_bound(block);
+  if (it != cached_.end() && it->first <= block + block / 4) {
+    size = it->first;
+    ptr = it->second;
+    cached_.erase(it);
+    ++stats_.cache_hits;
+  } else {
+    ptr = allocate_from_system(block, bytes);
+  }
+  in_use_[ptr] = size;
+  stats_.allocated += static_cast<int64_t>(size);
+  stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+  return ptr;
+}
+
+void* CachingAllocator::allocate_from_system(size_t block, size_t requested) {
+  const auto over_limit = [&] { return limit_ > 0 && stats_.reserved + static_cast<int64_t>(block) > limit_; };
+  if (over_limit()) release_cached_locked();
+  void* ptr = over_limit() ? nullptr : backend_.allocate(block, backend_.device);
+  if (ptr == nullptr && !cached_.empty()) {
+    release_cached_locked();  // fragmentation: give the cache back and try once more
+    ptr = over_limit() ? nullptr : backend_.allocate(block, backend_.device);
+  }
+  if (ptr == nullptr) {
+    throw OutOfMemoryError(detail::concat(
+        "out of memory on ", name_, ": tried to allocate ", format_bytes(requested), " (",
+        format_bytes(stats_.allocated), " allocated, ", format_bytes(stats_.reserved),
+        " reserved", limit_ > 0 ? ", limit " + format_bytes(limit_) : std::string(), ")"));
+  }
+  stats_.reserved += static_cast<int64_t>(block);
+  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+  return ptr;
+}
+
+void CachingAllocator::deallocate(void* ptr) {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto it = in_use_.find(ptr);
+  COURSE_CHECK(it != in_use_.end(), "pointer was not allocated by the ", name_, " allocator");
+  stats_.allocated -= static_cast<int64_t>(it->second);
+  cached_.emplace(it->second, ptr);
+  in_use_.erase(it);
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_allocated = stats_.allocated;
+  stats_.peak_reserved = stats_.reserved;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard lock(mutex_);
+  release_cached_locked();
+}
+
+void CachingAllocator::set_limit(int64_t bytes) {
+  COURSE_CHECK(bytes >= 0, "memory limit must not be negative");
+  std::lock_guard lock(mutex_);
+  limit_ = bytes;
+}
+
+void CachingAllocator::release_cached_locked() {
+  for (auto& [size, ptr] : cached_) {
+    backend_.release(ptr, backend_.device);
+    stats_.reserved -= static_cast<int64_t>(size);
+  }
+  cached_.clear();
+}
+
+CachingAllocator& device_allocator(Device device) {
+  if (device.is_cpu()) {
+    static CachingAllocator cpu("cpu", {host_allocate, host_release});
+    return cpu;
+  }
+  require_device(device);
+#if COURSE_WITH_CUDA
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<CachingAllocator>> gpus(cuda_device_count());
+  std::lock_guard lock(mutex);
+  auto& slot = gpus[device.index];
+  if (!slot) slot = std::make_unique<CachingAllocator>(device.str(), CachingAllocator::Backend{cuda_allocate, cuda_release, device.index});
+  return *slot;
+#else
+  COURSE_FAIL("unreachable: ", device.str(), " passed require_device in a CPU-only build");
+#endif
+}
+
+bool pinned_memory_is_page_locked() { return cuda_device_count() > 0; }
+
+CachingAllocator& pinned_host_allocator() {
+#if COURSE_WITH_CUDA
+  if (pinned_memory_is_page_locked()) {
+    static CachingAllocator pinned("pinned host", {pinned_allocate, pinned_release});
+    return pinned;
+  }
+#endif
+  static CachingAllocator plain("host (not page-locked: no GPU)", {host_allocate, host_release});
+  return plain;
+}
+
+}  // namespace course

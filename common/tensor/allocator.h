@@ -1,0 +1,78 @@
+// Caching allocators, one per device, with the statistics the labs print.
+//
+// Freed blocks are kept and handed out again for requests of (nearly) the same size, as
+// PyTorch's CUDA allocator does, so a training loop that allocates the same activations every
+// step stops calling cudaMalloc after the first one. `allocated` counts blocks in use,
+// `reserved` adds the cached ones; both have peaks that reset_peak() restarts, which is what
+// "max memory allocated" reports. A limit makes a device behave as if it had less memory, so
+// out-of-memory handling can be exercised (and taught) on any machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/tensor/device.h"
+
+namespace course {
+
+struct MemoryStats {
+  int64_t allocated = 0;       // bytes in blocks handed out and not yet freed
+  int64_t peak_allocated = 0;  // the most `allocated` has been since the last reset_peak()
+  int64_t reserved = 0;        // allocated plus cached bytes obtained from the system
+  int64_t peak_reserved = 0;
+  int64_t allocations = 0;     // allocate() calls since the start
+  int64_t cache_hits = 0;      // of which were served from the cache
+};
+
+class CachingAllocator {
+ public:
+  struct Backend {
+    void* (*allocate)(size_t bytes, int device);  // nullptr when the system has no memory left
+    void (*release)(void* ptr, int device);
+    int device = 0;  // the GPU index the calls are made on
+  };
+
+  CachingAllocator(std::string name, Backend backend);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // A block of at least `bytes` (64-byte aligned); throws OutOfMemoryError when neither the
+  // cache, the system nor the limit allow it. Zero bytes gives nullptr.
+  void* allocate(size_t bytes);
+  void deallocate(void* ptr);
+
+  MemoryStats stats() const;
+  void reset_peak();
+  void empty_cache();            // returns every cached block to the system
+  void set_limit(int64_t bytes); // caps `reserved`; 0 removes the cap
+  const std::string& name() const { return name_; }
+
+  static size_t rounded_size(size_t bytes);  // the block size a request of `bytes` uses
+
+ private:
+  void* allocate_from_system(size_t block, size_t requested);
+  void release_cached_locked();
+
+  std::string name_;
+  Backend backend_;
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> cached_;          // free blocks by size
+  std::unordered_map<void*, size_t> in_use_;     // block -> size
+  MemoryStats stats_;
+  int64_t limit_ = 0;
+};
+
+// The allocator of `device` (created on first use; the device must be available).
+CachingAllocator& device_allocator(Device device);
+
+// Page-locked host memory for fast, asynchronous host-to-GPU copies; plain aligned host memory
+// when no GPU is visible (the copies are then ordinary CPU copies anyway).
+CachingAllocator& pinned_host_allocator();
+bool pinned_memory_is_page_locked();
+
+}  // namespace course

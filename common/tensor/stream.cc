@@ -1,0 +1,88 @@
+// Streams and events on the CPU and the GPU.
+#include "common/tensor/stream.h"
+
+#include "common/core/error.h"
+
+#if COURSE_WITH_CUDA
+#include "common/tensor/cuda_check.h"
+#endif
+
+namespace course {
+
+Stream::Stream(Device device) : device_(device) {
+  require_device(device);
+#if COURSE_WITH_CUDA
+  if (device.is_cuda()) {
+    set_current_device(device);
+    cudaStream_t stream;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    handle_ = stream;
+  }
+#endif
+}
+
+Stream::~Stream() {
+#if COURSE_WITH_CUDA
+  if (handle_) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+#endif
+}
+
+void Stream::synchronize() const {
+#if COURSE_WITH_CUDA
+  if (handle_) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+#endif
+}
+
+Event::Event(Device device) : device_(device) {
+  require_device(device);
+#if COURSE_WITH_CUDA
+  if (device.is_cuda()) {
+    set_current_device(device);
+    cudaEvent_t event;
+    CUDA_CHECK(cudaEventCreate(&event));
+    handle_ = event;
+  }
+#endif
+}
+
+Event::~Event() {
+#if COURSE_WITH_CUDA
+  if (handle_) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
+#endif
+}
+
+void Event::record(const Stream* stream) {
+  COURSE_CHECK(stream == nullptr || stream->device() == device_, "event on ", device_.str(),
+               " recorded on a stream of ", stream->device().str());
+  recorded_ = true;
+#if COURSE_WITH_CUDA
+  if (handle_) {
+    cudaStream_t s = stream ? static_cast<cudaStream_t>(stream->handle()) : nullptr;
+    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), s));
+    return;
+  }
+#endif
+  stamp_ = std::chrono::steady_clock::now();
+}
+
+void Event::synchronize() const {
+#if COURSE_WITH_CUDA
+  if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+#endif
+}
+
+float Event::elapsed_ms(const Event& later) const {
+  COURSE_CHECK(recorded_ && later.recorded_, "elapsed time between events not both recorded");
+  COURSE_CHECK(device_ == later.device_, "elapsed time between events on different devices");
+#if COURSE_WITH_CUDA
+  if (handle_) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(handle_),
+                                    static_cast<cudaEvent_t>(later.handle_)));
+    return ms;
+  }
+#endif
+  return std::chrono::duration<float, std::milli>(later.stamp_ - stamp_).count();
+}
+
+}  // namespace course

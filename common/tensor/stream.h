@@ -1,0 +1,47 @@
+// Streams and events: ordered queues of GPU work and time stamps in them.
+//
+// On the CPU, work is synchronous, so a CPU stream is an empty queue and a CPU event is a wall
+// clock reading; the chronometers of the labs then time both devices with the same code.
+#pragma once
+
+#include <chrono>
+
+#include "common/tensor/device.h"
+
+namespace course {
+
+class Stream {
+ public:
+  explicit Stream(Device device);  // a new non-blocking stream on a GPU, or the CPU queue
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Device device() const { return device_; }
+  void* handle() const { return handle_; }  // the cudaStream_t (nullptr on the CPU)
+  void synchronize() const;
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;
+};
+
+class Event {
+ public:
+  explicit Event(Device device);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(const Stream* stream = nullptr);  // on `stream`, or the default stream
+  void synchronize() const;                     // waits until the recorded work is done
+  float elapsed_ms(const Event& later) const;   // time from this event to `later`
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;  // the cudaEvent_t (nullptr on the CPU)
+  std::chrono::steady_clock::time_point stamp_;
+  bool recorded_ = false;
+};
+
+}  // namespace course

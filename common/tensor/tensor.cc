@@ -1,0 +1,121 @@
+// Tensor memory, views and copies.
+#include "common/tensor/tensor.h"
+
+#include <cstring>
+
+#if COURSE_WITH_CUDA
+#include "common/tensor/cuda_check.h"
+#endif
+
+namespace course {
+
+Storage::Storage(size_t bytes, Device device, CachingAllocator& allocator)
+    : data_(allocator.allocate(bytes)), bytes_(bytes), device_(device), allocator_(&allocator) {}
+
+Storage::~Storage() { allocator_->deallocate(data_); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemoryFormat format) {
+  require_device(device);
+  Tensor t;
+  t.shape_ = shape;
+  t.strides_ = dense_strides(shape, format);
+  t.numel_ = numel_of(shape);
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.format_ = format;
+  COURSE_CHECK(t.numel_ <= static_cast<int64_t>((size_t{1} << 62) / dtype_size(dtype)),
+               "tensor of shape ", shape_str(shape), " is too large");
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), device, device_allocator(device));
+  return t;
+}
+
+Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
+  Tensor t;
+  t.shape_ = shape;
+  t.strides_ = dense_strides(shape, MemoryFormat::kContiguous);
+  t.numel_ = numel_of(shape);
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), Device::cpu(), pinned_host_allocator());
+  return t;
+}
+
+bool Tensor::is_pinned() const {
+  return defined() && &storage_->allocator() == &pinned_host_allocator() &&
+         pinned_memory_is_page_locked();
+}
+
+void* Tensor::data() const {
+  COURSE_CHECK(defined(), "use of an undefined tensor");
+  return static_cast<char*>(storage_->data()) + offset_bytes_;
+}
+
+int64_t Tensor::size(int64_t axis) const {
+  const int64_t d = dim();
+  COURSE_CHECK(axis >= -d && axis < d, "axis ", axis, " out of range for shape ", shape_str(shape_));
+  return shape_[axis < 0 ? axis + d : axis];
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  COURSE_CHECK(format_ == MemoryFormat::kContiguous, "view of a ", memory_format_name(format_),
+               " tensor");
+  COURSE_CHECK(numel_of(shape) == numel_, "cannot view shape ", shape_str(shape_), " as ",
+               shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.strides_ = dense_strides(shape, MemoryFormat::kContiguous);
+  return t;
+}
+
+Tensor Tensor::slice(int64_t begin, int64_t end) const {
+  COURSE_CHECK(dim() >= 1, "slice of a 0-d tensor");
+  COURSE_CHECK(format_ == MemoryFormat::kContiguous, "slice of a ", memory_format_name(format_),
+               " tensor");
+  COURSE_CHECK(0 <= begin && begin <= end && end <= shape_[0], "slice [", begin, ", ", end,
+               ") out of range for shape ", shape_str(shape_));
+  Tensor t = *this;
+  t.shape_[0] = end - begin;
+  t.numel_ = numel_of(t.shape_);
+  t.offset_bytes_ += static_cast<size_t>(begin * strides_[0]) * dtype_size(dtype_);
+  return t;
+}
+
+Tensor Tensor::to(Device device) const {
+  COURSE_CHECK(defined(), "copy of an undefined tensor");
+  Tensor t = empty(shape_, dtype_, device, format_);
+  copy_bytes(t.data(), device, data(), device_, nbytes());
+  return t;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "Tensor(undefined)";
+  return detail::concat("Tensor(", dtype_name(dtype_), ", ", shape_str(shape_), ", ",
+                        device_.str(), ", ", memory_format_name(format_), ")");
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#if COURSE_WITH_CUDA
+  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+#else
+  COURSE_FAIL("copy between ", src_device.str(), " and ", dst_device.str(),
+              " in a build without CUDA");
+#endif
+}
+
+void check_same(const Tensor& a, const Tensor& b, const char* op) {
+  COURSE_CHECK(a.defined() && b.defined(), op, ": undefined tensor");
+  COURSE_CHECK(a.shape() == b.shape(), op, ": shapes differ, ", shape_str(a.shape()), " vs ",
+               shape_str(b.shape()));
+  COURSE_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ, ", dtype_name(a.dtype()), " vs ",
+               dtype_name(b.dtype()));
+  COURSE_CHECK(a.device() == b.device(), op, ": devices differ, ", a.device().str(), " vs ",
+               b.device().str());
+  COURSE_CHECK(a.memory_format() == b.memory_format(), op, ": memory formats differ, ",
+               memory_format_name(a.memory_format()), " vs ", memory_format_name(b.memory_format()));
+}
+
+}  // namespace course

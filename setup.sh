@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One-shot machine setup: installs every Debian package the course needs to build, test and
+# run its labs (idempotent; it returns quickly when everything is already present).
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap           # the build system, used offline
+  g++ clang-format          # compiler and formatter
+  libopenmpi-dev openmpi-bin  # the MPI engine of the communicator (CPU ranks)
+  libdnnl-dev               # oneDNN: convolutions, pooling, batch norm on the CPU
+  libopenblas-dev           # GEMM on the CPU
+  libopencv-dev             # image decoding and CPU transforms
+  libgtest-dev libgmock-dev # tests
+  libbenchmark-dev          # micro-benchmarks
+  libcli11-dev              # command-line flags
+  nlohmann-json3-dev        # metrics, traces, configuration
+  zlib1g-dev                # gzip-compressed IDX datasets
+  dataset-fashion-mnist     # the embedded default dataset
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

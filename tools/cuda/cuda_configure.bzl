@@ -1,0 +1,98 @@
+"""Repository rule that finds the CUDA toolkit at build time.
+
+It looks, in order, at $CUDA_HOME, $CUDA_PATH, the `nvcc` on $PATH and /usr/local/cuda. With a
+toolkit it exposes headers, cudart, cuBLAS(Lt), cuDNN and NCCL as cc_library targets and writes
+`defs.bzl` with CUDA_FOUND = True, the nvcc path and the default GPU architectures; without one
+the same targets exist but are empty, so every target still builds for the CPU.
+Set COURSE_CUDA=off (`--repo_env=COURSE_CUDA=off`) to pretend no toolkit is installed.
+"""
+
+_LIBS = {
+    "cudart": ["cudart"],
+    "cublas": ["cublas", "cublasLt"],
+    "cudnn": ["cudnn"],
+    "nccl": ["nccl"],
+}
+
+def _find_cuda_home(rctx):
+    if rctx.os.environ.get("COURSE_CUDA", "") in ["0", "off", "no", "false"]:
+        return None
+    for var in ["CUDA_HOME", "CUDA_PATH"]:
+        home = rctx.os.environ.get(var, "")
+        if home and rctx.path(home + "/bin/nvcc").exists:
+            return rctx.path(home)
+    nvcc = rctx.which("nvcc")
+    if nvcc:
+        return nvcc.realpath.dirname.dirname
+    if rctx.path("/usr/local/cuda/bin/nvcc").exists:
+        return rctx.path("/usr/local/cuda").realpath
+    return None
+
+def _nvcc_version(rctx, nvcc):
+    result = rctx.execute([nvcc, "--version"])
+    for line in result.stdout.splitlines():
+        if "release" in line:
+            # "Cuda compilation tools, release 13.0, V13.0.88"
+            return line.split("release ")[1].split(",")[0]
+    fail("cannot read the CUDA version from `%s --version`: %s" % (nvcc, result.stderr))
+
+def _default_archs(version):
+    # V100 (sm_70) left the toolkit in CUDA 13; A100 (sm_80) and H100 (sm_90) stay.
+    major = int(version.split(".")[0])
+    return ["70", "80", "90"] if major < 13 else ["75", "80", "90"]
+
+def _library_block(name, libs, lib_dir):
+    linkopts = ["-L" + lib_dir, "-Wl,-rpath," + lib_dir] + ["-l" + lib for lib in libs]
+    return """
+cc_library(
+    name = "{name}",
+    linkopts = {linkopts},
+    deps = [":headers"],
+)
+""".format(name = name, linkopts = repr(linkopts))
+
+def _empty_block(name):
+    return """
+cc_library(name = "{name}")
+""".format(name = name)
+
+def _cuda_configure_impl(rctx):
+    home = _find_cuda_home(rctx)
+    build = ['package(default_visibility = ["//visibility:public"])\n']
+    if home == None:
+        build += [_empty_block("headers")] + [_empty_block(name) for name in _LIBS]
+        rctx.file("BUILD", "".join(build))
+        rctx.file("defs.bzl", "CUDA_FOUND = False\nNVCC = None\nCUDA_VERSION = None\n" +
+                              "DEFAULT_ARCHS = []\n")
+        return
+    rctx.symlink(str(home) + "/include", "include")
+    rctx.symlink(str(home) + "/bin/nvcc", "nvcc")
+    lib_dir = str(home) + "/lib64"
+    version = _nvcc_version(rctx, str(home) + "/bin/nvcc")
+    archs = rctx.os.environ.get("COURSE_CUDA_ARCHS", "")
+    archs = archs.split(",") if archs else _default_archs(version)
+    build.append("""
+exports_files(["nvcc"])
+
+cc_library(
+    name = "headers",
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh", "include/**/*.inl"]),
+    includes = ["include"],
+)
+""")
+    build += [_library_block(name, libs, lib_dir) for name, libs in _LIBS.items()]
+    rctx.file("BUILD", "".join(build))
+    rctx.file("defs.bzl", "\n".join([
+        "CUDA_FOUND = True",
+        "NVCC = %r" % (str(home) + "/bin/nvcc"),
+        "CUDA_HOME = %r" % str(home),
+        "CUDA_VERSION = %r" % version,
+        "DEFAULT_ARCHS = %r" % archs,
+        "",
+    ]))
+
+cuda_configure = repository_rule(
+    implementation = _cuda_configure_impl,
+    environ = ["COURSE_CUDA", "COURSE_CUDA_ARCHS", "CUDA_HOME", "CUDA_PATH", "PATH"],
+    local = True,
+)
