@@ -1,0 +1,126 @@
+// Elementwise kernels against naive float references, over odd sizes, dtypes and devices.
+#include "common/kernels/elementwise.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "common/testing/devices.h"
+#include "common/testing/random_tensor.h"
+#include "common/testing/tolerance.h"
+
+namespace course {
+namespace {
+
+using testing::all_close;
+using testing::random_tensor;
+using testing::to_floats;
+
+// Rounds float reference results to the dtype, as the kernel's store does.
+std::vector<float> rounded(std::vector<float> values, DType dtype) {
+  return to_floats(cast(Tensor::from_vector(values, {static_cast<int64_t>(values.size())}), dtype));
+}
+
+class ElementwiseTest : public ::testing::TestWithParam<std::tuple<Device, DType, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (device().is_cuda() && cuda_device_count() == 0) GTEST_SKIP() << cuda_status();
+  }
+  Device device() const { return std::get<0>(GetParam()); }
+  DType dtype() const { return std::get<1>(GetParam()); }
+  int64_t n() const { return std::get<2>(GetParam()); }
+};
+
+TEST_P(ElementwiseTest, AddMulAxpyScaleMatchReference) {
+  auto a = random_tensor({n()}, dtype(), device(), 1);
+  auto b = random_tensor({n()}, dtype(), device(), 2);
+  std::vector<float> sum(n()), product(n()), axpy(n()), scaled(n());
+  for (int64_t i = 0; i < n(); ++i) {
+    sum[i] = a.values[i] + b.values[i];
+    product[i] = a.values[i] * b.values[i];
+    axpy[i] = b.values[i] + 0.5f * a.values[i];
+    scaled[i] = -3.0f * a.values[i];
+  }
+  EXPECT_TRUE(all_close(to_floats(add(a.tensor, b.tensor)), rounded(sum, dtype()), dtype()));
+  EXPECT_TRUE(all_close(to_floats(mul(a.tensor, b.tensor)), rounded(product, dtype()), dtype()));
+  Tensor y = b.tensor.clone();
+  axpy_(0.5f, a.tensor, y);
+  EXPECT_TRUE(all_close(to_floats(y), rounded(axpy, dtype()), dtype()));
+  Tensor x = a.tensor.clone();
+  scale_(x, -3.0f);
+  EXPECT_TRUE(all_close(to_floats(x), rounded(scaled, dtype()), dtype()));
+}
+
+TEST_P(ElementwiseTest, ReluForwardAndBackward) {
+  auto x = random_tensor({n()}, dtype(), device(), 3);
+  auto dy = random_tensor({n()}, dtype(), device(), 4);
+  std::vector<float> y(n()), dx(n());
+  for (int64_t i = 0; i < n(); ++i) {
+    y[i] = x.values[i] > 0 ? x.values[i] : 0.0f;
+    dx[i] = x.values[i] > 0 ? dy.values[i] : 0.0f;
+  }
+  EXPECT_TRUE(all_close(to_floats(relu_forward(x.tensor)), y, dtype()));
+  EXPECT_TRUE(all_close(to_floats(relu_backward(dy.tensor, x.tensor)), dx, dtype()));
+}
+
+TEST_P(ElementwiseTest, FillAndZeros) {
+  Tensor t = Tensor::empty({n()}, dtype(), device());
+  fill_(t, 2.5);
+  EXPECT_EQ(to_floats(t), std::vector<float>(n(), 2.5f));
+  EXPECT_EQ(to_floats(zeros({n()}, dtype(), device())), std::vector<float>(n(), 0.0f));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DevicesDtypesSizes, ElementwiseTest,
+    ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
+                       ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                       ::testing::Values(1, 7, 1023, 4097, 100003)),
+    [](const auto& info) {
+      return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
+             std::string(dtype_name(std::get<1>(info.param))) + "_" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+using CastTest = testing::DeviceTest;
+
+TEST_P(CastTest, ConvertsBetweenEveryPairOfDtypes) {
+  const std::vector<float> values = {0.0f, 1.0f, 2.0f, 3.0f, 100.0f, 7.0f, 255.0f};
+  const DType all[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8};
+  for (DType from : all) {
+    Tensor source = cast(Tensor::from_vector(values, {7}), from).to(device());
+    for (DType to : all) {
+      Tensor out = cast(source, to);
+      EXPECT_EQ(out.dtype(), to);
+      EXPECT_EQ(to_floats(cast(out, DType::kF32)), values)
+          << dtype_name(from) << " -> " << dtype_name(to);
+    }
+  }
+}
+
+TEST_P(CastTest, RoundsToNearestEvenIntoHalfTypes) {
+  // 1 + 2^-11 is halfway between two f16 values: it rounds to the even one, 1.0.
+  Tensor x = Tensor::from_vector<float>({1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048}, {2}).to(device());
+  Tensor h = cast(x, DType::kF16).to(Device::cpu());
+  EXPECT_EQ(h.data_as<Half>()[0].bits, 0x3c00);
+  EXPECT_EQ(h.data_as<Half>()[1].bits, 0x3c02);
+}
+
+TEST_P(CastTest, MismatchesAndUnsupportedDtypesAreErrors) {
+  Tensor a = zeros({3}, DType::kF32, device());
+  EXPECT_THROW(add(a, zeros({4}, DType::kF32, device())), Error);
+  EXPECT_THROW(add(a, zeros({3}, DType::kF16, device())), Error);
+  try {
+    relu_forward(zeros({3}, DType::kI32, device()));
+    FAIL() << "relu on integers was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("relu_forward needs a floating-point tensor, got i32"));
+  }
+  Tensor y = zeros({3}, DType::kF32, device());
+  EXPECT_THROW(copy_(y, zeros({3}, DType::kF16, device())), Error);
+}
+
+COURSE_INSTANTIATE_DEVICE_TESTS(CastTest);
+
+}  // namespace
+}  // namespace course

@@ -1,0 +1,49 @@
+// NCHW <-> NHWC conversion: element positions against the stride formula, and round trips.
+#include "common/kernels/layout.h"
+
+#include <gtest/gtest.h>
+
+#include "common/kernels/elementwise.h"
+#include "common/testing/devices.h"
+#include "common/testing/random_tensor.h"
+
+namespace course {
+namespace {
+
+using LayoutTest = testing::DeviceTest;
+
+TEST_P(LayoutTest, ChannelsLastPlacesEachElementAtItsStride) {
+  for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{1, 1023, 1, 3},
+                             Shape{3, 7, 1, 1}}) {
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kU8, DType::kI64}) {
+      auto x = testing::random_tensor(shape, DType::kF32, device(), 31, 0.0f, 200.0f);
+      Tensor typed = cast(x.tensor, dtype);
+      const std::vector<float> logical = testing::to_floats(typed);
+      Tensor nhwc = to_memory_format(typed, MemoryFormat::kChannelsLast);
+      ASSERT_EQ(nhwc.memory_format(), MemoryFormat::kChannelsLast);
+      // Read the raw storage: element (n, c, h, w) must sit at n*HWC + h*WC + w*C + c.
+      Tensor raw = cast(nhwc, DType::kF32).to(Device::cpu());
+      const float* stored = raw.data_as<float>();
+      const int64_t C = shape[1], H = shape[2], W = shape[3];
+      for (int64_t n = 0; n < shape[0]; ++n)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t w = 0; w < W; ++w)
+              ASSERT_EQ(stored[((n * H + h) * W + w) * C + c], logical[((n * C + c) * H + h) * W + w]);
+      Tensor back = to_memory_format(nhwc, MemoryFormat::kContiguous);
+      EXPECT_EQ(testing::to_floats(back), logical) << shape_str(shape) << dtype_name(dtype);
+    }
+  }
+}
+
+TEST_P(LayoutTest, ConvertingToTheSameFormatIsFreeAndOthersNeed4D) {
+  Tensor x = zeros({2, 3, 4, 5}, DType::kF32, device());
+  EXPECT_EQ(to_memory_format(x, MemoryFormat::kContiguous).data(), x.data());
+  EXPECT_THROW(to_memory_format(zeros({2, 3}, DType::kF32, device()), MemoryFormat::kChannelsLast),
+               Error);
+}
+
+COURSE_INSTANTIATE_DEVICE_TESTS(LayoutTest);
+
+}  // namespace
+}  // namespace course

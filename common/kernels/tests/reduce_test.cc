@@ -1,0 +1,95 @@
+// Reductions against double-precision references, over odd sizes, dtypes and devices.
+#include "common/kernels/reduce.h"
+
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "common/kernels/elementwise.h"
+#include "common/testing/devices.h"
+#include "common/testing/random_tensor.h"
+
+namespace course {
+namespace {
+
+using testing::random_tensor;
+
+class ReduceTest : public ::testing::TestWithParam<std::tuple<Device, DType, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (device().is_cuda() && cuda_device_count() == 0) GTEST_SKIP() << cuda_status();
+  }
+  Device device() const { return std::get<0>(GetParam()); }
+  DType dtype() const { return std::get<1>(GetParam()); }
+  int64_t n() const { return std::get<2>(GetParam()); }
+};
+
+TEST_P(ReduceTest, SumMeanMaxArgmaxMatchReference) {
+  auto x = random_tensor({n()}, dtype(), device(), 11, -2.0f, 3.0f);
+  double total = 0, largest = -INFINITY;
+  int64_t where = -1;
+  for (int64_t i = 0; i < n(); ++i) {
+    total += x.values[i];
+    if (x.values[i] > largest) largest = x.values[i], where = i;  // first largest on ties
+  }
+  // f32 accumulation of n values in [-2, 3): error bound grows like n * eps * max|x|.
+  const double sum_tolerance = 1e-6 * 3.0 * static_cast<double>(n()) + 1e-5;
+  EXPECT_NEAR(sum(x.tensor), total, sum_tolerance);
+  EXPECT_NEAR(mean(x.tensor), total / n(), sum_tolerance / n());
+  EXPECT_EQ(max(x.tensor), static_cast<float>(largest));
+  EXPECT_EQ(argmax(x.tensor), where);
+}
+
+TEST_P(ReduceTest, ArgmaxRowsPicksTheFirstLargestPerRow) {
+  const int64_t cols = 1 + n() % 13;
+  auto x = random_tensor({n(), cols}, dtype(), device(), 12);
+  const std::vector<int64_t> got = argmax_rows(x.tensor).to_vector<int64_t>();
+  for (int64_t r = 0; r < n(); ++r) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < cols; ++c) {
+      if (x.values[r * cols + c] > x.values[r * cols + best]) best = c;
+    }
+    ASSERT_EQ(got[r], best) << "row " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DevicesDtypesSizes, ReduceTest,
+    ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
+                       ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                       ::testing::Values(1, 7, 1023, 4096, 4097, 100003)),
+    [](const auto& info) {
+      return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
+             std::string(dtype_name(std::get<1>(info.param))) + "_" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+using ReduceEdgeTest = testing::DeviceTest;
+
+TEST_P(ReduceEdgeTest, TiesNaNsAndEmptyInputs) {
+  Tensor ties = Tensor::from_vector<float>({1, 5, 2, 5, 5}, {5}).to(device());
+  EXPECT_EQ(argmax(ties), 1);
+  EXPECT_EQ(argmax_rows(ties.view({1, 5})).to_vector<int64_t>(), std::vector<int64_t>{1});
+  Tensor with_nan = Tensor::from_vector<float>({1, NAN, 2}, {3}).to(device());
+  EXPECT_TRUE(std::isnan(max(with_nan)));
+  EXPECT_EQ(sum(zeros({0}, DType::kF32, device())), 0.0f);
+  EXPECT_THROW(mean(zeros({0}, DType::kF32, device())), Error);
+  EXPECT_THROW(sum(zeros({3}, DType::kI64, device())), Error);
+}
+
+TEST(Reduce, CpuResultDoesNotDependOnTheThreadCount) {
+  auto x = random_tensor({300001}, DType::kF32, Device::cpu(), 5);
+  const float reference = sum(x.tensor);
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    EXPECT_EQ(sum(x.tensor), reference) << threads << " threads";
+  }
+}
+
+COURSE_INSTANTIATE_DEVICE_TESTS(ReduceEdgeTest);
+
+}  // namespace
+}  // namespace course

@@ -1,0 +1,93 @@
+// Caching allocator: statistics, reuse, peaks, limits and out-of-memory errors.
+#include "common/tensor/allocator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/core/error.h"
+#include "common/tensor/tensor.h"
+
+namespace course {
+namespace {
+
+using ::testing::HasSubstr;
+
+CachingAllocator::Backend host_backend() {
+  return {[](size_t bytes, int) { return std::aligned_alloc(64, bytes); },
+          [](void* ptr, int) { std::free(ptr); }, 0};
+}
+
+TEST(CachingAllocator, CountsAllocatedReservedAndPeaks) {
+  CachingAllocator a("test", host_backend());
+  void* p = a.allocate(1000);  // rounds up to 1024
+  void* q = a.allocate(3 << 20);  // 3 MiB: rounds up to 4 MiB
+  EXPECT_EQ(a.stats().allocated, 1024 + (4 << 20));
+  a.deallocate(q);
+  EXPECT_EQ(a.stats().allocated, 1024);
+  EXPECT_EQ(a.stats().reserved, 1024 + (4 << 20));  // the freed block stays cached
+  EXPECT_EQ(a.stats().peak_allocated, 1024 + (4 << 20));
+  a.reset_peak();
+  EXPECT_EQ(a.stats().peak_allocated, 1024);
+  a.empty_cache();
+  EXPECT_EQ(a.stats().reserved, 1024);
+  a.deallocate(p);
+  EXPECT_EQ(a.stats().allocated, 0);
+  EXPECT_EQ(a.allocate(0), nullptr);
+}
+
+TEST(CachingAllocator, ReusesFreedBlocksOfTheSameSize) {
+  CachingAllocator a("test", host_backend());
+  void* p = a.allocate(5000);
+  a.deallocate(p);
+  void* q = a.allocate(4900);  // same 5120-byte block
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(a.stats().cache_hits, 1);
+  void* big = a.allocate(100000);  // far larger: not served by the small cached block
+  EXPECT_NE(big, p);
+  a.deallocate(q);
+  a.deallocate(big);
+  EXPECT_EQ(a.stats().allocations, 3);
+}
+
+TEST(CachingAllocator, LimitTurnsIntoAnOutOfMemoryErrorWithFigures) {
+  CachingAllocator a("test", host_backend());
+  a.set_limit(1 << 20);
+  void* p = a.allocate(600 << 10);
+  try {
+    a.allocate(600 << 10);
+    FAIL() << "allocation over the limit succeeded";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("out of memory on test: tried to allocate 600.00 KiB"));
+    EXPECT_THAT(e.what(), HasSubstr("limit 1.00 MiB"));
+  }
+  a.deallocate(p);
+  void* again = a.allocate(900 << 10);  // the cache is released to make room
+  EXPECT_NE(again, nullptr);
+  a.deallocate(again);
+  EXPECT_THROW(a.deallocate(&a), Error);  // not one of its blocks
+}
+
+TEST(CachingAllocator, ASizeNoSystemHasIsAnErrorNotACrash) {
+  CachingAllocator a("test", host_backend());
+  EXPECT_THROW(a.allocate(size_t{1} << 50), OutOfMemoryError);  // 1 PiB
+  EXPECT_THROW(a.allocate(size_t{1} << 63), Error);
+}
+
+TEST(CachingAllocator, TensorsReportToTheirDeviceAllocator) {
+  CachingAllocator& cpu = device_allocator(Device::cpu());
+  const int64_t before = cpu.stats().allocated;
+  {
+    Tensor t = Tensor::empty({1024, 1024});  // 4 MiB
+    EXPECT_EQ(cpu.stats().allocated - before, 4 << 20);
+  }
+  EXPECT_EQ(cpu.stats().allocated, before);
+}
+
+TEST(PinnedHost, FallsBackToPlainHostMemoryWithoutAGpu) {
+  Tensor pinned = Tensor::empty_pinned({16}, DType::kU8);
+  EXPECT_EQ(pinned.is_pinned(), cuda_device_count() > 0);
+  EXPECT_EQ(pinned.device(), Device::cpu());
+}
+
+}  // namespace
+}  // namespace course
