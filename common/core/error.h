@@ -40,10 +40,12 @@ std::string concat(const Parts&... parts) {
 }  // namespace course
 
 // COURSE_CHECK(cond, parts...): throws course::Error("parts..." + location) when cond is false.
-#define COURSE_CHECK(cond, ...)                                                      \
-  do {                                                                               \
-    if (!(cond)) ::course::detail::fail_at(__FILE__, __LINE__, ::course::detail::concat(__VA_ARGS__)); \
+#define COURSE_CHECK(cond, ...)                                                             \
+  do {                                                                                      \
+    if (!(cond))                                                                            \
+      ::course::detail::fail_at(__FILE__, __LINE__, ::course::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 // COURSE_FAIL(parts...): throws unconditionally.
-#define COURSE_FAIL(...) ::course::detail::fail_at(__FILE__, __LINE__, ::course::detail::concat(__VA_ARGS__))
+#define COURSE_FAIL(...) \
+  ::course::detail::fail_at(__FILE__, __LINE__, ::course::detail::concat(__VA_ARGS__))

@@ -12,15 +12,16 @@ namespace course::detail {
 inline std::string mpi_error_string(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
   return std::string(text, length);
 }
 
 }  // namespace course::detail
 
-#define MPI_CHECK(call)                                                                     \
-  do {                                                                                      \
-    const int course_status = (call);                                                       \
-    COURSE_CHECK(course_status == MPI_SUCCESS, #call, " failed: ",                          \
-                 ::course::detail::mpi_error_string(course_status));                        \
+#define MPI_CHECK(call)                                                           \
+  do {                                                                            \
+    const int course_status = (call);                                             \
+    COURSE_CHECK(course_status == MPI_SUCCESS, #call,                             \
+                 " failed: ", ::course::detail::mpi_error_string(course_status)); \
   } while (0)

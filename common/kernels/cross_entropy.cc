@@ -12,15 +12,16 @@ namespace {
 void check_labels(const Tensor& logits, const Tensor& labels, float smoothing) {
   COURSE_CHECK(logits.dim() == 2 && logits.size(1) > 0, "cross-entropy needs (N, C) logits, got ",
                logits.str());
-  COURSE_CHECK(labels.dtype() == DType::kI64 && labels.dim() == 1 && labels.size(0) == logits.size(0),
-               "cross-entropy needs (N,) i64 labels for ", logits.str(), ", got ", labels.str());
+  COURSE_CHECK(
+      labels.dtype() == DType::kI64 && labels.dim() == 1 && labels.size(0) == logits.size(0),
+      "cross-entropy needs (N,) i64 labels for ", logits.str(), ", got ", labels.str());
   COURSE_CHECK(labels.device() == logits.device(), "labels on ", labels.device().str(),
                ", logits on ", logits.device().str());
   COURSE_CHECK(smoothing >= 0.0f && smoothing < 1.0f, "label smoothing must be in [0, 1), got ",
                smoothing);
-  const int64_t bad = reduce_index(
-      labels.device(), labels.numel(),
-      ops::LabelsOutOfRange{labels.data_as<int64_t>(), logits.size(1)});
+  const int64_t bad =
+      reduce_index(labels.device(), labels.numel(),
+                   ops::LabelsOutOfRange{labels.data_as<int64_t>(), logits.size(1)});
   COURSE_CHECK(bad == 0, bad, " label(s) outside [0, ", logits.size(1), ")");
 }
 
@@ -34,9 +35,9 @@ CrossEntropyOutput softmax_cross_entropy(const Tensor& logits, const Tensor& lab
   Tensor losses = Tensor::empty({rows}, DType::kF32, logits.device());
   visit_floating(logits.dtype(), "cross-entropy", [&]<class T>() {
     for_each_index(logits.device(), rows,
-                   ops::SoftmaxCrossEntropyRow<T>{logits.data_as<T>(), labels.data_as<int64_t>(),
-                                                  out.probs.data_as<float>(),
-                                                  losses.data_as<float>(), classes, label_smoothing});
+                   ops::SoftmaxCrossEntropyRow<T>{
+                       logits.data_as<T>(), labels.data_as<int64_t>(), out.probs.data_as<float>(),
+                       losses.data_as<float>(), classes, label_smoothing});
   });
   out.loss = rows > 0 ? mean(losses) : 0.0f;
   return out;
@@ -50,9 +51,10 @@ Tensor softmax_cross_entropy_backward(const CrossEntropyOutput& forward, const T
   Tensor grad = Tensor::empty(probs.shape(), dtype, probs.device());
   const float scale = rows > 0 ? grad_loss / static_cast<float>(rows) : 0.0f;
   visit_floating(dtype, "cross-entropy backward", [&]<class T>() {
-    for_each_index(probs.device(), probs.numel(),
-                   ops::CrossEntropyBackward<T>{probs.data_as<float>(), labels.data_as<int64_t>(),
-                                                grad.data_as<T>(), classes, label_smoothing, scale});
+    for_each_index(
+        probs.device(), probs.numel(),
+        ops::CrossEntropyBackward<T>{probs.data_as<float>(), labels.data_as<int64_t>(),
+                                     grad.data_as<T>(), classes, label_smoothing, scale});
   });
   return grad;
 }

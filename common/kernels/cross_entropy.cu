@@ -5,8 +5,8 @@
 
 using namespace course::ops;
 
-#define CROSS_ENTROPY(T)                                    \
-  COURSE_INSTANTIATE_FOR_EACH(SoftmaxCrossEntropyRow<T>)    \
+#define CROSS_ENTROPY(T)                                 \
+  COURSE_INSTANTIATE_FOR_EACH(SoftmaxCrossEntropyRow<T>) \
   COURSE_INSTANTIATE_FOR_EACH(CrossEntropyBackward<T>)
 COURSE_FLOAT_TYPES(CROSS_ENTROPY)
 COURSE_INSTANTIATE_REDUCE(LabelsOutOfRange)

@@ -37,7 +37,8 @@ Tensor cast(const Tensor& x, DType dtype) {
   Tensor out = Tensor::empty(x.shape(), dtype, x.device(), x.memory_format());
   visit_dtype(x.dtype(), [&]<class From>() {
     visit_dtype(dtype, [&]<class To>() {
-      for_each_index(x.device(), x.numel(), ops::Cast<To, From>{x.data_as<From>(), out.data_as<To>()});
+      for_each_index(x.device(), x.numel(),
+                     ops::Cast<To, From>{x.data_as<From>(), out.data_as<To>()});
     });
   });
   return out;
@@ -47,7 +48,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
   check_same(a, b, "add");
   Tensor out = like(a);
   visit_floating(a.dtype(), "add", [&]<class T>() {
-    for_each_index(a.device(), a.numel(), ops::Add<T>{a.data_as<T>(), b.data_as<T>(), out.data_as<T>()});
+    for_each_index(a.device(), a.numel(),
+                   ops::Add<T>{a.data_as<T>(), b.data_as<T>(), out.data_as<T>()});
   });
   return out;
 }
@@ -56,7 +58,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   check_same(a, b, "mul");
   Tensor out = like(a);
   visit_floating(a.dtype(), "mul", [&]<class T>() {
-    for_each_index(a.device(), a.numel(), ops::Mul<T>{a.data_as<T>(), b.data_as<T>(), out.data_as<T>()});
+    for_each_index(a.device(), a.numel(),
+                   ops::Mul<T>{a.data_as<T>(), b.data_as<T>(), out.data_as<T>()});
   });
   return out;
 }

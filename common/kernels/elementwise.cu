@@ -5,12 +5,12 @@
 
 using namespace course::ops;
 
-#define FLOAT_KERNELS(T)                       \
-  COURSE_INSTANTIATE_FOR_EACH(Add<T>)          \
-  COURSE_INSTANTIATE_FOR_EACH(Mul<T>)          \
-  COURSE_INSTANTIATE_FOR_EACH(Axpy<T>)         \
-  COURSE_INSTANTIATE_FOR_EACH(Scale<T>)        \
-  COURSE_INSTANTIATE_FOR_EACH(ReluForward<T>)  \
+#define FLOAT_KERNELS(T)                      \
+  COURSE_INSTANTIATE_FOR_EACH(Add<T>)         \
+  COURSE_INSTANTIATE_FOR_EACH(Mul<T>)         \
+  COURSE_INSTANTIATE_FOR_EACH(Axpy<T>)        \
+  COURSE_INSTANTIATE_FOR_EACH(Scale<T>)       \
+  COURSE_INSTANTIATE_FOR_EACH(ReluForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(ReluBackward<T>)
 COURSE_FLOAT_TYPES(FLOAT_KERNELS)
 
@@ -18,7 +18,9 @@ COURSE_FLOAT_TYPES(FLOAT_KERNELS)
 COURSE_ALL_TYPES(FILL)
 
 #define CAST_TO(To, From) COURSE_INSTANTIATE_FOR_EACH(Cast<To, From>)
-#define CAST_FROM(From)                                                                     \
-  CAST_TO(float, From) CAST_TO(::course::Half, From) CAST_TO(::course::BFloat16, From)      \
-  CAST_TO(int32_t, From) CAST_TO(int64_t, From) CAST_TO(uint8_t, From)
+#define CAST_FROM(From)                                                           \
+  CAST_TO(float, From)                                                            \
+  CAST_TO(::course::Half, From)                                                   \
+  CAST_TO(::course::BFloat16, From) CAST_TO(int32_t, From) CAST_TO(int64_t, From) \
+      CAST_TO(uint8_t, From)
 COURSE_ALL_TYPES(CAST_FROM)

@@ -8,11 +8,11 @@
 
 namespace course {
 
-void fill_(Tensor& t, double value);             // every element = value (converted to dtype)
+void fill_(Tensor& t, double value);  // every element = value (converted to dtype)
 Tensor zeros(const Shape& shape, DType dtype = DType::kF32, Device device = Device::cpu(),
              MemoryFormat format = MemoryFormat::kContiguous);
-void copy_(Tensor& dst, const Tensor& src);      // same shape/dtype/format; devices may differ
-Tensor cast(const Tensor& x, DType dtype);       // round-to-nearest-even into f16/bf16
+void copy_(Tensor& dst, const Tensor& src);  // same shape/dtype/format; devices may differ
+Tensor cast(const Tensor& x, DType dtype);   // round-to-nearest-even into f16/bf16
 
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);

@@ -24,22 +24,24 @@ GemmShape check_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const T
                a.str(), ", ", b.str(), ", ", c.str());
   COURSE_CHECK(is_floating(a.dtype()), "gemm needs floating-point tensors, got ",
                dtype_name(a.dtype()));
-  COURSE_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), "gemm dtypes differ: ",
-               dtype_name(a.dtype()), ", ", dtype_name(b.dtype()), ", ", dtype_name(c.dtype()));
+  COURSE_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(),
+               "gemm dtypes differ: ", dtype_name(a.dtype()), ", ", dtype_name(b.dtype()), ", ",
+               dtype_name(c.dtype()));
   COURSE_CHECK(a.device() == b.device() && a.device() == c.device(), "gemm devices differ");
   const GemmShape s{ta ? a.size(1) : a.size(0), tb ? b.size(0) : b.size(1),
                     ta ? a.size(0) : a.size(1)};
   const int64_t kb = tb ? b.size(1) : b.size(0);
-  COURSE_CHECK(s.k == kb && c.size(0) == s.m && c.size(1) == s.n, "gemm shapes do not match: op(a) ",
-               s.m, "x", s.k, ", op(b) ", kb, "x", s.n, ", c ", shape_str(c.shape()));
+  COURSE_CHECK(s.k == kb && c.size(0) == s.m && c.size(1) == s.n,
+               "gemm shapes do not match: op(a) ", s.m, "x", s.k, ", op(b) ", kb, "x", s.n, ", c ",
+               shape_str(c.shape()));
   return s;
 }
 
 void cpu_sgemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, GemmShape s,
                float alpha, float beta) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              s.m, s.n, s.k, alpha, a.data_as<float>(), a.size(1), b.data_as<float>(), b.size(1),
-              beta, c.data_as<float>(), c.size(1));
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, s.m,
+              s.n, s.k, alpha, a.data_as<float>(), a.size(1), b.data_as<float>(), b.size(1), beta,
+              c.data_as<float>(), c.size(1));
 }
 
 #if COURSE_WITH_CUDA
@@ -55,10 +57,14 @@ cublasHandle_t cublas_handle(Device device) {
 
 cudaDataType cuda_type(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return CUDA_R_32F;
-    case DType::kF16: return CUDA_R_16F;
-    case DType::kBF16: return CUDA_R_16BF;
-    default: COURSE_FAIL("no cuBLAS type for ", dtype_name(dtype));
+    case DType::kF32:
+      return CUDA_R_32F;
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    default:
+      COURSE_FAIL("no cuBLAS type for ", dtype_name(dtype));
   }
 }
 
@@ -91,15 +97,17 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
     return;
   }
   Tensor c32 = cast(c, DType::kF32);
-  cpu_sgemm(cast(a, DType::kF32), transpose_a, cast(b, DType::kF32), transpose_b, c32, s, alpha, beta);
+  cpu_sgemm(cast(a, DType::kF32), transpose_a, cast(b, DType::kF32), transpose_b, c32, s, alpha,
+            beta);
   copy_(c, cast(c32, c.dtype()));
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   COURSE_CHECK(a.dim() == 2 && b.dim() == 2, "matmul needs 2-D tensors, got ", a.str(), ", ",
                b.str());
-  Tensor c = Tensor::empty({transpose_a ? a.size(1) : a.size(0), transpose_b ? b.size(0) : b.size(1)},
-                           a.dtype(), a.device());
+  Tensor c =
+      Tensor::empty({transpose_a ? a.size(1) : a.size(0), transpose_b ? b.size(0) : b.size(1)},
+                    a.dtype(), a.device());
   gemm(a, transpose_a, b, transpose_b, c);
   return c;
 }

@@ -20,7 +20,8 @@ inline constexpr int64_t kMaxBlocks = 4096;
 template <class Kernel>
 __global__ void grid_stride_kernel(int64_t n, Kernel kernel) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     kernel(i);
   }
 }
@@ -41,13 +42,15 @@ __global__ void block_reduce_kernel(int64_t n, Reducer reducer, typename Reducer
   Acc* shared = reinterpret_cast<Acc*>(raw);
   Acc acc = reducer.identity();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     acc = reducer.combine(acc, reducer.load(i));
   }
   shared[threadIdx.x] = acc;
   __syncthreads();
   for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) shared[threadIdx.x] = reducer.combine(shared[threadIdx.x], shared[threadIdx.x + half]);
+    if (threadIdx.x < half)
+      shared[threadIdx.x] = reducer.combine(shared[threadIdx.x], shared[threadIdx.x + half]);
     __syncthreads();
   }
   if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
@@ -64,7 +67,8 @@ typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer) {
   block_reduce_kernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock>>>(n, reducer, partials);
   std::vector<Acc> host(blocks);
   const cudaError_t launch = cudaGetLastError();
-  const cudaError_t copy = cudaMemcpy(host.data(), partials, blocks * sizeof(Acc), cudaMemcpyDeviceToHost);
+  const cudaError_t copy =
+      cudaMemcpy(host.data(), partials, blocks * sizeof(Acc), cudaMemcpyDeviceToHost);
   allocator.deallocate(partials);
   CUDA_CHECK(launch);
   CUDA_CHECK(copy);
@@ -77,5 +81,5 @@ typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer) {
 
 #define COURSE_INSTANTIATE_FOR_EACH(...) \
   template void course::cuda_for_each<__VA_ARGS__>(int64_t, const __VA_ARGS__&);
-#define COURSE_INSTANTIATE_REDUCE(...)                                                  \
+#define COURSE_INSTANTIATE_REDUCE(...) \
   template typename __VA_ARGS__::Acc course::cuda_reduce<__VA_ARGS__>(int64_t, const __VA_ARGS__&);

@@ -7,10 +7,10 @@
 
 namespace course {
 
-float sum(const Tensor& x);   // accumulated in f32, in a thread-count-independent order
+float sum(const Tensor& x);  // accumulated in f32, in a thread-count-independent order
 float mean(const Tensor& x);
-float max(const Tensor& x);   // NaN if any element is NaN
-int64_t argmax(const Tensor& x);       // flat index of the first largest element (contiguous x)
-Tensor argmax_rows(const Tensor& x);   // (N, C) -> (N,) i64 on x's device
+float max(const Tensor& x);           // NaN if any element is NaN
+int64_t argmax(const Tensor& x);      // flat index of the first largest element (contiguous x)
+Tensor argmax_rows(const Tensor& x);  // (N, C) -> (N,) i64 on x's device
 
 }  // namespace course

@@ -89,7 +89,9 @@ void* CachingAllocator::allocate(size_t bytes) {
 }
 
 void* CachingAllocator::allocate_from_system(size_t block, size_t requested) {
-  const auto over_limit = [&] { return limit_ > 0 && stats_.reserved + static_cast<int64_t>(block) > limit_; };
+  const auto over_limit = [&] {
+    return limit_ > 0 && stats_.reserved + static_cast<int64_t>(block) > limit_;
+  };
   if (over_limit()) release_cached_locked();
   void* ptr = over_limit() ? nullptr : backend_.allocate(block, backend_.device);
   if (ptr == nullptr && !cached_.empty()) {
@@ -99,8 +101,8 @@ void* CachingAllocator::allocate_from_system(size_t block, size_t requested) {
   if (ptr == nullptr) {
     throw OutOfMemoryError(detail::concat(
         "out of memory on ", name_, ": tried to allocate ", format_bytes(requested), " (",
-        format_bytes(stats_.allocated), " allocated, ", format_bytes(stats_.reserved),
-        " reserved", limit_ > 0 ? ", limit " + format_bytes(limit_) : std::string(), ")"));
+        format_bytes(stats_.allocated), " allocated, ", format_bytes(stats_.reserved), " reserved",
+        limit_ > 0 ? ", limit " + format_bytes(limit_) : std::string(), ")"));
   }
   stats_.reserved += static_cast<int64_t>(block);
   stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
@@ -158,7 +160,9 @@ CachingAllocator& device_allocator(Device device) {
   static std::vector<std::unique_ptr<CachingAllocator>> gpus(cuda_device_count());
   std::lock_guard lock(mutex);
   auto& slot = gpus[device.index];
-  if (!slot) slot = std::make_unique<CachingAllocator>(device.str(), CachingAllocator::Backend{cuda_allocate, cuda_release, device.index});
+  if (!slot)
+    slot = std::make_unique<CachingAllocator>(
+        device.str(), CachingAllocator::Backend{cuda_allocate, cuda_release, device.index});
   return *slot;
 #else
   COURSE_FAIL("unreachable: ", device.str(), " passed require_device in a CPU-only build");

@@ -24,8 +24,8 @@ struct MemoryStats {
   int64_t peak_allocated = 0;  // the most `allocated` has been since the last reset_peak()
   int64_t reserved = 0;        // allocated plus cached bytes obtained from the system
   int64_t peak_reserved = 0;
-  int64_t allocations = 0;     // allocate() calls since the start
-  int64_t cache_hits = 0;      // of which were served from the cache
+  int64_t allocations = 0;  // allocate() calls since the start
+  int64_t cache_hits = 0;   // of which were served from the cache
 };
 
 class CachingAllocator {
@@ -48,8 +48,8 @@ class CachingAllocator {
 
   MemoryStats stats() const;
   void reset_peak();
-  void empty_cache();            // returns every cached block to the system
-  void set_limit(int64_t bytes); // caps `reserved`; 0 removes the cap
+  void empty_cache();             // returns every cached block to the system
+  void set_limit(int64_t bytes);  // caps `reserved`; 0 removes the cap
   const std::string& name() const { return name_; }
 
   static size_t rounded_size(size_t bytes);  // the block size a request of `bytes` uses
@@ -61,8 +61,8 @@ class CachingAllocator {
   std::string name_;
   Backend backend_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> cached_;          // free blocks by size
-  std::unordered_map<void*, size_t> in_use_;     // block -> size
+  std::multimap<size_t, void*> cached_;       // free blocks by size
+  std::unordered_map<void*, size_t> in_use_;  // block -> size
   MemoryStats stats_;
   int64_t limit_ = 0;
 };

@@ -13,9 +13,7 @@
 
 namespace course {
 
-std::string Device::str() const {
-  return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
-}
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 
 Device parse_device(std::string_view text) {
   if (text == "cpu") return Device::cpu();
@@ -76,7 +74,8 @@ Device default_device() {
   if (cuda_device_count() > 0) return Device::cuda(0);
   static std::once_flag said;
   std::call_once(said, [] {
-    if (cuda_compiled()) std::fprintf(stderr, "note: %s; running on the CPU\n", cuda_status().c_str());
+    if (cuda_compiled())
+      std::fprintf(stderr, "note: %s; running on the CPU\n", cuda_status().c_str());
   });
   return Device::cpu();
 }

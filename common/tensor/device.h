@@ -26,9 +26,9 @@ struct Device {
 
 Device parse_device(std::string_view text);  // "cpu", "cuda", "cuda:N"; throws otherwise
 
-bool cuda_compiled();        // was this binary built with CUDA?
-int cuda_device_count();     // GPUs visible to this process (0 without CUDA or a driver)
-std::string cuda_status();   // one line: why GPUs are or are not usable
+bool cuda_compiled();       // was this binary built with CUDA?
+int cuda_device_count();    // GPUs visible to this process (0 without CUDA or a driver)
+std::string cuda_status();  // one line: why GPUs are or are not usable
 
 // The GPU when one is visible, else the CPU (printing once why it falls back).
 Device default_device();

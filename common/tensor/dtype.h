@@ -49,12 +49,18 @@ struct DTypeOf<uint8_t> {
 template <class Fn>
 decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kF32: return fn.template operator()<float>();
-    case DType::kF16: return fn.template operator()<Half>();
-    case DType::kBF16: return fn.template operator()<BFloat16>();
-    case DType::kI32: return fn.template operator()<int32_t>();
-    case DType::kI64: return fn.template operator()<int64_t>();
-    case DType::kU8: return fn.template operator()<uint8_t>();
+    case DType::kF32:
+      return fn.template operator()<float>();
+    case DType::kF16:
+      return fn.template operator()<Half>();
+    case DType::kBF16:
+      return fn.template operator()<BFloat16>();
+    case DType::kI32:
+      return fn.template operator()<int32_t>();
+    case DType::kI64:
+      return fn.template operator()<int64_t>();
+    case DType::kU8:
+      return fn.template operator()<uint8_t>();
   }
   COURSE_FAIL("unknown dtype ", static_cast<int>(dtype));
 }
@@ -63,10 +69,14 @@ decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
 template <class Fn>
 decltype(auto) visit_floating(DType dtype, std::string_view op, Fn&& fn) {
   switch (dtype) {
-    case DType::kF32: return fn.template operator()<float>();
-    case DType::kF16: return fn.template operator()<Half>();
-    case DType::kBF16: return fn.template operator()<BFloat16>();
-    default: COURSE_FAIL(op, " needs a floating-point tensor, got ", dtype_name(dtype));
+    case DType::kF32:
+      return fn.template operator()<float>();
+    case DType::kF16:
+      return fn.template operator()<Half>();
+    case DType::kBF16:
+      return fn.template operator()<BFloat16>();
+    default:
+      COURSE_FAIL(op, " needs a floating-point tensor, got ", dtype_name(dtype));
   }
 }
 

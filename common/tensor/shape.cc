@@ -11,8 +11,8 @@ int64_t numel_of(const Shape& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {
     COURSE_CHECK(dim >= 0, "negative dimension in shape ", shape_str(shape));
-    COURSE_CHECK(dim == 0 || count <= std::numeric_limits<int64_t>::max() / dim,
-                 "shape ", shape_str(shape), " has too many elements");
+    COURSE_CHECK(dim == 0 || count <= std::numeric_limits<int64_t>::max() / dim, "shape ",
+                 shape_str(shape), " has too many elements");
     count *= dim;
   }
   return count;

@@ -51,7 +51,8 @@ void* Tensor::data() const {
 
 int64_t Tensor::size(int64_t axis) const {
   const int64_t d = dim();
-  COURSE_CHECK(axis >= -d && axis < d, "axis ", axis, " out of range for shape ", shape_str(shape_));
+  COURSE_CHECK(axis >= -d && axis < d, "axis ", axis, " out of range for shape ",
+               shape_str(shape_));
   return shape_[axis < 0 ? axis + d : axis];
 }
 
@@ -88,8 +89,8 @@ Tensor Tensor::to(Device device) const {
 
 std::string Tensor::str() const {
   if (!defined()) return "Tensor(undefined)";
-  return detail::concat("Tensor(", dtype_name(dtype_), ", ", shape_str(shape_), ", ",
-                        device_.str(), ", ", memory_format_name(format_), ")");
+  return detail::concat("Tensor(", dtype_name(dtype_), ", ", shape_str(shape_), ", ", device_.str(),
+                        ", ", memory_format_name(format_), ")");
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
@@ -115,7 +116,8 @@ void check_same(const Tensor& a, const Tensor& b, const char* op) {
   COURSE_CHECK(a.device() == b.device(), op, ": devices differ, ", a.device().str(), " vs ",
                b.device().str());
   COURSE_CHECK(a.memory_format() == b.memory_format(), op, ": memory formats differ, ",
-               memory_format_name(a.memory_format()), " vs ", memory_format_name(b.memory_format()));
+               memory_format_name(a.memory_format()), " vs ",
+               memory_format_name(b.memory_format()));
 }
 
 }  // namespace course

@@ -25,6 +25,6 @@ std::string device_test_name(const ::testing::TestParamInfo<Device>& info);
 }  // namespace course::testing
 
 // Runs every TEST_P of `Suite` (a DeviceTest) once per device.
-#define COURSE_INSTANTIATE_DEVICE_TESTS(Suite)                                           \
+#define COURSE_INSTANTIATE_DEVICE_TESTS(Suite)                                                     \
   INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::ValuesIn(::course::testing::test_devices()), \
                            ::course::testing::device_test_name)

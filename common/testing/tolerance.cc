@@ -7,10 +7,14 @@ namespace course::testing {
 
 Tolerance tolerance_for(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return {1e-5, 1e-5};
-    case DType::kF16: return {1e-3, 1e-3};
-    case DType::kBF16: return {1e-2, 8e-3};
-    default: return {0.0, 0.0};
+    case DType::kF32:
+      return {1e-5, 1e-5};
+    case DType::kF16:
+      return {1e-3, 1e-3};
+    case DType::kBF16:
+      return {1e-2, 8e-3};
+    default:
+      return {0.0, 0.0};
   }
 }
 

@@ -18,7 +18,8 @@ struct Tolerance {
   double rtol;
 };
 
-// f32: 1e-5 / 1e-5; f16: 1e-3 / 1e-3 (10 mantissa bits); bf16: 1e-2 / 8e-3 (7 bits); integers exact.
+// f32: 1e-5 / 1e-5; f16: 1e-3 / 1e-3 (10 mantissa bits); bf16: 1e-2 / 8e-3 (7 bits); integers
+// exact.
 Tolerance tolerance_for(DType dtype);
 
 ::testing::AssertionResult all_close(const std::vector<float>& out, const std::vector<float>& ref,

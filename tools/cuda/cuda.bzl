@@ -71,6 +71,8 @@ def cuda_library(name, srcs = [], cuda_srcs = [], hdrs = [], deps = [], **kwargs
     deps = deps + ["//tools/cuda:config"]
     objects = []
     if CUDA_FOUND and cuda_srcs:
+        # The select is written twice on purpose: in srcs so the CPU build links no object, and
+        # in `enabled` so `bazel build --config=cpu //...` does not run nvcc for this target.
         native.cc_library(name = name + "_cuda_headers", hdrs = hdrs, deps = deps)
         _cuda_objects(
             name = name + "_cuda_objects",
@@ -84,4 +86,13 @@ def cuda_library(name, srcs = [], cuda_srcs = [], hdrs = [], deps = [], **kwargs
             }),
         )
         objects = [":" + name + "_cuda_objects"]
-    native.cc_library(name = name, srcs = srcs + objects, hdrs = hdrs, deps = deps, **kwargs)
+    native.cc_library(
+        name = name,
+        srcs = srcs + select({
+            "//tools/cuda:forced_off": [],
+            "//conditions:default": objects,
+        }),
+        hdrs = hdrs,
+        deps = deps,
+        **kwargs
+    )

@@ -86,8 +86,10 @@ TEST_P(CrossEntropyTest, GradientMatchesCentralFiniteDifferences) {
     std::vector<double> plus(logits.values.begin(), logits.values.end()), minus = plus;
     plus[i] += h;
     minus[i] -= h;
-    numeric[i] = grad_loss * (reference_loss(plus, labels, classes, smoothing()) -
-                              reference_loss(minus, labels, classes, smoothing())) / (2 * h);
+    numeric[i] = grad_loss *
+                 (reference_loss(plus, labels, classes, smoothing()) -
+                  reference_loss(minus, labels, classes, smoothing())) /
+                 (2 * h);
   }
   EXPECT_TRUE(all_close(grad, numeric, {1e-4, 1e-3}));
 }
@@ -111,8 +113,8 @@ TEST_P(CrossEntropyTest, BadLabelsAreReportedNotRead) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("1 label(s) outside [0, 3)"));
   }
-  EXPECT_THROW(softmax_cross_entropy(logits, Tensor::from_vector<int32_t>({0, 1}, {2}).to(device())),
-               Error);
+  EXPECT_THROW(
+      softmax_cross_entropy(logits, Tensor::from_vector<int32_t>({0, 1}, {2}).to(device())), Error);
   EXPECT_THROW(softmax_cross_entropy(logits, Tensor::from_vector<int64_t>({0}, {1}).to(device())),
                Error);
 }

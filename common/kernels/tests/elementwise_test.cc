@@ -71,22 +71,23 @@ TEST_P(ElementwiseTest, FillAndZeros) {
   EXPECT_EQ(to_floats(zeros({n()}, dtype(), device())), std::vector<float>(n(), 0.0f));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DevicesDtypesSizes, ElementwiseTest,
-    ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
-                       ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
-                       ::testing::Values(1, 7, 1023, 4097, 100003)),
-    [](const auto& info) {
-      return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
-             std::string(dtype_name(std::get<1>(info.param))) + "_" +
-             std::to_string(std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(DevicesDtypesSizes, ElementwiseTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
+                                            ::testing::Values(DType::kF32, DType::kF16,
+                                                              DType::kBF16),
+                                            ::testing::Values(1, 7, 1023, 4097, 100003)),
+                         [](const auto& info) {
+                           return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
+                                  std::string(dtype_name(std::get<1>(info.param))) + "_" +
+                                  std::to_string(std::get<2>(info.param));
+                         });
 
 using CastTest = testing::DeviceTest;
 
 TEST_P(CastTest, ConvertsBetweenEveryPairOfDtypes) {
   const std::vector<float> values = {0.0f, 1.0f, 2.0f, 3.0f, 100.0f, 7.0f, 255.0f};
-  const DType all[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8};
+  const DType all[] = {DType::kF32, DType::kF16, DType::kBF16,
+                       DType::kI32, DType::kI64, DType::kU8};
   for (DType from : all) {
     Tensor source = cast(Tensor::from_vector(values, {7}), from).to(device());
     for (DType to : all) {
@@ -114,7 +115,8 @@ TEST_P(CastTest, MismatchesAndUnsupportedDtypesAreErrors) {
     relu_forward(zeros({3}, DType::kI32, device()));
     FAIL() << "relu on integers was accepted";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("relu_forward needs a floating-point tensor, got i32"));
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr("relu_forward needs a floating-point tensor, got i32"));
   }
   Tensor y = zeros({3}, DType::kF32, device());
   EXPECT_THROW(copy_(y, zeros({3}, DType::kF16, device())), Error);

@@ -80,8 +80,9 @@ TEST_P(GemmTest, ShapeAndDtypeMismatchesAreErrors) {
   }
   EXPECT_THROW(matmul(zeros({3, 4}, DType::kI32, device()), zeros({4, 2}, DType::kI32, device())),
                Error);
-  EXPECT_THROW(matmul(a, zeros({4, 2}, dtype() == DType::kF32 ? DType::kF16 : DType::kF32, device())),
-               Error);
+  EXPECT_THROW(
+      matmul(a, zeros({4, 2}, dtype() == DType::kF32 ? DType::kF16 : DType::kF32, device())),
+      Error);
   EXPECT_THROW(matmul(zeros({3}, dtype(), device()), a), Error);
 }
 

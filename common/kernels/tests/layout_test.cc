@@ -13,8 +13,8 @@ namespace {
 using LayoutTest = testing::DeviceTest;
 
 TEST_P(LayoutTest, ChannelsLastPlacesEachElementAtItsStride) {
-  for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{1, 1023, 1, 3},
-                             Shape{3, 7, 1, 1}}) {
+  for (const Shape& shape :
+       {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{1, 1023, 1, 3}, Shape{3, 7, 1, 1}}) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kU8, DType::kI64}) {
       auto x = testing::random_tensor(shape, DType::kF32, device(), 31, 0.0f, 200.0f);
       Tensor typed = cast(x.tensor, dtype);
@@ -29,7 +29,8 @@ TEST_P(LayoutTest, ChannelsLastPlacesEachElementAtItsStride) {
         for (int64_t c = 0; c < C; ++c)
           for (int64_t h = 0; h < H; ++h)
             for (int64_t w = 0; w < W; ++w)
-              ASSERT_EQ(stored[((n * H + h) * W + w) * C + c], logical[((n * C + c) * H + h) * W + w]);
+              ASSERT_EQ(stored[((n * H + h) * W + w) * C + c],
+                        logical[((n * C + c) * H + h) * W + w]);
       Tensor back = to_memory_format(nhwc, MemoryFormat::kContiguous);
       EXPECT_EQ(testing::to_floats(back), logical) << shape_str(shape) << dtype_name(dtype);
     }

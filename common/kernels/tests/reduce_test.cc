@@ -2,7 +2,6 @@
 #include "common/kernels/reduce.h"
 
 #include <gtest/gtest.h>
-
 #include <omp.h>
 
 #include <cmath>
@@ -56,16 +55,16 @@ TEST_P(ReduceTest, ArgmaxRowsPicksTheFirstLargestPerRow) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DevicesDtypesSizes, ReduceTest,
-    ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
-                       ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
-                       ::testing::Values(1, 7, 1023, 4096, 4097, 100003)),
-    [](const auto& info) {
-      return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
-             std::string(dtype_name(std::get<1>(info.param))) + "_" +
-             std::to_string(std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(DevicesDtypesSizes, ReduceTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
+                                            ::testing::Values(DType::kF32, DType::kF16,
+                                                              DType::kBF16),
+                                            ::testing::Values(1, 7, 1023, 4096, 4097, 100003)),
+                         [](const auto& info) {
+                           return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
+                                  std::string(dtype_name(std::get<1>(info.param))) + "_" +
+                                  std::to_string(std::get<2>(info.param));
+                         });
 
 using ReduceEdgeTest = testing::DeviceTest;
 

@@ -19,7 +19,7 @@ CachingAllocator::Backend host_backend() {
 
 TEST(CachingAllocator, CountsAllocatedReservedAndPeaks) {
   CachingAllocator a("test", host_backend());
-  void* p = a.allocate(1000);  // rounds up to 1024
+  void* p = a.allocate(1000);     // rounds up to 1024
   void* q = a.allocate(3 << 20);  // 3 MiB: rounds up to 4 MiB
   EXPECT_EQ(a.stats().allocated, 1024 + (4 << 20));
   a.deallocate(q);

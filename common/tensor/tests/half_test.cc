@@ -1,5 +1,7 @@
 // f16/bf16 conversions: known bit patterns, and every rounding checked against an independent
 // reference that picks the nearest representable value from a table of all of them.
+#include "common/tensor/half.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +11,6 @@
 #include <random>
 #include <vector>
 
-#include "common/tensor/half.h"
-
 namespace course {
 namespace {
 
@@ -18,15 +18,15 @@ TEST(Half, KnownBitPatterns) {
   EXPECT_EQ(Half(1.0f).bits, 0x3c00);
   EXPECT_EQ(Half(-2.0f).bits, 0xc000);
   EXPECT_EQ(Half(0.1f).bits, 0x2e66);
-  EXPECT_EQ(Half(65504.0f).bits, 0x7bff);           // largest finite
-  EXPECT_EQ(Half(65519.0f).bits, 0x7bff);           // still rounds down
-  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);           // halfway to 2^16: overflows to inf
+  EXPECT_EQ(Half(65504.0f).bits, 0x7bff);               // largest finite
+  EXPECT_EQ(Half(65519.0f).bits, 0x7bff);               // still rounds down
+  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);               // halfway to 2^16: overflows to inf
   EXPECT_EQ(Half(std::ldexp(1.0f, -14)).bits, 0x0400);  // smallest normal
   EXPECT_EQ(Half(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
   EXPECT_EQ(Half(std::ldexp(1.0f, -25)).bits, 0x0000);  // tie between 0 and 2^-24: to even (0)
   EXPECT_EQ(Half(std::ldexp(3.0f, -25)).bits, 0x0002);  // tie between 1 and 2 ulps: to even (2)
-  EXPECT_EQ(Half(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);       // tie: to even mantissa
-  EXPECT_EQ(Half(1.0f + std::ldexp(3.0f, -11)).bits, 0x3c02);       // tie: to even mantissa
+  EXPECT_EQ(Half(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);  // tie: to even mantissa
+  EXPECT_EQ(Half(1.0f + std::ldexp(3.0f, -11)).bits, 0x3c02);  // tie: to even mantissa
   EXPECT_EQ(Half(-0.0f).bits, 0x8000);
   EXPECT_EQ(Half(std::numeric_limits<float>::infinity()).bits, 0x7c00);
   EXPECT_EQ(Half(std::nanf("")).bits & 0x7c00, 0x7c00);

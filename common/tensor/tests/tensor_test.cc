@@ -14,7 +14,8 @@ using ::testing::HasSubstr;
 TEST(Tensor, DenseStridesPerMemoryFormat) {
   Tensor t = Tensor::empty({2, 3, 4, 5});
   EXPECT_EQ(t.strides(), (std::vector<int64_t>{60, 20, 5, 1}));
-  Tensor nhwc = Tensor::empty({2, 3, 4, 5}, DType::kF16, Device::cpu(), MemoryFormat::kChannelsLast);
+  Tensor nhwc =
+      Tensor::empty({2, 3, 4, 5}, DType::kF16, Device::cpu(), MemoryFormat::kChannelsLast);
   EXPECT_EQ(nhwc.strides(), (std::vector<int64_t>{60, 1, 15, 3}));
   EXPECT_EQ(nhwc.nbytes(), 120u * 2);
   EXPECT_EQ(nhwc.size(-1), 5);
@@ -35,7 +36,8 @@ TEST(Tensor, FromVectorViewSliceAndCopyShareOrOwnStorage) {
 
 TEST(Tensor, BadInputIsAClearError) {
   EXPECT_THROW(Tensor::empty({2, -1}), Error);
-  EXPECT_THROW(Tensor::empty({2, 3}, DType::kF32, Device::cpu(), MemoryFormat::kChannelsLast), Error);
+  EXPECT_THROW(Tensor::empty({2, 3}, DType::kF32, Device::cpu(), MemoryFormat::kChannelsLast),
+               Error);
   Tensor t = Tensor::empty({2, 3});
   try {
     t.view({4, 2});
