@@ -42,9 +42,9 @@ void BM_Memcpy(benchmark::State& state) {
   set_bytes(state, 2 * kElements * 4);
 }
 
-BENCHMARK(BM_Axpy)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Sum)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Axpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sum)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace course
