@@ -45,27 +45,8 @@ struct DTypeOf<uint8_t> {
   static constexpr DType value = DType::kU8;
 };
 
-// Calls fn.template operator()<T>() with T the C++ type of `dtype`, for every dtype.
-template <class Fn>
-decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kF32:
-      return fn.template operator()<float>();
-    case DType::kF16:
-      return fn.template operator()<Half>();
-    case DType::kBF16:
-      return fn.template operator()<BFloat16>();
-    case DType::kI32:
-      return fn.template operator()<int32_t>();
-    case DType::kI64:
-      return fn.template operator()<int64_t>();
-    case DType::kU8:
-      return fn.template operator()<uint8_t>();
-  }
-  COURSE_FAIL("unknown dtype ", static_cast<int>(dtype));
-}
-
-// The same for the floating-point dtypes only; `op` names the operation in the error.
+// Calls fn.template operator()<T>() with T the C++ type of `dtype`, for the floating-point
+// dtypes; any other dtype is an error naming `op`.
 template <class Fn>
 decltype(auto) visit_floating(DType dtype, std::string_view op, Fn&& fn) {
   switch (dtype) {
@@ -77,6 +58,21 @@ decltype(auto) visit_floating(DType dtype, std::string_view op, Fn&& fn) {
       return fn.template operator()<BFloat16>();
     default:
       COURSE_FAIL(op, " needs a floating-point tensor, got ", dtype_name(dtype));
+  }
+}
+
+// The same for every dtype.
+template <class Fn>
+decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kI32:
+      return fn.template operator()<int32_t>();
+    case DType::kI64:
+      return fn.template operator()<int64_t>();
+    case DType::kU8:
+      return fn.template operator()<uint8_t>();
+    default:
+      return visit_floating(dtype, "visit_dtype", fn);
   }
 }
 

@@ -15,8 +15,24 @@ void DeviceTest::SetUp() {
   }
 }
 
+std::string case_part(Device device) {
+  return device.is_cpu() ? "cpu" : "cuda" + std::to_string(device.index);
+}
+
+std::string case_part(DType dtype) { return std::string(dtype_name(dtype)); }
+
+std::string case_part(int64_t value) { return std::to_string(value); }
+
+std::string case_part(float value) {
+  std::string text = std::to_string(value);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  for (char& c : text) c = c == '.' ? 'p' : c;
+  return text;
+}
+
 std::string device_test_name(const ::testing::TestParamInfo<Device>& info) {
-  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
+  return case_part(info.param);
 }
 
 }  // namespace course::testing

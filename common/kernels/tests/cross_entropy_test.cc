@@ -46,13 +46,9 @@ std::vector<int64_t> labels_for(int64_t rows, int64_t classes) {
   return labels;
 }
 
-class CrossEntropyTest : public ::testing::TestWithParam<std::tuple<Device, float>> {
+class CrossEntropyTest : public testing::DeviceCaseTest<float> {
  protected:
-  void SetUp() override {
-    if (device().is_cuda() && cuda_device_count() == 0) GTEST_SKIP() << cuda_status();
-  }
-  Device device() const { return std::get<0>(GetParam()); }
-  float smoothing() const { return std::get<1>(GetParam()); }
+  float smoothing() const { return value<0>(); }
 };
 
 TEST_P(CrossEntropyTest, LossAndProbabilitiesMatchReference) {
@@ -119,13 +115,7 @@ TEST_P(CrossEntropyTest, BadLabelsAreReportedNotRead) {
                Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(DevicesSmoothing, CrossEntropyTest,
-                         ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
-                                            ::testing::Values(0.0f, 0.1f)),
-                         [](const auto& info) {
-                           return testing::device_test_name({std::get<0>(info.param), 0}) +
-                                  (std::get<1>(info.param) > 0 ? "_smoothed" : "_plain");
-                         });
+COURSE_INSTANTIATE_DEVICE_CASES(CrossEntropyTest, ::testing::Values(0.0f, 0.1f));
 
 }  // namespace
 }  // namespace course

@@ -22,14 +22,10 @@ std::vector<float> rounded(std::vector<float> values, DType dtype) {
   return to_floats(cast(Tensor::from_vector(values, {static_cast<int64_t>(values.size())}), dtype));
 }
 
-class ElementwiseTest : public ::testing::TestWithParam<std::tuple<Device, DType, int64_t>> {
+class ElementwiseTest : public testing::DeviceCaseTest<DType, int64_t> {
  protected:
-  void SetUp() override {
-    if (device().is_cuda() && cuda_device_count() == 0) GTEST_SKIP() << cuda_status();
-  }
-  Device device() const { return std::get<0>(GetParam()); }
-  DType dtype() const { return std::get<1>(GetParam()); }
-  int64_t n() const { return std::get<2>(GetParam()); }
+  DType dtype() const { return value<0>(); }
+  int64_t n() const { return value<1>(); }
 };
 
 TEST_P(ElementwiseTest, AddMulAxpyScaleMatchReference) {
@@ -71,16 +67,9 @@ TEST_P(ElementwiseTest, FillAndZeros) {
   EXPECT_EQ(to_floats(zeros({n()}, dtype(), device())), std::vector<float>(n(), 0.0f));
 }
 
-INSTANTIATE_TEST_SUITE_P(DevicesDtypesSizes, ElementwiseTest,
-                         ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
-                                            ::testing::Values(DType::kF32, DType::kF16,
-                                                              DType::kBF16),
-                                            ::testing::Values(1, 7, 1023, 4097, 100003)),
-                         [](const auto& info) {
-                           return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param))) + "_" +
-                                  std::to_string(std::get<2>(info.param));
-                         });
+COURSE_INSTANTIATE_DEVICE_CASES(ElementwiseTest,
+                                ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                                ::testing::Values<int64_t>(1, 7, 1023, 4097, 100003));
 
 using CastTest = testing::DeviceTest;
 

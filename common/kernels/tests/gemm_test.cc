@@ -21,13 +21,9 @@ struct GemmCase {
   int64_t m, n, k;
 };
 
-class GemmTest : public ::testing::TestWithParam<std::tuple<Device, DType>> {
+class GemmTest : public testing::DeviceCaseTest<DType> {
  protected:
-  void SetUp() override {
-    if (device().is_cuda() && cuda_device_count() == 0) GTEST_SKIP() << cuda_status();
-  }
-  Device device() const { return std::get<0>(GetParam()); }
-  DType dtype() const { return std::get<1>(GetParam()); }
+  DType dtype() const { return value<0>(); }
 };
 
 TEST_P(GemmTest, MatchesNaiveProductForOddShapesAndTransposes) {
@@ -86,14 +82,8 @@ TEST_P(GemmTest, ShapeAndDtypeMismatchesAreErrors) {
   EXPECT_THROW(matmul(zeros({3}, dtype(), device()), a), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(DevicesDtypes, GemmTest,
-                         ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
-                                            ::testing::Values(DType::kF32, DType::kF16,
-                                                              DType::kBF16)),
-                         [](const auto& info) {
-                           return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+COURSE_INSTANTIATE_DEVICE_CASES(GemmTest,
+                                ::testing::Values(DType::kF32, DType::kF16, DType::kBF16));
 
 }  // namespace
 }  // namespace course

@@ -16,14 +16,10 @@ namespace {
 
 using testing::random_tensor;
 
-class ReduceTest : public ::testing::TestWithParam<std::tuple<Device, DType, int64_t>> {
+class ReduceTest : public testing::DeviceCaseTest<DType, int64_t> {
  protected:
-  void SetUp() override {
-    if (device().is_cuda() && cuda_device_count() == 0) GTEST_SKIP() << cuda_status();
-  }
-  Device device() const { return std::get<0>(GetParam()); }
-  DType dtype() const { return std::get<1>(GetParam()); }
-  int64_t n() const { return std::get<2>(GetParam()); }
+  DType dtype() const { return value<0>(); }
+  int64_t n() const { return value<1>(); }
 };
 
 TEST_P(ReduceTest, SumMeanMaxArgmaxMatchReference) {
@@ -55,16 +51,9 @@ TEST_P(ReduceTest, ArgmaxRowsPicksTheFirstLargestPerRow) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DevicesDtypesSizes, ReduceTest,
-                         ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
-                                            ::testing::Values(DType::kF32, DType::kF16,
-                                                              DType::kBF16),
-                                            ::testing::Values(1, 7, 1023, 4096, 4097, 100003)),
-                         [](const auto& info) {
-                           return testing::device_test_name({std::get<0>(info.param), 0}) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param))) + "_" +
-                                  std::to_string(std::get<2>(info.param));
-                         });
+COURSE_INSTANTIATE_DEVICE_CASES(ReduceTest,
+                                ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                                ::testing::Values<int64_t>(1, 7, 1023, 4096, 4097, 100003));
 
 using ReduceEdgeTest = testing::DeviceTest;
 
