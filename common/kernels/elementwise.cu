@@ -17,10 +17,14 @@ COURSE_FLOAT_TYPES(FLOAT_KERNELS)
 #define FILL(T) COURSE_INSTANTIATE_FOR_EACH(Fill<T>)
 COURSE_ALL_TYPES(FILL)
 
+// clang-format off
 #define CAST_TO(To, From) COURSE_INSTANTIATE_FOR_EACH(Cast<To, From>)
-#define CAST_FROM(From)                                                           \
-  CAST_TO(float, From)                                                            \
-  CAST_TO(::course::Half, From)                                                   \
-  CAST_TO(::course::BFloat16, From) CAST_TO(int32_t, From) CAST_TO(int64_t, From) \
-      CAST_TO(uint8_t, From)
+#define CAST_FROM(From)                    \
+  CAST_TO(float, From)                     \
+  CAST_TO(::course::Half, From)            \
+  CAST_TO(::course::BFloat16, From)        \
+  CAST_TO(int32_t, From)                   \
+  CAST_TO(int64_t, From)                   \
+  CAST_TO(uint8_t, From)
 COURSE_ALL_TYPES(CAST_FROM)
+// clang-format on
