@@ -90,6 +90,8 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
 #if COURSE_WITH_CUDA
     gpu_gemm(a, transpose_a, b, transpose_b, c, s, alpha, beta);
     return;
+#else
+    COURSE_FAIL("gemm on ", a.device().str(), " in a build without CUDA");
 #endif
   }
   if (a.dtype() == DType::kF32) {

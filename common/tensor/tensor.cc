@@ -14,8 +14,8 @@ Storage::Storage(size_t bytes, Device device, CachingAllocator& allocator)
 
 Storage::~Storage() { allocator_->deallocate(data_); }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemoryFormat format) {
-  require_device(device);
+Tensor Tensor::allocate(const Shape& shape, DType dtype, Device device, MemoryFormat format,
+                        CachingAllocator& allocator) {
   Tensor t;
   t.shape_ = shape;
   t.strides_ = dense_strides(shape, format);
@@ -25,18 +25,17 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemoryForma
   t.format_ = format;
   COURSE_CHECK(t.numel_ <= static_cast<int64_t>((size_t{1} << 62) / dtype_size(dtype)),
                "tensor of shape ", shape_str(shape), " is too large");
-  t.storage_ = std::make_shared<Storage>(t.nbytes(), device, device_allocator(device));
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), device, allocator);
   return t;
 }
 
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, MemoryFormat format) {
+  require_device(device);
+  return allocate(shape, dtype, device, format, device_allocator(device));
+}
+
 Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
-  Tensor t;
-  t.shape_ = shape;
-  t.strides_ = dense_strides(shape, MemoryFormat::kContiguous);
-  t.numel_ = numel_of(shape);
-  t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(t.nbytes(), Device::cpu(), pinned_host_allocator());
-  return t;
+  return allocate(shape, dtype, Device::cpu(), MemoryFormat::kContiguous, pinned_host_allocator());
 }
 
 bool Tensor::is_pinned() const {

@@ -87,6 +87,9 @@ class Tensor {
   std::string str() const;  // "Tensor(f32, (2, 3), cpu, contiguous)"
 
  private:
+  static Tensor allocate(const Shape& shape, DType dtype, Device device, MemoryFormat format,
+                         CachingAllocator& allocator);
+
   std::shared_ptr<Storage> storage_;
   size_t offset_bytes_ = 0;
   Shape shape_;
