@@ -9,8 +9,8 @@
 
 namespace course {
 
-Storage::Storage(size_t bytes, Device device, CachingAllocator& allocator)
-    : data_(allocator.allocate(bytes)), bytes_(bytes), device_(device), allocator_(&allocator) {}
+Storage::Storage(size_t bytes, CachingAllocator& allocator)
+    : data_(allocator.allocate(bytes)), allocator_(&allocator) {}
 
 Storage::~Storage() { allocator_->deallocate(data_); }
 
@@ -25,7 +25,7 @@ Tensor Tensor::allocate(const Shape& shape, DType dtype, Device device, MemoryFo
   t.format_ = format;
   COURSE_CHECK(t.numel_ <= static_cast<int64_t>((size_t{1} << 62) / dtype_size(dtype)),
                "tensor of shape ", shape_str(shape), " is too large");
-  t.storage_ = std::make_shared<Storage>(t.nbytes(), device, allocator);
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), allocator);
   return t;
 }
 

@@ -22,20 +22,16 @@ namespace course {
 // One allocation; frees itself into its allocator's cache.
 class Storage {
  public:
-  Storage(size_t bytes, Device device, CachingAllocator& allocator);
+  Storage(size_t bytes, CachingAllocator& allocator);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
-  size_t nbytes() const { return bytes_; }
-  Device device() const { return device_; }
   const CachingAllocator& allocator() const { return *allocator_; }
 
  private:
   void* data_;
-  size_t bytes_;
-  Device device_;
   CachingAllocator* allocator_;
 };
 

@@ -54,6 +54,16 @@ TEST(Tensor, BadInputIsAClearError) {
   EXPECT_THROW(Tensor::empty({int64_t{1} << 61}), Error);
 }
 
+TEST(DType, NamesRoundTripAndUnknownNamesAreErrors) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8}) {
+    EXPECT_EQ(parse_dtype(dtype_name(d)), d);
+  }
+  EXPECT_EQ(dtype_size(DType::kBF16), 2u);
+  EXPECT_EQ(dtype_size(DType::kI64), 8u);
+  EXPECT_THAT([] { parse_dtype("fp16"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("unknown dtype 'fp16'")));
+}
+
 TEST(Device, ParsesNamesAndRejectsOthers) {
   EXPECT_EQ(parse_device("cpu"), Device::cpu());
   EXPECT_EQ(parse_device("cuda"), Device::cuda(0));
