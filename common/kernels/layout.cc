@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "common/kernels/index4.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/layout_ops.h"
 
@@ -12,22 +13,19 @@ namespace {
 
 template <class Word>
 void relayout(const Tensor& x, Tensor& out) {
-  const auto& s = x.strides();
-  for_each_index(x.device(), x.numel(),
-                 ops::Relayout<Word>{static_cast<const Word*>(x.data()),
-                                     static_cast<Word*>(out.data()),
-                                     x.size(1),
-                                     x.size(2),
-                                     x.size(3),
-                                     {s[0], s[1], s[2], s[3]},
-                                     out.memory_format() == MemoryFormat::kChannelsLast});
+  const Dims4 d = dims4(x, "memory-format conversion");
+  const bool to_channels_last = out.memory_format() == MemoryFormat::kChannelsLast;
+  for_each_index(
+      x.device(), x.numel(),
+      ops::Relayout<Word>{static_cast<const Word*>(x.data()), static_cast<Word*>(out.data()), d.c,
+                          d.h, d.w, d.strides, to_channels_last});
 }
 
 }  // namespace
 
 Tensor to_memory_format(const Tensor& x, MemoryFormat format) {
   if (x.memory_format() == format) return x;
-  COURSE_CHECK(x.dim() == 4, "memory-format conversion needs a 4-D tensor, got ", x.str());
+  dims4(x, "memory-format conversion");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), format);
   switch (dtype_size(x.dtype())) {
     case 1:

@@ -4,13 +4,9 @@
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/index4.h"
 
 namespace course::ops {
-
-// Strides of a 4-D tensor in elements, for (N, C, H, W) in that logical order.
-struct Strides4 {
-  int64_t n, c, h, w;
-};
 
 // For each physical index i of the output (dense in `out` order), copies the element with the
 // same logical (n, c, h, w) from the input. Word is an unsigned type of the element's size,
@@ -36,7 +32,7 @@ struct Relayout {
       c = (i / (width * height)) % channels;
       n = i / (width * height * channels);
     }
-    out[i] = in[n * in_strides.n + c * in_strides.c + h * in_strides.h + w * in_strides.w];
+    out[i] = in[in_strides.at(n, c, h, w)];
   }
 };
 

@@ -1,0 +1,94 @@
+// Dispatch of batch normalisation to its single-source per-channel kernels.
+#include "common/kernels/batch_norm.h"
+
+#include "common/kernels/batch_norm_ops.h"
+#include "common/kernels/launch.h"
+
+namespace course {
+
+namespace {
+
+ops::ChannelLoop channel_loop(const Tensor& x, const Tensor& gamma) {
+  const Dims4 d = dims4(x, "batch norm");
+  COURSE_CHECK(
+      gamma.dtype() == DType::kF32 && gamma.shape() == Shape{d.c} && gamma.device() == x.device(),
+      "batch norm of ", x.str(), " needs f32 (", d.c, ",) parameters on ", x.device().str(),
+      ", got ", gamma.str());
+  COURSE_CHECK(d.n * d.h * d.w > 0, "batch norm over an empty batch");
+  return {d.n, d.c, d.h, d.w, d.strides};
+}
+
+Tensor channel_vector(const Tensor& x) {
+  return Tensor::empty({x.size(1)}, DType::kF32, x.device());
+}
+
+Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& mean,
+                 const Tensor& invstd, const Tensor& gamma, const Tensor& beta) {
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
+  visit_floating(x.dtype(), "batch norm", [&]<class T>() {
+    for_each_index(x.device(), x.numel(),
+                   ops::BatchNormApply<T>{x.data_as<T>(), y.data_as<T>(), loop,
+                                          mean.data_as<float>(), invstd.data_as<float>(),
+                                          gamma.data_as<float>(), beta.data_as<float>()});
+  });
+  return y;
+}
+
+}  // namespace
+
+Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                        Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                        BatchNormSaved& saved) {
+  const ops::ChannelLoop loop = channel_loop(x, gamma);
+  check_same(gamma, beta, "batch norm parameters");
+  check_same(gamma, running_mean, "batch norm running mean");
+  check_same(gamma, running_var, "batch norm running variance");
+  saved = {channel_vector(x), channel_vector(x)};
+  visit_floating(x.dtype(), "batch norm", [&]<class T>() {
+    for_each_index(
+        x.device(), loop.c,
+        ops::BatchNormStats<T>{x.data_as<T>(), loop, eps, momentum, saved.mean.data_as<float>(),
+                               saved.invstd.data_as<float>(), running_mean.data_as<float>(),
+                               running_var.data_as<float>()});
+  });
+  return normalise(x, loop, saved.mean, saved.invstd, gamma, beta);
+}
+
+Tensor batch_norm_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                       const Tensor& running_mean, const Tensor& running_var, float eps) {
+  const ops::ChannelLoop loop = channel_loop(x, gamma);
+  check_same(gamma, beta, "batch norm parameters");
+  check_same(gamma, running_var, "batch norm running variance");
+  Tensor invstd = channel_vector(x);
+  for_each_index(
+      x.device(), loop.c,
+      ops::InvStdFromVariance{running_var.data_as<float>(), eps, invstd.data_as<float>()});
+  return normalise(x, loop, running_mean, invstd, gamma, beta);
+}
+
+Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                           const BatchNormSaved& saved, Tensor& dgamma, Tensor& dbeta) {
+  const ops::ChannelLoop loop = channel_loop(x, gamma);
+  check_same(dy, x, "batch norm backward");
+  check_same(gamma, dgamma, "batch norm gamma gradient");
+  check_same(gamma, dbeta, "batch norm beta gradient");
+  Tensor sum_dy = channel_vector(x), sum_dy_xhat = channel_vector(x);
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
+  visit_floating(x.dtype(), "batch norm backward", [&]<class T>() {
+    for_each_index(
+        x.device(), loop.c,
+        ops::BatchNormGradSums<T>{x.data_as<T>(), dy.data_as<T>(), loop,
+                                  saved.mean.data_as<float>(), saved.invstd.data_as<float>(),
+                                  sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
+                                  dgamma.data_as<float>(), dbeta.data_as<float>()});
+    for_each_index(
+        x.device(), x.numel(),
+        ops::BatchNormBackwardApply<T>{x.data_as<T>(), dy.data_as<T>(), dx.data_as<T>(), loop,
+                                       saved.mean.data_as<float>(), saved.invstd.data_as<float>(),
+                                       gamma.data_as<float>(), sum_dy.data_as<float>(),
+                                       sum_dy_xhat.data_as<float>()});
+  });
+  return dx;
+}
+
+}  // namespace course

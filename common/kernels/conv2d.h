@@ -1,0 +1,39 @@
+// 2-D convolution through the vendor libraries: oneDNN on the CPU, cuDNN on the GPU.
+//
+// Activations are (N, C, H, W) in either memory format (the output keeps the input's);
+// weights are contiguous (O, C, K, K); square kernels, equal stride and padding on both axes,
+// no bias (a batch norm follows every convolution in the course's networks). f16/bf16 run in
+// the library's reduced precision on the GPU and through f32 on the CPU.
+#pragma once
+
+#include "common/tensor/tensor.h"
+
+namespace course {
+
+struct Conv2dShape {
+  int64_t stride = 1;
+  int64_t padding = 0;
+};
+
+// The (N, O, OH, OW) shape of the output; throws when the input is too small or channels differ.
+Shape conv2d_output_shape(const Shape& x, const Shape& w, Conv2dShape conv);
+
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, Conv2dShape conv);
+// dx for dy = conv(x, w), with x's shape and memory format.
+Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& x, Conv2dShape conv);
+// dw += gradient of the weights.
+void conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw, Conv2dShape conv);
+
+namespace detail {
+// Library back ends, one per device kind.
+void onednn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv);
+void onednn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv);
+void onednn_conv2d_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dw,
+                                    Conv2dShape conv);
+void cudnn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv);
+void cudnn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv);
+void cudnn_conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw,
+                                       Conv2dShape conv);
+}  // namespace detail
+
+}  // namespace course

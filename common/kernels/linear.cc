@@ -1,0 +1,36 @@
+// Dispatch of the row-broadcast kernels.
+#include "common/kernels/linear.h"
+
+#include "common/kernels/launch.h"
+#include "common/kernels/linear_ops.h"
+
+namespace course {
+
+namespace {
+
+void check_row_vector(const Tensor& matrix, const Tensor& vector, const char* op) {
+  COURSE_CHECK(matrix.dim() == 2 && vector.dtype() == DType::kF32 &&
+                   vector.shape() == Shape{matrix.size(1)} && vector.device() == matrix.device(),
+               op, ": ", matrix.str(), " with ", vector.str());
+}
+
+}  // namespace
+
+void add_row_bias_(Tensor& y, const Tensor& bias) {
+  check_row_vector(y, bias, "add_row_bias_");
+  visit_floating(y.dtype(), "add_row_bias_", [&]<class T>() {
+    for_each_index(y.device(), y.numel(),
+                   ops::AddRowBias<T>{y.data_as<T>(), bias.data_as<float>(), y.size(1)});
+  });
+}
+
+void add_column_sums_(const Tensor& x, Tensor& sums) {
+  check_row_vector(x, sums, "add_column_sums_");
+  visit_floating(x.dtype(), "add_column_sums_", [&]<class T>() {
+    for_each_index(
+        x.device(), x.size(1),
+        ops::AddColumnSums<T>{x.data_as<T>(), sums.data_as<float>(), x.size(0), x.size(1)});
+  });
+}
+
+}  // namespace course

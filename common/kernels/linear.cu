@@ -1,0 +1,11 @@
+// GPU instantiations of the row-broadcast kernels (bodies in linear_ops.h).
+#include "common/kernels/launch_cuda.cuh"
+#include "common/kernels/linear_ops.h"
+#include "common/kernels/type_lists.cuh"
+
+using namespace course::ops;
+
+#define LINEAR(T)                              \
+  COURSE_INSTANTIATE_FOR_EACH(AddRowBias<T>)   \
+  COURSE_INSTANTIATE_FOR_EACH(AddColumnSums<T>)
+COURSE_FLOAT_TYPES(LINEAR)

@@ -1,0 +1,78 @@
+// Dispatch of pooling to its single-source kernels.
+#include "common/kernels/pooling.h"
+
+#include "common/kernels/launch.h"
+#include "common/kernels/pooling_ops.h"
+
+namespace course {
+
+namespace {
+
+ops::PoolGeometry geometry(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
+  const Dims4 d = dims4(x, "max pooling");
+  COURSE_CHECK(kernel > 0 && stride > 0 && padding >= 0 && padding < kernel,
+               "max pooling needs kernel > padding >= 0 and stride > 0, got kernel ", kernel,
+               ", stride ", stride, ", padding ", padding);
+  const int64_t oh = (d.h + 2 * padding - kernel) / stride + 1;
+  const int64_t ow = (d.w + 2 * padding - kernel) / stride + 1;
+  COURSE_CHECK(d.h + 2 * padding >= kernel && d.w + 2 * padding >= kernel,
+               "max pooling with kernel ", kernel, " of a ", d.h, "x", d.w,
+               " input leaves no output (the image is too small for the network)");
+  return {d.n, d.c, d.h, d.w, oh, ow, kernel, stride, padding, d.strides, {}};
+}
+
+}  // namespace
+
+MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
+  ops::PoolGeometry g = geometry(x, kernel, stride, padding);
+  MaxPoolResult out{
+      Tensor::empty({g.n, g.c, g.oh, g.ow}, x.dtype(), x.device(), x.memory_format()),
+      Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::kI32, x.device(), x.memory_format())};
+  g.out = dims4(out.y, "max pooling").strides;
+  visit_floating(x.dtype(), "max pooling", [&]<class T>() {
+    for_each_index(x.device(), out.y.numel(),
+                   ops::MaxPoolForward<T>{x.data_as<T>(), out.y.data_as<T>(),
+                                          out.argmax.data_as<int32_t>(), g});
+  });
+  return out;
+}
+
+Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const Tensor& x,
+                         int64_t kernel, int64_t stride, int64_t padding) {
+  ops::PoolGeometry g = geometry(x, kernel, stride, padding);
+  check_same(dy, forward.y, "max pooling backward");
+  g.out = dims4(dy, "max pooling backward").strides;
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
+  visit_floating(x.dtype(), "max pooling backward", [&]<class T>() {
+    for_each_index(x.device(), x.numel(),
+                   ops::MaxPoolBackward<T>{dy.data_as<T>(), forward.argmax.data_as<int32_t>(),
+                                           dx.data_as<T>(), g});
+  });
+  return dx;
+}
+
+Tensor global_avg_pool_forward(const Tensor& x) {
+  const Dims4 d = dims4(x, "global average pooling");
+  Tensor y = Tensor::empty({d.n, d.c}, x.dtype(), x.device());
+  visit_floating(x.dtype(), "global average pooling", [&]<class T>() {
+    for_each_index(
+        x.device(), d.n * d.c,
+        ops::GlobalAvgPoolForward<T>{x.data_as<T>(), y.data_as<T>(), d.c, d.h, d.w, d.strides});
+  });
+  return y;
+}
+
+Tensor global_avg_pool_backward(const Tensor& dy, const Tensor& x) {
+  const Dims4 d = dims4(x, "global average pooling backward");
+  COURSE_CHECK(dy.shape() == (Shape{d.n, d.c}) && dy.dtype() == x.dtype(),
+               "global average pooling backward: dy ", dy.str(), " for input ", x.str());
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
+  visit_floating(x.dtype(), "global average pooling backward", [&]<class T>() {
+    for_each_index(
+        x.device(), x.numel(),
+        ops::GlobalAvgPoolBackward<T>{dy.data_as<T>(), dx.data_as<T>(), d.c, d.h, d.w, d.strides});
+  });
+  return dx;
+}
+
+}  // namespace course
