@@ -1,0 +1,28 @@
+// Seeded parameter initialisation (drawn on the host, then copied to the device).
+#include "common/nn/init.h"
+
+#include <cmath>
+#include <vector>
+
+namespace course::nn {
+
+namespace {
+
+template <class Distribution>
+Tensor draw(const Shape& shape, Distribution distribution, std::mt19937& rng, Device device) {
+  std::vector<float> values(numel_of(shape));
+  for (float& v : values) v = distribution(rng);
+  return Tensor::from_vector(values, shape, device);
+}
+
+}  // namespace
+
+Tensor kaiming_normal(const Shape& shape, int64_t fan_in, std::mt19937& rng, Device device) {
+  return draw(shape, std::normal_distribution<float>(0.0f, std::sqrt(2.0f / fan_in)), rng, device);
+}
+
+Tensor uniform(const Shape& shape, float bound, std::mt19937& rng, Device device) {
+  return draw(shape, std::uniform_real_distribution<float>(-bound, bound), rng, device);
+}
+
+}  // namespace course::nn

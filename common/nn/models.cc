@@ -1,0 +1,87 @@
+// Model builders.
+#include "common/nn/models.h"
+
+#include <random>
+
+#include "common/nn/linear.h"
+#include "common/nn/pooling.h"
+#include "common/nn/residual.h"
+
+namespace course::nn {
+
+namespace {
+
+template <class Block>
+void add_stage(Sequential& net, int64_t& in_channels, int64_t channels, int blocks, int64_t stride,
+               std::mt19937& rng, Device device, const std::string& name) {
+  auto stage = std::make_unique<Sequential>();
+  for (int b = 0; b < blocks; ++b) {
+    stage->add(std::make_unique<Block>(in_channels, channels, b == 0 ? stride : 1, rng, device));
+    in_channels = channels * Block::kExpansion;
+  }
+  net.add(std::move(stage), name);
+}
+
+template <class Block>
+ModulePtr resnet(const ModelConfig& c, const int (&blocks)[4], bool imagenet_stem, Device device) {
+  std::mt19937 rng(c.seed);
+  auto net = std::make_unique<Sequential>();
+  auto stem = std::make_unique<Sequential>();
+  if (imagenet_stem) {
+    conv_bn(*stem, c.in_channels, 64, 7, 2, true, rng, device);
+    stem->add(std::make_unique<MaxPool2d>(3, 2, 1));
+  } else {
+    conv_bn(*stem, c.in_channels, 64, 3, 1, true, rng, device);
+  }
+  net->add(std::move(stem), "stem");
+  int64_t channels = 64;
+  for (int s = 0; s < 4; ++s) {
+    add_stage<Block>(*net, channels, 64 << s, blocks[s], s == 0 ? 1 : 2, rng, device,
+                     "layer" + std::to_string(s + 1));
+  }
+  net->add(std::make_unique<GlobalAvgPool2d>(), "pool");
+  net->add(std::make_unique<Linear>(channels, c.num_classes, rng, device), "fc");
+  return net;
+}
+
+ModulePtr smallnet(const ModelConfig& c, Device device) {
+  std::mt19937 rng(c.seed);
+  auto net = std::make_unique<Sequential>();
+  conv_bn(*net, c.in_channels, 32, 3, 1, true, rng, device);
+  net->add(std::make_unique<MaxPool2d>(2, 2));
+  conv_bn(*net, 32, 64, 3, 1, true, rng, device);
+  net->add(std::make_unique<MaxPool2d>(2, 2));
+  conv_bn(*net, 64, 128, 3, 1, true, rng, device);
+  net->add(std::make_unique<GlobalAvgPool2d>());
+  net->add(std::make_unique<Linear>(128, c.num_classes, rng, device));
+  return net;
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names = {"smallnet", "resnet18-cifar", "resnet18",
+                                                 "resnet50"};
+  return names;
+}
+
+ModulePtr make_model(const ModelConfig& config, Device device) {
+  COURSE_CHECK(config.in_channels > 0 && config.num_classes > 0, "a model needs input channels ",
+               "and classes, got ", config.in_channels, " and ", config.num_classes);
+  if (config.name == "smallnet") return smallnet(config, device);
+  if (config.name == "resnet18-cifar")
+    return resnet<BasicBlock>(config, {2, 2, 2, 2}, false, device);
+  if (config.name == "resnet18") return resnet<BasicBlock>(config, {2, 2, 2, 2}, true, device);
+  if (config.name == "resnet50") return resnet<Bottleneck>(config, {3, 4, 6, 3}, true, device);
+  std::string known;
+  for (const auto& name : model_names()) known += (known.empty() ? "" : ", ") + name;
+  COURSE_FAIL("unknown model '", config.name, "' (known: ", known, ")");
+}
+
+int64_t min_image_size(const std::string& name) {
+  if (name == "smallnet") return 4;        // two 2x2 poolings
+  if (name == "resnet18-cifar") return 8;  // three stride-2 stages
+  return 32;                               // stem /4, three stride-2 stages
+}
+
+}  // namespace course::nn

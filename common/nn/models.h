@@ -1,0 +1,32 @@
+// The networks of the course, built from a seed (same seed, same weights, on every rank):
+//   smallnet        three conv-bn-relu stages and a linear head: trains Fashion-MNIST on a
+//                   2-core CPU in about a minute per epoch;
+//   resnet18-cifar  ResNet-18 with a CIFAR stem (3x3 convolution, no max pooling), for small
+//                   images;
+//   resnet18, resnet50  ImageNet stem (7x7/2 convolution, 3x3/2 max pooling), as torchvision.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/nn/module.h"
+
+namespace course::nn {
+
+struct ModelConfig {
+  std::string name = "smallnet";
+  int64_t in_channels = 1;
+  int64_t num_classes = 10;
+  uint32_t seed = 0;
+};
+
+const std::vector<std::string>& model_names();
+
+// Throws course::Error for an unknown name (listing the known ones).
+ModulePtr make_model(const ModelConfig& config, Device device);
+
+// The smallest input side the model accepts (its total downsampling must leave 1 pixel).
+int64_t min_image_size(const std::string& name);
+
+}  // namespace course::nn

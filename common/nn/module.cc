@@ -1,0 +1,30 @@
+// Module bookkeeping shared by every layer.
+#include "common/nn/module.h"
+
+#include "common/kernels/elementwise.h"
+
+namespace course::nn {
+
+Parameter::Parameter(Tensor v)
+    : value(std::move(v)), grad(zeros(value.shape(), DType::kF32, value.device())) {
+  COURSE_CHECK(value.dtype() == DType::kF32, "parameters are f32 master weights, got ",
+               value.str());
+}
+
+ModuleState Module::state() {
+  ModuleState s;
+  collect("", s);
+  return s;
+}
+
+std::vector<Parameter*> Module::parameters() {
+  std::vector<Parameter*> out;
+  for (auto& [name, p] : state().parameters) out.push_back(p);
+  return out;
+}
+
+void Module::zero_grad() {
+  for (Parameter* p : parameters()) fill_(p->grad, 0.0);
+}
+
+}  // namespace course::nn

@@ -1,0 +1,69 @@
+// Residual blocks.
+#include "common/nn/residual.h"
+
+#include "common/kernels/elementwise.h"
+#include "common/nn/batch_norm.h"
+#include "common/nn/conv2d.h"
+
+namespace course::nn {
+
+void conv_bn(Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t stride, bool relu,
+             std::mt19937& rng, Device device) {
+  seq.add(std::make_unique<Conv2d>(in, out, kernel, Conv2dShape{stride, kernel / 2}, rng, device));
+  seq.add(std::make_unique<BatchNorm2d>(out, device));
+  if (relu) seq.add(std::make_unique<ReLU>());
+}
+
+Tensor ResidualBlock::forward(const Tensor& x) {
+  const Tensor main = main_.forward(x);
+  const Tensor shortcut = shortcut_.size() > 0 ? shortcut_.forward(x) : x;
+  return relu_.forward(add(main, shortcut));
+}
+
+Tensor ResidualBlock::backward(const Tensor& dy) {
+  const Tensor g = relu_.backward(dy);
+  const Tensor dx_main = main_.backward(g);
+  const Tensor dx_shortcut = shortcut_.size() > 0 ? shortcut_.backward(g) : g;
+  return add(dx_main, dx_shortcut);
+}
+
+void ResidualBlock::collect(const std::string& prefix, ModuleState& state) {
+  main_.collect(prefix, state);
+  shortcut_.collect(prefix + "downsample.", state);
+}
+
+void ResidualBlock::set_training(bool training) {
+  Module::set_training(training);
+  main_.set_training(training);
+  shortcut_.set_training(training);
+}
+
+void ResidualBlock::set_grad_ready_hook(const GradReadyHook& hook) {
+  Module::set_grad_ready_hook(hook);
+  main_.set_grad_ready_hook(hook);
+  shortcut_.set_grad_ready_hook(hook);
+}
+
+void ResidualBlock::add_shortcut(int64_t in_channels, int64_t out_channels, int64_t stride,
+                                 std::mt19937& rng, Device device) {
+  if (stride != 1 || in_channels != out_channels) {
+    conv_bn(shortcut_, in_channels, out_channels, 1, stride, false, rng, device);
+  }
+}
+
+BasicBlock::BasicBlock(int64_t in_channels, int64_t channels, int64_t stride, std::mt19937& rng,
+                       Device device) {
+  conv_bn(main_, in_channels, channels, 3, stride, true, rng, device);
+  conv_bn(main_, channels, channels, 3, 1, false, rng, device);
+  add_shortcut(in_channels, channels, stride, rng, device);
+}
+
+Bottleneck::Bottleneck(int64_t in_channels, int64_t channels, int64_t stride, std::mt19937& rng,
+                       Device device) {
+  conv_bn(main_, in_channels, channels, 1, 1, true, rng, device);
+  conv_bn(main_, channels, channels, 3, stride, true, rng, device);
+  conv_bn(main_, channels, channels * kExpansion, 1, 1, false, rng, device);
+  add_shortcut(in_channels, channels * kExpansion, stride, rng, device);
+}
+
+}  // namespace course::nn

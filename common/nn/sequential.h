@@ -1,0 +1,35 @@
+// Sequential: children run in order forward and in reverse order backward. Children are named
+// by their index unless given a name ("0.weight", "conv1.weight").
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/nn/module.h"
+
+namespace course::nn {
+
+class Sequential : public Module {
+ public:
+  Sequential& add(ModulePtr child, std::string name = "");
+  template <class M, class... Args>
+  M& emplace(Args&&... args) {
+    auto child = std::make_unique<M>(std::forward<Args>(args)...);
+    M& ref = *child;
+    add(std::move(child));
+    return ref;
+  }
+
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+  void collect(const std::string& prefix, ModuleState& state) override;
+  void set_training(bool training) override;
+  void set_grad_ready_hook(const GradReadyHook& hook) override;
+  size_t size() const { return children_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, ModulePtr>> children_;
+};
+
+}  // namespace course::nn

@@ -1,0 +1,175 @@
+// Every layer's backward against central finite differences, on small shapes, in both memory
+// formats; forward passes against direct references where a library computes them.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/kernels/elementwise.h"
+#include "common/kernels/layout.h"
+#include "common/nn/batch_norm.h"
+#include "common/nn/conv2d.h"
+#include "common/nn/linear.h"
+#include "common/nn/pooling.h"
+#include "common/nn/relu.h"
+#include "common/nn/residual.h"
+#include "common/testing/gradcheck.h"
+#include "common/testing/random_tensor.h"
+
+namespace course::nn {
+namespace {
+
+using testing::check_gradients;
+using testing::random_tensor;
+
+const Device kCpu = Device::cpu();
+
+class LayerTest : public ::testing::TestWithParam<MemoryFormat> {
+ protected:
+  Tensor input(const Shape& shape, uint32_t seed) {
+    return to_memory_format(random_tensor(shape, DType::kF32, kCpu, seed).tensor, GetParam());
+  }
+  std::mt19937 rng{3};
+};
+
+TEST_P(LayerTest, Conv2dForwardMatchesDirectConvolution) {
+  Conv2d conv(3, 4, 3, {2, 1}, rng, kCpu);
+  const Tensor x = input({2, 3, 7, 6}, 1);
+  const Tensor y = to_memory_format(conv.forward(x), MemoryFormat::kContiguous);
+  ASSERT_EQ(y.shape(), (Shape{2, 4, 4, 3}));
+  const auto xs = testing::to_floats(to_memory_format(x, MemoryFormat::kContiguous));
+  const auto ws = testing::to_floats(conv.weight.value);
+  const auto ys = testing::to_floats(y);
+  for (int n = 0; n < 2; ++n)
+    for (int o = 0; o < 4; ++o)
+      for (int oh = 0; oh < 4; ++oh)
+        for (int ow = 0; ow < 3; ++ow) {
+          double acc = 0;
+          for (int c = 0; c < 3; ++c)
+            for (int kh = 0; kh < 3; ++kh)
+              for (int kw = 0; kw < 3; ++kw) {
+                const int ih = oh * 2 - 1 + kh, iw = ow * 2 - 1 + kw;
+                if (ih < 0 || ih >= 7 || iw < 0 || iw >= 6) continue;
+                acc += xs[((n * 3 + c) * 7 + ih) * 6 + iw] * ws[((o * 3 + c) * 3 + kh) * 3 + kw];
+              }
+          EXPECT_NEAR(ys[((n * 4 + o) * 4 + oh) * 3 + ow], acc, 1e-5);
+        }
+}
+
+TEST_P(LayerTest, Conv2dGradients) {
+  Conv2d conv(3, 4, 3, {2, 1}, rng, kCpu);
+  EXPECT_TRUE(check_gradients(conv, input({2, 3, 7, 6}, 2)));
+  Conv2d pointwise(4, 2, 1, {1, 0}, rng, kCpu);
+  EXPECT_TRUE(check_gradients(pointwise, input({1, 4, 3, 3}, 3)));
+}
+
+TEST_P(LayerTest, BatchNormForwardNormalisesEachChannel) {
+  BatchNorm2d bn(3, kCpu);
+  const Tensor x = input({4, 3, 5, 2}, 4);
+  const auto ys = testing::to_floats(to_memory_format(bn.forward(x), MemoryFormat::kContiguous));
+  for (int c = 0; c < 3; ++c) {
+    double sum = 0, squares = 0;
+    for (int n = 0; n < 4; ++n)
+      for (int k = 0; k < 10; ++k) {
+        const double v = ys[(n * 3 + c) * 10 + k];
+        sum += v;
+        squares += v * v;
+      }
+    EXPECT_NEAR(sum / 40, 0.0, 1e-5);
+    EXPECT_NEAR(squares / 40, 1.0, 1e-3);  // variance 1 up to eps
+  }
+  // Running statistics moved 10% of the way from (0, 1) towards the batch's.
+  const auto means = testing::to_floats(bn.running_mean);
+  EXPECT_NE(means[0], 0.0f);
+}
+
+TEST_P(LayerTest, BatchNormGradientsInTrainingMode) {
+  BatchNorm2d bn(3, kCpu);
+  bn.weight.value = random_tensor({3}, DType::kF32, kCpu, 5, 0.5f, 1.5f).tensor;
+  bn.bias.value = random_tensor({3}, DType::kF32, kCpu, 6).tensor;
+  EXPECT_TRUE(check_gradients(bn, input({4, 3, 3, 2}, 7)));
+}
+
+TEST_P(LayerTest, ReluAndPoolingGradients) {
+  ReLU relu;
+  EXPECT_TRUE(check_gradients(relu, input({2, 3, 4, 5}, 8), {.step = 1e-3}));
+  MaxPool2d pool(3, 2, 1);
+  EXPECT_TRUE(check_gradients(pool, input({2, 2, 7, 6}, 9), {.step = 1e-3}));
+  MaxPool2d pool2(2, 2);
+  EXPECT_TRUE(check_gradients(pool2, input({1, 3, 4, 6}, 10), {.step = 1e-3}));
+  GlobalAvgPool2d gap;
+  EXPECT_TRUE(check_gradients(gap, input({2, 3, 4, 5}, 11)));
+}
+
+TEST_P(LayerTest, ResidualBlockGradients) {
+  BasicBlock block(3, 4, 2, rng, kCpu);  // projection shortcut
+  EXPECT_TRUE(check_gradients(block, input({2, 3, 6, 6}, 12), {.step = 1e-3}));
+  BasicBlock identity(3, 3, 1, rng, kCpu);
+  EXPECT_TRUE(check_gradients(identity, input({2, 3, 4, 4}, 13), {.step = 1e-3}));
+  Bottleneck bottleneck(4, 2, 2, rng, kCpu);
+  EXPECT_TRUE(check_gradients(bottleneck, input({2, 4, 6, 6}, 14), {.step = 1e-3}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, LayerTest,
+                         ::testing::Values(MemoryFormat::kContiguous, MemoryFormat::kChannelsLast),
+                         [](const auto& info) {
+                           return info.param == MemoryFormat::kContiguous ? "nchw" : "nhwc";
+                         });
+
+TEST(Linear, ForwardAndGradients) {
+  std::mt19937 rng(4);
+  Linear fc(5, 3, rng, kCpu);
+  const auto x = random_tensor({4, 5}, DType::kF32, kCpu, 15);
+  const auto y = testing::to_floats(fc.forward(x.tensor));
+  const auto w = testing::to_floats(fc.weight.value), b = testing::to_floats(fc.bias.value);
+  for (int n = 0; n < 4; ++n)
+    for (int o = 0; o < 3; ++o) {
+      double acc = b[o];
+      for (int i = 0; i < 5; ++i) acc += x.values[n * 5 + i] * w[o * 5 + i];
+      EXPECT_NEAR(y[n * 3 + o], acc, 1e-5);
+    }
+  EXPECT_TRUE(check_gradients(fc, x.tensor));
+}
+
+// The check itself must fail on a wrong backward: here a linear layer whose input gradient is
+// scaled by 1.5, and one whose weight gradient is dropped.
+class WrongLinear : public Linear {
+ public:
+  using Linear::Linear;
+  Tensor backward(const Tensor& dy) override {
+    Tensor dx = Linear::backward(dy);
+    scale_(dx, 1.5f);
+    return dx;
+  }
+};
+
+class ForgetfulLinear : public Linear {
+ public:
+  using Linear::Linear;
+  Tensor backward(const Tensor& dy) override {
+    Tensor dx = Linear::backward(dy);
+    fill_(weight.grad, 0.0);
+    return dx;
+  }
+};
+
+TEST(GradCheck, RejectsWrongBackwardPasses) {
+  std::mt19937 rng(6);
+  const Tensor x = random_tensor({3, 4}, DType::kF32, kCpu, 16).tensor;
+  WrongLinear wrong(4, 2, rng, kCpu);
+  EXPECT_FALSE(check_gradients(wrong, x));
+  ForgetfulLinear forgetful(4, 2, rng, kCpu);
+  EXPECT_FALSE(check_gradients(forgetful, x));
+}
+
+TEST(Layers, BadInputIsAClearError) {
+  std::mt19937 rng(5);
+  Conv2d conv(3, 4, 3, {1, 0}, rng, kCpu);
+  EXPECT_THROW(conv.forward(Tensor::empty({1, 2, 5, 5})), Error);  // wrong channel count
+  EXPECT_THROW(conv.forward(Tensor::empty({1, 3, 2, 2})), Error);  // smaller than the kernel
+  Linear fc(5, 3, rng, kCpu);
+  EXPECT_THROW(fc.forward(Tensor::empty({2, 4})), Error);
+  EXPECT_THROW(fc.backward(Tensor::empty({2, 3})), Error);  // backward before forward
+}
+
+}  // namespace
+}  // namespace course::nn
