@@ -32,6 +32,12 @@ int64_t argmax(const Tensor& x) {
   });
 }
 
+bool all_finite(const Tensor& x) {
+  return visit_floating(x.dtype(), "all_finite", [&]<class T>() {
+    return reduce_index(x.device(), x.numel(), ops::NonFiniteCount<T>{x.data_as<T>()}) == 0;
+  });
+}
+
 Tensor argmax_rows(const Tensor& x) {
   COURSE_CHECK(x.dim() == 2 && x.size(1) > 0, "argmax_rows needs an (N, C) tensor with C > 0, got ",
                x.str());

@@ -12,5 +12,6 @@ float mean(const Tensor& x);
 float max(const Tensor& x);           // NaN if any element is NaN
 int64_t argmax(const Tensor& x);      // flat index of the first largest element (contiguous x)
 Tensor argmax_rows(const Tensor& x);  // (N, C) -> (N,) i64 on x's device
+bool all_finite(const Tensor& x);     // no NaN and no infinity
 
 }  // namespace course

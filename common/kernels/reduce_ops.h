@@ -48,6 +48,19 @@ struct ArgMaxReducer {
   }
 };
 
+// Counts the elements that are NaN or infinite.
+template <class T>
+struct NonFiniteCount {
+  using Acc = int64_t;
+  const T* x;
+  COURSE_HD Acc identity() const { return 0; }
+  COURSE_HD Acc load(int64_t i) const {
+    const float v = static_cast<float>(x[i]);
+    return (v != v || v - v != 0.0f) ? 1 : 0;  // NaN, or inf (inf - inf is NaN)
+  }
+  COURSE_HD Acc combine(Acc a, Acc b) const { return a + b; }
+};
+
 // out[row] = argmax of row `row` of a (rows, cols) matrix.
 template <class T>
 struct ArgMaxRows {

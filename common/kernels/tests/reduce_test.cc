@@ -63,6 +63,9 @@ TEST_P(ReduceEdgeTest, TiesNaNsAndEmptyInputs) {
   EXPECT_EQ(argmax_rows(ties.view({1, 5})).to_vector<int64_t>(), std::vector<int64_t>{1});
   Tensor with_nan = Tensor::from_vector<float>({1, NAN, 2}, {3}).to(device());
   EXPECT_TRUE(std::isnan(max(with_nan)));
+  EXPECT_FALSE(all_finite(with_nan));
+  EXPECT_FALSE(all_finite(Tensor::from_vector<float>({1, -INFINITY}, {2}).to(device())));
+  EXPECT_TRUE(all_finite(Tensor::from_vector<float>({1, 3e38f, -2}, {3}).to(device())));
   EXPECT_EQ(sum(zeros({0}, DType::kF32, device())), 0.0f);
   EXPECT_THROW(mean(zeros({0}, DType::kF32, device())), Error);
   EXPECT_THROW(sum(zeros({3}, DType::kI64, device())), Error);

@@ -1,0 +1,70 @@
+// SGD and AdamW.
+#include "common/optim/optimizer.h"
+
+#include "common/kernels/elementwise.h"
+#include "common/kernels/optimizer_kernels.h"
+
+namespace course::optim {
+
+Optimizer::Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr)
+    : params_(std::move(params)), lr_(lr) {
+  COURSE_CHECK(lr >= 0.0f, "learning rate must not be negative, got ", lr);
+}
+
+void Optimizer::step() {
+  for (size_t i = 0; i < params_.size(); ++i) update(i, *params_[i].second);
+  ++steps_;
+}
+
+Tensor Optimizer::zeros_like_param(size_t index) const {
+  const Tensor& value = params_[index].second->value;
+  return zeros(value.shape(), DType::kF32, value.device());
+}
+
+Sgd::Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOptions& options)
+    : Optimizer(std::move(params), options.lr), options_(options) {
+  COURSE_CHECK(options.momentum >= 0.0f && options.weight_decay >= 0.0f,
+               "SGD momentum and weight decay must not be negative");
+  COURSE_CHECK(!options.nesterov || options.momentum > 0.0f, "Nesterov SGD needs momentum > 0");
+  for (size_t i = 0; i < params_.size(); ++i) momentum_.push_back(zeros_like_param(i));
+}
+
+void Sgd::update(size_t index, nn::Parameter& p) {
+  sgd_update_(p.value, p.grad, momentum_[index], lr_, options_.momentum, options_.weight_decay,
+              options_.nesterov, steps_ == 0);
+}
+
+std::vector<std::pair<std::string, Tensor*>> Sgd::state_tensors() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    out.emplace_back(params_[i].first + ".momentum_buffer", &momentum_[i]);
+  }
+  return out;
+}
+
+AdamW::AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params,
+             const AdamWOptions& options)
+    : Optimizer(std::move(params), options.lr), options_(options) {
+  COURSE_CHECK(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
+               "AdamW betas must be in [0, 1)");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    exp_avg_.push_back(zeros_like_param(i));
+    exp_avg_sq_.push_back(zeros_like_param(i));
+  }
+}
+
+void AdamW::update(size_t index, nn::Parameter& p) {
+  adamw_update_(p.value, p.grad, exp_avg_[index], exp_avg_sq_[index], lr_, options_.beta1,
+                options_.beta2, options_.eps, options_.weight_decay, steps_ + 1);
+}
+
+std::vector<std::pair<std::string, Tensor*>> AdamW::state_tensors() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    out.emplace_back(params_[i].first + ".exp_avg", &exp_avg_[i]);
+    out.emplace_back(params_[i].first + ".exp_avg_sq", &exp_avg_sq_[i]);
+  }
+  return out;
+}
+
+}  // namespace course::optim

@@ -1,0 +1,72 @@
+// Optimizers over a model's f32 parameters: SGD (momentum, Nesterov, L2 weight decay) and
+// AdamW, each updating parameter by parameter with the single-source kernels of
+// common/kernels/optimizer_ops.h on the parameters' device.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/nn/module.h"
+
+namespace course::optim {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  void step();  // one update of every parameter from its gradient
+  float lr() const { return lr_; }
+  void set_lr(float lr) { lr_ = lr; }
+  int64_t steps() const { return steps_; }
+  // Optimizer state for checkpoints, with names ("0.weight.momentum_buffer").
+  virtual std::vector<std::pair<std::string, Tensor*>> state_tensors() = 0;
+  void set_steps(int64_t steps) { steps_ = steps; }
+
+ protected:
+  Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr);
+  virtual void update(size_t index, nn::Parameter& p) = 0;
+  Tensor zeros_like_param(size_t index) const;
+
+  std::vector<std::pair<std::string, nn::Parameter*>> params_;
+  float lr_;
+  int64_t steps_ = 0;
+};
+
+struct SgdOptions {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+class Sgd : public Optimizer {
+ public:
+  Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOptions& options);
+  std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+
+ private:
+  void update(size_t index, nn::Parameter& p) override;
+  SgdOptions options_;
+  std::vector<Tensor> momentum_;
+};
+
+struct AdamWOptions {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 1e-2f;
+};
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params, const AdamWOptions& options);
+  std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+
+ private:
+  void update(size_t index, nn::Parameter& p) override;
+  AdamWOptions options_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+}  // namespace course::optim

@@ -1,0 +1,115 @@
+// Learning-rate schedules.
+#include "common/optim/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "common/core/error.h"
+
+namespace course::optim {
+
+namespace {
+
+// From `start` (pct 0) to `end` (pct 1) along half a cosine.
+float anneal_cos(float start, float end, float pct) {
+  return end + (start - end) / 2.0f * (std::cos(std::numbers::pi_v<float> * pct) + 1.0f);
+}
+
+class Constant : public Schedule {
+ public:
+  explicit Constant(float lr) : lr_(lr) {}
+  float lr_at(int64_t) const override { return lr_; }
+
+ private:
+  float lr_;
+};
+
+class OneCycle : public Schedule {
+ public:
+  OneCycle(float max_lr, int64_t total, float pct_start, float div, float final_div)
+      : max_lr_(max_lr),
+        initial_(max_lr / div),
+        final_(max_lr / div / final_div),
+        peak_step_(pct_start * static_cast<float>(total) - 1.0f),
+        last_step_(static_cast<float>(total - 1)) {
+    COURSE_CHECK(total > 1 && pct_start > 0 && pct_start < 1 && peak_step_ > 0,
+                 "one-cycle needs more than one step per phase (", total, " steps, pct_start ",
+                 pct_start, ")");
+  }
+  float lr_at(int64_t step) const override {
+    const float s = std::min(static_cast<float>(step), last_step_);
+    if (s <= peak_step_) return anneal_cos(initial_, max_lr_, s / peak_step_);
+    return anneal_cos(max_lr_, final_, (s - peak_step_) / (last_step_ - peak_step_));
+  }
+
+ private:
+  float max_lr_, initial_, final_, peak_step_, last_step_;
+};
+
+class Cosine : public Schedule {
+ public:
+  Cosine(float lr, int64_t total, float eta_min) : lr_(lr), total_(total), eta_min_(eta_min) {
+    COURSE_CHECK(total > 0, "cosine schedule needs at least one step");
+  }
+  float lr_at(int64_t step) const override {
+    const float pct = std::min(static_cast<float>(step) / static_cast<float>(total_), 1.0f);
+    return anneal_cos(lr_, eta_min_, pct);
+  }
+
+ private:
+  float lr_;
+  int64_t total_;
+  float eta_min_;
+};
+
+class Warmup : public Schedule {
+ public:
+  Warmup(std::unique_ptr<Schedule> inner, int64_t steps)
+      : inner_(std::move(inner)), steps_(steps) {}
+  float lr_at(int64_t step) const override {
+    const float target = inner_->lr_at(step);
+    if (step >= steps_) return target;
+    return target * static_cast<float>(step + 1) / static_cast<float>(steps_);
+  }
+
+ private:
+  std::unique_ptr<Schedule> inner_;
+  int64_t steps_;
+};
+
+}  // namespace
+
+std::unique_ptr<Schedule> constant_schedule(float lr) { return std::make_unique<Constant>(lr); }
+
+std::unique_ptr<Schedule> one_cycle_schedule(float max_lr, int64_t total_steps, float pct_start,
+                                             float div_factor, float final_div_factor) {
+  return std::make_unique<OneCycle>(max_lr, total_steps, pct_start, div_factor, final_div_factor);
+}
+
+std::unique_ptr<Schedule> cosine_schedule(float lr, int64_t total_steps, float eta_min) {
+  return std::make_unique<Cosine>(lr, total_steps, eta_min);
+}
+
+std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps) {
+  COURSE_CHECK(warmup_steps >= 0, "warm-up steps must not be negative");
+  if (warmup_steps == 0) return inner;
+  return std::make_unique<Warmup>(std::move(inner), warmup_steps);
+}
+
+std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64_t total_steps,
+                                        int64_t warmup_steps) {
+  std::unique_ptr<Schedule> schedule;
+  if (name == "one-cycle") {
+    schedule = one_cycle_schedule(lr, total_steps);
+  } else if (name == "cosine") {
+    schedule = cosine_schedule(lr, total_steps);
+  } else if (name == "constant") {
+    schedule = constant_schedule(lr);
+  } else {
+    COURSE_FAIL("unknown schedule '", name, "' (known: one-cycle, cosine, constant)");
+  }
+  return with_warmup(std::move(schedule), warmup_steps);
+}
+
+}  // namespace course::optim

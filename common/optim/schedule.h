@@ -1,0 +1,31 @@
+// Learning-rate schedules, stepped once per iteration as the course does.
+//   one-cycle: cosine from max_lr/div up to max_lr over pct_start of the steps, then cosine down
+//              to max_lr/(div*final_div) (PyTorch's OneCycleLR defaults: 0.3, 25, 1e4);
+//   cosine:    from lr down to eta_min over the steps;
+//   constant;  and any of them behind a linear warm-up from 0.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace course::optim {
+
+class Schedule {
+ public:
+  virtual ~Schedule() = default;
+  virtual float lr_at(int64_t step) const = 0;  // step counts from 0
+};
+
+std::unique_ptr<Schedule> constant_schedule(float lr);
+std::unique_ptr<Schedule> one_cycle_schedule(float max_lr, int64_t total_steps,
+                                             float pct_start = 0.3f, float div_factor = 25.0f,
+                                             float final_div_factor = 1e4f);
+std::unique_ptr<Schedule> cosine_schedule(float lr, int64_t total_steps, float eta_min = 0.0f);
+std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps);
+
+// By name, as the labs' --schedule flag takes it: "one-cycle", "cosine" or "constant".
+std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64_t total_steps,
+                                        int64_t warmup_steps);
+
+}  // namespace course::optim

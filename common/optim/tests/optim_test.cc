@@ -1,0 +1,104 @@
+// Optimizers against hand-computed updates, schedules against hand-computed values of their
+// formulas, and the loss scaler's skip / back-off / growth rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/kernels/elementwise.h"
+#include "common/optim/loss_scaler.h"
+#include "common/optim/optimizer.h"
+#include "common/optim/schedule.h"
+#include "common/testing/tolerance.h"
+
+namespace course::optim {
+namespace {
+
+using testing::all_close;
+
+struct OneParam {
+  nn::Parameter p{Tensor::from_vector<float>({1.0f, -2.0f}, {2})};
+  std::vector<std::pair<std::string, nn::Parameter*>> list() { return {{"w", &p}}; }
+  void set_grad(float a, float b) { p.grad = Tensor::from_vector<float>({a, b}, {2}); }
+  std::vector<float> value() const { return p.value.to_vector<float>(); }
+};
+
+TEST(Sgd, MomentumNesterovAndWeightDecayByHand) {
+  OneParam m;
+  Sgd sgd(m.list(), {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f});
+  m.set_grad(0.5f, 1.0f);
+  sgd.step();  // g = grad + 0.01 p = (0.51, 0.98); buf = g; p -= 0.1 g
+  EXPECT_TRUE(all_close(m.value(), {1.0f - 0.051f, -2.0f - 0.098f}, {1e-6, 1e-6}));
+  m.set_grad(0.5f, 1.0f);
+  sgd.step();  // g = (0.5 + 0.00949, 1 - 0.02098); buf = 0.9 * (0.51, 0.98) + g
+  const float g0 = 0.5f + 0.01f * 0.949f, g1 = 1.0f + 0.01f * -2.098f;
+  EXPECT_TRUE(all_close(m.value(),
+                        {0.949f - 0.1f * (0.9f * 0.51f + g0), -2.098f - 0.1f * (0.9f * 0.98f + g1)},
+                        {1e-6, 1e-6}));
+  OneParam n;
+  Sgd nesterov(n.list(), {.lr = 0.1f, .momentum = 0.5f, .nesterov = true});
+  n.set_grad(1.0f, 2.0f);
+  nesterov.step();  // buf = g; step = g + 0.5 buf = 1.5 g
+  EXPECT_TRUE(all_close(n.value(), {1.0f - 0.15f, -2.0f - 0.3f}, {1e-6, 1e-6}));
+}
+
+TEST(AdamW, FirstStepsByHand) {
+  OneParam m;
+  AdamW adam(m.list(), {.lr = 0.01f, .weight_decay = 0.1f});
+  m.set_grad(0.3f, -4.0f);
+  adam.step();  // bias-corrected m/sqrt(v) = sign(g) on the first step
+  EXPECT_TRUE(all_close(m.value(), {1.0f * (1 - 0.001f) - 0.01f, -2.0f * (1 - 0.001f) + 0.01f},
+                        {1e-6, 1e-5}));
+  EXPECT_EQ(adam.state_tensors().size(), 2u);
+}
+
+TEST(Optimizers, BadOptionsAreErrors) {
+  OneParam m;
+  EXPECT_THROW(Sgd(m.list(), {.lr = -1.0f}), Error);
+  EXPECT_THROW(Sgd(m.list(), {.momentum = 0.0f, .nesterov = true}), Error);
+  EXPECT_THROW(AdamW(m.list(), {.beta1 = 1.0f}), Error);
+}
+
+TEST(Schedule, OneCycleFollowsOneCycleLR) {
+  // OneCycleLR(max_lr=1, total_steps=10), pct_start 0.3, div 25, final_div 1e4, cosine: the
+  // warm phase ends at step 0.3 * 10 - 1 = 2, so step 1 is halfway up (0.04 + 0.96 / 2) and
+  // step 3 is 1/7 of the way down: 0.5 * (cos(pi / 7) + 1) = 0.9504846; step 9 is 1 / 25e4.
+  auto schedule = one_cycle_schedule(1.0f, 10);
+  EXPECT_NEAR(schedule->lr_at(0), 0.04f, 1e-6);
+  EXPECT_NEAR(schedule->lr_at(1), 0.52f, 1e-6);
+  EXPECT_NEAR(schedule->lr_at(2), 1.0f, 1e-6);
+  EXPECT_NEAR(schedule->lr_at(3), 0.9504846f, 1e-5);
+  EXPECT_NEAR(schedule->lr_at(9), 4e-6f, 1e-8);
+}
+
+TEST(Schedule, CosineWarmupAndNames) {
+  auto cosine = cosine_schedule(1.0f, 100, 0.2f);
+  EXPECT_FLOAT_EQ(cosine->lr_at(0), 1.0f);
+  EXPECT_NEAR(cosine->lr_at(50), 0.6f, 1e-6);
+  EXPECT_FLOAT_EQ(cosine->lr_at(100), 0.2f);
+  auto warm = with_warmup(constant_schedule(0.8f), 4);
+  EXPECT_FLOAT_EQ(warm->lr_at(0), 0.2f);
+  EXPECT_FLOAT_EQ(warm->lr_at(3), 0.8f);
+  EXPECT_FLOAT_EQ(warm->lr_at(10), 0.8f);
+  EXPECT_THROW(make_schedule("linear", 1.0f, 10, 0), Error);
+  EXPECT_THROW(one_cycle_schedule(1.0f, 2), Error);
+}
+
+TEST(LossScaler, SkipsBacksOffAndGrows) {
+  LossScaler scaler({.initial_scale = 1024.0f, .growth_interval = 2});
+  nn::Parameter p(Tensor::from_vector<float>({0.0f, 0.0f}, {2}));
+  p.grad = Tensor::from_vector<float>({2048.0f, -512.0f}, {2});
+  EXPECT_TRUE(scaler.unscale_and_check({&p}));
+  EXPECT_EQ(p.grad.to_vector<float>(), (std::vector<float>{2.0f, -0.5f}));
+  scaler.update(false);
+  EXPECT_EQ(scaler.scale(), 1024.0f);
+  scaler.update(false);
+  EXPECT_EQ(scaler.scale(), 2048.0f);  // two clean steps: grow
+  p.grad = Tensor::from_vector<float>({INFINITY, 1.0f}, {2});
+  EXPECT_FALSE(scaler.unscale_and_check({&p}));
+  scaler.update(true);
+  EXPECT_EQ(scaler.scale(), 1024.0f);
+  EXPECT_EQ(scaler.skipped_steps(), 1);
+}
+
+}  // namespace
+}  // namespace course::optim
