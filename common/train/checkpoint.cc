@@ -1,0 +1,129 @@
+// Atomic checkpoint files.
+#include "common/train/checkpoint.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "common/kernels/elementwise.h"
+
+namespace course::train {
+
+namespace {
+
+constexpr char kMagic[] = "COURSE-CKPT-1\n";
+
+class File {
+ public:
+  File(const std::string& path, const char* mode)
+      : path_(path), f_(std::fopen(path.c_str(), mode)) {
+    COURSE_CHECK(f_ != nullptr, "cannot open checkpoint ", path, ": ", std::strerror(errno));
+  }
+  ~File() {
+    if (f_) std::fclose(f_);
+  }
+  void write(const void* data, size_t bytes) {
+    COURSE_CHECK(std::fwrite(data, 1, bytes, f_) == bytes, "writing checkpoint ", path_, ": ",
+                 std::strerror(errno));
+  }
+  void read(void* data, size_t bytes) {
+    COURSE_CHECK(std::fread(data, 1, bytes, f_) == bytes, "checkpoint ", path_,
+                 " is truncated or corrupt");
+  }
+  template <class T>
+  void put(T value) {
+    write(&value, sizeof value);
+  }
+  template <class T>
+  T get() {
+    T value;
+    read(&value, sizeof value);
+    return value;
+  }
+  void commit() {  // flush to the disk before the rename makes the file visible
+    COURSE_CHECK(std::fflush(f_) == 0 && fsync(fileno(f_)) == 0, "flushing checkpoint ", path_,
+                 ": ", std::strerror(errno));
+    std::fclose(f_);
+    f_ = nullptr;
+  }
+
+ private:
+  std::string path_;
+  FILE* f_;
+};
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const NamedTensors& tensors,
+                     const nlohmann::json& header) {
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  try {
+    File f(temp, "wb");
+    f.write(kMagic, sizeof kMagic - 1);
+    const std::string text = header.dump();
+    f.put<uint64_t>(text.size());
+    f.write(text.data(), text.size());
+    f.put<uint64_t>(tensors.size());
+    for (const auto& [name, tensor] : tensors) {
+      const Tensor host = tensor->to(Device::cpu());
+      f.put<uint32_t>(static_cast<uint32_t>(name.size()));
+      f.write(name.data(), name.size());
+      f.put<uint8_t>(static_cast<uint8_t>(tensor->dtype()));
+      f.put<uint8_t>(static_cast<uint8_t>(tensor->dim()));
+      for (int64_t d : tensor->shape()) f.put<int64_t>(d);
+      f.put<uint64_t>(host.nbytes());
+      f.write(host.data(), host.nbytes());
+    }
+    f.commit();
+  } catch (...) {
+    std::remove(temp.c_str());
+    throw;
+  }
+  std::error_code error;
+  std::filesystem::rename(temp, path, error);
+  COURSE_CHECK(!error, "cannot move checkpoint into place at ", path, ": ", error.message());
+}
+
+nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors) {
+  File f(path, "rb");
+  char magic[sizeof kMagic - 1];
+  f.read(magic, sizeof magic);
+  COURSE_CHECK(std::memcmp(magic, kMagic, sizeof magic) == 0, path, " is not a checkpoint");
+  const auto header_size = f.get<uint64_t>();
+  COURSE_CHECK(header_size < (1u << 24), "checkpoint ", path, " is corrupt (header size)");
+  std::string text(header_size, '\0');
+  f.read(text.data(), header_size);
+  const nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
+  COURSE_CHECK(!header.is_discarded(), "checkpoint ", path, " is corrupt (header)");
+  std::map<std::string, Tensor*> wanted(tensors.begin(), tensors.end());
+  const auto count = f.get<uint64_t>();
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto name_size = f.get<uint32_t>();
+    COURSE_CHECK(name_size < 4096, "checkpoint ", path, " is corrupt (name size)");
+    std::string name(name_size, '\0');
+    f.read(name.data(), name_size);
+    const auto dtype = static_cast<DType>(f.get<uint8_t>());
+    Shape shape(f.get<uint8_t>());
+    for (int64_t& d : shape) d = f.get<int64_t>();
+    const auto bytes = f.get<uint64_t>();
+    auto it = wanted.find(name);
+    COURSE_CHECK(it != wanted.end(), "checkpoint ", path, " holds '", name,
+                 "', which this model does not have (a different model or configuration?)");
+    Tensor& target = *it->second;
+    COURSE_CHECK(target.dtype() == dtype && target.shape() == shape && target.nbytes() == bytes,
+                 "checkpoint ", path, ": '", name, "' is ", shape_str(shape), ", the model has ",
+                 shape_str(target.shape()));
+    Tensor host = Tensor::empty(shape, dtype);
+    f.read(host.data(), bytes);
+    copy_(target, host.to(target.device()));
+    wanted.erase(it);
+  }
+  COURSE_CHECK(wanted.empty(), "checkpoint ", path, " lacks '", wanted.begin()->first, "'");
+  return header;
+}
+
+}  // namespace course::train

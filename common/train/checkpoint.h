@@ -1,0 +1,27 @@
+// Checkpoints: named tensors plus a JSON header, written atomically (a temporary file in the
+// same directory, flushed, then renamed over the target), so an interrupted save never leaves a
+// truncated checkpoint where a good one was.
+//
+// File layout: "COURSE-CKPT-1\n", u64 header length, header JSON, u64 tensor count, then per
+// tensor: u32 name length, name, u8 dtype, u8 rank, i64 sizes, u64 byte count, raw bytes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/tensor/tensor.h"
+
+namespace course::train {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
+
+void save_checkpoint(const std::string& path, const NamedTensors& tensors,
+                     const nlohmann::json& header);
+
+// Reads `path` into the given tensors (in place, on their devices); every name must be present
+// with the same dtype and shape. Returns the header. Throws course::Error naming the problem.
+nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors);
+
+}  // namespace course::train

@@ -1,0 +1,79 @@
+// The chronometer.
+#include "common/train/chronometer.h"
+
+#include <cstdio>
+
+#include "common/core/format.h"
+#include "common/tensor/allocator.h"
+
+namespace course::train {
+
+const char* phase_name(Phase phase) {
+  static const char* names[] = {"load", "forward", "backward", "optimizer"};
+  return names[static_cast<int>(phase)];
+}
+
+Chronometer::Chronometer(Device device) : device_(device) {
+  for (auto& mark : marks_) mark = std::make_unique<Event>(device);
+  device_allocator(device).reset_peak();
+}
+
+void Chronometer::start(Phase phase) {
+  used_[static_cast<int>(phase)] = true;
+  marks_[static_cast<int>(phase)]->record();
+}
+
+void Chronometer::end_step(int64_t batch_size) {
+  marks_[kPhases]->record();
+  marks_[kPhases]->synchronize();
+  // Each used phase ends where the next used phase starts (or at the step end).
+  if (steps_seen_++ > 0) {
+    for (int p = 0; p < kPhases; ++p) {
+      if (!used_[p]) continue;
+      int next = p + 1;
+      while (next < kPhases && !used_[next]) ++next;
+      total_ms_[p] += marks_[p]->elapsed_ms(*marks_[next]);
+    }
+    images_ += batch_size;
+  }
+  used_.fill(false);
+}
+
+ChronometerReport Chronometer::report() const {
+  ChronometerReport r;
+  r.steps = steps_seen_ > 0 ? steps_seen_ - 1 : 0;
+  r.max_memory_allocated = device_allocator(device_).stats().peak_allocated;
+  if (r.steps == 0) return r;
+  double compute_ms = 0;
+  for (int p = 0; p < kPhases; ++p) {
+    r.mean_ms[p] = total_ms_[p] / static_cast<double>(r.steps);
+    r.step_ms += r.mean_ms[p];
+    if (p != static_cast<int>(Phase::kLoad)) compute_ms += r.mean_ms[p];
+  }
+  const double images_per_step = static_cast<double>(images_) / static_cast<double>(r.steps);
+  r.images_per_second = compute_ms > 0 ? images_per_step * 1000.0 / compute_ms : 0;
+  r.total_images_per_second = r.step_ms > 0 ? images_per_step * 1000.0 / r.step_ms : 0;
+  return r;
+}
+
+std::string ChronometerReport::table() const {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-22s %10s %7s\n", "phase (per step)", "time", "share");
+  out += line;
+  for (int p = 0; p < kPhases; ++p) {
+    std::snprintf(line, sizeof line, "%-22s %7.2f ms %6.1f%%\n", phase_name(static_cast<Phase>(p)),
+                  mean_ms[p], step_ms > 0 ? 100.0 * mean_ms[p] / step_ms : 0.0);
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "%-22s %7.2f ms (%lld steps timed, the first excluded)\n"
+                "training performance   %.1f images/s (loading excluded)\n"
+                "total performance      %.1f images/s (loading included)\n"
+                "max memory allocated   %s\n",
+                "step", step_ms, static_cast<long long>(steps), images_per_second,
+                total_images_per_second, format_bytes(max_memory_allocated).c_str());
+  return out + line;
+}
+
+}  // namespace course::train

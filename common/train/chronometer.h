@@ -1,0 +1,46 @@
+// The course's chronometer: per-step times of the load, forward, backward and optimizer
+// phases, the first step excluded (it pays for allocation and library set-up), images per
+// second, and the device's "max memory allocated".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/tensor/stream.h"
+
+namespace course::train {
+
+enum class Phase { kLoad, kForward, kBackward, kOptimizer };
+inline constexpr int kPhases = 4;
+const char* phase_name(Phase phase);
+
+struct ChronometerReport {
+  int64_t steps = 0;                      // timed steps (after the first)
+  std::array<double, kPhases> mean_ms{};  // per phase, per step
+  double step_ms = 0;                     // sum of the phases
+  double images_per_second = 0;           // batch / (forward + backward + optimizer)
+  double total_images_per_second = 0;     // batch / step, loading included
+  int64_t max_memory_allocated = 0;       // bytes, on the training device
+
+  std::string table() const;  // the printed summary
+};
+
+class Chronometer {
+ public:
+  explicit Chronometer(Device device);
+
+  void start(Phase phase);            // the previous phase (if any) ends here
+  void end_step(int64_t batch_size);  // ends the step's last phase and accumulates it
+  ChronometerReport report() const;
+
+ private:
+  Device device_;
+  std::array<std::unique_ptr<Event>, kPhases + 1> marks_;  // phase starts, then the step end
+  std::array<bool, kPhases> used_{};
+  std::array<double, kPhases> total_ms_{};
+  int64_t steps_seen_ = 0, images_ = 0;
+};
+
+}  // namespace course::train

@@ -1,0 +1,137 @@
+// Checkpoints (round trip, atomic replacement, corrupt and mismatched files), the profiler's
+// Chrome trace, and the chronometer's accounting.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/kernels/elementwise.h"
+#include "common/train/checkpoint.h"
+#include "common/train/chronometer.h"
+#include "common/train/profiler.h"
+
+namespace course::train {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string temp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return (dir ? std::string(dir) : std::filesystem::temp_directory_path().string()) + "/" + name;
+}
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Checkpoint, RoundTripsTensorsAndHeader) {
+  Tensor a = Tensor::from_vector<float>({1.5f, -2.0f, 3.25f}, {3});
+  Tensor b = Tensor::from_vector<int64_t>({7, 8, 9, 10}, {2, 2});
+  const std::string path = temp_path("round.ckpt");
+  save_checkpoint(path, {{"a", &a}, {"b", &b}}, {{"epoch", 3}, {"model", "smallnet"}});
+  Tensor a2 = zeros({3}), b2 = zeros({2, 2}, DType::kI64);
+  const auto header = load_checkpoint(path, {{"b", &b2}, {"a", &a2}});
+  EXPECT_EQ(header["epoch"], 3);
+  EXPECT_EQ(a2.to_vector<float>(), a.to_vector<float>());
+  EXPECT_EQ(b2.to_vector<int64_t>(), b.to_vector<int64_t>());
+}
+
+TEST(Checkpoint, AFailedSaveLeavesThePreviousFileIntact) {
+  Tensor a = Tensor::from_vector<float>({1.0f}, {1});
+  const std::string path = temp_path("keep.ckpt");
+  save_checkpoint(path, {{"a", &a}}, {{"epoch", 1}});
+  Tensor undefined;
+  EXPECT_THROW(save_checkpoint(path, {{"a", &a}, {"broken", &undefined}}, {{"epoch", 2}}), Error);
+  Tensor a2 = zeros({1});
+  EXPECT_EQ(load_checkpoint(path, {{"a", &a2}})["epoch"], 1);
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    EXPECT_THAT(entry.path().string(), ::testing::Not(HasSubstr(".tmp.")));
+  }
+}
+
+TEST(Checkpoint, MismatchedCorruptAndMissingFilesAreClearErrors) {
+  Tensor a = Tensor::from_vector<float>({1.0f, 2.0f}, {2});
+  const std::string path = temp_path("mismatch.ckpt");
+  save_checkpoint(path, {{"a", &a}}, {});
+  Tensor wrong_shape = zeros({3});
+  EXPECT_THAT(error_of([&] {
+                load_checkpoint(path, {{"a", &wrong_shape}});
+              }),
+              HasSubstr("'a' is (2,), the model has (3,)"));
+  Tensor other = zeros({2});
+  EXPECT_THAT(error_of([&] {
+                load_checkpoint(path, {{"a", &other}, {"b", &other}});
+              }),
+              HasSubstr("lacks 'b'"));
+  EXPECT_THAT(error_of([&] { load_checkpoint(path, {}); }),
+              HasSubstr("which this model does not have"));
+  const auto size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size - 3);
+  EXPECT_THAT(error_of([&] {
+                load_checkpoint(path, {{"a", &other}});
+              }),
+              HasSubstr("truncated or corrupt"));
+  std::ofstream(temp_path("text.ckpt")) << "hello, this is a text file and not a checkpoint";
+  EXPECT_THAT(error_of([&] { load_checkpoint(temp_path("text.ckpt"), {}); }),
+              HasSubstr("is not a checkpoint"));
+  EXPECT_THAT(error_of([&] { load_checkpoint(temp_path("absent.ckpt"), {}); }),
+              HasSubstr("cannot open checkpoint"));
+}
+
+TEST(Profiler, WritesNestedRangesAsChromeTrace) {
+  Profiler profiler(Device::cpu());
+  {
+    auto step = profiler.range("step");
+    { auto forward = profiler.range("forward"); }
+    { auto backward = profiler.range("backward"); }
+  }
+  const std::string path = temp_path("trace.json");
+  profiler.write(path);
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  ASSERT_EQ(trace["traceEvents"].size(), 3u);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& e : trace["traceEvents"]) by_name[e["name"]] = e;
+  EXPECT_EQ(by_name["forward"]["ph"], "X");
+  const double step_start = by_name["step"]["ts"],
+               step_end = step_start + by_name["step"]["dur"].get<double>();
+  for (const char* inner : {"forward", "backward"}) {
+    EXPECT_GE(by_name[inner]["ts"].get<double>(), step_start);
+    EXPECT_LE(by_name[inner]["ts"].get<double>() + by_name[inner]["dur"].get<double>(), step_end);
+  }
+  Profiler off(Device::cpu(), false);
+  { auto r = off.range("ignored"); }
+  EXPECT_EQ(off.event_count(), 0u);
+}
+
+TEST(Chronometer, ExcludesTheFirstStepAndSplitsPhases) {
+  Chronometer chrono(Device::cpu());
+  for (int step = 0; step < 3; ++step) {
+    chrono.start(Phase::kLoad);
+    std::this_thread::sleep_for(std::chrono::milliseconds(step == 0 ? 50 : 2));
+    chrono.start(Phase::kForward);
+    std::this_thread::sleep_for(std::chrono::milliseconds(4));
+    chrono.start(Phase::kOptimizer);  // no backward phase in this step
+    chrono.end_step(16);
+  }
+  const ChronometerReport r = chrono.report();
+  EXPECT_EQ(r.steps, 2);
+  EXPECT_GE(r.mean_ms[static_cast<int>(Phase::kLoad)], 2.0);
+  EXPECT_LT(r.mean_ms[static_cast<int>(Phase::kLoad)], 45.0);  // the 50 ms first step is excluded
+  EXPECT_GE(r.mean_ms[static_cast<int>(Phase::kForward)], 4.0);
+  EXPECT_EQ(r.mean_ms[static_cast<int>(Phase::kBackward)], 0.0);
+  EXPECT_THAT(r.table(), HasSubstr("max memory allocated"));
+}
+
+}  // namespace
+}  // namespace course::train
