@@ -2,6 +2,7 @@
 #include "common/kernels/batch_norm.h"
 
 #include "common/kernels/batch_norm_ops.h"
+#include "common/kernels/index4.h"
 #include "common/kernels/launch.h"
 
 namespace course {
@@ -15,7 +16,9 @@ ops::ChannelLoop channel_loop(const Tensor& x, const Tensor& gamma) {
       "batch norm of ", x.str(), " needs f32 (", d.c, ",) parameters on ", x.device().str(),
       ", got ", gamma.str());
   COURSE_CHECK(d.n * d.h * d.w > 0, "batch norm over an empty batch");
-  return {d.n, d.c, d.h, d.w, d.strides};
+  const bool channels_last = x.memory_format() == MemoryFormat::kChannelsLast;
+  return {
+      d.n, d.c, d.h * d.w, d.strides.n, d.strides.c, d.strides.w, channels_last ? 1 : d.h * d.w};
 }
 
 Tensor channel_vector(const Tensor& x) {

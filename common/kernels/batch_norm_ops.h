@@ -11,23 +11,23 @@
 #include <cstdint>
 
 #include "common/core/host_device.h"
-#include "common/kernels/index4.h"
 
 namespace course::ops {
 
+// Addressing of the M = N*H*W values of one channel in a dense NCHW or NHWC tensor: value
+// (n, k) with k = h*W + w sits at n*stride_n + channel*stride_c + k*stride_k, and the element
+// at storage index i belongs to channel (i / inner) % C (inner = H*W for NCHW, 1 for NHWC).
 struct ChannelLoop {
-  int64_t n, c, h, w;
-  Strides4 s;
-  COURSE_HD int64_t count() const { return n * h * w; }
-  // Offset of the k-th of the M values of channel `ch`.
-  COURSE_HD int64_t offset(int64_t ch, int64_t k) const {
-    const int64_t iw = k % w, ih = (k / w) % h, in = k / (w * h);
-    return s.at(in, ch, ih, iw);
-  }
-  // Channel of the i-th element in logical (N, C, H, W) order, and its offset.
-  COURSE_HD int64_t channel_of(int64_t i) const { return (i / (w * h)) % c; }
-  COURSE_HD int64_t offset_of(int64_t i) const {
-    return s.at(i / (w * h * c), channel_of(i), (i / w) % h, i % w);
+  int64_t n, c, hw;
+  int64_t stride_n, stride_c, stride_k, inner;
+  COURSE_HD int64_t count() const { return n * hw; }
+  COURSE_HD int64_t channel_at(int64_t i) const { return (i / inner) % c; }
+  template <class F>
+  COURSE_HD void for_each_value(int64_t ch, F f) const {
+    for (int64_t in = 0; in < n; ++in) {
+      const int64_t base = in * stride_n + ch * stride_c;
+      for (int64_t k = 0; k < hw; ++k) f(base + k * stride_k);
+    }
   }
 };
 
@@ -45,13 +45,13 @@ struct BatchNormStats {
   COURSE_HD void operator()(int64_t ch) const {
     const int64_t m = loop.count();
     float sum = 0.0f;
-    for (int64_t k = 0; k < m; ++k) sum += static_cast<float>(x[loop.offset(ch, k)]);
+    loop.for_each_value(ch, [&](int64_t at) { sum += static_cast<float>(x[at]); });
     const float mu = sum / static_cast<float>(m);
     float squares = 0.0f;
-    for (int64_t k = 0; k < m; ++k) {
-      const float d = static_cast<float>(x[loop.offset(ch, k)]) - mu;
+    loop.for_each_value(ch, [&](int64_t at) {
+      const float d = static_cast<float>(x[at]) - mu;
       squares += d * d;
-    }
+    });
     const float var = squares / static_cast<float>(m);
     mean[ch] = mu;
     invstd[ch] = 1.0f / sqrtf(var + eps);
@@ -71,7 +71,7 @@ struct InvStdFromVariance {
   COURSE_HD void operator()(int64_t ch) const { invstd[ch] = 1.0f / sqrtf(var[ch] + eps); }
 };
 
-// Per element: y = (x - mean) * invstd * gamma + beta.
+// Per element (storage index): y = (x - mean) * invstd * gamma + beta.
 template <class T>
 struct BatchNormApply {
   const T* x;
@@ -82,9 +82,9 @@ struct BatchNormApply {
   const float* gamma;
   const float* beta;
   COURSE_HD void operator()(int64_t i) const {
-    const int64_t ch = loop.channel_of(i), at = loop.offset_of(i);
-    const float xhat = (static_cast<float>(x[at]) - mean[ch]) * invstd[ch];
-    y[at] = T(xhat * gamma[ch] + beta[ch]);
+    const int64_t ch = loop.channel_at(i);
+    const float xhat = (static_cast<float>(x[i]) - mean[ch]) * invstd[ch];
+    y[i] = T(xhat * gamma[ch] + beta[ch]);
   }
 };
 
@@ -103,12 +103,11 @@ struct BatchNormGradSums {
   float* dbeta;
   COURSE_HD void operator()(int64_t ch) const {
     float a = 0.0f, b = 0.0f;
-    for (int64_t k = 0; k < loop.count(); ++k) {
-      const int64_t at = loop.offset(ch, k);
+    loop.for_each_value(ch, [&](int64_t at) {
       const float g = static_cast<float>(dy[at]);
       a += g;
       b += g * (static_cast<float>(x[at]) - mean[ch]) * invstd[ch];
-    }
+    });
     sum_dy[ch] = a;
     sum_dy_xhat[ch] = b;
     dbeta[ch] += a;
@@ -116,7 +115,7 @@ struct BatchNormGradSums {
   }
 };
 
-// Per element: dx of batch normalisation in training mode.
+// Per element (storage index): dx of batch normalisation in training mode.
 template <class T>
 struct BatchNormBackwardApply {
   const T* x;
@@ -129,11 +128,11 @@ struct BatchNormBackwardApply {
   const float* sum_dy;
   const float* sum_dy_xhat;
   COURSE_HD void operator()(int64_t i) const {
-    const int64_t ch = loop.channel_of(i), at = loop.offset_of(i);
+    const int64_t ch = loop.channel_at(i);
     const float m = static_cast<float>(loop.count());
-    const float xhat = (static_cast<float>(x[at]) - mean[ch]) * invstd[ch];
-    const float g = static_cast<float>(dy[at]);
-    dx[at] = T(gamma[ch] * invstd[ch] / m * (m * g - sum_dy[ch] - xhat * sum_dy_xhat[ch]));
+    const float xhat = (static_cast<float>(x[i]) - mean[ch]) * invstd[ch];
+    const float g = static_cast<float>(dy[i]);
+    dx[i] = T(gamma[ch] * invstd[ch] / m * (m * g - sum_dy[ch] - xhat * sum_dy_xhat[ch]));
   }
 };
 

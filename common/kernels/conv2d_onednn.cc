@@ -1,7 +1,10 @@
 // oneDNN back end of the CPU convolution (f32), with primitives cached per shape.
 //
-// Activations are described in their own layout (nchw or nhwc) and weights as oihw, so no
-// reorder is needed around a call; oneDNN picks its fastest implementation for those layouts.
+// Activations are described in their own layout (nchw or nhwc), so they need no reorder;
+// weights are left to oneDNN ("any"), which picks the blocked layout its fastest kernel for
+// that activation layout wants, and are reordered from and to the plain oihw tensors around
+// each call (with nhwc activations and plain weights oneDNN 2.6 falls back to a reference
+// kernel some twenty times slower).
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
@@ -28,7 +31,7 @@ memory::desc activation_desc(const Tensor& t) {
           is_channels_last(t) ? memory::format_tag::nhwc : memory::format_tag::nchw};
 }
 
-memory::desc weight_desc(const Tensor& w) {
+memory::desc plain_weight_desc(const Tensor& w) {
   return {{w.size(0), w.size(1), w.size(2), w.size(3)},
           memory::data_type::f32,
           memory::format_tag::oihw};
@@ -38,27 +41,19 @@ memory wrap(const memory::desc& desc, const Tensor& t) {
   return memory(desc, cpu_engine(), t.data());
 }
 
-// The three primitives of one convolution geometry.
+// The three passes of one convolution geometry.
 struct ConvPrimitives {
+  dnnl::convolution_forward::primitive_desc forward_pd;
+  dnnl::convolution_backward_data::primitive_desc data_pd;
+  dnnl::convolution_backward_weights::primitive_desc weights_pd;
   dnnl::convolution_forward forward;
   dnnl::convolution_backward_data backward_data;
   dnnl::convolution_backward_weights backward_weights;
 };
 
-const ConvPrimitives& primitives(const memory::desc& src, const memory::desc& weights,
-                                 const memory::desc& dst, Conv2dShape conv, bool channels_last) {
-  static std::mutex mutex;
-  static std::map<std::string, ConvPrimitives> cache;
-  const auto& s = src.dims();
-  const auto& w = weights.dims();
-  const std::string key = std::to_string(s[0]) + "," + std::to_string(s[1]) + "," +
-                          std::to_string(s[2]) + "," + std::to_string(s[3]) + "|" +
-                          std::to_string(w[0]) + "," + std::to_string(w[2]) + "|" +
-                          std::to_string(conv.stride) + "," + std::to_string(conv.padding) +
-                          (channels_last ? "|nhwc" : "|nchw");
-  std::lock_guard lock(mutex);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+ConvPrimitives make_primitives(const memory::desc& src, const memory::dims& weight_dims,
+                               const memory::desc& dst, Conv2dShape conv) {
+  const memory::desc weights(weight_dims, memory::data_type::f32, memory::format_tag::any);
   const memory::dims strides{conv.stride, conv.stride}, padding{conv.padding, conv.padding};
   const auto algorithm = dnnl::algorithm::convolution_direct;
   const dnnl::convolution_forward::primitive_desc forward_pd(
@@ -68,11 +63,36 @@ const ConvPrimitives& primitives(const memory::desc& src, const memory::desc& we
       {algorithm, src, weights, dst, strides, padding, padding}, cpu_engine(), forward_pd);
   const dnnl::convolution_backward_weights::primitive_desc weights_pd(
       {algorithm, src, weights, dst, strides, padding, padding}, cpu_engine(), forward_pd);
-  return cache
-      .emplace(key, ConvPrimitives{dnnl::convolution_forward(forward_pd),
-                                   dnnl::convolution_backward_data(data_pd),
-                                   dnnl::convolution_backward_weights(weights_pd)})
-      .first->second;
+  return {forward_pd,
+          data_pd,
+          weights_pd,
+          dnnl::convolution_forward(forward_pd),
+          dnnl::convolution_backward_data(data_pd),
+          dnnl::convolution_backward_weights(weights_pd)};
+}
+
+const ConvPrimitives& primitives(const Tensor& x, const Tensor& w_or_dw, const Tensor& y,
+                                 Conv2dShape conv) {
+  static std::mutex mutex;
+  static std::map<std::string, ConvPrimitives> cache;
+  std::string key;
+  for (const Tensor* t : {&x, &w_or_dw, &y}) {
+    for (int64_t d : t->shape()) key += std::to_string(d) + ",";
+    key += "|";
+  }
+  key += std::to_string(conv.stride) + "," + std::to_string(conv.padding) +
+         (is_channels_last(x) ? "nhwc" : "nchw");
+  std::lock_guard lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const memory::dims weight_dims{w_or_dw.size(0), w_or_dw.size(1), w_or_dw.size(2),
+                                   w_or_dw.size(3)};
+    it = cache
+             .emplace(key,
+                      make_primitives(activation_desc(x), weight_dims, activation_desc(y), conv))
+             .first;
+  }
+  return it->second;
 }
 
 void run(const dnnl::primitive& primitive, const std::unordered_map<int, memory>& args) {
@@ -81,31 +101,41 @@ void run(const dnnl::primitive& primitive, const std::unordered_map<int, memory>
   stream.wait();
 }
 
+// The weights in the layout `wanted`: the tensor itself, or a reordered copy.
+memory weights_as(const memory::desc& wanted, const Tensor& w) {
+  const memory plain = wrap(plain_weight_desc(w), w);
+  if (wanted == plain.get_desc()) return plain;
+  memory blocked(wanted, cpu_engine());
+  run(dnnl::reorder(plain, blocked), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, blocked}});
+  return blocked;
+}
+
 }  // namespace
 
 void onednn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv) {
-  const auto src = activation_desc(x), weights = weight_desc(w), dst = activation_desc(y);
-  run(primitives(src, weights, dst, conv, is_channels_last(x)).forward,
-      {{DNNL_ARG_SRC, wrap(src, x)},
-       {DNNL_ARG_WEIGHTS, wrap(weights, w)},
-       {DNNL_ARG_DST, wrap(dst, y)}});
+  const ConvPrimitives& p = primitives(x, w, y, conv);
+  run(p.forward, {{DNNL_ARG_SRC, wrap(activation_desc(x), x)},
+                  {DNNL_ARG_WEIGHTS, weights_as(p.forward_pd.weights_desc(), w)},
+                  {DNNL_ARG_DST, wrap(activation_desc(y), y)}});
 }
 
 void onednn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv) {
-  const auto src = activation_desc(dx), weights = weight_desc(w), dst = activation_desc(dy);
-  run(primitives(src, weights, dst, conv, is_channels_last(dx)).backward_data,
-      {{DNNL_ARG_DIFF_DST, wrap(dst, dy)},
-       {DNNL_ARG_WEIGHTS, wrap(weights, w)},
-       {DNNL_ARG_DIFF_SRC, wrap(src, dx)}});
+  const ConvPrimitives& p = primitives(dx, w, dy, conv);
+  run(p.backward_data, {{DNNL_ARG_DIFF_DST, wrap(activation_desc(dy), dy)},
+                        {DNNL_ARG_WEIGHTS, weights_as(p.data_pd.weights_desc(), w)},
+                        {DNNL_ARG_DIFF_SRC, wrap(activation_desc(dx), dx)}});
 }
 
 void onednn_conv2d_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dw,
                                     Conv2dShape conv) {
-  const auto src = activation_desc(x), weights = weight_desc(dw), dst = activation_desc(dy);
-  run(primitives(src, weights, dst, conv, is_channels_last(x)).backward_weights,
-      {{DNNL_ARG_SRC, wrap(src, x)},
-       {DNNL_ARG_DIFF_DST, wrap(dst, dy)},
-       {DNNL_ARG_DIFF_WEIGHTS, wrap(weights, dw)}});
+  const ConvPrimitives& p = primitives(x, dw, dy, conv);
+  const memory plain = wrap(plain_weight_desc(dw), dw);
+  const memory::desc produced = p.weights_pd.diff_weights_desc();
+  const memory out = produced == plain.get_desc() ? plain : memory(produced, cpu_engine());
+  run(p.backward_weights, {{DNNL_ARG_SRC, wrap(activation_desc(x), x)},
+                           {DNNL_ARG_DIFF_DST, wrap(activation_desc(dy), dy)},
+                           {DNNL_ARG_DIFF_WEIGHTS, out}});
+  if (out != plain) run(dnnl::reorder(out, plain), {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, plain}});
 }
 
 }  // namespace course::detail

@@ -18,15 +18,18 @@ namespace course::train {
 Profiler::Profiler(Device device, bool enabled)
     : device_(device), enabled_(enabled), origin_(std::chrono::steady_clock::now()) {}
 
-Profiler::Range::Range(Profiler& profiler, std::string name)
-    : profiler_(profiler), name_(std::move(name)), start_(std::chrono::steady_clock::now()) {
+Profiler::Range::Range(Profiler& profiler, std::string name, bool active)
+    : profiler_(profiler),
+      name_(std::move(name)),
+      active_(active),
+      start_(std::chrono::steady_clock::now()) {
 #if COURSE_WITH_CUDA
-  if (profiler_.enabled_ && profiler_.device_.is_cuda()) nvtxRangePushA(name_.c_str());
+  if (active_ && profiler_.device_.is_cuda()) nvtxRangePushA(name_.c_str());
 #endif
 }
 
 Profiler::Range::~Range() {
-  if (!profiler_.enabled_) return;
+  if (!active_) return;
 #if COURSE_WITH_CUDA
   if (profiler_.device_.is_cuda()) {
     cudaDeviceSynchronize();

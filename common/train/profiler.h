@@ -18,7 +18,7 @@ class Profiler {
 
   class Range {
    public:
-    Range(Profiler& profiler, std::string name);
+    Range(Profiler& profiler, std::string name, bool active);
     ~Range();
     Range(const Range&) = delete;
     Range& operator=(const Range&) = delete;
@@ -26,10 +26,14 @@ class Profiler {
    private:
     Profiler& profiler_;
     std::string name_;
+    bool active_;
     std::chrono::steady_clock::time_point start_;
   };
 
-  Range range(std::string name) { return Range(*this, std::move(name)); }
+  // A range recorded when the profiler is enabled and `active` (e.g. the step is scheduled).
+  Range range(std::string name, bool active = true) {
+    return Range(*this, std::move(name), enabled_ && active);
+  }
   bool enabled() const { return enabled_; }
   size_t event_count() const { return events_.size(); }
   // Writes {"traceEvents": [...]} to `path` (atomically).

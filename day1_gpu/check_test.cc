@@ -1,0 +1,120 @@
+// The day-1 check: tests of the exercises TP1.1-TP1.5 against independent references, with
+// cases chosen so that plausible wrong answers fail. Built on the trainee's exercises
+// (bazel test //day1_gpu:check) and on the solutions (//solutions/day1_gpu:check).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/kernels/elementwise.h"
+#include "common/nn/linear.h"
+#include "day1_gpu/exercises.h"
+
+namespace day1 {
+namespace {
+
+// TP1.1 ----------------------------------------------------------------------------------
+
+TEST(TP1_1, BatchArrivesOnTheDeviceUnchanged) {
+  const Batch batch{Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2}),
+                    Tensor::from_vector<int64_t>({3}, {1})};
+  for (Device device : {Device::cpu(), Device::cuda(0)}) {
+    if (device.is_cuda() && cuda_device_count() == 0) continue;
+    const Batch moved = to_device(batch, device);
+    EXPECT_EQ(moved.images.device(), device);
+    EXPECT_EQ(moved.labels.device(), device);
+    EXPECT_EQ(moved.images.to_vector<float>(), batch.images.to_vector<float>());
+    EXPECT_EQ(moved.labels.to_vector<int64_t>(), batch.labels.to_vector<int64_t>());
+  }
+}
+
+TEST(TP1_1, CountsCorrectPredictionsWithFirstMaximumOnTies) {
+  // Rows: argmax 2 (label 2: right), argmax 0 (label 1: wrong), tie 1/3 -> 1 (label 1: right),
+  // argmax 3 (label 0: wrong).
+  const Tensor logits =
+      Tensor::from_vector<float>({0.1f, 0.2f, 0.9f, 0.0f, 5.0f, -1.0f, 2.0f, 3.0f, 0.0f, 4.0f, 1.0f,
+                                  4.0f, -3.0f, -2.0f, -1.0f, -0.5f},
+                                 {4, 4});
+  const Tensor labels = Tensor::from_vector<int64_t>({2, 1, 1, 0}, {4});
+  EXPECT_EQ(count_correct(logits, labels), 2);
+  EXPECT_EQ(count_correct(logits, Tensor::from_vector<int64_t>({2, 0, 1, 3}, {4})), 4);
+}
+
+// TP1.2 ----------------------------------------------------------------------------------
+
+struct Scaled {
+  nn::Parameter p{Tensor::from_vector<float>({1.0f, 2.0f}, {2})};
+  optim::Sgd sgd{{{"p", &p}}, {.lr = 0.5f, .momentum = 0.0f}};
+  optim::LossScaler scaler{{.initial_scale = 8.0f, .growth_interval = 3}};
+};
+
+TEST(TP1_2, FiniteGradientsAreUnscaledBeforeTheStep) {
+  Scaled s;
+  s.p.grad = Tensor::from_vector<float>({8.0f, -16.0f}, {2});  // gradient (1, -2) times scale 8
+  EXPECT_TRUE(scaled_optimizer_step(s.scaler, s.sgd, {&s.p}));
+  EXPECT_EQ(s.p.value.to_vector<float>(), (std::vector<float>{0.5f, 3.0f}));
+  EXPECT_EQ(s.scaler.scale(), 8.0f);
+  EXPECT_EQ(s.sgd.steps(), 1);
+}
+
+TEST(TP1_2, OverflowSkipsTheStepAndHalvesTheScale) {
+  Scaled s;
+  s.p.grad = Tensor::from_vector<float>({INFINITY, 1.0f}, {2});
+  EXPECT_FALSE(scaled_optimizer_step(s.scaler, s.sgd, {&s.p}));
+  EXPECT_EQ(s.p.value.to_vector<float>(), (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(s.scaler.scale(), 4.0f);
+  EXPECT_EQ(s.sgd.steps(), 0);
+  s.p.grad = Tensor::from_vector<float>({NAN, 1.0f}, {2});
+  EXPECT_FALSE(scaled_optimizer_step(s.scaler, s.sgd, {&s.p}));
+  EXPECT_EQ(s.scaler.scale(), 2.0f);
+}
+
+TEST(TP1_2, TheScaleGrowsAfterCleanSteps) {
+  Scaled s;
+  for (int i = 0; i < 3; ++i) {
+    s.p.grad = Tensor::from_vector<float>({0.0f, 0.0f}, {2});
+    EXPECT_TRUE(scaled_optimizer_step(s.scaler, s.sgd, {&s.p}));
+  }
+  EXPECT_EQ(s.scaler.scale(), 16.0f);
+}
+
+// TP1.3 ----------------------------------------------------------------------------------
+
+TEST(TP1_3, ImagesBecomeChannelsLastWithTheSameValues) {
+  std::vector<float> values(2 * 3 * 4 * 5);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  const Tensor images = Tensor::from_vector(values, {2, 3, 4, 5});
+  const Tensor nhwc = to_channels_last(images);
+  EXPECT_EQ(nhwc.memory_format(), MemoryFormat::kChannelsLast);
+  EXPECT_EQ(nhwc.shape(), images.shape());
+  EXPECT_EQ(nhwc.strides(), (std::vector<int64_t>{60, 1, 15, 3}));
+  // Element (n=1, c=2, h=3, w=4) sits at 1*60 + 2*1 + 3*15 + 4*3 in storage.
+  EXPECT_EQ(nhwc.data_as<float>()[60 + 2 + 45 + 12], values[((1 * 3 + 2) * 4 + 3) * 5 + 4]);
+}
+
+// TP1.4 ----------------------------------------------------------------------------------
+
+TEST(TP1_4, RecordsOnlyTheActiveSteps) {
+  std::vector<int64_t> recorded;
+  for (int64_t step = 0; step < 20; ++step) {
+    if (record_step(step, {})) recorded.push_back(step);
+  }
+  EXPECT_EQ(recorded, (std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}));
+  EXPECT_FALSE(record_step(4, {.wait = 3, .warmup = 2, .active = 1}));
+  EXPECT_TRUE(record_step(5, {.wait = 3, .warmup = 2, .active = 1}));
+  EXPECT_FALSE(record_step(6, {.wait = 3, .warmup = 2, .active = 1}));
+}
+
+// TP1.5 ----------------------------------------------------------------------------------
+
+TEST(TP1_5, ModelMemoryCountsParametersGradientsAndOptimizerState) {
+  std::mt19937 rng(0);
+  nn::Linear fc(3, 2, rng, Device::cpu());  // 6 weights + 2 biases = 8 floats = 32 bytes
+  auto params = fc.parameters();
+  optim::Sgd sgd(fc.state().parameters, {});
+  EXPECT_EQ(model_memory_bytes(params, sgd), 3 * 32);  // values, gradients, momentum
+  optim::AdamW adam(fc.state().parameters, {});
+  EXPECT_EQ(model_memory_bytes(params, adam), 4 * 32);  // values, gradients, two moments
+}
+
+}  // namespace
+}  // namespace day1

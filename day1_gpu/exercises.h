@@ -1,0 +1,43 @@
+// The day-1 exercises (TP1.1-TP1.5): what the trainee writes in day1_gpu/exercises.cc.
+// The complete versions are in solutions/day1_gpu/exercises.cc; the lab program calls these
+// functions, and //day1_gpu:check tests them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/data/image_batches.h"
+#include "common/nn/module.h"
+#include "common/optim/loss_scaler.h"
+#include "common/optim/optimizer.h"
+
+namespace day1 {
+
+using namespace course;
+
+// TP1.1: the batch on the training device (images and labels), and the number of correct
+// predictions of (N, C) logits against (N,) labels (the first largest logit counts).
+Batch to_device(const Batch& batch, Device device);
+int64_t count_correct(const Tensor& logits, const Tensor& labels);
+
+// TP1.2: one mixed-precision optimizer step after a backward pass of (loss * scale): unscale
+// the gradients, skip the step if any is not finite, update the scaler. Returns whether the
+// optimizer stepped.
+bool scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
+                           const std::vector<nn::Parameter*>& params);
+
+// TP1.3: the input images in channels-last (NHWC) memory format.
+Tensor to_channels_last(const Tensor& images);
+
+// TP1.4: the profiler's schedule, as torch.profiler.schedule(wait, warmup, active): skip
+// `wait` steps, run `warmup` steps unrecorded, then record `active` steps, once.
+struct ProfileSchedule {
+  int64_t wait = 1, warmup = 1, active = 12;
+};
+bool record_step(int64_t step, const ProfileSchedule& schedule);
+
+// TP1.5 ("GPU under the hood"): the bytes the model itself holds during training: parameters,
+// their gradients and the optimizer's state tensors (activations come on top, per batch).
+int64_t model_memory_bytes(const std::vector<nn::Parameter*>& params, optim::Optimizer& optimizer);
+
+}  // namespace day1

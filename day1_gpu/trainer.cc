@@ -1,0 +1,253 @@
+// The day-1 training run.
+#include "day1_gpu/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/core/format.h"
+#include "common/kernels/cross_entropy.h"
+#include "common/nn/autocast.h"
+#include "common/nn/models.h"
+#include "common/optim/schedule.h"
+#include "common/train/checkpoint.h"
+#include "common/train/profiler.h"
+#include "day1_gpu/exercises.h"
+
+namespace day1 {
+
+namespace {
+
+using namespace course;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kValidationBatch = 250;
+
+LabelledImages load(const LabOptions& o, Split split) {
+  if (o.synthetic > 0) {
+    return synthetic_images(
+        split == Split::kTrain ? o.synthetic : std::max<int64_t>(o.synthetic / 5, 1), 1, 28,
+        kFashionMnistClasses, o.seed + (split == Split::kTrain ? 0 : 1));
+  }
+  return load_fashion_mnist(o.data_dir, split);
+}
+
+// Everything a checkpoint holds: model parameters and buffers, optimizer state.
+train::NamedTensors checkpoint_tensors(nn::Module& model, optim::Optimizer& optimizer) {
+  train::NamedTensors out;
+  nn::ModuleState state = model.state();
+  for (auto& [name, p] : state.parameters) out.emplace_back("model." + name, &p->value);
+  for (auto& [name, t] : state.buffers) out.emplace_back("model." + name, t);
+  for (auto& [name, t] : optimizer.state_tensors()) out.emplace_back("optimizer." + name, t);
+  return out;
+}
+
+// A progress line on stderr: redrawn in place on a terminal, every 10% in a log file.
+class Progress {
+ public:
+  Progress(bool enabled, int64_t epoch, int64_t epochs, int64_t total)
+      : enabled_(enabled),
+        tty_(isatty(2)),
+        epoch_(epoch),
+        epochs_(epochs),
+        total_(total),
+        start_(Clock::now()) {}
+  void update(int64_t done, float loss) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    const bool last = done == total_;
+    if (tty_ ? (now - shown_ < std::chrono::milliseconds(250) && !last)
+             : (done * 10 / total_ == shown_decile_ && !last)) {
+      return;
+    }
+    shown_ = now;
+    shown_decile_ = done * 10 / total_;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double eta = done > 0 ? elapsed * static_cast<double>(total_ - done) / done : 0;
+    const int filled = static_cast<int>(30 * done / total_);
+    std::fprintf(stderr, "%sepoch %lld/%lld [%-30s] %lld/%lld loss %.4f %.0fs eta %.0fs%s",
+                 tty_ ? "\r" : "", static_cast<long long>(epoch_ + 1),
+                 static_cast<long long>(epochs_), std::string(filled, '#').c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total_), loss, elapsed, eta,
+                 tty_ && !last ? "" : "\n");
+  }
+
+ private:
+  bool enabled_, tty_;
+  int64_t epoch_, epochs_, total_, shown_decile_ = -1;
+  Clock::time_point start_, shown_{};
+};
+
+struct Validation {
+  double accuracy;
+  float loss;
+};
+
+Validation validate_model(nn::Module& model, const LabelledImages& data, const LabOptions& o,
+                          Device device) {
+  model.set_training(false);
+  ImageBatches batches(
+      data, {.batch_size = kValidationBatch, .image_size = o.image_size, .shuffle = false},
+      Device::cpu());
+  int64_t correct = 0;
+  double loss_sum = 0;
+  nn::Autocast autocast(o.amp_dtype, o.amp);
+  for (int64_t b = 0; b < batches.size(); ++b) {
+    Batch batch = batches.batch(b);
+    if (device != Device::cpu()) batch = to_device(batch, device);
+    if (o.channels_last) batch.images = to_channels_last(batch.images);
+    const Tensor logits = model.forward(batch.images);
+    correct += count_correct(logits, batch.labels);
+    loss_sum += softmax_cross_entropy(logits, batch.labels).loss * batch.labels.numel();
+  }
+  model.set_training(true);
+  return {static_cast<double>(correct) / batches.samples(),
+          static_cast<float>(loss_sum / batches.samples())};
+}
+
+}  // namespace
+
+LabResult run_lab(const LabOptions& o) {
+  validate(o);
+  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+  require_device(device);
+  if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);
+
+  const LabelledImages train_data = load(o, Split::kTrain);
+  ImageBatches batches(train_data,
+                       {.batch_size = o.batch_size, .image_size = o.image_size, .seed = o.seed},
+                       Device::cpu());
+  auto model = nn::make_model(
+      {.name = o.model, .in_channels = 1, .num_classes = kFashionMnistClasses, .seed = o.seed},
+      device);
+  nn::ModuleState state = model->state();
+  const std::vector<nn::Parameter*> params = model->parameters();
+  optim::Sgd optimizer(state.parameters, {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd});
+  const int64_t steps_per_epoch = batches.size();
+  const auto schedule = optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
+  optim::LossScaler scaler;
+  const bool loss_scaling = o.amp && o.amp_dtype == DType::kF16;
+
+  int64_t start_epoch = 0, start_batch = 0;
+  if (!o.resume.empty()) {
+    const auto header = train::load_checkpoint(o.resume, checkpoint_tensors(*model, optimizer));
+    COURSE_CHECK(header.value("model", "") == o.model, "checkpoint ", o.resume, " is of model ",
+                 header.value("model", "?"), ", not ", o.model);
+    start_epoch = header.at("epoch");
+    start_batch = header.at("batch");
+    optimizer.set_steps(header.at("step"));
+    std::printf("resumed from %s at epoch %lld, step %lld\n", o.resume.c_str(),
+                static_cast<long long>(start_epoch + 1), static_cast<long long>(optimizer.steps()));
+  }
+  const auto save = [&](int64_t epoch, int64_t batch) {
+    if (o.chkpt.empty()) return;
+    train::save_checkpoint(
+        o.chkpt, checkpoint_tensors(*model, optimizer),
+        {{"model", o.model}, {"epoch", epoch}, {"batch", batch}, {"step", optimizer.steps()}});
+  };
+
+  std::printf("training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n",
+              o.model.c_str(), device.str().c_str(), static_cast<long long>(batches.samples()),
+              static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
+              static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
+              o.amp ? (o.amp_dtype == DType::kF16 ? ", amp f16" : ", amp bf16") : "",
+              o.channels_last ? ", channels-last" : "");
+  std::printf("model memory (parameters, gradients, optimizer state): %s\n",
+              format_bytes(model_memory_bytes(params, optimizer)).c_str());
+
+  LabResult result;
+  train::Chronometer chrono(device);
+  train::Profiler profiler(device, !o.profile.empty());
+  int64_t run_steps = 0;
+  const LabelledImages test_data = o.test ? LabelledImages{} : load(o, Split::kTest);
+  for (int64_t epoch = start_epoch; epoch < o.epochs; ++epoch) {
+    batches.set_epoch(epoch);
+    Progress progress(o.progress, epoch, o.epochs, steps_per_epoch);
+    int64_t b = epoch == start_epoch ? start_batch : 0;
+    for (; b < steps_per_epoch && !(o.test && optimizer.steps() >= o.test_nsteps); ++b) {
+      const bool record = profiler.enabled() && record_step(run_steps, {});
+      auto step_range = profiler.range("step", record);
+      chrono.start(train::Phase::kLoad);
+      Batch batch;
+      {
+        auto r = profiler.range("load", record);
+        batch = batches.batch(b);
+        if (device != Device::cpu()) batch = to_device(batch, device);
+        if (o.channels_last) batch.images = to_channels_last(batch.images);
+      }
+      chrono.start(train::Phase::kForward);
+      CrossEntropyOutput loss;
+      Tensor logits;
+      {
+        auto r = profiler.range("forward", record);
+        nn::Autocast autocast(o.amp_dtype, o.amp);
+        logits = model->forward(batch.images);
+        loss = softmax_cross_entropy(logits, batch.labels, o.label_smoothing);
+      }
+      chrono.start(train::Phase::kBackward);
+      {
+        auto r = profiler.range("backward", record);
+        nn::Autocast autocast(o.amp_dtype, o.amp);
+        model->zero_grad();
+        const float grad_scale = loss_scaling ? scaler.scale() : 1.0f;
+        model->backward(softmax_cross_entropy_backward(loss, batch.labels, o.label_smoothing,
+                                                       logits.dtype(), grad_scale));
+      }
+      chrono.start(train::Phase::kOptimizer);
+      {
+        auto r = profiler.range("optimizer", record);
+        optimizer.set_lr(schedule->lr_at(optimizer.steps()));
+        if (loss_scaling) {
+          scaled_optimizer_step(scaler, optimizer, params);
+        } else {
+          optimizer.step();
+        }
+      }
+      chrono.end_step(batch.labels.numel());
+      COURSE_CHECK(std::isfinite(loss.loss), "the training loss diverged (", loss.loss,
+                   ") at step ", optimizer.steps(), ": lower --lr");
+      result.last_loss = loss.loss;
+      ++run_steps;
+      progress.update(b + 1, loss.loss);
+    }
+    if (o.test) {
+      save(epoch, b);
+      break;
+    }
+    save(epoch + 1, 0);
+    const Validation v = validate_model(*model, test_data, o, device);
+    result.test_accuracy = v.accuracy;
+    std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n",
+                static_cast<long long>(epoch + 1), result.last_loss, v.loss, 100 * v.accuracy);
+    if (!o.metrics.empty()) {
+      std::ofstream(o.metrics, std::ios::app) << nlohmann::json{{"epoch", epoch + 1},
+                                                                {"step", optimizer.steps()},
+                                                                {"train_loss", result.last_loss},
+                                                                {"test_loss", v.loss},
+                                                                {"test_accuracy", v.accuracy},
+                                                                {"lr", optimizer.lr()}}
+                                                     .dump()
+                                              << "\n";
+    }
+  }
+  result.steps = run_steps;
+  result.skipped_steps = scaler.skipped_steps();
+  result.timing = chrono.report();
+  std::printf("%s", result.timing.table().c_str());
+  if (loss_scaling) {
+    std::printf("loss scale %.0f, %lld step(s) skipped\n", scaler.scale(),
+                static_cast<long long>(scaler.skipped_steps()));
+  }
+  if (profiler.enabled()) {
+    profiler.write(o.profile);
+    std::printf("profile: %zu ranges written to %s (open in https://ui.perfetto.dev)\n",
+                profiler.event_count(), o.profile.c_str());
+  }
+  for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
+  return result;
+}
+
+}  // namespace day1

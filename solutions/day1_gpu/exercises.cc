@@ -1,0 +1,60 @@
+// Day 1 exercises TP1.1-TP1.5 (the lab sheet is day1_gpu/README.md).
+// solutions/day1_gpu/exercises.cc is the complete version; day1_gpu/exercises.cc is generated
+// from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
+#include "day1_gpu/exercises.h"
+
+#include "common/core/exercise.h"
+#include "common/kernels/layout.h"
+#include "common/kernels/reduce.h"
+
+namespace day1 {
+
+Batch to_device(const Batch& batch, Device device) {
+  // BEGIN EXERCISE TP1.1: copy the batch's images and labels to the training device
+  return {batch.images.to(device), batch.labels.to(device)};
+  // END EXERCISE
+}
+
+int64_t count_correct(const Tensor& logits, const Tensor& labels) {
+  // BEGIN EXERCISE TP1.1: count the rows whose largest logit is at the row's label
+  const std::vector<int64_t> predicted = argmax_rows(logits).to_vector<int64_t>();
+  const std::vector<int64_t> expected = labels.to_vector<int64_t>();
+  int64_t correct = 0;
+  for (size_t i = 0; i < predicted.size(); ++i) correct += predicted[i] == expected[i];
+  return correct;
+  // END EXERCISE
+}
+
+bool scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
+                           const std::vector<nn::Parameter*>& params) {
+  // BEGIN EXERCISE TP1.2: unscale the gradients, step only if they are finite, update the scale
+  const bool finite = scaler.unscale_and_check(params);
+  if (finite) optimizer.step();
+  scaler.update(!finite);
+  return finite;
+  // END EXERCISE
+}
+
+Tensor to_channels_last(const Tensor& images) {
+  // BEGIN EXERCISE TP1.3: convert the (N, C, H, W) images to the channels-last memory format
+  return to_memory_format(images, MemoryFormat::kChannelsLast);
+  // END EXERCISE
+}
+
+bool record_step(int64_t step, const ProfileSchedule& schedule) {
+  // BEGIN EXERCISE TP1.4: record only the `active` steps that follow `wait` + `warmup` steps
+  const int64_t first = schedule.wait + schedule.warmup;
+  return step >= first && step < first + schedule.active;
+  // END EXERCISE
+}
+
+int64_t model_memory_bytes(const std::vector<nn::Parameter*>& params, optim::Optimizer& optimizer) {
+  // BEGIN EXERCISE TP1.5: add up the bytes of parameters, gradients and optimizer state
+  int64_t bytes = 0;
+  for (const nn::Parameter* p : params) bytes += p->value.nbytes() + p->grad.nbytes();
+  for (const auto& [name, state] : optimizer.state_tensors()) bytes += state->nbytes();
+  return bytes;
+  // END EXERCISE
+}
+
+}  // namespace day1
