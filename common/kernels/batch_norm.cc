@@ -1,4 +1,4 @@
-// Dispatch of batch normalisation to its single-source per-channel kernels.
+// Dispatch of batch normalisation to its single-source kernels (see batch_norm_ops.h).
 #include "common/kernels/batch_norm.h"
 
 #include "common/kernels/batch_norm_ops.h"
@@ -16,23 +16,34 @@ ops::ChannelLoop channel_loop(const Tensor& x, const Tensor& gamma) {
       "batch norm of ", x.str(), " needs f32 (", d.c, ",) parameters on ", x.device().str(),
       ", got ", gamma.str());
   COURSE_CHECK(d.n * d.h * d.w > 0, "batch norm over an empty batch");
-  const bool channels_last = x.memory_format() == MemoryFormat::kChannelsLast;
-  return {
-      d.n, d.c, d.h * d.w, d.strides.n, d.strides.c, d.strides.w, channels_last ? 1 : d.h * d.w};
+  return {d.n, d.c, d.h * d.w, x.memory_format() == MemoryFormat::kChannelsLast};
 }
 
 Tensor channel_vector(const Tensor& x) {
   return Tensor::empty({x.size(1)}, DType::kF32, x.device());
 }
 
+Tensor per_sample(const Tensor& x) {
+  return Tensor::empty({x.size(0), x.size(1)}, DType::kF32, x.device());
+}
+
+// total[ch] = sum over samples of partial[sample, ch].
+void sum_over_samples(const Tensor& partial, Tensor& total) {
+  for_each_index(partial.device(), partial.size(1),
+                 ops::SumOverSamples{partial.data_as<float>(), partial.size(0), partial.size(1),
+                                     total.data_as<float>()},
+                 partial.size(0));
+}
+
 Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& mean,
                  const Tensor& invstd, const Tensor& gamma, const Tensor& beta) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "batch norm", [&]<class T>() {
-    for_each_index(x.device(), x.numel(),
+    for_each_index(x.device(), loop.rows(),
                    ops::BatchNormApply<T>{x.data_as<T>(), y.data_as<T>(), loop,
                                           mean.data_as<float>(), invstd.data_as<float>(),
-                                          gamma.data_as<float>(), beta.data_as<float>()});
+                                          gamma.data_as<float>(), beta.data_as<float>()},
+                   loop.row_length());
   });
   return y;
 }
@@ -47,13 +58,27 @@ Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta
   check_same(gamma, running_mean, "batch norm running mean");
   check_same(gamma, running_var, "batch norm running variance");
   saved = {channel_vector(x), channel_vector(x)};
+  Tensor partial = per_sample(x), squares = channel_vector(x);
+  const Device device = x.device();
   visit_floating(x.dtype(), "batch norm", [&]<class T>() {
     for_each_index(
-        x.device(), loop.c,
-        ops::BatchNormStats<T>{x.data_as<T>(), loop, eps, momentum, saved.mean.data_as<float>(),
-                               saved.invstd.data_as<float>(), running_mean.data_as<float>(),
-                               running_var.data_as<float>()});
+        device, loop.n,
+        ops::ChannelPartialSums<T>{x.data_as<T>(), loop, nullptr, partial.data_as<float>()},
+        loop.c * loop.hw);
+    sum_over_samples(partial, saved.mean);
+    for_each_index(device, loop.c,
+                   ops::DivideBy{saved.mean.data_as<float>(), static_cast<float>(loop.count())});
+    for_each_index(device, loop.n,
+                   ops::ChannelPartialSums<T>{x.data_as<T>(), loop, saved.mean.data_as<float>(),
+                                              partial.data_as<float>()},
+                   loop.c * loop.hw);
   });
+  sum_over_samples(partial, squares);
+  for_each_index(
+      device, loop.c,
+      ops::FinishBatchStats{saved.mean.data_as<float>(), squares.data_as<float>(), loop.count(),
+                            eps, momentum, saved.invstd.data_as<float>(),
+                            running_mean.data_as<float>(), running_var.data_as<float>()});
   return normalise(x, loop, saved.mean, saved.invstd, gamma, beta);
 }
 
@@ -75,21 +100,28 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
   check_same(dy, x, "batch norm backward");
   check_same(gamma, dgamma, "batch norm gamma gradient");
   check_same(gamma, dbeta, "batch norm beta gradient");
+  Tensor partial_dy = per_sample(x), partial_dy_xhat = per_sample(x);
   Tensor sum_dy = channel_vector(x), sum_dy_xhat = channel_vector(x);
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "batch norm backward", [&]<class T>() {
+    for_each_index(x.device(), loop.n,
+                   ops::BatchNormPartialGradSums<T>{
+                       x.data_as<T>(), dy.data_as<T>(), loop, saved.mean.data_as<float>(),
+                       saved.invstd.data_as<float>(), partial_dy.data_as<float>(),
+                       partial_dy_xhat.data_as<float>()},
+                   loop.c * loop.hw);
+    sum_over_samples(partial_dy, sum_dy);
+    sum_over_samples(partial_dy_xhat, sum_dy_xhat);
+    for_each_index(x.device(), loop.c,
+                   ops::AccumulateParamGrads{sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
+                                             dgamma.data_as<float>(), dbeta.data_as<float>()});
     for_each_index(
-        x.device(), loop.c,
-        ops::BatchNormGradSums<T>{x.data_as<T>(), dy.data_as<T>(), loop,
-                                  saved.mean.data_as<float>(), saved.invstd.data_as<float>(),
-                                  sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
-                                  dgamma.data_as<float>(), dbeta.data_as<float>()});
-    for_each_index(
-        x.device(), x.numel(),
+        x.device(), loop.rows(),
         ops::BatchNormBackwardApply<T>{x.data_as<T>(), dy.data_as<T>(), dx.data_as<T>(), loop,
                                        saved.mean.data_as<float>(), saved.invstd.data_as<float>(),
                                        gamma.data_as<float>(), sum_dy.data_as<float>(),
-                                       sum_dy_xhat.data_as<float>()});
+                                       sum_dy_xhat.data_as<float>()},
+        loop.row_length());
   });
   return dx;
 }

@@ -5,10 +5,14 @@
 
 using namespace course::ops;
 
-#define BATCH_NORM(T)                               \
-  COURSE_INSTANTIATE_FOR_EACH(BatchNormStats<T>)    \
-  COURSE_INSTANTIATE_FOR_EACH(BatchNormApply<T>)    \
-  COURSE_INSTANTIATE_FOR_EACH(BatchNormGradSums<T>) \
+#define BATCH_NORM(T)                                      \
+  COURSE_INSTANTIATE_FOR_EACH(ChannelPartialSums<T>)       \
+  COURSE_INSTANTIATE_FOR_EACH(BatchNormApply<T>)           \
+  COURSE_INSTANTIATE_FOR_EACH(BatchNormPartialGradSums<T>) \
   COURSE_INSTANTIATE_FOR_EACH(BatchNormBackwardApply<T>)
 COURSE_FLOAT_TYPES(BATCH_NORM)
+COURSE_INSTANTIATE_FOR_EACH(SumOverSamples)
+COURSE_INSTANTIATE_FOR_EACH(DivideBy)
+COURSE_INSTANTIATE_FOR_EACH(FinishBatchStats)
 COURSE_INSTANTIATE_FOR_EACH(InvStdFromVariance)
+COURSE_INSTANTIATE_FOR_EACH(AccumulateParamGrads)

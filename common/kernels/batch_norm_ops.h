@@ -1,10 +1,14 @@
-// Per-channel batch normalisation bodies, shared by the CPU and the GPU, for either memory
-// format (elements are addressed through Strides4).
+// Per-channel batch normalisation bodies, shared by the CPU and the GPU, for dense NCHW and
+// NHWC tensors.
 //
 // Training: mean and variance over the M = N*H*W values of each channel (two passes, for
 // accuracy), y = (x - mean) * invstd * gamma + beta, running statistics updated with the
 // unbiased variance. Backward: dbeta = sum dy, dgamma = sum dy * xhat, and
 // dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma).
+//
+// Channel sums are taken in two steps that both read memory in storage order: one partial sum
+// per (sample, channel), then per channel over the samples. Elementwise passes run per storage
+// row: an (n, c) plane of H*W values in NCHW, a pixel of C values in NHWC.
 #pragma once
 
 #include <cmath>
@@ -14,50 +18,91 @@
 
 namespace course::ops {
 
-// Addressing of the M = N*H*W values of one channel in a dense NCHW or NHWC tensor: value
-// (n, k) with k = h*W + w sits at n*stride_n + channel*stride_c + k*stride_k, and the element
-// at storage index i belongs to channel (i / inner) % C (inner = H*W for NCHW, 1 for NHWC).
 struct ChannelLoop {
   int64_t n, c, hw;
-  int64_t stride_n, stride_c, stride_k, inner;
+  bool channels_last;
+
   COURSE_HD int64_t count() const { return n * hw; }
-  COURSE_HD int64_t channel_at(int64_t i) const { return (i / inner) % c; }
+  COURSE_HD int64_t rows() const { return channels_last ? n * hw : n * c; }
+  COURSE_HD int64_t row_length() const { return channels_last ? c : hw; }
+  COURSE_HD int64_t channel(int64_t row, int64_t j) const { return channels_last ? j : row % c; }
+
+  // Sums f(storage index) per channel over one sample into out[0, C), reading in storage order
+  // and keeping each running sum in a register where the layout allows (NCHW planes).
   template <class F>
-  COURSE_HD void for_each_value(int64_t ch, F f) const {
-    for (int64_t in = 0; in < n; ++in) {
-      const int64_t base = in * stride_n + ch * stride_c;
-      for (int64_t k = 0; k < hw; ++k) f(base + k * stride_k);
+  COURSE_HD void sum_sample(int64_t sample, float* out, F f) const {
+    const int64_t base = sample * c * hw;
+    if (channels_last) {
+      for (int64_t ch = 0; ch < c; ++ch) out[ch] = 0.0f;
+      for (int64_t k = 0; k < hw; ++k) {
+        for (int64_t ch = 0; ch < c; ++ch) out[ch] += f(base + k * c + ch, ch);
+      }
+    } else {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < hw; ++k) sum += f(base + ch * hw + k, ch);
+        out[ch] = sum;
+      }
     }
   }
 };
 
-// Per channel: batch mean and 1/sqrt(var + eps); running statistics updated when given.
+// Per sample: partial[sample, ch] = sum of (x - center[ch])^k over the sample's values of ch,
+// with k = 1 and no center, or k = 2 around the given centers.
 template <class T>
-struct BatchNormStats {
+struct ChannelPartialSums {
   const T* x;
   ChannelLoop loop;
+  const float* center;  // null: plain sums
+  float* partial;       // (N, C)
+  COURSE_HD void operator()(int64_t sample) const {
+    float* out = partial + sample * loop.c;
+    if (center == nullptr) {
+      loop.sum_sample(sample, out, [&](int64_t at, int64_t) { return static_cast<float>(x[at]); });
+    } else {
+      loop.sum_sample(sample, out, [&](int64_t at, int64_t ch) {
+        const float d = static_cast<float>(x[at]) - center[ch];
+        return d * d;
+      });
+    }
+  }
+};
+
+// Per channel: total[ch] = sum over samples of partial[sample, ch].
+struct SumOverSamples {
+  const float* partial;
+  int64_t samples, channels;
+  float* total;
+  COURSE_HD void operator()(int64_t ch) const {
+    float sum = 0.0f;
+    for (int64_t s = 0; s < samples; ++s) sum += partial[s * channels + ch];
+    total[ch] = sum;
+  }
+};
+
+// Per channel: mean = sum / M (in place).
+struct DivideBy {
+  float* values;
+  float divisor;
+  COURSE_HD void operator()(int64_t ch) const { values[ch] /= divisor; }
+};
+
+// Per channel, from the sums of squared deviations: invstd, and the running statistics
+// (when given) moved by `momentum` towards the batch mean and unbiased variance.
+struct FinishBatchStats {
+  const float* mean;
+  const float* squares;
+  int64_t count;
   float eps, momentum;
-  float* mean;
   float* invstd;
   float* running_mean;  // may be null
   float* running_var;
-
   COURSE_HD void operator()(int64_t ch) const {
-    const int64_t m = loop.count();
-    float sum = 0.0f;
-    loop.for_each_value(ch, [&](int64_t at) { sum += static_cast<float>(x[at]); });
-    const float mu = sum / static_cast<float>(m);
-    float squares = 0.0f;
-    loop.for_each_value(ch, [&](int64_t at) {
-      const float d = static_cast<float>(x[at]) - mu;
-      squares += d * d;
-    });
-    const float var = squares / static_cast<float>(m);
-    mean[ch] = mu;
+    const float var = squares[ch] / static_cast<float>(count);
     invstd[ch] = 1.0f / sqrtf(var + eps);
     if (running_mean != nullptr) {
-      const float unbiased = m > 1 ? squares / static_cast<float>(m - 1) : var;
-      running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mu;
+      const float unbiased = count > 1 ? squares[ch] / static_cast<float>(count - 1) : var;
+      running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean[ch];
       running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
     }
   }
@@ -71,7 +116,7 @@ struct InvStdFromVariance {
   COURSE_HD void operator()(int64_t ch) const { invstd[ch] = 1.0f / sqrtf(var[ch] + eps); }
 };
 
-// Per element (storage index): y = (x - mean) * invstd * gamma + beta.
+// Per storage row: y = (x - mean) * invstd * gamma + beta.
 template <class T>
 struct BatchNormApply {
   const T* x;
@@ -81,41 +126,48 @@ struct BatchNormApply {
   const float* invstd;
   const float* gamma;
   const float* beta;
-  COURSE_HD void operator()(int64_t i) const {
-    const int64_t ch = loop.channel_at(i);
-    const float xhat = (static_cast<float>(x[i]) - mean[ch]) * invstd[ch];
-    y[i] = T(xhat * gamma[ch] + beta[ch]);
+  COURSE_HD void operator()(int64_t row) const {
+    const int64_t length = loop.row_length(), base = row * length;
+    for (int64_t j = 0; j < length; ++j) {
+      const int64_t ch = loop.channel(row, j);
+      const float scale = invstd[ch] * gamma[ch];
+      y[base + j] = T((static_cast<float>(x[base + j]) - mean[ch]) * scale + beta[ch]);
+    }
   }
 };
 
-// Per channel: sum dy and sum dy * xhat into `sum_dy`, `sum_dy_xhat`, and add them to the
-// parameter gradients dbeta and dgamma.
+// Per sample: partial sums of dy and dy * xhat per channel, into (N, C) buffers.
 template <class T>
-struct BatchNormGradSums {
+struct BatchNormPartialGradSums {
   const T* x;
   const T* dy;
   ChannelLoop loop;
   const float* mean;
   const float* invstd;
-  float* sum_dy;
-  float* sum_dy_xhat;
-  float* dgamma;
-  float* dbeta;
-  COURSE_HD void operator()(int64_t ch) const {
-    float a = 0.0f, b = 0.0f;
-    loop.for_each_value(ch, [&](int64_t at) {
-      const float g = static_cast<float>(dy[at]);
-      a += g;
-      b += g * (static_cast<float>(x[at]) - mean[ch]) * invstd[ch];
+  float* partial_dy;
+  float* partial_dy_xhat;
+  COURSE_HD void operator()(int64_t sample) const {
+    loop.sum_sample(sample, partial_dy + sample * loop.c,
+                    [&](int64_t at, int64_t) { return static_cast<float>(dy[at]); });
+    loop.sum_sample(sample, partial_dy_xhat + sample * loop.c, [&](int64_t at, int64_t ch) {
+      return static_cast<float>(dy[at]) * (static_cast<float>(x[at]) - mean[ch]) * invstd[ch];
     });
-    sum_dy[ch] = a;
-    sum_dy_xhat[ch] = b;
-    dbeta[ch] += a;
-    dgamma[ch] += b;
   }
 };
 
-// Per element (storage index): dx of batch normalisation in training mode.
+// Per channel: parameter gradients accumulate the channel sums.
+struct AccumulateParamGrads {
+  const float* sum_dy;
+  const float* sum_dy_xhat;
+  float* dgamma;
+  float* dbeta;
+  COURSE_HD void operator()(int64_t ch) const {
+    dbeta[ch] += sum_dy[ch];
+    dgamma[ch] += sum_dy_xhat[ch];
+  }
+};
+
+// Per storage row: dx of batch normalisation in training mode.
 template <class T>
 struct BatchNormBackwardApply {
   const T* x;
@@ -127,12 +179,15 @@ struct BatchNormBackwardApply {
   const float* gamma;
   const float* sum_dy;
   const float* sum_dy_xhat;
-  COURSE_HD void operator()(int64_t i) const {
-    const int64_t ch = loop.channel_at(i);
+  COURSE_HD void operator()(int64_t row) const {
     const float m = static_cast<float>(loop.count());
-    const float xhat = (static_cast<float>(x[i]) - mean[ch]) * invstd[ch];
-    const float g = static_cast<float>(dy[i]);
-    dx[i] = T(gamma[ch] * invstd[ch] / m * (m * g - sum_dy[ch] - xhat * sum_dy_xhat[ch]));
+    const int64_t length = loop.row_length(), base = row * length;
+    for (int64_t j = 0; j < length; ++j) {
+      const int64_t ch = loop.channel(row, j);
+      const float xhat = (static_cast<float>(x[base + j]) - mean[ch]) * invstd[ch];
+      const float g = static_cast<float>(dy[base + j]);
+      dx[base + j] = T(gamma[ch] * invstd[ch] / m * (m * g - sum_dy[ch] - xhat * sum_dy_xhat[ch]));
+    }
   }
 };
 

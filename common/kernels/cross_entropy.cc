@@ -37,7 +37,8 @@ CrossEntropyOutput softmax_cross_entropy(const Tensor& logits, const Tensor& lab
     for_each_index(logits.device(), rows,
                    ops::SoftmaxCrossEntropyRow<T>{
                        logits.data_as<T>(), labels.data_as<int64_t>(), out.probs.data_as<float>(),
-                       losses.data_as<float>(), classes, label_smoothing});
+                       losses.data_as<float>(), classes, label_smoothing},
+                   classes);
   });
   out.loss = rows > 0 ? mean(losses) : 0.0f;
   return out;

@@ -1,7 +1,7 @@
 // The two single-source launchers every hand-written kernel goes through.
 //
-// for_each_index(device, n, kernel) runs kernel(i) for every i in [0, n): an OpenMP loop on the
-// CPU, a grid-stride CUDA kernel on the GPU. reduce_index(device, n, reducer) folds
+// for_each_index(device, n, kernel[, work]) runs kernel(i) for every i in [0, n): an OpenMP loop on
+// the CPU, a grid-stride CUDA kernel on the GPU. reduce_index(device, n, reducer) folds
 // reducer.load(i) with reducer.combine, in fixed-size chunks combined in order, so a CPU
 // result does not depend on the number of threads. The kernel and reducer types are COURSE_HD
 // functors; the GPU launchers are templates defined in launch_cuda.cuh and explicitly
@@ -26,11 +26,13 @@ typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer);
 // Elements per chunk of a CPU reduction (and the CPU's loop grain below which one thread runs).
 inline constexpr int64_t kCpuChunk = 4096;
 
+// `work_per_index` estimates the elements one kernel(i) touches (a row's length, a channel's
+// size), so loops over a few heavy indices still run on every CPU thread.
 template <class Kernel>
-void for_each_index(Device device, int64_t n, const Kernel& kernel) {
+void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work_per_index = 1) {
   if (n <= 0) return;
   if (device.is_cpu()) {
-#pragma omp parallel for schedule(static) if (n > kCpuChunk)
+#pragma omp parallel for schedule(static) if (n > 1 && n * work_per_index > kCpuChunk)
     for (int64_t i = 0; i < n; ++i) kernel(i);
     return;
   }

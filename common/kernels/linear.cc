@@ -29,7 +29,8 @@ void add_column_sums_(const Tensor& x, Tensor& sums) {
   visit_floating(x.dtype(), "add_column_sums_", [&]<class T>() {
     for_each_index(
         x.device(), x.size(1),
-        ops::AddColumnSums<T>{x.data_as<T>(), sums.data_as<float>(), x.size(0), x.size(1)});
+        ops::AddColumnSums<T>{x.data_as<T>(), sums.data_as<float>(), x.size(0), x.size(1)},
+        x.size(0));
   });
 }
 

@@ -30,9 +30,10 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
       Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::kI32, x.device(), x.memory_format())};
   g.out = dims4(out.y, "max pooling").strides;
   visit_floating(x.dtype(), "max pooling", [&]<class T>() {
-    for_each_index(x.device(), out.y.numel(),
+    for_each_index(x.device(), g.n * g.c * g.oh,
                    ops::MaxPoolForward<T>{x.data_as<T>(), out.y.data_as<T>(),
-                                          out.argmax.data_as<int32_t>(), g});
+                                          out.argmax.data_as<int32_t>(), g},
+                   g.ow * kernel * kernel);
   });
   return out;
 }
@@ -44,9 +45,10 @@ Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const T
   g.out = dims4(dy, "max pooling backward").strides;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "max pooling backward", [&]<class T>() {
-    for_each_index(x.device(), x.numel(),
+    for_each_index(x.device(), g.n * g.c * g.h,
                    ops::MaxPoolBackward<T>{dy.data_as<T>(), forward.argmax.data_as<int32_t>(),
-                                           dx.data_as<T>(), g});
+                                           dx.data_as<T>(), g},
+                   g.w * kernel * kernel);
   });
   return dx;
 }
@@ -57,7 +59,8 @@ Tensor global_avg_pool_forward(const Tensor& x) {
   visit_floating(x.dtype(), "global average pooling", [&]<class T>() {
     for_each_index(
         x.device(), d.n * d.c,
-        ops::GlobalAvgPoolForward<T>{x.data_as<T>(), y.data_as<T>(), d.c, d.h, d.w, d.strides});
+        ops::GlobalAvgPoolForward<T>{x.data_as<T>(), y.data_as<T>(), d.c, d.h, d.w, d.strides},
+        d.h * d.w);
   });
   return y;
 }

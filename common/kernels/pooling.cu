@@ -5,9 +5,9 @@
 
 using namespace course::ops;
 
-#define POOLING(T)                                       \
-  COURSE_INSTANTIATE_FOR_EACH(MaxPoolForward<T>)         \
-  COURSE_INSTANTIATE_FOR_EACH(MaxPoolBackward<T>)        \
-  COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolForward<T>)   \
+#define POOLING(T)                                     \
+  COURSE_INSTANTIATE_FOR_EACH(MaxPoolForward<T>)       \
+  COURSE_INSTANTIATE_FOR_EACH(MaxPoolBackward<T>)      \
+  COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolBackward<T>)
 COURSE_FLOAT_TYPES(POOLING)

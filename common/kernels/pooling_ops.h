@@ -18,58 +18,68 @@ struct PoolGeometry {
   Strides4 in, out;
 };
 
-// Per output element i (logical order): the window maximum and where it was (ih * W + iw).
+// The windows (along one axis) that contain input position `in`: [first, last] of the output.
+COURSE_HD inline void windows_containing(int64_t in, const PoolGeometry& g, int64_t outputs,
+                                         int64_t& first, int64_t& last) {
+  const int64_t shifted = in + g.padding;  // window o covers [o*s, o*s + k) in shifted units
+  first = shifted - g.kernel + 1 > 0 ? (shifted - g.kernel + g.stride) / g.stride : 0;
+  last = shifted / g.stride < outputs - 1 ? shifted / g.stride : outputs - 1;
+}
+
+// Per output row (n, c, oh): the window maxima and where they were (ih * W + iw).
 template <class T>
 struct MaxPoolForward {
   const T* x;
   T* y;
   int32_t* argmax;  // same layout as y
   PoolGeometry g;
-  COURSE_HD void operator()(int64_t i) const {
-    const int64_t ow = i % g.ow, oh = (i / g.ow) % g.oh, ch = (i / (g.ow * g.oh)) % g.c,
-                  n = i / (g.ow * g.oh * g.c);
-    float best = kNegInf;
-    int32_t where = -1;
-    for (int64_t kh = 0; kh < g.kernel; ++kh) {
-      const int64_t ih = oh * g.stride - g.padding + kh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t kw = 0; kw < g.kernel; ++kw) {
-        const int64_t iw = ow * g.stride - g.padding + kw;
-        if (iw < 0 || iw >= g.w) continue;
-        const float v = static_cast<float>(x[g.in.at(n, ch, ih, iw)]);
-        if (where < 0 || v > best) best = v, where = static_cast<int32_t>(ih * g.w + iw);
+  COURSE_HD void operator()(int64_t row) const {
+    const int64_t oh = row % g.oh, ch = (row / g.oh) % g.c, n = row / (g.oh * g.c);
+    const int64_t h0 = oh * g.stride - g.padding;
+    const int64_t h_begin = h0 > 0 ? h0 : 0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
+    for (int64_t ow = 0; ow < g.ow; ++ow) {
+      const int64_t w0 = ow * g.stride - g.padding;
+      const int64_t w_begin = w0 > 0 ? w0 : 0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
+      float best = kNegInf;
+      int32_t where = -1;
+      for (int64_t ih = h_begin; ih < h_end; ++ih) {
+        for (int64_t iw = w_begin; iw < w_end; ++iw) {
+          const float v = static_cast<float>(x[g.in.at(n, ch, ih, iw)]);
+          if (where < 0 || v > best) best = v, where = static_cast<int32_t>(ih * g.w + iw);
+        }
       }
+      const int64_t at = g.out.at(n, ch, oh, ow);
+      y[at] = T(best);
+      argmax[at] = where;
     }
-    const int64_t at = g.out.at(n, ch, oh, ow);
-    y[at] = T(best);
-    argmax[at] = where;
   }
 };
 
-// Per input element i (logical order): the sum of dy over the windows it was the maximum of.
+// Per input row (n, c, ih): each element's gradient is the sum of dy over the windows whose
+// maximum it was (a gather, so no two threads write the same element).
 template <class T>
 struct MaxPoolBackward {
   const T* dy;
   const int32_t* argmax;
   T* dx;
   PoolGeometry g;
-  COURSE_HD void operator()(int64_t i) const {
-    const int64_t iw = i % g.w, ih = (i / g.w) % g.h, ch = (i / (g.w * g.h)) % g.c,
-                  n = i / (g.w * g.h * g.c);
-    // Windows oh whose rows [oh*s - p, oh*s - p + k) contain ih.
-    const int64_t first_h =
-        ih + g.padding - g.kernel + 1 > 0 ? (ih + g.padding - g.kernel + g.stride) / g.stride : 0;
-    const int64_t first_w =
-        iw + g.padding - g.kernel + 1 > 0 ? (iw + g.padding - g.kernel + g.stride) / g.stride : 0;
-    const int32_t self = static_cast<int32_t>(ih * g.w + iw);
-    float total = 0.0f;
-    for (int64_t oh = first_h; oh < g.oh && oh * g.stride - g.padding <= ih; ++oh) {
-      for (int64_t ow = first_w; ow < g.ow && ow * g.stride - g.padding <= iw; ++ow) {
-        const int64_t at = g.out.at(n, ch, oh, ow);
-        if (argmax[at] == self) total += static_cast<float>(dy[at]);
+  COURSE_HD void operator()(int64_t row) const {
+    const int64_t ih = row % g.h, ch = (row / g.h) % g.c, n = row / (g.h * g.c);
+    int64_t oh_first, oh_last;
+    windows_containing(ih, g, g.oh, oh_first, oh_last);
+    for (int64_t iw = 0; iw < g.w; ++iw) {
+      int64_t ow_first, ow_last;
+      windows_containing(iw, g, g.ow, ow_first, ow_last);
+      const int32_t self = static_cast<int32_t>(ih * g.w + iw);
+      float total = 0.0f;
+      for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
+        for (int64_t ow = ow_first; ow <= ow_last; ++ow) {
+          const int64_t at = g.out.at(n, ch, oh, ow);
+          if (argmax[at] == self) total += static_cast<float>(dy[at]);
+        }
       }
+      dx[g.in.at(n, ch, ih, iw)] = T(total);
     }
-    dx[g.in.at(n, ch, ih, iw)] = T(total);
   }
 };
 

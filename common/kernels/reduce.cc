@@ -44,7 +44,8 @@ Tensor argmax_rows(const Tensor& x) {
   Tensor out = Tensor::empty({x.size(0)}, DType::kI64, x.device());
   visit_floating(x.dtype(), "argmax_rows", [&]<class T>() {
     for_each_index(x.device(), x.size(0),
-                   ops::ArgMaxRows<T>{x.data_as<T>(), x.size(1), out.data_as<int64_t>()});
+                   ops::ArgMaxRows<T>{x.data_as<T>(), x.size(1), out.data_as<int64_t>()},
+                   x.size(1));
   });
   return out;
 }
