@@ -27,18 +27,6 @@ TEST(TP1_1, BatchArrivesOnTheDeviceUnchanged) {
   }
 }
 
-TEST(TP1_1, CountsCorrectPredictionsWithFirstMaximumOnTies) {
-  // Rows: argmax 2 (label 2: right), argmax 0 (label 1: wrong), tie 1/3 -> 1 (label 1: right),
-  // argmax 3 (label 0: wrong).
-  const Tensor logits =
-      Tensor::from_vector<float>({0.1f, 0.2f, 0.9f, 0.0f, 5.0f, -1.0f, 2.0f, 3.0f, 0.0f, 4.0f, 1.0f,
-                                  4.0f, -3.0f, -2.0f, -1.0f, -0.5f},
-                                 {4, 4});
-  const Tensor labels = Tensor::from_vector<int64_t>({2, 1, 1, 0}, {4});
-  EXPECT_EQ(count_correct(logits, labels), 2);
-  EXPECT_EQ(count_correct(logits, Tensor::from_vector<int64_t>({2, 0, 1, 3}, {4})), 4);
-}
-
 // TP1.2 ----------------------------------------------------------------------------------
 
 struct Scaled {

@@ -15,10 +15,8 @@ namespace day1 {
 
 using namespace course;
 
-// TP1.1: the batch on the training device (images and labels), and the number of correct
-// predictions of (N, C) logits against (N,) labels (the first largest logit counts).
+// TP1.1: the batch (images and labels) on the training device.
 Batch to_device(const Batch& batch, Device device);
-int64_t count_correct(const Tensor& logits, const Tensor& labels);
 
 // TP1.2: one mixed-precision optimizer step after a backward pass of (loss * scale): unscale
 // the gradients, skip the step if any is not finite, update the scaler. Returns whether the
@@ -38,6 +36,7 @@ bool record_step(int64_t step, const ProfileSchedule& schedule);
 
 // TP1.5 ("GPU under the hood"): the bytes the model itself holds during training: parameters,
 // their gradients and the optimizer's state tensors (activations come on top, per batch).
+// The lab prints it with --model-memory.
 int64_t model_memory_bytes(const std::vector<nn::Parameter*>& params, optim::Optimizer& optimizer);
 
 }  // namespace day1

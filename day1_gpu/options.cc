@@ -43,6 +43,8 @@ LabOptions parse_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-memory-mb", o.max_memory_mb, "cap the device memory (0: no cap)");
   app.add_option("--seed", o.seed, "seed of weights and shuffling")->capture_default_str();
+  app.add_flag("--model-memory", o.model_memory,
+               "print the memory of parameters, gradients and optimizer state (TP1.5)");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar");
   try {

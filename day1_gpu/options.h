@@ -34,6 +34,7 @@ struct LabOptions {
   int64_t max_memory_mb = 0;  // > 0: cap the device allocator (to study out-of-memory)
   uint32_t seed = 0;
   bool progress = true;
+  bool model_memory = false;  // print the model's own memory (TP1.5)
 };
 
 // Parses argv; on --help prints the usage and exits 0, on bad flags prints one message and

@@ -10,6 +10,7 @@
 
 #include "common/core/format.h"
 #include "common/kernels/cross_entropy.h"
+#include "common/kernels/reduce.h"
 #include "common/nn/autocast.h"
 #include "common/nn/models.h"
 #include "common/optim/schedule.h"
@@ -86,6 +87,15 @@ struct Validation {
   float loss;
 };
 
+// Rows of the (N, C) logits whose first largest value is at the label.
+int64_t count_correct(const Tensor& logits, const Tensor& labels) {
+  const std::vector<int64_t> predicted = argmax_rows(logits).to_vector<int64_t>();
+  const std::vector<int64_t> expected = labels.to_vector<int64_t>();
+  int64_t correct = 0;
+  for (size_t i = 0; i < predicted.size(); ++i) correct += predicted[i] == expected[i];
+  return correct;
+}
+
 Validation validate_model(nn::Module& model, const LabelledImages& data, const LabOptions& o,
                           Device device) {
   model.set_training(false);
@@ -155,8 +165,11 @@ LabResult run_lab(const LabOptions& o) {
               static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
               o.amp ? (o.amp_dtype == DType::kF16 ? ", amp f16" : ", amp bf16") : "",
               o.channels_last ? ", channels-last" : "");
-  std::printf("model memory (parameters, gradients, optimizer state): %s\n",
-              format_bytes(model_memory_bytes(params, optimizer)).c_str());
+  if (o.model_memory) {
+    std::printf("model memory (parameters, gradients, optimizer state): %s\n",
+                format_bytes(model_memory_bytes(params, optimizer)).c_str());
+  }
+  std::fflush(stdout);
 
   LabResult result;
   train::Chronometer chrono(device);

@@ -5,23 +5,12 @@
 
 #include "common/core/exercise.h"
 #include "common/kernels/layout.h"
-#include "common/kernels/reduce.h"
 
 namespace day1 {
 
 Batch to_device(const Batch& batch, Device device) {
   // BEGIN EXERCISE TP1.1: copy the batch's images and labels to the training device
   return {batch.images.to(device), batch.labels.to(device)};
-  // END EXERCISE
-}
-
-int64_t count_correct(const Tensor& logits, const Tensor& labels) {
-  // BEGIN EXERCISE TP1.1: count the rows whose largest logit is at the row's label
-  const std::vector<int64_t> predicted = argmax_rows(logits).to_vector<int64_t>();
-  const std::vector<int64_t> expected = labels.to_vector<int64_t>();
-  int64_t correct = 0;
-  for (size_t i = 0; i < predicted.size(); ++i) correct += predicted[i] == expected[i];
-  return correct;
   // END EXERCISE
 }
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The lab binaries as trainees meet them: the untouched trainee lab runs its CPU baseline and
+# fails with the exercise's TODO (exit 3) only when a feature is asked for; the solutions' lab
+# runs the features; bad flags end with one message and a non-zero exit.
+set -uo pipefail
+trainee=$1
+solution=$2
+base=(--synthetic 64 --test --test-nsteps 2 --no-progress)
+small=("${base[@]}" --batch-size 16 --device cpu)
+
+expect() {  # expect <exit code> <text in output> <command...>
+  local code=$1 text=$2
+  shift 2
+  local out
+  out=$("$@" 2>&1)
+  local got=$?
+  if [[ $got -ne $code ]] || ! grep -qF -- "$text" <<<"$out"; then
+    echo "FAILED: $* -> exit $got (expected $code with '$text'):"
+    echo "$out"
+    exit 1
+  fi
+  echo "ok: $* -> exit $got"
+}
+
+expect 0 "training performance" "$trainee" "${small[@]}"
+expect 3 "TODO TP1.3" "$trainee" "${small[@]}" --channels-last
+expect 3 "TODO TP1.2" "$trainee" "${small[@]}" --amp --amp-dtype f16
+expect 3 "TODO TP1.4" "$trainee" "${small[@]}" --profile "$TEST_TMPDIR/trace.json"
+expect 3 "TODO TP1.5" "$trainee" "${small[@]}" --model-memory
+expect 0 "training performance" "$solution" "${small[@]}" --channels-last --amp --amp-dtype f16 \
+  --model-memory --profile "$TEST_TMPDIR/trace.json"
+expect 1 "error: --batch-size must be positive" "$solution" "${base[@]}" --device cpu --batch-size 0
+expect 1 "error: --image-size 2 is too small" "$solution" "${small[@]}" --image-size 2
+expect 1 "not found" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no-progress --device cpu
+expect 1 "unknown device 'tpu'" "$solution" "${base[@]}" --device tpu
+expect 109 "--bogus" "$solution" --bogus
+expect 0 "--batch-size" "$solution" --help

@@ -1,0 +1,121 @@
+// The day-1 training run end to end on small synthetic data (with the solutions linked in):
+// resuming from a checkpoint continues bit-exactly, channels-last and mixed precision follow
+// the f32 NCHW run, the profiler writes the named phases, and bad input is a clear error.
+#include "day1_gpu/trainer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/testing/tolerance.h"
+
+namespace day1 {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string temp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return (dir ? std::string(dir) : std::filesystem::temp_directory_path().string()) + "/" + name;
+}
+
+LabOptions small(int64_t steps) {
+  LabOptions o;
+  o.synthetic = 96;
+  o.batch_size = 16;
+  o.test = true;
+  o.test_nsteps = steps;
+  o.device = "cpu";
+  o.progress = false;
+  o.lr = 0.05f;
+  return o;
+}
+
+std::vector<float> flat(const LabResult& r) {
+  std::vector<float> out;
+  for (const auto& p : r.parameters) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+TEST(Day1Lab, ResumingFromACheckpointContinuesBitExactly) {
+  const LabResult straight = run_lab(small(6));
+  LabOptions first = small(3);
+  first.chkpt = temp_path("half.ckpt");
+  run_lab(first);
+  LabOptions second = small(6);
+  second.resume = first.chkpt;
+  const LabResult resumed = run_lab(second);
+  EXPECT_EQ(resumed.steps, 3);
+  EXPECT_EQ(flat(resumed), flat(straight));
+  EXPECT_EQ(resumed.last_loss, straight.last_loss);
+}
+
+TEST(Day1Lab, ChannelsLastFollowsTheNchwRun) {
+  const LabResult nchw = run_lab(small(3));
+  LabOptions o = small(3);
+  o.channels_last = true;
+  const LabResult nhwc = run_lab(o);
+  EXPECT_NEAR(nhwc.last_loss, nchw.last_loss, 1e-4);
+  EXPECT_TRUE(course::testing::all_close(flat(nhwc), flat(nchw), {1e-4, 1e-3}));
+}
+
+TEST(Day1Lab, MixedPrecisionTrainsCloseToF32) {
+  const LabResult f32 = run_lab(small(3));
+  for (course::DType dtype : {course::DType::kBF16, course::DType::kF16}) {
+    LabOptions o = small(3);
+    o.amp = true;
+    o.amp_dtype = dtype;
+    const LabResult amp = run_lab(o);
+    EXPECT_NEAR(amp.last_loss, f32.last_loss, 0.05) << course::dtype_name(dtype);
+    EXPECT_EQ(amp.skipped_steps, 0) << course::dtype_name(dtype);
+    EXPECT_TRUE(course::testing::all_close(flat(amp), flat(f32), {2e-2, 5e-2}));
+  }
+}
+
+TEST(Day1Lab, ProfilerTraceHoldsTheNamedPhases) {
+  LabOptions o = small(4);
+  o.profile = temp_path("trace.json");
+  run_lab(o);
+  std::ifstream in(o.profile);
+  const auto trace = nlohmann::json::parse(in);
+  std::set<std::string> names;
+  for (const auto& e : trace["traceEvents"]) names.insert(e["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"step", "load", "forward", "backward", "optimizer"}));
+  EXPECT_EQ(trace["traceEvents"].size(), 2u * 5);  // steps 2 and 3 of 0..3 are recorded
+}
+
+TEST(Day1Lab, BadInputIsOneClearError) {
+  const auto error_of = [](LabOptions o) -> std::string {
+    try {
+      run_lab(o);
+    } catch (const course::Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  LabOptions o = small(1);
+  o.batch_size = 0;
+  EXPECT_THAT(error_of(o), HasSubstr("--batch-size must be positive"));
+  o = small(1);
+  o.image_size = 3;
+  EXPECT_THAT(error_of(o), HasSubstr("--image-size 3 is too small for smallnet"));
+  o = small(1);
+  o.synthetic = 0;
+  o.data_dir = temp_path("no-such-dir");
+  EXPECT_THAT(error_of(o), HasSubstr("not found"));
+  if (course::cuda_device_count() == 0) {
+    o = small(1);
+    o.device = "cuda";
+    EXPECT_THAT(error_of(o), HasSubstr("device cuda:0 requested"));
+  }
+  o = small(1);
+  o.resume = temp_path("absent.ckpt");
+  EXPECT_THAT(error_of(o), HasSubstr("cannot open checkpoint"));
+}
+
+}  // namespace
+}  // namespace day1
