@@ -1,0 +1,64 @@
+// Models: parameter counts against torchvision's published figures for the same
+// architectures, output shapes, and determinism of the seeded construction.
+#include "common/nn/models.h"
+
+#include <gtest/gtest.h>
+
+#include "common/kernels/elementwise.h"
+
+namespace course::nn {
+namespace {
+
+int64_t count_parameters(Module& model) {
+  int64_t total = 0;
+  for (Parameter* p : model.parameters()) total += p->value.numel();
+  return total;
+}
+
+TEST(Models, ParameterCountsMatchTorchvision) {
+  // torchvision.models.resnet18() / resnet50(): 11,689,512 and 25,557,032 parameters.
+  auto resnet18 =
+      make_model({.name = "resnet18", .in_channels = 3, .num_classes = 1000}, Device::cpu());
+  EXPECT_EQ(count_parameters(*resnet18), 11689512);
+  auto resnet50 =
+      make_model({.name = "resnet50", .in_channels = 3, .num_classes = 1000}, Device::cpu());
+  EXPECT_EQ(count_parameters(*resnet50), 25557032);
+}
+
+TEST(Models, ForwardShapesAndSeededWeights) {
+  for (const std::string& name : model_names()) {
+    auto model =
+        make_model({.name = name, .in_channels = 1, .num_classes = 7, .seed = 5}, Device::cpu());
+    const int64_t side = min_image_size(name);
+    Tensor x = zeros({2, 1, side, side});
+    EXPECT_EQ(model->forward(x).shape(), (Shape{2, 7})) << name;
+    auto again =
+        make_model({.name = name, .in_channels = 1, .num_classes = 7, .seed = 5}, Device::cpu());
+    EXPECT_EQ(again->parameters().front()->value.to_vector<float>(),
+              model->parameters().front()->value.to_vector<float>());
+  }
+  auto other = make_model({.name = "smallnet", .seed = 6}, Device::cpu());
+  auto base = make_model({.name = "smallnet", .seed = 5}, Device::cpu());
+  EXPECT_NE(other->parameters().front()->value.to_vector<float>(),
+            base->parameters().front()->value.to_vector<float>());
+}
+
+TEST(Models, NamesFollowTheModuleTree) {
+  auto model = make_model({.name = "resnet18"}, Device::cpu());
+  const ModuleState state = model->state();
+  EXPECT_EQ(state.parameters.front().first, "stem.0.weight");
+  EXPECT_EQ(state.parameters.back().first, "fc.bias");
+  bool found = false;
+  for (const auto& [name, tensor] : state.buffers)
+    found |= name == "layer2.0.downsample.1.running_var";
+  EXPECT_TRUE(found);
+}
+
+TEST(Models, UnknownNamesAndImagesTooSmallAreErrors) {
+  EXPECT_THROW(make_model({.name = "vgg16"}, Device::cpu()), Error);
+  auto model = make_model({.name = "smallnet"}, Device::cpu());
+  EXPECT_THROW(model->forward(zeros({1, 1, 3, 3})), Error);  // the second pooling has no input
+}
+
+}  // namespace
+}  // namespace course::nn
