@@ -14,6 +14,7 @@ packages=(
   libbenchmark-dev          # micro-benchmarks
   libcli11-dev              # command-line flags
   nlohmann-json3-dev        # metrics, traces, configuration
+  gnuplot-nox               # plots of the batch-size sweep
   zlib1g-dev                # gzip-compressed IDX datasets
   dataset-fashion-mnist     # the embedded default dataset
 )

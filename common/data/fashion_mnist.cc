@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "common/data/idx.h"
-#include "common/kernels/elementwise.h"
 
 namespace course {
 
@@ -31,11 +30,13 @@ LabelledImages load_fashion_mnist(const std::string& dir, Split split) {
   COURSE_CHECK(labels.dim() == 1 && labels.size(0) == images.size(0), dir, ": ", images.size(0),
                " ", prefix, " images but labels of shape ", shape_str(labels.shape()));
   const uint8_t* raw = labels.data_as<uint8_t>();
+  Tensor wide = Tensor::empty_pinned({labels.numel()}, DType::kI64);
   for (int64_t i = 0; i < labels.numel(); ++i) {
     COURSE_CHECK(raw[i] < kFashionMnistClasses, dir, ": ", prefix, " label ", i, " is ",
                  int(raw[i]), ", outside [0, ", kFashionMnistClasses, ")");
+    wide.data_as<int64_t>()[i] = raw[i];
   }
-  return {images.view({images.size(0), 1, 28, 28}), cast(labels, DType::kI64)};
+  return {images.view({images.size(0), 1, 28, 28}), wide};
 }
 
 }  // namespace course

@@ -55,7 +55,7 @@ Tensor read_idx_u8(const std::string& path) {
     read_exactly(file.get(), be, 4, path, "the header");
     dim = (int64_t{be[0]} << 24) | (int64_t{be[1]} << 16) | (int64_t{be[2]} << 8) | be[3];
   }
-  Tensor t = Tensor::empty(shape, DType::kU8);
+  Tensor t = Tensor::empty_pinned(shape, DType::kU8);
   read_exactly(file.get(), t.data(), t.nbytes(), path, "the data");
   return t;
 }

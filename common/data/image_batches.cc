@@ -73,12 +73,13 @@ LabelledImages synthetic_images(int64_t count, int64_t channels, int64_t side, i
   COURSE_CHECK(count > 0 && channels > 0 && side > 0 && classes > 0,
                "synthetic images need positive sizes");
   std::mt19937 rng(seed);
-  std::vector<uint8_t> pixels(count * channels * side * side);
-  for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng() & 0xff);
-  std::vector<int64_t> labels(count);
-  for (int64_t& l : labels) l = static_cast<int64_t>(rng() % classes);
-  return {Tensor::from_vector(pixels, {count, channels, side, side}),
-          Tensor::from_vector(labels, {count})};
+  LabelledImages data{Tensor::empty_pinned({count, channels, side, side}, DType::kU8),
+                      Tensor::empty_pinned({count}, DType::kI64)};
+  uint8_t* pixels = data.images.data_as<uint8_t>();
+  for (int64_t i = 0; i < data.images.numel(); ++i) pixels[i] = static_cast<uint8_t>(rng() & 0xff);
+  int64_t* labels = data.labels.data_as<int64_t>();
+  for (int64_t i = 0; i < count; ++i) labels[i] = static_cast<int64_t>(rng() % classes);
+  return data;
 }
 
 }  // namespace course

@@ -41,7 +41,8 @@ class ImageBatches {
   std::vector<int64_t> order_;
 };
 
-// Random images and labels, for measuring throughput without a dataset.
+// Random images and labels (in pinned host memory, like loaded datasets), for measuring
+// throughput without a dataset.
 LabelledImages synthetic_images(int64_t count, int64_t channels, int64_t side, int64_t classes,
                                 uint32_t seed);
 
