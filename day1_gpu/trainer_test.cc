@@ -11,17 +11,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/testing/errors_and_files.h"
 #include "common/testing/tolerance.h"
 
 namespace day1 {
 namespace {
 
+using course::testing::temp_path;
 using ::testing::HasSubstr;
-
-std::string temp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return (dir ? std::string(dir) : std::filesystem::temp_directory_path().string()) + "/" + name;
-}
 
 LabOptions small(int64_t steps) {
   LabOptions o;
@@ -89,13 +86,8 @@ TEST(Day1Lab, ProfilerTraceHoldsTheNamedPhases) {
 }
 
 TEST(Day1Lab, BadInputIsOneClearError) {
-  const auto error_of = [](LabOptions o) -> std::string {
-    try {
-      run_lab(o);
-    } catch (const course::Error& e) {
-      return e.what();
-    }
-    return "no error";
+  const auto error_of = [](const LabOptions& o) {
+    return course::testing::error_of([&] { run_lab(o); });
   };
   LabOptions o = small(1);
   o.batch_size = 0;

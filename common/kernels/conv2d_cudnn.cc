@@ -4,9 +4,7 @@
 #include "common/kernels/conv2d.h"
 
 #if COURSE_WITH_CUDA
-#include <map>
-#include <memory>
-
+#include "common/kernels/library_handle.h"
 #include "common/tensor/allocator.h"
 #include "common/tensor/cuda_check.h"
 #endif
@@ -17,13 +15,8 @@ namespace course::detail {
 namespace {
 
 cudnnHandle_t cudnn_handle(Device device) {
-  thread_local std::map<int, cudnnHandle_t> handles;
-  auto it = handles.find(device.index);
-  if (it != handles.end()) return it->second;
-  set_current_device(device);
-  cudnnHandle_t handle;
-  CUDNN_CHECK(cudnnCreate(&handle));
-  return handles[device.index] = handle;
+  return thread_handle<cudnnHandle_t>(device,
+                                      [](cudnnHandle_t* h) { CUDNN_CHECK(cudnnCreate(h)); });
 }
 
 cudnnDataType_t cudnn_type(DType dtype) {

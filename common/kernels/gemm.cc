@@ -3,9 +3,8 @@
 
 #include <cblas.h>
 
-#include <map>
-
 #include "common/kernels/elementwise.h"
+#include "common/kernels/library_handle.h"
 
 #if COURSE_WITH_CUDA
 #include "common/tensor/cuda_check.h"
@@ -46,13 +45,8 @@ void cpu_sgemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, Ge
 
 #if COURSE_WITH_CUDA
 cublasHandle_t cublas_handle(Device device) {
-  thread_local std::map<int, cublasHandle_t> handles;
-  auto it = handles.find(device.index);
-  if (it != handles.end()) return it->second;
-  set_current_device(device);
-  cublasHandle_t handle;
-  CUBLAS_CHECK(cublasCreate(&handle));
-  return handles[device.index] = handle;
+  return thread_handle<cublasHandle_t>(device,
+                                       [](cublasHandle_t* h) { CUBLAS_CHECK(cublasCreate(h)); });
 }
 
 cudaDataType cuda_type(DType dtype) {

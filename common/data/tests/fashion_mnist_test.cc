@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "common/data/idx.h"
+#include "common/testing/errors_and_files.h"
 
 namespace course {
 namespace {
 
+using testing::error_of;
 using ::testing::HasSubstr;
+using testing::temp_path;
 
-std::string temp_dir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir ? dir : std::filesystem::temp_directory_path().string();
-}
+std::string temp_dir() { return std::filesystem::path(temp_path("x")).parent_path().string(); }
 
 std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims,
                                const std::vector<uint8_t>& data) {
@@ -43,15 +43,6 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes, bool
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
-}
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(Idx, ReadsPlainAndGzipFiles) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/kernels/elementwise.h"
+#include "common/testing/errors_and_files.h"
 #include "common/train/checkpoint.h"
 #include "common/train/chronometer.h"
 #include "common/train/profiler.h"
@@ -17,21 +18,9 @@
 namespace course::train {
 namespace {
 
+using testing::error_of;
 using ::testing::HasSubstr;
-
-std::string temp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return (dir ? std::string(dir) : std::filesystem::temp_directory_path().string()) + "/" + name;
-}
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::temp_path;
 
 TEST(Checkpoint, RoundTripsTensorsAndHeader) {
   Tensor a = Tensor::from_vector<float>({1.5f, -2.0f, 3.25f}, {3});
