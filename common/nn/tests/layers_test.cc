@@ -8,6 +8,7 @@
 #include "common/kernels/layout.h"
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
+#include "common/nn/dropout.h"
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
 #include "common/nn/relu.h"
@@ -159,6 +160,28 @@ TEST(GradCheck, RejectsWrongBackwardPasses) {
   EXPECT_FALSE(check_gradients(wrong, x));
   ForgetfulLinear forgetful(4, 2, rng, kCpu);
   EXPECT_FALSE(check_gradients(forgetful, x));
+}
+
+TEST(Dropout, ZeroesAboutPAndScalesTheRestInTrainingOnly) {
+  Dropout dropout(0.25f, 7);
+  Tensor x = zeros({100, 100});
+  fill_(x, 2.0);
+  const std::vector<float> y = dropout.forward(x).to_vector<float>();
+  int64_t zeros_seen = 0;
+  for (float v : y) {
+    if (v == 0.0f) {
+      ++zeros_seen;
+    } else {
+      EXPECT_FLOAT_EQ(v, 2.0f / 0.75f);
+    }
+  }
+  EXPECT_NEAR(zeros_seen / 10000.0, 0.25, 0.02);  // binomial: sd 0.0043
+  // The backward pass applies the same mask.
+  const std::vector<float> dx = dropout.backward(x).to_vector<float>();
+  EXPECT_EQ(dx, y);
+  dropout.set_training(false);
+  EXPECT_EQ(dropout.forward(x).data(), x.data());
+  EXPECT_THROW(Dropout(1.0f), Error);
 }
 
 TEST(Layers, BadInputIsAClearError) {
