@@ -1,43 +1,55 @@
-// Dispatch of the optimizer updates.
+// Dispatch of the fused optimizer updates: builds the pointer table and offsets (on the
+// device for a GPU) and launches one kernel over all the parameters' elements.
 #include "common/kernels/optimizer_kernels.h"
 
 #include <cmath>
 
 #include "common/kernels/launch.h"
+#include "common/kernels/optimizer_ops.h"
 
 namespace course {
 
 namespace {
 
-void check_f32_like(const Tensor& param, const Tensor& other, const char* what) {
-  COURSE_CHECK(param.dtype() == DType::kF32, "optimizer parameters must be f32, got ", param.str());
-  check_same(param, other, what);
+template <class Update>
+void apply(const std::vector<UpdateSlots>& params, const Update& update, const char* name) {
+  if (params.empty()) return;
+  constexpr int K = Update::kSlots;
+  const Device device = params.front().front()->device();
+  std::vector<int64_t> table, offsets{0};  // pointers travel as i64 tensors
+  for (const UpdateSlots& slots : params) {
+    COURSE_CHECK(slots.size() == K, name, " needs ", K, " tensors per parameter");
+    for (Tensor* t : slots) {
+      COURSE_CHECK(t->dtype() == DType::kF32 && t->device() == device &&
+                       t->shape() == slots.front()->shape(),
+                   name, ": every tensor of a parameter must be f32 of its shape on ", device.str(),
+                   ", got ", t->str());
+      table.push_back(reinterpret_cast<int64_t>(t->data()));
+    }
+    offsets.push_back(offsets.back() + slots.front()->numel());
+  }
+  const Tensor table_t = Tensor::from_vector(table, {static_cast<int64_t>(table.size())}, device);
+  const Tensor offsets_t =
+      Tensor::from_vector(offsets, {static_cast<int64_t>(offsets.size())}, device);
+  for_each_index(device, offsets.back(),
+                 ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(table_t.data()),
+                                                  offsets_t.data_as<int64_t>(),
+                                                  static_cast<int64_t>(params.size()), update});
 }
 
 }  // namespace
 
-void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, float lr,
-                 float momentum, float weight_decay, bool nesterov, bool first_step) {
-  check_f32_like(param, grad, "sgd gradient");
-  check_f32_like(param, momentum_buffer, "sgd momentum buffer");
-  for_each_index(param.device(), param.numel(),
-                 ops::SgdUpdate{param.data_as<float>(), grad.data_as<float>(),
-                                momentum_buffer.data_as<float>(), lr, momentum, weight_decay,
-                                nesterov, first_step});
+void sgd_update_(const std::vector<UpdateSlots>& params, const SgdHyper& h) {
+  apply(params, ops::SgdUpdate{h.lr, h.momentum, h.weight_decay, h.nesterov, h.first_step}, "sgd");
 }
 
-void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, float lr,
-                   float beta1, float beta2, float eps, float weight_decay, int64_t step) {
-  check_f32_like(param, grad, "adamw gradient");
-  check_f32_like(param, exp_avg, "adamw first moment");
-  check_f32_like(param, exp_avg_sq, "adamw second moment");
+void adamw_update_(const std::vector<UpdateSlots>& params, const AdamWHyper& h, int64_t step) {
   COURSE_CHECK(step >= 1, "adamw step counts from 1, got ", step);
-  const float correction1 = 1.0f - std::pow(beta1, static_cast<float>(step));
-  const float correction2 = 1.0f - std::pow(beta2, static_cast<float>(step));
-  for_each_index(param.device(), param.numel(),
-                 ops::AdamWUpdate{param.data_as<float>(), grad.data_as<float>(),
-                                  exp_avg.data_as<float>(), exp_avg_sq.data_as<float>(), lr, beta1,
-                                  beta2, eps, weight_decay, correction1, correction2});
+  apply(params,
+        ops::AdamWUpdate{h.lr, h.beta1, h.beta2, h.eps, h.weight_decay,
+                         1.0f - std::pow(h.beta1, static_cast<float>(step)),
+                         1.0f - std::pow(h.beta2, static_cast<float>(step))},
+        "adamw");
 }
 
 }  // namespace course

@@ -1,6 +1,8 @@
-// GPU instantiations of the optimizer updates (bodies in optimizer_ops.h).
+// GPU instantiations of the fused optimizer updates (bodies in optimizer_ops.h).
 #include "common/kernels/launch_cuda.cuh"
 #include "common/kernels/optimizer_ops.h"
 
-COURSE_INSTANTIATE_FOR_EACH(course::ops::SgdUpdate)
-COURSE_INSTANTIATE_FOR_EACH(course::ops::AdamWUpdate)
+using namespace course::ops;
+
+COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<SgdUpdate::kSlots, SgdUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<AdamWUpdate::kSlots, AdamWUpdate>)

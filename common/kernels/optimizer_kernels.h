@@ -1,15 +1,27 @@
-// Per-tensor optimizer updates (bodies in optimizer_ops.h): all operands f32 of one shape and
-// device. The optimizers in common/optim loop over parameters and call these.
+// Fused optimizer updates (bodies in optimizer_ops.h): every parameter of a list updated in one
+// launch. All tensors f32, each slot of a parameter of that parameter's shape, one device.
 #pragma once
 
-#include "common/kernels/optimizer_ops.h"
+#include <vector>
+
 #include "common/tensor/tensor.h"
 
 namespace course {
 
-void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, float lr,
-                 float momentum, float weight_decay, bool nesterov, bool first_step);
-void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, float lr,
-                   float beta1, float beta2, float eps, float weight_decay, int64_t step);
+// One parameter's tensors, in the order of the update's slots.
+using UpdateSlots = std::vector<Tensor*>;
+
+struct SgdHyper {
+  float lr, momentum, weight_decay;
+  bool nesterov, first_step;
+};
+// Slots: parameter, gradient, momentum buffer.
+void sgd_update_(const std::vector<UpdateSlots>& params, const SgdHyper& hyper);
+
+struct AdamWHyper {
+  float lr, beta1, beta2, eps, weight_decay;
+};
+// Slots: parameter, gradient, first moment, second moment; `step` counts from 1.
+void adamw_update_(const std::vector<UpdateSlots>& params, const AdamWHyper& hyper, int64_t step);
 
 }  // namespace course

@@ -1,5 +1,8 @@
-// Per-element parameter updates of the optimizers, shared by the CPU and the GPU. Parameters,
-// gradients and optimizer state are f32 (the master weights of mixed precision).
+// Parameter updates of the optimizers, shared by the CPU and the GPU, applied to many tensors
+// in one launch ("multi-tensor" or fused updates, as PyTorch's foreach/fused optimizers):
+// element i of the concatenation of all parameters finds its tensor by binary search over
+// the offsets, then updates through a table of K pointers per tensor. Parameters, gradients
+// and optimizer state are f32 (the master weights of mixed precision).
 #pragma once
 
 #include <cmath>
@@ -9,41 +12,61 @@
 
 namespace course::ops {
 
-// SGD with momentum and L2 weight decay, as PyTorch defines it: g = grad + wd * p;
-// buf = g on the first step, else mom * buf + g; step along buf (or g + mom * buf, Nesterov).
-struct SgdUpdate {
-  float* param;
-  const float* grad;
-  float* momentum_buffer;
-  float lr, momentum, weight_decay;
-  bool nesterov, first_step;
+template <int K, class Update>
+struct MultiTensorApply {
+  float* const* table;     // count x K pointers
+  const int64_t* offsets;  // count + 1 running element counts
+  int64_t count;
+  Update update;
   COURSE_HD void operator()(int64_t i) const {
-    const float g = grad[i] + weight_decay * param[i];
-    float step = g;
-    if (momentum != 0.0f) {
-      const float buf = first_step ? g : momentum * momentum_buffer[i] + g;
-      momentum_buffer[i] = buf;
-      step = nesterov ? g + momentum * buf : buf;
+    int64_t lo = 0, hi = count;
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      if (offsets[mid] <= i) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
     }
-    param[i] -= lr * step;
+    update(table + lo * K, i - offsets[lo]);
   }
 };
 
-// AdamW: decoupled weight decay, then Adam with bias correction (step t >= 1).
+// SGD with momentum and L2 weight decay, as PyTorch defines it: g = grad + wd * p;
+// buf = g on the first step, else mom * buf + g; step along buf (or g + mom * buf, Nesterov).
+// Slots: parameter, gradient, momentum buffer.
+struct SgdUpdate {
+  static constexpr int kSlots = 3;
+  float lr, momentum, weight_decay;
+  bool nesterov, first_step;
+  COURSE_HD void operator()(float* const* slot, int64_t j) const {
+    float& param = slot[0][j];
+    const float g = slot[1][j] + weight_decay * param;
+    float step = g;
+    if (momentum != 0.0f) {
+      const float buf = first_step ? g : momentum * slot[2][j] + g;
+      slot[2][j] = buf;
+      step = nesterov ? g + momentum * buf : buf;
+    }
+    param -= lr * step;
+  }
+};
+
+// AdamW: decoupled weight decay, then Adam with bias correction (1 - beta^t, step t >= 1).
+// Slots: parameter, gradient, first moment, second moment.
 struct AdamWUpdate {
-  float* param;
-  const float* grad;
-  float* exp_avg;
-  float* exp_avg_sq;
+  static constexpr int kSlots = 4;
   float lr, beta1, beta2, eps, weight_decay;
-  float bias_correction1, bias_correction2;  // 1 - beta^t
-  COURSE_HD void operator()(int64_t i) const {
-    const float g = grad[i];
-    param[i] -= lr * weight_decay * param[i];
-    exp_avg[i] = beta1 * exp_avg[i] + (1.0f - beta1) * g;
-    exp_avg_sq[i] = beta2 * exp_avg_sq[i] + (1.0f - beta2) * g * g;
-    const float denom = sqrtf(exp_avg_sq[i] / bias_correction2) + eps;
-    param[i] -= lr * (exp_avg[i] / bias_correction1) / denom;
+  float bias_correction1, bias_correction2;
+  COURSE_HD void operator()(float* const* slot, int64_t j) const {
+    float& param = slot[0][j];
+    const float g = slot[1][j];
+    float& m = slot[2][j];
+    float& v = slot[3][j];
+    param -= lr * weight_decay * param;
+    m = beta1 * m + (1.0f - beta1) * g;
+    v = beta2 * v + (1.0f - beta2) * g * g;
+    param -= lr * (m / bias_correction1) / (sqrtf(v / bias_correction2) + eps);
   }
 };
 

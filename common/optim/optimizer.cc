@@ -12,7 +12,7 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
 }
 
 void Optimizer::step() {
-  for (size_t i = 0; i < params_.size(); ++i) update(i, *params_[i].second);
+  update_all();
   ++steps_;
 }
 
@@ -29,9 +29,14 @@ Sgd::Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOp
   for (size_t i = 0; i < params_.size(); ++i) momentum_.push_back(zeros_like_param(i));
 }
 
-void Sgd::update(size_t index, nn::Parameter& p) {
-  sgd_update_(p.value, p.grad, momentum_[index], lr_, options_.momentum, options_.weight_decay,
-              options_.nesterov, steps_ == 0);
+void Sgd::update_all() {
+  std::vector<UpdateSlots> slots;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    nn::Parameter& p = *params_[i].second;
+    slots.push_back({&p.value, &p.grad, &momentum_[i]});
+  }
+  sgd_update_(slots,
+              {lr_, options_.momentum, options_.weight_decay, options_.nesterov, steps_ == 0});
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::state_tensors() {
@@ -53,9 +58,14 @@ AdamW::AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params,
   }
 }
 
-void AdamW::update(size_t index, nn::Parameter& p) {
-  adamw_update_(p.value, p.grad, exp_avg_[index], exp_avg_sq_[index], lr_, options_.beta1,
-                options_.beta2, options_.eps, options_.weight_decay, steps_ + 1);
+void AdamW::update_all() {
+  std::vector<UpdateSlots> slots;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    nn::Parameter& p = *params_[i].second;
+    slots.push_back({&p.value, &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
+  }
+  adamw_update_(slots, {lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay},
+                steps_ + 1);
 }
 
 std::vector<std::pair<std::string, Tensor*>> AdamW::state_tensors() {

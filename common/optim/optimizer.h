@@ -1,6 +1,6 @@
 // Optimizers over a model's f32 parameters: SGD (momentum, Nesterov, L2 weight decay) and
-// AdamW, each updating parameter by parameter with the single-source kernels of
-// common/kernels/optimizer_ops.h on the parameters' device.
+// AdamW. A step updates every parameter in one fused launch of the single-source kernels of
+// common/kernels/optimizer_ops.h, on the parameters' device.
 #pragma once
 
 #include <memory>
@@ -25,7 +25,7 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr);
-  virtual void update(size_t index, nn::Parameter& p) = 0;
+  virtual void update_all() = 0;
   Tensor zeros_like_param(size_t index) const;
 
   std::vector<std::pair<std::string, nn::Parameter*>> params_;
@@ -46,7 +46,7 @@ class Sgd : public Optimizer {
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
 
  private:
-  void update(size_t index, nn::Parameter& p) override;
+  void update_all() override;
   SgdOptions options_;
   std::vector<Tensor> momentum_;
 };
@@ -64,7 +64,7 @@ class AdamW : public Optimizer {
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
 
  private:
-  void update(size_t index, nn::Parameter& p) override;
+  void update_all() override;
   AdamWOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
 };

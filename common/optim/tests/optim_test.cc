@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "common/kernels/elementwise.h"
 #include "common/optim/loss_scaler.h"
@@ -49,6 +50,36 @@ TEST(AdamW, FirstStepsByHand) {
   EXPECT_TRUE(all_close(m.value(), {1.0f * (1 - 0.001f) - 0.01f, -2.0f * (1 - 0.001f) + 0.01f},
                         {1e-6, 1e-5}));
   EXPECT_EQ(adam.state_tensors().size(), 2u);
+}
+
+// One fused launch over several parameters gives each the update it gets alone.
+TEST(Optimizers, FusedUpdateOfManyParametersEqualsOneByOne) {
+  std::vector<nn::Parameter> params;
+  for (int64_t size : {1, 7, 4097}) {
+    std::vector<float> v(size), g(size);
+    for (int64_t i = 0; i < size; ++i) v[i] = 0.01f * i - 1, g[i] = std::sin(0.1f * i);
+    params.emplace_back(Tensor::from_vector(v, {size}));
+    params.back().grad = Tensor::from_vector(g, {size});
+  }
+  std::vector<nn::Parameter> alone;
+  for (const auto& p : params) {
+    alone.emplace_back(p.value.clone());
+    alone.back().grad = p.grad.clone();
+  }
+  std::vector<std::pair<std::string, nn::Parameter*>> all;
+  for (auto& p : params) all.emplace_back("p", &p);
+  AdamW fused(all, {.lr = 0.01f});
+  std::vector<std::unique_ptr<AdamW>> singles;
+  for (auto& p : alone)
+    singles.push_back(std::make_unique<AdamW>(
+        std::vector<std::pair<std::string, nn::Parameter*>>{{"p", &p}}, AdamWOptions{.lr = 0.01f}));
+  for (int step = 0; step < 3; ++step) {
+    fused.step();
+    for (auto& s : singles) s->step();
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i].value.to_vector<float>(), alone[i].value.to_vector<float>()) << i;
+  }
 }
 
 TEST(Optimizers, BadOptionsAreErrors) {
