@@ -10,8 +10,9 @@
 namespace course {
 
 // The u8 tensor stored in `path` (shape from the header), in pinned host memory (datasets are
-// kept out of the CPU device's "max memory allocated", as they are off the GPU). Throws course::Error naming the path
-// for a missing file, a header that is not IDX u8, or fewer elements than the header promises.
+// kept out of the CPU device's "max memory allocated", as they are off the GPU). Throws
+// course::Error naming the path for a missing file, a header that is not IDX u8, or fewer elements
+// than the header promises.
 Tensor read_idx_u8(const std::string& path);
 
 }  // namespace course

@@ -5,7 +5,7 @@
 
 using namespace course::ops;
 
-#define LINEAR(T)                              \
-  COURSE_INSTANTIATE_FOR_EACH(AddRowBias<T>)   \
+#define LINEAR(T)                            \
+  COURSE_INSTANTIATE_FOR_EACH(AddRowBias<T>) \
   COURSE_INSTANTIATE_FOR_EACH(AddColumnSums<T>)
 COURSE_FLOAT_TYPES(LINEAR)

@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
     std::smatch m;
     if (std::regex_match(line, m, begin)) {
       if (!open_id.empty()) {
-        std::cerr << "line " << line_number << ": exercise " << m[2] << " begins inside "
-                  << open_id << " (line " << open_line << ")\n";
+        std::cerr << "line " << line_number << ": exercise " << m[2] << " begins inside " << open_id
+                  << " (line " << open_line << ")\n";
         return 1;
       }
       open_id = m[2];
