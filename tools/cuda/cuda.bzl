@@ -34,8 +34,8 @@ def _cuda_objects_impl(ctx):
         stem = src.basename[:-len(src.extension) - 1]
         obj = ctx.actions.declare_file("_cuda_objs/%s/%s.pic.o" % (ctx.label.name, stem))
         ctx.actions.run(
-            executable = ctx.attr.nvcc,
-            arguments = flags + ["-c", src.path, "-o", obj.path],
+            executable = ctx.executable._wrapper,
+            arguments = [ctx.attr.nvcc, src.path, obj.path] + flags,
             inputs = depset([src], transitive = [headers]),
             outputs = [obj],
             mnemonic = "NvccCompile",
@@ -54,6 +54,12 @@ _cuda_objects = rule(
         "archs": attr.string_list(),
         "nvcc": attr.string(),
         "enabled": attr.bool(default = True),
+        "_wrapper": attr.label(
+            default = "//tools/cuda:nvcc_wrapper.sh",
+            allow_single_file = True,
+            executable = True,
+            cfg = "exec",
+        ),
     },
 )
 
