@@ -1,0 +1,173 @@
+// The MPI engine of the communicator.
+#include "common/dist/communicator.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "common/core/mpi_check.h"
+
+namespace course::dist {
+
+struct MpiComm {
+  MPI_Comm comm;
+};
+
+namespace {
+
+MPI_Datatype mpi_type(const Tensor& t, const char* op) {
+  COURSE_CHECK(t.defined() && t.device().is_cpu(), op, ": the MPI engine takes CPU tensors, got ",
+               t.str());
+  COURSE_CHECK(t.memory_format() == MemoryFormat::kContiguous, op, ": needs a contiguous tensor");
+  switch (t.dtype()) {
+    case DType::kF32:
+      return MPI_FLOAT;
+    case DType::kI32:
+      return MPI_INT32_T;
+    case DType::kI64:
+      return MPI_INT64_T;
+    case DType::kU8:
+      return MPI_UINT8_T;
+    default:
+      COURSE_FAIL(op, ": MPI has no ", dtype_name(t.dtype()), " type (communicate f32 instead)");
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+// A non-blocking MPI request; it keeps the tensors it reads or writes alive until done.
+class MpiWork : public Work {
+ public:
+  MpiWork(std::vector<Tensor> keep) : keep_(std::move(keep)) {}
+  MPI_Request* request() { return &request_; }
+  void wait() override {
+    if (request_ == MPI_REQUEST_NULL) return;
+    MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+    keep_.clear();
+  }
+  ~MpiWork() override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+ private:
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  std::vector<Tensor> keep_;
+};
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+Communicator::Communicator(std::unique_ptr<MpiComm> comm, bool owned)
+    : comm_(std::move(comm)), owned_(owned) {
+  MPI_CHECK(MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(comm_->comm, &rank_));
+  MPI_CHECK(MPI_Comm_size(comm_->comm, &size_));
+}
+
+Communicator::~Communicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owned_ && !finalized) MPI_Comm_free(&comm_->comm);
+}
+
+std::shared_ptr<Communicator> Communicator::world() {
+  static std::once_flag once;
+  static std::shared_ptr<Communicator> world;
+  std::call_once(once, [] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      std::atexit(finalize_at_exit);
+    }
+    world.reset(new Communicator(std::make_unique<MpiComm>(MpiComm{MPI_COMM_WORLD}), false));
+  });
+  return world;
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
+  COURSE_CHECK(color >= 0, "split colours must not be negative, got ", color);
+  auto sub = std::make_unique<MpiComm>();
+  MPI_CHECK(MPI_Comm_split(comm_->comm, color, key, &sub->comm));
+  return std::shared_ptr<Communicator>(new Communicator(std::move(sub), true));
+}
+
+void Communicator::check_rank(int r, const char* what) const {
+  COURSE_CHECK(r >= 0 && r < size_, what, " rank ", r, " is not in this communicator of ", size_);
+}
+
+WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
+  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
+                           mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));
+  return work;
+}
+
+WorkPtr Communicator::broadcast(Tensor& t, int root) {
+  check_rank(root, "broadcast root");
+  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast"), root,
+                       comm_->comm, work->request()));
+  return work;
+}
+
+WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
+  const MPI_Datatype type = mpi_type(in, "reduce_scatter");
+  COURSE_CHECK(out.dtype() == in.dtype() && in.numel() == out.numel() * size_,
+               "reduce_scatter: ", size_, " ranks need an input of ", size_, " x the output (",
+               out.numel(), " elements), got ", in.numel());
+  mpi_type(out, "reduce_scatter");
+  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out});
+  MPI_CHECK(MPI_Ireduce_scatter_block(in.data(), out.data(), static_cast<int>(out.numel()), type,
+                                      mpi_op(op), comm_->comm, work->request()));
+  return work;
+}
+
+WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
+  const MPI_Datatype type = mpi_type(in, "all_gather");
+  COURSE_CHECK(out.dtype() == in.dtype() && out.numel() == in.numel() * size_,
+               "all_gather: ", size_, " ranks need an output of ", size_, " x the input (",
+               in.numel(), " elements), got ", out.numel());
+  mpi_type(out, "all_gather");
+  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out});
+  MPI_CHECK(MPI_Iallgather(in.data(), static_cast<int>(in.numel()), type, out.data(),
+                           static_cast<int>(in.numel()), type, comm_->comm, work->request()));
+  return work;
+}
+
+WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
+  check_rank(dst, "send destination");
+  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send"), dst, tag,
+                      comm_->comm, work->request()));
+  return work;
+}
+
+WorkPtr Communicator::recv(Tensor& t, int src, int tag) {
+  check_rank(src, "receive source");
+  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv"), src, tag,
+                      comm_->comm, work->request()));
+  return work;
+}
+
+void Communicator::barrier() { MPI_CHECK(MPI_Barrier(comm_->comm)); }
+
+}  // namespace course::dist

@@ -1,0 +1,62 @@
+// Communicator: the collectives of data, tensor and pipeline parallelism over a group of
+// ranks. This is the MPI engine, for CPU tensors (ranks from mpirun or srun); every call
+// returns a Work handle, so communication can overlap computation until wait().
+//
+// All collectives work in place or into a caller's tensor of the documented size, on
+// contiguous f32/i32/i64/u8 tensors (MPI has no 16-bit floating types: reduce those in f32).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/tensor/tensor.h"
+
+namespace course::dist {
+
+struct MpiComm;  // wraps an MPI_Comm, so users of this header need no MPI headers
+
+enum class ReduceOp { kSum, kMax, kMin };
+
+// An operation in flight; wait() returns when this rank's part is complete.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+class Communicator {
+ public:
+  // All the processes of the job (initialises MPI on first use; finalised at exit).
+  static std::shared_ptr<Communicator> world();
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Ranks with the same colour form a new communicator, ordered by key then old rank
+  // (the rows and columns of a dp x tp x pp process grid).
+  std::shared_ptr<Communicator> split(int color, int key) const;
+
+  WorkPtr allreduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
+  WorkPtr broadcast(Tensor& t, int root);
+  // out (n) = the reduction of block `rank` of in (size * n) over the ranks.
+  WorkPtr reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op = ReduceOp::kSum);
+  // out (size * n) = every rank's in (n), in rank order.
+  WorkPtr all_gather(const Tensor& in, Tensor& out);
+  WorkPtr send(const Tensor& t, int dst, int tag = 0);
+  WorkPtr recv(Tensor& t, int src, int tag = 0);
+  void barrier();
+
+ private:
+  Communicator(std::unique_ptr<MpiComm> comm, bool owned);  // owned: freed with this object
+  void check_rank(int r, const char* what) const;
+
+  std::unique_ptr<MpiComm> comm_;
+  bool owned_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace course::dist

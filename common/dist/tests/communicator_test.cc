@@ -1,0 +1,104 @@
+// The MPI communicator on 2 and 4 CPU ranks (run under mpirun by communicator_test.sh): every
+// collective against values each rank can compute on its own, sub-communicators, and misuse.
+#include "common/dist/communicator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace course::dist {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::shared_ptr<Communicator> world() { return Communicator::world(); }
+
+// Rank r's vector: element i = 100 * r + i.
+std::vector<float> rank_values(int r, int64_t n) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(100 * r + i);
+  return v;
+}
+
+TEST(Communicator, AllreduceSumsMaxesAndMinsOverRanks) {
+  const int p = world()->size();
+  for (int64_t n : {1, 7, 1023}) {
+    Tensor t = Tensor::from_vector(rank_values(world()->rank(), n), {n});
+    world()->allreduce(t)->wait();
+    const std::vector<float> got = t.to_vector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], 100.0f * p * (p - 1) / 2 + p * i) << "element " << i;
+    }
+  }
+  Tensor m = Tensor::from_vector<int64_t>({world()->rank(), -world()->rank()}, {2});
+  world()->allreduce(m, ReduceOp::kMax)->wait();
+  EXPECT_EQ(m.to_vector<int64_t>(), (std::vector<int64_t>{p - 1, 0}));
+  world()->allreduce(m, ReduceOp::kMin)->wait();
+  EXPECT_EQ(m.to_vector<int64_t>(), (std::vector<int64_t>{p - 1, 0}));
+}
+
+TEST(Communicator, BroadcastFromEveryRoot) {
+  for (int root = 0; root < world()->size(); ++root) {
+    Tensor t = Tensor::from_vector(rank_values(world()->rank(), 5), {5});
+    world()->broadcast(t, root)->wait();
+    EXPECT_EQ(t.to_vector<float>(), rank_values(root, 5));
+  }
+}
+
+TEST(Communicator, ReduceScatterAndAllGatherComposeToAllreduce) {
+  const int p = world()->size(), r = world()->rank();
+  const int64_t block = 3;
+  Tensor in = Tensor::from_vector(rank_values(r, block * p), {block * p});
+  Tensor mine = Tensor::empty({block});
+  world()->reduce_scatter(in, mine)->wait();
+  const std::vector<float> got = mine.to_vector<float>();
+  for (int64_t i = 0; i < block; ++i) {
+    EXPECT_EQ(got[i], 100.0f * p * (p - 1) / 2 + p * (r * block + i));
+  }
+  Tensor all = Tensor::empty({block * p});
+  world()->all_gather(mine, all)->wait();
+  Tensor reference = Tensor::from_vector(rank_values(r, block * p), {block * p});
+  world()->allreduce(reference)->wait();
+  EXPECT_EQ(all.to_vector<float>(), reference.to_vector<float>());
+}
+
+TEST(Communicator, SendAndReceiveAroundARing) {
+  const int p = world()->size(), r = world()->rank();
+  Tensor out = Tensor::from_vector(rank_values(r, 4), {4});
+  Tensor in = Tensor::empty({4});
+  auto receiving = world()->recv(in, (r + p - 1) % p, 7);
+  auto sending = world()->send(out, (r + 1) % p, 7);
+  receiving->wait();
+  sending->wait();
+  EXPECT_EQ(in.to_vector<float>(), rank_values((r + p - 1) % p, 4));
+}
+
+TEST(Communicator, SplitMakesRowsOfAGrid) {
+  const int r = world()->rank();
+  auto row = world()->split(r % 2, r);  // even ranks and odd ranks
+  EXPECT_EQ(row->size(), (world()->size() + 1 - r % 2) / 2);
+  EXPECT_EQ(row->rank(), r / 2);
+  Tensor t = Tensor::from_vector<int32_t>({r}, {1});
+  row->allreduce(t)->wait();
+  int expected = 0;
+  for (int q = r % 2; q < world()->size(); q += 2) expected += q;
+  EXPECT_EQ(t.to_vector<int32_t>()[0], expected);
+}
+
+TEST(Communicator, MisuseIsAClearError) {
+  const int p = world()->size();
+  Tensor t = Tensor::empty({4});
+  EXPECT_THAT([&] { world()->broadcast(t, p); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("broadcast root rank")));
+  Tensor wrong = Tensor::empty({5});
+  EXPECT_THAT([&] { world()->all_gather(t, wrong); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("all_gather")));
+  Tensor half = Tensor::empty({4}, DType::kF16);
+  EXPECT_THAT([&] { world()->allreduce(half); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("MPI has no f16 type")));
+  world()->barrier();
+}
+
+}  // namespace
+}  // namespace course::dist
