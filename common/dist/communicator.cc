@@ -3,8 +3,11 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "common/core/mpi_check.h"
 
@@ -46,38 +49,88 @@ MPI_Op mpi_op(ReduceOp op) {
   return MPI_SUM;
 }
 
+// Set when a wait timed out: the job cannot finish cleanly (MPI_Finalize would wait for the
+// missing rank), so it is aborted at exit instead.
+std::atomic<bool> timed_out{false};
+
 // A non-blocking MPI request; it keeps the tensors it reads or writes alive until done.
 class MpiWork : public Work {
  public:
-  MpiWork(std::vector<Tensor> keep) : keep_(std::move(keep)) {}
+  MpiWork(const char* op, const Communicator& comm, std::vector<Tensor> keep)
+      : op_(op), rank_(comm.rank()), timeout_(comm.timeout()), keep_(std::move(keep)) {}
   MPI_Request* request() { return &request_; }
-  void wait() override {
-    if (request_ == MPI_REQUEST_NULL) return;
-    MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
-    keep_.clear();
+
+  bool test() override {
+    if (request_ == MPI_REQUEST_NULL) return true;
+    int done = 0;
+    MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
+    if (done) keep_.clear();
+    return done;
   }
+
+  void wait() override {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
+    for (int polls = 0; !test(); ++polls) {
+      if (Clock::now() > deadline) {
+        timed_out = true;
+        COURSE_FAIL(op_, " did not complete within ", timeout_, " s on rank ", rank_,
+                    ": another rank died or stalled");
+      }
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
   ~MpiWork() override {
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (request_ != MPI_REQUEST_NULL && !timed_out) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
 
  private:
+  const char* op_;
+  int rank_;
+  double timeout_;
   MPI_Request request_ = MPI_REQUEST_NULL;
   std::vector<Tensor> keep_;
+};
+
+class CompletedWork : public Work {
+ public:
+  void wait() override {}
+  bool test() override { return true; }
 };
 
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (timed_out) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Finalize();
+}
+
+int node_local_rank(MPI_Comm comm) {
+  MPI_Comm node;
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int local = 0;
+  MPI_CHECK(MPI_Comm_rank(node, &local));
+  MPI_CHECK(MPI_Comm_free(&node));
+  return local;
 }
 
 }  // namespace
+
+WorkPtr completed_work() { return std::make_shared<CompletedWork>(); }
 
 Communicator::Communicator(std::unique_ptr<MpiComm> comm, bool owned)
     : comm_(std::move(comm)), owned_(owned) {
   MPI_CHECK(MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_->comm, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_->comm, &size_));
+  local_rank_ = node_local_rank(comm_->comm);
+}
+
+void Communicator::set_timeout(double seconds) {
+  COURSE_CHECK(seconds > 0, "the communication timeout must be positive, got ", seconds);
+  timeout_ = seconds;
 }
 
 Communicator::~Communicator() {
@@ -114,7 +167,7 @@ void Communicator::check_rank(int r, const char* what) const {
 }
 
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
                            mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));
   return work;
@@ -122,7 +175,7 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
 
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast"), root,
                        comm_->comm, work->request()));
   return work;
@@ -134,7 +187,7 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
                "reduce_scatter: ", size_, " ranks need an input of ", size_, " x the output (",
                out.numel(), " elements), got ", in.numel());
   mpi_type(out, "reduce_scatter");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out});
+  auto work = std::make_shared<MpiWork>("reduce_scatter", *this, std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Ireduce_scatter_block(in.data(), out.data(), static_cast<int>(out.numel()), type,
                                       mpi_op(op), comm_->comm, work->request()));
   return work;
@@ -146,7 +199,7 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
                "all_gather: ", size_, " ranks need an output of ", size_, " x the input (",
                in.numel(), " elements), got ", out.numel());
   mpi_type(out, "all_gather");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{in, out});
+  auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Iallgather(in.data(), static_cast<int>(in.numel()), type, out.data(),
                            static_cast<int>(in.numel()), type, comm_->comm, work->request()));
   return work;
@@ -154,7 +207,7 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
 
 WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
   check_rank(dst, "send destination");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  auto work = std::make_shared<MpiWork>("send", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send"), dst, tag,
                       comm_->comm, work->request()));
   return work;
@@ -162,12 +215,16 @@ WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
 
 WorkPtr Communicator::recv(Tensor& t, int src, int tag) {
   check_rank(src, "receive source");
-  auto work = std::make_shared<MpiWork>(std::vector<Tensor>{t});
+  auto work = std::make_shared<MpiWork>("recv", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv"), src, tag,
                       comm_->comm, work->request()));
   return work;
 }
 
-void Communicator::barrier() { MPI_CHECK(MPI_Barrier(comm_->comm)); }
+void Communicator::barrier() {
+  MpiWork work("barrier", *this, {});
+  MPI_CHECK(MPI_Ibarrier(comm_->comm, work.request()));
+  work.wait();
+}
 
 }  // namespace course::dist

@@ -2,6 +2,10 @@
 // ranks. This is the MPI engine, for CPU tensors (ranks from mpirun or srun); every call
 // returns a Work handle, so communication can overlap computation until wait().
 //
+// A rank that dies or stalls must not hang the others: wait() gives up after the communicator's
+// timeout with an error naming the operation, and the job is then aborted at exit (MPI cannot
+// recover a collective that one rank never joins).
+//
 // All collectives work in place or into a caller's tensor of the documented size, on
 // contiguous f32/i32/i64/u8 tensors (MPI has no 16-bit floating types: reduce those in f32).
 #pragma once
@@ -17,13 +21,19 @@ struct MpiComm;  // wraps an MPI_Comm, so users of this header need no MPI heade
 
 enum class ReduceOp { kSum, kMax, kMin };
 
-// An operation in flight; wait() returns when this rank's part is complete.
+// An operation in flight; wait() returns when this rank's part is complete. MPI progresses
+// non-blocking collectives only inside MPI calls, so code that overlaps work with
+// communication calls test() now and then.
 class Work {
  public:
   virtual ~Work() = default;
   virtual void wait() = 0;
+  virtual bool test() = 0;  // done yet? (never blocks)
 };
 using WorkPtr = std::shared_ptr<Work>;
+
+// A Work that is already done (what a synchronous operation returns).
+WorkPtr completed_work();
 
 class Communicator {
  public:
@@ -35,6 +45,12 @@ class Communicator {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // This rank's index among the ranks of its node (its GPU on a multi-GPU node).
+  int local_rank() const { return local_rank_; }
+
+  // How long wait() and barrier() wait for the other ranks before failing (seconds).
+  void set_timeout(double seconds);
+  double timeout() const { return timeout_; }
 
   // Ranks with the same colour form a new communicator, ordered by key then old rank
   // (the rows and columns of a dp x tp x pp process grid).
@@ -56,7 +72,8 @@ class Communicator {
 
   std::unique_ptr<MpiComm> comm_;
   bool owned_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  double timeout_ = 300;
 };
 
 }  // namespace course::dist

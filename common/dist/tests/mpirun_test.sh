@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the communicator test on 2 and 4 MPI ranks (CPU ranks stand in for GPUs).
+# Runs a multi-rank gtest binary on 2 and 4 MPI ranks (CPU ranks stand in for GPUs).
 set -euo pipefail
 binary=$1
 # One exit marker and one XML report per test, not per rank: the ranks must not share Bazel's.

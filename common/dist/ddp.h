@@ -1,0 +1,96 @@
+// Distributed data parallelism (DDP) over a communicator, as PyTorch builds it: parameters
+// broadcast from rank 0 at construction, gradients packed into buckets that are all-reduced
+// while the backward pass is still running, then averaged back into each Parameter::grad.
+//
+// Every rank must reduce the same buckets in the same order (a different order gives wrong
+// sums or a hang), so buckets are launched strictly in plan order: bucket k goes out once its
+// own gradients and those of every bucket before it are ready.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/dist/communicator.h"
+#include "common/nn/module.h"
+
+namespace course::dist {
+
+// Buckets as lists of indices into the model's parameters(), in the order they are reduced.
+// Every parameter appears in exactly one bucket.
+using BucketPlan = std::vector<std::vector<size_t>>;
+
+// Reduces one flat f32 bucket in place (summing over ranks); the default is the
+// communicator's allreduce. A synchronous reducer returns a completed Work.
+using BucketAllreduce = std::function<WorkPtr(Tensor& bucket)>;
+
+struct DdpOptions {
+  bool overlap = true;  // launch each bucket during backward (off: all of them after it)
+  bool find_unused_parameters = false;  // a parameter with no gradient reduces zeros
+};
+
+// Communication of the synchronised steps since construction or reset_stats().
+struct DdpStats {
+  int64_t steps = 0;
+  int64_t collectives = 0;
+  int64_t bytes = 0;           // bucket bytes reduced by this rank
+  double exposed_seconds = 0;  // spent waiting for buckets after backward
+};
+
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(nn::Module& model, std::shared_ptr<Communicator> comm, BucketPlan plan,
+                          const DdpOptions& options = {}, BucketAllreduce reduce = {});
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  // Gradient accumulation: while off, backward passes only add into the local gradients;
+  // the next synchronised step reduces everything accumulated.
+  void set_sync(bool sync) { sync_ = sync; }
+  bool sync() const { return sync_; }
+
+  // Call after model.backward(): reduces what is left, waits for every bucket and writes the
+  // average over ranks into each gradient. Does nothing while sync is off.
+  void finish_backward();
+
+  const BucketPlan& plan() const { return plan_; }
+  const DdpStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into params_
+    Tensor flat;                 // the gradients, packed
+    size_t pending = 0;          // gradients not yet packed in this backward pass
+    WorkPtr work;                // in flight once launched
+  };
+
+  void on_grad_ready(const nn::Parameter& p);
+  void pack(size_t param);
+  void launch_ready_buckets();
+  void launch(Bucket& bucket);
+  std::string unready_parameters(const Bucket& bucket) const;
+
+  nn::Module& model_;
+  std::shared_ptr<Communicator> comm_;
+  BucketPlan plan_;
+  DdpOptions options_;
+  BucketAllreduce reduce_;
+  std::vector<std::pair<std::string, nn::Parameter*>> params_;
+  std::vector<size_t> bucket_of_, offset_of_;  // per parameter: its bucket and place in it
+  std::vector<bool> packed_;                   // per parameter, this backward pass
+  std::vector<Bucket> buckets_;
+  size_t next_launch_ = 0;
+  bool sync_ = true;
+  DdpStats stats_;
+};
+
+// Naive data parallelism: parameters and buffers of `model` broadcast from rank 0.
+void broadcast_state(nn::Module& model, Communicator& comm);
+
+// Sums of per-rank values (losses, counts) over the ranks, in f32.
+std::vector<float> allreduce_sum(const std::vector<float>& values, Communicator& comm);
+
+}  // namespace course::dist
