@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/kernels/elementwise.h"
+#include "common/optim/large_batch.h"
 #include "common/optim/loss_scaler.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
@@ -50,6 +51,34 @@ TEST(AdamW, FirstStepsByHand) {
   EXPECT_TRUE(all_close(m.value(), {1.0f * (1 - 0.001f) - 0.01f, -2.0f * (1 - 0.001f) + 0.01f},
                         {1e-6, 1e-5}));
   EXPECT_EQ(adam.state_tensors().size(), 2u);
+}
+
+TEST(Lars, TrustRatioScalesTheMomentumStepByHand) {
+  OneParam m;  // ||w|| = sqrt(5), ||g|| = sqrt(5) / 2
+  Lars lars(m.list(), {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f, .eta = 0.001f});
+  m.set_grad(0.5f, 1.0f);
+  lars.step();  // trust = 0.001 sqrt(5) / (sqrt(5) / 2 + 0.01 sqrt(5)) = 0.001 / 0.51
+  const float trust = 0.001f / 0.51f;
+  const std::vector<float> w1 = {1.0f - 0.1f * trust * 0.51f, -2.0f - 0.1f * trust * 0.98f};
+  EXPECT_TRUE(all_close(m.value(), w1, {1e-7, 1e-6}));
+  m.set_grad(0.0f, 0.0f);  // no gradient: trust 1, only weight decay moves w (with momentum)
+  lars.step();
+  EXPECT_TRUE(all_close(m.value(),
+                        {w1[0] - 0.1f * (0.9f * trust * 0.51f + 0.01f * w1[0]),
+                         w1[1] - 0.1f * (0.9f * trust * 0.98f + 0.01f * w1[1])},
+                        {1e-7, 1e-6}));
+}
+
+TEST(Lamb, FirstStepByHand) {
+  OneParam m;
+  Lamb lamb(m.list(), {.lr = 0.01f, .weight_decay = 0.01f});
+  m.set_grad(0.3f, -4.0f);
+  lamb.step();  // Adam direction sign(g); r = (1, -1) + 0.01 w = (1.01, -1.02)
+  const float trust = std::sqrt(5.0f) / std::sqrt(1.01f * 1.01f + 1.02f * 1.02f);
+  EXPECT_TRUE(all_close(m.value(), {1.0f - 0.01f * trust * 1.01f, -2.0f + 0.01f * trust * 1.02f},
+                        {1e-6, 1e-5}));
+  EXPECT_EQ(lamb.state_tensors().size(), 2u);
+  EXPECT_NEAR(l2_norm(Tensor::from_vector<float>({3, 4}, {2})), 5.0f, 1e-6f);
 }
 
 // One fused launch over several parameters gives each the update it gets alone.

@@ -1,0 +1,53 @@
+// Layer-wise adaptive optimizers for large batches: each parameter tensor's step is scaled by a
+// "trust ratio" ||w|| / ||update||, so no layer moves faster than its own size allows.
+//   LARS (You et al., as NVIDIA's LARC applies it to SGD): d = g + wd w,
+//        trust = eta ||w|| / (||g|| + wd ||w||), buf = m buf + trust d, w -= lr buf.
+//   LAMB (You et al. 2019): r = AdamW direction (bias-corrected m / (sqrt(v) + eps) + wd w),
+//        trust = ||w|| / ||r||, w -= lr trust r.
+// A trust ratio is 1 when either norm is 0 (fresh zero weights, or no gradient).
+#pragma once
+
+#include "common/optim/optimizer.h"
+
+namespace course::optim {
+
+struct LarsOptions {
+  float lr = 0.1f;
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  float eta = 0.001f;  // trust coefficient
+};
+
+class Lars : public Optimizer {
+ public:
+  Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options);
+  std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+
+ private:
+  void update_all() override;
+  LarsOptions options_;
+  std::vector<Tensor> momentum_;
+};
+
+struct LambOptions {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f;
+  float eps = 1e-6f;
+  float weight_decay = 1e-2f;
+};
+
+class Lamb : public Optimizer {
+ public:
+  Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options);
+  std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+
+ private:
+  void update_all() override;
+  LambOptions options_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+// Euclidean norm of a tensor (accumulated in f32).
+float l2_norm(const Tensor& x);
+
+}  // namespace course::optim
