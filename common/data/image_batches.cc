@@ -2,9 +2,10 @@
 #include "common/data/image_batches.h"
 
 #include <algorithm>
-#include <numeric>
 #include <opencv2/imgproc.hpp>
 #include <random>
+
+#include "common/data/permutation.h"
 
 namespace course {
 
@@ -26,12 +27,8 @@ int64_t ImageBatches::size() const {
 }
 
 void ImageBatches::set_epoch(int64_t epoch) {
-  order_.resize(samples());
-  std::iota(order_.begin(), order_.end(), 0);
-  if (options_.shuffle) {
-    std::mt19937_64 rng(options_.seed * 1000003ull + static_cast<uint64_t>(epoch));
-    std::shuffle(order_.begin(), order_.end(), rng);
-  }
+  order_ =
+      options_.shuffle ? epoch_permutation(samples(), options_.seed, epoch) : in_order(samples());
 }
 
 Batch ImageBatches::batch(int64_t index) const {

@@ -1,0 +1,155 @@
+// Worker threads, the prefetch bound and batch assembly.
+#include "common/data/data_loader.h"
+
+#include <cstdio>
+
+namespace course {
+
+DataLoader::DataLoader(std::shared_ptr<const ImageSource> source, const TransformOptions& transform,
+                       const LoaderOptions& options)
+    : source_(std::move(source)), transform_(transform), options_(options) {
+  COURSE_CHECK(options.batch_size > 0, "--batch-size must be positive, got ", options.batch_size);
+  COURSE_CHECK(options.num_workers >= 0, "--num-workers must not be negative, got ",
+               options.num_workers);
+  COURSE_CHECK(options.prefetch_factor > 0, "--prefetch-factor must be positive, got ",
+               options.prefetch_factor);
+  COURSE_CHECK(source_->size() > 0, "the dataset is empty");
+}
+
+DataLoader::~DataLoader() { stop_workers(); }
+
+int64_t DataLoader::batches() const {
+  const int64_t n = static_cast<int64_t>(indices_->size()), b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+int64_t DataLoader::skipped_samples() const {
+  std::lock_guard lock(mutex_);
+  return skipped_;
+}
+
+void DataLoader::start_epoch(std::vector<int64_t> indices, int64_t epoch) {
+  for (int64_t i : indices) {
+    COURSE_CHECK(i >= 0 && i < source_->size(), "sample index ", i, " is outside the dataset of ",
+                 source_->size());
+  }
+  if (!options_.persistent_workers) stop_workers();
+  {
+    std::lock_guard lock(mutex_);
+    indices_ = std::make_shared<const std::vector<int64_t>>(std::move(indices));
+    epoch_ = epoch;
+    consumed_ = 0;
+    ready_.clear();
+    ++generation_;
+  }
+  COURSE_CHECK(batches() > 0, "no complete batch of ", options_.batch_size, " in ",
+               indices_->size(), " samples (lower --batch-size or turn off --drop-last)");
+  if (workers_.empty()) start_workers();
+  changed_.notify_all();
+}
+
+DataLoader::Slot DataLoader::make_batch(int64_t index, const Indices& indices,
+                                        int64_t epoch) const {
+  Slot slot;
+  try {
+    const int64_t begin = index * options_.batch_size;
+    const int64_t count =
+        std::min<int64_t>(options_.batch_size, static_cast<int64_t>(indices->size()) - begin);
+    const int64_t c = source_->channels(), side = transform_.size;
+    const Shape shape{count, c, side, side};
+    Tensor images = options_.pin_memory ? Tensor::empty_pinned(shape) : Tensor::empty(shape);
+    std::vector<int64_t> labels;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t sample = (*indices)[begin + i];
+      std::seed_seq seeds{options_.seed, static_cast<uint32_t>(epoch),
+                          static_cast<uint32_t>(sample), static_cast<uint32_t>(sample >> 32)};
+      std::mt19937 rng(seeds);
+      try {
+        transform_image(source_->image(sample), transform_, rng,
+                        images.data_as<float>() + kept * c * side * side);
+      } catch (const CorruptSampleError& e) {
+        if (!options_.skip_corrupt) throw;
+        std::fprintf(stderr, "warning: skipping a sample: %s\n", e.what());
+        std::lock_guard lock(mutex_);
+        ++skipped_;
+        continue;
+      }
+      labels.push_back(source_->label(sample));
+      ++kept;
+    }
+    COURSE_CHECK(kept > 0, "every sample of batch ", index, " is unreadable");
+    slot.batch.images = kept == count ? images : images.slice(0, kept);
+    Tensor label_tensor = options_.pin_memory ? Tensor::empty_pinned({kept}, DType::kI64)
+                                              : Tensor::empty({kept}, DType::kI64);
+    std::copy(labels.begin(), labels.end(), label_tensor.data_as<int64_t>());
+    slot.batch.labels = label_tensor;
+  } catch (...) {
+    slot.error = std::current_exception();
+  }
+  return slot;
+}
+
+void DataLoader::worker_loop(int worker) {
+  const int64_t workers = options_.num_workers, ahead = workers * options_.prefetch_factor;
+  int64_t seen_generation = 0;
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
+    if (stopping_) return;
+    seen_generation = generation_;
+    const Indices indices = indices_;
+    const int64_t epoch = epoch_, total = batches();
+    for (int64_t b = worker; b < total; b += workers) {
+      changed_.wait(lock, [&] {
+        return stopping_ || generation_ != seen_generation || b < consumed_ + ahead;
+      });
+      if (stopping_ || generation_ != seen_generation) break;
+      lock.unlock();
+      Slot slot = make_batch(b, indices, epoch);
+      lock.lock();
+      if (generation_ != seen_generation) break;
+      ready_.emplace(b, std::move(slot));
+      changed_.notify_all();
+    }
+  }
+}
+
+void DataLoader::start_workers() {
+  std::lock_guard lock(mutex_);
+  stopping_ = false;
+  for (int w = 0; w < options_.num_workers; ++w)
+    workers_.emplace_back(&DataLoader::worker_loop, this, w);
+}
+
+void DataLoader::stop_workers() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+Batch DataLoader::next() {
+  COURSE_CHECK(consumed_ < batches(), "the epoch's ", batches(), " batches are all consumed");
+  Slot slot;
+  if (options_.num_workers == 0) {
+    slot = make_batch(consumed_, indices_, epoch_);
+  } else {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return ready_.count(consumed_) > 0; });
+    slot = std::move(ready_.at(consumed_));
+    ready_.erase(consumed_);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++consumed_;
+  }
+  changed_.notify_all();
+  if (slot.error) std::rethrow_exception(slot.error);
+  return slot.batch;
+}
+
+}  // namespace course

@@ -1,0 +1,88 @@
+// DataLoader: batches of transformed images assembled by worker threads ahead of the training
+// loop, as PyTorch's DataLoader does with processes.
+//   - batch b of an epoch is made by worker b % num_workers; at most
+//     num_workers * prefetch_factor batches are ready or in the making ahead of the consumer;
+//   - num_workers 0 makes each batch in the caller's thread when it is asked for;
+//   - persistent workers live across epochs; otherwise they start with every epoch (and the
+//     first batch of each epoch pays for it);
+//   - pinned memory: batches are allocated page-locked, so host-to-device copies can be
+//     asynchronous (non_blocking);
+//   - each sample's random augmentation is seeded from (seed, epoch, index), so batches do
+//     not depend on the number of workers or on timing.
+// A sample that cannot be decoded fails the epoch with its path, or with skip_corrupt is
+// reported on stderr and left out of its batch. An error in a worker reaches the caller from
+// next(); it never ends the program silently.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/data/image_batches.h"
+#include "common/data/image_source.h"
+#include "common/data/transforms.h"
+
+namespace course {
+
+struct LoaderOptions {
+  int64_t batch_size = 128;
+  int num_workers = 0;
+  int prefetch_factor = 2;
+  bool persistent_workers = true;
+  bool pin_memory = true;
+  bool drop_last = false;
+  bool skip_corrupt = false;
+  uint32_t seed = 0;
+};
+
+class DataLoader {
+ public:
+  DataLoader(std::shared_ptr<const ImageSource> source, const TransformOptions& transform,
+             const LoaderOptions& options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // Starts an epoch over `indices` (this rank's samples, in order, e.g. from a sampler).
+  void start_epoch(std::vector<int64_t> indices, int64_t epoch);
+  int64_t batches() const;  // in the current epoch
+  bool done() const { return consumed_ == batches(); }
+  // The next batch of the epoch, on the CPU (pinned with pin_memory).
+  Batch next();
+  int64_t skipped_samples() const;
+
+  const ImageSource& source() const { return *source_; }
+
+ private:
+  struct Slot {
+    Batch batch;
+    std::exception_ptr error;
+  };
+
+  using Indices = std::shared_ptr<const std::vector<int64_t>>;
+  Slot make_batch(int64_t index, const Indices& indices, int64_t epoch) const;
+  void worker_loop(int worker);
+  void start_workers();
+  void stop_workers();
+
+  std::shared_ptr<const ImageSource> source_;
+  TransformOptions transform_;
+  LoaderOptions options_;
+  Indices indices_ = std::make_shared<std::vector<int64_t>>();  // replaced, never modified
+  int64_t epoch_ = 0, consumed_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int64_t, Slot> ready_;
+  int64_t generation_ = 0;  // bumped by every start_epoch, so workers pick up the new one
+  bool stopping_ = false;
+  mutable int64_t skipped_ = 0;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace course

@@ -1,0 +1,58 @@
+// Scanning class folders and decoding images with OpenCV.
+#include "common/data/image_folder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace course {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_image(const fs::path& file) {
+  std::string ext = file.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
+}
+
+}  // namespace
+
+ImageFolder::ImageFolder(const std::string& root) {
+  std::error_code error;
+  COURSE_CHECK(fs::is_directory(root, error), "image folder ", root,
+               " does not exist or is not a directory");
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.is_directory()) classes_.push_back(entry.path().filename().string());
+  }
+  COURSE_CHECK(!classes_.empty(), "image folder ", root,
+               " has no classes (expected one sub-folder of images per class)");
+  std::sort(classes_.begin(), classes_.end());
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(fs::path(root) / classes_[c])) {
+      if (entry.is_regular_file() && is_image(entry.path())) files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      files_.push_back(std::move(f));
+      labels_.push_back(static_cast<int64_t>(c));
+    }
+  }
+  COURSE_CHECK(!files_.empty(), "image folder ", root, " has ", classes_.size(),
+               " class folder(s) but no .jpg/.jpeg/.png/.bmp images");
+}
+
+cv::Mat ImageFolder::image(int64_t index) const {
+  cv::Mat bgr = cv::imread(files_[index], cv::IMREAD_COLOR);
+  if (bgr.empty()) throw CorruptSampleError("cannot read or decode image " + files_[index]);
+  cv::Mat rgb;
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  return rgb;
+}
+
+}  // namespace course

@@ -1,0 +1,41 @@
+// The course's image transforms, as torchvision defines them, on OpenCV images (H, W, C u8):
+//   training:   RandomResizedCrop(size, scale 0.08-1, ratio 3/4-4/3) + horizontal flip (p 0.5)
+//   validation: the central crop covering `eval_crop_fraction` of the shorter side (0.875 is
+//               ImageNet's "resize 256, centre-crop 224"), resized to size
+// then per-channel normalisation ((x / 255 - mean) / std) into planar (C, S, S) floats.
+#pragma once
+
+#include <cstdint>
+#include <opencv2/core.hpp>
+#include <random>
+#include <vector>
+
+namespace course {
+
+struct CropBox {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+// torchvision's RandomResizedCrop box: up to 10 draws of an area fraction in `scale` and a
+// log-uniform aspect ratio in `ratio`; if none fits, the central crop at the nearest ratio.
+CropBox random_resized_crop_box(int width, int height, std::mt19937& rng, float min_scale = 0.08f,
+                                float max_scale = 1.0f, float min_ratio = 3.0f / 4.0f,
+                                float max_ratio = 4.0f / 3.0f);
+
+// The centred square whose side is `fraction` of the shorter side.
+CropBox center_crop_box(int width, int height, float fraction);
+
+struct TransformOptions {
+  int64_t size = 28;                // output side
+  bool train = true;                // random crop and flip (else the centre crop)
+  bool random_crop = true;          // with train: RandomResizedCrop (off: the whole image)
+  float eval_crop_fraction = 1.0f;  // validation crop, as a fraction of the shorter side
+  std::vector<float> mean = {0.2860f}, std = {0.3530f};  // one per channel
+};
+
+// Crops, resizes, flips and normalises `image` into out[C * size * size]; `rng` decides the
+// random parts. The image's channel count must match mean/std.
+void transform_image(const cv::Mat& image, const TransformOptions& options, std::mt19937& rng,
+                     float* out);
+
+}  // namespace course
