@@ -14,12 +14,13 @@ def day_lab(exercises, check_tags = []):
         "//common/nn",
         "//common/optim",
         "//common/train",
+        "//common/train:lab_support",
         "//day1_gpu:lab_headers",
     ]
     native.cc_library(
         name = "exercises",
         srcs = [exercises, "//day1_gpu:options.cc", "//day1_gpu:trainer.cc"],
-        deps = common + ["@system_headers//:cli11", "@system_headers//:json"],
+        deps = common + ["@system_headers//:json"],
     )
     native.cc_binary(
         name = "lab",

@@ -1,21 +1,19 @@
 // The day-1 training run.
 #include "day1_gpu/trainer.h"
 
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/core/format.h"
 #include "common/kernels/cross_entropy.h"
-#include "common/kernels/reduce.h"
 #include "common/nn/autocast.h"
 #include "common/nn/models.h"
 #include "common/optim/schedule.h"
 #include "common/train/checkpoint.h"
 #include "common/train/profiler.h"
+#include "common/train/progress.h"
+#include "common/train/training_state.h"
 #include "day1_gpu/exercises.h"
 
 namespace day1 {
@@ -23,7 +21,6 @@ namespace day1 {
 namespace {
 
 using namespace course;
-using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kValidationBatch = 250;
 
@@ -36,65 +33,10 @@ LabelledImages load(const LabOptions& o, Split split) {
   return load_fashion_mnist(o.data_dir, split);
 }
 
-// Everything a checkpoint holds: model parameters and buffers, optimizer state.
-train::NamedTensors checkpoint_tensors(nn::Module& model, optim::Optimizer& optimizer) {
-  train::NamedTensors out;
-  nn::ModuleState state = model.state();
-  for (auto& [name, p] : state.parameters) out.emplace_back("model." + name, &p->value);
-  for (auto& [name, t] : state.buffers) out.emplace_back("model." + name, t);
-  for (auto& [name, t] : optimizer.state_tensors()) out.emplace_back("optimizer." + name, t);
-  return out;
-}
-
-// A progress line on stderr: redrawn in place on a terminal, every 10% in a log file.
-class Progress {
- public:
-  Progress(bool enabled, int64_t epoch, int64_t epochs, int64_t total)
-      : enabled_(enabled),
-        tty_(isatty(2)),
-        epoch_(epoch),
-        epochs_(epochs),
-        total_(total),
-        start_(Clock::now()) {}
-  void update(int64_t done, float loss) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    const bool last = done == total_;
-    if (tty_ ? (now - shown_ < std::chrono::milliseconds(250) && !last)
-             : (done * 10 / total_ == shown_decile_ && !last)) {
-      return;
-    }
-    shown_ = now;
-    shown_decile_ = done * 10 / total_;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double eta = done > 0 ? elapsed * static_cast<double>(total_ - done) / done : 0;
-    const int filled = static_cast<int>(30 * done / total_);
-    std::fprintf(stderr, "%sepoch %lld/%lld [%-30s] %lld/%lld loss %.4f %.0fs eta %.0fs%s",
-                 tty_ ? "\r" : "", static_cast<long long>(epoch_ + 1),
-                 static_cast<long long>(epochs_), std::string(filled, '#').c_str(),
-                 static_cast<long long>(done), static_cast<long long>(total_), loss, elapsed, eta,
-                 tty_ && !last ? "" : "\n");
-  }
-
- private:
-  bool enabled_, tty_;
-  int64_t epoch_, epochs_, total_, shown_decile_ = -1;
-  Clock::time_point start_, shown_{};
-};
-
 struct Validation {
   double accuracy;
   float loss;
 };
-
-// Rows of the (N, C) logits whose first largest value is at the label.
-int64_t count_correct(const Tensor& logits, const Tensor& labels) {
-  const std::vector<int64_t> predicted = argmax_rows(logits).to_vector<int64_t>();
-  const std::vector<int64_t> expected = labels.to_vector<int64_t>();
-  int64_t correct = 0;
-  for (size_t i = 0; i < predicted.size(); ++i) correct += predicted[i] == expected[i];
-  return correct;
-}
 
 Validation validate_model(nn::Module& model, const LabelledImages& data, const LabOptions& o,
                           Device device) {
@@ -102,20 +44,17 @@ Validation validate_model(nn::Module& model, const LabelledImages& data, const L
   ImageBatches batches(
       data, {.batch_size = kValidationBatch, .image_size = o.image_size, .shuffle = false},
       Device::cpu());
-  int64_t correct = 0;
-  double loss_sum = 0;
+  train::EvalTally tally;
   nn::Autocast autocast(o.amp_dtype, o.amp);
   for (int64_t b = 0; b < batches.size(); ++b) {
     Batch batch = batches.batch(b);
     if (device != Device::cpu()) batch = to_device(batch, device);
     if (o.channels_last) batch.images = to_channels_last(batch.images);
     const Tensor logits = model.forward(batch.images);
-    correct += count_correct(logits, batch.labels);
-    loss_sum += softmax_cross_entropy(logits, batch.labels).loss * batch.labels.numel();
+    train::tally(logits, batch.labels, tally);
   }
   model.set_training(true);
-  return {static_cast<double>(correct) / batches.samples(),
-          static_cast<float>(loss_sum / batches.samples())};
+  return {tally.accuracy(), static_cast<float>(tally.loss())};
 }
 
 }  // namespace
@@ -143,7 +82,7 @@ LabResult run_lab(const LabOptions& o) {
 
   int64_t start_epoch = 0, start_batch = 0;
   if (!o.resume.empty()) {
-    const auto header = train::load_checkpoint(o.resume, checkpoint_tensors(*model, optimizer));
+    const auto header = train::load_checkpoint(o.resume, train::training_state(*model, optimizer));
     COURSE_CHECK(header.value("model", "") == o.model, "checkpoint ", o.resume, " is of model ",
                  header.value("model", "?"), ", not ", o.model);
     start_epoch = header.at("epoch");
@@ -155,7 +94,7 @@ LabResult run_lab(const LabOptions& o) {
   const auto save = [&](int64_t epoch, int64_t batch) {
     if (o.chkpt.empty()) return;
     train::save_checkpoint(
-        o.chkpt, checkpoint_tensors(*model, optimizer),
+        o.chkpt, train::training_state(*model, optimizer),
         {{"model", o.model}, {"epoch", epoch}, {"batch", batch}, {"step", optimizer.steps()}});
   };
 
@@ -178,7 +117,7 @@ LabResult run_lab(const LabOptions& o) {
   const LabelledImages test_data = o.test ? LabelledImages{} : load(o, Split::kTest);
   for (int64_t epoch = start_epoch; epoch < o.epochs; ++epoch) {
     batches.set_epoch(epoch);
-    Progress progress(o.progress, epoch, o.epochs, steps_per_epoch);
+    train::Progress progress(o.progress, epoch, o.epochs, steps_per_epoch);
     int64_t b = epoch == start_epoch ? start_batch : 0;
     for (; b < steps_per_epoch && !(o.test && optimizer.steps() >= o.test_nsteps); ++b) {
       const bool record = profiler.enabled() && record_step(run_steps, {});

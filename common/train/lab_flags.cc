@@ -1,0 +1,66 @@
+// Shared training flags.
+#include "common/train/lab_flags.h"
+
+#include <cstdlib>
+
+#include "common/nn/models.h"
+
+namespace course::train {
+
+void add_training_flags(CLI::App& app, TrainingFlags& f) {
+  app.add_option("-b,--batch-size", f.batch_size, "images per step (per rank)")
+      ->capture_default_str();
+  app.add_option("--image-size", f.image_size, "side of the (square) input images")
+      ->capture_default_str();
+  app.add_option("-e,--epochs", f.epochs, "passes over the training set")->capture_default_str();
+  app.add_option("--lr", f.lr, "peak learning rate")->capture_default_str();
+  app.add_option("--wd", f.wd, "weight decay")->capture_default_str();
+  app.add_option("--mom", f.mom, "momentum")->capture_default_str();
+  app.add_option("--label-smoothing", f.label_smoothing)->capture_default_str();
+  app.add_flag("--test", f.test, "run --test-nsteps steps only and report the speed");
+  app.add_option("--test-nsteps", f.test_nsteps)->capture_default_str();
+  app.add_flag("--amp", f.amp, "mixed precision");
+  app.add_option_function<std::string>(
+         "--amp-dtype", [&f](const std::string& name) { f.amp_dtype = parse_dtype(name); },
+         "f16 (with loss scaling) or bf16")
+      ->check(CLI::IsMember({"f16", "bf16"}))
+      ->default_str("bf16");
+  app.add_flag("--channels-last", f.channels_last, "NHWC activations");
+  app.add_option("--chkpt", f.chkpt, "checkpoint file written after every epoch");
+  app.add_option("--resume", f.resume, "checkpoint to continue from");
+  app.add_option("--profile", f.profile, "Chrome-trace file of the profiled steps");
+  app.add_option("--metrics", f.metrics, "JSON-lines file of per-epoch metrics");
+  app.add_option("--device", f.device, "cpu, cuda or cuda:N (default: the GPU if visible)");
+  app.add_option("--data-dir", f.data_dir, "dataset folder")->capture_default_str();
+  app.add_option("--synthetic", f.synthetic, "train on this many random images instead");
+  app.add_option("--model", f.model, "network")
+      ->check(CLI::IsMember(nn::model_names()))
+      ->capture_default_str();
+  app.add_option("--seed", f.seed, "seed of weights and shuffling")->capture_default_str();
+  app.add_flag_callback(
+      "--no-progress", [&f] { f.progress = false; }, "no progress bar");
+}
+
+void parse_or_exit(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
+  }
+}
+
+void validate_training_flags(const TrainingFlags& f) {
+  COURSE_CHECK(f.batch_size > 0, "--batch-size must be positive, got ", f.batch_size);
+  COURSE_CHECK(f.epochs > 0, "--epochs must be positive, got ", f.epochs);
+  COURSE_CHECK(f.test_nsteps > 0, "--test-nsteps must be positive, got ", f.test_nsteps);
+  COURSE_CHECK(f.lr > 0, "--lr must be positive, got ", f.lr);
+  COURSE_CHECK(f.wd >= 0 && f.mom >= 0, "--wd and --mom must not be negative");
+  COURSE_CHECK(f.label_smoothing >= 0 && f.label_smoothing < 1,
+               "--label-smoothing must be in [0, 1), got ", f.label_smoothing);
+  COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
+  const int64_t smallest = nn::min_image_size(f.model);
+  COURSE_CHECK(f.image_size >= smallest, "--image-size ", f.image_size, " is too small for ",
+               f.model, " (at least ", smallest, ")");
+}
+
+}  // namespace course::train

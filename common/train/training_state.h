@@ -1,0 +1,26 @@
+// What a checkpoint of a training run holds, by name: the model's parameters and buffers
+// ("model.<name>") and the optimizer's state tensors ("optimizer.<name>"); and the tallies of
+// a classifier's evaluation (correct predictions, summed loss).
+#pragma once
+
+#include "common/nn/module.h"
+#include "common/optim/optimizer.h"
+#include "common/train/checkpoint.h"
+
+namespace course::train {
+
+NamedTensors training_state(nn::Module& model, optim::Optimizer& optimizer);
+
+struct EvalTally {
+  int64_t correct = 0;
+  double loss_sum = 0;
+  int64_t samples = 0;
+  double accuracy() const { return samples ? static_cast<double>(correct) / samples : 0; }
+  double loss() const { return samples ? loss_sum / samples : 0; }
+};
+
+// Adds a batch's (N, C) logits against its labels: rows whose first largest logit is at the
+// label count as correct; the loss is the unsmoothed cross-entropy.
+void tally(const Tensor& logits, const Tensor& labels, EvalTally& tally);
+
+}  // namespace course::train
