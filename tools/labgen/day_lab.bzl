@@ -1,0 +1,80 @@
+"""The targets of a day's lab, for the trainee's copy (//dayN_x) and the solutions' copy.
+
+A day package <day> holds lab.cc, check_test.cc, the lab's other sources and a :lab_headers
+library; solutions/<day> holds the complete exercise file that labgen turns into the trainee's.
+"""
+
+load("//tools/labgen:style.bzl", "CLANG_FORMAT_STYLE")
+
+def day_lab(day, exercises, srcs, deps, check_tags = [], check_ranks = []):
+    """Defines :exercises, :lab and :check in the calling package.
+
+    Args:
+      day: the day's package ("day1_gpu").
+      exercises: the exercise source file of the calling package.
+      srcs: the lab's other sources, by file name in the day's package.
+      deps: libraries of the lab.
+      check_tags: tags of the :check test ("manual" for the trainee's copy).
+      check_ranks: numbers of MPI ranks to run the check on (none: an ordinary test).
+    """
+    native.cc_library(
+        name = "exercises",
+        srcs = [exercises] + ["//%s:%s" % (day, src) for src in srcs],
+        deps = deps + ["//%s:lab_headers" % day],
+    )
+    native.cc_binary(
+        name = "lab",
+        srcs = ["//%s:lab.cc" % day],
+        deps = [":exercises", "//common/train:lab_support"],
+    )
+    check_deps = [
+        ":exercises",
+        "//common/testing",
+        "@system_headers//:gtest_main",
+    ]
+    if not check_ranks:
+        native.cc_test(
+            name = "check",
+            srcs = ["//%s:check_test.cc" % day],
+            deps = check_deps,
+            tags = check_tags,
+        )
+        return
+    native.cc_binary(
+        name = "check_ranks",
+        testonly = True,
+        srcs = ["//%s:check_test.cc" % day],
+        deps = check_deps,
+    )
+    native.sh_test(
+        name = "check",
+        size = "medium",
+        srcs = ["//common/dist/tests:mpirun_test.sh"],
+        args = ["$(location :check_ranks)"] + [str(ranks) for ranks in check_ranks],
+        data = [":check_ranks"],
+        tags = check_tags,
+    )
+
+def generated_exercises(day):
+    """In solutions/<day>: generates the trainee's exercises.cc and tests the checked-in copy."""
+    native.genrule(
+        name = "generated_exercises",
+        srcs = ["exercises.cc"],
+        outs = ["generated/exercises.cc"],
+        cmd = "$(location //tools/labgen) %s/README.md < $< | " % day +
+              "clang-format --assume-filename=exercises.cc --style='" + CLANG_FORMAT_STYLE +
+              "' > $@",
+        tools = ["//tools/labgen"],
+    )
+    native.sh_test(
+        name = "lab_files_up_to_date",
+        srcs = ["//tools/labgen:check_generated.sh"],
+        args = [
+            "$(location :generated_exercises)",
+            "$(location //%s:exercises.cc)" % day,
+        ],
+        data = [
+            ":generated_exercises",
+            "//%s:exercises.cc" % day,
+        ],
+    )
