@@ -3,24 +3,11 @@
 # fails with the exercise's TODO (exit 3) only when a feature is asked for; the solutions' lab
 # runs the features; bad flags end with one message and a non-zero exit.
 set -uo pipefail
-trainee=$1
-solution=$2
+source "$1"  # expect
+trainee=$2
+solution=$3
 base=(--synthetic 64 --test --test-nsteps 2 --no-progress)
 small=("${base[@]}" --batch-size 16 --device cpu)
-
-expect() {  # expect <exit code> <text in output> <command...>
-  local code=$1 text=$2
-  shift 2
-  local out
-  out=$("$@" 2>&1)
-  local got=$?
-  if [[ $got -ne $code ]] || ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAILED: $* -> exit $got (expected $code with '$text'):"
-    echo "$out"
-    exit 1
-  fi
-  echo "ok: $* -> exit $got"
-}
 
 expect 0 "training performance" "$trainee" "${small[@]}"
 expect 3 "TODO TP1.3" "$trainee" "${small[@]}" --channels-last

@@ -5,9 +5,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "common/core/mpi_check.h"
 
@@ -107,16 +110,32 @@ void finalize_at_exit() {
   MPI_Finalize();
 }
 
-int node_local_rank(MPI_Comm comm) {
+// This rank's place among the ranks that share its node, and their number.
+std::pair<int, int> node_rank_and_size(MPI_Comm comm) {
   MPI_Comm node;
   MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int local = 0;
+  int local = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(node, &local));
+  MPI_CHECK(MPI_Comm_size(node, &size));
   MPI_CHECK(MPI_Comm_free(&node));
-  return local;
+  return {local, size};
 }
 
 }  // namespace
+
+int finish_job(int code) {
+  int initialized = 0, finalized = 0, size = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (code == 0 || !initialized || finalized) return code;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  return code;
+}
 
 WorkPtr completed_work() { return std::make_shared<CompletedWork>(); }
 
@@ -125,7 +144,7 @@ Communicator::Communicator(std::unique_ptr<MpiComm> comm, bool owned)
   MPI_CHECK(MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_->comm, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_->comm, &size_));
-  local_rank_ = node_local_rank(comm_->comm);
+  std::tie(local_rank_, local_size_) = node_rank_and_size(comm_->comm);
 }
 
 void Communicator::set_timeout(double seconds) {

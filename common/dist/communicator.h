@@ -32,6 +32,11 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 
+// The exit code of a rank's main(): a failure in a job of several ranks aborts the whole job at
+// once (the other ranks may be waiting in a collective this one will never join), otherwise
+// `code` is returned unchanged.
+int finish_job(int code);
+
 // A Work that is already done (what a synchronous operation returns).
 WorkPtr completed_work();
 
@@ -47,6 +52,7 @@ class Communicator {
   int size() const { return size_; }
   // This rank's index among the ranks of its node (its GPU on a multi-GPU node).
   int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }  // ranks on this rank's node
 
   // How long wait() and barrier() wait for the other ranks before failing (seconds).
   void set_timeout(double seconds);
@@ -72,7 +78,7 @@ class Communicator {
 
   std::unique_ptr<MpiComm> comm_;
   bool owned_;
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_ = 300;
 };
 

@@ -6,7 +6,7 @@ library; solutions/<day> holds the complete exercise file that labgen turns into
 
 load("//tools/labgen:style.bzl", "CLANG_FORMAT_STYLE")
 
-def day_lab(day, exercises, srcs, deps, check_tags = [], check_ranks = []):
+def day_lab(day, exercises, srcs, deps, lab_deps = [], check_tags = [], check_ranks = []):
     """Defines :exercises, :lab and :check in the calling package.
 
     Args:
@@ -14,6 +14,7 @@ def day_lab(day, exercises, srcs, deps, check_tags = [], check_ranks = []):
       exercises: the exercise source file of the calling package.
       srcs: the lab's other sources, by file name in the day's package.
       deps: libraries of the lab.
+      lab_deps: further libraries of the lab program (lab.cc) itself.
       check_tags: tags of the :check test ("manual" for the trainee's copy).
       check_ranks: numbers of MPI ranks to run the check on (none: an ordinary test).
     """
@@ -25,7 +26,7 @@ def day_lab(day, exercises, srcs, deps, check_tags = [], check_ranks = []):
     native.cc_binary(
         name = "lab",
         srcs = ["//%s:lab.cc" % day],
-        deps = [":exercises", "//common/train:lab_support"],
+        deps = [":exercises", "//common/train:lab_support"] + lab_deps,
     )
     check_deps = [
         ":exercises",

@@ -1,0 +1,124 @@
+// The day-2 check: tests of the exercises TP2.1-TP2.5 against independent references, run on
+// 2, 3 and 4 MPI ranks, with cases chosen so that plausible wrong answers fail. Built on the
+// trainee's exercises (bazel test //day2_ddp:check) and on the solutions
+// (//solutions/day2_ddp:check).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/data/permutation.h"
+#include "day2_ddp/exercises.h"
+
+namespace day2 {
+namespace {
+
+std::shared_ptr<dist::Communicator> world() { return dist::Communicator::world(); }
+
+// TP2.1 ----------------------------------------------------------------------------------
+
+TEST(TP2_1, PaddedShardsCoverTheEpochInRoundRobin) {
+  const SamplerOptions o{.dataset_size = 10, .shuffle = false};
+  // 10 samples over 3 ranks: 4 each, the list padded with samples 0 and 1.
+  EXPECT_EQ(rank_indices(o, 0, 3, 0), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(rank_indices(o, 1, 3, 0), (std::vector<int64_t>{1, 4, 7, 0}));
+  EXPECT_EQ(rank_indices(o, 2, 3, 0), (std::vector<int64_t>{2, 5, 8, 1}));
+  // Padding wraps more than once when the dataset is smaller than the world.
+  EXPECT_EQ(rank_indices({.dataset_size = 2, .shuffle = false}, 4, 5, 0),
+            (std::vector<int64_t>{0}));
+}
+
+TEST(TP2_1, DropLastCutsTheTail) {
+  const SamplerOptions o{.dataset_size = 10, .shuffle = false, .drop_last = true};
+  EXPECT_EQ(rank_indices(o, 0, 3, 0), (std::vector<int64_t>{0, 3, 6}));
+  EXPECT_EQ(rank_indices(o, 2, 3, 0), (std::vector<int64_t>{2, 5, 8}));
+}
+
+TEST(TP2_1, ShuffledShardsFollowTheEpochsPermutationOnEveryRank) {
+  const SamplerOptions o{.dataset_size = 12, .shuffle = true, .seed = 5};
+  for (int64_t epoch : {0, 1}) {
+    const std::vector<int64_t> order = epoch_permutation(12, 5, epoch);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(rank_indices(o, r, 4, epoch),
+                (std::vector<int64_t>{order[r], order[r + 4], order[r + 8]}))
+          << "rank " << r << ", epoch " << epoch;
+    }
+  }
+  EXPECT_NE(rank_indices(o, 0, 4, 0), rank_indices(o, 0, 4, 1)) << "set_epoch must reshuffle";
+}
+
+// TP2.2 ----------------------------------------------------------------------------------
+
+TEST(TP2_2, GradientsBecomeTheirAverageOverRanks) {
+  const int p = world()->size(), r = world()->rank();
+  nn::Parameter a(Tensor::empty({3})), b(Tensor::empty({2, 2}));
+  a.grad = Tensor::from_vector<float>({1.0f * r, 2.0f, -1.0f * r}, {3});
+  b.grad = Tensor::from_vector<float>({1, 2, 3, 4.0f + r}, {2, 2});
+  allreduce_gradients({&a, &b}, *world());
+  const float mean_rank = (p - 1) / 2.0f;
+  EXPECT_EQ(a.grad.to_vector<float>(), (std::vector<float>{mean_rank, 2.0f, -mean_rank}));
+  EXPECT_EQ(b.grad.to_vector<float>(), (std::vector<float>{1, 2, 3, 4.0f + mean_rank}));
+}
+
+// TP2.3 ----------------------------------------------------------------------------------
+
+TEST(TP2_3, BucketsFillInReverseOrderUpToTheirCaps) {
+  // Sizes 4, 8, 100, 4, 4 bytes; first cap 8, then 16.
+  EXPECT_EQ(plan_buckets({4, 8, 100, 4, 4}, 16, 8), (dist::BucketPlan{{4, 3}, {2}, {1, 0}}));
+  // PyTorch's default: a small first bucket, then large ones.
+  EXPECT_EQ(plan_buckets({10, 10, 10, 10}, 25, 10), (dist::BucketPlan{{3}, {2, 1, 0}}));
+  EXPECT_EQ(plan_buckets({10, 10, 10, 10}, 20, 10), (dist::BucketPlan{{3}, {2, 1}, {0}}));
+  EXPECT_EQ(plan_buckets({5}, 1, 1), (dist::BucketPlan{{0}}));
+  EXPECT_TRUE(plan_buckets({}, 1, 1).empty());
+}
+
+// TP2.4 ----------------------------------------------------------------------------------
+
+TEST(TP2_4, RingAllreduceEqualsTheLibrarysForManySizes) {
+  const int p = world()->size(), r = world()->rank();
+  for (int64_t n : {1, 2, 3, 5, 7, 64, 1000, 4099}) {
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i) values[i] = std::sin(0.1f * i + r) + 0.25f * r;
+    Tensor ring = Tensor::from_vector(values, {n});
+    Tensor reference = Tensor::from_vector(values, {n});
+    ring_allreduce(ring, *world());
+    world()->allreduce(reference)->wait();
+    const std::vector<float> got = ring.to_vector<float>(), want = reference.to_vector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      // Both add p terms, in other orders.
+      ASSERT_NEAR(got[i], want[i], 1e-5f * p * (1 + std::abs(want[i])))
+          << "element " << i << " of " << n << " on " << p << " ranks";
+    }
+  }
+}
+
+TEST(TP2_4, RingAllreduceOfAMatrixKeepsItsShape) {
+  Tensor m = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  ring_allreduce(m, *world());
+  const float p = static_cast<float>(world()->size());
+  EXPECT_EQ(m.shape(), (Shape{2, 3}));
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{p, 2 * p, 3 * p, 4 * p, 5 * p, 6 * p}));
+}
+
+// TP2.5 ----------------------------------------------------------------------------------
+
+TEST(TP2_5, WarmupFromTheBaseRateToTheScaledPeakThenCosine) {
+  const LargeBatchSchedule s{.base_lr = 0.1f,
+                             .base_batch = 256,
+                             .global_batch = 1024,
+                             .warmup_steps = 10,
+                             .total_steps = 110};
+  EXPECT_FLOAT_EQ(large_batch_lr(0, s), 0.1f);
+  EXPECT_FLOAT_EQ(large_batch_lr(5, s), 0.25f);  // half-way from 0.1 to 0.4
+  EXPECT_FLOAT_EQ(large_batch_lr(10, s), 0.4f);  // the linear scaling rule: 0.1 x 4
+  EXPECT_FLOAT_EQ(large_batch_lr(60, s), 0.2f);  // cosine half-way down
+  EXPECT_NEAR(large_batch_lr(110, s), 0.0f, 1e-7f);
+  const LargeBatchSchedule no_warmup{
+      .base_lr = 0.2f, .base_batch = 100, .global_batch = 50, .warmup_steps = 0, .total_steps = 4};
+  EXPECT_FLOAT_EQ(large_batch_lr(0, no_warmup), 0.1f);
+  EXPECT_NEAR(large_batch_lr(1, no_warmup), 0.1f * 0.5f * (1 + std::cos(M_PI / 4)), 1e-7f);
+}
+
+}  // namespace
+}  // namespace day2

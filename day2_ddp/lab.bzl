@@ -1,0 +1,25 @@
+"""The day-2 lab's targets, in //day2_ddp (trainee) and //solutions/day2_ddp (solutions)."""
+
+load("//tools/labgen:day_lab.bzl", "day_lab")
+
+def day2_lab(check_tags = []):
+    day_lab(
+        day = "day2_ddp",
+        exercises = "exercises.cc",
+        srcs = ["data.cc", "options.cc", "trainer.cc"],
+        deps = [
+            "//common/core",
+            "//common/data",
+            "//common/dist",
+            "//common/dist:ddp",
+            "//common/kernels",
+            "//common/nn",
+            "//common/optim",
+            "//common/train",
+            "//common/train:lab_support",
+            "@system_headers//:json",
+        ],
+        check_tags = check_tags,
+        lab_deps = ["//common/dist"],
+        check_ranks = [2, 3, 4],
+    )

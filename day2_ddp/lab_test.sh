@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The day-2 lab as trainees and instructors meet it, on 1 and 2 MPI ranks: the untouched
+# trainee lab stops at TODO TP2.1; the solutions' lab runs every gradient synchronisation,
+# all-reduce, optimizer and data path; bad input ends with one message and a non-zero exit;
+# a rank that stalls or dies ends the job within the communication timeout.
+set -uo pipefail
+source "$1"  # expect
+trainee=$2
+solution=$3
+folder_tool=$4
+unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE  # not shared by the ranks
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+small=(--synthetic 256 --test --test-nsteps 3 --no-progress --batch-size 16 --device cpu
+  --num-workers 2)
+
+expect 3 "TODO TP2.1" "$trainee" "${small[@]}"
+expect 0 "gradient sync" "$solution" "${small[@]}"
+expect 0 "on 2 rank(s)" "${mpirun[@]}" -np 2 "$solution" "${small[@]}"
+expect 0 "naive gradient sync" "${mpirun[@]}" -np 2 "$solution" "${small[@]}" --ddp naive \
+  --optimizer lars
+expect 0 "(1 buckets, ring)" "${mpirun[@]}" -np 2 "$solution" "${small[@]}" --allreduce ring \
+  --optimizer lamb --base-batch 16 --warmup-epochs 0.1 --no-overlap
+expect 0 "test accuracy" "${mpirun[@]}" -np 2 "$solution" --synthetic 256 --no-progress \
+  --batch-size 16 --device cpu --global-batch-size 32 --no-persistent-workers --no-pin-memory
+
+# ImageFolder input, a corrupt JPEG in it, and folders that are not datasets.
+folder=$TEST_TMPDIR/images
+expect 0 "wrote 64 + 16 jpg" "$folder_tool" --out "$folder" --source synthetic --train 64 \
+  --val 16 --size 40
+expect 0 "test accuracy" "$solution" --data-dir "$folder" --image-size 32 --batch-size 8 \
+  --no-progress --num-workers 2
+printf '\xff\xd8\xff\xe0 not really a jpeg' >"$folder/train/3/broken.jpg"
+expect 1 "train/3/broken.jpg" "$solution" --data-dir "$folder" --image-size 32 \
+  --batch-size 80 --no-progress --num-workers 2 --base-batch 80
+expect 0 "skipped 1 unreadable image" "$solution" --data-dir "$folder" --image-size 32 \
+  --batch-size 80 --no-progress --num-workers 2 --skip-corrupt --base-batch 80
+mkdir -p "$TEST_TMPDIR/empty/train" "$TEST_TMPDIR/empty/val"
+expect 1 "has no classes" "$solution" --data-dir "$TEST_TMPDIR/empty" --no-progress
+expect 1 "does not exist" "$solution" --data-dir "$TEST_TMPDIR/nowhere" --no-progress
+expect 1 "does not divide over 2 ranks" "${mpirun[@]}" -np 2 "$solution" "${small[@]}" \
+  --global-batch-size 33
+expect 105 "--optimizer: adagrad not in" "$solution" --optimizer adagrad
+
+# A rank that stalls (SIGSTOP) or dies (SIGKILL) mid-training: the job must end, non-zero,
+# well within a minute, the stall with the timeout's message.
+killed_rank() {  # killed_rank SIGNAL TEXT
+  local signal=$1 text=$2 log=$TEST_TMPDIR/killed.log
+  "${mpirun[@]}" -np 2 "$solution" --synthetic 20000 --epochs 5 --batch-size 16 --device cpu \
+    --num-workers 0 --no-progress --comm-timeout 5 >"$log" 2>&1 &
+  local launcher=$!
+  for _ in $(seq 300); do
+    grep -q "^training" "$log" && break
+    sleep 0.1
+  done
+  sleep 2
+  local victim
+  victim=$(pgrep -P "$launcher" | tail -1)
+  [[ -n $victim ]] || { echo "FAILED: no rank to signal"; cat "$log"; exit 1; }
+  kill -s "$signal" "$victim"
+  local start=$SECONDS
+  while kill -0 "$launcher" 2>/dev/null; do
+    if ((SECONDS - start > 60)); then
+      echo "FAILED: the job still runs 60 s after SIG$signal to a rank"
+      kill -9 "$launcher" "$victim"
+      exit 1
+    fi
+    sleep 0.2
+  done
+  wait "$launcher"
+  local code=$?
+  if [[ $code -eq 0 ]] || ! grep -qF -- "$text" "$log"; then
+    echo "FAILED: SIG$signal to a rank -> exit $code (expected non-zero with '$text'):"
+    cat "$log"
+    exit 1
+  fi
+  echo "ok: SIG$signal to rank pid $victim -> exit $code after $((SECONDS - start)) s"
+}
+killed_rank STOP "did not complete within 5 s"
+killed_rank KILL "signal 9"

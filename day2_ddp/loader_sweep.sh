@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# TP2.1, the DataLoader flag sweep: runs the day-2 lab (--test) over worker counts, prefetch
+# factors, persistent workers and pinned memory, and prints load time per step, the wait for
+# the first batch, throughput and peak host memory as a table (and a CSV).
+#   bazel run //day2_ddp:loader_sweep -- [lab flags]      (default extra flags: --augment)
+set -euo pipefail
+lab=${LAB:?the lab binary}
+[[ -x $lab ]] || lab="${RUNFILES_DIR:-$0.runfiles}/course/$lab"
+extra=("$@")
+((${#extra[@]})) || extra=(--augment)
+csv=${BUILD_WORKING_DIRECTORY:-.}/loader_sweep.csv
+
+settings=(
+  "0 2 on on" "1 2 on on" "2 2 on on" "4 2 on on" "8 2 on on"
+  "4 1 on on" "4 4 on on" "4 2 off on" "4 2 on off"
+)
+printf '%-8s %-9s %-11s %-11s %13s %15s %10s %16s\n' workers prefetch persistent pin_memory \
+  "load ms/step" "first batch ms" "images/s" "host memory MiB"
+echo "workers,prefetch,persistent,pin_memory,load_ms,first_batch_ms,images_per_s,host_mib" >"$csv"
+for setting in "${settings[@]}"; do
+  read -r workers prefetch persistent pin <<<"$setting"
+  out=$("$lab" --test --test-nsteps 40 --no-progress --num-workers "$workers" \
+    --prefetch-factor "$prefetch" "--$([[ $persistent == on ]] || echo no-)persistent-workers" \
+    "--$([[ $pin == on ]] || echo no-)pin-memory" "${extra[@]}" 2>&1) || {
+    echo "the lab failed for: $setting" >&2
+    echo "$out" >&2
+    exit 1
+  }
+  load=$(awk '$1 == "load" {print $2}' <<<"$out")
+  first=$(awk '$1 == "first" && $2 == "batch" {print $3}' <<<"$out")
+  speed=$(awk '$1 == "total" && $2 == "performance" {print $3}' <<<"$out")
+  host=$(awk '$1 == "host" && $2 == "memory" {print $4}' <<<"$out")
+  printf '%-8s %-9s %-11s %-11s %13s %15s %10s %16s\n' "$workers" "$prefetch" "$persistent" \
+    "$pin" "$load" "$first" "$speed" "$host"
+  echo "$workers,$prefetch,$persistent,$pin,$load,$first,$speed,$host" >>"$csv"
+done
+echo "wrote $csv"
