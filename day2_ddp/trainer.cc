@@ -276,6 +276,11 @@ LabResult run_lab(const LabOptions& o) {
              static_cast<float>(metric_samples)},
             *comm);
         if (lead) {
+          append_metrics(o.metrics, {{"step", optimizer->steps()},
+                                     {"images", optimizer->steps() * result.global_batch},
+                                     {"train_loss", sums[0] / sums[2]},
+                                     {"train_accuracy", sums[1] / sums[2]},
+                                     {"lr", optimizer->lr()}});
           std::fprintf(
               stderr,
               "step %lld: training loss %.4f, accuracy %.2f%% (all ranks, last %lld steps)\n",
@@ -302,6 +307,7 @@ LabResult run_lab(const LabOptions& o) {
                   100 * v.accuracy());
       append_metrics(o.metrics, {{"epoch", epoch + 1},
                                  {"step", optimizer->steps()},
+                                 {"images", optimizer->steps() * result.global_batch},
                                  {"ranks", comm->size()},
                                  {"global_batch", result.global_batch},
                                  {"train_loss", result.last_loss},

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/core/mpi_check.h"
+#include "common/dist/nccl_engine.h"
 
 namespace course::dist {
 
@@ -181,11 +182,26 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
   return std::shared_ptr<Communicator>(new Communicator(std::move(sub), true));
 }
 
+void Communicator::use_gpu(Device device) {
+  if (nccl_ && nccl_->device() == device) return;
+  nccl_ = std::make_unique<NcclEngine>(rank_, size_, device, timeout_, [this](void* bytes, int n) {
+    MPI_CHECK(MPI_Bcast(bytes, n, MPI_BYTE, 0, comm_->comm));
+  });
+}
+
+NcclEngine& Communicator::gpu(const Tensor& t, bool create) {
+  if (create) use_gpu(t.device());
+  COURSE_CHECK(nccl_ && nccl_->device() == t.device(), "GPU send/recv on ", t.device().str(),
+               " needs use_gpu(", t.device().str(), ") on every rank first");
+  return *nccl_;
+}
+
 void Communicator::check_rank(int r, const char* what) const {
   COURSE_CHECK(r >= 0 && r < size_, what, " rank ", r, " is not in this communicator of ", size_);
 }
 
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
+  if (t.defined() && t.device().is_cuda()) return gpu(t, true).allreduce(t, op);
   auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
                            mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));
@@ -194,6 +210,7 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
 
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
+  if (t.defined() && t.device().is_cuda()) return gpu(t, true).broadcast(t, root);
   auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast"), root,
                        comm_->comm, work->request()));
@@ -201,10 +218,11 @@ WorkPtr Communicator::broadcast(Tensor& t, int root) {
 }
 
 WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
-  const MPI_Datatype type = mpi_type(in, "reduce_scatter");
   COURSE_CHECK(out.dtype() == in.dtype() && in.numel() == out.numel() * size_,
                "reduce_scatter: ", size_, " ranks need an input of ", size_, " x the output (",
                out.numel(), " elements), got ", in.numel());
+  if (in.defined() && in.device().is_cuda()) return gpu(in, true).reduce_scatter(in, out, op);
+  const MPI_Datatype type = mpi_type(in, "reduce_scatter");
   mpi_type(out, "reduce_scatter");
   auto work = std::make_shared<MpiWork>("reduce_scatter", *this, std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Ireduce_scatter_block(in.data(), out.data(), static_cast<int>(out.numel()), type,
@@ -213,10 +231,11 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
 }
 
 WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
-  const MPI_Datatype type = mpi_type(in, "all_gather");
   COURSE_CHECK(out.dtype() == in.dtype() && out.numel() == in.numel() * size_,
                "all_gather: ", size_, " ranks need an output of ", size_, " x the input (",
                in.numel(), " elements), got ", out.numel());
+  if (in.defined() && in.device().is_cuda()) return gpu(in, true).all_gather(in, out);
+  const MPI_Datatype type = mpi_type(in, "all_gather");
   mpi_type(out, "all_gather");
   auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Iallgather(in.data(), static_cast<int>(in.numel()), type, out.data(),
@@ -226,6 +245,7 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
 
 WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
   check_rank(dst, "send destination");
+  if (t.defined() && t.device().is_cuda()) return gpu(t, false).send(t, dst);
   auto work = std::make_shared<MpiWork>("send", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send"), dst, tag,
                       comm_->comm, work->request()));
@@ -234,6 +254,7 @@ WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
 
 WorkPtr Communicator::recv(Tensor& t, int src, int tag) {
   check_rank(src, "receive source");
+  if (t.defined() && t.device().is_cuda()) return gpu(t, false).recv(t, src);
   auto work = std::make_shared<MpiWork>("recv", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv"), src, tag,
                       comm_->comm, work->request()));

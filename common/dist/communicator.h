@@ -1,13 +1,16 @@
 // Communicator: the collectives of data, tensor and pipeline parallelism over a group of
-// ranks. This is the MPI engine, for CPU tensors (ranks from mpirun or srun); every call
-// returns a Work handle, so communication can overlap computation until wait().
+// ranks (from mpirun or srun), over two engines: MPI for CPU tensors and NCCL for GPU tensors
+// (common/dist/nccl_engine.h; its communicator is made on the first GPU collective, or by
+// use_gpu(), which GPU send/recv need first). Every call returns a Work handle, so
+// communication can overlap computation until wait().
 //
 // A rank that dies or stalls must not hang the others: wait() gives up after the communicator's
 // timeout with an error naming the operation, and the job is then aborted at exit (MPI cannot
 // recover a collective that one rank never joins).
 //
 // All collectives work in place or into a caller's tensor of the documented size, on
-// contiguous f32/i32/i64/u8 tensors (MPI has no 16-bit floating types: reduce those in f32).
+// contiguous tensors: f32/i32/i64/u8 on the CPU (MPI has no 16-bit floating types: reduce those
+// in f32), any dtype on the GPU.
 #pragma once
 
 #include <memory>
@@ -18,6 +21,7 @@
 namespace course::dist {
 
 struct MpiComm;  // wraps an MPI_Comm, so users of this header need no MPI headers
+class NcclEngine;
 
 enum class ReduceOp { kSum, kMax, kMin };
 
@@ -72,11 +76,17 @@ class Communicator {
   WorkPtr recv(Tensor& t, int src, int tag = 0);
   void barrier();
 
+  // Creates the NCCL communicator of these ranks on `device` now (all ranks together).
+  void use_gpu(Device device);
+
  private:
   Communicator(std::unique_ptr<MpiComm> comm, bool owned);  // owned: freed with this object
   void check_rank(int r, const char* what) const;
+  // The NCCL engine for a GPU tensor (made collectively on first use if `create`).
+  NcclEngine& gpu(const Tensor& t, bool create);
 
   std::unique_ptr<MpiComm> comm_;
+  std::unique_ptr<NcclEngine> nccl_;
   bool owned_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_ = 300;

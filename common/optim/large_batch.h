@@ -15,7 +15,7 @@ struct LarsOptions {
   float lr = 0.1f;
   float momentum = 0.9f;
   float weight_decay = 0.0f;
-  float eta = 0.001f;  // trust coefficient
+  float eta = 0.02f;  // trust coefficient (NVIDIA LARC's default)
 };
 
 class Lars : public Optimizer {

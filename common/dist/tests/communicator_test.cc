@@ -100,5 +100,10 @@ TEST(Communicator, MisuseIsAClearError) {
   world()->barrier();
 }
 
+TEST(Communicator, TheGpuEngineNeedsAVisibleGpu) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
+  EXPECT_THROW(world()->use_gpu(Device::cuda(0)), Error);
+}
+
 }  // namespace
 }  // namespace course::dist

@@ -1,0 +1,40 @@
+// The NCCL engine of the communicator, for GPU tensors: one NCCL communicator per
+// Communicator and device, created collectively (rank 0 makes the unique id, MPI broadcasts
+// it). Collectives run on a dedicated stream that first waits for the work already queued on
+// the default stream (so gradients are complete), and each returns a Work whose wait() polls
+// the collective's end event under the communicator's timeout; a timed-out communicator is
+// aborted (ncclCommAbort) so no rank hangs. Built without CUDA, creating one is an error.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "common/dist/communicator.h"
+
+namespace course::dist {
+
+class NcclEngine {
+ public:
+  // `broadcast_id` sends rank 0's bytes to every rank (over MPI).
+  NcclEngine(int rank, int size, Device device, double timeout_seconds,
+             const std::function<void(void* bytes, int count)>& broadcast_id);
+  ~NcclEngine();
+  NcclEngine(const NcclEngine&) = delete;
+  NcclEngine& operator=(const NcclEngine&) = delete;
+
+  Device device() const { return device_; }
+  WorkPtr allreduce(Tensor& t, ReduceOp op);
+  WorkPtr broadcast(Tensor& t, int root);
+  WorkPtr reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op);
+  WorkPtr all_gather(const Tensor& in, Tensor& out);
+  WorkPtr send(const Tensor& t, int peer);
+  WorkPtr recv(Tensor& t, int peer);
+
+  struct State;  // the NCCL communicator and stream (nccl_engine.cc)
+
+ private:
+  std::shared_ptr<State> state_;  // shared with the Works in flight
+  Device device_;
+};
+
+}  // namespace course::dist
