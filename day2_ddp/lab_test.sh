@@ -17,7 +17,7 @@ expect 3 "TODO TP2.1" "$trainee" "${small[@]}"
 expect 0 "gradient sync" "$solution" "${small[@]}"
 expect 0 "on 2 rank(s)" "${mpirun[@]}" -np 2 "$solution" "${small[@]}"
 expect 0 "naive gradient sync" "${mpirun[@]}" -np 2 "$solution" "${small[@]}" --ddp naive \
-  --optimizer lars
+  --optimizer lars --sync-bn
 expect 0 "(1 buckets, ring)" "${mpirun[@]}" -np 2 "$solution" "${small[@]}" --allreduce ring \
   --optimizer lamb --base-batch 16 --warmup-epochs 0.1 --no-overlap
 expect 0 "test accuracy" "${mpirun[@]}" -np 2 "$solution" --synthetic 256 --no-progress \

@@ -41,6 +41,7 @@ LabOptions parse_options(int argc, char** argv) {
   add_switch(app, "overlap", o.overlap, "all-reduce buckets during the backward pass");
   app.add_flag("--find-unused-parameters", o.find_unused_parameters,
                "reduce zeros for parameters without a gradient");
+  app.add_flag("--sync-bn", o.sync_bn, "batch norm statistics over all ranks (SyncBatchNorm)");
   app.add_option("--optimizer", o.optimizer)
       ->check(CLI::IsMember({"sgd", "adamw", "lars", "lamb"}))
       ->capture_default_str();

@@ -25,6 +25,7 @@ struct LabOptions : course::train::TrainingFlags {
   double first_bucket_mb = 1;
   bool overlap = true;
   bool find_unused_parameters = false;
+  bool sync_bn = false;           // batch statistics over the global batch (SyncBatchNorm)
   std::string optimizer = "sgd";  // sgd, adamw, lars, lamb
   int64_t base_batch = 0;         // > 0: large-batch schedule (TP2.5) scaled from this batch
   double warmup_epochs = 0;

@@ -15,6 +15,7 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/layout.h"
 #include "common/nn/autocast.h"
+#include "common/nn/batch_norm.h"
 #include "common/nn/models.h"
 #include "common/optim/large_batch.h"
 #include "common/optim/schedule.h"
@@ -241,6 +242,7 @@ LabResult run_lab(const LabOptions& o) {
       CrossEntropyOutput loss;
       {
         nn::Autocast autocast(o.amp_dtype, o.amp);
+        nn::SyncBatchNormScope sync_bn(dist::sync_batch_norm(comm), o.sync_bn);
         logits = model->forward(images);
         loss = softmax_cross_entropy(logits, labels, o.label_smoothing);
       }

@@ -16,6 +16,17 @@ void broadcast_state(nn::Module& model, Communicator& comm) {
   for (auto& w : works) w->wait();
 }
 
+ChannelSumReducer sync_batch_norm(std::shared_ptr<Communicator> comm) {
+  return [comm](const std::vector<Tensor*>& sums, int64_t count) {
+    std::vector<WorkPtr> works;
+    for (Tensor* t : sums) works.push_back(comm->allreduce(*t));
+    Tensor total = Tensor::from_vector<int64_t>({count}, {1});
+    comm->allreduce(total)->wait();
+    for (auto& w : works) w->wait();
+    return total.to_vector<int64_t>()[0];
+  };
+}
+
 std::vector<float> allreduce_sum(const std::vector<float>& values, Communicator& comm) {
   Tensor t = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
   comm.allreduce(t)->wait();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/dist/communicator.h"
+#include "common/kernels/batch_norm.h"
 #include "common/nn/module.h"
 
 namespace course::dist {
@@ -89,6 +90,10 @@ class DistributedDataParallel {
 
 // Naive data parallelism: parameters and buffers of `model` broadcast from rank 0.
 void broadcast_state(nn::Module& model, Communicator& comm);
+
+// The reducer of synchronised batch norm (nn::SyncBatchNormScope): per-channel sums and the
+// element count summed over the communicator's ranks.
+ChannelSumReducer sync_batch_norm(std::shared_ptr<Communicator> comm);
 
 // Sums of per-rank values (losses, counts) over the ranks, in f32.
 std::vector<float> allreduce_sum(const std::vector<float>& values, Communicator& comm);

@@ -52,12 +52,12 @@ Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& me
 
 Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                         Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                        BatchNormSaved& saved) {
+                        BatchNormSaved& saved, const ChannelSumReducer& reduce) {
   const ops::ChannelLoop loop = channel_loop(x, gamma);
   check_same(gamma, beta, "batch norm parameters");
   check_same(gamma, running_mean, "batch norm running mean");
   check_same(gamma, running_var, "batch norm running variance");
-  saved = {channel_vector(x), channel_vector(x)};
+  saved = {channel_vector(x), channel_vector(x), loop.count()};
   Tensor partial = per_sample(x), squares = channel_vector(x);
   const Device device = x.device();
   visit_floating(x.dtype(), "batch norm", [&]<class T>() {
@@ -66,19 +66,21 @@ Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta
         ops::ChannelPartialSums<T>{x.data_as<T>(), loop, nullptr, partial.data_as<float>()},
         loop.c * loop.hw);
     sum_over_samples(partial, saved.mean);
+    if (reduce) saved.count = reduce({&saved.mean}, loop.count());
     for_each_index(device, loop.c,
-                   ops::DivideBy{saved.mean.data_as<float>(), static_cast<float>(loop.count())});
+                   ops::DivideBy{saved.mean.data_as<float>(), static_cast<float>(saved.count)});
     for_each_index(device, loop.n,
                    ops::ChannelPartialSums<T>{x.data_as<T>(), loop, saved.mean.data_as<float>(),
                                               partial.data_as<float>()},
                    loop.c * loop.hw);
   });
   sum_over_samples(partial, squares);
+  if (reduce) reduce({&squares}, loop.count());
   for_each_index(
       device, loop.c,
-      ops::FinishBatchStats{saved.mean.data_as<float>(), squares.data_as<float>(), loop.count(),
-                            eps, momentum, saved.invstd.data_as<float>(),
-                            running_mean.data_as<float>(), running_var.data_as<float>()});
+      ops::FinishBatchStats{saved.mean.data_as<float>(), squares.data_as<float>(), saved.count, eps,
+                            momentum, saved.invstd.data_as<float>(), running_mean.data_as<float>(),
+                            running_var.data_as<float>()});
   return normalise(x, loop, saved.mean, saved.invstd, gamma, beta);
 }
 
@@ -95,7 +97,8 @@ Tensor batch_norm_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 }
 
 Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                           const BatchNormSaved& saved, Tensor& dgamma, Tensor& dbeta) {
+                           const BatchNormSaved& saved, Tensor& dgamma, Tensor& dbeta,
+                           const ChannelSumReducer& reduce) {
   const ops::ChannelLoop loop = channel_loop(x, gamma);
   check_same(dy, x, "batch norm backward");
   check_same(gamma, dgamma, "batch norm gamma gradient");
@@ -115,12 +118,13 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
     for_each_index(x.device(), loop.c,
                    ops::AccumulateParamGrads{sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
                                              dgamma.data_as<float>(), dbeta.data_as<float>()});
+    if (reduce) reduce({&sum_dy, &sum_dy_xhat}, loop.count());
     for_each_index(
         x.device(), loop.rows(),
-        ops::BatchNormBackwardApply<T>{x.data_as<T>(), dy.data_as<T>(), dx.data_as<T>(), loop,
-                                       saved.mean.data_as<float>(), saved.invstd.data_as<float>(),
-                                       gamma.data_as<float>(), sum_dy.data_as<float>(),
-                                       sum_dy_xhat.data_as<float>()},
+        ops::BatchNormBackwardApply<T>{
+            x.data_as<T>(), dy.data_as<T>(), dx.data_as<T>(), loop, saved.mean.data_as<float>(),
+            saved.invstd.data_as<float>(), gamma.data_as<float>(), sum_dy.data_as<float>(),
+            sum_dy_xhat.data_as<float>(), static_cast<float>(saved.count)},
         loop.row_length());
   });
   return dx;

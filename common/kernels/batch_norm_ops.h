@@ -179,8 +179,8 @@ struct BatchNormBackwardApply {
   const float* gamma;
   const float* sum_dy;
   const float* sum_dy_xhat;
+  float m;  // elements per channel of the statistics (over all ranks when synchronised)
   COURSE_HD void operator()(int64_t row) const {
-    const float m = static_cast<float>(loop.count());
     const int64_t length = loop.row_length(), base = row * length;
     for (int64_t j = 0; j < length; ++j) {
       const int64_t ch = loop.channel(row, j);

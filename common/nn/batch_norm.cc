@@ -7,6 +7,8 @@ namespace course::nn {
 
 namespace {
 
+thread_local ChannelSumReducer active_reducer;
+
 Tensor filled(int64_t channels, double value, Device device) {
   Tensor t = Tensor::empty({channels}, DType::kF32, device);
   fill_(t, value);
@@ -14,6 +16,13 @@ Tensor filled(int64_t channels, double value, Device device) {
 }
 
 }  // namespace
+
+SyncBatchNormScope::SyncBatchNormScope(ChannelSumReducer reduce, bool enabled)
+    : previous_(active_reducer) {
+  if (enabled) active_reducer = std::move(reduce);
+}
+
+SyncBatchNormScope::~SyncBatchNormScope() { active_reducer = std::move(previous_); }
 
 BatchNorm2d::BatchNorm2d(int64_t channels, Device device, float momentum, float eps)
     : weight(filled(channels, 1.0, device)),
@@ -28,13 +37,15 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
     return batch_norm_eval(x, weight.value, bias.value, running_mean, running_var, eps_);
   }
   input_ = x;
+  reduce_ = active_reducer;
   return batch_norm_train(x, weight.value, bias.value, running_mean, running_var, momentum_, eps_,
-                          saved_);
+                          saved_, reduce_);
 }
 
 Tensor BatchNorm2d::backward(const Tensor& dy) {
   COURSE_CHECK(input_.defined(), "BatchNorm2d backward before a training forward");
-  Tensor dx = batch_norm_backward(dy, input_, weight.value, saved_, weight.grad, bias.grad);
+  Tensor dx =
+      batch_norm_backward(dy, input_, weight.value, saved_, weight.grad, bias.grad, reduce_);
   grad_ready(weight);
   grad_ready(bias);
   return dx;

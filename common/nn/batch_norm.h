@@ -1,11 +1,26 @@
 // BatchNorm2d layer: per-channel normalisation with learnt scale and shift, batch statistics in
 // training and running statistics in evaluation (momentum 0.1, eps 1e-5, as PyTorch).
+//
+// SyncBatchNorm: inside a SyncBatchNormScope, every BatchNorm2d in training takes its batch
+// statistics over all the ranks the scope's reducer spans (common/dist: sync_batch_norm); a
+// layer's backward pass uses the reducer its forward pass used.
 #pragma once
 
 #include "common/kernels/batch_norm.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
+
+class SyncBatchNormScope {
+ public:
+  explicit SyncBatchNormScope(ChannelSumReducer reduce, bool enabled = true);
+  ~SyncBatchNormScope();
+  SyncBatchNormScope(const SyncBatchNormScope&) = delete;
+  SyncBatchNormScope& operator=(const SyncBatchNormScope&) = delete;
+
+ private:
+  ChannelSumReducer previous_;
+};
 
 class BatchNorm2d : public Module {
  public:
@@ -23,6 +38,7 @@ class BatchNorm2d : public Module {
   float momentum_, eps_;
   Tensor input_;
   BatchNormSaved saved_;
+  ChannelSumReducer reduce_;  // of the last training forward (empty: local statistics)
 };
 
 }  // namespace course::nn

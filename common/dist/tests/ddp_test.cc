@@ -1,8 +1,9 @@
-// DDP parity on 2 and 4 CPU ranks (run under mpirun by ddp_test.sh), as PyTorch tests it: each
-// rank also trains a single-process reference on the whole global batch, and after each of 5
-// SGD steps the DDP model (fed only this rank's slice) must have the reference's loss and
-// parameters. Sums over ranks happen in another order than sums over the batch, so the
-// comparison allows f32 rounding: |ddp - reference| <= 1e-5 + 1e-4 |reference|.
+// DDP parity on 2 and 4 CPU ranks (run under mpirun by mpirun_test.sh), as PyTorch tests it:
+// each rank also trains a single-process reference on the whole global batch, and after each of
+// 5 SGD steps the DDP model (fed only this rank's slice) must have the reference's loss and
+// parameters. With batch norm, only synchronised batch norm keeps that parity. Sums over ranks
+// happen in another order than sums over the batch, so the comparison allows f32 rounding: |ddp -
+// reference| <= 1e-5 + 1e-4 |reference|.
 #include "common/dist/ddp.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +11,7 @@
 
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
+#include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
@@ -41,11 +43,14 @@ class UnusedParameter : public nn::Module {
   nn::Parameter weight;
 };
 
-// No batch norm: its batch statistics would differ between a slice and the global batch.
-std::unique_ptr<nn::Sequential> make_net(uint32_t seed, bool with_unused = false) {
+// Batch norm only when asked: its batch statistics differ between a slice and the global
+// batch unless synchronised.
+std::unique_ptr<nn::Sequential> make_net(uint32_t seed, bool with_unused = false,
+                                         bool with_batch_norm = false) {
   std::mt19937 rng(seed);
   auto net = std::make_unique<nn::Sequential>();
   net->add(std::make_unique<nn::Conv2d>(1, 6, 3, Conv2dShape{1, 1}, rng, Device::cpu()));
+  if (with_batch_norm) net->add(std::make_unique<nn::BatchNorm2d>(6, Device::cpu()));
   net->add(std::make_unique<nn::ReLU>());
   net->add(std::make_unique<nn::MaxPool2d>(2, 2));
   net->add(std::make_unique<nn::Conv2d>(6, 8, 3, Conv2dShape{1, 1}, rng, Device::cpu()));
@@ -92,14 +97,17 @@ struct ParityCase {
   DdpOptions options;
   int accumulation = 1;  // micro-batches per step, all but the last under no_sync
   bool with_unused = false;
+  bool with_batch_norm = false;
+  bool sync_batch_norm = false;
 };
 
-// Trains the reference and the DDP model side by side and compares them after every step.
-void expect_parity(const ParityCase& c) {
+// Trains the reference and the DDP model side by side; whether they agree after every step.
+::testing::AssertionResult parity(const ParityCase& c) {
   const int p = world()->size(), r = world()->rank();
-  auto reference = make_net(1, c.with_unused);
+  auto reference = make_net(1, c.with_unused, c.with_batch_norm);
   // Every rank but 0 starts from other weights: DDP must broadcast rank 0's.
-  auto local = make_net(r == 0 ? 1 : 100 + r, c.with_unused);
+  auto local = make_net(r == 0 ? 1 : 100 + r, c.with_unused, c.with_batch_norm);
+  nn::SyncBatchNormScope sync(sync_batch_norm(world()), c.sync_batch_norm);
   DistributedDataParallel ddp(*local, world(), c.plan, c.options);
   optim::Sgd reference_sgd(reference->state().parameters, {.lr = 0.05f, .momentum = 0.9f});
   optim::Sgd local_sgd(local->state().parameters, {.lr = 0.05f, .momentum = 0.9f});
@@ -120,11 +128,15 @@ void expect_parity(const ParityCase& c) {
     reference_sgd.step();
     local_sgd.step();
     const float mean_loss = allreduce_sum({local_loss}, *world())[0] / p;
-    EXPECT_TRUE(testing::all_close({mean_loss}, {reference_loss}, kParity)) << "step " << step;
-    ASSERT_TRUE(testing::all_close(flat_parameters(*local), flat_parameters(*reference), kParity))
-        << "parameters after step " << step;
+    auto same_loss = testing::all_close({mean_loss}, {reference_loss}, kParity);
+    if (!same_loss) return same_loss << " (the loss of step " << step << ")";
+    auto same = testing::all_close(flat_parameters(*local), flat_parameters(*reference), kParity);
+    if (!same) return same << " (parameters after step " << step << ")";
   }
-  EXPECT_EQ(ddp.stats().steps, 5);
+  if (ddp.stats().steps != 5) {
+    return ::testing::AssertionFailure() << ddp.stats().steps << " synchronised steps, not 5";
+  }
+  return ::testing::AssertionSuccess();
 }
 
 // The model's parameters in reverse order, `per_bucket` to a bucket.
@@ -139,22 +151,37 @@ BucketPlan reverse_buckets(size_t params, size_t per_bucket) {
 
 constexpr size_t kParams = 4;  // conv, conv, linear weight and bias
 
-TEST(DdpParity, OneBucketPerParameter) { expect_parity({.plan = reverse_buckets(kParams, 1)}); }
+TEST(DdpParity, OneBucketPerParameter) {
+  EXPECT_TRUE(parity({.plan = reverse_buckets(kParams, 1)}));
+}
 
-TEST(DdpParity, OneBucketForAll) { expect_parity({.plan = reverse_buckets(kParams, kParams)}); }
+TEST(DdpParity, OneBucketForAll) {
+  EXPECT_TRUE(parity({.plan = reverse_buckets(kParams, kParams)}));
+}
 
 TEST(DdpParity, BucketsOfTwoWithoutOverlap) {
-  expect_parity({.plan = reverse_buckets(kParams, 2), .options = {.overlap = false}});
+  EXPECT_TRUE(parity({.plan = reverse_buckets(kParams, 2), .options = {.overlap = false}}));
 }
 
 TEST(DdpParity, GradientAccumulationWithNoSync) {
-  expect_parity({.plan = reverse_buckets(kParams, 2), .accumulation = 3});
+  EXPECT_TRUE(parity({.plan = reverse_buckets(kParams, 2), .accumulation = 3}));
 }
 
 TEST(DdpParity, UnusedParametersReduceZeros) {
-  expect_parity({.plan = reverse_buckets(kParams + 1, 2),
-                 .options = {.find_unused_parameters = true},
-                 .with_unused = true});
+  EXPECT_TRUE(parity({.plan = reverse_buckets(kParams + 1, 2),
+                      .options = {.find_unused_parameters = true},
+                      .with_unused = true}));
+}
+
+// Batch norm adds two parameters (scale and shift).
+TEST(DdpParity, SynchronisedBatchNormMatchesTheGlobalBatch) {
+  EXPECT_TRUE(parity(
+      {.plan = reverse_buckets(kParams + 2, 3), .with_batch_norm = true, .sync_batch_norm = true}));
+}
+
+TEST(DdpParity, LocalBatchNormDoesNot) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank: the slice is the global batch";
+  EXPECT_FALSE(parity({.plan = reverse_buckets(kParams + 2, 3), .with_batch_norm = true}));
 }
 
 TEST(Ddp, AnUnusedParameterIsNamedUnlessAllowed) {
