@@ -9,6 +9,9 @@ cd "$repo"
 [[ -f slurm/site.sh ]] && source slurm/site.sh
 export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}
 
+# The exit code of a lab stopped by SIGUSR1/SIGTERM after writing its checkpoint.
+readonly LAB_PREEMPTED=4
+
 # lab_binary TARGET: the built binary of a lab target ("//day2_ddp:lab"), or a clear error.
 lab_binary() {
   local target=$1 path
@@ -18,6 +21,33 @@ lab_binary() {
     exit 1
   fi
   echo "$path"
+}
+
+# run_lab TARGET [LAB FLAGS...]: one rank per task. The job's checkpoint is
+# checkpoints/<job name>_<job id>.ckpt: resumed from when it exists (a requeued job keeps its
+# id), and written when Slurm signals the job (#SBATCH --signal=USR1@N, or SIGTERM at the time
+# limit or on preemption), after which the job is requeued.
+run_lab() {
+  local lab ckpt code
+  lab=$(lab_binary "$1")
+  shift
+  mkdir -p checkpoints
+  ckpt="checkpoints/${SLURM_JOB_NAME:-lab}_${SLURM_JOB_ID:-local}.ckpt"
+  local resume=()
+  if [[ -f $ckpt ]]; then
+    resume=(--resume "$ckpt")
+    echo "resuming from $ckpt (restart ${SLURM_RESTART_COUNT:-0})"
+  fi
+  set +e
+  srun --mpi=pmix --kill-on-bad-exit=1 "$lab" --no-progress --chkpt "$ckpt" "${resume[@]}" "$@"
+  code=$?
+  set -e
+  if [[ $code -eq $LAB_PREEMPTED && -n ${SLURM_JOB_ID:-} ]]; then
+    echo "preempted: checkpoint $ckpt written, requeueing job $SLURM_JOB_ID"
+    scontrol requeue "$SLURM_JOB_ID"
+    exit 0
+  fi
+  return "$code"
 }
 
 echo "job ${SLURM_JOB_ID:-?} on $(hostname): ${SLURM_NTASKS:-1} task(s), $OMP_NUM_THREADS CPU(s) each"

@@ -24,7 +24,7 @@ Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lar
     : Optimizer(std::move(params), options.lr), options_(options) {
   COURSE_CHECK(options.momentum >= 0.0f && options.weight_decay >= 0.0f && options.eta > 0.0f,
                "LARS momentum and weight decay must not be negative, eta must be positive");
-  for (size_t i = 0; i < params_.size(); ++i) momentum_.push_back(zeros_like_param(i));
+  momentum_ = zeros_like_params();
 }
 
 void Lars::update_all() {
@@ -46,21 +46,15 @@ void Lars::update_all() {
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lars::state_tensors() {
-  std::vector<std::pair<std::string, Tensor*>> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    out.emplace_back(params_[i].first + ".momentum_buffer", &momentum_[i]);
-  }
-  return out;
+  return named_state({{".momentum_buffer", &momentum_}});
 }
 
 Lamb::Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options)
     : Optimizer(std::move(params), options.lr), options_(options) {
   COURSE_CHECK(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
                "LAMB betas must be in [0, 1)");
-  for (size_t i = 0; i < params_.size(); ++i) {
-    exp_avg_.push_back(zeros_like_param(i));
-    exp_avg_sq_.push_back(zeros_like_param(i));
-  }
+  exp_avg_ = zeros_like_params();
+  exp_avg_sq_ = zeros_like_params();
 }
 
 void Lamb::update_all() {
@@ -85,12 +79,7 @@ void Lamb::update_all() {
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lamb::state_tensors() {
-  std::vector<std::pair<std::string, Tensor*>> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    out.emplace_back(params_[i].first + ".exp_avg", &exp_avg_[i]);
-    out.emplace_back(params_[i].first + ".exp_avg_sq", &exp_avg_sq_[i]);
-  }
-  return out;
+  return named_state({{".exp_avg", &exp_avg_}, {".exp_avg_sq", &exp_avg_sq_}});
 }
 
 }  // namespace course::optim

@@ -16,9 +16,23 @@ void Optimizer::step() {
   ++steps_;
 }
 
-Tensor Optimizer::zeros_like_param(size_t index) const {
-  const Tensor& value = params_[index].second->value;
-  return zeros(value.shape(), DType::kF32, value.device());
+std::vector<Tensor> Optimizer::zeros_like_params() const {
+  std::vector<Tensor> out;
+  for (const auto& [name, p] : params_) {
+    out.push_back(zeros(p->value.shape(), DType::kF32, p->value.device()));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor*>> Optimizer::named_state(
+    const std::vector<StateSlot>& slots) {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    for (const auto& [suffix, tensors] : slots) {
+      out.emplace_back(params_[i].first + suffix, &(*tensors)[i]);
+    }
+  }
+  return out;
 }
 
 Sgd::Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOptions& options)
@@ -26,7 +40,7 @@ Sgd::Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOp
   COURSE_CHECK(options.momentum >= 0.0f && options.weight_decay >= 0.0f,
                "SGD momentum and weight decay must not be negative");
   COURSE_CHECK(!options.nesterov || options.momentum > 0.0f, "Nesterov SGD needs momentum > 0");
-  for (size_t i = 0; i < params_.size(); ++i) momentum_.push_back(zeros_like_param(i));
+  momentum_ = zeros_like_params();
 }
 
 void Sgd::update_all() {
@@ -40,11 +54,7 @@ void Sgd::update_all() {
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::state_tensors() {
-  std::vector<std::pair<std::string, Tensor*>> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    out.emplace_back(params_[i].first + ".momentum_buffer", &momentum_[i]);
-  }
-  return out;
+  return named_state({{".momentum_buffer", &momentum_}});
 }
 
 AdamW::AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params,
@@ -52,10 +62,8 @@ AdamW::AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params,
     : Optimizer(std::move(params), options.lr), options_(options) {
   COURSE_CHECK(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
                "AdamW betas must be in [0, 1)");
-  for (size_t i = 0; i < params_.size(); ++i) {
-    exp_avg_.push_back(zeros_like_param(i));
-    exp_avg_sq_.push_back(zeros_like_param(i));
-  }
+  exp_avg_ = zeros_like_params();
+  exp_avg_sq_ = zeros_like_params();
 }
 
 void AdamW::update_all() {
@@ -69,12 +77,7 @@ void AdamW::update_all() {
 }
 
 std::vector<std::pair<std::string, Tensor*>> AdamW::state_tensors() {
-  std::vector<std::pair<std::string, Tensor*>> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    out.emplace_back(params_[i].first + ".exp_avg", &exp_avg_[i]);
-    out.emplace_back(params_[i].first + ".exp_avg_sq", &exp_avg_sq_[i]);
-  }
-  return out;
+  return named_state({{".exp_avg", &exp_avg_}, {".exp_avg_sq", &exp_avg_sq_}});
 }
 
 }  // namespace course::optim

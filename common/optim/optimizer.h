@@ -26,7 +26,11 @@ class Optimizer {
  protected:
   Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr);
   virtual void update_all() = 0;
-  Tensor zeros_like_param(size_t index) const;
+  // One zero tensor per parameter, shaped like it (a state slot such as a momentum buffer).
+  std::vector<Tensor> zeros_like_params() const;
+  // Checkpoint names of per-parameter state slots: "<parameter><suffix>" for each slot.
+  using StateSlot = std::pair<const char*, std::vector<Tensor>*>;
+  std::vector<std::pair<std::string, Tensor*>> named_state(const std::vector<StateSlot>& slots);
 
   std::vector<std::pair<std::string, nn::Parameter*>> params_;
   float lr_;

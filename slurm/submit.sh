@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Writes an sbatch script for a lab and submits it, printing the job id (in the spirit of the
+# course's gpu_jobs_submitter); also shows the user's queue and finds a job's logs.
+#
+#   slurm/submit.sh [options] LAB [-- LAB FLAGS...]
+#   slurm/submit.sh --queue                 the user's jobs, by name
+#   slurm/submit.sh --logs JOBID            the output and error files of a job
+#
+# LAB: day1_gpu, day2_ddp (the trainee's labs) or solutions/day1_gpu, solutions/day2_ddp.
+# Options:
+#   --gpus N          GPUs on the node, one rank each (default 1)
+#   --cpu             CPU ranks: N ranks without requesting GPUs (test clusters, laptops)
+#   --cpus-per-rank N CPUs of each rank (default 1)
+#   --time T          time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (00:30:00)
+#   --account A, --partition P, --constraint C
+#   --begin T         start no earlier than T (18:00, now+1hour, 2026-11-23T18:00)
+#   --name NAME       job name (default: the lab's)
+#   --sbatch OPTION   one more #SBATCH line, e.g. --sbatch --mail-type=END (repeatable)
+#   --dry-run         print the script, submit nothing
+# The script is kept in slurm/jobs/. Lab flags are written quoted: none reaches a shell as code.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+labs=(day1_gpu day2_ddp solutions/day1_gpu solutions/day2_ddp)
+fail() {
+  echo "submit: $*" >&2
+  exit 1
+}
+# check VALUE PATTERN WHAT: the whole value must match the extended regex.
+check() {
+  [[ $1 =~ ^($2)$ ]] || fail "$3 '$1' is not valid"
+}
+
+gpus=1 cpu=0 cpus=1 time=00:30:00 account="" partition="" constraint="" begin="" name=""
+extra=() dry=0 lab="" lab_flags=()
+while (($#)); do
+  case $1 in
+    --queue)
+      exec squeue -u "$(id -un)" -o '%.10i %.24j %.9T %.10M %.10l %.6D %R' --sort=j ;;
+    --logs)
+      (($# >= 2)) || fail "--logs needs a job id"
+      check "$2" '[0-9]+(_[0-9]+)?' "job id"
+      scontrol show job "$2" 2>/dev/null | tr ' ' '\n' | sed -n 's/^Std\(Out\|Err\)=//p' |
+        grep . || ls -1 ./*_"$2".out ./*_"$2".err 2>/dev/null || fail "no logs found for job $2"
+      exit 0 ;;
+    --gpus) gpus=${2-}; shift 2 ;;
+    --cpu) cpu=1; shift ;;
+    --cpus-per-rank) cpus=${2-}; shift 2 ;;
+    --time) time=${2-}; shift 2 ;;
+    --account) account=${2-}; shift 2 ;;
+    --partition) partition=${2-}; shift 2 ;;
+    --constraint) constraint=${2-}; shift 2 ;;
+    --begin) begin=${2-}; shift 2 ;;
+    --name) name=${2-}; shift 2 ;;
+    --sbatch) extra+=("${2-}"); shift 2 ;;
+    --dry-run) dry=1; shift ;;
+    --) shift; lab_flags=("$@"); break ;;
+    -*) fail "unknown option '$1'" ;;
+    *) [[ -z $lab ]] || fail "one lab at a time (got '$lab' and '$1')"; lab=$1; shift ;;
+  esac
+done
+
+[[ -n $lab ]] || fail "which lab? (one of: ${labs[*]})"
+printf '%s\n' "${labs[@]}" | grep -qxF -- "$lab" || fail "unknown lab '$lab' (one of: ${labs[*]})"
+check "$gpus" '[1-9][0-9]*' "--gpus (a positive number)"
+check "$cpus" '[1-9][0-9]*' "--cpus-per-rank (a positive number)"
+check "$time" '[0-9]+|[0-9]+:[0-5][0-9]|[0-9]+:[0-5][0-9]:[0-5][0-9]|[0-9]+-[0-9]+(:[0-5][0-9]){0,2}' \
+  "--time (MM, MM:SS, HH:MM:SS or D-HH[:MM[:SS]])"
+name=${name:-${lab//\//_}}
+check "$name" '[A-Za-z0-9_.-]+' "--name (letters, digits, _ . -)"
+[[ -z $account ]] || check "$account" '[A-Za-z0-9_.-]+' "--account (letters, digits, _ . -)"
+[[ -z $partition ]] || check "$partition" '[A-Za-z0-9_.,-]+' "--partition"
+[[ -z $constraint ]] || check "$constraint" '[A-Za-z0-9_.,&|*:()-]+' "--constraint"
+[[ -z $begin ]] || check "$begin" '[A-Za-z0-9:+.-]+' "--begin"
+for option in "${extra[@]}"; do
+  check "$option" '--[a-z][a-z-]*(=[^[:space:]"'"'"'`$;\\]*)?' "--sbatch option (one --name=value, no spaces or quotes)"
+done
+
+script="slurm/jobs/${name}_$(date +%Y%m%d_%H%M%S).sbatch"
+body() {
+  echo "#!/usr/bin/env bash"
+  echo "# Written by slurm/submit.sh on $(date -Iseconds) for $lab."
+  echo "#SBATCH --job-name=$name"
+  echo "#SBATCH --nodes=1"
+  echo "#SBATCH --ntasks-per-node=$gpus"
+  echo "#SBATCH --cpus-per-task=$cpus"
+  ((cpu)) || echo "#SBATCH --gpus-per-node=$gpus"
+  echo "#SBATCH --time=$time"
+  echo "#SBATCH --signal=USR1@120"
+  echo "#SBATCH --requeue"
+  echo "#SBATCH --open-mode=append"
+  echo "#SBATCH --output=%x_%j.out"
+  echo "#SBATCH --error=%x_%j.err"
+  [[ -z $account ]] || echo "#SBATCH --account=$account"
+  [[ -z $partition ]] || echo "#SBATCH --partition=$partition"
+  [[ -z $constraint ]] || echo "#SBATCH --constraint=$constraint"
+  [[ -z $begin ]] || echo "#SBATCH --begin=$begin"
+  local option
+  for option in "${extra[@]}"; do echo "#SBATCH $option"; done
+  echo "source slurm/env.sh"
+  printf 'run_lab //%s:lab' "$lab"
+  ((${#lab_flags[@]} == 0)) || printf ' %q' "${lab_flags[@]}"
+  printf '\n'
+}
+
+if ((dry)); then
+  body
+  exit 0
+fi
+command -v sbatch >/dev/null || fail "sbatch not found: is this a Slurm login node?"
+mkdir -p slurm/jobs
+body >"$script"
+job=$(sbatch --parsable "$script") || fail "sbatch refused $script"
+echo "submitted job ${job%%;*} ($script)"
