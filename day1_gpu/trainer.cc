@@ -13,6 +13,7 @@
 #include "common/train/checkpoint.h"
 #include "common/train/profiler.h"
 #include "common/train/progress.h"
+#include "common/train/stop_signal.h"
 #include "common/train/training_state.h"
 #include "day1_gpu/exercises.h"
 
@@ -164,6 +165,10 @@ LabResult run_lab(const LabOptions& o) {
       result.last_loss = loss.loss;
       ++run_steps;
       progress.update(b + 1, loss.loss);
+      if (const int signal = train::stop_signal()) {
+        save(epoch, b + 1);
+        train::stop_training(signal, optimizer.steps(), o.chkpt);
+      }
     }
     if (o.test) {
       save(epoch, b);

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "common/testing/errors_and_files.h"
 #include "common/testing/tolerance.h"
+#include "common/train/stop_signal.h"
 
 namespace day1 {
 namespace {
@@ -49,6 +51,25 @@ TEST(Day1Lab, ResumingFromACheckpointContinuesBitExactly) {
   EXPECT_EQ(resumed.steps, 3);
   EXPECT_EQ(flat(resumed), flat(straight));
   EXPECT_EQ(resumed.last_loss, straight.last_loss);
+}
+
+// As a Slurm job meets it: SIGUSR1 before the time limit, a checkpoint, a requeued run that
+// resumes from it; the end is the uninterrupted run's.
+TEST(Day1Lab, ASignalStopsAfterTheStepWithACheckpointToResumeFrom) {
+  const LabResult straight = run_lab(small(6));
+  LabOptions first = small(6);
+  first.chkpt = temp_path("preempted.ckpt");
+  course::train::install_stop_handlers();
+  std::raise(SIGUSR1);
+  EXPECT_THAT([&] { run_lab(first); },
+              ::testing::ThrowsMessage<course::train::PreemptedError>(
+                  AllOf(HasSubstr("SIGUSR1 after step 1"), HasSubstr("--resume"))));
+  course::train::install_stop_handlers();
+  LabOptions second = small(6);
+  second.resume = first.chkpt;
+  const LabResult resumed = run_lab(second);
+  EXPECT_EQ(resumed.steps, 5);
+  EXPECT_EQ(flat(resumed), flat(straight));
 }
 
 TEST(Day1Lab, ChannelsLastFollowsTheNchwRun) {

@@ -2,7 +2,8 @@
 # The day-2 lab as trainees and instructors meet it, on 1 and 2 MPI ranks: the untouched
 # trainee lab stops at TODO TP2.1; the solutions' lab runs every gradient synchronisation,
 # all-reduce, optimizer and data path; bad input ends with one message and a non-zero exit;
-# a rank that stalls or dies ends the job within the communication timeout.
+# a rank that stalls or dies ends the job within the communication timeout; a preempted job
+# checkpoints and resumes to the uninterrupted result.
 set -uo pipefail
 source "$1"  # expect
 trainee=$2
@@ -41,18 +42,18 @@ expect 1 "does not divide over 2 ranks" "${mpirun[@]}" -np 2 "$solution" "${smal
   --global-batch-size 33
 expect 105 "--optimizer: adagrad not in" "$solution" --optimizer adagrad
 
-# A rank that stalls (SIGSTOP) or dies (SIGKILL) mid-training: the job must end, non-zero,
-# well within a minute, the stall with the timeout's message.
-killed_rank() {  # killed_rank SIGNAL TEXT
-  local signal=$1 text=$2 log=$TEST_TMPDIR/killed.log
-  "${mpirun[@]}" -np 2 "$solution" --synthetic 20000 --epochs 5 --batch-size 16 --device cpu \
-    --num-workers 0 --no-progress --comm-timeout 5 >"$log" 2>&1 &
+# signal_a_rank SIGNAL LOG COMMAND...: starts the job, sends SIGNAL to one of its ranks once
+# training runs, and waits at most 60 s for the job to end; sets $code and $seconds.
+signal_a_rank() {
+  local signal=$1 log=$2
+  shift 2
+  "$@" >"$log" 2>&1 &
   local launcher=$!
   for _ in $(seq 300); do
     grep -q "^training" "$log" && break
     sleep 0.1
   done
-  sleep 2
+  sleep 1
   local victim
   victim=$(pgrep -P "$launcher" | tail -1)
   [[ -n $victim ]] || { echo "FAILED: no rank to signal"; cat "$log"; exit 1; }
@@ -67,13 +68,39 @@ killed_rank() {  # killed_rank SIGNAL TEXT
     sleep 0.2
   done
   wait "$launcher"
-  local code=$?
-  if [[ $code -eq 0 ]] || ! grep -qF -- "$text" "$log"; then
-    echo "FAILED: SIG$signal to a rank -> exit $code (expected non-zero with '$text'):"
-    cat "$log"
+  code=$?
+  seconds=$((SECONDS - start))
+}
+
+# A rank that stalls (SIGSTOP) or dies (SIGKILL) mid-training: the job ends, non-zero, well
+# within a minute, the stall with the timeout's message.
+long=("${mpirun[@]}" -np 2 "$solution" --synthetic 20000 --epochs 5 --batch-size 16 --device cpu
+  --num-workers 0 --no-progress --comm-timeout 5)
+for case in "STOP:did not complete within 5 s" "KILL:signal 9"; do
+  signal_a_rank "${case%%:*}" "$TEST_TMPDIR/killed.log" "${long[@]}"
+  if [[ $code -eq 0 ]] || ! grep -qF -- "${case#*:}" "$TEST_TMPDIR/killed.log"; then
+    echo "FAILED: SIG${case%%:*} to a rank -> exit $code (expected non-zero with '${case#*:}'):"
+    cat "$TEST_TMPDIR/killed.log"
     exit 1
   fi
-  echo "ok: SIG$signal to rank pid $victim -> exit $code after $((SECONDS - start)) s"
-}
-killed_rank STOP "did not complete within 5 s"
-killed_rank KILL "signal 9"
+  echo "ok: SIG${case%%:*} to a rank -> exit $code after $seconds s"
+done
+
+# Preemption (Slurm's SIGUSR1 before the time limit) reaching one rank of two: both stop after
+# the same step, rank 0 writes the checkpoint, the job exits 4; resumed, it ends with the
+# uninterrupted run's checkpoint, byte for byte.
+run=("${mpirun[@]}" -np 2 "$solution" --synthetic 1536 --epochs 3 --batch-size 16 --device cpu
+  --num-workers 2 --no-progress)
+expect 0 "test accuracy" "${run[@]}" --chkpt "$TEST_TMPDIR/straight.ckpt"
+signal_a_rank USR1 "$TEST_TMPDIR/preempted.log" "${run[@]}" --chkpt "$TEST_TMPDIR/preempted.ckpt"
+if [[ $code -ne 4 ]] || ! grep -q "preempted: SIGUSR1 after step" "$TEST_TMPDIR/preempted.log"; then
+  echo "FAILED: SIGUSR1 -> exit $code (expected 4 and 'preempted: SIGUSR1 after step'):"
+  cat "$TEST_TMPDIR/preempted.log"
+  exit 1
+fi
+echo "ok: $(grep -m1 "preempted:" "$TEST_TMPDIR/preempted.log")"
+expect 0 "test accuracy" "${run[@]}" --chkpt "$TEST_TMPDIR/preempted.ckpt" \
+  --resume "$TEST_TMPDIR/preempted.ckpt"
+cmp "$TEST_TMPDIR/straight.ckpt" "$TEST_TMPDIR/preempted.ckpt" ||
+  { echo "FAILED: the resumed run's final checkpoint differs from the uninterrupted run's"; exit 1; }
+echo "ok: resumed run ends with the uninterrupted run's checkpoint"

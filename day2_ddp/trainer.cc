@@ -20,6 +20,7 @@
 #include "common/optim/large_batch.h"
 #include "common/optim/schedule.h"
 #include "common/train/progress.h"
+#include "common/train/stop_signal.h"
 #include "common/train/training_state.h"
 #include "day2_ddp/data.h"
 #include "day2_ddp/exercises.h"
@@ -91,6 +92,13 @@ train::EvalTally validate_model(nn::Module& model, const LabData& data, const La
                            static_cast<float>(tally.samples)},
                           comm);
   return {static_cast<int64_t>(sums[0]), sums[1], static_cast<int64_t>(sums[2])};
+}
+
+// A stop signal received by any rank, so that every rank stops after the same step.
+int agreed_stop_signal(dist::Communicator& comm) {
+  Tensor signal = Tensor::from_vector<int32_t>({train::stop_signal()}, {1});
+  comm.allreduce(signal, dist::ReduceOp::kMax)->wait();
+  return signal.to_vector<int32_t>()[0];
 }
 
 void append_metrics(const std::string& path, const nlohmann::json& line) {
@@ -294,6 +302,11 @@ LabResult run_lab(const LabOptions& o) {
       }
       result.last_loss = loss.loss;
       progress.update(b + 1, loss.loss);
+      if (const int signal = agreed_stop_signal(*comm)) {
+        save(epoch, b + 1);
+        comm->barrier();  // the checkpoint is complete before any rank exits
+        train::stop_training(signal, optimizer->steps(), o.chkpt);
+      }
     }
     result.last_loss = dist::allreduce_sum({result.last_loss}, *comm)[0] / comm->size();
     if (o.test) {

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/core/exit_codes.h"
 #include "common/core/mpi_check.h"
 #include "common/dist/nccl_engine.h"
 
@@ -128,7 +129,8 @@ int finish_job(int code) {
   int initialized = 0, finalized = 0, size = 1;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (code == 0 || !initialized || finalized) return code;
+  // Every rank stops together when preempted (the decision is all-reduced), and ends cleanly.
+  if (code == kExitDone || code == kExitPreempted || !initialized || finalized) return code;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 1) {
     std::fflush(stdout);

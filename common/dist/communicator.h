@@ -37,8 +37,8 @@ class Work {
 using WorkPtr = std::shared_ptr<Work>;
 
 // The exit code of a rank's main(): a failure in a job of several ranks aborts the whole job at
-// once (the other ranks may be waiting in a collective this one will never join), otherwise
-// `code` is returned unchanged.
+// once (the other ranks may be waiting in a collective this one will never join); success and
+// preemption, which all ranks reach together, return `code` unchanged.
 int finish_job(int code);
 
 // A Work that is already done (what a synchronous operation returns).

@@ -4,23 +4,29 @@
 #include <cstdio>
 
 #include "common/core/exercise.h"
+#include "common/core/exit_codes.h"
+#include "common/train/stop_signal.h"
 
 namespace course::train {
 
 int lab_main(const std::function<void()>& run) {
   try {
+    install_stop_handlers();
     run();
   } catch (const ExerciseNotDone& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 3;
+    return kExitExerciseNotDone;
   } catch (const OutOfMemoryError& e) {
     std::fprintf(stderr, "OOM: %s\n", e.what());
-    return 2;
+    return kExitOutOfMemory;
+  } catch (const PreemptedError& e) {
+    std::fprintf(stderr, "preempted: %s\n", e.what());
+    return kExitPreempted;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return kExitError;
   }
-  return 0;
+  return kExitDone;
 }
 
 }  // namespace course::train

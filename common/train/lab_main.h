@@ -1,7 +1,7 @@
-// The end of every lab's main(): runs the lab and turns its errors into one message on stderr
-// and an exit code a script can tell apart:
-//   0 done; 1 error (bad input, a failed check); 2 out of memory ("OOM: ..."); 3 an exercise
-//   not written yet ("TODO TPx.y: ...").
+// The end of every lab's main(): installs the stop-signal handlers (common/train/stop_signal.h),
+// runs the lab and turns its errors into one message on stderr and an exit code a script can
+// tell apart (common/core/exit_codes.h): 1 error, 2 out of memory ("OOM: ..."), 3 an exercise
+// not written yet ("TODO TPx.y: ..."), 4 preempted ("preempted: ...").
 #pragma once
 
 #include <functional>
