@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the full build (CUDA compiled in where nvcc is installed), then the same
-# tests in the CPU-only configuration, which proves every target also builds without CUDA.
-# Ends with one summary line over both runs: "tests: N passed, M failed".
+# tests in the CPU-only configuration, which proves every target also builds without CUDA,
+# then the Slurm tooling on a local Slurm cluster (as root; slurm/tests/slurm_test.sh).
+# Ends with one summary line over all of them: "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -14,6 +15,16 @@ bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
 
 echo "== bazel test --config=cpu //... (CPU-only build of every target)"
 bazel test --config=cpu //... "$@" 2>&1 | tee -a "$log" || status=1
+
+echo "== Slurm: sbatch jobs through slurm/submit.sh on a local cluster"
+if [[ $(id -u) -ne 0 ]] || ! command -v slurmctld >/dev/null; then
+  echo "//slurm:slurm_test SKIPPED (needs root and ./setup.sh's Slurm packages)" | tee -a "$log"
+elif slurm/tests/slurm_test.sh; then
+  echo "//slurm:slurm_test PASSED" | tee -a "$log"
+else
+  echo "//slurm:slurm_test FAILED" | tee -a "$log"
+  status=1
+fi
 
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +.*(FAILED|TIMEOUT|NO STATUS)' "$log")

@@ -40,8 +40,13 @@ while (($#)); do
     --logs)
       (($# >= 2)) || fail "--logs needs a job id"
       check "$2" '[0-9]+(_[0-9]+)?' "job id"
-      scontrol show job "$2" 2>/dev/null | tr ' ' '\n' | sed -n 's/^Std\(Out\|Err\)=//p' |
-        grep . || ls -1 ./*_"$2".out ./*_"$2".err 2>/dev/null || fail "no logs found for job $2"
+      info=$(scontrol show job "$2" 2>/dev/null | tr ' ' '\n')
+      if grep -q '^StdOut=' <<<"$info"; then  # the output file first, then the error file
+        sed -n 's/^StdOut=//p' <<<"$info"
+        sed -n 's/^StdErr=//p' <<<"$info"
+      else  # a job Slurm has forgotten: its files by the scripts' naming, %x_%j.out/.err
+        ls -1 ./*_"$2".out ./*_"$2".err 2>/dev/null || fail "no logs found for job $2"
+      fi
       exit 0 ;;
     --gpus) gpus=${2-}; shift 2 ;;
     --cpu) cpu=1; shift ;;

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The Slurm tooling against a real single-node cluster (slurm/local_cluster.sh; as root): jobs
+# submitted through slurm/submit.sh for the day-1 lab and a 2-task day-2 DDP job complete
+# with their reports; the helper refuses bad input and submits nothing; a job signalled
+# with SIGUSR1 checkpoints, requeues itself, resumes, and ends with the same checkpoint as an
+# uninterrupted run of the same lab. Needs the labs built (./test.sh runs it after bazel).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+fail() {
+  echo "FAILED: $*"
+  exit 1
+}
+slurm/local_cluster.sh start || fail "the local cluster did not start"
+cleanup() {  # the test's jobs are all named ci_*
+  rm -f ./ci_*_[0-9]*.out ./ci_*_[0-9]*.err checkpoints/ci_*_[0-9]*.ckpt slurm/jobs/ci_*.sbatch
+  rmdir checkpoints slurm/jobs 2>/dev/null
+  slurm/local_cluster.sh stop >/dev/null
+}
+trap cleanup EXIT
+
+submit() {  # submit ARGS...: submits through the helper and sets $job
+  local out
+  out=$(slurm/submit.sh "$@") || fail "slurm/submit.sh $* -> $out"
+  job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
+  [[ -n $job ]] || fail "no job id in: $out"
+}
+state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+wait_for() {  # wait_for JOB STATE SECONDS
+  local deadline=$((SECONDS + $3))
+  until [[ $(state "$1") == "$2" ]]; do
+    ((SECONDS < deadline)) || fail "job $1 is $(state "$1"), not $2, after $3 s"
+    sleep 1
+  done
+}
+output_of() { cat "$(slurm/submit.sh --logs "$1" | head -1)"; }
+
+# Bad input: a clear message, nothing submitted.
+refused() {
+  if slurm/submit.sh "$@" >/dev/null 2>&1; then fail "slurm/submit.sh $* was accepted"; fi
+}
+before=$(squeue -h | wc -l)
+refused --gpus 0 day1_gpu
+refused --time 1:2:3:4 day1_gpu
+refused day9_nothing
+refused --account "x y" day1_gpu
+refused --account 'x"y' day1_gpu
+refused --account "x';reboot" day1_gpu
+[[ $(squeue -h | wc -l) -eq $before ]] || fail "a refused submission reached the queue"
+echo "ok: bad helper input refused, nothing submitted"
+
+flags1=(--synthetic 1024 --batch-size 16 --epochs 2 --seed 3)
+submit --cpu --gpus 1 --cpus-per-rank 2 --time 10 --name ci_day1 solutions/day1_gpu -- "${flags1[@]}"
+day1=$job
+submit --cpu --gpus 2 --time 10 --name ci_day2 solutions/day2_ddp -- --synthetic 512 \
+  --batch-size 16 --num-workers 1
+day2=$job
+wait_for "$day1" COMPLETED 300
+output_of "$day1" | grep -q "epoch 2: .*test accuracy" || fail "day-1 job $day1 has no report"
+echo "ok: day-1 job $day1 completed: $(output_of "$day1" | grep "^epoch 2")"
+wait_for "$day2" COMPLETED 300
+output_of "$day2" | grep -q "on 2 rank(s)" || fail "day-2 job $day2 did not run on 2 ranks"
+output_of "$day2" | grep -q "test accuracy" || fail "day-2 job $day2 has no report"
+echo "ok: day-2 job $day2 completed on 2 ranks: $(output_of "$day2" | grep "^epoch 1")"
+
+# Preemption: the same day-1 run, uninterrupted here and signalled on the cluster.
+straight=$(mktemp --suffix=.ckpt)
+trap 'rm -f "$straight"; cleanup' EXIT
+OMP_NUM_THREADS=2 bazel-bin/solutions/day1_gpu/lab "${flags1[@]}" --no-progress \
+  --chkpt "$straight" >/dev/null 2>&1 || fail "the uninterrupted day-1 run failed"
+submit --cpu --gpus 1 --cpus-per-rank 2 --time 10 --name ci_preempt solutions/day1_gpu -- \
+  "${flags1[@]}"
+preempted=$job
+wait_for "$preempted" RUNNING 120
+deadline=$((SECONDS + 120))
+until output_of "$preempted" 2>/dev/null | grep -q "^training"; do
+  ((SECONDS < deadline)) || fail "job $preempted did not start training"
+  sleep 0.5
+done
+sleep 2
+scancel --signal=USR1 "$preempted"
+wait_for "$preempted" COMPLETED 400
+log=$(output_of "$preempted"; cat "ci_preempt_$preempted.err" 2>/dev/null)
+grep -q "preempted: SIGUSR1 after step" <<<"$log" || fail "job $preempted was not preempted: $log"
+grep -q "resuming from" <<<"$log" || fail "job $preempted did not resume: $log"
+ckpt="checkpoints/ci_preempt_$preempted.ckpt"
+cmp "$straight" "$ckpt" || fail "the requeued job's final checkpoint differs from the uninterrupted run's"
+echo "ok: job $preempted preempted ($(grep -o "SIGUSR1 after step [0-9]*" <<<"$log")), requeued," \
+  "resumed; its final checkpoint equals the uninterrupted run's"
+echo "slurm tests passed"
