@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The project against PyTorch on this machine, side by side in one run, with ratios:
+#   1. training images/s, same network, batch, image size, optimizer and thread count, f32,
+#      NCHW and channels-last (the small network and ResNet-18);
+#   2. DataLoader images/s over an ImageFolder of JPEGs (written from Fashion-MNIST), same
+#      transforms and workers;
+#   3. all-reduce time (MPI against torch.distributed's gloo) and the DDP step, on 2 ranks;
+# and the numerical parity of one training step (forward logits, loss, every gradient) for the
+# small network and ResNet-18 in f32: the project writes its weights and batch, PyTorch loads
+# them and runs the same step.
+#   bench/compare/compare.sh [--parity-only] [--threads N]
+# PyTorch and torchvision come from PyPI into .venv-compare/ (made on the first run; only this
+# comparison uses them, never the build or the tests).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+threads=2 parity_only=0
+while (($#)); do
+  case $1 in
+    --parity-only) parity_only=1; shift ;;
+    --threads) threads=$2; shift 2 ;;
+    *) echo "compare: unknown option '$1' (--parity-only, --threads N)" >&2; exit 1 ;;
+  esac
+done
+[[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare: --threads takes a positive number" >&2; exit 1; }
+
+venv=.venv-compare
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import torch, torchvision" 2>/dev/null; then
+  echo "== creating $venv with torch and torchvision from PyPI (once)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q torch torchvision
+fi
+py=("$venv/bin/python" bench/compare/torch_side.py)
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+
+echo "== building the project's side"
+bazel build -c opt //bench/compare:all //solutions/day1_gpu:lab //solutions/day2_ddp:lab \
+  //bench:allreduce_bench //tools:make_image_folder 2>&1 | grep -E "^(ERROR|FAILED)" && exit 1
+bin=bazel-bin
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+echo "   torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1)"
+
+echo "== parity of one f32 training step (the project's weights and batch, loaded by PyTorch;"
+echo "   the repository's f32 rule |project - torch| <= 1e-5 + 1e-5 |torch|)"
+parity_failed=0
+for model in smallnet:28 resnet18:64; do
+  IFS=: read -r name size <<<"$model"
+  "$bin/bench/compare/parity_step" --model "$name" --image-size "$size" --batch 8 \
+    --out "$work/$name.step" >/dev/null
+  "${py[@]}" parity "$work/$name.step" || parity_failed=1
+done
+((parity_only)) && exit "$parity_failed"
+
+value() { sed -n "s/^$1: \([0-9.]*\).*/\1/p" <<<"$2"; }
+row() {  # row MEASURE UNIT TORCH PROJECT: a table row with project / torch
+  awk -v m="$1" -v u="$2" -v t="$3" -v p="$4" \
+    'BEGIN { printf "| %-44s | %10.1f | %10.1f | %6.2f |\n", m " (" u ")", t, p, p / t }'
+}
+echo
+echo "| measure | PyTorch | project | project / PyTorch |"
+echo "|---|---:|---:|---:|"
+export OMP_NUM_THREADS=$threads
+for setting in "smallnet 128 28" "resnet18 32 64"; do
+  read -r name batch size <<<"$setting"
+  for layout in nchw channels-last; do
+    flag=()
+    [[ $layout == channels-last ]] && flag=(--channels-last)
+    theirs=$("${py[@]}" train-step --model "$name" --batch "$batch" --size "$size" --steps 20 \
+      --threads "$threads" "${flag[@]}")
+    ours=$("$bin/solutions/day1_gpu/lab" --model "$name" --batch-size "$batch" --image-size "$size" \
+      --synthetic 4096 --test --test-nsteps 21 --device cpu --no-progress "${flag[@]}")
+    row "train $name b$batch ${size}px $layout" "images/s" "$(value train_step "$theirs")" \
+      "$(sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$ours")"
+  done
+done
+
+"$bin/tools/make_image_folder" --out "$work/images" --train 3000 --val 10 --size 64 >/dev/null
+theirs=$("${py[@]}" loader --data-dir "$work/images/train" --batch 64 --size 56 --workers 2)
+ours=$("$bin/bench/compare/loader_throughput" --data-dir "$work/images/train" --batch-size 64 \
+  --image-size 56 --num-workers 2)
+row "DataLoader, 3000 JPEGs 64px -> 56px, 2 workers" "images/s" "$(value loader "$theirs")" \
+  "$(value loader "$ours")"
+
+export OMP_NUM_THREADS=1
+theirs=$("${py[@]}" allreduce --ranks 2)
+ours=$("${mpirun[@]}" -np 2 "$bin/bench/allreduce_bench")
+for nbytes in 1024 65536 1048576 16777216 67108864; do
+  # allreduce_bench names sizes as "1.00 KiB", "64.00 MiB".
+  label=$(awk -v b="$nbytes" \
+    'BEGIN { if (b < 1048576) printf "%.2f KiB", b / 1024; else printf "%.2f MiB", b / 1048576 }')
+  mine=$(awk -v l="$label" '$1 " " $2 == l { print $3 }' <<<"$ours")
+  row "all-reduce ${label/.00/}, 2 ranks (MPI vs gloo)" "us" \
+    "$(value "allreduce $nbytes" "$theirs")" "$mine"
+done
+theirs=$("${py[@]}" ddp --ranks 2 --batch 64 --steps 20)
+ours=$("${mpirun[@]}" -np 2 "$bin/solutions/day2_ddp/lab" --batch-size 64 --synthetic 4096 --test \
+  --test-nsteps 21 --num-workers 0 --no-progress)
+row "DDP step, small network, 2 ranks x b64" "ms" "$(value ddp_step "$theirs")" \
+  "$(awk '$1 == "step" {print $2}' <<<"$ours")"
+echo
+echo "project / PyTorch above 1 means the project is faster for images/s, slower for us and ms."
+exit "$parity_failed"

@@ -1,0 +1,244 @@
+"""PyTorch's side of bench/compare/compare.sh: the same models, steps, data loading and
+all-reduces as the project, timed the same way, and the numerical parity check against a step
+file written by //bench/compare:parity_step.
+
+Subcommands print one result line each ("name: value unit") for compare.sh to read.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torchvision
+
+DTYPES = {0: (torch.float32, 4), 3: (torch.int32, 4), 4: (torch.int64, 8), 5: (torch.uint8, 1)}
+MAGIC = b"COURSE-CKPT-1\n"
+
+
+def read_checkpoint(path):
+    """Header and tensors of a file in the project's checkpoint format (checkpoint.h)."""
+    with open(path, "rb") as f:
+        if f.read(len(MAGIC)) != MAGIC:
+            sys.exit(f"{path} is not a course checkpoint")
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+        (count,) = struct.unpack("<Q", f.read(8))
+        tensors = {}
+        for _ in range(count):
+            (name_length,) = struct.unpack("<I", f.read(4))
+            name = f.read(name_length).decode()
+            code, rank = struct.unpack("<BB", f.read(2))
+            shape = struct.unpack(f"<{rank}q", f.read(8 * rank))
+            (nbytes,) = struct.unpack("<Q", f.read(8))
+            dtype, _ = DTYPES[code]
+            data = bytearray(f.read(nbytes))
+            tensors[name] = torch.frombuffer(data, dtype=dtype).reshape(shape).clone()
+    return header, tensors
+
+
+def model(name, channels, classes=10):
+    """The course's networks (common/nn/models.h) in PyTorch, parameters in the same order."""
+    if name == "smallnet":
+        def stage(i, o):
+            return [nn.Conv2d(i, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+        return nn.Sequential(*stage(channels, 32), nn.MaxPool2d(2, 2), *stage(32, 64),
+                             nn.MaxPool2d(2, 2), *stage(64, 128), nn.AdaptiveAvgPool2d(1),
+                             nn.Flatten(), nn.Linear(128, classes))
+    factory = {"resnet18": torchvision.models.resnet18, "resnet18-cifar": torchvision.models.resnet18,
+               "resnet50": torchvision.models.resnet50}[name]
+    net = factory(num_classes=classes)
+    if name == "resnet18-cifar":
+        net.conv1 = nn.Conv2d(channels, 64, 3, 1, 1, bias=False)
+        net.maxpool = nn.Identity()
+    else:
+        net.conv1 = nn.Conv2d(channels, 64, 7, 2, 3, bias=False)
+    return net
+
+
+def running_buffers(net):
+    return [b for n, b in net.named_buffers() if not n.endswith("num_batches_tracked")]
+
+
+def parity(args):
+    """Loads the project's weights and batch, runs the same step, compares within tolerance."""
+    header, t = read_checkpoint(args.step_file)
+    net = model(header["model"], t["images"].shape[1])
+    params, buffers = list(net.parameters()), running_buffers(net)
+    if len(params) != len(header["parameters"]) or len(buffers) != len(header["buffers"]):
+        sys.exit("the PyTorch model does not have the project model's parameters")
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            p.copy_(t[f"param.{i:03d}"].reshape(p.shape))
+        for i, b in enumerate(buffers):
+            b.copy_(t[f"buffer.{i:03d}"].reshape(b.shape))
+    net.train()
+    logits = net(t["images"])
+    loss = nn.functional.cross_entropy(logits, t["labels"])
+    loss.backward()
+    worst = {}
+
+    def compare(what, got, ref):
+        err = (got - ref).abs()
+        allowed = args.atol + args.rtol * ref.abs()
+        worst[what] = max(worst.get(what, 0.0), float((err / allowed).max()))
+        return bool((err <= allowed).all())
+
+    ok = compare("logits", t["logits"], logits.detach())
+    ok &= compare("loss", t["loss"], loss.detach().reshape(1))
+    for i, p in enumerate(params):
+        ok &= compare("gradients", t[f"grad.{i:03d}"].reshape(p.shape), p.grad)
+    max_rel = max(float(((t[f"grad.{i:03d}"].reshape(p.shape) - p.grad).abs().max()
+                         / p.grad.abs().max().clamp_min(1e-30))) for i, p in enumerate(params))
+    print(f"parity {header['model']}: {'PASS' if ok else 'FAIL'} (loss {float(t['loss'][0]):.6f} "
+          f"vs {float(loss.detach()):.6f}; worst error / allowed: logits {worst['logits']:.3f}, loss "
+          f"{worst['loss']:.3f}, gradients {worst['gradients']:.3f}; largest gradient "
+          f"difference {max_rel:.2e} of the tensor's largest value; "
+          f"atol {args.atol:g}, rtol {args.rtol:g})")
+    return 0 if ok else 1
+
+
+def train_step(args):
+    """Training images/s: synthetic batch, SGD with momentum, label smoothing 0.1."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    net = model(args.model, 1)
+    x = torch.randn(args.batch, 1, args.size, args.size)
+    y = torch.randint(0, 10, (args.batch,))
+    if args.channels_last:
+        net = net.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(x), y).backward()
+        opt.step()
+
+    step()  # the first step is excluded, as the project's chronometer does
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    print(f"train_step: {args.batch * args.steps / (time.perf_counter() - start):.1f} images/s")
+
+
+def loader(args):
+    """DataLoader images/s over one epoch of an ImageFolder of JPEGs."""
+    t = torchvision.transforms
+    data = torchvision.datasets.ImageFolder(args.data_dir, transform=t.Compose([
+        t.RandomResizedCrop(args.size), t.RandomHorizontalFlip(), t.ToTensor(),
+        t.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]))
+    batches = torch.utils.data.DataLoader(data, batch_size=args.batch, shuffle=True,
+                                          num_workers=args.workers, pin_memory=False)
+    start, images = time.perf_counter(), 0
+    for x, _ in batches:
+        images += x.shape[0]
+    print(f"loader: {images / (time.perf_counter() - start):.1f} images/s")
+
+
+def _allreduce_rank(rank, world, sizes, port, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    for nbytes in sizes:
+        t = torch.ones(nbytes // 4)
+        iterations = max(5, min(500, (256 << 20) // nbytes))
+        for _ in range(2):
+            dist.all_reduce(t)
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(iterations):
+            dist.all_reduce(t)
+        mine = torch.tensor([(time.perf_counter() - start) / iterations])
+        dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+        if rank == 0:
+            out.put((nbytes, float(mine)))
+    dist.destroy_process_group()
+
+
+def allreduce(args):
+    """Gloo all-reduce time per size on `ranks` processes (slowest rank's mean)."""
+    sizes = [1 << s for s in range(10, 27, 2)]
+    context = mp.get_context("spawn")
+    out = context.SimpleQueue()
+    mp.start_processes(_allreduce_rank, args=(args.ranks, sizes, args.port, out),
+                       nprocs=args.ranks, start_method="spawn")
+    while not out.empty():
+        nbytes, seconds = out.get()
+        print(f"allreduce {nbytes}: {seconds * 1e6:.1f} us")
+
+
+def _ddp_rank(rank, world, batch, steps, port, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(rank)
+    net = nn.parallel.DistributedDataParallel(model("smallnet", 1))
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(x), y).backward()
+        opt.step()
+
+    step()
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if rank == 0:
+        out.put((time.perf_counter() - start) / steps)
+    dist.destroy_process_group()
+
+
+def ddp(args):
+    """DDP step time of the small network on `ranks` processes (gloo)."""
+    out = mp.get_context("spawn").SimpleQueue()
+    mp.start_processes(_ddp_rank, args=(args.ranks, args.batch, args.steps, args.port, out),
+                       nprocs=args.ranks, start_method="spawn")
+    print(f"ddp_step: {out.get() * 1e3:.2f} ms")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("parity")
+    p.add_argument("step_file")
+    p.add_argument("--atol", type=float, default=1e-5)
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.set_defaults(run=parity)
+    p = sub.add_parser("train-step")
+    p.add_argument("--model", default="smallnet")
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--size", type=int, default=28)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--channels-last", action="store_true")
+    p.set_defaults(run=train_step)
+    p = sub.add_parser("loader")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--size", type=int, default=56)
+    p.add_argument("--workers", type=int, default=2)
+    p.set_defaults(run=loader)
+    for name, run in (("allreduce", allreduce), ("ddp", ddp)):
+        p = sub.add_parser(name)
+        p.add_argument("--ranks", type=int, default=2)
+        p.add_argument("--batch", type=int, default=64)
+        p.add_argument("--steps", type=int, default=20)
+        p.add_argument("--port", type=int, default=29511)
+        p.set_defaults(run=run)
+    args = parser.parse_args()
+    sys.exit(args.run(args) or 0)
+
+
+if __name__ == "__main__":
+    main()
