@@ -7,15 +7,5 @@ def day1_lab(check_tags = []):
         day = "day1_gpu",
         exercises = "exercises.cc",
         srcs = ["options.cc", "trainer.cc"],
-        deps = [
-            "//common/core",
-            "//common/data",
-            "//common/kernels",
-            "//common/nn",
-            "//common/optim",
-            "//common/train",
-            "//common/train:lab_support",
-            "@system_headers//:json",
-        ],
         check_tags = check_tags,
     )

@@ -6,14 +6,26 @@ library; solutions/<day> holds the complete exercise file that labgen turns into
 
 load("//tools/labgen:style.bzl", "CLANG_FORMAT_STYLE")
 
-def day_lab(day, exercises, srcs, deps, lab_deps = [], check_tags = [], check_ranks = []):
+# What every lab is built from; days add their own (day 2: the communicator and DDP).
+LAB_DEPS = [
+    "//common/core",
+    "//common/data",
+    "//common/kernels",
+    "//common/nn",
+    "//common/optim",
+    "//common/train",
+    "//common/train:lab_support",
+    "@system_headers//:json",
+]
+
+def day_lab(day, exercises, srcs, deps = [], lab_deps = [], check_tags = [], check_ranks = []):
     """Defines :exercises, :lab and :check in the calling package.
 
     Args:
       day: the day's package ("day1_gpu").
       exercises: the exercise source file of the calling package.
       srcs: the lab's other sources, by file name in the day's package.
-      deps: libraries of the lab.
+      deps: libraries of the lab beyond LAB_DEPS.
       lab_deps: further libraries of the lab program (lab.cc) itself.
       check_tags: tags of the :check test ("manual" for the trainee's copy).
       check_ranks: numbers of MPI ranks to run the check on (none: an ordinary test).
@@ -21,7 +33,7 @@ def day_lab(day, exercises, srcs, deps, lab_deps = [], check_tags = [], check_ra
     native.cc_library(
         name = "exercises",
         srcs = [exercises] + ["//%s:%s" % (day, src) for src in srcs],
-        deps = deps + ["//%s:lab_headers" % day],
+        deps = LAB_DEPS + deps + ["//%s:lab_headers" % day],
     )
     native.cc_binary(
         name = "lab",
@@ -54,6 +66,15 @@ def day_lab(day, exercises, srcs, deps, lab_deps = [], check_tags = [], check_ra
         args = ["$(location :check_ranks)"] + [str(ranks) for ranks in check_ranks],
         data = [":check_ranks"],
         tags = check_tags,
+    )
+
+def lab_script(name, day):
+    """`bazel run //<package>:<name>`: the script <name>.sh, run on the day's solutions' lab."""
+    native.sh_binary(
+        name = name,
+        srcs = [name + ".sh"],
+        data = ["//solutions/%s:lab" % day],
+        env = {"LAB": "solutions/%s/lab" % day},
     )
 
 def generated_exercises(day):
