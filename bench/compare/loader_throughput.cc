@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     while (!loader.done()) images += loader.next().labels.numel();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("loader: %lld images in %.3f s: %.1f images/s\n", static_cast<long long>(images),
-                seconds, images / seconds);
+    std::printf("loader: %.1f images/s (%lld images in %.3f s)\n", images / seconds,
+                static_cast<long long>(images), seconds);
   });
 }
