@@ -5,6 +5,8 @@
 #   2. DataLoader images/s over an ImageFolder of JPEGs (written from Fashion-MNIST), same
 #      transforms and workers;
 #   3. all-reduce time (MPI against torch.distributed's gloo) and the DDP step, on 2 ranks;
+#   4. where a training step's time goes: torch.profiler's operators, the project's phases,
+#      and the small network's layers timed alone on both sides;
 # and the numerical parity of one training step (forward logits, loss, every gradient) for the
 # small network and ResNet-18 in f32: the project writes its weights and batch, PyTorch loads
 # them and runs the same step.
@@ -35,7 +37,7 @@ mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
 echo "== building the project's side"
 bazel build -c opt //bench/compare:all //solutions/day1_gpu:lab //solutions/day2_ddp:lab \
-  //bench:allreduce_bench //tools:make_image_folder 2>&1 | grep -E "^(ERROR|FAILED)" && exit 1
+  //bench:allreduce_bench //bench:layers_bench //tools:make_image_folder 2>&1 | grep -E "^(ERROR|FAILED)" && exit 1
 bin=bazel-bin
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -102,4 +104,20 @@ row "DDP step, small network, 2 ranks x b64" "ms" "$(value ddp_step "$theirs")" 
   "$(awk '$1 == "step" {print $2}' <<<"$ours")"
 echo
 echo "project / PyTorch above 1 means the project is faster for images/s, slower for us and ms."
+
+echo
+echo "== where the training step's time goes (small network, batch 128, NCHW, $threads threads)"
+export OMP_NUM_THREADS=$threads
+"${py[@]}" profile --threads "$threads" 2>/dev/null | sed 's/^profile /  PyTorch: /'
+"$bin/solutions/day1_gpu/lab" --batch-size 128 --synthetic 4096 --test --test-nsteps 21 \
+  --device cpu --no-progress | grep -E "^(forward|backward|optimizer|step) " | sed 's/^/  project: /'
+echo "second-stage layers, forward + backward (ms):"
+echo "| layer | PyTorch | project |"
+echo "|---|---:|---:|"
+theirs=$("${py[@]}" layers --threads "$threads")
+ours=$("$bin/bench/layers_bench" --benchmark_filter='/0/' 2>/dev/null)
+for layer in conv:Conv3x3 batchnorm:BatchNorm maxpool:MaxPool2 relu:Relu; do
+  printf '| %s | %s | %s |\n' "${layer%%:*}" "$(value "layer ${layer%%:*}" "$theirs")" \
+    "$(awk -v b="BM_${layer#*:}" 'index($1, b) == 1 { print $2 }' <<<"$ours")"
+done
 exit "$parity_failed"

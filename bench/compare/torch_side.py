@@ -128,6 +128,53 @@ def train_step(args):
     print(f"train_step: {args.batch * args.steps / (time.perf_counter() - start):.1f} images/s")
 
 
+def layers(args):
+    """Forward + backward time of the small network's second-stage layers (batch 128, 14 px,
+    NCHW), as //bench:layers_bench times the project's."""
+    torch.set_num_threads(args.threads)
+
+    def timed(layer, shape, runs=20):
+        x = torch.randn(*shape, requires_grad=True)
+        for _ in range(3):
+            layer(x).sum().backward()
+        start = time.perf_counter()
+        for _ in range(runs):
+            layer(x).sum().backward()
+        return (time.perf_counter() - start) / runs * 1e3
+
+    print(f"layer conv: {timed(nn.Conv2d(32, 64, 3, 1, 1, bias=False), (128, 32, 14, 14)):.2f} ms")
+    print(f"layer batchnorm: {timed(nn.BatchNorm2d(64), (128, 64, 14, 14)):.2f} ms")
+    print(f"layer maxpool: {timed(nn.MaxPool2d(2, 2), (128, 64, 14, 14)):.2f} ms")
+    print(f"layer relu: {timed(nn.ReLU(), (128, 64, 14, 14)):.2f} ms")
+
+
+def profile(args):
+    """Where a training step of the small network (batch 128) spends its time: torch.profiler's
+    operators by self CPU time, per step."""
+    torch.set_num_threads(args.threads)
+    net = model("smallnet", 1)
+    x, y = torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,))
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(x), y).backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    steps = 10
+    with torch.profiler.profile() as prof:
+        for _ in range(steps):
+            step()
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events) / steps / 1e3
+    print(f"profile step: {total:.1f} ms")
+    for e in events[:8]:
+        print(f"profile {e.key}: {e.self_cpu_time_total / steps / 1e3:.1f} ms")
+
+
 def loader(args):
     """DataLoader images/s over one epoch of an ImageFolder of JPEGs."""
     t = torchvision.transforms
@@ -223,6 +270,10 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--channels-last", action="store_true")
     p.set_defaults(run=train_step)
+    for name, run in (("layers", layers), ("profile", profile)):
+        p = sub.add_parser(name)
+        p.add_argument("--threads", type=int, default=2)
+        p.set_defaults(run=run)
     p = sub.add_parser("loader")
     p.add_argument("--data-dir", required=True)
     p.add_argument("--batch", type=int, default=64)
