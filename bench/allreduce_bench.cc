@@ -48,7 +48,8 @@ int main() {
     fill_(data, 1.0);
     const int iterations = static_cast<int>(std::clamp<int64_t>((256 << 20) / bytes, 5, 500));
     const double mpi = time_collective(*comm, iterations, [&] { comm->allreduce(data)->wait(); });
-    const double ring = time_collective(*comm, iterations, [&] { day2::ring_allreduce(data, *comm); });
+    const double ring =
+        time_collective(*comm, iterations, [&] { day2::ring_allreduce(data, *comm); });
     const double factor = 2.0 * (n - 1) / n;
     if (comm->rank() == 0) {
       std::printf("%10s %12.1f %12.1f %10.2f %14.2f %14.2f\n", format_bytes(bytes).c_str(),

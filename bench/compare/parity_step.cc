@@ -61,10 +61,9 @@ int main(int argc, char** argv) {
       tensors.emplace_back(numbered("buffer", i), &initial.back());
       names["buffers"].push_back(state.buffers[i].first);
     }
-    Tensor images =
-        testing::random_tensor({batch, channels, image_size, image_size}, DType::kF32,
-                               Device::cpu(), seed + 1, -2.0f, 2.0f)
-            .tensor;
+    Tensor images = testing::random_tensor({batch, channels, image_size, image_size}, DType::kF32,
+                                           Device::cpu(), seed + 1, -2.0f, 2.0f)
+                        .tensor;
     std::vector<int64_t> label_values(batch);
     for (int64_t i = 0; i < batch; ++i) label_values[i] = (i * 7 + seed) % classes;
     Tensor labels = Tensor::from_vector(label_values, {batch});
