@@ -61,6 +61,19 @@ def model(name, channels, classes=10):
     return net
 
 
+def training_step(net, x, y):
+    """One step as the project's labs take it: SGD with momentum, label smoothing 0.1."""
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(x), y).backward()
+        opt.step()
+
+    return step
+
+
 def running_buffers(net):
     return [b for n, b in net.named_buffers() if not n.endswith("num_batches_tracked")]
 
@@ -113,13 +126,7 @@ def train_step(args):
     if args.channels_last:
         net = net.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss_fn(net(x), y).backward()
-        opt.step()
+    step = training_step(net, x, y)
 
     step()  # the first step is excluded, as the project's chronometer does
     start = time.perf_counter()
@@ -154,13 +161,7 @@ def profile(args):
     torch.set_num_threads(args.threads)
     net = model("smallnet", 1)
     x, y = torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,))
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss_fn(net(x), y).backward()
-        opt.step()
+    step = training_step(net, x, y)
 
     for _ in range(3):
         step()
@@ -227,14 +228,8 @@ def _ddp_rank(rank, world, batch, steps, port, out):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(rank)
     net = nn.parallel.DistributedDataParallel(model("smallnet", 1))
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
-    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss_fn(net(x), y).backward()
-        opt.step()
+    step = training_step(net, x, y)
 
     step()
     dist.barrier()
