@@ -274,11 +274,9 @@ LabResult run_lab(const LabOptions& o) {
       chrono.end_step(result.global_batch);
       COURSE_CHECK(std::isfinite(loss.loss), "the training loss diverged (", loss.loss,
                    ") at step ", optimizer->steps(), ": lower --lr");
-      train::EvalTally step_tally;
-      train::tally(logits, labels, step_tally);
-      metric_loss += loss.loss * step_tally.samples;
-      metric_correct += step_tally.correct;
-      metric_samples += step_tally.samples;
+      metric_loss += loss.loss * labels.numel();
+      metric_correct += train::count_correct(logits, labels);
+      metric_samples += labels.numel();
       ++run_steps;
       if (optimizer->steps() % o.metric_step == 0) {
         const std::vector<float> sums = dist::allreduce_sum(

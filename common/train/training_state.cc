@@ -15,12 +15,19 @@ NamedTensors training_state(nn::Module& model, optim::Optimizer& optimizer) {
   return out;
 }
 
-void tally(const Tensor& logits, const Tensor& labels, EvalTally& t) {
+int64_t count_correct(const Tensor& logits, const Tensor& labels) {
   const std::vector<int64_t> predicted = argmax_rows(logits).to_vector<int64_t>();
   const std::vector<int64_t> expected = labels.to_vector<int64_t>();
-  for (size_t i = 0; i < predicted.size(); ++i) t.correct += predicted[i] == expected[i];
-  t.loss_sum += softmax_cross_entropy(logits, labels).loss * static_cast<double>(expected.size());
-  t.samples += static_cast<int64_t>(expected.size());
+  int64_t correct = 0;
+  for (size_t i = 0; i < predicted.size(); ++i) correct += predicted[i] == expected[i];
+  return correct;
+}
+
+void tally(const Tensor& logits, const Tensor& labels, EvalTally& t) {
+  const int64_t rows = labels.numel();
+  t.correct += count_correct(logits, labels);
+  t.loss_sum += softmax_cross_entropy(logits, labels).loss * static_cast<double>(rows);
+  t.samples += rows;
 }
 
 }  // namespace course::train

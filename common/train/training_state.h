@@ -19,8 +19,11 @@ struct EvalTally {
   double loss() const { return samples ? loss_sum / samples : 0; }
 };
 
-// Adds a batch's (N, C) logits against its labels: rows whose first largest logit is at the
-// label count as correct; the loss is the unsmoothed cross-entropy.
+// Rows of the (N, C) logits whose first largest value is at the label.
+int64_t count_correct(const Tensor& logits, const Tensor& labels);
+
+// Adds a batch's (N, C) logits against its labels: the correct rows and the unsmoothed
+// cross-entropy.
 void tally(const Tensor& logits, const Tensor& labels, EvalTally& tally);
 
 }  // namespace course::train
