@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -94,6 +95,51 @@ train::EvalTally validate_model(nn::Module& model, const LabData& data, const La
   return {static_cast<int64_t>(sums[0]), sums[1], static_cast<int64_t>(sums[2])};
 }
 
+// The learning rate of each step: the large-batch schedule of TP2.5 with --base-batch, else
+// day 1's one-cycle.
+std::function<float(int64_t)> learning_rate(const LabOptions& o, int64_t steps_per_epoch,
+                                            int64_t global_batch) {
+  const int64_t total_steps = o.epochs * steps_per_epoch;
+  if (o.base_batch > 0) {
+    const LargeBatchSchedule schedule{
+        .base_lr = o.lr,
+        .base_batch = o.base_batch,
+        .global_batch = global_batch,
+        .warmup_steps = static_cast<int64_t>(o.warmup_epochs * steps_per_epoch),
+        .total_steps = total_steps};
+    return [schedule](int64_t step) { return large_batch_lr(step, schedule); };
+  }
+  std::shared_ptr<const optim::Schedule> one_cycle = optim::one_cycle_schedule(o.lr, total_steps);
+  return [one_cycle](int64_t step) { return one_cycle->lr_at(step); };
+}
+
+// Bucketed DDP (TP2.3's plan, MPI's or TP2.4's all-reduce) for --ddp buckets; for --ddp naive
+// only rank 0's weights broadcast, the step then calls TP2.2's allreduce_gradients (null).
+std::unique_ptr<dist::DistributedDataParallel> make_ddp(
+    const LabOptions& o, nn::Module& model, const std::shared_ptr<dist::Communicator>& comm) {
+  if (o.ddp == "naive") {
+    dist::broadcast_state(model, *comm);
+    return nullptr;
+  }
+  std::vector<int64_t> bytes;
+  for (const nn::Parameter* p : model.parameters()) {
+    bytes.push_back(static_cast<int64_t>(p->grad.nbytes()));
+  }
+  dist::BucketAllreduce reduce;
+  if (o.allreduce == "ring") {
+    reduce = [comm](Tensor& bucket) {
+      ring_allreduce(bucket, *comm);
+      return dist::completed_work();
+    };
+  }
+  return std::make_unique<dist::DistributedDataParallel>(
+      model, comm,
+      plan_buckets(bytes, static_cast<int64_t>(o.bucket_cap_mb * (1 << 20)),
+                   static_cast<int64_t>(o.first_bucket_mb * (1 << 20))),
+      dist::DdpOptions{.overlap = o.overlap, .find_unused_parameters = o.find_unused_parameters},
+      reduce);
+}
+
 // A stop signal received by any rank, so that every rank stops after the same step.
 int agreed_stop_signal(dist::Communicator& comm) {
   Tensor signal = Tensor::from_vector<int32_t>({train::stop_signal()}, {1});
@@ -151,38 +197,9 @@ LabResult run_lab(const LabOptions& o) {
                               device);
   const std::vector<nn::Parameter*> params = model->parameters();
   const auto optimizer = make_optimizer(o, model->state().parameters);
-  const int64_t total_steps = o.epochs * steps_per_epoch;
-  const LargeBatchSchedule large_batch{
-      .base_lr = o.lr,
-      .base_batch = std::max<int64_t>(o.base_batch, 1),
-      .global_batch = per_rank_batch * comm->size(),
-      .warmup_steps = static_cast<int64_t>(o.warmup_epochs * steps_per_epoch),
-      .total_steps = total_steps};
-  const auto one_cycle = o.base_batch > 0 ? nullptr : optim::one_cycle_schedule(o.lr, total_steps);
-  const auto lr_at = [&](int64_t step) {
-    return o.base_batch > 0 ? large_batch_lr(step, large_batch) : one_cycle->lr_at(step);
-  };
+  const auto lr_at = learning_rate(o, steps_per_epoch, per_rank_batch * comm->size());
 
-  std::unique_ptr<dist::DistributedDataParallel> ddp;
-  if (o.ddp == "buckets") {
-    std::vector<int64_t> bytes;
-    for (const nn::Parameter* p : params) bytes.push_back(static_cast<int64_t>(p->grad.nbytes()));
-    dist::BucketAllreduce reduce;
-    if (o.allreduce == "ring") {
-      reduce = [&comm](Tensor& bucket) {
-        ring_allreduce(bucket, *comm);
-        return dist::completed_work();
-      };
-    }
-    ddp = std::make_unique<dist::DistributedDataParallel>(
-        *model, comm,
-        plan_buckets(bytes, static_cast<int64_t>(o.bucket_cap_mb * (1 << 20)),
-                     static_cast<int64_t>(o.first_bucket_mb * (1 << 20))),
-        dist::DdpOptions{.overlap = o.overlap, .find_unused_parameters = o.find_unused_parameters},
-        reduce);
-  } else {
-    dist::broadcast_state(*model, *comm);
-  }
+  const auto ddp = make_ddp(o, *model, comm);
 
   int64_t start_epoch = 0, start_batch = 0;
   if (!o.resume.empty()) {
