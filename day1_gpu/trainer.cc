@@ -25,15 +25,6 @@ using namespace course;
 
 constexpr int64_t kValidationBatch = 250;
 
-LabelledImages load(const LabOptions& o, Split split) {
-  if (o.synthetic > 0) {
-    return synthetic_images(
-        split == Split::kTrain ? o.synthetic : std::max<int64_t>(o.synthetic / 5, 1), 1, 28,
-        kFashionMnistClasses, o.seed + (split == Split::kTrain ? 0 : 1));
-  }
-  return load_fashion_mnist(o.data_dir, split);
-}
-
 struct Validation {
   double accuracy;
   float loss;
@@ -66,7 +57,7 @@ LabResult run_lab(const LabOptions& o) {
   require_device(device);
   if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);
 
-  const LabelledImages train_data = load(o, Split::kTrain);
+  const LabelledImages train_data = train::lab_images(o, Split::kTrain);
   ImageBatches batches(train_data,
                        {.batch_size = o.batch_size, .image_size = o.image_size, .seed = o.seed},
                        Device::cpu());
@@ -115,7 +106,7 @@ LabResult run_lab(const LabOptions& o) {
   train::Chronometer chrono(device);
   train::Profiler profiler(device, !o.profile.empty());
   int64_t run_steps = 0;
-  const LabelledImages test_data = o.test ? LabelledImages{} : load(o, Split::kTest);
+  const LabelledImages test_data = o.test ? LabelledImages{} : train::lab_images(o, Split::kTest);
   for (int64_t epoch = start_epoch; epoch < o.epochs; ++epoch) {
     batches.set_epoch(epoch);
     train::Progress progress(o.progress, epoch, o.epochs, steps_per_epoch);

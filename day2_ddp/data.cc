@@ -3,7 +3,6 @@
 
 #include <filesystem>
 
-#include "common/data/image_batches.h"
 #include "common/data/image_folder.h"
 
 namespace day2 {
@@ -24,16 +23,8 @@ LabData load_lab_data(const LabOptions& o) {
   LabData data;
   const TransformOptions grey{.size = o.image_size, .train = false};
   if (o.synthetic > 0 || holds_fashion_mnist(o.data_dir)) {
-    const auto source = [&](Split split) -> std::shared_ptr<const ImageSource> {
-      if (o.synthetic > 0) {
-        const int64_t n =
-            split == Split::kTrain ? o.synthetic : std::max<int64_t>(o.synthetic / 5, 1);
-        return std::make_shared<MemoryImages>(
-            synthetic_images(n, 1, 28, kFashionMnistClasses, o.seed + (split == Split::kTest)),
-            kFashionMnistClasses);
-      }
-      return std::make_shared<MemoryImages>(load_fashion_mnist(o.data_dir, split),
-                                            kFashionMnistClasses);
+    const auto source = [&](Split split) {
+      return std::make_shared<MemoryImages>(train::lab_images(o, split), kFashionMnistClasses);
     };
     data = {source(Split::kTrain), source(Split::kTest), grey, grey};
     data.train_transform.train = o.augment;

@@ -98,6 +98,9 @@ class MpiWork : public Work {
   std::vector<Tensor> keep_;
 };
 
+// GPU tensors go to the NCCL engine, CPU tensors to MPI.
+bool on_gpu(const Tensor& t) { return t.defined() && t.device().is_cuda(); }
+
 class CompletedWork : public Work {
  public:
   void wait() override {}
@@ -203,7 +206,7 @@ void Communicator::check_rank(int r, const char* what) const {
 }
 
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
-  if (t.defined() && t.device().is_cuda()) return gpu(t, true).allreduce(t, op);
+  if (on_gpu(t)) return gpu(t, true).allreduce(t, op);
   auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
                            mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));
@@ -212,7 +215,7 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
 
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
-  if (t.defined() && t.device().is_cuda()) return gpu(t, true).broadcast(t, root);
+  if (on_gpu(t)) return gpu(t, true).broadcast(t, root);
   auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast"), root,
                        comm_->comm, work->request()));
@@ -223,7 +226,7 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
   COURSE_CHECK(out.dtype() == in.dtype() && in.numel() == out.numel() * size_,
                "reduce_scatter: ", size_, " ranks need an input of ", size_, " x the output (",
                out.numel(), " elements), got ", in.numel());
-  if (in.defined() && in.device().is_cuda()) return gpu(in, true).reduce_scatter(in, out, op);
+  if (on_gpu(in)) return gpu(in, true).reduce_scatter(in, out, op);
   const MPI_Datatype type = mpi_type(in, "reduce_scatter");
   mpi_type(out, "reduce_scatter");
   auto work = std::make_shared<MpiWork>("reduce_scatter", *this, std::vector<Tensor>{in, out});
@@ -236,7 +239,7 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
   COURSE_CHECK(out.dtype() == in.dtype() && out.numel() == in.numel() * size_,
                "all_gather: ", size_, " ranks need an output of ", size_, " x the input (",
                in.numel(), " elements), got ", out.numel());
-  if (in.defined() && in.device().is_cuda()) return gpu(in, true).all_gather(in, out);
+  if (on_gpu(in)) return gpu(in, true).all_gather(in, out);
   const MPI_Datatype type = mpi_type(in, "all_gather");
   mpi_type(out, "all_gather");
   auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
@@ -247,7 +250,7 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
 
 WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
   check_rank(dst, "send destination");
-  if (t.defined() && t.device().is_cuda()) return gpu(t, false).send(t, dst);
+  if (on_gpu(t)) return gpu(t, false).send(t, dst);
   auto work = std::make_shared<MpiWork>("send", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send"), dst, tag,
                       comm_->comm, work->request()));
@@ -256,7 +259,7 @@ WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
 
 WorkPtr Communicator::recv(Tensor& t, int src, int tag) {
   check_rank(src, "receive source");
-  if (t.defined() && t.device().is_cuda()) return gpu(t, false).recv(t, src);
+  if (on_gpu(t)) return gpu(t, false).recv(t, src);
   auto work = std::make_shared<MpiWork>("recv", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv"), src, tag,
                       comm_->comm, work->request()));

@@ -1,8 +1,10 @@
 // Shared training flags.
 #include "common/train/lab_flags.h"
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "common/data/image_batches.h"
 #include "common/nn/models.h"
 
 namespace course::train {
@@ -47,6 +49,13 @@ void parse_or_exit(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::exit(app.exit(e));
   }
+}
+
+LabelledImages lab_images(const TrainingFlags& f, Split split) {
+  if (f.synthetic == 0) return load_fashion_mnist(f.data_dir, split);
+  const bool train = split == Split::kTrain;
+  return synthetic_images(train ? f.synthetic : std::max<int64_t>(f.synthetic / 5, 1), 1, 28,
+                          kFashionMnistClasses, f.seed + (train ? 0 : 1));
 }
 
 void validate_training_flags(const TrainingFlags& f) {

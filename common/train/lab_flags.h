@@ -42,6 +42,10 @@ void add_training_flags(CLI::App& app, TrainingFlags& flags);
 // non-zero (CLI11's behaviour, the same in every lab).
 void parse_or_exit(CLI::App& app, int argc, char** argv);
 
+// The lab's labelled images: with --synthetic N, N random 28x28 images for training and N / 5
+// for testing; otherwise Fashion-MNIST from --data-dir.
+LabelledImages lab_images(const TrainingFlags& flags, Split split);
+
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);
 
