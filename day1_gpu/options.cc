@@ -7,11 +7,14 @@ LabOptions parse_options(int argc, char** argv) {
   LabOptions o;
   CLI::App app(
       "Day 1: train a network on the CPU or the GPU, with mixed precision (--amp, TP1.2), "
-      "channels-last (TP1.3) and a profiler (--profile, TP1.4)");
+      "channels-last (TP1.3), a profiler (--profile, TP1.4) and CUDA graphs (--cuda-graphs)");
   course::train::add_training_flags(app, o);
   app.add_option("--max-memory-mb", o.max_memory_mb, "cap the device memory (0: no cap)");
   app.add_flag("--model-memory", o.model_memory,
                "print the memory of parameters, gradients and optimizer state (TP1.5)");
+  app.add_flag("--cuda-graphs", o.cuda_graphs,
+               "capture forward, backward and update in a CUDA graph once, then replay it (needs "
+               "a GPU; on the CPU a recorded task graph stands in)");
   course::train::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -19,6 +22,9 @@ LabOptions parse_options(int argc, char** argv) {
 void validate(const LabOptions& o) {
   course::train::validate_training_flags(o);
   COURSE_CHECK(o.max_memory_mb >= 0, "--max-memory-mb must not be negative");
+  COURSE_CHECK(!(o.cuda_graphs && o.amp && o.amp_dtype == course::DType::kF16),
+               "--cuda-graphs does not take --amp-dtype f16: the loss scaler decides on the host "
+               "whether to skip a step, which a graph cannot replay; use --amp-dtype bf16");
 }
 
 }  // namespace day1

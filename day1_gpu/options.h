@@ -11,6 +11,7 @@ namespace day1 {
 struct LabOptions : course::train::TrainingFlags {
   int64_t max_memory_mb = 0;  // > 0: cap the device allocator (to study out-of-memory)
   bool model_memory = false;  // print the model's own memory (TP1.5)
+  bool cuda_graphs = false;   // replay the training step as a captured graph
 };
 
 // Parses argv; on --help prints the usage and exits 0, on bad flags prints one message and

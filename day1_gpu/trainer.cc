@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "common/core/format.h"
@@ -12,6 +13,7 @@
 #include "common/optim/schedule.h"
 #include "common/train/checkpoint.h"
 #include "common/train/profiler.h"
+#include "common/train/step_graph.h"
 #include "common/train/progress.h"
 #include "common/train/stop_signal.h"
 #include "common/train/training_state.h"
@@ -49,6 +51,28 @@ Validation validate_model(nn::Module& model, const LabelledImages& data, const L
   return {tally.accuracy(), static_cast<float>(tally.loss())};
 }
 
+struct ForwardPass {
+  Tensor logits;
+  CrossEntropyOutput loss;
+};
+
+ForwardPass forward_loss(nn::Module& model, const Tensor& images, const Tensor& labels,
+                         const LabOptions& o) {
+  nn::Autocast autocast(o.amp_dtype, o.amp);
+  ForwardPass f;
+  f.logits = model.forward(images);
+  f.loss = softmax_cross_entropy(f.logits, labels, o.label_smoothing);
+  return f;
+}
+
+void backward_pass(nn::Module& model, const ForwardPass& f, const Tensor& labels,
+                   const LabOptions& o, float grad_scale) {
+  nn::Autocast autocast(o.amp_dtype, o.amp);
+  model.zero_grad();
+  model.backward(softmax_cross_entropy_backward(f.loss, labels, o.label_smoothing,
+                                                f.logits.dtype(), grad_scale));
+}
+
 }  // namespace
 
 LabResult run_lab(const LabOptions& o) {
@@ -56,6 +80,12 @@ LabResult run_lab(const LabOptions& o) {
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);
   if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);
+  if (o.cuda_graphs && device.is_cpu()) {
+    std::fprintf(stderr,
+                 "--cuda-graphs: CUDA graphs need a GPU; on the CPU the step is recorded as a "
+                 "task graph and replayed instead (the same code path, no launch overhead to "
+                 "save)\n");
+  }
 
   const LabelledImages train_data = train::lab_images(o, Split::kTrain);
   ImageBatches batches(train_data,
@@ -106,6 +136,16 @@ LabResult run_lab(const LabOptions& o) {
   train::Chronometer chrono(device);
   train::Profiler profiler(device, !o.profile.empty());
   int64_t run_steps = 0;
+  // --cuda-graphs: after one eager step, forward, backward and update replay as one graph.
+  std::optional<train::StepGraph> graph;
+  if (o.cuda_graphs) {
+    graph.emplace(device, [&](const Tensor& images, const Tensor& labels) {
+      const ForwardPass f = forward_loss(*model, images, labels, o);
+      backward_pass(*model, f, labels, o, 1.0f);
+      optimizer.update();
+      return f.loss.loss;
+    });
+  }
   const LabelledImages test_data = o.test ? LabelledImages{} : train::lab_images(o, Split::kTest);
   for (int64_t epoch = start_epoch; epoch < o.epochs; ++epoch) {
     batches.set_epoch(epoch);
@@ -122,40 +162,45 @@ LabResult run_lab(const LabOptions& o) {
         if (device != Device::cpu()) batch = to_device(batch, device);
         if (o.channels_last) batch.images = to_channels_last(batch.images);
       }
-      chrono.start(train::Phase::kForward);
-      CrossEntropyOutput loss;
-      Tensor logits;
-      {
-        auto r = profiler.range("forward", record);
-        nn::Autocast autocast(o.amp_dtype, o.amp);
-        logits = model->forward(batch.images);
-        loss = softmax_cross_entropy(logits, batch.labels, o.label_smoothing);
-      }
-      chrono.start(train::Phase::kBackward);
-      {
-        auto r = profiler.range("backward", record);
-        nn::Autocast autocast(o.amp_dtype, o.amp);
-        model->zero_grad();
-        const float grad_scale = loss_scaling ? scaler.scale() : 1.0f;
-        model->backward(softmax_cross_entropy_backward(loss, batch.labels, o.label_smoothing,
-                                                       logits.dtype(), grad_scale));
-      }
-      chrono.start(train::Phase::kOptimizer);
-      {
-        auto r = profiler.range("optimizer", record);
-        optimizer.set_lr(schedule->lr_at(optimizer.steps()));
-        if (loss_scaling) {
-          scaled_optimizer_step(scaler, optimizer, params);
-        } else {
-          optimizer.step();
+      optimizer.set_lr(schedule->lr_at(optimizer.steps()));
+      Tensor step_loss;
+      if (graph && run_steps > 0 && graph->fits(batch.images, batch.labels)) {
+        check_class_labels(batch.labels, kFashionMnistClasses);  // the graph cannot
+        chrono.start(train::Phase::kGraphReplay);
+        auto r = profiler.range("graph replay", record);
+        optimizer.prepare_step();
+        step_loss = graph->run(batch.images, batch.labels);
+        optimizer.count_step();
+      } else {
+        chrono.start(train::Phase::kForward);
+        ForwardPass f;
+        {
+          auto r = profiler.range("forward", record);
+          f = forward_loss(*model, batch.images, batch.labels, o);
         }
+        chrono.start(train::Phase::kBackward);
+        {
+          auto r = profiler.range("backward", record);
+          backward_pass(*model, f, batch.labels, o, loss_scaling ? scaler.scale() : 1.0f);
+        }
+        chrono.start(train::Phase::kOptimizer);
+        {
+          auto r = profiler.range("optimizer", record);
+          if (loss_scaling) {
+            scaled_optimizer_step(scaler, optimizer, params);
+          } else {
+            optimizer.step();
+          }
+        }
+        step_loss = f.loss.loss;
       }
       chrono.end_step(batch.labels.numel());
-      COURSE_CHECK(std::isfinite(loss.loss), "the training loss diverged (", loss.loss,
-                   ") at step ", optimizer.steps(), ": lower --lr");
-      result.last_loss = loss.loss;
+      const float loss = step_loss.to_vector<float>()[0];
+      COURSE_CHECK(std::isfinite(loss), "the training loss diverged (", loss, ") at step ",
+                   optimizer.steps(), ": lower --lr");
+      result.last_loss = loss;
       ++run_steps;
-      progress.update(b + 1, loss.loss);
+      progress.update(b + 1, loss);
       if (const int signal = train::stop_signal()) {
         save(epoch, b + 1);
         train::stop_training(signal, optimizer.steps(), o.chkpt);

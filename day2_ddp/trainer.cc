@@ -289,9 +289,10 @@ LabResult run_lab(const LabOptions& o) {
       optimizer->set_lr(lr_at(optimizer->steps()));
       optimizer->step();
       chrono.end_step(result.global_batch);
-      COURSE_CHECK(std::isfinite(loss.loss), "the training loss diverged (", loss.loss,
+      const float step_loss = loss.host_loss();
+      COURSE_CHECK(std::isfinite(step_loss), "the training loss diverged (", step_loss,
                    ") at step ", optimizer->steps(), ": lower --lr");
-      metric_loss += loss.loss * labels.numel();
+      metric_loss += step_loss * labels.numel();
       metric_correct += train::count_correct(logits, labels);
       metric_samples += labels.numel();
       ++run_steps;
@@ -315,8 +316,8 @@ LabResult run_lab(const LabOptions& o) {
         metric_loss = 0;
         metric_correct = metric_samples = 0;
       }
-      result.last_loss = loss.loss;
-      progress.update(b + 1, loss.loss);
+      result.last_loss = step_loss;
+      progress.update(b + 1, step_loss);
       if (const int signal = agreed_stop_signal(*comm)) {
         save(epoch, b + 1);
         comm->barrier();  // the checkpoint is complete before any rank exits

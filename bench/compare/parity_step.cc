@@ -69,18 +69,17 @@ int main(int argc, char** argv) {
     Tensor labels = Tensor::from_vector(label_values, {batch});
     model->set_training(true);
     Tensor logits = model->forward(images);
-    const CrossEntropyOutput loss = softmax_cross_entropy(logits, labels);
+    CrossEntropyOutput loss = softmax_cross_entropy(logits, labels);
     model->backward(softmax_cross_entropy_backward(loss, labels, 0.0f, DType::kF32));
-    Tensor loss_tensor = Tensor::from_vector<float>({loss.loss}, {1});
     tensors.emplace_back("images", &images);
     tensors.emplace_back("labels", &labels);
     tensors.emplace_back("logits", &logits);
-    tensors.emplace_back("loss", &loss_tensor);
+    tensors.emplace_back("loss", &loss.loss);
     for (size_t i = 0; i < state.parameters.size(); ++i) {
       tensors.emplace_back(numbered("grad", i), &state.parameters[i].second->grad);
     }
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),
-                state.parameters.size(), static_cast<long long>(batch), loss.loss, out.c_str());
+                state.parameters.size(), static_cast<long long>(batch), loss.host_loss(), out.c_str());
   });
 }

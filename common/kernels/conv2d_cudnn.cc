@@ -5,6 +5,7 @@
 
 #if COURSE_WITH_CUDA
 #include "common/kernels/library_handle.h"
+#include "common/tensor/capture.h"
 #include "common/tensor/allocator.h"
 #include "common/tensor/cuda_check.h"
 #endif
@@ -14,9 +15,13 @@ namespace course::detail {
 #if COURSE_WITH_CUDA
 namespace {
 
+// This thread's handle, issuing its work on the thread's current stream.
 cudnnHandle_t cudnn_handle(Device device) {
-  return thread_handle<cudnnHandle_t>(device,
-                                      [](cudnnHandle_t* h) { CUDNN_CHECK(cudnnCreate(h)); });
+  check_capture_device(device);
+  cudnnHandle_t handle =
+      thread_handle<cudnnHandle_t>(device, [](cudnnHandle_t* h) { CUDNN_CHECK(cudnnCreate(h)); });
+  CUDNN_CHECK(cudnnSetStream(handle, static_cast<cudaStream_t>(current_cuda_stream())));
+  return handle;
 }
 
 cudnnDataType_t cudnn_type(DType dtype) {

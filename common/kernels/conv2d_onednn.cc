@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/kernels/conv2d.h"
+#include "common/tensor/capture.h"
 
 namespace course::detail {
 
@@ -95,10 +96,14 @@ const ConvPrimitives& primitives(const Tensor& x, const Tensor& w_or_dw, const T
   return it->second;
 }
 
+// Runs the primitive now, or records it in the CPU graph being captured (primitives and
+// memory objects are reference-counted handles, so the recording keeps them alive).
 void run(const dnnl::primitive& primitive, const std::unordered_map<int, memory>& args) {
-  dnnl::stream stream(cpu_engine());
-  primitive.execute(stream, args);
-  stream.wait();
+  run_host_work([primitive, args] {
+    dnnl::stream stream(cpu_engine());
+    primitive.execute(stream, args);
+    stream.wait();
+  });
 }
 
 // The weights in the layout `wanted`: the tensor itself, or a reordered copy.

@@ -3,7 +3,6 @@
 
 #include "common/kernels/cross_entropy_ops.h"
 #include "common/kernels/launch.h"
-#include "common/kernels/reduce.h"
 
 namespace course {
 
@@ -19,19 +18,24 @@ void check_labels(const Tensor& logits, const Tensor& labels, float smoothing) {
                ", logits on ", logits.device().str());
   COURSE_CHECK(smoothing >= 0.0f && smoothing < 1.0f, "label smoothing must be in [0, 1), got ",
                smoothing);
-  const int64_t bad =
-      reduce_index(labels.device(), labels.numel(),
-                   ops::LabelsOutOfRange{labels.data_as<int64_t>(), logits.size(1)});
-  COURSE_CHECK(bad == 0, bad, " label(s) outside [0, ", logits.size(1), ")");
+  if (!capturing()) check_class_labels(labels, logits.size(1));
 }
 
 }  // namespace
+
+void check_class_labels(const Tensor& labels, int64_t classes) {
+  COURSE_CHECK(labels.dtype() == DType::kI64, "class labels must be i64, got ", labels.str());
+  const int64_t bad = reduce_index(labels.device(), labels.numel(),
+                                   ops::LabelsOutOfRange{labels.data_as<int64_t>(), classes});
+  COURSE_CHECK(bad == 0, bad, " label(s) outside [0, ", classes, ")");
+}
 
 CrossEntropyOutput softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
                                          float label_smoothing) {
   check_labels(logits, labels, label_smoothing);
   const int64_t rows = logits.size(0), classes = logits.size(1);
-  CrossEntropyOutput out{0.0f, Tensor::empty(logits.shape(), DType::kF32, logits.device())};
+  CrossEntropyOutput out{Tensor::empty({1}, DType::kF32, logits.device()),
+                         Tensor::empty(logits.shape(), DType::kF32, logits.device())};
   Tensor losses = Tensor::empty({rows}, DType::kF32, logits.device());
   visit_floating(logits.dtype(), "cross-entropy", [&]<class T>() {
     for_each_index(logits.device(), rows,
@@ -40,7 +44,8 @@ CrossEntropyOutput softmax_cross_entropy(const Tensor& logits, const Tensor& lab
                        losses.data_as<float>(), classes, label_smoothing},
                    classes);
   });
-  out.loss = rows > 0 ? mean(losses) : 0.0f;
+  for_each_index(logits.device(), 1,
+                 ops::MeanInOrder{losses.data_as<float>(), rows, out.loss.data_as<float>()}, rows);
   return out;
 }
 

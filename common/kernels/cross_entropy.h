@@ -6,11 +6,16 @@
 namespace course {
 
 struct CrossEntropyOutput {
-  float loss;    // mean over the batch
+  Tensor loss;   // (1,) f32 on the logits' device: the mean over the batch
   Tensor probs;  // (N, C) f32 softmax, kept for the backward pass
+  float host_loss() const { return loss.to_vector<float>()[0]; }  // waits for the GPU
 };
 
-// logits (N, C) of any floating dtype, labels (N,) i64 in [0, C).
+// Throws unless every label is in [0, classes) (i64 labels on any device).
+void check_class_labels(const Tensor& labels, int64_t classes);
+
+// logits (N, C) of any floating dtype, labels (N,) i64 in [0, C). During a graph capture the
+// label values are not read (that needs the host): check them when filling the graph's input.
 CrossEntropyOutput softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
                                          float label_smoothing = 0.0f);
 

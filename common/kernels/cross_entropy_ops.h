@@ -66,6 +66,19 @@ struct CrossEntropyBackward {
   }
 };
 
+// The mean of n values summed in order by one thread (n is a batch size): the loss stays on
+// the device, where a graph can capture it, and the CPU and the GPU add in the same order.
+struct MeanInOrder {
+  const float* values;
+  int64_t n;
+  float* mean;
+  COURSE_HD void operator()(int64_t) const {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += values[i];
+    *mean = n > 0 ? sum / static_cast<float>(n) : 0.0f;
+  }
+};
+
 // Counts labels outside [0, classes), so bad labels are reported instead of read out of bounds.
 struct LabelsOutOfRange {
   using Acc = int64_t;

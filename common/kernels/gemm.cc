@@ -5,6 +5,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/library_handle.h"
+#include "common/tensor/capture.h"
 
 #if COURSE_WITH_CUDA
 #include "common/tensor/cuda_check.h"
@@ -38,15 +39,20 @@ GemmShape check_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const T
 
 void cpu_sgemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, GemmShape s,
                float alpha, float beta) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, s.m,
-              s.n, s.k, alpha, a.data_as<float>(), a.size(1), b.data_as<float>(), b.size(1), beta,
-              c.data_as<float>(), c.size(1));
+  run_host_work([=, pa = a.data_as<float>(), lda = a.size(1), pb = b.data_as<float>(),
+                 ldb = b.size(1), pc = c.data_as<float>(), ldc = c.size(1)] {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, s.m,
+                s.n, s.k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+  });
 }
 
 #if COURSE_WITH_CUDA
+// This thread's handle, issuing its work on the thread's current stream.
 cublasHandle_t cublas_handle(Device device) {
-  return thread_handle<cublasHandle_t>(device,
-                                       [](cublasHandle_t* h) { CUBLAS_CHECK(cublasCreate(h)); });
+  cublasHandle_t handle = thread_handle<cublasHandle_t>(
+      device, [](cublasHandle_t* h) { CUBLAS_CHECK(cublasCreate(h)); });
+  CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(current_cuda_stream())));
+  return handle;
 }
 
 cudaDataType cuda_type(DType dtype) {
@@ -65,6 +71,7 @@ cudaDataType cuda_type(DType dtype) {
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
 void gpu_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, GemmShape s,
               float alpha, float beta) {
+  check_capture_device(a.device());
   set_current_device(a.device());
   const cudaDataType type = cuda_type(a.dtype());
   CUBLAS_CHECK(cublasGemmEx(cublas_handle(a.device()), tb ? CUBLAS_OP_T : CUBLAS_OP_N,

@@ -6,13 +6,15 @@
 // result does not depend on the number of threads. The kernel and reducer types are COURSE_HD
 // functors; the GPU launchers are templates defined in launch_cuda.cuh and explicitly
 // instantiated in the .cu file next to each kernel family (a missing instantiation is a link
-// error, never a silent CPU fallback).
+// error, never a silent CPU fallback). During a graph capture (capture.h) for_each_index is
+// recorded, not run, and reduce_index, whose result comes back to the host, refuses.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "common/core/error.h"
+#include "common/tensor/capture.h"
 #include "common/tensor/device.h"
 
 namespace course {
@@ -32,11 +34,14 @@ template <class Kernel>
 void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work_per_index = 1) {
   if (n <= 0) return;
   if (device.is_cpu()) {
+    run_host_work([n, kernel, work_per_index] {
 #pragma omp parallel for schedule(static) if (n > 1 && n * work_per_index > kCpuChunk)
-    for (int64_t i = 0; i < n; ++i) kernel(i);
+      for (int64_t i = 0; i < n; ++i) kernel(i);
+    });
     return;
   }
 #if COURSE_WITH_CUDA
+  check_capture_device(device);
   set_current_device(device);
   cuda_for_each(n, kernel);
 #else
@@ -47,6 +52,7 @@ void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work
 template <class Reducer>
 typename Reducer::Acc reduce_index(Device device, int64_t n, const Reducer& reducer) {
   using Acc = typename Reducer::Acc;
+  check_not_capturing("a reduction whose result is read on the host");
   if (n <= 0) return reducer.identity();
   if (device.is_cpu()) {
     const int64_t chunks = (n + kCpuChunk - 1) / kCpuChunk;

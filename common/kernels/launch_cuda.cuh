@@ -29,7 +29,8 @@ __global__ void grid_stride_kernel(int64_t n, Kernel kernel) {
 template <class Kernel>
 void cuda_for_each(int64_t n, const Kernel& kernel) {
   const int64_t blocks = std::min(kMaxBlocks, (n + kThreadsPerBlock - 1) / kThreadsPerBlock);
-  grid_stride_kernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock>>>(n, kernel);
+  grid_stride_kernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0,
+                       static_cast<cudaStream_t>(current_cuda_stream())>>>(n, kernel);
   CUDA_CHECK(cudaGetLastError());
 }
 

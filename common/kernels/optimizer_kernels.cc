@@ -1,5 +1,5 @@
-// Dispatch of the fused optimizer updates: builds the pointer table and offsets (on the
-// device for a GPU) and launches one kernel over all the parameters' elements.
+// Dispatch of the fused optimizer updates: keeps the pointer table and offsets (on the device
+// for a GPU) and launches one kernel over all the parameters' elements.
 #include "common/kernels/optimizer_kernels.h"
 
 #include <cmath>
@@ -11,44 +11,67 @@ namespace course {
 
 namespace {
 
-template <class Update>
-void apply(const std::vector<UpdateSlots>& params, const Update& update, const char* name) {
-  if (params.empty()) return;
-  constexpr int K = Update::kSlots;
+void refresh_table(UpdateTable& t, const std::vector<UpdateSlots>& params, int slots_per_param,
+                   const char* name) {
   const Device device = params.front().front()->device();
-  std::vector<int64_t> table, offsets{0};  // pointers travel as i64 tensors
+  std::vector<int64_t> pointers, offsets{0};  // pointers travel as i64 tensors
   for (const UpdateSlots& slots : params) {
-    COURSE_CHECK(slots.size() == K, name, " needs ", K, " tensors per parameter");
-    for (Tensor* t : slots) {
-      COURSE_CHECK(t->dtype() == DType::kF32 && t->device() == device &&
-                       t->shape() == slots.front()->shape(),
+    COURSE_CHECK(static_cast<int>(slots.size()) == slots_per_param, name, " needs ",
+                 slots_per_param, " tensors per parameter");
+    for (Tensor* s : slots) {
+      COURSE_CHECK(s->dtype() == DType::kF32 && s->device() == device &&
+                       s->shape() == slots.front()->shape(),
                    name, ": every tensor of a parameter must be f32 of its shape on ", device.str(),
-                   ", got ", t->str());
-      table.push_back(reinterpret_cast<int64_t>(t->data()));
+                   ", got ", s->str());
+      pointers.push_back(reinterpret_cast<int64_t>(s->data()));
     }
     offsets.push_back(offsets.back() + slots.front()->numel());
   }
-  const Tensor table_t = Tensor::from_vector(table, {static_cast<int64_t>(table.size())}, device);
-  const Tensor offsets_t =
-      Tensor::from_vector(offsets, {static_cast<int64_t>(offsets.size())}, device);
-  for_each_index(device, offsets.back(),
-                 ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(table_t.data()),
-                                                  offsets_t.data_as<int64_t>(),
-                                                  static_cast<int64_t>(params.size()), update});
+  if (pointers == t.pointers && t.table.device() == device) return;
+  t.table = Tensor::from_vector(pointers, {static_cast<int64_t>(pointers.size())}, device);
+  t.offsets = Tensor::from_vector(offsets, {static_cast<int64_t>(offsets.size())}, device);
+  t.pointers = std::move(pointers);
+  t.elements = offsets.back();
+}
+
+template <class Update>
+void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor& step_scalars,
+           const Update& update, const char* name) {
+  if (params.empty()) return;
+  constexpr int K = Update::kSlots;
+  refresh_table(t, params, K, name);
+  COURSE_CHECK(step_scalars.dtype() == DType::kF32 && step_scalars.device() == t.table.device() &&
+                   step_scalars.numel() == Update::kStepScalars,
+               name, ": needs ", Update::kStepScalars, " f32 step scalars on ",
+               t.table.device().str(), ", got ", step_scalars.str());
+  const int64_t count = static_cast<int64_t>(params.size());
+  for_each_index(t.table.device(), t.elements,
+                 ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(t.table.data()),
+                                                  t.offsets.data_as<int64_t>(), count, update});
 }
 
 }  // namespace
 
-void sgd_update_(const std::vector<UpdateSlots>& params, const SgdHyper& h) {
-  apply(params, ops::SgdUpdate{h.lr, h.momentum, h.weight_decay, h.nesterov, h.first_step}, "sgd");
+std::vector<float> sgd_step_scalars(float lr, bool first_step) {
+  return {lr, first_step ? 1.0f : 0.0f};
 }
 
-void adamw_update_(const std::vector<UpdateSlots>& params, const AdamWHyper& h, int64_t step) {
+void sgd_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const SgdHyper& h,
+                 const Tensor& step_scalars) {
+  apply(table, params, step_scalars,
+        ops::SgdUpdate{step_scalars.data_as<float>(), h.momentum, h.weight_decay, h.nesterov}, "sgd");
+}
+
+std::vector<float> adamw_step_scalars(float lr, const AdamWHyper& h, int64_t step) {
   COURSE_CHECK(step >= 1, "adamw step counts from 1, got ", step);
-  apply(params,
-        ops::AdamWUpdate{h.lr, h.beta1, h.beta2, h.eps, h.weight_decay,
-                         1.0f - std::pow(h.beta1, static_cast<float>(step)),
-                         1.0f - std::pow(h.beta2, static_cast<float>(step))},
+  return {lr, 1.0f - std::pow(h.beta1, static_cast<float>(step)),
+          1.0f - std::pow(h.beta2, static_cast<float>(step))};
+}
+
+void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                   const AdamWHyper& h, const Tensor& step_scalars) {
+  apply(table, params, step_scalars,
+        ops::AdamWUpdate{step_scalars.data_as<float>(), h.beta1, h.beta2, h.eps, h.weight_decay},
         "adamw");
 }
 

@@ -1,5 +1,10 @@
 // Fused optimizer updates (bodies in optimizer_ops.h): every parameter of a list updated in one
 // launch. All tensors f32, each slot of a parameter of that parameter's shape, one device.
+//
+// The scalars that change from step to step (learning rate, first-step flag, bias corrections)
+// are read from a small device tensor, not passed by value, and the table of pointers is kept
+// between steps: a captured update (common/tensor/graph.h) then follows the schedule on every
+// replay, as PyTorch's capturable optimizers do.
 #pragma once
 
 #include <vector>
@@ -11,17 +16,32 @@ namespace course {
 // One parameter's tensors, in the order of the update's slots.
 using UpdateSlots = std::vector<Tensor*>;
 
-struct SgdHyper {
-  float lr, momentum, weight_decay;
-  bool nesterov, first_step;
+// The device-side pointer table and offsets of a multi-tensor update, rebuilt (a host-to-device
+// copy) only when a pointer changes.
+struct UpdateTable {
+  std::vector<int64_t> pointers;
+  Tensor table, offsets;
+  int64_t elements = 0;  // of all the parameters together
 };
+
+struct SgdHyper {
+  float momentum, weight_decay;
+  bool nesterov;
+};
+// The step scalars of SGD: {lr, 1 on the first step (the momentum buffer starts as the
+// gradient) else 0}.
+std::vector<float> sgd_step_scalars(float lr, bool first_step);
 // Slots: parameter, gradient, momentum buffer.
-void sgd_update_(const std::vector<UpdateSlots>& params, const SgdHyper& hyper);
+void sgd_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const SgdHyper& hyper,
+                 const Tensor& step_scalars);
 
 struct AdamWHyper {
-  float lr, beta1, beta2, eps, weight_decay;
+  float beta1, beta2, eps, weight_decay;
 };
-// Slots: parameter, gradient, first moment, second moment; `step` counts from 1.
-void adamw_update_(const std::vector<UpdateSlots>& params, const AdamWHyper& hyper, int64_t step);
+// The step scalars of AdamW at step t >= 1: {lr, 1 - beta1^t, 1 - beta2^t}.
+std::vector<float> adamw_step_scalars(float lr, const AdamWHyper& hyper, int64_t step);
+// Slots: parameter, gradient, first moment, second moment.
+void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                   const AdamWHyper& hyper, const Tensor& step_scalars);
 
 }  // namespace course

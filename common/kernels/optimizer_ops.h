@@ -34,12 +34,16 @@ struct MultiTensorApply {
 
 // SGD with momentum and L2 weight decay, as PyTorch defines it: g = grad + wd * p;
 // buf = g on the first step, else mom * buf + g; step along buf (or g + mom * buf, Nesterov).
-// Slots: parameter, gradient, momentum buffer.
+// Slots: parameter, gradient, momentum buffer. Step scalars: lr, first step (1 or 0).
 struct SgdUpdate {
   static constexpr int kSlots = 3;
-  float lr, momentum, weight_decay;
-  bool nesterov, first_step;
+  static constexpr int kStepScalars = 2;
+  const float* step_scalars;
+  float momentum, weight_decay;
+  bool nesterov;
   COURSE_HD void operator()(float* const* slot, int64_t j) const {
+    const float lr = step_scalars[0];
+    const bool first_step = step_scalars[1] != 0.0f;
     float& param = slot[0][j];
     const float g = slot[1][j] + weight_decay * param;
     float step = g;
@@ -53,12 +57,16 @@ struct SgdUpdate {
 };
 
 // AdamW: decoupled weight decay, then Adam with bias correction (1 - beta^t, step t >= 1).
-// Slots: parameter, gradient, first moment, second moment.
+// Slots: parameter, gradient, first moment, second moment. Step scalars: lr, 1 - beta1^t,
+// 1 - beta2^t.
 struct AdamWUpdate {
   static constexpr int kSlots = 4;
-  float lr, beta1, beta2, eps, weight_decay;
-  float bias_correction1, bias_correction2;
+  static constexpr int kStepScalars = 3;
+  const float* step_scalars;
+  float beta1, beta2, eps, weight_decay;
   COURSE_HD void operator()(float* const* slot, int64_t j) const {
+    const float lr = step_scalars[0];
+    const float bias_correction1 = step_scalars[1], bias_correction2 = step_scalars[2];
     float& param = slot[0][j];
     const float g = slot[1][j];
     float& m = slot[2][j];

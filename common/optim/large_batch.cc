@@ -27,7 +27,9 @@ Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lar
   momentum_ = zeros_like_params();
 }
 
-void Lars::update_all() {
+std::vector<float> Lars::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
+
+void Lars::update() {
   std::vector<Tensor> directions;  // trust * (g + wd w), per parameter
   directions.reserve(params_.size());
   std::vector<UpdateSlots> slots;
@@ -42,7 +44,7 @@ void Lars::update_all() {
     directions.push_back(std::move(d));
     slots.push_back({&p.value, &directions.back(), &momentum_[i]});
   }
-  sgd_update_(slots, {lr_, options_.momentum, 0.0f, false, steps_ == 0});
+  sgd_update_(update_table_, slots, {options_.momentum, 0.0f, false}, step_scalars_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lars::state_tensors() {
@@ -57,7 +59,16 @@ Lamb::Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lam
   exp_avg_sq_ = zeros_like_params();
 }
 
-void Lamb::update_all() {
+AdamWHyper Lamb::hyper() const {
+  return {options_.beta1, options_.beta2, options_.eps, options_.weight_decay};
+}
+
+// The AdamW kernel runs at lr 1 (the trust ratio and lr are applied afterwards).
+std::vector<float> Lamb::step_scalars() const {
+  return adamw_step_scalars(1.0f, hyper(), steps_ + 1);
+}
+
+void Lamb::update() {
   // The AdamW kernel at lr 1 moves a copy of w by exactly -r (and updates the moments).
   std::vector<Tensor> moved;
   moved.reserve(params_.size());
@@ -67,8 +78,7 @@ void Lamb::update_all() {
     moved.push_back(p.value.clone());
     slots.push_back({&moved.back(), &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
-  adamw_update_(slots, {1.0f, options_.beta1, options_.beta2, options_.eps, options_.weight_decay},
-                steps_ + 1);
+  adamw_update_(update_table_, slots, hyper(), step_scalars_);
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& w = params_[i].second->value;
     Tensor r = moved[i];

@@ -22,9 +22,10 @@ class Lars : public Optimizer {
  public:
   Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+  void update() override;  // norms read on the host: not capturable
 
  private:
-  void update_all() override;
+  std::vector<float> step_scalars() const override;
   LarsOptions options_;
   std::vector<Tensor> momentum_;
 };
@@ -40,9 +41,11 @@ class Lamb : public Optimizer {
  public:
   Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+  void update() override;  // norms read on the host: not capturable
 
  private:
-  void update_all() override;
+  std::vector<float> step_scalars() const override;
+  AdamWHyper hyper() const;
   LambOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
 };

@@ -2,7 +2,6 @@
 #include "common/optim/optimizer.h"
 
 #include "common/kernels/elementwise.h"
-#include "common/kernels/optimizer_kernels.h"
 
 namespace course::optim {
 
@@ -12,8 +11,20 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
 }
 
 void Optimizer::step() {
-  update_all();
-  ++steps_;
+  prepare_step();
+  update();
+  count_step();
+}
+
+void Optimizer::prepare_step() {
+  const std::vector<float> scalars = step_scalars();
+  const Device device = params_.empty() ? Device::cpu() : params_.front().second->value.device();
+  const Tensor host = Tensor::from_vector(scalars, {static_cast<int64_t>(scalars.size())});
+  if (!step_scalars_.defined() || step_scalars_.shape() != host.shape()) {
+    step_scalars_ = host.to(device);
+  } else {
+    copy_(step_scalars_, host);
+  }
 }
 
 std::vector<Tensor> Optimizer::zeros_like_params() const {
@@ -43,14 +54,16 @@ Sgd::Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOp
   momentum_ = zeros_like_params();
 }
 
-void Sgd::update_all() {
+std::vector<float> Sgd::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
+
+void Sgd::update() {
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &momentum_[i]});
   }
-  sgd_update_(slots,
-              {lr_, options_.momentum, options_.weight_decay, options_.nesterov, steps_ == 0});
+  sgd_update_(update_table_, slots, {options_.momentum, options_.weight_decay, options_.nesterov},
+              step_scalars_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::state_tensors() {
@@ -66,14 +79,21 @@ AdamW::AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params,
   exp_avg_sq_ = zeros_like_params();
 }
 
-void AdamW::update_all() {
+AdamWHyper AdamW::hyper() const {
+  return {options_.beta1, options_.beta2, options_.eps, options_.weight_decay};
+}
+
+std::vector<float> AdamW::step_scalars() const {
+  return adamw_step_scalars(lr_, hyper(), steps_ + 1);
+}
+
+void AdamW::update() {
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
-  adamw_update_(slots, {lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay},
-                steps_ + 1);
+  adamw_update_(update_table_, slots, hyper(), step_scalars_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> AdamW::state_tensors() {

@@ -1,6 +1,10 @@
 // Optimizers over a model's f32 parameters: SGD (momentum, Nesterov, L2 weight decay) and
 // AdamW. A step updates every parameter in one fused launch of the single-source kernels of
 // common/kernels/optimizer_ops.h, on the parameters' device.
+//
+// step() is prepare_step() (this step's learning rate and other scalars to the device),
+// update() (device work only) and count_step(). A CUDA graph captures update() once and
+// replays it between prepare_step() and count_step(), so the schedule still applies.
 #pragma once
 
 #include <memory>
@@ -8,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/kernels/optimizer_kernels.h"
 #include "common/nn/module.h"
 
 namespace course::optim {
@@ -16,6 +21,9 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   void step();  // one update of every parameter from its gradient
+  void prepare_step();        // writes this step's scalars to the device (host work)
+  virtual void update() = 0;  // the update itself (device work for SGD and AdamW)
+  void count_step() { ++steps_; }
   float lr() const { return lr_; }
   void set_lr(float lr) { lr_ = lr; }
   int64_t steps() const { return steps_; }
@@ -25,7 +33,8 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr);
-  virtual void update_all() = 0;
+  // The scalars update() reads on the device at the current step (see optimizer_kernels.h).
+  virtual std::vector<float> step_scalars() const = 0;
   // One zero tensor per parameter, shaped like it (a state slot such as a momentum buffer).
   std::vector<Tensor> zeros_like_params() const;
   // Checkpoint names of per-parameter state slots: "<parameter><suffix>" for each slot.
@@ -35,6 +44,8 @@ class Optimizer {
   std::vector<std::pair<std::string, nn::Parameter*>> params_;
   float lr_;
   int64_t steps_ = 0;
+  Tensor step_scalars_;      // written by prepare_step(), on the parameters' device
+  UpdateTable update_table_;  // of the fused kernel, kept between steps
 };
 
 struct SgdOptions {
@@ -48,9 +59,10 @@ class Sgd : public Optimizer {
  public:
   Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+  void update() override;
 
  private:
-  void update_all() override;
+  std::vector<float> step_scalars() const override;
   SgdOptions options_;
   std::vector<Tensor> momentum_;
 };
@@ -66,9 +78,11 @@ class AdamW : public Optimizer {
  public:
   AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params, const AdamWOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+  void update() override;
 
  private:
-  void update_all() override;
+  std::vector<float> step_scalars() const override;
+  AdamWHyper hyper() const;
   AdamWOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
 };

@@ -25,9 +25,15 @@ void* host_allocate(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
 void host_release(void* ptr, int) { std::free(ptr); }
 
 #if COURSE_WITH_CUDA
+// cudaMalloc is not a stream operation, so it may run while this thread captures a graph; the
+// relaxed capture mode says so to the driver for the duration of the call.
 void* cuda_allocate(size_t bytes, int device) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   void* ptr = nullptr;
-  if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess) {
+  const bool failed = cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  if (failed) {
     cudaGetLastError();  // an out-of-memory error is not sticky: clear it and report nullptr
     return nullptr;
   }
@@ -56,6 +62,7 @@ CachingAllocator::CachingAllocator(std::string name, Backend backend)
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mutex_);
+  for (auto& [id, free] : pools_) cached_.merge(free);
   release_cached_locked();
 }
 
@@ -70,31 +77,45 @@ void* CachingAllocator::allocate(size_t bytes) {
   const size_t block = rounded_size(bytes);
   std::lock_guard lock(mutex_);
   ++stats_.allocations;
-  void* ptr = nullptr;
+  const int64_t pool = capture_thread_locked() ? capture_pool_ : 0;
   size_t size = block;
-  // Reuse a cached block of the same size, or at most a quarter larger.
-  auto it = cached_.lower_bound(block);
-  if (it != cached_.end() && it->first <= block + block / 4) {
-    size = it->first;
-    ptr = it->second;
-    cached_.erase(it);
+  // A free block of the pool, else of the shared cache (free now, so the pool may own it).
+  void* ptr = pool != 0 ? take_cached(pools_.at(pool), block, &size) : nullptr;
+  if (ptr == nullptr) ptr = take_cached(cached_, block, &size);
+  if (ptr != nullptr) {
     ++stats_.cache_hits;
   } else {
     ptr = allocate_from_system(block, bytes);
   }
-  in_use_[ptr] = size;
+  in_use_[ptr] = {size, pool};
   stats_.allocated += static_cast<int64_t>(size);
   stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
   return ptr;
+}
+
+// A cached block of the same size, or at most a quarter larger; nullptr if there is none.
+void* CachingAllocator::take_cached(FreeBlocks& free, size_t block, size_t* size) {
+  auto it = free.lower_bound(block);
+  if (it == free.end() || it->first > block + block / 4) return nullptr;
+  *size = it->first;
+  void* ptr = it->second;
+  free.erase(it);
+  return ptr;
+}
+
+bool CachingAllocator::capture_thread_locked() const {
+  return capture_pool_ != 0 && capture_thread_ == std::this_thread::get_id();
 }
 
 void* CachingAllocator::allocate_from_system(size_t block, size_t requested) {
   const auto over_limit = [&] {
     return limit_ > 0 && stats_.reserved + static_cast<int64_t>(block) > limit_;
   };
-  if (over_limit()) release_cached_locked();
+  // Freeing memory synchronises the GPU, which a thread that is capturing must not do.
+  const bool may_release = !capture_thread_locked();
+  if (over_limit() && may_release) release_cached_locked();
   void* ptr = over_limit() ? nullptr : backend_.allocate(block, backend_.device);
-  if (ptr == nullptr && !cached_.empty()) {
+  if (ptr == nullptr && !cached_.empty() && may_release) {
     release_cached_locked();  // fragmentation: give the cache back and try once more
     ptr = over_limit() ? nullptr : backend_.allocate(block, backend_.device);
   }
@@ -114,9 +135,40 @@ void CachingAllocator::deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   auto it = in_use_.find(ptr);
   COURSE_CHECK(it != in_use_.end(), "pointer was not allocated by the ", name_, " allocator");
-  stats_.allocated -= static_cast<int64_t>(it->second);
-  cached_.emplace(it->second, ptr);
+  const auto [size, pool] = it->second;
+  stats_.allocated -= static_cast<int64_t>(size);
+  auto owner = pools_.find(pool);
+  (owner != pools_.end() ? owner->second : cached_).emplace(size, ptr);
   in_use_.erase(it);
+}
+
+int64_t CachingAllocator::create_pool() {
+  std::lock_guard lock(mutex_);
+  pools_[next_pool_];
+  return next_pool_++;
+}
+
+void CachingAllocator::begin_pool_capture(int64_t pool) {
+  std::lock_guard lock(mutex_);
+  COURSE_CHECK(pools_.count(pool), "no memory pool ", pool, " on ", name_);
+  COURSE_CHECK(capture_pool_ == 0, "a capture into pool ", capture_pool_, " is under way on ",
+               name_);
+  capture_pool_ = pool;
+  capture_thread_ = std::this_thread::get_id();
+}
+
+void CachingAllocator::end_pool_capture() {
+  std::lock_guard lock(mutex_);
+  capture_pool_ = 0;
+}
+
+void CachingAllocator::release_pool(int64_t pool) {
+  std::lock_guard lock(mutex_);
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  COURSE_CHECK(capture_pool_ != pool, "pool ", pool, " released during its capture");
+  cached_.merge(it->second);
+  pools_.erase(it);
 }
 
 MemoryStats CachingAllocator::stats() const {

@@ -6,6 +6,12 @@
 // `reserved` adds the cached ones; both have peaks that reset_peak() restarts, which is what
 // "max memory allocated" reports. A limit makes a device behave as if it had less memory, so
 // out-of-memory handling can be exercised (and taught) on any machine.
+//
+// Private pools hold the memory of captured graphs (graph.h): a replay writes to the addresses
+// the capture was given, so those blocks must never be handed to other work. While a thread
+// captures into a pool, its allocations come from that pool (or fresh from the system) and its
+// frees go back to it; other threads and later eager work never see those blocks until the
+// pool is released with its graph.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "common/tensor/device.h"
@@ -54,15 +61,34 @@ class CachingAllocator {
 
   static size_t rounded_size(size_t bytes);  // the block size a request of `bytes` uses
 
+  // A new private pool (ids start at 1).
+  int64_t create_pool();
+  // Routes the calling thread's allocations and frees to `pool` until end_pool_capture().
+  void begin_pool_capture(int64_t pool);
+  void end_pool_capture();
+  // Gives the pool's free blocks to the shared cache; its blocks still in use follow when freed.
+  void release_pool(int64_t pool);
+
  private:
+  using FreeBlocks = std::multimap<size_t, void*>;  // by size
+  struct Block {
+    size_t size;
+    int64_t pool;  // 0: the shared cache
+  };
+  static void* take_cached(FreeBlocks& free, size_t block, size_t* size);
+  bool capture_thread_locked() const;
   void* allocate_from_system(size_t block, size_t requested);
   void release_cached_locked();
 
   std::string name_;
   Backend backend_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> cached_;       // free blocks by size
-  std::unordered_map<void*, size_t> in_use_;  // block -> size
+  FreeBlocks cached_;                         // the shared cache
+  std::map<int64_t, FreeBlocks> pools_;       // live private pools
+  std::unordered_map<void*, Block> in_use_;
+  int64_t next_pool_ = 1;
+  int64_t capture_pool_ = 0;  // the pool being captured into, 0 when none
+  std::thread::id capture_thread_;
   MemoryStats stats_;
   int64_t limit_ = 0;
 };

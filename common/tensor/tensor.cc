@@ -95,10 +95,18 @@ std::string Tensor::str() const {
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   if (bytes == 0) return;
   if (dst_device.is_cpu() && src_device.is_cpu()) {
-    std::memcpy(dst, src, bytes);
+    run_host_work([=] { std::memcpy(dst, src, bytes); });
     return;
   }
 #if COURSE_WITH_CUDA
+  if (capturing()) {
+    COURSE_CHECK(dst_device == src_device, "copy between ", src_device.str(), " and ",
+                 dst_device.str(), " inside a graph capture: copy before or after the graph");
+    check_capture_device(dst_device);
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                               static_cast<cudaStream_t>(current_cuda_stream())));
+    return;
+  }
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 #else
   COURSE_FAIL("copy between ", src_device.str(), " and ", dst_device.str(),

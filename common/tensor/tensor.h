@@ -13,6 +13,7 @@
 
 #include "common/core/error.h"
 #include "common/tensor/allocator.h"
+#include "common/tensor/capture.h"
 #include "common/tensor/device.h"
 #include "common/tensor/dtype.h"
 #include "common/tensor/shape.h"
@@ -104,6 +105,7 @@ void check_same(const Tensor& a, const Tensor& b, const char* op);
 
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
+  check_not_capturing("a tensor made from host values");
   Tensor t = empty(shape, DTypeOf<T>::value, device);
   COURSE_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "from_vector: ", values.size(),
                " values for shape ", shape_str(shape));

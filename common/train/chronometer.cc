@@ -9,7 +9,7 @@
 namespace course::train {
 
 const char* phase_name(Phase phase) {
-  static const char* names[] = {"load", "forward", "backward", "optimizer"};
+  static const char* names[] = {"load", "forward", "backward", "optimizer", "graph replay"};
   return names[static_cast<int>(phase)];
 }
 
@@ -33,6 +33,7 @@ void Chronometer::end_step(int64_t batch_size) {
       int next = p + 1;
       while (next < kPhases && !used_[next]) ++next;
       total_ms_[p] += marks_[p]->elapsed_ms(*marks_[next]);
+      timed_[p] = true;
     }
     images_ += batch_size;
   }
@@ -47,6 +48,7 @@ ChronometerReport Chronometer::report() const {
   double compute_ms = 0;
   for (int p = 0; p < kPhases; ++p) {
     r.mean_ms[p] = total_ms_[p] / static_cast<double>(r.steps);
+    r.timed[p] = timed_[p];
     r.step_ms += r.mean_ms[p];
     if (p != static_cast<int>(Phase::kLoad)) compute_ms += r.mean_ms[p];
   }
@@ -62,6 +64,7 @@ std::string ChronometerReport::table() const {
   std::snprintf(line, sizeof line, "%-22s %10s %7s\n", "phase (per step)", "time", "share");
   out += line;
   for (int p = 0; p < kPhases; ++p) {
+    if (!timed[p]) continue;
     std::snprintf(line, sizeof line, "%-22s %7.2f ms %6.1f%%\n", phase_name(static_cast<Phase>(p)),
                   mean_ms[p], step_ms > 0 ? 100.0 * mean_ms[p] / step_ms : 0.0);
     out += line;

@@ -12,13 +12,15 @@
 
 namespace course::train {
 
-enum class Phase { kLoad, kForward, kBackward, kOptimizer };
-inline constexpr int kPhases = 4;
+// kGraphReplay is forward, backward and optimizer replayed as one captured graph.
+enum class Phase { kLoad, kForward, kBackward, kOptimizer, kGraphReplay };
+inline constexpr int kPhases = 5;
 const char* phase_name(Phase phase);
 
 struct ChronometerReport {
   int64_t steps = 0;                      // timed steps (after the first)
   std::array<double, kPhases> mean_ms{};  // per phase, per step
+  std::array<bool, kPhases> timed{};      // phases that took part (the table shows those)
   double step_ms = 0;                     // sum of the phases
   double images_per_second = 0;           // batch / (forward + backward + optimizer)
   double total_images_per_second = 0;     // batch / step, loading included
@@ -38,7 +40,8 @@ class Chronometer {
  private:
   Device device_;
   std::array<std::unique_ptr<Event>, kPhases + 1> marks_;  // phase starts, then the step end
-  std::array<bool, kPhases> used_{};
+  std::array<bool, kPhases> used_{};   // in the current step
+  std::array<bool, kPhases> timed_{};  // in any timed step
   std::array<double, kPhases> total_ms_{};
   int64_t steps_seen_ = 0, images_ = 0;
 };

@@ -26,7 +26,7 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels) {
 void tally(const Tensor& logits, const Tensor& labels, EvalTally& t) {
   const int64_t rows = labels.numel();
   t.correct += count_correct(logits, labels);
-  t.loss_sum += softmax_cross_entropy(logits, labels).loss * static_cast<double>(rows);
+  t.loss_sum += softmax_cross_entropy(logits, labels).host_loss() * static_cast<double>(rows);
   t.samples += rows;
 }
 

@@ -80,7 +80,7 @@ float forward_backward(nn::Module& net, const GlobalBatch& batch, int64_t begin,
   const Tensor logits = net.forward(images);
   const CrossEntropyOutput loss = softmax_cross_entropy(logits, labels);
   net.backward(softmax_cross_entropy_backward(loss, labels, 0.0f, DType::kF32, grad_scale));
-  return loss.loss;
+  return loss.host_loss();
 }
 
 std::vector<float> flat_parameters(nn::Module& net) {

@@ -1,0 +1,50 @@
+// The capture state of each thread.
+#include "common/tensor/capture.h"
+
+#include <optional>
+
+namespace course {
+
+namespace {
+
+thread_local std::optional<detail::Capture> active_capture;
+
+[[noreturn]] void fail_capture(std::string_view what) {
+  throw GraphCaptureError(detail::concat(
+      what, " inside a graph capture: the host part of a captured step runs only once, so its "
+            "result would be frozen into every replay (do it before or after the graph)"));
+}
+
+}  // namespace
+
+bool capturing() { return active_capture.has_value(); }
+
+void check_not_capturing(std::string_view what) {
+  if (capturing()) fail_capture(what);
+}
+
+void check_capture_device(Device device) {
+  if (capturing() && active_capture->device != device) {
+    fail_capture(detail::concat("work on ", device.str(), " (the graph is on ",
+                                active_capture->device.str(), ")"));
+  }
+}
+
+void* current_cuda_stream() { return capturing() ? active_capture->cuda_stream : nullptr; }
+
+namespace detail {
+
+void begin_capture(const Capture& capture) {
+  COURSE_CHECK(!capturing(), "a graph capture is already under way on this thread");
+  active_capture = capture;
+}
+
+void end_capture() { active_capture.reset(); }
+
+void record_host_work(std::function<void()> work) {
+  check_capture_device(Device::cpu());
+  active_capture->host_work->push_back(std::move(work));
+}
+
+}  // namespace detail
+}  // namespace course

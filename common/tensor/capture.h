@@ -1,0 +1,63 @@
+// Graph capture: while a Graph (graph.h) records a training step, the work the launchers would
+// run is recorded instead, to be replayed later on the same memory.
+//
+// On the GPU this is CUDA stream capture: kernels and copies go to the thread's capture stream
+// (current_cuda_stream()) and become graph nodes. On the CPU, where work is synchronous, the
+// launchers hand their loops to run_host_work(), which appends them to the graph's task list.
+// Either way the host code that issues the work runs only once, during the capture: a value
+// read back to the host, or host data copied in, would be baked into every replay. Those calls
+// go through check_not_capturing(), which throws GraphCaptureError instead.
+#pragma once
+
+#include <functional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/core/error.h"
+#include "common/tensor/device.h"
+
+namespace course {
+
+class GraphCaptureError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Whether this thread is capturing work into a graph.
+bool capturing();
+// Throws GraphCaptureError when this thread is capturing: `what` cannot be captured.
+void check_not_capturing(std::string_view what);
+// Throws GraphCaptureError when this thread is capturing a graph of another device than `device`.
+void check_capture_device(Device device);
+
+// The stream this thread's GPU work goes to: the capture stream during a GPU capture, else
+// nullptr (the legacy default stream). A cudaStream_t.
+void* current_cuda_stream();
+
+namespace detail {
+
+// The capture of one thread, begun and ended by Graph::capture.
+struct Capture {
+  Device device;
+  std::vector<std::function<void()>>* host_work = nullptr;  // CPU: the graph's task list
+  void* cuda_stream = nullptr;                              // GPU: the capturing stream
+};
+void begin_capture(const Capture& capture);
+void end_capture();
+void record_host_work(std::function<void()> work);
+
+}  // namespace detail
+
+// Runs CPU work now, or appends it to the CPU graph this thread is capturing (the work is then
+// copied: it must hold pointers and values, not references to the caller's locals).
+template <class Work>
+void run_host_work(Work&& work) {
+  if (capturing()) {
+    detail::record_host_work(std::forward<Work>(work));
+  } else {
+    work();
+  }
+}
+
+}  // namespace course
