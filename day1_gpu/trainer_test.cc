@@ -1,6 +1,7 @@
 // The day-1 training run end to end on small synthetic data (with the solutions linked in):
 // resuming from a checkpoint continues bit-exactly, channels-last and mixed precision follow
-// the f32 NCHW run, the profiler writes the named phases, and bad input is a clear error.
+// the f32 NCHW run, graph replays (--cuda-graphs) match the eager run bit for bit, the profiler
+// writes the named phases, and bad input is a clear error.
 #include "day1_gpu/trainer.h"
 
 #include <gmock/gmock.h>
@@ -94,6 +95,30 @@ TEST(Day1Lab, MixedPrecisionTrainsCloseToF32) {
   }
 }
 
+// On the CPU a graph replays the recorded kernels on the captured memory: after the eager first
+// step it must follow the eager run exactly, through the one-cycle schedule, channels-last and
+// bf16 casts, and an eager smaller last batch (100 images in batches of 16).
+TEST(Day1Lab, GraphReplaysMatchTheEagerRunBitExactly) {
+  for (const bool channels_last : {false, true}) {
+    for (const bool amp : {false, true}) {
+      LabOptions o = small(7);
+      o.synthetic = 100;
+      o.channels_last = channels_last;
+      o.amp = amp;
+      const LabResult eager = run_lab(o);
+      o.cuda_graphs = true;
+      const LabResult graphed = run_lab(o);
+      const std::string label = std::string(channels_last ? "channels-last" : "nchw") +
+                                (amp ? " bf16" : " f32");
+      EXPECT_EQ(graphed.steps, 7) << label;
+      EXPECT_EQ(flat(graphed), flat(eager)) << label;
+      EXPECT_EQ(graphed.last_loss, eager.last_loss) << label;
+      EXPECT_TRUE(graphed.timing.timed[static_cast<int>(course::train::Phase::kGraphReplay)]);
+      EXPECT_FALSE(eager.timing.timed[static_cast<int>(course::train::Phase::kGraphReplay)]);
+    }
+  }
+}
+
 TEST(Day1Lab, ProfilerTraceHoldsTheNamedPhases) {
   LabOptions o = small(4);
   o.profile = temp_path("trace.json");
@@ -104,6 +129,14 @@ TEST(Day1Lab, ProfilerTraceHoldsTheNamedPhases) {
   for (const auto& e : trace["traceEvents"]) names.insert(e["name"].get<std::string>());
   EXPECT_EQ(names, (std::set<std::string>{"step", "load", "forward", "backward", "optimizer"}));
   EXPECT_EQ(trace["traceEvents"].size(), 2u * 5);  // steps 2 and 3 of 0..3 are recorded
+
+  o.cuda_graphs = true;  // step 0 eager, the recorded steps replayed
+  run_lab(o);
+  std::ifstream graphed_in(o.profile);
+  const auto graphed_trace = nlohmann::json::parse(graphed_in);
+  names.clear();
+  for (const auto& e : graphed_trace["traceEvents"]) names.insert(e["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"step", "load", "graph replay"}));
 }
 
 TEST(Day1Lab, BadInputIsOneClearError) {
@@ -125,6 +158,10 @@ TEST(Day1Lab, BadInputIsOneClearError) {
     o.device = "cuda";
     EXPECT_THAT(error_of(o), HasSubstr("device cuda:0 requested"));
   }
+  o = small(1);
+  o.cuda_graphs = o.amp = true;
+  o.amp_dtype = course::DType::kF16;
+  EXPECT_THAT(error_of(o), HasSubstr("--cuda-graphs does not take --amp-dtype f16"));
   o = small(1);
   o.resume = temp_path("absent.ckpt");
   EXPECT_THAT(error_of(o), HasSubstr("cannot open checkpoint"));

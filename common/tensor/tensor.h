@@ -117,6 +117,7 @@ template <class T>
 std::vector<T> Tensor::to_vector() const {
   COURSE_CHECK(format_ == MemoryFormat::kContiguous, "to_vector of a ", memory_format_name(format_),
                " tensor: convert it to contiguous first");
+  check_not_capturing("reading a tensor's values on the host");
   std::vector<T> values(numel_);
   copy_bytes(values.data(), Device::cpu(), data_as<T>(), device_, nbytes());
   return values;

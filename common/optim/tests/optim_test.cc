@@ -1,5 +1,6 @@
 // Optimizers against hand-computed updates, schedules against hand-computed values of their
-// formulas, and the loss scaler's skip / back-off / growth rules.
+// formulas, the loss scaler's skip / back-off / growth rules, and captured updates against
+// eager ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,8 @@
 #include "common/optim/loss_scaler.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/tensor/graph.h"
+#include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
 namespace course::optim {
@@ -158,6 +161,56 @@ TEST(LossScaler, SkipsBacksOffAndGrows) {
   scaler.update(true);
   EXPECT_EQ(scaler.scale(), 1024.0f);
   EXPECT_EQ(scaler.skipped_steps(), 1);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, nn::Parameter& p) {
+  std::vector<std::pair<std::string, nn::Parameter*>> list{{"w", &p}};
+  if (name == "sgd") {
+    return std::make_unique<Sgd>(list, SgdOptions{.momentum = 0.9f, .weight_decay = 0.01f});
+  }
+  return std::make_unique<AdamW>(list, AdamWOptions{.weight_decay = 0.1f});
+}
+
+// The graph replays update() alone; the learning rate and the bias corrections set between
+// replays must reach it, so it matches eager steps bit for bit. As in the labs, the first step
+// is eager (it builds the update's pointer table, which a capture cannot copy in).
+TEST(CapturedUpdate, FollowsTheScheduleSetBetweenReplays) {
+  for (const std::string name : {"sgd", "adamw"}) {
+    const Tensor start = testing::random_tensor({300}, DType::kF32, Device::cpu(), 1).tensor;
+    nn::Parameter eager_p(start.clone()), graph_p(start.clone());
+    const auto eager = make_optimizer(name, eager_p), graphed = make_optimizer(name, graph_p);
+    Graph graph(Device::cpu());
+    for (uint32_t step = 0; step < 6; ++step) {
+      const Tensor grad =
+          testing::random_tensor({300}, DType::kF32, Device::cpu(), 10 + step).tensor;
+      copy_(eager_p.grad, grad);
+      copy_(graph_p.grad, grad);
+      const float lr = 0.01f * static_cast<float>(step + 1);
+      eager->set_lr(lr);
+      eager->step();
+      graphed->set_lr(lr);
+      graphed->prepare_step();
+      if (step == 0) {
+        graphed->update();
+      } else {
+        if (!graph.captured()) graph.capture([&] { graphed->update(); });
+        graph.replay();
+      }
+      graphed->count_step();
+      ASSERT_EQ(graph_p.value.to_vector<float>(), eager_p.value.to_vector<float>())
+          << name << " step " << step;
+    }
+    EXPECT_EQ(graphed->steps(), 6);
+  }
+}
+
+TEST(CapturedUpdate, LayerWiseTrustRatiosCannotBeCaptured) {
+  OneParam m;
+  m.set_grad(0.5f, 1.0f);
+  Lars lars(m.list(), {});
+  lars.prepare_step();
+  Graph graph(Device::cpu());
+  EXPECT_THROW(graph.capture([&] { lars.update(); }), GraphCaptureError);
 }
 
 }  // namespace

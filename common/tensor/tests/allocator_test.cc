@@ -1,8 +1,11 @@
-// Caching allocator: statistics, reuse, peaks, limits and out-of-memory errors.
+// Caching allocator: statistics, reuse, peaks, limits, out-of-memory errors and the private
+// pools of captured graphs.
 #include "common/tensor/allocator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "common/core/error.h"
 #include "common/tensor/tensor.h"
@@ -87,6 +90,60 @@ TEST(PinnedHost, FallsBackToPlainHostMemoryWithoutAGpu) {
   Tensor pinned = Tensor::empty_pinned({16}, DType::kU8);
   EXPECT_EQ(pinned.is_pinned(), cuda_device_count() > 0);
   EXPECT_EQ(pinned.device(), Device::cpu());
+}
+
+TEST(CachingAllocatorPool, KeepsACapturesBlocksFromLaterWork) {
+  CachingAllocator a("test", host_backend());
+  void* before = a.allocate(4096);
+  a.deallocate(before);  // free in the shared cache: a capture may take it
+  const int64_t pool = a.create_pool();
+  a.begin_pool_capture(pool);
+  void* captured = a.allocate(4096);
+  EXPECT_EQ(captured, before);
+  void* temporary = a.allocate(8192);
+  a.deallocate(temporary);
+  EXPECT_EQ(a.allocate(8192), temporary);  // reused within the capture
+  a.deallocate(captured);                  // back to the pool, not to the shared cache
+  a.end_pool_capture();
+  void* later = a.allocate(4096);
+  EXPECT_NE(later, captured);
+  EXPECT_NE(a.allocate(8192), temporary);
+  a.release_pool(pool);
+  EXPECT_EQ(a.allocate(4096), captured);  // the released pool's free block is shared again
+  a.deallocate(later);
+}
+
+TEST(CachingAllocatorPool, BlocksInUseAtReleaseReturnToTheSharedCache) {
+  CachingAllocator a("test", host_backend());
+  const int64_t pool = a.create_pool();
+  a.begin_pool_capture(pool);
+  void* held = a.allocate(4096);
+  a.end_pool_capture();
+  a.release_pool(pool);
+  a.deallocate(held);
+  EXPECT_EQ(a.allocate(4096), held);
+}
+
+TEST(CachingAllocatorPool, OnlyTheCapturingThreadAllocatesFromThePool) {
+  CachingAllocator a("test", host_backend());
+  const int64_t pool = a.create_pool();
+  a.begin_pool_capture(pool);
+  void* other = nullptr;
+  std::thread([&] {
+    other = a.allocate(4096);
+    a.deallocate(other);  // a shared block: eager work may reuse it
+  }).join();
+  void* captured = a.allocate(4096);
+  a.deallocate(captured);
+  a.end_pool_capture();
+  EXPECT_EQ(captured, other);  // taken from the shared cache while free
+  void* eager = a.allocate(4096);
+  EXPECT_NE(eager, captured);  // now the pool's
+  EXPECT_THROW(a.begin_pool_capture(pool + 1), Error);
+  a.begin_pool_capture(pool);
+  EXPECT_THROW(a.begin_pool_capture(pool), Error);
+  EXPECT_THROW(a.release_pool(pool), Error);
+  a.end_pool_capture();
 }
 
 }  // namespace

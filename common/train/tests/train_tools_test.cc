@@ -20,6 +20,7 @@ namespace {
 
 using testing::error_of;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::temp_path;
 
 TEST(Checkpoint, RoundTripsTensorsAndHeader) {
@@ -120,6 +121,8 @@ TEST(Chronometer, ExcludesTheFirstStepAndSplitsPhases) {
   EXPECT_GE(r.mean_ms[static_cast<int>(Phase::kForward)], 4.0);
   EXPECT_EQ(r.mean_ms[static_cast<int>(Phase::kBackward)], 0.0);
   EXPECT_THAT(r.table(), HasSubstr("max memory allocated"));
+  EXPECT_THAT(r.table(), HasSubstr("forward"));
+  EXPECT_THAT(r.table(), Not(HasSubstr("backward")));  // phases no step used are left out
 }
 
 }  // namespace
