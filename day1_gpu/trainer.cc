@@ -3,8 +3,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/core/format.h"
 #include "common/kernels/cross_entropy.h"
@@ -13,8 +13,8 @@
 #include "common/optim/schedule.h"
 #include "common/train/checkpoint.h"
 #include "common/train/profiler.h"
-#include "common/train/step_graph.h"
 #include "common/train/progress.h"
+#include "common/train/step_graph.h"
 #include "common/train/stop_signal.h"
 #include "common/train/training_state.h"
 #include "day1_gpu/exercises.h"
@@ -69,8 +69,8 @@ void backward_pass(nn::Module& model, const ForwardPass& f, const Tensor& labels
                    const LabOptions& o, float grad_scale) {
   nn::Autocast autocast(o.amp_dtype, o.amp);
   model.zero_grad();
-  model.backward(softmax_cross_entropy_backward(f.loss, labels, o.label_smoothing,
-                                                f.logits.dtype(), grad_scale));
+  model.backward(softmax_cross_entropy_backward(f.loss, labels, o.label_smoothing, f.logits.dtype(),
+                                                grad_scale));
 }
 
 }  // namespace

@@ -108,8 +108,8 @@ TEST(Day1Lab, GraphReplaysMatchTheEagerRunBitExactly) {
       const LabResult eager = run_lab(o);
       o.cuda_graphs = true;
       const LabResult graphed = run_lab(o);
-      const std::string label = std::string(channels_last ? "channels-last" : "nchw") +
-                                (amp ? " bf16" : " f32");
+      const std::string label =
+          std::string(channels_last ? "channels-last" : "nchw") + (amp ? " bf16" : " f32");
       EXPECT_EQ(graphed.steps, 7) << label;
       EXPECT_EQ(flat(graphed), flat(eager)) << label;
       EXPECT_EQ(graphed.last_loss, eager.last_loss) << label;

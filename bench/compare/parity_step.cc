@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
     }
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),
-                state.parameters.size(), static_cast<long long>(batch), loss.host_loss(), out.c_str());
+                state.parameters.size(), static_cast<long long>(batch), loss.host_loss(),
+                out.c_str());
   });
 }

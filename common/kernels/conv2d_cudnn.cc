@@ -5,8 +5,8 @@
 
 #if COURSE_WITH_CUDA
 #include "common/kernels/library_handle.h"
-#include "common/tensor/capture.h"
 #include "common/tensor/allocator.h"
+#include "common/tensor/capture.h"
 #include "common/tensor/cuda_check.h"
 #endif
 

@@ -59,7 +59,8 @@ std::vector<float> sgd_step_scalars(float lr, bool first_step) {
 void sgd_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const SgdHyper& h,
                  const Tensor& step_scalars) {
   apply(table, params, step_scalars,
-        ops::SgdUpdate{step_scalars.data_as<float>(), h.momentum, h.weight_decay, h.nesterov}, "sgd");
+        ops::SgdUpdate{step_scalars.data_as<float>(), h.momentum, h.weight_decay, h.nesterov},
+        "sgd");
 }
 
 std::vector<float> adamw_step_scalars(float lr, const AdamWHyper& h, int64_t step) {
@@ -68,8 +69,8 @@ std::vector<float> adamw_step_scalars(float lr, const AdamWHyper& h, int64_t ste
           1.0f - std::pow(h.beta2, static_cast<float>(step))};
 }
 
-void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
-                   const AdamWHyper& h, const Tensor& step_scalars) {
+void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const AdamWHyper& h,
+                   const Tensor& step_scalars) {
   apply(table, params, step_scalars,
         ops::AdamWUpdate{step_scalars.data_as<float>(), h.beta1, h.beta2, h.eps, h.weight_decay},
         "adamw");

@@ -20,7 +20,7 @@ namespace course::optim {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  void step();  // one update of every parameter from its gradient
+  void step();                // one update of every parameter from its gradient
   void prepare_step();        // writes this step's scalars to the device (host work)
   virtual void update() = 0;  // the update itself (device work for SGD and AdamW)
   void count_step() { ++steps_; }
@@ -44,7 +44,7 @@ class Optimizer {
   std::vector<std::pair<std::string, nn::Parameter*>> params_;
   float lr_;
   int64_t steps_ = 0;
-  Tensor step_scalars_;      // written by prepare_step(), on the parameters' device
+  Tensor step_scalars_;       // written by prepare_step(), on the parameters' device
   UpdateTable update_table_;  // of the fused kernel, kept between steps
 };
 

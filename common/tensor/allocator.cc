@@ -31,7 +31,8 @@ void* cuda_allocate(size_t bytes, int device) {
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
   void* ptr = nullptr;
-  const bool failed = cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess;
+  const bool failed =
+      cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess;
   cudaThreadExchangeStreamCaptureMode(&mode);
   if (failed) {
     cudaGetLastError();  // an out-of-memory error is not sticky: clear it and report nullptr

@@ -83,8 +83,8 @@ class CachingAllocator {
   std::string name_;
   Backend backend_;
   mutable std::mutex mutex_;
-  FreeBlocks cached_;                         // the shared cache
-  std::map<int64_t, FreeBlocks> pools_;       // live private pools
+  FreeBlocks cached_;                    // the shared cache
+  std::map<int64_t, FreeBlocks> pools_;  // live private pools
   std::unordered_map<void*, Block> in_use_;
   int64_t next_pool_ = 1;
   int64_t capture_pool_ = 0;  // the pool being captured into, 0 when none

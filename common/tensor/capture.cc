@@ -11,8 +11,9 @@ thread_local std::optional<detail::Capture> active_capture;
 
 [[noreturn]] void fail_capture(std::string_view what) {
   throw GraphCaptureError(detail::concat(
-      what, " inside a graph capture: the host part of a captured step runs only once, so its "
-            "result would be frozen into every replay (do it before or after the graph)"));
+      what,
+      " inside a graph capture: the host part of a captured step runs only once, so its "
+      "result would be frozen into every replay (do it before or after the graph)"));
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ class Chronometer {
  private:
   Device device_;
   std::array<std::unique_ptr<Event>, kPhases + 1> marks_;  // phase starts, then the step end
-  std::array<bool, kPhases> used_{};   // in the current step
-  std::array<bool, kPhases> timed_{};  // in any timed step
+  std::array<bool, kPhases> used_{};                       // in the current step
+  std::array<bool, kPhases> timed_{};                      // in any timed step
   std::array<double, kPhases> total_ms_{};
   int64_t steps_seen_ = 0, images_ = 0;
 };
