@@ -16,6 +16,10 @@ expect 3 "TODO TP1.4" "$trainee" "${small[@]}" --profile "$TEST_TMPDIR/trace.jso
 expect 3 "TODO TP1.5" "$trainee" "${small[@]}" --model-memory
 expect 0 "training performance" "$solution" "${small[@]}" --channels-last --amp --amp-dtype f16 \
   --model-memory --profile "$TEST_TMPDIR/trace.json"
+expect 0 "CUDA graphs need a GPU" "$solution" "${small[@]}" --cuda-graphs
+expect 0 "graph replay" "$solution" "${small[@]}" --cuda-graphs
+expect 1 "error: --cuda-graphs does not take --amp-dtype f16" "$solution" "${small[@]}" \
+  --cuda-graphs --amp --amp-dtype f16
 expect 1 "error: --batch-size must be positive" "$solution" "${base[@]}" --device cpu --batch-size 0
 expect 1 "error: --image-size 2 is too small" "$solution" "${small[@]}" --image-size 2
 expect 1 "not found" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no-progress --device cpu
