@@ -1,4 +1,4 @@
-// All-reduce time on N ranks, MPI's against the ring of TP2.4 (solutions/day2_ddp), from 1 KiB
+// All-reduce time on N ranks, MPI's against the ring of TP2.4 (its reference copy, common/parallel/ring_allreduce.h), from 1 KiB
 // to 64 MiB of f32, with the bus bandwidth of each: size x 2(n-1)/n / time, the figure NCCL's
 // tests print (what each link carries, comparable across rank counts).
 //   bazel build //bench:allreduce_bench
@@ -11,16 +11,16 @@
 #include <functional>
 
 #include "common/core/format.h"
-#include "common/dist/communicator.h"
+#include "common/parallel/communicator.h"
 #include "common/kernels/elementwise.h"
-#include "day2_ddp/exercises.h"
+#include "common/parallel/ring_allreduce.h"
 
 namespace {
 
 using namespace course;
 
 // Seconds per call, the slowest rank's average over `iterations` after two warm-up calls.
-double time_collective(dist::Communicator& comm, int iterations, const std::function<void()>& run) {
+double time_collective(parallel::Communicator& comm, int iterations, const std::function<void()>& run) {
   for (int i = 0; i < 2; ++i) run();
   comm.barrier();
   const auto start = std::chrono::steady_clock::now();
@@ -28,14 +28,14 @@ double time_collective(dist::Communicator& comm, int iterations, const std::func
   const double mine =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
   Tensor slowest = Tensor::from_vector<float>({static_cast<float>(mine)}, {1});
-  comm.allreduce(slowest, dist::ReduceOp::kMax)->wait();
+  comm.allreduce(slowest, parallel::ReduceOp::kMax)->wait();
   return slowest.to_vector<float>()[0];
 }
 
 }  // namespace
 
 int main() {
-  const auto comm = dist::Communicator::world();
+  const auto comm = parallel::Communicator::world();
   const int n = comm->size();
   if (comm->rank() == 0) {
     std::printf("all-reduce (sum, f32) on %d ranks; bus bandwidth = bytes x 2(n-1)/n / time\n", n);
@@ -49,7 +49,7 @@ int main() {
     const int iterations = static_cast<int>(std::clamp<int64_t>((256 << 20) / bytes, 5, 500));
     const double mpi = time_collective(*comm, iterations, [&] { comm->allreduce(data)->wait(); });
     const double ring =
-        time_collective(*comm, iterations, [&] { day2::ring_allreduce(data, *comm); });
+        time_collective(*comm, iterations, [&] { parallel::ring_allreduce_sum(data, *comm); });
     const double factor = 2.0 * (n - 1) / n;
     if (comm->rank() == 0) {
       std::printf("%10s %12.1f %12.1f %10.2f %14.2f %14.2f\n", format_bytes(bytes).c_str(),

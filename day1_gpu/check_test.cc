@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 
 #include "common/kernels/elementwise.h"
 #include "common/nn/linear.h"
@@ -12,19 +13,45 @@
 namespace day1 {
 namespace {
 
+using course::DType;
+using course::MemoryFormat;
+using course::Shape;
+
 // TP1.1 ----------------------------------------------------------------------------------
 
-TEST(TP1_1, BatchArrivesOnTheDeviceUnchanged) {
-  const Batch batch{Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2}),
-                    Tensor::from_vector<int64_t>({3}, {1})};
-  for (Device device : {Device::cpu(), Device::cuda(0)}) {
-    if (device.is_cuda() && cuda_device_count() == 0) continue;
-    const Batch moved = to_device(batch, device);
-    EXPECT_EQ(moved.images.device(), device);
-    EXPECT_EQ(moved.labels.device(), device);
-    EXPECT_EQ(moved.images.to_vector<float>(), batch.images.to_vector<float>());
-    EXPECT_EQ(moved.labels.to_vector<int64_t>(), batch.labels.to_vector<int64_t>());
+// On the CPU too, the step's batch must be a copy in the device's own memory: the loader's
+// pinned buffer is not the step's (a later batch may be assembled in it).
+void expect_copied_to(Device device) {
+  const Batch host{Tensor::empty_pinned({2, 1, 2, 2}), Tensor::empty_pinned({2}, DType::kI64)};
+  const std::vector<float> pixels = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::copy(pixels.begin(), pixels.end(), host.images.data_as<float>());
+  host.labels.data_as<int64_t>()[0] = 3;
+  host.labels.data_as<int64_t>()[1] = 9;
+  const int64_t before = course::device_allocator(device).stats().allocated;
+  Stream stream(device);
+  const Batch moved = to_device(host, device, stream);
+  stream.synchronize();
+  for (const auto& [name, got, sent] : {std::tuple{"images", moved.images, host.images},
+                                        std::tuple{"labels", moved.labels, host.labels}}) {
+    ASSERT_TRUE(got.defined()) << name;
+    EXPECT_EQ(got.device(), device) << name;
+    EXPECT_NE(got.data(), sent.data()) << name << ": not copied, still the loader's buffer";
+    EXPECT_FALSE(got.is_pinned()) << name << ": still in pinned host memory, not the device's";
+    EXPECT_EQ(got.shape(), sent.shape()) << name;
+    EXPECT_EQ(got.dtype(), sent.dtype()) << name;
   }
+  EXPECT_GE(course::device_allocator(device).stats().allocated - before,
+            static_cast<int64_t>(host.images.nbytes() + host.labels.nbytes()))
+      << "the batch must be allocated on the training device";
+  EXPECT_EQ(moved.images.to_vector<float>(), pixels);
+  EXPECT_EQ(moved.labels.to_vector<int64_t>(), (std::vector<int64_t>{3, 9}));
+}
+
+TEST(TP1_1, TheBatchIsCopiedIntoTheCpuDevicesMemory) { expect_copied_to(Device::cpu()); }
+
+TEST(TP1_1, TheBatchIsCopiedToTheGpu) {
+  if (course::cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible: " << course::cuda_status();
+  expect_copied_to(Device::cuda(0));
 }
 
 // TP1.2 ----------------------------------------------------------------------------------
@@ -54,6 +81,31 @@ TEST(TP1_2, OverflowSkipsTheStepAndHalvesTheScale) {
   s.p.grad = Tensor::from_vector<float>({NAN, 1.0f}, {2});
   EXPECT_FALSE(scaled_optimizer_step(s.scaler, s.sgd, {&s.p}));
   EXPECT_EQ(s.scaler.scale(), 2.0f);
+}
+
+// A finite flag kept per parameter (overwritten by the last one) or a step taken before all
+// gradients are unscaled both fail here: the overflow is in the first of three parameters.
+TEST(TP1_2, AnOverflowInAnyParameterSkipsTheWholeStep) {
+  nn::Parameter a(Tensor::from_vector<float>({1.0f}, {1})), b(Tensor::from_vector<float>({2.0f}, {1})),
+      c(Tensor::from_vector<float>({3.0f, 4.0f}, {2}));
+  optim::Sgd sgd({{"a", &a}, {"b", &b}, {"c", &c}}, {.lr = 1.0f, .momentum = 0.0f});
+  optim::LossScaler scaler({.initial_scale = 4.0f});
+  a.grad = Tensor::from_vector<float>({INFINITY}, {1});
+  b.grad = Tensor::from_vector<float>({4.0f}, {1});
+  c.grad = Tensor::from_vector<float>({8.0f, -4.0f}, {2});
+  EXPECT_FALSE(scaled_optimizer_step(scaler, sgd, {&a, &b, &c}));
+  EXPECT_EQ(b.value.to_vector<float>(), (std::vector<float>{2.0f}));
+  EXPECT_EQ(c.value.to_vector<float>(), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(sgd.steps(), 0);
+  EXPECT_EQ(scaler.scale(), 2.0f);
+  // The next step is clean: every parameter moves by its unscaled gradient (scale now 2).
+  a.grad = Tensor::from_vector<float>({2.0f}, {1});
+  b.grad = Tensor::from_vector<float>({-2.0f}, {1});
+  c.grad = Tensor::from_vector<float>({4.0f, 6.0f}, {2});
+  EXPECT_TRUE(scaled_optimizer_step(scaler, sgd, {&a, &b, &c}));
+  EXPECT_EQ(a.value.to_vector<float>(), (std::vector<float>{0.0f}));
+  EXPECT_EQ(b.value.to_vector<float>(), (std::vector<float>{3.0f}));
+  EXPECT_EQ(c.value.to_vector<float>(), (std::vector<float>{1.0f, 1.0f}));
 }
 
 TEST(TP1_2, TheScaleGrowsAfterCleanSteps) {

@@ -8,9 +8,9 @@
 
 namespace day1 {
 
-Batch to_device(const Batch& batch, Device device) {
-  // BEGIN EXERCISE TP1.1: copy the batch's images and labels to the training device
-  ::course::exercise_todo("TP1.1", "copy the batch's images and labels to the training device",
+Batch to_device(const Batch& batch, Device device, const Stream& stream) {
+  // BEGIN EXERCISE TP1.1: copy the batch's images and labels to the device, on `stream`
+  ::course::exercise_todo("TP1.1", "copy the batch's images and labels to the device, on `stream`",
                           "day1_gpu/README.md#tp11");
   // END EXERCISE
 }

@@ -6,17 +6,25 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/data/image_batches.h"
+#include "common/data/batch.h"
 #include "common/nn/module.h"
 #include "common/optim/loss_scaler.h"
 #include "common/optim/optimizer.h"
 
 namespace day1 {
 
-using namespace course;
+using course::Batch;
+using course::Device;
+using course::Stream;
+using course::Tensor;
+namespace nn = course::nn;
+namespace optim = course::optim;
 
-// TP1.1: the batch (images and labels) on the training device.
-Batch to_device(const Batch& batch, Device device);
+// TP1.1: the batch (images and labels) copied to the training device, queued on `stream` (of
+// that device): asynchronous from the loader's pinned memory, so the copy of the next batch
+// overlaps the current step (--non-blocking). The result is a copy in the device's memory,
+// also when `device` is the CPU: the loader's buffer is not the step's.
+Batch to_device(const Batch& batch, Device device, const Stream& stream);
 
 // TP1.2: one mixed-precision optimizer step after a backward pass of (loss * scale): unscale
 // the gradients, skip the step if any is not finite, update the scaler. Returns whether the

@@ -22,7 +22,7 @@ expect 1 "error: --cuda-graphs does not take --amp-dtype f16" "$solution" "${sma
   --cuda-graphs --amp --amp-dtype f16
 expect 1 "error: --batch-size must be positive" "$solution" "${base[@]}" --device cpu --batch-size 0
 expect 1 "error: --image-size 2 is too small" "$solution" "${small[@]}" --image-size 2
-expect 1 "not found" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no-progress --device cpu
+expect 1 "does not exist" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no-progress --device cpu
 expect 1 "unknown device 'tpu'" "$solution" "${base[@]}" --device tpu
 expect 109 "--bogus" "$solution" --bogus
 expect 0 "--batch-size" "$solution" --help

@@ -152,7 +152,7 @@ TEST(Day1Lab, BadInputIsOneClearError) {
   o = small(1);
   o.synthetic = 0;
   o.data_dir = temp_path("no-such-dir");
-  EXPECT_THAT(error_of(o), HasSubstr("not found"));
+  EXPECT_THAT(error_of(o), HasSubstr("does not exist"));
   if (course::cuda_device_count() == 0) {
     o = small(1);
     o.device = "cuda";

@@ -1,6 +1,8 @@
-// The day-2 check: tests of the exercises TP2.1-TP2.5 against independent references, run on
-// 2, 3 and 4 MPI ranks, with cases chosen so that plausible wrong answers fail. Built on the
-// trainee's exercises (bazel test //day2_ddp:check) and on the solutions
+// The day-2 check: tests of the exercises TP2.1-TP2.5 against hand-computed values, the MPI
+// library and the reference copies in common/ (the sampler, the bucket plan, the ring), run on
+// 2, 3 and 4 MPI ranks, with cases chosen so that plausible wrong answers fail. A failure on
+// one rank ends every rank at once with its message (common/testing/mpi_gtest_main.cc). Built
+// on the trainee's exercises (bazel test //day2_ddp:check) and on the solutions
 // (//solutions/day2_ddp:check).
 #include <gtest/gtest.h>
 
@@ -9,12 +11,16 @@
 #include <numeric>
 
 #include "common/data/permutation.h"
+#include "common/parallel/bucket_plan.h"
+#include "common/parallel/ring_allreduce.h"
 #include "day2_ddp/exercises.h"
 
 namespace day2 {
 namespace {
 
-std::shared_ptr<dist::Communicator> world() { return dist::Communicator::world(); }
+using course::Shape;
+
+std::shared_ptr<parallel::Communicator> world() { return parallel::Communicator::world(); }
 
 // TP2.1 ----------------------------------------------------------------------------------
 
@@ -38,7 +44,7 @@ TEST(TP2_1, DropLastCutsTheTail) {
 TEST(TP2_1, ShuffledShardsFollowTheEpochsPermutationOnEveryRank) {
   const SamplerOptions o{.dataset_size = 12, .shuffle = true, .seed = 5};
   for (int64_t epoch : {0, 1}) {
-    const std::vector<int64_t> order = epoch_permutation(12, 5, epoch);
+    const std::vector<int64_t> order = course::epoch_permutation(12, 5, epoch);
     for (int r = 0; r < 4; ++r) {
       EXPECT_EQ(rank_indices(o, r, 4, epoch),
                 (std::vector<int64_t>{order[r], order[r + 4], order[r + 8]}))
@@ -46,6 +52,32 @@ TEST(TP2_1, ShuffledShardsFollowTheEpochsPermutationOnEveryRank) {
     }
   }
   EXPECT_NE(rank_indices(o, 0, 4, 0), rank_indices(o, 0, 4, 1)) << "set_epoch must reshuffle";
+}
+
+TEST(TP2_1, ShuffledAndPaddedShardsRepeatTheShuffledOrder) {
+  // 10 samples over 4 ranks: the shuffled order padded with its own first two entries.
+  const SamplerOptions o{.dataset_size = 10, .shuffle = true, .seed = 3};
+  const std::vector<int64_t> order = course::epoch_permutation(10, 3, 1);
+  EXPECT_EQ(rank_indices(o, 2, 4, 1), (std::vector<int64_t>{order[2], order[6], order[0]}));
+  EXPECT_EQ(rank_indices(o, 3, 4, 1), (std::vector<int64_t>{order[3], order[7], order[1]}));
+}
+
+TEST(TP2_1, EqualsTheReferenceSamplerEverywhere) {
+  for (int64_t n : {1, 5, 12, 13, 100}) {
+    for (int p : {1, 2, 3, 4, 7}) {
+      for (bool shuffle : {false, true}) {
+        for (bool drop_last : {false, true}) {
+          const SamplerOptions o{
+              .dataset_size = n, .shuffle = shuffle, .seed = 11, .drop_last = drop_last};
+          for (int r = 0; r < p; ++r) {
+            ASSERT_EQ(rank_indices(o, r, p, 2), course::distributed_sample(o, r, p, 2))
+                << n << " samples, rank " << r << " of " << p << (shuffle ? ", shuffled" : "")
+                << (drop_last ? ", drop_last" : "");
+          }
+        }
+      }
+    }
+  }
 }
 
 // TP2.2 ----------------------------------------------------------------------------------
@@ -65,12 +97,22 @@ TEST(TP2_2, GradientsBecomeTheirAverageOverRanks) {
 
 TEST(TP2_3, BucketsFillInReverseOrderUpToTheirCaps) {
   // Sizes 4, 8, 100, 4, 4 bytes; first cap 8, then 16.
-  EXPECT_EQ(plan_buckets({4, 8, 100, 4, 4}, 16, 8), (dist::BucketPlan{{4, 3}, {2}, {1, 0}}));
+  EXPECT_EQ(plan_buckets({4, 8, 100, 4, 4}, 16, 8), (parallel::BucketPlan{{4, 3}, {2}, {1, 0}}));
   // PyTorch's default: a small first bucket, then large ones.
-  EXPECT_EQ(plan_buckets({10, 10, 10, 10}, 25, 10), (dist::BucketPlan{{3}, {2, 1, 0}}));
-  EXPECT_EQ(plan_buckets({10, 10, 10, 10}, 20, 10), (dist::BucketPlan{{3}, {2, 1}, {0}}));
-  EXPECT_EQ(plan_buckets({5}, 1, 1), (dist::BucketPlan{{0}}));
+  EXPECT_EQ(plan_buckets({10, 10, 10, 10}, 25, 10), (parallel::BucketPlan{{3}, {2, 1, 0}}));
+  EXPECT_EQ(plan_buckets({10, 10, 10, 10}, 20, 10), (parallel::BucketPlan{{3}, {2, 1}, {0}}));
+  EXPECT_EQ(plan_buckets({5}, 1, 1), (parallel::BucketPlan{{0}}));
   EXPECT_TRUE(plan_buckets({}, 1, 1).empty());
+}
+
+TEST(TP2_3, EqualsTheReferencePlanOnAResNetsSizes) {
+  std::vector<int64_t> bytes;
+  for (int i = 0; i < 62; ++i) bytes.push_back(4 * ((i * 7919) % 300000 + 64));
+  for (int64_t cap : {1 << 20, 25 << 20}) {
+    EXPECT_EQ(plan_buckets(bytes, cap, 1 << 20),
+              parallel::plan_gradient_buckets(bytes, cap, 1 << 20))
+        << "cap " << cap;
+  }
 }
 
 // TP2.4 ----------------------------------------------------------------------------------
@@ -91,6 +133,21 @@ TEST(TP2_4, RingAllreduceEqualsTheLibrarysForManySizes) {
           << "element " << i << " of " << n << " on " << p << " ranks";
     }
   }
+}
+
+// Past MPI's eager limit a send completes only once its receive is posted: a ring that waits
+// for its send before receiving deadlocks here (and fails after the test's 20 s timeout).
+TEST(TP2_4, RingAllreduceOfMegabytesEqualsTheReferenceRing) {
+  const int r = world()->rank();
+  const int64_t n = (1 << 20) + 3;  // 4 MiB of f32, not divisible by the ranks
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>((i * (r + 3)) % 17) - 8.0f;
+  Tensor ring = Tensor::from_vector(values, {n});
+  Tensor reference = Tensor::from_vector(values, {n});
+  ring_allreduce(ring, *world());
+  parallel::ring_allreduce_sum(reference, *world());
+  // Small integers: every order of addition gives the same exact sums.
+  ASSERT_EQ(ring.to_vector<float>(), reference.to_vector<float>());
 }
 
 TEST(TP2_4, RingAllreduceOfAMatrixKeepsItsShape) {
@@ -118,6 +175,17 @@ TEST(TP2_5, WarmupFromTheBaseRateToTheScaledPeakThenCosine) {
       .base_lr = 0.2f, .base_batch = 100, .global_batch = 50, .warmup_steps = 0, .total_steps = 4};
   EXPECT_FLOAT_EQ(large_batch_lr(0, no_warmup), 0.1f);
   EXPECT_NEAR(large_batch_lr(1, no_warmup), 0.1f * 0.5f * (1 + std::cos(M_PI / 4)), 1e-7f);
+}
+
+TEST(TP2_5, StaysAtZeroPastTheLastStep) {
+  const LargeBatchSchedule s{.base_lr = 0.1f,
+                             .base_batch = 256,
+                             .global_batch = 512,
+                             .warmup_steps = 5,
+                             .total_steps = 50};
+  for (int64_t step : {51, 60, 95, 200}) {
+    EXPECT_NEAR(large_batch_lr(step, s), 0.0f, 1e-7f) << "step " << step << " of 50";
+  }
 }
 
 }  // namespace

@@ -21,22 +21,22 @@ std::vector<int64_t> rank_indices(const SamplerOptions& options, int rank, int w
   // END EXERCISE
 }
 
-void allreduce_gradients(const std::vector<nn::Parameter*>& params, dist::Communicator& comm) {
+void allreduce_gradients(const std::vector<nn::Parameter*>& params, parallel::Communicator& comm) {
   // BEGIN EXERCISE TP2.2: one all-reduce per gradient, then the average over the ranks
   ::course::exercise_todo("TP2.2", "one all-reduce per gradient, then the average over the ranks",
                           "day2_ddp/README.md#tp22");
   // END EXERCISE
 }
 
-dist::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64_t cap_bytes,
-                              int64_t first_cap_bytes) {
+parallel::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64_t cap_bytes,
+                                  int64_t first_cap_bytes) {
   // BEGIN EXERCISE TP2.3: reverse order; close a bucket once it reaches its cap
   ::course::exercise_todo("TP2.3", "reverse order; close a bucket once it reaches its cap",
                           "day2_ddp/README.md#tp23");
   // END EXERCISE
 }
 
-void ring_allreduce(Tensor& data, dist::Communicator& comm) {
+void ring_allreduce(Tensor& data, parallel::Communicator& comm) {
   // BEGIN EXERCISE TP2.4: reduce-scatter then all-gather around the ring with send/recv
   ::course::exercise_todo("TP2.4", "reduce-scatter then all-gather around the ring with send/recv",
                           "day2_ddp/README.md#tp24");

@@ -6,12 +6,12 @@ def day2_lab(check_tags = []):
     day_lab(
         day = "day2_ddp",
         exercises = "exercises.cc",
-        srcs = ["data.cc", "options.cc", "trainer.cc"],
+        srcs = ["options.cc", "trainer.cc"],
         deps = [
-            "//common/dist",
-            "//common/dist:ddp",
+            "//common/parallel",
+            "//common/parallel:ddp",
         ],
         check_tags = check_tags,
-        lab_deps = ["//common/dist"],
+        lab_deps = ["//common/parallel"],
         check_ranks = [2, 3, 4],
     )

@@ -1,16 +1,9 @@
 // Command line of the day-2 lab.
 #include "day2_ddp/options.h"
 
+#include "common/optim/make_optimizer.h"
+
 namespace day2 {
-
-namespace {
-
-// A flag with an on and an off form (--pin-memory / --no-pin-memory), as the course's script.
-void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help) {
-  app.add_flag("--" + name + ",!--no-" + name, value, help)->default_str(value ? "on" : "off");
-}
-
-}  // namespace
 
 LabOptions parse_options(int argc, char** argv) {
   LabOptions o;
@@ -20,16 +13,6 @@ LabOptions parse_options(int argc, char** argv) {
   course::train::add_training_flags(app, o);
   app.add_option("--global-batch-size", o.global_batch_size,
                  "images per step over all ranks (instead of --batch-size per rank)");
-  app.add_option("--num-workers", o.num_workers, "DataLoader worker threads")
-      ->capture_default_str();
-  app.add_option("--prefetch-factor", o.prefetch_factor, "batches in flight per worker")
-      ->capture_default_str();
-  add_switch(app, "persistent-workers", o.persistent_workers, "keep workers across epochs");
-  add_switch(app, "pin-memory", o.pin_memory, "page-locked batches");
-  add_switch(app, "non-blocking", o.non_blocking, "asynchronous host-to-device copies");
-  app.add_flag("--drop-last", o.drop_last, "drop the last incomplete batch");
-  app.add_flag("--skip-corrupt", o.skip_corrupt, "report and skip unreadable images");
-  app.add_flag("--augment", o.augment, "RandomResizedCrop and flip on Fashion-MNIST");
   app.add_option("--ddp", o.ddp, "gradient synchronisation")
       ->check(CLI::IsMember({"buckets", "naive"}))
       ->capture_default_str();
@@ -38,12 +21,12 @@ LabOptions parse_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--bucket-cap-mb", o.bucket_cap_mb, "DDP bucket size")->capture_default_str();
   app.add_option("--first-bucket-mb", o.first_bucket_mb)->capture_default_str();
-  add_switch(app, "overlap", o.overlap, "all-reduce buckets during the backward pass");
+  course::train::add_switch(app, "overlap", o.overlap, "all-reduce buckets during the backward pass");
   app.add_flag("--find-unused-parameters", o.find_unused_parameters,
                "reduce zeros for parameters without a gradient");
   app.add_flag("--sync-bn", o.sync_bn, "batch norm statistics over all ranks (SyncBatchNorm)");
   app.add_option("--optimizer", o.optimizer)
-      ->check(CLI::IsMember({"sgd", "adamw", "lars", "lamb"}))
+      ->check(CLI::IsMember(course::optim::optimizer_names()))
       ->capture_default_str();
   app.add_option("--base-batch", o.base_batch,
                  "large-batch schedule (TP2.5): --lr is for this global batch");
@@ -62,8 +45,6 @@ void validate(const LabOptions& o, int world_size) {
   COURSE_CHECK(o.global_batch_size >= 0, "--global-batch-size must not be negative");
   COURSE_CHECK(o.global_batch_size % world_size == 0, "--global-batch-size ", o.global_batch_size,
                " does not divide over ", world_size, " ranks");
-  COURSE_CHECK(o.num_workers >= 0, "--num-workers must not be negative");
-  COURSE_CHECK(o.prefetch_factor > 0, "--prefetch-factor must be positive");
   COURSE_CHECK(o.bucket_cap_mb > 0 && o.first_bucket_mb > 0, "bucket sizes must be positive");
   COURSE_CHECK(o.base_batch >= 0 && o.warmup_epochs >= 0,
                "--base-batch and --warmup-epochs must not be negative");

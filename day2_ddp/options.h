@@ -1,5 +1,5 @@
-// The day-2 lab's command line: the shared training flags plus the DataLoader's (with the
-// course script's names and defaults), data parallelism and large-batch optimisation.
+// The day-2 lab's command line: the shared training and DataLoader flags (with the course
+// script's names and defaults) plus data parallelism and large-batch optimisation.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +11,6 @@ namespace day2 {
 
 struct LabOptions : course::train::TrainingFlags {
   int64_t global_batch_size = 0;  // > 0: split over the ranks (must divide); else batch x ranks
-  int num_workers = 8;
-  int prefetch_factor = 2;
-  bool persistent_workers = true;
-  bool pin_memory = true;
-  bool non_blocking = true;
-  bool drop_last = false;
-  bool skip_corrupt = false;      // a corrupt image is reported and left out instead of failing
-  bool augment = false;           // RandomResizedCrop + flip on Fashion-MNIST (always on folders)
   std::string ddp = "buckets";    // "buckets" (TP2.3), "naive" (TP2.2)
   std::string allreduce = "mpi";  // "mpi" or "ring" (TP2.4)
   double bucket_cap_mb = 25;

@@ -5,7 +5,7 @@
 
 namespace course {
 
-DataLoader::DataLoader(std::shared_ptr<const ImageSource> source, const TransformOptions& transform,
+DataLoader::DataLoader(std::shared_ptr<const Dataset> source, const TransformOptions& transform,
                        const LoaderOptions& options)
     : source_(std::move(source)), transform_(transform), options_(options) {
   COURSE_CHECK(options.batch_size > 0, "--batch-size must be positive, got ", options.batch_size);

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/data/image_batches.h"
-#include "common/data/image_source.h"
+#include "common/data/batch.h"
+#include "common/data/dataset.h"
 #include "common/data/transforms.h"
 
 namespace course {
@@ -42,7 +42,7 @@ struct LoaderOptions {
 
 class DataLoader {
  public:
-  DataLoader(std::shared_ptr<const ImageSource> source, const TransformOptions& transform,
+  DataLoader(std::shared_ptr<const Dataset> source, const TransformOptions& transform,
              const LoaderOptions& options);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
@@ -56,7 +56,7 @@ class DataLoader {
   Batch next();
   int64_t skipped_samples() const;
 
-  const ImageSource& source() const { return *source_; }
+  const Dataset& source() const { return *source_; }
 
  private:
   struct Slot {
@@ -70,7 +70,7 @@ class DataLoader {
   void start_workers();
   void stop_workers();
 
-  std::shared_ptr<const ImageSource> source_;
+  std::shared_ptr<const Dataset> source_;
   TransformOptions transform_;
   LoaderOptions options_;
   Indices indices_ = std::make_shared<std::vector<int64_t>>();  // replaced, never modified

@@ -47,11 +47,12 @@ ImageFolder::ImageFolder(const std::string& root) {
                " class folder(s) but no .jpg/.jpeg/.png/.bmp images");
 }
 
-cv::Mat ImageFolder::image(int64_t index) const {
-  cv::Mat bgr = cv::imread(files_[index], cv::IMREAD_COLOR);
+Tensor ImageFolder::image(int64_t index) const {
+  const cv::Mat bgr = cv::imread(files_[index], cv::IMREAD_COLOR);
   if (bgr.empty()) throw CorruptSampleError("cannot read or decode image " + files_[index]);
-  cv::Mat rgb;
-  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  Tensor rgb = Tensor::empty({bgr.rows, bgr.cols, 3}, DType::kU8);
+  cv::Mat out(bgr.rows, bgr.cols, CV_8UC3, rgb.data());
+  cv::cvtColor(bgr, out, cv::COLOR_BGR2RGB);
   return rgb;
 }
 

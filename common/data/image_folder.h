@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "common/data/image_source.h"
+#include "common/data/dataset.h"
 
 namespace course {
 
-class ImageFolder : public ImageSource {
+class ImageFolder : public Dataset {
  public:
   // Throws when `root` does not exist, has no class folders, or holds no images.
   explicit ImageFolder(const std::string& root);
@@ -18,7 +18,7 @@ class ImageFolder : public ImageSource {
   int64_t channels() const override { return 3; }
   int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
   int64_t label(int64_t index) const override { return labels_[index]; }
-  cv::Mat image(int64_t index) const override;
+  Tensor image(int64_t index) const override;
 
   const std::vector<std::string>& classes() const { return classes_; }
   const std::string& path(int64_t index) const { return files_[index]; }

@@ -42,9 +42,13 @@ CropBox center_crop_box(int width, int height, float fraction) {
   return {(width - side) / 2, (height - side) / 2, side, side};
 }
 
-void transform_image(const cv::Mat& image, const TransformOptions& o, std::mt19937& rng,
+void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt19937& rng,
                      float* out) {
-  const int channels = image.channels();
+  COURSE_CHECK(pixels.dim() == 3 && pixels.dtype() == DType::kU8 && pixels.device().is_cpu(),
+               "an image to transform must be (H, W, C) u8 on the CPU, got ", pixels.str());
+  const int channels = static_cast<int>(pixels.size(2));
+  const cv::Mat image(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)),
+                      CV_8UC(channels), pixels.data());
   COURSE_CHECK(static_cast<size_t>(channels) == o.mean.size() && o.mean.size() == o.std.size(),
                "an image of ", channels, " channels needs as many means and deviations, got ",
                o.mean.size());

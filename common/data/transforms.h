@@ -1,4 +1,4 @@
-// The course's image transforms, as torchvision defines them, on OpenCV images (H, W, C u8):
+// The course's image transforms, as torchvision defines them, on decoded images (H, W, C u8):
 //   training:   RandomResizedCrop(size, scale 0.08-1, ratio 3/4-4/3) + horizontal flip (p 0.5)
 //   validation: the central crop covering `eval_crop_fraction` of the shorter side (0.875 is
 //               ImageNet's "resize 256, centre-crop 224"), resized to size
@@ -6,9 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <opencv2/core.hpp>
 #include <random>
 #include <vector>
+
+#include "common/tensor/tensor.h"
 
 namespace course {
 
@@ -33,9 +34,9 @@ struct TransformOptions {
   std::vector<float> mean = {0.2860f}, std = {0.3530f};  // one per channel
 };
 
-// Crops, resizes, flips and normalises `image` into out[C * size * size]; `rng` decides the
-// random parts. The image's channel count must match mean/std.
-void transform_image(const cv::Mat& image, const TransformOptions& options, std::mt19937& rng,
+// Crops, resizes, flips and normalises the (H, W, C) u8 `image` into out[C * size * size];
+// `rng` decides the random parts. The image's channel count must match mean/std.
+void transform_image(const Tensor& image, const TransformOptions& options, std::mt19937& rng,
                      float* out);
 
 }  // namespace course

@@ -71,6 +71,17 @@ void Event::synchronize() const {
 #endif
 }
 
+void Event::block(const Stream* stream) const {
+  COURSE_CHECK(recorded_, "a stream cannot wait for an event never recorded");
+#if COURSE_WITH_CUDA
+  if (handle_) {
+    cudaStream_t s = stream ? static_cast<cudaStream_t>(stream->handle()) : nullptr;
+    CUDA_CHECK(cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(handle_), 0));
+  }
+#endif
+  (void)stream;
+}
+
 float Event::elapsed_ms(const Event& later) const {
   COURSE_CHECK(recorded_ && later.recorded_, "elapsed time between events not both recorded");
   COURSE_CHECK(device_ == later.device_, "elapsed time between events on different devices");

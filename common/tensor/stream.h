@@ -35,6 +35,9 @@ class Event {
 
   void record(const Stream* stream = nullptr);  // on `stream`, or the default stream
   void synchronize() const;                     // waits until the recorded work is done
+  // Work queued on `stream` (or the default stream) from now on starts after the recorded
+  // work: the order between a copy stream and the compute stream (nothing to do on the CPU).
+  void block(const Stream* stream = nullptr) const;
   float elapsed_ms(const Event& later) const;   // time from this event to `later`
 
  private:

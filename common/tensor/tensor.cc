@@ -86,6 +86,13 @@ Tensor Tensor::to(Device device) const {
   return t;
 }
 
+Tensor Tensor::to(Device device, const Stream& stream) const {
+  COURSE_CHECK(defined(), "copy of an undefined tensor");
+  Tensor t = empty(shape_, dtype_, device, format_);
+  copy_bytes_async(t.data(), device, data(), device_, nbytes(), stream);
+  return t;
+}
+
 std::string Tensor::str() const {
   if (!defined()) return "Tensor(undefined)";
   return detail::concat("Tensor(", dtype_name(dtype_), ", ", shape_str(shape_), ", ", device_.str(),
@@ -111,6 +118,23 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #else
   COURSE_FAIL("copy between ", src_device.str(), " and ", dst_device.str(),
               " in a build without CUDA");
+#endif
+}
+
+void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device,
+                      size_t bytes, const Stream& stream) {
+  check_not_capturing("an asynchronous copy on a stream of its own");
+  if (bytes == 0) return;
+  if (stream.device().is_cpu()) {
+    copy_bytes(dst, dst_device, src, src_device, bytes);
+    return;
+  }
+  COURSE_CHECK(stream.device() == (dst_device.is_cuda() ? dst_device : src_device), "a copy from ",
+               src_device.str(), " to ", dst_device.str(), " queued on a stream of ",
+               stream.device().str());
+#if COURSE_WITH_CUDA
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                             static_cast<cudaStream_t>(stream.handle())));
 #endif
 }
 

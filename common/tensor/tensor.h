@@ -17,6 +17,7 @@
 #include "common/tensor/device.h"
 #include "common/tensor/dtype.h"
 #include "common/tensor/shape.h"
+#include "common/tensor/stream.h"
 
 namespace course {
 
@@ -76,6 +77,10 @@ class Tensor {
   Tensor slice(int64_t begin, int64_t end) const;
   // A copy on `device` (same dtype and memory format).
   Tensor to(Device device) const;
+  // The same copy queued on `stream` (of the GPU end of the copy): asynchronous to the host
+  // when it copies between pinned host memory and a GPU; the caller orders its use of the
+  // result after the stream (an Event). Between CPU tensors it is an ordinary copy.
+  Tensor to(Device device, const Stream& stream) const;
   Tensor clone() const { return to(device_); }
   // A host copy of the elements in logical (row-major) order; contiguous tensors only.
   template <class T>
@@ -99,6 +104,9 @@ class Tensor {
 
 // Copies `bytes` between host and device memory in either direction (synchronously).
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+// The same, queued on `stream` (see Tensor::to(Device, const Stream&)).
+void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device,
+                      size_t bytes, const Stream& stream);
 
 // Checks that tensors agree, for kernels: same shape, dtype, device and memory format.
 void check_same(const Tensor& a, const Tensor& b, const char* op);

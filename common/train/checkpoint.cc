@@ -88,8 +88,10 @@ void save_checkpoint(const std::string& path, const NamedTensors& tensors,
   COURSE_CHECK(!error, "cannot move checkpoint into place at ", path, ": ", error.message());
 }
 
-nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors) {
-  File f(path, "rb");
+namespace {
+
+// The magic line and the JSON header, leaving `f` at the tensor count.
+nlohmann::json read_header(File& f, const std::string& path) {
   char magic[sizeof kMagic - 1];
   f.read(magic, sizeof magic);
   COURSE_CHECK(std::memcmp(magic, kMagic, sizeof magic) == 0, path, " is not a checkpoint");
@@ -97,8 +99,22 @@ nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tens
   COURSE_CHECK(header_size < (1u << 24), "checkpoint ", path, " is corrupt (header size)");
   std::string text(header_size, '\0');
   f.read(text.data(), header_size);
-  const nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
-  COURSE_CHECK(!header.is_discarded(), "checkpoint ", path, " is corrupt (header)");
+  nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
+  COURSE_CHECK(!header.is_discarded() && header.is_object(), "checkpoint ", path,
+               " is corrupt (header)");
+  return header;
+}
+
+}  // namespace
+
+nlohmann::json read_checkpoint_header(const std::string& path) {
+  File f(path, "rb");
+  return read_header(f, path);
+}
+
+nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors) {
+  File f(path, "rb");
+  const nlohmann::json header = read_header(f, path);
   std::map<std::string, Tensor*> wanted(tensors.begin(), tensors.end());
   const auto count = f.get<uint64_t>();
   for (uint64_t i = 0; i < count; ++i) {

@@ -20,6 +20,9 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
 void save_checkpoint(const std::string& path, const NamedTensors& tensors,
                      const nlohmann::json& header);
 
+// The header alone (to check what a checkpoint is of before loading it).
+nlohmann::json read_checkpoint_header(const std::string& path);
+
 // Reads `path` into the given tensors (in place, on their devices); every name must be present
 // with the same dtype and shape. Returns the header. Throws course::Error naming the problem.
 nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors);

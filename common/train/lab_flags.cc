@@ -4,15 +4,43 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "common/data/image_batches.h"
 #include "common/nn/models.h"
 
 namespace course::train {
 
-void add_training_flags(CLI::App& app, TrainingFlags& f) {
-  app.add_option("-b,--batch-size", f.batch_size, "images per step (per rank)")
+void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help) {
+  app.add_flag("--" + name + ",!--no-" + name, value, help)->default_str(value ? "on" : "off");
+}
+
+namespace {
+
+void add_data_flags(CLI::App& app, DataFlags& f) {
+  app.add_option("--data-dir", f.data_dir, "dataset folder (Fashion-MNIST or train/ + val/)")
       ->capture_default_str();
+  app.add_option("--synthetic", f.synthetic, "train on this many random images instead");
   app.add_option("--image-size", f.image_size, "side of the (square) input images")
+      ->capture_default_str();
+  app.add_flag("--augment", f.augment, "RandomResizedCrop and flip on in-memory images");
+  app.add_option("--seed", f.seed, "seed of weights, shuffling and augmentation")
+      ->capture_default_str();
+  app.add_option("--num-workers", f.num_workers, "DataLoader worker threads")
+      ->capture_default_str();
+  app.add_option("--prefetch-factor", f.prefetch_factor, "batches in flight per worker")
+      ->capture_default_str();
+  add_switch(app, "persistent-workers", f.persistent_workers, "keep workers across epochs");
+  add_switch(app, "pin-memory", f.pin_memory, "page-locked batches");
+  add_switch(app, "non-blocking", f.non_blocking,
+             "copy the next batch to the GPU on a copy stream during the current step (on the "
+             "CPU there is no copy to overlap)");
+  app.add_flag("--drop-last", f.drop_last, "drop the last incomplete batch");
+  app.add_flag("--skip-corrupt", f.skip_corrupt, "report and skip unreadable images");
+}
+
+}  // namespace
+
+void add_training_flags(CLI::App& app, TrainingFlags& f) {
+  add_data_flags(app, f);
+  app.add_option("-b,--batch-size", f.batch_size, "images per step (per rank)")
       ->capture_default_str();
   app.add_option("-e,--epochs", f.epochs, "passes over the training set")->capture_default_str();
   app.add_option("--lr", f.lr, "peak learning rate")->capture_default_str();
@@ -33,12 +61,9 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
   app.add_option("--profile", f.profile, "Chrome-trace file of the profiled steps");
   app.add_option("--metrics", f.metrics, "JSON-lines file of per-epoch metrics");
   app.add_option("--device", f.device, "cpu, cuda or cuda:N (default: the GPU if visible)");
-  app.add_option("--data-dir", f.data_dir, "dataset folder")->capture_default_str();
-  app.add_option("--synthetic", f.synthetic, "train on this many random images instead");
   app.add_option("--model", f.model, "network")
       ->check(CLI::IsMember(nn::model_names()))
       ->capture_default_str();
-  app.add_option("--seed", f.seed, "seed of weights and shuffling")->capture_default_str();
   app.add_flag_callback(
       "--no-progress", [&f] { f.progress = false; }, "no progress bar");
 }
@@ -51,13 +76,6 @@ void parse_or_exit(CLI::App& app, int argc, char** argv) {
   }
 }
 
-LabelledImages lab_images(const TrainingFlags& f, Split split) {
-  if (f.synthetic == 0) return load_fashion_mnist(f.data_dir, split);
-  const bool train = split == Split::kTrain;
-  return synthetic_images(train ? f.synthetic : std::max<int64_t>(f.synthetic / 5, 1), 1, 28,
-                          kFashionMnistClasses, f.seed + (train ? 0 : 1));
-}
-
 void validate_training_flags(const TrainingFlags& f) {
   COURSE_CHECK(f.batch_size > 0, "--batch-size must be positive, got ", f.batch_size);
   COURSE_CHECK(f.epochs > 0, "--epochs must be positive, got ", f.epochs);
@@ -67,6 +85,8 @@ void validate_training_flags(const TrainingFlags& f) {
   COURSE_CHECK(f.label_smoothing >= 0 && f.label_smoothing < 1,
                "--label-smoothing must be in [0, 1), got ", f.label_smoothing);
   COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
+  COURSE_CHECK(f.num_workers >= 0, "--num-workers must not be negative");
+  COURSE_CHECK(f.prefetch_factor > 0, "--prefetch-factor must be positive");
   const int64_t smallest = nn::min_image_size(f.model);
   COURSE_CHECK(f.image_size >= smallest, "--image-size ", f.image_size, " is too small for ",
                f.model, " (at least ", smallest, ")");

@@ -1,19 +1,19 @@
 // The training flags every lab shares, with the course script's names and defaults (except
 // the image size and model, which default to the embedded Fashion-MNIST and the small
-// network). Each lab adds its own flags to the same CLI11 app.
+// network): the data and DataLoader flags of common/data/open_dataset.h, then the run's own.
+// Each lab adds its own flags to the same CLI11 app.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
-#include "common/data/fashion_mnist.h"
+#include "common/data/open_dataset.h"
 
 namespace course::train {
 
-struct TrainingFlags {
+struct TrainingFlags : DataFlags {
   int64_t batch_size = 128;  // per rank
-  int64_t image_size = 28;
   int64_t epochs = 1;
   float lr = 0.1f;
   float wd = 0.0f;
@@ -29,22 +29,18 @@ struct TrainingFlags {
   std::string profile;  // Chrome trace of the profiled steps
   std::string metrics;  // JSON lines appended per epoch
   std::string device;   // "cpu", "cuda", "cuda:N"; empty: the GPU if one is visible
-  std::string data_dir = kFashionMnistDir;
-  int64_t synthetic = 0;  // > 0: that many random images instead of the dataset
   std::string model = "smallnet";
-  uint32_t seed = 0;
   bool progress = true;
 };
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags);
 
+// A flag with an on and an off form (--pin-memory / --no-pin-memory), as the course's script.
+void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help);
+
 // Parses argv; --help prints the usage and exits 0, a bad flag prints one message and exits
 // non-zero (CLI11's behaviour, the same in every lab).
 void parse_or_exit(CLI::App& app, int argc, char** argv);
-
-// The lab's labelled images: with --synthetic N, N random 28x28 images for training and N / 5
-// for testing; otherwise Fashion-MNIST from --data-dir.
-LabelledImages lab_images(const TrainingFlags& flags, Split split);
 
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);

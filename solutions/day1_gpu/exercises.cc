@@ -8,9 +8,9 @@
 
 namespace day1 {
 
-Batch to_device(const Batch& batch, Device device) {
-  // BEGIN EXERCISE TP1.1: copy the batch's images and labels to the training device
-  return {batch.images.to(device), batch.labels.to(device)};
+Batch to_device(const Batch& batch, Device device, const Stream& stream) {
+  // BEGIN EXERCISE TP1.1: copy the batch's images and labels to the device, on `stream`
+  return {batch.images.to(device, stream), batch.labels.to(device, stream)};
   // END EXERCISE
 }
 
@@ -26,7 +26,7 @@ bool scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimize
 
 Tensor to_channels_last(const Tensor& images) {
   // BEGIN EXERCISE TP1.3: convert the (N, C, H, W) images to the channels-last memory format
-  return to_memory_format(images, MemoryFormat::kChannelsLast);
+  return course::to_memory_format(images, course::MemoryFormat::kChannelsLast);
   // END EXERCISE
 }
 

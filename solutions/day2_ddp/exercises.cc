@@ -18,7 +18,7 @@ std::vector<int64_t> rank_indices(const SamplerOptions& options, int rank, int w
   // BEGIN EXERCISE TP2.1: this rank's share of the epoch's (padded or cut) order
   const int64_t n = options.dataset_size, p = world_size;
   std::vector<int64_t> order =
-      options.shuffle ? epoch_permutation(n, options.seed, epoch) : in_order(n);
+      options.shuffle ? course::epoch_permutation(n, options.seed, epoch) : course::in_order(n);
   const int64_t per_rank = options.drop_last ? n / p : (n + p - 1) / p;
   const int64_t total = per_rank * p;
   for (int64_t i = n; i < total; ++i) order.push_back(order[i % n]);
@@ -28,19 +28,19 @@ std::vector<int64_t> rank_indices(const SamplerOptions& options, int rank, int w
   // END EXERCISE
 }
 
-void allreduce_gradients(const std::vector<nn::Parameter*>& params, dist::Communicator& comm) {
+void allreduce_gradients(const std::vector<nn::Parameter*>& params, parallel::Communicator& comm) {
   // BEGIN EXERCISE TP2.2: one all-reduce per gradient, then the average over the ranks
   for (nn::Parameter* p : params) {
     comm.allreduce(p->grad)->wait();
-    scale_(p->grad, 1.0f / static_cast<float>(comm.size()));
+    course::scale_(p->grad, 1.0f / static_cast<float>(comm.size()));
   }
   // END EXERCISE
 }
 
-dist::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64_t cap_bytes,
+parallel::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64_t cap_bytes,
                               int64_t first_cap_bytes) {
   // BEGIN EXERCISE TP2.3: reverse order; close a bucket once it reaches its cap
-  dist::BucketPlan plan;
+  parallel::BucketPlan plan;
   int64_t filled = 0;
   bool open = false;
   for (size_t i = param_bytes.size(); i-- > 0;) {
@@ -57,7 +57,7 @@ dist::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64_t c
   // END EXERCISE
 }
 
-void ring_allreduce(Tensor& data, dist::Communicator& comm) {
+void ring_allreduce(Tensor& data, parallel::Communicator& comm) {
   // BEGIN EXERCISE TP2.4: reduce-scatter then all-gather around the ring with send/recv
   const int p = comm.size(), r = comm.rank();
   const int64_t n = data.numel();
@@ -76,7 +76,7 @@ void ring_allreduce(Tensor& data, dist::Communicator& comm) {
     auto sending = comm.send(chunk_of(send_chunk), next);
     receiving->wait();
     sending->wait();
-    axpy_(1.0f, buffer, received);
+    course::axpy_(1.0f, buffer, received);
   }
   for (int step = 0; step < p - 1; ++step) {
     const int send_chunk = (r + 1 - step + p) % p, recv_chunk = (r - step + p) % p;

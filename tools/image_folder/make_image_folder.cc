@@ -8,8 +8,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "common/data/image_batches.h"
-#include "common/data/image_source.h"
+#include "common/data/memory_images.h"
+#include "common/data/synthetic_images.h"
 #include "common/train/lab_flags.h"
 #include "common/train/lab_main.h"
 
@@ -27,13 +27,16 @@ struct Options {
   int size = 64;
 };
 
-void write_split(const ImageSource& images, int64_t count, const fs::path& dir, const Options& o) {
+void write_split(const Dataset& images, int64_t count, const fs::path& dir, const Options& o) {
   COURSE_CHECK(count <= images.size(), "asked for ", count, " images, the source has ",
                images.size());
   for (int64_t c = 0; c < images.num_classes(); ++c)
     fs::create_directories(dir / std::to_string(c));
   for (int64_t i = 0; i < count; ++i) {
-    cv::Mat grey_or_colour = images.image(i), colour, resized;
+    const Tensor pixels = images.image(i);  // (H, W, C)
+    const cv::Mat grey_or_colour(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)),
+                                 CV_8UC(static_cast<int>(pixels.size(2))), pixels.data());
+    cv::Mat colour, resized;
     if (grey_or_colour.channels() == 1) {
       cv::cvtColor(grey_or_colour, colour, cv::COLOR_GRAY2BGR);
     } else {
@@ -46,7 +49,7 @@ void write_split(const ImageSource& images, int64_t count, const fs::path& dir, 
   }
 }
 
-std::shared_ptr<ImageSource> open_source(const Options& o, Split split) {
+std::shared_ptr<Dataset> open_source(const Options& o, Split split) {
   if (o.source == "synthetic") {
     const int64_t n = split == Split::kTrain ? o.train_count : o.val_count;
     return std::make_shared<MemoryImages>(

@@ -43,13 +43,12 @@ def day_lab(day, exercises, srcs, deps = [], lab_deps = [], check_tags = [], che
     check_deps = [
         ":exercises",
         "//common/testing",
-        "@system_headers//:gtest_main",
     ]
     if not check_ranks:
         native.cc_test(
             name = "check",
             srcs = ["//%s:check_test.cc" % day],
-            deps = check_deps,
+            deps = check_deps + ["@system_headers//:gtest_main"],
             tags = check_tags,
         )
         return
@@ -57,12 +56,12 @@ def day_lab(day, exercises, srcs, deps = [], lab_deps = [], check_tags = [], che
         name = "check_ranks",
         testonly = True,
         srcs = ["//%s:check_test.cc" % day],
-        deps = check_deps,
+        deps = check_deps + ["//common/testing:mpi_gtest_main"],
     )
     native.sh_test(
         name = "check",
         size = "medium",
-        srcs = ["//common/dist/tests:mpirun_test.sh"],
+        srcs = ["//common/parallel/tests:mpirun_test.sh"],
         args = ["$(location :check_ranks)"] + [str(ranks) for ranks in check_ranks],
         data = [":check_ranks"],
         tags = check_tags,

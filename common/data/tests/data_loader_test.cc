@@ -14,7 +14,9 @@
 #include <thread>
 
 #include "common/data/image_folder.h"
+#include "common/data/memory_images.h"
 #include "common/data/permutation.h"
+#include "common/data/synthetic_images.h"
 #include "common/testing/errors_and_files.h"
 
 namespace course {
@@ -23,7 +25,7 @@ namespace {
 using testing::error_of;
 using ::testing::HasSubstr;
 
-std::shared_ptr<const ImageSource> synthetic(int64_t n) {
+std::shared_ptr<const Dataset> synthetic(int64_t n) {
   return std::make_shared<MemoryImages>(synthetic_images(n, 1, 28, 10, 3), 10);
 }
 
@@ -89,7 +91,7 @@ TEST(DataLoader, EachEpochVisitsItsIndicesInOrderAndDropLastDropsTheTail) {
 class CountingSource : public MemoryImages {
  public:
   CountingSource() : MemoryImages(synthetic_images(100, 1, 28, 10, 3), 10) {}
-  cv::Mat image(int64_t index) const override {
+  Tensor image(int64_t index) const override {
     ++decoded;
     return MemoryImages::image(index);
   }
@@ -134,7 +136,9 @@ TEST(Transforms, ValidationNormalisesEachChannelByTheFormula) {
       .size = 2, .train = false, .mean = {0.5f, 0.4f, 0.3f}, .std = {0.2f, 0.3f, 0.4f}};
   std::mt19937 rng(0);
   std::vector<float> out(12);
-  transform_image(image, o, rng, out.data());
+  const Tensor pixels = Tensor::from_vector(
+      std::vector<uint8_t>(image.data, image.data + image.total() * image.elemSize()), {2, 2, 3});
+  transform_image(pixels, o, rng, out.data());
   for (int c = 0; c < 3; ++c) {
     for (int y = 0; y < 2; ++y) {
       for (int x = 0; x < 2; ++x) {
@@ -143,7 +147,7 @@ TEST(Transforms, ValidationNormalisesEachChannelByTheFormula) {
       }
     }
   }
-  EXPECT_THAT(error_of([&] { transform_image(image, {.size = 2}, rng, out.data()); }),
+  EXPECT_THAT(error_of([&] { transform_image(pixels, {.size = 2}, rng, out.data()); }),
               HasSubstr("3 channels"));
 }
 
@@ -200,9 +204,11 @@ TEST_F(ImageFolderTest, ClassesAreSortedFolderNamesAndImagesDecodeAsRgb) {
   ASSERT_EQ(folder.size(), 3);
   EXPECT_EQ(folder.label(0), 0);
   EXPECT_EQ(folder.label(1), 1);
-  const cv::Mat red = folder.image(1);
-  EXPECT_EQ(red.cols, 8);
-  EXPECT_EQ(red.at<cv::Vec3b>(0, 0), cv::Vec3b(255, 0, 0));
+  const Tensor red = folder.image(1);  // (H, W, 3) RGB
+  EXPECT_EQ(red.size(1), 8);
+  const std::vector<uint8_t> pixels = red.to_vector<uint8_t>();
+  EXPECT_EQ(std::vector<uint8_t>(pixels.begin(), pixels.begin() + 3),
+            (std::vector<uint8_t>{255, 0, 0}));
   DataLoader loader(std::make_shared<ImageFolder>(root_),
                     {.size = 4, .train = true, .mean = {0, 0, 0}, .std = {1, 1, 1}},
                     {.batch_size = 3, .num_workers = 2});

@@ -12,15 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "common/dist/communicator.h"
+#include "common/parallel/bucket_plan.h"
+#include "common/parallel/communicator.h"
 #include "common/kernels/batch_norm.h"
 #include "common/nn/module.h"
 
-namespace course::dist {
-
-// Buckets as lists of indices into the model's parameters(), in the order they are reduced.
-// Every parameter appears in exactly one bucket.
-using BucketPlan = std::vector<std::vector<size_t>>;
+namespace course::parallel {
 
 // Reduces one flat f32 bucket in place (summing over ranks); the default is the
 // communicator's allreduce. A synchronous reducer returns a completed Work.
@@ -98,4 +95,4 @@ ChannelSumReducer sync_batch_norm(std::shared_ptr<Communicator> comm);
 // Sums of per-rank values (losses, counts) over the ranks, in f32.
 std::vector<float> allreduce_sum(const std::vector<float>& values, Communicator& comm);
 
-}  // namespace course::dist
+}  // namespace course::parallel

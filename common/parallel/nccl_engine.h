@@ -9,9 +9,9 @@
 #include <functional>
 #include <memory>
 
-#include "common/dist/communicator.h"
+#include "common/parallel/communicator.h"
 
-namespace course::dist {
+namespace course::parallel {
 
 class NcclEngine {
  public:
@@ -37,4 +37,4 @@ class NcclEngine {
   Device device_;
 };
 
-}  // namespace course::dist
+}  // namespace course::parallel

@@ -1,13 +1,13 @@
 // The MPI communicator on 2 and 4 CPU ranks (run under mpirun by communicator_test.sh): every
 // collective against values each rank can compute on its own, sub-communicators, and misuse.
-#include "common/dist/communicator.h"
+#include "common/parallel/communicator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
 
-namespace course::dist {
+namespace course::parallel {
 namespace {
 
 using ::testing::HasSubstr;
@@ -106,4 +106,4 @@ TEST(Communicator, TheGpuEngineNeedsAVisibleGpu) {
 }
 
 }  // namespace
-}  // namespace course::dist
+}  // namespace course::parallel

@@ -1,5 +1,5 @@
 // The MPI engine of the communicator.
-#include "common/dist/communicator.h"
+#include "common/parallel/communicator.h"
 
 #include <mpi.h>
 
@@ -14,9 +14,9 @@
 
 #include "common/core/exit_codes.h"
 #include "common/core/mpi_check.h"
-#include "common/dist/nccl_engine.h"
+#include "common/parallel/nccl_engine.h"
 
-namespace course::dist {
+namespace course::parallel {
 
 struct MpiComm {
   MPI_Comm comm;
@@ -272,4 +272,4 @@ void Communicator::barrier() {
   work.wait();
 }
 
-}  // namespace course::dist
+}  // namespace course::parallel

@@ -1,5 +1,5 @@
 // NCCL collectives on a communication stream, with timed waits.
-#include "common/dist/nccl_engine.h"
+#include "common/parallel/nccl_engine.h"
 
 #if COURSE_WITH_CUDA
 #include <chrono>
@@ -8,7 +8,7 @@
 #include "common/tensor/cuda_check.h"
 #endif
 
-namespace course::dist {
+namespace course::parallel {
 
 #if COURSE_WITH_CUDA
 
@@ -200,4 +200,4 @@ WorkPtr NcclEngine::recv(Tensor&, int) { return completed_work(); }
 
 #endif
 
-}  // namespace course::dist
+}  // namespace course::parallel

@@ -4,7 +4,7 @@
 // parameters. With batch norm, only synchronised batch norm keeps that parity. Sums over ranks
 // happen in another order than sums over the batch, so the comparison allows f32 rounding: |ddp -
 // reference| <= 1e-5 + 1e-4 |reference|.
-#include "common/dist/ddp.h"
+#include "common/parallel/ddp.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
-namespace course::dist {
+namespace course::parallel {
 namespace {
 
 using ::testing::HasSubstr;
@@ -215,4 +215,4 @@ TEST(Ddp, MetricsAreSummedOverRanks) {
 }
 
 }  // namespace
-}  // namespace course::dist
+}  // namespace course::parallel

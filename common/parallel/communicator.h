@@ -1,6 +1,6 @@
 // Communicator: the collectives of data, tensor and pipeline parallelism over a group of
 // ranks (from mpirun or srun), over two engines: MPI for CPU tensors and NCCL for GPU tensors
-// (common/dist/nccl_engine.h; its communicator is made on the first GPU collective, or by
+// (common/parallel/nccl_engine.h; its communicator is made on the first GPU collective, or by
 // use_gpu(), which GPU send/recv need first). Every call returns a Work handle, so
 // communication can overlap computation until wait().
 //
@@ -18,7 +18,7 @@
 
 #include "common/tensor/tensor.h"
 
-namespace course::dist {
+namespace course::parallel {
 
 struct MpiComm;  // wraps an MPI_Comm, so users of this header need no MPI headers
 class NcclEngine;
@@ -92,4 +92,4 @@ class Communicator {
   double timeout_ = 300;
 };
 
-}  // namespace course::dist
+}  // namespace course::parallel

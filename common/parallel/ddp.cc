@@ -1,12 +1,12 @@
 // Bucketed, overlapped gradient all-reduce.
-#include "common/dist/ddp.h"
+#include "common/parallel/ddp.h"
 
 #include <chrono>
 #include <unordered_map>
 
 #include "common/kernels/elementwise.h"
 
-namespace course::dist {
+namespace course::parallel {
 
 void broadcast_state(nn::Module& model, Communicator& comm) {
   nn::ModuleState state = model.state();
@@ -151,4 +151,4 @@ void DistributedDataParallel::finish_backward() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace course::dist
+}  // namespace course::parallel

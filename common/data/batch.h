@@ -1,0 +1,13 @@
+// A mini-batch as the training step takes it.
+#pragma once
+
+#include "common/tensor/tensor.h"
+
+namespace course {
+
+struct Batch {
+  Tensor images;  // (B, C, S, S) f32
+  Tensor labels;  // (B,) i64
+};
+
+}  // namespace course

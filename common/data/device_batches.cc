@@ -1,0 +1,47 @@
+// The copy stream, its events and the one-batch-ahead order.
+#include "common/data/device_batches.h"
+
+namespace course {
+
+DeviceBatches::DeviceBatches(DataLoader& loader, Device device, bool non_blocking,
+                             Transfer transfer)
+    : loader_(loader),
+      device_(device),
+      non_blocking_(non_blocking && transfer != nullptr),
+      transfer_(std::move(transfer)),
+      copy_stream_(device),
+      compute_queued_(device) {}
+
+DeviceBatches::InFlight DeviceBatches::load_and_copy() {
+  InFlight f;
+  f.host = loader_.next();
+  f.device = transfer_(f.host, device_, copy_stream_);
+  f.copied = std::make_unique<Event>(device_);
+  f.copied->record(&copy_stream_);
+  return f;
+}
+
+void DeviceBatches::start_epoch() {
+  ahead_.reset();
+  if (non_blocking_ && !loader_.done()) ahead_ = load_and_copy();
+}
+
+Batch DeviceBatches::next() {
+  if (!transfer_) return loader_.next();
+  if (!non_blocking_) {
+    InFlight now = load_and_copy();
+    now.copied->synchronize();
+    return now.device;
+  }
+  InFlight current = ahead_ ? std::move(*ahead_) : load_and_copy();
+  ahead_.reset();
+  current.copied->block();  // the compute stream waits for the copy, the host does not
+  if (!loader_.done()) {
+    compute_queued_.record();
+    compute_queued_.block(&copy_stream_);
+    ahead_ = load_and_copy();
+  }
+  return current.device;
+}
+
+}  // namespace course

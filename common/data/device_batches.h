@@ -1,0 +1,54 @@
+// The DataLoader's batches placed on the training device, with the host-to-device copy of the
+// next batch overlapping the current step (--non-blocking, as PyTorch's pin_memory +
+// .to(device, non_blocking=True) + a prefetching loader):
+//   - the copy of batch b + 1 is queued on a copy stream of its own as soon as batch b is
+//     handed out, from the loader's pinned host memory, so it runs while step b computes;
+//   - before batch b is used, the compute (default) stream waits on the event recorded after
+//     its copy: no host synchronisation, and no kernel reads a half-copied batch;
+//   - the copy stream in turn waits for the compute work queued so far, so a copy never
+//     lands in memory that an earlier step may still be reading.
+// Without non_blocking each batch is copied when asked for and the host waits for the copy.
+// On the CPU there is no copy engine: the lab then passes no transfer and uses the loader's
+// batches where they are (the loader's workers already prepare them ahead).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "common/data/batch.h"
+#include "common/data/data_loader.h"
+#include "common/tensor/stream.h"
+
+namespace course {
+
+class DeviceBatches {
+ public:
+  // Queues the copy of a host batch to `device` on `stream` (day 1's TP1.1 in the labs).
+  using Transfer = std::function<Batch(const Batch& host, Device device, const Stream& stream)>;
+
+  // An empty `transfer` hands out the loader's batches unchanged.
+  DeviceBatches(DataLoader& loader, Device device, bool non_blocking, Transfer transfer);
+
+  // Call after loader.start_epoch(): queues the epoch's first copy.
+  void start_epoch();
+  // The next batch, ready to be used by work queued on the default stream from now on.
+  Batch next();
+
+ private:
+  struct InFlight {
+    Batch host, device;
+    std::unique_ptr<Event> copied;
+  };
+  InFlight load_and_copy();
+
+  DataLoader& loader_;
+  Device device_;
+  bool non_blocking_;
+  Transfer transfer_;
+  Stream copy_stream_;
+  Event compute_queued_;
+  std::optional<InFlight> ahead_;
+};
+
+}  // namespace course

@@ -1,0 +1,45 @@
+// The flags that choose and feed a lab's data, and the one place that opens it: Fashion-MNIST
+// (the embedded default), an ImageFolder tree with train/ and val/ (ImageNet's layout), or
+// synthetic images, each with its training and validation transforms.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/data/data_loader.h"
+#include "common/data/dataset.h"
+#include "common/data/fashion_mnist.h"
+#include "common/data/transforms.h"
+
+namespace course {
+
+// With the course script's names and defaults (the image size defaults to Fashion-MNIST's).
+struct DataFlags {
+  std::string data_dir = kFashionMnistDir;
+  int64_t synthetic = 0;  // > 0: that many random images instead of the dataset
+  int64_t image_size = 28;
+  bool augment = false;  // RandomResizedCrop + flip on in-memory images (always on folders)
+  uint32_t seed = 0;     // of weights, shuffling and augmentation
+  int num_workers = 8;
+  int prefetch_factor = 2;
+  bool persistent_workers = true;
+  bool pin_memory = true;
+  bool non_blocking = true;  // host-to-device copies on a copy stream, one batch ahead
+  bool drop_last = false;
+  bool skip_corrupt = false;  // a corrupt image is reported and left out instead of failing
+};
+
+struct LabDatasets {
+  std::shared_ptr<const Dataset> train, val;
+  TransformOptions train_transform, val_transform;
+};
+
+// Throws one clear error when --data-dir does not exist, holds neither dataset, or its files
+// are missing or corrupt; nothing is trained before the data is known to be there.
+LabDatasets open_dataset(const DataFlags& flags);
+
+// The DataLoader's options for these flags and a batch of `batch_size` images.
+LoaderOptions loader_options(const DataFlags& flags, int64_t batch_size);
+
+}  // namespace course

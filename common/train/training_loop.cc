@@ -1,0 +1,164 @@
+// The shared training loop.
+#include "common/train/training_loop.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/parallel/ddp.h"
+#include "common/parallel/rank_setup.h"
+#include "common/train/checkpoint.h"
+#include "common/train/progress.h"
+#include "common/train/stop_signal.h"
+
+namespace course::train {
+
+namespace {
+
+// torch.profiler.schedule(wait=1, warmup=1, active=12), the course's.
+bool course_profile_schedule(int64_t run_step) { return run_step >= 2 && run_step < 14; }
+
+std::string json_value(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace
+
+void check_checkpoint_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  std::error_code error;
+  COURSE_CHECK(fs::is_directory(folder, error), "--chkpt ", path, ": folder ", folder.string(),
+               " does not exist");
+  COURSE_CHECK(access(folder.c_str(), W_OK) == 0, "--chkpt ", path, ": folder ", folder.string(),
+               " is not writable");
+  COURSE_CHECK(!fs::is_directory(path, error), "--chkpt ", path, " is a folder, not a file");
+}
+
+TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks)
+    : flags_(flags), config_(std::move(config)), hooks_(std::move(hooks)) {
+  COURSE_CHECK(config_.model && config_.optimizer && config_.lr_at && hooks_.start_epoch &&
+                   hooks_.step && hooks_.validate,
+               "a training loop needs a model, an optimizer, a schedule, a step and validation");
+  COURSE_CHECK(config_.steps_per_epoch > 0, "an epoch of no steps");
+  if (!hooks_.profiled) hooks_.profiled = course_profile_schedule;
+  if (!flags_.chkpt.empty()) check_checkpoint_path(flags_.chkpt);
+  if (flags_.resume.empty()) return;
+  const nlohmann::json header = read_checkpoint_header(flags_.resume);
+  for (const auto& [key, value] : config_.identity.items()) {
+    COURSE_CHECK(header.contains(key) && header[key] == value, "checkpoint ", flags_.resume,
+                 " is of ", key, " ", header.contains(key) ? json_value(header[key]) : "?",
+                 ", not ", json_value(value));
+  }
+  load_checkpoint(flags_.resume, training_state(*config_.model, *config_.optimizer));
+  start_epoch_ = header.value("epoch", int64_t{0});
+  start_batch_ = header.value("batch", int64_t{0});
+  config_.optimizer->set_steps(header.value("step", int64_t{0}));
+  if (lead()) {
+    std::printf("resumed from %s at epoch %lld, step %lld\n", flags_.resume.c_str(),
+                static_cast<long long>(start_epoch_ + 1),
+                static_cast<long long>(config_.optimizer->steps()));
+  }
+}
+
+void TrainingLoop::save(int64_t epoch, int64_t batch) {
+  if (flags_.chkpt.empty() || !lead()) return;
+  nlohmann::json header = config_.identity;
+  header["epoch"] = epoch;
+  header["batch"] = batch;
+  header["step"] = config_.optimizer->steps();
+  save_checkpoint(flags_.chkpt, training_state(*config_.model, *config_.optimizer), header);
+}
+
+int TrainingLoop::agreed_stop() const {
+  return config_.comm ? parallel::agree_on_stop(stop_signal(), *config_.comm) : stop_signal();
+}
+
+void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
+  EvalTally v = hooks_.validate();
+  if (config_.comm) {
+    const std::vector<float> sums = parallel::allreduce_sum(
+        {static_cast<float>(v.correct), static_cast<float>(v.loss_sum),
+         static_cast<float>(v.samples)},
+        *config_.comm);
+    v = {static_cast<int64_t>(sums[0]), sums[1], static_cast<int64_t>(sums[2])};
+  }
+  result.test_accuracy = v.accuracy();
+  if (!lead()) return;
+  std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n",
+              static_cast<long long>(epoch + 1), result.last_loss, v.loss(), 100 * v.accuracy());
+  std::fflush(stdout);
+  if (flags_.metrics.empty()) return;
+  const int64_t step = config_.optimizer->steps();
+  std::ofstream(flags_.metrics, std::ios::app)
+      << nlohmann::json{{"epoch", epoch + 1},
+                        {"step", step},
+                        {"images", step * config_.global_batch},
+                        {"ranks", config_.comm ? config_.comm->size() : 1},
+                        {"global_batch", config_.global_batch},
+                        {"train_loss", result.last_loss},
+                        {"test_loss", v.loss()},
+                        {"test_accuracy", v.accuracy()},
+                        {"lr", config_.optimizer->lr()}}
+             .dump()
+      << "\n";
+}
+
+LoopResult TrainingLoop::run() {
+  optim::Optimizer& optimizer = *config_.optimizer;
+  LoopResult result;
+  Chronometer chrono(config_.device);
+  Profiler profiler(config_.device, !flags_.profile.empty());
+  for (int64_t epoch = start_epoch_; epoch < flags_.epochs; ++epoch) {
+    const int64_t first = epoch == start_epoch_ ? start_batch_ : 0;
+    hooks_.start_epoch(epoch, first);
+    Progress progress(flags_.progress && lead(), epoch, flags_.epochs, config_.steps_per_epoch);
+    int64_t b = first;
+    for (; b < config_.steps_per_epoch && !(flags_.test && optimizer.steps() >= flags_.test_nsteps);
+         ++b) {
+      const bool recorded = profiler.enabled() && hooks_.profiled(result.steps);
+      auto step_range = profiler.range("step", recorded);
+      StepPhases phases(chrono, profiler, recorded);
+      optimizer.set_lr(config_.lr_at(optimizer.steps()));
+      const Tensor loss_on_device = hooks_.step(phases);
+      phases.finish(config_.global_batch);
+      const float loss = loss_on_device.to_vector<float>()[0];
+      COURSE_CHECK(std::isfinite(loss), "the training loss diverged (", loss, ") at step ",
+                   optimizer.steps(), ": lower --lr");
+      result.last_loss = loss;
+      ++result.steps;
+      if (hooks_.after_step) hooks_.after_step(optimizer.steps(), loss);
+      progress.update(b + 1, loss);
+      if (const int signal = agreed_stop()) {
+        save(epoch, b + 1);
+        if (config_.comm) config_.comm->barrier();  // the checkpoint is whole before any exit
+        stop_training(signal, optimizer.steps(), flags_.chkpt);
+      }
+    }
+    if (config_.comm) {
+      result.last_loss =
+          parallel::allreduce_sum({result.last_loss}, *config_.comm)[0] / config_.comm->size();
+    }
+    if (flags_.test) {
+      save(epoch, b);
+      break;
+    }
+    save(epoch + 1, 0);
+    finish_epoch(epoch, result);
+  }
+  result.timing = chrono.report();
+  if (lead()) {
+    std::printf("%s", result.timing.table().c_str());
+    if (profiler.enabled()) {
+      profiler.write(flags_.profile);
+      std::printf("profile: %zu ranges written to %s (open in https://ui.perfetto.dev)\n",
+                  profiler.event_count(), flags_.profile.c_str());
+    }
+  }
+  return result;
+}
+
+}  // namespace course::train

@@ -1,0 +1,85 @@
+// The one training run of every lab: a lab builds its data, model and optimizer, then hands the
+// loop its step and a few hooks. The loop owns what every run needs:
+//   - before the first step: the checkpoint folder is writable, the resume file is a
+//     checkpoint of this model (same identity, names and shapes) and is loaded;
+//   - epochs of steps (or --test-nsteps steps), the learning rate of every step, the
+//     chronometer and the profiler's schedule, the progress line, a diverging loss refused;
+//   - a stop signal (Slurm's SIGUSR1/SIGTERM) agreed by every rank, then a checkpoint and
+//     exit 4 after the same step everywhere;
+//   - at each epoch's end: a checkpoint, validation summed over the ranks, the epoch line and
+//     a JSON line of metrics.
+// With a communicator, rank 0 alone prints and writes files.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/nn/module.h"
+#include "common/optim/optimizer.h"
+#include "common/parallel/communicator.h"
+#include "common/train/chronometer.h"
+#include "common/train/lab_flags.h"
+#include "common/train/step_phases.h"
+#include "common/train/training_state.h"
+
+namespace course::train {
+
+struct LoopHooks {
+  // Before an epoch's first step: set the sampler's epoch and start the loader, skipping the
+  // first `first_batch` batches (a resumed run continues mid-epoch).
+  std::function<void(int64_t epoch, int64_t first_batch)> start_epoch;
+  // One step: load, forward, backward, update (the loop has set the learning rate). Returns
+  // this rank's mean loss as a (1,) tensor on the device.
+  std::function<Tensor(StepPhases& phases)> step;
+  // After each step (optional): e.g. periodic synchronised training metrics.
+  std::function<void(int64_t optimizer_step, float loss)> after_step;
+  // The end-of-epoch validation of this rank's share (the loop sums it over the ranks).
+  std::function<EvalTally()> validate;
+  // Whether run step k (from 0) is profiled (optional: the course's wait 1, warm-up 1,
+  // active 12).
+  std::function<bool(int64_t run_step)> profiled;
+};
+
+struct LoopConfig {
+  Device device;
+  nn::Module* model = nullptr;
+  optim::Optimizer* optimizer = nullptr;
+  std::function<float(int64_t step)> lr_at;  // the learning rate of optimizer step `step`
+  int64_t steps_per_epoch = 0;
+  int64_t global_batch = 0;  // images per step over all ranks
+  // What a checkpoint records and a resumed run must match ({"model": ..., ...}).
+  nlohmann::json identity;
+  parallel::Communicator* comm = nullptr;  // none: a single process
+};
+
+struct LoopResult {
+  int64_t steps = 0;                    // optimizer steps taken by this run
+  float last_loss = 0;                  // of the last step (mean over ranks at epoch ends)
+  std::optional<double> test_accuracy;  // after the last epoch (not with --test)
+  ChronometerReport timing;
+};
+
+class TrainingLoop {
+ public:
+  // Checks the checkpoint folder and loads --resume, so bad paths fail before any step.
+  TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks);
+  LoopResult run();
+
+  bool lead() const { return config_.comm == nullptr || config_.comm->rank() == 0; }
+
+ private:
+  void save(int64_t epoch, int64_t batch);
+  int agreed_stop() const;
+  void finish_epoch(int64_t epoch, LoopResult& result);
+
+  const TrainingFlags& flags_;
+  LoopConfig config_;
+  LoopHooks hooks_;
+  int64_t start_epoch_ = 0, start_batch_ = 0;
+};
+
+// Fails at once when `path`'s folder does not exist or is not writable.
+void check_checkpoint_path(const std::string& path);
+
+}  // namespace course::train
