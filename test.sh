@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the full build (CUDA compiled in where nvcc is installed), then the same
 # tests in the CPU-only configuration, which proves every target also builds without CUDA,
-# then the Slurm tooling on a local Slurm cluster (as root; slurm/tests/slurm_test.sh).
+# then common/'s tests (fuzz tests included) under AddressSanitizer and UndefinedBehavior-
+# Sanitizer, then the Slurm tooling on a local Slurm cluster (as root; slurm/tests/slurm_test.sh).
 # Ends with one summary line over all of them: "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -15,6 +16,9 @@ bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
 
 echo "== bazel test --config=cpu //... (CPU-only build of every target)"
 bazel test --config=cpu //... "$@" 2>&1 | tee -a "$log" || status=1
+
+echo "== bazel test --config=asan //common/... (AddressSanitizer + UndefinedBehaviorSanitizer)"
+bazel test --config=asan //common/... "$@" 2>&1 | tee -a "$log" || status=1
 
 echo "== Slurm: sbatch jobs through slurm/submit.sh on a local cluster"
 if [[ $(id -u) -ne 0 ]] || ! command -v slurmctld >/dev/null; then

@@ -125,7 +125,8 @@ LabResult run_lab(const LabOptions& o) {
                                .shuffle = true,
                                .seed = o.seed,
                                .drop_last = o.drop_last};
-  const int64_t rank_samples = samples_per_rank(sampler, comm->size());
+  const int64_t rank_samples =
+      static_cast<int64_t>(rank_indices(sampler, comm->rank(), comm->size(), 0).size());
   const int64_t steps_per_epoch = o.drop_last
                                       ? rank_samples / per_rank_batch
                                       : (rank_samples + per_rank_batch - 1) / per_rank_batch;

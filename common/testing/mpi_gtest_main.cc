@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 #include "common/parallel/communicator.h"
 
@@ -15,16 +16,20 @@ namespace {
 class AbortJobOnFailure : public ::testing::EmptyTestEventListener {
  public:
   explicit AbortJobOnFailure(int rank) : rank_(rank) {}
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    test_ = std::string(test.test_suite_name()) + "." + test.name();
+  }
+  // gtest holds its own lock here: only this listener's state may be read.
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::fprintf(stderr, "rank %d failed %s.%s: aborting every rank of the job\n", rank_,
-                 test ? test->test_suite_name() : "?", test ? test->name() : "?");
+    std::fprintf(stderr, "rank %d failed %s: aborting every rank of the job\n", rank_,
+                 test_.c_str());
     course::parallel::finish_job(1);
   }
 
  private:
   int rank_;
+  std::string test_;
 };
 
 constexpr double kTestCommTimeoutSeconds = 20;

@@ -100,9 +100,9 @@ nlohmann::json read_header(File& f, const std::string& path) {
   std::string text(header_size, '\0');
   f.read(text.data(), header_size);
   nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
-  COURSE_CHECK(!header.is_discarded() && header.is_object(), "checkpoint ", path,
-               " is corrupt (header)");
-  return header;
+  COURSE_CHECK(!header.is_discarded() && (header.is_object() || header.is_null()), "checkpoint ",
+               path, " is corrupt (header)");
+  return header.is_null() ? nlohmann::json::object() : header;
 }
 
 }  // namespace
