@@ -1,6 +1,7 @@
-// All-reduce time on N ranks, MPI's against the ring of TP2.4 (its reference copy, common/parallel/ring_allreduce.h), from 1 KiB
-// to 64 MiB of f32, with the bus bandwidth of each: size x 2(n-1)/n / time, the figure NCCL's
-// tests print (what each link carries, comparable across rank counts).
+// All-reduce time on N ranks, MPI's against the ring of TP2.4 (its reference copy,
+// common/parallel/ring_allreduce.h), from 1 KiB to 64 MiB of f32, with the bus bandwidth of each:
+// size x 2(n-1)/n / time, the figure NCCL's tests print (what each link carries, comparable across
+// rank counts).
 //   bazel build //bench:allreduce_bench
 //   mpirun --oversubscribe -np 4 bazel-bin/bench/allreduce_bench
 // Google Benchmark is not used: its adaptive iteration counts differ between ranks, and a
@@ -11,8 +12,8 @@
 #include <functional>
 
 #include "common/core/format.h"
-#include "common/parallel/communicator.h"
 #include "common/kernels/elementwise.h"
+#include "common/parallel/communicator.h"
 #include "common/parallel/ring_allreduce.h"
 
 namespace {
@@ -20,7 +21,8 @@ namespace {
 using namespace course;
 
 // Seconds per call, the slowest rank's average over `iterations` after two warm-up calls.
-double time_collective(parallel::Communicator& comm, int iterations, const std::function<void()>& run) {
+double time_collective(parallel::Communicator& comm, int iterations,
+                       const std::function<void()>& run) {
   for (int i = 0; i < 2; ++i) run();
   comm.barrier();
   const auto start = std::chrono::steady_clock::now();

@@ -86,8 +86,8 @@ TEST(TP1_2, OverflowSkipsTheStepAndHalvesTheScale) {
 // A finite flag kept per parameter (overwritten by the last one) or a step taken before all
 // gradients are unscaled both fail here: the overflow is in the first of three parameters.
 TEST(TP1_2, AnOverflowInAnyParameterSkipsTheWholeStep) {
-  nn::Parameter a(Tensor::from_vector<float>({1.0f}, {1})), b(Tensor::from_vector<float>({2.0f}, {1})),
-      c(Tensor::from_vector<float>({3.0f, 4.0f}, {2}));
+  nn::Parameter a(Tensor::from_vector<float>({1.0f}, {1})),
+      b(Tensor::from_vector<float>({2.0f}, {1})), c(Tensor::from_vector<float>({3.0f, 4.0f}, {2}));
   optim::Sgd sgd({{"a", &a}, {"b", &b}, {"c", &c}}, {.lr = 1.0f, .momentum = 0.0f});
   optim::LossScaler scaler({.initial_scale = 4.0f});
   a.grad = Tensor::from_vector<float>({INFINITY}, {1});

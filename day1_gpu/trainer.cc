@@ -10,11 +10,9 @@
 #include "common/core/format.h"
 #include "common/data/device_batches.h"
 #include "common/data/distributed_sampler.h"
-#include "common/kernels/cross_entropy.h"
-#include "common/nn/autocast.h"
-#include "common/nn/models.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/step_graph.h"
 #include "common/train/training_loop.h"
@@ -22,32 +20,7 @@
 
 namespace day1 {
 
-namespace {
-
 using namespace course;
-
-struct ForwardPass {
-  Tensor logits;
-  CrossEntropyOutput loss;
-};
-
-ForwardPass forward_loss(nn::Module& model, const Batch& batch, const LabOptions& o) {
-  nn::Autocast autocast(o.amp_dtype, o.amp);
-  ForwardPass f;
-  f.logits = model.forward(batch.images);
-  f.loss = softmax_cross_entropy(f.logits, batch.labels, o.label_smoothing);
-  return f;
-}
-
-void backward_pass(nn::Module& model, const ForwardPass& f, const Tensor& labels,
-                   const LabOptions& o, float grad_scale) {
-  nn::Autocast autocast(o.amp_dtype, o.amp);
-  model.zero_grad();
-  model.backward(softmax_cross_entropy_backward(f.loss, labels, o.label_smoothing, f.logits.dtype(),
-                                                grad_scale));
-}
-
-}  // namespace
 
 LabResult run_lab(const LabOptions& o) {
   validate(o);
@@ -65,10 +38,7 @@ LabResult run_lab(const LabOptions& o) {
   DataLoader loader(data.train, data.train_transform, loader_options(o, o.batch_size));
   const SamplerOptions sampler{.dataset_size = data.train->size(), .seed = o.seed};
   const int64_t samples = data.train->size();
-  const int64_t steps_per_epoch =
-      o.drop_last ? samples / o.batch_size : (samples + o.batch_size - 1) / o.batch_size;
-  COURSE_CHECK(steps_per_epoch > 0, "no complete batch of ", o.batch_size, " in ", samples,
-               " samples (lower --batch-size or turn off --drop-last)");
+  const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
   // TP1.1 moves batches to a GPU; on the CPU they stay where the loader made them.
   DeviceBatches::Transfer transfer;
   if (!device.is_cpu()) transfer = to_device;
@@ -81,15 +51,10 @@ LabResult run_lab(const LabOptions& o) {
     return b;
   };
 
-  auto model = nn::make_model({.name = o.model,
-                               .in_channels = data.train->channels(),
-                               .num_classes = data.train->num_classes(),
-                               .seed = o.seed},
-                              device);
+  const auto model = train::make_classifier(o, *data.train, device);
   const std::vector<nn::Parameter*> params = model->parameters();
-  const auto optimizer =
-      optim::make_optimizer({.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-                            model->state().parameters);
+  const auto optimizer = optim::make_optimizer(
+      {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd}, model->state().parameters);
   const std::shared_ptr<const optim::Schedule> schedule =
       optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
   optim::LossScaler scaler;
@@ -100,8 +65,8 @@ LabResult run_lab(const LabOptions& o) {
   bool eager_step_done = false;
   if (o.cuda_graphs) {
     graph.emplace(device, [&](const Tensor& images, const Tensor& labels) {
-      const ForwardPass f = forward_loss(*model, {images, labels}, o);
-      backward_pass(*model, f, labels, o, 1.0f);
+      const train::ClassifierForward f = train::classifier_forward(*model, {images, labels}, o);
+      train::classifier_backward(*model, f, labels, o);
       optimizer->update();
       return f.loss.loss;
     });
@@ -109,8 +74,9 @@ LabResult run_lab(const LabOptions& o) {
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     std::vector<int64_t> order = distributed_sample(sampler, 0, 1, epoch);
-    order.erase(order.begin(), order.begin() + std::min<int64_t>(first_batch * o.batch_size,
-                                                                 static_cast<int64_t>(order.size())));
+    order.erase(order.begin(),
+                order.begin() + std::min<int64_t>(first_batch * o.batch_size,
+                                                  static_cast<int64_t>(order.size())));
     loader.start_epoch(std::move(order), epoch);
     batches.start_epoch();
   };
@@ -127,9 +93,9 @@ LabResult run_lab(const LabOptions& o) {
       return loss;
     }
     phases.start(train::Phase::kForward);
-    const ForwardPass f = forward_loss(*model, batch, o);
+    const train::ClassifierForward f = train::classifier_forward(*model, batch, o);
     phases.start(train::Phase::kBackward);
-    backward_pass(*model, f, batch.labels, o, loss_scaling ? scaler.scale() : 1.0f);
+    train::classifier_backward(*model, f, batch.labels, o, loss_scaling ? scaler.scale() : 1.0f);
     phases.start(train::Phase::kOptimizer);
     if (loss_scaling) {
       scaled_optimizer_step(scaler, *optimizer, params);

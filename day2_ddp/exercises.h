@@ -34,7 +34,7 @@ void allreduce_gradients(const std::vector<nn::Parameter*>& params, parallel::Co
 // backward pass produces their gradients); a bucket is closed as soon as its size reaches its
 // cap: first_cap_bytes for the first bucket, cap_bytes for the others.
 parallel::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64_t cap_bytes,
-                              int64_t first_cap_bytes);
+                                  int64_t first_cap_bytes);
 
 // TP2.4: ring all-reduce (sum) of a contiguous f32 CPU tensor from send/recv only: split it
 // into world_size chunks (sizes differing by at most one element), reduce-scatter around the

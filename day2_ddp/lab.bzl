@@ -6,7 +6,7 @@ def day2_lab(check_tags = []):
     day_lab(
         day = "day2_ddp",
         exercises = "exercises.cc",
-        srcs = ["options.cc", "trainer.cc"],
+        srcs = ["options.cc", "parallel_setup.cc", "trainer.cc"],
         deps = [
             "//common/parallel",
             "//common/parallel:ddp",

@@ -21,7 +21,8 @@ LabOptions parse_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--bucket-cap-mb", o.bucket_cap_mb, "DDP bucket size")->capture_default_str();
   app.add_option("--first-bucket-mb", o.first_bucket_mb)->capture_default_str();
-  course::train::add_switch(app, "overlap", o.overlap, "all-reduce buckets during the backward pass");
+  course::train::add_switch(app, "overlap", o.overlap,
+                            "all-reduce buckets during the backward pass");
   app.add_flag("--find-unused-parameters", o.find_unused_parameters,
                "reduce zeros for parameters without a gradient");
   app.add_flag("--sync-bn", o.sync_bn, "batch norm statistics over all ranks (SyncBatchNorm)");

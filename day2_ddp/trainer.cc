@@ -8,19 +8,19 @@
 
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "common/data/device_batches.h"
-#include "common/kernels/cross_entropy.h"
 #include "common/kernels/layout.h"
-#include "common/nn/autocast.h"
 #include "common/nn/batch_norm.h"
-#include "common/nn/models.h"
 #include "common/optim/make_optimizer.h"
-#include "common/optim/schedule.h"
 #include "common/parallel/rank_setup.h"
+#include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
+#include "common/train/periodic_metrics.h"
 #include "common/train/training_loop.h"
 #include "day2_ddp/exercises.h"
+#include "day2_ddp/parallel_setup.h"
 
 namespace day2 {
 
@@ -28,84 +28,6 @@ namespace {
 
 using namespace course;
 using Clock = std::chrono::steady_clock;
-
-// The learning rate of each step: the large-batch schedule of TP2.5 with --base-batch, else
-// day 1's one-cycle.
-std::function<float(int64_t)> learning_rate(const LabOptions& o, int64_t steps_per_epoch,
-                                            int64_t global_batch) {
-  const int64_t total_steps = o.epochs * steps_per_epoch;
-  if (o.base_batch > 0) {
-    const LargeBatchSchedule schedule{
-        .base_lr = o.lr,
-        .base_batch = o.base_batch,
-        .global_batch = global_batch,
-        .warmup_steps = static_cast<int64_t>(o.warmup_epochs * steps_per_epoch),
-        .total_steps = total_steps};
-    return [schedule](int64_t step) { return large_batch_lr(step, schedule); };
-  }
-  std::shared_ptr<const optim::Schedule> one_cycle = optim::one_cycle_schedule(o.lr, total_steps);
-  return [one_cycle](int64_t step) { return one_cycle->lr_at(step); };
-}
-
-// Bucketed DDP (TP2.3's plan, MPI's or TP2.4's all-reduce) for --ddp buckets; for --ddp naive
-// only rank 0's weights broadcast, the step then calls TP2.2's allreduce_gradients (null).
-std::unique_ptr<parallel::DistributedDataParallel> make_ddp(
-    const LabOptions& o, nn::Module& model, const std::shared_ptr<parallel::Communicator>& comm) {
-  if (o.ddp == "naive") {
-    parallel::broadcast_state(model, *comm);
-    return nullptr;
-  }
-  std::vector<int64_t> bytes;
-  for (const nn::Parameter* p : model.parameters()) {
-    bytes.push_back(static_cast<int64_t>(p->grad.nbytes()));
-  }
-  parallel::BucketAllreduce reduce;
-  if (o.allreduce == "ring") {
-    reduce = [comm](Tensor& bucket) {
-      ring_allreduce(bucket, *comm);
-      return parallel::completed_work();
-    };
-  }
-  return std::make_unique<parallel::DistributedDataParallel>(
-      model, comm,
-      plan_buckets(bytes, static_cast<int64_t>(o.bucket_cap_mb * (1 << 20)),
-                   static_cast<int64_t>(o.first_bucket_mb * (1 << 20))),
-      parallel::DdpOptions{.overlap = o.overlap,
-                           .find_unused_parameters = o.find_unused_parameters},
-      reduce);
-}
-
-// Training loss and accuracy over every rank, synchronised every --metric-step steps.
-struct TrainingMetrics {
-  double loss = 0;
-  int64_t correct = 0, samples = 0;
-
-  void add(float step_loss, const Tensor& logits, const Tensor& labels) {
-    loss += step_loss * labels.numel();
-    correct += train::count_correct(logits, labels);
-    samples += labels.numel();
-  }
-  void report(const LabOptions& o, int64_t step, int64_t global_batch,
-              parallel::Communicator& comm) {
-    const std::vector<float> sums = parallel::allreduce_sum(
-        {static_cast<float>(loss), static_cast<float>(correct), static_cast<float>(samples)}, comm);
-    *this = {};
-    if (comm.rank() != 0) return;
-    if (!o.metrics.empty()) {
-      std::ofstream(o.metrics, std::ios::app)
-          << nlohmann::json{{"step", step},
-                            {"images", step * global_batch},
-                            {"train_loss", sums[0] / sums[2]},
-                            {"train_accuracy", sums[1] / sums[2]}}
-                 .dump()
-          << "\n";
-    }
-    std::fprintf(stderr,
-                 "step %lld: training loss %.4f, accuracy %.2f%% (all ranks, last %lld steps)\n",
-                 static_cast<long long>(step), sums[0] / sums[2], 100 * sums[1] / sums[2],
-                 static_cast<long long>(o.metric_step));
-  }
-};
 
 }  // namespace
 
@@ -127,28 +49,15 @@ LabResult run_lab(const LabOptions& o) {
                                .drop_last = o.drop_last};
   const int64_t rank_samples =
       static_cast<int64_t>(rank_indices(sampler, comm->rank(), comm->size(), 0).size());
-  const int64_t steps_per_epoch = o.drop_last
-                                      ? rank_samples / per_rank_batch
-                                      : (rank_samples + per_rank_batch - 1) / per_rank_batch;
-  COURSE_CHECK(steps_per_epoch > 0, "no complete batch of ", per_rank_batch, " in the ",
-               rank_samples, " samples of a rank");
-  DeviceBatches::Transfer transfer;
-  if (!device.is_cpu()) {
-    transfer = [](const Batch& b, Device d, const Stream& s) -> Batch {
-      return {b.images.to(d, s), b.labels.to(d, s)};
-    };
-  }
-  DeviceBatches batches(loader, device, o.non_blocking, transfer);
+  const int64_t steps_per_epoch = batches_per_epoch(rank_samples, per_rank_batch, o.drop_last);
+  DeviceBatches batches(loader, device, o.non_blocking,
+                        device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
   const auto layout = [&](Batch b) {
     if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
     return b;
   };
 
-  auto model = nn::make_model({.name = o.model,
-                               .in_channels = data.train->channels(),
-                               .num_classes = data.train->num_classes(),
-                               .seed = o.seed},
-                              device);
+  const auto model = train::make_classifier(o, *data.train, device);
   const std::vector<nn::Parameter*> params = model->parameters();
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
@@ -158,8 +67,10 @@ LabResult run_lab(const LabOptions& o) {
 
   LabResult result{.world_size = comm->size(), .global_batch = global_batch};
   double naive_sync_seconds = 0;
-  TrainingMetrics metrics;
-  Tensor logits, labels;
+  bool first_load = true;
+  train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm);
+  train::ClassifierForward forward;
+  Tensor labels;
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     std::vector<int64_t> mine = rank_indices(sampler, comm->rank(), comm->size(), epoch);
@@ -172,25 +83,18 @@ LabResult run_lab(const LabOptions& o) {
     phases.start(train::Phase::kLoad);
     const auto load_start = Clock::now();
     const Batch batch = layout(batches.next());
-    if (result.first_batch_ms == 0) {
-      result.first_batch_ms = 1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
+    if (std::exchange(first_load, false)) {
+      result.first_batch_ms =
+          1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
     }
     phases.start(train::Phase::kForward);
-    CrossEntropyOutput loss;
     {
-      nn::Autocast autocast(o.amp_dtype, o.amp);
       nn::SyncBatchNormScope sync_bn(parallel::sync_batch_norm(comm), o.sync_bn);
-      logits = model->forward(batch.images);
-      loss = softmax_cross_entropy(logits, batch.labels, o.label_smoothing);
+      forward = train::classifier_forward(*model, batch, o);
     }
     labels = batch.labels;
     phases.start(train::Phase::kBackward);
-    {
-      nn::Autocast autocast(o.amp_dtype, o.amp);
-      model->zero_grad();
-      model->backward(
-          softmax_cross_entropy_backward(loss, batch.labels, o.label_smoothing, logits.dtype()));
-    }
+    train::classifier_backward(*model, forward, batch.labels, o);
     if (ddp) {
       ddp->finish_backward();
     } else {
@@ -200,11 +104,10 @@ LabResult run_lab(const LabOptions& o) {
     }
     phases.start(train::Phase::kOptimizer);
     optimizer->step();
-    return loss.loss;
+    return forward.loss.loss;
   };
   hooks.after_step = [&](int64_t step, float loss) {
-    metrics.add(loss, logits, labels);
-    if (step % o.metric_step == 0) metrics.report(o, step, global_batch, *comm);
+    metrics.add(step, loss, forward.logits, labels, optimizer->lr());
   };
   hooks.validate = [&] {
     return train::evaluate(*model, data.val, data.val_transform, o, comm->rank(), comm->size(),

@@ -36,8 +36,12 @@ py=("$venv/bin/python" bench/compare/torch_side.py)
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
 echo "== building the project's side"
-bazel build -c opt //bench/compare:all //solutions/day1_gpu:lab //solutions/day2_ddp:lab \
-  //bench:allreduce_bench //bench:layers_bench //tools:make_image_folder 2>&1 | grep -E "^(ERROR|FAILED)" && exit 1
+# A failed build stops here: comparing stale binaries would report figures of older code.
+if ! bazel build -c opt //bench/compare:all //solutions/day1_gpu:lab //solutions/day2_ddp:lab \
+  //bench:allreduce_bench //bench:layers_bench //tools:make_image_folder; then
+  echo "compare: the build failed; nothing was measured" >&2
+  exit 1
+fi
 bin=bazel-bin
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

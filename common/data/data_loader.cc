@@ -5,6 +5,15 @@
 
 namespace course {
 
+int64_t batches_per_epoch(int64_t samples, int64_t batch_size, bool drop_last) {
+  COURSE_CHECK(batch_size > 0, "--batch-size must be positive, got ", batch_size);
+  const int64_t batches =
+      drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
+  COURSE_CHECK(batches > 0, "no complete batch of ", batch_size, " in ", samples,
+               " samples (lower --batch-size or turn off --drop-last)");
+  return batches;
+}
+
 DataLoader::DataLoader(std::shared_ptr<const Dataset> source, const TransformOptions& transform,
                        const LoaderOptions& options)
     : source_(std::move(source)), transform_(transform), options_(options) {
@@ -20,7 +29,7 @@ DataLoader::~DataLoader() { stop_workers(); }
 
 int64_t DataLoader::batches() const {
   const int64_t n = static_cast<int64_t>(indices_->size()), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  return options_.drop_last ? n / b : (n + b - 1) / b;  // 0 before the first epoch
 }
 
 int64_t DataLoader::skipped_samples() const {
@@ -42,8 +51,8 @@ void DataLoader::start_epoch(std::vector<int64_t> indices, int64_t epoch) {
     ready_.clear();
     ++generation_;
   }
-  COURSE_CHECK(batches() > 0, "no complete batch of ", options_.batch_size, " in ",
-               indices_->size(), " samples (lower --batch-size or turn off --drop-last)");
+  batches_per_epoch(static_cast<int64_t>(indices_->size()), options_.batch_size,
+                    options_.drop_last);  // throws when there is no batch
   if (workers_.empty()) start_workers();
   changed_.notify_all();
 }

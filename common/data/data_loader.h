@@ -40,6 +40,10 @@ struct LoaderOptions {
   uint32_t seed = 0;
 };
 
+// Batches of `batch_size` in an epoch of `samples` (the last one smaller unless drop_last);
+// throws when that is none.
+int64_t batches_per_epoch(int64_t samples, int64_t batch_size, bool drop_last);
+
 class DataLoader {
  public:
   DataLoader(std::shared_ptr<const Dataset> source, const TransformOptions& transform,

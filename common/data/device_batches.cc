@@ -3,6 +3,10 @@
 
 namespace course {
 
+Batch copy_to_device(const Batch& host, Device device, const Stream& stream) {
+  return {host.images.to(device, stream), host.labels.to(device, stream)};
+}
+
 DeviceBatches::DeviceBatches(DataLoader& loader, Device device, bool non_blocking,
                              Transfer transfer)
     : loader_(loader),

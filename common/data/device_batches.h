@@ -22,6 +22,9 @@
 
 namespace course {
 
+// The plain transfer: images and labels copied to `device` on `stream`.
+Batch copy_to_device(const Batch& host, Device device, const Stream& stream);
+
 class DeviceBatches {
  public:
   // Queues the copy of a host batch to `device` on `stream` (day 1's TP1.1 in the labs).

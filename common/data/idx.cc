@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 namespace course {
 
@@ -13,6 +15,11 @@ namespace {
 
 constexpr uint8_t kU8Type = 0x08;
 constexpr int kMaxDims = 4;
+// Far beyond any IDX dataset; keeps the element count of four 32-bit sizes from overflowing.
+constexpr int64_t kMaxElements = int64_t{1} << 36;
+// The data is read in chunks of this size, so a header claiming more bytes than the file holds
+// fails as truncated instead of allocating what it claims.
+constexpr size_t kReadChunk = size_t{16} << 20;
 
 struct GzCloser {
   void operator()(gzFile_s* file) const { gzclose(file); }
@@ -50,13 +57,23 @@ Tensor read_idx_u8(const std::string& path) {
                path, ": not an IDX file of unsigned bytes (magic ", int(magic[0]), " ",
                int(magic[1]), " ", int(magic[2]), " ", int(magic[3]), ")");
   Shape shape(magic[3]);
+  int64_t count = 1;
   for (int64_t& dim : shape) {
     uint8_t be[4];
     read_exactly(file.get(), be, 4, path, "the header");
     dim = (int64_t{be[0]} << 24) | (int64_t{be[1]} << 16) | (int64_t{be[2]} << 8) | be[3];
+    COURSE_CHECK(dim == 0 || count <= kMaxElements / dim, path,
+                 ": corrupt IDX header (sizes ", shape_str(shape), " are beyond any dataset)");
+    count *= dim;
+  }
+  std::vector<uint8_t> data;
+  while (static_cast<int64_t>(data.size()) < count) {
+    const size_t before = data.size();
+    data.resize(before + std::min<size_t>(kReadChunk, static_cast<size_t>(count) - before));
+    read_exactly(file.get(), data.data() + before, data.size() - before, path, "the data");
   }
   Tensor t = Tensor::empty_pinned(shape, DType::kU8);
-  read_exactly(file.get(), t.data(), t.nbytes(), path, "the data");
+  std::copy(data.begin(), data.end(), t.data_as<uint8_t>());
   return t;
 }
 

@@ -41,8 +41,7 @@ LabDatasets open_dataset(const DataFlags& f) {
     data.train_transform.train = f.augment;
     return data;
   }
-  COURSE_CHECK(fs::is_directory(f.data_dir), "--data-dir ", f.data_dir,
-               " does not exist");
+  COURSE_CHECK(fs::is_directory(f.data_dir), "--data-dir ", f.data_dir, " does not exist");
   COURSE_CHECK(fs::is_directory(fs::path(f.data_dir) / "train"), "--data-dir ", f.data_dir,
                " holds neither Fashion-MNIST (train-images-idx3-ubyte[.gz]) nor a train/ folder "
                "of class folders");

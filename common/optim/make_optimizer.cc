@@ -17,7 +17,8 @@ std::unique_ptr<Optimizer> make_optimizer(
         params, SgdOptions{.lr = f.lr, .momentum = f.momentum, .weight_decay = f.weight_decay});
   }
   if (f.name == "adamw") {
-    return std::make_unique<AdamW>(params, AdamWOptions{.lr = f.lr, .weight_decay = f.weight_decay});
+    return std::make_unique<AdamW>(params,
+                                   AdamWOptions{.lr = f.lr, .weight_decay = f.weight_decay});
   }
   if (f.name == "lars") {
     return std::make_unique<Lars>(

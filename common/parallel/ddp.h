@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "common/parallel/bucket_plan.h"
-#include "common/parallel/communicator.h"
 #include "common/kernels/batch_norm.h"
 #include "common/nn/module.h"
+#include "common/parallel/bucket_plan.h"
+#include "common/parallel/communicator.h"
 
 namespace course::parallel {
 

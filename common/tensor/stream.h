@@ -38,7 +38,7 @@ class Event {
   // Work queued on `stream` (or the default stream) from now on starts after the recorded
   // work: the order between a copy stream and the compute stream (nothing to do on the CPU).
   void block(const Stream* stream = nullptr) const;
-  float elapsed_ms(const Event& later) const;   // time from this event to `later`
+  float elapsed_ms(const Event& later) const;  // time from this event to `later`
 
  private:
   Device device_;

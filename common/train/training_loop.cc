@@ -80,10 +80,10 @@ int TrainingLoop::agreed_stop() const {
 void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
   EvalTally v = hooks_.validate();
   if (config_.comm) {
-    const std::vector<float> sums = parallel::allreduce_sum(
-        {static_cast<float>(v.correct), static_cast<float>(v.loss_sum),
-         static_cast<float>(v.samples)},
-        *config_.comm);
+    const std::vector<float> sums =
+        parallel::allreduce_sum({static_cast<float>(v.correct), static_cast<float>(v.loss_sum),
+                                 static_cast<float>(v.samples)},
+                                *config_.comm);
     v = {static_cast<int64_t>(sums[0]), sums[1], static_cast<int64_t>(sums[2])};
   }
   result.test_accuracy = v.accuracy();

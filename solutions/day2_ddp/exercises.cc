@@ -38,7 +38,7 @@ void allreduce_gradients(const std::vector<nn::Parameter*>& params, parallel::Co
 }
 
 parallel::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64_t cap_bytes,
-                              int64_t first_cap_bytes) {
+                                  int64_t first_cap_bytes) {
   // BEGIN EXERCISE TP2.3: reverse order; close a bucket once it reaches its cap
   parallel::BucketPlan plan;
   int64_t filled = 0;

@@ -4,6 +4,7 @@ A day package <day> holds lab.cc, check_test.cc, the lab's other sources and a :
 library; solutions/<day> holds the complete exercise file that labgen turns into the trainee's.
 """
 
+load("//common/parallel/tests:mpirun_test.bzl", "mpirun_gtest")
 load("//tools/labgen:style.bzl", "CLANG_FORMAT_STYLE")
 
 # What every lab is built from; days add their own (day 2: the communicator and DDP).
@@ -52,18 +53,11 @@ def day_lab(day, exercises, srcs, deps = [], lab_deps = [], check_tags = [], che
             tags = check_tags,
         )
         return
-    native.cc_binary(
-        name = "check_ranks",
-        testonly = True,
-        srcs = ["//%s:check_test.cc" % day],
-        deps = check_deps + ["//common/testing:mpi_gtest_main"],
-    )
-    native.sh_test(
+    mpirun_gtest(
         name = "check",
-        size = "medium",
-        srcs = ["//common/parallel/tests:mpirun_test.sh"],
-        args = ["$(location :check_ranks)"] + [str(ranks) for ranks in check_ranks],
-        data = [":check_ranks"],
+        srcs = ["//%s:check_test.cc" % day],
+        deps = check_deps,
+        ranks = check_ranks,
         tags = check_tags,
     )
 

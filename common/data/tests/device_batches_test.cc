@@ -40,7 +40,7 @@ std::vector<std::string> epoch_events(bool non_blocking, Device device) {
   DeviceBatches batches(loader, device, non_blocking,
                         [&](const Batch& host, Device d, const Stream& s) -> Batch {
                           events.push_back("copy " + std::to_string(copies++));
-                          return {host.images.to(d, s), host.labels.to(d, s)};
+                          return copy_to_device(host, d, s);
                         });
   loader.start_epoch(in_order(6), 0);
   batches.start_epoch();
@@ -109,12 +109,11 @@ TEST(MemoryImages, HandOutImagesAsHeightWidthChannels) {
   const std::vector<uint8_t> interleaved = second.to_vector<uint8_t>();
   // Pixel (y 2, x 1), channel 2 of image 1.
   EXPECT_EQ(interleaved[(2 * 4 + 1) * 3 + 2], planar[((1 * 3 + 2) * 4 + 2) * 4 + 1]);
-  EXPECT_THAT(testing::error_of([&] {
-                MemoryImages(LabelledImages{rgb.images,
-                                            Tensor::from_vector<int64_t>({0, 7}, {2})},
-                             5);
-              }),
-              HasSubstr("label 7 of sample 1"));
+  EXPECT_THAT(
+      testing::error_of([&] {
+        MemoryImages(LabelledImages{rgb.images, Tensor::from_vector<int64_t>({0, 7}, {2})}, 5);
+      }),
+      HasSubstr("label 7 of sample 1"));
 }
 
 }  // namespace

@@ -78,8 +78,8 @@ TEST(ReadersFuzz, IdxFilesRawAndCompressed) {
   const std::string path = testing::temp_path("fuzz.idx");
   const int64_t raw = fuzz(valid, path, 1, [&] { expect_well_formed(read_idx_u8(path)); });
   const std::string gz = testing::temp_path("fuzz.idx.gz");
-  const int64_t zipped =
-      fuzz(valid, gz, 2, [&] { expect_well_formed(read_idx_u8(gz)); }, /*gzip=*/true);
+  const int64_t zipped = fuzz(
+      valid, gz, 2, [&] { expect_well_formed(read_idx_u8(gz)); }, /*gzip=*/true);
   std::printf("IDX mutants read as well-formed tensors: %lld raw, %lld gzip of %d each\n",
               static_cast<long long>(raw), static_cast<long long>(zipped), kMutants);
 }
@@ -119,8 +119,8 @@ TEST(ReadersFuzz, ImagesInAFolderDecodeOrFailWithTheirPath) {
         const Tensor image = folder_scan.image(0);
         ASSERT_EQ(image.dim(), 3);
         ASSERT_EQ(image.size(2), 3);
-        transform_image(image, {.size = 8, .train = true, .mean = {0, 0, 0}, .std = {1, 1, 1}},
-                        rng, out.data());
+        transform_image(image, {.size = 8, .train = true, .mean = {0, 0, 0}, .std = {1, 1, 1}}, rng,
+                        out.data());
       } catch (const CorruptSampleError& e) {
         ASSERT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
         throw;

@@ -2,6 +2,7 @@
 // formats; forward passes against direct references where a library computes them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "common/kernels/elementwise.h"
@@ -81,6 +82,44 @@ TEST_P(LayerTest, BatchNormForwardNormalisesEachChannel) {
   // Running statistics moved 10% of the way from (0, 1) towards the batch's.
   const auto means = testing::to_floats(bn.running_mean);
   EXPECT_NE(means[0], 0.0f);
+}
+
+// PyTorch's rule: running = (1 - momentum) running + momentum batch statistic, with the
+// unbiased variance; evaluation normalises with the running statistics and leaves them alone.
+TEST_P(LayerTest, BatchNormRunningStatisticsAndEvaluationMode) {
+  BatchNorm2d bn(2, kCpu);
+  bn.weight.value = Tensor::from_vector<float>({2.0f, 0.5f}, {2});
+  bn.bias.value = Tensor::from_vector<float>({1.0f, -1.0f}, {2});
+  const Tensor x = input({3, 2, 2, 2}, 9);
+  const auto xs = testing::to_floats(to_memory_format(x, MemoryFormat::kContiguous));
+  std::vector<double> mean(2), unbiased(2);
+  for (int c = 0; c < 2; ++c) {
+    double sum = 0, squares = 0;
+    for (int n = 0; n < 3; ++n)
+      for (int k = 0; k < 4; ++k) sum += xs[(n * 2 + c) * 4 + k];
+    mean[c] = sum / 12;
+    for (int n = 0; n < 3; ++n)
+      for (int k = 0; k < 4; ++k) squares += std::pow(xs[(n * 2 + c) * 4 + k] - mean[c], 2);
+    unbiased[c] = squares / 11;
+  }
+  bn.forward(x);
+  bn.forward(x);  // twice: running = 0.81 initial + 0.19 batch
+  const auto rm = testing::to_floats(bn.running_mean), rv = testing::to_floats(bn.running_var);
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_NEAR(rm[c], 0.19 * mean[c], 1e-5) << "channel " << c;
+    EXPECT_NEAR(rv[c], 0.81 + 0.19 * unbiased[c], 1e-5) << "channel " << c;
+  }
+  bn.set_training(false);
+  const auto ys = testing::to_floats(to_memory_format(bn.forward(x), MemoryFormat::kContiguous));
+  const float w[] = {2.0f, 0.5f}, b[] = {1.0f, -1.0f};
+  for (int n = 0; n < 3; ++n)
+    for (int c = 0; c < 2; ++c)
+      for (int k = 0; k < 4; ++k) {
+        const int i = (n * 2 + c) * 4 + k;
+        EXPECT_NEAR(ys[i], (xs[i] - rm[c]) / std::sqrt(rv[c] + 1e-5) * w[c] + b[c], 1e-4) << i;
+      }
+  EXPECT_EQ(testing::to_floats(bn.running_mean), rm) << "evaluation must not update statistics";
+  EXPECT_EQ(testing::to_floats(bn.running_var), rv);
 }
 
 TEST_P(LayerTest, BatchNormGradientsInTrainingMode) {

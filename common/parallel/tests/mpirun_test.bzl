@@ -1,0 +1,26 @@
+"""A GoogleTest binary run on several MPI ranks inside `bazel test` (mpirun_test.sh)."""
+
+def mpirun_gtest(name, srcs, deps, ranks = [], tags = []):
+    """Defines <name>_ranks (the binary, with the multi-rank main) and the test <name>.
+
+    Args:
+      name: the test's name.
+      srcs: the test's sources.
+      deps: its libraries (the main comes from //common/testing:mpi_gtest_main).
+      ranks: numbers of ranks to run on (default: 2 and 4).
+      tags: the test's tags.
+    """
+    native.cc_binary(
+        name = name + "_ranks",
+        testonly = True,
+        srcs = srcs,
+        deps = deps + ["//common/testing:mpi_gtest_main"],
+    )
+    native.sh_test(
+        name = name,
+        size = "medium",
+        srcs = ["//common/parallel/tests:mpirun_test.sh"],
+        args = ["$(location :%s_ranks)" % name] + [str(r) for r in ranks],
+        data = [":%s_ranks" % name],
+        tags = tags,
+    )

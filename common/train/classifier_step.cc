@@ -1,0 +1,35 @@
+// Forward and backward of a classifier under autocast.
+#include "common/train/classifier_step.h"
+
+#include "common/nn/autocast.h"
+#include "common/nn/models.h"
+
+namespace course::train {
+
+std::unique_ptr<nn::Module> make_classifier(const TrainingFlags& f, const Dataset& data,
+                                            Device device) {
+  return nn::make_model({.name = f.model,
+                         .in_channels = data.channels(),
+                         .num_classes = data.num_classes(),
+                         .seed = f.seed},
+                        device);
+}
+
+ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
+                                     const TrainingFlags& f) {
+  nn::Autocast autocast(f.amp_dtype, f.amp);
+  ClassifierForward out;
+  out.logits = model.forward(batch.images);
+  out.loss = softmax_cross_entropy(out.logits, batch.labels, f.label_smoothing);
+  return out;
+}
+
+void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
+                         const TrainingFlags& f, float grad_scale) {
+  nn::Autocast autocast(f.amp_dtype, f.amp);
+  model.zero_grad();
+  model.backward(softmax_cross_entropy_backward(forward.loss, labels, f.label_smoothing,
+                                                forward.logits.dtype(), grad_scale));
+}
+
+}  // namespace course::train

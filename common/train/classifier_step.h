@@ -1,0 +1,33 @@
+// The classifier every lab trains: the network its flags name, sized for its dataset, and the
+// forward and backward halves of its training step: the logits and the label-smoothed
+// cross-entropy under the lab's autocast, then the backward pass into fresh gradients (scaled
+// by the loss scale with f16).
+#pragma once
+
+#include <memory>
+
+#include "common/data/batch.h"
+#include "common/data/dataset.h"
+#include "common/kernels/cross_entropy.h"
+#include "common/nn/module.h"
+#include "common/train/lab_flags.h"
+
+namespace course::train {
+
+// --model with the dataset's channels and classes, initialised from --seed, on `device`.
+std::unique_ptr<nn::Module> make_classifier(const TrainingFlags& flags, const Dataset& data,
+                                            Device device);
+
+struct ClassifierForward {
+  Tensor logits;            // (B, classes)
+  CrossEntropyOutput loss;  // the batch's mean loss, on the device
+};
+
+ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
+                                     const TrainingFlags& flags);
+
+// Zeroes the gradients, then back-propagates (loss * grad_scale).
+void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
+                         const TrainingFlags& flags, float grad_scale = 1.0f);
+
+}  // namespace course::train

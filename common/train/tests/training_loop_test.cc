@@ -1,0 +1,81 @@
+// The shared training loop on one process: a run stopped after N steps and resumed from its
+// checkpoint ends bit-exactly where the straight run does; everything checkable is refused
+// before the first step (a checkpoint folder that is missing, a resume file of another model);
+// a stop signal writes the checkpoint after the step.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "common/testing/errors_and_files.h"
+#include "common/train/stop_signal.h"
+#include "common/train/tests/loop_fixture.h"
+
+namespace course::train {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TinyRun;
+
+TEST(TrainingLoop, ResumingFromACheckpointEndsBitExactlyWhereTheStraightRunDoes) {
+  TinyRun straight(6);
+  straight.run();
+  TinyRun first(3);
+  first.flags.chkpt = course::testing::temp_path("loop.ckpt");
+  first.run();
+  TinyRun second(6);
+  second.flags.resume = first.flags.chkpt;
+  const LoopResult resumed = second.run();
+  EXPECT_EQ(second.steps_taken, 3);
+  EXPECT_EQ(resumed.steps, 3);
+  EXPECT_EQ(second.optimizer->steps(), 6);
+  EXPECT_EQ(second.weights(), straight.weights());
+  EXPECT_FLOAT_EQ(second.optimizer->lr(), straight.optimizer->lr());
+}
+
+TEST(TrainingLoop, AMissingCheckpointFolderIsRefusedBeforeTheFirstStep) {
+  TinyRun run(3);
+  run.flags.chkpt = "/no/such/dir/x.ckpt";
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }),
+              HasSubstr("--chkpt /no/such/dir/x.ckpt: folder /no/such/dir does not exist"));
+  EXPECT_EQ(run.steps_taken, 0);
+  run.flags.chkpt = course::testing::temp_path("");
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("is a folder"));
+  EXPECT_EQ(run.steps_taken, 0);
+}
+
+TEST(TrainingLoop, AResumeFileOfAnotherModelIsRefusedBeforeTheFirstStep) {
+  Tensor t = Tensor::from_vector<float>({1}, {1});
+  const std::string other = course::testing::temp_path("other.ckpt");
+  save_checkpoint(other, {{"model.x", &t}}, {{"model", "resnet50"}});
+  TinyRun run(3);
+  run.flags.resume = other;
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }),
+              HasSubstr("is of model resnet50, not tiny"));
+  EXPECT_EQ(run.steps_taken, 0);
+  run.flags.resume = course::testing::temp_path("absent.ckpt");
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("cannot open checkpoint"));
+}
+
+TEST(TrainingLoop, AStopSignalCheckpointsAfterTheStep) {
+  install_stop_handlers();
+  TinyRun run(6);
+  run.flags.chkpt = course::testing::temp_path("stopped.ckpt");
+  run.on_step = [](int64_t step) {
+    if (step == 2) std::raise(SIGUSR1);
+  };
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("SIGUSR1 after step 2"));
+  install_stop_handlers();  // forget the signal
+  EXPECT_EQ(read_checkpoint_header(run.flags.chkpt).at("step"), 2);
+  EXPECT_EQ(read_checkpoint_header(run.flags.chkpt).at("batch"), 2);
+}
+
+TEST(TrainingLoop, ADivergingLossStopsTheRun) {
+  TinyRun run(3);
+  run.data.images = Tensor::from_vector(std::vector<float>(32 * 4, INFINITY), {32, 4});
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("diverged"));
+  EXPECT_EQ(run.steps_taken, 1);
+}
+
+}  // namespace
+}  // namespace course::train
