@@ -16,6 +16,16 @@ DeviceBatches::DeviceBatches(DataLoader& loader, Device device, bool non_blockin
       copy_stream_(device),
       compute_queued_(device) {}
 
+DeviceBatches::~DeviceBatches() {
+  retire(ahead_);
+  retire(handed_out_);
+}
+
+void DeviceBatches::retire(std::optional<InFlight>& batch) {
+  if (batch) batch->copied->synchronize();
+  batch.reset();
+}
+
 DeviceBatches::InFlight DeviceBatches::load_and_copy() {
   InFlight f;
   f.host = loader_.next();
@@ -26,7 +36,7 @@ DeviceBatches::InFlight DeviceBatches::load_and_copy() {
 }
 
 void DeviceBatches::start_epoch() {
-  ahead_.reset();
+  retire(ahead_);
   if (non_blocking_ && !loader_.done()) ahead_ = load_and_copy();
 }
 
@@ -37,15 +47,16 @@ Batch DeviceBatches::next() {
     now.copied->synchronize();
     return now.device;
   }
-  InFlight current = ahead_ ? std::move(*ahead_) : load_and_copy();
+  retire(handed_out_);  // its copy ended before the previous step could start
+  handed_out_ = ahead_ ? std::move(ahead_) : load_and_copy();
   ahead_.reset();
-  current.copied->block();  // the compute stream waits for the copy, the host does not
+  handed_out_->copied->block();  // the compute stream waits for the copy, the host does not
   if (!loader_.done()) {
     compute_queued_.record();
     compute_queued_.block(&copy_stream_);
     ahead_ = load_and_copy();
   }
-  return current.device;
+  return handed_out_->device;
 }
 
 }  // namespace course

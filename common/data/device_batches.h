@@ -6,7 +6,9 @@
 //   - before batch b is used, the compute (default) stream waits on the event recorded after
 //     its copy: no host synchronisation, and no kernel reads a half-copied batch;
 //   - the copy stream in turn waits for the compute work queued so far, so a copy never
-//     lands in memory that an earlier step may still be reading.
+//     lands in memory that an earlier step may still be reading;
+//   - a host batch is kept until its copy is known to be done (at the next call, when it has
+//     long finished), so the loader never refills pinned memory that is still being read.
 // Without non_blocking each batch is copied when asked for and the host waits for the copy.
 // On the CPU there is no copy engine: the lab then passes no transfer and uses the loader's
 // batches where they are (the loader's workers already prepare them ahead).
@@ -32,6 +34,9 @@ class DeviceBatches {
 
   // An empty `transfer` hands out the loader's batches unchanged.
   DeviceBatches(DataLoader& loader, Device device, bool non_blocking, Transfer transfer);
+  ~DeviceBatches();
+  DeviceBatches(const DeviceBatches&) = delete;
+  DeviceBatches& operator=(const DeviceBatches&) = delete;
 
   // Call after loader.start_epoch(): queues the epoch's first copy.
   void start_epoch();
@@ -44,6 +49,7 @@ class DeviceBatches {
     std::unique_ptr<Event> copied;
   };
   InFlight load_and_copy();
+  void retire(std::optional<InFlight>& batch);  // waits for its copy, then frees its host side
 
   DataLoader& loader_;
   Device device_;
@@ -51,7 +57,9 @@ class DeviceBatches {
   Transfer transfer_;
   Stream copy_stream_;
   Event compute_queued_;
-  std::optional<InFlight> ahead_;
+  std::optional<InFlight> ahead_;       // the next batch, being copied
+  std::optional<InFlight> handed_out_;  // the current batch: its host side is kept until
+                                        // the next call
 };
 
 }  // namespace course
