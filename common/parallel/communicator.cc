@@ -184,7 +184,9 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
   COURSE_CHECK(color >= 0, "split colours must not be negative, got ", color);
   auto sub = std::make_unique<MpiComm>();
   MPI_CHECK(MPI_Comm_split(comm_->comm, color, key, &sub->comm));
-  return std::shared_ptr<Communicator>(new Communicator(std::move(sub), true));
+  std::shared_ptr<Communicator> part(new Communicator(std::move(sub), true));
+  part->timeout_ = timeout_;  // a stalled rank is found as fast in a sub-group
+  return part;
 }
 
 void Communicator::use_gpu(Device device) {

@@ -63,7 +63,7 @@ class Communicator {
   double timeout() const { return timeout_; }
 
   // Ranks with the same colour form a new communicator, ordered by key then old rank
-  // (the rows and columns of a dp x tp x pp process grid).
+  // (the rows and columns of a dp x tp x pp process grid); it keeps this one's timeout.
   std::shared_ptr<Communicator> split(int color, int key) const;
 
   WorkPtr allreduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
