@@ -1,0 +1,120 @@
+// The text pipeline: fortunes read as "%"-separated documents (index files skipped), the byte
+// tokenizer's round trip, the seeded document split, the unigram entropy against a hand value,
+// and token windows that are contiguous slices of the stream dealt disjointly over ranks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "common/data/text_corpus.h"
+#include "common/data/token_windows.h"
+#include "common/testing/errors_and_files.h"
+#include "common/testing/mutate.h"
+
+namespace course {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Fortunes, DocumentsAreSeparatedByPercentLinesAndIndexFilesSkipped) {
+  const std::string dir = testing::temp_path("fortunes");
+  std::filesystem::create_directories(dir);
+  testing::write_file(dir + "/b", "one\ntwo lines\n%\nthree\n%\n");
+  testing::write_file(dir + "/a", "first\n%\n");
+  testing::write_file(dir + "/a.dat", "\x01\x02 binary index");
+  EXPECT_EQ(load_fortunes(dir),
+            (std::vector<std::string>{"first\n", "one\ntwo lines\n", "three\n"}));
+  EXPECT_THAT(testing::error_of([] { load_fortunes("/no/such/corpus"); }),
+              HasSubstr("install Debian's fortunes package"));
+}
+
+TEST(Fortunes, TheEmbeddedCorpusIsMegabytesOfEnglish) {
+  if (!std::filesystem::is_directory(kFortunesDir)) {
+    GTEST_SKIP() << kFortunesDir << " is not installed (./setup.sh installs it)";
+  }
+  const std::vector<std::string> documents = load_fortunes(kFortunesDir);
+  int64_t bytes = 0;
+  for (const auto& d : documents) bytes += static_cast<int64_t>(d.size());
+  EXPECT_GT(documents.size(), 10000u);
+  EXPECT_GT(bytes, 2'000'000);
+  const TokenSplit split = split_documents(documents, 0.1, 0);
+  // English text with its layout: between 4 and 5 bits (2.8-3.5 nats) per byte without context
+  // (fortunes: 3.30 nats).
+  EXPECT_NEAR(unigram_entropy(split.train), 3.15, 0.35);
+  EXPECT_NEAR(static_cast<double>(split.val.numel()) / (split.train.numel() + split.val.numel()),
+              0.1, 0.02);
+}
+
+TEST(ByteTokenizer, RoundTripsAnyBytes) {
+  const std::string text = "caf\xc3\xa9 \x01\xff\n";
+  const Tensor tokens = encode_bytes(text);
+  const std::vector<int32_t> values = tokens.to_vector<int32_t>();
+  EXPECT_EQ(values[3], 0xc3);
+  EXPECT_EQ(values[7], 0xff);
+  EXPECT_EQ(decode_bytes(values), text);
+  EXPECT_THAT(testing::error_of([] { decode_bytes({65, 300}); }), HasSubstr("not a byte"));
+}
+
+TEST(DocumentSplit, IsSeededAndKeepsEveryDocument) {
+  std::vector<std::string> documents;
+  for (int i = 0; i < 200; ++i) documents.push_back(std::string(1 + i % 7, 'a' + i % 26));
+  const TokenSplit a = split_documents(documents, 0.25, 3), b = split_documents(documents, 0.25, 3);
+  EXPECT_EQ(a.val.to_vector<int32_t>(), b.val.to_vector<int32_t>());
+  int64_t total = 0;
+  for (const auto& d : documents) total += static_cast<int64_t>(d.size()) + 1;
+  EXPECT_EQ(a.train.numel() + a.val.numel(), total);
+  EXPECT_NE(split_documents(documents, 0.25, 4).val.to_vector<int32_t>(),
+            a.val.to_vector<int32_t>());
+}
+
+TEST(UnigramEntropy, OfTwoEquallyFrequentBytesIsLnTwo) {
+  EXPECT_NEAR(unigram_entropy(Tensor::from_vector<int32_t>({7, 9, 9, 7}, {4})), std::log(2.0),
+              1e-12);
+  EXPECT_EQ(unigram_entropy(Tensor::from_vector<int32_t>({5, 5, 5}, {3})), 0.0);
+}
+
+Tensor positions(int64_t n) {
+  std::vector<int32_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(i);
+  return Tensor::from_vector(v, {n});
+}
+
+TEST(TokenWindows, RowsAreContiguousWindowsDealtDisjointlyOverRanks) {
+  // 101 tokens, context 10: windows start at 0, 10, ..., 90 (10 windows of 11 tokens).
+  const TokenWindowOptions o{.batch_size = 2, .context = 10, .seed = 5};
+  std::set<int32_t> starts;
+  for (int rank = 0; rank < 3; ++rank) {
+    TokenWindows windows(positions(101), o, rank, 3);
+    EXPECT_EQ(windows.windows(), 10);
+    ASSERT_EQ(windows.batches(), 1);  // 3 windows per rank, batches of 2
+    windows.set_epoch(1);
+    const Tensor batch = windows.batch(0);
+    ASSERT_EQ(batch.shape(), (Shape{2, 11}));
+    const std::vector<int32_t> v = batch.to_vector<int32_t>();
+    for (int row = 0; row < 2; ++row) {
+      EXPECT_EQ(v[row * 11] % 10, 0);
+      for (int j = 1; j < 11; ++j) EXPECT_EQ(v[row * 11 + j], v[row * 11] + j);
+      EXPECT_TRUE(starts.insert(v[row * 11]).second) << "window " << v[row * 11] << " twice";
+    }
+  }
+  TokenWindows a(positions(101), o), b(positions(101), o);
+  EXPECT_EQ(a.batch(2).to_vector<int32_t>(), b.batch(2).to_vector<int32_t>());
+  b.set_epoch(1);
+  std::vector<int32_t> epoch0, epoch1;
+  for (int64_t i = 0; i < a.batches(); ++i) {
+    for (int32_t t : a.batch(i).to_vector<int32_t>()) epoch0.push_back(t);
+    for (int32_t t : b.batch(i).to_vector<int32_t>()) epoch1.push_back(t);
+  }
+  EXPECT_NE(epoch0, epoch1) << "set_epoch must reshuffle";
+}
+
+TEST(TokenWindows, AStreamTooShortForABatchIsOneClearError) {
+  EXPECT_THAT(
+      testing::error_of([] { TokenWindows(positions(20), {.batch_size = 4, .context = 8}); }),
+      HasSubstr("not one batch of 4"));
+}
+
+}  // namespace
+}  // namespace course

@@ -1,0 +1,47 @@
+// Window cutting, dealing and batch assembly.
+#include "common/data/token_windows.h"
+
+#include <algorithm>
+
+#include "common/data/distributed_sampler.h"
+
+namespace course {
+
+TokenWindows::TokenWindows(Tensor tokens, const TokenWindowOptions& options, int rank,
+                           int world_size)
+    : tokens_(std::move(tokens)), options_(options), rank_(rank), world_size_(world_size) {
+  COURSE_CHECK(tokens_.dim() == 1 && tokens_.dtype() == DType::kI32 && tokens_.device().is_cpu(),
+               "token windows need a (n,) i32 CPU stream, got ", tokens_.str());
+  COURSE_CHECK(options.batch_size > 0 && options.context > 0,
+               "token windows need a positive batch size and context");
+  windows_ = std::max<int64_t>(tokens_.numel() - 1, 0) / options.context;
+  COURSE_CHECK(batches() > 0, "a stream of ", tokens_.numel(), " tokens holds ", windows_,
+               " windows of ", options.context + 1, " tokens: not one batch of ",
+               options.batch_size, " for each of ", world_size, " rank(s)");
+  set_epoch(0);
+}
+
+int64_t TokenWindows::batches() const { return windows_ / world_size_ / options_.batch_size; }
+
+void TokenWindows::set_epoch(int64_t epoch) {
+  mine_ = distributed_sample({.dataset_size = windows_,
+                              .shuffle = options_.shuffle,
+                              .seed = options_.seed,
+                              .drop_last = true},
+                             rank_, world_size_, epoch);
+}
+
+Tensor TokenWindows::batch(int64_t index) const {
+  COURSE_CHECK(index >= 0 && index < batches(), "batch ", index, " of ", batches());
+  const int64_t b = options_.batch_size, t = options_.context;
+  Tensor out = Tensor::empty({b, t + 1}, DType::kI32);
+  const int32_t* stream = tokens_.data_as<int32_t>();
+  int32_t* rows = out.data_as<int32_t>();
+  for (int64_t i = 0; i < b; ++i) {
+    const int32_t* start = stream + mine_[index * b + i] * t;
+    std::copy(start, start + t + 1, rows + i * (t + 1));
+  }
+  return out;
+}
+
+}  // namespace course
