@@ -1,0 +1,47 @@
+// Hooks around a wrapped module.
+#include "common/nn/hooked.h"
+
+namespace course::nn {
+
+namespace {
+
+void call(const ModuleHooks::Hook& hook, Module& inner) {
+  if (hook) hook(inner);
+}
+
+}  // namespace
+
+Hooked::Hooked(ModulePtr inner, ModuleHooks hooks)
+    : inner_(std::move(inner)), hooks_(std::move(hooks)) {
+  COURSE_CHECK(inner_ != nullptr, "a hooked module needs a module to wrap");
+}
+
+Tensor Hooked::forward(const Tensor& x) {
+  call(hooks_.pre_forward, *inner_);
+  Tensor y = inner_->forward(x);
+  call(hooks_.post_forward, *inner_);
+  return y;
+}
+
+Tensor Hooked::backward(const Tensor& dy) {
+  call(hooks_.pre_backward, *inner_);
+  Tensor dx = inner_->backward(dy);
+  call(hooks_.post_backward, *inner_);
+  return dx;
+}
+
+void Hooked::collect(const std::string& prefix, ModuleState& state) {
+  inner_->collect(prefix, state);
+}
+
+void Hooked::set_training(bool training) {
+  Module::set_training(training);
+  inner_->set_training(training);
+}
+
+void Hooked::set_grad_ready_hook(const GradReadyHook& hook) {
+  Module::set_grad_ready_hook(hook);
+  inner_->set_grad_ready_hook(hook);
+}
+
+}  // namespace course::nn
