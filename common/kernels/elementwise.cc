@@ -95,4 +95,22 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x) {
   return dx;
 }
 
+Tensor gelu_forward(const Tensor& x) {
+  Tensor y = like(x);
+  visit_floating(x.dtype(), "gelu_forward", [&]<class T>() {
+    for_each_index(x.device(), x.numel(), ops::GeluForward<T>{x.data_as<T>(), y.data_as<T>()});
+  });
+  return y;
+}
+
+Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
+  check_same(dy, x, "gelu_backward");
+  Tensor dx = like(x);
+  visit_floating(x.dtype(), "gelu_backward", [&]<class T>() {
+    for_each_index(x.device(), x.numel(),
+                   ops::GeluBackward<T>{dy.data_as<T>(), x.data_as<T>(), dx.data_as<T>()});
+  });
+  return dx;
+}
+
 }  // namespace course

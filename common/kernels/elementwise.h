@@ -21,5 +21,7 @@ void scale_(Tensor& x, float alpha);                  // x *= alpha
 
 Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& dy, const Tensor& x);  // dy masked by x > 0
+Tensor gelu_forward(const Tensor& x);                     // the tanh form, as GPT-2
+Tensor gelu_backward(const Tensor& dy, const Tensor& x);  // dy * gelu'(x)
 
 }  // namespace course

@@ -5,6 +5,7 @@
 // f16/bf16 arithmetic is the same on both devices.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -101,6 +102,39 @@ struct ReluBackward {
   T* dx;
   COURSE_HD void operator()(int64_t i) const {
     dx[i] = static_cast<float>(x[i]) > 0.0f ? dy[i] : T(0.0f);
+  }
+};
+
+// GELU in its tanh form (GPT-2's): y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+struct GeluTanh {
+  static constexpr float kScale = 0.7978845608028654f;  // sqrt(2 / pi)
+  static constexpr float kCubic = 0.044715f;
+  COURSE_HD static float value(float x) {
+    return 0.5f * x * (1.0f + tanhf(kScale * (x + kCubic * x * x * x)));
+  }
+  // dy/dx = (1 + t)/2 + x/2 (1 - t^2) du/dx, t = tanh(u), du/dx = sqrt(2/pi) (1 + 3 0.044715 x^2)
+  COURSE_HD static float derivative(float x) {
+    const float t = tanhf(kScale * (x + kCubic * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kScale * (1.0f + 3.0f * kCubic * x * x);
+  }
+};
+
+template <class T>
+struct GeluForward {
+  const T* x;
+  T* y;
+  COURSE_HD void operator()(int64_t i) const {
+    y[i] = T(GeluTanh::value(static_cast<float>(x[i])));
+  }
+};
+
+template <class T>
+struct GeluBackward {
+  const T* dy;
+  const T* x;
+  T* dx;
+  COURSE_HD void operator()(int64_t i) const {
+    dx[i] = T(static_cast<float>(dy[i]) * GeluTanh::derivative(static_cast<float>(x[i])));
   }
 };
 

@@ -10,6 +10,7 @@
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/dropout.h"
+#include "common/nn/gelu.h"
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
 #include "common/nn/relu.h"
@@ -191,6 +192,20 @@ class ForgetfulLinear : public Linear {
     return dx;
   }
 };
+
+TEST(Gelu, ForwardMatchesTheTanhFormulaAndGradientsTheFiniteDifferences) {
+  GELU gelu;
+  const Tensor x = Tensor::from_vector<float>({-3.0f, -1.0f, -0.1f, 0.0f, 0.5f, 2.0f}, {2, 3});
+  const std::vector<float> y = gelu.forward(x).to_vector<float>();
+  const std::vector<float> xs = x.to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i];
+    const double want = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(y[i], want, 1e-6) << "x = " << v;
+  }
+  EXPECT_NEAR(y[5], 1.9545977, 1e-6);  // gelu(2), worked out by hand
+  EXPECT_TRUE(check_gradients(gelu, random_tensor({3, 7}, DType::kF32, kCpu, 12, -3, 3).tensor));
+}
 
 TEST(GradCheck, RejectsWrongBackwardPasses) {
   std::mt19937 rng(6);
