@@ -11,6 +11,7 @@
 #include "common/nn/conv2d.h"
 #include "common/nn/dropout.h"
 #include "common/nn/gelu.h"
+#include "common/nn/layer_norm.h"
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
 #include "common/nn/relu.h"
@@ -205,6 +206,32 @@ TEST(Gelu, ForwardMatchesTheTanhFormulaAndGradientsTheFiniteDifferences) {
   }
   EXPECT_NEAR(y[5], 1.9545977, 1e-6);  // gelu(2), worked out by hand
   EXPECT_TRUE(check_gradients(gelu, random_tensor({3, 7}, DType::kF32, kCpu, 12, -3, 3).tensor));
+}
+
+TEST(LayerNorm, ForwardNormalisesEachRowThenScalesAndShifts) {
+  LayerNorm ln(5, kCpu);
+  ln.weight.value = Tensor::from_vector<float>({1.0f, 2.0f, 0.5f, -1.0f, 3.0f}, {5});
+  ln.bias.value = Tensor::from_vector<float>({0.0f, 0.1f, -0.2f, 0.3f, 1.0f}, {5});
+  const testing::TestTensor x = random_tensor({2, 3, 5}, DType::kF32, kCpu, 13, -2, 2);
+  const std::vector<float> y = ln.forward(x.tensor).to_vector<float>();
+  const std::vector<float> w = ln.weight.value.to_vector<float>(),
+                           b = ln.bias.value.to_vector<float>();
+  for (int row = 0; row < 6; ++row) {
+    double mean = 0, var = 0;
+    for (int j = 0; j < 5; ++j) mean += x.values[row * 5 + j] / 5.0;
+    for (int j = 0; j < 5; ++j) var += std::pow(x.values[row * 5 + j] - mean, 2) / 5.0;
+    for (int j = 0; j < 5; ++j) {
+      const double want = (x.values[row * 5 + j] - mean) / std::sqrt(var + 1e-5) * w[j] + b[j];
+      EXPECT_NEAR(y[row * 5 + j], want, 1e-5) << "row " << row << ", channel " << j;
+    }
+  }
+}
+
+TEST(LayerNorm, GradientsMatchFiniteDifferences) {
+  LayerNorm ln(6, kCpu);
+  ln.weight.value = random_tensor({6}, DType::kF32, kCpu, 14, 0.5f, 1.5f).tensor;
+  ln.bias.value = random_tensor({6}, DType::kF32, kCpu, 15).tensor;
+  EXPECT_TRUE(check_gradients(ln, random_tensor({2, 4, 6}, DType::kF32, kCpu, 16, -2, 2).tensor));
 }
 
 TEST(GradCheck, RejectsWrongBackwardPasses) {
