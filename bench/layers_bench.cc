@@ -5,10 +5,10 @@
 #include <random>
 
 #include "common/kernels/layout.h"
+#include "common/nn/activation.h"
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/pooling.h"
-#include "common/nn/relu.h"
 #include "common/testing/random_tensor.h"
 
 namespace course::nn {

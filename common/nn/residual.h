@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "common/nn/relu.h"
+#include "common/nn/activation.h"
 #include "common/nn/sequential.h"
 
 namespace course::nn {

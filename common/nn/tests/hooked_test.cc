@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/kernels/elementwise.h"
+#include "common/nn/activation.h"
 #include "common/nn/linear.h"
-#include "common/nn/relu.h"
 #include "common/nn/sequential.h"
 #include "common/testing/random_tensor.h"
 

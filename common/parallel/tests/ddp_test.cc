@@ -11,11 +11,11 @@
 
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
+#include "common/nn/activation.h"
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
-#include "common/nn/relu.h"
 #include "common/nn/sequential.h"
 #include "common/optim/optimizer.h"
 #include "common/testing/random_tensor.h"

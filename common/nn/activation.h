@@ -1,0 +1,37 @@
+// Elementwise activations (ReLU, and GELU in its tanh form for transformers): each keeps its
+// input for the backward pass, which needs it for the derivative.
+#pragma once
+
+#include "common/nn/module.h"
+
+namespace course::nn {
+
+class Activation : public Module {
+ public:
+  using Forward = Tensor (*)(const Tensor& x);
+  using Backward = Tensor (*)(const Tensor& dy, const Tensor& x);
+
+  Tensor forward(const Tensor& x) override;
+  Tensor backward(const Tensor& dy) override;
+
+ protected:
+  Activation(const char* name, Forward forward, Backward backward);
+
+ private:
+  const char* name_;
+  Forward forward_;
+  Backward backward_;
+  Tensor input_;
+};
+
+class ReLU : public Activation {
+ public:
+  ReLU();
+};
+
+class GELU : public Activation {
+ public:
+  GELU();
+};
+
+}  // namespace course::nn
