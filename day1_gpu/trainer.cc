@@ -43,10 +43,8 @@ LabResult run_lab(const LabOptions& o) {
   DeviceBatches::Transfer transfer;
   if (!device.is_cpu()) transfer = to_device;
   DeviceBatches batches(loader, device, o.non_blocking, transfer);
-  Stream validation_copies(device);
   const auto place = [&](const Batch& host) {
-    Batch b = transfer ? transfer(host, device, validation_copies) : host;
-    validation_copies.synchronize();
+    Batch b = batches.place(host);
     if (o.channels_last) b.images = to_channels_last(b.images);
     return b;
   };
@@ -73,12 +71,7 @@ LabResult run_lab(const LabOptions& o) {
   }
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    std::vector<int64_t> order = distributed_sample(sampler, 0, 1, epoch);
-    order.erase(order.begin(),
-                order.begin() + std::min<int64_t>(first_batch * o.batch_size,
-                                                  static_cast<int64_t>(order.size())));
-    loader.start_epoch(std::move(order), epoch);
-    batches.start_epoch();
+    batches.start_epoch(distributed_sample(sampler, 0, 1, epoch), epoch, first_batch);
   };
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);

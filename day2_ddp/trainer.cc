@@ -73,11 +73,8 @@ LabResult run_lab(const LabOptions& o) {
   Tensor labels;
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    std::vector<int64_t> mine = rank_indices(sampler, comm->rank(), comm->size(), epoch);
-    mine.erase(mine.begin(), mine.begin() + std::min<int64_t>(first_batch * per_rank_batch,
-                                                              static_cast<int64_t>(mine.size())));
-    loader.start_epoch(std::move(mine), epoch);
-    batches.start_epoch();
+    batches.start_epoch(rank_indices(sampler, comm->rank(), comm->size(), epoch), epoch,
+                        first_batch);
   };
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
@@ -111,9 +108,7 @@ LabResult run_lab(const LabOptions& o) {
   };
   hooks.validate = [&] {
     return train::evaluate(*model, data.val, data.val_transform, o, comm->rank(), comm->size(),
-                           [&](const Batch& host) {
-                             return layout({host.images.to(device), host.labels.to(device)});
-                           });
+                           [&](const Batch& host) { return layout(batches.place(host)); });
   };
   train::TrainingLoop loop(o,
                            {.device = device,

@@ -55,6 +55,7 @@ class DataLoader {
   // Starts an epoch over `indices` (this rank's samples, in order, e.g. from a sampler).
   void start_epoch(std::vector<int64_t> indices, int64_t epoch);
   int64_t batches() const;  // in the current epoch
+  int64_t batch_size() const { return options_.batch_size; }
   bool done() const { return consumed_ == batches(); }
   // The next batch of the epoch, on the CPU (pinned with pin_memory).
   Batch next();

@@ -1,6 +1,8 @@
 // The copy stream, its events and the one-batch-ahead order.
 #include "common/data/device_batches.h"
 
+#include <algorithm>
+
 namespace course {
 
 Batch copy_to_device(const Batch& host, Device device, const Stream& stream) {
@@ -35,9 +37,20 @@ DeviceBatches::InFlight DeviceBatches::load_and_copy() {
   return f;
 }
 
-void DeviceBatches::start_epoch() {
+void DeviceBatches::start_epoch(std::vector<int64_t> indices, int64_t epoch, int64_t first_batch) {
   retire(ahead_);
+  const int64_t skipped =
+      std::min(first_batch * loader_.batch_size(), static_cast<int64_t>(indices.size()));
+  indices.erase(indices.begin(), indices.begin() + skipped);
+  loader_.start_epoch(std::move(indices), epoch);
   if (non_blocking_ && !loader_.done()) ahead_ = load_and_copy();
+}
+
+Batch DeviceBatches::place(const Batch& host) {
+  if (!transfer_) return host;
+  Batch placed = transfer_(host, device_, copy_stream_);
+  copy_stream_.synchronize();
+  return placed;
 }
 
 Batch DeviceBatches::next() {

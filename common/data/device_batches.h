@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "common/data/batch.h"
 #include "common/data/data_loader.h"
@@ -38,10 +39,13 @@ class DeviceBatches {
   DeviceBatches(const DeviceBatches&) = delete;
   DeviceBatches& operator=(const DeviceBatches&) = delete;
 
-  // Call after loader.start_epoch(): queues the epoch's first copy.
-  void start_epoch();
+  // Starts the loader's epoch over `indices` (this rank's samples), skipping its first
+  // `first_batch` batches (a resumed run continues mid-epoch), and queues the first copy.
+  void start_epoch(std::vector<int64_t> indices, int64_t epoch, int64_t first_batch = 0);
   // The next batch, ready to be used by work queued on the default stream from now on.
   Batch next();
+  // Another host batch (validation's) placed the same way, the host waiting for its copy.
+  Batch place(const Batch& host);
 
  private:
   struct InFlight {

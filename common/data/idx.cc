@@ -3,9 +3,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -62,8 +62,8 @@ Tensor read_idx_u8(const std::string& path) {
     uint8_t be[4];
     read_exactly(file.get(), be, 4, path, "the header");
     dim = (int64_t{be[0]} << 24) | (int64_t{be[1]} << 16) | (int64_t{be[2]} << 8) | be[3];
-    COURSE_CHECK(dim == 0 || count <= kMaxElements / dim, path,
-                 ": corrupt IDX header (sizes ", shape_str(shape), " are beyond any dataset)");
+    COURSE_CHECK(dim == 0 || count <= kMaxElements / dim, path, ": corrupt IDX header (sizes ",
+                 shape_str(shape), " are beyond any dataset)");
     count *= dim;
   }
   std::vector<uint8_t> data;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "common/parallel/ddp.h"
 #include "common/parallel/rank_setup.h"
@@ -27,15 +28,15 @@ std::string json_value(const nlohmann::json& value) {
 
 }  // namespace
 
-void check_checkpoint_path(const std::string& path) {
+void check_output_path(const char* flag, const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
   std::error_code error;
-  COURSE_CHECK(fs::is_directory(folder, error), "--chkpt ", path, ": folder ", folder.string(),
+  COURSE_CHECK(fs::is_directory(folder, error), flag, " ", path, ": folder ", folder.string(),
                " does not exist");
-  COURSE_CHECK(access(folder.c_str(), W_OK) == 0, "--chkpt ", path, ": folder ", folder.string(),
+  COURSE_CHECK(access(folder.c_str(), W_OK) == 0, flag, " ", path, ": folder ", folder.string(),
                " is not writable");
-  COURSE_CHECK(!fs::is_directory(path, error), "--chkpt ", path, " is a folder, not a file");
+  COURSE_CHECK(!fs::is_directory(path, error), flag, " ", path, " is a folder, not a file");
 }
 
 TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks)
@@ -45,7 +46,11 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
                "a training loop needs a model, an optimizer, a schedule, a step and validation");
   COURSE_CHECK(config_.steps_per_epoch > 0, "an epoch of no steps");
   if (!hooks_.profiled) hooks_.profiled = course_profile_schedule;
-  if (!flags_.chkpt.empty()) check_checkpoint_path(flags_.chkpt);
+  for (const auto& [flag, path] :
+       {std::pair{"--chkpt", &flags_.chkpt}, std::pair{"--metrics", &flags_.metrics},
+        std::pair{"--profile", &flags_.profile}}) {
+    if (!path->empty()) check_output_path(flag, *path);
+  }
   if (flags_.resume.empty()) return;
   const nlohmann::json header = read_checkpoint_header(flags_.resume);
   for (const auto& [key, value] : config_.identity.items()) {

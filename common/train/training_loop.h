@@ -1,7 +1,7 @@
 // The one training run of every lab: a lab builds its data, model and optimizer, then hands the
 // loop its step and a few hooks. The loop owns what every run needs:
-//   - before the first step: the checkpoint folder is writable, the resume file is a
-//     checkpoint of this model (same identity, names and shapes) and is loaded;
+//   - before the first step: the checkpoint, metrics and profile files can be written, the
+//     resume file is a checkpoint of this model (same identity, names and shapes) and is loaded;
 //   - epochs of steps (or --test-nsteps steps), the learning rate of every step, the
 //     chronometer and the profiler's schedule, the progress line, a diverging loss refused;
 //   - a stop signal (Slurm's SIGUSR1/SIGTERM) agreed by every rank, then a checkpoint and
@@ -62,7 +62,7 @@ struct LoopResult {
 
 class TrainingLoop {
  public:
-  // Checks the checkpoint folder and loads --resume, so bad paths fail before any step.
+  // Checks the output paths and loads --resume, so bad paths fail before any step.
   TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks);
   LoopResult run();
 
@@ -79,7 +79,8 @@ class TrainingLoop {
   int64_t start_epoch_ = 0, start_batch_ = 0;
 };
 
-// Fails at once when `path`'s folder does not exist or is not writable.
-void check_checkpoint_path(const std::string& path);
+// Fails at once when the output file `path` of `flag` (--chkpt, --metrics, --profile) cannot be
+// written: its folder does not exist or is not writable, or the path is a folder.
+void check_output_path(const char* flag, const std::string& path);
 
 }  // namespace course::train

@@ -42,8 +42,7 @@ std::vector<std::string> epoch_events(bool non_blocking, Device device) {
                           events.push_back("copy " + std::to_string(copies++));
                           return copy_to_device(host, d, s);
                         });
-  loader.start_epoch(in_order(6), 0);
-  batches.start_epoch();
+  batches.start_epoch(in_order(6), 0);
   for (int b = 0; b < 3; ++b) {
     const Batch batch = batches.next();
     EXPECT_EQ(batch.images.device(), device);
@@ -75,8 +74,7 @@ TEST(DeviceBatches, WithoutATransferTheLoadersBatchesAreUsedWhereTheyAre) {
   DataLoader loader(numbered(), {.size = 1, .train = false, .mean = {0}, .std = {1}},
                     {.batch_size = 4});
   DeviceBatches batches(loader, Device::cpu(), true, nullptr);
-  loader.start_epoch(in_order(6), 0);
-  batches.start_epoch();
+  batches.start_epoch(in_order(6), 0);
   EXPECT_EQ(batches.next().labels.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(batches.next().labels.to_vector<int64_t>(), (std::vector<int64_t>{4, 5}));
 }

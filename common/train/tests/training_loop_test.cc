@@ -44,6 +44,18 @@ TEST(TrainingLoop, AMissingCheckpointFolderIsRefusedBeforeTheFirstStep) {
   EXPECT_EQ(run.steps_taken, 0);
 }
 
+TEST(TrainingLoop, UnwritableMetricsAndProfileFilesAreRefusedBeforeTheFirstStep) {
+  TinyRun run(3);
+  run.flags.metrics = "/no/such/dir/metrics.jsonl";
+  EXPECT_THAT(
+      course::testing::error_of([&] { run.run(); }),
+      HasSubstr("--metrics /no/such/dir/metrics.jsonl: folder /no/such/dir does not exist"));
+  run.flags.metrics.clear();
+  run.flags.profile = course::testing::temp_path("");  // a folder, not a file
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("is a folder"));
+  EXPECT_EQ(run.steps_taken, 0);
+}
+
 TEST(TrainingLoop, AResumeFileOfAnotherModelIsRefusedBeforeTheFirstStep) {
   Tensor t = Tensor::from_vector<float>({1}, {1});
   const std::string other = course::testing::temp_path("other.ckpt");
