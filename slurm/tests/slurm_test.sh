@@ -49,7 +49,9 @@ refused --account "x';reboot" day1_gpu
 [[ $(squeue -h | wc -l) -eq $before ]] || fail "a refused submission reached the queue"
 echo "ok: bad helper input refused, nothing submitted"
 
-flags1=(--synthetic 1024 --batch-size 16 --epochs 2 --seed 3)
+# 512 steps: long enough (10 s or more on two cores) that the preemption below, sent 2 s after
+# training starts, lands mid-run.
+flags1=(--synthetic 4096 --batch-size 16 --epochs 2 --seed 3)
 submit --cpu --gpus 1 --cpus-per-rank 2 --time 10 --name ci_day1 solutions/day1_gpu -- "${flags1[@]}"
 day1=$job
 submit --cpu --gpus 2 --time 10 --name ci_day2 solutions/day2_ddp -- --synthetic 512 \
