@@ -8,14 +8,13 @@ namespace course::nn {
 Activation::Activation(const char* name, Forward forward, Backward backward)
     : name_(name), forward_(forward), backward_(backward) {}
 
-Tensor Activation::forward(const Tensor& x) {
-  input_ = x;
+Tensor Activation::run_forward(const Tensor& x, Context& ctx) {
+  ctx.save(x);
   return forward_(x);
 }
 
-Tensor Activation::backward(const Tensor& dy) {
-  COURSE_CHECK(input_.defined(), name_, " backward before forward");
-  return backward_(dy, input_);
+Tensor Activation::run_backward(const Tensor& dy, Context& ctx) {
+  return backward_(dy, ctx.saved<Tensor>(name_));
 }
 
 ReLU::ReLU() : Activation("ReLU", relu_forward, relu_backward) {}

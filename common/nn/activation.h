@@ -1,4 +1,4 @@
-// Elementwise activations (ReLU, and GELU in its tanh form for transformers): each keeps its
+// Elementwise activations (ReLU, and GELU in its tanh form for transformers): each saves its
 // input for the backward pass, which needs it for the derivative.
 #pragma once
 
@@ -11,17 +11,15 @@ class Activation : public Module {
   using Forward = Tensor (*)(const Tensor& x);
   using Backward = Tensor (*)(const Tensor& dy, const Tensor& x);
 
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
-
  protected:
   Activation(const char* name, Forward forward, Backward backward);
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
   const char* name_;
   Forward forward_;
   Backward backward_;
-  Tensor input_;
 };
 
 class ReLU : public Activation {

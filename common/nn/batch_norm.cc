@@ -32,20 +32,21 @@ BatchNorm2d::BatchNorm2d(int64_t channels, Device device, float momentum, float 
       momentum_(momentum),
       eps_(eps) {}
 
-Tensor BatchNorm2d::forward(const Tensor& x) {
+Tensor BatchNorm2d::run_forward(const Tensor& x, Context& ctx) {
   if (!training_) {
     return batch_norm_eval(x, weight.value, bias.value, running_mean, running_var, eps_);
   }
-  input_ = x;
-  reduce_ = active_reducer;
-  return batch_norm_train(x, weight.value, bias.value, running_mean, running_var, momentum_, eps_,
-                          saved_, reduce_);
+  Saved saved{x, {}, active_reducer};
+  Tensor y = batch_norm_train(x, weight.value, bias.value, running_mean, running_var, momentum_,
+                              eps_, saved.statistics, saved.reduce);
+  ctx.save(std::move(saved));
+  return y;
 }
 
-Tensor BatchNorm2d::backward(const Tensor& dy) {
-  COURSE_CHECK(input_.defined(), "BatchNorm2d backward before a training forward");
-  Tensor dx =
-      batch_norm_backward(dy, input_, weight.value, saved_, weight.grad, bias.grad, reduce_);
+Tensor BatchNorm2d::run_backward(const Tensor& dy, Context& ctx) {
+  const Saved& saved = ctx.saved<Saved>("BatchNorm2d (after a training forward)");
+  Tensor dx = batch_norm_backward(dy, saved.input, weight.value, saved.statistics, weight.grad,
+                                  bias.grad, saved.reduce);
   grad_ready(weight);
   grad_ready(bias);
   return dx;

@@ -26,19 +26,23 @@ class BatchNorm2d : public Module {
  public:
   BatchNorm2d(int64_t channels, Device device, float momentum = 0.1f, float eps = 1e-5f);
 
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
   void collect(const std::string& prefix, ModuleState& state) override;
 
   Parameter weight;  // gamma, (C,), ones
   Parameter bias;    // beta, (C,), zeros
   Tensor running_mean, running_var;
 
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
+
  private:
+  struct Saved {
+    Tensor input;
+    BatchNormSaved statistics;
+    ChannelSumReducer reduce;  // of this call's forward (empty: local statistics)
+  };
   float momentum_, eps_;
-  Tensor input_;
-  BatchNormSaved saved_;
-  ChannelSumReducer reduce_;  // of the last training forward (empty: local statistics)
 };
 
 }  // namespace course::nn

@@ -13,25 +13,27 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Conv2d
                             in_channels * kernel * kernel, rng, device)),
       shape_(shape) {}
 
-Tensor Conv2d::forward(const Tensor& x) {
+Tensor Conv2d::run_forward(const Tensor& x, Context& ctx) {
   const DType dtype = matmul_dtype(x);
-  input_ = as_dtype(x, dtype);
-  compute_weight_ = as_dtype(weight.value, dtype);
-  return conv2d_forward(input_, compute_weight_, shape_);
+  Saved saved{as_dtype(x, dtype), as_dtype(weight.value, dtype)};
+  Tensor y = conv2d_forward(saved.input, saved.compute_weight, shape_);
+  ctx.save(std::move(saved));
+  return y;
 }
 
-Tensor Conv2d::backward(const Tensor& dy) {
-  COURSE_CHECK(input_.defined(), "Conv2d backward before forward");
-  const Tensor grad_out = as_dtype(dy, input_.dtype());
-  if (input_.dtype() == DType::kF32) {
-    conv2d_backward_weights_add(grad_out, input_, weight.grad, shape_);
+Tensor Conv2d::run_backward(const Tensor& dy, Context& ctx) {
+  const Saved& saved = ctx.saved<Saved>("Conv2d");
+  const Tensor& input = saved.input;
+  const Tensor grad_out = as_dtype(dy, input.dtype());
+  if (input.dtype() == DType::kF32) {
+    conv2d_backward_weights_add(grad_out, input, weight.grad, shape_);
   } else {
-    Tensor low = zeros(weight.value.shape(), input_.dtype(), input_.device());
-    conv2d_backward_weights_add(grad_out, input_, low, shape_);
+    Tensor low = zeros(weight.value.shape(), input.dtype(), input.device());
+    conv2d_backward_weights_add(grad_out, input, low, shape_);
     axpy_(1.0f, cast(low, DType::kF32), weight.grad);
   }
   grad_ready(weight);
-  return conv2d_backward_data(grad_out, compute_weight_, input_, shape_);
+  return conv2d_backward_data(grad_out, saved.compute_weight, input, shape_);
 }
 
 void Conv2d::collect(const std::string& prefix, ModuleState& state) {

@@ -13,16 +13,21 @@ class Conv2d : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Conv2dShape shape,
          std::mt19937& rng, Device device);
 
-  Tensor forward(const Tensor& x) override;  // (N, C, H, W) -> (N, O, OH, OW), x's format
-  Tensor backward(const Tensor& dy) override;
   void collect(const std::string& prefix, ModuleState& state) override;
 
   Parameter weight;  // (O, C, K, K)
 
+ protected:
+  // (N, C, H, W) -> (N, O, OH, OW), in x's memory format
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
+
  private:
+  struct Saved {
+    Tensor input;           // in the compute dtype
+    Tensor compute_weight;  // the weight in the compute dtype
+  };
   Conv2dShape shape_;
-  Tensor input_;           // the input in the compute dtype
-  Tensor compute_weight_;  // the weight in the compute dtype
 };
 
 }  // namespace course::nn

@@ -16,16 +16,16 @@ Hooked::Hooked(ModulePtr inner, ModuleHooks hooks)
   COURSE_CHECK(inner_ != nullptr, "a hooked module needs a module to wrap");
 }
 
-Tensor Hooked::forward(const Tensor& x) {
+Tensor Hooked::run_forward(const Tensor& x, Context& ctx) {
   call(hooks_.pre_forward, *inner_);
-  Tensor y = inner_->forward(x);
+  Tensor y = inner_->forward(x, ctx.child(0));
   call(hooks_.post_forward, *inner_);
   return y;
 }
 
-Tensor Hooked::backward(const Tensor& dy) {
+Tensor Hooked::run_backward(const Tensor& dy, Context& ctx) {
   call(hooks_.pre_backward, *inner_);
-  Tensor dx = inner_->backward(dy);
+  Tensor dx = inner_->backward(dy, ctx.child(0));
   call(hooks_.post_backward, *inner_);
   return dx;
 }

@@ -20,14 +20,16 @@ class Hooked : public Module {
  public:
   Hooked(ModulePtr inner, ModuleHooks hooks);
 
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
   void collect(const std::string& prefix, ModuleState& state) override;
   void set_training(bool training) override;
   void set_grad_ready_hook(const GradReadyHook& hook) override;
 
   Module& inner() { return *inner_; }
   void set_hooks(ModuleHooks hooks) { hooks_ = std::move(hooks); }
+
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
   ModulePtr inner_;

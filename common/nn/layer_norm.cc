@@ -12,14 +12,17 @@ LayerNorm::LayerNorm(int64_t channels, Device device, float eps)
   fill_(weight.value, 1.0);
 }
 
-Tensor LayerNorm::forward(const Tensor& x) {
-  input_ = x;
-  return layer_norm_forward(x, weight.value, bias.value, eps_, saved_);
+Tensor LayerNorm::run_forward(const Tensor& x, Context& ctx) {
+  Saved saved{x, {}};
+  Tensor y = layer_norm_forward(x, weight.value, bias.value, eps_, saved.statistics);
+  ctx.save(std::move(saved));
+  return y;
 }
 
-Tensor LayerNorm::backward(const Tensor& dy) {
-  COURSE_CHECK(input_.defined(), "LayerNorm backward before forward");
-  Tensor dx = layer_norm_backward(dy, input_, weight.value, saved_, weight.grad, bias.grad);
+Tensor LayerNorm::run_backward(const Tensor& dy, Context& ctx) {
+  const Saved& saved = ctx.saved<Saved>("LayerNorm");
+  Tensor dx =
+      layer_norm_backward(dy, saved.input, weight.value, saved.statistics, weight.grad, bias.grad);
   grad_ready(weight);
   grad_ready(bias);
   return dx;

@@ -17,29 +17,39 @@ Linear::Linear(int64_t in_features, int64_t out_features, std::mt19937& rng, Dev
       bias(uniform({out_features}, 1.0f / std::sqrt(static_cast<float>(in_features)), rng,
                    device)) {}
 
-Tensor Linear::forward(const Tensor& x) {
-  COURSE_CHECK(x.dim() == 2 && x.size(1) == weight.value.size(1), "Linear(", weight.value.size(1),
-               " -> ", weight.value.size(0), ") got input ", x.str());
+namespace {
+
+// (..., n) as (rows, n): the leading dimensions are independent rows of one GEMM.
+Tensor as_rows(const Tensor& t) { return t.view({t.numel() / t.size(-1), t.size(-1)}); }
+
+}  // namespace
+
+Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
+  const int64_t in = weight.value.size(1);
+  COURSE_CHECK(x.dim() >= 2 && x.size(-1) == in, "Linear(", in, " -> ", weight.value.size(0),
+               ") got input ", x.str());
   const DType dtype = matmul_dtype(x);
-  input_ = as_dtype(x, dtype);
-  compute_weight_ = as_dtype(weight.value, dtype);
-  Tensor y = matmul(input_, compute_weight_, false, true);
+  Saved saved{as_rows(as_dtype(x, dtype)), as_dtype(weight.value, dtype), x.shape()};
+  Tensor y = matmul(saved.input, saved.compute_weight, false, true);
   add_row_bias_(y, bias.value);
-  return y;
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.value.size(0);
+  ctx.save(std::move(saved));
+  return y.view(out_shape);
 }
 
-Tensor Linear::backward(const Tensor& dy) {
-  COURSE_CHECK(input_.defined(), "Linear backward before forward");
-  const Tensor grad_out = as_dtype(dy, input_.dtype());
+Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
+  const Saved& saved = ctx.saved<Saved>("Linear");
+  const Tensor grad_out = as_rows(as_dtype(dy, saved.input.dtype()));
   add_column_sums_(grad_out, bias.grad);
   grad_ready(bias);
-  if (input_.dtype() == DType::kF32) {
-    gemm(grad_out, true, input_, false, weight.grad, 1.0f, 1.0f);  // dW += dy^T x
+  if (saved.input.dtype() == DType::kF32) {
+    gemm(grad_out, true, saved.input, false, weight.grad, 1.0f, 1.0f);  // dW += dy^T x
   } else {
-    axpy_(1.0f, cast(matmul(grad_out, input_, true, false), DType::kF32), weight.grad);
+    axpy_(1.0f, cast(matmul(grad_out, saved.input, true, false), DType::kF32), weight.grad);
   }
   grad_ready(weight);
-  return matmul(grad_out, compute_weight_);  // dx = dy W
+  return matmul(grad_out, saved.compute_weight).view(saved.input_shape);  // dx = dy W
 }
 
 void Linear::collect(const std::string& prefix, ModuleState& state) {

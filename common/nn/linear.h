@@ -1,4 +1,4 @@
-// Linear layer: y = x W^T + b, x (N, in), W (out, in), b (out,).
+// Linear layer: y = x W^T + b, x (..., in) (e.g. (N, in) or (B, T, in)), W (out, in), b (out,).
 #pragma once
 
 #include <random>
@@ -11,16 +11,21 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, std::mt19937& rng, Device device);
 
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
   void collect(const std::string& prefix, ModuleState& state) override;
 
   Parameter weight;
   Parameter bias;
 
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
+
  private:
-  Tensor input_;
-  Tensor compute_weight_;
+  struct Saved {
+    Tensor input;           // (rows, in) in the compute dtype
+    Tensor compute_weight;  // the weight in the compute dtype
+    Shape input_shape;      // as given, to shape dx
+  };
 };
 
 }  // namespace course::nn

@@ -11,6 +11,12 @@ Parameter::Parameter(Tensor v)
                value.str());
 }
 
+Tensor Module::backward(const Tensor& dy, Context& ctx) {
+  Tensor dx = run_backward(dy, ctx);
+  ctx.clear();
+  return dx;
+}
+
 ModuleState Module::state() {
   ModuleState s;
   collect("", s);

@@ -1,9 +1,11 @@
 // Module: a layer with explicit forward and backward passes (the llm.c / Caffe style: no tape).
 //
-// forward(x) computes the output and keeps what backward needs; backward(dy) returns dx and
-// adds the parameter gradients into Parameter::grad (so gradients accumulate over micro-batches
-// until zero_grad()). Parameters are f32 master weights; under autocast (common/nn/autocast.h)
-// the compute-heavy layers run in f16/bf16 from copies of them.
+// forward(x, ctx) computes the output and saves what backward needs in the call's Context;
+// backward(dy, ctx) returns dx, adds the parameter gradients into Parameter::grad (so gradients
+// accumulate over micro-batches until zero_grad()) and releases the context. Calls with their
+// own contexts can be in flight together; forward(x) / backward(dy) use a context the module
+// keeps, for the usual one-call-at-a-time step. Parameters are f32 master weights; under autocast
+// (common/nn/autocast.h) the compute-heavy layers run in f16/bf16 from copies of them.
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/nn/context.h"
 #include "common/tensor/tensor.h"
 
 namespace course::nn {
@@ -32,10 +35,15 @@ struct ModuleState {
 
 class Module {
  public:
+  Module() = default;
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
   virtual ~Module() = default;
 
-  virtual Tensor forward(const Tensor& x) = 0;
-  virtual Tensor backward(const Tensor& dy) = 0;
+  Tensor forward(const Tensor& x, Context& ctx) { return run_forward(x, ctx); }
+  Tensor backward(const Tensor& dy, Context& ctx);
+  Tensor forward(const Tensor& x) { return forward(x, context_); }
+  Tensor backward(const Tensor& dy) { return backward(dy, context_); }
 
   // Adds this module's parameters and buffers (and its children's) under `prefix`.
   virtual void collect(const std::string& prefix, ModuleState& state) {
@@ -55,12 +63,18 @@ class Module {
   bool training() const { return training_; }
 
  protected:
+  virtual Tensor run_forward(const Tensor& x, Context& ctx) = 0;
+  virtual Tensor run_backward(const Tensor& dy, Context& ctx) = 0;
+
   void grad_ready(Parameter& p) const {
     if (hook_) hook_(p);
   }
 
   bool training_ = true;
   GradReadyHook hook_;
+
+ private:
+  Context context_;  // of forward(x) / backward(dy)
 };
 
 using ModulePtr = std::unique_ptr<Module>;

@@ -6,25 +6,25 @@ namespace course::nn {
 MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)
     : kernel_(kernel), stride_(stride), padding_(padding) {}
 
-Tensor MaxPool2d::forward(const Tensor& x) {
-  input_ = x;
-  result_ = max_pool_forward(x, kernel_, stride_, padding_);
-  return result_.y;
+Tensor MaxPool2d::run_forward(const Tensor& x, Context& ctx) {
+  Saved saved{x, max_pool_forward(x, kernel_, stride_, padding_)};
+  Tensor y = saved.result.y;
+  ctx.save(std::move(saved));
+  return y;
 }
 
-Tensor MaxPool2d::backward(const Tensor& dy) {
-  COURSE_CHECK(input_.defined(), "MaxPool2d backward before forward");
-  return max_pool_backward(dy, result_, input_, kernel_, stride_, padding_);
+Tensor MaxPool2d::run_backward(const Tensor& dy, Context& ctx) {
+  const Saved& saved = ctx.saved<Saved>("MaxPool2d");
+  return max_pool_backward(dy, saved.result, saved.input, kernel_, stride_, padding_);
 }
 
-Tensor GlobalAvgPool2d::forward(const Tensor& x) {
-  input_ = x;
+Tensor GlobalAvgPool2d::run_forward(const Tensor& x, Context& ctx) {
+  ctx.save(x);
   return global_avg_pool_forward(x);
 }
 
-Tensor GlobalAvgPool2d::backward(const Tensor& dy) {
-  COURSE_CHECK(input_.defined(), "GlobalAvgPool2d backward before forward");
-  return global_avg_pool_backward(dy, input_);
+Tensor GlobalAvgPool2d::run_backward(const Tensor& dy, Context& ctx) {
+  return global_avg_pool_backward(dy, ctx.saved<Tensor>("GlobalAvgPool2d"));
 }
 
 }  // namespace course::nn

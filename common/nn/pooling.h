@@ -9,22 +9,24 @@ namespace course::nn {
 class MaxPool2d : public Module {
  public:
   MaxPool2d(int64_t kernel, int64_t stride, int64_t padding = 0);
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
+
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
+  struct Saved {
+    Tensor input;
+    MaxPoolResult result;
+  };
   int64_t kernel_, stride_, padding_;
-  Tensor input_;
-  MaxPoolResult result_;
 };
 
+// (N, C, H, W) -> (N, C)
 class GlobalAvgPool2d : public Module {
- public:
-  Tensor forward(const Tensor& x) override;  // (N, C, H, W) -> (N, C)
-  Tensor backward(const Tensor& dy) override;
-
- private:
-  Tensor input_;
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
 };
 
 }  // namespace course::nn

@@ -14,16 +14,17 @@ void conv_bn(Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t s
   if (relu) seq.add(std::make_unique<ReLU>());
 }
 
-Tensor ResidualBlock::forward(const Tensor& x) {
-  const Tensor main = main_.forward(x);
-  const Tensor shortcut = shortcut_.size() > 0 ? shortcut_.forward(x) : x;
-  return relu_.forward(add(main, shortcut));
+// Child contexts of a call: 0 the main path, 1 the shortcut, 2 the final ReLU.
+Tensor ResidualBlock::run_forward(const Tensor& x, Context& ctx) {
+  const Tensor main = main_.forward(x, ctx.child(0));
+  const Tensor shortcut = shortcut_.size() > 0 ? shortcut_.forward(x, ctx.child(1)) : x;
+  return relu_.forward(add(main, shortcut), ctx.child(2));
 }
 
-Tensor ResidualBlock::backward(const Tensor& dy) {
-  const Tensor g = relu_.backward(dy);
-  const Tensor dx_main = main_.backward(g);
-  const Tensor dx_shortcut = shortcut_.size() > 0 ? shortcut_.backward(g) : g;
+Tensor ResidualBlock::run_backward(const Tensor& dy, Context& ctx) {
+  const Tensor g = relu_.backward(dy, ctx.child(2));
+  const Tensor dx_main = main_.backward(g, ctx.child(0));
+  const Tensor dx_shortcut = shortcut_.size() > 0 ? shortcut_.backward(g, ctx.child(1)) : g;
   return add(dx_main, dx_shortcut);
 }
 

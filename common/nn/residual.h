@@ -17,13 +17,13 @@ void conv_bn(Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t s
 
 class ResidualBlock : public Module {
  public:
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
   void collect(const std::string& prefix, ModuleState& state) override;
   void set_training(bool training) override;
   void set_grad_ready_hook(const GradReadyHook& hook) override;
 
  protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
   // Adds the projection shortcut when `stride` or the channel count changes.
   void add_shortcut(int64_t in_channels, int64_t out_channels, int64_t stride, std::mt19937& rng,
                     Device device);

@@ -11,15 +11,15 @@ Sequential& Sequential::add(ModulePtr child, std::string name) {
   return *this;
 }
 
-Tensor Sequential::forward(const Tensor& x) {
+Tensor Sequential::run_forward(const Tensor& x, Context& ctx) {
   Tensor h = x;
-  for (auto& [name, child] : children_) h = child->forward(h);
+  for (size_t i = 0; i < children_.size(); ++i) h = children_[i].second->forward(h, ctx.child(i));
   return h;
 }
 
-Tensor Sequential::backward(const Tensor& dy) {
+Tensor Sequential::run_backward(const Tensor& dy, Context& ctx) {
   Tensor g = dy;
-  for (auto it = children_.rbegin(); it != children_.rend(); ++it) g = it->second->backward(g);
+  for (size_t i = children_.size(); i-- > 0;) g = children_[i].second->backward(g, ctx.child(i));
   return g;
 }
 

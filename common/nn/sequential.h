@@ -21,12 +21,14 @@ class Sequential : public Module {
     return ref;
   }
 
-  Tensor forward(const Tensor& x) override;
-  Tensor backward(const Tensor& dy) override;
   void collect(const std::string& prefix, ModuleState& state) override;
   void set_training(bool training) override;
   void set_grad_ready_hook(const GradReadyHook& hook) override;
   size_t size() const { return children_.size(); }
+
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
   std::vector<std::pair<std::string, ModulePtr>> children_;

@@ -176,8 +176,8 @@ TEST(Linear, ForwardAndGradients) {
 class WrongLinear : public Linear {
  public:
   using Linear::Linear;
-  Tensor backward(const Tensor& dy) override {
-    Tensor dx = Linear::backward(dy);
+  Tensor run_backward(const Tensor& dy, Context& ctx) override {
+    Tensor dx = Linear::run_backward(dy, ctx);
     scale_(dx, 1.5f);
     return dx;
   }
@@ -186,8 +186,8 @@ class WrongLinear : public Linear {
 class ForgetfulLinear : public Linear {
  public:
   using Linear::Linear;
-  Tensor backward(const Tensor& dy) override {
-    Tensor dx = Linear::backward(dy);
+  Tensor run_backward(const Tensor& dy, Context& ctx) override {
+    Tensor dx = Linear::run_backward(dy, ctx);
     fill_(weight.grad, 0.0);
     return dx;
   }
