@@ -30,18 +30,5 @@ Tensor Hooked::run_backward(const Tensor& dy, Context& ctx) {
   return dx;
 }
 
-void Hooked::collect(const std::string& prefix, ModuleState& state) {
-  inner_->collect(prefix, state);
-}
-
-void Hooked::set_training(bool training) {
-  Module::set_training(training);
-  inner_->set_training(training);
-}
-
-void Hooked::set_grad_ready_hook(const GradReadyHook& hook) {
-  Module::set_grad_ready_hook(hook);
-  inner_->set_grad_ready_hook(hook);
-}
 
 }  // namespace course::nn

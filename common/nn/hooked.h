@@ -20,9 +20,7 @@ class Hooked : public Module {
  public:
   Hooked(ModulePtr inner, ModuleHooks hooks);
 
-  void collect(const std::string& prefix, ModuleState& state) override;
-  void set_training(bool training) override;
-  void set_grad_ready_hook(const GradReadyHook& hook) override;
+  std::vector<Child> children() override { return {{"", inner_.get()}}; }
 
   Module& inner() { return *inner_; }
   void set_hooks(ModuleHooks hooks) { hooks_ = std::move(hooks); }

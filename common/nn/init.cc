@@ -25,4 +25,8 @@ Tensor uniform(const Shape& shape, float bound, std::mt19937& rng, Device device
   return draw(shape, std::uniform_real_distribution<float>(-bound, bound), rng, device);
 }
 
+Tensor normal(const Shape& shape, float std, std::mt19937& rng, Device device) {
+  return draw(shape, std::normal_distribution<float>(0.0f, std), rng, device);
+}
+
 }  // namespace course::nn

@@ -17,6 +17,12 @@ Linear::Linear(int64_t in_features, int64_t out_features, std::mt19937& rng, Dev
       bias(uniform({out_features}, 1.0f / std::sqrt(static_cast<float>(in_features)), rng,
                    device)) {}
 
+Linear::Linear(Tensor w, Tensor b) : weight(std::move(w)), bias(std::move(b)) {
+  COURSE_CHECK(weight.value.dim() == 2 && bias.value.shape() == Shape({weight.value.size(0)}),
+               "a linear layer needs an (out, in) weight and an (out,) bias, got ",
+               weight.value.str(), " and ", bias.value.str());
+}
+
 namespace {
 
 // (..., n) as (rows, n): the leading dimensions are independent rows of one GEMM.

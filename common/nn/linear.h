@@ -9,7 +9,10 @@ namespace course::nn {
 
 class Linear : public Module {
  public:
+  // PyTorch's default initialisation.
   Linear(int64_t in_features, int64_t out_features, std::mt19937& rng, Device device);
+  // Given initial values: weight (out, in), bias (out,), f32.
+  Linear(Tensor weight, Tensor bias);
 
   void collect(const std::string& prefix, ModuleState& state) override;
 

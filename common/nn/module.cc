@@ -17,6 +17,22 @@ Tensor Module::backward(const Tensor& dy, Context& ctx) {
   return dx;
 }
 
+void Module::collect(const std::string& prefix, ModuleState& state) {
+  for (const Child& c : children()) {
+    c.module->collect(c.name.empty() ? prefix : prefix + c.name + ".", state);
+  }
+}
+
+void Module::set_training(bool training) {
+  training_ = training;
+  for (const Child& c : children()) c.module->set_training(training);
+}
+
+void Module::set_grad_ready_hook(const GradReadyHook& hook) {
+  hook_ = hook;
+  for (const Child& c : children()) c.module->set_grad_ready_hook(hook);
+}
+
 ModuleState Module::state() {
   ModuleState s;
   collect("", s);

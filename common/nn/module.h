@@ -45,17 +45,23 @@ class Module {
   Tensor forward(const Tensor& x) { return forward(x, context_); }
   Tensor backward(const Tensor& dy) { return backward(dy, context_); }
 
-  // Adds this module's parameters and buffers (and its children's) under `prefix`.
-  virtual void collect(const std::string& prefix, ModuleState& state) {
-    (void)prefix;
-    (void)state;
-  }
-  virtual void set_training(bool training) { training_ = training; }
+  // The modules this one is made of, in forward order, each with the name its parameters go
+  // under ("" for none: a wrapper's parameters keep their names).
+  struct Child {
+    std::string name;
+    Module* module;
+  };
+  virtual std::vector<Child> children() { return {}; }
+
+  // Adds this module's own parameters and buffers under `prefix`, then its children's.
+  virtual void collect(const std::string& prefix, ModuleState& state);
+  void set_training(bool training);  // this module and every descendant
 
   // Called with each parameter as soon as its gradient is complete during backward (used by
-  // data parallelism to start reducing it while the rest of the backward pass runs).
+  // data parallelism to start reducing it while the rest of the backward pass runs); set on
+  // this module and every descendant.
   using GradReadyHook = std::function<void(Parameter&)>;
-  virtual void set_grad_ready_hook(const GradReadyHook& hook) { hook_ = hook; }
+  void set_grad_ready_hook(const GradReadyHook& hook);
 
   ModuleState state();
   std::vector<Parameter*> parameters();

@@ -28,21 +28,8 @@ Tensor ResidualBlock::run_backward(const Tensor& dy, Context& ctx) {
   return add(dx_main, dx_shortcut);
 }
 
-void ResidualBlock::collect(const std::string& prefix, ModuleState& state) {
-  main_.collect(prefix, state);
-  shortcut_.collect(prefix + "downsample.", state);
-}
-
-void ResidualBlock::set_training(bool training) {
-  Module::set_training(training);
-  main_.set_training(training);
-  shortcut_.set_training(training);
-}
-
-void ResidualBlock::set_grad_ready_hook(const GradReadyHook& hook) {
-  Module::set_grad_ready_hook(hook);
-  main_.set_grad_ready_hook(hook);
-  shortcut_.set_grad_ready_hook(hook);
+std::vector<Module::Child> ResidualBlock::children() {
+  return {{"", &main_}, {"downsample", &shortcut_}, {"", &relu_}};
 }
 
 void ResidualBlock::add_shortcut(int64_t in_channels, int64_t out_channels, int64_t stride,

@@ -17,9 +17,7 @@ void conv_bn(Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t s
 
 class ResidualBlock : public Module {
  public:
-  void collect(const std::string& prefix, ModuleState& state) override;
-  void set_training(bool training) override;
-  void set_grad_ready_hook(const GradReadyHook& hook) override;
+  std::vector<Child> children() override;
 
  protected:
   Tensor run_forward(const Tensor& x, Context& ctx) override;

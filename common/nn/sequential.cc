@@ -23,18 +23,10 @@ Tensor Sequential::run_backward(const Tensor& dy, Context& ctx) {
   return g;
 }
 
-void Sequential::collect(const std::string& prefix, ModuleState& state) {
-  for (auto& [name, child] : children_) child->collect(prefix + name + ".", state);
-}
-
-void Sequential::set_training(bool training) {
-  Module::set_training(training);
-  for (auto& [name, child] : children_) child->set_training(training);
-}
-
-void Sequential::set_grad_ready_hook(const GradReadyHook& hook) {
-  Module::set_grad_ready_hook(hook);
-  for (auto& [name, child] : children_) child->set_grad_ready_hook(hook);
+std::vector<Module::Child> Sequential::children() {
+  std::vector<Child> out;
+  for (auto& [name, child] : children_) out.push_back({name, child.get()});
+  return out;
 }
 
 }  // namespace course::nn

@@ -21,9 +21,7 @@ class Sequential : public Module {
     return ref;
   }
 
-  void collect(const std::string& prefix, ModuleState& state) override;
-  void set_training(bool training) override;
-  void set_grad_ready_hook(const GradReadyHook& hook) override;
+  std::vector<Child> children() override;
   size_t size() const { return children_.size(); }
 
  protected:

@@ -1,0 +1,27 @@
+// Multi-head scaled dot-product self-attention over a packed (B, T, 3C) q|k|v projection, as a
+// GPT's attention layer computes it: C = H heads x D, softmax(q k^T / sqrt(D)) v per head,
+// causal (a query sees itself and earlier positions) or bidirectional. The heads are permuted
+// to (3, B, H, T, D) so each head's rows are contiguous, attended by the online-softmax
+// kernels of attention_ops.h, and permuted back to (B, T, C).
+#pragma once
+
+#include <cstdint>
+
+#include "common/tensor/tensor.h"
+
+namespace course {
+
+struct AttentionSaved {
+  Tensor qkv_heads;  // (3, B, H, T, D) in the compute dtype
+  Tensor out_heads;  // (B, H, T, D)
+  Tensor lse;        // (B, H, T) f32 log-sum-exp of each query's scores
+};
+
+// qkv (B, T, 3C) contiguous, any floating dtype; returns (B, T, C) in the same dtype.
+Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved);
+
+// Returns d(qkv) (B, T, 3C) from dy (B, T, C).
+Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
+                          const AttentionSaved& saved);
+
+}  // namespace course

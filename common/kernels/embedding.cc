@@ -1,0 +1,66 @@
+// Embedding launches.
+#include "common/kernels/embedding.h"
+
+#include <algorithm>
+
+#include "common/kernels/embedding_ops.h"
+#include "common/kernels/launch.h"
+
+namespace course {
+
+namespace {
+
+void check_tables(const Tensor& tokens, const Tensor& wte, const Tensor& wpe) {
+  COURSE_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::kI32,
+               "embedding needs (B, T) i32 tokens, got ", tokens.str());
+  for (const Tensor* table : {&wte, &wpe}) {
+    COURSE_CHECK(table->dim() == 2 && table->dtype() == DType::kF32 &&
+                     table->size(1) == wte.size(1) && table->device() == tokens.device(),
+                 "embedding tables must be (rows, C) f32 on the tokens' device, got ",
+                 table->str(), " for tokens ", tokens.str());
+  }
+  COURSE_CHECK(tokens.size(1) <= wpe.size(0), "a sequence of ", tokens.size(1),
+               " tokens is longer than the model's context of ", wpe.size(0));
+  if (tokens.device().is_cpu()) {
+    const int32_t* t = tokens.data_as<int32_t>();
+    const auto [low, high] = std::minmax_element(t, t + tokens.numel());
+    COURSE_CHECK(tokens.numel() == 0 || (*low >= 0 && *high < wte.size(0)), "token ",
+                 *low < 0 ? *low : *high, " is outside the vocabulary of ", wte.size(0));
+  }
+}
+
+}  // namespace
+
+Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe) {
+  check_tables(tokens, wte, wpe);
+  const int64_t channels = wte.size(1);
+  Tensor y = Tensor::empty({tokens.size(0), tokens.size(1), channels}, DType::kF32,
+                           tokens.device());
+  for_each_index(tokens.device(), y.numel(),
+                 ops::EmbeddingForward{tokens.data_as<int32_t>(), wte.data_as<float>(),
+                                       wpe.data_as<float>(), y.data_as<float>(), tokens.size(1),
+                                       channels});
+  return y;
+}
+
+void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad,
+                        Tensor& wpe_grad) {
+  check_tables(tokens, wte_grad, wpe_grad);
+  const int64_t batch = tokens.size(0), seq = tokens.size(1), channels = wte_grad.size(1);
+  COURSE_CHECK(dy.shape() == Shape({batch, seq, channels}) && dy.device() == tokens.device(),
+               "embedding backward needs dy (", batch, ", ", seq, ", ", channels, "), got ",
+               dy.str());
+  visit_floating(dy.dtype(), "embedding_backward", [&]<class T>() {
+    for_each_index(tokens.device(), channels,
+                   ops::TokenEmbeddingBackward<T>{tokens.data_as<int32_t>(), dy.data_as<T>(),
+                                                  wte_grad.data_as<float>(), batch * seq,
+                                                  channels},
+                   batch * seq);
+    for_each_index(tokens.device(), seq * channels,
+                   ops::PositionEmbeddingBackward<T>{dy.data_as<T>(), wpe_grad.data_as<float>(),
+                                                     batch, seq, channels},
+                   batch);
+  });
+}
+
+}  // namespace course

@@ -1,0 +1,53 @@
+// Token and position embedding bodies shared by the CPU and the GPU. Tokens are (B, T) i32,
+// the tables (V, C) and (context, C) f32, the output (B, T, C) f32. The backward bodies are
+// laid out so no two indices write the same element: deterministic without atomics.
+#pragma once
+
+#include <cstdint>
+
+#include "common/core/host_device.h"
+
+namespace course::ops {
+
+// Element (bt, c): y = wte[token[bt], c] + wpe[bt mod T, c].
+struct EmbeddingForward {
+  const int32_t* tokens;
+  const float* wte;
+  const float* wpe;
+  float* y;
+  int64_t seq, channels;
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t bt = i / channels, c = i % channels;
+    y[i] = wte[tokens[bt] * channels + c] + wpe[(bt % seq) * channels + c];
+  }
+};
+
+// Channel c: wte_grad[token[bt], c] += dy[bt, c] over every position bt in order (one index
+// owns a column of the table, so repeated tokens never race).
+template <class T>
+struct TokenEmbeddingBackward {
+  const int32_t* tokens;
+  const T* dy;
+  float* wte_grad;
+  int64_t positions, channels;
+  COURSE_HD void operator()(int64_t c) const {
+    for (int64_t bt = 0; bt < positions; ++bt) {
+      wte_grad[tokens[bt] * channels + c] += static_cast<float>(dy[bt * channels + c]);
+    }
+  }
+};
+
+// Element (t, c): wpe_grad[t, c] += sum over the batch of dy[b, t, c].
+template <class T>
+struct PositionEmbeddingBackward {
+  const T* dy;
+  float* wpe_grad;
+  int64_t batch, seq, channels;
+  COURSE_HD void operator()(int64_t i) const {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < batch; ++b) sum += static_cast<float>(dy[b * seq * channels + i]);
+    wpe_grad[i] += sum;
+  }
+};
+
+}  // namespace course::ops

@@ -1,0 +1,43 @@
+// Permute launch.
+#include "common/kernels/permute.h"
+
+#include <algorithm>
+
+#include "common/kernels/launch.h"
+#include "common/kernels/permute_ops.h"
+
+namespace course {
+
+Tensor permute(const Tensor& x, const std::vector<int>& order) {
+  const int dims = static_cast<int>(x.dim());
+  COURSE_CHECK(x.memory_format() == MemoryFormat::kContiguous && dims <= ops::kMaxPermuteDims,
+               "permute needs a contiguous tensor of at most ", ops::kMaxPermuteDims,
+               " axes, got ", x.str());
+  std::vector<int> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  bool is_permutation = static_cast<int>(order.size()) == dims;
+  for (int a = 0; is_permutation && a < dims; ++a) is_permutation = sorted[a] == a;
+  COURSE_CHECK(is_permutation, "permute order must be a permutation of the ", dims, " axes of ",
+               x.str());
+  const std::vector<int64_t> strides = dense_strides(x.shape(), MemoryFormat::kContiguous);
+  Shape out_shape(dims);
+  for (int a = 0; a < dims; ++a) out_shape[a] = x.size(order[a]);
+  Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
+  visit_dtype(x.dtype(), [&]<class T>() {
+    ops::Permute<T> kernel{x.data_as<T>(), y.data_as<T>(), dims, {}, {}};
+    for (int a = 0; a < dims; ++a) {
+      kernel.out_shape[a] = out_shape[a];
+      kernel.in_strides[a] = strides[order[a]];
+    }
+    for_each_index(x.device(), y.numel(), kernel);
+  });
+  return y;
+}
+
+std::vector<int> inverse_permutation(const std::vector<int>& order) {
+  std::vector<int> inverse(order.size());
+  for (size_t a = 0; a < order.size(); ++a) inverse[order[a]] = static_cast<int>(a);
+  return inverse;
+}
+
+}  // namespace course

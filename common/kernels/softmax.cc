@@ -1,0 +1,41 @@
+// Softmax launches.
+#include "common/kernels/softmax.h"
+
+#include "common/kernels/launch.h"
+#include "common/kernels/softmax_ops.h"
+
+namespace course {
+
+namespace {
+
+int64_t rows_of(const Tensor& x, const char* op) {
+  COURSE_CHECK(x.dim() >= 1 && x.numel() > 0 && x.memory_format() == MemoryFormat::kContiguous,
+               op, " needs a contiguous non-empty (..., C) tensor, got ", x.str());
+  return x.numel() / x.size(-1);
+}
+
+}  // namespace
+
+Tensor softmax_forward(const Tensor& x) {
+  const int64_t rows = rows_of(x, "softmax_forward"), cols = x.size(-1);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  visit_floating(x.dtype(), "softmax_forward", [&]<class T>() {
+    for_each_index(x.device(), rows, ops::SoftmaxForward<T>{x.data_as<T>(), y.data_as<T>(), cols},
+                   3 * cols);
+  });
+  return y;
+}
+
+Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
+  check_same(dy, y, "softmax_backward");
+  const int64_t rows = rows_of(y, "softmax_backward"), cols = y.size(-1);
+  Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
+  visit_floating(y.dtype(), "softmax_backward", [&]<class T>() {
+    for_each_index(y.device(), rows,
+                   ops::SoftmaxBackward<T>{dy.data_as<T>(), y.data_as<T>(), dx.data_as<T>(), cols},
+                   2 * cols);
+  });
+  return dx;
+}
+
+}  // namespace course

@@ -1,0 +1,28 @@
+// Activation checkpointing: the wrapped module's forward keeps only its input; backward runs
+// the forward again into a fresh context, then its backward. Peak memory falls from every
+// block's activations to one block's plus the blocks' inputs, for one more forward per step.
+//
+// Gradients are bit for bit those of the plain module when its forward is deterministic (no
+// dropout, no batch statistics updated as a side effect): the recomputation repeats the same
+// arithmetic on the same values.
+#pragma once
+
+#include "common/nn/module.h"
+
+namespace course::nn {
+
+class Checkpointed : public Module {
+ public:
+  explicit Checkpointed(ModulePtr inner);
+  std::vector<Child> children() override { return {{"", inner_.get()}}; }
+  Module& inner() { return *inner_; }
+
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
+
+ private:
+  ModulePtr inner_;
+};
+
+}  // namespace course::nn

@@ -1,0 +1,60 @@
+// A GPT-2-style language model: token + position embedding, pre-LayerNorm transformer blocks
+// (x + attn(ln_1(x)), then x + mlp(ln_2(x)), the MLP 4x wide with tanh GELU), a final
+// LayerNorm and an output layer tied to the token embedding. No dropout (as llm.c), so
+// activation checkpointing is exact. Initialised as GPT-2: Normal(0, 0.02) weights, the
+// residual projections' scaled by 1/sqrt(2 layers), zero biases.
+//
+// Parameter names: "wte.weight", "wpe.weight", "h.<l>.attention.ln_1.weight",
+// "h.<l>.attention.attn.c_attn.weight", ".attn.c_proj", "h.<l>.feed_forward.ln_2",
+// ".mlp.c_fc", ".mlp.c_proj", "ln_f.weight" (nanoGPT's, with the branch named).
+#pragma once
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/nn/embedding.h"
+#include "common/nn/layer_norm.h"
+#include "common/nn/sequential.h"
+#include "common/nn/tied_head.h"
+
+namespace course::nn {
+
+struct GptConfig {
+  std::string name;
+  int64_t layers, heads, channels, context, vocabulary;
+};
+
+// gpt-tiny (byte-level, seconds per step on a laptop CPU) and the published GPT-2 sizes
+// (124M, 350M, 774M, 1.5B) plus the 1.3B configuration of the ZeRO and Megatron-LM papers'
+// experiments, for memory estimates and GPUs.
+const std::vector<GptConfig>& gpt_presets();
+GptConfig gpt_preset(const std::string& name);  // throws listing the presets
+
+// From the configuration alone (the tied weight counted once): V C + context C +
+// layers (12 C^2 + 13 C) + 2 C.
+int64_t gpt_parameter_count(const GptConfig& config);
+
+class Gpt : public Module {
+ public:
+  // `checkpoint_blocks`: each block recomputes its activations in backward (checkpointed.h).
+  Gpt(const GptConfig& config, std::mt19937& rng, Device device, bool checkpoint_blocks = false);
+
+  std::vector<Child> children() override;
+  const GptConfig& config() const { return config_; }
+  Sequential& blocks() { return blocks_; }
+
+ protected:
+  // tokens (B, T) i32 -> logits (B, T, V)
+  Tensor run_forward(const Tensor& tokens, Context& ctx) override;
+  Tensor run_backward(const Tensor& dlogits, Context& ctx) override;
+
+ private:
+  GptConfig config_;
+  Embedding embedding_;
+  Sequential blocks_;
+  LayerNorm ln_f_;
+  TiedHead head_;
+};
+
+}  // namespace course::nn

@@ -1,0 +1,38 @@
+// Tied output layer.
+#include "common/nn/tied_head.h"
+
+#include "common/kernels/elementwise.h"
+#include "common/kernels/gemm.h"
+#include "common/nn/autocast.h"
+
+namespace course::nn {
+
+TiedHead::TiedHead(Parameter& embedding) : weight_(embedding) {}
+
+Tensor TiedHead::run_forward(const Tensor& h, Context& ctx) {
+  const int64_t channels = weight_.value.size(1), vocabulary = weight_.value.size(0);
+  COURSE_CHECK(h.dim() >= 2 && h.size(-1) == channels, "the output layer needs (..., ", channels,
+               ") activations, got ", h.str());
+  const DType dtype = matmul_dtype(h);
+  Saved saved{as_dtype(h, dtype).view({h.numel() / channels, channels}),
+              as_dtype(weight_.value, dtype), h.shape()};
+  Shape logits_shape = h.shape();
+  logits_shape.back() = vocabulary;
+  Tensor logits = matmul(saved.rows, saved.compute_weight, false, true).view(logits_shape);
+  ctx.save(std::move(saved));
+  return logits;
+}
+
+Tensor TiedHead::run_backward(const Tensor& dlogits, Context& ctx) {
+  const Saved& saved = ctx.saved<Saved>("TiedHead");
+  const Tensor grad = as_dtype(dlogits, saved.rows.dtype())
+                          .view({saved.rows.size(0), weight_.value.size(0)});
+  if (grad.dtype() == DType::kF32) {
+    gemm(grad, true, saved.rows, false, weight_.grad, 1.0f, 1.0f);  // dW += dlogits^T h
+  } else {
+    axpy_(1.0f, cast(matmul(grad, saved.rows, true, false), DType::kF32), weight_.grad);
+  }
+  return matmul(grad, saved.compute_weight).view(saved.input_shape);
+}
+
+}  // namespace course::nn
