@@ -25,9 +25,9 @@ struct Dims {
 };
 
 Dims dims_of(const Tensor& qkv, int64_t heads) {
-  COURSE_CHECK(qkv.dim() == 3 && qkv.size(2) % 3 == 0 &&
-                   qkv.memory_format() == MemoryFormat::kContiguous,
-               "attention needs a contiguous (B, T, 3C) q|k|v tensor, got ", qkv.str());
+  COURSE_CHECK(
+      qkv.dim() == 3 && qkv.size(2) % 3 == 0 && qkv.memory_format() == MemoryFormat::kContiguous,
+      "attention needs a contiguous (B, T, 3C) q|k|v tensor, got ", qkv.str());
   const int64_t channels = qkv.size(2) / 3;
   COURSE_CHECK(heads > 0 && channels % heads == 0, "attention width ", channels,
                " does not divide into ", heads, " heads");
@@ -41,8 +41,7 @@ Dims dims_of(const Tensor& qkv, int64_t heads) {
 
 Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved) {
   const Dims n = dims_of(qkv, heads);
-  saved.qkv_heads =
-      permute(qkv.view({n.batch, n.seq, 3, n.heads, n.head_dim}), kQkvToHeads);
+  saved.qkv_heads = permute(qkv.view({n.batch, n.seq, 3, n.heads, n.head_dim}), kQkvToHeads);
   saved.out_heads = Tensor::empty({n.batch, n.heads, n.seq, n.head_dim}, qkv.dtype(), qkv.device());
   saved.lse = Tensor::empty({n.batch, n.heads, n.seq}, DType::kF32, qkv.device());
   visit_floating(qkv.dtype(), "attention_forward", [&]<class T>() {
@@ -53,8 +52,7 @@ Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, Attentio
                                             saved.lse.data_as<float>(), n.shape(causal)},
                    n.seq * n.head_dim);
   });
-  return permute(saved.out_heads, kSwapHeadsAndTime)
-      .view({n.batch, n.seq, n.heads * n.head_dim});
+  return permute(saved.out_heads, kSwapHeadsAndTime).view({n.batch, n.seq, n.heads * n.head_dim});
 }
 
 Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
@@ -80,10 +78,9 @@ Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
                                                   delta.data_as<float>(), dq, shape},
                    2 * n.seq * n.head_dim);
     for_each_index(dy.device(), n.rows(),
-                   ops::AttentionBackwardKey<T>{q, k, v, dout.data_as<T>(),
-                                                saved.lse.data_as<float>(),
-                                                delta.data_as<float>(), dq + n.head_block(),
-                                                dq + 2 * n.head_block(), shape},
+                   ops::AttentionBackwardKey<T>{
+                       q, k, v, dout.data_as<T>(), saved.lse.data_as<float>(),
+                       delta.data_as<float>(), dq + n.head_block(), dq + 2 * n.head_block(), shape},
                    2 * n.seq * n.head_dim);
   });
   return permute(dqkv_heads, inverse_permutation(kQkvToHeads))

@@ -16,8 +16,8 @@ void check_tables(const Tensor& tokens, const Tensor& wte, const Tensor& wpe) {
   for (const Tensor* table : {&wte, &wpe}) {
     COURSE_CHECK(table->dim() == 2 && table->dtype() == DType::kF32 &&
                      table->size(1) == wte.size(1) && table->device() == tokens.device(),
-                 "embedding tables must be (rows, C) f32 on the tokens' device, got ",
-                 table->str(), " for tokens ", tokens.str());
+                 "embedding tables must be (rows, C) f32 on the tokens' device, got ", table->str(),
+                 " for tokens ", tokens.str());
   }
   COURSE_CHECK(tokens.size(1) <= wpe.size(0), "a sequence of ", tokens.size(1),
                " tokens is longer than the model's context of ", wpe.size(0));
@@ -34,12 +34,12 @@ void check_tables(const Tensor& tokens, const Tensor& wte, const Tensor& wpe) {
 Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe) {
   check_tables(tokens, wte, wpe);
   const int64_t channels = wte.size(1);
-  Tensor y = Tensor::empty({tokens.size(0), tokens.size(1), channels}, DType::kF32,
-                           tokens.device());
-  for_each_index(tokens.device(), y.numel(),
-                 ops::EmbeddingForward{tokens.data_as<int32_t>(), wte.data_as<float>(),
-                                       wpe.data_as<float>(), y.data_as<float>(), tokens.size(1),
-                                       channels});
+  Tensor y =
+      Tensor::empty({tokens.size(0), tokens.size(1), channels}, DType::kF32, tokens.device());
+  for_each_index(
+      tokens.device(), y.numel(),
+      ops::EmbeddingForward{tokens.data_as<int32_t>(), wte.data_as<float>(), wpe.data_as<float>(),
+                            y.data_as<float>(), tokens.size(1), channels});
   return y;
 }
 
@@ -53,8 +53,7 @@ void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad
   visit_floating(dy.dtype(), "embedding_backward", [&]<class T>() {
     for_each_index(tokens.device(), channels,
                    ops::TokenEmbeddingBackward<T>{tokens.data_as<int32_t>(), dy.data_as<T>(),
-                                                  wte_grad.data_as<float>(), batch * seq,
-                                                  channels},
+                                                  wte_grad.data_as<float>(), batch * seq, channels},
                    batch * seq);
     for_each_index(tokens.device(), seq * channels,
                    ops::PositionEmbeddingBackward<T>{dy.data_as<T>(), wpe_grad.data_as<float>(),

@@ -6,7 +6,7 @@
 using namespace course::ops;
 
 COURSE_INSTANTIATE_FOR_EACH(EmbeddingForward)
-#define EMBEDDING(T)                                      \
+#define EMBEDDING(T)                                     \
   COURSE_INSTANTIATE_FOR_EACH(TokenEmbeddingBackward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(PositionEmbeddingBackward<T>)
 COURSE_FLOAT_TYPES(EMBEDDING)

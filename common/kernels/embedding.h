@@ -10,7 +10,6 @@ namespace course {
 Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe);
 
 // Adds into wte_grad (V, C) and wpe_grad (context, C) from dy (B, T, C) of any floating dtype.
-void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad,
-                        Tensor& wpe_grad);
+void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad, Tensor& wpe_grad);
 
 }  // namespace course

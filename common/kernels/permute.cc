@@ -11,8 +11,8 @@ namespace course {
 Tensor permute(const Tensor& x, const std::vector<int>& order) {
   const int dims = static_cast<int>(x.dim());
   COURSE_CHECK(x.memory_format() == MemoryFormat::kContiguous && dims <= ops::kMaxPermuteDims,
-               "permute needs a contiguous tensor of at most ", ops::kMaxPermuteDims,
-               " axes, got ", x.str());
+               "permute needs a contiguous tensor of at most ", ops::kMaxPermuteDims, " axes, got ",
+               x.str());
   std::vector<int> sorted = order;
   std::sort(sorted.begin(), sorted.end());
   bool is_permutation = static_cast<int>(order.size()) == dims;

@@ -9,8 +9,8 @@ namespace course {
 namespace {
 
 int64_t rows_of(const Tensor& x, const char* op) {
-  COURSE_CHECK(x.dim() >= 1 && x.numel() > 0 && x.memory_format() == MemoryFormat::kContiguous,
-               op, " needs a contiguous non-empty (..., C) tensor, got ", x.str());
+  COURSE_CHECK(x.dim() >= 1 && x.numel() > 0 && x.memory_format() == MemoryFormat::kContiguous, op,
+               " needs a contiguous non-empty (..., C) tensor, got ", x.str());
   return x.numel() / x.size(-1);
 }
 

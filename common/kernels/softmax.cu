@@ -5,7 +5,7 @@
 
 using namespace course::ops;
 
-#define SOFTMAX(T)                                \
+#define SOFTMAX(T)                               \
   COURSE_INSTANTIATE_FOR_EACH(SoftmaxForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(SoftmaxBackward<T>)
 COURSE_FLOAT_TYPES(SOFTMAX)

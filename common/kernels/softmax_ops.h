@@ -41,8 +41,7 @@ struct SoftmaxBackward {
       dot += static_cast<float>(dy[base + j]) * static_cast<float>(y[base + j]);
     }
     for (int64_t j = 0; j < cols; ++j) {
-      dx[base + j] =
-          T(static_cast<float>(y[base + j]) * (static_cast<float>(dy[base + j]) - dot));
+      dx[base + j] = T(static_cast<float>(y[base + j]) * (static_cast<float>(dy[base + j]) - dot));
     }
   }
 };

@@ -72,8 +72,7 @@ GptConfig gpt_preset(const std::string& name) {
 
 int64_t gpt_parameter_count(const GptConfig& c) {
   const int64_t per_block = 12 * c.channels * c.channels + 13 * c.channels;
-  return c.vocabulary * c.channels + c.context * c.channels + c.layers * per_block +
-         2 * c.channels;
+  return c.vocabulary * c.channels + c.context * c.channels + c.layers * per_block + 2 * c.channels;
 }
 
 Gpt::Gpt(const GptConfig& config, std::mt19937& rng, Device device, bool checkpoint_blocks)

@@ -30,5 +30,4 @@ Tensor Hooked::run_backward(const Tensor& dy, Context& ctx) {
   return dx;
 }
 
-
 }  // namespace course::nn

@@ -22,7 +22,8 @@ Tensor LayerNorm::run_forward(const Tensor& x, Context& ctx) {
 
 Tensor LayerNorm::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("LayerNorm");
-  Tensor dx = layer_norm_backward(as_dtype(dy, saved.input.dtype()), saved.input, weight.value, saved.statistics, weight.grad, bias.grad);
+  Tensor dx = layer_norm_backward(as_dtype(dy, saved.input.dtype()), saved.input, weight.value,
+                                  saved.statistics, weight.grad, bias.grad);
   grad_ready(weight);
   grad_ready(bias);
   return dx;

@@ -25,8 +25,8 @@ Tensor TiedHead::run_forward(const Tensor& h, Context& ctx) {
 
 Tensor TiedHead::run_backward(const Tensor& dlogits, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("TiedHead");
-  const Tensor grad = as_dtype(dlogits, saved.rows.dtype())
-                          .view({saved.rows.size(0), weight_.value.size(0)});
+  const Tensor grad =
+      as_dtype(dlogits, saved.rows.dtype()).view({saved.rows.size(0), weight_.value.size(0)});
   if (grad.dtype() == DType::kF32) {
     gemm(grad, true, saved.rows, false, weight_.grad, 1.0f, 1.0f);  // dW += dlogits^T h
   } else {

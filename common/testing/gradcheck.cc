@@ -50,7 +50,9 @@ std::vector<int64_t> sample(int64_t count, int samples, std::mt19937& rng) {
   const Tensor grad_out =
       y.dim() == 4 ? to_memory_format(weights.tensor, y.memory_format()) : weights.tensor;
   module.zero_grad();
-  const std::vector<float> analytic_dx = logical_values(module.backward(grad_out));
+  const Tensor dx = module.backward(grad_out);
+  const std::vector<float> analytic_dx =
+      options.input_gradient ? logical_values(dx) : std::vector<float>();
 
   const auto numeric_at = [&](const std::function<void(float)>& set, float original) {
     set(original + static_cast<float>(options.step));
@@ -63,8 +65,8 @@ std::vector<int64_t> sample(int64_t count, int samples, std::mt19937& rng) {
 
   std::vector<float> analytic, numeric;
   std::vector<std::string> where;
-  std::vector<float> x_values = logical_values(x);
-  for (int64_t i : sample(x.numel(), options.samples_per_tensor, rng)) {
+  std::vector<float> x_values = options.input_gradient ? logical_values(x) : std::vector<float>();
+  for (int64_t i : sample(x_values.size(), options.samples_per_tensor, rng)) {
     analytic.push_back(analytic_dx[i]);
     numeric.push_back(numeric_at(
         [&](float v) {

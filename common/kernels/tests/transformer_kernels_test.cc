@@ -1,0 +1,201 @@
+// The transformer's kernels against naive references computed here in double: permute by
+// index arithmetic, softmax by its formula, attention with its full (T, T) score matrix
+// (causal and bidirectional, forward and backward), embedding by table look-up.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/kernels/attention.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/embedding.h"
+#include "common/kernels/permute.h"
+#include "common/kernels/softmax.h"
+#include "common/testing/devices.h"
+#include "common/testing/errors_and_files.h"
+#include "common/testing/random_tensor.h"
+#include "common/testing/tolerance.h"
+
+namespace course {
+namespace {
+
+using testing::all_close;
+using testing::random_tensor;
+using testing::to_floats;
+
+// Rounds float reference results to the dtype, as the kernels' stores do.
+std::vector<float> rounded(const std::vector<double>& values, DType dtype) {
+  std::vector<float> f(values.begin(), values.end());
+  return to_floats(cast(Tensor::from_vector(f, {static_cast<int64_t>(f.size())}), dtype));
+}
+
+// Kernels computing in f32 from 16-bit inputs: a rounding or two of the dtype on top of the
+// reference's.
+testing::Tolerance accumulated(DType dtype) {
+  const testing::Tolerance t = testing::tolerance_for(dtype);
+  return dtype == DType::kF32 ? t : testing::Tolerance{3 * t.atol, 3 * t.rtol};
+}
+
+class TransformerKernelTest : public testing::DeviceCaseTest<DType> {
+ protected:
+  DType dtype() const { return value<0>(); }
+};
+
+TEST_P(TransformerKernelTest, PermuteMovesEveryElementToItsPermutedIndex) {
+  const auto x = random_tensor({2, 3, 4, 5}, dtype(), device(), 1);
+  const std::vector<int> order = {2, 0, 3, 1};
+  const Tensor y = permute(x.tensor, order);
+  ASSERT_EQ(y.shape(), Shape({4, 2, 5, 3}));
+  std::vector<float> expected(y.numel());
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t c = 0; c < 4; ++c)
+        for (int64_t d = 0; d < 5; ++d) {
+          expected[((c * 2 + a) * 5 + d) * 3 + b] = x.values[((a * 3 + b) * 4 + c) * 5 + d];
+        }
+  EXPECT_EQ(to_floats(y), expected);
+  EXPECT_EQ(to_floats(permute(y, inverse_permutation(order))), x.values);
+  EXPECT_THROW(permute(x.tensor, {0, 1, 1, 3}), Error);
+}
+
+TEST_P(TransformerKernelTest, SoftmaxMatchesItsFormulaAndItsJacobian) {
+  const int64_t rows = 3, cols = 37;
+  const auto x = random_tensor({rows, cols}, dtype(), device(), 2, -4.0f, 4.0f);
+  const auto dy = random_tensor({rows, cols}, dtype(), device(), 3);
+  const Tensor y = softmax_forward(x.tensor);
+  std::vector<double> y_ref(rows * cols), dx_ref(rows * cols);
+  for (int64_t i = 0; i < rows; ++i) {
+    double sum = 0, dot = 0;
+    for (int64_t j = 0; j < cols; ++j) sum += std::exp(double(x.values[i * cols + j]));
+    for (int64_t j = 0; j < cols; ++j) {
+      y_ref[i * cols + j] = std::exp(double(x.values[i * cols + j])) / sum;
+      dot += dy.values[i * cols + j] * y_ref[i * cols + j];
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      dx_ref[i * cols + j] = y_ref[i * cols + j] * (dy.values[i * cols + j] - dot);
+    }
+  }
+  EXPECT_TRUE(all_close(to_floats(y), rounded(y_ref, dtype()), accumulated(dtype())));
+  if (dtype() == DType::kF32) {  // the backward from the exact forward
+    EXPECT_TRUE(
+        all_close(to_floats(softmax_backward(dy.tensor, y)), rounded(dx_ref, dtype()), dtype()));
+  }
+}
+
+// Attention of (B, T, 3C) q|k|v with H heads, by its definition.
+struct AttentionReference {
+  std::vector<double> out, dqkv;
+};
+
+AttentionReference reference_attention(const std::vector<float>& qkv,
+                                       const std::vector<float>& dout, int64_t B, int64_t T,
+                                       int64_t H, int64_t D, bool causal) {
+  const int64_t C = H * D;
+  AttentionReference r{std::vector<double>(B * T * C), std::vector<double>(B * T * 3 * C)};
+  const auto at = [&](int64_t b, int64_t t, int part, int64_t h, int64_t d) {
+    return ((b * T + t) * 3 + part) * C + h * D + d;
+  };
+  const double scale = 1.0 / std::sqrt(double(D));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> P(T * T, 0.0), dP(T * T, 0.0);
+      for (int64_t i = 0; i < T; ++i) {
+        double max = -INFINITY;
+        std::vector<double> s(T, -INFINITY);
+        for (int64_t j = 0; j < (causal ? i + 1 : T); ++j) {
+          s[j] = 0;
+          for (int64_t d = 0; d < D; ++d) s[j] += qkv[at(b, i, 0, h, d)] * qkv[at(b, j, 1, h, d)];
+          s[j] *= scale;
+          max = std::max(max, s[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < T; ++j) sum += std::isinf(s[j]) ? 0 : std::exp(s[j] - max);
+        for (int64_t j = 0; j < T; ++j)
+          P[i * T + j] = std::isinf(s[j]) ? 0 : std::exp(s[j] - max) / sum;
+        for (int64_t d = 0; d < D; ++d) {
+          double o = 0;
+          for (int64_t j = 0; j < T; ++j) o += P[i * T + j] * qkv[at(b, j, 2, h, d)];
+          r.out[(b * T + i) * C + h * D + d] = o;
+        }
+      }
+      // dP = dO V^T; dS = P (dP - rowsum(P dP)); dQ = scale dS K; dK = scale dS^T Q; dV = P^T dO.
+      for (int64_t i = 0; i < T; ++i) {
+        double row = 0;
+        for (int64_t j = 0; j < T; ++j) {
+          for (int64_t d = 0; d < D; ++d) {
+            dP[i * T + j] += dout[(b * T + i) * C + h * D + d] * qkv[at(b, j, 2, h, d)];
+          }
+          row += P[i * T + j] * dP[i * T + j];
+        }
+        for (int64_t j = 0; j < T; ++j) {
+          const double ds = P[i * T + j] * (dP[i * T + j] - row);
+          for (int64_t d = 0; d < D; ++d) {
+            r.dqkv[at(b, i, 0, h, d)] += scale * ds * qkv[at(b, j, 1, h, d)];
+            r.dqkv[at(b, j, 1, h, d)] += scale * ds * qkv[at(b, i, 0, h, d)];
+            r.dqkv[at(b, j, 2, h, d)] += P[i * T + j] * dout[(b * T + i) * C + h * D + d];
+          }
+        }
+      }
+    }
+  return r;
+}
+
+TEST_P(TransformerKernelTest, AttentionMatchesTheFullScoreMatrixForwardAndBackward) {
+  const int64_t B = 2, T = 7, H = 3, D = 5;
+  for (bool causal : {true, false}) {
+    SCOPED_TRACE(causal ? "causal" : "bidirectional");
+    const auto qkv = random_tensor({B, T, 3 * H * D}, dtype(), device(), 4, -2.0f, 2.0f);
+    const auto dout = random_tensor({B, T, H * D}, dtype(), device(), 5);
+    AttentionSaved saved;
+    const Tensor out = attention_forward(qkv.tensor, H, causal, saved);
+    const AttentionReference ref = reference_attention(qkv.values, dout.values, B, T, H, D, causal);
+    EXPECT_TRUE(all_close(to_floats(out), rounded(ref.out, dtype()), accumulated(dtype())));
+    const Tensor dqkv = attention_backward(dout.tensor, H, causal, saved);
+    ASSERT_EQ(dqkv.shape(), qkv.tensor.shape());
+    EXPECT_TRUE(all_close(to_floats(dqkv), rounded(ref.dqkv, dtype()), accumulated(dtype())));
+  }
+}
+
+TEST_P(TransformerKernelTest, CausalAttentionOfTheFirstPositionIsItsOwnValue) {
+  const auto qkv = random_tensor({1, 4, 6}, dtype(), device(), 6);
+  AttentionSaved saved;
+  const std::vector<float> out = to_floats(attention_forward(qkv.tensor, 1, true, saved));
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 2),
+            std::vector<float>(qkv.values.begin() + 4, qkv.values.begin() + 6));
+}
+
+TEST_P(TransformerKernelTest, EmbeddingLooksUpAndScattersBack) {
+  if (dtype() != DType::kF32) GTEST_SKIP() << "tables and outputs are f32";
+  const int64_t V = 5, ctx = 4, C = 3;
+  const auto wte = random_tensor({V, C}, DType::kF32, device(), 7);
+  const auto wpe = random_tensor({ctx, C}, DType::kF32, device(), 8);
+  const std::vector<int32_t> ids = {4, 1, 1, 0, 4, 4};  // (2, 3), repeated tokens
+  const Tensor tokens = Tensor::from_vector(ids, {2, 3}, device());
+  std::vector<float> expected, wte_grad(V * C, 0.0f), wpe_grad(ctx * C, 0.0f);
+  const auto dy = random_tensor({2, 3, C}, DType::kF32, device(), 9);
+  for (int64_t bt = 0; bt < 6; ++bt)
+    for (int64_t c = 0; c < C; ++c) {
+      expected.push_back(wte.values[ids[bt] * C + c] + wpe.values[(bt % 3) * C + c]);
+      wte_grad[ids[bt] * C + c] += dy.values[bt * C + c];
+      wpe_grad[(bt % 3) * C + c] += dy.values[bt * C + c];
+    }
+  EXPECT_EQ(to_floats(embedding_forward(tokens, wte.tensor, wpe.tensor)), expected);
+  Tensor dwte = zeros({V, C}, DType::kF32, device()), dwpe = zeros({ctx, C}, DType::kF32, device());
+  embedding_backward(dy.tensor, tokens, dwte, dwpe);
+  EXPECT_TRUE(all_close(to_floats(dwte), wte_grad, DType::kF32));
+  EXPECT_TRUE(all_close(to_floats(dwpe), wpe_grad, DType::kF32));
+  if (device().is_cpu()) {
+    const Tensor bad = Tensor::from_vector(std::vector<int32_t>{0, 5}, {1, 2}, device());
+    EXPECT_THAT(testing::error_of([&] { embedding_forward(bad, wte.tensor, wpe.tensor); }),
+                ::testing::HasSubstr("token 5 is outside the vocabulary of 5"));
+  }
+  const Tensor too_long = zeros({1, ctx + 1}, DType::kI32, device());
+  EXPECT_THROW(embedding_forward(too_long, wte.tensor, wpe.tensor), Error);
+}
+
+COURSE_INSTANTIATE_DEVICE_CASES(TransformerKernelTest,
+                                ::testing::Values(DType::kF32, DType::kF16, DType::kBF16));
+
+}  // namespace
+}  // namespace course
