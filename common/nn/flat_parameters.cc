@@ -43,6 +43,10 @@ FlatRange FlatParameters::shard(int rank) const {
   return {rank * size, (rank + 1) * size};
 }
 
+Parameter FlatParameters::view(const FlatRange& range) {
+  return Parameter(values_.slice(range.begin, range.end), grads_.slice(range.begin, range.end));
+}
+
 std::vector<FlatPiece> FlatParameters::pieces(const FlatRange& range) const {
   std::vector<FlatPiece> out;
   for (size_t i = 0; i < ranges_.size(); ++i) {

@@ -41,6 +41,9 @@ class FlatParameters {
   FlatRange shard(int rank) const;
   // Where parameter i lives in the flat buffer.
   FlatRange range_of(size_t param) const { return ranges_.at(param); }
+  // The range's values and gradients as one parameter (views): an optimizer given it updates
+  // that range only, as ZeRO's rank updates its shard.
+  Parameter view(const FlatRange& range);
   // The parameters overlapping `range`, clipped to it (for per-parameter work on a shard).
   std::vector<FlatPiece> pieces(const FlatRange& range) const;
 

@@ -33,6 +33,13 @@ void Module::set_grad_ready_hook(const GradReadyHook& hook) {
   for (const Child& c : children()) c.module->set_grad_ready_hook(hook);
 }
 
+Parameter::Parameter(Tensor v, Tensor g) : value(std::move(v)), grad(std::move(g)) {
+  COURSE_CHECK(value.dtype() == DType::kF32 && grad.dtype() == DType::kF32 &&
+                   value.shape() == grad.shape() && value.device() == grad.device(),
+               "a parameter's value and gradient must be f32 of one shape and device, got ",
+               value.str(), " and ", grad.str());
+}
+
 ModuleState Module::state() {
   ModuleState s;
   collect("", s);

@@ -24,6 +24,7 @@ struct Parameter {
   Tensor grad;   // f32, same shape, zero at creation
 
   explicit Parameter(Tensor value);
+  Parameter(Tensor value, Tensor grad);  // e.g. views of a shard of flat parameters
 };
 
 // Everything a module holds, with dotted names ("layer1.0.conv1.weight"), for optimizers,

@@ -81,22 +81,21 @@ TEST(FlatParameters, ShardsAndTheirPiecesByHand) {
   EXPECT_THROW(flat.shard(4), Error);
 }
 
-TEST(FlatParameters, SgdShardByShardEqualsSgdParameterByParameter) {
+// Elementwise optimizers (SGD, AdamW) updating the flat buffer shard by shard, each shard with
+// its own optimizer as a ZeRO rank would, leave the parameters an optimizer over the whole
+// model leaves.
+template <class Optimizer, class Options>
+void expect_shard_by_shard_equals_whole(const Options& options) {
   ModulePtr plain = small_network(), flat_model = small_network();
   FlatParameters flat(flat_model->parameters(), 3);
-  const optim::SgdOptions options{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f};
-  optim::Sgd whole(plain->state().parameters, options);
+  Optimizer whole(plain->state().parameters, options);
   std::vector<Parameter> shards;
-  shards.reserve(3);
-  for (int r = 0; r < 3; ++r) {
-    const FlatRange range = flat.shard(r);
-    shards.emplace_back(flat.values().slice(range.begin, range.end));
-    shards.back().grad = flat.grads().slice(range.begin, range.end);
-  }
-  std::vector<std::unique_ptr<optim::Sgd>> per_shard;
-  for (Parameter& s : shards)
-    per_shard.push_back(std::make_unique<optim::Sgd>(
+  for (int r = 0; r < 3; ++r) shards.push_back(flat.view(flat.shard(r)));
+  std::vector<std::unique_ptr<Optimizer>> per_shard;
+  for (Parameter& s : shards) {
+    per_shard.push_back(std::make_unique<Optimizer>(
         std::vector<std::pair<std::string, Parameter*>>{{"shard", &s}}, options));
+  }
   for (int i = 0; i < 3; ++i) {
     step(*plain);
     step(*flat_model);
@@ -105,6 +104,16 @@ TEST(FlatParameters, SgdShardByShardEqualsSgdParameterByParameter) {
   }
   EXPECT_EQ(concatenated(flat_model->parameters(), false),
             concatenated(plain->parameters(), false));
+}
+
+TEST(FlatParameters, SgdShardByShardEqualsSgdParameterByParameter) {
+  expect_shard_by_shard_equals_whole<optim::Sgd>(
+      optim::SgdOptions{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f});
+}
+
+TEST(FlatParameters, AdamWShardByShardEqualsAdamWParameterByParameter) {
+  expect_shard_by_shard_equals_whole<optim::AdamW>(
+      optim::AdamWOptions{.lr = 1e-2f, .weight_decay = 0.1f});
 }
 
 }  // namespace
