@@ -6,13 +6,18 @@
 //   images      (N, C, S, S) f32             labels      (N,) i64
 //   logits      (N, classes) f32             loss        (1,) f32
 //   grad.NNN    the gradient of each parameter
+// For a GPT (--model gpt-parity: 2 layers, 2 heads, 32 channels, context 16, 64 tokens), the
+// batch is tokens (N, T) i32 with labels (N T,) i64 and logits (N T, V), and the file also
+// holds updated.NNN, the parameters after one AdamW step (lr 1e-2, weight decay 0.1).
 // The header lists the parameter and buffer names. The other side loads the weights and the
 // batch, runs the same step and compares.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "common/kernels/cross_entropy.h"
+#include "common/nn/gpt.h"
 #include "common/nn/models.h"
+#include "common/optim/optimizer.h"
 #include "common/testing/random_tensor.h"
 #include "common/train/checkpoint.h"
 #include "common/train/lab_flags.h"
@@ -28,6 +33,33 @@ std::string numbered(const char* kind, size_t i) {
   return name;
 }
 
+const nn::GptConfig kParityGpt{"gpt-parity", 2, 2, 32, 16, 64};
+
+struct StepBatch {
+  Tensor inputs, labels;
+};
+
+StepBatch image_batch(int64_t batch, int64_t channels, int64_t image_size, int64_t classes,
+                      uint32_t seed) {
+  std::vector<int64_t> labels(batch);
+  for (int64_t i = 0; i < batch; ++i) labels[i] = (i * 7 + seed) % classes;
+  return {testing::random_tensor({batch, channels, image_size, image_size}, DType::kF32,
+                                 Device::cpu(), seed + 1, -2.0f, 2.0f)
+              .tensor,
+          Tensor::from_vector(labels, {batch})};
+}
+
+StepBatch token_batch(int64_t batch, uint32_t seed) {
+  const int64_t seq = kParityGpt.context, vocabulary = kParityGpt.vocabulary;
+  std::vector<int32_t> tokens(batch * seq);
+  std::vector<int64_t> labels(batch * seq);
+  for (int64_t i = 0; i < batch * seq; ++i) {
+    tokens[i] = static_cast<int32_t>((i * 13 + seed) % vocabulary);
+    labels[i] = (i * 29 + 5 + seed) % vocabulary;
+  }
+  return {Tensor::from_vector(tokens, {batch, seq}), Tensor::from_vector(labels, {batch * seq})};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -35,7 +67,9 @@ int main(int argc, char** argv) {
   int64_t batch = 8, image_size = 28, channels = 1, classes = 10;
   uint32_t seed = 0;
   CLI::App app("One f32 training step of a course model, written for the PyTorch parity check");
-  app.add_option("--model", model_name)->check(CLI::IsMember(nn::model_names()));
+  std::vector<std::string> models = nn::model_names();
+  models.push_back(kParityGpt.name);
+  app.add_option("--model", model_name)->check(CLI::IsMember(models));
   app.add_option("--batch", batch)->check(CLI::PositiveNumber);
   app.add_option("--image-size", image_size)->check(CLI::PositiveNumber);
   app.add_option("--channels", channels)->check(CLI::PositiveNumber);
@@ -43,9 +77,14 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "file to write")->required();
   train::parse_or_exit(app, argc, argv);
   return train::lab_main([&] {
-    auto model = nn::make_model(
-        {.name = model_name, .in_channels = channels, .num_classes = classes, .seed = seed},
-        Device::cpu());
+    const bool gpt = model_name == kParityGpt.name;
+    std::mt19937 rng(seed);
+    nn::ModulePtr model = gpt ? std::make_unique<nn::Gpt>(kParityGpt, rng, Device::cpu())
+                              : nn::make_model({.name = model_name,
+                                                .in_channels = channels,
+                                                .num_classes = classes,
+                                                .seed = seed},
+                                               Device::cpu());
     nn::ModuleState state = model->state();
     train::NamedTensors tensors;
     nlohmann::json names{{"model", model_name}, {"parameters", {}}, {"buffers", {}}};
@@ -61,22 +100,27 @@ int main(int argc, char** argv) {
       tensors.emplace_back(numbered("buffer", i), &initial.back());
       names["buffers"].push_back(state.buffers[i].first);
     }
-    Tensor images = testing::random_tensor({batch, channels, image_size, image_size}, DType::kF32,
-                                           Device::cpu(), seed + 1, -2.0f, 2.0f)
-                        .tensor;
-    std::vector<int64_t> label_values(batch);
-    for (int64_t i = 0; i < batch; ++i) label_values[i] = (i * 7 + seed) % classes;
-    Tensor labels = Tensor::from_vector(label_values, {batch});
+    StepBatch b =
+        gpt ? token_batch(batch, seed) : image_batch(batch, channels, image_size, classes, seed);
     model->set_training(true);
-    Tensor logits = model->forward(images);
-    CrossEntropyOutput loss = softmax_cross_entropy(logits, labels);
-    model->backward(softmax_cross_entropy_backward(loss, labels, 0.0f, DType::kF32));
-    tensors.emplace_back("images", &images);
-    tensors.emplace_back("labels", &labels);
+    const Tensor output = model->forward(b.inputs);
+    Tensor logits = output.view({b.labels.numel(), output.size(-1)});
+    CrossEntropyOutput loss = softmax_cross_entropy(logits, b.labels);
+    model->backward(
+        softmax_cross_entropy_backward(loss, b.labels, 0.0f, DType::kF32).view(output.shape()));
+    tensors.emplace_back(gpt ? "tokens" : "images", &b.inputs);
+    tensors.emplace_back("labels", &b.labels);
     tensors.emplace_back("logits", &logits);
     tensors.emplace_back("loss", &loss.loss);
     for (size_t i = 0; i < state.parameters.size(); ++i) {
       tensors.emplace_back(numbered("grad", i), &state.parameters[i].second->grad);
+    }
+    if (gpt) {  // one AdamW step from these gradients
+      optim::AdamW adamw(state.parameters, {.lr = 1e-2f, .weight_decay = 0.1f});
+      adamw.step();
+      for (size_t i = 0; i < state.parameters.size(); ++i) {
+        tensors.emplace_back(numbered("updated", i), &state.parameters[i].second->value);
+      }
     }
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),

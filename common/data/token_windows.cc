@@ -44,4 +44,23 @@ Tensor TokenWindows::batch(int64_t index) const {
   return out;
 }
 
+NextTokenBatch next_token_batch(const Tensor& windows, Device device) {
+  COURSE_CHECK(windows.dim() == 2 && windows.size(1) >= 2 && windows.dtype() == DType::kI32 &&
+                   windows.device().is_cpu(),
+               "next-token batches come from (B, T + 1) i32 windows on the CPU, got ",
+               windows.str());
+  const int64_t batch = windows.size(0), seq = windows.size(1) - 1;
+  const int32_t* w = windows.data_as<int32_t>();
+  std::vector<int32_t> inputs(batch * seq);
+  std::vector<int64_t> targets(batch * seq);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < seq; ++t) {
+      inputs[b * seq + t] = w[b * (seq + 1) + t];
+      targets[b * seq + t] = w[b * (seq + 1) + t + 1];
+    }
+  }
+  return {Tensor::from_vector(inputs, {batch, seq}, device),
+          Tensor::from_vector(targets, {batch * seq}, device)};
+}
+
 }  // namespace course

@@ -20,6 +20,13 @@ struct TokenWindowOptions {
   bool shuffle = true;
 };
 
+// A (B, T + 1) window batch split for next-token training: inputs (B, T) i32 and targets
+// (B T,) i64 (the class labels of the cross-entropy), on `device`.
+struct NextTokenBatch {
+  Tensor inputs, targets;
+};
+NextTokenBatch next_token_batch(const Tensor& windows, Device device);
+
 class TokenWindows {
  public:
   // `tokens` is a (n,) i32 stream. Throws when it holds no batch for this rank.

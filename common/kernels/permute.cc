@@ -23,13 +23,16 @@ Tensor permute(const Tensor& x, const std::vector<int>& order) {
   Shape out_shape(dims);
   for (int a = 0; a < dims; ++a) out_shape[a] = x.size(order[a]);
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
+  // When the last axis stays last, each index copies a whole contiguous run of it.
+  const bool runs = dims > 1 && order.back() == dims - 1 && x.numel() > 0;
+  const int64_t inner = runs ? x.size(-1) : 1;
   visit_dtype(x.dtype(), [&]<class T>() {
-    ops::Permute<T> kernel{x.data_as<T>(), y.data_as<T>(), dims, {}, {}};
-    for (int a = 0; a < dims; ++a) {
+    ops::Permute<T> kernel{x.data_as<T>(), y.data_as<T>(), runs ? dims - 1 : dims, inner, {}, {}};
+    for (int a = 0; a < kernel.dims; ++a) {
       kernel.out_shape[a] = out_shape[a];
       kernel.in_strides[a] = strides[order[a]];
     }
-    for_each_index(x.device(), y.numel(), kernel);
+    for_each_index(x.device(), y.numel() / inner, kernel, inner);
   });
   return y;
 }

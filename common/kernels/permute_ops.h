@@ -1,5 +1,6 @@
-// Permute body shared by the CPU and the GPU: output element i (row-major in the output's
-// shape) reads the input at the offset its coordinates give through the input's strides.
+// Permute body shared by the CPU and the GPU: output run i (row-major over the output's leading
+// `dims` axes) reads the input at the offset its coordinates give through the input's strides,
+// then copies `inner` contiguous elements (the last axis when it stays last, else 1).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@ struct Permute {
   const T* x;
   T* y;
   int dims;
+  int64_t inner;
   int64_t out_shape[kMaxPermuteDims];
   int64_t in_strides[kMaxPermuteDims];  // x's stride along each of y's axes
   COURSE_HD void operator()(int64_t i) const {
@@ -23,7 +25,7 @@ struct Permute {
       offset += (rest % out_shape[d]) * in_strides[d];
       rest /= out_shape[d];
     }
-    y[i] = x[offset];
+    for (int64_t k = 0; k < inner; ++k) y[i * inner + k] = x[offset + k];
   }
 };
 

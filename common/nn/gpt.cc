@@ -52,6 +52,7 @@ ModulePtr transformer_block(const GptConfig& c, std::mt19937& rng, Device device
 const std::vector<GptConfig>& gpt_presets() {
   static const std::vector<GptConfig> presets = {
       {"gpt-tiny", 4, 4, 128, 64, 256},
+      {"gpt-mini", 6, 6, 384, 256, 256},
       {"gpt2", 12, 12, 768, 1024, kGpt2Vocabulary},
       {"gpt2-medium", 24, 16, 1024, 1024, kGpt2Vocabulary},
       {"gpt2-large", 36, 20, 1280, 1024, kGpt2Vocabulary},

@@ -25,7 +25,8 @@ struct GptConfig {
   int64_t layers, heads, channels, context, vocabulary;
 };
 
-// gpt-tiny (byte-level, seconds per step on a laptop CPU) and the published GPT-2 sizes
+// gpt-tiny (byte-level, a fraction of a second per step on a laptop CPU), gpt-mini (byte-level,
+// 10.7M parameters, nanoGPT's character model, for a GPU) and the published GPT-2 sizes
 // (124M, 350M, 774M, 1.5B) plus the 1.3B configuration of the ZeRO and Megatron-LM papers'
 // experiments, for memory estimates and GPUs.
 const std::vector<GptConfig>& gpt_presets();

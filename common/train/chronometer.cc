@@ -13,7 +13,8 @@ const char* phase_name(Phase phase) {
   return names[static_cast<int>(phase)];
 }
 
-Chronometer::Chronometer(Device device) : device_(device) {
+Chronometer::Chronometer(Device device, std::string unit)
+    : device_(device), unit_(std::move(unit)) {
   for (auto& mark : marks_) mark = std::make_unique<Event>(device);
   device_allocator(device).reset_peak();
 }
@@ -42,6 +43,7 @@ void Chronometer::end_step(int64_t batch_size) {
 
 ChronometerReport Chronometer::report() const {
   ChronometerReport r;
+  r.unit = unit_;
   r.steps = steps_seen_ > 0 ? steps_seen_ - 1 : 0;
   r.max_memory_allocated = device_allocator(device_).stats().peak_allocated;
   if (r.steps == 0) return r;
@@ -71,11 +73,11 @@ std::string ChronometerReport::table() const {
   }
   std::snprintf(line, sizeof line,
                 "%-22s %7.2f ms (%lld steps timed, the first excluded)\n"
-                "training performance   %.1f images/s (loading excluded)\n"
-                "total performance      %.1f images/s (loading included)\n"
+                "training performance   %.1f %s/s (loading excluded)\n"
+                "total performance      %.1f %s/s (loading included)\n"
                 "max memory allocated   %s\n",
-                "step", step_ms, static_cast<long long>(steps), images_per_second,
-                total_images_per_second, format_bytes(max_memory_allocated).c_str());
+                "step", step_ms, static_cast<long long>(steps), images_per_second, unit.c_str(),
+                total_images_per_second, unit.c_str(), format_bytes(max_memory_allocated).c_str());
   return out + line;
 }
 

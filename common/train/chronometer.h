@@ -1,6 +1,6 @@
 // The course's chronometer: per-step times of the load, forward, backward and optimizer
-// phases, the first step excluded (it pays for allocation and library set-up), images per
-// second, and the device's "max memory allocated".
+// phases, the first step excluded (it pays for allocation and library set-up), samples (images,
+// or tokens for a language model) per second, and the device's "max memory allocated".
 #pragma once
 
 #include <array>
@@ -25,13 +25,14 @@ struct ChronometerReport {
   double images_per_second = 0;           // batch / (forward + backward + optimizer)
   double total_images_per_second = 0;     // batch / step, loading included
   int64_t max_memory_allocated = 0;       // bytes, on the training device
+  std::string unit = "images";            // what the batch sizes count
 
   std::string table() const;  // the printed summary
 };
 
 class Chronometer {
  public:
-  explicit Chronometer(Device device);
+  explicit Chronometer(Device device, std::string unit = "images");
 
   void start(Phase phase);            // the previous phase (if any) ends here
   void end_step(int64_t batch_size);  // ends the step's last phase and accumulates it
@@ -39,6 +40,7 @@ class Chronometer {
 
  private:
   Device device_;
+  std::string unit_;
   std::array<std::unique_ptr<Event>, kPhases + 1> marks_;  // phase starts, then the step end
   std::array<bool, kPhases> used_{};                       // in the current step
   std::array<bool, kPhases> timed_{};                      // in any timed step

@@ -40,7 +40,12 @@ void add_data_flags(CLI::App& app, DataFlags& f) {
 
 void add_training_flags(CLI::App& app, TrainingFlags& f) {
   add_data_flags(app, f);
-  app.add_option("-b,--batch-size", f.batch_size, "images per step (per rank)")
+  add_run_flags(app, f, nn::model_names());
+}
+
+void add_run_flags(CLI::App& app, TrainingFlags& f, const std::vector<std::string>& models) {
+  app.add_option("-b,--batch-size", f.batch_size,
+                 "samples (images, or token windows) per step, per rank")
       ->capture_default_str();
   app.add_option("-e,--epochs", f.epochs, "passes over the training set")->capture_default_str();
   app.add_option("--lr", f.lr, "peak learning rate")->capture_default_str();
@@ -62,7 +67,7 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
   app.add_option("--metrics", f.metrics, "JSON-lines file of per-epoch metrics");
   app.add_option("--device", f.device, "cpu, cuda or cuda:N (default: the GPU if visible)");
   app.add_option("--model", f.model, "network")
-      ->check(CLI::IsMember(nn::model_names()))
+      ->check(CLI::IsMember(models))
       ->capture_default_str();
   app.add_flag_callback(
       "--no-progress", [&f] { f.progress = false; }, "no progress bar");
@@ -77,6 +82,16 @@ void parse_or_exit(CLI::App& app, int argc, char** argv) {
 }
 
 void validate_training_flags(const TrainingFlags& f) {
+  validate_run_flags(f);
+  COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
+  COURSE_CHECK(f.num_workers >= 0, "--num-workers must not be negative");
+  COURSE_CHECK(f.prefetch_factor > 0, "--prefetch-factor must be positive");
+  const int64_t smallest = nn::min_image_size(f.model);
+  COURSE_CHECK(f.image_size >= smallest, "--image-size ", f.image_size, " is too small for ",
+               f.model, " (at least ", smallest, ")");
+}
+
+void validate_run_flags(const TrainingFlags& f) {
   COURSE_CHECK(f.batch_size > 0, "--batch-size must be positive, got ", f.batch_size);
   COURSE_CHECK(f.epochs > 0, "--epochs must be positive, got ", f.epochs);
   COURSE_CHECK(f.test_nsteps > 0, "--test-nsteps must be positive, got ", f.test_nsteps);
@@ -84,12 +99,6 @@ void validate_training_flags(const TrainingFlags& f) {
   COURSE_CHECK(f.wd >= 0 && f.mom >= 0, "--wd and --mom must not be negative");
   COURSE_CHECK(f.label_smoothing >= 0 && f.label_smoothing < 1,
                "--label-smoothing must be in [0, 1), got ", f.label_smoothing);
-  COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
-  COURSE_CHECK(f.num_workers >= 0, "--num-workers must not be negative");
-  COURSE_CHECK(f.prefetch_factor > 0, "--prefetch-factor must be positive");
-  const int64_t smallest = nn::min_image_size(f.model);
-  COURSE_CHECK(f.image_size >= smallest, "--image-size ", f.image_size, " is too small for ",
-               f.model, " (at least ", smallest, ")");
 }
 
 }  // namespace course::train

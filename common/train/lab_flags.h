@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/data/open_dataset.h"
 
@@ -34,6 +35,9 @@ struct TrainingFlags : DataFlags {
 };
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags);
+// The flags of the run alone (no data flags), --model taking one of `models`: for labs that
+// read other data than images.
+void add_run_flags(CLI::App& app, TrainingFlags& flags, const std::vector<std::string>& models);
 
 // A flag with an on and an off form (--pin-memory / --no-pin-memory), as the course's script.
 void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help);
@@ -44,5 +48,6 @@ void parse_or_exit(CLI::App& app, int argc, char** argv);
 
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);
+void validate_run_flags(const TrainingFlags& flags);  // the run's flags alone
 
 }  // namespace course::train

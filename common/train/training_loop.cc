@@ -92,6 +92,7 @@ void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
     v = {static_cast<int64_t>(sums[0]), sums[1], static_cast<int64_t>(sums[2])};
   }
   result.test_accuracy = v.accuracy();
+  result.test_loss = v.loss();
   if (!lead()) return;
   std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n",
               static_cast<long long>(epoch + 1), result.last_loss, v.loss(), 100 * v.accuracy());
@@ -101,7 +102,7 @@ void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
   std::ofstream(flags_.metrics, std::ios::app)
       << nlohmann::json{{"epoch", epoch + 1},
                         {"step", step},
-                        {"images", step * config_.global_batch},
+                        {config_.unit, step * config_.global_batch},
                         {"ranks", config_.comm ? config_.comm->size() : 1},
                         {"global_batch", config_.global_batch},
                         {"train_loss", result.last_loss},
@@ -115,7 +116,7 @@ void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
 LoopResult TrainingLoop::run() {
   optim::Optimizer& optimizer = *config_.optimizer;
   LoopResult result;
-  Chronometer chrono(config_.device);
+  Chronometer chrono(config_.device, config_.unit);
   Profiler profiler(config_.device, !flags_.profile.empty());
   for (int64_t epoch = start_epoch_; epoch < flags_.epochs; ++epoch) {
     const int64_t first = epoch == start_epoch_ ? start_batch_ : 0;

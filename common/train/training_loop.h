@@ -14,6 +14,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "common/nn/module.h"
 #include "common/optim/optimizer.h"
@@ -34,7 +35,8 @@ struct LoopHooks {
   std::function<Tensor(StepPhases& phases)> step;
   // After each step (optional): e.g. periodic synchronised training metrics.
   std::function<void(int64_t optimizer_step, float loss)> after_step;
-  // The end-of-epoch validation of this rank's share (the loop sums it over the ranks).
+  // The end-of-epoch validation of this rank's share (the loop sums it over the ranks): for a
+  // language model, samples are tokens and accuracy the next token's top-1.
   std::function<EvalTally()> validate;
   // Whether run step k (from 0) is profiled (optional: the course's wait 1, warm-up 1,
   // active 12).
@@ -47,7 +49,8 @@ struct LoopConfig {
   optim::Optimizer* optimizer = nullptr;
   std::function<float(int64_t step)> lr_at;  // the learning rate of optimizer step `step`
   int64_t steps_per_epoch = 0;
-  int64_t global_batch = 0;  // images per step over all ranks
+  int64_t global_batch = 0;     // samples per step over all ranks, counted in `unit`
+  std::string unit = "images";  // or "tokens" for a language model
   // What a checkpoint records and a resumed run must match ({"model": ..., ...}).
   nlohmann::json identity;
   parallel::Communicator* comm = nullptr;  // none: a single process
@@ -57,6 +60,7 @@ struct LoopResult {
   int64_t steps = 0;                    // optimizer steps taken by this run
   float last_loss = 0;                  // of the last step (mean over ranks at epoch ends)
   std::optional<double> test_accuracy;  // after the last epoch (not with --test)
+  std::optional<double> test_loss;
   ChronometerReport timing;
 };
 

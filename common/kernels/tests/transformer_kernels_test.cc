@@ -42,20 +42,33 @@ class TransformerKernelTest : public testing::DeviceCaseTest<DType> {
   DType dtype() const { return value<0>(); }
 };
 
+// Element (a, b, c, d) of a (2, 3, 4, 5) tensor, permuted by `order`, by index arithmetic.
+std::vector<float> permuted_reference(const std::vector<float>& x, const std::vector<int>& order) {
+  const int64_t shape[4] = {2, 3, 4, 5};
+  std::vector<float> y(x.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) {
+    int64_t in[4], rest = i;
+    for (int a = 3; a >= 0; --a) {
+      in[a] = rest % shape[a];
+      rest /= shape[a];
+    }
+    int64_t out = 0;
+    for (int a = 0; a < 4; ++a) out = out * shape[order[a]] + in[order[a]];
+    y[out] = x[i];
+  }
+  return y;
+}
+
 TEST_P(TransformerKernelTest, PermuteMovesEveryElementToItsPermutedIndex) {
   const auto x = random_tensor({2, 3, 4, 5}, dtype(), device(), 1);
-  const std::vector<int> order = {2, 0, 3, 1};
-  const Tensor y = permute(x.tensor, order);
-  ASSERT_EQ(y.shape(), Shape({4, 2, 5, 3}));
-  std::vector<float> expected(y.numel());
-  for (int64_t a = 0; a < 2; ++a)
-    for (int64_t b = 0; b < 3; ++b)
-      for (int64_t c = 0; c < 4; ++c)
-        for (int64_t d = 0; d < 5; ++d) {
-          expected[((c * 2 + a) * 5 + d) * 3 + b] = x.values[((a * 3 + b) * 4 + c) * 5 + d];
-        }
-  EXPECT_EQ(to_floats(y), expected);
-  EXPECT_EQ(to_floats(permute(y, inverse_permutation(order))), x.values);
+  for (const std::vector<int>& order :
+       {std::vector<int>{2, 0, 3, 1}, std::vector<int>{2, 0, 1, 3}, std::vector<int>{0, 1, 2, 3}}) {
+    const Tensor y = permute(x.tensor, order);
+    ASSERT_EQ(y.shape(), Shape({x.tensor.size(order[0]), x.tensor.size(order[1]),
+                                x.tensor.size(order[2]), x.tensor.size(order[3])}));
+    EXPECT_EQ(to_floats(y), permuted_reference(x.values, order));
+    EXPECT_EQ(to_floats(permute(y, inverse_permutation(order))), x.values);
+  }
   EXPECT_THROW(permute(x.tensor, {0, 1, 1, 3}), Error);
 }
 

@@ -1,0 +1,39 @@
+// Sampling loop.
+#include "common/nn/generate.h"
+
+#include <algorithm>
+#include <random>
+
+#include "common/kernels/elementwise.h"
+#include "common/kernels/softmax.h"
+
+namespace course::nn {
+
+std::vector<int32_t> generate(Gpt& model, std::vector<int32_t> prompt,
+                              const GenerateOptions& options) {
+  COURSE_CHECK(!prompt.empty(), "generation needs a prompt of at least one token");
+  COURSE_CHECK(options.temperature > 0, "the sampling temperature must be positive, got ",
+               options.temperature);
+  const bool was_training = model.training();
+  model.set_training(false);
+  const Device device = model.parameters().front()->value.device();
+  const int64_t vocabulary = model.config().vocabulary, context = model.config().context;
+  std::mt19937 rng(options.seed);
+  std::vector<int32_t> tokens = std::move(prompt);
+  for (int64_t n = 0; n < options.tokens; ++n) {
+    const int64_t start = std::max<int64_t>(0, static_cast<int64_t>(tokens.size()) - context);
+    const std::vector<int32_t> window(tokens.begin() + start, tokens.end());
+    const int64_t t = static_cast<int64_t>(window.size());
+    Context discarded;
+    const Tensor logits =
+        cast(model.forward(Tensor::from_vector(window, {1, t}, device), discarded), DType::kF32);
+    Tensor last = logits.view({t, vocabulary}).slice(t - 1, t).clone();
+    scale_(last, 1.0f / options.temperature);
+    const std::vector<float> p = softmax_forward(last).to_vector<float>();
+    tokens.push_back(std::discrete_distribution<int32_t>(p.begin(), p.end())(rng));
+  }
+  model.set_training(was_training);
+  return tokens;
+}
+
+}  // namespace course::nn

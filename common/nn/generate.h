@@ -1,0 +1,24 @@
+// Text generation from a language model: sample the next token from softmax(logits / T) of
+// the last position, append it, repeat (the context slides once it is full). No cache of keys
+// and values: each token costs a forward pass over the window, fine for the course's small
+// models.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/nn/gpt.h"
+
+namespace course::nn {
+
+struct GenerateOptions {
+  int64_t tokens = 200;      // to generate
+  float temperature = 0.8f;  // > 0; lower is more conservative
+  uint32_t seed = 0;
+};
+
+// Runs the model in evaluation mode (and restores its mode); `prompt` must not be empty.
+std::vector<int32_t> generate(Gpt& model, std::vector<int32_t> prompt,
+                              const GenerateOptions& options);
+
+}  // namespace course::nn

@@ -1,0 +1,68 @@
+// Command line of the GPT lab.
+#include "day4_large_models/gpt_options.h"
+
+#include <string>
+#include <vector>
+
+#include "common/nn/gpt.h"
+#include "common/optim/make_optimizer.h"
+
+namespace day4 {
+
+GptLabOptions::GptLabOptions() {
+  model = "gpt-tiny";
+  batch_size = 16;
+  lr = 2e-3f;
+  wd = 0.1f;
+  label_smoothing = 0.0f;
+}
+
+GptLabOptions parse_gpt_options(int argc, char** argv) {
+  GptLabOptions o;
+  CLI::App app(
+      "Day 4: train a GPT on the embedded text (Debian's fortunes, byte-level tokens), print "
+      "its validation loss against the unigram entropy and a generated sample");
+  std::vector<std::string> presets;
+  for (const course::nn::GptConfig& c : course::nn::gpt_presets()) presets.push_back(c.name);
+  course::train::add_run_flags(app, o, presets);
+  app.add_option("--text-dir", o.text_dir, "folder of fortune-format text files")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of weights, windows and sampling")->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "optimizer")
+      ->check(CLI::IsMember(course::optim::optimizer_names()))
+      ->capture_default_str();
+  app.add_option("--context", o.context, "tokens per training window (0: the model's context)")
+      ->capture_default_str();
+  app.add_option("--val-fraction", o.val_fraction, "share of documents held out")
+      ->capture_default_str();
+  app.add_option("--steps-per-epoch", o.steps_per_epoch,
+                 "steps in an epoch (0: every training window once)")
+      ->capture_default_str();
+  app.add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")->capture_default_str();
+  app.add_flag("--checkpoint-activations", o.checkpoint_activations,
+               "recompute each block's activations in backward instead of keeping them");
+  app.add_option("--sample-tokens", o.sample_tokens, "tokens generated after training")
+      ->capture_default_str();
+  app.add_option("--prompt", o.prompt, "text the sample starts from");
+  app.add_option("--temperature", o.temperature, "sampling temperature")->capture_default_str();
+  course::train::parse_or_exit(app, argc, argv);
+  return o;
+}
+
+void validate(const GptLabOptions& o) {
+  course::train::validate_run_flags(o);
+  const course::nn::GptConfig config = course::nn::gpt_preset(o.model);
+  COURSE_CHECK(o.context >= 0 && o.context <= config.context, "--context ", o.context,
+               " must be between 1 and ", o.model, "'s context of ", config.context);
+  COURSE_CHECK(o.val_fraction > 0 && o.val_fraction < 1, "--val-fraction must be in (0, 1), got ",
+               o.val_fraction);
+  COURSE_CHECK(o.steps_per_epoch >= 0 && o.warmup_steps >= 0 && o.sample_tokens >= 0,
+               "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
+  COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
+  COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  COURSE_CHECK(config.vocabulary == course::kByteVocabulary, o.model, " has a vocabulary of ",
+               config.vocabulary, " tokens; the lab's byte-level text needs ",
+               course::kByteVocabulary, " (gpt-tiny)");
+}
+
+}  // namespace day4

@@ -1,0 +1,36 @@
+// The GPT lab's command line: the shared run flags (common/train/lab_flags.h, no image flags)
+// with language-model defaults, plus the text, the context, activation checkpointing and the
+// generated sample.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/data/text_corpus.h"
+#include "common/train/lab_flags.h"
+
+namespace day4 {
+
+struct GptLabOptions : course::train::TrainingFlags {
+  GptLabOptions();
+
+  std::string text_dir = course::kFortunesDir;  // fortune-format text files
+  std::string optimizer = "adamw";
+  int64_t context = 0;          // tokens per window; 0: the model's context
+  double val_fraction = 0.05;   // documents held out for validation
+  int64_t steps_per_epoch = 0;  // 0: every training window once
+  int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
+  bool checkpoint_activations = false;
+  int64_t sample_tokens = 300;  // generated after training (0: none)
+  std::string prompt = "\n";
+  float temperature = 0.8f;
+};
+
+// Parses argv; on --help prints the usage and exits 0, on bad flags prints one message and
+// exits non-zero.
+GptLabOptions parse_gpt_options(int argc, char** argv);
+
+// Checks value ranges that flags alone cannot (throws course::Error).
+void validate(const GptLabOptions& options);
+
+}  // namespace day4
