@@ -8,8 +8,8 @@
 #   4. where a training step's time goes: torch.profiler's operators, the project's phases,
 #      and the small network's layers timed alone on both sides;
 # and the numerical parity of one training step (forward logits, loss, every gradient) for the
-# small network and ResNet-18 in f32: the project writes its weights and batch, PyTorch loads
-# them and runs the same step.
+# small network, ResNet-18 and a 2-layer GPT (with one AdamW update) in f32: the project writes
+# its weights and batch, PyTorch loads them and runs the same step.
 #   bench/compare/compare.sh [--parity-only] [--threads N]
 # PyTorch and torchvision come from PyPI into .venv-compare/ (made on the first run; only this
 # comparison uses them, never the build or the tests).
@@ -58,6 +58,9 @@ for model in smallnet:28 resnet18:64; do
     --out "$work/$name.step" >/dev/null
   "${py[@]}" parity "$work/$name.step" || parity_failed=1
 done
+# A 2-layer GPT: logits, loss, every gradient and the parameters after one AdamW step.
+"$bin/bench/compare/parity_step" --model gpt-parity --batch 2 --out "$work/gpt.step" >/dev/null
+"${py[@]}" parity "$work/gpt.step" || parity_failed=1
 ((parity_only)) && exit "$parity_failed"
 
 value() { sed -n "s/^$1: \([0-9.]*\).*/\1/p" <<<"$2"; }

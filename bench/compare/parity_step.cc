@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
                                                Device::cpu());
     nn::ModuleState state = model->state();
     train::NamedTensors tensors;
-    nlohmann::json names{{"model", model_name}, {"parameters", {}}, {"buffers", {}}};
+    nlohmann::json names{{"model", model_name},
+                         {"parameters", nlohmann::json::array()},
+                         {"buffers", nlohmann::json::array()}};
     std::vector<Tensor> initial;  // copies: the step changes the buffers
     initial.reserve(state.parameters.size() + state.buffers.size());
     for (size_t i = 0; i < state.parameters.size(); ++i) {
@@ -115,7 +117,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < state.parameters.size(); ++i) {
       tensors.emplace_back(numbered("grad", i), &state.parameters[i].second->grad);
     }
-    if (gpt) {  // one AdamW step from these gradients
+    if (gpt) {  // the configuration for the other side, and one AdamW step from the gradients
+      names["gpt"] = {{"layers", kParityGpt.layers},
+                      {"heads", kParityGpt.heads},
+                      {"channels", kParityGpt.channels},
+                      {"context", kParityGpt.context},
+                      {"vocabulary", kParityGpt.vocabulary}};
       optim::AdamW adamw(state.parameters, {.lr = 1e-2f, .weight_decay = 0.1f});
       adamw.step();
       for (size_t i = 0; i < state.parameters.size(); ++i) {

@@ -61,6 +61,48 @@ def model(name, channels, classes=10):
     return net
 
 
+class GptBlock(nn.Module):
+    """A pre-LayerNorm GPT-2 block, parameters in the project's order (common/nn/gpt.h)."""
+
+    def __init__(self, channels, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(channels)
+        self.c_attn = nn.Linear(channels, 3 * channels)
+        self.c_proj = nn.Linear(channels, channels)
+        self.ln_2 = nn.LayerNorm(channels)
+        self.c_fc = nn.Linear(channels, 4 * channels)
+        self.mlp_proj = nn.Linear(4 * channels, channels)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+
+        def heads(z):
+            return z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+
+        y = nn.functional.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp_proj(nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    """GPT-2 with the output layer tied to the token embedding, as the project's."""
+
+    def __init__(self, layers, heads, channels, context, vocabulary):
+        super().__init__()
+        self.wte = nn.Embedding(vocabulary, channels)
+        self.wpe = nn.Embedding(context, channels)
+        self.h = nn.ModuleList(GptBlock(channels, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(channels)
+
+    def forward(self, tokens):
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1]))
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.T
+
+
 def training_step(net, x, y):
     """One step as the project's labs take it: SGD with momentum, label smoothing 0.1."""
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
@@ -81,7 +123,8 @@ def running_buffers(net):
 def parity(args):
     """Loads the project's weights and batch, runs the same step, compares within tolerance."""
     header, t = read_checkpoint(args.step_file)
-    net = model(header["model"], t["images"].shape[1])
+    gpt = "gpt" in header
+    net = Gpt(**header["gpt"]) if gpt else model(header["model"], t["images"].shape[1])
     params, buffers = list(net.parameters()), running_buffers(net)
     if len(params) != len(header["parameters"]) or len(buffers) != len(header["buffers"]):
         sys.exit("the PyTorch model does not have the project model's parameters")
@@ -91,7 +134,8 @@ def parity(args):
         for i, b in enumerate(buffers):
             b.copy_(t[f"buffer.{i:03d}"].reshape(b.shape))
     net.train()
-    logits = net(t["images"])
+    logits = net(t["tokens"].long()) if gpt else net(t["images"])
+    logits = logits.reshape(t["labels"].shape[0], -1)
     loss = nn.functional.cross_entropy(logits, t["labels"])
     loss.backward()
     worst = {}
@@ -108,9 +152,20 @@ def parity(args):
         ok &= compare("gradients", t[f"grad.{i:03d}"].reshape(p.shape), p.grad)
     max_rel = max(float(((t[f"grad.{i:03d}"].reshape(p.shape) - p.grad).abs().max()
                          / p.grad.abs().max().clamp_min(1e-30))) for i, p in enumerate(params))
+    if gpt:
+        # One AdamW step from the project's gradients: its first update is lr g / (|g| + eps),
+        # so gradients that agree to 1e-7 of their scale still differ by far more than the
+        # tolerance where |g| is near eps; the same gradients isolate the optimizer.
+        with torch.no_grad():
+            for i, p in enumerate(params):
+                p.grad.copy_(t[f"grad.{i:03d}"].reshape(p.shape))
+        torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1).step()
+        for i, p in enumerate(params):
+            ok &= compare("updated", t[f"updated.{i:03d}"].reshape(p.shape), p.detach())
     print(f"parity {header['model']}: {'PASS' if ok else 'FAIL'} (loss {float(t['loss'][0]):.6f} "
           f"vs {float(loss.detach()):.6f}; worst error / allowed: logits {worst['logits']:.3f}, loss "
-          f"{worst['loss']:.3f}, gradients {worst['gradients']:.3f}; largest gradient "
+          f"{worst['loss']:.3f}, gradients {worst['gradients']:.3f}"
+          + (f", AdamW update {worst['updated']:.3f}" if gpt else "") + "; largest gradient "
           f"difference {max_rel:.2e} of the tensor's largest value; "
           f"atol {args.atol:g}, rtol {args.rtol:g})")
     return 0 if ok else 1
