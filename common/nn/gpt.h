@@ -26,7 +26,7 @@ struct GptConfig {
 };
 
 // gpt-tiny (byte-level, a fraction of a second per step on a laptop CPU), gpt-mini (byte-level,
-// 10.7M parameters, nanoGPT's character model, for a GPU) and the published GPT-2 sizes
+// 10.8M parameters, nanoGPT's character model, for a GPU) and the published GPT-2 sizes
 // (124M, 350M, 774M, 1.5B) plus the 1.3B configuration of the ZeRO and Megatron-LM papers'
 // experiments, for memory estimates and GPUs.
 const std::vector<GptConfig>& gpt_presets();
