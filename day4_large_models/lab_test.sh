@@ -5,7 +5,8 @@
 set -uo pipefail
 source "$1"  # expect
 lab=$2
-few=(--test --test-nsteps 3 --no-progress --device cpu --batch-size 4 --context 32 --sample-tokens 0)
+base=(--test --test-nsteps 3 --no-progress --device cpu --batch-size 4 --sample-tokens 0)
+few=("${base[@]}" --context 32)
 
 expect 0 "tokens/s" "$lab" "${few[@]}"
 expect 0 "checkpointed blocks" "$lab" "${few[@]}" --checkpoint-activations
@@ -16,7 +17,8 @@ mkdir -p "$text"
 for i in $(seq 1 60); do
   printf 'The quick brown fox %d jumps over the lazy dog.\n%%\n' "$i" >>"$text/quips"
 done
-small=(--text-dir "$text" --context 16 --batch-size 4 --no-progress --device cpu --val-fraction 0.2)
+text_run=(--text-dir "$text" --context 16 --no-progress --device cpu --val-fraction 0.2)
+small=("${text_run[@]}" --batch-size 4)
 expect 0 "validation loss" "$lab" "${small[@]}" --steps-per-epoch 5 --sample-tokens 20 \
   --chkpt "$TEST_TMPDIR/gpt.ckpt"
 expect 0 "resumed from" "$lab" "${small[@]}" --steps-per-epoch 5 --epochs 2 --sample-tokens 0 \
@@ -25,9 +27,9 @@ expect 0 "sample (temperature 0.80)" "$lab" "${small[@]}" --steps-per-epoch 2 --
 
 expect 1 "error: gpt2 has a vocabulary of 50257 tokens" "$lab" "${few[@]}" --model gpt2
 expect 1 "error: --context 999 must be between 1 and gpt-tiny's context of 64" "$lab" \
-  "${few[@]}" --context 999
+  "${base[@]}" --context 999
 expect 1 "error: --temperature must be positive" "$lab" "${few[@]}" --temperature 0
 expect 1 "$TEST_TMPDIR/none" "$lab" "${few[@]}" --text-dir "$TEST_TMPDIR/none"
-expect 1 "no batch" "$lab" "${small[@]}" --batch-size 4096
+expect 1 "not one batch of 4096" "$lab" "${text_run[@]}" --batch-size 4096
 expect 105 "--model" "$lab" --model resnet18
 expect 0 "--checkpoint-activations" "$lab" --help
