@@ -61,7 +61,7 @@ TEST(Day1Lab, ASignalStopsAfterTheStepWithACheckpointToResumeFrom) {
   LabOptions first = small(6);
   first.chkpt = temp_path("preempted.ckpt");
   course::train::install_stop_handlers();
-  std::raise(SIGUSR1);
+  course::train::send_stop_signal(SIGUSR1);
   EXPECT_THAT([&] { run_lab(first); },
               ::testing::ThrowsMessage<course::train::PreemptedError>(
                   AllOf(HasSubstr("SIGUSR1 after step 1"), HasSubstr("--resume"))));

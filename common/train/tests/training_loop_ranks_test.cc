@@ -25,7 +25,7 @@ TEST(TrainingLoopOnRanks, OneRanksSignalStopsEveryRankAfterTheSameStep) {
   TinyRun stopped(6);
   stopped.flags.chkpt = path;
   stopped.on_step = [&](int64_t step) {
-    if (step == 3 && world->rank() == last) std::raise(SIGUSR1);
+    if (step == 3 && world->rank() == last) course::train::send_stop_signal(SIGUSR1);
   };
   EXPECT_THAT(course::testing::error_of([&] { stopped.run(world.get()); }),
               HasSubstr("SIGUSR1 after step 3"))

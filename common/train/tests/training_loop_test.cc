@@ -74,7 +74,7 @@ TEST(TrainingLoop, AStopSignalCheckpointsAfterTheStep) {
   TinyRun run(6);
   run.flags.chkpt = course::testing::temp_path("stopped.ckpt");
   run.on_step = [](int64_t step) {
-    if (step == 2) std::raise(SIGUSR1);
+    if (step == 2) course::train::send_stop_signal(SIGUSR1);
   };
   EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("SIGUSR1 after step 2"));
   install_stop_handlers();  // forget the signal
