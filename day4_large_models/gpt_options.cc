@@ -6,6 +6,7 @@
 
 #include "common/nn/gpt.h"
 #include "common/optim/make_optimizer.h"
+#include "common/parallel/sharding.h"
 
 namespace day4 {
 
@@ -41,6 +42,23 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   app.add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")->capture_default_str();
   app.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "recompute each block's activations in backward instead of keeping them");
+  std::vector<std::string> shardings = {"none"};
+  for (const std::string& name : course::parallel::sharding_names()) shardings.push_back(name);
+  app.add_option("--sharding", o.sharding,
+                 "on several ranks: none (DDP), zero1 (optimizer states sharded), zero2 (and "
+                 "gradients), zero3 (and parameters: FSDP's full shard), shard-grad-op")
+      ->check(CLI::IsMember(shardings))
+      ->capture_default_str();
+  app.add_option("--backward-prefetch", o.backward_prefetch,
+                 "when the previous block's all-gather starts in backward: pre (before this "
+                 "block's gradients), post (after), none")
+      ->check(CLI::IsMember({"pre", "post", "none"}))
+      ->capture_default_str();
+  app.add_flag("--forward-prefetch", o.forward_prefetch,
+               "start the next block's all-gather before this block's forward");
+  app.add_option("--comm-timeout", o.comm_timeout,
+                 "seconds a rank waits for the others before failing")
+      ->capture_default_str();
   app.add_option("--sample-tokens", o.sample_tokens, "tokens generated after training")
       ->capture_default_str();
   app.add_option("--prompt", o.prompt, "text the sample starts from");
@@ -60,6 +78,16 @@ void validate(const GptLabOptions& o) {
                "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
   COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
   COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
+  if (o.sharding != "none") {
+    COURSE_CHECK(o.optimizer == "adamw" || o.optimizer == "sgd", "--sharding ", o.sharding,
+                 " updates each rank's shard on its own, which needs an element-wise optimizer "
+                 "(adamw, sgd); ",
+                 o.optimizer, "'s trust ratio spans whole parameters");
+    COURSE_CHECK(o.chkpt.empty() && o.resume.empty(), "--sharding ", o.sharding,
+                 " keeps each rank's optimizer state apart; --chkpt and --resume work with "
+                 "--sharding none only");
+  }
   COURSE_CHECK(config.vocabulary == course::kByteVocabulary, o.model, " has a vocabulary of ",
                config.vocabulary, " tokens; the lab's byte-level text needs ",
                course::kByteVocabulary, " (gpt-tiny)");

@@ -1,6 +1,6 @@
 // The GPT lab's command line: the shared run flags (common/train/lab_flags.h, no image flags)
-// with language-model defaults, plus the text, the context, activation checkpointing and the
-// generated sample.
+// with language-model defaults, plus the text, the context, activation checkpointing, data
+// parallelism (DDP or sharded: ZeRO 1-3, FSDP's strategies) and the generated sample.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,10 @@ struct GptLabOptions : course::train::TrainingFlags {
   int64_t steps_per_epoch = 0;  // 0: every training window once
   int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
   bool checkpoint_activations = false;
+  std::string sharding = "none";  // on several ranks: DDP, or a strategy of parallel/sharding.h
+  std::string backward_prefetch = "pre";
+  bool forward_prefetch = false;
+  double comm_timeout = 300;    // seconds a rank waits for the others
   int64_t sample_tokens = 300;  // generated after training (0: none)
   std::string prompt = "\n";
   float temperature = 0.8f;
@@ -30,7 +34,7 @@ struct GptLabOptions : course::train::TrainingFlags {
 // exits non-zero.
 GptLabOptions parse_gpt_options(int argc, char** argv);
 
-// Checks value ranges that flags alone cannot (throws course::Error).
+// Checks value ranges and combinations that flags alone cannot (throws course::Error).
 void validate(const GptLabOptions& options);
 
 }  // namespace day4

@@ -11,31 +11,53 @@ FlatParameters::FlatParameters(const std::vector<Parameter*>& params, int shards
     : params_(params), shards_(shards) {
   COURSE_CHECK(!params.empty(), "flat parameters of no parameters");
   COURSE_CHECK(shards > 0, "flat parameters need at least one shard, got ", shards);
-  const Device device = params.front()->value.device();
+  device_ = params.front()->value.device();
   for (const Parameter* p : params) {
-    COURSE_CHECK(p->value.dtype() == DType::kF32 && p->value.device() == device &&
+    COURSE_CHECK(p->value.dtype() == DType::kF32 && p->value.device() == device_ &&
                      p->value.memory_format() == MemoryFormat::kContiguous,
                  "flat parameters take contiguous f32 parameters on one device, got ",
                  p->value.str());
     ranges_.push_back({numel_, numel_ + p->value.numel()});
+    shapes_.push_back(p->value.shape());
     numel_ += p->value.numel();
   }
   const int64_t padded = (numel_ + shards - 1) / shards * shards;
-  values_ = Tensor::empty({padded}, DType::kF32, device);
-  grads_ = Tensor::empty({padded}, DType::kF32, device);
-  fill_(values_, 0.0);
-  fill_(grads_, 0.0);
+  Tensor values = zeros({padded}, DType::kF32, device_);
+  Tensor grads = zeros({padded}, DType::kF32, device_);
   for (size_t i = 0; i < params.size(); ++i) {
-    Parameter& p = *params[i];
-    const Shape shape = p.value.shape();
-    Tensor value = values_.slice(ranges_[i].begin, ranges_[i].end).view(shape);
-    Tensor grad = grads_.slice(ranges_[i].begin, ranges_[i].end).view(shape);
-    copy_(value, p.value);
-    copy_(grad, p.grad);
-    p.value = value;
-    p.grad = grad;
+    Tensor value = values.slice(ranges_[i].begin, ranges_[i].end).view(shapes_[i]);
+    Tensor grad = grads.slice(ranges_[i].begin, ranges_[i].end).view(shapes_[i]);
+    copy_(value, params[i]->value);
+    copy_(grad, params[i]->grad);
   }
+  bind_values(values);
+  bind_grads(grads);
 }
+
+void FlatParameters::bind_values(Tensor buffer) {
+  bind(values_, std::move(buffer), &Parameter::value);
+}
+
+void FlatParameters::bind_grads(Tensor buffer) {
+  bind(grads_, std::move(buffer), &Parameter::grad);
+}
+
+void FlatParameters::bind(Tensor& held, Tensor buffer, Tensor Parameter::*member) {
+  if (buffer.defined()) {
+    COURSE_CHECK(buffer.dtype() == DType::kF32 && buffer.device() == device_ &&
+                     buffer.shape() == Shape{padded_numel()},
+                 "flat parameters bound to ", buffer.str(), ", not (", padded_numel(), ",) f32 on ",
+                 device_.str());
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i]->*member = buffer.defined()
+                              ? buffer.slice(ranges_[i].begin, ranges_[i].end).view(shapes_[i])
+                              : Tensor();
+  }
+  held = std::move(buffer);
+}
+
+int64_t FlatParameters::padded_numel() const { return (numel_ + shards_ - 1) / shards_ * shards_; }
 
 FlatRange FlatParameters::shard(int rank) const {
   COURSE_CHECK(rank >= 0 && rank < shards_, "shard ", rank, " of ", shards_);

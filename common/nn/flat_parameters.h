@@ -32,10 +32,19 @@ class FlatParameters {
   // object, which owns the buffers.
   FlatParameters(const std::vector<Parameter*>& params, int shards = 1);
 
-  Tensor& values() { return values_; }  // (padded_numel(),) f32
+  Tensor& values() { return values_; }  // (padded_numel(),) f32; undefined while unbound
   Tensor& grads() { return grads_; }
+  const Tensor& values() const { return values_; }
+  const Tensor& grads() const { return grads_; }
+  // Points every parameter's value (or gradient) at its slice of `buffer`, a (padded_numel(),)
+  // f32 tensor on the parameters' device that this object then holds. An undefined tensor
+  // unbinds them (each becomes undefined), and the old buffer is freed once nothing else holds
+  // it: ZeRO-3 and FSDP keep the full values only while a layer runs.
+  void bind_values(Tensor buffer);
+  void bind_grads(Tensor buffer);
+  Device device() const { return device_; }
   int64_t numel() const { return numel_; }  // without the padding
-  int64_t padded_numel() const { return values_.numel(); }
+  int64_t padded_numel() const;
   int shards() const { return shards_; }
   // Rank r's equal share of the padded buffer.
   FlatRange shard(int rank) const;
@@ -48,8 +57,13 @@ class FlatParameters {
   std::vector<FlatPiece> pieces(const FlatRange& range) const;
 
  private:
+  // Points the chosen member (value or grad) of every parameter at its slice of `buffer`.
+  void bind(Tensor& held, Tensor buffer, Tensor Parameter::*member);
+
   std::vector<Parameter*> params_;
   std::vector<FlatRange> ranges_;
+  std::vector<Shape> shapes_;
+  Device device_;
   Tensor values_, grads_;
   int64_t numel_ = 0;
   int shards_;

@@ -9,15 +9,14 @@
 
 namespace course::nn {
 
-std::vector<int32_t> generate(Gpt& model, std::vector<int32_t> prompt,
-                              const GenerateOptions& options) {
+std::vector<int32_t> generate(Module& model, const GptConfig& config, Device device,
+                              std::vector<int32_t> prompt, const GenerateOptions& options) {
   COURSE_CHECK(!prompt.empty(), "generation needs a prompt of at least one token");
   COURSE_CHECK(options.temperature > 0, "the sampling temperature must be positive, got ",
                options.temperature);
   const bool was_training = model.training();
   model.set_training(false);
-  const Device device = model.parameters().front()->value.device();
-  const int64_t vocabulary = model.config().vocabulary, context = model.config().context;
+  const int64_t vocabulary = config.vocabulary, context = config.context;
   std::mt19937 rng(options.seed);
   std::vector<int32_t> tokens = std::move(prompt);
   for (int64_t n = 0; n < options.tokens; ++n) {

@@ -17,8 +17,9 @@ struct GenerateOptions {
   uint32_t seed = 0;
 };
 
-// Runs the model in evaluation mode (and restores its mode); `prompt` must not be empty.
-std::vector<int32_t> generate(Gpt& model, std::vector<int32_t> prompt,
-                              const GenerateOptions& options);
+// Runs `model` (a Gpt of `config` on `device`, or a wrapper of one such as sharded data
+// parallelism's) in evaluation mode and restores its mode; `prompt` must not be empty.
+std::vector<int32_t> generate(Module& model, const GptConfig& config, Device device,
+                              std::vector<int32_t> prompt, const GenerateOptions& options);
 
 }  // namespace course::nn

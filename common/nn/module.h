@@ -66,7 +66,7 @@ class Module {
 
   ModuleState state();
   std::vector<Parameter*> parameters();
-  void zero_grad();
+  virtual void zero_grad();  // sharded data parallelism zeroes its shards instead
   bool training() const { return training_; }
 
  protected:

@@ -29,4 +29,12 @@ std::vector<Module::Child> Sequential::children() {
   return out;
 }
 
+void Sequential::wrap_children(const std::function<ModulePtr(ModulePtr)>& wrap) {
+  for (auto& [name, child] : children_) {
+    child = wrap(std::move(child));
+    child->set_training(training_);
+    child->set_grad_ready_hook(hook_);
+  }
+}
+
 }  // namespace course::nn

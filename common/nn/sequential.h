@@ -2,6 +2,7 @@
 // by their index unless given a name ("0.weight", "conv1.weight").
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,8 @@ class Sequential : public Module {
 
   std::vector<Child> children() override;
   size_t size() const { return children_.size(); }
+  // Replaces every child by wrap(child), keeping its name (FSDP wraps each block this way).
+  void wrap_children(const std::function<ModulePtr(ModulePtr)>& wrap);
 
  protected:
   Tensor run_forward(const Tensor& x, Context& ctx) override;

@@ -1,0 +1,96 @@
+// Wrapping the blocks, the root unit, and the step's collective bookkeeping.
+#include "common/parallel/sharded_data_parallel.h"
+
+#include <set>
+
+namespace course::parallel {
+
+ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& blocks,
+                                         std::shared_ptr<Communicator> comm,
+                                         const ShardingOptions& options)
+    : model_(model),
+      comm_(std::move(comm)),
+      options_(options),
+      policy_(policy_of(options.sharding)) {
+  blocks.wrap_children([&](nn::ModulePtr block) -> nn::ModulePtr {
+    if (block->parameters().empty()) return block;
+    return std::make_unique<ShardedBlock>(std::move(block), comm_, options_);
+  });
+  std::set<const nn::Parameter*> in_blocks;
+  for (const nn::Module::Child& child : blocks.children()) {
+    auto* block = dynamic_cast<ShardedBlock*>(child.module);
+    if (!block) continue;
+    blocks_.emplace_back(child.name, block);
+    for (const nn::Parameter* p : block->parameters()) in_blocks.insert(p);
+  }
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    blocks_[i].second->set_neighbours(i > 0 ? blocks_[i - 1].second : nullptr,
+                                      i + 1 < blocks_.size() ? blocks_[i + 1].second : nullptr);
+  }
+  std::vector<nn::Parameter*> rest;
+  for (nn::Parameter* p : model_.parameters()) {
+    if (!in_blocks.count(p)) rest.push_back(p);
+  }
+  if (!rest.empty()) {
+    root_ = std::make_unique<ShardedUnit>(rest, comm_);
+    if (policy_.keep_full_gradients) root_->allocate_gradients();
+  }
+  // Between steps a unit holds what its strategy keeps: zero3 and shard-grad-op only shards.
+  if (policy_.reshard_after_backward) release_all();
+}
+
+std::vector<ShardedUnit*> ShardedDataParallel::units() {
+  std::vector<ShardedUnit*> out;
+  if (root_) out.push_back(root_.get());
+  for (auto& [name, block] : blocks_) out.push_back(&block->unit());
+  return out;
+}
+
+std::vector<std::pair<std::string, nn::Parameter*>> ShardedDataParallel::shard_parameters() {
+  std::vector<std::pair<std::string, nn::Parameter*>> out;
+  if (root_) out.emplace_back("root.shard", &root_->shard());
+  for (auto& [name, block] : blocks_) out.emplace_back(name + ".shard", &block->unit().shard());
+  return out;
+}
+
+void ShardedDataParallel::zero_grad() {
+  for (ShardedUnit* unit : units()) unit->zero_grad();
+}
+
+void ShardedDataParallel::after_step() {
+  if (policy_.reshard_after_backward) return;
+  std::vector<WorkPtr> works;
+  for (ShardedUnit* unit : units()) works.push_back(unit->refresh());
+  for (const WorkPtr& work : works) work->wait();
+}
+
+void ShardedDataParallel::gather_all() {
+  for (ShardedUnit* unit : units()) unit->start_gather();
+  for (ShardedUnit* unit : units()) unit->gather();
+}
+
+void ShardedDataParallel::release_all() {
+  for (ShardedUnit* unit : units()) unit->release();
+}
+
+int64_t ShardedDataParallel::shard_numel() const {
+  int64_t n = root_ ? root_->shard_range().size() : 0;
+  for (const auto& [name, block] : blocks_) n += block->unit().shard_range().size();
+  return n;
+}
+
+Tensor ShardedDataParallel::run_forward(const Tensor& x, nn::Context& ctx) {
+  if (root_) root_->gather();
+  return model_.forward(x, ctx.child(0));
+}
+
+Tensor ShardedDataParallel::run_backward(const Tensor& dy, nn::Context& ctx) {
+  if (root_) root_->allocate_gradients();
+  Tensor dx = model_.backward(dy, ctx.child(0));
+  if (root_) root_->reduce_gradients(policy_.keep_full_gradients);
+  for (ShardedUnit* unit : units()) unit->finish_reduction();
+  if (root_ && policy_.reshard_after_backward) root_->release();
+  return dx;
+}
+
+}  // namespace course::parallel

@@ -1,0 +1,67 @@
+// One flat parameter of sharded data parallelism (ZeRO, FSDP): a group of parameters (a
+// transformer block's, say) flattened and cut into equal shards over the data-parallel ranks
+// (common/nn/flat_parameters.h pads it so the cut is even). Between uses a rank keeps only its
+// shard: the f32 master values and their reduced gradient, which its optimizer updates.
+//
+//   gather()            all-gather of the shards: the full values, bound to the parameters
+//   release()           the full values freed (ZeRO-3 / FSDP after a layer has run)
+//   allocate_gradients  zeroed full gradients for a backward pass to add into
+//   reduce_gradients    reduce-scatter of the full gradients into this rank's shard, averaged
+//
+// Communication runs on the communicator's asynchronous work: start_gather() is a prefetch,
+// reduce_gradients() returns once the reduction is launched, finish_reduction() completes it.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/nn/flat_parameters.h"
+#include "common/parallel/communicator.h"
+
+namespace course::parallel {
+
+class ShardedUnit {
+ public:
+  // Collective over `comm`: every rank passes parameters of the same shapes; rank 0's values
+  // are the ones sharded. The parameters stay bound to the full values (gathered()).
+  ShardedUnit(const std::vector<nn::Parameter*>& params, std::shared_ptr<Communicator> comm);
+
+  // This rank's shard, values and gradient: what the optimizer is given.
+  nn::Parameter& shard() { return shard_; }
+  nn::FlatRange shard_range() const { return flat_.shard(comm_->rank()); }
+  int64_t numel() const { return flat_.numel(); }
+  int64_t padded_numel() const { return flat_.padded_numel(); }
+
+  void start_gather();  // launches the all-gather of the full values, unless they are there
+  void gather();        // completes it (starting it first if need be) and binds the parameters
+  bool gathered() const { return flat_.values().defined() && !gathering_; }
+  void release();  // frees the full values: the parameters are undefined until gather()
+  // Launches the all-gather of the updated shards into the full values the parameters hold
+  // (ZeRO-1 and 2 after each optimizer step).
+  WorkPtr refresh();
+
+  void allocate_gradients();  // zeroed full gradients, bound to the parameters
+  bool has_gradients() const { return flat_.grads().defined(); }
+  // Launches the reduce-scatter of the full gradients into this rank's shard; `keep` keeps the
+  // full gradients bound (ZeRO-1 zeroes and reuses them), otherwise they are freed once the
+  // reduction is complete.
+  void reduce_gradients(bool keep);
+  // Waits for the reduction, adds its average over the ranks into shard().grad (so
+  // micro-batches accumulate) and frees the full gradients unless kept.
+  void finish_reduction();
+
+  // Zeroes the shard's gradient, and the full gradients when bound.
+  void zero_grad();
+
+ private:
+  std::shared_ptr<Communicator> comm_;
+  nn::FlatParameters flat_;
+  nn::Parameter shard_;
+  Tensor incoming_;  // the full values being gathered
+  WorkPtr gathering_;
+  Tensor reduced_;  // this rank's block of the gradient sum, being reduced
+  WorkPtr reducing_;
+  bool keep_gradients_ = false;
+};
+
+}  // namespace course::parallel

@@ -1,0 +1,47 @@
+// The sharding strategies' names and policies.
+#include "common/parallel/sharding.h"
+
+#include "common/core/error.h"
+
+namespace course::parallel {
+
+ShardingPolicy policy_of(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::kZero1:
+      return {.reshard_after_forward = false,
+              .reshard_after_backward = false,
+              .keep_full_gradients = true};
+    case Sharding::kZero2:
+      return {.reshard_after_forward = false,
+              .reshard_after_backward = false,
+              .keep_full_gradients = false};
+    case Sharding::kZero3:
+      return {.reshard_after_forward = true,
+              .reshard_after_backward = true,
+              .keep_full_gradients = false};
+    case Sharding::kShardGradOp:
+      return {.reshard_after_forward = false,
+              .reshard_after_backward = true,
+              .keep_full_gradients = false};
+  }
+  COURSE_FAIL("unknown sharding strategy");
+}
+
+const std::vector<std::string>& sharding_names() {
+  static const std::vector<std::string> names = {"zero1", "zero2", "zero3", "shard-grad-op"};
+  return names;
+}
+
+Sharding parse_sharding(const std::string& name) {
+  const std::vector<std::string>& names = sharding_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Sharding>(i);
+  }
+  COURSE_FAIL("unknown sharding '", name, "' (known: zero1, zero2, zero3, shard-grad-op)");
+}
+
+std::string sharding_name(Sharding sharding) {
+  return sharding_names().at(static_cast<size_t>(sharding));
+}
+
+}  // namespace course::parallel
