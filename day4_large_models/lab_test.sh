@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPT lab as a trainee meets it: a few steps on the embedded text (plain, checkpointed, bf16
 # autocast), a whole small run on a made-up corpus (validation line, sample, checkpoint and
-# resume), and bad input ending with one message and a non-zero exit.
+# resume), the same run on 2 ranks with DDP and with every sharding (the same validation loss
+# and sample), and bad input ending with one message and a non-zero exit.
 set -uo pipefail
 source "$1"  # expect
 lab=$2
@@ -24,6 +25,28 @@ expect 0 "validation loss" "$lab" "${small[@]}" --steps-per-epoch 5 --sample-tok
 expect 0 "resumed from" "$lab" "${small[@]}" --steps-per-epoch 5 --epochs 2 --sample-tokens 0 \
   --resume "$TEST_TMPDIR/gpt.ckpt"
 expect 0 "sample (temperature 0.80)" "$lab" "${small[@]}" --steps-per-epoch 2 --sample-tokens 10
+
+# Data parallelism on 2 ranks: DDP and every sharding train the same model.
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 2)
+ranks=("${small[@]}" --steps-per-epoch 4 --sample-tokens 12)
+expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$lab" "${ranks[@]}"
+reference=$("${mpirun[@]}" "$lab" "${ranks[@]}" 2>&1 | grep -A1 -E "^(validation loss|sample)")
+for sharding in zero1 zero2 zero3 shard-grad-op; do
+  got=$("${mpirun[@]}" "$lab" "${ranks[@]}" --sharding "$sharding" --forward-prefetch 2>&1 |
+    grep -A1 -E "^(validation loss|sample)")
+  if [[ -z $reference || $got != "$reference" ]]; then
+    echo "FAILED: --sharding $sharding on 2 ranks ends otherwise than DDP:"
+    echo "DDP: $reference"
+    echo "$sharding: $got"
+    exit 1
+  fi
+  echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
+done
+expect 1 "error: --sharding zero2 updates each rank's shard on its own" "${mpirun[@]}" "$lab" \
+  "${few[@]}" --sharding zero2 --optimizer lamb
+expect 1 "--chkpt and --resume work with --sharding none only" "$lab" "${few[@]}" \
+  --sharding zero3 --chkpt "$TEST_TMPDIR/sharded.ckpt"
+expect 105 "--sharding" "$lab" "${few[@]}" --sharding zero4
 
 expect 1 "error: gpt2 has a vocabulary of 50257 tokens" "$lab" "${few[@]}" --model gpt2
 expect 1 "error: --context 999 must be between 1 and gpt-tiny's context of 64" "$lab" \

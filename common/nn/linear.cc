@@ -35,8 +35,8 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
   COURSE_CHECK(x.dim() >= 2 && x.size(-1) == in, "Linear(", in, " -> ", weight.value.size(0),
                ") got input ", x.str());
   const DType dtype = matmul_dtype(x);
-  Saved saved{as_rows(as_dtype(x, dtype)), as_dtype(weight.value, dtype), x.shape()};
-  Tensor y = matmul(saved.input, saved.compute_weight, false, true);
+  Saved saved{as_rows(as_dtype(x, dtype)), x.shape()};
+  Tensor y = matmul(saved.input, as_dtype(weight.value, dtype), false, true);
   add_row_bias_(y, bias.value);
   Shape out_shape = x.shape();
   out_shape.back() = weight.value.size(0);
@@ -55,7 +55,8 @@ Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
     axpy_(1.0f, cast(matmul(grad_out, saved.input, true, false), DType::kF32), weight.grad);
   }
   grad_ready(weight);
-  return matmul(grad_out, saved.compute_weight).view(saved.input_shape);  // dx = dy W
+  const Tensor w = as_dtype(weight.value, saved.input.dtype());
+  return matmul(grad_out, w).view(saved.input_shape);  // dx = dy W
 }
 
 void Linear::collect(const std::string& prefix, ModuleState& state) {

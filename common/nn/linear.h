@@ -24,10 +24,11 @@ class Linear : public Module {
   Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
+  // The weight is not saved: backward reads the parameter again, so sharded data parallelism
+  // can free the gathered weight between forward and backward (it gathers it again).
   struct Saved {
-    Tensor input;           // (rows, in) in the compute dtype
-    Tensor compute_weight;  // the weight in the compute dtype
-    Shape input_shape;      // as given, to shape dx
+    Tensor input;       // (rows, in) in the compute dtype
+    Shape input_shape;  // as given, to shape dx
   };
 };
 

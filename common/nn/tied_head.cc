@@ -14,11 +14,11 @@ Tensor TiedHead::run_forward(const Tensor& h, Context& ctx) {
   COURSE_CHECK(h.dim() >= 2 && h.size(-1) == channels, "the output layer needs (..., ", channels,
                ") activations, got ", h.str());
   const DType dtype = matmul_dtype(h);
-  Saved saved{as_dtype(h, dtype).view({h.numel() / channels, channels}),
-              as_dtype(weight_.value, dtype), h.shape()};
+  Saved saved{as_dtype(h, dtype).view({h.numel() / channels, channels}), h.shape()};
   Shape logits_shape = h.shape();
   logits_shape.back() = vocabulary;
-  Tensor logits = matmul(saved.rows, saved.compute_weight, false, true).view(logits_shape);
+  Tensor logits =
+      matmul(saved.rows, as_dtype(weight_.value, dtype), false, true).view(logits_shape);
   ctx.save(std::move(saved));
   return logits;
 }
@@ -32,7 +32,7 @@ Tensor TiedHead::run_backward(const Tensor& dlogits, Context& ctx) {
   } else {
     axpy_(1.0f, cast(matmul(grad, saved.rows, true, false), DType::kF32), weight_.grad);
   }
-  return matmul(grad, saved.compute_weight).view(saved.input_shape);
+  return matmul(grad, as_dtype(weight_.value, grad.dtype())).view(saved.input_shape);
 }
 
 }  // namespace course::nn

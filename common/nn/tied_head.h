@@ -17,9 +17,10 @@ class TiedHead : public Module {
   Tensor run_backward(const Tensor& dlogits, Context& ctx) override;
 
  private:
+  // The weight is not saved: backward reads the parameter again, so sharded data parallelism
+  // can free the gathered weight between forward and backward (it gathers it again).
   struct Saved {
-    Tensor rows;            // h as (rows, C) in the compute dtype
-    Tensor compute_weight;  // wte in the compute dtype
+    Tensor rows;  // h as (rows, C) in the compute dtype
     Shape input_shape;
   };
   Parameter& weight_;

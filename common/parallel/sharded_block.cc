@@ -34,6 +34,9 @@ Tensor ShardedBlock::run_backward(const Tensor& dy, nn::Context& ctx) {
   unit_.allocate_gradients();
   Tensor dx = inner_->backward(dy, ctx.child(0));
   unit_.reduce_gradients(policy_.keep_full_gradients);
+  // The block after this one reduced while this one computed: complete it, freeing its full
+  // gradients, so at most two blocks' full gradients exist at a time.
+  if (next_) next_->unit_.finish_reduction();
   if (prefetch && options_.backward_prefetch == BackwardPrefetch::kPost) {
     previous_->unit_.start_gather();
   }
