@@ -1,6 +1,6 @@
 """A GoogleTest binary run on several MPI ranks inside `bazel test` (mpirun_test.sh)."""
 
-def mpirun_gtest(name, srcs, deps, ranks = [], tags = []):
+def mpirun_gtest(name, srcs, deps, ranks = [], tags = [], size = "medium"):
     """Defines <name>_ranks (the binary, with the multi-rank main) and the test <name>.
 
     Args:
@@ -9,6 +9,7 @@ def mpirun_gtest(name, srcs, deps, ranks = [], tags = []):
       deps: its libraries (the main comes from //common/testing:mpi_gtest_main).
       ranks: numbers of ranks to run on (default: 2 and 4).
       tags: the test's tags.
+      size: the test's size (its timeout).
     """
     native.cc_binary(
         name = name + "_ranks",
@@ -18,7 +19,7 @@ def mpirun_gtest(name, srcs, deps, ranks = [], tags = []):
     )
     native.sh_test(
         name = name,
-        size = "medium",
+        size = size,
         srcs = ["//common/parallel/tests:mpirun_test.sh"],
         args = ["$(location :%s_ranks)" % name] + [str(r) for r in ranks],
         data = [":%s_ranks" % name],
