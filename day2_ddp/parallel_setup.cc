@@ -12,10 +12,7 @@ std::unique_ptr<parallel::DistributedDataParallel> make_ddp(
     parallel::broadcast_state(model, *comm);
     return nullptr;
   }
-  std::vector<int64_t> bytes;
-  for (const nn::Parameter* p : model.parameters()) {
-    bytes.push_back(static_cast<int64_t>(p->grad.nbytes()));
-  }
+  const std::vector<int64_t> bytes = parallel::gradient_bytes(model);
   parallel::BucketAllreduce reduce;
   if (o.allreduce == "ring") {
     reduce = [comm](Tensor& bucket) {

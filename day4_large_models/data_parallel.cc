@@ -15,28 +15,26 @@ parallel::BackwardPrefetch parse_prefetch(const std::string& name) {
 
 // The course's DDP buckets: 25 MiB, the first one 1 MiB.
 parallel::BucketPlan default_buckets(nn::Module& model) {
-  std::vector<int64_t> bytes;
-  for (nn::Parameter* p : model.parameters()) bytes.push_back(p->value.nbytes());
-  return parallel::plan_gradient_buckets(bytes, 25 << 20, 1 << 20);
+  return parallel::plan_gradient_buckets(parallel::gradient_bytes(model), 25 << 20, 1 << 20);
 }
 
 }  // namespace
 
 DataParallelGpt::DataParallelGpt(nn::Gpt& model, std::shared_ptr<parallel::Communicator> comm,
                                  const GptLabOptions& o)
-    : model_(model), comm_(std::move(comm)) {
-  const std::string ranks = std::to_string(comm_->size()) + " rank(s)";
+    : model_(model) {
+  const std::string ranks = std::to_string(comm->size()) + " rank(s)";
   if (o.sharding != "none") {
     const parallel::ShardingOptions options{
         .sharding = parallel::parse_sharding(o.sharding),
         .backward_prefetch = parse_prefetch(o.backward_prefetch),
         .forward_prefetch = o.forward_prefetch};
-    sdp_ = std::make_unique<parallel::ShardedDataParallel>(model_, model_.blocks(), comm_, options);
+    sdp_ = std::make_unique<parallel::ShardedDataParallel>(model_, model_.blocks(), comm, options);
     description_ = o.sharding + " over " + ranks + " (backward prefetch " + o.backward_prefetch +
                    (o.forward_prefetch ? ", forward prefetch)" : ")");
-  } else if (comm_->size() > 1) {
+  } else if (comm->size() > 1) {
     ddp_ =
-        std::make_unique<parallel::DistributedDataParallel>(model_, comm_, default_buckets(model_));
+        std::make_unique<parallel::DistributedDataParallel>(model_, comm, default_buckets(model_));
     description_ = "DDP over " + ranks;
   } else {
     description_ = "one process";

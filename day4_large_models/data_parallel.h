@@ -30,7 +30,6 @@ class DataParallelGpt {
 
  private:
   course::nn::Gpt& model_;
-  std::shared_ptr<course::parallel::Communicator> comm_;
   std::string description_;
   std::unique_ptr<course::parallel::DistributedDataParallel> ddp_;
   std::unique_ptr<course::parallel::ShardedDataParallel> sdp_;

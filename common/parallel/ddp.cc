@@ -8,6 +8,12 @@
 
 namespace course::parallel {
 
+std::vector<int64_t> gradient_bytes(nn::Module& model) {
+  std::vector<int64_t> bytes;
+  for (const nn::Parameter* p : model.parameters()) bytes.push_back(p->grad.nbytes());
+  return bytes;
+}
+
 void broadcast_state(nn::Module& model, Communicator& comm) {
   nn::ModuleState state = model.state();
   std::vector<WorkPtr> works;

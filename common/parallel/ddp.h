@@ -85,6 +85,9 @@ class DistributedDataParallel {
   DdpStats stats_;
 };
 
+// The bytes of each parameter's gradient in parameters() order: what a bucket plan is made from.
+std::vector<int64_t> gradient_bytes(nn::Module& model);
+
 // Naive data parallelism: parameters and buffers of `model` broadcast from rank 0.
 void broadcast_state(nn::Module& model, Communicator& comm);
 

@@ -8,13 +8,10 @@ namespace course::parallel {
 ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& blocks,
                                          std::shared_ptr<Communicator> comm,
                                          const ShardingOptions& options)
-    : model_(model),
-      comm_(std::move(comm)),
-      options_(options),
-      policy_(policy_of(options.sharding)) {
+    : model_(model), comm_(std::move(comm)), policy_(policy_of(options.sharding)) {
   blocks.wrap_children([&](nn::ModulePtr block) -> nn::ModulePtr {
     if (block->parameters().empty()) return block;
-    return std::make_unique<ShardedBlock>(std::move(block), comm_, options_);
+    return std::make_unique<ShardedBlock>(std::move(block), comm_, options);
   });
   std::set<const nn::Parameter*> in_blocks;
   for (const nn::Module::Child& child : blocks.children()) {
@@ -71,12 +68,6 @@ void ShardedDataParallel::gather_all() {
 
 void ShardedDataParallel::release_all() {
   for (ShardedUnit* unit : units()) unit->release();
-}
-
-int64_t ShardedDataParallel::shard_numel() const {
-  int64_t n = root_ ? root_->shard_range().size() : 0;
-  for (const auto& [name, block] : blocks_) n += block->unit().shard_range().size();
-  return n;
 }
 
 Tensor ShardedDataParallel::run_forward(const Tensor& x, nn::Context& ctx) {

@@ -39,10 +39,6 @@ class ShardedDataParallel : public nn::Module {
   void gather_all();
   void release_all();
 
-  const ShardingOptions& options() const { return options_; }
-  // Elements this rank holds between steps: its shards (each the padded unit's 1/N).
-  int64_t shard_numel() const;
-
  protected:
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
@@ -52,7 +48,6 @@ class ShardedDataParallel : public nn::Module {
 
   nn::Module& model_;
   std::shared_ptr<Communicator> comm_;
-  ShardingOptions options_;
   ShardingPolicy policy_;
   std::vector<std::pair<std::string, ShardedBlock*>> blocks_;
   std::unique_ptr<ShardedUnit> root_;  // null when every parameter is in a block

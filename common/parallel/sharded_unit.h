@@ -29,8 +29,6 @@ class ShardedUnit {
   // This rank's shard, values and gradient: what the optimizer is given.
   nn::Parameter& shard() { return shard_; }
   nn::FlatRange shard_range() const { return flat_.shard(comm_->rank()); }
-  int64_t numel() const { return flat_.numel(); }
-  int64_t padded_numel() const { return flat_.padded_numel(); }
 
   void start_gather();  // launches the all-gather of the full values, unless they are there
   void gather();        // completes it (starting it first if need be) and binds the parameters

@@ -6,7 +6,6 @@
 // tolerance leaves room for an MPI library that orders its sums differently.
 #include "common/parallel/sharded_data_parallel.h"
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -16,14 +15,11 @@
 #include "common/nn/models.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/ddp.h"
-#include "common/testing/errors_and_files.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
 namespace course::parallel {
 namespace {
-
-using ::testing::HasSubstr;
 
 constexpr int kSteps = 5;
 constexpr testing::Tolerance kParity{1e-6, 1e-5};
@@ -104,9 +100,8 @@ float loss_and_backward(nn::Module& model, const Batch& batch, int64_t classes) 
 const optim::AdamWOptions kAdamW{.lr = 1e-2f, .weight_decay = 0.1f};
 
 Trace train_ddp(Subject s, const std::function<Batch(int64_t)>& batch) {
-  std::vector<int64_t> bytes;
-  for (nn::Parameter* p : s.model->parameters()) bytes.push_back(p->value.nbytes());
-  DistributedDataParallel ddp(*s.model, world(), plan_gradient_buckets(bytes, 1 << 20, 1 << 16));
+  DistributedDataParallel ddp(*s.model, world(),
+                              plan_gradient_buckets(gradient_bytes(*s.model), 1 << 20, 1 << 16));
   optim::AdamW adamw(s.model->state().parameters, kAdamW);
   Trace trace;
   for (int64_t step = 0; step < kSteps; ++step) {
