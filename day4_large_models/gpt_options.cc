@@ -42,6 +42,18 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   app.add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")->capture_default_str();
   app.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "recompute each block's activations in backward instead of keeping them");
+  app.add_option("--accumulate", o.accumulate,
+                 "micro-batches of --batch-size per optimizer step (gradient accumulation)")
+      ->capture_default_str();
+  app.add_option("--max-memory-mb", o.max_memory_mb,
+                 "refuse a run whose estimated peak per rank is above this, and cap the "
+                 "allocator there (0: no cap)")
+      ->capture_default_str();
+  app.add_flag("--estimate-only", o.estimate_only,
+               "print the per-rank memory estimate of the run and exit (any --model preset)");
+  app.add_option("--estimate-ranks", o.estimate_ranks,
+                 "ranks the estimate is for (0: the ranks of this run)")
+      ->capture_default_str();
   std::vector<std::string> shardings = {"none"};
   for (const std::string& name : course::parallel::sharding_names()) shardings.push_back(name);
   app.add_option("--sharding", o.sharding,
@@ -78,6 +90,9 @@ void validate(const GptLabOptions& o) {
                "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
   COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
   COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);
+  COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0,
+               "--max-memory-mb and --estimate-ranks must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
   if (o.sharding != "none") {
     COURSE_CHECK(o.optimizer == "adamw" || o.optimizer == "sgd", "--sharding ", o.sharding,
@@ -88,6 +103,7 @@ void validate(const GptLabOptions& o) {
                  " keeps each rank's optimizer state apart; --chkpt and --resume work with "
                  "--sharding none only");
   }
+  if (o.estimate_only) return;  // any preset: nothing is trained
   COURSE_CHECK(config.vocabulary == course::kByteVocabulary, o.model, " has a vocabulary of ",
                config.vocabulary, " tokens; the lab's byte-level text needs ",
                course::kByteVocabulary, " (gpt-tiny)");

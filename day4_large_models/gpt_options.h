@@ -1,6 +1,7 @@
 // The GPT lab's command line: the shared run flags (common/train/lab_flags.h, no image flags)
-// with language-model defaults, plus the text, the context, activation checkpointing, data
-// parallelism (DDP or sharded: ZeRO 1-3, FSDP's strategies) and the generated sample.
+// with language-model defaults, plus the text, the context, activation checkpointing, gradient
+// accumulation, data parallelism (DDP or sharded: ZeRO 1-3, FSDP's strategies), the memory
+// estimate and budget, and the generated sample.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ struct GptLabOptions : course::train::TrainingFlags {
   int64_t steps_per_epoch = 0;  // 0: every training window once
   int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
   bool checkpoint_activations = false;
+  int64_t accumulate = 1;         // micro-batches of batch_size per optimizer step
+  int64_t max_memory_mb = 0;      // > 0: refuse a run estimated above it, and cap the allocator
+  bool estimate_only = false;     // print the memory estimate and exit (any preset)
+  int estimate_ranks = 0;         // ranks of that estimate (0: the world's size)
   std::string sharding = "none";  // on several ranks: DDP, or a strategy of parallel/sharding.h
   std::string backward_prefetch = "pre";
   bool forward_prefetch = false;

@@ -7,13 +7,15 @@
 #include "common/data/text_corpus.h"
 #include "common/data/token_windows.h"
 #include "common/kernels/cross_entropy.h"
+#include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
 #include "common/nn/generate.h"
 #include "common/nn/gpt.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/parallel/data_parallel_model.h"
 #include "common/parallel/rank_setup.h"
-#include "day4_large_models/data_parallel.h"
+#include "day4_large_models/memory_report.h"
 
 namespace day4 {
 
@@ -58,6 +60,11 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   parallel::share_cores(*comm);
   const Device device = parallel::rank_device(o.device, *comm);
   const bool lead = comm->rank() == 0;
+  if (o.estimate_only) {
+    if (lead) print_memory_estimate(o, o.estimate_ranks > 0 ? o.estimate_ranks : comm->size());
+    return {};
+  }
+  enforce_memory_budget(o, comm->size(), device);
   const nn::GptConfig config = nn::gpt_preset(o.model);
   const int64_t context = o.context > 0 ? o.context : config.context;
 
@@ -70,15 +77,20 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const TokenWindows val_windows(text.val, val_options, comm->rank(), comm->size());
   const int64_t steps_per_epoch =
       o.steps_per_epoch > 0 ? o.steps_per_epoch : train_windows.batches();
-  const int64_t tokens_per_step = o.batch_size * context * comm->size();
+  const int64_t tokens_per_step = o.batch_size * context * comm->size() * o.accumulate;
 
+  const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
   std::mt19937 rng(o.seed);
   nn::Gpt model(config, rng, device, o.checkpoint_activations);
-  DataParallelGpt parallel(model, comm, o);
-  nn::Module& net = parallel.net();
+  parallel::DataParallelModel data_parallel(
+      model, model.blocks(), comm,
+      {.mode = o.sharding,
+       .backward_prefetch = parallel::parse_backward_prefetch(o.backward_prefetch),
+       .forward_prefetch = o.forward_prefetch});
+  nn::Module& net = data_parallel.net();
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      parallel.optimized());
+      data_parallel.optimized());
   const int64_t total_steps = o.epochs * steps_per_epoch;
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
@@ -90,20 +102,27 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     next_window_batch = first_batch;
   };
   hooks.step = [&](train::StepPhases& phases) {
-    phases.start(train::Phase::kLoad);
-    const NextTokenBatch batch = next_token_batch(
-        train_windows.batch(next_window_batch++ % train_windows.batches()), device);
-    phases.start(train::Phase::kForward);
-    net.zero_grad();
-    const LanguageModelStep s = forward(net, batch, o);
-    phases.start(train::Phase::kBackward);
-    net.backward(softmax_cross_entropy_backward(s.loss, batch.targets, 0.0f, s.logits.dtype())
-                     .view({o.batch_size, context, config.vocabulary}));
-    parallel.finish_backward();
+    // Micro-batches add into the gradients; DDP reduces only after the last one.
+    Tensor loss = zeros({1}, DType::kF32, device);
+    for (int64_t micro = 0; micro < o.accumulate; ++micro) {
+      phases.start(train::Phase::kLoad);
+      const NextTokenBatch batch = next_token_batch(
+          train_windows.batch(next_window_batch++ % train_windows.batches()), device);
+      phases.start(train::Phase::kForward);
+      if (micro == 0) net.zero_grad();
+      data_parallel.set_sync(micro + 1 == o.accumulate);
+      const LanguageModelStep s = forward(net, batch, o);
+      axpy_(1.0f / static_cast<float>(o.accumulate), s.loss.loss, loss);
+      phases.start(train::Phase::kBackward);
+      net.backward(softmax_cross_entropy_backward(s.loss, batch.targets, 0.0f, s.logits.dtype(),
+                                                  1.0f / static_cast<float>(o.accumulate))
+                       .view({o.batch_size, context, config.vocabulary}));
+    }
+    data_parallel.finish_backward();
     phases.start(train::Phase::kOptimizer);
     optimizer->step();
-    parallel.after_step();
-    return s.loss.loss;
+    data_parallel.after_step();
+    return loss;
   };
   hooks.validate = [&] { return validate_text(net, val_windows, device, o); };
   hooks.profiled = [](int64_t step) { return step >= 2 && step < 14; };
@@ -122,15 +141,17 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   GptLabResult result;
   result.unigram_entropy = unigram_entropy(text.val);
   if (lead) {
+    print_memory_estimate(o, comm->size());
     std::printf(
         "training %s (%.2fM parameters%s) on %s, %s: %lld training and %lld validation tokens, "
-        "batch %lld x %lld tokens per rank, %lld steps per epoch, %s\n",
+        "batch %lld x %lld tokens per rank and micro-batch, %lld micro-batch(es) per step, %lld "
+        "steps per epoch, %s\n",
         o.model.c_str(), nn::gpt_parameter_count(config) / 1e6,
         o.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
-        parallel.describe().c_str(), static_cast<long long>(text.train.numel()),
+        data_parallel.describe().c_str(), static_cast<long long>(text.train.numel()),
         static_cast<long long>(text.val.numel()), static_cast<long long>(o.batch_size),
-        static_cast<long long>(context), static_cast<long long>(steps_per_epoch),
-        o.optimizer.c_str());
+        static_cast<long long>(context), static_cast<long long>(o.accumulate),
+        static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
     std::fflush(stdout);
   }
 
@@ -139,6 +160,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   result.last_loss = run.last_loss;
   result.val_loss = run.test_loss;
   result.timing = run.timing;
+  if (lead && run.steps > 0) {
+    print_measured_against_estimate(o, comm->size(), run.timing.max_memory_allocated, resident);
+  }
   if (run.test_loss && lead) {
     std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",
                 *run.test_loss, result.unigram_entropy, *run.test_loss / std::log(2.0));

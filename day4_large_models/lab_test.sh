@@ -2,7 +2,8 @@
 # The GPT lab as a trainee meets it: a few steps on the embedded text (plain, checkpointed, bf16
 # autocast), a whole small run on a made-up corpus (validation line, sample, checkpoint and
 # resume), the same run on 2 ranks with DDP and with every sharding (the same validation loss
-# and sample), and bad input ending with one message and a non-zero exit.
+# and sample), the memory estimate (against the measured peak, for GPT-2 1.3B on 8 ranks, the
+# budget), gradient accumulation, and bad input ending with one message and a non-zero exit.
 set -uo pipefail
 source "$1"  # expect
 lab=$2
@@ -12,6 +13,23 @@ few=("${base[@]}" --context 32)
 expect 0 "tokens/s" "$lab" "${few[@]}"
 expect 0 "checkpointed blocks" "$lab" "${few[@]}" --checkpoint-activations
 expect 0 "tokens/s" "$lab" "${few[@]}" --amp --amp-dtype bf16
+
+# The estimate printed before the run is within 15% of the allocator's measured peak.
+for flags in "" "--amp --checkpoint-activations" "--accumulate 2"; do
+  # shellcheck disable=SC2086
+  out=$("$lab" "${few[@]}" $flags 2>&1)
+  ratio=$(sed -n 's/^peak memory per rank: measured .*: \([0-9.]*\)x$/\1/p' <<<"$out")
+  if [[ -z $ratio ]] || ! awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }'; then
+    echo "FAILED: estimate against measured peak with '$flags': '${ratio}'"
+    echo "$out"
+    exit 1
+  fi
+  echo "ok: estimated / measured peak with '$flags': $ratio"
+done
+expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab" \
+  --model gpt-1.3b --estimate-only --estimate-ranks 8 --sharding zero3 --batch-size 8 --amp
+expect 1 "error: gpt-tiny, one process on 1 rank(s), batch 4, f32 needs an estimated" "$lab" \
+  "${few[@]}" --max-memory-mb 8
 
 text="$TEST_TMPDIR/text"
 mkdir -p "$text"
@@ -25,6 +43,17 @@ expect 0 "validation loss" "$lab" "${small[@]}" --steps-per-epoch 5 --sample-tok
 expect 0 "resumed from" "$lab" "${small[@]}" --steps-per-epoch 5 --epochs 2 --sample-tokens 0 \
   --resume "$TEST_TMPDIR/gpt.ckpt"
 expect 0 "sample (temperature 0.80)" "$lab" "${small[@]}" --steps-per-epoch 2 --sample-tokens 10
+
+# Four micro-batches of 2 train as one batch of 8: the same training loss.
+train_loss() { "$lab" "${text_run[@]}" --steps-per-epoch 3 --sample-tokens 0 "$@" 2>&1 |
+  grep -o "train loss [0-9.]*"; }
+whole=$(train_loss --batch-size 8)
+accumulated=$(train_loss --batch-size 2 --accumulate 4)
+if [[ -z $whole || $whole != "$accumulated" ]]; then
+  echo "FAILED: --accumulate 4 of 2 ('$accumulated') differs from a batch of 8 ('$whole')"
+  exit 1
+fi
+echo "ok: --batch-size 2 --accumulate 4 trains as --batch-size 8 ($whole)"
 
 # Data parallelism on 2 ranks: DDP and every sharding train the same model.
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 2)
@@ -51,6 +80,7 @@ expect 105 "--sharding" "$lab" "${few[@]}" --sharding zero4
 expect 1 "error: gpt2 has a vocabulary of 50257 tokens" "$lab" "${few[@]}" --model gpt2
 expect 1 "error: --context 999 must be between 1 and gpt-tiny's context of 64" "$lab" \
   "${base[@]}" --context 999
+expect 1 "error: --accumulate must be at least 1" "$lab" "${few[@]}" --accumulate 0
 expect 1 "error: --temperature must be positive" "$lab" "${few[@]}" --temperature 0
 expect 1 "$TEST_TMPDIR/none" "$lab" "${few[@]}" --text-dir "$TEST_TMPDIR/none"
 expect 1 "not one batch of 4096" "$lab" "${text_run[@]}" --batch-size 4096

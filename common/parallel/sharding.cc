@@ -44,4 +44,23 @@ std::string sharding_name(Sharding sharding) {
   return sharding_names().at(static_cast<size_t>(sharding));
 }
 
+BackwardPrefetch parse_backward_prefetch(const std::string& name) {
+  if (name == "pre") return BackwardPrefetch::kPre;
+  if (name == "post") return BackwardPrefetch::kPost;
+  COURSE_CHECK(name == "none", "unknown backward prefetch '", name, "' (pre, post or none)");
+  return BackwardPrefetch::kNone;
+}
+
+std::string backward_prefetch_name(BackwardPrefetch prefetch) {
+  switch (prefetch) {
+    case BackwardPrefetch::kPre:
+      return "pre";
+    case BackwardPrefetch::kPost:
+      return "post";
+    case BackwardPrefetch::kNone:
+      return "none";
+  }
+  COURSE_FAIL("unknown backward prefetch");
+}
+
 }  // namespace course::parallel

@@ -35,5 +35,7 @@ ShardingPolicy policy_of(Sharding sharding);
 const std::vector<std::string>& sharding_names();  // "zero1", "zero2", "zero3", "shard-grad-op"
 Sharding parse_sharding(const std::string& name);  // throws listing the names
 std::string sharding_name(Sharding sharding);
+BackwardPrefetch parse_backward_prefetch(const std::string& name);  // "pre", "post", "none"
+std::string backward_prefetch_name(BackwardPrefetch prefetch);
 
 }  // namespace course::parallel

@@ -1,0 +1,47 @@
+// Choosing and driving a model's data parallelism.
+#include "common/parallel/data_parallel_model.h"
+
+namespace course::parallel {
+
+DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
+                                     std::shared_ptr<Communicator> comm,
+                                     const DataParallelOptions& o)
+    : model_(model) {
+  const std::string ranks = std::to_string(comm->size()) + " rank(s)";
+  if (o.mode != "none") {
+    const ShardingOptions options{.sharding = parse_sharding(o.mode),
+                                  .backward_prefetch = o.backward_prefetch,
+                                  .forward_prefetch = o.forward_prefetch};
+    sdp_ = std::make_unique<ShardedDataParallel>(model_, blocks, comm, options);
+    description_ = o.mode + " over " + ranks + " (backward prefetch " +
+                   backward_prefetch_name(o.backward_prefetch) +
+                   (o.forward_prefetch ? ", forward prefetch)" : ")");
+  } else if (comm->size() > 1) {
+    ddp_ = std::make_unique<DistributedDataParallel>(
+        model_, comm,
+        plan_gradient_buckets(gradient_bytes(model_), o.bucket_bytes, o.first_bucket_bytes));
+    description_ = "DDP over " + ranks;
+  } else {
+    description_ = "one process";
+  }
+}
+
+std::vector<std::pair<std::string, nn::Parameter*>> DataParallelModel::optimized() {
+  return sdp_ ? sdp_->shard_parameters() : model_.state().parameters;
+}
+
+void DataParallelModel::set_sync(bool sync) {
+  if (ddp_) ddp_->set_sync(sync);
+}
+
+void DataParallelModel::finish_backward() {
+  if (ddp_) ddp_->finish_backward();
+}
+
+void DataParallelModel::after_step() {
+  if (sdp_) sdp_->after_step();
+}
+
+std::string DataParallelModel::describe() const { return description_; }
+
+}  // namespace course::parallel

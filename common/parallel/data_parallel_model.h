@@ -1,0 +1,50 @@
+// One model trained by several ranks in any of the course's data-parallel modes: alone, DDP
+// (mode "none" on several ranks) or sharded data parallelism (ZeRO 1-3, FSDP's strategies,
+// sharding.h). A training step runs forward and backward through net(), gives the optimizer
+// optimized(), and calls finish_backward() and after_step() around the optimizer's step,
+// whichever the mode.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/nn/sequential.h"
+#include "common/parallel/ddp.h"
+#include "common/parallel/sharded_data_parallel.h"
+
+namespace course::parallel {
+
+struct DataParallelOptions {
+  std::string mode = "none";  // "none" or a sharding name
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
+  bool forward_prefetch = false;
+  int64_t bucket_bytes = 25 << 20;  // DDP's buckets: the course's 25 MiB, the first 1 MiB
+  int64_t first_bucket_bytes = 1 << 20;
+};
+
+class DataParallelModel {
+ public:
+  // Collective over `comm`; `blocks` is the Sequential of `model`'s repeated blocks.
+  DataParallelModel(nn::Module& model, nn::Sequential& blocks, std::shared_ptr<Communicator> comm,
+                    const DataParallelOptions& options);
+
+  nn::Module& net() { return sdp_ ? static_cast<nn::Module&>(*sdp_) : model_; }
+  ShardedDataParallel* sharded() { return sdp_.get(); }  // null unless sharded
+  std::vector<std::pair<std::string, nn::Parameter*>> optimized();
+  // Gradient accumulation: DDP reduces only the backward passes run with sync on (the
+  // sharded modes reduce every micro-batch into the shards, which add up).
+  void set_sync(bool sync);
+  void finish_backward();        // DDP's gradient average (the sharded modes reduce in backward)
+  void after_step();             // ZeRO-1/2's all-gather of the updated shards
+  std::string describe() const;  // "zero3 over 4 ranks (backward prefetch pre)"
+
+ private:
+  nn::Module& model_;
+  std::string description_;
+  std::unique_ptr<DistributedDataParallel> ddp_;
+  std::unique_ptr<ShardedDataParallel> sdp_;
+};
+
+}  // namespace course::parallel

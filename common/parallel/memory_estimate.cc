@@ -1,0 +1,210 @@
+// The memory estimate, component by component. a = batch x tokens x channels: the size of one
+// activation of the residual stream; s = bytes of the compute dtype. What each layer saves is
+// what its forward puts in its context (common/nn): LayerNorm its f32 input and per-token
+// statistics, Linear its input in the compute dtype, attention q, k, v and its output by head
+// plus a per-query log-sum-exp, GELU its input.
+#include "common/parallel/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "common/core/error.h"
+#include "common/core/format.h"
+#include "common/parallel/bucket_plan.h"
+#include "common/parallel/sharding.h"
+#include "common/tensor/allocator.h"
+
+namespace course::parallel {
+
+namespace {
+
+constexpr int64_t kF32 = 4;
+
+// What the caching allocator hands out for `count` tensors of `bytes` each: its blocks are
+// rounded up (common/tensor/allocator.h), which matters for small models.
+int64_t blocks(int64_t count, int64_t bytes) {
+  return count * static_cast<int64_t>(CachingAllocator::rounded_size(static_cast<size_t>(bytes)));
+}
+
+int64_t padded(int64_t numel, int ranks) { return (numel + ranks - 1) / ranks * ranks; }
+
+int64_t sum(const std::vector<int64_t>& numels) {
+  return std::accumulate(numels.begin(), numels.end(), int64_t{0});
+}
+
+// The element counts of a GPT's parameters in parameters() order: the embeddings, each
+// block's (ln_1, c_attn, attention c_proj, ln_2, c_fc, MLP c_proj: weight then bias), the final
+// LayerNorm (the output layer's weight is the token embedding).
+struct GptParameters {
+  std::vector<int64_t> root, block;
+};
+
+GptParameters gpt_parameters(const nn::GptConfig& m) {
+  const int64_t c = m.channels;
+  return {.root = {m.vocabulary * c, m.context * c, c, c},
+          .block = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c}};
+}
+
+struct Sizes {
+  int64_t tokens;  // batch x context
+  int64_t a;       // tokens x channels
+  int64_t s;       // bytes of the compute dtype
+  int64_t logits;  // tokens x vocabulary
+};
+
+Sizes sizes_of(const MemoryPlan& p) {
+  const int64_t context = p.context > 0 ? p.context : p.model.context;
+  const int64_t tokens = p.batch * context;
+  return {.tokens = tokens,
+          .a = tokens * p.model.channels,
+          .s = static_cast<int64_t>(dtype_size(p.compute)),
+          .logits = tokens * p.model.vocabulary};
+}
+
+// The output of a LayerNorm (f32) as the next Linear saves it: itself under f32, else its cast.
+int64_t linear_input(const Sizes& z) { return blocks(1, z.s * z.a); }
+
+// What one block's forward saves, beyond its input: per LayerNorm its per-token statistics and
+// the Linear's copy of its output; q, k, v and the attention's output by head, its per-query
+// log-sum-exp, the attention's output (c_proj's input); the residual stream after attention
+// (ln_2's input); the GELU's input and output (the MLP projection's input); the block's output.
+int64_t block_activations(const Sizes& z, int64_t heads) {
+  return 2 * (blocks(1, 2 * kF32 * z.tokens) + linear_input(z)) + blocks(1, 3 * z.s * z.a) +
+         2 * blocks(1, z.s * z.a) + blocks(1, kF32 * z.tokens * heads) + 2 * blocks(1, kF32 * z.a) +
+         2 * blocks(1, 4 * z.s * z.a);
+}
+
+void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
+  const int64_t layers = p.model.layers;
+  const std::string each = " (each of " + std::to_string(layers) + ")";
+  std::vector<std::pair<std::string, int64_t>> per_layer = {
+      {"embedding (tokens and its output)", blocks(1, 4 * z.tokens) + blocks(1, kF32 * z.a)}};
+  const int64_t block = block_activations(z, p.model.heads);
+  if (p.checkpoint_activations) {
+    // Each block keeps its input; the one being backed up recomputes everything it saves.
+    per_layer.emplace_back("checkpointed block output" + each, blocks(1, kF32 * z.a));
+    per_layer.emplace_back("recomputed block", block);
+  } else {
+    per_layer.emplace_back("block" + each, block);
+  }
+  per_layer.emplace_back("final LayerNorm and output layer",
+                         blocks(1, 2 * kF32 * z.tokens) + linear_input(z));
+  per_layer.emplace_back("logits and loss probabilities",
+                         blocks(1, z.s * z.logits) + blocks(1, kF32 * z.logits));
+  for (const auto& [name, bytes] : per_layer) {
+    e.activations += name.find("(each") != std::string::npos ? bytes * layers : bytes;
+  }
+  e.activation_layers = std::move(per_layer);
+}
+
+// Parameters, gradients, optimizer states and communication buffers of each mode.
+void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
+  const GptParameters gpt = gpt_parameters(p.model);
+  const int64_t layers = p.model.layers;
+  const int64_t states = optimizer_states_per_parameter(p.optimizer);
+  if (p.mode == "none") {
+    // Every parameter its own value, gradient and states.
+    int64_t each = 0;
+    for (int64_t numel : gpt.root) each += blocks(1, kF32 * numel);
+    for (int64_t numel : gpt.block) each += layers * blocks(1, kF32 * numel);
+    e.parameters = each;
+    e.gradients = each;
+    e.optimizer_states = states * each;
+    if (p.ranks > 1) {  // DDP's buckets hold every gradient
+      std::vector<int64_t> bytes;
+      for (int64_t numel : gpt.root) bytes.push_back(kF32 * numel);
+      for (int64_t l = 0; l < layers; ++l) {
+        for (int64_t numel : gpt.block) bytes.insert(bytes.end() - 2, kF32 * numel);
+      }
+      for (const std::vector<size_t>& bucket :
+           plan_gradient_buckets(bytes, p.bucket_bytes, p.first_bucket_bytes)) {
+        int64_t bucket_bytes = 0;
+        for (size_t i : bucket) bucket_bytes += bytes[i];
+        e.communication += blocks(1, bucket_bytes);
+      }
+    }
+    return;
+  }
+  const int n = p.ranks;
+  const int64_t root = padded(sum(gpt.root), n), block = padded(sum(gpt.block), n);
+  const ShardingPolicy policy = policy_of(parse_sharding(p.mode));
+  // Full values: ZeRO-3 holds the root, the block being backed up and the one prefetched;
+  // the others hold every unit during the step.
+  const int64_t gathered = policy.reshard_after_forward
+                               ? std::min<int64_t>(layers, 1 + (p.backward_prefetch ? 1 : 0))
+                               : layers;
+  // Each unit's shard: master values, gradient and optimizer states.
+  const int64_t shards = blocks(1, kF32 * root / n) + layers * blocks(1, kF32 * block / n);
+  e.parameters = blocks(1, kF32 * root) + gathered * blocks(1, kF32 * block) + shards;
+  // Full gradients: ZeRO-1 keeps all of them; the others the root's and one block's at a time.
+  const int64_t full_gradient_blocks = policy.keep_full_gradients ? layers : 1;
+  e.gradients = blocks(1, kF32 * root) + full_gradient_blocks * blocks(1, kF32 * block) + shards;
+  e.optimizer_states = states * shards;
+  // The reduce-scatter outputs in flight: the root's and a block's.
+  e.communication = blocks(1, kF32 * root / n) + blocks(1, kF32 * block / n);
+}
+
+}  // namespace
+
+int64_t MemoryEstimate::total() const {
+  return parameters + gradients + optimizer_states + activations + communication + temporaries;
+}
+
+int optimizer_states_per_parameter(const std::string& optimizer) {
+  if (optimizer == "sgd" || optimizer == "lars") return 1;
+  if (optimizer == "adamw" || optimizer == "lamb") return 2;
+  COURSE_FAIL("no memory figures for optimizer '", optimizer, "'");
+}
+
+MemoryEstimate estimate_memory(const MemoryPlan& plan) {
+  COURSE_CHECK(plan.ranks >= 1 && plan.batch >= 1, "a memory estimate needs ranks and batch >= 1");
+  const Sizes z = sizes_of(plan);
+  MemoryEstimate e;
+  add_model_state(plan, e);
+  add_activations(plan, z, e);
+  // Alive with everything above while the last block's MLP is backed up: the loss's f32
+  // gradient (and its cast to the compute dtype), the residual stream's gradient (and its
+  // cast), and the GELU's input and output gradients (one of its saved tensors is released).
+  const bool cast = z.s != kF32;
+  e.temporaries = blocks(1, kF32 * z.logits) + (cast ? blocks(1, z.s * z.logits) : 0) +
+                  blocks(1, kF32 * z.a) + (cast ? blocks(1, z.s * z.a) : 0) +
+                  blocks(1, 4 * z.s * z.a);
+  return e;
+}
+
+std::string describe(const MemoryEstimate& e) {
+  std::string out;
+  const auto line = [&out](const std::string& name, int64_t bytes) {
+    char text[160];
+    std::snprintf(text, sizeof(text), "  %-40s %12s\n", name.c_str(), format_bytes(bytes).c_str());
+    out += text;
+  };
+  line("parameters", e.parameters);
+  line("gradients", e.gradients);
+  line("optimizer states", e.optimizer_states);
+  line("activations", e.activations);
+  for (const auto& [name, bytes] : e.activation_layers) line("  " + name, bytes);
+  line("communication buffers", e.communication);
+  line("temporaries (loss gradient)", e.temporaries);
+  line("total", e.total());
+  return out;
+}
+
+int64_t zero_paper_bytes(int64_t psi, int stage, int ranks) {
+  COURSE_CHECK(stage >= 0 && stage <= 3 && ranks >= 1, "ZeRO stage 0-3 on >= 1 rank");
+  constexpr int64_t kParams = 2, kGrads = 2, kOptimizer = 12;
+  const int64_t n = ranks;
+  switch (stage) {
+    case 0:
+      return (kParams + kGrads + kOptimizer) * psi;
+    case 1:
+      return (kParams + kGrads) * psi + kOptimizer * psi / n;
+    case 2:
+      return kParams * psi + (kGrads + kOptimizer) * psi / n;
+    default:
+      return (kParams + kGrads + kOptimizer) * psi / n;
+  }
+}
+
+}  // namespace course::parallel

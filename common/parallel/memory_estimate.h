@@ -1,0 +1,61 @@
+// Where one rank's memory goes in a GPT training step, before running it: parameters,
+// gradients, optimizer states, activations (layer by layer), communication buffers and the
+// largest temporaries, for any preset, batch, sequence length, compute precision, activation
+// checkpointing, optimizer and data-parallel mode (one process, DDP, ZeRO 1-3, FSDP's
+// shard-grad-op) on any number of ranks. The figures follow what this repository's layers and
+// wrappers hold at the step's peak (the start of the backward pass), so the day-4 lab can print
+// them before a run, refuse a run that would not fit, and be checked against the allocator's
+// measured peak (common/parallel/tests/memory_estimate_test.cc states the tolerance).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/nn/gpt.h"
+#include "common/tensor/dtype.h"
+
+namespace course::parallel {
+
+struct MemoryPlan {
+  nn::GptConfig model;
+  int64_t batch = 1;            // sequences per rank and micro-batch
+  int64_t context = 0;          // tokens per sequence (0: the model's context)
+  DType compute = DType::kF32;  // autocast's dtype (f32: no autocast)
+  bool checkpoint_activations = false;
+  std::string optimizer = "adamw";
+  std::string mode = "none";  // "none" (one process or DDP), or a sharding name (sharding.h)
+  int ranks = 1;
+  bool forward_prefetch = false;
+  bool backward_prefetch = true;    // pre or post: the previous block gathered during backward
+  int64_t bucket_bytes = 25 << 20;  // DDP's buckets (data_parallel_model.h)
+  int64_t first_bucket_bytes = 1 << 20;
+};
+
+struct MemoryEstimate {
+  int64_t parameters = 0;        // full values held at the peak, and the shards' master values
+  int64_t gradients = 0;         // full gradients held at the peak, and the shards' gradients
+  int64_t optimizer_states = 0;  // momentum / Adam moments, of what this rank updates
+  int64_t activations = 0;       // saved for backward, every layer
+  int64_t communication = 0;     // DDP's buckets, reduce-scatter outputs
+  int64_t temporaries = 0;       // the loss's gradient and casts alive at the peak
+  // Activations by layer: ("embedding", bytes), ("block (each of 12)", bytes), ...
+  std::vector<std::pair<std::string, int64_t>> activation_layers;
+  int64_t total() const;
+};
+
+MemoryEstimate estimate_memory(const MemoryPlan& plan);
+
+// The optimizer's f32 states per parameter: sgd (momentum) 1, adamw and lamb 2, lars 1.
+int optimizer_states_per_parameter(const std::string& optimizer);
+
+// A table of the estimate ("parameters  474.0 MiB ..."), one line per component.
+std::string describe(const MemoryEstimate& estimate);
+
+// The ZeRO paper's per-rank bytes for mixed-precision Adam (2 bytes of parameters, 2 of
+// gradients, K = 12 of optimizer states per parameter): 16 psi, 4 psi + 12 psi / N,
+// 2 psi + 14 psi / N, 16 psi / N for stages 0 (DDP) to 3.
+int64_t zero_paper_bytes(int64_t psi, int stage, int ranks);
+
+}  // namespace course::parallel

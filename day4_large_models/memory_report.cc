@@ -1,0 +1,87 @@
+// Printing and enforcing the GPT lab's memory estimate.
+#include "day4_large_models/memory_report.h"
+
+#include <cstdio>
+
+#include "common/core/error.h"
+#include "common/core/format.h"
+#include "common/tensor/allocator.h"
+
+namespace day4 {
+
+using namespace course;
+
+parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
+  return {.model = nn::gpt_preset(o.model),
+          .batch = o.batch_size,
+          .context = o.context,
+          .compute = o.amp ? o.amp_dtype : DType::kF32,
+          .checkpoint_activations = o.checkpoint_activations,
+          .optimizer = o.optimizer,
+          .mode = o.sharding,
+          .ranks = ranks,
+          .forward_prefetch = o.forward_prefetch,
+          .backward_prefetch = o.backward_prefetch != "none"};
+}
+
+namespace {
+
+std::string run_name(const GptLabOptions& o, int ranks) {
+  const std::string mode = o.sharding == "none" ? (ranks > 1 ? "DDP" : "one process") : o.sharding;
+  return o.model + ", " + mode + " on " + std::to_string(ranks) + " rank(s), batch " +
+         std::to_string(o.batch_size) + (o.amp ? ", 16-bit compute" : ", f32") +
+         (o.checkpoint_activations ? ", checkpointed" : "");
+}
+
+std::string parameter_count(int64_t psi) {
+  char text[32];
+  if (psi >= 1'000'000'000) {
+    std::snprintf(text, sizeof(text), "%.2fB", psi / 1e9);
+  } else {
+    std::snprintf(text, sizeof(text), "%.2fM", psi / 1e6);
+  }
+  return text;
+}
+
+}  // namespace
+
+void print_memory_estimate(const GptLabOptions& o, int ranks) {
+  const parallel::MemoryEstimate estimate = parallel::estimate_memory(memory_plan(o, ranks));
+  std::printf("memory per rank, estimated (%s):\n%s", run_name(o, ranks).c_str(),
+              parallel::describe(estimate).c_str());
+  const int64_t psi = nn::gpt_parameter_count(nn::gpt_preset(o.model));
+  std::printf("  ZeRO paper, mixed-precision Adam, %s parameters on %d rank(s):",
+              parameter_count(psi).c_str(), ranks);
+  for (int stage = 0; stage <= 3; ++stage) {
+    std::printf(" stage %d %s%s", stage,
+                format_bytes(parallel::zero_paper_bytes(psi, stage, ranks)).c_str(),
+                stage < 3 ? "," : "\n");
+  }
+  std::fflush(stdout);
+}
+
+void print_measured_against_estimate(const GptLabOptions& o, int ranks, int64_t measured,
+                                     int64_t resident) {
+  const int64_t estimated = parallel::estimate_memory(memory_plan(o, ranks)).total() + resident;
+  std::printf(
+      "peak memory per rank: measured %s, estimated %s (%s for the step, %s before the "
+      "model): %.2fx\n",
+      format_bytes(measured).c_str(), format_bytes(estimated).c_str(),
+      format_bytes(estimated - resident).c_str(), format_bytes(resident).c_str(),
+      static_cast<double>(estimated) / static_cast<double>(measured));
+}
+
+void enforce_memory_budget(const GptLabOptions& o, int ranks, Device device) {
+  if (o.max_memory_mb <= 0) return;
+  const int64_t budget = o.max_memory_mb << 20;
+  const parallel::MemoryEstimate estimate = parallel::estimate_memory(memory_plan(o, ranks));
+  COURSE_CHECK(estimate.total() <= budget, run_name(o, ranks), " needs an estimated ",
+               format_bytes(estimate.total()), " per rank, more than --max-memory-mb ",
+               o.max_memory_mb,
+               " (try --sharding zero3, --checkpoint-activations, a smaller "
+               "--batch-size with --accumulate, or more ranks):\n",
+               parallel::describe(estimate));
+  device_allocator(device).set_limit(budget);
+}
+
+}  // namespace day4
