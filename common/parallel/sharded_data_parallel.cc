@@ -5,6 +5,23 @@
 
 namespace course::parallel {
 
+ShardingUnits sharding_units(nn::Module& model, nn::Sequential& blocks) {
+  ShardingUnits units;
+  std::set<const nn::Parameter*> in_blocks;
+  for (const nn::Module::Child& child : blocks.children()) {
+    std::vector<nn::Parameter*> params = child.module->parameters();
+    if (params.empty()) continue;
+    in_blocks.insert(params.begin(), params.end());
+    units.emplace_back(child.name, std::move(params));
+  }
+  std::vector<nn::Parameter*> rest;
+  for (nn::Parameter* p : model.parameters()) {
+    if (!in_blocks.count(p)) rest.push_back(p);
+  }
+  if (!rest.empty()) units.emplace(units.begin(), "root", std::move(rest));
+  return units;
+}
+
 ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& blocks,
                                          std::shared_ptr<Communicator> comm,
                                          const ShardingOptions& options)
@@ -13,21 +30,18 @@ ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& bloc
     if (block->parameters().empty()) return block;
     return std::make_unique<ShardedBlock>(std::move(block), comm_, options);
   });
-  std::set<const nn::Parameter*> in_blocks;
   for (const nn::Module::Child& child : blocks.children()) {
-    auto* block = dynamic_cast<ShardedBlock*>(child.module);
-    if (!block) continue;
-    blocks_.emplace_back(child.name, block);
-    for (const nn::Parameter* p : block->parameters()) in_blocks.insert(p);
+    if (auto* block = dynamic_cast<ShardedBlock*>(child.module))
+      blocks_.emplace_back(child.name, block);
   }
   for (size_t i = 0; i < blocks_.size(); ++i) {
     blocks_[i].second->set_neighbours(i > 0 ? blocks_[i - 1].second : nullptr,
                                       i + 1 < blocks_.size() ? blocks_[i + 1].second : nullptr);
   }
-  std::vector<nn::Parameter*> rest;
-  for (nn::Parameter* p : model_.parameters()) {
-    if (!in_blocks.count(p)) rest.push_back(p);
-  }
+  const ShardingUnits units = sharding_units(model_, blocks);
+  const std::vector<nn::Parameter*> rest = !units.empty() && units.front().first == "root"
+                                               ? units.front().second
+                                               : std::vector<nn::Parameter*>{};
   if (!rest.empty()) {
     root_ = std::make_unique<ShardedUnit>(rest, comm_);
     if (policy_.keep_full_gradients) root_->allocate_gradients();

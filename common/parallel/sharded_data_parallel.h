@@ -22,6 +22,12 @@
 
 namespace course::parallel {
 
+// The units sharded data parallelism makes of `model`: ("root", the parameters outside the
+// blocks) when there are any, then ("<block's name>", its parameters) for each block of
+// `blocks` with parameters. Works on the plain model too (to rebuild it from saved shards).
+using ShardingUnits = std::vector<std::pair<std::string, std::vector<nn::Parameter*>>>;
+ShardingUnits sharding_units(nn::Module& model, nn::Sequential& blocks);
+
 class ShardedDataParallel : public nn::Module {
  public:
   // Collective over `comm`. `blocks` is a Sequential inside `model`; rank 0's values are used.
@@ -29,8 +35,10 @@ class ShardedDataParallel : public nn::Module {
                       const ShardingOptions& options = {});
   std::vector<Child> children() override { return {{"", &model_}}; }
 
-  // This rank's shards, one per unit ("root.shard", "h.3.shard"), for the optimizer.
+  // This rank's shards, one per unit of sharding_units() ("root.shard", "3.shard"), for the
+  // optimizer.
   std::vector<std::pair<std::string, nn::Parameter*>> shard_parameters();
+  const Communicator& communicator() const { return *comm_; }
   void zero_grad() override;  // the shards' gradients (and ZeRO-1's full ones)
   // After the optimizer's step: ZeRO-1 and 2 all-gather the updated shards into the full values
   // (the other strategies gather them when the next forward needs them).

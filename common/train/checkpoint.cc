@@ -34,6 +34,11 @@ class File {
     COURSE_CHECK(std::fread(data, 1, bytes, f_) == bytes, "checkpoint ", path_,
                  " is truncated or corrupt");
   }
+  void skip(uint64_t bytes) {
+    COURSE_CHECK(
+        bytes < (uint64_t{1} << 62) && std::fseek(f_, static_cast<long>(bytes), SEEK_CUR) == 0,
+        "checkpoint ", path_, " is truncated or corrupt");
+  }
   template <class T>
   void put(T value) {
     write(&value, sizeof value);
@@ -112,7 +117,8 @@ nlohmann::json read_checkpoint_header(const std::string& path) {
   return read_header(f, path);
 }
 
-nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors) {
+nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors,
+                               bool skip_others) {
   File f(path, "rb");
   const nlohmann::json header = read_header(f, path);
   std::map<std::string, Tensor*> wanted(tensors.begin(), tensors.end());
@@ -127,6 +133,10 @@ nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tens
     for (int64_t& d : shape) d = f.get<int64_t>();
     const auto bytes = f.get<uint64_t>();
     auto it = wanted.find(name);
+    if (it == wanted.end() && skip_others) {
+      f.skip(bytes);
+      continue;
+    }
     COURSE_CHECK(it != wanted.end(), "checkpoint ", path, " holds '", name,
                  "', which this model does not have (a different model or configuration?)");
     Tensor& target = *it->second;

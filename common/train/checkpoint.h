@@ -24,7 +24,9 @@ void save_checkpoint(const std::string& path, const NamedTensors& tensors,
 nlohmann::json read_checkpoint_header(const std::string& path);
 
 // Reads `path` into the given tensors (in place, on their devices); every name must be present
-// with the same dtype and shape. Returns the header. Throws course::Error naming the problem.
-nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors);
+// with the same dtype and shape, and the file must hold nothing else unless `skip_others`.
+// Returns the header. Throws course::Error naming the problem.
+nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors,
+                               bool skip_others = false);
 
 }  // namespace course::train
