@@ -207,7 +207,14 @@ void Communicator::check_rank(int r, const char* what) const {
   COURSE_CHECK(r >= 0 && r < size_, what, " rank ", r, " is not in this communicator of ", size_);
 }
 
+void Communicator::count(double& kind, double bytes) {
+  ++traffic_.collectives;
+  kind += bytes;
+  traffic_.bytes += bytes;
+}
+
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
+  count(traffic_.allreduce_bytes, 2.0 * (size_ - 1) / size_ * static_cast<double>(t.nbytes()));
   if (on_gpu(t)) return gpu(t, true).allreduce(t, op);
   auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
@@ -217,6 +224,7 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
 
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
+  count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
   if (on_gpu(t)) return gpu(t, true).broadcast(t, root);
   auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast"), root,
@@ -228,6 +236,8 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
   COURSE_CHECK(out.dtype() == in.dtype() && in.numel() == out.numel() * size_,
                "reduce_scatter: ", size_, " ranks need an input of ", size_, " x the output (",
                out.numel(), " elements), got ", in.numel());
+  count(traffic_.reduce_scatter_bytes,
+        static_cast<double>(size_ - 1) / size_ * static_cast<double>(in.nbytes()));
   if (on_gpu(in)) return gpu(in, true).reduce_scatter(in, out, op);
   const MPI_Datatype type = mpi_type(in, "reduce_scatter");
   mpi_type(out, "reduce_scatter");
@@ -241,6 +251,8 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
   COURSE_CHECK(out.dtype() == in.dtype() && out.numel() == in.numel() * size_,
                "all_gather: ", size_, " ranks need an output of ", size_, " x the input (",
                in.numel(), " elements), got ", out.numel());
+  count(traffic_.all_gather_bytes,
+        static_cast<double>(size_ - 1) / size_ * static_cast<double>(out.nbytes()));
   if (on_gpu(in)) return gpu(in, true).all_gather(in, out);
   const MPI_Datatype type = mpi_type(in, "all_gather");
   mpi_type(out, "all_gather");
@@ -252,6 +264,7 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
 
 WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
   check_rank(dst, "send destination");
+  count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
   if (on_gpu(t)) return gpu(t, false).send(t, dst);
   auto work = std::make_shared<MpiWork>("send", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send"), dst, tag,

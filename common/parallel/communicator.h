@@ -41,6 +41,16 @@ using WorkPtr = std::shared_ptr<Work>;
 // preemption, which all ranks reach together, return `code` unchanged.
 int finish_job(int code);
 
+// What this rank's collectives moved since the communicator was made or reset_traffic(): the
+// bytes each rank sends with a bandwidth-optimal (ring) algorithm, the figure the ZeRO paper
+// compares: all-reduce 2 (N-1)/N S, reduce-scatter and all-gather (N-1)/N S of the full
+// buffer S, broadcast and send S.
+struct Traffic {
+  int64_t collectives = 0;
+  double bytes = 0;
+  double allreduce_bytes = 0, reduce_scatter_bytes = 0, all_gather_bytes = 0, other_bytes = 0;
+};
+
 // A Work that is already done (what a synchronous operation returns).
 WorkPtr completed_work();
 
@@ -76,6 +86,9 @@ class Communicator {
   WorkPtr recv(Tensor& t, int src, int tag = 0);
   void barrier();
 
+  const Traffic& traffic() const { return traffic_; }
+  void reset_traffic() { traffic_ = {}; }
+
   // Creates the NCCL communicator of these ranks on `device` now (all ranks together).
   void use_gpu(Device device);
 
@@ -90,6 +103,8 @@ class Communicator {
   bool owned_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_ = 300;
+  Traffic traffic_;
+  void count(double& kind, double bytes);
 };
 
 }  // namespace course::parallel

@@ -7,6 +7,8 @@
 
 #include <numeric>
 
+#include "common/kernels/elementwise.h"
+
 namespace course::parallel {
 namespace {
 
@@ -63,6 +65,27 @@ TEST(Communicator, ReduceScatterAndAllGatherComposeToAllreduce) {
   Tensor reference = Tensor::from_vector(rank_values(r, block * p), {block * p});
   world()->allreduce(reference)->wait();
   EXPECT_EQ(all.to_vector<float>(), reference.to_vector<float>());
+}
+
+// What a ring moves per rank, by hand: reduce-scatter and all-gather (p-1)/p of the full
+// buffer each, all-reduce twice that; so the pair moves exactly what one all-reduce does.
+TEST(Communicator, TrafficCountsRingBytesPerRank) {
+  const auto comm = world()->split(0, world()->rank());  // fresh counters
+  const int p = comm->size();
+  const int64_t block = 250;
+  Tensor full = Tensor::empty({block * p});
+  fill_(full, 1.0);
+  Tensor mine = Tensor::empty({block});
+  comm->reduce_scatter(full, mine)->wait();
+  comm->all_gather(mine, full)->wait();
+  const double full_bytes = 4.0 * block * p;
+  EXPECT_DOUBLE_EQ(comm->traffic().reduce_scatter_bytes, full_bytes * (p - 1) / p);
+  EXPECT_DOUBLE_EQ(comm->traffic().all_gather_bytes, full_bytes * (p - 1) / p);
+  const double pair = comm->traffic().bytes;
+  comm->reset_traffic();
+  comm->allreduce(full)->wait();
+  EXPECT_DOUBLE_EQ(comm->traffic().bytes, pair);
+  EXPECT_EQ(comm->traffic().collectives, 1);
 }
 
 TEST(Communicator, SendAndReceiveAroundARing) {

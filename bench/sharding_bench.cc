@@ -1,0 +1,137 @@
+// ZeRO and FSDP measured against their formulas, side by side in one run:
+//   mpirun -np N bazel-bin/bench/sharding_bench [batch]
+// For DDP and each sharding strategy, a GPT (gpt-mini's blocks on a 64-token context) trains 4
+// AdamW steps on every rank; after a warm-up step rank 0 reports the model states it holds
+// between steps (parameters, gradients, optimizer states: the allocator's bytes in use), the
+// same in f32 by formula (the allocator rounds blocks of 1 MiB and more up to 2 MiB multiples,
+// which the formula does not), the peak during a step against the memory estimate, the bytes its
+// collectives moved per step (ring algorithm, common/parallel/communicator.h) against DDP's,
+// and the time per step.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "common/kernels/cross_entropy.h"
+#include "common/nn/gpt.h"
+#include "common/optim/optimizer.h"
+#include "common/parallel/data_parallel_model.h"
+#include "common/parallel/memory_estimate.h"
+#include "common/train/lab_main.h"
+
+namespace {
+
+using namespace course;
+
+constexpr int kSteps = 4;  // the first is a warm-up
+const nn::GptConfig kModel{"gpt-mini-64", 6, 6, 384, 64, 256};
+
+struct Row {
+  double states = 0, peak = 0, bytes_per_step = 0, seconds_per_step = 0;
+};
+
+Row measure(const std::string& mode, int64_t batch, parallel::Communicator& comm,
+            const std::shared_ptr<parallel::Communicator>& shared) {
+  CachingAllocator& allocator = device_allocator(Device::cpu());
+  const int64_t before = allocator.stats().allocated;
+  std::mt19937 rng(5);
+  nn::Gpt model(kModel, rng, Device::cpu());
+  parallel::DataParallelModel data_parallel(model, model.blocks(), shared, {.mode = mode});
+  optim::AdamW adamw(data_parallel.optimized(), {.lr = 1e-4f});
+  std::vector<int32_t> tokens(batch * kModel.context);
+  std::vector<int64_t> targets(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((i * 7 + comm.rank()) % 256);
+    targets[i] = static_cast<int64_t>((i * 3) % 256);
+  }
+  const Tensor inputs = Tensor::from_vector<int32_t>(tokens, {batch, kModel.context});
+  const Tensor labels =
+      Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())});
+  Row row;
+  auto start = std::chrono::steady_clock::now();
+  for (int step = 0; step < kSteps; ++step) {
+    if (step == 1) {
+      comm.barrier();
+      allocator.reset_peak();
+      comm.reset_traffic();
+      start = std::chrono::steady_clock::now();
+    }
+    nn::Module& net = data_parallel.net();
+    net.zero_grad();
+    const Tensor logits = net.forward(inputs);
+    const Tensor rows = logits.view({labels.numel(), kModel.vocabulary});
+    const CrossEntropyOutput loss = softmax_cross_entropy(rows, labels);
+    net.backward(
+        softmax_cross_entropy_backward(loss, labels, 0.0f, DType::kF32).view(logits.shape()));
+    data_parallel.finish_backward();
+    adamw.step();
+    data_parallel.after_step();
+  }
+  comm.barrier();
+  row.seconds_per_step =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+      (kSteps - 1);
+  row.bytes_per_step = comm.traffic().bytes / (kSteps - 1);
+  row.peak = static_cast<double>(allocator.stats().peak_allocated - before);
+  row.states = static_cast<double>(allocator.stats().allocated - before);
+  return row;
+}
+
+// Model states in f32 between steps, by formula: parameters 4, gradients 4, AdamW's moments 8
+// bytes per parameter; a shard adds its f32 master copy (4) and gradient (4); DDP's buckets
+// hold a copy of every gradient (4).
+double f32_formula(const std::string& mode, double psi, int n) {
+  if (mode == "none") return (n > 1 ? 20 : 16) * psi;
+  if (mode == "zero1") return 8 * psi + 16 * psi / n;
+  if (mode == "zero2") return 4 * psi + 16 * psi / n;
+  return 16 * psi / n;  // zero3 and shard-grad-op keep only shards between steps
+}
+
+void run(int argc, char** argv) {
+  const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 1;
+  COURSE_CHECK(batch >= 1, "batch must be at least 1");
+  const auto comm = parallel::Communicator::world();
+  const bool lead = comm->rank() == 0;
+  const double psi = static_cast<double>(nn::gpt_parameter_count(kModel));
+  const int n = comm->size();
+  if (lead) {
+    std::printf("%s, %.2fM parameters, batch %lld x %lld tokens per rank, %d rank(s), f32\n",
+                kModel.name.c_str(), psi / 1e6, static_cast<long long>(batch),
+                static_cast<long long>(kModel.context), n);
+    std::printf("%-14s %10s %10s %7s %10s %10s %7s %12s %6s %9s\n", "mode", "states MiB", "formula",
+                "ratio", "peak MiB", "estimate", "ratio", "MiB per step", "x DDP", "ms/step");
+  }
+  measure("none", batch, *comm, comm);  // warm-up: first-touch page faults, oneDNN's kernels
+  double ddp_bytes = 0;
+  for (const std::string mode : {"none", "zero1", "zero2", "shard-grad-op", "zero3"}) {
+    const Row row = measure(mode, batch, *comm, comm);
+    if (mode == "none") ddp_bytes = row.bytes_per_step;
+    const double formula = f32_formula(mode, psi, n);
+    const double estimate = static_cast<double>(
+        parallel::estimate_memory({.model = kModel, .batch = batch, .mode = mode, .ranks = n})
+            .total());
+    if (lead) {
+      std::printf("%-14s %10.1f %10.1f %7.3f %10.1f %10.1f %7.3f %12.2f %6.2f %9.1f\n",
+                  (mode == "none" ? std::string("DDP") : mode).c_str(), row.states / 1048576.0,
+                  formula / 1048576.0, row.states / formula, row.peak / 1048576.0,
+                  estimate / 1048576.0, estimate / row.peak, row.bytes_per_step / 1048576.0,
+                  ddp_bytes > 0 ? row.bytes_per_step / ddp_bytes : 0.0, row.seconds_per_step * 1e3);
+    }
+  }
+  if (lead) {
+    std::printf("ZeRO paper (mixed-precision Adam) for the same %.2fM parameters on %d ranks:",
+                psi / 1e6, n);
+    for (int stage = 0; stage <= 3; ++stage) {
+      std::printf(" stage %d %.1f MiB%s", stage,
+                  parallel::zero_paper_bytes(static_cast<int64_t>(psi), stage, n) / 1048576.0,
+                  stage < 3 ? "," : "\n");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return course::train::lab_main([&] { run(argc, argv); });
+}
