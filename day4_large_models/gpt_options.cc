@@ -56,9 +56,12 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       ->capture_default_str();
   std::vector<std::string> shardings = {"none"};
   for (const std::string& name : course::parallel::sharding_names()) shardings.push_back(name);
-  app.add_option("--sharding", o.sharding,
-                 "on several ranks: none (DDP), zero1 (optimizer states sharded), zero2 (and "
-                 "gradients), zero3 (and parameters: FSDP's full shard), shard-grad-op")
+  shardings.push_back(kExerciseZero1);
+  app.add_option(
+         "--sharding", o.sharding,
+         "on several ranks: none (DDP), zero1 (optimizer states sharded), zero2 (and "
+         "gradients), zero3 (and parameters: FSDP's full shard), shard-grad-op, exercise-zero1 "
+         "(ZeRO-1 from your TP4.1-TP4.3)")
       ->check(CLI::IsMember(shardings))
       ->capture_default_str();
   app.add_option("--backward-prefetch", o.backward_prefetch,

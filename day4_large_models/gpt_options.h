@@ -12,6 +12,9 @@
 
 namespace day4 {
 
+// The --sharding mode that runs ZeRO-1 through the trainee's TP4.1-TP4.3.
+inline constexpr const char* kExerciseZero1 = "exercise-zero1";
+
 struct GptLabOptions : course::train::TrainingFlags {
   GptLabOptions();
 

@@ -13,9 +13,9 @@
 #include "common/nn/gpt.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
-#include "common/parallel/data_parallel_model.h"
 #include "common/parallel/rank_setup.h"
 #include "day4_large_models/memory_report.h"
+#include "day4_large_models/parallel_modes.h"
 
 namespace day4 {
 
@@ -64,6 +64,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     if (lead) print_memory_estimate(o, o.estimate_ranks > 0 ? o.estimate_ranks : comm->size());
     return {};
   }
+  COURSE_CHECK(o.sharding == "none" || comm->size() > 1, "--sharding ", o.sharding,
+               " shards over the data-parallel ranks and needs at least 2; this run has 1 "
+               "(start it with mpirun -np N, or srun)");
   enforce_memory_budget(o, comm->size(), device);
   const nn::GptConfig config = nn::gpt_preset(o.model);
   const int64_t context = o.context > 0 ? o.context : config.context;
@@ -82,15 +85,12 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
   std::mt19937 rng(o.seed);
   nn::Gpt model(config, rng, device, o.checkpoint_activations);
-  parallel::DataParallelModel data_parallel(
-      model, model.blocks(), comm,
-      {.mode = o.sharding,
-       .backward_prefetch = parallel::parse_backward_prefetch(o.backward_prefetch),
-       .forward_prefetch = o.forward_prefetch});
-  nn::Module& net = data_parallel.net();
+  const std::unique_ptr<parallel::DataParallelStep> data_parallel =
+      make_data_parallel(model, comm, o);
+  nn::Module& net = data_parallel->net();
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      data_parallel.optimized());
+      data_parallel->optimized());
   const int64_t total_steps = o.epochs * steps_per_epoch;
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
@@ -110,7 +110,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
           train_windows.batch(next_window_batch++ % train_windows.batches()), device);
       phases.start(train::Phase::kForward);
       if (micro == 0) net.zero_grad();
-      data_parallel.set_sync(micro + 1 == o.accumulate);
+      data_parallel->set_sync(micro + 1 == o.accumulate);
       const LanguageModelStep s = forward(net, batch, o);
       axpy_(1.0f / static_cast<float>(o.accumulate), s.loss.loss, loss);
       phases.start(train::Phase::kBackward);
@@ -118,10 +118,10 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                                                   1.0f / static_cast<float>(o.accumulate))
                        .view({o.batch_size, context, config.vocabulary}));
     }
-    data_parallel.finish_backward();
+    data_parallel->finish_backward();
     phases.start(train::Phase::kOptimizer);
     optimizer->step();
-    data_parallel.after_step();
+    data_parallel->after_step();
     return loss;
   };
   hooks.validate = [&] { return validate_text(net, val_windows, device, o); };
@@ -148,7 +148,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
         "steps per epoch, %s\n",
         o.model.c_str(), nn::gpt_parameter_count(config) / 1e6,
         o.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
-        data_parallel.describe().c_str(), static_cast<long long>(text.train.numel()),
+        data_parallel->describe().c_str(), static_cast<long long>(text.train.numel()),
         static_cast<long long>(text.val.numel()), static_cast<long long>(o.batch_size),
         static_cast<long long>(context), static_cast<long long>(o.accumulate),
         static_cast<long long>(steps_per_epoch), o.optimizer.c_str());

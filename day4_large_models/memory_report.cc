@@ -18,7 +18,7 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .compute = o.amp ? o.amp_dtype : DType::kF32,
           .checkpoint_activations = o.checkpoint_activations,
           .optimizer = o.optimizer,
-          .mode = o.sharding,
+          .mode = o.sharding == kExerciseZero1 ? "zero1" : o.sharding,
           .ranks = ranks,
           .forward_prefetch = o.forward_prefetch,
           .backward_prefetch = o.backward_prefetch != "none"};

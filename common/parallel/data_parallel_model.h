@@ -24,7 +24,21 @@ struct DataParallelOptions {
   int64_t first_bucket_bytes = 1 << 20;
 };
 
-class DataParallelModel {
+// What a training step asks of its data-parallel mode (this file's modes, or a lab's own).
+class DataParallelStep {
+ public:
+  virtual ~DataParallelStep() = default;
+  virtual nn::Module& net() = 0;  // what forward and backward run through
+  virtual std::vector<std::pair<std::string, nn::Parameter*>> optimized() = 0;
+  // Gradient accumulation: gradients of backward passes run with sync off stay local where the
+  // mode allows it (DDP), and are reduced with the next synchronised one.
+  virtual void set_sync(bool sync) = 0;
+  virtual void finish_backward() = 0;  // after the step's (last) backward pass
+  virtual void after_step() = 0;       // after the optimizer's step
+  virtual std::string describe() const = 0;
+};
+
+class DataParallelModel : public DataParallelStep {
  public:
   // Collective over `comm`; `blocks` is the Sequential of `model`'s repeated blocks.
   DataParallelModel(nn::Module& model, nn::Sequential& blocks, std::shared_ptr<Communicator> comm,

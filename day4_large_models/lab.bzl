@@ -1,0 +1,19 @@
+"""The day-4 lab's targets, in //day4_large_models (trainee) and //solutions/day4_large_models."""
+
+load("//tools/labgen:day_lab.bzl", "day_lab")
+
+def day4_lab(check_tags = []):
+    day_lab(
+        day = "day4_large_models",
+        exercises = "exercises.cc",
+        srcs = ["gpt_options.cc", "gpt_trainer.cc", "memory_report.cc", "parallel_modes.cc"],
+        deps = [
+            "//common/parallel",
+            "//common/parallel:ddp",
+            "//common/parallel:memory_estimate",
+            "//common/parallel:sharded",
+        ],
+        check_tags = check_tags,
+        lab_deps = ["//common/parallel"],
+        check_ranks = [2, 3, 4],
+    )

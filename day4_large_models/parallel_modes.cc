@@ -1,0 +1,68 @@
+// Choosing the lab's data parallelism; ZeRO-1 from the exercises.
+#include "day4_large_models/parallel_modes.h"
+
+#include "common/kernels/elementwise.h"
+#include "day4_large_models/exercises.h"
+
+namespace day4 {
+
+using namespace course;
+
+namespace {
+
+// Rank 0's values broadcast; this rank's shard of them (TP4.1), with a zero gradient.
+nn::Parameter take_shard(nn::FlatParameters& flat, parallel::Communicator& comm) {
+  comm.broadcast(flat.values(), 0)->wait();
+  const nn::FlatRange mine = shard_of(flat.numel(), comm.rank(), comm.size());
+  COURSE_CHECK(mine.begin >= 0 && mine.end <= flat.padded_numel() &&
+                   mine.size() * comm.size() == flat.padded_numel(),
+               "TP4.1: shard_of(", flat.numel(), ", ", comm.rank(), ", ", comm.size(), ") = [",
+               mine.begin, ", ", mine.end, ") is not an equal shard of the padded buffer of ",
+               flat.padded_numel(), " elements");
+  return nn::Parameter(flat.values().slice(mine.begin, mine.end).clone(),
+                       zeros({mine.size()}, DType::kF32, flat.device()));
+}
+
+// Every parameter a view into one flat buffer; this rank's optimizer updates the shard TP4.1
+// gives it. After backward TP4.2 turns the full gradients into the shard's averaged gradient;
+// after the optimizer's step TP4.3 gathers the updated shards into the full values.
+class ExerciseZero1 : public parallel::DataParallelStep {
+ public:
+  ExerciseZero1(nn::Module& model, std::shared_ptr<parallel::Communicator> comm)
+      : model_(model),
+        comm_(std::move(comm)),
+        flat_(model.parameters(), comm_->size()),
+        shard_(take_shard(flat_, *comm_)) {}
+
+  nn::Module& net() override { return model_; }
+  std::vector<std::pair<std::string, nn::Parameter*>> optimized() override {
+    return {{"zero1.shard", &shard_}};
+  }
+  void set_sync(bool) override {}  // micro-batches add into the full gradients
+  void finish_backward() override { reduce_scatter_mean(flat_.grads(), shard_.grad, *comm_); }
+  void after_step() override { all_gather_shards(shard_.value, flat_.values(), *comm_); }
+  std::string describe() const override {
+    return "your ZeRO-1 (TP4.1-TP4.3) over " + std::to_string(comm_->size()) + " rank(s)";
+  }
+
+ private:
+  nn::Module& model_;
+  std::shared_ptr<parallel::Communicator> comm_;
+  nn::FlatParameters flat_;
+  nn::Parameter shard_;
+};
+
+}  // namespace
+
+std::unique_ptr<parallel::DataParallelStep> make_data_parallel(
+    nn::Gpt& model, std::shared_ptr<parallel::Communicator> comm, const GptLabOptions& o) {
+  if (o.sharding == kExerciseZero1) return std::make_unique<ExerciseZero1>(model, comm);
+  return std::make_unique<parallel::DataParallelModel>(
+      model, model.blocks(), comm,
+      parallel::DataParallelOptions{
+          .mode = o.sharding,
+          .backward_prefetch = parallel::parse_backward_prefetch(o.backward_prefetch),
+          .forward_prefetch = o.forward_prefetch});
+}
+
+}  // namespace day4
