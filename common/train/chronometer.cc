@@ -15,30 +15,33 @@ const char* phase_name(Phase phase) {
 
 Chronometer::Chronometer(Device device, std::string unit)
     : device_(device), unit_(std::move(unit)) {
-  for (auto& mark : marks_) mark = std::make_unique<Event>(device);
   device_allocator(device).reset_peak();
 }
 
+Event& Chronometer::mark(size_t i) {
+  while (marks_.size() <= i) marks_.push_back(std::make_unique<Event>(device_));
+  return *marks_[i];
+}
+
 void Chronometer::start(Phase phase) {
-  used_[static_cast<int>(phase)] = true;
-  marks_[static_cast<int>(phase)]->record();
+  mark(sequence_.size()).record();
+  sequence_.push_back(phase);
 }
 
 void Chronometer::end_step(int64_t batch_size) {
-  marks_[kPhases]->record();
-  marks_[kPhases]->synchronize();
-  // Each used phase ends where the next used phase starts (or at the step end).
+  Event& end = mark(sequence_.size());
+  end.record();
+  end.synchronize();
+  // Each phase ends where the next one starts (or at the step end).
   if (steps_seen_++ > 0) {
-    for (int p = 0; p < kPhases; ++p) {
-      if (!used_[p]) continue;
-      int next = p + 1;
-      while (next < kPhases && !used_[next]) ++next;
-      total_ms_[p] += marks_[p]->elapsed_ms(*marks_[next]);
+    for (size_t i = 0; i < sequence_.size(); ++i) {
+      const int p = static_cast<int>(sequence_[i]);
+      total_ms_[p] += marks_[i]->elapsed_ms(*marks_[i + 1]);
       timed_[p] = true;
     }
     images_ += batch_size;
   }
-  used_.fill(false);
+  sequence_.clear();
 }
 
 ChronometerReport Chronometer::report() const {

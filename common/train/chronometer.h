@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/tensor/stream.h"
 
@@ -34,16 +35,20 @@ class Chronometer {
  public:
   explicit Chronometer(Device device, std::string unit = "images");
 
-  void start(Phase phase);            // the previous phase (if any) ends here
+  // The previous phase (if any) ends here. A phase may come back within a step (the load,
+  // forward and backward of each micro-batch): its times add up.
+  void start(Phase phase);
   void end_step(int64_t batch_size);  // ends the step's last phase and accumulates it
   ChronometerReport report() const;
 
  private:
+  Event& mark(size_t i);  // the i-th event of a step, made on first use and then reused
+
   Device device_;
   std::string unit_;
-  std::array<std::unique_ptr<Event>, kPhases + 1> marks_;  // phase starts, then the step end
-  std::array<bool, kPhases> used_{};                       // in the current step
-  std::array<bool, kPhases> timed_{};                      // in any timed step
+  std::vector<std::unique_ptr<Event>> marks_;  // phase starts, then the step end
+  std::vector<Phase> sequence_;                // the phases started in the current step
+  std::array<bool, kPhases> timed_{};          // in any timed step
   std::array<double, kPhases> total_ms_{};
   int64_t steps_seen_ = 0, images_ = 0;
 };

@@ -125,5 +125,24 @@ TEST(Chronometer, ExcludesTheFirstStepAndSplitsPhases) {
   EXPECT_THAT(r.table(), Not(HasSubstr("backward")));  // phases no step used are left out
 }
 
+// Gradient accumulation: each micro-batch loads, runs forward and backward; every repeat of a
+// phase counts (the old chronometer kept only the last one's time).
+TEST(Chronometer, PhasesRepeatedWithinAStepAddUp) {
+  Chronometer chrono(Device::cpu());
+  for (int step = 0; step < 2; ++step) {
+    for (int micro = 0; micro < 3; ++micro) {
+      chrono.start(Phase::kForward);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      chrono.start(Phase::kBackward);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    chrono.end_step(16);
+  }
+  const ChronometerReport r = chrono.report();
+  EXPECT_GE(r.mean_ms[static_cast<int>(Phase::kForward)], 15.0);
+  EXPECT_GE(r.mean_ms[static_cast<int>(Phase::kBackward)], 3.0);
+  EXPECT_LT(r.mean_ms[static_cast<int>(Phase::kBackward)], 15.0);
+}
+
 }  // namespace
 }  // namespace course::train
