@@ -69,6 +69,10 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
                  "block's gradients), post (after), none")
       ->check(CLI::IsMember({"pre", "post", "none"}))
       ->capture_default_str();
+  app.add_option("--shard-group-size", o.shard_group_size,
+                 "hybrid-shard: ranks one copy of the model is cut over (0: the ranks of a "
+                 "node); the copies are replicated across the groups")
+      ->capture_default_str();
   app.add_flag("--forward-prefetch", o.forward_prefetch,
                "start the next block's all-gather before this block's forward");
   app.add_option("--comm-timeout", o.comm_timeout,
@@ -94,8 +98,8 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
   COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
   COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);
-  COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0,
-               "--max-memory-mb and --estimate-ranks must not be negative");
+  COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0 && o.shard_group_size >= 0,
+               "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
   if (o.sharding != "none") {
     COURSE_CHECK(o.optimizer == "adamw" || o.optimizer == "sgd", "--sharding ", o.sharding,

@@ -64,7 +64,7 @@ expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$lab" "${ranks[@]}"
 reference=$("${mpirun[@]}" "$lab" "${ranks[@]}" 2>&1 | grep -A1 -E "^(validation loss|sample)")
 expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$trainee" "${ranks[@]}"
 expect 3 "TODO TP4.1" "${mpirun[@]}" "$trainee" "${ranks[@]}" --sharding exercise-zero1
-for sharding in zero1 zero2 zero3 shard-grad-op exercise-zero1; do
+for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-zero1; do
   got=$("${mpirun[@]}" "$lab" "${ranks[@]}" --sharding "$sharding" --forward-prefetch 2>&1 |
     grep -A1 -E "^(validation loss|sample)")
   if [[ -z $reference || $got != "$reference" ]]; then
@@ -80,6 +80,8 @@ expect 1 "error: --sharding zero2 updates each rank's shard on its own" "${mpiru
 expect 1 "--chkpt and --resume work with --sharding none only" "${mpirun[@]}" "$lab" \
   "${few[@]}" --sharding zero3 --chkpt "$TEST_TMPDIR/sharded.ckpt"
 expect 105 "--sharding" "$lab" "${few[@]}" --sharding zero4
+expect 1 "error: the world's 2 ranks do not split into shard groups of 3" "${mpirun[@]}" "$lab" \
+  "${few[@]}" --sharding hybrid-shard --shard-group-size 3
 expect 1 "error: --sharding zero3 shards over the data-parallel ranks and needs at least 2" \
   "$lab" "${few[@]}" --sharding zero3
 

@@ -20,6 +20,7 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .optimizer = o.optimizer,
           .mode = o.sharding == kExerciseZero1 ? "zero1" : o.sharding,
           .ranks = ranks,
+          .shard_group_size = o.shard_group_size,
           .forward_prefetch = o.forward_prefetch,
           .backward_prefetch = o.backward_prefetch != "none"};
 }

@@ -62,7 +62,8 @@ std::unique_ptr<parallel::DataParallelStep> make_data_parallel(
       parallel::DataParallelOptions{
           .mode = o.sharding,
           .backward_prefetch = parallel::parse_backward_prefetch(o.backward_prefetch),
-          .forward_prefetch = o.forward_prefetch});
+          .forward_prefetch = o.forward_prefetch,
+          .shard_group_size = o.shard_group_size});
 }
 
 }  // namespace day4

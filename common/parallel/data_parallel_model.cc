@@ -11,7 +11,8 @@ DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
   if (o.mode != "none") {
     const ShardingOptions options{.sharding = parse_sharding(o.mode),
                                   .backward_prefetch = o.backward_prefetch,
-                                  .forward_prefetch = o.forward_prefetch};
+                                  .forward_prefetch = o.forward_prefetch,
+                                  .shard_group_size = o.shard_group_size};
     sdp_ = std::make_unique<ShardedDataParallel>(model_, blocks, comm, options);
     description_ = o.mode + " over " + ranks + " (backward prefetch " +
                    backward_prefetch_name(o.backward_prefetch) +

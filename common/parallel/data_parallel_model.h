@@ -20,6 +20,7 @@ struct DataParallelOptions {
   std::string mode = "none";  // "none" or a sharding name
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
   bool forward_prefetch = false;
+  int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
   int64_t bucket_bytes = 25 << 20;  // DDP's buckets: the course's 25 MiB, the first 1 MiB
   int64_t first_bucket_bytes = 1 << 20;
 };

@@ -126,9 +126,12 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
     }
     return;
   }
-  const int n = p.ranks;
+  const Sharding sharding = parse_sharding(p.mode);
+  const ShardingPolicy policy = policy_of(sharding);
+  // One copy of the model is cut over the shard group (hybrid-shard, no-shard: not every rank).
+  const int n = shard_group_size({.sharding = sharding, .shard_group_size = p.shard_group_size},
+                                 p.ranks, p.ranks);
   const int64_t root = padded(sum(gpt.root), n), block = padded(sum(gpt.block), n);
-  const ShardingPolicy policy = policy_of(parse_sharding(p.mode));
   // Full values: ZeRO-3 holds the root, the block being backed up and the one prefetched;
   // the others hold every unit during the step.
   const int64_t gathered = policy.reshard_after_forward

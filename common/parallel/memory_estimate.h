@@ -27,6 +27,7 @@ struct MemoryPlan {
   std::string optimizer = "adamw";
   std::string mode = "none";  // "none" (one process or DDP), or a sharding name (sharding.h)
   int ranks = 1;
+  int shard_group_size = 0;  // hybrid-shard's (0: every rank, as if on one node)
   bool forward_prefetch = false;
   bool backward_prefetch = true;    // pre or post: the previous block gathered during backward
   int64_t bucket_bytes = 25 << 20;  // DDP's buckets (data_parallel_model.h)

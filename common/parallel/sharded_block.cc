@@ -3,10 +3,10 @@
 
 namespace course::parallel {
 
-ShardedBlock::ShardedBlock(nn::ModulePtr inner, std::shared_ptr<Communicator> comm,
+ShardedBlock::ShardedBlock(nn::ModulePtr inner, const ShardGroups& groups,
                            const ShardingOptions& options)
     : inner_(std::move(inner)),
-      unit_(inner_->parameters(), std::move(comm)),
+      unit_(inner_->parameters(), groups),
       options_(options),
       policy_(policy_of(options.sharding)) {
   if (policy_.keep_full_gradients) unit_.allocate_gradients();

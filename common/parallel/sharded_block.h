@@ -15,9 +15,8 @@ namespace course::parallel {
 
 class ShardedBlock : public nn::Module {
  public:
-  // Collective over `comm` (the unit's construction broadcasts rank 0's values).
-  ShardedBlock(nn::ModulePtr inner, std::shared_ptr<Communicator> comm,
-               const ShardingOptions& options);
+  // Collective over groups.world (the unit's construction broadcasts rank 0's values).
+  ShardedBlock(nn::ModulePtr inner, const ShardGroups& groups, const ShardingOptions& options);
   std::vector<Child> children() override { return {{"", inner_.get()}}; }
   ShardedUnit& unit() { return unit_; }
   // The blocks that run before and after this one in forward order (null at the ends).

@@ -25,10 +25,12 @@ ShardingUnits sharding_units(nn::Module& model, nn::Sequential& blocks) {
 ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& blocks,
                                          std::shared_ptr<Communicator> comm,
                                          const ShardingOptions& options)
-    : model_(model), comm_(std::move(comm)), policy_(policy_of(options.sharding)) {
+    : model_(model),
+      groups_(make_shard_groups(comm, shard_group_size(options, comm->size(), comm->local_size()))),
+      policy_(policy_of(options.sharding)) {
   blocks.wrap_children([&](nn::ModulePtr block) -> nn::ModulePtr {
     if (block->parameters().empty()) return block;
-    return std::make_unique<ShardedBlock>(std::move(block), comm_, options);
+    return std::make_unique<ShardedBlock>(std::move(block), groups_, options);
   });
   for (const nn::Module::Child& child : blocks.children()) {
     if (auto* block = dynamic_cast<ShardedBlock*>(child.module))
@@ -43,7 +45,7 @@ ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& bloc
                                                ? units.front().second
                                                : std::vector<nn::Parameter*>{};
   if (!rest.empty()) {
-    root_ = std::make_unique<ShardedUnit>(rest, comm_);
+    root_ = std::make_unique<ShardedUnit>(rest, groups_);
     if (policy_.keep_full_gradients) root_->allocate_gradients();
   }
   // Between steps a unit holds what its strategy keeps: zero3 and shard-grad-op only shards.

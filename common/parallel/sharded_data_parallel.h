@@ -38,7 +38,7 @@ class ShardedDataParallel : public nn::Module {
   // This rank's shards, one per unit of sharding_units() ("root.shard", "3.shard"), for the
   // optimizer.
   std::vector<std::pair<std::string, nn::Parameter*>> shard_parameters();
-  const Communicator& communicator() const { return *comm_; }
+  const Communicator& communicator() const { return *groups_.world; }
   void zero_grad() override;  // the shards' gradients (and ZeRO-1's full ones)
   // After the optimizer's step: ZeRO-1 and 2 all-gather the updated shards into the full values
   // (the other strategies gather them when the next forward needs them).
@@ -55,7 +55,7 @@ class ShardedDataParallel : public nn::Module {
   std::vector<ShardedUnit*> units();
 
   nn::Module& model_;
-  std::shared_ptr<Communicator> comm_;
+  ShardGroups groups_;
   ShardingPolicy policy_;
   std::vector<std::pair<std::string, ShardedBlock*>> blocks_;
   std::unique_ptr<ShardedUnit> root_;  // null when every parameter is in a block

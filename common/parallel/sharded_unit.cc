@@ -10,18 +10,29 @@ namespace {
 Tensor zeros_on(int64_t numel, Device device) { return zeros({numel}, DType::kF32, device); }
 
 // Rank 0's values broadcast, then this rank's part of them copied out with a zero gradient.
-nn::Parameter take_shard(nn::FlatParameters& flat, Communicator& comm) {
-  comm.broadcast(flat.values(), 0)->wait();
-  const nn::FlatRange mine = flat.shard(comm.rank());
+nn::Parameter take_shard(nn::FlatParameters& flat, const ShardGroups& groups) {
+  groups.world->broadcast(flat.values(), 0)->wait();
+  const nn::FlatRange mine = flat.shard(groups.shard->rank());
   return nn::Parameter(flat.values().slice(mine.begin, mine.end).clone(),
                        zeros_on(mine.size(), flat.device()));
 }
 
 }  // namespace
 
-ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params,
-                         std::shared_ptr<Communicator> comm)
-    : comm_(std::move(comm)), flat_(params, comm_->size()), shard_(take_shard(flat_, *comm_)) {
+ShardGroups make_shard_groups(std::shared_ptr<Communicator> world, int shard_size) {
+  const int n = world->size(), r = world->rank();
+  COURSE_CHECK(shard_size >= 1 && n % shard_size == 0, "the world's ", n,
+               " ranks do not split into shard groups of ", shard_size);
+  ShardGroups groups{.world = world};
+  groups.shard = shard_size == n ? world : world->split(r / shard_size, r);
+  groups.replicate = world->split(r % shard_size, r);
+  return groups;
+}
+
+ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups)
+    : groups_(std::move(groups)),
+      flat_(params, groups_.shard->size()),
+      shard_(take_shard(flat_, groups_)) {
   // Gradients are bound only while a backward pass needs them.
   flat_.bind_grads(Tensor());
 }
@@ -29,7 +40,7 @@ ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params,
 void ShardedUnit::start_gather() {
   if (flat_.values().defined() || gathering_) return;
   incoming_ = Tensor::empty({flat_.padded_numel()}, DType::kF32, flat_.device());
-  gathering_ = comm_->all_gather(shard_.value, incoming_);
+  gathering_ = groups_.shard->all_gather(shard_.value, incoming_);
 }
 
 void ShardedUnit::gather() {
@@ -43,7 +54,7 @@ void ShardedUnit::gather() {
 
 WorkPtr ShardedUnit::refresh() {
   COURSE_CHECK(gathered(), "refreshing the full values of a unit that does not hold them");
-  return comm_->all_gather(shard_.value, flat_.values());
+  return groups_.shard->all_gather(shard_.value, flat_.values());
 }
 
 void ShardedUnit::release() {
@@ -59,7 +70,7 @@ void ShardedUnit::reduce_gradients(bool keep) {
   COURSE_CHECK(has_gradients(), "reducing the gradients of a unit that has none bound");
   COURSE_CHECK(!reducing_, "a unit's gradients reduced twice in one backward pass");
   reduced_ = Tensor::empty({shard_range().size()}, DType::kF32, flat_.device());
-  reducing_ = comm_->reduce_scatter(flat_.grads(), reduced_);
+  reducing_ = groups_.shard->reduce_scatter(flat_.grads(), reduced_);
   keep_gradients_ = keep;
 }
 
@@ -67,7 +78,11 @@ void ShardedUnit::finish_reduction() {
   if (!reducing_) return;
   reducing_->wait();
   reducing_.reset();
-  axpy_(1.0f / static_cast<float>(comm_->size()), reduced_, shard_.grad);
+  // The replicas' sums of this shard (HYBRID_SHARD, NO_SHARD) add up to the world's.
+  if (groups_.replicate && groups_.replicate->size() > 1) {
+    groups_.replicate->allreduce(reduced_)->wait();
+  }
+  axpy_(1.0f / static_cast<float>(groups_.world->size()), reduced_, shard_.grad);
   reduced_ = Tensor();
   if (!keep_gradients_) flat_.bind_grads(Tensor());
 }

@@ -10,6 +10,11 @@
 //
 // Communication runs on the communicator's asynchronous work: start_gather() is a prefetch,
 // reduce_gradients() returns once the reduction is launched, finish_reduction() completes it.
+//
+// The shards are cut over a shard group of ranks. Usually that is every data-parallel rank;
+// FSDP's HYBRID_SHARD cuts them within a node and keeps a replica per node (the replicate
+// group: the ranks at the same place of every node), whose reduced shards are then all-reduced;
+// NO_SHARD is a shard group of one rank each.
 #pragma once
 
 #include <memory>
@@ -20,15 +25,29 @@
 
 namespace course::parallel {
 
+// The communicators a unit's shards live on.
+struct ShardGroups {
+  std::shared_ptr<Communicator> world;      // every data-parallel rank
+  std::shared_ptr<Communicator> shard;      // the ranks that cut one copy into shards
+  std::shared_ptr<Communicator> replicate;  // the ranks holding the same shard (may be 1)
+};
+
+// Collective over `world`: shard groups of `shard_size` consecutive ranks (a node's), replicate
+// groups across them. Throws unless shard_size divides the world's size.
+ShardGroups make_shard_groups(std::shared_ptr<Communicator> world, int shard_size);
+
 class ShardedUnit {
  public:
-  // Collective over `comm`: every rank passes parameters of the same shapes; rank 0's values
-  // are the ones sharded. The parameters stay bound to the full values (gathered()).
-  ShardedUnit(const std::vector<nn::Parameter*>& params, std::shared_ptr<Communicator> comm);
+  // Collective over groups.world: every rank passes parameters of the same shapes; world rank
+  // 0's values are the ones sharded. The parameters stay bound to the full values (gathered()).
+  ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups);
+  // Shards over every rank of `world`.
+  ShardedUnit(const std::vector<nn::Parameter*>& params, std::shared_ptr<Communicator> world)
+      : ShardedUnit(params, ShardGroups{.world = world, .shard = world, .replicate = nullptr}) {}
 
   // This rank's shard, values and gradient: what the optimizer is given.
   nn::Parameter& shard() { return shard_; }
-  nn::FlatRange shard_range() const { return flat_.shard(comm_->rank()); }
+  nn::FlatRange shard_range() const { return flat_.shard(groups_.shard->rank()); }
 
   void start_gather();  // launches the all-gather of the full values, unless they are there
   void gather();        // completes it (starting it first if need be) and binds the parameters
@@ -52,7 +71,7 @@ class ShardedUnit {
   void zero_grad();
 
  private:
-  std::shared_ptr<Communicator> comm_;
+  ShardGroups groups_;
   nn::FlatParameters flat_;
   nn::Parameter shard_;
   Tensor incoming_;  // the full values being gathered

@@ -12,10 +12,12 @@ ShardingPolicy policy_of(Sharding sharding) {
               .reshard_after_backward = false,
               .keep_full_gradients = true};
     case Sharding::kZero2:
+    case Sharding::kNoShard:
       return {.reshard_after_forward = false,
               .reshard_after_backward = false,
               .keep_full_gradients = false};
     case Sharding::kZero3:
+    case Sharding::kHybridShard:
       return {.reshard_after_forward = true,
               .reshard_after_backward = true,
               .keep_full_gradients = false};
@@ -28,7 +30,8 @@ ShardingPolicy policy_of(Sharding sharding) {
 }
 
 const std::vector<std::string>& sharding_names() {
-  static const std::vector<std::string> names = {"zero1", "zero2", "zero3", "shard-grad-op"};
+  static const std::vector<std::string> names = {"zero1",         "zero2",        "zero3",
+                                                 "shard-grad-op", "hybrid-shard", "no-shard"};
   return names;
 }
 
@@ -37,11 +40,18 @@ Sharding parse_sharding(const std::string& name) {
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return static_cast<Sharding>(i);
   }
-  COURSE_FAIL("unknown sharding '", name, "' (known: zero1, zero2, zero3, shard-grad-op)");
+  COURSE_FAIL("unknown sharding '", name,
+              "' (known: zero1, zero2, zero3, shard-grad-op, hybrid-shard, no-shard)");
 }
 
 std::string sharding_name(Sharding sharding) {
   return sharding_names().at(static_cast<size_t>(sharding));
+}
+
+int shard_group_size(const ShardingOptions& options, int world_size, int node_size) {
+  if (options.sharding == Sharding::kNoShard) return 1;
+  if (options.sharding != Sharding::kHybridShard) return world_size;
+  return options.shard_group_size > 0 ? options.shard_group_size : node_size;
 }
 
 BackwardPrefetch parse_backward_prefetch(const std::string& name) {

@@ -5,6 +5,8 @@
 //   zero3           parameters sharded too: gathered before a block's forward, freed after,
 //                   gathered again for its backward (FSDP's FULL_SHARD)
 //   shard-grad-op   gathered before forward, kept until after backward (FSDP's SHARD_GRAD_OP)
+//   hybrid-shard    zero3 within a shard group (a node), replicated across groups (HYBRID_SHARD)
+//   no-shard        every rank a whole copy, gradients all-reduced (FSDP's NO_SHARD: DDP)
 #pragma once
 
 #include <string>
@@ -12,7 +14,7 @@
 
 namespace course::parallel {
 
-enum class Sharding { kZero1, kZero2, kZero3, kShardGradOp };
+enum class Sharding { kZero1, kZero2, kZero3, kShardGradOp, kHybridShard, kNoShard };
 
 // When to launch the all-gather of the previous block during backward: before the current
 // block's gradient computation (most overlap, two blocks' values held) or after it.
@@ -22,7 +24,12 @@ struct ShardingOptions {
   Sharding sharding = Sharding::kZero3;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
   bool forward_prefetch = false;  // launch the next block's all-gather before this one runs
+  int shard_group_size = 0;       // hybrid-shard's group (0: the ranks of a node)
 };
+
+// The ranks one copy of the model is cut over with these options on `world_size` ranks of
+// `node_size` per node: hybrid-shard's group, 1 for no-shard, else all of them.
+int shard_group_size(const ShardingOptions& options, int world_size, int node_size);
 
 // What a strategy does with a unit's full values and gradients.
 struct ShardingPolicy {
@@ -32,7 +39,8 @@ struct ShardingPolicy {
 };
 ShardingPolicy policy_of(Sharding sharding);
 
-const std::vector<std::string>& sharding_names();  // "zero1", "zero2", "zero3", "shard-grad-op"
+// "zero1", "zero2", "zero3", "shard-grad-op", "hybrid-shard", "no-shard"
+const std::vector<std::string>& sharding_names();
 Sharding parse_sharding(const std::string& name);  // throws listing the names
 std::string sharding_name(Sharding sharding);
 BackwardPrefetch parse_backward_prefetch(const std::string& name);  // "pre", "post", "none"

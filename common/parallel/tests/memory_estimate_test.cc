@@ -73,9 +73,16 @@ int64_t measured_peak(const Case& c) {
 
 TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
   const int ranks = Communicator::world()->size();
-  const std::vector<Case> cases = {
-      {"none"},  {"none", DType::kBF16}, {"none", DType::kF32, true},  {"zero1"}, {"zero2"},
-      {"zero3"}, {"shard-grad-op"},      {"zero3", DType::kBF16, true}};
+  const std::vector<Case> cases = {{"none"},
+                                   {"none", DType::kBF16},
+                                   {"none", DType::kF32, true},
+                                   {"zero1"},
+                                   {"zero2"},
+                                   {"zero3"},
+                                   {"shard-grad-op"},
+                                   {"no-shard"},
+                                   {"hybrid-shard"},
+                                   {"zero3", DType::kBF16, true}};
   for (const Case& c : cases) {
     const int64_t measured = measured_peak(c);
     const MemoryEstimate estimate = estimate_memory({.model = kModel,

@@ -1,6 +1,7 @@
 // Sharded data parallelism against DDP on 2 and 4 CPU ranks, as DeepSpeed tests ZeRO: the same
 // model, seed and per-rank batches trained for 5 AdamW steps by DDP and by each strategy; after
-// every step the losses and the full parameters must agree. The models' parameter counts do not
+// every step the losses and the full parameters must agree. Every strategy includes FSDP's
+// HYBRID_SHARD (groups of 2 ranks) and NO_SHARD. The models' parameter counts do not
 // divide by 2 or 4, so every unit is padded. With this machine's OpenMPI the reduce-scatter adds
 // in allreduce's order, and every strategy matches DDP bit for bit on 2 and 4 ranks; the
 // tolerance leaves room for an MPI library that orders its sums differently.
@@ -22,6 +23,8 @@ namespace course::parallel {
 namespace {
 
 constexpr int kSteps = 5;
+// hybrid-shard's groups: on 4 ranks two replicas of a model cut in two (on 2 ranks, one).
+constexpr int kHybridGroup = 2;
 constexpr testing::Tolerance kParity{1e-6, 1e-5};
 
 std::shared_ptr<Communicator> world() { return Communicator::world(); }
@@ -148,7 +151,8 @@ TEST(ShardedParity, GptTrainsAsDdpWithEveryStrategyAndPrefetch) {
          {BackwardPrefetch::kNone, BackwardPrefetch::kPre, BackwardPrefetch::kPost}) {
       const ShardingOptions options{.sharding = parse_sharding(name),
                                     .backward_prefetch = prefetch,
-                                    .forward_prefetch = prefetch == BackwardPrefetch::kPre};
+                                    .forward_prefetch = prefetch == BackwardPrefetch::kPre,
+                                    .shard_group_size = kHybridGroup};
       expect_same_training(
           train_sharded(gpt_subject(), gpt_batch, options), ddp,
           name + " backward prefetch " + std::to_string(static_cast<int>(prefetch)));
@@ -162,8 +166,9 @@ TEST(ShardedParity, ResNetTrainsAsDdpWithEveryStrategy) {
   const Trace ddp = train_ddp(resnet_subject(), resnet_batch);
   for (const std::string& name : sharding_names()) {
     expect_same_training(
-        train_sharded(resnet_subject(), resnet_batch, {.sharding = parse_sharding(name)}), ddp,
-        name);
+        train_sharded(resnet_subject(), resnet_batch,
+                      {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup}),
+        ddp, name);
   }
 }
 
