@@ -106,9 +106,6 @@ void validate(const GptLabOptions& o) {
                  " updates each rank's shard on its own, which needs an element-wise optimizer "
                  "(adamw, sgd); ",
                  o.optimizer, "'s trust ratio spans whole parameters");
-    COURSE_CHECK(o.chkpt.empty() && o.resume.empty(), "--sharding ", o.sharding,
-                 " keeps each rank's optimizer state apart; --chkpt and --resume work with "
-                 "--sharding none only");
   }
   if (o.estimate_only) return;  // any preset: nothing is trained
   COURSE_CHECK(config.vocabulary == course::kByteVocabulary, o.model, " has a vocabulary of ",

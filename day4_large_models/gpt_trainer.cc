@@ -14,6 +14,7 @@
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/rank_setup.h"
+#include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
 #include "day4_large_models/parallel_modes.h"
 
@@ -95,6 +96,16 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
+  // A sharded run's checkpoint is a file per rank: its shards and its optimizer's state.
+  nlohmann::json identity = {{"model", o.model}, {"context", context}};
+  std::function<train::NamedTensors()> rank_state;
+  if (data_parallel->shard_group_size() > 0) {
+    identity["sharding"] = o.sharding;
+    identity["shard_group_size"] = data_parallel->shard_group_size();
+    rank_state = [&] {
+      return train::sharded_training_state(data_parallel->optimized(), *optimizer);
+    };
+  }
   train::LoopHooks hooks;
   int64_t next_window_batch = 0;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
@@ -134,8 +145,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                             .steps_per_epoch = steps_per_epoch,
                             .global_batch = tokens_per_step,
                             .unit = "tokens",
-                            .identity = {{"model", o.model}, {"context", context}},
-                            .comm = comm.get()},
+                            .identity = identity,
+                            .comm = comm.get(),
+                            .rank_state = rank_state},
                            hooks);
 
   GptLabResult result;

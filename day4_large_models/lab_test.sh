@@ -77,8 +77,27 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
 done
 expect 1 "error: --sharding zero2 updates each rank's shard on its own" "${mpirun[@]}" "$lab" \
   "${few[@]}" --sharding zero2 --optimizer lamb
-expect 1 "--chkpt and --resume work with --sharding none only" "${mpirun[@]}" "$lab" \
-  "${few[@]}" --sharding zero3 --chkpt "$TEST_TMPDIR/sharded.ckpt"
+# A sharded checkpoint (a file per rank) resumes as DDP's whole checkpoint does: one epoch
+# saved, then resumed to two (the schedule of a 1-epoch run, then of a 2-epoch run, for both).
+resumed_ending() {
+  "${mpirun[@]}" "$lab" "${ranks[@]}" --epochs 1 --chkpt "$TEST_TMPDIR/$1.ckpt" "${@:2}" >/dev/null
+  "${mpirun[@]}" "$lab" "${ranks[@]}" --epochs 2 --resume "$TEST_TMPDIR/$1.ckpt" "${@:2}" 2>&1 |
+    grep -A1 -E "^(validation loss|sample)"
+}
+ddp_resumed=$(resumed_ending ddp)
+sharded_resumed=$(resumed_ending sharded --sharding zero3)
+if [[ -z $ddp_resumed || $sharded_resumed != "$ddp_resumed" ||
+  ! -f $TEST_TMPDIR/sharded.ckpt.rank1-of-2 ]]; then
+  echo "FAILED: zero3 resumed from its checkpoint files ends otherwise than DDP resumed:"
+  echo "DDP: $ddp_resumed"
+  echo "zero3: $sharded_resumed"
+  exit 1
+fi
+echo "ok: zero3 on 2 ranks, a checkpoint file per rank, resumed as DDP: $(head -1 <<<"$sharded_resumed")"
+expect 1 "is of sharding zero3, not zero2" "${mpirun[@]}" "$lab" "${ranks[@]}" --sharding zero2 \
+  --epochs 2 --resume "$TEST_TMPDIR/sharded.ckpt"
+expect 1 "-of-3 is missing (saved on 3 ranks?)" "${mpirun[@]:0:7}" -np 3 \
+  "$lab" "${ranks[@]}" --sharding zero3 --epochs 2 --resume "$TEST_TMPDIR/sharded.ckpt"
 expect 105 "--sharding" "$lab" "${few[@]}" --sharding zero4
 expect 1 "error: the world's 2 ranks do not split into shard groups of 3" "${mpirun[@]}" "$lab" \
   "${few[@]}" --sharding hybrid-shard --shard-group-size 3

@@ -41,6 +41,7 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   void set_sync(bool) override {}  // micro-batches add into the full gradients
   void finish_backward() override { reduce_scatter_mean(flat_.grads(), shard_.grad, *comm_); }
   void after_step() override { all_gather_shards(shard_.value, flat_.values(), *comm_); }
+  int shard_group_size() const override { return comm_->size(); }
   std::string describe() const override {
     return "your ZeRO-1 (TP4.1-TP4.3) over " + std::to_string(comm_->size()) + " rank(s)";
   }

@@ -37,6 +37,8 @@ class DataParallelStep {
   virtual void finish_backward() = 0;  // after the step's (last) backward pass
   virtual void after_step() = 0;       // after the optimizer's step
   virtual std::string describe() const = 0;
+  // The ranks one copy of the model is cut over (0: not sharded).
+  virtual int shard_group_size() const = 0;
 };
 
 class DataParallelModel : public DataParallelStep {
@@ -45,15 +47,16 @@ class DataParallelModel : public DataParallelStep {
   DataParallelModel(nn::Module& model, nn::Sequential& blocks, std::shared_ptr<Communicator> comm,
                     const DataParallelOptions& options);
 
-  nn::Module& net() { return sdp_ ? static_cast<nn::Module&>(*sdp_) : model_; }
+  nn::Module& net() override { return sdp_ ? static_cast<nn::Module&>(*sdp_) : model_; }
   ShardedDataParallel* sharded() { return sdp_.get(); }  // null unless sharded
-  std::vector<std::pair<std::string, nn::Parameter*>> optimized();
-  // Gradient accumulation: DDP reduces only the backward passes run with sync on (the
-  // sharded modes reduce every micro-batch into the shards, which add up).
-  void set_sync(bool sync);
-  void finish_backward();        // DDP's gradient average (the sharded modes reduce in backward)
-  void after_step();             // ZeRO-1/2's all-gather of the updated shards
-  std::string describe() const;  // "zero3 over 4 ranks (backward prefetch pre)"
+  std::vector<std::pair<std::string, nn::Parameter*>> optimized() override;
+  // DDP reduces only the backward passes run with sync on (the sharded modes reduce every
+  // micro-batch into the shards, which add up).
+  void set_sync(bool sync) override;
+  void finish_backward() override;        // DDP's average (the sharded modes reduce in backward)
+  void after_step() override;             // ZeRO-1/2's all-gather of the updated shards
+  std::string describe() const override;  // "zero3 over 4 ranks (backward prefetch pre)"
+  int shard_group_size() const override { return sdp_ ? sdp_->shard_group_size() : 0; }
 
  private:
   nn::Module& model_;

@@ -26,7 +26,8 @@ ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& bloc
                                          std::shared_ptr<Communicator> comm,
                                          const ShardingOptions& options)
     : model_(model),
-      groups_(make_shard_groups(comm, shard_group_size(options, comm->size(), comm->local_size()))),
+      groups_(make_shard_groups(
+          comm, parallel::shard_group_size(options, comm->size(), comm->local_size()))),
       policy_(policy_of(options.sharding)) {
   blocks.wrap_children([&](nn::ModulePtr block) -> nn::ModulePtr {
     if (block->parameters().empty()) return block;

@@ -39,6 +39,7 @@ class ShardedDataParallel : public nn::Module {
   // optimizer.
   std::vector<std::pair<std::string, nn::Parameter*>> shard_parameters();
   const Communicator& communicator() const { return *groups_.world; }
+  int shard_group_size() const { return groups_.shard->size(); }  // ranks one copy is cut over
   void zero_grad() override;  // the shards' gradients (and ZeRO-1's full ones)
   // After the optimizer's step: ZeRO-1 and 2 all-gather the updated shards into the full values
   // (the other strategies gather them when the next forward needs them).

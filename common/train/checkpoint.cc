@@ -152,4 +152,24 @@ nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tens
   return header;
 }
 
+std::string rank_file(const std::string& path, int rank, int ranks) {
+  return path + ".rank" + std::to_string(rank) + "-of-" + std::to_string(ranks);
+}
+
+nlohmann::json with_rank_header(nlohmann::json header, int rank, int ranks) {
+  header["sharded"] = {{"rank", rank}, {"ranks", ranks}};
+  return header;
+}
+
+nlohmann::json read_rank_file_header(const std::string& path, int rank, int ranks) {
+  const std::string file = rank_file(path, rank, ranks);
+  COURSE_CHECK(std::filesystem::exists(file), "sharded checkpoint ", path, ": ", file,
+               " is missing (saved on ", ranks, " ranks?)");
+  const nlohmann::json header = read_checkpoint_header(file);
+  COURSE_CHECK(header.contains("sharded") && header["sharded"].value("rank", -1) == rank &&
+                   header["sharded"].value("ranks", -1) == ranks,
+               file, " is not rank ", rank, " of a sharded checkpoint on ", ranks, " ranks");
+  return header;
+}
+
 }  // namespace course::train

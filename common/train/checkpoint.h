@@ -29,4 +29,12 @@ nlohmann::json read_checkpoint_header(const std::string& path);
 nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tensors,
                                bool skip_others = false);
 
+// Per-rank checkpoints (sharded data parallelism: each rank saves what only it holds): rank r of
+// n writes "<path>.rank<r>-of-<n>", its header marked with rank_file_header(r, n) under
+// "sharded".
+std::string rank_file(const std::string& path, int rank, int ranks);
+nlohmann::json with_rank_header(nlohmann::json header, int rank, int ranks);
+// Throws unless `path` exists and its header says it is rank `rank` of `ranks`.
+nlohmann::json read_rank_file_header(const std::string& path, int rank, int ranks);
+
 }  // namespace course::train

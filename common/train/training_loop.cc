@@ -52,13 +52,20 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
     if (!path->empty()) check_output_path(flag, *path);
   }
   if (flags_.resume.empty()) return;
-  const nlohmann::json header = read_checkpoint_header(flags_.resume);
+  const int rank = config_.comm ? config_.comm->rank() : 0;
+  const int ranks = config_.comm ? config_.comm->size() : 1;
+  const std::string resume =
+      config_.rank_state ? rank_file(flags_.resume, rank, ranks) : flags_.resume;
+  const nlohmann::json header = config_.rank_state
+                                    ? read_rank_file_header(flags_.resume, rank, ranks)
+                                    : read_checkpoint_header(flags_.resume);
   for (const auto& [key, value] : config_.identity.items()) {
     COURSE_CHECK(header.contains(key) && header[key] == value, "checkpoint ", flags_.resume,
                  " is of ", key, " ", header.contains(key) ? json_value(header[key]) : "?",
                  ", not ", json_value(value));
   }
-  load_checkpoint(flags_.resume, training_state(*config_.model, *config_.optimizer));
+  load_checkpoint(resume, config_.rank_state ? config_.rank_state()
+                                             : training_state(*config_.model, *config_.optimizer));
   start_epoch_ = header.value("epoch", int64_t{0});
   start_batch_ = header.value("batch", int64_t{0});
   config_.optimizer->set_steps(header.value("step", int64_t{0}));
@@ -70,12 +77,20 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
 }
 
 void TrainingLoop::save(int64_t epoch, int64_t batch) {
-  if (flags_.chkpt.empty() || !lead()) return;
+  if (flags_.chkpt.empty() || (!lead() && !config_.rank_state)) return;
   nlohmann::json header = config_.identity;
   header["epoch"] = epoch;
   header["batch"] = batch;
   header["step"] = config_.optimizer->steps();
-  save_checkpoint(flags_.chkpt, training_state(*config_.model, *config_.optimizer), header);
+  if (!config_.rank_state) {
+    save_checkpoint(flags_.chkpt, training_state(*config_.model, *config_.optimizer), header);
+    return;
+  }
+  const int rank = config_.comm ? config_.comm->rank() : 0;
+  const int ranks = config_.comm ? config_.comm->size() : 1;
+  save_checkpoint(rank_file(flags_.chkpt, rank, ranks), config_.rank_state(),
+                  with_rank_header(header, rank, ranks));
+  if (config_.comm) config_.comm->barrier();  // the checkpoint exists once every file does
 }
 
 int TrainingLoop::agreed_stop() const {

@@ -54,6 +54,10 @@ struct LoopConfig {
   // What a checkpoint records and a resumed run must match ({"model": ..., ...}).
   nlohmann::json identity;
   parallel::Communicator* comm = nullptr;  // none: a single process
+  // Sharded runs: every rank saves and resumes its own file (checkpoint.h's rank_file()) with
+  // these tensors (sharded_training_state()); otherwise rank 0 saves the model's and
+  // optimizer's training_state().
+  std::function<NamedTensors()> rank_state;
 };
 
 struct LoopResult {

@@ -15,6 +15,15 @@ NamedTensors training_state(nn::Module& model, optim::Optimizer& optimizer) {
   return out;
 }
 
+NamedTensors sharded_training_state(
+    const std::vector<std::pair<std::string, nn::Parameter*>>& shards,
+    optim::Optimizer& optimizer) {
+  NamedTensors out;
+  for (const auto& [name, p] : shards) out.emplace_back("model." + name, &p->value);
+  for (auto& [name, t] : optimizer.state_tensors()) out.emplace_back("optimizer." + name, t);
+  return out;
+}
+
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
   const std::vector<int64_t> predicted = argmax_rows(logits).to_vector<int64_t>();
   const std::vector<int64_t> expected = labels.to_vector<int64_t>();

@@ -10,6 +10,10 @@
 namespace course::train {
 
 NamedTensors training_state(nn::Module& model, optim::Optimizer& optimizer);
+// A sharded run's per-rank state: its shards' values ("model.<unit>.shard") and its
+// optimizer's state.
+NamedTensors sharded_training_state(
+    const std::vector<std::pair<std::string, nn::Parameter*>>& shards, optim::Optimizer& optimizer);
 
 struct EvalTally {
   int64_t correct = 0;
