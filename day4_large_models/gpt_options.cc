@@ -73,6 +73,8 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
                  "hybrid-shard: ranks one copy of the model is cut over (0: the ranks of a "
                  "node); the copies are replicated across the groups")
       ->capture_default_str();
+  app.add_flag("--cpu-offload", o.cpu_offload,
+               "sharded modes: keep the shards and the optimizer's step in host memory");
   app.add_flag("--forward-prefetch", o.forward_prefetch,
                "start the next block's all-gather before this block's forward");
   app.add_option("--comm-timeout", o.comm_timeout,
@@ -101,6 +103,9 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0 && o.shard_group_size >= 0,
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
+  COURSE_CHECK(!o.cpu_offload || (o.sharding != "none" && o.sharding != kExerciseZero1),
+               "--cpu-offload moves the shards of a sharded mode to host memory; choose "
+               "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
   if (o.sharding != "none") {
     COURSE_CHECK(o.optimizer == "adamw" || o.optimizer == "sgd", "--sharding ", o.sharding,
                  " updates each rank's shard on its own, which needs an element-wise optimizer "

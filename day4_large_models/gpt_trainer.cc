@@ -173,7 +173,8 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   result.val_loss = run.test_loss;
   result.timing = run.timing;
   if (lead && run.steps > 0) {
-    print_measured_against_estimate(o, comm->size(), run.timing.max_memory_allocated, resident);
+    print_measured_against_estimate(o, comm->size(), device, run.timing.max_memory_allocated,
+                                    resident);
   }
   if (run.test_loss && lead) {
     std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",

@@ -64,8 +64,10 @@ expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$lab" "${ranks[@]}"
 reference=$("${mpirun[@]}" "$lab" "${ranks[@]}" 2>&1 | grep -A1 -E "^(validation loss|sample)")
 expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$trainee" "${ranks[@]}"
 expect 3 "TODO TP4.1" "${mpirun[@]}" "$trainee" "${ranks[@]}" --sharding exercise-zero1
-for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-zero1; do
-  got=$("${mpirun[@]}" "$lab" "${ranks[@]}" --sharding "$sharding" --forward-prefetch 2>&1 |
+for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-zero1 \
+  "zero3 --cpu-offload"; do
+  # shellcheck disable=SC2086
+  got=$("${mpirun[@]}" "$lab" "${ranks[@]}" --sharding $sharding --forward-prefetch 2>&1 |
     grep -A1 -E "^(validation loss|sample)")
   if [[ -z $reference || $got != "$reference" ]]; then
     echo "FAILED: --sharding $sharding on 2 ranks ends otherwise than DDP:"
@@ -107,6 +109,7 @@ expect 1 "error: --sharding zero3 shards over the data-parallel ranks and needs 
 expect 1 "error: gpt2 has a vocabulary of 50257 tokens" "$lab" "${few[@]}" --model gpt2
 expect 1 "error: --context 999 must be between 1 and gpt-tiny's context of 64" "$lab" \
   "${base[@]}" --context 999
+expect 1 "error: --cpu-offload moves the shards of a sharded mode" "$lab" "${few[@]}" --cpu-offload
 expect 1 "error: --accumulate must be at least 1" "$lab" "${few[@]}" --accumulate 0
 expect 1 "error: --temperature must be positive" "$lab" "${few[@]}" --temperature 0
 expect 1 "$TEST_TMPDIR/none" "$lab" "${few[@]}" --text-dir "$TEST_TMPDIR/none"

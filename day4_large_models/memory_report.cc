@@ -21,6 +21,7 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .mode = o.sharding == kExerciseZero1 ? "zero1" : o.sharding,
           .ranks = ranks,
           .shard_group_size = o.shard_group_size,
+          .cpu_offload = o.cpu_offload,
           .forward_prefetch = o.forward_prefetch,
           .backward_prefetch = o.backward_prefetch != "none"};
 }
@@ -61,9 +62,12 @@ void print_memory_estimate(const GptLabOptions& o, int ranks) {
   std::fflush(stdout);
 }
 
-void print_measured_against_estimate(const GptLabOptions& o, int ranks, int64_t measured,
-                                     int64_t resident) {
-  const int64_t estimated = parallel::estimate_memory(memory_plan(o, ranks)).total() + resident;
+void print_measured_against_estimate(const GptLabOptions& o, int ranks, Device device,
+                                     int64_t measured, int64_t resident) {
+  const parallel::MemoryEstimate estimate = parallel::estimate_memory(memory_plan(o, ranks));
+  // On the CPU, memory offloaded to the host is the device's own.
+  const int64_t estimated =
+      estimate.total() + (device.is_cpu() ? estimate.offloaded : 0) + resident;
   std::printf(
       "peak memory per rank: measured %s, estimated %s (%s for the step, %s before the "
       "model): %.2fx\n",

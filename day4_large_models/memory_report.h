@@ -17,8 +17,8 @@ void print_memory_estimate(const GptLabOptions& options, int ranks);
 
 // After a run: the allocator's measured peak against the estimate plus what was allocated
 // before the model (`resident`: on the CPU, the text).
-void print_measured_against_estimate(const GptLabOptions& options, int ranks, int64_t measured,
-                                     int64_t resident);
+void print_measured_against_estimate(const GptLabOptions& options, int ranks, course::Device device,
+                                     int64_t measured, int64_t resident);
 
 // Throws (one message, with the estimate) when the run is estimated above --max-memory-mb;
 // otherwise caps `device`'s allocator at it.

@@ -64,7 +64,8 @@ std::unique_ptr<parallel::DataParallelStep> make_data_parallel(
           .mode = o.sharding,
           .backward_prefetch = parallel::parse_backward_prefetch(o.backward_prefetch),
           .forward_prefetch = o.forward_prefetch,
-          .shard_group_size = o.shard_group_size});
+          .shard_group_size = o.shard_group_size,
+          .cpu_offload = o.cpu_offload});
 }
 
 }  // namespace day4

@@ -12,11 +12,13 @@ DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
     const ShardingOptions options{.sharding = parse_sharding(o.mode),
                                   .backward_prefetch = o.backward_prefetch,
                                   .forward_prefetch = o.forward_prefetch,
-                                  .shard_group_size = o.shard_group_size};
+                                  .shard_group_size = o.shard_group_size,
+                                  .cpu_offload = o.cpu_offload};
     sdp_ = std::make_unique<ShardedDataParallel>(model_, blocks, comm, options);
     description_ = o.mode + " over " + ranks + " (backward prefetch " +
                    backward_prefetch_name(o.backward_prefetch) +
-                   (o.forward_prefetch ? ", forward prefetch)" : ")");
+                   (o.forward_prefetch ? ", forward prefetch" : "") +
+                   (o.cpu_offload ? ", CPU offload)" : ")");
   } else if (comm->size() > 1) {
     ddp_ = std::make_unique<DistributedDataParallel>(
         model_, comm,

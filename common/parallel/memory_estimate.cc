@@ -139,11 +139,17 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
                                : layers;
   // Each unit's shard: master values, gradient and optimizer states.
   const int64_t shards = blocks(1, kF32 * root / n) + layers * blocks(1, kF32 * block / n);
-  e.parameters = blocks(1, kF32 * root) + gathered * blocks(1, kF32 * block) + shards;
+  e.parameters = blocks(1, kF32 * root) + gathered * blocks(1, kF32 * block);
   // Full gradients: ZeRO-1 keeps all of them; the others the root's and one block's at a time.
   const int64_t full_gradient_blocks = policy.keep_full_gradients ? layers : 1;
-  e.gradients = blocks(1, kF32 * root) + full_gradient_blocks * blocks(1, kF32 * block) + shards;
-  e.optimizer_states = states * shards;
+  e.gradients = blocks(1, kF32 * root) + full_gradient_blocks * blocks(1, kF32 * block);
+  if (p.cpu_offload) {
+    e.offloaded = (2 + states) * shards;
+  } else {
+    e.parameters += shards;
+    e.gradients += shards;
+    e.optimizer_states = states * shards;
+  }
   // The reduce-scatter outputs in flight: the root's and a block's.
   e.communication = blocks(1, kF32 * root / n) + blocks(1, kF32 * block / n);
 }
@@ -191,6 +197,7 @@ std::string describe(const MemoryEstimate& e) {
   line("communication buffers", e.communication);
   line("temporaries (loss gradient)", e.temporaries);
   line("total", e.total());
+  if (e.offloaded > 0) line("offloaded to host memory (not in total)", e.offloaded);
   return out;
 }
 

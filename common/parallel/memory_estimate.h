@@ -28,6 +28,7 @@ struct MemoryPlan {
   std::string mode = "none";  // "none" (one process or DDP), or a sharding name (sharding.h)
   int ranks = 1;
   int shard_group_size = 0;  // hybrid-shard's (0: every rank, as if on one node)
+  bool cpu_offload = false;  // shards and optimizer states in host memory
   bool forward_prefetch = false;
   bool backward_prefetch = true;    // pre or post: the previous block gathered during backward
   int64_t bucket_bytes = 25 << 20;  // DDP's buckets (data_parallel_model.h)
@@ -41,6 +42,7 @@ struct MemoryEstimate {
   int64_t activations = 0;       // saved for backward, every layer
   int64_t communication = 0;     // DDP's buckets, reduce-scatter outputs
   int64_t temporaries = 0;       // the loss's gradient and casts alive at the peak
+  int64_t offloaded = 0;         // in host memory with CPU offload (not in total())
   // Activations by layer: ("embedding", bytes), ("block (each of 12)", bytes), ...
   std::vector<std::pair<std::string, int64_t>> activation_layers;
   int64_t total() const;

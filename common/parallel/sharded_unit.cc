@@ -10,11 +10,13 @@ namespace {
 Tensor zeros_on(int64_t numel, Device device) { return zeros({numel}, DType::kF32, device); }
 
 // Rank 0's values broadcast, then this rank's part of them copied out with a zero gradient.
-nn::Parameter take_shard(nn::FlatParameters& flat, const ShardGroups& groups) {
+// Offloaded, in host memory.
+nn::Parameter take_shard(nn::FlatParameters& flat, const ShardGroups& groups, bool offload) {
   groups.world->broadcast(flat.values(), 0)->wait();
   const nn::FlatRange mine = flat.shard(groups.shard->rank());
-  return nn::Parameter(flat.values().slice(mine.begin, mine.end).clone(),
-                       zeros_on(mine.size(), flat.device()));
+  const Tensor values = flat.values().slice(mine.begin, mine.end);
+  const Device home = offload ? Device::cpu() : flat.device();
+  return nn::Parameter(offload ? values.to(home) : values.clone(), zeros_on(mine.size(), home));
 }
 
 }  // namespace
@@ -29,10 +31,12 @@ ShardGroups make_shard_groups(std::shared_ptr<Communicator> world, int shard_siz
   return groups;
 }
 
-ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups)
+ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups,
+                         bool offload)
     : groups_(std::move(groups)),
       flat_(params, groups_.shard->size()),
-      shard_(take_shard(flat_, groups_)) {
+      offload_(offload),
+      shard_(take_shard(flat_, groups_, offload)) {
   // Gradients are bound only while a backward pass needs them.
   flat_.bind_grads(Tensor());
 }
@@ -40,7 +44,7 @@ ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups 
 void ShardedUnit::start_gather() {
   if (flat_.values().defined() || gathering_) return;
   incoming_ = Tensor::empty({flat_.padded_numel()}, DType::kF32, flat_.device());
-  gathering_ = groups_.shard->all_gather(shard_.value, incoming_);
+  gathering_ = groups_.shard->all_gather(shard_on_device(), incoming_);
 }
 
 void ShardedUnit::gather() {
@@ -48,13 +52,20 @@ void ShardedUnit::gather() {
   if (!gathering_) return;
   gathering_->wait();
   gathering_.reset();
+  outgoing_ = Tensor();
   flat_.bind_values(std::move(incoming_));
   incoming_ = Tensor();
 }
 
+const Tensor& ShardedUnit::shard_on_device() {
+  if (!offload_) return shard_.value;
+  outgoing_ = shard_.value.to(flat_.device());
+  return outgoing_;
+}
+
 WorkPtr ShardedUnit::refresh() {
   COURSE_CHECK(gathered(), "refreshing the full values of a unit that does not hold them");
-  return groups_.shard->all_gather(shard_.value, flat_.values());
+  return groups_.shard->all_gather(shard_on_device(), flat_.values());
 }
 
 void ShardedUnit::release() {
@@ -82,7 +93,8 @@ void ShardedUnit::finish_reduction() {
   if (groups_.replicate && groups_.replicate->size() > 1) {
     groups_.replicate->allreduce(reduced_)->wait();
   }
-  axpy_(1.0f / static_cast<float>(groups_.world->size()), reduced_, shard_.grad);
+  const Tensor reduced = offload_ ? reduced_.to(Device::cpu()) : reduced_;
+  axpy_(1.0f / static_cast<float>(groups_.world->size()), reduced, shard_.grad);
   reduced_ = Tensor();
   if (!keep_gradients_) flat_.bind_grads(Tensor());
 }

@@ -40,7 +40,8 @@ class ShardedUnit {
  public:
   // Collective over groups.world: every rank passes parameters of the same shapes; world rank
   // 0's values are the ones sharded. The parameters stay bound to the full values (gathered()).
-  ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups);
+  // `offload`: the shard lives in host memory (FSDP's CPU offload).
+  ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups, bool offload = false);
   // Shards over every rank of `world`.
   ShardedUnit(const std::vector<nn::Parameter*>& params, std::shared_ptr<Communicator> world)
       : ShardedUnit(params, ShardGroups{.world = world, .shard = world, .replicate = nullptr}) {}
@@ -56,6 +57,9 @@ class ShardedUnit {
   // Launches the all-gather of the updated shards into the full values the parameters hold
   // (ZeRO-1 and 2 after each optimizer step).
   WorkPtr refresh();
+  // This rank's shard values where the collectives need them: on the device (a copy of an
+  // offloaded shard, kept in outgoing_ until the gather is done).
+  const Tensor& shard_on_device();
 
   void allocate_gradients();  // zeroed full gradients, bound to the parameters
   bool has_gradients() const { return flat_.grads().defined(); }
@@ -73,7 +77,9 @@ class ShardedUnit {
  private:
   ShardGroups groups_;
   nn::FlatParameters flat_;
+  bool offload_;
   nn::Parameter shard_;
+  Tensor outgoing_;  // an offloaded shard's copy on the device, being gathered
   Tensor incoming_;  // the full values being gathered
   WorkPtr gathering_;
   Tensor reduced_;  // this rank's block of the gradient sum, being reduced

@@ -25,6 +25,9 @@ struct ShardingOptions {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
   bool forward_prefetch = false;  // launch the next block's all-gather before this one runs
   int shard_group_size = 0;       // hybrid-shard's group (0: the ranks of a node)
+  // FSDP's CPU offload: shards (values, gradients) and so the optimizer's step live in host
+  // memory; a gather copies the shard to the device first, a reduction copies it back.
+  bool cpu_offload = false;
 };
 
 // The ranks one copy of the model is cut over with these options on `world_size` ranks of

@@ -1,7 +1,8 @@
 // Sharded data parallelism against DDP on 2 and 4 CPU ranks, as DeepSpeed tests ZeRO: the same
 // model, seed and per-rank batches trained for 5 AdamW steps by DDP and by each strategy; after
 // every step the losses and the full parameters must agree. Every strategy includes FSDP's
-// HYBRID_SHARD (groups of 2 ranks) and NO_SHARD. The models' parameter counts do not
+// HYBRID_SHARD (groups of 2 ranks) and NO_SHARD; FSDP's CPU offload runs with zero2 and zero3
+// (on this CPU-only machine its copies are host to host). The models' parameter counts do not
 // divide by 2 or 4, so every unit is padded. With this machine's OpenMPI the reduce-scatter adds
 // in allreduce's order, and every strategy matches DDP bit for bit on 2 and 4 ranks; the
 // tolerance leaves room for an MPI library that orders its sums differently.
@@ -157,6 +158,15 @@ TEST(ShardedParity, GptTrainsAsDdpWithEveryStrategyAndPrefetch) {
           train_sharded(gpt_subject(), gpt_batch, options), ddp,
           name + " backward prefetch " + std::to_string(static_cast<int>(prefetch)));
     }
+  }
+}
+
+TEST(ShardedParity, CpuOffloadTrainsAsDdp) {
+  const Trace ddp = train_ddp(gpt_subject(), gpt_batch);
+  for (const std::string name : {"zero2", "zero3"}) {
+    expect_same_training(train_sharded(gpt_subject(), gpt_batch,
+                                       {.sharding = parse_sharding(name), .cpu_offload = true}),
+                         ddp, name + " with CPU offload");
   }
 }
 
