@@ -172,6 +172,11 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   result.last_loss = run.last_loss;
   result.val_loss = run.test_loss;
   result.timing = run.timing;
+  if (lead && run.steps > 0 && comm->size() > 1) {
+    std::printf("communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
+                comm->traffic().bytes / run.steps / 1048576.0,
+                data_parallel->exposed_communication_seconds() * 1e3 / run.steps);
+  }
   if (lead && run.steps > 0) {
     print_measured_against_estimate(o, comm->size(), device, run.timing.max_memory_allocated,
                                     resident);

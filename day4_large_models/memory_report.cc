@@ -23,7 +23,7 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .shard_group_size = o.shard_group_size,
           .cpu_offload = o.cpu_offload,
           .forward_prefetch = o.forward_prefetch,
-          .backward_prefetch = o.backward_prefetch != "none"};
+          .backward_prefetch = o.backward_prefetch == "pre"};
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // Choosing the lab's data parallelism; ZeRO-1 from the exercises.
 #include "day4_large_models/parallel_modes.h"
 
+#include <chrono>
+
 #include "common/kernels/elementwise.h"
 #include "day4_large_models/exercises.h"
 
@@ -39,9 +41,15 @@ class ExerciseZero1 : public parallel::DataParallelStep {
     return {{"zero1.shard", &shard_}};
   }
   void set_sync(bool) override {}  // micro-batches add into the full gradients
-  void finish_backward() override { reduce_scatter_mean(flat_.grads(), shard_.grad, *comm_); }
-  void after_step() override { all_gather_shards(shard_.value, flat_.values(), *comm_); }
+  void finish_backward() override {
+    timed([&] { reduce_scatter_mean(flat_.grads(), shard_.grad, *comm_); });
+  }
+  void after_step() override {
+    timed([&] { all_gather_shards(shard_.value, flat_.values(), *comm_); });
+  }
   int shard_group_size() const override { return comm_->size(); }
+  // The exercises' collectives are blocking: all of their time is exposed.
+  double exposed_communication_seconds() override { return waited_seconds_; }
   std::string describe() const override {
     return "your ZeRO-1 (TP4.1-TP4.3) over " + std::to_string(comm_->size()) + " rank(s)";
   }
@@ -51,6 +59,15 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   std::shared_ptr<parallel::Communicator> comm_;
   nn::FlatParameters flat_;
   nn::Parameter shard_;
+  double waited_seconds_ = 0;
+
+  template <class F>
+  void timed(F&& run) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    waited_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
 };
 
 }  // namespace

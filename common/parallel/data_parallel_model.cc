@@ -45,6 +45,11 @@ void DataParallelModel::after_step() {
   if (sdp_) sdp_->after_step();
 }
 
+double DataParallelModel::exposed_communication_seconds() {
+  if (sdp_) return sdp_->waited_seconds();
+  return ddp_ ? ddp_->stats().exposed_seconds : 0;
+}
+
 std::string DataParallelModel::describe() const { return description_; }
 
 }  // namespace course::parallel

@@ -40,6 +40,8 @@ class DataParallelStep {
   virtual std::string describe() const = 0;
   // The ranks one copy of the model is cut over (0: not sharded).
   virtual int shard_group_size() const = 0;
+  // Seconds spent waiting for communication (not hidden behind computation) so far.
+  virtual double exposed_communication_seconds() = 0;
 };
 
 class DataParallelModel : public DataParallelStep {
@@ -58,6 +60,7 @@ class DataParallelModel : public DataParallelStep {
   void after_step() override;             // ZeRO-1/2's all-gather of the updated shards
   std::string describe() const override;  // "zero3 over 4 ranks (backward prefetch pre)"
   int shard_group_size() const override { return sdp_ ? sdp_->shard_group_size() : 0; }
+  double exposed_communication_seconds() override;
 
  private:
   nn::Module& model_;

@@ -132,7 +132,8 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
   const int n = shard_group_size({.sharding = sharding, .shard_group_size = p.shard_group_size},
                                  p.ranks, p.ranks);
   const int64_t root = padded(sum(gpt.root), n), block = padded(sum(gpt.block), n);
-  // Full values: ZeRO-3 holds the root, the block being backed up and the one prefetched;
+  // Full values: ZeRO-3 holds the root, the block being backed up and the one prefetched
+  // (before its gradients: BACKWARD_PRE);
   // the others hold every unit during the step.
   const int64_t gathered = policy.reshard_after_forward
                                ? std::min<int64_t>(layers, 1 + (p.backward_prefetch ? 1 : 0))

@@ -83,6 +83,12 @@ void ShardedDataParallel::gather_all() {
   for (ShardedUnit* unit : units()) unit->gather();
 }
 
+double ShardedDataParallel::waited_seconds() {
+  double total = 0;
+  for (ShardedUnit* unit : units()) total += unit->waited_seconds();
+  return total;
+}
+
 void ShardedDataParallel::release_all() {
   for (ShardedUnit* unit : units()) unit->release();
 }

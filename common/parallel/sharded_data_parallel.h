@@ -47,6 +47,8 @@ class ShardedDataParallel : public nn::Module {
   // Every unit's full values gathered (to read or save the whole model), or released again.
   void gather_all();
   void release_all();
+  // Seconds every unit waited for its gathers and reductions since construction.
+  double waited_seconds();
 
  protected:
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;

@@ -1,6 +1,8 @@
 // Gathering, releasing and reducing one flat parameter's shards.
 #include "common/parallel/sharded_unit.h"
 
+#include <chrono>
+
 #include "common/kernels/elementwise.h"
 
 namespace course::parallel {
@@ -50,7 +52,7 @@ void ShardedUnit::start_gather() {
 void ShardedUnit::gather() {
   start_gather();
   if (!gathering_) return;
-  gathering_->wait();
+  wait_for(*gathering_);
   gathering_.reset();
   outgoing_ = Tensor();
   flat_.bind_values(std::move(incoming_));
@@ -87,16 +89,23 @@ void ShardedUnit::reduce_gradients(bool keep) {
 
 void ShardedUnit::finish_reduction() {
   if (!reducing_) return;
-  reducing_->wait();
+  wait_for(*reducing_);
   reducing_.reset();
   // The replicas' sums of this shard (HYBRID_SHARD, NO_SHARD) add up to the world's.
   if (groups_.replicate && groups_.replicate->size() > 1) {
-    groups_.replicate->allreduce(reduced_)->wait();
+    wait_for(*groups_.replicate->allreduce(reduced_));
   }
   const Tensor reduced = offload_ ? reduced_.to(Device::cpu()) : reduced_;
   axpy_(1.0f / static_cast<float>(groups_.world->size()), reduced, shard_.grad);
   reduced_ = Tensor();
   if (!keep_gradients_) flat_.bind_grads(Tensor());
+}
+
+void ShardedUnit::wait_for(Work& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work.wait();
+  waited_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void ShardedUnit::zero_grad() {

@@ -74,6 +74,10 @@ class ShardedUnit {
   // Zeroes the shard's gradient, and the full gradients when bound.
   void zero_grad();
 
+  // Seconds spent waiting for this unit's gathers and reductions: the communication that
+  // computation did not hide.
+  double waited_seconds() const { return waited_seconds_; }
+
  private:
   ShardGroups groups_;
   nn::FlatParameters flat_;
@@ -85,6 +89,8 @@ class ShardedUnit {
   Tensor reduced_;  // this rank's block of the gradient sum, being reduced
   WorkPtr reducing_;
   bool keep_gradients_ = false;
+  double waited_seconds_ = 0;
+  void wait_for(Work& work);
 };
 
 }  // namespace course::parallel
