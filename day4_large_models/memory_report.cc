@@ -22,7 +22,6 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .ranks = ranks,
           .shard_group_size = o.shard_group_size,
           .cpu_offload = o.cpu_offload,
-          .forward_prefetch = o.forward_prefetch,
           .backward_prefetch = o.backward_prefetch == "pre"};
 }
 
