@@ -18,6 +18,7 @@
 #include "common/nn/pooling.h"
 #include "common/nn/sequential.h"
 #include "common/optim/optimizer.h"
+#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -85,15 +86,6 @@ float forward_backward(nn::Module& net, const GlobalBatch& batch, int64_t begin,
   return loss.host_loss();
 }
 
-std::vector<float> flat_parameters(nn::Module& net) {
-  std::vector<float> out;
-  for (nn::Parameter* p : net.parameters()) {
-    const std::vector<float> v = p->value.to_vector<float>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
-
 struct ParityCase {
   BucketPlan plan;
   DdpOptions options;
@@ -132,7 +124,8 @@ struct ParityCase {
     const float mean_loss = allreduce_sum({local_loss}, *world())[0] / p;
     auto same_loss = testing::all_close({mean_loss}, {reference_loss}, kParity);
     if (!same_loss) return same_loss << " (the loss of step " << step << ")";
-    auto same = testing::all_close(flat_parameters(*local), flat_parameters(*reference), kParity);
+    auto same = testing::all_close(testing::parameter_values(*local),
+                                   testing::parameter_values(*reference), kParity);
     if (!same) return same << " (parameters after step " << step << ")";
   }
   if (ddp.stats().steps != 5) {

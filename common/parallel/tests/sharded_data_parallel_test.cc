@@ -17,6 +17,7 @@
 #include "common/nn/models.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/ddp.h"
+#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -82,15 +83,6 @@ struct Trace {
   std::vector<std::vector<float>> parameters;  // every parameter's values after each step
 };
 
-std::vector<float> all_values(nn::Module& model) {
-  std::vector<float> out;
-  for (nn::Parameter* p : model.parameters()) {
-    const std::vector<float> v = p->value.to_vector<float>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
-
 // One step's loss on this rank, its gradient sent back through `model`.
 float loss_and_backward(nn::Module& model, const Batch& batch, int64_t classes) {
   const Tensor logits = model.forward(batch.input);
@@ -113,7 +105,7 @@ Trace train_ddp(Subject s, const std::function<Batch(int64_t)>& batch) {
     trace.losses.push_back(loss_and_backward(*s.model, batch(step), s.classes));
     ddp.finish_backward();
     adamw.step();
-    trace.parameters.push_back(all_values(*s.model));
+    trace.parameters.push_back(testing::parameter_values(*s.model));
   }
   return trace;
 }
@@ -129,7 +121,7 @@ Trace train_sharded(Subject s, const std::function<Batch(int64_t)>& batch,
     adamw.step();
     sdp.after_step();
     sdp.gather_all();
-    trace.parameters.push_back(all_values(*s.model));
+    trace.parameters.push_back(testing::parameter_values(*s.model));
     if (policy_of(options.sharding).reshard_after_backward) sdp.release_all();
   }
   return trace;

@@ -14,21 +14,13 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
+#include "common/testing/parameter_values.h"
 
 namespace course::train {
 namespace {
 
 // 2 blocks; 20,509 parameters: no unit divides evenly by 2 or 4.
 const nn::GptConfig kGpt{"gpt-test", 2, 3, 27, 16, 61};
-
-std::vector<float> all_values(nn::Module& model) {
-  std::vector<float> out;
-  for (nn::Parameter* p : model.parameters()) {
-    const std::vector<float> v = p->value.to_vector<float>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
 
 void train_steps(parallel::ShardedDataParallel& sharded, int steps) {
   optim::AdamW adamw(sharded.shard_parameters(), {.lr = 1e-2f});
@@ -70,12 +62,12 @@ TEST(ShardedCheckpoint, HybridShardsJoinFromTheFirstReplica) {
   train_steps(sharded, 2);
   save_sharded_checkpoint(path, sharded, {}, {});
   sharded.gather_all();
-  const std::vector<float> trained = all_values(model);
+  const std::vector<float> trained = testing::parameter_values(model);
   if (comm->rank() == 0) {
     std::mt19937 other_rng(99);
     nn::Gpt whole(kGpt, other_rng, Device::cpu());
     load_full_model(path, comm->size(), whole, whole.blocks());
-    EXPECT_EQ(all_values(whole), trained);
+    EXPECT_EQ(testing::parameter_values(whole), trained);
   }
   comm->barrier();
 }
@@ -95,16 +87,16 @@ TEST(ShardedCheckpoint, ShardsSavedOnEveryRankJoinIntoTheWholeModel) {
   Tensor marker = Tensor::from_vector<float>({static_cast<float>(comm->rank())}, {1});
   save_sharded_checkpoint(path, sharded, {{"rank_marker", &marker}}, {{"step", 3}});
   sharded.gather_all();
-  const std::vector<float> trained = all_values(model);
+  const std::vector<float> trained = testing::parameter_values(model);
   sharded.release_all();
 
   if (comm->rank() == 0) {
     std::mt19937 other_rng(99);
     nn::Gpt whole(kGpt, other_rng, Device::cpu());
-    ASSERT_NE(all_values(whole), trained) << "the fresh model must start elsewhere";
+    ASSERT_NE(testing::parameter_values(whole), trained) << "the fresh model must start elsewhere";
     const nlohmann::json header = load_full_model(path, comm->size(), whole, whole.blocks());
     EXPECT_EQ(header.value("step", -1), 3);
-    EXPECT_EQ(all_values(whole), trained);
+    EXPECT_EQ(testing::parameter_values(whole), trained);
 
     EXPECT_THROW(
         {

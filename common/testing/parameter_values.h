@@ -1,0 +1,13 @@
+// Every parameter value of a module, in parameters() order, as one host vector: what parity
+// tests compare between two ways of training the same model.
+#pragma once
+
+#include <vector>
+
+#include "common/nn/module.h"
+
+namespace course::testing {
+
+std::vector<float> parameter_values(nn::Module& model);
+
+}  // namespace course::testing
