@@ -31,8 +31,9 @@ struct Row {
   double states = 0, peak = 0, bytes_per_step = 0, seconds_per_step = 0;
 };
 
-Row measure(const std::string& mode, int64_t batch, parallel::Communicator& comm,
+Row measure(const std::string& mode, int64_t batch,
             const std::shared_ptr<parallel::Communicator>& shared) {
+  parallel::Communicator& comm = *shared;
   CachingAllocator& allocator = device_allocator(Device::cpu());
   const int64_t before = allocator.stats().allocated;
   std::mt19937 rng(5);
@@ -102,10 +103,10 @@ void run(int argc, char** argv) {
     std::printf("%-14s %10s %10s %7s %10s %10s %7s %12s %6s %9s\n", "mode", "states MiB", "formula",
                 "ratio", "peak MiB", "estimate", "ratio", "MiB per step", "x DDP", "ms/step");
   }
-  measure("none", batch, *comm, comm);  // warm-up: first-touch page faults, oneDNN's kernels
+  measure("none", batch, comm);  // warm-up: first-touch page faults, oneDNN's kernels
   double ddp_bytes = 0;
   for (const std::string mode : {"none", "zero1", "zero2", "shard-grad-op", "zero3"}) {
-    const Row row = measure(mode, batch, *comm, comm);
+    const Row row = measure(mode, batch, comm);
     if (mode == "none") ddp_bytes = row.bytes_per_step;
     const double formula = f32_formula(mode, psi, n);
     const double estimate = static_cast<double>(

@@ -38,7 +38,7 @@ class ShardedDataParallel : public nn::Module {
   // This rank's shards, one per unit of sharding_units() ("root.shard", "3.shard"), for the
   // optimizer.
   std::vector<std::pair<std::string, nn::Parameter*>> shard_parameters();
-  const Communicator& communicator() const { return *groups_.world; }
+  Communicator& communicator() const { return *groups_.world; }
   int shard_group_size() const { return groups_.shard->size(); }  // ranks one copy is cut over
   void zero_grad() override;  // the shards' gradients (and ZeRO-1's full ones)
   // After the optimizer's step: ZeRO-1 and 2 all-gather the updated shards into the full values

@@ -7,7 +7,7 @@ namespace course::train {
 
 void save_sharded_checkpoint(const std::string& path, parallel::ShardedDataParallel& sharded,
                              const NamedTensors& rank_tensors, const nlohmann::json& header) {
-  const parallel::Communicator& comm = sharded.communicator();
+  parallel::Communicator& comm = sharded.communicator();
   NamedTensors tensors = rank_tensors;
   for (const auto& [name, shard] : sharded.shard_parameters()) {
     tensors.emplace_back("model." + name, &shard->value);
@@ -16,7 +16,7 @@ void save_sharded_checkpoint(const std::string& path, parallel::ShardedDataParal
   layout["shard_group_size"] = sharded.shard_group_size();
   save_checkpoint(rank_file(path, comm.rank(), comm.size()), tensors,
                   with_rank_header(layout, comm.rank(), comm.size()));
-  const_cast<parallel::Communicator&>(comm).barrier();
+  comm.barrier();
 }
 
 nlohmann::json load_full_model(const std::string& path, int ranks, nn::Module& model,
