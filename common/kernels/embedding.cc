@@ -2,6 +2,7 @@
 #include "common/kernels/embedding.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/kernels/embedding_ops.h"
 #include "common/kernels/launch.h"
@@ -10,14 +11,19 @@ namespace course {
 
 namespace {
 
-void check_tables(const Tensor& tokens, const Tensor& wte, const Tensor& wpe) {
+// The tables (or their gradients) are (rows, C) of `dtype`, or of any one floating type when
+// `dtype` is not given.
+void check_tables(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                  std::optional<DType> dtype = std::nullopt) {
   COURSE_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::kI32,
                "embedding needs (B, T) i32 tokens, got ", tokens.str());
+  const DType expected = dtype.value_or(wte.dtype());
   for (const Tensor* table : {&wte, &wpe}) {
-    COURSE_CHECK(table->dim() == 2 && table->dtype() == DType::kF32 &&
+    COURSE_CHECK(table->dim() == 2 && table->dtype() == expected && is_floating(expected) &&
                      table->size(1) == wte.size(1) && table->device() == tokens.device(),
-                 "embedding tables must be (rows, C) f32 on the tokens' device, got ", table->str(),
-                 " for tokens ", tokens.str());
+                 "embedding tables must be (rows, C) of one floating type (f32 gradients) on the "
+                 "tokens' device, got ",
+                 table->str(), " for tokens ", tokens.str());
   }
   COURSE_CHECK(tokens.size(1) <= wpe.size(0), "a sequence of ", tokens.size(1),
                " tokens is longer than the model's context of ", wpe.size(0));
@@ -36,16 +42,18 @@ Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& 
   const int64_t channels = wte.size(1);
   Tensor y =
       Tensor::empty({tokens.size(0), tokens.size(1), channels}, DType::kF32, tokens.device());
-  for_each_index(
-      tokens.device(), y.numel(),
-      ops::EmbeddingForward{tokens.data_as<int32_t>(), wte.data_as<float>(), wpe.data_as<float>(),
-                            y.data_as<float>(), tokens.size(1), channels});
+  visit_floating(wte.dtype(), "embedding_forward", [&]<class T>() {
+    for_each_index(
+        tokens.device(), y.numel(),
+        ops::EmbeddingForward<T>{tokens.data_as<int32_t>(), wte.data_as<T>(), wpe.data_as<T>(),
+                                 y.data_as<float>(), tokens.size(1), channels});
+  });
   return y;
 }
 
 void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad,
                         Tensor& wpe_grad) {
-  check_tables(tokens, wte_grad, wpe_grad);
+  check_tables(tokens, wte_grad, wpe_grad, DType::kF32);
   const int64_t batch = tokens.size(0), seq = tokens.size(1), channels = wte_grad.size(1);
   COURSE_CHECK(dy.shape() == Shape({batch, seq, channels}) && dy.device() == tokens.device(),
                "embedding backward needs dy (", batch, ", ", seq, ", ", channels, "), got ",

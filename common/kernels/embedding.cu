@@ -5,8 +5,8 @@
 
 using namespace course::ops;
 
-COURSE_INSTANTIATE_FOR_EACH(EmbeddingForward)
 #define EMBEDDING(T)                                     \
+  COURSE_INSTANTIATE_FOR_EACH(EmbeddingForward<T>)       \
   COURSE_INSTANTIATE_FOR_EACH(TokenEmbeddingBackward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(PositionEmbeddingBackward<T>)
 COURSE_FLOAT_TYPES(EMBEDDING)

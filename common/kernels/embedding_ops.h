@@ -1,5 +1,6 @@
 // Token and position embedding bodies shared by the CPU and the GPU. Tokens are (B, T) i32,
-// the tables (V, C) and (context, C) f32, the output (B, T, C) f32. The backward bodies are
+// the tables (V, C) and (context, C) of one floating type T (16-bit under sharded mixed
+// precision), the output (B, T, C) f32, the tables' gradients f32. The backward bodies are
 // laid out so no two indices write the same element: deterministic without atomics.
 #pragma once
 
@@ -9,16 +10,18 @@
 
 namespace course::ops {
 
-// Element (bt, c): y = wte[token[bt], c] + wpe[bt mod T, c].
+// Element (bt, c): y = wte[token[bt], c] + wpe[bt mod T, c], added in f32.
+template <class T>
 struct EmbeddingForward {
   const int32_t* tokens;
-  const float* wte;
-  const float* wpe;
+  const T* wte;
+  const T* wpe;
   float* y;
   int64_t seq, channels;
   COURSE_HD void operator()(int64_t i) const {
     const int64_t bt = i / channels, c = i % channels;
-    y[i] = wte[tokens[bt] * channels + c] + wpe[(bt % seq) * channels + c];
+    y[i] = static_cast<float>(wte[tokens[bt] * channels + c]) +
+           static_cast<float>(wpe[(bt % seq) * channels + c]);
   }
 };
 

@@ -15,8 +15,8 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Conv2d
 
 Tensor Conv2d::run_forward(const Tensor& x, Context& ctx) {
   const DType dtype = matmul_dtype(x);
-  Saved saved{as_dtype(x, dtype), as_dtype(weight.value, dtype)};
-  Tensor y = conv2d_forward(saved.input, saved.compute_weight, shape_);
+  Saved saved{as_dtype(x, dtype)};
+  Tensor y = conv2d_forward(saved.input, as_dtype(weight.value, dtype), shape_);
   ctx.save(std::move(saved));
   return y;
 }
@@ -33,7 +33,7 @@ Tensor Conv2d::run_backward(const Tensor& dy, Context& ctx) {
     axpy_(1.0f, cast(low, DType::kF32), weight.grad);
   }
   grad_ready(weight);
-  return conv2d_backward_data(grad_out, saved.compute_weight, input, shape_);
+  return conv2d_backward_data(grad_out, as_dtype(weight.value, input.dtype()), input, shape_);
 }
 
 void Conv2d::collect(const std::string& prefix, ModuleState& state) {

@@ -23,9 +23,10 @@ class Conv2d : public Module {
   Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
+  // The weight is read again in backward, not kept: sharded data parallelism frees the
+  // gathered weight between the two passes.
   struct Saved {
-    Tensor input;           // in the compute dtype
-    Tensor compute_weight;  // the weight in the compute dtype
+    Tensor input;  // in the compute dtype
   };
   Conv2dShape shape_;
 };

@@ -35,18 +35,21 @@ FlatParameters::FlatParameters(const std::vector<Parameter*>& params, int shards
 }
 
 void FlatParameters::bind_values(Tensor buffer) {
+  COURSE_CHECK(!buffer.defined() || is_floating(buffer.dtype()), "flat parameter values bound to ",
+               buffer.str(), ", not a floating type");
   bind(values_, std::move(buffer), &Parameter::value);
 }
 
 void FlatParameters::bind_grads(Tensor buffer) {
+  COURSE_CHECK(!buffer.defined() || buffer.dtype() == DType::kF32,
+               "flat parameter gradients bound to ", buffer.str(), ", not f32");
   bind(grads_, std::move(buffer), &Parameter::grad);
 }
 
 void FlatParameters::bind(Tensor& held, Tensor buffer, Tensor Parameter::*member) {
   if (buffer.defined()) {
-    COURSE_CHECK(buffer.dtype() == DType::kF32 && buffer.device() == device_ &&
-                     buffer.shape() == Shape{padded_numel()},
-                 "flat parameters bound to ", buffer.str(), ", not (", padded_numel(), ",) f32 on ",
+    COURSE_CHECK(buffer.device() == device_ && buffer.shape() == Shape{padded_numel()},
+                 "flat parameters bound to ", buffer.str(), ", not (", padded_numel(), ",) on ",
                  device_.str());
   }
   for (size_t i = 0; i < params_.size(); ++i) {

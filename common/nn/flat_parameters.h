@@ -37,9 +37,10 @@ class FlatParameters {
   const Tensor& values() const { return values_; }
   const Tensor& grads() const { return grads_; }
   // Points every parameter's value (or gradient) at its slice of `buffer`, a (padded_numel(),)
-  // f32 tensor on the parameters' device that this object then holds. An undefined tensor
-  // unbinds them (each becomes undefined), and the old buffer is freed once nothing else holds
-  // it: ZeRO-3 and FSDP keep the full values only while a layer runs.
+  // tensor on the parameters' device that this object then holds: f32 gradients; values f32 or
+  // 16-bit (FSDP's mixed precision computes from 16-bit copies of the f32 master values). An
+  // undefined tensor unbinds them (each becomes undefined), and the old buffer is freed once
+  // nothing else holds it: ZeRO-3 and FSDP keep the full values only while a layer runs.
   void bind_values(Tensor buffer);
   void bind_grads(Tensor buffer);
   Device device() const { return device_; }

@@ -15,15 +15,15 @@ LayerNorm::LayerNorm(int64_t channels, Device device, float eps)
 
 Tensor LayerNorm::run_forward(const Tensor& x, Context& ctx) {
   Saved saved{x, {}};
-  Tensor y = layer_norm_forward(x, weight.value, bias.value, eps_, saved.statistics);
+  Tensor y = layer_norm_forward(x, weight.f32_value(), bias.f32_value(), eps_, saved.statistics);
   ctx.save(std::move(saved));
   return y;
 }
 
 Tensor LayerNorm::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("LayerNorm");
-  Tensor dx = layer_norm_backward(as_dtype(dy, saved.input.dtype()), saved.input, weight.value,
-                                  saved.statistics, weight.grad, bias.grad);
+  Tensor dx = layer_norm_backward(as_dtype(dy, saved.input.dtype()), saved.input,
+                                  weight.f32_value(), saved.statistics, weight.grad, bias.grad);
   grad_ready(weight);
   grad_ready(bias);
   return dx;

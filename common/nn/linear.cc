@@ -37,7 +37,7 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
   const DType dtype = matmul_dtype(x);
   Saved saved{as_rows(as_dtype(x, dtype)), x.shape()};
   Tensor y = matmul(saved.input, as_dtype(weight.value, dtype), false, true);
-  add_row_bias_(y, bias.value);
+  add_row_bias_(y, bias.f32_value());
   Shape out_shape = x.shape();
   out_shape.back() = weight.value.size(0);
   ctx.save(std::move(saved));

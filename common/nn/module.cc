@@ -40,6 +40,10 @@ Parameter::Parameter(Tensor v, Tensor g) : value(std::move(v)), grad(std::move(g
                value.str(), " and ", grad.str());
 }
 
+Tensor Parameter::f32_value() const {
+  return value.dtype() == DType::kF32 ? value : cast(value, DType::kF32);
+}
+
 ModuleState Module::state() {
   ModuleState s;
   collect("", s);

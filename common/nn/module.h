@@ -20,11 +20,15 @@
 namespace course::nn {
 
 struct Parameter {
-  Tensor value;  // f32
+  Tensor value;  // f32; 16-bit while sharded mixed precision binds a compute copy
   Tensor grad;   // f32, same shape, zero at creation
 
   explicit Parameter(Tensor value);
   Parameter(Tensor value, Tensor grad);  // e.g. views of a shard of flat parameters
+
+  // The value in f32 (itself, or an f32 copy of a 16-bit compute copy): what the kernels of
+  // normalisations and biases read.
+  Tensor f32_value() const;
 };
 
 // Everything a module holds, with dotted names ("layer1.0.conv1.weight"), for optimizers,

@@ -24,7 +24,9 @@ struct MpiComm {
 
 namespace {
 
-MPI_Datatype mpi_type(const Tensor& t, const char* op) {
+// The MPI type of `t`'s elements. Operations that only move data (broadcast, all-gather, send,
+// receive) move 16-bit floats as 16-bit words; reductions need an arithmetic type.
+MPI_Datatype mpi_type(const Tensor& t, const char* op, bool moves_only = false) {
   COURSE_CHECK(t.defined() && t.device().is_cpu(), op, ": the MPI engine takes CPU tensors, got ",
                t.str());
   COURSE_CHECK(t.memory_format() == MemoryFormat::kContiguous, op, ": needs a contiguous tensor");
@@ -37,8 +39,12 @@ MPI_Datatype mpi_type(const Tensor& t, const char* op) {
       return MPI_INT64_T;
     case DType::kU8:
       return MPI_UINT8_T;
+    case DType::kF16:
+    case DType::kBF16:
+      if (moves_only) return MPI_UINT16_T;
+      [[fallthrough]];
     default:
-      COURSE_FAIL(op, ": MPI has no ", dtype_name(t.dtype()), " type (communicate f32 instead)");
+      COURSE_FAIL(op, ": MPI cannot reduce ", dtype_name(t.dtype()), " (reduce in f32 instead)");
   }
 }
 
@@ -227,7 +233,7 @@ WorkPtr Communicator::broadcast(Tensor& t, int root) {
   count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
   if (on_gpu(t)) return gpu(t, true).broadcast(t, root);
   auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
-  MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast"), root,
+  MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast", true), root,
                        comm_->comm, work->request()));
   return work;
 }
@@ -254,8 +260,8 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
   count(traffic_.all_gather_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(out.nbytes()));
   if (on_gpu(in)) return gpu(in, true).all_gather(in, out);
-  const MPI_Datatype type = mpi_type(in, "all_gather");
-  mpi_type(out, "all_gather");
+  const MPI_Datatype type = mpi_type(in, "all_gather", true);
+  mpi_type(out, "all_gather", true);
   auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Iallgather(in.data(), static_cast<int>(in.numel()), type, out.data(),
                            static_cast<int>(in.numel()), type, comm_->comm, work->request()));
@@ -267,7 +273,7 @@ WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
   count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
   if (on_gpu(t)) return gpu(t, false).send(t, dst);
   auto work = std::make_shared<MpiWork>("send", *this, std::vector<Tensor>{t});
-  MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send"), dst, tag,
+  MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send", true), dst, tag,
                       comm_->comm, work->request()));
   return work;
 }
@@ -276,7 +282,7 @@ WorkPtr Communicator::recv(Tensor& t, int src, int tag) {
   check_rank(src, "receive source");
   if (on_gpu(t)) return gpu(t, false).recv(t, src);
   auto work = std::make_shared<MpiWork>("recv", *this, std::vector<Tensor>{t});
-  MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv"), src, tag,
+  MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv", true), src, tag,
                       comm_->comm, work->request()));
   return work;
 }

@@ -9,8 +9,8 @@
 // recover a collective that one rank never joins).
 //
 // All collectives work in place or into a caller's tensor of the documented size, on
-// contiguous tensors: f32/i32/i64/u8 on the CPU (MPI has no 16-bit floating types: reduce those
-// in f32), any dtype on the GPU.
+// contiguous tensors: f32/i32/i64/u8 on the CPU, and f16/bf16 for the operations that only move
+// data (MPI cannot add 16-bit floats: reduce those in f32); any dtype on the GPU.
 #pragma once
 
 #include <memory>

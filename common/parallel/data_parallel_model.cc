@@ -13,12 +13,17 @@ DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
                                   .backward_prefetch = o.backward_prefetch,
                                   .forward_prefetch = o.forward_prefetch,
                                   .shard_group_size = o.shard_group_size,
-                                  .cpu_offload = o.cpu_offload};
+                                  .cpu_offload = o.cpu_offload,
+                                  .param_dtype = o.param_dtype};
     sdp_ = std::make_unique<ShardedDataParallel>(model_, blocks, comm, options);
     description_ = o.mode + " over " + ranks + " (backward prefetch " +
-                   backward_prefetch_name(o.backward_prefetch) +
-                   (o.forward_prefetch ? ", forward prefetch" : "") +
-                   (o.cpu_offload ? ", CPU offload)" : ")");
+                   backward_prefetch_name(o.backward_prefetch);
+    if (o.forward_prefetch) description_ += ", forward prefetch";
+    if (o.cpu_offload) description_ += ", CPU offload";
+    if (o.param_dtype != DType::kF32) {
+      description_ += ", " + std::string(dtype_name(o.param_dtype)) + " parameters";
+    }
+    description_ += ")";
   } else if (comm->size() > 1) {
     ddp_ = std::make_unique<DistributedDataParallel>(
         model_, comm,

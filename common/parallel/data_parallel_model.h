@@ -22,6 +22,7 @@ struct DataParallelOptions {
   bool forward_prefetch = false;
   int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
   bool cpu_offload = false;         // the shards in host memory
+  DType param_dtype = DType::kF32;  // sharded modes' compute copies (f16/bf16: mixed precision)
   int64_t bucket_bytes = 25 << 20;  // DDP's buckets: the course's 25 MiB, the first 1 MiB
   int64_t first_bucket_bytes = 1 << 20;
 };

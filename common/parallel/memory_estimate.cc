@@ -140,7 +140,8 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
                                : layers;
   // Each unit's shard: master values, gradient and optimizer states.
   const int64_t shards = blocks(1, kF32 * root / n) + layers * blocks(1, kF32 * block / n);
-  e.parameters = blocks(1, kF32 * root) + gathered * blocks(1, kF32 * block);
+  const int64_t value_bytes = static_cast<int64_t>(dtype_size(p.param_dtype));
+  e.parameters = blocks(1, value_bytes * root) + gathered * blocks(1, value_bytes * block);
   // Full gradients: ZeRO-1 keeps all of them; the others the root's and one block's at a time.
   const int64_t full_gradient_blocks = policy.keep_full_gradients ? layers : 1;
   e.gradients = blocks(1, kF32 * root) + full_gradient_blocks * blocks(1, kF32 * block);

@@ -29,6 +29,7 @@ struct MemoryPlan {
   int ranks = 1;
   int shard_group_size = 0;         // hybrid-shard's (0: every rank, as if on one node)
   bool cpu_offload = false;         // shards and optimizer states in host memory
+  DType param_dtype = DType::kF32;  // sharded modes' gathered values (16-bit: mixed precision)
   bool backward_prefetch = true;    // pre: the previous block gathered while this one computes
   int64_t bucket_bytes = 25 << 20;  // DDP's buckets (data_parallel_model.h)
   int64_t first_bucket_bytes = 1 << 20;

@@ -6,7 +6,7 @@ namespace course::parallel {
 ShardedBlock::ShardedBlock(nn::ModulePtr inner, const ShardGroups& groups,
                            const ShardingOptions& options)
     : inner_(std::move(inner)),
-      unit_(inner_->parameters(), groups, options.cpu_offload),
+      unit_(inner_->parameters(), groups, options.cpu_offload, options.param_dtype),
       options_(options),
       policy_(policy_of(options.sharding)) {
   if (policy_.keep_full_gradients) unit_.allocate_gradients();

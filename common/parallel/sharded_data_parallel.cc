@@ -46,7 +46,7 @@ ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& bloc
                                                ? units.front().second
                                                : std::vector<nn::Parameter*>{};
   if (!rest.empty()) {
-    root_ = std::make_unique<ShardedUnit>(rest, groups_, options.cpu_offload);
+    root_ = std::make_unique<ShardedUnit>(rest, groups_, options.cpu_offload, options.param_dtype);
     if (policy_.keep_full_gradients) root_->allocate_gradients();
   }
   // Between steps a unit holds what its strategy keeps: zero3 and shard-grad-op only shards.

@@ -34,19 +34,24 @@ ShardGroups make_shard_groups(std::shared_ptr<Communicator> world, int shard_siz
 }
 
 ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups,
-                         bool offload)
+                         bool offload, DType param_dtype)
     : groups_(std::move(groups)),
       flat_(params, groups_.shard->size()),
       offload_(offload),
+      param_dtype_(param_dtype),
       shard_(take_shard(flat_, groups_, offload)) {
+  COURSE_CHECK(is_floating(param_dtype), "sharded parameters compute in f32, f16 or bf16, not ",
+               dtype_name(param_dtype));
+  // The full values are what a gather would give: rank 0's, in the parameter dtype.
+  if (param_dtype != DType::kF32) flat_.bind_values(cast(flat_.values(), param_dtype));
   // Gradients are bound only while a backward pass needs them.
   flat_.bind_grads(Tensor());
 }
 
 void ShardedUnit::start_gather() {
   if (flat_.values().defined() || gathering_) return;
-  incoming_ = Tensor::empty({flat_.padded_numel()}, DType::kF32, flat_.device());
-  gathering_ = groups_.shard->all_gather(shard_on_device(), incoming_);
+  incoming_ = Tensor::empty({flat_.padded_numel()}, param_dtype_, flat_.device());
+  gathering_ = groups_.shard->all_gather(outgoing_shard(), incoming_);
 }
 
 void ShardedUnit::gather() {
@@ -59,15 +64,17 @@ void ShardedUnit::gather() {
   incoming_ = Tensor();
 }
 
-const Tensor& ShardedUnit::shard_on_device() {
-  if (!offload_) return shard_.value;
-  outgoing_ = shard_.value.to(flat_.device());
+const Tensor& ShardedUnit::outgoing_shard() {
+  if (!offload_ && param_dtype_ == DType::kF32) return shard_.value;
+  // Cast where the shard lives: an offloaded 16-bit shard crosses to the device at half the size.
+  Tensor sent = param_dtype_ == DType::kF32 ? shard_.value : cast(shard_.value, param_dtype_);
+  outgoing_ = offload_ ? sent.to(flat_.device()) : std::move(sent);
   return outgoing_;
 }
 
 WorkPtr ShardedUnit::refresh() {
   COURSE_CHECK(gathered(), "refreshing the full values of a unit that does not hold them");
-  return groups_.shard->all_gather(shard_on_device(), flat_.values());
+  return groups_.shard->all_gather(outgoing_shard(), flat_.values());
 }
 
 void ShardedUnit::release() {

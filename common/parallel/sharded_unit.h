@@ -3,6 +3,10 @@
 // (common/nn/flat_parameters.h pads it so the cut is even). Between uses a rank keeps only its
 // shard: the f32 master values and their reduced gradient, which its optimizer updates.
 //
+// FSDP's mixed precision: with a 16-bit parameter dtype a rank casts its shard before the
+// all-gather, so the gather moves and the layers compute from 16-bit full values (half the bytes
+// and memory), while the gradients stay f32, are reduced in f32 and update the f32 master shard.
+//
 //   gather()            all-gather of the shards: the full values, bound to the parameters
 //   release()           the full values freed (ZeRO-3 / FSDP after a layer has run)
 //   allocate_gradients  zeroed full gradients for a backward pass to add into
@@ -40,8 +44,10 @@ class ShardedUnit {
  public:
   // Collective over groups.world: every rank passes parameters of the same shapes; world rank
   // 0's values are the ones sharded. The parameters stay bound to the full values (gathered()).
-  // `offload`: the shard lives in host memory (FSDP's CPU offload).
-  ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups, bool offload = false);
+  // `offload`: the shard lives in host memory (FSDP's CPU offload). `param_dtype`: the full
+  // values' dtype (f32, or f16/bf16 for mixed precision).
+  ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups groups, bool offload = false,
+              DType param_dtype = DType::kF32);
   // Shards over every rank of `world`.
   ShardedUnit(const std::vector<nn::Parameter*>& params, std::shared_ptr<Communicator> world)
       : ShardedUnit(params, ShardGroups{.world = world, .shard = world, .replicate = nullptr}) {}
@@ -57,9 +63,10 @@ class ShardedUnit {
   // Launches the all-gather of the updated shards into the full values the parameters hold
   // (ZeRO-1 and 2 after each optimizer step).
   WorkPtr refresh();
-  // This rank's shard values where the collectives need them: on the device (a copy of an
-  // offloaded shard, kept in outgoing_ until the gather is done).
-  const Tensor& shard_on_device();
+  // This rank's shard values as the all-gather sends them: on the device, in the parameter
+  // dtype (a copy unless the shard is already that, kept in outgoing_ until the gather is done).
+  const Tensor& outgoing_shard();
+  DType param_dtype() const { return param_dtype_; }
 
   void allocate_gradients();  // zeroed full gradients, bound to the parameters
   bool has_gradients() const { return flat_.grads().defined(); }
@@ -82,6 +89,7 @@ class ShardedUnit {
   ShardGroups groups_;
   nn::FlatParameters flat_;
   bool offload_;
+  DType param_dtype_;
   nn::Parameter shard_;
   Tensor outgoing_;  // an offloaded shard's copy on the device, being gathered
   Tensor incoming_;  // the full values being gathered

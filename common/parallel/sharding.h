@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/tensor/dtype.h"
+
 namespace course::parallel {
 
 enum class Sharding { kZero1, kZero2, kZero3, kShardGradOp, kHybridShard, kNoShard };
@@ -28,6 +30,9 @@ struct ShardingOptions {
   // FSDP's CPU offload: shards (values, gradients) and so the optimizer's step live in host
   // memory; a gather copies the shard to the device first, a reduction copies it back.
   bool cpu_offload = false;
+  // FSDP's mixed precision: the dtype of the gathered values the layers compute from (f16 or
+  // bf16 halves gathers and memory); master shards, gradients and reductions stay f32.
+  DType param_dtype = DType::kF32;
 };
 
 // The ranks one copy of the model is cut over with these options on `world_size` ranks of

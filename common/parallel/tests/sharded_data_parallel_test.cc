@@ -6,6 +6,11 @@
 // divide by 2 or 4, so every unit is padded. With this machine's OpenMPI the reduce-scatter adds
 // in allreduce's order, and every strategy matches DDP bit for bit on 2 and 4 ranks; the
 // tolerance leaves room for an MPI library that orders its sums differently.
+//
+// Mixed precision (bf16 parameters for compute, f32 masters and reductions) has its own
+// reference: DDP whose layers compute, under bf16 autocast, from the parameters rounded to bf16
+// while the optimizer updates the f32 masters, which is what the sharded ranks compute from.
+// There the f32 masters gathered from every shard are compared, and they match bit for bit too.
 #include "common/parallel/sharded_data_parallel.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +18,8 @@
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
+#include "common/kernels/elementwise.h"
+#include "common/nn/autocast.h"
 #include "common/nn/gpt.h"
 #include "common/nn/models.h"
 #include "common/optim/optimizer.h"
@@ -95,31 +102,100 @@ float loss_and_backward(nn::Module& model, const Batch& batch, int64_t classes) 
 
 const optim::AdamWOptions kAdamW{.lr = 1e-2f, .weight_decay = 0.1f};
 
-Trace train_ddp(Subject s, const std::function<Batch(int64_t)>& batch) {
+// Every parameter's values, unit by unit (sharding_units' order), as the masters gathered below.
+std::vector<float> values_by_unit(nn::Module& model, nn::Sequential& blocks) {
+  std::vector<float> out;
+  for (const auto& [name, params] : sharding_units(model, blocks)) {
+    for (const nn::Parameter* p : params) {
+      const std::vector<float> v = p->value.to_vector<float>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+  }
+  return out;
+}
+
+// How many values each unit of sharding_units() holds (before sharding).
+std::vector<int64_t> unit_sizes(const Subject& s) {
+  std::vector<int64_t> sizes;
+  for (const auto& [name, params] : sharding_units(*s.model, *s.blocks)) {
+    int64_t numel = 0;
+    for (const nn::Parameter* p : params) numel += p->value.numel();
+    sizes.push_back(numel);
+  }
+  return sizes;
+}
+
+// The f32 master values of every unit, gathered from the ranks' shards (the first shard
+// group's, padding dropped), in values_by_unit's order.
+std::vector<float> gathered_masters(ShardedDataParallel& sdp, const std::vector<int64_t>& sizes) {
+  const auto shards = sdp.shard_parameters();
+  std::vector<float> out;
+  for (size_t u = 0; u < sizes.size(); ++u) {
+    const Tensor& shard = shards[u].second->value;
+    Tensor all = Tensor::empty({shard.numel() * world()->size()});
+    world()->all_gather(shard, all)->wait();
+    const std::vector<float> v = all.to_vector<float>();
+    out.insert(out.end(), v.begin(), v.begin() + sizes[u]);
+  }
+  return out;
+}
+
+// Runs `step` with every parameter rounded to `dtype` (kept in f32), then puts the f32 master
+// values back: the reference for layers computing from 16-bit copies of f32 masters.
+float on_rounded_parameters(nn::Module& model, DType dtype, const std::function<float()>& step) {
+  std::vector<Tensor> masters;
+  for (nn::Parameter* p : model.parameters()) {
+    masters.push_back(p->value.clone());
+    copy_(p->value, cast(cast(p->value, dtype), DType::kF32));
+  }
+  const float loss = step();
+  for (size_t i = 0; i < masters.size(); ++i) copy_(model.parameters()[i]->value, masters[i]);
+  return loss;
+}
+
+// DDP; with a 16-bit `param_dtype`, under autocast from parameters rounded to it.
+Trace train_ddp(Subject s, const std::function<Batch(int64_t)>& batch,
+                DType param_dtype = DType::kF32) {
   DistributedDataParallel ddp(*s.model, world(),
                               plan_gradient_buckets(gradient_bytes(*s.model), 1 << 20, 1 << 16));
   optim::AdamW adamw(s.model->state().parameters, kAdamW);
+  const bool mixed = param_dtype != DType::kF32;
+  nn::Autocast autocast(param_dtype, mixed);
   Trace trace;
   for (int64_t step = 0; step < kSteps; ++step) {
     s.model->zero_grad();
-    trace.losses.push_back(loss_and_backward(*s.model, batch(step), s.classes));
-    ddp.finish_backward();
+    const auto pass = [&] {
+      const float loss = loss_and_backward(*s.model, batch(step), s.classes);
+      ddp.finish_backward();
+      return loss;
+    };
+    trace.losses.push_back(mixed ? on_rounded_parameters(*s.model, param_dtype, pass) : pass());
     adamw.step();
-    trace.parameters.push_back(testing::parameter_values(*s.model));
+    trace.parameters.push_back(mixed ? values_by_unit(*s.model, *s.blocks)
+                                     : testing::parameter_values(*s.model));
   }
   return trace;
 }
 
+// The parameters recorded after each step are the full values, or with 16-bit parameters the
+// f32 masters.
 Trace train_sharded(Subject s, const std::function<Batch(int64_t)>& batch,
                     const ShardingOptions& options) {
+  const std::vector<int64_t> sizes = unit_sizes(s);
   ShardedDataParallel sdp(*s.model, *s.blocks, world(), options);
   optim::AdamW adamw(sdp.shard_parameters(), kAdamW);
+  const bool mixed = options.param_dtype != DType::kF32;
+  nn::Autocast autocast(options.param_dtype, mixed);
   Trace trace;
   for (int64_t step = 0; step < kSteps; ++step) {
     sdp.zero_grad();
     trace.losses.push_back(loss_and_backward(sdp, batch(step), s.classes));
     adamw.step();
     sdp.after_step();
+    if (mixed) {
+      trace.parameters.push_back(gathered_masters(sdp, sizes));
+      continue;
+    }
     sdp.gather_all();
     trace.parameters.push_back(testing::parameter_values(*s.model));
     if (policy_of(options.sharding).reshard_after_backward) sdp.release_all();
@@ -162,6 +238,38 @@ TEST(ShardedParity, CpuOffloadTrainsAsDdp) {
   }
 }
 
+// bf16 parameters for compute: every strategy against DDP computing from bf16-rounded weights.
+TEST(ShardedParity, BF16ParametersTrainAsDdpOnRoundedWeights) {
+  const Trace reference = train_ddp(gpt_subject(), gpt_batch, DType::kBF16);
+  for (const std::string& name : sharding_names()) {
+    expect_same_training(train_sharded(gpt_subject(), gpt_batch,
+                                       {.sharding = parse_sharding(name),
+                                        .shard_group_size = kHybridGroup,
+                                        .param_dtype = DType::kBF16}),
+                         reference, name + " with bf16 parameters");
+  }
+  expect_same_training(
+      train_sharded(
+          gpt_subject(), gpt_batch,
+          {.sharding = Sharding::kZero3, .cpu_offload = true, .param_dtype = DType::kBF16}),
+      reference, "zero3 with bf16 parameters and CPU offload");
+}
+
+// What the layers see is 16-bit: the gathered values, and so the bytes the gathers move.
+TEST(ShardedParity, BF16ParametersAreGatheredInBF16) {
+  Subject s = gpt_subject();
+  ShardedDataParallel sdp(*s.model, *s.blocks, world(),
+                          {.sharding = Sharding::kZero3, .param_dtype = DType::kBF16});
+  sdp.communicator().reset_traffic();
+  sdp.gather_all();
+  for (nn::Parameter* p : s.model->parameters()) EXPECT_EQ(p->value.dtype(), DType::kBF16);
+  const int n = world()->size();
+  double padded_bytes = 0;
+  for (const auto& [name, shard] : sdp.shard_parameters())
+    padded_bytes += 2.0 * shard->value.numel() * n;
+  EXPECT_DOUBLE_EQ(sdp.communicator().traffic().all_gather_bytes, padded_bytes * (n - 1) / n);
+}
+
 // Convolutions, batch norm (its running statistics stay per rank, as with DDP) and stages of
 // very different sizes.
 TEST(ShardedParity, ResNetTrainsAsDdpWithEveryStrategy) {
@@ -172,6 +280,10 @@ TEST(ShardedParity, ResNetTrainsAsDdpWithEveryStrategy) {
                       {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup}),
         ddp, name);
   }
+  const Trace rounded = train_ddp(resnet_subject(), resnet_batch, DType::kBF16);
+  expect_same_training(train_sharded(resnet_subject(), resnet_batch,
+                                     {.sharding = Sharding::kZero3, .param_dtype = DType::kBF16}),
+                       rounded, "zero3 with bf16 parameters");
 }
 
 }  // namespace
