@@ -75,6 +75,12 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--cpu-offload", o.cpu_offload,
                "sharded modes: keep the shards and the optimizer's step in host memory");
+  app.add_option("--param-dtype", o.param_dtype,
+                 "sharded modes: the dtype of the gathered parameters the layers compute from "
+                 "(bf16, f16: FSDP's mixed precision, with --amp of the same dtype; master "
+                 "shards, gradients and reductions stay f32)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
   app.add_flag("--forward-prefetch", o.forward_prefetch,
                "start the next block's all-gather before this block's forward");
   app.add_option("--comm-timeout", o.comm_timeout,
@@ -106,6 +112,15 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(!o.cpu_offload || (o.sharding != "none" && o.sharding != kExerciseZero1),
                "--cpu-offload moves the shards of a sharded mode to host memory; choose "
                "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
+  if (o.param_dtype != "f32") {
+    COURSE_CHECK(o.sharding != "none" && o.sharding != kExerciseZero1, "--param-dtype ",
+                 o.param_dtype,
+                 " gathers 16-bit copies of a sharded mode's f32 shards; choose --sharding zero1, "
+                 "zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
+    COURSE_CHECK(o.amp && course::dtype_name(o.amp_dtype) == o.param_dtype, "--param-dtype ",
+                 o.param_dtype, " computes in ", o.param_dtype, ": add --amp --amp-dtype ",
+                 o.param_dtype);
+  }
   if (o.sharding != "none") {
     COURSE_CHECK(o.optimizer == "adamw" || o.optimizer == "sgd", "--sharding ", o.sharding,
                  " updates each rank's shard on its own, which needs an element-wise optimizer "

@@ -32,10 +32,11 @@ struct GptLabOptions : course::train::TrainingFlags {
   std::string sharding = "none";  // on several ranks: DDP, or a strategy of parallel/sharding.h
   std::string backward_prefetch = "pre";
   bool forward_prefetch = false;
-  int shard_group_size = 0;     // hybrid-shard's group (0: the ranks of a node)
-  bool cpu_offload = false;     // shards and the optimizer's step in host memory
-  double comm_timeout = 300;    // seconds a rank waits for the others
-  int64_t sample_tokens = 300;  // generated after training (0: none)
+  int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
+  bool cpu_offload = false;         // shards and the optimizer's step in host memory
+  std::string param_dtype = "f32";  // sharded modes' gathered values (FSDP's mixed precision)
+  double comm_timeout = 300;        // seconds a rank waits for the others
+  int64_t sample_tokens = 300;      // generated after training (0: none)
   std::string prompt = "\n";
   float temperature = 0.8f;
 };

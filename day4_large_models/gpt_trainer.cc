@@ -149,6 +149,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                             .comm = comm.get(),
                             .rank_state = rank_state},
                            hooks);
+  // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
+  // them, as after an optimizer step, before the first forward uses them.
+  if (!o.resume.empty()) data_parallel->after_step();
 
   GptLabResult result;
   result.unigram_entropy = unigram_entropy(text.val);

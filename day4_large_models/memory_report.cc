@@ -22,6 +22,7 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .ranks = ranks,
           .shard_group_size = o.shard_group_size,
           .cpu_offload = o.cpu_offload,
+          .param_dtype = parse_dtype(o.param_dtype),
           .backward_prefetch = o.backward_prefetch == "pre"};
 }
 
@@ -31,6 +32,7 @@ std::string run_name(const GptLabOptions& o, int ranks) {
   const std::string mode = o.sharding == "none" ? (ranks > 1 ? "DDP" : "one process") : o.sharding;
   return o.model + ", " + mode + " on " + std::to_string(ranks) + " rank(s), batch " +
          std::to_string(o.batch_size) + (o.amp ? ", 16-bit compute" : ", f32") +
+         (o.param_dtype != "f32" ? ", " + o.param_dtype + " parameters" : "") +
          (o.checkpoint_activations ? ", checkpointed" : "");
 }
 

@@ -82,7 +82,8 @@ std::unique_ptr<parallel::DataParallelStep> make_data_parallel(
           .backward_prefetch = parallel::parse_backward_prefetch(o.backward_prefetch),
           .forward_prefetch = o.forward_prefetch,
           .shard_group_size = o.shard_group_size,
-          .cpu_offload = o.cpu_offload});
+          .cpu_offload = o.cpu_offload,
+          .param_dtype = parse_dtype(o.param_dtype)});
 }
 
 }  // namespace day4
