@@ -73,9 +73,8 @@ void ShardedDataParallel::zero_grad() {
 
 void ShardedDataParallel::after_step() {
   if (policy_.reshard_after_backward) return;
-  std::vector<WorkPtr> works;
-  for (ShardedUnit* unit : units()) works.push_back(unit->refresh());
-  for (const WorkPtr& work : works) work->wait();
+  for (ShardedUnit* unit : units()) unit->start_refresh();
+  for (ShardedUnit* unit : units()) unit->finish_refresh();
 }
 
 void ShardedDataParallel::gather_all() {

@@ -72,9 +72,17 @@ const Tensor& ShardedUnit::outgoing_shard() {
   return outgoing_;
 }
 
-WorkPtr ShardedUnit::refresh() {
-  COURSE_CHECK(gathered(), "refreshing the full values of a unit that does not hold them");
-  return groups_.shard->all_gather(outgoing_shard(), flat_.values());
+void ShardedUnit::start_refresh() {
+  COURSE_CHECK(gathered() && !refreshing_,
+               "refreshing the full values of a unit that does not hold them");
+  refreshing_ = groups_.shard->all_gather(outgoing_shard(), flat_.values());
+}
+
+void ShardedUnit::finish_refresh() {
+  if (!refreshing_) return;
+  wait_for(*refreshing_);
+  refreshing_.reset();
+  outgoing_ = Tensor();
 }
 
 void ShardedUnit::release() {

@@ -61,8 +61,9 @@ class ShardedUnit {
   bool gathered() const { return flat_.values().defined() && !gathering_; }
   void release();  // frees the full values: the parameters are undefined until gather()
   // Launches the all-gather of the updated shards into the full values the parameters hold
-  // (ZeRO-1 and 2 after each optimizer step).
-  WorkPtr refresh();
+  // (ZeRO-1 and 2 after each optimizer step); finish_refresh() completes it.
+  void start_refresh();
+  void finish_refresh();
   // This rank's shard values as the all-gather sends them: on the device, in the parameter
   // dtype (a copy unless the shard is already that, kept in outgoing_ until the gather is done).
   const Tensor& outgoing_shard();
@@ -94,6 +95,7 @@ class ShardedUnit {
   Tensor outgoing_;  // an offloaded shard's copy on the device, being gathered
   Tensor incoming_;  // the full values being gathered
   WorkPtr gathering_;
+  WorkPtr refreshing_;
   Tensor reduced_;  // this rank's block of the gradient sum, being reduced
   WorkPtr reducing_;
   bool keep_gradients_ = false;
