@@ -77,6 +77,21 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
   fi
   echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
 done
+# --profile on 2 ranks: one trace with every rank's phases, its collectives in flight and its
+# waits for them (the third step is profiled).
+expect 0 "events per rank written to" "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 \
+  --profile "$TEST_TMPDIR/zero3.json"
+for event in 'forward","ph":"X"' 'all_gather [^"]*","ph":"b"' 'reduce_scatter [^"]*","ph":"e"' \
+  'wait all_gather [^"]*","ph":"X"'; do
+  ranks_seen=$(grep -oE "\"name\":\"$event,\"pid\":[0-9]+" "$TEST_TMPDIR/zero3.json" |
+    sed 's/.*pid"://' | sort -u | tr '\n' ' ')
+  if [[ $ranks_seen != "0 1 " ]]; then
+    echo "FAILED: the zero3 trace has $event for ranks '$ranks_seen', not for ranks 0 and 1"
+    exit 1
+  fi
+done
+echo "ok: the zero3 trace shows both ranks' phases, gathers, reductions and waits"
+
 # FSDP's mixed precision: bf16 parameters gathered for bf16 compute (the exact parity is
 # common/parallel/tests/sharded_data_parallel_test's); it must be asked for with --amp.
 expect 0 "zero3 over 2 rank(s) (backward prefetch pre, bf16 parameters)" "${mpirun[@]}" "$lab" \

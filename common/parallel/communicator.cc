@@ -15,6 +15,7 @@
 #include "common/core/exit_codes.h"
 #include "common/core/mpi_check.h"
 #include "common/parallel/nccl_engine.h"
+#include "common/parallel/traced_work.h"
 
 namespace course::parallel {
 
@@ -221,21 +222,21 @@ void Communicator::count(double& kind, double bytes) {
 
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
   count(traffic_.allreduce_bytes, 2.0 * (size_ - 1) / size_ * static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return gpu(t, true).allreduce(t, op);
+  if (on_gpu(t)) return traced(gpu(t, true).allreduce(t, op), "allreduce", t.nbytes());
   auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
                            mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));
-  return work;
+  return traced(work, "allreduce", t.nbytes());
 }
 
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
   count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return gpu(t, true).broadcast(t, root);
+  if (on_gpu(t)) return traced(gpu(t, true).broadcast(t, root), "broadcast", t.nbytes());
   auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast", true), root,
                        comm_->comm, work->request()));
-  return work;
+  return traced(work, "broadcast", t.nbytes());
 }
 
 WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
@@ -244,13 +245,14 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
                out.numel(), " elements), got ", in.numel());
   count(traffic_.reduce_scatter_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(in.nbytes()));
-  if (on_gpu(in)) return gpu(in, true).reduce_scatter(in, out, op);
+  if (on_gpu(in))
+    return traced(gpu(in, true).reduce_scatter(in, out, op), "reduce_scatter", in.nbytes());
   const MPI_Datatype type = mpi_type(in, "reduce_scatter");
   mpi_type(out, "reduce_scatter");
   auto work = std::make_shared<MpiWork>("reduce_scatter", *this, std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Ireduce_scatter_block(in.data(), out.data(), static_cast<int>(out.numel()), type,
                                       mpi_op(op), comm_->comm, work->request()));
-  return work;
+  return traced(work, "reduce_scatter", in.nbytes());
 }
 
 WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
@@ -259,32 +261,32 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
                in.numel(), " elements), got ", out.numel());
   count(traffic_.all_gather_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(out.nbytes()));
-  if (on_gpu(in)) return gpu(in, true).all_gather(in, out);
+  if (on_gpu(in)) return traced(gpu(in, true).all_gather(in, out), "all_gather", out.nbytes());
   const MPI_Datatype type = mpi_type(in, "all_gather", true);
   mpi_type(out, "all_gather", true);
   auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
   MPI_CHECK(MPI_Iallgather(in.data(), static_cast<int>(in.numel()), type, out.data(),
                            static_cast<int>(in.numel()), type, comm_->comm, work->request()));
-  return work;
+  return traced(work, "all_gather", out.nbytes());
 }
 
 WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
   check_rank(dst, "send destination");
   count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return gpu(t, false).send(t, dst);
+  if (on_gpu(t)) return traced(gpu(t, false).send(t, dst), "send", t.nbytes());
   auto work = std::make_shared<MpiWork>("send", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send", true), dst, tag,
                       comm_->comm, work->request()));
-  return work;
+  return traced(work, "send", t.nbytes());
 }
 
 WorkPtr Communicator::recv(Tensor& t, int src, int tag) {
   check_rank(src, "receive source");
-  if (on_gpu(t)) return gpu(t, false).recv(t, src);
+  if (on_gpu(t)) return traced(gpu(t, false).recv(t, src), "recv", t.nbytes());
   auto work = std::make_shared<MpiWork>("recv", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv", true), src, tag,
                       comm_->comm, work->request()));
-  return work;
+  return traced(work, "recv", t.nbytes());
 }
 
 void Communicator::barrier() {

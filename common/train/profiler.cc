@@ -1,4 +1,4 @@
-// Chrome-trace profiler with NVTX ranges.
+// Chrome-trace profiler with NVTX ranges and the collectives of the activity log.
 #include "common/train/profiler.h"
 
 #include <cstdio>
@@ -6,7 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/core/activity_log.h"
 #include "common/core/error.h"
+#include "common/parallel/gather_strings.h"
 
 #if COURSE_WITH_CUDA
 #include <cuda_runtime.h>
@@ -15,16 +17,50 @@
 
 namespace course::train {
 
+namespace {
+
+using us = std::chrono::duration<double, std::micro>;
+
+// Asynchronous spans are paired by id over the whole file: each rank numbers its own range.
+constexpr int64_t kIdsPerRank = 1'000'000'000;
+
+int64_t unix_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp);
+    COURSE_CHECK(out.good(), "cannot write the profiler trace ", path);
+    out << text << "\n";
+    COURSE_CHECK(out.good(), "cannot write the profiler trace ", path);
+  }
+  std::error_code error;
+  std::filesystem::rename(temp, path, error);
+  COURSE_CHECK(!error, "cannot move the profiler trace into place at ", path, ": ",
+               error.message());
+}
+
+}  // namespace
+
 Profiler::Profiler(Device device, bool enabled)
-    : device_(device), enabled_(enabled), origin_(std::chrono::steady_clock::now()) {}
+    : device_(device),
+      enabled_(enabled),
+      origin_(std::chrono::steady_clock::now()),
+      origin_unix_us_(unix_now_us()) {}
 
 Profiler::Range::Range(Profiler& profiler, std::string name, bool active)
     : profiler_(profiler),
       name_(std::move(name)),
       active_(active),
       start_(std::chrono::steady_clock::now()) {
+  if (!active_) return;
+  if (profiler_.open_ranges_++ == 0) ActivityLog::instance().listen(true);
 #if COURSE_WITH_CUDA
-  if (active_ && profiler_.device_.is_cuda()) nvtxRangePushA(name_.c_str());
+  if (profiler_.device_.is_cuda()) nvtxRangePushA(name_.c_str());
 #endif
 }
 
@@ -36,35 +72,65 @@ Profiler::Range::~Range() {
     nvtxRangePop();
   }
 #endif
-  const auto end = std::chrono::steady_clock::now();
-  using us = std::chrono::duration<double, std::micro>;
-  profiler_.events_.push_back(
-      {name_, us(start_ - profiler_.origin_).count(), us(end - start_).count()});
+  profiler_.add(name_, start_, std::chrono::steady_clock::now(), false);
+  if (--profiler_.open_ranges_ > 0) return;
+  ActivityLog& log = ActivityLog::instance();
+  log.listen(false);
+  for (const ActivitySpan& span : log.take()) {
+    profiler_.add(span.name, span.start, span.end, span.overlaps);
+  }
 }
 
-void Profiler::write(const std::string& path) const {
+void Profiler::add(const std::string& name, std::chrono::steady_clock::time_point start,
+                   std::chrono::steady_clock::time_point end, bool overlaps) {
+  events_.push_back({name, us(start - origin_).count(), us(end - start).count(), overlaps});
+}
+
+std::string Profiler::events_json(int pid, double shift_us) const {
   nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", pid},
+                    {"args", {{"name", "rank " + std::to_string(pid)}}}});
+  int64_t next_id = 0;
   for (const Event& e : events_) {
-    events.push_back({{"name", e.name},
-                      {"ph", "X"},
-                      {"ts", e.start_us},
-                      {"dur", e.duration_us},
-                      {"pid", 0},
-                      {"tid", 0},
-                      {"cat", device_.str()}});
+    const nlohmann::json common = {
+        {"name", e.name}, {"pid", pid}, {"tid", 0}, {"cat", e.overlaps ? "in flight" : "phase"}};
+    if (!e.overlaps) {
+      nlohmann::json complete = common;
+      complete.update({{"ph", "X"}, {"ts", e.start_us + shift_us}, {"dur", e.duration_us}});
+      events.push_back(complete);
+      continue;
+    }
+    // An asynchronous span: Perfetto gives overlapping ones lanes of their own.
+    for (const auto& [phase, ts] :
+         {std::pair{"b", e.start_us}, std::pair{"e", e.start_us + e.duration_us}}) {
+      nlohmann::json mark = common;
+      mark.update({{"ph", phase}, {"ts", ts + shift_us}, {"id", pid * kIdsPerRank + next_id}});
+      events.push_back(mark);
+    }
+    ++next_id;
   }
-  const nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp);
-    COURSE_CHECK(out.good(), "cannot write the profiler trace ", path);
-    out << trace.dump() << "\n";
-    COURSE_CHECK(out.good(), "cannot write the profiler trace ", path);
+  return events.dump();
+}
+
+void Profiler::write(const std::string& path, parallel::Communicator* comm) const {
+  std::vector<std::string> ranks;
+  if (!comm || comm->size() == 1) {
+    ranks.push_back(events_json(0, 0));
+  } else {
+    // Times relative to the earliest rank's origin, on the system clock the ranks share.
+    Tensor origin = Tensor::from_vector<int64_t>({origin_unix_us_}, {1});
+    comm->allreduce(origin, parallel::ReduceOp::kMin)->wait();
+    const double shift = static_cast<double>(origin_unix_us_ - origin.to_vector<int64_t>()[0]);
+    ranks = parallel::all_gather_strings(events_json(comm->rank(), shift), *comm);
+    if (comm->rank() != 0) return;
   }
-  std::error_code error;
-  std::filesystem::rename(temp, path, error);
-  COURSE_CHECK(!error, "cannot move the profiler trace into place at ", path, ": ",
-               error.message());
+  nlohmann::json events = nlohmann::json::array();
+  for (const std::string& text : ranks) {
+    for (auto& e : nlohmann::json::parse(text)) events.push_back(std::move(e));
+  }
+  write_atomically(path, nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump());
 }
 
 }  // namespace course::train

@@ -171,12 +171,14 @@ LoopResult TrainingLoop::run() {
     finish_epoch(epoch, result);
   }
   result.timing = chrono.report();
-  if (lead()) {
-    std::printf("%s", result.timing.table().c_str());
-    if (profiler.enabled()) {
-      profiler.write(flags_.profile);
-      std::printf("profile: %zu ranges written to %s (open in https://ui.perfetto.dev)\n",
-                  profiler.event_count(), flags_.profile.c_str());
+  if (lead()) std::printf("%s", result.timing.table().c_str());
+  if (profiler.enabled()) {
+    profiler.write(flags_.profile, config_.comm);  // every rank's events in one file
+    if (lead()) {
+      std::printf("profile: %zu events%s written to %s (open in https://ui.perfetto.dev)\n",
+                  profiler.event_count(),
+                  config_.comm && config_.comm->size() > 1 ? " per rank" : "",
+                  flags_.profile.c_str());
     }
   }
   return result;

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
+#include "common/core/activity_log.h"
 #include "common/kernels/elementwise.h"
 #include "common/testing/errors_and_files.h"
 #include "common/train/checkpoint.h"
@@ -89,7 +91,7 @@ TEST(Profiler, WritesNestedRangesAsChromeTrace) {
   profiler.write(path);
   std::ifstream in(path);
   const auto trace = nlohmann::json::parse(in);
-  ASSERT_EQ(trace["traceEvents"].size(), 3u);
+  ASSERT_EQ(trace["traceEvents"].size(), 4u);  // the three ranges and the process's name
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& e : trace["traceEvents"]) by_name[e["name"]] = e;
   EXPECT_EQ(by_name["forward"]["ph"], "X");
@@ -102,6 +104,35 @@ TEST(Profiler, WritesNestedRangesAsChromeTrace) {
   Profiler off(Device::cpu(), false);
   { auto r = off.range("ignored"); }
   EXPECT_EQ(off.event_count(), 0u);
+}
+
+// Activity (a collective in flight, a wait for it) is kept while a recorded range is open:
+// in flight as an asynchronous begin/end pair, a wait as a range nested in the open one.
+TEST(Profiler, AddsTheActivityOfRecordedRanges) {
+  ActivityLog& log = ActivityLog::instance();
+  const auto now = std::chrono::steady_clock::now();
+  Profiler profiler(Device::cpu());
+  log.add({"before", true, now, now});
+  {
+    auto step = profiler.range("step");
+    log.add({"all_gather 1.00 KiB", true, now, std::chrono::steady_clock::now()});
+    const auto wait_start = std::chrono::steady_clock::now();
+    log.add({"wait all_gather 1.00 KiB", false, wait_start, std::chrono::steady_clock::now()});
+  }
+  { auto unrecorded = profiler.range("unrecorded", false); }
+  log.add({"after", true, now, now});
+  EXPECT_FALSE(log.listening());
+  const std::string path = temp_path("activity.json");
+  profiler.write(path);
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  std::multiset<std::string> seen;
+  for (const auto& e : trace["traceEvents"]) {
+    seen.insert(e["name"].get<std::string>() + ":" + e["ph"].get<std::string>());
+  }
+  EXPECT_EQ(seen,
+            (std::multiset<std::string>{"process_name:M", "step:X", "all_gather 1.00 KiB:b",
+                                        "all_gather 1.00 KiB:e", "wait all_gather 1.00 KiB:X"}));
 }
 
 TEST(Chronometer, ExcludesTheFirstStepAndSplitsPhases) {
