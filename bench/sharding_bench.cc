@@ -6,7 +6,8 @@
 // same in f32 by formula (the allocator rounds blocks of 1 MiB and more up to 2 MiB multiples,
 // which the formula does not), the peak during a step against the memory estimate, the bytes its
 // collectives moved per step (ring algorithm, common/parallel/communicator.h) against DDP's,
-// and the time per step.
+// and the time per step. The ZeRO stages then run again with FSDP's mixed precision: bf16
+// parameters gathered for bf16 autocast compute, f32 masters, gradients and reductions.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "common/kernels/cross_entropy.h"
+#include "common/nn/autocast.h"
 #include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/data_parallel_model.h"
@@ -31,14 +33,26 @@ struct Row {
   double states = 0, peak = 0, bytes_per_step = 0, seconds_per_step = 0;
 };
 
-Row measure(const std::string& mode, int64_t batch,
+// A mode, and the dtype of the parameters it gathers for compute (bf16: under bf16 autocast).
+struct Mode {
+  std::string name;
+  DType param_dtype = DType::kF32;
+  std::string label() const {
+    const std::string shown = name == "none" ? "DDP" : name;
+    return param_dtype == DType::kF32 ? shown : shown + " bf16 params";
+  }
+};
+
+Row measure(const Mode& mode, int64_t batch,
             const std::shared_ptr<parallel::Communicator>& shared) {
   parallel::Communicator& comm = *shared;
   CachingAllocator& allocator = device_allocator(Device::cpu());
   const int64_t before = allocator.stats().allocated;
   std::mt19937 rng(5);
   nn::Gpt model(kModel, rng, Device::cpu());
-  parallel::DataParallelModel data_parallel(model, model.blocks(), shared, {.mode = mode});
+  parallel::DataParallelModel data_parallel(
+      model, model.blocks(), shared, {.mode = mode.name, .param_dtype = mode.param_dtype});
+  const bool mixed = mode.param_dtype != DType::kF32;
   optim::AdamW adamw(data_parallel.optimized(), {.lr = 1e-4f});
   std::vector<int32_t> tokens(batch * kModel.context);
   std::vector<int64_t> targets(tokens.size());
@@ -60,6 +74,7 @@ Row measure(const std::string& mode, int64_t batch,
     }
     nn::Module& net = data_parallel.net();
     net.zero_grad();
+    nn::Autocast autocast(mode.param_dtype, mixed);
     const Tensor logits = net.forward(inputs);
     const Tensor rows = logits.view({labels.numel(), kModel.vocabulary});
     const CrossEntropyOutput loss = softmax_cross_entropy(rows, labels);
@@ -79,13 +94,14 @@ Row measure(const std::string& mode, int64_t batch,
   return row;
 }
 
-// Model states in f32 between steps, by formula: parameters 4, gradients 4, AdamW's moments 8
-// bytes per parameter; a shard adds its f32 master copy (4) and gradient (4); DDP's buckets
-// hold a copy of every gradient (4).
-double f32_formula(const std::string& mode, double psi, int n) {
-  if (mode == "none") return (n > 1 ? 20 : 16) * psi;
-  if (mode == "zero1") return 8 * psi + 16 * psi / n;
-  if (mode == "zero2") return 4 * psi + 16 * psi / n;
+// Model states between steps, by formula: parameters 4 (2 when gathered in bf16), gradients 4,
+// AdamW's moments 8 bytes per parameter; a shard adds its f32 master copy (4) and gradient (4);
+// DDP's buckets hold a copy of every gradient (4).
+double states_formula(const Mode& mode, double psi, int n) {
+  const double values = static_cast<double>(dtype_size(mode.param_dtype));
+  if (mode.name == "none") return (n > 1 ? 20 : 16) * psi;
+  if (mode.name == "zero1") return (values + 4) * psi + 16 * psi / n;
+  if (mode.name == "zero2") return values * psi + 16 * psi / n;
   return 16 * psi / n;  // zero3 and shard-grad-op keep only shards between steps
 }
 
@@ -97,24 +113,37 @@ void run(int argc, char** argv) {
   const double psi = static_cast<double>(nn::gpt_parameter_count(kModel));
   const int n = comm->size();
   if (lead) {
-    std::printf("%s, %.2fM parameters, batch %lld x %lld tokens per rank, %d rank(s), f32\n",
+    std::printf("%s, %.2fM parameters, batch %lld x %lld tokens per rank, %d rank(s)\n",
                 kModel.name.c_str(), psi / 1e6, static_cast<long long>(batch),
                 static_cast<long long>(kModel.context), n);
-    std::printf("%-14s %10s %10s %7s %10s %10s %7s %12s %6s %9s\n", "mode", "states MiB", "formula",
+    std::printf("%-20s %10s %10s %7s %10s %10s %7s %12s %6s %9s\n", "mode", "states MiB", "formula",
                 "ratio", "peak MiB", "estimate", "ratio", "MiB per step", "x DDP", "ms/step");
   }
-  measure("none", batch, comm);  // warm-up: first-touch page faults, oneDNN's kernels
+  measure({"none"}, batch, comm);  // warm-up: first-touch page faults, oneDNN's kernels
   double ddp_bytes = 0;
-  for (const std::string mode : {"none", "zero1", "zero2", "shard-grad-op", "zero3"}) {
+  const std::vector<Mode> modes = {{"none"},
+                                   {"zero1"},
+                                   {"zero2"},
+                                   {"shard-grad-op"},
+                                   {"zero3"},
+                                   {"zero1", DType::kBF16},
+                                   {"zero2", DType::kBF16},
+                                   {"zero3", DType::kBF16}};
+  for (const Mode& mode : modes) {
     const Row row = measure(mode, batch, comm);
-    if (mode == "none") ddp_bytes = row.bytes_per_step;
-    const double formula = f32_formula(mode, psi, n);
+    if (mode.name == "none") ddp_bytes = row.bytes_per_step;
+    const double formula = states_formula(mode, psi, n);
     const double estimate = static_cast<double>(
-        parallel::estimate_memory({.model = kModel, .batch = batch, .mode = mode, .ranks = n})
+        parallel::estimate_memory({.model = kModel,
+                                   .batch = batch,
+                                   .compute = mode.param_dtype,
+                                   .mode = mode.name,
+                                   .ranks = n,
+                                   .param_dtype = mode.param_dtype})
             .total());
     if (lead) {
-      std::printf("%-14s %10.1f %10.1f %7.3f %10.1f %10.1f %7.3f %12.2f %6.2f %9.1f\n",
-                  (mode == "none" ? std::string("DDP") : mode).c_str(), row.states / 1048576.0,
+      std::printf("%-20s %10.1f %10.1f %7.3f %10.1f %10.1f %7.3f %12.2f %6.2f %9.1f\n",
+                  mode.label().c_str(), row.states / 1048576.0,
                   formula / 1048576.0, row.states / formula, row.peak / 1048576.0,
                   estimate / 1048576.0, estimate / row.peak, row.bytes_per_step / 1048576.0,
                   ddp_bytes > 0 ? row.bytes_per_step / ddp_bytes : 0.0, row.seconds_per_step * 1e3);

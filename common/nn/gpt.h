@@ -44,6 +44,10 @@ class Gpt : public Module {
   std::vector<Child> children() override;
   const GptConfig& config() const { return config_; }
   Sequential& blocks() { return blocks_; }
+  // The layers around the blocks, for a pipeline's stages (gpt_stage.h).
+  Embedding& embedding() { return embedding_; }
+  LayerNorm& final_norm() { return ln_f_; }
+  TiedHead& head() { return head_; }
 
  protected:
   // tokens (B, T) i32 -> logits (B, T, V)

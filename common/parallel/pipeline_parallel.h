@@ -1,0 +1,90 @@
+// Pipeline parallelism for a GPT: its blocks cut into p stages over the ranks of a pipeline
+// communicator (the process grid's pp axis), each rank running one stage (nn::GptStage) on the
+// micro-batches of a step in the order of a schedule (pipeline_schedule.h). Activations go to
+// the next stage and their gradients back to the previous one point to point; sends do not
+// wait (so two neighbours sending to each other cannot deadlock), receives do.
+//
+// A step's batch is cut into m micro-batches; the last stage's loss of each is scaled by 1/m,
+// so the gradients that accumulate over the micro-batches are those of the whole batch's mean
+// loss, as on one process. After the backwards the first and last stages add their gradients of
+// the tied token embedding.
+//
+// Each forward and backward is timed: the step's timeline gives the measured bubble, and while
+// a profiler listens (common/core/activity_log.h) the actions appear in its trace ("F3", "B3").
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/kernels/cross_entropy.h"
+#include "common/nn/gpt_stage.h"
+#include "common/parallel/communicator.h"
+#include "common/parallel/pipeline_schedule.h"
+
+namespace course::parallel {
+
+// How the blocks are cut: "layers" evenly (the remainder on the first stages, as picotron),
+// "parameters" so the stages' parameter counts (embedding and output layer included) are as
+// even as contiguous cuts allow.
+std::vector<nn::StageBounds> split_stages(const nn::GptConfig& config, int stages,
+                                          const std::string& balance);
+
+struct PipelineOptions {
+  PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
+  int micro_batches = 4;
+  std::string balance = "layers";
+};
+
+struct TimedAction {
+  PipelineAction action;
+  double start_s, end_s;  // seconds since the step began, the compute only
+};
+
+class PipelineParallel {
+ public:
+  // Collective over `pp`: every rank passes a Gpt built from the same seed and the same
+  // options; this rank runs stage pp->rank().
+  PipelineParallel(nn::Gpt& gpt, std::shared_ptr<Communicator> pp, const PipelineOptions& options);
+
+  nn::GptStage& stage() { return stage_; }
+  const PipelineOptions& options() const { return options_; }
+
+  // One step's forwards and backwards over `tokens` and `targets` (B, T) i32 / (B * T,) i64, the
+  // whole batch on every stage (the first reads the tokens, the last the targets); B must split
+  // into the micro-batches. Gradients add into the stage's parameters; returns the batch's mean
+  // loss, on every stage.
+  float forward_backward(const Tensor& tokens, const Tensor& targets);
+
+  // The last step's actions, and its length (seconds, from its start to its last send).
+  const std::vector<TimedAction>& timeline() const { return timeline_; }
+  double step_seconds() const { return step_seconds_; }
+  // The share of the last step this stage spent waiting: 1 - compute / step.
+  double measured_bubble() const;
+
+ private:
+  void forward(int micro_batch, const Tensor& tokens, const Tensor& targets);
+  void backward(int micro_batch, const Tensor& targets);
+  // Micro-batch m's rows of the batch's (B, T) tokens or (B * T,) targets.
+  Tensor micro_batch_of(const Tensor& t, int micro_batch) const;
+  void record(PipelineAction action, std::chrono::steady_clock::time_point start);
+  void add_tied_embedding_gradients();
+
+  std::shared_ptr<Communicator> pp_;
+  std::shared_ptr<Communicator> embedding_group_;  // the first and the last stage
+  PipelineOptions options_;
+  nn::GptStage stage_;
+  int64_t channels_;
+  int64_t micro_batch_size_ = 0, sequence_ = 0;
+  std::vector<nn::Context> contexts_;       // one per micro-batch
+  std::vector<Tensor> logits_;              // the last stage's, until their backward
+  std::vector<CrossEntropyOutput> losses_;  // the last stage's, until their backward
+  std::vector<WorkPtr> sends_;              // completed at the end of the step
+  Tensor loss_sum_;                         // the last stage's sum of micro-batch losses / m
+  std::vector<TimedAction> timeline_;
+  std::chrono::steady_clock::time_point step_start_;
+  double step_seconds_ = 0;
+};
+
+}  // namespace course::parallel

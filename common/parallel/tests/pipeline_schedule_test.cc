@@ -1,0 +1,182 @@
+// The pipeline schedules and stage cuts against independent references: every schedule is run
+// by a small event simulation of p stages (forward 1 time unit, backward 2), which must finish
+// (no stage waits forever) in the time the course's formulas give; the cut by parameters is
+// compared with every possible contiguous cut.
+#include "common/parallel/pipeline_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/parallel/pipeline_parallel.h"
+
+namespace course::parallel {
+namespace {
+
+using Kind = PipelineAction::Kind;
+
+constexpr double kForwardTime = 1, kBackwardTime = 2;
+
+struct Simulation {
+  double makespan = 0;
+  std::vector<double> busy;  // per stage
+};
+
+// Runs every stage's actions in order; an action starts once its stage is free and its input
+// exists (the previous stage's forward, the next stage's backward). Fails on a deadlock.
+Simulation simulate(PipelineSchedule schedule, int p, int m) {
+  std::vector<std::vector<PipelineAction>> actions(p);
+  for (int s = 0; s < p; ++s) actions[s] = schedule_actions(schedule, s, p, m);
+  std::map<std::tuple<int, Kind, int>, double> done;  // (stage, kind, micro-batch) -> end time
+  std::vector<size_t> next(p, 0);
+  std::vector<double> free_at(p, 0);
+  Simulation sim{0, std::vector<double>(p, 0)};
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (int s = 0; s < p; ++s) {
+      if (next[s] == actions[s].size()) continue;
+      const PipelineAction a = actions[s][next[s]];
+      const bool forward = a.kind == Kind::kForward;
+      const int from = forward ? s - 1 : s + 1;
+      double ready = free_at[s];
+      if (from >= 0 && from < p) {
+        const auto input = done.find({from, a.kind, a.micro_batch});
+        if (input == done.end()) continue;
+        ready = std::max(ready, input->second);
+      }
+      if (!forward && !done.count({s, Kind::kForward, a.micro_batch})) {
+        ADD_FAILURE() << "stage " << s << " backs up micro-batch " << a.micro_batch
+                      << " before its forward";
+        return sim;
+      }
+      const double length = forward ? kForwardTime : kBackwardTime;
+      done[{s, a.kind, a.micro_batch}] = free_at[s] = ready + length;
+      sim.busy[s] += length;
+      sim.makespan = std::max(sim.makespan, free_at[s]);
+      ++next[s];
+      progressed = true;
+    }
+  }
+  for (int s = 0; s < p; ++s) {
+    EXPECT_EQ(next[s], actions[s].size()) << pipeline_schedule_name(schedule) << " deadlocks";
+  }
+  return sim;
+}
+
+TEST(PipelineSchedule, EveryMicroBatchOnceForwardBeforeBackwardInOrder) {
+  for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+                        PipelineSchedule::kOneForwardOneBackward}) {
+    for (int p = 1; p <= 4; ++p) {
+      for (int m = 1; m <= 8; ++m) {
+        for (int s = 0; s < p; ++s) {
+          const auto actions = schedule_actions(schedule, s, p, m);
+          ASSERT_EQ(static_cast<int>(actions.size()), 2 * m);
+          std::vector<int> forwards, backwards;
+          for (const PipelineAction& a : actions) {
+            (a.kind == Kind::kForward ? forwards : backwards).push_back(a.micro_batch);
+            if (a.kind == Kind::kBackward) {
+              EXPECT_TRUE(std::count(forwards.begin(), forwards.end(), a.micro_batch));
+            }
+          }
+          std::vector<int> in_order(m);
+          for (int i = 0; i < m; ++i) in_order[i] = i;
+          EXPECT_EQ(forwards, in_order);
+          EXPECT_EQ(backwards, in_order);  // gradients add in a single process's order
+        }
+      }
+    }
+  }
+}
+
+TEST(PipelineSchedule, MicroBatchesInFlight) {
+  for (int p = 1; p <= 4; ++p) {
+    for (int m = 1; m <= 8; ++m) {
+      for (int s = 0; s < p; ++s) {
+        EXPECT_EQ(micro_batches_in_flight(schedule_actions(PipelineSchedule::kNaive, s, p, m)), 1);
+        EXPECT_EQ(micro_batches_in_flight(schedule_actions(PipelineSchedule::kGpipe, s, p, m)), m);
+        EXPECT_EQ(micro_batches_in_flight(
+                      schedule_actions(PipelineSchedule::kOneForwardOneBackward, s, p, m)),
+                  std::min(p - s, m));
+      }
+    }
+  }
+}
+
+// GPipe and 1F1B take (m + p - 1)(t_f + t_b); the naive schedule m p (t_f + t_b). The idle share
+// of every stage is then the formula's bubble.
+TEST(PipelineSchedule, SimulatedStepsTakeTheFormulasTime) {
+  for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+                        PipelineSchedule::kOneForwardOneBackward}) {
+    for (int p = 1; p <= 4; ++p) {
+      for (int m = 1; m <= 8; ++m) {
+        const Simulation sim = simulate(schedule, p, m);
+        const double slots = schedule == PipelineSchedule::kNaive ? m * p : m + p - 1;
+        EXPECT_DOUBLE_EQ(sim.makespan, slots * (kForwardTime + kBackwardTime))
+            << pipeline_schedule_name(schedule) << " p " << p << " m " << m;
+        for (int s = 0; s < p; ++s) {
+          EXPECT_NEAR(1 - sim.busy[s] / sim.makespan, bubble_fraction(schedule, p, m), 1e-12);
+        }
+      }
+    }
+  }
+}
+
+TEST(PipelineSchedule, NamesRoundTripAndUnknownOnesAreRefused) {
+  for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+                        PipelineSchedule::kOneForwardOneBackward}) {
+    EXPECT_EQ(parse_pipeline_schedule(pipeline_schedule_name(schedule)), schedule);
+  }
+  EXPECT_THROW(parse_pipeline_schedule("interleaved"), Error);
+}
+
+// The cuts: by layers as picotron (the remainder on the first stages); by parameters, the
+// largest stage no larger than with any other contiguous cut.
+TEST(SplitStages, ByLayersAndByParameters) {
+  const nn::GptConfig c{"pipe", 7, 2, 16, 8, 3000};  // a large table: the ends are heavy
+  std::vector<int64_t> sizes;
+  for (const nn::StageBounds& b : split_stages(c, 3, "layers")) {
+    sizes.push_back(b.end_block - b.first_block);
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{3, 2, 2}));
+  const int64_t block = 12 * 16 * 16 + 13 * 16, table = 3000 * 16;
+  const auto largest = [&](const std::vector<int64_t>& blocks) {
+    int64_t worst = 0;
+    for (size_t s = 0; s < blocks.size(); ++s) {
+      const int64_t extra = (s == 0 ? table + 8 * 16 : 0) +
+                            (s + 1 == blocks.size() ? 2 * 16 + (blocks.size() > 1 ? table : 0) : 0);
+      worst = std::max(worst, blocks[s] * block + extra);
+    }
+    return worst;
+  };
+  for (int p = 1; p <= 4; ++p) {
+    const auto bounds = split_stages(c, p, "parameters");
+    ASSERT_EQ(static_cast<int>(bounds.size()), p);
+    std::vector<int64_t> chosen;
+    for (const nn::StageBounds& b : bounds) chosen.push_back(b.end_block - b.first_block);
+    EXPECT_TRUE(bounds.front().embedding && bounds.back().head);
+    EXPECT_EQ(bounds.back().end_block, c.layers);
+    // Every composition of 7 blocks into p positive parts.
+    int64_t best = std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> parts(p, 1);
+    std::function<void(int, int64_t)> each = [&](int s, int64_t left) {
+      if (s == p - 1) {
+        if (left < 1) return;
+        parts[s] = left;
+        best = std::min(best, largest(parts));
+        return;
+      }
+      for (int64_t n = 1; n < left; ++n) {
+        parts[s] = n;
+        each(s + 1, left - n);
+      }
+    };
+    each(0, c.layers);
+    EXPECT_EQ(largest(chosen), best) << "p " << p;
+  }
+  EXPECT_THROW(split_stages(c, 8, "layers"), Error);
+  EXPECT_THROW(split_stages(c, 2, "flops"), Error);
+}
+
+}  // namespace
+}  // namespace course::parallel
