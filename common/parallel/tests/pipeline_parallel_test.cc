@@ -1,0 +1,165 @@
+// Pipeline parallelism against one process, on 2 and 4 ranks: a GPT of 5 blocks (cut unevenly)
+// trains 3 AdamW steps of 4 micro-batches with every schedule, and with the cut by parameters;
+// every rank also trains the whole model alone, accumulating the same micro-batches in the same
+// order. After each step the losses agree and each stage's parameters equal the single
+// process's of the same name, the last stage's copy of the tied token embedding included.
+#include "common/parallel/pipeline_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "common/kernels/cross_entropy.h"
+#include "common/optim/optimizer.h"
+#include "common/testing/tolerance.h"
+
+namespace course::parallel {
+namespace {
+
+constexpr int kSteps = 3, kMicroBatches = 4;
+constexpr int64_t kBatch = 8;  // sequences per step: micro-batches of 2
+// The repository's f32 rule. Every stage adds its gradients in the single process's order, but
+// the tied embedding's two sums (the first stage's, the last's) meet in another order, and
+// AdamW turns the ~1e-7 differences of near-zero gradients (the attention's key bias) into
+// ~1e-6 differences of the values from the second step on.
+const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
+const nn::GptConfig kGpt{"gpt-pipe", 5, 2, 16, 12, 37};
+const optim::AdamWOptions kAdamW{.lr = 1e-2f, .weight_decay = 0.1f};
+
+struct Batch {
+  Tensor tokens, targets;  // (B, T) i32, (B * T,) i64
+};
+
+Batch batch_of_step(int step) {
+  std::mt19937 rng(100 + step);
+  std::uniform_int_distribution<int32_t> token(0, kGpt.vocabulary - 1);
+  std::vector<int32_t> tokens(kBatch * kGpt.context);
+  std::vector<int64_t> targets(tokens.size());
+  for (auto& t : tokens) t = token(rng);
+  for (auto& t : targets) t = token(rng);
+  return {Tensor::from_vector<int32_t>(tokens, {kBatch, kGpt.context}),
+          Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())})};
+}
+
+std::unique_ptr<nn::Gpt> make_gpt() {
+  std::mt19937 rng(11);
+  return std::make_unique<nn::Gpt>(kGpt, rng, Device::cpu());
+}
+
+using Values = std::map<std::string, std::vector<float>>;
+
+Values values_of(const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
+  Values out;
+  for (const auto& [name, p] : params) out[name] = p->value.to_vector<float>();
+  return out;
+}
+
+struct Trace {
+  std::vector<float> losses;
+  std::vector<Values> parameters;
+};
+
+// The whole model on this rank: each micro-batch's loss scaled by 1/m, gradients accumulated.
+Trace train_alone() {
+  auto gpt = make_gpt();
+  optim::AdamW adamw(gpt->state().parameters, kAdamW);
+  Trace trace;
+  const int64_t rows = kBatch / kMicroBatches;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch_of_step(step);
+    gpt->zero_grad();
+    float loss = 0;
+    for (int m = 0; m < kMicroBatches; ++m) {
+      const Tensor tokens = b.tokens.slice(m * rows, (m + 1) * rows);
+      const Tensor targets =
+          b.targets.slice(m * rows * kGpt.context, (m + 1) * rows * kGpt.context);
+      const Tensor logits = gpt->forward(tokens);
+      const Tensor flat = logits.view({targets.numel(), kGpt.vocabulary});
+      const CrossEntropyOutput out = softmax_cross_entropy(flat, targets);
+      loss += out.host_loss() / kMicroBatches;
+      gpt->backward(
+          softmax_cross_entropy_backward(out, targets, 0.0f, DType::kF32, 1.0f / kMicroBatches)
+              .view(logits.shape()));
+    }
+    adamw.step();
+    trace.losses.push_back(loss);
+    trace.parameters.push_back(values_of(gpt->state().parameters));
+  }
+  return trace;
+}
+
+Trace train_pipelined(const PipelineOptions& options) {
+  auto gpt = make_gpt();
+  PipelineParallel pipeline(*gpt, Communicator::world(), options);
+  optim::AdamW adamw(pipeline.stage().state().parameters, kAdamW);
+  Trace trace;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch_of_step(step);
+    pipeline.stage().zero_grad();
+    trace.losses.push_back(pipeline.forward_backward(b.tokens, b.targets));
+    adamw.step();
+    trace.parameters.push_back(values_of(pipeline.stage().state().parameters));
+  }
+  return trace;
+}
+
+void expect_same_training(const Trace& pipelined, const Trace& alone, const std::string& what) {
+  const int rank = Communicator::world()->rank();
+  for (int step = 0; step < kSteps; ++step) {
+    EXPECT_TRUE(testing::all_close({pipelined.losses[step]}, {alone.losses[step]}, kParity))
+        << what << ": loss of step " << step << " on rank " << rank << ": "
+        << pipelined.losses[step] << " against " << alone.losses[step];
+    ASSERT_FALSE(pipelined.parameters[step].empty());
+    for (const auto& [name, values] : pipelined.parameters[step]) {
+      EXPECT_TRUE(testing::all_close(values, alone.parameters[step].at(name), kParity))
+          << what << ": " << name << " after step " << step << " on rank " << rank;
+    }
+  }
+}
+
+TEST(PipelineParity, EveryScheduleTrainsAsOneProcess) {
+  Communicator::world()->set_timeout(30);  // a mismatched send or receive fails, not hangs
+  const Trace alone = train_alone();
+  for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+                        PipelineSchedule::kOneForwardOneBackward}) {
+    expect_same_training(train_pipelined({.schedule = schedule, .micro_batches = kMicroBatches}),
+                         alone, pipeline_schedule_name(schedule));
+  }
+  expect_same_training(train_pipelined({.schedule = PipelineSchedule::kOneForwardOneBackward,
+                                        .micro_batches = kMicroBatches,
+                                        .balance = "parameters"}),
+                       alone, "1f1b cut by parameters");
+}
+
+// Each stage holds the activations of at most as many micro-batches as its schedule lets it.
+TEST(PipelineParity, TimelinesFollowTheSchedules) {
+  auto gpt = make_gpt();
+  const auto world = Communicator::world();
+  const Batch b = batch_of_step(0);
+  for (auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneForwardOneBackward}) {
+    PipelineParallel pipeline(*gpt, world, {.schedule = schedule, .micro_batches = kMicroBatches});
+    pipeline.forward_backward(b.tokens, b.targets);
+    std::vector<PipelineAction> done;
+    for (const TimedAction& a : pipeline.timeline()) {
+      EXPECT_LE(a.start_s, a.end_s);
+      done.push_back(a.action);
+    }
+    EXPECT_EQ(done, schedule_actions(schedule, world->rank(), world->size(), kMicroBatches));
+    EXPECT_GE(pipeline.measured_bubble(), 0.0);
+    EXPECT_LT(pipeline.measured_bubble(), 1.0);
+  }
+}
+
+TEST(PipelineParity, BadShapesAreClearErrors) {
+  auto gpt = make_gpt();
+  PipelineParallel pipeline(*gpt, Communicator::world(), {.micro_batches = 3});
+  const Batch b = batch_of_step(0);
+  EXPECT_THROW(pipeline.forward_backward(b.tokens, b.targets), Error);  // 8 rows into 3
+  std::mt19937 rng(1);
+  nn::Gpt shallow({"shallow", 1, 2, 16, 12, 37}, rng, Device::cpu());
+  EXPECT_THROW(PipelineParallel(shallow, Communicator::world(), {}), Error);
+}
+
+}  // namespace
+}  // namespace course::parallel
