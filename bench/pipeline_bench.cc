@@ -1,0 +1,96 @@
+// Pipeline schedules measured against their formulas, side by side in one run:
+//   mpirun -np P bazel-bin/bench/pipeline_bench [micro-batch sequences]
+// gpt-tiny's blocks (4 x 128 channels, 64 tokens) cut into P stages train with the naive
+// schedule, GPipe and 1F1B for m = 1, 2, 4, 8 micro-batches; after a warm-up step, 3 steps are
+// timed. Each rank's bubble is 1 - (its forwards' and backwards' compute) / (its step); the
+// table gives the ranks' mean against (p - 1) / p (naive) and (p - 1) / (m + p - 1), and the
+// first stage's peak memory in the step with the micro-batches it held at once.
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+#include "common/nn/gpt.h"
+#include "common/parallel/ddp.h"
+#include "common/parallel/pipeline_parallel.h"
+#include "common/train/lab_main.h"
+
+namespace {
+
+using namespace course;
+
+constexpr int kTimedSteps = 3;
+
+struct Row {
+  double bubble = 0, step_seconds = 0, peak = 0;
+};
+
+Row measure(parallel::PipelineSchedule schedule, int micro_batches, int64_t sequences,
+            const std::shared_ptr<parallel::Communicator>& world) {
+  const nn::GptConfig config = nn::gpt_preset("gpt-tiny");
+  std::mt19937 rng(3);
+  nn::Gpt gpt(config, rng, Device::cpu());
+  parallel::PipelineParallel pipeline(gpt, world,
+                                      {.schedule = schedule, .micro_batches = micro_batches});
+  const int64_t batch = sequences * micro_batches;
+  std::vector<int32_t> tokens(batch * config.context);
+  std::vector<int64_t> targets(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((i * 7) % config.vocabulary);
+    targets[i] = static_cast<int64_t>((i * 5) % config.vocabulary);
+  }
+  const Tensor inputs = Tensor::from_vector<int32_t>(tokens, {batch, config.context});
+  const Tensor labels =
+      Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())});
+  CachingAllocator& allocator = device_allocator(Device::cpu());
+  Row row;
+  for (int step = 0; step <= kTimedSteps; ++step) {
+    world->barrier();
+    const int64_t before = allocator.stats().allocated;
+    allocator.reset_peak();
+    pipeline.stage().zero_grad();
+    pipeline.forward_backward(inputs, labels);
+    if (step == 0) continue;  // warm-up
+    row.bubble += pipeline.measured_bubble() / kTimedSteps;
+    row.step_seconds += pipeline.step_seconds() / kTimedSteps;
+    row.peak = static_cast<double>(allocator.stats().peak_allocated - before);
+  }
+  // The ranks' mean bubble and step; the first stage's peak.
+  const std::vector<float> sums = parallel::allreduce_sum(
+      {static_cast<float>(row.bubble), static_cast<float>(row.step_seconds)}, *world);
+  row.bubble = sums[0] / world->size();
+  row.step_seconds = sums[1] / world->size();
+  return row;
+}
+
+void run(int argc, char** argv) {
+  const int64_t sequences = argc > 1 ? std::atoll(argv[1]) : 2;
+  COURSE_CHECK(sequences >= 1, "micro-batch sequences must be at least 1");
+  const auto world = parallel::Communicator::world();
+  const int p = world->size();
+  const bool lead = world->rank() == 0;
+  if (lead) {
+    std::printf("gpt-tiny in %d stage(s), micro-batches of %lld x 64 tokens, %d steps timed\n", p,
+                static_cast<long long>(sequences), kTimedSteps);
+    std::printf("%-8s %3s %10s %10s %10s %12s %9s\n", "schedule", "m", "bubble", "formula",
+                "step ms", "peak MiB", "in flight");
+  }
+  measure(parallel::PipelineSchedule::kGpipe, 2, sequences, world);  // warm-up of the process
+  for (auto schedule : {parallel::PipelineSchedule::kNaive, parallel::PipelineSchedule::kGpipe,
+                        parallel::PipelineSchedule::kOneForwardOneBackward}) {
+    for (int m : {1, 2, 4, 8}) {
+      const Row row = measure(schedule, m, sequences, world);
+      if (!lead) continue;
+      std::printf("%-8s %3d %10.3f %10.3f %10.1f %12.2f %9d\n",
+                  parallel::pipeline_schedule_name(schedule).c_str(), m, row.bubble,
+                  parallel::bubble_fraction(schedule, p, m), row.step_seconds * 1e3,
+                  row.peak / 1048576.0,
+                  parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m)));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return course::train::lab_main([&] { run(argc, argv); });
+}
