@@ -83,6 +83,23 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--forward-prefetch", o.forward_prefetch,
                "start the next block's all-gather before this block's forward");
+  app.add_option("--pipeline-stages", o.pipeline_stages,
+                 "pipeline parallelism: the model's blocks cut into this many stages, one per "
+                 "rank; more ranks form data-parallel pipelines (world = dp x stages)")
+      ->capture_default_str();
+  app.add_option("--micro-batches", o.micro_batches,
+                 "pipeline: micro-batches of --batch-size windows per pipeline and step")
+      ->capture_default_str();
+  app.add_option("--schedule", o.schedule,
+                 "pipeline schedule: naive (one micro-batch at a time), gpipe (all forwards, "
+                 "then all backwards), 1f1b (one forward one backward)")
+      ->check(CLI::IsMember({"naive", "gpipe", "1f1b"}))
+      ->capture_default_str();
+  app.add_option("--pipeline-balance", o.pipeline_balance,
+                 "pipeline: cut the blocks evenly by layers, or by parameters (the embedding and "
+                 "output layer counted)")
+      ->check(CLI::IsMember({"layers", "parameters"}))
+      ->capture_default_str();
   app.add_option("--comm-timeout", o.comm_timeout,
                  "seconds a rank waits for the others before failing")
       ->capture_default_str();
@@ -126,6 +143,22 @@ void validate(const GptLabOptions& o) {
                  " updates each rank's shard on its own, which needs an element-wise optimizer "
                  "(adamw, sgd); ",
                  o.optimizer, "'s trust ratio spans whole parameters");
+  }
+  COURSE_CHECK(o.pipeline_stages >= 1 && o.micro_batches >= 1,
+               "--pipeline-stages and --micro-batches must be at least 1");
+  if (o.pipeline_stages > 1) {
+    COURSE_CHECK(o.sharding == "none" && o.param_dtype == "f32",
+                 "--pipeline-stages averages each stage's gradients over the pipelines; it does "
+                 "not combine with --sharding ",
+                 o.sharding, " or --param-dtype ", o.param_dtype);
+    COURSE_CHECK(o.accumulate == 1,
+                 "--pipeline-stages accumulates over its --micro-batches; "
+                 "leave --accumulate at 1");
+    COURSE_CHECK(!o.estimate_only && o.max_memory_mb == 0,
+                 "the memory estimate covers data parallelism; --pipeline-stages prints the "
+                 "micro-batches each stage holds instead (bench/pipeline_bench measures them)");
+    COURSE_CHECK(o.pipeline_stages <= config.layers, "--pipeline-stages ", o.pipeline_stages,
+                 " cuts ", o.model, "'s ", config.layers, " blocks into stages of none");
   }
   if (o.estimate_only) return;  // any preset: nothing is trained
   COURSE_CHECK(config.vocabulary == course::kByteVocabulary, o.model, " has a vocabulary of ",

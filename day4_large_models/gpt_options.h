@@ -1,7 +1,7 @@
 // The GPT lab's command line: the shared run flags (common/train/lab_flags.h, no image flags)
 // with language-model defaults, plus the text, the context, activation checkpointing, gradient
-// accumulation, data parallelism (DDP or sharded: ZeRO 1-3, FSDP's strategies), the memory
-// estimate and budget, and the generated sample.
+// accumulation, data parallelism (DDP or sharded: ZeRO 1-3, FSDP's strategies), pipeline
+// parallelism, the memory estimate and budget, and the generated sample.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +35,12 @@ struct GptLabOptions : course::train::TrainingFlags {
   int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
   bool cpu_offload = false;         // shards and the optimizer's step in host memory
   std::string param_dtype = "f32";  // sharded modes' gathered values (FSDP's mixed precision)
-  double comm_timeout = 300;        // seconds a rank waits for the others
-  int64_t sample_tokens = 300;      // generated after training (0: none)
+  int pipeline_stages = 1;          // > 1: pipeline parallelism, a stage per rank of the pp axis
+  int micro_batches = 4;            // of batch_size windows per pipeline and step
+  std::string schedule = "1f1b";    // naive, gpipe, 1f1b
+  std::string pipeline_balance = "layers";  // how blocks are cut: layers or parameters
+  double comm_timeout = 300;                // seconds a rank waits for the others
+  int64_t sample_tokens = 300;              // generated after training (0: none)
   std::string prompt = "\n";
   float temperature = 0.8f;
 };

@@ -17,6 +17,7 @@
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
 #include "day4_large_models/parallel_modes.h"
+#include "day4_large_models/pipeline_mode.h"
 
 namespace day4 {
 
@@ -73,33 +74,48 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const int64_t context = o.context > 0 ? o.context : config.context;
 
   const TokenSplit text = split_documents(load_fortunes(o.text_dir), o.val_fraction, o.seed);
+  const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
+  std::mt19937 rng(o.seed);
+  nn::Gpt model(config, rng, device, o.checkpoint_activations);
+  // Either data parallelism (DDP or sharded) over every rank, or pipelines of stages.
+  std::unique_ptr<PipelineMode> pipeline;
+  std::unique_ptr<parallel::DataParallelStep> data_parallel;
+  if (o.pipeline_stages > 1) {
+    pipeline = std::make_unique<PipelineMode>(model, comm, o);
+  } else {
+    data_parallel = make_data_parallel(model, comm, o);
+  }
+  const int data_rank = pipeline ? pipeline->data_rank() : comm->rank();
+  const int data_ranks = pipeline ? pipeline->data_ranks() : comm->size();
+  const int64_t windows_per_batch = o.batch_size * (pipeline ? o.micro_batches : 1);
+
   const TokenWindowOptions window_options{
-      .batch_size = o.batch_size, .context = context, .seed = o.seed};
-  TokenWindows train_windows(text.train, window_options, comm->rank(), comm->size());
+      .batch_size = windows_per_batch, .context = context, .seed = o.seed};
+  TokenWindows train_windows(text.train, window_options, data_rank, data_ranks);
   TokenWindowOptions val_options = window_options;
+  val_options.batch_size = o.batch_size;
   val_options.shuffle = false;
   const TokenWindows val_windows(text.val, val_options, comm->rank(), comm->size());
   const int64_t steps_per_epoch =
       o.steps_per_epoch > 0 ? o.steps_per_epoch : train_windows.batches();
-  const int64_t tokens_per_step = o.batch_size * context * comm->size() * o.accumulate;
+  const int64_t tokens_per_step = windows_per_batch * context * data_ranks * o.accumulate;
 
-  const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
-  std::mt19937 rng(o.seed);
-  nn::Gpt model(config, rng, device, o.checkpoint_activations);
-  const std::unique_ptr<parallel::DataParallelStep> data_parallel =
-      make_data_parallel(model, comm, o);
-  nn::Module& net = data_parallel->net();
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      data_parallel->optimized());
+      pipeline ? pipeline->optimized() : data_parallel->optimized());
   const int64_t total_steps = o.epochs * steps_per_epoch;
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
-  // A sharded run's checkpoint is a file per rank: its shards and its optimizer's state.
+  // A sharded or pipelined run's checkpoint is a file per rank: its shards or stage, and its
+  // optimizer's state.
   nlohmann::json identity = {{"model", o.model}, {"context", context}};
   std::function<train::NamedTensors()> rank_state;
-  if (data_parallel->shard_group_size() > 0) {
+  if (pipeline) {
+    identity["pipeline_stages"] = o.pipeline_stages;
+    identity["pipeline_balance"] = o.pipeline_balance;
+    rank_state = [&] { return train::sharded_training_state(pipeline->optimized(), *optimizer); };
+  } else if (data_parallel->shard_group_size() > 0) {
     identity["sharding"] = o.sharding;
     identity["shard_group_size"] = data_parallel->shard_group_size();
     rank_state = [&] {
@@ -112,13 +128,31 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     train_windows.set_epoch(epoch);
     next_window_batch = first_batch;
   };
+  const auto next_batch = [&] {
+    return next_token_batch(train_windows.batch(next_window_batch++ % train_windows.batches()),
+                            device);
+  };
   hooks.step = [&](train::StepPhases& phases) {
+    if (pipeline) {
+      phases.start(train::Phase::kLoad);
+      const NextTokenBatch batch = next_batch();
+      phases.start(train::Phase::kPipeline);
+      pipeline->zero_grad();
+      Tensor loss;
+      {
+        nn::Autocast autocast(o.amp_dtype, o.amp);
+        loss = pipeline->forward_backward(batch, device);
+      }
+      phases.start(train::Phase::kOptimizer);
+      optimizer->step();
+      return loss;
+    }
     // Micro-batches add into the gradients; DDP reduces only after the last one.
+    nn::Module& net = data_parallel->net();
     Tensor loss = zeros({1}, DType::kF32, device);
     for (int64_t micro = 0; micro < o.accumulate; ++micro) {
       phases.start(train::Phase::kLoad);
-      const NextTokenBatch batch = next_token_batch(
-          train_windows.batch(next_window_batch++ % train_windows.batches()), device);
+      const NextTokenBatch batch = next_batch();
       phases.start(train::Phase::kForward);
       if (micro == 0) net.zero_grad();
       data_parallel->set_sync(micro + 1 == o.accumulate);
@@ -135,7 +169,14 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     data_parallel->after_step();
     return loss;
   };
-  hooks.validate = [&] { return validate_text(net, val_windows, device, o); };
+  // The model validation and sampling run: a pipeline's stages gathered into every rank's whole
+  // model first; the data-parallel wrapper (which gathers a sharded model's blocks itself).
+  const auto whole_model = [&]() -> nn::Module& {
+    if (!pipeline) return data_parallel->net();
+    pipeline->gather_model();
+    return model;
+  };
+  hooks.validate = [&] { return validate_text(whole_model(), val_windows, device, o); };
   hooks.profiled = [](int64_t step) { return step >= 2 && step < 14; };
   train::TrainingLoop loop(o,
                            {.device = device,
@@ -151,21 +192,22 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                            hooks);
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.
-  if (!o.resume.empty()) data_parallel->after_step();
+  if (!o.resume.empty() && data_parallel) data_parallel->after_step();
 
   GptLabResult result;
   result.unigram_entropy = unigram_entropy(text.val);
   if (lead) {
-    print_memory_estimate(o, comm->size());
+    if (data_parallel) print_memory_estimate(o, comm->size());
     std::printf(
         "training %s (%.2fM parameters%s) on %s, %s: %lld training and %lld validation tokens, "
-        "batch %lld x %lld tokens per rank and micro-batch, %lld micro-batch(es) per step, %lld "
-        "steps per epoch, %s\n",
+        "batch %lld x %lld tokens per micro-batch, %lld micro-batch(es) per step, %lld steps per "
+        "epoch, %s\n",
         o.model.c_str(), nn::gpt_parameter_count(config) / 1e6,
         o.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
-        data_parallel->describe().c_str(), static_cast<long long>(text.train.numel()),
-        static_cast<long long>(text.val.numel()), static_cast<long long>(o.batch_size),
-        static_cast<long long>(context), static_cast<long long>(o.accumulate),
+        (pipeline ? pipeline->describe() : data_parallel->describe()).c_str(),
+        static_cast<long long>(text.train.numel()), static_cast<long long>(text.val.numel()),
+        static_cast<long long>(o.batch_size), static_cast<long long>(context),
+        static_cast<long long>(pipeline ? o.micro_batches : o.accumulate),
         static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
     std::fflush(stdout);
   }
@@ -176,11 +218,15 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   result.val_loss = run.test_loss;
   result.timing = run.timing;
   if (lead && run.steps > 0 && comm->size() > 1) {
-    std::printf("communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
-                comm->traffic().bytes / run.steps / 1048576.0,
-                data_parallel->exposed_communication_seconds() * 1e3 / run.steps);
+    std::printf(
+        "communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
+        (pipeline ? pipeline->step_bytes_sent() : comm->traffic().bytes) / run.steps / 1048576.0,
+        (pipeline ? pipeline->exposed_communication_seconds()
+                  : data_parallel->exposed_communication_seconds()) *
+            1e3 / run.steps);
   }
-  if (lead && run.steps > 0) {
+  if (pipeline) pipeline->print_measured_bubbles();
+  if (lead && run.steps > 0 && data_parallel) {
     print_measured_against_estimate(o, comm->size(), device, run.timing.max_memory_allocated,
                                     resident);
   }
@@ -192,7 +238,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     const Tensor prompt = encode_bytes(o.prompt);
     // Every rank samples the same tokens: the sharded modes gather parameters collectively.
     const std::vector<int32_t> tokens =
-        nn::generate(net, config, device, prompt.to_vector<int32_t>(),
+        nn::generate(whole_model(), config, device, prompt.to_vector<int32_t>(),
                      {.tokens = o.sample_tokens, .temperature = o.temperature, .seed = o.seed});
     result.sample = decode_bytes(tokens);
     if (lead) std::printf("sample (temperature %.2f):\n%s\n", o.temperature, result.sample.c_str());

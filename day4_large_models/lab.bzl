@@ -6,11 +6,12 @@ def day4_lab(check_tags = []):
     day_lab(
         day = "day4_large_models",
         exercises = "exercises.cc",
-        srcs = ["gpt_options.cc", "gpt_trainer.cc", "memory_report.cc", "parallel_modes.cc"],
+        srcs = ["gpt_options.cc", "gpt_trainer.cc", "memory_report.cc", "parallel_modes.cc", "pipeline_mode.cc"],
         deps = [
             "//common/parallel",
             "//common/parallel:ddp",
             "//common/parallel:memory_estimate",
+            "//common/parallel:pipeline",
             "//common/parallel:sharded",
         ],
         check_tags = check_tags,

@@ -84,7 +84,8 @@ std::vector<nn::StageBounds> split_stages(const nn::GptConfig& config, int stage
 
 PipelineParallel::PipelineParallel(nn::Gpt& gpt, std::shared_ptr<Communicator> pp,
                                    const PipelineOptions& options)
-    : pp_(std::move(pp)),
+    : gpt_(gpt),
+      pp_(std::move(pp)),
       options_(options),
       stage_(gpt, split_stages(gpt.config(), pp_->size(), options.balance).at(pp_->rank())),
       channels_(gpt.config().channels) {
@@ -187,6 +188,19 @@ void PipelineParallel::add_tied_embedding_gradients() {
   nn::Parameter* table = stage_.token_embedding();
   if (!embedding_group_ || !table) return;
   embedding_group_->allreduce(table->grad)->wait();
+}
+
+void PipelineParallel::gather_model() {
+  const std::vector<nn::StageBounds> stages =
+      split_stages(gpt_.config(), pp_->size(), options_.balance);
+  for (int s = 0; s < pp_->size(); ++s) {
+    nn::GptStage stage(gpt_, stages[s]);
+    const bool table_copy = stages[s].head && !stages[s].embedding;  // the first stage's table
+    for (nn::Parameter* parameter : stage.parameters()) {
+      if (table_copy && parameter == stage.token_embedding()) continue;
+      pp_->broadcast(parameter->value, s)->wait();
+    }
+  }
 }
 
 double PipelineParallel::measured_bubble() const {

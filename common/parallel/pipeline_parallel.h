@@ -57,6 +57,11 @@ class PipelineParallel {
   // loss, on every stage.
   float forward_backward(const Tensor& tokens, const Tensor& targets);
 
+  // Collective over the pipeline: every rank's Gpt receives the current values of every stage's
+  // parameters (each broadcast from the stage that trains it), so any rank can validate or
+  // sample with the whole model. The stage keeps training its own layers afterwards.
+  void gather_model();
+
   // The last step's actions, and its length (seconds, from its start to its last send).
   const std::vector<TimedAction>& timeline() const { return timeline_; }
   double step_seconds() const { return step_seconds_; }
@@ -71,6 +76,7 @@ class PipelineParallel {
   void record(PipelineAction action, std::chrono::steady_clock::time_point start);
   void add_tied_embedding_gradients();
 
+  nn::Gpt& gpt_;
   std::shared_ptr<Communicator> pp_;
   std::shared_ptr<Communicator> embedding_group_;  // the first and the last stage
   PipelineOptions options_;

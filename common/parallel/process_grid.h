@@ -31,11 +31,11 @@ class ProcessGrid {
 
   const GridShape& shape() const { return shape_; }
   const GridCoordinates& coordinates() const { return at_; }
-  Communicator& world() const { return *world_; }
+  const std::shared_ptr<Communicator>& world() const { return world_; }
   // The ranks that differ from this one along one axis only; their rank() is the coordinate.
-  Communicator& dp() const { return *dp_; }
-  Communicator& tp() const { return *tp_; }
-  Communicator& pp() const { return *pp_; }
+  const std::shared_ptr<Communicator>& dp() const { return dp_; }
+  const std::shared_ptr<Communicator>& tp() const { return tp_; }
+  const std::shared_ptr<Communicator>& pp() const { return pp_; }
 
   // World rank of the grid point.
   int world_rank(const GridCoordinates& at) const;

@@ -9,7 +9,8 @@
 namespace course::train {
 
 const char* phase_name(Phase phase) {
-  static const char* names[] = {"load", "forward", "backward", "optimizer", "graph replay"};
+  static const char* names[] = {"load",      "forward",      "backward",
+                                "optimizer", "graph replay", "pipeline"};
   return names[static_cast<int>(phase)];
 }
 

@@ -13,9 +13,10 @@
 
 namespace course::train {
 
-// kGraphReplay is forward, backward and optimizer replayed as one captured graph.
-enum class Phase { kLoad, kForward, kBackward, kOptimizer, kGraphReplay };
-inline constexpr int kPhases = 5;
+// kGraphReplay is forward, backward and optimizer replayed as one captured graph; kPipeline a
+// pipeline stage's forwards and backwards of every micro-batch, interleaved by its schedule.
+enum class Phase { kLoad, kForward, kBackward, kOptimizer, kGraphReplay, kPipeline };
+inline constexpr int kPhases = 6;
 const char* phase_name(Phase phase);
 
 struct ChronometerReport {

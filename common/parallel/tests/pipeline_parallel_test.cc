@@ -2,7 +2,8 @@
 // trains 3 AdamW steps of 4 micro-batches with every schedule, and with the cut by parameters;
 // every rank also trains the whole model alone, accumulating the same micro-batches in the same
 // order. After each step the losses agree and each stage's parameters equal the single
-// process's of the same name, the last stage's copy of the tied token embedding included.
+// process's of the same name, the last stage's copy of the tied token embedding included; at the
+// end every rank's gathered model is the single process's.
 #include "common/parallel/pipeline_parallel.h"
 
 #include <gtest/gtest.h>
@@ -57,7 +58,8 @@ Values values_of(const std::vector<std::pair<std::string, nn::Parameter*>>& para
 
 struct Trace {
   std::vector<float> losses;
-  std::vector<Values> parameters;
+  std::vector<Values> parameters;  // the stage's (alone: the whole model's) after each step
+  Values gathered;                 // pipelined: the whole model after gather_model()
 };
 
 // The whole model on this rank: each micro-batch's loss scaled by 1/m, gradients accumulated.
@@ -101,11 +103,18 @@ Trace train_pipelined(const PipelineOptions& options) {
     adamw.step();
     trace.parameters.push_back(values_of(pipeline.stage().state().parameters));
   }
+  pipeline.gather_model();
+  trace.gathered = values_of(gpt->state().parameters);
   return trace;
 }
 
 void expect_same_training(const Trace& pipelined, const Trace& alone, const std::string& what) {
   const int rank = Communicator::world()->rank();
+  EXPECT_EQ(pipelined.gathered.size(), alone.parameters.back().size());
+  for (const auto& [name, values] : pipelined.gathered) {
+    EXPECT_TRUE(testing::all_close(values, alone.parameters.back().at(name), kParity))
+        << what << ": " << name << " of the gathered model on rank " << rank;
+  }
   for (int step = 0; step < kSteps; ++step) {
     EXPECT_TRUE(testing::all_close({pipelined.losses[step]}, {alone.losses[step]}, kParity))
         << what << ": loss of step " << step << " on rank " << rank << ": "

@@ -38,12 +38,12 @@ TEST(ProcessGrid, EveryFactorisationGivesTheAxesOfTheLayout) {
     const ProcessGrid grid(world, shape);
     const GridCoordinates at = grid.coordinates();
     EXPECT_EQ(grid.world_rank(at), r);
-    EXPECT_EQ(grid.tp().size(), shape.tp);
-    EXPECT_EQ(grid.dp().size(), shape.dp);
-    EXPECT_EQ(grid.pp().size(), shape.pp);
-    EXPECT_EQ(grid.tp().rank(), at.tp);
-    EXPECT_EQ(grid.dp().rank(), at.dp);
-    EXPECT_EQ(grid.pp().rank(), at.pp);
+    EXPECT_EQ(grid.tp()->size(), shape.tp);
+    EXPECT_EQ(grid.dp()->size(), shape.dp);
+    EXPECT_EQ(grid.pp()->size(), shape.pp);
+    EXPECT_EQ(grid.tp()->rank(), at.tp);
+    EXPECT_EQ(grid.dp()->rank(), at.dp);
+    EXPECT_EQ(grid.pp()->rank(), at.pp);
     // The expected members of each axis, from the layout formula.
     int64_t tp_sum = 0, dp_sum = 0, pp_sum = 0, tp_max = 0, dp_max = 0, pp_max = 0;
     for (int i = 0; i < shape.tp; ++i) {
@@ -61,9 +61,9 @@ TEST(ProcessGrid, EveryFactorisationGivesTheAxesOfTheLayout) {
       pp_sum += w;
       pp_max = std::max<int64_t>(pp_max, w);
     }
-    EXPECT_EQ(sum_and_max(grid.tp(), r), std::make_pair(tp_sum, tp_max));
-    EXPECT_EQ(sum_and_max(grid.dp(), r), std::make_pair(dp_sum, dp_max));
-    EXPECT_EQ(sum_and_max(grid.pp(), r), std::make_pair(pp_sum, pp_max));
+    EXPECT_EQ(sum_and_max(*grid.tp(), r), std::make_pair(tp_sum, tp_max));
+    EXPECT_EQ(sum_and_max(*grid.dp(), r), std::make_pair(dp_sum, dp_max));
+    EXPECT_EQ(sum_and_max(*grid.pp(), r), std::make_pair(pp_sum, pp_max));
     // Tensor parallelism is innermost: its ranks are consecutive.
     EXPECT_EQ(tp_sum, int64_t{shape.tp} * (2 * (r - at.tp) + shape.tp - 1) / 2);
     EXPECT_EQ(grid.first_stage(), at.pp == 0);
@@ -79,8 +79,8 @@ TEST(ProcessGrid, PipelineNeighboursExchangeOverThePipelineAxis) {
   Tensor mine = Tensor::from_vector<int32_t>({grid.coordinates().pp}, {1});
   Tensor from_previous = Tensor::from_vector<int32_t>({-5}, {1});
   WorkPtr received, sent;
-  if (!grid.first_stage()) received = grid.pp().recv(from_previous, grid.previous_stage());
-  if (!grid.last_stage()) sent = grid.pp().send(mine, grid.next_stage());
+  if (!grid.first_stage()) received = grid.pp()->recv(from_previous, grid.previous_stage());
+  if (!grid.last_stage()) sent = grid.pp()->send(mine, grid.next_stage());
   if (received) received->wait();
   if (sent) sent->wait();
   EXPECT_EQ(from_previous.to_vector<int32_t>()[0],

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The GPT lab's pipeline parallelism as a trainee runs it: on 2 and 4 ranks every schedule and
+# both cuts train as one process accumulating the same micro-batches (the same training loss and
+# the same sample from the gathered model), 2 pipelines of 2 stages on 4 ranks, the measured
+# bubble of every stage, one trace with every rank's forwards and backwards, a checkpoint file
+# per stage resumed as the single process resumes, and bad combinations refused with one message.
+# (The exact parity, parameter by parameter, is common/parallel/tests/pipeline_parallel_test's.)
+set -uo pipefail
+source "$1"  # expect
+lab=$2
+
+text="$TEST_TMPDIR/text"
+mkdir -p "$text"
+for i in $(seq 1 60); do
+  printf 'The quick brown fox %d jumps over the lazy dog.\n%%\n' "$i" >>"$text/quips"
+done
+run=(--text-dir "$text" --context 16 --no-progress --device cpu --val-fraction 0.2
+  --batch-size 2 --steps-per-epoch 4 --sample-tokens 12)
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+# The training loss and the sample (validation is dealt over the ranks, so its loss differs).
+ending() {
+  local out
+  out=$("$@" 2>&1)
+  grep -ao "train loss [0-9.]*" <<<"$out"
+  grep -a -A2 "^sample" <<<"$out"
+}
+
+alone=$(ending "$lab" "${run[@]}" --accumulate 4)
+for case in "2 --schedule naive" "2 --schedule gpipe" "2 --schedule 1f1b" \
+  "4 --schedule 1f1b --pipeline-balance parameters" "3 --schedule gpipe"; do
+  read -r ranks flags <<<"$case"
+  # shellcheck disable=SC2086
+  got=$(ending "${mpirun[@]}" -np "$ranks" "$lab" "${run[@]}" --pipeline-stages "$ranks" $flags)
+  if [[ -z $alone || $got != "$alone" ]]; then
+    echo "FAILED: $ranks stages with $flags train otherwise than one process accumulating:"
+    echo "one process: $alone"
+    echo "pipeline: $got"
+    exit 1
+  fi
+  echo "ok: $ranks stages, $flags: $(head -1 <<<"$got")"
+done
+
+out=$("${mpirun[@]}" -np 4 "$lab" "${run[@]}" --pipeline-stages 2 --schedule gpipe 2>&1)
+for line in "2-stage pipeline \(gpipe, 4 micro-batches, cut by layers\) x 2 data-parallel pipelines" \
+  "formula \(p-1\)/\(m\+p-1\) 0\.200" \
+  "stage 0: 0\.[0-9]+ measured, at most 4 micro-batch\(es\) of activations held" \
+  "stage 1: 0\.[0-9]+ measured, at most 4 micro-batch\(es\) of activations held"; do
+  if ! grep -qE -- "$line" <<<"$out"; then
+    echo "FAILED: 2 pipelines of 2 stages on 4 ranks do not print '$line':"
+    echo "$out"
+    exit 1
+  fi
+done
+echo "ok: 2 pipelines of 2 stages on 4 ranks, GPipe's bubble measured on both stages"
+expect 0 "at most 2 micro-batch(es) of activations held" "${mpirun[@]}" -np 2 "$lab" \
+  "${run[@]}" --pipeline-stages 2 --schedule 1f1b
+
+# --profile: one trace with both stages' forwards and backwards of micro-batch 0.
+expect 0 "events per rank written to" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" \
+  --pipeline-stages 2 --test --test-nsteps 3 --profile "$TEST_TMPDIR/pipeline.json"
+for event in 'F0","ph":"X"' 'B0","ph":"X"'; do
+  ranks_seen=$(grep -oE "\"name\":\"$event,\"pid\":[0-9]+" "$TEST_TMPDIR/pipeline.json" |
+    sed 's/.*pid"://' | sort -u | tr '\n' ' ')
+  if [[ $ranks_seen != "0 1 " ]]; then
+    echo "FAILED: the pipeline trace has $event for ranks '$ranks_seen', not for ranks 0 and 1"
+    exit 1
+  fi
+done
+echo "ok: the pipeline trace shows both stages' forwards and backwards"
+
+# A checkpoint file per stage: one epoch saved, resumed to two, ends as one process does.
+resumed() {
+  local name=$1
+  shift
+  "$@" --epochs 1 --chkpt "$TEST_TMPDIR/$name.ckpt" >/dev/null 2>&1
+  ending "$@" --epochs 2 --resume "$TEST_TMPDIR/$name.ckpt"
+}
+alone_resumed=$(resumed alone "$lab" "${run[@]}" --accumulate 4)
+piped_resumed=$(resumed piped "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-stages 2)
+if [[ -z $alone_resumed || $piped_resumed != "$alone_resumed" ||
+  ! -f $TEST_TMPDIR/piped.ckpt.rank1-of-2 ]]; then
+  echo "FAILED: 2 stages resumed from their checkpoint files end otherwise than one process:"
+  echo "one process: $alone_resumed"
+  echo "pipeline: $piped_resumed"
+  exit 1
+fi
+echo "ok: 2 stages, a checkpoint file per stage, resumed as one process: $(head -1 <<<"$piped_resumed")"
+expect 1 "pipeline_balance" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-stages 2 \
+  --pipeline-balance parameters --epochs 2 --resume "$TEST_TMPDIR/piped.ckpt"
+
+expect 1 "error: --pipeline-stages 2 does not divide the 3 ranks of this run into pipelines" \
+  "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --pipeline-stages 2
+expect 1 "error: --pipeline-stages 5 cuts gpt-tiny's 4 blocks into stages of none" "$lab" \
+  "${run[@]}" --pipeline-stages 5
+expect 1 "error: --pipeline-stages averages each stage's gradients over the pipelines" "$lab" \
+  "${run[@]}" --pipeline-stages 2 --sharding zero3
+expect 1 "error: --pipeline-stages accumulates over its --micro-batches" "$lab" "${run[@]}" \
+  --pipeline-stages 2 --accumulate 2
+expect 1 "error: the memory estimate covers data parallelism" "$lab" "${run[@]}" \
+  --pipeline-stages 2 --estimate-only
+expect 1 "error: --pipeline-stages and --micro-batches must be at least 1" "$lab" "${run[@]}" \
+  --micro-batches 0
+expect 105 "--schedule" "$lab" "${run[@]}" --pipeline-stages 2 --schedule zigzag

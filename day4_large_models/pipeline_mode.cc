@@ -1,0 +1,102 @@
+// The lab's pipelines: the grid, a step through the stage, the average over pipelines, and the
+// measured bubbles.
+#include "day4_large_models/pipeline_mode.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "common/kernels/elementwise.h"
+#include "common/nn/autocast.h"
+
+namespace day4 {
+
+using namespace course;
+
+namespace {
+
+parallel::GridShape pipeline_grid(const parallel::Communicator& world, int stages) {
+  COURSE_CHECK(world.size() % stages == 0, "--pipeline-stages ", stages, " does not divide the ",
+               world.size(), " ranks of this run into pipelines (start it with mpirun -np ", stages,
+               " or a multiple)");
+  return {.dp = world.size() / stages, .tp = 1, .pp = stages};
+}
+
+}  // namespace
+
+PipelineMode::PipelineMode(nn::Gpt& model, std::shared_ptr<parallel::Communicator> world,
+                           const GptLabOptions& o)
+    : grid_(world, pipeline_grid(*world, o.pipeline_stages)),
+      pipeline_(model, grid_.pp(),
+                {.schedule = parallel::parse_pipeline_schedule(o.schedule),
+                 .micro_batches = o.micro_batches,
+                 .balance = o.pipeline_balance}) {}
+
+std::vector<std::pair<std::string, nn::Parameter*>> PipelineMode::optimized() {
+  return pipeline_.stage().state().parameters;
+}
+
+Tensor PipelineMode::forward_backward(const NextTokenBatch& batch, Device device) {
+  const auto bytes_sent = [&] { return grid_.pp()->traffic().bytes + grid_.dp()->traffic().bytes; };
+  const double bytes_before = bytes_sent();
+  const float loss = pipeline_.forward_backward(batch.inputs, batch.targets);
+  if (steps_++ > 0) {
+    step_seconds_ += pipeline_.step_seconds();
+    for (const parallel::TimedAction& a : pipeline_.timeline()) {
+      compute_seconds_ += a.end_s - a.start_s;
+    }
+  }
+  average_over_pipelines();
+  step_bytes_sent_ += bytes_sent() - bytes_before;
+  return Tensor::from_vector<float>({loss}, {1}).to(device);
+}
+
+void PipelineMode::average_over_pipelines() {
+  parallel::Communicator& dp = *grid_.dp();
+  if (dp.size() == 1) return;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<nn::Parameter*> parameters = pipeline_.stage().parameters();
+  std::vector<parallel::WorkPtr> sums;
+  for (nn::Parameter* p : parameters) sums.push_back(dp.allreduce(p->grad));
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    sums[i]->wait();
+    scale_(parameters[i]->grad, 1.0f / static_cast<float>(dp.size()));
+  }
+  averaging_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string PipelineMode::describe() const {
+  const parallel::PipelineOptions& p = pipeline_.options();
+  std::string text = std::to_string(grid_.shape().pp) + "-stage pipeline (" +
+                     parallel::pipeline_schedule_name(p.schedule) + ", " +
+                     std::to_string(p.micro_batches) + " micro-batches, cut by " + p.balance + ")";
+  if (grid_.shape().dp > 1) {
+    text += " x " + std::to_string(grid_.shape().dp) + " data-parallel pipelines";
+  }
+  return text;
+}
+
+void PipelineMode::print_measured_bubbles() {
+  parallel::Communicator& world = *grid_.world();
+  const float bubble = step_seconds_ > 0 ? 1.0f - compute_seconds_ / step_seconds_ : -1.0f;
+  const Tensor mine = Tensor::from_vector<float>({bubble}, {1});
+  Tensor all = Tensor::empty({world.size()}, DType::kF32, Device::cpu());
+  world.all_gather(mine, all)->wait();
+  if (world.rank() != 0 || steps_ < 2) return;
+  const parallel::PipelineOptions& p = pipeline_.options();
+  const int stages = grid_.shape().pp;
+  std::printf(
+      "pipeline bubble (idle share of a step, %lld steps after the first; formula %s %.3f):\n",
+      static_cast<long long>(steps_ - 1),
+      p.schedule == parallel::PipelineSchedule::kNaive ? "(p-1)/p" : "(p-1)/(m+p-1)",
+      parallel::bubble_fraction(p.schedule, stages, p.micro_batches));
+  const std::vector<float> bubbles = all.to_vector<float>();
+  for (int s = 0; s < stages; ++s) {
+    const int in_flight = parallel::micro_batches_in_flight(
+        parallel::schedule_actions(p.schedule, s, stages, p.micro_batches));
+    std::printf("  stage %d: %.3f measured, at most %d micro-batch(es) of activations held\n", s,
+                bubbles[grid_.world_rank({.dp = 0, .tp = 0, .pp = s})], in_flight);
+  }
+}
+
+}  // namespace day4
