@@ -1,13 +1,16 @@
 // Pipeline schedules measured against their formulas, side by side in one run:
 //   mpirun -np P bazel-bin/bench/pipeline_bench [micro-batch sequences]
 // gpt-tiny's blocks (4 x 128 channels, 64 tokens) cut into P stages train with the naive
-// schedule, GPipe and 1F1B for m = 1, 2, 4, 8 micro-batches; after a warm-up step, 3 steps are
-// timed. Each rank's bubble is 1 - (its forwards' and backwards' compute) / (its step); the
-// table gives the ranks' mean against (p - 1) / p (naive) and (p - 1) / (m + p - 1), and the
-// first stage's peak memory in the step with the micro-batches it held at once.
+// schedule, GPipe, 1F1B and (on 2 ranks: 2 chunks each) interleaved 1F1B for m = 1, 2, 4, 8
+// micro-batches; after a warm-up step, 3 steps are timed. Each rank's bubble is 1 - (its
+// forwards' and backwards' compute) / (its step); the table gives the ranks' mean against
+// (p - 1) / p (naive), (p - 1) / (m + p - 1) and (p - 1) / (v m + p - 1) (interleaved), and the
+// first stage's peak memory in the step with the activations it held at once (interleaved: of
+// one chunk each).
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 
 #include "common/nn/gpt.h"
 #include "common/parallel/ddp.h"
@@ -24,13 +27,14 @@ struct Row {
   double bubble = 0, step_seconds = 0, peak = 0;
 };
 
-Row measure(parallel::PipelineSchedule schedule, int micro_batches, int64_t sequences,
-            const std::shared_ptr<parallel::Communicator>& world) {
+Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_stages,
+            int64_t sequences, const std::shared_ptr<parallel::Communicator>& world) {
   const nn::GptConfig config = nn::gpt_preset("gpt-tiny");
   std::mt19937 rng(3);
   nn::Gpt gpt(config, rng, Device::cpu());
-  parallel::PipelineParallel pipeline(gpt, world,
-                                      {.schedule = schedule, .micro_batches = micro_batches});
+  parallel::PipelineParallel pipeline(
+      gpt, world,
+      {.schedule = schedule, .micro_batches = micro_batches, .virtual_stages = virtual_stages});
   const int64_t batch = sequences * micro_batches;
   std::vector<int32_t> tokens(batch * config.context);
   std::vector<int64_t> targets(tokens.size());
@@ -47,7 +51,7 @@ Row measure(parallel::PipelineSchedule schedule, int micro_batches, int64_t sequ
     world->barrier();
     const int64_t before = allocator.stats().allocated;
     allocator.reset_peak();
-    pipeline.stage().zero_grad();
+    pipeline.zero_grad();
     pipeline.forward_backward(inputs, labels);
     if (step == 0) continue;  // warm-up
     row.bubble += pipeline.measured_bubble() / kTimedSteps;
@@ -71,20 +75,28 @@ void run(int argc, char** argv) {
   if (lead) {
     std::printf("gpt-tiny in %d stage(s), micro-batches of %lld x 64 tokens, %d steps timed\n", p,
                 static_cast<long long>(sequences), kTimedSteps);
-    std::printf("%-8s %3s %10s %10s %10s %12s %9s\n", "schedule", "m", "bubble", "formula",
+    std::printf("%-14s %3s %10s %10s %10s %12s %9s\n", "schedule", "m", "bubble", "formula",
                 "step ms", "peak MiB", "in flight");
   }
-  measure(parallel::PipelineSchedule::kGpipe, 2, sequences, world);  // warm-up of the process
+  measure(parallel::PipelineSchedule::kGpipe, 2, 1, sequences, world);  // warm-up of the process
+  const int chunks = 4 / p;  // gpt-tiny's 4 blocks: interleaved where a rank gets 2 or more
   for (auto schedule : {parallel::PipelineSchedule::kNaive, parallel::PipelineSchedule::kGpipe,
-                        parallel::PipelineSchedule::kOneForwardOneBackward}) {
+                        parallel::PipelineSchedule::kOneForwardOneBackward,
+                        parallel::PipelineSchedule::kInterleaved}) {
+    const bool interleaved = schedule == parallel::PipelineSchedule::kInterleaved;
+    if (interleaved && chunks < 2) continue;
+    const int v = interleaved ? chunks : 1;
     for (int m : {1, 2, 4, 8}) {
-      const Row row = measure(schedule, m, sequences, world);
+      if (interleaved && m % p != 0) continue;
+      const Row row = measure(schedule, m, v, sequences, world);
       if (!lead) continue;
-      std::printf("%-8s %3d %10.3f %10.3f %10.1f %12.2f %9d\n",
-                  parallel::pipeline_schedule_name(schedule).c_str(), m, row.bubble,
-                  parallel::bubble_fraction(schedule, p, m), row.step_seconds * 1e3,
-                  row.peak / 1048576.0,
-                  parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m)));
+      const std::string name = parallel::pipeline_schedule_name(schedule) +
+                               (interleaved ? " v=" + std::to_string(v) : "");
+      std::printf(
+          "%-14s %3d %10.3f %10.3f %10.1f %12.2f %9d\n", name.c_str(), m, row.bubble,
+          parallel::bubble_fraction(schedule, p, m, v), row.step_seconds * 1e3,
+          row.peak / 1048576.0,
+          parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m, v)));
     }
   }
 }

@@ -92,8 +92,13 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--schedule", o.schedule,
                  "pipeline schedule: naive (one micro-batch at a time), gpipe (all forwards, "
-                 "then all backwards), 1f1b (one forward one backward)")
-      ->check(CLI::IsMember({"naive", "gpipe", "1f1b"}))
+                 "then all backwards), 1f1b (one forward one backward), interleaved (1F1B over "
+                 "--virtual-stages chunks per rank)")
+      ->check(CLI::IsMember({"naive", "gpipe", "1f1b", "interleaved"}))
+      ->capture_default_str();
+  app.add_option("--virtual-stages", o.virtual_stages,
+                 "interleaved schedule: model chunks per rank (the model is cut into stages x "
+                 "this; micro-batches must be a multiple of the stages)")
       ->capture_default_str();
   app.add_option("--pipeline-balance", o.pipeline_balance,
                  "pipeline: cut the blocks evenly by layers, or by parameters (the embedding and "
@@ -144,8 +149,12 @@ void validate(const GptLabOptions& o) {
                  "(adamw, sgd); ",
                  o.optimizer, "'s trust ratio spans whole parameters");
   }
-  COURSE_CHECK(o.pipeline_stages >= 1 && o.micro_batches >= 1,
-               "--pipeline-stages and --micro-batches must be at least 1");
+  COURSE_CHECK(o.pipeline_stages >= 1 && o.micro_batches >= 1 && o.virtual_stages >= 1,
+               "--pipeline-stages, --micro-batches and --virtual-stages must be at least 1");
+  COURSE_CHECK((o.schedule == "interleaved") == (o.virtual_stages > 1),
+               "--schedule interleaved runs 2 or more --virtual-stages per rank; the other "
+               "schedules one (got --schedule ",
+               o.schedule, " --virtual-stages ", o.virtual_stages, ")");
   if (o.pipeline_stages > 1) {
     COURSE_CHECK(o.sharding == "none" && o.param_dtype == "f32",
                  "--pipeline-stages averages each stage's gradients over the pipelines; it does "
@@ -157,8 +166,9 @@ void validate(const GptLabOptions& o) {
     COURSE_CHECK(!o.estimate_only && o.max_memory_mb == 0,
                  "the memory estimate covers data parallelism; --pipeline-stages prints the "
                  "micro-batches each stage holds instead (bench/pipeline_bench measures them)");
-    COURSE_CHECK(o.pipeline_stages <= config.layers, "--pipeline-stages ", o.pipeline_stages,
-                 " cuts ", o.model, "'s ", config.layers, " blocks into stages of none");
+    COURSE_CHECK(o.pipeline_stages * o.virtual_stages <= config.layers, "--pipeline-stages ",
+                 o.pipeline_stages, " x --virtual-stages ", o.virtual_stages, " cuts ", o.model,
+                 "'s ", config.layers, " blocks into stages of none");
   }
   if (o.estimate_only) return;  // any preset: nothing is trained
   COURSE_CHECK(config.vocabulary == course::kByteVocabulary, o.model, " has a vocabulary of ",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPT lab's pipeline parallelism as a trainee runs it: on 2 and 4 ranks every schedule and
-# both cuts train as one process accumulating the same micro-batches (the same training loss and
+# The GPT lab's pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every schedule
+# (interleaved 1F1B with 2 chunks per rank) and both cuts train as one process accumulating the same micro-batches (the same training loss and
 # the same sample from the gathered model), 2 pipelines of 2 stages on 4 ranks, the measured
 # bubble of every stage, one trace with every rank's forwards and backwards, a checkpoint file
 # per stage resumed as the single process resumes, and bad combinations refused with one message.
@@ -27,7 +27,8 @@ ending() {
 
 alone=$(ending "$lab" "${run[@]}" --accumulate 4)
 for case in "2 --schedule naive" "2 --schedule gpipe" "2 --schedule 1f1b" \
-  "4 --schedule 1f1b --pipeline-balance parameters" "3 --schedule gpipe"; do
+  "4 --schedule 1f1b --pipeline-balance parameters" "3 --schedule gpipe" \
+  "2 --schedule interleaved --virtual-stages 2"; do
   read -r ranks flags <<<"$case"
   # shellcheck disable=SC2086
   got=$(ending "${mpirun[@]}" -np "$ranks" "$lab" "${run[@]}" --pipeline-stages "$ranks" $flags)
@@ -90,7 +91,7 @@ expect 1 "pipeline_balance" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-s
 
 expect 1 "error: --pipeline-stages 2 does not divide the 3 ranks of this run into pipelines" \
   "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --pipeline-stages 2
-expect 1 "error: --pipeline-stages 5 cuts gpt-tiny's 4 blocks into stages of none" "$lab" \
+expect 1 "error: --pipeline-stages 5 x --virtual-stages 1 cuts gpt-tiny's 4 blocks into stages of none" "$lab" \
   "${run[@]}" --pipeline-stages 5
 expect 1 "error: --pipeline-stages averages each stage's gradients over the pipelines" "$lab" \
   "${run[@]}" --pipeline-stages 2 --sharding zero3
@@ -98,6 +99,13 @@ expect 1 "error: --pipeline-stages accumulates over its --micro-batches" "$lab" 
   --pipeline-stages 2 --accumulate 2
 expect 1 "error: the memory estimate covers data parallelism" "$lab" "${run[@]}" \
   --pipeline-stages 2 --estimate-only
-expect 1 "error: --pipeline-stages and --micro-batches must be at least 1" "$lab" "${run[@]}" \
+expect 1 "error: --pipeline-stages, --micro-batches and --virtual-stages must be at least 1" "$lab" "${run[@]}" \
   --micro-batches 0
 expect 105 "--schedule" "$lab" "${run[@]}" --pipeline-stages 2 --schedule zigzag
+expect 1 "error: --schedule interleaved runs 2 or more --virtual-stages per rank" "$lab" \
+  "${run[@]}" --pipeline-stages 2 --schedule interleaved
+expect 1 "error: --pipeline-stages 2 x --virtual-stages 3 cuts gpt-tiny's 4 blocks" "$lab" \
+  "${run[@]}" --pipeline-stages 2 --schedule interleaved --virtual-stages 3
+expect 1 "error: the interleaved schedule needs at least 2 virtual stages per rank (got 2) and \
+micro-batches in multiples of the 2 stages (got 3)" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" \
+  --pipeline-stages 2 --schedule interleaved --virtual-stages 2 --micro-batches 3

@@ -29,10 +29,11 @@ PipelineMode::PipelineMode(nn::Gpt& model, std::shared_ptr<parallel::Communicato
       pipeline_(model, grid_.pp(),
                 {.schedule = parallel::parse_pipeline_schedule(o.schedule),
                  .micro_batches = o.micro_batches,
-                 .balance = o.pipeline_balance}) {}
+                 .balance = o.pipeline_balance,
+                 .virtual_stages = o.virtual_stages}) {}
 
 std::vector<std::pair<std::string, nn::Parameter*>> PipelineMode::optimized() {
-  return pipeline_.stage().state().parameters;
+  return pipeline_.parameters();
 }
 
 Tensor PipelineMode::forward_backward(const NextTokenBatch& batch, Device device) {
@@ -54,12 +55,12 @@ void PipelineMode::average_over_pipelines() {
   parallel::Communicator& dp = *grid_.dp();
   if (dp.size() == 1) return;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<nn::Parameter*> parameters = pipeline_.stage().parameters();
+  const auto parameters = pipeline_.parameters();
   std::vector<parallel::WorkPtr> sums;
-  for (nn::Parameter* p : parameters) sums.push_back(dp.allreduce(p->grad));
+  for (const auto& [name, p] : parameters) sums.push_back(dp.allreduce(p->grad));
   for (size_t i = 0; i < parameters.size(); ++i) {
     sums[i]->wait();
-    scale_(parameters[i]->grad, 1.0f / static_cast<float>(dp.size()));
+    scale_(parameters[i].second->grad, 1.0f / static_cast<float>(dp.size()));
   }
   averaging_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -67,9 +68,12 @@ void PipelineMode::average_over_pipelines() {
 
 std::string PipelineMode::describe() const {
   const parallel::PipelineOptions& p = pipeline_.options();
-  std::string text = std::to_string(grid_.shape().pp) + "-stage pipeline (" +
-                     parallel::pipeline_schedule_name(p.schedule) + ", " +
-                     std::to_string(p.micro_batches) + " micro-batches, cut by " + p.balance + ")";
+  std::string text =
+      std::to_string(grid_.shape().pp) + "-stage pipeline (" +
+      parallel::pipeline_schedule_name(p.schedule) + ", " + std::to_string(p.micro_batches) +
+      " micro-batches, " +
+      (p.virtual_stages > 1 ? std::to_string(p.virtual_stages) + " chunks per rank, " : "") +
+      "cut by " + p.balance + ")";
   if (grid_.shape().dp > 1) {
     text += " x " + std::to_string(grid_.shape().dp) + " data-parallel pipelines";
   }
@@ -84,18 +88,22 @@ void PipelineMode::print_measured_bubbles() {
   world.all_gather(mine, all)->wait();
   if (world.rank() != 0 || steps_ < 2) return;
   const parallel::PipelineOptions& p = pipeline_.options();
-  const int stages = grid_.shape().pp;
+  const int stages = grid_.shape().pp, v = p.virtual_stages;
+  const char* formula = p.schedule == parallel::PipelineSchedule::kNaive ? "(p-1)/p"
+                        : v > 1                                          ? "(p-1)/(v m+p-1)"
+                                                                         : "(p-1)/(m+p-1)";
   std::printf(
       "pipeline bubble (idle share of a step, %lld steps after the first; formula %s %.3f):\n",
-      static_cast<long long>(steps_ - 1),
-      p.schedule == parallel::PipelineSchedule::kNaive ? "(p-1)/p" : "(p-1)/(m+p-1)",
-      parallel::bubble_fraction(p.schedule, stages, p.micro_batches));
+      static_cast<long long>(steps_ - 1), formula,
+      parallel::bubble_fraction(p.schedule, stages, p.micro_batches, v));
   const std::vector<float> bubbles = all.to_vector<float>();
   for (int s = 0; s < stages; ++s) {
     const int in_flight = parallel::micro_batches_in_flight(
-        parallel::schedule_actions(p.schedule, s, stages, p.micro_batches));
-    std::printf("  stage %d: %.3f measured, at most %d micro-batch(es) of activations held\n", s,
+        parallel::schedule_actions(p.schedule, s, stages, p.micro_batches, v));
+    std::printf("  stage %d: %.3f measured, at most %d micro-batch(es) of activations held", s,
                 bubbles[grid_.world_rank({.dp = 0, .tp = 0, .pp = s})], in_flight);
+    if (v > 1) std::printf(" (each through one chunk, 1/%d of the stage)", v);
+    std::printf("\n");
   }
 }
 

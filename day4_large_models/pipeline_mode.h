@@ -35,7 +35,7 @@ class PipelineMode {
   // backward through the pipeline, then the stage gradients averaged over the pipelines.
   // Returns the batch's mean loss as a (1,) tensor on `device`.
   course::Tensor forward_backward(const course::NextTokenBatch& batch, course::Device device);
-  void zero_grad() { pipeline_.stage().zero_grad(); }
+  void zero_grad() { pipeline_.zero_grad(); }
   // Every rank's model receives every stage's current values (collective).
   void gather_model() { pipeline_.gather_model(); }
 

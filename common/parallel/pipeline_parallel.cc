@@ -15,10 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Tags: micro-batch m's activation 2m, its gradient 2m + 1.
-int activation_tag(int m) { return 2 * m; }
-int gradient_tag(int m) { return 2 * m + 1; }
-
 // What crosses between stages: f32 (the residual stream, whatever autocast computed in).
 Tensor as_f32(const Tensor& t) { return nn::as_dtype(t, DType::kF32); }
 
@@ -84,35 +80,62 @@ std::vector<nn::StageBounds> split_stages(const nn::GptConfig& config, int stage
 
 PipelineParallel::PipelineParallel(nn::Gpt& gpt, std::shared_ptr<Communicator> pp,
                                    const PipelineOptions& options)
-    : gpt_(gpt),
-      pp_(std::move(pp)),
-      options_(options),
-      stage_(gpt, split_stages(gpt.config(), pp_->size(), options.balance).at(pp_->rank())),
-      channels_(gpt.config().channels) {
-  COURSE_CHECK(options.micro_batches >= 1, "a pipeline needs at least one micro-batch, got ",
-               options.micro_batches);
+    : gpt_(gpt), pp_(std::move(pp)), options_(options), channels_(gpt.config().channels) {
+  COURSE_CHECK(options.micro_batches >= 1 && options.virtual_stages >= 1,
+               "a pipeline needs at least one micro-batch and one chunk per rank, got ",
+               options.micro_batches, " and ", options.virtual_stages);
+  // The schedule checks its shape (micro-batches, virtual stages) before anything runs.
+  schedule_actions(options.schedule, pp_->rank(), pp_->size(), options.micro_batches,
+                   options.virtual_stages);
+  const std::vector<nn::StageBounds> stages =
+      split_stages(gpt.config(), pp_->size() * options.virtual_stages, options.balance);
+  for (int c = 0; c < options.virtual_stages; ++c) {
+    chunks_.push_back(std::make_unique<nn::GptStage>(gpt, stages[virtual_stage(c)]));
+  }
   const int rank = pp_->rank(), last = pp_->size() - 1;
   if (last > 0) embedding_group_ = pp_->split(rank == 0 || rank == last ? 0 : 1, rank);
 }
 
+std::vector<std::pair<std::string, nn::Parameter*>> PipelineParallel::parameters() {
+  std::vector<std::pair<std::string, nn::Parameter*>> out;
+  for (const auto& chunk : chunks_) {
+    for (const auto& named : chunk->state().parameters) {
+      // One rank holding both ends of the model sees the tied table twice.
+      const bool seen = std::any_of(out.begin(), out.end(),
+                                    [&](const auto& o) { return o.second == named.second; });
+      if (!seen) out.push_back(named);
+    }
+  }
+  return out;
+}
+
+void PipelineParallel::zero_grad() {
+  for (const auto& chunk : chunks_) chunk->zero_grad();
+}
+
+int PipelineParallel::tag(int receiving_chunk, int micro_batch, bool gradient) const {
+  return 2 * (receiving_chunk * options_.micro_batches + micro_batch) + (gradient ? 1 : 0);
+}
+
 float PipelineParallel::forward_backward(const Tensor& tokens, const Tensor& targets) {
-  const int m = options_.micro_batches;
+  const int m = options_.micro_batches, v = options_.virtual_stages;
   COURSE_CHECK(tokens.dim() == 2 && tokens.size(0) % m == 0 && targets.numel() == tokens.numel(),
                "a batch of ", tokens.str(), " tokens and ", targets.str(),
                " targets does not split into ", m, " micro-batches");
   micro_batch_size_ = tokens.size(0) / m;
   sequence_ = tokens.size(1);
-  contexts_ = std::vector<nn::Context>(m);
+  contexts_ = std::vector<nn::Context>(m * v);
   logits_.assign(m, Tensor());
   losses_.assign(m, {});
   loss_sum_ = zeros({1}, DType::kF32, tokens.device());
   timeline_.clear();
   step_start_ = Clock::now();
-  for (const PipelineAction& a : schedule_actions(options_.schedule, pp_->rank(), pp_->size(), m)) {
+  for (const PipelineAction& a :
+       schedule_actions(options_.schedule, pp_->rank(), pp_->size(), m, v)) {
     if (a.kind == PipelineAction::Kind::kForward) {
-      forward(a.micro_batch, tokens, targets);
+      forward(a, tokens, targets);
     } else {
-      backward(a.micro_batch, targets);
+      backward(a, targets);
     }
   }
   for (const WorkPtr& send : sends_) send->wait();
@@ -129,33 +152,36 @@ Tensor PipelineParallel::micro_batch_of(const Tensor& t, int micro) const {
   return t.slice(micro * rows, (micro + 1) * rows);
 }
 
-void PipelineParallel::forward(int micro, const Tensor& tokens, const Tensor& targets) {
-  const bool first = pp_->rank() == 0, last = pp_->rank() == pp_->size() - 1;
+void PipelineParallel::forward(const PipelineAction& a, const Tensor& tokens,
+                               const Tensor& targets) {
+  const int p = pp_->size(), at = virtual_stage(a.chunk), micro = a.micro_batch;
   Tensor input;
-  if (first) {
+  if (at == 0) {
     input = micro_batch_of(tokens, micro);
   } else {
     input = Tensor::empty({micro_batch_size_, sequence_, channels_}, DType::kF32, tokens.device());
-    pp_->recv(input, pp_->rank() - 1, activation_tag(micro))->wait();
+    pp_->recv(input, (at - 1) % p, tag(a.chunk, micro, false))->wait();
   }
   const auto start = Clock::now();
-  Tensor output = stage_.forward(input, contexts_[micro]);
-  if (last) {
+  Tensor output =
+      chunks_[a.chunk]->forward(input, contexts_[a.chunk * options_.micro_batches + micro]);
+  if (at == last_virtual_stage()) {
     const Tensor rows = output.view({output.numel() / output.size(-1), output.size(-1)});
     losses_[micro] = softmax_cross_entropy(rows, micro_batch_of(targets, micro));
     axpy_(1.0f / static_cast<float>(options_.micro_batches), losses_[micro].loss, loss_sum_);
     logits_[micro] = output;
   }
-  record({PipelineAction::Kind::kForward, micro}, start);
-  if (!last) {
-    sends_.push_back(pp_->send(as_f32(output), pp_->rank() + 1, activation_tag(micro)));
+  record(a, start);
+  if (at != last_virtual_stage()) {
+    const int next = at + 1;
+    sends_.push_back(pp_->send(as_f32(output), next % p, tag(next / p, micro, false)));
   }
 }
 
-void PipelineParallel::backward(int micro, const Tensor& targets) {
-  const bool first = pp_->rank() == 0, last = pp_->rank() == pp_->size() - 1;
+void PipelineParallel::backward(const PipelineAction& a, const Tensor& targets) {
+  const int p = pp_->size(), at = virtual_stage(a.chunk), micro = a.micro_batch;
   Tensor dy;
-  if (last) {
+  if (at == last_virtual_stage()) {
     const Tensor& logits = logits_[micro];
     dy = softmax_cross_entropy_backward(losses_[micro], micro_batch_of(targets, micro), 0.0f,
                                         logits.dtype(),
@@ -165,40 +191,50 @@ void PipelineParallel::backward(int micro, const Tensor& targets) {
     losses_[micro] = {};
   } else {
     dy = Tensor::empty({micro_batch_size_, sequence_, channels_}, DType::kF32, targets.device());
-    pp_->recv(dy, pp_->rank() + 1, gradient_tag(micro))->wait();
+    pp_->recv(dy, (at + 1) % p, tag(a.chunk, micro, true))->wait();
   }
   const auto start = Clock::now();
-  const Tensor dx = stage_.backward(dy, contexts_[micro]);
-  record({PipelineAction::Kind::kBackward, micro}, start);
-  if (!first) sends_.push_back(pp_->send(as_f32(dx), pp_->rank() - 1, gradient_tag(micro)));
+  const Tensor dx =
+      chunks_[a.chunk]->backward(dy, contexts_[a.chunk * options_.micro_batches + micro]);
+  record(a, start);
+  if (at > 0) {
+    const int previous = at - 1;
+    sends_.push_back(pp_->send(as_f32(dx), previous % p, tag(previous / p, micro, true)));
+  }
 }
 
-void PipelineParallel::record(PipelineAction action, Clock::time_point start) {
+void PipelineParallel::record(const PipelineAction& action, Clock::time_point start) {
   const auto end = Clock::now();
   const auto since_step = [&](Clock::time_point t) {
     return std::chrono::duration<double>(t - step_start_).count();
   };
   timeline_.push_back({action, since_step(start), since_step(end)});
-  ActivityLog::instance().add({(action.kind == PipelineAction::Kind::kForward ? "F" : "B") +
-                                   std::to_string(action.micro_batch),
-                               false, start, end});
+  std::string name = (action.kind == PipelineAction::Kind::kForward ? "F" : "B") +
+                     std::to_string(action.micro_batch);
+  if (options_.virtual_stages > 1) name += " c" + std::to_string(action.chunk);
+  ActivityLog::instance().add({name, false, start, end});
 }
 
 void PipelineParallel::add_tied_embedding_gradients() {
-  nn::Parameter* table = stage_.token_embedding();
-  if (!embedding_group_ || !table) return;
-  embedding_group_->allreduce(table->grad)->wait();
+  if (!embedding_group_) return;
+  for (const auto& chunk : chunks_) {
+    if (nn::Parameter* table = chunk->token_embedding()) {
+      embedding_group_->allreduce(table->grad)->wait();
+      return;
+    }
+  }
 }
 
 void PipelineParallel::gather_model() {
+  const int p = pp_->size();
   const std::vector<nn::StageBounds> stages =
-      split_stages(gpt_.config(), pp_->size(), options_.balance);
-  for (int s = 0; s < pp_->size(); ++s) {
-    nn::GptStage stage(gpt_, stages[s]);
-    const bool table_copy = stages[s].head && !stages[s].embedding;  // the first stage's table
+      split_stages(gpt_.config(), p * options_.virtual_stages, options_.balance);
+  for (size_t at = 0; at < stages.size(); ++at) {
+    nn::GptStage stage(gpt_, stages[at]);
+    const bool table_copy = stages[at].head && !stages[at].embedding;  // the first stage's table
     for (nn::Parameter* parameter : stage.parameters()) {
       if (table_copy && parameter == stage.token_embedding()) continue;
-      pp_->broadcast(parameter->value, s)->wait();
+      pp_->broadcast(parameter->value, static_cast<int>(at) % p)->wait();
     }
   }
 }

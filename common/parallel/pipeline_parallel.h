@@ -1,8 +1,10 @@
 // Pipeline parallelism for a GPT: its blocks cut into p stages over the ranks of a pipeline
 // communicator (the process grid's pp axis), each rank running one stage (nn::GptStage) on the
-// micro-batches of a step in the order of a schedule (pipeline_schedule.h). Activations go to
-// the next stage and their gradients back to the previous one point to point; sends do not
-// wait (so two neighbours sending to each other cannot deadlock), receives do.
+// micro-batches of a step in the order of a schedule (pipeline_schedule.h). The interleaved
+// schedule cuts the model into p v chunks instead, rank r running chunks r, r + p, ... (virtual
+// stages). Activations go to the next (virtual) stage and their gradients back to the previous
+// one point to point; sends do not wait (so two neighbours sending to each other cannot
+// deadlock), receives do.
 //
 // A step's batch is cut into m micro-batches; the last stage's loss of each is scaled by 1/m,
 // so the gradients that accumulate over the micro-batches are those of the whole batch's mean
@@ -35,6 +37,7 @@ struct PipelineOptions {
   PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
   int micro_batches = 4;
   std::string balance = "layers";
+  int virtual_stages = 1;  // model chunks per rank: 2 or more for the interleaved schedule
 };
 
 struct TimedAction {
@@ -48,7 +51,9 @@ class PipelineParallel {
   // options; this rank runs stage pp->rank().
   PipelineParallel(nn::Gpt& gpt, std::shared_ptr<Communicator> pp, const PipelineOptions& options);
 
-  nn::GptStage& stage() { return stage_; }
+  // This rank's parameters (every chunk's), named as in the whole model.
+  std::vector<std::pair<std::string, nn::Parameter*>> parameters();
+  void zero_grad();
   const PipelineOptions& options() const { return options_; }
 
   // One step's forwards and backwards over `tokens` and `targets` (B, T) i32 / (B * T,) i64, the
@@ -69,21 +74,27 @@ class PipelineParallel {
   double measured_bubble() const;
 
  private:
-  void forward(int micro_batch, const Tensor& tokens, const Tensor& targets);
-  void backward(int micro_batch, const Tensor& targets);
+  void forward(const PipelineAction& action, const Tensor& tokens, const Tensor& targets);
+  void backward(const PipelineAction& action, const Tensor& targets);
+  // The virtual stage of this rank's chunk, and the rank and chunk of a virtual stage.
+  int virtual_stage(int chunk) const { return chunk * pp_->size() + pp_->rank(); }
+  int last_virtual_stage() const { return pp_->size() * options_.virtual_stages - 1; }
+  // Tags: micro-batch m's activation into chunk c 2 (c M + m), its gradient into chunk c
+  // 2 (c M + m) + 1, M micro-batches per step.
+  int tag(int receiving_chunk, int micro_batch, bool gradient) const;
   // Micro-batch m's rows of the batch's (B, T) tokens or (B * T,) targets.
   Tensor micro_batch_of(const Tensor& t, int micro_batch) const;
-  void record(PipelineAction action, std::chrono::steady_clock::time_point start);
+  void record(const PipelineAction& action, std::chrono::steady_clock::time_point start);
   void add_tied_embedding_gradients();
 
   nn::Gpt& gpt_;
   std::shared_ptr<Communicator> pp_;
   std::shared_ptr<Communicator> embedding_group_;  // the first and the last stage
   PipelineOptions options_;
-  nn::GptStage stage_;
+  std::vector<std::unique_ptr<nn::GptStage>> chunks_;
   int64_t channels_;
   int64_t micro_batch_size_ = 0, sequence_ = 0;
-  std::vector<nn::Context> contexts_;       // one per micro-batch
+  std::vector<nn::Context> contexts_;       // one per chunk and micro-batch
   std::vector<Tensor> logits_;              // the last stage's, until their backward
   std::vector<CrossEntropyOutput> losses_;  // the last stage's, until their backward
   std::vector<WorkPtr> sends_;              // completed at the end of the step

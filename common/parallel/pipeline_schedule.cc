@@ -1,4 +1,4 @@
-// The three schedules as action lists.
+// The schedules as action lists.
 #include "common/parallel/pipeline_schedule.h"
 
 #include <algorithm>
@@ -14,12 +14,55 @@ using Kind = PipelineAction::Kind;
 PipelineAction forward(int m) { return {Kind::kForward, m}; }
 PipelineAction backward(int m) { return {Kind::kBackward, m}; }
 
+// Megatron-LM's interleaved order: the k-th forward (or backward) of a rank takes micro-batches
+// in groups of p, one chunk after another (backwards through the chunks in reverse).
+PipelineAction interleaved_action(Kind kind, int k, int stages, int virtual_stages) {
+  const int group = k / stages;
+  const int micro_batch = (k / (stages * virtual_stages)) * stages + k % stages;
+  const int chunk =
+      kind == Kind::kForward ? group % virtual_stages : virtual_stages - 1 - group % virtual_stages;
+  return {kind, micro_batch, chunk};
+}
+
+// Warm-up forwards: enough for the last chunk's first backward to find its input, two per
+// later rank (a forward and the backward coming back) plus a full round of the other chunks.
+std::vector<PipelineAction> interleaved_actions(int stage, int stages, int micro_batches,
+                                                int virtual_stages) {
+  COURSE_CHECK(virtual_stages >= 2 && micro_batches % stages == 0,
+               "the interleaved schedule needs at least 2 virtual stages per rank (got ",
+               virtual_stages, ") and micro-batches in multiples of the ", stages, " stages (got ",
+               micro_batches, ")");
+  const int total = micro_batches * virtual_stages;
+  const int warmup = std::min((stages - stage - 1) * 2 + (virtual_stages - 1) * stages, total);
+  std::vector<PipelineAction> actions;
+  int forwards = 0, backwards = 0;
+  const auto next_forward = [&] {
+    actions.push_back(interleaved_action(Kind::kForward, forwards++, stages, virtual_stages));
+  };
+  const auto next_backward = [&] {
+    actions.push_back(interleaved_action(Kind::kBackward, backwards++, stages, virtual_stages));
+  };
+  while (forwards < warmup) next_forward();
+  while (forwards < total) {
+    next_forward();
+    next_backward();
+  }
+  while (backwards < total) next_backward();
+  return actions;
+}
+
 }  // namespace
 
 std::vector<PipelineAction> schedule_actions(PipelineSchedule schedule, int stage, int stages,
-                                             int micro_batches) {
+                                             int micro_batches, int virtual_stages) {
   COURSE_CHECK(stages >= 1 && stage >= 0 && stage < stages && micro_batches >= 1, "stage ", stage,
                " of ", stages, " with ", micro_batches, " micro-batches is not a pipeline");
+  if (schedule == PipelineSchedule::kInterleaved) {
+    return interleaved_actions(stage, stages, micro_batches, virtual_stages);
+  }
+  COURSE_CHECK(virtual_stages == 1, "the ", pipeline_schedule_name(schedule),
+               " schedule runs one model chunk per rank, not ", virtual_stages,
+               " (virtual stages are the interleaved schedule's)");
   std::vector<PipelineAction> actions;
   switch (schedule) {
     case PipelineSchedule::kNaive:
@@ -43,6 +86,8 @@ std::vector<PipelineAction> schedule_actions(PipelineSchedule schedule, int stag
       while (next_backward < micro_batches) actions.push_back(backward(next_backward++));
       break;
     }
+    case PipelineSchedule::kInterleaved:
+      break;  // above
   }
   return actions;
 }
@@ -56,9 +101,11 @@ int micro_batches_in_flight(const std::vector<PipelineAction>& actions) {
   return most;
 }
 
-double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches) {
-  const double p = stages, m = micro_batches;
+double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
+                       int virtual_stages) {
+  const double p = stages, m = micro_batches, v = virtual_stages;
   if (schedule == PipelineSchedule::kNaive) return (p - 1) / p;
+  if (schedule == PipelineSchedule::kInterleaved) return (p - 1) / (v * m + p - 1);
   return (p - 1) / (m + p - 1);
 }
 
@@ -66,7 +113,8 @@ PipelineSchedule parse_pipeline_schedule(const std::string& name) {
   if (name == "naive") return PipelineSchedule::kNaive;
   if (name == "gpipe") return PipelineSchedule::kGpipe;
   if (name == "1f1b") return PipelineSchedule::kOneForwardOneBackward;
-  COURSE_FAIL("unknown pipeline schedule '", name, "' (known: naive, gpipe, 1f1b)");
+  if (name == "interleaved") return PipelineSchedule::kInterleaved;
+  COURSE_FAIL("unknown pipeline schedule '", name, "' (known: naive, gpipe, 1f1b, interleaved)");
 }
 
 std::string pipeline_schedule_name(PipelineSchedule schedule) {
@@ -77,6 +125,8 @@ std::string pipeline_schedule_name(PipelineSchedule schedule) {
       return "gpipe";
     case PipelineSchedule::kOneForwardOneBackward:
       return "1f1b";
+    case PipelineSchedule::kInterleaved:
+      return "interleaved";
   }
   return "?";
 }

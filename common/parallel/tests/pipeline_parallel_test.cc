@@ -1,9 +1,9 @@
 // Pipeline parallelism against one process, on 2 and 4 ranks: a GPT of 5 blocks (cut unevenly)
 // trains 3 AdamW steps of 4 micro-batches with every schedule, and with the cut by parameters;
 // every rank also trains the whole model alone, accumulating the same micro-batches in the same
-// order. After each step the losses agree and each stage's parameters equal the single
-// process's of the same name, the last stage's copy of the tied token embedding included; at the
-// end every rank's gathered model is the single process's.
+// order (interleaved 1F1B: an 8-block GPT, 2 chunks per rank). After each step the losses agree and
+// each stage's parameters equal the single process's of the same name, the last stage's copy of the
+// tied token embedding included; at the end every rank's gathered model is the single process's.
 #include "common/parallel/pipeline_parallel.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +26,7 @@ constexpr int64_t kBatch = 8;  // sequences per step: micro-batches of 2
 // ~1e-6 differences of the values from the second step on.
 const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
 const nn::GptConfig kGpt{"gpt-pipe", 5, 2, 16, 12, 37};
+const nn::GptConfig kDeepGpt{"gpt-pipe-deep", 8, 2, 16, 12, 37};  // 2 chunks on each of 4 ranks
 const optim::AdamWOptions kAdamW{.lr = 1e-2f, .weight_decay = 0.1f};
 
 struct Batch {
@@ -43,9 +44,9 @@ Batch batch_of_step(int step) {
           Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())})};
 }
 
-std::unique_ptr<nn::Gpt> make_gpt() {
+std::unique_ptr<nn::Gpt> make_gpt(const nn::GptConfig& config = kGpt) {
   std::mt19937 rng(11);
-  return std::make_unique<nn::Gpt>(kGpt, rng, Device::cpu());
+  return std::make_unique<nn::Gpt>(config, rng, Device::cpu());
 }
 
 using Values = std::map<std::string, std::vector<float>>;
@@ -63,8 +64,8 @@ struct Trace {
 };
 
 // The whole model on this rank: each micro-batch's loss scaled by 1/m, gradients accumulated.
-Trace train_alone() {
-  auto gpt = make_gpt();
+Trace train_alone(const nn::GptConfig& config = kGpt) {
+  auto gpt = make_gpt(config);
   optim::AdamW adamw(gpt->state().parameters, kAdamW);
   Trace trace;
   const int64_t rows = kBatch / kMicroBatches;
@@ -91,17 +92,17 @@ Trace train_alone() {
   return trace;
 }
 
-Trace train_pipelined(const PipelineOptions& options) {
-  auto gpt = make_gpt();
+Trace train_pipelined(const PipelineOptions& options, const nn::GptConfig& config = kGpt) {
+  auto gpt = make_gpt(config);
   PipelineParallel pipeline(*gpt, Communicator::world(), options);
-  optim::AdamW adamw(pipeline.stage().state().parameters, kAdamW);
+  optim::AdamW adamw(pipeline.parameters(), kAdamW);
   Trace trace;
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch_of_step(step);
-    pipeline.stage().zero_grad();
+    pipeline.zero_grad();
     trace.losses.push_back(pipeline.forward_backward(b.tokens, b.targets));
     adamw.step();
-    trace.parameters.push_back(values_of(pipeline.stage().state().parameters));
+    trace.parameters.push_back(values_of(pipeline.parameters()));
   }
   pipeline.gather_model();
   trace.gathered = values_of(gpt->state().parameters);
@@ -141,6 +142,20 @@ TEST(PipelineParity, EveryScheduleTrainsAsOneProcess) {
                        alone, "1f1b cut by parameters");
 }
 
+// Interleaved 1F1B: two chunks per rank of an 8-block GPT, cut by layers and by parameters.
+TEST(PipelineParity, InterleavedScheduleTrainsAsOneProcess) {
+  Communicator::world()->set_timeout(30);
+  const Trace alone = train_alone(kDeepGpt);
+  for (const std::string balance : {"layers", "parameters"}) {
+    expect_same_training(train_pipelined({.schedule = PipelineSchedule::kInterleaved,
+                                          .micro_batches = kMicroBatches,
+                                          .balance = balance,
+                                          .virtual_stages = 2},
+                                         kDeepGpt),
+                         alone, "interleaved, 2 chunks per rank, cut by " + balance);
+  }
+}
+
 // Each stage holds the activations of at most as many micro-batches as its schedule lets it.
 TEST(PipelineParity, TimelinesFollowTheSchedules) {
   auto gpt = make_gpt();
@@ -168,6 +183,18 @@ TEST(PipelineParity, BadShapesAreClearErrors) {
   std::mt19937 rng(1);
   nn::Gpt shallow({"shallow", 1, 2, 16, 12, 37}, rng, Device::cpu());
   EXPECT_THROW(PipelineParallel(shallow, Communicator::world(), {}), Error);
+  // 5 blocks do not make 2 chunks on each of 4 ranks; 3 micro-batches are not a multiple of 2.
+  if (Communicator::world()->size() == 4) {
+    EXPECT_THROW(
+        PipelineParallel(*gpt, Communicator::world(),
+                         {.schedule = PipelineSchedule::kInterleaved, .virtual_stages = 2}),
+        Error);
+  }
+  EXPECT_THROW(
+      PipelineParallel(
+          *gpt, Communicator::world(),
+          {.schedule = PipelineSchedule::kInterleaved, .micro_batches = 3, .virtual_stages = 2}),
+      Error);
 }
 
 }  // namespace

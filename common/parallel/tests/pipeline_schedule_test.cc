@@ -23,12 +23,13 @@ struct Simulation {
   std::vector<double> busy;  // per stage
 };
 
-// Runs every stage's actions in order; an action starts once its stage is free and its input
-// exists (the previous stage's forward, the next stage's backward). Fails on a deadlock.
-Simulation simulate(PipelineSchedule schedule, int p, int m) {
+// Runs every rank's actions in order; an action starts once its rank is free and its input
+// exists: the forward of the virtual stage before (chunk c of rank r is virtual stage c p + r),
+// the backward of the one after. A chunk's passes take 1/v of a stage's. Fails on a deadlock.
+Simulation simulate(PipelineSchedule schedule, int p, int m, int v = 1) {
   std::vector<std::vector<PipelineAction>> actions(p);
-  for (int s = 0; s < p; ++s) actions[s] = schedule_actions(schedule, s, p, m);
-  std::map<std::tuple<int, Kind, int>, double> done;  // (stage, kind, micro-batch) -> end time
+  for (int s = 0; s < p; ++s) actions[s] = schedule_actions(schedule, s, p, m, v);
+  std::map<std::tuple<int, Kind, int>, double> done;  // (virtual stage, kind, micro) -> end
   std::vector<size_t> next(p, 0);
   std::vector<double> free_at(p, 0);
   Simulation sim{0, std::vector<double>(p, 0)};
@@ -38,20 +39,21 @@ Simulation simulate(PipelineSchedule schedule, int p, int m) {
       if (next[s] == actions[s].size()) continue;
       const PipelineAction a = actions[s][next[s]];
       const bool forward = a.kind == Kind::kForward;
-      const int from = forward ? s - 1 : s + 1;
+      const int at = a.chunk * p + s;
+      const int from = forward ? at - 1 : at + 1;
       double ready = free_at[s];
-      if (from >= 0 && from < p) {
+      if (from >= 0 && from < p * v) {
         const auto input = done.find({from, a.kind, a.micro_batch});
         if (input == done.end()) continue;
         ready = std::max(ready, input->second);
       }
-      if (!forward && !done.count({s, Kind::kForward, a.micro_batch})) {
+      if (!forward && !done.count({at, Kind::kForward, a.micro_batch})) {
         ADD_FAILURE() << "stage " << s << " backs up micro-batch " << a.micro_batch
                       << " before its forward";
         return sim;
       }
-      const double length = forward ? kForwardTime : kBackwardTime;
-      done[{s, a.kind, a.micro_batch}] = free_at[s] = ready + length;
+      const double length = (forward ? kForwardTime : kBackwardTime) / v;
+      done[{at, a.kind, a.micro_batch}] = free_at[s] = ready + length;
       sim.busy[s] += length;
       sim.makespan = std::max(sim.makespan, free_at[s]);
       ++next[s];
@@ -122,12 +124,52 @@ TEST(PipelineSchedule, SimulatedStepsTakeTheFormulasTime) {
   }
 }
 
+// Interleaved 1F1B: every chunk sees every micro-batch once, forward before backward, backwards
+// in micro-batch order; a rank holds at most Megatron-LM's warm-up plus one chunk activations;
+// the simulated step is (m + (p - 1) / v)(t_f + t_b): the bubble (p - 1) / (v m + p - 1).
+TEST(PipelineSchedule, InterleavedSchedule) {
+  for (int p = 1; p <= 4; ++p) {
+    for (int v = 2; v <= 3; ++v) {
+      for (int m = p; m <= 4 * p; m += p) {
+        const Simulation sim = simulate(PipelineSchedule::kInterleaved, p, m, v);
+        EXPECT_NEAR(sim.makespan, (m + (p - 1.0) / v) * (kForwardTime + kBackwardTime), 1e-9)
+            << "p " << p << " v " << v << " m " << m;
+        for (int s = 0; s < p; ++s) {
+          EXPECT_NEAR(1 - sim.busy[s] / sim.makespan,
+                      bubble_fraction(PipelineSchedule::kInterleaved, p, m, v), 1e-9);
+          const auto actions = schedule_actions(PipelineSchedule::kInterleaved, s, p, m, v);
+          ASSERT_EQ(static_cast<int>(actions.size()), 2 * m * v);
+          std::vector<std::vector<int>> forwards(v), backwards(v);
+          for (const PipelineAction& a : actions) {
+            (a.kind == Kind::kForward ? forwards : backwards)[a.chunk].push_back(a.micro_batch);
+            if (a.kind == Kind::kBackward) {
+              EXPECT_TRUE(
+                  std::count(forwards[a.chunk].begin(), forwards[a.chunk].end(), a.micro_batch));
+            }
+          }
+          std::vector<int> in_order(m);
+          for (int i = 0; i < m; ++i) in_order[i] = i;
+          for (int c = 0; c < v; ++c) {
+            EXPECT_EQ(forwards[c], in_order);
+            EXPECT_EQ(backwards[c], in_order);
+          }
+          EXPECT_EQ(micro_batches_in_flight(actions),
+                    std::min((p - s - 1) * 2 + (v - 1) * p + 1, m * v));
+        }
+      }
+    }
+  }
+  EXPECT_THROW(schedule_actions(PipelineSchedule::kInterleaved, 0, 2, 3, 2), Error);  // m % p
+  EXPECT_THROW(schedule_actions(PipelineSchedule::kInterleaved, 0, 2, 4, 1), Error);
+  EXPECT_THROW(schedule_actions(PipelineSchedule::kGpipe, 0, 2, 4, 2), Error);
+}
+
 TEST(PipelineSchedule, NamesRoundTripAndUnknownOnesAreRefused) {
   for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
-                        PipelineSchedule::kOneForwardOneBackward}) {
+                        PipelineSchedule::kOneForwardOneBackward, PipelineSchedule::kInterleaved}) {
     EXPECT_EQ(parse_pipeline_schedule(pipeline_schedule_name(schedule)), schedule);
   }
-  EXPECT_THROW(parse_pipeline_schedule("interleaved"), Error);
+  EXPECT_THROW(parse_pipeline_schedule("zero-bubble"), Error);
 }
 
 // The cuts: by layers as picotron (the remainder on the first stages); by parameters, the
