@@ -75,7 +75,7 @@ void run(int argc, char** argv) {
   if (lead) {
     std::printf("gpt-tiny in %d stage(s), micro-batches of %lld x 64 tokens, %d steps timed\n", p,
                 static_cast<long long>(sequences), kTimedSteps);
-    std::printf("%-14s %3s %10s %10s %10s %12s %9s\n", "schedule", "m", "bubble", "formula",
+    std::printf("%-15s %3s %10s %10s %10s %12s %9s\n", "schedule", "m", "bubble", "formula",
                 "step ms", "peak MiB", "in flight");
   }
   measure(parallel::PipelineSchedule::kGpipe, 2, 1, sequences, world);  // warm-up of the process
@@ -93,7 +93,7 @@ void run(int argc, char** argv) {
       const std::string name = parallel::pipeline_schedule_name(schedule) +
                                (interleaved ? " v=" + std::to_string(v) : "");
       std::printf(
-          "%-14s %3d %10.3f %10.3f %10.1f %12.2f %9d\n", name.c_str(), m, row.bubble,
+          "%-15s %3d %10.3f %10.3f %10.1f %12.2f %9d\n", name.c_str(), m, row.bubble,
           parallel::bubble_fraction(schedule, p, m, v), row.step_seconds * 1e3,
           row.peak / 1048576.0,
           parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m, v)));
