@@ -7,6 +7,7 @@
 #include "common/nn/gpt.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/sharding.h"
+#include "common/train/training_loop.h"
 
 namespace day4 {
 
@@ -100,6 +101,9 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
                  "interleaved schedule: model chunks per rank (the model is cut into stages x "
                  "this; micro-batches must be a multiple of the stages)")
       ->capture_default_str();
+  app.add_option("--timeline", o.timeline,
+                 "pipeline: write the last step's forwards and backwards of every stage to this "
+                 "PNG (the schedule diagram, measured)");
   app.add_option("--pipeline-balance", o.pipeline_balance,
                  "pipeline: cut the blocks evenly by layers, or by parameters (the embedding and "
                  "output layer counted)")
@@ -155,6 +159,9 @@ void validate(const GptLabOptions& o) {
                "--schedule interleaved runs 2 or more --virtual-stages per rank; the other "
                "schedules one (got --schedule ",
                o.schedule, " --virtual-stages ", o.virtual_stages, ")");
+  COURSE_CHECK(o.timeline.empty() || o.pipeline_stages > 1,
+               "--timeline draws the stages of a pipeline: add --pipeline-stages 2 or more");
+  if (!o.timeline.empty()) course::train::check_output_path("--timeline", o.timeline);
   if (o.pipeline_stages > 1) {
     COURSE_CHECK(o.sharding == "none" && o.param_dtype == "f32",
                  "--pipeline-stages averages each stage's gradients over the pipelines; it does "

@@ -39,6 +39,7 @@ struct GptLabOptions : course::train::TrainingFlags {
   int micro_batches = 4;            // of batch_size windows per pipeline and step
   std::string schedule = "1f1b";    // naive, gpipe, 1f1b, interleaved
   int virtual_stages = 1;           // model chunks per rank (interleaved: 2 or more)
+  std::string timeline;             // pipeline: PNG of the last step's forwards and backwards
   std::string pipeline_balance = "layers";  // how blocks are cut: layers or parameters
   double comm_timeout = 300;                // seconds a rank waits for the others
   int64_t sample_tokens = 300;              // generated after training (0: none)

@@ -225,7 +225,13 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                   : data_parallel->exposed_communication_seconds()) *
             1e3 / run.steps);
   }
-  if (pipeline) pipeline->print_measured_bubbles();
+  if (pipeline) {
+    pipeline->print_measured_bubbles();
+    if (!o.timeline.empty() && run.steps > 0) {
+      pipeline->write_timeline(
+          o.timeline, o.model + ": " + pipeline->describe() + ", the last step as measured");
+    }
+  }
   if (lead && run.steps > 0 && data_parallel) {
     print_measured_against_estimate(o, comm->size(), device, run.timing.max_memory_allocated,
                                     resident);

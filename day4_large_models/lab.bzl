@@ -13,6 +13,7 @@ def day4_lab(check_tags = []):
             "//common/parallel:memory_estimate",
             "//common/parallel:pipeline",
             "//common/parallel:sharded",
+            "//tools/plot:timeline_chart",
         ],
         check_tags = check_tags,
         lab_deps = ["//common/parallel"],

@@ -56,9 +56,16 @@ echo "ok: 2 pipelines of 2 stages on 4 ranks, GPipe's bubble measured on both st
 expect 0 "at most 2 micro-batch(es) of activations held" "${mpirun[@]}" -np 2 "$lab" \
   "${run[@]}" --pipeline-stages 2 --schedule 1f1b
 
-# --profile: one trace with both stages' forwards and backwards of micro-batch 0.
+# --profile: one trace with both stages' forwards and backwards of micro-batch 0; --timeline: the
+# last step as a PNG (its pixels are //tools/plot:timeline_chart_test's).
 expect 0 "events per rank written to" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" \
-  --pipeline-stages 2 --test --test-nsteps 3 --profile "$TEST_TMPDIR/pipeline.json"
+  --pipeline-stages 2 --test --test-nsteps 3 --profile "$TEST_TMPDIR/pipeline.json" \
+  --timeline "$TEST_TMPDIR/timeline.png"
+if [[ $(head -c 4 "$TEST_TMPDIR/timeline.png" | tail -c 3) != PNG ]]; then
+  echo "FAILED: --timeline wrote no PNG"
+  exit 1
+fi
+echo "ok: --timeline wrote a PNG"
 for event in 'F0","ph":"X"' 'B0","ph":"X"'; do
   ranks_seen=$(grep -oE "\"name\":\"$event,\"pid\":[0-9]+" "$TEST_TMPDIR/pipeline.json" |
     sed 's/.*pid"://' | sort -u | tr '\n' ' ')
@@ -102,6 +109,9 @@ expect 1 "error: the memory estimate covers data parallelism" "$lab" "${run[@]}"
 expect 1 "error: --pipeline-stages, --micro-batches and --virtual-stages must be at least 1" "$lab" "${run[@]}" \
   --micro-batches 0
 expect 105 "--schedule" "$lab" "${run[@]}" --pipeline-stages 2 --schedule zigzag
+expect 1 "error: --timeline draws the stages of a pipeline" "$lab" "${run[@]}" \
+  --timeline "$TEST_TMPDIR/t.png"
+expect 1 "--timeline" "$lab" "${run[@]}" --pipeline-stages 2 --timeline "$TEST_TMPDIR/no/t.png"
 expect 1 "error: --schedule interleaved runs 2 or more --virtual-stages per rank" "$lab" \
   "${run[@]}" --pipeline-stages 2 --schedule interleaved
 expect 1 "error: --pipeline-stages 2 x --virtual-stages 3 cuts gpt-tiny's 4 blocks" "$lab" \

@@ -4,9 +4,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 
 #include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
+#include "common/parallel/gather_strings.h"
+#include "tools/plot/timeline_chart.h"
 
 namespace day4 {
 
@@ -19,6 +22,18 @@ parallel::GridShape pipeline_grid(const parallel::Communicator& world, int stage
                world.size(), " ranks of this run into pipelines (start it with mpirun -np ", stages,
                " or a multiple)");
   return {.dp = world.size() / stages, .tp = 1, .pp = stages};
+}
+
+// A stage's timeline as text lines "kind micro-batch chunk start end" (kind 0 forward).
+std::string timeline_text(const std::vector<parallel::TimedAction>& timeline) {
+  std::ostringstream out;
+  out.precision(9);
+  for (const parallel::TimedAction& a : timeline) {
+    out << (a.action.kind == parallel::PipelineAction::Kind::kForward ? 0 : 1) << ' '
+        << a.action.micro_batch << ' ' << a.action.chunk << ' ' << a.start_s << ' ' << a.end_s
+        << '\n';
+  }
+  return out.str();
 }
 
 }  // namespace
@@ -78,6 +93,29 @@ std::string PipelineMode::describe() const {
     text += " x " + std::to_string(grid_.shape().dp) + " data-parallel pipelines";
   }
   return text;
+}
+
+void PipelineMode::write_timeline(const std::string& path, const std::string& title) {
+  parallel::Communicator& world = *grid_.world();
+  const std::vector<std::string> timelines =
+      parallel::all_gather_strings(timeline_text(pipeline_.timeline()), world);
+  if (world.rank() != 0) return;
+  plot::TimelineChart chart{.title = title, .kinds = {"forward", "backward"}};
+  const bool chunks = pipeline_.options().virtual_stages > 1;
+  for (int s = 0; s < grid_.shape().pp; ++s) {
+    const int rank = grid_.world_rank({.dp = 0, .tp = 0, .pp = s});
+    chart.lanes.push_back("stage " + std::to_string(s) + " (rank " + std::to_string(rank) + ")");
+    std::istringstream in(timelines[rank]);
+    int kind = 0, micro = 0, chunk = 0;
+    double start = 0, end = 0;
+    while (in >> kind >> micro >> chunk >> start >> end) {
+      std::string label = (kind == 0 ? "F" : "B") + std::to_string(micro);
+      if (chunks) label += "c" + std::to_string(chunk);
+      chart.spans.push_back({s, start, end, kind, label});
+    }
+  }
+  plot::write_timeline_png(chart, path);
+  std::printf("pipeline timeline of the last step written to %s\n", path.c_str());
 }
 
 void PipelineMode::print_measured_bubbles() {

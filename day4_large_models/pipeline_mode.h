@@ -44,6 +44,9 @@ class PipelineMode {
   // its bubble), and the bytes this rank's steps sent: activations, gradients and averages.
   double exposed_communication_seconds() const { return averaging_seconds_; }
   double step_bytes_sent() const { return step_bytes_sent_; }
+  // Collective: rank 0 draws the last step of the first pipeline's stages as a PNG, a row per
+  // stage (tools/plot/timeline_chart.h).
+  void write_timeline(const std::string& path, const std::string& title);
   // Collective: rank 0 prints each stage's bubble measured over the steps after the first, with
   // the schedule's formula and the micro-batches a stage held at once.
   void print_measured_bubbles();
