@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: the full build (CUDA compiled in where nvcc is installed), then the same
+# Runs every test: the full build (CUDA compiled in where nvcc is installed; without a GPU its
+# small and medium tests, the large lab tests running once below), then the same
 # tests in the CPU-only configuration, which proves every target also builds without CUDA,
 # then common/'s tests (fuzz tests included) under AddressSanitizer and UndefinedBehavior-
 # Sanitizer, then the Slurm tooling on a local Slurm cluster (as root; slurm/tests/slurm_test.sh).
@@ -11,8 +12,12 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 
-echo "== bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
-bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
+# Without a GPU the CUDA build runs the CPU path, which the CPU-only pass below tests in full:
+# there the end-to-end lab tests (size large) run once, in that pass.
+sizes=()
+if ! nvidia-smi -L >/dev/null 2>&1; then sizes=(--test_size_filters=small,medium); fi
+echo "== bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent)${sizes:+; no GPU: small and medium tests})"
+bazel test //... "${sizes[@]}" "$@" 2>&1 | tee -a "$log" || status=1
 
 echo "== bazel test --config=cpu //... (CPU-only build of every target)"
 bazel test --config=cpu //... "$@" 2>&1 | tee -a "$log" || status=1
