@@ -5,7 +5,7 @@
 # and sample), the memory estimate (against the measured peak, for GPT-2 1.3B on 8 ranks, the
 # budget), gradient accumulation, and bad input ending with one message and a non-zero exit.
 set -uo pipefail
-source "$1"  # expect
+source "$1"  # expect, expect_trace_ranks
 trainee=$2
 lab=$3  # the solutions' lab
 base=(--test --test-nsteps 3 --no-progress --device cpu --batch-size 4 --sample-tokens 0)
@@ -81,16 +81,9 @@ done
 # waits for them (the third step is profiled).
 expect 0 "events per rank written to" "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 \
   --profile "$TEST_TMPDIR/zero3.json"
-for event in 'forward","ph":"X"' 'all_gather [^"]*","ph":"b"' 'reduce_scatter [^"]*","ph":"e"' \
-  'wait all_gather [^"]*","ph":"X"'; do
-  ranks_seen=$(grep -oE "\"name\":\"$event,\"pid\":[0-9]+" "$TEST_TMPDIR/zero3.json" |
-    sed 's/.*pid"://' | sort -u | tr '\n' ' ')
-  if [[ $ranks_seen != "0 1 " ]]; then
-    echo "FAILED: the zero3 trace has $event for ranks '$ranks_seen', not for ranks 0 and 1"
-    exit 1
-  fi
-done
-echo "ok: the zero3 trace shows both ranks' phases, gathers, reductions and waits"
+expect_trace_ranks "$TEST_TMPDIR/zero3.json" "0 1 " 'forward","ph":"X"' \
+  'all_gather [^"]*","ph":"b"' 'reduce_scatter [^"]*","ph":"e"' \
+  'wait all_gather [^"]*","ph":"X"'
 
 # FSDP's mixed precision: bf16 parameters gathered for bf16 compute (the exact parity is
 # common/parallel/tests/sharded_data_parallel_test's); it must be asked for with --amp.

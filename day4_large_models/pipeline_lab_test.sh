@@ -6,7 +6,7 @@
 # per stage resumed as the single process resumes, and bad combinations refused with one message.
 # (The exact parity, parameter by parameter, is common/parallel/tests/pipeline_parallel_test's.)
 set -uo pipefail
-source "$1"  # expect
+source "$1"  # expect, expect_trace_ranks
 lab=$2
 
 text="$TEST_TMPDIR/text"
@@ -66,15 +66,7 @@ if [[ $(head -c 4 "$TEST_TMPDIR/timeline.png" | tail -c 3) != PNG ]]; then
   exit 1
 fi
 echo "ok: --timeline wrote a PNG"
-for event in 'F0","ph":"X"' 'B0","ph":"X"'; do
-  ranks_seen=$(grep -oE "\"name\":\"$event,\"pid\":[0-9]+" "$TEST_TMPDIR/pipeline.json" |
-    sed 's/.*pid"://' | sort -u | tr '\n' ' ')
-  if [[ $ranks_seen != "0 1 " ]]; then
-    echo "FAILED: the pipeline trace has $event for ranks '$ranks_seen', not for ranks 0 and 1"
-    exit 1
-  fi
-done
-echo "ok: the pipeline trace shows both stages' forwards and backwards"
+expect_trace_ranks "$TEST_TMPDIR/pipeline.json" "0 1 " 'F0","ph":"X"' 'B0","ph":"X"'
 
 # A checkpoint file per stage: one epoch saved, resumed to two, ends as one process does.
 resumed() {

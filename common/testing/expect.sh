@@ -13,3 +13,20 @@ expect() {
   fi
   echo "ok: $* -> exit $got"
 }
+
+# `expect_trace_ranks TRACE RANKS EVENT...`: fails the test unless each EVENT (a regular
+# expression for the JSON after `"name":"`, e.g. 'F0","ph":"X"') occurs in the Chrome trace
+# TRACE for exactly the ranks (pids) RANKS, given as "0 1 ".
+expect_trace_ranks() {
+  local trace=$1 ranks=$2 event seen
+  shift 2
+  for event in "$@"; do
+    seen=$(grep -oE "\"name\":\"$event,\"pid\":[0-9]+" "$trace" | sed 's/.*pid"://' |
+      sort -u | tr '\n' ' ')
+    if [[ $seen != "$ranks" ]]; then
+      echo "FAILED: $trace has $event for ranks '$seen', not for ranks '$ranks'"
+      exit 1
+    fi
+  done
+  echo "ok: $trace has $* for ranks $ranks"
+}
