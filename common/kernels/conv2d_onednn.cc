@@ -4,7 +4,11 @@
 // weights are left to oneDNN ("any"), which picks the blocked layout its fastest kernel for
 // that activation layout wants, and are reordered from and to the plain oihw tensors around
 // each call (with nhwc activations and plain weights oneDNN 2.6 falls back to a reference
-// kernel some twenty times slower).
+// kernel some twenty times slower). The weight gradient of a strided 1x1 convolution (a
+// ResNet's projection shortcut) is taken as that of a stride-1 1x1 convolution of the
+// subsampled input: oneDNN 2.6's strided 1x1 weight-gradient kernel returns wrong values in some
+// multi-threaded runs (//common/nn/tests:layers_test's strided pointwise case failed about one
+// run in ten), and its plain-weights fallback is four times slower than this.
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
@@ -131,8 +135,45 @@ void onednn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, 
                         {DNNL_ARG_DIFF_SRC, wrap(activation_desc(dx), dx)}});
 }
 
+namespace {
+
+// x[:, :, ::s, ::s] of an (N, C, H, W) f32 activation on the CPU, in its layout.
+Tensor subsampled(const Tensor& x, int64_t stride, const Shape& output_shape) {
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  const int64_t ho = output_shape[2], wo = output_shape[3];
+  Tensor out = Tensor::empty({n, c, ho, wo}, DType::kF32, x.device(), x.memory_format());
+  const float* in = x.data_as<float>();
+  float* sampled = out.data_as<float>();
+  const bool channels_last = is_channels_last(x);
+  // Host work: replayed, not run at capture, when a CPU graph records the step.
+  run_host_work([=] {
+#pragma omp parallel for collapse(2)
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t i = 0; i < ho; ++i) {
+        for (int64_t j = 0; j < wo; ++j) {
+          for (int64_t k = 0; k < c; ++k) {
+            const int64_t from = channels_last ? ((b * h + i * stride) * w + j * stride) * c + k
+                                               : ((b * c + k) * h + i * stride) * w + j * stride;
+            const int64_t to =
+                channels_last ? ((b * ho + i) * wo + j) * c + k : ((b * c + k) * ho + i) * wo + j;
+            sampled[to] = in[from];
+          }
+        }
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 void onednn_conv2d_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dw,
                                     Conv2dShape conv) {
+  if (dw.size(2) == 1 && dw.size(3) == 1 && conv.stride > 1 && conv.padding == 0) {
+    const Tensor x_sampled = subsampled(x, conv.stride, dy.shape());
+    onednn_conv2d_backward_weights(dy, x_sampled, dw, {.stride = 1, .padding = 0});
+    return;
+  }
   const ConvPrimitives& p = primitives(x, dw, dy, conv);
   const memory plain = wrap(plain_weight_desc(dw), dw);
   const memory::desc produced = p.weights_pd.diff_weights_desc();

@@ -63,6 +63,8 @@ TEST_P(LayerTest, Conv2dGradients) {
   EXPECT_TRUE(check_gradients(conv, input({2, 3, 7, 6}, 2)));
   Conv2d pointwise(4, 2, 1, {1, 0}, rng, kCpu);
   EXPECT_TRUE(check_gradients(pointwise, input({1, 4, 3, 3}, 3)));
+  Conv2d strided_pointwise(3, 4, 1, {2, 0}, rng, kCpu);  // a ResNet's projection shortcut
+  EXPECT_TRUE(check_gradients(strided_pointwise, input({2, 3, 6, 6}, 4)));
 }
 
 TEST_P(LayerTest, BatchNormForwardNormalisesEachChannel) {
