@@ -1,0 +1,84 @@
+// Column- and row-parallel linear layers.
+#include "common/parallel/parallel_linear.h"
+
+#include "common/kernels/elementwise.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/linear.h"
+#include "common/nn/autocast.h"
+
+namespace course::parallel {
+
+namespace {
+
+// Rows [r n / p, (r + 1) n / p) of a (n, ...) tensor, as a new tensor.
+Tensor row_shard(const Tensor& t, int rank, int size, const char* what) {
+  COURSE_CHECK(t.size(0) % size == 0, what, " of ", t.str(), " does not split over ", size,
+               " tensor-parallel ranks");
+  const int64_t n = t.size(0) / size;
+  return t.slice(rank * n, (rank + 1) * n).clone();
+}
+
+Tensor as_rows(const Tensor& t) { return t.view({t.numel() / t.size(-1), t.size(-1)}); }
+
+}  // namespace
+
+ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& whole,
+                                           std::shared_ptr<Communicator> tp, bool gather_output)
+    : copy_(tp),
+      local_(row_shard(whole.weight.value, tp->rank(), tp->size(), "a column-parallel weight"),
+             row_shard(whole.bias.value, tp->rank(), tp->size(), "a column-parallel bias")),
+      gather_(tp),
+      gather_output_(gather_output) {}
+
+std::vector<nn::Module::Child> ColumnParallelLinear::children() {
+  return {{"", &local_}};  // the mappings hold no parameters
+}
+
+Tensor ColumnParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
+  const Tensor y = local_.forward(copy_.forward(x, ctx.child(0)), ctx.child(1));
+  return gather_output_ ? gather_.forward(y, ctx.child(2)) : y;
+}
+
+Tensor ColumnParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
+  const Tensor local_dy = gather_output_ ? gather_.backward(dy, ctx.child(2)) : dy;
+  return copy_.backward(local_.backward(local_dy, ctx.child(1)), ctx.child(0));
+}
+
+RowParallelLinear::RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp)
+    : weight(slice_last_dim(whole.weight.value, tp->rank(), tp->size())),
+      bias(whole.bias.value.clone()),
+      tp_(std::move(tp)) {}
+
+void RowParallelLinear::collect(const std::string& prefix, nn::ModuleState& state) {
+  state.parameters.emplace_back(prefix + "weight", &weight);
+  state.parameters.emplace_back(prefix + "bias", &bias);
+}
+
+Tensor RowParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
+  const int64_t in = weight.value.size(1);
+  COURSE_CHECK(x.dim() >= 2 && x.size(-1) == in, "RowParallelLinear's rank ", tp_->rank(),
+               " takes ", in, " input features, got ", x.str());
+  const DType dtype = nn::matmul_dtype(x);
+  Saved saved{as_rows(nn::as_dtype(x, dtype)), x.shape()};
+  // g: the partial products summed (in f32, as MPI sums no 16-bit floats), the bias added once.
+  Tensor y = nn::as_dtype(matmul(saved.input, nn::as_dtype(weight.value, dtype), false, true),
+                          DType::kF32);
+  if (tp_->size() > 1) tp_->allreduce(y)->wait();
+  add_row_bias_(y, bias.f32_value());
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.value.size(0);
+  ctx.save(std::move(saved));
+  return nn::as_dtype(y, dtype).view(out_shape);
+}
+
+Tensor RowParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
+  const Saved& saved = ctx.saved<Saved>("RowParallelLinear");
+  const Tensor grad_out = as_rows(nn::as_dtype(dy, saved.input.dtype()));  // g's adjoint: as is
+  add_column_sums_(grad_out, bias.grad);
+  grad_ready(bias);
+  axpy_(1.0f, nn::as_dtype(matmul(grad_out, saved.input, true, false), DType::kF32), weight.grad);
+  grad_ready(weight);
+  return matmul(grad_out, nn::as_dtype(weight.value, saved.input.dtype())).view(saved.input_shape);
+}
+
+}  // namespace course::parallel

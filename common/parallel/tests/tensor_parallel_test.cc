@@ -1,0 +1,133 @@
+// Tensor parallelism against hand-computed values and one process, on 2 and 4 ranks: the
+// mappings (f, g, the last dimension's all-gather and its adjoint), a column-parallel linear
+// with its output gathered, and the feed-forward pair (column-parallel, GELU, row-parallel:
+// one all-reduce each way) through forward, backward and an AdamW step, each rank's shards
+// equal to the same rows or columns of the single process's tensors.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/kernels/elementwise.h"
+#include "common/nn/activation.h"
+#include "common/optim/optimizer.h"
+#include "common/parallel/parallel_linear.h"
+#include "common/testing/tolerance.h"
+
+namespace course::parallel {
+namespace {
+
+const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
+
+std::shared_ptr<Communicator> world() { return Communicator::world(); }
+
+// The same pseudo-random (rows, cols) values on every rank.
+Tensor replicated(int64_t rows, int64_t cols, int seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> v(rows * cols);
+  for (float& x : v) x = normal(rng);
+  return Tensor::from_vector<float>(v, {rows, cols});
+}
+
+std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+
+TEST(TensorParallelMappings, ByHand) {
+  const auto tp = world();
+  const int p = tp->size(), r = tp->rank();
+  // Rank r holds (1 x 2) [r, 10 r]: gathered along the last dimension on every rank.
+  const Tensor mine = Tensor::from_vector<float>({1.0f * r, 10.0f * r}, {1, 2});
+  std::vector<float> gathered;
+  for (int k = 0; k < p; ++k) gathered.insert(gathered.end(), {1.0f * k, 10.0f * k});
+  EXPECT_EQ(values(all_gather_last_dim(mine, *tp)), gathered);
+  EXPECT_EQ(values(slice_last_dim(all_gather_last_dim(mine, *tp), r, p)), values(mine));
+
+  // f: identity forward, the ranks' gradients summed backward; g the reverse.
+  CopyToTensorParallel f(tp);
+  ReduceFromTensorParallel g(tp);
+  const Tensor x = Tensor::from_vector<float>({1.0f + r, 2.0f}, {1, 2});
+  const float rank_sum = p * (p + 1) / 2.0f;  // of 1 + r
+  EXPECT_EQ(values(f.forward(x)), values(x));
+  EXPECT_EQ(values(f.backward(x)), (std::vector<float>{rank_sum, 2.0f * p}));
+  EXPECT_EQ(values(g.forward(x)), (std::vector<float>{rank_sum, 2.0f * p}));
+  EXPECT_EQ(values(g.backward(x)), values(x));
+  // The all-gather's adjoint takes this rank's slice of the gradient.
+  GatherFromTensorParallel gather(tp);
+  EXPECT_EQ(values(gather.forward(mine)), gathered);
+  EXPECT_EQ(values(gather.backward(Tensor::from_vector<float>(gathered, {1, 2 * p}))),
+            values(mine));
+}
+
+TEST(TensorParallelLinear, ColumnParallelWithGatheredOutputIsTheWholeLayer) {
+  const auto tp = world();
+  std::mt19937 rng(5);
+  nn::Linear whole(6, 4 * tp->size(), rng, Device::cpu());
+  ColumnParallelLinear column(whole, tp, /*gather_output=*/true);
+  const Tensor x = replicated(3, 6, 1), dy = replicated(3, 4 * tp->size(), 2);
+  EXPECT_TRUE(testing::all_close(values(column.forward(x)), values(whole.forward(x)), kParity));
+  EXPECT_TRUE(testing::all_close(values(column.backward(dy)), values(whole.backward(dy)), kParity));
+  const int64_t rows = 4, r = tp->rank();
+  EXPECT_TRUE(testing::all_close(values(column.local().weight.grad),
+                                 values(whole.weight.grad.slice(r * rows, (r + 1) * rows)),
+                                 kParity));
+  EXPECT_TRUE(testing::all_close(values(column.local().bias.grad),
+                                 values(whole.bias.grad.slice(r * rows, (r + 1) * rows)), kParity));
+}
+
+// The feed-forward block: Linear(C, 4C), GELU, Linear(4C, C), with C = 8.
+struct FeedForward {
+  nn::Linear up, down;
+  FeedForward(std::mt19937& rng) : up(8, 32, rng, Device::cpu()), down(32, 8, rng, Device::cpu()) {}
+};
+
+TEST(TensorParallelLinear, ColumnThenRowIsTheWholeFeedForwardThroughAnAdamWStep) {
+  const auto tp = world();
+  const int p = tp->size(), r = tp->rank();
+  std::mt19937 rng(7);
+  FeedForward whole(rng);
+  ColumnParallelLinear up(whole.up, tp, /*gather_output=*/false);
+  RowParallelLinear down(whole.down, tp);
+  nn::GELU whole_gelu, gelu;
+  const Tensor x = replicated(5, 8, 3), dy = replicated(5, 8, 4);
+
+  const Tensor y_whole = whole.down.forward(whole_gelu.forward(whole.up.forward(x)));
+  const Tensor y = down.forward(gelu.forward(up.forward(x)));
+  EXPECT_TRUE(testing::all_close(values(y), values(y_whole), kParity));
+  const Tensor dx_whole = whole.up.backward(whole_gelu.backward(whole.down.backward(dy)));
+  const Tensor dx = up.backward(gelu.backward(down.backward(dy)));
+  EXPECT_TRUE(testing::all_close(values(dx), values(dx_whole), kParity));
+
+  optim::AdamW whole_adamw({{"up.weight", &whole.up.weight},
+                            {"up.bias", &whole.up.bias},
+                            {"down.weight", &whole.down.weight},
+                            {"down.bias", &whole.down.bias}},
+                           {.lr = 1e-2f, .weight_decay = 0.1f});
+  optim::AdamW adamw({{"up.weight", &up.local().weight},
+                      {"up.bias", &up.local().bias},
+                      {"down.weight", &down.weight},
+                      {"down.bias", &down.bias}},
+                     {.lr = 1e-2f, .weight_decay = 0.1f});
+  whole_adamw.step();
+  adamw.step();
+  const int64_t hidden = 32 / p;
+  EXPECT_TRUE(testing::all_close(values(up.local().weight.value),
+                                 values(whole.up.weight.value.slice(r * hidden, (r + 1) * hidden)),
+                                 kParity));
+  EXPECT_TRUE(testing::all_close(values(up.local().bias.value),
+                                 values(whole.up.bias.value.slice(r * hidden, (r + 1) * hidden)),
+                                 kParity));
+  EXPECT_TRUE(testing::all_close(values(down.weight.value),
+                                 values(slice_last_dim(whole.down.weight.value, r, p)), kParity));
+  EXPECT_TRUE(testing::all_close(values(down.bias.value), values(whole.down.bias.value), kParity));
+}
+
+TEST(TensorParallelLinear, FeaturesThatDoNotSplitAreClearErrors) {
+  const auto tp = world();
+  std::mt19937 rng(1);
+  nn::Linear odd(3, 4 * tp->size() + 1, rng, Device::cpu());
+  EXPECT_THROW(ColumnParallelLinear(odd, tp, false), Error);
+  nn::Linear odd_in(4 * tp->size() + 1, 3, rng, Device::cpu());
+  EXPECT_THROW(RowParallelLinear(odd_in, tp), Error);
+}
+
+}  // namespace
+}  // namespace course::parallel
