@@ -20,40 +20,31 @@ Tensor all_gather_last_dim(const Tensor& x, Communicator& comm);
 // Rank `rank`'s slice of the last dimension of x (..., n * size): (..., n), contiguous.
 Tensor slice_last_dim(const Tensor& x, int rank, int size);
 
-class CopyToTensorParallel : public nn::Module {
+// What the mappings share: the tensor-parallel ranks they communicate over, no parameters.
+class TensorParallelMapping : public nn::Module {
  public:
-  explicit CopyToTensorParallel(std::shared_ptr<Communicator> tp) : tp_(std::move(tp)) {}
+  explicit TensorParallelMapping(std::shared_ptr<Communicator> tp) : tp_(std::move(tp)) {}
 
  protected:
-  Tensor run_forward(const Tensor& x, nn::Context& ctx) override;
-  Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
-
- private:
   std::shared_ptr<Communicator> tp_;
 };
 
-class ReduceFromTensorParallel : public nn::Module {
- public:
-  explicit ReduceFromTensorParallel(std::shared_ptr<Communicator> tp) : tp_(std::move(tp)) {}
-
- protected:
+class CopyToTensorParallel : public TensorParallelMapping {
+  using TensorParallelMapping::TensorParallelMapping;
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
-
- private:
-  std::shared_ptr<Communicator> tp_;
 };
 
-class GatherFromTensorParallel : public nn::Module {
- public:
-  explicit GatherFromTensorParallel(std::shared_ptr<Communicator> tp) : tp_(std::move(tp)) {}
-
- protected:
+class ReduceFromTensorParallel : public TensorParallelMapping {
+  using TensorParallelMapping::TensorParallelMapping;
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
+};
 
- private:
-  std::shared_ptr<Communicator> tp_;
+class GatherFromTensorParallel : public TensorParallelMapping {
+  using TensorParallelMapping::TensorParallelMapping;
+  Tensor run_forward(const Tensor& x, nn::Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
 };
 
 }  // namespace course::parallel
