@@ -1,8 +1,8 @@
 // Tensor parallelism against hand-computed values and one process, on 2 and 4 ranks: the
 // mappings (f, g, the last dimension's all-gather and its adjoint), a column-parallel linear
-// with its output gathered, and the feed-forward pair (column-parallel, GELU, row-parallel:
-// one all-reduce each way) through forward, backward and an AdamW step, each rank's shards
-// equal to the same rows or columns of the single process's tensors.
+// with its output gathered, the embedding cut over the vocabulary, and the feed-forward pair
+// (column-parallel, GELU, row-parallel: one all-reduce each way) through forward, backward and an
+// AdamW step, each rank's shards equal to the same rows or columns of the single process's tensors.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,6 +11,7 @@
 #include "common/nn/activation.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/parallel_linear.h"
+#include "common/parallel/vocab_parallel_embedding.h"
 #include "common/testing/tolerance.h"
 
 namespace course::parallel {
@@ -118,6 +119,36 @@ TEST(TensorParallelLinear, ColumnThenRowIsTheWholeFeedForwardThroughAnAdamWStep)
   EXPECT_TRUE(testing::all_close(values(down.weight.value),
                                  values(slice_last_dim(whole.down.weight.value, r, p)), kParity));
   EXPECT_TRUE(testing::all_close(values(down.bias.value), values(whole.down.bias.value), kParity));
+}
+
+// The vocabulary cut over the ranks: tokens from every rank's range (and repeated ones) embed as
+// the whole table does, each rank's rows get the whole table's gradient rows.
+TEST(VocabParallelEmbedding, IsTheWholeEmbeddingThroughAnAdamWStep) {
+  const auto tp = world();
+  const int p = tp->size(), r = tp->rank();
+  const int64_t vocabulary = 6 * p;
+  std::mt19937 rng(9);
+  nn::Embedding whole(vocabulary, 5, 4, rng, Device::cpu());
+  VocabParallelEmbedding sharded(whole, tp);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 10; ++i) tokens.push_back(static_cast<int32_t>((i * 7) % vocabulary));
+  tokens.push_back(tokens.front());
+  tokens.push_back(static_cast<int32_t>(vocabulary - 1));
+  const Tensor x = Tensor::from_vector<int32_t>(tokens, {3, 4});
+  const Tensor dy = replicated(12, 4, 6).view({3, 4, 4});
+  EXPECT_TRUE(testing::all_close(values(sharded.forward(x)), values(whole.forward(x)), kParity));
+  sharded.backward(dy);
+  whole.backward(dy);
+  optim::AdamW whole_adamw(whole.state().parameters, {.lr = 1e-2f});
+  optim::AdamW adamw(sharded.state().parameters, {.lr = 1e-2f});
+  whole_adamw.step();
+  adamw.step();
+  EXPECT_EQ(sharded.first_token(), 6 * r);
+  EXPECT_TRUE(testing::all_close(values(sharded.wte.value),
+                                 values(whole.wte.value.slice(6 * r, 6 * r + 6)), kParity));
+  EXPECT_TRUE(testing::all_close(values(sharded.wpe.value), values(whole.wpe.value), kParity));
+  nn::Embedding odd(6 * p + 1, 5, 4, rng, Device::cpu());
+  EXPECT_THROW(VocabParallelEmbedding(odd, tp), Error);
 }
 
 TEST(TensorParallelLinear, FeaturesThatDoNotSplitAreClearErrors) {

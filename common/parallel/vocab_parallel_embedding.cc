@@ -1,0 +1,72 @@
+// The vocabulary-parallel embedding through the embedding kernels and an all-reduce.
+#include "common/parallel/vocab_parallel_embedding.h"
+
+#include "common/kernels/elementwise.h"
+#include "common/kernels/embedding.h"
+
+namespace course::parallel {
+
+namespace {
+
+Tensor rows_of(const Tensor& table, int rank, int size) {
+  COURSE_CHECK(table.size(0) % size == 0, "a vocabulary of ", table.size(0),
+               " tokens does not split over ", size, " tensor-parallel ranks");
+  const int64_t n = table.size(0) / size;
+  return table.slice(rank * n, (rank + 1) * n).clone();
+}
+
+}  // namespace
+
+VocabParallelEmbedding::VocabParallelEmbedding(const nn::Embedding& whole,
+                                               std::shared_ptr<Communicator> tp)
+    : wte(rows_of(whole.wte.value, tp->rank(), tp->size())),
+      wpe(whole.wpe.value.clone()),
+      tp_(std::move(tp)),
+      first_token_(tp_->rank() * wte.value.size(0)) {}
+
+void VocabParallelEmbedding::collect(const std::string& prefix, nn::ModuleState& state) {
+  state.parameters.emplace_back(prefix + "wte.weight", &wte);
+  state.parameters.emplace_back(prefix + "wpe.weight", &wpe);
+}
+
+Tensor VocabParallelEmbedding::local_rows(const Tensor& tokens) const {
+  const int64_t rows = wte.value.size(0);
+  std::vector<int32_t> local = tokens.to_vector<int32_t>();
+  for (int32_t& t : local) {
+    const int64_t row = t - first_token_;
+    t = static_cast<int32_t>(row >= 0 && row < rows ? row : rows);  // the zero row
+  }
+  return Tensor::from_vector<int32_t>(local, tokens.shape(), tokens.device());
+}
+
+Tensor VocabParallelEmbedding::extended_table() const {
+  const int64_t rows = wte.value.size(0);
+  Tensor table = zeros({rows + 1, wte.value.size(1)}, DType::kF32, wte.value.device());
+  Tensor mine = table.slice(0, rows);
+  copy_(mine, wte.value);
+  return table;
+}
+
+Tensor VocabParallelEmbedding::run_forward(const Tensor& tokens, nn::Context& ctx) {
+  const Tensor local = local_rows(tokens);
+  // Rank 0 adds the positions; the others look up zeros for them, so the sum holds them once.
+  const Tensor positions =
+      tp_->rank() == 0 ? wpe.value : zeros(wpe.value.shape(), DType::kF32, wpe.value.device());
+  Tensor y = embedding_forward(local, extended_table(), positions);
+  if (tp_->size() > 1) tp_->allreduce(y)->wait();
+  ctx.save(local);
+  return y;
+}
+
+Tensor VocabParallelEmbedding::run_backward(const Tensor& dy, nn::Context& ctx) {
+  const Tensor& local = ctx.saved<Tensor>("VocabParallelEmbedding");
+  const int64_t rows = wte.value.size(0);
+  Tensor table_grad = zeros({rows + 1, wte.value.size(1)}, DType::kF32, wte.value.device());
+  embedding_backward(dy, local, table_grad, wpe.grad);
+  grad_ready(wpe);
+  axpy_(1.0f, table_grad.slice(0, rows), wte.grad);  // the zero row's gradient is dropped
+  grad_ready(wte);
+  return Tensor();
+}
+
+}  // namespace course::parallel
