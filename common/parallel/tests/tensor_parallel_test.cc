@@ -1,6 +1,7 @@
 // Tensor parallelism against hand-computed values and one process, on 2 and 4 ranks: the
 // mappings (f, g, the last dimension's all-gather and its adjoint), a column-parallel linear
-// with its output gathered, the embedding cut over the vocabulary, and the feed-forward pair
+// with its output gathered, the embedding cut over the vocabulary, attention with its heads
+// split, and the feed-forward pair
 // (column-parallel, GELU, row-parallel: one all-reduce each way) through forward, backward and an
 // AdamW step, each rank's shards equal to the same rows or columns of the single process's tensors.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "common/nn/activation.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/parallel_linear.h"
+#include "common/parallel/tensor_parallel_attention.h"
 #include "common/parallel/vocab_parallel_embedding.h"
 #include "common/testing/tolerance.h"
 
@@ -149,6 +151,42 @@ TEST(VocabParallelEmbedding, IsTheWholeEmbeddingThroughAnAdamWStep) {
   EXPECT_TRUE(testing::all_close(values(sharded.wpe.value), values(whole.wpe.value), kParity));
   nn::Embedding odd(6 * p + 1, 5, 4, rng, Device::cpu());
   EXPECT_THROW(VocabParallelEmbedding(odd, tp), Error);
+}
+
+// Heads split over the ranks: a GPT's attention (16 channels, 4 heads) against the whole one,
+// the rank's q|k|v rows and output-projection columns getting the whole layers' gradients.
+TEST(TensorParallelAttention, IsTheWholeAttention) {
+  const auto tp = world();
+  const int p = tp->size(), r = tp->rank();
+  std::mt19937 rng(13);
+  nn::Linear c_attn(16, 48, rng, Device::cpu()), c_proj(16, 16, rng, Device::cpu());
+  nn::SelfAttention core(4, /*causal=*/true);
+  TensorParallelAttention attention(c_attn, c_proj, 4, tp);
+  const Tensor x = replicated(2 * 6, 16, 8).view({2, 6, 16});
+  const Tensor dy = replicated(2 * 6, 16, 9).view({2, 6, 16});
+  const Tensor y_whole = c_proj.forward(core.forward(c_attn.forward(x)));
+  EXPECT_TRUE(testing::all_close(values(attention.forward(x)), values(y_whole), kParity));
+  const Tensor dx_whole = c_attn.backward(core.backward(c_proj.backward(dy)));
+  EXPECT_TRUE(testing::all_close(values(attention.backward(dy)), values(dx_whole), kParity));
+
+  const nn::ModuleState mine = attention.state();
+  ASSERT_EQ(mine.parameters.size(), 4u);
+  const nn::Linear whole_qkv_grads =
+      grouped_by_rank(nn::Linear(c_attn.weight.grad, c_attn.bias.grad), p);
+  const int64_t rows = 48 / p;
+  EXPECT_EQ(mine.parameters[0].first, "c_attn.weight");
+  EXPECT_TRUE(testing::all_close(
+      values(mine.parameters[0].second->grad),
+      values(whole_qkv_grads.weight.value.slice(r * rows, (r + 1) * rows)), kParity));
+  EXPECT_TRUE(testing::all_close(values(mine.parameters[1].second->grad),
+                                 values(whole_qkv_grads.bias.value.slice(r * rows, (r + 1) * rows)),
+                                 kParity));
+  EXPECT_EQ(mine.parameters[2].first, "c_proj.weight");
+  EXPECT_TRUE(testing::all_close(values(mine.parameters[2].second->grad),
+                                 values(slice_last_dim(c_proj.weight.grad, r, p)), kParity));
+  EXPECT_TRUE(testing::all_close(values(mine.parameters[3].second->grad), values(c_proj.bias.grad),
+                                 kParity));
+  EXPECT_THROW(TensorParallelAttention(c_attn, c_proj, 3, tp), Error);  // 3 heads: no split
 }
 
 TEST(TensorParallelLinear, FeaturesThatDoNotSplitAreClearErrors) {
