@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
 #include "common/parallel/gather_strings.h"
+#include "common/parallel/gradient_average.h"
 #include "tools/plot/timeline_chart.h"
 
 namespace day4 {
@@ -67,16 +67,10 @@ Tensor PipelineMode::forward_backward(const NextTokenBatch& batch, Device device
 }
 
 void PipelineMode::average_over_pipelines() {
-  parallel::Communicator& dp = *grid_.dp();
-  if (dp.size() == 1) return;
   const auto start = std::chrono::steady_clock::now();
-  const auto parameters = pipeline_.parameters();
-  std::vector<parallel::WorkPtr> sums;
-  for (const auto& [name, p] : parameters) sums.push_back(dp.allreduce(p->grad));
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    sums[i]->wait();
-    scale_(parameters[i].second->grad, 1.0f / static_cast<float>(dp.size()));
-  }
+  std::vector<nn::Parameter*> parameters;
+  for (const auto& named : pipeline_.parameters()) parameters.push_back(named.second);
+  parallel::average_gradients(parameters, *grid_.dp());
   averaging_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -1,0 +1,16 @@
+// The average of parameters' gradients over the ranks of a communicator: how replicas of a
+// model (data-parallel pipelines, tensor-parallel groups) agree on one gradient after each
+// computed its own batch's, all of them reduced at once.
+#pragma once
+
+#include <vector>
+
+#include "common/nn/module.h"
+#include "common/parallel/communicator.h"
+
+namespace course::parallel {
+
+// Collective over `comm`: every rank passes the same parameters in the same order.
+void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm);
+
+}  // namespace course::parallel

@@ -1,0 +1,38 @@
+// A GPT with every block cut over the tensor-parallel ranks (Megatron-LM): the embedding over
+// the vocabulary, attention over its heads, the feed-forward block as a column-then-row pair,
+// the output layer tied to the rank's embedding rows with its logits gathered; LayerNorms and
+// the position table replicated. Cut from a whole nn::Gpt every rank built from the same seed,
+// with the whole model's parameter names, so it trains as that model does (each rank holding a
+// p-th of the large matrices).
+#pragma once
+
+#include <memory>
+
+#include "common/nn/gpt.h"
+#include "common/nn/layer_norm.h"
+#include "common/nn/sequential.h"
+#include "common/parallel/vocab_parallel_embedding.h"
+
+namespace course::parallel {
+
+class TensorParallelGpt : public nn::Module {
+ public:
+  // Throws when the heads, the feed-forward width or the vocabulary do not split over the ranks,
+  // or the whole model checkpoints its blocks.
+  TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicator> tp);
+
+  std::vector<Child> children() override;
+
+ protected:
+  // tokens (B, T) i32 -> logits (B, T, V), the same on every rank.
+  Tensor run_forward(const Tensor& tokens, nn::Context& ctx) override;
+  Tensor run_backward(const Tensor& dlogits, nn::Context& ctx) override;
+
+ private:
+  VocabParallelEmbedding embedding_;
+  nn::Sequential blocks_;
+  nn::LayerNorm ln_f_;
+  nn::ModulePtr head_;
+};
+
+}  // namespace course::parallel

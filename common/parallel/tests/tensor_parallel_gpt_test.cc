@@ -1,0 +1,153 @@
+// A GPT cut over tensor-parallel ranks, and 2D parallelism (data parallel x tensor parallel),
+// against one process training the whole model on the whole batch, on 2 and 4 ranks: the loss
+// of every SGD step and, after each, every rank's parameters equal the same rows, columns or
+// copies of the whole model's (by the rule each layer is cut with).
+#include "common/parallel/tensor_parallel_gpt.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "common/kernels/cross_entropy.h"
+#include "common/kernels/elementwise.h"
+#include "common/optim/optimizer.h"
+#include "common/parallel/gradient_average.h"
+#include "common/parallel/process_grid.h"
+#include "common/parallel/tensor_parallel_attention.h"
+#include "common/parallel/tp_mappings.h"
+#include "common/testing/tolerance.h"
+
+namespace course::parallel {
+namespace {
+
+constexpr int kSteps = 3;
+constexpr int64_t kSequencesPerReplica = 2;
+const nn::GptConfig kGpt{"gpt-tp", 2, 4, 16, 8, 40};  // 4 heads, a vocabulary of 40
+const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
+// SGD with momentum, not AdamW: the key bias's true gradient is zero (a softmax ignores what
+// adds to a whole row of scores), so its computed gradient is rounding noise that AdamW would
+// divide by its own size, turning another summation order into a different update.
+const optim::SgdOptions kSgd{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f};
+
+struct Batch {
+  Tensor tokens, targets;
+};
+
+// Sequences [first, first + count) of step `step`'s batch.
+Batch batch(int step, int64_t first, int64_t count) {
+  std::mt19937 rng(50 + step);
+  std::uniform_int_distribution<int32_t> token(0, kGpt.vocabulary - 1);
+  const int64_t all = 16 * kGpt.context;
+  std::vector<int32_t> tokens(all);
+  std::vector<int64_t> targets(all);
+  for (auto& t : tokens) t = token(rng);
+  for (auto& t : targets) t = token(rng);
+  const int64_t from = first * kGpt.context, to = (first + count) * kGpt.context;
+  return {
+      Tensor::from_vector<int32_t>({tokens.begin() + from, tokens.begin() + to},
+                                   {count, kGpt.context}),
+      Tensor::from_vector<int64_t>({targets.begin() + from, targets.begin() + to}, {to - from})};
+}
+
+// One step of `model` on `b`: the mean loss's gradients added into its parameters.
+float forward_backward(nn::Module& model, const Batch& b) {
+  const Tensor logits = model.forward(b.tokens);
+  const Tensor rows = logits.view({b.targets.numel(), kGpt.vocabulary});
+  const CrossEntropyOutput out = softmax_cross_entropy(rows, b.targets);
+  model.backward(
+      softmax_cross_entropy_backward(out, b.targets, 0.0f, DType::kF32, 1.0f).view(logits.shape()));
+  return out.host_loss();
+}
+
+// Rank r's part of whole parameter `name`, by how TensorParallelGpt cuts it.
+std::vector<float> expected_part(const std::string& name, const Tensor& whole, int r, int p) {
+  const auto rows = [&](const Tensor& t) {
+    const int64_t n = t.size(0) / p;
+    return t.slice(r * n, (r + 1) * n).to_vector<float>();
+  };
+  const auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with("c_attn.weight")) {
+    return rows(grouped_by_rank(nn::Linear(whole, zeros({whole.size(0)})), p).weight.value);
+  }
+  if (ends_with("c_attn.bias")) {
+    return rows(grouped_by_rank(nn::Linear(zeros({whole.size(0), 1}), whole), p).bias.value);
+  }
+  if (name == "wte.weight" || ends_with("c_fc.weight") || ends_with("c_fc.bias"))
+    return rows(whole);
+  if (ends_with("c_proj.weight")) return slice_last_dim(whole, r, p).to_vector<float>();
+  return whole.to_vector<float>();  // LayerNorms, positions, the row-parallel biases
+}
+
+struct Replica {
+  std::vector<float> losses;  // mean over the whole batch, per step
+  std::vector<std::map<std::string, std::vector<float>>> parameters;  // after each step
+};
+
+// The whole model on one process, on every replica's sequences at once.
+Replica train_alone(int replicas) {
+  std::mt19937 rng(21);
+  nn::Gpt gpt(kGpt, rng, Device::cpu());
+  optim::Sgd sgd(gpt.state().parameters, kSgd);
+  Replica out;
+  for (int step = 0; step < kSteps; ++step) {
+    gpt.zero_grad();
+    out.losses.push_back(forward_backward(gpt, batch(step, 0, replicas * kSequencesPerReplica)));
+    sgd.step();
+    std::map<std::string, std::vector<float>> values;
+    for (const auto& [name, p] : gpt.state().parameters) values[name] = p->value.to_vector<float>();
+    out.parameters.push_back(values);
+  }
+  return out;
+}
+
+void expect_2d_training(const GridShape& shape) {
+  const auto world = Communicator::world();
+  const ProcessGrid grid(world, shape);
+  const int dp = grid.coordinates().dp;
+  const Replica alone = train_alone(shape.dp);
+  std::mt19937 rng(21);
+  nn::Gpt whole(kGpt, rng, Device::cpu());
+  TensorParallelGpt model(whole, grid.tp());
+  const auto named = model.state().parameters;
+  std::map<std::string, Shape> whole_shapes;
+  for (const auto& [name, p] : whole.state().parameters) whole_shapes[name] = p->value.shape();
+  optim::Sgd sgd(named, kSgd);
+  std::vector<nn::Parameter*> parameters;
+  for (const auto& [name, p] : named) parameters.push_back(p);
+  for (int step = 0; step < kSteps; ++step) {
+    model.zero_grad();
+    const float loss =
+        forward_backward(model, batch(step, dp * kSequencesPerReplica, kSequencesPerReplica));
+    average_gradients(parameters, *grid.dp());
+    sgd.step();
+    // The replicas' mean loss is the whole batch's (equal shares).
+    Tensor losses = Tensor::from_vector<float>({loss / shape.dp}, {1});
+    grid.dp()->allreduce(losses)->wait();
+    EXPECT_TRUE(testing::all_close(losses.to_vector<float>(), {alone.losses[step]}, kParity))
+        << shape.str() << ", step " << step;
+    ASSERT_EQ(named.size(), alone.parameters[step].size());
+    for (const auto& [name, p] : named) {
+      const Tensor reference =
+          Tensor::from_vector<float>(alone.parameters[step].at(name), whole_shapes.at(name));
+      EXPECT_TRUE(testing::all_close(
+          p->value.to_vector<float>(),
+          expected_part(name, reference, grid.coordinates().tp, shape.tp), kParity))
+          << shape.str() << ": " << name << " after step " << step << " on rank " << world->rank();
+    }
+  }
+}
+
+TEST(TensorParallelGpt, EveryGridOfTheWorldTrainsAsOneProcess) {
+  Communicator::world()->set_timeout(30);
+  const int n = Communicator::world()->size();
+  for (int tp = 1; tp <= n; tp *= 2) {
+    expect_2d_training({.dp = n / tp, .tp = tp, .pp = 1});
+  }
+}
+
+}  // namespace
+}  // namespace course::parallel
