@@ -1,7 +1,8 @@
-// The day-4 check: tests of the exercises TP4.1-TP4.5 against hand-computed values and
+// The day-4 check: tests of the exercises TP4.1-TP4.7 against hand-computed values and
 // single-process references, on 2, 3 and 4 MPI ranks, with cases chosen so that plausible
 // wrong answers fail (shards without padding or at wrong offsets, a sum instead of an average,
-// a rank keeping only its own shard, parameters or gradients not freed, gradients not reduced).
+// a rank keeping only its own shard, parameters or gradients not freed, gradients not reduced,
+// a mapping reducing in the wrong direction, gathered features left in rank order).
 // A failure on one rank ends every rank at once with its message. Built on the trainee's
 // exercises (bazel test //day4_large_models:check) and on the solutions
 // (//solutions/day4_large_models:check).
@@ -166,6 +167,65 @@ TEST(TP4_5, BackwardAveragesTheGradientsIntoTheShardAndFreesEverything) {
   }
   EXPECT_FALSE(unit.gathered()) << "the full parameters must be released after backward";
   EXPECT_FALSE(unit.has_gradients()) << "the full gradients must be freed after the reduction";
+}
+
+// TP4.6 ----------------------------------------------------------------------------------
+
+TEST(TP4_6, FAllReducesBackwardAndGForward) {
+  const int p = world()->size(), r = world()->rank();
+  // Rank q holds [q + 1, 2]: the sum over the ranks is [p (p + 1) / 2, 2 p].
+  const Tensor t = Tensor::from_vector<float>({static_cast<float>(r + 1), 2.0f}, {2});
+  const std::vector<float> mine = t.to_vector<float>();
+  const std::vector<float> sum = {p * (p + 1) / 2.0f, 2.0f * p};
+  EXPECT_EQ(tp_mapping(TpMapping::kF, true, t, *world()).to_vector<float>(), mine)
+      << "f's forward is the identity";
+  EXPECT_EQ(tp_mapping(TpMapping::kF, false, t, *world()).to_vector<float>(), sum)
+      << "f's backward sums the ranks' gradients";
+  EXPECT_EQ(tp_mapping(TpMapping::kG, true, t, *world()).to_vector<float>(), sum)
+      << "g's forward sums the ranks' partial results";
+  EXPECT_EQ(tp_mapping(TpMapping::kG, false, t, *world()).to_vector<float>(), mine)
+      << "g's backward is the identity";
+  EXPECT_EQ(t.to_vector<float>(), mine) << "the input is not to be changed";
+}
+
+// TP4.7 ----------------------------------------------------------------------------------
+
+TEST(TP4_7, GatheredFeaturesAreEachRowsSlicesSideBySide) {
+  const int p = world()->size(), r = world()->rank();
+  // 3 rows of 2 features on each rank: rank q's feature j of row i is 100 i + 10 q + j.
+  std::vector<float> mine;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) mine.push_back(static_cast<float>(100 * i + 10 * r + j));
+  }
+  const Tensor gathered = gather_features(Tensor::from_vector(mine, {3, 2}), *world());
+  ASSERT_EQ(gathered.shape(), (course::Shape{3, 2 * p}));
+  std::vector<float> expected;
+  for (int i = 0; i < 3; ++i) {
+    for (int q = 0; q < p; ++q) {
+      for (int j = 0; j < 2; ++j) expected.push_back(static_cast<float>(100 * i + 10 * q + j));
+    }
+  }
+  EXPECT_EQ(gathered.to_vector<float>(), expected) << "on rank " << r;
+}
+
+// A column-parallel layer: rank r computes output features [r o/p, (r+1) o/p) from its rows of
+// the weight; gathered, they are the whole layer's output.
+TEST(TP4_7, AColumnParallelLayerGatheredIsTheWholeLayer) {
+  const int p = world()->size(), r = world()->rank();
+  std::mt19937 rng(23);
+  nn::Linear whole(4, 3 * p, rng, Device::cpu());
+  nn::Linear mine(whole.weight.value.slice(3 * r, 3 * r + 3).clone(),
+                  whole.bias.value.slice(3 * r, 3 * r + 3).clone());
+  std::vector<float> x_values(2 * 5 * 4);
+  for (size_t i = 0; i < x_values.size(); ++i)
+    x_values[i] = 0.1f * static_cast<float>(i % 9) - 0.3f;
+  const Tensor x = Tensor::from_vector(x_values, {2, 5, 4});
+  const std::vector<float> expected = whole.forward(x).to_vector<float>();
+  const std::vector<float> got = gather_features(mine.forward(x), *world()).to_vector<float>();
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], 1e-5f) << "output element " << i << " on rank " << r;
+  }
 }
 
 }  // namespace

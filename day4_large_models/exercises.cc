@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.5 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.7 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -6,6 +6,7 @@
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/permute.h"
 
 namespace day4 {
 
@@ -45,6 +46,21 @@ Tensor fsdp_backward(parallel::ShardedUnit& unit, nn::Module& block, const Tenso
   // BEGIN EXERCISE TP4.5: gather again, gradients, backward, reduce-scatter, release
   ::course::exercise_todo("TP4.5", "gather again, gradients, backward, reduce-scatter, release",
                           "day4_large_models/README.md#tp45");
+  // END EXERCISE
+}
+
+Tensor tp_mapping(TpMapping mapping, bool forward, const Tensor& t, parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.6: f all-reduces backward, g forward; the other direction is the identity
+  ::course::exercise_todo("TP4.6",
+                          "f all-reduces backward, g forward; the other direction is the identity",
+                          "day4_large_models/README.md#tp46");
+  // END EXERCISE
+}
+
+Tensor gather_features(const Tensor& x, parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.7: all-gather, then put each row's slices side by side
+  ::course::exercise_todo("TP4.7", "all-gather, then put each row's slices side by side",
+                          "day4_large_models/README.md#tp47");
   // END EXERCISE
 }
 

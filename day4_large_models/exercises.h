@@ -1,7 +1,7 @@
-// The day-4 exercises (TP4.1-TP4.5): what the trainee writes in day4_large_models/exercises.cc.
+// The day-4 exercises (TP4.1-TP4.7): what the trainee writes in day4_large_models/exercises.cc.
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
-// `--sharding exercise-zero1` trains through TP4.1-TP4.3; //day4_large_models:check tests all
-// five on 2, 3 and 4 MPI ranks.
+// `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.7 are the first steps of
+// tensor parallelism; //day4_large_models:check tests all seven on 2, 3 and 4 MPI ranks.
 #pragma once
 
 #include <cstdint>
@@ -47,5 +47,19 @@ Tensor fsdp_forward(parallel::ShardedUnit& unit, nn::Module& block, const Tensor
 // and frees the full gradients), and free the parameters. Returns the input's gradient.
 Tensor fsdp_backward(parallel::ShardedUnit& unit, nn::Module& block, const Tensor& dy,
                      nn::Context& ctx);
+
+// TP4.6: tensor parallelism's two mappings (step 1 of the course). f sits where a replicated
+// input enters rank-local work: identity forward, its gradients summed over the ranks backward.
+// g sits where the ranks' partial results become one replicated value: summed forward,
+// identity backward. Returns what `t` becomes through `mapping` in that direction: `t` itself
+// or a new tensor holding its sum over the ranks of `comm` (leave `t` as it is).
+enum class TpMapping { kF, kG };
+Tensor tp_mapping(TpMapping mapping, bool forward, const Tensor& t, parallel::Communicator& comm);
+
+// TP4.7: the output of a column-parallel linear layer gathered (step 2): every rank holds
+// x (..., n), its slice of the output features; returns (..., n p) with rank r's values at
+// features [r n, (r + 1) n) of every row, on every rank. comm.all_gather() puts the ranks' whole
+// tensors one after the other.
+Tensor gather_features(const Tensor& x, parallel::Communicator& comm);
 
 }  // namespace day4

@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.5 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.7 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -6,6 +6,7 @@
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/permute.h"
 
 namespace day4 {
 
@@ -51,6 +52,28 @@ Tensor fsdp_backward(parallel::ShardedUnit& unit, nn::Module& block, const Tenso
   unit.finish_reduction();
   unit.release();
   return dx;
+  // END EXERCISE
+}
+
+Tensor tp_mapping(TpMapping mapping, bool forward, const Tensor& t, parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.6: f all-reduces backward, g forward; the other direction is the identity
+  const bool sum = (mapping == TpMapping::kF) != forward;
+  if (!sum) return t;
+  Tensor total = t.clone();
+  comm.allreduce(total)->wait();
+  return total;
+  // END EXERCISE
+}
+
+Tensor gather_features(const Tensor& x, parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.7: all-gather, then put each row's slices side by side
+  const int p = comm.size();
+  const int64_t n = x.size(-1), rows = x.numel() / n;
+  Tensor by_rank = Tensor::empty({p, rows, n}, x.dtype(), x.device());
+  comm.all_gather(x.view({rows * n}), by_rank)->wait();
+  course::Shape shape = x.shape();
+  shape.back() = n * p;
+  return course::permute(by_rank, {1, 0, 2}).view(shape);
   // END EXERCISE
 }
 
