@@ -52,6 +52,10 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--estimate-only", o.estimate_only,
                "print the per-rank memory estimate of the run and exit (any --model preset)");
+  app.add_option("--throughput-gpus", o.throughput_gpus,
+                 "print the throughput model (step time, memory, MFU) of every dp x tp x pp grid "
+                 "of this many GPUs for --model and --batch-size sequences per step, and exit")
+      ->capture_default_str();
   app.add_option("--estimate-ranks", o.estimate_ranks,
                  "ranks the estimate is for (0: the ranks of this run)")
       ->capture_default_str();
@@ -177,7 +181,8 @@ void validate(const GptLabOptions& o) {
                  o.pipeline_stages, " x --virtual-stages ", o.virtual_stages, " cuts ", o.model,
                  "'s ", config.layers, " blocks into stages of none");
   }
-  if (o.estimate_only) return;  // any preset: nothing is trained
+  COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
+  if (o.estimate_only || o.throughput_gpus > 0) return;  // any preset: nothing is trained
   COURSE_CHECK(config.vocabulary == course::kByteVocabulary, o.model, " has a vocabulary of ",
                config.vocabulary, " tokens; the lab's byte-level text needs ",
                course::kByteVocabulary, " (gpt-tiny)");

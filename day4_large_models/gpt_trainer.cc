@@ -18,6 +18,7 @@
 #include "day4_large_models/memory_report.h"
 #include "day4_large_models/parallel_modes.h"
 #include "day4_large_models/pipeline_mode.h"
+#include "day4_large_models/throughput_report.h"
 
 namespace day4 {
 
@@ -62,6 +63,10 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   parallel::share_cores(*comm);
   const Device device = parallel::rank_device(o.device, *comm);
   const bool lead = comm->rank() == 0;
+  if (o.throughput_gpus > 0) {
+    if (lead) print_throughput_table(o, o.throughput_gpus);
+    return {};
+  }
   if (o.estimate_only) {
     if (lead) print_memory_estimate(o, o.estimate_ranks > 0 ? o.estimate_ranks : comm->size());
     return {};

@@ -29,6 +29,10 @@ for flags in "" "--amp --checkpoint-activations" "--accumulate 2"; do
 done
 expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab" \
   --model gpt-1.3b --estimate-only --estimate-ranks 8 --sharding zero3 --batch-size 8 --amp
+# The throughput model's grids of 8 GPUs for GPT-2 1.3B (its figures: throughput_model_test).
+expect 0 "dp 2 x tp 4 x pp 1     m 256" "$lab" --model gpt-1.3b --batch-size 512 \
+  --throughput-gpus 8
+expect 1 "error: --throughput-gpus must not be negative" "$lab" --throughput-gpus -1
 expect 1 "error: gpt-tiny, one process on 1 rank(s), batch 4, f32 needs an estimated" "$lab" \
   "${few[@]}" --max-memory-mb 8
 

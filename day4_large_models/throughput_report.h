@@ -1,0 +1,13 @@
+// The lab's --throughput-gpus: the throughput model (common/parallel/throughput_model.h) over
+// every 3D grid of N GPUs, so a trainee sees which grid a model wants before submitting a job.
+#pragma once
+
+#include "day4_large_models/gpt_options.h"
+
+namespace day4 {
+
+// Prints the model's formulas and one line per grid dp x tp x pp of `gpus` that the model and
+// `options.batch_size` (sequences per step) allow, tensor parallelism within a node.
+void print_throughput_table(const GptLabOptions& options, int gpus);
+
+}  // namespace day4
