@@ -14,40 +14,26 @@
 #include <vector>
 
 #include "common/nn/embedding.h"
+#include "common/nn/gpt_parts.h"
 #include "common/nn/layer_norm.h"
 #include "common/nn/sequential.h"
 #include "common/nn/tied_head.h"
 
 namespace course::nn {
 
-struct GptConfig {
-  std::string name;
-  int64_t layers, heads, channels, context, vocabulary;
-};
-
-// gpt-tiny (byte-level, a fraction of a second per step on a laptop CPU), gpt-mini (byte-level,
-// 10.8M parameters, nanoGPT's character model, for a GPU) and the published GPT-2 sizes
-// (124M, 350M, 774M, 1.5B) plus the 1.3B configuration of the ZeRO and Megatron-LM papers'
-// experiments, for memory estimates and GPUs.
-const std::vector<GptConfig>& gpt_presets();
-GptConfig gpt_preset(const std::string& name);  // throws listing the presets
-
-// From the configuration alone (the tied weight counted once): V C + context C +
-// layers (12 C^2 + 13 C) + 2 C.
-int64_t gpt_parameter_count(const GptConfig& config);
-
-class Gpt : public Module {
+class Gpt : public GptParts {
  public:
   // `checkpoint_blocks`: each block recomputes its activations in backward (checkpointed.h).
   Gpt(const GptConfig& config, std::mt19937& rng, Device device, bool checkpoint_blocks = false);
 
   std::vector<Child> children() override;
-  const GptConfig& config() const { return config_; }
-  Sequential& blocks() { return blocks_; }
+  const GptConfig& config() const override { return config_; }
+  Sequential& blocks() override { return blocks_; }
   // The layers around the blocks, for a pipeline's stages (gpt_stage.h).
-  Embedding& embedding() { return embedding_; }
-  LayerNorm& final_norm() { return ln_f_; }
-  TiedHead& head() { return head_; }
+  Embedding& embedding() override { return embedding_; }
+  Parameter& token_table() override { return embedding_.wte; }
+  LayerNorm& final_norm() override { return ln_f_; }
+  TiedHead& head() override { return head_; }
 
  protected:
   // tokens (B, T) i32 -> logits (B, T, V)

@@ -3,7 +3,7 @@
 
 namespace course::nn {
 
-GptStage::GptStage(Gpt& gpt, StageBounds bounds) : gpt_(gpt), bounds_(bounds) {
+GptStage::GptStage(GptParts& gpt, StageBounds bounds) : gpt_(gpt), bounds_(bounds) {
   const std::vector<Child> blocks = gpt.blocks().children();
   COURSE_CHECK(bounds.first_block >= 0 && bounds.first_block <= bounds.end_block &&
                    bounds.end_block <= static_cast<int64_t>(blocks.size()),
@@ -22,14 +22,14 @@ GptStage::GptStage(Gpt& gpt, StageBounds bounds) : gpt_(gpt), bounds_(bounds) {
 std::vector<Module::Child> GptStage::children() { return layers_; }
 
 Parameter* GptStage::token_embedding() {
-  return bounds_.embedding || bounds_.head ? &gpt_.embedding().wte : nullptr;
+  return bounds_.embedding || bounds_.head ? &gpt_.token_table() : nullptr;
 }
 
 void GptStage::collect(const std::string& prefix, ModuleState& state) {
   Module::collect(prefix, state);
   // The output layer collects nothing (the embedding owns the table): the copy is this stage's.
   if (bounds_.head && !bounds_.embedding) {
-    state.parameters.emplace_back(prefix + "wte.weight", &gpt_.embedding().wte);
+    state.parameters.emplace_back(prefix + "wte.weight", &gpt_.token_table());
   }
 }
 

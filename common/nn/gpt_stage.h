@@ -1,6 +1,7 @@
-// One pipeline stage of a GPT: blocks [first_block, end_block) of a Gpt, after the embedding on
-// the first stage and before the final LayerNorm and output layer on the last. A view: the Gpt
-// owns the layers, and parameter names are the Gpt's ("h.3.attention.ln_1.weight").
+// One pipeline stage of a GPT: blocks [first_block, end_block) of a GPT's parts (the whole Gpt,
+// or one cut over tensor-parallel ranks), after the embedding on the first stage and before the
+// final LayerNorm and output layer on the last. A view: the model owns the layers, and parameter
+// names are the model's ("h.3.attention.ln_1.weight").
 //
 // The output layer is tied to the token embedding. A last stage without the embedding trains its
 // own copy of the table (every rank builds the whole Gpt from one seed, so the copies start
@@ -11,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/nn/gpt.h"
+#include "common/nn/gpt_parts.h"
 
 namespace course::nn {
 
@@ -23,7 +24,7 @@ struct StageBounds {
 
 class GptStage : public Module {
  public:
-  GptStage(Gpt& gpt, StageBounds bounds);
+  GptStage(GptParts& gpt, StageBounds bounds);
 
   std::vector<Child> children() override;
   const StageBounds& bounds() const { return bounds_; }
@@ -40,7 +41,7 @@ class GptStage : public Module {
   void collect(const std::string& prefix, ModuleState& state) override;
 
  private:
-  Gpt& gpt_;
+  GptParts& gpt_;
   StageBounds bounds_;
   std::vector<Child> layers_;  // in forward order
 };

@@ -78,7 +78,7 @@ std::vector<nn::StageBounds> split_stages(const nn::GptConfig& config, int stage
   return bounds_of(blocks);
 }
 
-PipelineParallel::PipelineParallel(nn::Gpt& gpt, std::shared_ptr<Communicator> pp,
+PipelineParallel::PipelineParallel(nn::GptParts& gpt, std::shared_ptr<Communicator> pp,
                                    const PipelineOptions& options)
     : gpt_(gpt), pp_(std::move(pp)), options_(options), channels_(gpt.config().channels) {
   COURSE_CHECK(options.micro_batches >= 1 && options.virtual_stages >= 1,

@@ -47,9 +47,10 @@ struct TimedAction {
 
 class PipelineParallel {
  public:
-  // Collective over `pp`: every rank passes a Gpt built from the same seed and the same
-  // options; this rank runs stage pp->rank().
-  PipelineParallel(nn::Gpt& gpt, std::shared_ptr<Communicator> pp, const PipelineOptions& options);
+  // Collective over `pp`: every rank passes a model (a Gpt, or one cut over tensor-parallel
+  // ranks) built from the same seed and the same options; this rank runs stage pp->rank().
+  PipelineParallel(nn::GptParts& gpt, std::shared_ptr<Communicator> pp,
+                   const PipelineOptions& options);
 
   // This rank's parameters (every chunk's), named as in the whole model.
   std::vector<std::pair<std::string, nn::Parameter*>> parameters();
@@ -62,7 +63,7 @@ class PipelineParallel {
   // loss, on every stage.
   float forward_backward(const Tensor& tokens, const Tensor& targets);
 
-  // Collective over the pipeline: every rank's Gpt receives the current values of every stage's
+  // Collective over the pipeline: every rank's model receives the current values of every stage's
   // parameters (each broadcast from the stage that trains it), so any rank can validate or
   // sample with the whole model. The stage keeps training its own layers afterwards.
   void gather_model();
@@ -87,7 +88,7 @@ class PipelineParallel {
   void record(const PipelineAction& action, std::chrono::steady_clock::time_point start);
   void add_tied_embedding_gradients();
 
-  nn::Gpt& gpt_;
+  nn::GptParts& gpt_;
   std::shared_ptr<Communicator> pp_;
   std::shared_ptr<Communicator> embedding_group_;  // the first and the last stage
   PipelineOptions options_;

@@ -27,6 +27,13 @@ nn::Linear grouped_by_rank(const nn::Linear& c_attn, int ranks) {
   return nn::Linear(weight, bias);
 }
 
+Tensor ungrouped_qkv_rows(const Tensor& grouped, int ranks) {
+  const int64_t rows = grouped.size(0), rest = grouped.numel() / rows;
+  // (p, 3, C/p, rest) -> (3, p, C/p, rest)
+  return permute(grouped.view({ranks, 3, rows / 3 / ranks, rest}), {1, 0, 2, 3})
+      .view(grouped.shape());
+}
+
 TensorParallelAttention::TensorParallelAttention(const nn::Linear& c_attn, const nn::Linear& c_proj,
                                                  int64_t heads, std::shared_ptr<Communicator> tp)
     : qkv_(grouped_by_rank(c_attn, tp->size()), tp, /*gather_output=*/false),

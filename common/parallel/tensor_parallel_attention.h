@@ -35,5 +35,7 @@ class TensorParallelAttention : public nn::Module {
 // The q|k|v projection with its rows regrouped by rank: [q_0 k_0 v_0 | q_1 k_1 v_1 | ...], where
 // q_r are the q rows of rank r's heads, so that rank r's contiguous rows are its heads' q, k, v.
 nn::Linear grouped_by_rank(const nn::Linear& c_attn, int ranks);
+// The inverse on the rows of a (3C, ...) weight or (3C,) bias: back to [q | k | v].
+Tensor ungrouped_qkv_rows(const Tensor& grouped, int ranks);
 
 }  // namespace course::parallel

@@ -1,6 +1,8 @@
 // Building the tensor-parallel GPT from the whole one's layers.
 #include "common/parallel/tensor_parallel_gpt.h"
 
+#include <map>
+
 #include "common/kernels/elementwise.h"
 #include "common/nn/activation.h"
 #include "common/nn/residual_branch.h"
@@ -90,7 +92,9 @@ class TiedVocabParallelHead : public nn::Module {
 }  // namespace
 
 TensorParallelGpt::TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicator> tp)
-    : embedding_(whole.embedding(), tp),
+    : config_(whole.config()),
+      tp_(tp),
+      embedding_(whole.embedding(), tp),
       ln_f_(whole.config().channels, whole.final_norm().weight.value.device()),
       head_(std::make_unique<TiedVocabParallelHead>(embedding_.wte, tp)) {
   for (const Child& block : whole.blocks().children()) {
@@ -102,6 +106,30 @@ TensorParallelGpt::TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicato
 
 std::vector<nn::Module::Child> TensorParallelGpt::children() {
   return {{"", &embedding_}, {"h", &blocks_}, {"ln_f", &ln_f_}, {"", head_.get()}};
+}
+
+void TensorParallelGpt::gather_into(nn::Gpt& whole) {
+  const int p = tp_->size();
+  std::map<std::string, nn::Parameter*> whole_parameters;
+  for (const auto& [name, parameter] : whole.state().parameters) {
+    whole_parameters[name] = parameter;
+  }
+  for (const auto& [name, parameter] : state().parameters) {
+    const auto found = whole_parameters.find(name);
+    COURSE_CHECK(found != whole_parameters.end(), "the whole GPT has no parameter ", name);
+    Tensor& target = found->second->value;
+    const Tensor& mine = parameter->value;
+    if (mine.shape() == target.shape()) {  // replicated
+      copy_(target, mine);
+    } else if (mine.size(0) != target.size(0)) {  // rows over the ranks
+      Tensor rows = Tensor::empty(target.shape(), target.dtype(), target.device());
+      tp_->all_gather(mine, rows)->wait();
+      const bool qkv = name.find("c_attn") != std::string::npos;
+      copy_(target, qkv ? ungrouped_qkv_rows(rows, p) : rows);
+    } else {  // columns over the ranks
+      copy_(target, all_gather_last_dim(mine, *tp_));
+    }
+  }
 }
 
 Tensor TensorParallelGpt::run_forward(const Tensor& tokens, nn::Context& ctx) {

@@ -3,7 +3,8 @@
 // the output layer tied to the rank's embedding rows with its logits gathered; LayerNorms and
 // the position table replicated. Cut from a whole nn::Gpt every rank built from the same seed,
 // with the whole model's parameter names, so it trains as that model does (each rank holding a
-// p-th of the large matrices).
+// p-th of the large matrices). Its parts are a GptParts, so pipeline stages can be cut from it
+// (3D parallelism: common/parallel/pipeline_parallel.h over a TensorParallelGpt).
 #pragma once
 
 #include <memory>
@@ -15,13 +16,24 @@
 
 namespace course::parallel {
 
-class TensorParallelGpt : public nn::Module {
+class TensorParallelGpt : public nn::GptParts {
  public:
   // Throws when the heads, the feed-forward width or the vocabulary do not split over the ranks,
   // or the whole model checkpoints its blocks.
   TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicator> tp);
 
   std::vector<Child> children() override;
+  const nn::GptConfig& config() const override { return config_; }
+  VocabParallelEmbedding& embedding() override { return embedding_; }
+  nn::Parameter& token_table() override { return embedding_.wte; }
+  nn::Sequential& blocks() override { return blocks_; }
+  nn::LayerNorm& final_norm() override { return ln_f_; }
+  nn::Module& head() override { return *head_; }
+
+  // Collective over the tensor-parallel ranks: `whole` (a Gpt of the same configuration)
+  // receives this model's current values, every cut parameter all-gathered and put back in the
+  // whole model's order, so any rank can validate or sample with the whole model.
+  void gather_into(nn::Gpt& whole);
 
  protected:
   // tokens (B, T) i32 -> logits (B, T, V), the same on every rank.
@@ -29,6 +41,8 @@ class TensorParallelGpt : public nn::Module {
   Tensor run_backward(const Tensor& dlogits, nn::Context& ctx) override;
 
  private:
+  nn::GptConfig config_;
+  std::shared_ptr<Communicator> tp_;
   VocabParallelEmbedding embedding_;
   nn::Sequential blocks_;
   nn::LayerNorm ln_f_;

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
+#include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
 #include "common/testing/tolerance.h"
 

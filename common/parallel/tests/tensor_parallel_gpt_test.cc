@@ -1,7 +1,9 @@
-// A GPT cut over tensor-parallel ranks, and 2D parallelism (data parallel x tensor parallel),
-// against one process training the whole model on the whole batch, on 2 and 4 ranks: the loss
-// of every SGD step and, after each, every rank's parameters equal the same rows, columns or
-// copies of the whole model's (by the rule each layer is cut with).
+// A GPT cut over tensor-parallel ranks, 2D parallelism (data parallel x tensor parallel) and 3D
+// parallelism (pipeline stages of the tensor-parallel GPT as well), against one process training
+// the whole model on the whole batch, on 2, 4 and 8 ranks, every grid of the world: the loss of
+// every SGD step and, after each, every rank's parameters equal the same rows, columns or copies
+// of the whole model's (by the rule each layer is cut with); at the end the stages and slices
+// gathered back into a whole model on every rank equal the single process's model.
 #include "common/parallel/tensor_parallel_gpt.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/gradient_average.h"
+#include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/process_grid.h"
 #include "common/parallel/tensor_parallel_attention.h"
 #include "common/parallel/tp_mappings.h"
@@ -23,7 +26,9 @@ namespace {
 
 constexpr int kSteps = 3;
 constexpr int64_t kSequencesPerReplica = 2;
-const nn::GptConfig kGpt{"gpt-tp", 2, 4, 16, 8, 40};  // 4 heads, a vocabulary of 40
+constexpr int kMicroBatches = 2;  // of a pipeline's step
+// 8 blocks (up to 8 stages), 8 heads and a vocabulary of 48 (up to 8 tensor-parallel ranks).
+const nn::GptConfig kGpt{"gpt-3d", 8, 8, 16, 8, 48};
 const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
 // SGD with momentum, not AdamW: the key bias's true gradient is zero (a softmax ignores what
 // adds to a whole row of scores), so its computed gradient is rounding noise that AdamW would
@@ -104,24 +109,49 @@ Replica train_alone(int replicas) {
   return out;
 }
 
-void expect_2d_training(const GridShape& shape) {
-  const auto world = Communicator::world();
-  const ProcessGrid grid(world, shape);
+void expect_parameters(const std::vector<std::pair<std::string, nn::Parameter*>>& mine,
+                       const std::map<std::string, std::vector<float>>& whole_values,
+                       const std::map<std::string, Shape>& whole_shapes, int tp_rank, int tp,
+                       const std::string& when) {
+  for (const auto& [name, p] : mine) {
+    const Tensor reference =
+        Tensor::from_vector<float>(whole_values.at(name), whole_shapes.at(name));
+    EXPECT_TRUE(testing::all_close(p->value.to_vector<float>(),
+                                   expected_part(name, reference, tp_rank, tp), kParity))
+        << name << " " << when << " on rank " << Communicator::world()->rank();
+  }
+}
+
+// Trains the tensor-parallel GPT on `shape`'s grid: through a pipeline of its stages (1F1B over
+// kMicroBatches) when shape.pp > 1, the replicas' gradients averaged over the dp axis.
+void expect_training(const GridShape& shape) {
+  const ProcessGrid grid(Communicator::world(), shape);
   const int dp = grid.coordinates().dp;
   const Replica alone = train_alone(shape.dp);
   std::mt19937 rng(21);
   nn::Gpt whole(kGpt, rng, Device::cpu());
-  TensorParallelGpt model(whole, grid.tp());
-  const auto named = model.state().parameters;
   std::map<std::string, Shape> whole_shapes;
   for (const auto& [name, p] : whole.state().parameters) whole_shapes[name] = p->value.shape();
+  TensorParallelGpt model(whole, grid.tp());
+  std::unique_ptr<PipelineParallel> pipeline;
+  if (shape.pp > 1) {
+    pipeline = std::make_unique<PipelineParallel>(model, grid.pp(),
+                                                  PipelineOptions{.micro_batches = kMicroBatches});
+  }
+  const auto named = pipeline ? pipeline->parameters() : model.state().parameters;
   optim::Sgd sgd(named, kSgd);
   std::vector<nn::Parameter*> parameters;
   for (const auto& [name, p] : named) parameters.push_back(p);
   for (int step = 0; step < kSteps; ++step) {
-    model.zero_grad();
-    const float loss =
-        forward_backward(model, batch(step, dp * kSequencesPerReplica, kSequencesPerReplica));
+    const Batch b = batch(step, dp * kSequencesPerReplica, kSequencesPerReplica);
+    float loss = 0;
+    if (pipeline) {
+      pipeline->zero_grad();
+      loss = pipeline->forward_backward(b.tokens, b.targets);
+    } else {
+      model.zero_grad();
+      loss = forward_backward(model, b);
+    }
     average_gradients(parameters, *grid.dp());
     sgd.step();
     // The replicas' mean loss is the whole batch's (equal shares).
@@ -129,23 +159,29 @@ void expect_2d_training(const GridShape& shape) {
     grid.dp()->allreduce(losses)->wait();
     EXPECT_TRUE(testing::all_close(losses.to_vector<float>(), {alone.losses[step]}, kParity))
         << shape.str() << ", step " << step;
-    ASSERT_EQ(named.size(), alone.parameters[step].size());
-    for (const auto& [name, p] : named) {
-      const Tensor reference =
-          Tensor::from_vector<float>(alone.parameters[step].at(name), whole_shapes.at(name));
-      EXPECT_TRUE(testing::all_close(
-          p->value.to_vector<float>(),
-          expected_part(name, reference, grid.coordinates().tp, shape.tp), kParity))
-          << shape.str() << ": " << name << " after step " << step << " on rank " << world->rank();
-    }
+    expect_parameters(named, alone.parameters[step], whole_shapes, grid.coordinates().tp, shape.tp,
+                      shape.str() + ", after step " + std::to_string(step));
   }
+  // Every stage's values to every rank's cut model, then the slices into the whole model.
+  if (pipeline) pipeline->gather_model();
+  model.gather_into(whole);
+  expect_parameters(whole.state().parameters, alone.parameters.back(), whole_shapes, 0, 1,
+                    shape.str() + ", gathered into the whole model");
 }
 
-TEST(TensorParallelGpt, EveryGridOfTheWorldTrainsAsOneProcess) {
+TEST(TensorParallelGpt, EveryDataByTensorGridOfTheWorldTrainsAsOneProcess) {
   Communicator::world()->set_timeout(30);
   const int n = Communicator::world()->size();
-  for (int tp = 1; tp <= n; tp *= 2) {
-    expect_2d_training({.dp = n / tp, .tp = tp, .pp = 1});
+  for (int tp = 1; tp <= n; tp *= 2) expect_training({.dp = n / tp, .tp = tp, .pp = 1});
+}
+
+TEST(TensorParallelGpt, EveryThreeDimensionalGridOfTheWorldTrainsAsOneProcess) {
+  Communicator::world()->set_timeout(30);
+  const int n = Communicator::world()->size();
+  for (int pp = 2; pp <= n; pp *= 2) {
+    for (int tp = 1; tp * pp <= n; tp *= 2) {
+      expect_training({.dp = n / (tp * pp), .tp = tp, .pp = pp});
+    }
   }
 }
 
