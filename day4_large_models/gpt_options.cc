@@ -88,6 +88,11 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--forward-prefetch", o.forward_prefetch,
                "start the next block's all-gather before this block's forward");
+  app.add_option("--tensor-parallel", o.tensor_parallel,
+                 "tensor parallelism: every layer cut over this many ranks (heads, feed-forward "
+                 "width and vocabulary split); more ranks form data-parallel replicas or "
+                 "pipeline stages (world = dp x tensor-parallel x stages)")
+      ->capture_default_str();
   app.add_option("--pipeline-stages", o.pipeline_stages,
                  "pipeline parallelism: the model's blocks cut into this many stages, one per "
                  "rank; more ranks form data-parallel pipelines (world = dp x stages)")
@@ -166,20 +171,34 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(o.timeline.empty() || o.pipeline_stages > 1,
                "--timeline draws the stages of a pipeline: add --pipeline-stages 2 or more");
   if (!o.timeline.empty()) course::train::check_output_path("--timeline", o.timeline);
-  if (o.pipeline_stages > 1) {
+  COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
+  const bool model_parallel = o.pipeline_stages > 1 || o.tensor_parallel > 1;
+  if (model_parallel) {
     COURSE_CHECK(o.sharding == "none" && o.param_dtype == "f32",
-                 "--pipeline-stages averages each stage's gradients over the pipelines; it does "
-                 "not combine with --sharding ",
+                 "--tensor-parallel and --pipeline-stages average the replicas' gradients over "
+                 "the data-parallel ranks; they do not combine with --sharding ",
                  o.sharding, " or --param-dtype ", o.param_dtype);
+    COURSE_CHECK(!o.estimate_only && o.max_memory_mb == 0,
+                 "the memory estimate covers data parallelism; for --tensor-parallel and "
+                 "--pipeline-stages see --throughput-gpus (bench/pipeline_bench measures "
+                 "pipelines)");
+  }
+  if (o.pipeline_stages > 1) {
     COURSE_CHECK(o.accumulate == 1,
                  "--pipeline-stages accumulates over its --micro-batches; "
                  "leave --accumulate at 1");
-    COURSE_CHECK(!o.estimate_only && o.max_memory_mb == 0,
-                 "the memory estimate covers data parallelism; --pipeline-stages prints the "
-                 "micro-batches each stage holds instead (bench/pipeline_bench measures them)");
     COURSE_CHECK(o.pipeline_stages * o.virtual_stages <= config.layers, "--pipeline-stages ",
                  o.pipeline_stages, " x --virtual-stages ", o.virtual_stages, " cuts ", o.model,
                  "'s ", config.layers, " blocks into stages of none");
+  }
+  if (o.tensor_parallel > 1) {
+    const int64_t t = o.tensor_parallel;
+    COURSE_CHECK(config.heads % t == 0 && config.vocabulary % t == 0, "--tensor-parallel ", t,
+                 " does not split ", o.model, "'s ", config.heads, " heads and ", config.vocabulary,
+                 "-token vocabulary evenly over the ranks");
+    COURSE_CHECK(!o.checkpoint_activations,
+                 "--tensor-parallel cuts the blocks' layers; it does not combine with "
+                 "--checkpoint-activations");
   }
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   if (o.estimate_only || o.throughput_gpus > 0) return;  // any preset: nothing is trained

@@ -16,8 +16,8 @@
 #include "common/parallel/rank_setup.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
+#include "day4_large_models/model_parallel_mode.h"
 #include "day4_large_models/parallel_modes.h"
-#include "day4_large_models/pipeline_mode.h"
 #include "day4_large_models/throughput_report.h"
 
 namespace day4 {
@@ -82,17 +82,21 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
   std::mt19937 rng(o.seed);
   nn::Gpt model(config, rng, device, o.checkpoint_activations);
-  // Either data parallelism (DDP or sharded) over every rank, or pipelines of stages.
-  std::unique_ptr<PipelineMode> pipeline;
+  // Either data parallelism (DDP or sharded) over every rank, or model parallelism (tensor,
+  // model_parallel) on a grid with data-parallel replicas.
+  std::unique_ptr<ModelParallelMode> model_parallel;
   std::unique_ptr<parallel::DataParallelStep> data_parallel;
-  if (o.pipeline_stages > 1) {
-    pipeline = std::make_unique<PipelineMode>(model, comm, o);
+  if (o.pipeline_stages > 1 || o.tensor_parallel > 1) {
+    model_parallel = std::make_unique<ModelParallelMode>(model, comm, o);
   } else {
     data_parallel = make_data_parallel(model, comm, o);
   }
-  const int data_rank = pipeline ? pipeline->data_rank() : comm->rank();
-  const int data_ranks = pipeline ? pipeline->data_ranks() : comm->size();
-  const int64_t windows_per_batch = o.batch_size * (pipeline ? o.micro_batches : 1);
+  const int data_rank = model_parallel ? model_parallel->data_rank() : comm->rank();
+  const int data_ranks = model_parallel ? model_parallel->data_ranks() : comm->size();
+  // A model-parallel step takes its micro-batches at once; a data-parallel one one at a time.
+  const int64_t windows_per_batch =
+      o.batch_size * (model_parallel ? model_parallel->micro_batches() : 1);
+  const int64_t batches_per_step = model_parallel ? 1 : o.accumulate;
 
   const TokenWindowOptions window_options{
       .batch_size = windows_per_batch, .context = context, .seed = o.seed};
@@ -103,23 +107,26 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const TokenWindows val_windows(text.val, val_options, comm->rank(), comm->size());
   const int64_t steps_per_epoch =
       o.steps_per_epoch > 0 ? o.steps_per_epoch : train_windows.batches();
-  const int64_t tokens_per_step = windows_per_batch * context * data_ranks * o.accumulate;
+  const int64_t tokens_per_step = windows_per_batch * context * data_ranks * batches_per_step;
 
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      pipeline ? pipeline->optimized() : data_parallel->optimized());
+      model_parallel ? model_parallel->optimized() : data_parallel->optimized());
   const int64_t total_steps = o.epochs * steps_per_epoch;
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
-  // A sharded or pipelined run's checkpoint is a file per rank: its shards or stage, and its
-  // optimizer's state.
+  // A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
+  // slices, and its optimizer's state.
   nlohmann::json identity = {{"model", o.model}, {"context", context}};
   std::function<train::NamedTensors()> rank_state;
-  if (pipeline) {
+  if (model_parallel) {
+    identity["tensor_parallel"] = o.tensor_parallel;
     identity["pipeline_stages"] = o.pipeline_stages;
     identity["pipeline_balance"] = o.pipeline_balance;
-    rank_state = [&] { return train::sharded_training_state(pipeline->optimized(), *optimizer); };
+    rank_state = [&] {
+      return train::sharded_training_state(model_parallel->optimized(), *optimizer);
+    };
   } else if (data_parallel->shard_group_size() > 0) {
     identity["sharding"] = o.sharding;
     identity["shard_group_size"] = data_parallel->shard_group_size();
@@ -138,15 +145,15 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                             device);
   };
   hooks.step = [&](train::StepPhases& phases) {
-    if (pipeline) {
+    if (model_parallel) {
       phases.start(train::Phase::kLoad);
       const NextTokenBatch batch = next_batch();
       phases.start(train::Phase::kPipeline);
-      pipeline->zero_grad();
+      model_parallel->zero_grad();
       Tensor loss;
       {
         nn::Autocast autocast(o.amp_dtype, o.amp);
-        loss = pipeline->forward_backward(batch, device);
+        loss = model_parallel->forward_backward(batch, device);
       }
       phases.start(train::Phase::kOptimizer);
       optimizer->step();
@@ -174,11 +181,12 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     data_parallel->after_step();
     return loss;
   };
-  // The model validation and sampling run: a pipeline's stages gathered into every rank's whole
-  // model first; the data-parallel wrapper (which gathers a sharded model's blocks itself).
+  // The model validation and sampling run: a pipeline's stages and tensor-parallel slices gathered
+  // into every rank's whole model first; the data-parallel wrapper (which gathers a sharded
+  // model's blocks itself).
   const auto whole_model = [&]() -> nn::Module& {
-    if (!pipeline) return data_parallel->net();
-    pipeline->gather_model();
+    if (!model_parallel) return data_parallel->net();
+    model_parallel->gather_model();
     return model;
   };
   hooks.validate = [&] { return validate_text(whole_model(), val_windows, device, o); };
@@ -209,10 +217,10 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
         "epoch, %s\n",
         o.model.c_str(), nn::gpt_parameter_count(config) / 1e6,
         o.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
-        (pipeline ? pipeline->describe() : data_parallel->describe()).c_str(),
+        (model_parallel ? model_parallel->describe() : data_parallel->describe()).c_str(),
         static_cast<long long>(text.train.numel()), static_cast<long long>(text.val.numel()),
         static_cast<long long>(o.batch_size), static_cast<long long>(context),
-        static_cast<long long>(pipeline ? o.micro_batches : o.accumulate),
+        static_cast<long long>(model_parallel ? model_parallel->micro_batches() : o.accumulate),
         static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
     std::fflush(stdout);
   }
@@ -223,18 +231,18 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   result.val_loss = run.test_loss;
   result.timing = run.timing;
   if (lead && run.steps > 0 && comm->size() > 1) {
-    std::printf(
-        "communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
-        (pipeline ? pipeline->step_bytes_sent() : comm->traffic().bytes) / run.steps / 1048576.0,
-        (pipeline ? pipeline->exposed_communication_seconds()
-                  : data_parallel->exposed_communication_seconds()) *
-            1e3 / run.steps);
+    std::printf("communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
+                (model_parallel ? model_parallel->step_bytes_sent() : comm->traffic().bytes) /
+                    run.steps / 1048576.0,
+                (model_parallel ? model_parallel->exposed_communication_seconds()
+                                : data_parallel->exposed_communication_seconds()) *
+                    1e3 / run.steps);
   }
-  if (pipeline) {
-    pipeline->print_measured_bubbles();
+  if (model_parallel && model_parallel->pipelined()) {
+    model_parallel->print_measured_bubbles();
     if (!o.timeline.empty() && run.steps > 0) {
-      pipeline->write_timeline(
-          o.timeline, o.model + ": " + pipeline->describe() + ", the last step as measured");
+      model_parallel->write_timeline(
+          o.timeline, o.model + ": " + model_parallel->describe() + ", the last step as measured");
     }
   }
   if (lead && run.steps > 0 && data_parallel) {

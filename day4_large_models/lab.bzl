@@ -6,12 +6,13 @@ def day4_lab(check_tags = []):
     day_lab(
         day = "day4_large_models",
         exercises = "exercises.cc",
-        srcs = ["gpt_options.cc", "gpt_trainer.cc", "memory_report.cc", "parallel_modes.cc", "pipeline_mode.cc", "throughput_report.cc"],
+        srcs = ["gpt_options.cc", "gpt_trainer.cc", "memory_report.cc", "parallel_modes.cc", "model_parallel_mode.cc", "throughput_report.cc"],
         deps = [
             "//common/parallel",
             "//common/parallel:ddp",
             "//common/parallel:memory_estimate",
             "//common/parallel:pipeline",
+        "//common/parallel:tensor_parallel",
             "//common/parallel:sharded",
             "//common/parallel:throughput_model",
             "//tools/plot:timeline_chart",

@@ -1,6 +1,6 @@
-// The lab's pipelines: the grid, a step through the stage, the average over pipelines, and the
-// measured bubbles.
-#include "day4_large_models/pipeline_mode.h"
+// The lab's model parallelism: the grid, a step through the stage, the average over replicas,
+// and the measured bubbles.
+#include "day4_large_models/model_parallel_mode.h"
 
 #include <chrono>
 #include <cstdio>
@@ -17,11 +17,18 @@ using namespace course;
 
 namespace {
 
-parallel::GridShape pipeline_grid(const parallel::Communicator& world, int stages) {
-  COURSE_CHECK(world.size() % stages == 0, "--pipeline-stages ", stages, " does not divide the ",
-               world.size(), " ranks of this run into pipelines (start it with mpirun -np ", stages,
+parallel::GridShape model_parallel_grid(const parallel::Communicator& world, int tp, int pp) {
+  COURSE_CHECK(world.size() % (tp * pp) == 0, "--tensor-parallel ", tp, " x --pipeline-stages ", pp,
+               " does not divide the ", world.size(),
+               " ranks of this run into model replicas (start it with mpirun -np ", tp * pp,
                " or a multiple)");
-  return {.dp = world.size() / stages, .tp = 1, .pp = stages};
+  return {.dp = world.size() / (tp * pp), .tp = tp, .pp = pp};
+}
+
+// The model the stages are cut from: the whole one, or its slices on this tensor-parallel rank.
+nn::GptParts& parts(nn::Gpt& whole, const std::unique_ptr<parallel::TensorParallelGpt>& cut) {
+  if (cut) return *cut;
+  return whole;
 }
 
 // A stage's timeline as text lines "kind micro-batch chunk start end" (kind 0 forward).
@@ -38,21 +45,26 @@ std::string timeline_text(const std::vector<parallel::TimedAction>& timeline) {
 
 }  // namespace
 
-PipelineMode::PipelineMode(nn::Gpt& model, std::shared_ptr<parallel::Communicator> world,
-                           const GptLabOptions& o)
-    : grid_(world, pipeline_grid(*world, o.pipeline_stages)),
-      pipeline_(model, grid_.pp(),
+ModelParallelMode::ModelParallelMode(nn::Gpt& model, std::shared_ptr<parallel::Communicator> world,
+                                     const GptLabOptions& o)
+    : whole_(model),
+      grid_(world, model_parallel_grid(*world, o.tensor_parallel, o.pipeline_stages)),
+      cut_(o.tensor_parallel > 1 ? std::make_unique<parallel::TensorParallelGpt>(model, grid_.tp())
+                                 : nullptr),
+      pipeline_(parts(model, cut_), grid_.pp(),
                 {.schedule = parallel::parse_pipeline_schedule(o.schedule),
-                 .micro_batches = o.micro_batches,
+                 .micro_batches = o.pipeline_stages > 1 ? o.micro_batches : o.accumulate,
                  .balance = o.pipeline_balance,
                  .virtual_stages = o.virtual_stages}) {}
 
-std::vector<std::pair<std::string, nn::Parameter*>> PipelineMode::optimized() {
+std::vector<std::pair<std::string, nn::Parameter*>> ModelParallelMode::optimized() {
   return pipeline_.parameters();
 }
 
-Tensor PipelineMode::forward_backward(const NextTokenBatch& batch, Device device) {
-  const auto bytes_sent = [&] { return grid_.pp()->traffic().bytes + grid_.dp()->traffic().bytes; };
+Tensor ModelParallelMode::forward_backward(const NextTokenBatch& batch, Device device) {
+  const auto bytes_sent = [&] {
+    return grid_.pp()->traffic().bytes + grid_.dp()->traffic().bytes + grid_.tp()->traffic().bytes;
+  };
   const double bytes_before = bytes_sent();
   const float loss = pipeline_.forward_backward(batch.inputs, batch.targets);
   if (steps_++ > 0) {
@@ -61,12 +73,17 @@ Tensor PipelineMode::forward_backward(const NextTokenBatch& batch, Device device
       compute_seconds_ += a.end_s - a.start_s;
     }
   }
-  average_over_pipelines();
+  average_over_replicas();
   step_bytes_sent_ += bytes_sent() - bytes_before;
   return Tensor::from_vector<float>({loss}, {1}).to(device);
 }
 
-void PipelineMode::average_over_pipelines() {
+void ModelParallelMode::gather_model() {
+  pipeline_.gather_model();
+  if (cut_) cut_->gather_into(whole_);
+}
+
+void ModelParallelMode::average_over_replicas() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<nn::Parameter*> parameters;
   for (const auto& named : pipeline_.parameters()) parameters.push_back(named.second);
@@ -75,21 +92,31 @@ void PipelineMode::average_over_pipelines() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string PipelineMode::describe() const {
+std::string ModelParallelMode::describe() const {
   const parallel::PipelineOptions& p = pipeline_.options();
-  std::string text =
-      std::to_string(grid_.shape().pp) + "-stage pipeline (" +
-      parallel::pipeline_schedule_name(p.schedule) + ", " + std::to_string(p.micro_batches) +
-      " micro-batches, " +
-      (p.virtual_stages > 1 ? std::to_string(p.virtual_stages) + " chunks per rank, " : "") +
-      "cut by " + p.balance + ")";
-  if (grid_.shape().dp > 1) {
-    text += " x " + std::to_string(grid_.shape().dp) + " data-parallel pipelines";
+  const parallel::GridShape& shape = grid_.shape();
+  std::vector<std::string> axes;
+  if (shape.tp > 1) {
+    axes.push_back("every layer cut over " + std::to_string(shape.tp) + " tensor-parallel ranks");
   }
+  if (shape.pp > 1) {
+    axes.push_back(
+        std::to_string(shape.pp) + "-stage pipeline (" +
+        parallel::pipeline_schedule_name(p.schedule) + ", " + std::to_string(p.micro_batches) +
+        " micro-batches, " +
+        (p.virtual_stages > 1 ? std::to_string(p.virtual_stages) + " chunks per rank, " : "") +
+        "cut by " + p.balance + ")");
+  }
+  if (shape.dp > 1) {
+    axes.push_back(std::to_string(shape.dp) + " data-parallel " +
+                   (shape.pp > 1 ? "pipelines" : "replicas"));
+  }
+  std::string text;
+  for (const std::string& axis : axes) text += (text.empty() ? "" : " x ") + axis;
   return text;
 }
 
-void PipelineMode::write_timeline(const std::string& path, const std::string& title) {
+void ModelParallelMode::write_timeline(const std::string& path, const std::string& title) {
   parallel::Communicator& world = *grid_.world();
   const std::vector<std::string> timelines =
       parallel::all_gather_strings(timeline_text(pipeline_.timeline()), world);
@@ -112,7 +139,7 @@ void PipelineMode::write_timeline(const std::string& path, const std::string& ti
   std::printf("pipeline timeline of the last step written to %s\n", path.c_str());
 }
 
-void PipelineMode::print_measured_bubbles() {
+void ModelParallelMode::print_measured_bubbles() {
   parallel::Communicator& world = *grid_.world();
   const float bubble = step_seconds_ > 0 ? 1.0f - compute_seconds_ / step_seconds_ : -1.0f;
   const Tensor mine = Tensor::from_vector<float>({bubble}, {1});

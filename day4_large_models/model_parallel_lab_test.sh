@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The GPT lab's pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every schedule
-# (interleaved 1F1B with 2 chunks per rank) and both cuts train as one process accumulating the same micro-batches (the same training loss and
-# the same sample from the gathered model), 2 pipelines of 2 stages on 4 ranks, the measured
-# bubble of every stage, one trace with every rank's forwards and backwards, a checkpoint file
-# per stage resumed as the single process resumes, and bad combinations refused with one message.
-# (The exact parity, parameter by parameter, is common/parallel/tests/pipeline_parallel_test's.)
+# The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
+# schedule (interleaved 1F1B with 2 chunks per rank), both cuts, tensor parallelism over 2 and 4
+# ranks and tensor-parallel stages (3D without replicas) train as one process accumulating the
+# same micro-batches (the same training loss and the same sample from the gathered model);
+# 2 pipelines of 2 stages on 4 ranks, the measured bubble of every stage, one trace with every
+# rank's forwards and backwards, a checkpoint file per rank resumed as the single process
+# resumes, and bad combinations refused with one message. (The exact parity, parameter by
+# parameter, is common/parallel/tests/pipeline_parallel_test's and tensor_parallel_gpt_test's.)
 set -uo pipefail
 source "$1"  # expect, expect_trace_ranks
 lab=$2
@@ -26,20 +28,26 @@ ending() {
 }
 
 alone=$(ending "$lab" "${run[@]}" --accumulate 4)
-for case in "2 --schedule naive" "2 --schedule gpipe" "2 --schedule 1f1b" \
-  "4 --schedule 1f1b --pipeline-balance parameters" "3 --schedule gpipe" \
-  "2 --schedule interleaved --virtual-stages 2"; do
+for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --schedule gpipe" \
+  "2 --pipeline-stages 2 --schedule 1f1b" \
+  "4 --pipeline-stages 4 --schedule 1f1b --pipeline-balance parameters" \
+  "3 --pipeline-stages 3 --schedule gpipe" \
+  "2 --pipeline-stages 2 --schedule interleaved --virtual-stages 2" \
+  "2 --tensor-parallel 2 --accumulate 4" "4 --tensor-parallel 4 --accumulate 4" \
+  "4 --tensor-parallel 2 --pipeline-stages 2"; do
   read -r ranks flags <<<"$case"
   # shellcheck disable=SC2086
-  got=$(ending "${mpirun[@]}" -np "$ranks" "$lab" "${run[@]}" --pipeline-stages "$ranks" $flags)
+  got=$(ending "${mpirun[@]}" -np "$ranks" "$lab" "${run[@]}" $flags)
   if [[ -z $alone || $got != "$alone" ]]; then
-    echo "FAILED: $ranks stages with $flags train otherwise than one process accumulating:"
+    echo "FAILED: $ranks ranks with $flags train otherwise than one process accumulating:"
     echo "one process: $alone"
-    echo "pipeline: $got"
+    echo "model parallel: $got"
     exit 1
   fi
-  echo "ok: $ranks stages, $flags: $(head -1 <<<"$got")"
+  echo "ok: $ranks ranks, $flags: $(head -1 <<<"$got")"
 done
+expect 0 "every layer cut over 2 tensor-parallel ranks x 2 data-parallel replicas" \
+  "${mpirun[@]}" -np 4 "$lab" "${run[@]}" --tensor-parallel 2 --test --test-nsteps 2
 
 out=$("${mpirun[@]}" -np 4 "$lab" "${run[@]}" --pipeline-stages 2 --schedule gpipe 2>&1)
 for line in "2-stage pipeline \(gpipe, 4 micro-batches, cut by layers\) x 2 data-parallel pipelines" \
@@ -68,7 +76,7 @@ fi
 echo "ok: --timeline wrote a PNG"
 expect_trace_ranks "$TEST_TMPDIR/pipeline.json" "0 1 " 'F0","ph":"X"' 'B0","ph":"X"'
 
-# A checkpoint file per stage: one epoch saved, resumed to two, ends as one process does.
+# A checkpoint file per rank: one epoch saved, resumed to two, ends as one process does.
 resumed() {
   local name=$1
   shift
@@ -85,15 +93,31 @@ if [[ -z $alone_resumed || $piped_resumed != "$alone_resumed" ||
   exit 1
 fi
 echo "ok: 2 stages, a checkpoint file per stage, resumed as one process: $(head -1 <<<"$piped_resumed")"
+sliced_resumed=$(resumed sliced "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --tensor-parallel 2 \
+  --accumulate 4)
+if [[ $sliced_resumed != "$alone_resumed" || ! -f $TEST_TMPDIR/sliced.ckpt.rank1-of-2 ]]; then
+  echo "FAILED: 2 tensor-parallel ranks resumed from their checkpoint files end otherwise:"
+  echo "one process: $alone_resumed"
+  echo "tensor parallel: $sliced_resumed"
+  exit 1
+fi
+echo "ok: 2 tensor-parallel ranks, a checkpoint file per rank, resumed as one process"
 expect 1 "pipeline_balance" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-stages 2 \
   --pipeline-balance parameters --epochs 2 --resume "$TEST_TMPDIR/piped.ckpt"
 
-expect 1 "error: --pipeline-stages 2 does not divide the 3 ranks of this run into pipelines" \
+expect 1 "error: --tensor-parallel 1 x --pipeline-stages 2 does not divide the 3 ranks of this run" \
   "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --pipeline-stages 2
+expect 1 "error: --tensor-parallel 2 x --pipeline-stages 2 does not divide the 2 ranks of this run" \
+  "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-stages 2 --tensor-parallel 2
+expect 1 "error: --tensor-parallel 3 does not split gpt-tiny's 4 heads and 256-token vocabulary" \
+  "$lab" "${run[@]}" --tensor-parallel 3
+expect 1 "error: --tensor-parallel cuts the blocks' layers; it does not combine with --checkpoint-activations" \
+  "$lab" "${run[@]}" --tensor-parallel 2 --checkpoint-activations
+expect 1 "error: --tensor-parallel must be at least 1" "$lab" "${run[@]}" --tensor-parallel 0
 expect 1 "error: --pipeline-stages 5 x --virtual-stages 1 cuts gpt-tiny's 4 blocks into stages of none" "$lab" \
   "${run[@]}" --pipeline-stages 5
-expect 1 "error: --pipeline-stages averages each stage's gradients over the pipelines" "$lab" \
-  "${run[@]}" --pipeline-stages 2 --sharding zero3
+expect 1 "error: --tensor-parallel and --pipeline-stages average the replicas' gradients" "$lab" \
+  "${run[@]}" --tensor-parallel 2 --sharding zero3
 expect 1 "error: --pipeline-stages accumulates over its --micro-batches" "$lab" "${run[@]}" \
   --pipeline-stages 2 --accumulate 2
 expect 1 "error: the memory estimate covers data parallelism" "$lab" "${run[@]}" \

@@ -1,8 +1,10 @@
-// The GPT lab's pipeline parallelism (--pipeline-stages P): the job's ranks as a process grid of
-// dp x pp = (world / P) x P, each rank training one stage of the model
-// (common/parallel/pipeline_parallel.h) over the micro-batches of its pipeline's batch, the
-// pipelines' stage gradients averaged over the data-parallel axis (2D parallelism: DP x PP).
-// Validation and sampling use the whole model, gathered from the stages on every rank.
+// The GPT lab's model parallelism (--tensor-parallel T, --pipeline-stages P): the job's ranks as a
+// process grid of dp x tp x pp = (world / (T P)) x T x P. Every layer is cut over the T ranks of
+// the tensor-parallel axis (common/parallel/tensor_parallel_gpt.h); the blocks are cut into P
+// stages, each rank training one stage (common/parallel/pipeline_parallel.h) over the
+// micro-batches of its pipeline's batch; the replicas' gradients are averaged over the
+// data-parallel axis (3D parallelism). Without stages the micro-batches are --accumulate's.
+// Validation and sampling use the whole model, gathered from the stages and slices on every rank.
 #pragma once
 
 #include <memory>
@@ -14,30 +16,35 @@
 #include "common/nn/gpt.h"
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/process_grid.h"
+#include "common/parallel/tensor_parallel_gpt.h"
 #include "day4_large_models/gpt_options.h"
 
 namespace day4 {
 
-class PipelineMode {
+class ModelParallelMode {
  public:
-  // Collective over `world`, whose size must be a multiple of options.pipeline_stages.
-  PipelineMode(course::nn::Gpt& model, std::shared_ptr<course::parallel::Communicator> world,
-               const GptLabOptions& options);
+  // Collective over `world`, whose size must be a multiple of tensor_parallel x pipeline_stages.
+  ModelParallelMode(course::nn::Gpt& model, std::shared_ptr<course::parallel::Communicator> world,
+                    const GptLabOptions& options);
 
-  // This rank's stage parameters, named as in the whole model: the optimizer's and the
-  // checkpoint's.
+  // This rank's parameters (its stage's, its slices of them), named as in the whole model: the
+  // optimizer's and the checkpoint's.
   std::vector<std::pair<std::string, course::nn::Parameter*>> optimized();
-  // The pipelines deal the training windows among themselves: this pipeline's place and count.
+  // The replicas deal the training windows among themselves: this one's place and count.
   int data_rank() const { return grid_.coordinates().dp; }
   int data_ranks() const { return grid_.shape().dp; }
+  // Windows of --batch-size a replica's step runs: the pipeline's micro-batches, or --accumulate.
+  int micro_batches() const { return pipeline_.options().micro_batches; }
+  bool pipelined() const { return grid_.shape().pp > 1; }
 
   // One step: every micro-batch of `batch` (micro_batches x batch_size windows) forward and
   // backward through the pipeline, then the stage gradients averaged over the pipelines.
   // Returns the batch's mean loss as a (1,) tensor on `device`.
   course::Tensor forward_backward(const course::NextTokenBatch& batch, course::Device device);
   void zero_grad() { pipeline_.zero_grad(); }
-  // Every rank's model receives every stage's current values (collective).
-  void gather_model() { pipeline_.gather_model(); }
+  // Collective: every rank's whole model (the one passed to the constructor) receives every
+  // stage's and every slice's current values.
+  void gather_model();
 
   std::string describe() const;
   // Time spent waiting for the data-parallel averages (a stage's waits for its neighbours are
@@ -52,9 +59,11 @@ class PipelineMode {
   void print_measured_bubbles();
 
  private:
-  void average_over_pipelines();
+  void average_over_replicas();
 
+  course::nn::Gpt& whole_;
   course::parallel::ProcessGrid grid_;
+  std::unique_ptr<course::parallel::TensorParallelGpt> cut_;  // with tensor parallelism
   course::parallel::PipelineParallel pipeline_;
   int64_t steps_ = 0;
   double compute_seconds_ = 0, step_seconds_ = 0;  // steps after the first
