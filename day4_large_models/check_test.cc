@@ -1,8 +1,10 @@
-// The day-4 check: tests of the exercises TP4.1-TP4.7 against hand-computed values and
+// The day-4 check: tests of the exercises TP4.1-TP4.13 against hand-computed values and
 // single-process references, on 2, 3 and 4 MPI ranks, with cases chosen so that plausible
 // wrong answers fail (shards without padding or at wrong offsets, a sum instead of an average,
 // a rank keeping only its own shard, parameters or gradients not freed, gradients not reduced,
-// a mapping reducing in the wrong direction, gathered features left in rank order).
+// a mapping reducing in the wrong direction, gathered features left in rank order, tokens of
+// other ranks not masked, q|k|v rows taken contiguously, the bias added on every rank, tensor
+// parallelism as the outer axis, replicas averaged over the whole world).
 // A failure on one rank ends every rank at once with its message. Built on the trainee's
 // exercises (bazel test //day4_large_models:check) and on the solutions
 // (//solutions/day4_large_models:check).
@@ -12,7 +14,9 @@
 #include <random>
 
 #include "common/kernels/elementwise.h"
+#include "common/nn/activation.h"
 #include "common/nn/linear.h"
+#include "common/nn/self_attention.h"
 #include "day4_large_models/exercises.h"
 
 namespace day4 {
@@ -226,6 +230,208 @@ TEST(TP4_7, AColumnParallelLayerGatheredIsTheWholeLayer) {
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_NEAR(got[i], expected[i], 1e-5f) << "output element " << i << " on rank " << r;
   }
+}
+
+// Values that tell elements apart: 0.1 (i % m) - 0.3 for i = 0, 1, ...
+Tensor pattern(const course::Shape& shape, int m) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = 0.1f * static_cast<float>(i % m) - 0.3f;
+  return Tensor::from_vector(v, shape);
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-5f + 1e-5f * std::abs(want[i])) << what << ", element " << i;
+  }
+}
+
+// TP4.8 ----------------------------------------------------------------------------------
+
+TEST(TP4_8, EveryRankGetsTheWholeEmbeddingOfEveryToken) {
+  const int p = world()->size(), r = world()->rank();
+  const int64_t per_rank = 3, channels = 2, vocabulary = per_rank * p;
+  // Row t of the whole table is [t, 100 + t].
+  std::vector<float> mine;
+  for (int64_t t = r * per_rank; t < (r + 1) * per_rank; ++t) {
+    mine.push_back(static_cast<float>(t));
+    mine.push_back(static_cast<float>(100 + t));
+  }
+  // Every token of the vocabulary, backwards, and token 0 again.
+  std::vector<int32_t> ids;
+  for (int64_t t = vocabulary; t-- > 0;) ids.push_back(static_cast<int32_t>(t));
+  ids.push_back(0);
+  const Tensor embedded =
+      vocab_parallel_embed(Tensor::from_vector<int32_t>(ids, {static_cast<int64_t>(ids.size())}),
+                           Tensor::from_vector(mine, {per_rank, channels}), r * per_rank, *world());
+  ASSERT_EQ(embedded.shape(), (course::Shape{static_cast<int64_t>(ids.size()), channels}));
+  std::vector<float> expected;
+  for (int32_t t : ids) {
+    expected.push_back(static_cast<float>(t));
+    expected.push_back(static_cast<float>(100 + t));
+  }
+  EXPECT_EQ(embedded.to_vector<float>(), expected) << "on rank " << r << " of " << p;
+}
+
+// TP4.9 ----------------------------------------------------------------------------------
+
+TEST(TP4_9, RowsByHand) {
+  // 4 channels on 2 ranks: rank 1 keeps q rows 2-3, k rows 6-7, v rows 10-11.
+  EXPECT_EQ(qkv_rows_of_rank(4, 1, 2), (std::vector<int64_t>{2, 3, 6, 7, 10, 11}));
+  EXPECT_EQ(qkv_rows_of_rank(4, 0, 1),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+// Rank r's rows of the q|k|v projection, run through attention over its heads, give the whole
+// attention's output features of those heads.
+TEST(TP4_9, TheRanksRowsComputeItsHeadsOfTheWholeAttention) {
+  const int p = world()->size(), r = world()->rank();
+  const int64_t heads = 2 * p, channels = 2 * heads, per_rank = channels / p;
+  std::mt19937 rng(29);
+  nn::Linear qkv(channels, 3 * channels, rng, Device::cpu());
+  const Tensor x = pattern({2, 5, channels}, 11);
+  nn::SelfAttention whole(heads, /*causal=*/true);
+  const Tensor all_heads = whole.forward(qkv.forward(x));  // (2, 5, C)
+
+  const std::vector<int64_t> rows = qkv_rows_of_rank(channels, r, p);
+  ASSERT_EQ(static_cast<int64_t>(rows.size()), 3 * per_rank) << "rows kept on rank " << r;
+  const std::vector<float> w = qkv.weight.value.to_vector<float>();
+  const std::vector<float> b = qkv.bias.value.to_vector<float>();
+  std::vector<float> my_w, my_b;
+  for (int64_t row : rows) {
+    ASSERT_TRUE(row >= 0 && row < 3 * channels) << "row " << row << " of " << 3 * channels;
+    my_w.insert(my_w.end(), w.begin() + row * channels, w.begin() + (row + 1) * channels);
+    my_b.push_back(b[row]);
+  }
+  nn::Linear my_qkv(Tensor::from_vector(my_w, {3 * per_rank, channels}),
+                    Tensor::from_vector(my_b, {3 * per_rank}));
+  nn::SelfAttention my_heads(heads / p, /*causal=*/true);
+  const Tensor mine = my_heads.forward(my_qkv.forward(x));  // (2, 5, C/p)
+  std::vector<float> expected;
+  const std::vector<float> whole_values = all_heads.to_vector<float>();
+  for (int64_t row = 0; row < 2 * 5; ++row) {
+    for (int64_t c = r * per_rank; c < (r + 1) * per_rank; ++c) {
+      expected.push_back(whole_values[row * channels + c]);
+    }
+  }
+  expect_near(mine.to_vector<float>(), expected, "rank " + std::to_string(r) + "'s heads");
+}
+
+// TP4.10 ---------------------------------------------------------------------------------
+
+// Columns [r n, (r + 1) n) of a (rows, n p) matrix.
+Tensor columns_of(const Tensor& w, int r, int p) {
+  const int64_t rows = w.size(0), n = w.size(1) / p;
+  const std::vector<float> all = w.to_vector<float>();
+  std::vector<float> mine;
+  for (int64_t i = 0; i < rows; ++i) {
+    mine.insert(mine.end(), all.begin() + i * n * p + r * n, all.begin() + i * n * p + (r + 1) * n);
+  }
+  return Tensor::from_vector(mine, {rows, n});
+}
+
+// The feed-forward block cut over the ranks: column-parallel c_fc (the rank's rows), GELU on the
+// rank's features, row-parallel c_proj (the rank's columns): the whole block's output.
+TEST(TP4_10, AColumnThenRowParallelPairIsTheWholeFeedForwardBlock) {
+  const int p = world()->size(), r = world()->rank();
+  const int64_t channels = 3, hidden = 2 * p;
+  std::mt19937 rng(31);
+  nn::Linear c_fc(channels, hidden, rng, Device::cpu());
+  nn::Linear c_proj(hidden, channels, rng, Device::cpu());
+  course::fill_(c_proj.bias.value, 0.5);  // a bias added p times is seen
+  nn::GELU gelu, my_gelu;
+  const Tensor x = pattern({4, channels}, 7);
+  const std::vector<float> expected =
+      c_proj.forward(gelu.forward(c_fc.forward(x))).to_vector<float>();
+
+  const int64_t n = hidden / p;
+  nn::Linear my_fc(c_fc.weight.value.slice(r * n, (r + 1) * n).clone(),
+                   c_fc.bias.value.slice(r * n, (r + 1) * n).clone());
+  const Tensor columns = columns_of(c_proj.weight.value, r, p);  // (channels, n)
+  const Tensor h = my_gelu.forward(my_fc.forward(x));
+  const Tensor y = row_parallel_linear(h, columns, c_proj.bias.value, *world());
+  expect_near(y.to_vector<float>(), expected, "the block's output on rank " + std::to_string(r));
+}
+
+// TP4.11 ---------------------------------------------------------------------------------
+
+TEST(TP4_11, CoordinatesByHand) {
+  // dp 2 x tp 2 x pp 2: world rank 6 = tp 0 + 2 (dp 1 + 2 pp 1).
+  const parallel::GridShape shape{.dp = 2, .tp = 2, .pp = 2};
+  const parallel::GridCoordinates at = grid_coordinates(6, shape);
+  EXPECT_EQ(at.tp, 0);
+  EXPECT_EQ(at.dp, 1);
+  EXPECT_EQ(at.pp, 1);
+  const parallel::GridCoordinates b = grid_coordinates(5, {.dp = 3, .tp = 2, .pp = 1});
+  EXPECT_EQ(b.tp, 1);
+  EXPECT_EQ(b.dp, 2);
+  EXPECT_EQ(b.pp, 0);
+}
+
+TEST(TP4_11, EveryRankOfEveryGridOfEightHasItsOwnPoint) {
+  for (const parallel::GridShape& shape : {parallel::GridShape{.dp = 2, .tp = 2, .pp = 2},
+                                           parallel::GridShape{.dp = 1, .tp = 4, .pp = 2},
+                                           parallel::GridShape{.dp = 4, .tp = 1, .pp = 2},
+                                           parallel::GridShape{.dp = 2, .tp = 4, .pp = 1}}) {
+    for (int rank = 0; rank < shape.size(); ++rank) {
+      const parallel::GridCoordinates at = grid_coordinates(rank, shape);
+      EXPECT_EQ(at.tp + shape.tp * (at.dp + shape.dp * at.pp), rank)
+          << "world rank " << rank << " of " << shape.str() << " is at (dp " << at.dp << ", tp "
+          << at.tp << ", pp " << at.pp << ")";
+    }
+  }
+}
+
+// TP4.12 ---------------------------------------------------------------------------------
+
+// The grid the check runs on: tensor parallelism over 2 ranks when the world is even.
+int check_tp() { return world()->size() % 2 == 0 ? 2 : 1; }
+
+TEST(TP4_12, EachGroupHoldsTheRanksOfOneAxisInOrder) {
+  const int tp = check_tp(), r = world()->rank();
+  const int dp = world()->size() / tp;
+  const SubGroups groups = tensor_and_data_groups(*world(), tp);
+  ASSERT_TRUE(groups.tensor_parallel && groups.data_parallel);
+  EXPECT_EQ(groups.tensor_parallel->size(), tp) << "the tensor-parallel group of rank " << r;
+  EXPECT_EQ(groups.data_parallel->size(), dp) << "the data-parallel group of rank " << r;
+  EXPECT_EQ(groups.tensor_parallel->rank(), r % tp) << "rank " << r << "'s place in its tp group";
+  EXPECT_EQ(groups.data_parallel->rank(), r / tp) << "rank " << r << "'s place in its dp group";
+  // Collectives on the sub-groups: the sums of their members' world ranks.
+  Tensor tp_sum = Tensor::from_vector<float>({static_cast<float>(r)}, {1});
+  Tensor dp_sum = tp_sum.clone();
+  groups.tensor_parallel->allreduce(tp_sum)->wait();
+  groups.data_parallel->allreduce(dp_sum)->wait();
+  const int first_of_replica = r / tp * tp;
+  float want_tp = 0, want_dp = 0;
+  for (int q = 0; q < tp; ++q) want_tp += static_cast<float>(first_of_replica + q);
+  for (int q = 0; q < dp; ++q) want_dp += static_cast<float>(r % tp + q * tp);
+  EXPECT_EQ(tp_sum.to_vector<float>()[0], want_tp) << "sum over rank " << r << "'s tp group";
+  EXPECT_EQ(dp_sum.to_vector<float>()[0], want_dp) << "sum over rank " << r << "'s dp group";
+}
+
+// TP4.13 ---------------------------------------------------------------------------------
+
+TEST(TP4_13, GradientsAreAveragedOverTheReplicasOnly) {
+  const int tp = check_tp(), r = world()->rank();
+  const int dp = world()->size() / tp;
+  const parallel::ProcessGrid grid(world(), {.dp = dp, .tp = tp, .pp = 1});
+  // Gradient element i on (dp d, tp t): 10 d + 100 t + i; its mean over the replicas is
+  // 5 (dp - 1) + 100 t + i.
+  const int d = grid.coordinates().dp, t = grid.coordinates().tp;
+  std::vector<float> g(3);
+  for (int i = 0; i < 3; ++i) g[i] = static_cast<float>(10 * d + 100 * t + i);
+  nn::Parameter a(Tensor::from_vector<float>({1, 2, 3}, {3}), Tensor::from_vector(g, {3}));
+  nn::Parameter b(Tensor::from_vector<float>({4, 5, 6}, {3}), Tensor::from_vector(g, {3}));
+  average_over_replicas({&a, &b}, *grid.dp());
+  std::vector<float> expected(3);
+  for (int i = 0; i < 3; ++i) expected[i] = 5.0f * (dp - 1) + 100.0f * t + i;
+  EXPECT_EQ(a.grad.to_vector<float>(), expected)
+      << "rank " << r << " (dp " << d << ", tp " << t << ")";
+  EXPECT_EQ(b.grad.to_vector<float>(), expected) << "rank " << r << ", the second parameter";
+  EXPECT_EQ(a.value.to_vector<float>(), (std::vector<float>{1, 2, 3})) << "values are not changed";
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
-// Day 4 exercises TP4.1-TP4.7 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.13 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
 #include "day4_large_models/exercises.h"
 
+#include <algorithm>
+
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/linear.h"
 #include "common/kernels/permute.h"
 
 namespace day4 {
@@ -61,6 +65,53 @@ Tensor gather_features(const Tensor& x, parallel::Communicator& comm) {
   // BEGIN EXERCISE TP4.7: all-gather, then put each row's slices side by side
   ::course::exercise_todo("TP4.7", "all-gather, then put each row's slices side by side",
                           "day4_large_models/README.md#tp47");
+  // END EXERCISE
+}
+
+Tensor vocab_parallel_embed(const Tensor& tokens, const Tensor& rows, int64_t first_token,
+                            parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.8: look up the tokens in this rank's range, zeros for the others, then sum
+  ::course::exercise_todo("TP4.8",
+                          "look up the tokens in this rank's range, zeros for the others, then sum",
+                          "day4_large_models/README.md#tp48");
+  // END EXERCISE
+}
+
+std::vector<int64_t> qkv_rows_of_rank(int64_t channels, int rank, int ranks) {
+  // BEGIN EXERCISE TP4.9: this rank's slice of q, then of k, then of v
+  ::course::exercise_todo("TP4.9", "this rank's slice of q, then of k, then of v",
+                          "day4_large_models/README.md#tp49");
+  // END EXERCISE
+}
+
+Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, const Tensor& bias,
+                           parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.10: partial product, summed over the ranks, then the bias once
+  ::course::exercise_todo("TP4.10", "partial product, summed over the ranks, then the bias once",
+                          "day4_large_models/README.md#tp410");
+  // END EXERCISE
+}
+
+parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape) {
+  // BEGIN EXERCISE TP4.11: tp innermost, then dp, then pp
+  ::course::exercise_todo("TP4.11", "tp innermost, then dp, then pp",
+                          "day4_large_models/README.md#tp411");
+  // END EXERCISE
+}
+
+SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
+  // BEGIN EXERCISE TP4.12: colour by the other axis' coordinate, key by this axis'
+  ::course::exercise_todo("TP4.12", "colour by the other axis' coordinate, key by this axis'",
+                          "day4_large_models/README.md#tp412");
+  // END EXERCISE
+}
+
+void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
+                           parallel::Communicator& data_parallel) {
+  // BEGIN EXERCISE TP4.13: all-reduce each gradient over the replicas, divide by their count
+  ::course::exercise_todo("TP4.13",
+                          "all-reduce each gradient over the replicas, divide by their count",
+                          "day4_large_models/README.md#tp413");
   // END EXERCISE
 }
 

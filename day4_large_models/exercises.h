@@ -1,15 +1,19 @@
-// The day-4 exercises (TP4.1-TP4.7): what the trainee writes in day4_large_models/exercises.cc.
+// The day-4 exercises (TP4.1-TP4.13): what the trainee writes in day4_large_models/exercises.cc.
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
-// `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.7 are the first steps of
-// tensor parallelism; //day4_large_models:check tests all seven on 2, 3 and 4 MPI ranks.
+// `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.13 are the course's steps of
+// tensor parallelism up to 2D parallelism; //day4_large_models:check tests them all on 2, 3 and
+// 4 MPI ranks.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "common/nn/context.h"
 #include "common/nn/flat_parameters.h"
 #include "common/nn/module.h"
 #include "common/parallel/communicator.h"
+#include "common/parallel/process_grid.h"
 #include "common/parallel/sharded_unit.h"
 
 namespace day4 {
@@ -61,5 +65,44 @@ Tensor tp_mapping(TpMapping mapping, bool forward, const Tensor& t, parallel::Co
 // features [r n, (r + 1) n) of every row, on every rank. comm.all_gather() puts the ranks' whole
 // tensors one after the other.
 Tensor gather_features(const Tensor& x, parallel::Communicator& comm);
+
+// TP4.8: the token embedding cut over the vocabulary (step 3). Rank r of `comm` holds `rows`
+// (V/p, C), rows [first_token, first_token + V/p) of the table. Returns the (n, C) embedding of
+// `tokens` (n,) i32 on every rank: each rank looks up the tokens in its range (the others get
+// zeros), then the ranks' lookups are summed.
+Tensor vocab_parallel_embed(const Tensor& tokens, const Tensor& rows, int64_t first_token,
+                            parallel::Communicator& comm);
+
+// TP4.9: attention's heads split over the ranks (step 4). The q|k|v projection's weight has 3C
+// rows: q's C rows, then k's, then v's, each head h owning rows [h d, (h + 1) d) of each part
+// (d = C / heads). Rank `rank` of `ranks` computes heads [r H/p, (r + 1) H/p): returns the rows
+// of the weight it keeps, its q rows, then its k rows, then its v rows, in order.
+std::vector<int64_t> qkv_rows_of_rank(int64_t channels, int rank, int ranks);
+
+// TP4.10: a row-parallel linear layer (steps 5-6: after a column-parallel one, a single
+// all-reduce). Every rank holds x_slice (n, i/p), its slice of the input features, the matching
+// columns of the weight (o, i/p) and the whole bias (o,). Returns y = x W^T + b (n, o) on every
+// rank: the ranks' partial products summed, the bias added once.
+Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, const Tensor& bias,
+                           parallel::Communicator& comm);
+
+// TP4.11: a rank's place in the process grid (step 8). Ranks are numbered with tensor parallelism
+// innermost, then data, then pipeline: world rank = tp + T (dp + D pp) for a grid of D x T x P.
+parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape);
+
+// TP4.12: the sub-groups of a dp x tp grid (steps 9-10): the ranks of `world` that share this
+// rank's dp coordinate (its tensor-parallel group, numbered by tp) and those that share its tp
+// coordinate (its data-parallel group, numbered by dp). world.split(colour, key) makes one
+// communicator of the ranks that pass the same colour, ranked by key.
+struct SubGroups {
+  std::shared_ptr<parallel::Communicator> tensor_parallel, data_parallel;
+};
+SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp);
+
+// TP4.13: DDP over the data-parallel groups (step 11, 2D parallelism). Each replica's ranks
+// hold different slices of the model; replicas hold the same slices. Every parameter's gradient
+// becomes its average over the ranks of `data_parallel` (the replicas).
+void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
+                           parallel::Communicator& data_parallel);
 
 }  // namespace day4

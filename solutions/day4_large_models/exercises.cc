@@ -1,11 +1,15 @@
-// Day 4 exercises TP4.1-TP4.7 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.13 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
 #include "day4_large_models/exercises.h"
 
+#include <algorithm>
+
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/linear.h"
 #include "common/kernels/permute.h"
 
 namespace day4 {
@@ -74,6 +78,71 @@ Tensor gather_features(const Tensor& x, parallel::Communicator& comm) {
   course::Shape shape = x.shape();
   shape.back() = n * p;
   return course::permute(by_rank, {1, 0, 2}).view(shape);
+  // END EXERCISE
+}
+
+Tensor vocab_parallel_embed(const Tensor& tokens, const Tensor& rows, int64_t first_token,
+                            parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.8: look up the tokens in this rank's range, zeros for the others, then sum
+  const int64_t n = tokens.numel(), mine = rows.size(0), channels = rows.size(1);
+  const std::vector<int32_t> ids = tokens.to_vector<int32_t>();
+  const std::vector<float> table = rows.to_vector<float>();
+  std::vector<float> lookup(n * channels, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = ids[i] - first_token;
+    if (row < 0 || row >= mine) continue;
+    std::copy_n(table.begin() + row * channels, channels, lookup.begin() + i * channels);
+  }
+  Tensor embedded = Tensor::from_vector(lookup, {n, channels});
+  comm.allreduce(embedded)->wait();
+  return embedded;
+  // END EXERCISE
+}
+
+std::vector<int64_t> qkv_rows_of_rank(int64_t channels, int rank, int ranks) {
+  // BEGIN EXERCISE TP4.9: this rank's slice of q, then of k, then of v
+  const int64_t per_rank = channels / ranks;
+  std::vector<int64_t> rows;
+  for (int64_t part = 0; part < 3; ++part) {
+    for (int64_t i = 0; i < per_rank; ++i) rows.push_back(part * channels + rank * per_rank + i);
+  }
+  return rows;
+  // END EXERCISE
+}
+
+Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, const Tensor& bias,
+                           parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.10: partial product, summed over the ranks, then the bias once
+  Tensor y = course::matmul(x_slice, weight_columns, false, /*transpose_b=*/true);
+  comm.allreduce(y)->wait();
+  course::add_row_bias_(y, bias);
+  return y;
+  // END EXERCISE
+}
+
+parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape) {
+  // BEGIN EXERCISE TP4.11: tp innermost, then dp, then pp
+  return {.dp = (world_rank / shape.tp) % shape.dp,
+          .tp = world_rank % shape.tp,
+          .pp = world_rank / (shape.tp * shape.dp)};
+  // END EXERCISE
+}
+
+SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
+  // BEGIN EXERCISE TP4.12: colour by the other axis' coordinate, key by this axis'
+  const int tp_rank = world.rank() % tp, dp_rank = world.rank() / tp;
+  return {.tensor_parallel = world.split(dp_rank, tp_rank),
+          .data_parallel = world.split(tp_rank, dp_rank)};
+  // END EXERCISE
+}
+
+void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
+                           parallel::Communicator& data_parallel) {
+  // BEGIN EXERCISE TP4.13: all-reduce each gradient over the replicas, divide by their count
+  for (nn::Parameter* p : parameters) {
+    data_parallel.allreduce(p->grad)->wait();
+    course::scale_(p->grad, 1.0f / static_cast<float>(data_parallel.size()));
+  }
   // END EXERCISE
 }
 
