@@ -1,18 +1,31 @@
-// Every gradient's all-reduce launched, then each waited for and divided by the rank count.
+// Every gradient's all-reduce launched, then each waited for (and divided by the rank count).
 #include "common/parallel/gradient_average.h"
 
 #include "common/kernels/elementwise.h"
 
 namespace course::parallel {
 
-void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm) {
+namespace {
+
+void reduce_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm,
+                      float scale) {
   if (comm.size() == 1) return;
   std::vector<WorkPtr> sums;
   for (nn::Parameter* p : parameters) sums.push_back(comm.allreduce(p->grad));
   for (size_t i = 0; i < parameters.size(); ++i) {
     sums[i]->wait();
-    scale_(parameters[i]->grad, 1.0f / static_cast<float>(comm.size()));
+    if (scale != 1.0f) scale_(parameters[i]->grad, scale);
   }
+}
+
+}  // namespace
+
+void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm) {
+  reduce_gradients(parameters, comm, 1.0f / static_cast<float>(comm.size()));
+}
+
+void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm) {
+  reduce_gradients(parameters, comm, 1.0f);
 }
 
 }  // namespace course::parallel

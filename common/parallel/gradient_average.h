@@ -1,6 +1,6 @@
 // The average of parameters' gradients over the ranks of a communicator: how replicas of a
 // model (data-parallel pipelines, tensor-parallel groups) agree on one gradient after each
-// computed its own batch's, all of them reduced at once.
+// computed its own batch's, all of them reduced at once; and their sum, for parts of one batch.
 #pragma once
 
 #include <vector>
@@ -12,5 +12,8 @@ namespace course::parallel {
 
 // Collective over `comm`: every rank passes the same parameters in the same order.
 void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm);
+// The same without the division: parameters whose ranks each computed part of one batch's
+// gradient (sequence parallelism's LayerNorms) end with the whole gradient.
+void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm);
 
 }  // namespace course::parallel

@@ -5,6 +5,7 @@
 #include "common/kernels/gemm.h"
 #include "common/kernels/linear.h"
 #include "common/nn/autocast.h"
+#include "common/parallel/sequence_parallel.h"
 
 namespace course::parallel {
 
@@ -22,9 +23,17 @@ Tensor as_rows(const Tensor& t) { return t.view({t.numel() / t.size(-1), t.size(
 
 }  // namespace
 
+nn::ModulePtr enter_tensor_parallel(Activations input, const std::shared_ptr<Communicator>& tp) {
+  if (input == Activations::kSequenceSharded) {
+    return std::make_unique<GatherFromSequenceParallel>(tp);
+  }
+  return std::make_unique<CopyToTensorParallel>(tp);
+}
+
 ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& whole,
-                                           std::shared_ptr<Communicator> tp, bool gather_output)
-    : copy_(tp),
+                                           std::shared_ptr<Communicator> tp, bool gather_output,
+                                           Activations input)
+    : enter_(enter_tensor_parallel(input, tp)),
       local_(row_shard(whole.weight.value, tp->rank(), tp->size(), "a column-parallel weight"),
              row_shard(whole.bias.value, tp->rank(), tp->size(), "a column-parallel bias")),
       gather_(tp),
@@ -35,19 +44,21 @@ std::vector<nn::Module::Child> ColumnParallelLinear::children() {
 }
 
 Tensor ColumnParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
-  const Tensor y = local_.forward(copy_.forward(x, ctx.child(0)), ctx.child(1));
+  const Tensor y = local_.forward(enter_->forward(x, ctx.child(0)), ctx.child(1));
   return gather_output_ ? gather_.forward(y, ctx.child(2)) : y;
 }
 
 Tensor ColumnParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
   const Tensor local_dy = gather_output_ ? gather_.backward(dy, ctx.child(2)) : dy;
-  return copy_.backward(local_.backward(local_dy, ctx.child(1)), ctx.child(0));
+  return enter_->backward(local_.backward(local_dy, ctx.child(1)), ctx.child(0));
 }
 
-RowParallelLinear::RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp)
+RowParallelLinear::RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp,
+                                     Activations output)
     : weight(slice_last_dim(whole.weight.value, tp->rank(), tp->size())),
       bias(whole.bias.value.clone()),
-      tp_(std::move(tp)) {}
+      tp_(std::move(tp)),
+      output_(output) {}
 
 void RowParallelLinear::collect(const std::string& prefix, nn::ModuleState& state) {
   state.parameters.emplace_back(prefix + "weight", &weight);
@@ -60,22 +71,32 @@ Tensor RowParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
                " takes ", in, " input features, got ", x.str());
   const DType dtype = nn::matmul_dtype(x);
   Saved saved{as_rows(nn::as_dtype(x, dtype)), x.shape()};
-  // g: the partial products summed (in f32, as MPI sums no 16-bit floats), the bias added once.
+  // g: the partial products summed (in f32, as MPI sums no 16-bit floats), the bias added once;
+  // with a sequence-sharded output each rank keeps the sum at its positions.
   Tensor y = nn::as_dtype(matmul(saved.input, nn::as_dtype(weight.value, dtype), false, true),
                           DType::kF32);
-  if (tp_->size() > 1) tp_->allreduce(y)->wait();
-  add_row_bias_(y, bias.f32_value());
   Shape out_shape = x.shape();
   out_shape.back() = weight.value.size(0);
+  if (output_ == Activations::kSequenceSharded) {
+    y = reduce_scatter_sequence(y.view(out_shape), *tp_);
+    out_shape = y.shape();
+    y = as_rows(y);
+  } else if (tp_->size() > 1) {
+    tp_->allreduce(y)->wait();
+  }
+  add_row_bias_(y, bias.f32_value());
   ctx.save(std::move(saved));
   return nn::as_dtype(y, dtype).view(out_shape);
 }
 
 Tensor RowParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("RowParallelLinear");
-  const Tensor grad_out = as_rows(nn::as_dtype(dy, saved.input.dtype()));  // g's adjoint: as is
-  add_column_sums_(grad_out, bias.grad);
+  add_column_sums_(as_rows(nn::as_dtype(dy, DType::kF32)), bias.grad);
   grad_ready(bias);
+  // g's adjoint is the identity; the reduce-scatter's an all-gather along the sequence.
+  const Tensor whole_dy =
+      output_ == Activations::kSequenceSharded ? all_gather_sequence(dy, *tp_) : dy;
+  const Tensor grad_out = as_rows(nn::as_dtype(whole_dy, saved.input.dtype()));
   axpy_(1.0f, nn::as_dtype(matmul(grad_out, saved.input, true, false), DType::kF32), weight.grad);
   grad_ready(weight);
   return matmul(grad_out, nn::as_dtype(weight.value, saved.input.dtype())).view(saved.input_shape);

@@ -7,7 +7,9 @@
 //                         its input is this rank's slice of the features (a column-parallel
 //                         layer's output), its partial products are summed (g) and b added once.
 // A column-parallel layer followed by a row-parallel one (the feed-forward block, attention's
-// projections) communicates once forward and once backward.
+// projections) communicates once forward and once backward. With sequence parallelism
+// (sequence_parallel.h) the column-parallel layer's input and the row-parallel layer's output
+// are cut along the sequence: an all-gather before, a reduce-scatter after, instead of f and g.
 #pragma once
 
 #include <memory>
@@ -18,11 +20,19 @@
 
 namespace course::parallel {
 
+// How the activations between tensor-parallel layers are held: whole on every rank, or cut over
+// the ranks along the sequence (sequence parallelism).
+enum class Activations { kReplicated, kSequenceSharded };
+
+// What activations held as `input` pass through before rank-local work that needs them whole:
+// f (CopyToTensorParallel), or the all-gather along the sequence (GatherFromSequenceParallel).
+nn::ModulePtr enter_tensor_parallel(Activations input, const std::shared_ptr<Communicator>& tp);
+
 class ColumnParallelLinear : public nn::Module {
  public:
   // Throws when the output features do not split over the ranks.
   ColumnParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp,
-                       bool gather_output);
+                       bool gather_output, Activations input = Activations::kReplicated);
 
   std::vector<Child> children() override;
   nn::Linear& local() { return local_; }
@@ -32,7 +42,7 @@ class ColumnParallelLinear : public nn::Module {
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
 
  private:
-  CopyToTensorParallel copy_;
+  nn::ModulePtr enter_;  // f, or the all-gather along the sequence
   nn::Linear local_;
   GatherFromTensorParallel gather_;
   bool gather_output_;
@@ -40,8 +50,10 @@ class ColumnParallelLinear : public nn::Module {
 
 class RowParallelLinear : public nn::Module {
  public:
-  // Throws when the input features do not split over the ranks.
-  RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp);
+  // Throws when the input features do not split over the ranks. With a sequence-sharded output
+  // the bias is added to this rank's positions only: its gradient is this rank's part.
+  RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp,
+                    Activations output = Activations::kReplicated);
 
   void collect(const std::string& prefix, nn::ModuleState& state) override;
 
@@ -58,6 +70,7 @@ class RowParallelLinear : public nn::Module {
     Shape input_shape;
   };
   std::shared_ptr<Communicator> tp_;
+  Activations output_;
 };
 
 }  // namespace course::parallel

@@ -35,10 +35,11 @@ Tensor ungrouped_qkv_rows(const Tensor& grouped, int ranks) {
 }
 
 TensorParallelAttention::TensorParallelAttention(const nn::Linear& c_attn, const nn::Linear& c_proj,
-                                                 int64_t heads, std::shared_ptr<Communicator> tp)
-    : qkv_(grouped_by_rank(c_attn, tp->size()), tp, /*gather_output=*/false),
+                                                 int64_t heads, std::shared_ptr<Communicator> tp,
+                                                 Activations between)
+    : qkv_(grouped_by_rank(c_attn, tp->size()), tp, /*gather_output=*/false, between),
       core_(heads_per_rank(heads, tp->size()), /*causal=*/true),
-      projection_(c_proj, tp) {}
+      projection_(c_proj, tp, between) {}
 
 std::vector<nn::Module::Child> TensorParallelAttention::children() {
   return {{"c_attn", &qkv_}, {"core", &core_}, {"c_proj", &projection_}};

@@ -15,14 +15,15 @@ namespace course::parallel {
 class TensorParallelAttention : public nn::Module {
  public:
   // c_attn: (3C, C) q|k|v projection; c_proj: (C, C). Throws when the heads do not split over
-  // the ranks.
+  // the ranks. `between`: the input and output whole on every rank or cut along the sequence.
   TensorParallelAttention(const nn::Linear& c_attn, const nn::Linear& c_proj, int64_t heads,
-                          std::shared_ptr<Communicator> tp);
+                          std::shared_ptr<Communicator> tp,
+                          Activations between = Activations::kReplicated);
 
   std::vector<Child> children() override;
 
  protected:
-  // (B, T, C) replicated -> (B, T, C) replicated.
+  // (B, T, C) replicated -> (B, T, C) replicated (sequence-sharded: (B, T/p, C) each).
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
 

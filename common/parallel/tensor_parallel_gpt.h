@@ -3,7 +3,9 @@
 // the output layer tied to the rank's embedding rows with its logits gathered; LayerNorms and
 // the position table replicated. Cut from a whole nn::Gpt every rank built from the same seed,
 // with the whole model's parameter names, so it trains as that model does (each rank holding a
-// p-th of the large matrices). Its parts are a GptParts, so pipeline stages can be cut from it
+// p-th of the large matrices). With sequence parallelism the residual stream and the LayerNorms
+// between the tensor-parallel layers are cut along the sequence (sequence_parallel.h). Its parts
+// are a GptParts, so pipeline stages can be cut from it
 // (3D parallelism: common/parallel/pipeline_parallel.h over a TensorParallelGpt).
 #pragma once
 
@@ -12,6 +14,7 @@
 #include "common/nn/gpt.h"
 #include "common/nn/layer_norm.h"
 #include "common/nn/sequential.h"
+#include "common/parallel/parallel_linear.h"
 #include "common/parallel/vocab_parallel_embedding.h"
 
 namespace course::parallel {
@@ -19,12 +22,16 @@ namespace course::parallel {
 class TensorParallelGpt : public nn::GptParts {
  public:
   // Throws when the heads, the feed-forward width or the vocabulary do not split over the ranks,
-  // or the whole model checkpoints its blocks.
-  TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicator> tp);
+  // or the whole model checkpoints its blocks. `between`: the activations between the
+  // tensor-parallel layers whole on every rank, or cut along the sequence (whose length must
+  // then split over the ranks).
+  TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicator> tp,
+                    Activations between = Activations::kReplicated);
 
   std::vector<Child> children() override;
   const nn::GptConfig& config() const override { return config_; }
-  VocabParallelEmbedding& embedding() override { return embedding_; }
+  // The vocabulary-parallel embedding, then (sequence-sharded) this rank's positions of it.
+  nn::Module& embedding() override { return *input_; }
   nn::Parameter& token_table() override { return embedding_.wte; }
   nn::Sequential& blocks() override { return blocks_; }
   nn::LayerNorm& final_norm() override { return ln_f_; }
@@ -35,6 +42,11 @@ class TensorParallelGpt : public nn::GptParts {
   // whole model's order, so any rank can validate or sample with the whole model.
   void gather_into(nn::Gpt& whole);
 
+  // The parameters applied to this rank's sequence positions only (the LayerNorms and the
+  // row-parallel biases, with sequence parallelism; none without): after a step's backwards their
+  // gradients are summed over the tensor-parallel ranks (sum_gradients) to be the whole batch's.
+  std::vector<nn::Parameter*> sequence_sharded_parameters();
+
  protected:
   // tokens (B, T) i32 -> logits (B, T, V), the same on every rank.
   Tensor run_forward(const Tensor& tokens, nn::Context& ctx) override;
@@ -43,7 +55,9 @@ class TensorParallelGpt : public nn::GptParts {
  private:
   nn::GptConfig config_;
   std::shared_ptr<Communicator> tp_;
+  Activations between_;
   VocabParallelEmbedding embedding_;
+  nn::ModulePtr input_;
   nn::Sequential blocks_;
   nn::LayerNorm ln_f_;
   nn::ModulePtr head_;

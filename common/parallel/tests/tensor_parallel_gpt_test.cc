@@ -1,5 +1,6 @@
-// A GPT cut over tensor-parallel ranks, 2D parallelism (data parallel x tensor parallel) and 3D
-// parallelism (pipeline stages of the tensor-parallel GPT as well), against one process training
+// A GPT cut over tensor-parallel ranks (with and without sequence parallelism), 2D parallelism
+// (data parallel x tensor parallel) and 3D parallelism (pipeline stages of the tensor-parallel
+// GPT as well), against one process training
 // the whole model on the whole batch, on 2, 4 and 8 ranks, every grid of the world: the loss of
 // every SGD step and, after each, every rank's parameters equal the same rows, columns or copies
 // of the whole model's (by the rule each layer is cut with); at the end the stages and slices
@@ -123,8 +124,9 @@ void expect_parameters(const std::vector<std::pair<std::string, nn::Parameter*>>
 }
 
 // Trains the tensor-parallel GPT on `shape`'s grid: through a pipeline of its stages (1F1B over
-// kMicroBatches) when shape.pp > 1, the replicas' gradients averaged over the dp axis.
-void expect_training(const GridShape& shape) {
+// kMicroBatches) when shape.pp > 1, the sequence-sharded parameters' gradients summed over the
+// tp axis, the replicas' gradients averaged over the dp axis.
+void expect_training(const GridShape& shape, Activations between = Activations::kReplicated) {
   const ProcessGrid grid(Communicator::world(), shape);
   const int dp = grid.coordinates().dp;
   const Replica alone = train_alone(shape.dp);
@@ -132,7 +134,7 @@ void expect_training(const GridShape& shape) {
   nn::Gpt whole(kGpt, rng, Device::cpu());
   std::map<std::string, Shape> whole_shapes;
   for (const auto& [name, p] : whole.state().parameters) whole_shapes[name] = p->value.shape();
-  TensorParallelGpt model(whole, grid.tp());
+  TensorParallelGpt model(whole, grid.tp(), between);
   std::unique_ptr<PipelineParallel> pipeline;
   if (shape.pp > 1) {
     pipeline = std::make_unique<PipelineParallel>(model, grid.pp(),
@@ -152,6 +154,7 @@ void expect_training(const GridShape& shape) {
       model.zero_grad();
       loss = forward_backward(model, b);
     }
+    sum_gradients(model.sequence_sharded_parameters(), *grid.tp());
     average_gradients(parameters, *grid.dp());
     sgd.step();
     // The replicas' mean loss is the whole batch's (equal shares).
@@ -173,6 +176,14 @@ TEST(TensorParallelGpt, EveryDataByTensorGridOfTheWorldTrainsAsOneProcess) {
   Communicator::world()->set_timeout(30);
   const int n = Communicator::world()->size();
   for (int tp = 1; tp <= n; tp *= 2) expect_training({.dp = n / tp, .tp = tp, .pp = 1});
+}
+
+TEST(TensorParallelGpt, SequenceParallelismTrainsAsOneProcessOnEveryDataByTensorGrid) {
+  Communicator::world()->set_timeout(30);
+  const int n = Communicator::world()->size();
+  for (int tp = 2; tp <= n; tp *= 2) {
+    expect_training({.dp = n / tp, .tp = tp, .pp = 1}, Activations::kSequenceSharded);
+  }
 }
 
 TEST(TensorParallelGpt, EveryThreeDimensionalGridOfTheWorldTrainsAsOneProcess) {

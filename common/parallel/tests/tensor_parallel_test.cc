@@ -3,7 +3,8 @@
 // with its output gathered, the embedding cut over the vocabulary, attention with its heads
 // split, and the feed-forward pair
 // (column-parallel, GELU, row-parallel: one all-reduce each way) through forward, backward and an
-// AdamW step, each rank's shards equal to the same rows or columns of the single process's tensors.
+// AdamW step, each rank's shards equal to the same rows or columns of the single process's tensors;
+// the sequence-parallel mappings by hand.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,6 +13,7 @@
 #include "common/nn/activation.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/parallel_linear.h"
+#include "common/parallel/sequence_parallel.h"
 #include "common/parallel/tensor_parallel_attention.h"
 #include "common/parallel/vocab_parallel_embedding.h"
 #include "common/testing/tolerance.h"
@@ -58,6 +60,39 @@ TEST(TensorParallelMappings, ByHand) {
   EXPECT_EQ(values(gather.forward(mine)), gathered);
   EXPECT_EQ(values(gather.backward(Tensor::from_vector<float>(gathered, {1, 2 * p}))),
             values(mine));
+}
+
+TEST(SequenceParallelMappings, ByHand) {
+  const auto tp = world();
+  const int p = tp->size(), r = tp->rank();
+  // (B 2, T p, 1): position t of sequence b on rank q is 100 b + 10 t + q.
+  std::vector<float> whole;
+  for (int b = 0; b < 2; ++b) {
+    for (int t = 0; t < p; ++t) whole.push_back(100.0f * b + 10.0f * t + r);
+  }
+  const Tensor x = Tensor::from_vector<float>(whole, {2, p, 1});
+  // Rank r's position: its own value, and the sum over the ranks (q summed: p (p - 1) / 2).
+  const std::vector<float> mine = {10.0f * r + r, 100.0f + 10.0f * r + r};
+  const float ranks = p * (p - 1) / 2.0f;
+  const std::vector<float> summed = {10.0f * r * p + ranks, (100.0f + 10.0f * r) * p + ranks};
+  EXPECT_EQ(values(slice_sequence(x, r, p)), mine);
+  EXPECT_EQ(values(reduce_scatter_sequence(x, *tp)), summed);
+  // Gathered along T: rank q's position q of every sequence, (2, p, 1).
+  std::vector<float> gathered;
+  for (int b = 0; b < 2; ++b) {
+    for (int q = 0; q < p; ++q) gathered.push_back(100.0f * b + 10.0f * q + q);
+  }
+  const Tensor my_slice = Tensor::from_vector<float>(mine, {2, 1, 1});
+  ASSERT_EQ(all_gather_sequence(my_slice, *tp).shape(), (Shape{2, p, 1}));
+  EXPECT_EQ(values(all_gather_sequence(my_slice, *tp)), gathered);
+  // Each mapping's backward is its forward's adjoint.
+  GatherFromSequenceParallel gather(tp);
+  ReduceScatterToSequenceParallel reduce_scatter(tp);
+  EXPECT_EQ(values(gather.backward(x)), summed);
+  EXPECT_EQ(values(reduce_scatter.backward(my_slice)), gathered);
+  EXPECT_THROW(reduce_scatter_sequence(Tensor::from_vector<float>({1, 2, 3}, {1, 3, 1}), *tp),
+               Error)
+      << "3 positions over " << p << " ranks";
 }
 
 TEST(TensorParallelLinear, ColumnParallelWithGatheredOutputIsTheWholeLayer) {
