@@ -93,6 +93,10 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
                  "width and vocabulary split); more ranks form data-parallel replicas or "
                  "pipeline stages (world = dp x tensor-parallel x stages)")
       ->capture_default_str();
+  app.add_flag("--sequence-parallel", o.sequence_parallel,
+               "with --tensor-parallel: the residual stream and LayerNorms between the "
+               "tensor-parallel layers cut over its ranks along the sequence (all-gather and "
+               "reduce-scatter instead of all-reduce)");
   app.add_option("--pipeline-stages", o.pipeline_stages,
                  "pipeline parallelism: the model's blocks cut into this many stages, one per "
                  "rank; more ranks form data-parallel pipelines (world = dp x stages)")
@@ -199,6 +203,15 @@ void validate(const GptLabOptions& o) {
     COURSE_CHECK(!o.checkpoint_activations,
                  "--tensor-parallel cuts the blocks' layers; it does not combine with "
                  "--checkpoint-activations");
+  }
+  if (o.sequence_parallel) {
+    const int64_t context = o.context > 0 ? o.context : config.context;
+    COURSE_CHECK(o.tensor_parallel > 1 && o.pipeline_stages == 1,
+                 "--sequence-parallel cuts the activations between tensor-parallel layers: add "
+                 "--tensor-parallel 2 or more, without --pipeline-stages");
+    COURSE_CHECK(context % o.tensor_parallel == 0, "--sequence-parallel cuts windows of ", context,
+                 " tokens over --tensor-parallel ", o.tensor_parallel,
+                 " ranks: choose a --context they divide");
   }
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   if (o.estimate_only || o.throughput_gpus > 0) return;  // any preset: nothing is trained

@@ -38,6 +38,7 @@ struct GptLabOptions : course::train::TrainingFlags {
   bool cpu_offload = false;         // shards and the optimizer's step in host memory
   std::string param_dtype = "f32";  // sharded modes' gathered values (FSDP's mixed precision)
   int tensor_parallel = 1;          // > 1: each layer cut over this many ranks (the tp axis)
+  bool sequence_parallel = false;   // and the activations between them along the sequence
   int pipeline_stages = 1;          // > 1: pipeline parallelism, a stage per rank of the pp axis
   int micro_batches = 4;            // of batch_size windows per pipeline and step
   std::string schedule = "1f1b";    // naive, gpipe, 1f1b, interleaved

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
 # schedule (interleaved 1F1B with 2 chunks per rank), both cuts, tensor parallelism over 2 and 4
-# ranks and tensor-parallel stages (3D without replicas) train as one process accumulating the
-# same micro-batches (the same training loss and the same sample from the gathered model);
+# ranks (with sequence parallelism over 4) and tensor-parallel stages (3D without replicas)
+# train as one process accumulating the same micro-batches (the same training loss and the same
+# sample from the gathered model);
 # 2 pipelines of 2 stages on 4 ranks, the measured bubble of every stage, one trace with every
 # rank's forwards and backwards, a checkpoint file per rank resumed as the single process
 # resumes, and bad combinations refused with one message. (The exact parity, parameter by
@@ -34,6 +35,7 @@ for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --sc
   "3 --pipeline-stages 3 --schedule gpipe" \
   "2 --pipeline-stages 2 --schedule interleaved --virtual-stages 2" \
   "2 --tensor-parallel 2 --accumulate 4" "4 --tensor-parallel 4 --accumulate 4" \
+  "4 --tensor-parallel 4 --sequence-parallel --accumulate 4" \
   "4 --tensor-parallel 2 --pipeline-stages 2"; do
   read -r ranks flags <<<"$case"
   # shellcheck disable=SC2086
@@ -114,6 +116,10 @@ expect 1 "error: --tensor-parallel 3 does not split gpt-tiny's 4 heads and 256-t
 expect 1 "error: --tensor-parallel cuts the blocks' layers; it does not combine with --checkpoint-activations" \
   "$lab" "${run[@]}" --tensor-parallel 2 --checkpoint-activations
 expect 1 "error: --tensor-parallel must be at least 1" "$lab" "${run[@]}" --tensor-parallel 0
+expect 1 "error: --sequence-parallel cuts the activations between tensor-parallel layers" "$lab" \
+  "${run[@]}" --sequence-parallel
+expect 1 "error: --sequence-parallel cuts windows of 18 tokens over --tensor-parallel 4 ranks" \
+  "$lab" --text-dir "$text" --context 18 --device cpu --tensor-parallel 4 --sequence-parallel
 expect 1 "error: --pipeline-stages 5 x --virtual-stages 1 cuts gpt-tiny's 4 blocks into stages of none" "$lab" \
   "${run[@]}" --pipeline-stages 5
 expect 1 "error: --tensor-parallel and --pipeline-stages average the replicas' gradients" "$lab" \

@@ -49,7 +49,10 @@ ModelParallelMode::ModelParallelMode(nn::Gpt& model, std::shared_ptr<parallel::C
                                      const GptLabOptions& o)
     : whole_(model),
       grid_(world, model_parallel_grid(*world, o.tensor_parallel, o.pipeline_stages)),
-      cut_(o.tensor_parallel > 1 ? std::make_unique<parallel::TensorParallelGpt>(model, grid_.tp())
+      cut_(o.tensor_parallel > 1 ? std::make_unique<parallel::TensorParallelGpt>(
+                                       model, grid_.tp(),
+                                       o.sequence_parallel ? parallel::Activations::kSequenceSharded
+                                                           : parallel::Activations::kReplicated)
                                  : nullptr),
       pipeline_(parts(model, cut_), grid_.pp(),
                 {.schedule = parallel::parse_pipeline_schedule(o.schedule),
@@ -73,6 +76,7 @@ Tensor ModelParallelMode::forward_backward(const NextTokenBatch& batch, Device d
       compute_seconds_ += a.end_s - a.start_s;
     }
   }
+  if (cut_) parallel::sum_gradients(cut_->sequence_sharded_parameters(), *grid_.tp());
   average_over_replicas();
   step_bytes_sent_ += bytes_sent() - bytes_before;
   return Tensor::from_vector<float>({loss}, {1}).to(device);
@@ -97,7 +101,9 @@ std::string ModelParallelMode::describe() const {
   const parallel::GridShape& shape = grid_.shape();
   std::vector<std::string> axes;
   if (shape.tp > 1) {
-    axes.push_back("every layer cut over " + std::to_string(shape.tp) + " tensor-parallel ranks");
+    axes.push_back(
+        "every layer cut over " + std::to_string(shape.tp) + " tensor-parallel ranks" +
+        (cut_->sequence_sharded_parameters().empty() ? "" : " (and the sequence between)"));
   }
   if (shape.pp > 1) {
     axes.push_back(
