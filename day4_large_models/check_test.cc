@@ -1,9 +1,10 @@
-// The day-4 check: tests of the exercises TP4.1-TP4.13 against hand-computed values and
+// The day-4 check: tests of the exercises TP4.1-TP4.14 against hand-computed values and
 // single-process references, on 2, 3 and 4 MPI ranks, with cases chosen so that plausible
 // wrong answers fail (shards without padding or at wrong offsets, a sum instead of an average,
 // a rank keeping only its own shard, parameters or gradients not freed, gradients not reduced,
 // a mapping reducing in the wrong direction, gathered features left in rank order, tokens of
-// other ranks not masked, q|k|v rows taken contiguously, the bias added on every rank, tensor
+// other ranks not masked, q|k|v rows taken contiguously, the bias added on every rank, a softmax
+// normalised per rank or without its maximum, tensor
 // parallelism as the outer axis, replicas averaged over the whole world).
 // A failure on one rank ends every rank at once with its message. Built on the trainee's
 // exercises (bazel test //day4_large_models:check) and on the solutions
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
 #include "common/nn/activation.h"
 #include "common/nn/linear.h"
@@ -358,7 +360,38 @@ TEST(TP4_10, AColumnThenRowParallelPairIsTheWholeFeedForwardBlock) {
 
 // TP4.11 ---------------------------------------------------------------------------------
 
-TEST(TP4_11, CoordinatesByHand) {
+TEST(TP4_11, TheLossOfTheRanksLogitsIsTheWholeLayersLoss) {
+  const int p = world()->size(), r = world()->rank();
+  const int64_t rows = 6, per_rank = 3, classes = per_rank * p;
+  // Logits far from zero (a softmax without its maximum overflows float's exp), the largest on
+  // different ranks for different rows, and targets on every rank.
+  std::vector<float> whole(rows * classes);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t c = 0; c < classes; ++c) {
+      whole[i * classes + c] = 80.0f + 3.0f * std::sin(static_cast<float>(7 * i + 3 * c)) +
+                               (c == (i * per_rank + 1) % classes ? 4.0f : 0.0f);
+    }
+  }
+  std::vector<int64_t> targets(rows);
+  for (int64_t i = 0; i < rows; ++i) targets[i] = (5 * i + 2) % classes;
+  const Tensor labels = Tensor::from_vector<int64_t>(targets, {rows});
+  const float expected =
+      course::softmax_cross_entropy(Tensor::from_vector(whole, {rows, classes}), labels)
+          .host_loss();
+  std::vector<float> mine;
+  for (int64_t i = 0; i < rows; ++i) {
+    mine.insert(mine.end(), whole.begin() + i * classes + r * per_rank,
+                whole.begin() + i * classes + (r + 1) * per_rank);
+  }
+  const float got = vocab_parallel_cross_entropy(Tensor::from_vector(mine, {rows, per_rank}),
+                                                 labels, r * per_rank, *world());
+  EXPECT_NEAR(got, expected, 1e-4f * std::abs(expected))
+      << "the mean loss on rank " << r << " of " << p;
+}
+
+// TP4.12 ---------------------------------------------------------------------------------
+
+TEST(TP4_12, CoordinatesByHand) {
   // dp 2 x tp 2 x pp 2: world rank 6 = tp 0 + 2 (dp 1 + 2 pp 1).
   const parallel::GridShape shape{.dp = 2, .tp = 2, .pp = 2};
   const parallel::GridCoordinates at = grid_coordinates(6, shape);
@@ -371,7 +404,7 @@ TEST(TP4_11, CoordinatesByHand) {
   EXPECT_EQ(b.pp, 0);
 }
 
-TEST(TP4_11, EveryRankOfEveryGridOfEightHasItsOwnPoint) {
+TEST(TP4_12, EveryRankOfEveryGridOfEightHasItsOwnPoint) {
   for (const parallel::GridShape& shape : {parallel::GridShape{.dp = 2, .tp = 2, .pp = 2},
                                            parallel::GridShape{.dp = 1, .tp = 4, .pp = 2},
                                            parallel::GridShape{.dp = 4, .tp = 1, .pp = 2},
@@ -385,12 +418,12 @@ TEST(TP4_11, EveryRankOfEveryGridOfEightHasItsOwnPoint) {
   }
 }
 
-// TP4.12 ---------------------------------------------------------------------------------
+// TP4.13 ---------------------------------------------------------------------------------
 
 // The grid the check runs on: tensor parallelism over 2 ranks when the world is even.
 int check_tp() { return world()->size() % 2 == 0 ? 2 : 1; }
 
-TEST(TP4_12, EachGroupHoldsTheRanksOfOneAxisInOrder) {
+TEST(TP4_13, EachGroupHoldsTheRanksOfOneAxisInOrder) {
   const int tp = check_tp(), r = world()->rank();
   const int dp = world()->size() / tp;
   const SubGroups groups = tensor_and_data_groups(*world(), tp);
@@ -412,9 +445,9 @@ TEST(TP4_12, EachGroupHoldsTheRanksOfOneAxisInOrder) {
   EXPECT_EQ(dp_sum.to_vector<float>()[0], want_dp) << "sum over rank " << r << "'s dp group";
 }
 
-// TP4.13 ---------------------------------------------------------------------------------
+// TP4.14 ---------------------------------------------------------------------------------
 
-TEST(TP4_13, GradientsAreAveragedOverTheReplicasOnly) {
+TEST(TP4_14, GradientsAreAveragedOverTheReplicasOnly) {
   const int tp = check_tp(), r = world()->rank();
   const int dp = world()->size() / tp;
   const parallel::ProcessGrid grid(world(), {.dp = dp, .tp = tp, .pp = 1});

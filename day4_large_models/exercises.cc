@@ -1,10 +1,11 @@
-// Day 4 exercises TP4.1-TP4.13 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.14 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
 #include "day4_large_models/exercises.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
@@ -92,26 +93,35 @@ Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, 
   // END EXERCISE
 }
 
-parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape) {
-  // BEGIN EXERCISE TP4.11: tp innermost, then dp, then pp
-  ::course::exercise_todo("TP4.11", "tp innermost, then dp, then pp",
+float vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t first_class,
+                                   parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.11: the global max, the global sum of exponentials, the target's logit
+  ::course::exercise_todo("TP4.11",
+                          "the global max, the global sum of exponentials, the target's logit",
                           "day4_large_models/README.md#tp411");
   // END EXERCISE
 }
 
-SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
-  // BEGIN EXERCISE TP4.12: colour by the other axis' coordinate, key by this axis'
-  ::course::exercise_todo("TP4.12", "colour by the other axis' coordinate, key by this axis'",
+parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape) {
+  // BEGIN EXERCISE TP4.12: tp innermost, then dp, then pp
+  ::course::exercise_todo("TP4.12", "tp innermost, then dp, then pp",
                           "day4_large_models/README.md#tp412");
+  // END EXERCISE
+}
+
+SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
+  // BEGIN EXERCISE TP4.13: colour by the other axis' coordinate, key by this axis'
+  ::course::exercise_todo("TP4.13", "colour by the other axis' coordinate, key by this axis'",
+                          "day4_large_models/README.md#tp413");
   // END EXERCISE
 }
 
 void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
                            parallel::Communicator& data_parallel) {
-  // BEGIN EXERCISE TP4.13: all-reduce each gradient over the replicas, divide by their count
-  ::course::exercise_todo("TP4.13",
+  // BEGIN EXERCISE TP4.14: all-reduce each gradient over the replicas, divide by their count
+  ::course::exercise_todo("TP4.14",
                           "all-reduce each gradient over the replicas, divide by their count",
-                          "day4_large_models/README.md#tp413");
+                          "day4_large_models/README.md#tp414");
   // END EXERCISE
 }
 

@@ -1,6 +1,6 @@
-// The day-4 exercises (TP4.1-TP4.13): what the trainee writes in day4_large_models/exercises.cc.
+// The day-4 exercises (TP4.1-TP4.14): what the trainee writes in day4_large_models/exercises.cc.
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
-// `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.13 are the course's steps of
+// `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.14 are the course's steps of
 // tensor parallelism up to 2D parallelism; //day4_large_models:check tests them all on 2, 3 and
 // 4 MPI ranks.
 #pragma once
@@ -86,11 +86,22 @@ std::vector<int64_t> qkv_rows_of_rank(int64_t channels, int rank, int ranks);
 Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, const Tensor& bias,
                            parallel::Communicator& comm);
 
-// TP4.11: a rank's place in the process grid (step 8). Ranks are numbered with tensor parallelism
+// TP4.11: the classifier cut over the vocabulary (step 7: the column-then-row pair in every block,
+// and the output layer, whose logits (B T, V) are the largest activation of a language model:
+// Megatron-LM never gathers them). Rank r holds `logits` (n, V/p) f32, the logits of classes
+// [first_class, first_class + V/p) of every row; `targets` (n,) i64 are classes of the whole
+// vocabulary. Returns the mean over the rows of the cross-entropy -log softmax(row)[target], the
+// same on every rank: each row's maximum over every rank's classes, the sum of exp(logit - max)
+// over every rank's classes, and the target's logit (on the rank that holds it) each combined
+// with one all-reduce.
+float vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t first_class,
+                                   parallel::Communicator& comm);
+
+// TP4.12: a rank's place in the process grid (step 8). Ranks are numbered with tensor parallelism
 // innermost, then data, then pipeline: world rank = tp + T (dp + D pp) for a grid of D x T x P.
 parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape);
 
-// TP4.12: the sub-groups of a dp x tp grid (steps 9-10): the ranks of `world` that share this
+// TP4.13: the sub-groups of a dp x tp grid (steps 9-10): the ranks of `world` that share this
 // rank's dp coordinate (its tensor-parallel group, numbered by tp) and those that share its tp
 // coordinate (its data-parallel group, numbered by dp). world.split(colour, key) makes one
 // communicator of the ranks that pass the same colour, ranked by key.
@@ -99,7 +110,7 @@ struct SubGroups {
 };
 SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp);
 
-// TP4.13: DDP over the data-parallel groups (step 11, 2D parallelism). Each replica's ranks
+// TP4.14: DDP over the data-parallel groups (step 11, 2D parallelism). Each replica's ranks
 // hold different slices of the model; replicas hold the same slices. Every parameter's gradient
 // becomes its average over the ranks of `data_parallel` (the replicas).
 void average_over_replicas(const std::vector<nn::Parameter*>& parameters,

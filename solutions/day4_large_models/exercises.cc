@@ -1,10 +1,11 @@
-// Day 4 exercises TP4.1-TP4.13 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.14 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
 #include "day4_large_models/exercises.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
@@ -120,8 +121,37 @@ Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, 
   // END EXERCISE
 }
 
+float vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t first_class,
+                                   parallel::Communicator& comm) {
+  // BEGIN EXERCISE TP4.11: the global max, the global sum of exponentials, the target's logit
+  const int64_t n = logits.size(0), mine = logits.size(1);
+  const std::vector<float> z = logits.to_vector<float>();
+  const std::vector<int64_t> y = targets.to_vector<int64_t>();
+  std::vector<float> row_max(n, -INFINITY);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < mine; ++c) row_max[i] = std::max(row_max[i], z[i * mine + c]);
+  }
+  Tensor max = Tensor::from_vector(row_max, {n});
+  comm.allreduce(max, parallel::ReduceOp::kMax)->wait();
+  row_max = max.to_vector<float>();
+  // Each row's sum of exponentials, then its target's logit (zero where another rank holds it).
+  std::vector<float> sums(2 * n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < mine; ++c) sums[i] += std::exp(z[i * mine + c] - row_max[i]);
+    const int64_t target = y[i] - first_class;
+    if (target >= 0 && target < mine) sums[n + i] = z[i * mine + target];
+  }
+  Tensor totals = Tensor::from_vector(sums, {2 * n});
+  comm.allreduce(totals)->wait();
+  sums = totals.to_vector<float>();
+  double loss = 0;
+  for (int64_t i = 0; i < n; ++i) loss += std::log(sums[i]) + row_max[i] - sums[n + i];
+  return static_cast<float>(loss / static_cast<double>(n));
+  // END EXERCISE
+}
+
 parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape) {
-  // BEGIN EXERCISE TP4.11: tp innermost, then dp, then pp
+  // BEGIN EXERCISE TP4.12: tp innermost, then dp, then pp
   return {.dp = (world_rank / shape.tp) % shape.dp,
           .tp = world_rank % shape.tp,
           .pp = world_rank / (shape.tp * shape.dp)};
@@ -129,7 +159,7 @@ parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridS
 }
 
 SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
-  // BEGIN EXERCISE TP4.12: colour by the other axis' coordinate, key by this axis'
+  // BEGIN EXERCISE TP4.13: colour by the other axis' coordinate, key by this axis'
   const int tp_rank = world.rank() % tp, dp_rank = world.rank() / tp;
   return {.tensor_parallel = world.split(dp_rank, tp_rank),
           .data_parallel = world.split(tp_rank, dp_rank)};
@@ -138,7 +168,7 @@ SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
 
 void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
                            parallel::Communicator& data_parallel) {
-  // BEGIN EXERCISE TP4.13: all-reduce each gradient over the replicas, divide by their count
+  // BEGIN EXERCISE TP4.14: all-reduce each gradient over the replicas, divide by their count
   for (nn::Parameter* p : parameters) {
     data_parallel.allreduce(p->grad)->wait();
     course::scale_(p->grad, 1.0f / static_cast<float>(data_parallel.size()));
