@@ -56,7 +56,8 @@ ModelParallelMode::ModelParallelMode(nn::Gpt& model, std::shared_ptr<parallel::C
                                  : nullptr),
       pipeline_(parts(model, cut_), grid_.pp(),
                 {.schedule = parallel::parse_pipeline_schedule(o.schedule),
-                 .micro_batches = o.pipeline_stages > 1 ? o.micro_batches : o.accumulate,
+                 .micro_batches =
+                     o.pipeline_stages > 1 ? o.micro_batches : static_cast<int>(o.accumulate),
                  .balance = o.pipeline_balance,
                  .virtual_stages = o.virtual_stages}) {}
 

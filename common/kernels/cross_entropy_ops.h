@@ -19,6 +19,20 @@ COURSE_HD inline float smoothed_target(int64_t c, int64_t label, int64_t classes
   return c == label ? 1.0f - smoothing + off : off;
 }
 
+// p (C) = softmax of x (C), computed from the row's maximum; returns log(sum(exp(x))).
+template <class T>
+COURSE_HD inline float softmax_row(const T* x, float* p, int64_t classes) {
+  float top = kNegInf;
+  for (int64_t c = 0; c < classes; ++c) top = fmaxf(top, static_cast<float>(x[c]));
+  float total = 0.0f;
+  for (int64_t c = 0; c < classes; ++c) {
+    p[c] = expf(static_cast<float>(x[c]) - top);
+    total += p[c];
+  }
+  for (int64_t c = 0; c < classes; ++c) p[c] /= total;
+  return top + logf(total);
+}
+
 // For row `row` of the (N, C) logits: probs[row, :] = softmax, losses[row] = smoothed CE.
 template <class T>
 struct SoftmaxCrossEntropyRow {
@@ -31,18 +45,9 @@ struct SoftmaxCrossEntropyRow {
 
   COURSE_HD void operator()(int64_t row) const {
     const T* x = logits + row * classes;
-    float* p = probs + row * classes;
-    float top = kNegInf;
-    for (int64_t c = 0; c < classes; ++c) top = fmaxf(top, static_cast<float>(x[c]));
-    float total = 0.0f;
-    for (int64_t c = 0; c < classes; ++c) {
-      p[c] = expf(static_cast<float>(x[c]) - top);
-      total += p[c];
-    }
-    const float log_sum_exp = top + logf(total);
+    const float log_sum_exp = softmax_row(x, probs + row * classes, classes);
     float target_dot = 0.0f;
     for (int64_t c = 0; c < classes; ++c) {
-      p[c] /= total;
       target_dot += smoothed_target(c, labels[row], classes, smoothing) * static_cast<float>(x[c]);
     }
     losses[row] = log_sum_exp - target_dot;
