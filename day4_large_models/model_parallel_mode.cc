@@ -59,7 +59,9 @@ ModelParallelMode::ModelParallelMode(nn::Gpt& model, std::shared_ptr<parallel::C
                  .micro_batches =
                      o.pipeline_stages > 1 ? o.micro_batches : static_cast<int>(o.accumulate),
                  .balance = o.pipeline_balance,
-                 .virtual_stages = o.virtual_stages}) {}
+                 .virtual_stages = o.virtual_stages}),
+      sequence_sharded_(cut_ ? cut_->sequence_sharded_parameters()
+                             : std::vector<nn::Parameter*>{}) {}
 
 std::vector<std::pair<std::string, nn::Parameter*>> ModelParallelMode::optimized() {
   return pipeline_.parameters();
@@ -77,7 +79,7 @@ Tensor ModelParallelMode::forward_backward(const NextTokenBatch& batch, Device d
       compute_seconds_ += a.end_s - a.start_s;
     }
   }
-  if (cut_) parallel::sum_gradients(cut_->sequence_sharded_parameters(), *grid_.tp());
+  parallel::sum_gradients(sequence_sharded_, *grid_.tp());
   average_over_replicas();
   step_bytes_sent_ += bytes_sent() - bytes_before;
   return Tensor::from_vector<float>({loss}, {1}).to(device);
@@ -102,9 +104,8 @@ std::string ModelParallelMode::describe() const {
   const parallel::GridShape& shape = grid_.shape();
   std::vector<std::string> axes;
   if (shape.tp > 1) {
-    axes.push_back(
-        "every layer cut over " + std::to_string(shape.tp) + " tensor-parallel ranks" +
-        (cut_->sequence_sharded_parameters().empty() ? "" : " (and the sequence between)"));
+    axes.push_back("every layer cut over " + std::to_string(shape.tp) + " tensor-parallel ranks" +
+                   (sequence_sharded_.empty() ? "" : " (and the sequence between)"));
   }
   if (shape.pp > 1) {
     axes.push_back(

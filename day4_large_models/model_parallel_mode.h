@@ -65,6 +65,8 @@ class ModelParallelMode {
   course::parallel::ProcessGrid grid_;
   std::unique_ptr<course::parallel::TensorParallelGpt> cut_;  // with tensor parallelism
   course::parallel::PipelineParallel pipeline_;
+  // Parameters applied to sequence slices: their gradients are summed over tp after each step.
+  std::vector<course::nn::Parameter*> sequence_sharded_;
   int64_t steps_ = 0;
   double compute_seconds_ = 0, step_seconds_ = 0;  // steps after the first
   double averaging_seconds_ = 0, step_bytes_sent_ = 0;
