@@ -66,7 +66,12 @@ void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt199
   } else {
     cv::resize(crop, resized, cv::Size(side, side), 0, 0, cv::INTER_LINEAR);
   }
-  if (flip) cv::flip(resized, resized, 1);
+  if (flip) {  // into a new image: `resized` may still be the caller's pixels
+    cv::Mat flipped;
+    cv::flip(resized, flipped, 1);
+    resized = flipped;
+  }
+  if (o.train) resized = augment(resized, o.policy, rng);
   std::vector<cv::Mat> planes(channels);
   for (int c = 0; c < channels; ++c) {
     planes[c] = cv::Mat(side, side, CV_32FC1, out + static_cast<int64_t>(c) * side * side);

@@ -1,5 +1,7 @@
 // The course's image transforms, as torchvision defines them, on decoded images (H, W, C u8):
 //   training:   RandomResizedCrop(size, scale 0.08-1, ratio 3/4-4/3) + horizontal flip (p 0.5)
+//               + the automatic augmentation policy (RandAugment, TrivialAugmentWide; none by
+//               default), in torchvision's Compose order
 //   validation: the central crop covering `eval_crop_fraction` of the shorter side (0.875 is
 //               ImageNet's "resize 256, centre-crop 224"), resized to size
 // then per-channel normalisation ((x / 255 - mean) / std) into planar (C, S, S) floats.
@@ -9,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "common/data/augment_policy.h"
 #include "common/tensor/tensor.h"
 
 namespace course {
@@ -31,6 +34,7 @@ struct TransformOptions {
   bool train = true;                // random crop and flip (else the centre crop)
   bool random_crop = true;          // with train: RandomResizedCrop (off: the whole image)
   float eval_crop_fraction = 1.0f;  // validation crop, as a fraction of the shorter side
+  AugmentPolicy policy;             // with train: after the flip
   std::vector<float> mean = {0.2860f}, std = {0.3530f};  // one per channel
 };
 
