@@ -1,4 +1,4 @@
-// Crop boxes and the crop-resize-flip-normalise pipeline.
+// Crop boxes and the crop-resize-jitter-augment-normalise pipeline.
 #include "common/data/transforms.h"
 
 #include <algorithm>
@@ -58,7 +58,7 @@ void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt199
   } else if (!o.train) {
     box = center_crop_box(image.cols, image.rows, o.eval_crop_fraction);
   }
-  const bool flip = o.train && std::bernoulli_distribution(0.5)(rng);
+  const JitterDraw jitter = draw_jitter(o.train ? o.jitter : JitterOptions{}, o.train, rng);
   const int side = static_cast<int>(o.size);
   cv::Mat crop = image(cv::Rect(box.x, box.y, box.width, box.height)), resized;
   if (box.width == side && box.height == side) {
@@ -66,11 +66,7 @@ void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt199
   } else {
     cv::resize(crop, resized, cv::Size(side, side), 0, 0, cv::INTER_LINEAR);
   }
-  if (flip) {  // into a new image: `resized` may still be the caller's pixels
-    cv::Mat flipped;
-    cv::flip(resized, flipped, 1);
-    resized = flipped;
-  }
+  resized = apply_jitter(resized, jitter);  // new pixels, never the caller's, when it moves any
   if (o.train) resized = augment(resized, o.policy, rng);
   std::vector<cv::Mat> planes(channels);
   for (int c = 0; c < channels; ++c) {

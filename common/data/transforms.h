@@ -1,5 +1,6 @@
 // The course's image transforms, as torchvision defines them, on decoded images (H, W, C u8):
 //   training:   RandomResizedCrop(size, scale 0.08-1, ratio 3/4-4/3) + horizontal flip (p 0.5)
+//               + the jitter of jitter.h (none by default)
 //               + the automatic augmentation policy (RandAugment, TrivialAugmentWide; none by
 //               default), in torchvision's Compose order
 //   validation: the central crop covering `eval_crop_fraction` of the shorter side (0.875 is
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/data/augment_policy.h"
+#include "common/data/jitter.h"
 #include "common/tensor/tensor.h"
 
 namespace course {
@@ -34,7 +36,8 @@ struct TransformOptions {
   bool train = true;                // random crop and flip (else the centre crop)
   bool random_crop = true;          // with train: RandomResizedCrop (off: the whole image)
   float eval_crop_fraction = 1.0f;  // validation crop, as a fraction of the shorter side
-  AugmentPolicy policy;             // with train: after the flip
+  JitterOptions jitter;             // with train: after the flip
+  AugmentPolicy policy;             // with train: after the jitter
   std::vector<float> mean = {0.2860f}, std = {0.3530f};  // one per channel
 };
 
