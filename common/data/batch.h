@@ -6,8 +6,9 @@
 namespace course {
 
 struct Batch {
-  Tensor images;  // (B, C, S, S) f32
-  Tensor labels;  // (B,) i64
+  Tensor images;   // (B, C, S, S) f32
+  Tensor labels;   // (B,) i64
+  Tensor targets;  // (B, classes) f32 soft targets of a mixed batch (MixUp, CutMix); else none
 };
 
 }  // namespace course

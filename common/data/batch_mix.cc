@@ -16,7 +16,8 @@ struct PairDraw {
 };
 
 // One mixing decision (for a batch, a pair or an element).
-PairDraw draw(int64_t height, int64_t width, const MixOptions& o, std::mt19937& rng) {
+PairDraw draw(int64_t height, int64_t width, const MixOptions& o, const CutMixCutter& cut,
+              std::mt19937& rng) {
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   if (uniform(rng) >= o.prob) return {};
   const bool both = o.mixup_alpha > 0 && o.cutmix_alpha > 0;
@@ -25,10 +26,8 @@ PairDraw draw(int64_t height, int64_t width, const MixOptions& o, std::mt19937& 
     const float lambda = sample_beta(o.mixup_alpha, rng);
     return {lambda, lambda, {0, 0, 0, 0}};
   }
-  const std::array<int32_t, 4> box =
-      cutmix_box(sample_beta(o.cutmix_alpha, rng), height, width, rng);
-  const float area = static_cast<float>((box[1] - box[0]) * (box[3] - box[2]));
-  return {1.0f, 1.0f - area / static_cast<float>(height * width), box};
+  const CutMixCut c = cut(sample_beta(o.cutmix_alpha, rng), height, width, rng);
+  return {1.0f, c.lambda, c.box};
 }
 
 }  // namespace
@@ -47,7 +46,7 @@ float sample_beta(float alpha, std::mt19937& rng) {
   return a + b > 0 ? a / (a + b) : 0.5f;
 }
 
-std::array<int32_t, 4> cutmix_box(float lambda, int64_t height, int64_t width, std::mt19937& rng) {
+CutMixCut cutmix_cut(float lambda, int64_t height, int64_t width, std::mt19937& rng) {
   const float side = std::sqrt(std::clamp(1.0f - lambda, 0.0f, 1.0f));
   const int64_t cut_h = static_cast<int64_t>(static_cast<float>(height) * side);
   const int64_t cut_w = static_cast<int64_t>(static_cast<float>(width) * side);
@@ -56,23 +55,32 @@ std::array<int32_t, 4> cutmix_box(float lambda, int64_t height, int64_t width, s
   const auto clip = [](int64_t v, int64_t end) {
     return static_cast<int32_t>(std::clamp<int64_t>(v, 0, end));
   };
-  return {clip(cy - cut_h / 2, height), clip(cy - cut_h / 2 + cut_h, height),
-          clip(cx - cut_w / 2, width), clip(cx - cut_w / 2 + cut_w, width)};
+  const std::array<int32_t, 4> box = {
+      clip(cy - cut_h / 2, height), clip(cy - cut_h / 2 + cut_h, height),
+      clip(cx - cut_w / 2, width), clip(cx - cut_w / 2 + cut_w, width)};
+  const float area = static_cast<float>((box[1] - box[0]) * (box[3] - box[2]));
+  return {box, 1.0f - area / static_cast<float>(height * width)};
 }
 
-MixPlan plan_batch_mix(int64_t samples, int64_t height, int64_t width, const MixOptions& o,
-                       std::mt19937& rng) {
-  COURSE_CHECK(samples % 2 == 0,
-               "MixUp and CutMix pair each sample with its partner in the "
-               "flipped batch: the batch size must be even, got ",
-               samples);
-  COURSE_CHECK(height > 0 && width > 0, "images of ", height, " x ", width, " pixels");
+void validate(const MixOptions& o) {
   COURSE_CHECK(o.mixup_alpha >= 0 && o.cutmix_alpha >= 0 && o.mixup_alpha + o.cutmix_alpha > 0,
                "--mixup and --cutmix alphas must not be negative and one must be positive, got ",
                o.mixup_alpha, " and ", o.cutmix_alpha);
   COURSE_CHECK(o.prob >= 0 && o.prob <= 1 && o.switch_prob >= 0 && o.switch_prob <= 1,
                "mixing and switch probabilities must be in [0, 1], got ", o.prob, " and ",
                o.switch_prob);
+  COURSE_CHECK(o.label_smoothing >= 0 && o.label_smoothing < 1,
+               "label smoothing must be in [0, 1), got ", o.label_smoothing);
+}
+
+MixPlan plan_batch_mix(int64_t samples, int64_t height, int64_t width, const MixOptions& o,
+                       std::mt19937& rng, const CutMixCutter& cut) {
+  COURSE_CHECK(samples % 2 == 0,
+               "MixUp and CutMix pair each sample with its partner in the "
+               "flipped batch: the batch size must be even, got ",
+               samples);
+  COURSE_CHECK(height > 0 && width > 0, "images of ", height, " x ", width, " pixels");
+  validate(o);
   MixPlan plan;
   plan.weights.resize(samples);
   plan.lambdas.resize(samples);
@@ -82,14 +90,15 @@ MixPlan plan_batch_mix(int64_t samples, int64_t height, int64_t width, const Mix
     plan.lambdas[i] = d.lambda;
     std::copy(d.box.begin(), d.box.end(), plan.boxes.begin() + 4 * i);
   };
-  const PairDraw whole_batch = o.mode == MixMode::kBatch ? draw(height, width, o, rng) : PairDraw{};
+  const PairDraw whole_batch =
+      o.mode == MixMode::kBatch ? draw(height, width, o, cut, rng) : PairDraw{};
   for (int64_t i = 0; i < samples; ++i) {
     if (o.mode == MixMode::kBatch) {
       set(i, whole_batch);
     } else if (o.mode == MixMode::kElement) {
-      set(i, draw(height, width, o, rng));
+      set(i, draw(height, width, o, cut, rng));
     } else if (i < samples / 2) {  // a pair: both partners mix with each other alike
-      const PairDraw d = draw(height, width, o, rng);
+      const PairDraw d = draw(height, width, o, cut, rng);
       set(i, d);
       set(samples - 1 - i, d);
     }
@@ -104,11 +113,16 @@ MixedBatch mix_batch(const Tensor& images, const Tensor& labels, const MixPlan& 
                "a mixing plan for ", plan.weights.size(), " samples, images ", images.str(),
                " and labels ", labels.str());
   const Device device = images.device();
-  const Tensor weights = Tensor::from_vector(plan.weights, {n}).to(device);
   const Tensor lambdas = Tensor::from_vector(plan.lambdas, {n}).to(device);
-  const Tensor boxes = Tensor::from_vector(plan.boxes, {n, 4}).to(device);
-  return {mix_with_flipped(images, weights, boxes),
+  return {mix_images(images, plan),
           mixed_soft_targets(labels.to(device), lambdas, classes, label_smoothing)};
+}
+
+Tensor mix_images(const Tensor& images, const MixPlan& plan) {
+  const int64_t n = static_cast<int64_t>(plan.weights.size());
+  const Device device = images.device();
+  return mix_with_flipped(images, Tensor::from_vector(plan.weights, {n}).to(device),
+                          Tensor::from_vector(plan.boxes, {n, 4}).to(device));
 }
 
 }  // namespace course

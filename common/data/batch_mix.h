@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,16 +38,31 @@ struct MixPlan {
   std::vector<int32_t> boxes;  // 4 per sample
 };
 
+// Throws on negative alphas (or both 0), probabilities outside [0, 1] or smoothing outside
+// [0, 1).
+void validate(const MixOptions& options);
+
 // A draw from Beta(alpha, alpha), alpha > 0 (the ratio of two Gamma(alpha) draws).
 float sample_beta(float alpha, std::mt19937& rng);
 
-// A CutMix box for `lambda`: sides sqrt(1 - lambda) of the image's, centred on a uniformly drawn
-// pixel, clipped to the image: [y0, y1, x0, x1).
-std::array<int32_t, 4> cutmix_box(float lambda, int64_t height, int64_t width, std::mt19937& rng);
+// A CutMix cut: the box [y0, y1, x0, x1) pasted from the partner, and lambda recomputed from
+// its area (the weight of the sample's own label).
+struct CutMixCut {
+  std::array<int32_t, 4> box = {0, 0, 0, 0};
+  float lambda = 1.0f;
+};
 
-// Throws on an odd batch (the flipped partners pair up) or options out of range.
+// The cut for a drawn `lambda`: sides sqrt(1 - lambda) of the image's, centred on a uniformly
+// drawn pixel, clipped to the image, lambda = 1 - box area / image area.
+CutMixCut cutmix_cut(float lambda, int64_t height, int64_t width, std::mt19937& rng);
+
+using CutMixCutter =
+    std::function<CutMixCut(float lambda, int64_t height, int64_t width, std::mt19937& rng)>;
+
+// Throws on an odd batch (the flipped partners pair up) or options out of range. `cut` makes the
+// CutMix boxes (the day-3 lab passes the trainee's).
 MixPlan plan_batch_mix(int64_t samples, int64_t height, int64_t width, const MixOptions& options,
-                       std::mt19937& rng);
+                       std::mt19937& rng, const CutMixCutter& cut = cutmix_cut);
 
 struct MixedBatch {
   Tensor images;   // as the input: (N, C, H, W), its dtype, memory format and device
@@ -56,5 +72,8 @@ struct MixedBatch {
 // `plan` applied to images (N, C, H, W) and labels (N,) i64 on their device.
 MixedBatch mix_batch(const Tensor& images, const Tensor& labels, const MixPlan& plan,
                      int64_t classes, float label_smoothing);
+
+// The images alone, mixed as `plan` says, on their device.
+Tensor mix_images(const Tensor& images, const MixPlan& plan);
 
 }  // namespace course

@@ -6,7 +6,8 @@
 namespace course {
 
 Batch copy_to_device(const Batch& host, Device device, const Stream& stream) {
-  return {host.images.to(device, stream), host.labels.to(device, stream)};
+  return {host.images.to(device, stream), host.labels.to(device, stream),
+          host.targets.defined() ? host.targets.to(device, stream) : Tensor()};
 }
 
 DeviceBatches::DeviceBatches(DataLoader& loader, Device device, bool non_blocking,

@@ -58,7 +58,8 @@ void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt199
   } else if (!o.train) {
     box = center_crop_box(image.cols, image.rows, o.eval_crop_fraction);
   }
-  const JitterDraw jitter = draw_jitter(o.train ? o.jitter : JitterOptions{}, o.train, rng);
+  const JitterDraw jitter =
+      draw_jitter(o.train ? o.jitter : JitterOptions{}, o.train && o.flip, rng);
   const int side = static_cast<int>(o.size);
   cv::Mat crop = image(cv::Rect(box.x, box.y, box.width, box.height)), resized;
   if (box.width == side && box.height == side) {

@@ -35,6 +35,7 @@ struct TransformOptions {
   int64_t size = 28;                // output side
   bool train = true;                // random crop and flip (else the centre crop)
   bool random_crop = true;          // with train: RandomResizedCrop (off: the whole image)
+  bool flip = true;                 // with train: horizontal flip with probability 1/2
   float eval_crop_fraction = 1.0f;  // validation crop, as a fraction of the shorter side
   JitterOptions jitter;             // with train: after the flip
   AugmentPolicy policy;             // with train: after the jitter

@@ -9,8 +9,8 @@
 namespace course::train {
 
 const char* phase_name(Phase phase) {
-  static const char* names[] = {"load",      "forward",      "backward",
-                                "optimizer", "graph replay", "pipeline"};
+  static const char* names[] = {"load",         "forward",  "backward", "optimizer",
+                                "graph replay", "pipeline", "augment"};
   return names[static_cast<int>(phase)];
 }
 
@@ -56,7 +56,9 @@ ChronometerReport Chronometer::report() const {
     r.mean_ms[p] = total_ms_[p] / static_cast<double>(r.steps);
     r.timed[p] = timed_[p];
     r.step_ms += r.mean_ms[p];
-    if (p != static_cast<int>(Phase::kLoad)) compute_ms += r.mean_ms[p];
+    if (p != static_cast<int>(Phase::kLoad) && p != static_cast<int>(Phase::kAugment)) {
+      compute_ms += r.mean_ms[p];
+    }
   }
   const double images_per_step = static_cast<double>(images_) / static_cast<double>(r.steps);
   r.images_per_second = compute_ms > 0 ? images_per_step * 1000.0 / compute_ms : 0;
@@ -75,13 +77,15 @@ std::string ChronometerReport::table() const {
                   mean_ms[p], step_ms > 0 ? 100.0 * mean_ms[p] / step_ms : 0.0);
     out += line;
   }
+  const char* augmented = timed[static_cast<int>(Phase::kAugment)] ? " and augmentation" : "";
   std::snprintf(line, sizeof line,
                 "%-22s %7.2f ms (%lld steps timed, the first excluded)\n"
-                "training performance   %.1f %s/s (loading excluded)\n"
-                "total performance      %.1f %s/s (loading included)\n"
+                "training performance   %.1f %s/s (loading%s excluded)\n"
+                "total performance      %.1f %s/s (loading%s included)\n"
                 "max memory allocated   %s\n",
                 "step", step_ms, static_cast<long long>(steps), images_per_second, unit.c_str(),
-                total_images_per_second, unit.c_str(), format_bytes(max_memory_allocated).c_str());
+                augmented, total_images_per_second, unit.c_str(), augmented,
+                format_bytes(max_memory_allocated).c_str());
   return out + line;
 }
 

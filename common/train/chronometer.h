@@ -14,9 +14,10 @@
 namespace course::train {
 
 // kGraphReplay is forward, backward and optimizer replayed as one captured graph; kPipeline a
-// pipeline stage's forwards and backwards of every micro-batch, interleaved by its schedule.
-enum class Phase { kLoad, kForward, kBackward, kOptimizer, kGraphReplay, kPipeline };
-inline constexpr int kPhases = 6;
+// pipeline stage's forwards and backwards of every micro-batch, interleaved by its schedule;
+// kAugment the batch's augmentation on the training device (day 3).
+enum class Phase { kLoad, kForward, kBackward, kOptimizer, kGraphReplay, kPipeline, kAugment };
+inline constexpr int kPhases = 7;
 const char* phase_name(Phase phase);
 
 struct ChronometerReport {
@@ -25,7 +26,7 @@ struct ChronometerReport {
   std::array<bool, kPhases> timed{};      // phases that took part (the table shows those)
   double step_ms = 0;                     // sum of the phases
   double images_per_second = 0;           // batch / (forward + backward + optimizer)
-  double total_images_per_second = 0;     // batch / step, loading included
+  double total_images_per_second = 0;     // batch / step, loading and augmentation included
   int64_t max_memory_allocated = 0;       // bytes, on the training device
   std::string unit = "images";            // what the batch sizes count
 

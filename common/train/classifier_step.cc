@@ -1,6 +1,8 @@
 // Forward and backward of a classifier under autocast.
 #include "common/train/classifier_step.h"
 
+#include "common/kernels/elementwise.h"
+#include "common/kernels/soft_cross_entropy.h"
 #include "common/nn/autocast.h"
 #include "common/nn/models.h"
 
@@ -30,6 +32,23 @@ void classifier_backward(nn::Module& model, const ClassifierForward& forward, co
   model.zero_grad();
   model.backward(softmax_cross_entropy_backward(forward.loss, labels, f.label_smoothing,
                                                 forward.logits.dtype(), grad_scale));
+}
+
+ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,
+                                      const TrainingFlags& f) {
+  nn::Autocast autocast(f.amp_dtype, f.amp);
+  ClassifierForward out;
+  out.logits = model.forward(batch.images);
+  out.loss = soft_target_cross_entropy(out.logits, batch.targets);
+  return out;
+}
+
+void backward_from_logits(nn::Module& model, const ClassifierForward& forward,
+                          const Tensor& logits_grad, const TrainingFlags& f) {
+  nn::Autocast autocast(f.amp_dtype, f.amp);
+  model.zero_grad();
+  const DType dtype = forward.logits.dtype();
+  model.backward(logits_grad.dtype() == dtype ? logits_grad : cast(logits_grad, dtype));
 }
 
 }  // namespace course::train

@@ -1,7 +1,7 @@
 // The classifier every lab trains: the network its flags name, sized for its dataset, and the
 // forward and backward halves of its training step: the logits and the label-smoothed
-// cross-entropy under the lab's autocast, then the backward pass into fresh gradients (scaled
-// by the loss scale with f16).
+// (or, for a mixed batch, the soft-target) cross-entropy under the lab's autocast, then the
+// backward pass into fresh gradients (scaled by the loss scale with f16).
 #pragma once
 
 #include <memory>
@@ -29,5 +29,15 @@ ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
 // Zeroes the gradients, then back-propagates (loss * grad_scale).
 void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
                          const TrainingFlags& flags, float grad_scale = 1.0f);
+
+// The forward half on a mixed batch (MixUp, CutMix): the cross-entropy against its soft
+// targets (batch.targets).
+ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,
+                                      const TrainingFlags& flags);
+
+// Zeroes the gradients, then back-propagates the logits' gradient (f32, cast to the dtype of
+// `forward`'s logits).
+void backward_from_logits(nn::Module& model, const ClassifierForward& forward,
+                          const Tensor& logits_grad, const TrainingFlags& flags);
 
 }  // namespace course::train

@@ -58,7 +58,9 @@ TEST(BatchMix, BoxesFollowLambdaAndReachEveryBorder) {
   bool top = false, bottom = false, left = false, right = false;
   for (int i = 0; i < 400; ++i) {
     const float lambda = 0.3f;
-    const std::array<int32_t, 4> b = cutmix_box(lambda, h, w, rng);
+    const CutMixCut cut = cutmix_cut(lambda, h, w, rng);
+    const std::array<int32_t, 4>& b = cut.box;
+    EXPECT_FLOAT_EQ(cut.lambda, 1.0f - static_cast<float>((b[1] - b[0]) * (b[3] - b[2])) / (h * w));
     const int64_t side = static_cast<int64_t>(32 * std::sqrt(0.7f));  // 26
     EXPECT_LE(b[1] - b[0], side);
     EXPECT_LE(b[3] - b[2], side);
@@ -72,8 +74,10 @@ TEST(BatchMix, BoxesFollowLambdaAndReachEveryBorder) {
     right |= b[3] == w;
   }
   EXPECT_TRUE(top && bottom && left && right) << "boxes must reach every border of the image";
-  const std::array<int32_t, 4> empty = cutmix_box(1.0f, h, w, rng);
-  EXPECT_EQ((empty[1] - empty[0]) * (empty[3] - empty[2]), 0) << "lambda 1: an empty box";
+  const CutMixCut empty = cutmix_cut(1.0f, h, w, rng);
+  EXPECT_EQ((empty.box[1] - empty.box[0]) * (empty.box[3] - empty.box[2]), 0)
+      << "lambda 1: an empty box";
+  EXPECT_EQ(empty.lambda, 1.0f);
 }
 
 TEST(BatchMix, ModesShareLambdaOverTheBatchWithinPairsOrNotAtAll) {

@@ -1,0 +1,35 @@
+// The day-3 exercises (TP3.1-TP3.3): what the trainee writes in day3_data/exercises.cc. The
+// complete versions are in solutions/day3_data/exercises.cc; the lab program calls these
+// functions when it mixes batches (--mixup, --cutmix), and //day3_data:check tests them.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "common/data/batch_mix.h"
+#include "common/kernels/cross_entropy.h"
+
+namespace day3 {
+
+using course::Tensor;
+
+// TP3.1: CutMix's cut for a drawn `lambda` on a height x width image: a box whose sides are
+// sqrt(1 - lambda) of the image's, centred on a uniformly drawn pixel, clipped to the image
+// (the border included), and lambda recomputed as 1 - box area / image area.
+course::CutMixCut cutmix_cut(float lambda, int64_t height, int64_t width, std::mt19937& rng);
+
+// TP3.2: the soft targets (N x classes, row-major) of a batch whose sample i was mixed with its
+// partner N-1-i: lambda_i smooth(y_i) + (1 - lambda_i) smooth(y_{N-1-i}), where label smoothing
+// e puts 1 - e + e/classes on the class and e/classes on every other.
+std::vector<float> mixed_targets(const std::vector<int64_t>& labels,
+                                 const std::vector<float>& lambdas, int64_t classes,
+                                 float smoothing);
+
+// TP3.3: the gradient of grad_loss x (mean over the batch of the soft-target cross-entropy)
+// with respect to the logits, from the forward pass's softmax probabilities (N, classes) f32 and
+// the targets (N, classes) f32 on the same device; (N, classes) f32.
+Tensor soft_target_gradient(const course::CrossEntropyOutput& forward, const Tensor& targets,
+                            float grad_loss);
+
+}  // namespace day3

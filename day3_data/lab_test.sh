@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The lab binaries as trainees meet them: the untouched trainee lab runs its baseline and every
+# worker and device augmentation, and fails with the exercise's TODO (exit 3) only when mixing
+# is asked for; the solutions' lab mixes on the host and on the device; bad flags end with one
+# message and a non-zero exit.
+set -uo pipefail
+source "$1"  # expect
+trainee=$2
+solution=$3
+base=(--synthetic 64 --test --test-nsteps 2 --no-progress)
+small=("${base[@]}" --batch-size 16 --device cpu)
+
+expect 0 "training performance" "$trainee" "${small[@]}"
+expect 0 "workers crop, flip, jitter, RandAugment(2, 9); batch none" "$trainee" "${small[@]}" \
+  --augment --auto-augment randaugment --translate 2 --brightness 0.2 --contrast 0.2
+expect 0 "workers crop, TrivialAugmentWide; batch flip, jitter on the device" "$trainee" \
+  "${small[@]}" --augment --auto-augment trivialaugment --translate 2 --contrast 0.3 --aug-device
+expect 0 "augment" "$trainee" "${small[@]}" --aug-device --brightness 0.2
+expect 3 "TODO TP3.2" "$trainee" "${small[@]}" --mixup 0.8
+expect 3 "TODO TP3.1" "$trainee" "${small[@]}" --cutmix 1
+expect 0 "batch MixUp/CutMix (pair) on the host" "$solution" "${small[@]}" --mixup 0.8 \
+  --cutmix 1 --mix-mode pair
+expect 0 "batch flip, jitter, CutMix (elem) on the device" "$solution" "${small[@]}" --cutmix 1 \
+  --mix-mode elem --aug-device --translate 3
+expect 0 "test accuracy" "$solution" --synthetic 64 --batch-size 16 --device cpu --no-progress \
+  --mixup 0.8 --aug-device
+
+expect 1 "error: RandAugment's magnitude must be in [0, 30], got 31" "$solution" "${small[@]}" \
+  --auto-augment randaugment --ra-m 31
+expect 1 "error: --brightness and --contrast must be in [0, 1], got 2 and 0" "$solution" \
+  "${small[@]}" --brightness 2
+expect 1 "--batch-size must be even, got 15" "$solution" "${base[@]}" --device cpu --mixup 0.8 \
+  --batch-size 15
+expect 1 "the epoch's last batch has 5 images: add --drop-last" "$solution" --synthetic 69 \
+  --test --test-nsteps 2 --no-progress --device cpu --batch-size 16 --mixup 0.8
+expect 1 "alphas must not be negative" "$solution" "${small[@]}" --mixup -1
+expect 1 "mixing and switch probabilities must be in [0, 1], got 1.5" "$solution" "${small[@]}" \
+  --cutmix 1 --mix-prob 1.5
+expect 1 "f16's loss scaling is day 1's exercise" "$solution" "${small[@]}" --amp --amp-dtype f16
+expect 105 "--mix-mode" "$solution" "${small[@]}" --mix-mode halves
+expect 105 "--auto-augment" "$solution" "${small[@]}" --auto-augment autoaugment
+expect 0 "--aug-device" "$solution" --help

@@ -1,0 +1,168 @@
+// The day-3 lab's wiring on the shared training loop (common/train/training_loop.h): the
+// augmented data, the batch stage on the host or the device, and the step on soft targets when
+// the batch was mixed.
+#include "day3_data/trainer.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/data/batch_augment.h"
+#include "common/data/device_batches.h"
+#include "common/data/distributed_sampler.h"
+#include "common/optim/make_optimizer.h"
+#include "common/optim/schedule.h"
+#include "common/train/classifier_step.h"
+#include "common/train/evaluate.h"
+#include "common/train/training_loop.h"
+#include "day3_data/exercises.h"
+
+namespace day3 {
+
+using namespace course;
+
+namespace {
+
+// What the loader's workers do to each training image, in torchvision's order.
+void set_worker_augmentation(const LabOptions& o, TransformOptions& t) {
+  const AugmentPolicy policy = o.policy();
+  const JitterOptions jitter = o.aug_device ? JitterOptions{} : o.jitter();
+  if (!t.train) t.random_crop = false;  // in-memory images crop only with --augment
+  t.train = t.train || policy.kind != AugmentPolicyKind::kNone || jitter.active();
+  t.flip = !o.aug_device;
+  t.jitter = jitter;
+  t.policy = policy;
+}
+
+std::string describe(const LabOptions& o, const TransformOptions& t) {
+  std::vector<std::string> steps;
+  if (t.train && t.random_crop) steps.push_back("crop");
+  if (t.train && t.flip) steps.push_back("flip");
+  if (t.jitter.active()) steps.push_back("jitter");
+  if (t.policy.kind == AugmentPolicyKind::kRandAugment) {
+    steps.push_back("RandAugment(" + std::to_string(t.policy.ops) + ", " +
+                    std::to_string(t.policy.magnitude) + ")");
+  } else if (t.policy.kind == AugmentPolicyKind::kTrivialAugmentWide) {
+    steps.push_back("TrivialAugmentWide");
+  }
+  std::vector<std::string> batch_steps;
+  if (o.aug_device) batch_steps.push_back("flip");
+  if (o.aug_device && o.jitter().active()) batch_steps.push_back("jitter");
+  if (o.mixing()) {
+    batch_steps.push_back(
+        (o.mixup > 0 && o.cutmix > 0 ? "MixUp/CutMix" : (o.mixup > 0 ? "MixUp" : "CutMix")) +
+        std::string(" (") + o.mix_mode + ")");
+  }
+  const auto joined = [](const std::vector<std::string>& parts) {
+    std::string out;
+    for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+    return out.empty() ? std::string("none") : out;
+  };
+  return "augmentation: workers " + joined(steps) + "; batch " + joined(batch_steps) +
+         (batch_steps.empty() ? "" : (o.aug_device ? " on the device" : " on the host"));
+}
+
+}  // namespace
+
+LabResult run_lab(const LabOptions& o) {
+  validate(o);
+  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+  require_device(device);
+
+  LabDatasets data = open_dataset(o);
+  set_worker_augmentation(o, data.train_transform);
+  const int64_t samples = data.train->size(), classes = data.train->num_classes();
+  COURSE_CHECK(!o.mixing() || o.drop_last || samples % o.batch_size % 2 == 0,
+               "--mixup and --cutmix need even batches, but the epoch's last batch has ",
+               samples % o.batch_size, " images: add --drop-last");
+  const TransformOptions& t = data.train_transform;
+  const MixOptions mix = o.mix_options();
+  std::mt19937 batch_rng(o.seed + 3);
+  // Flip and jitter (with --aug-device), then MixUp / CutMix, of a batch on its device.
+  const auto batch_stage = [&](Batch b) {
+    if (o.aug_device) b.images = jitter_batch(b.images, o.jitter(), t.mean, t.std, batch_rng);
+    if (o.mixing()) {
+      const MixPlan plan = plan_batch_mix(b.images.size(0), b.images.size(2), b.images.size(3), mix,
+                                          batch_rng, cutmix_cut);
+      b.images = mix_images(b.images, plan);
+      check_class_labels(b.labels, classes);
+      const std::vector<float> targets =
+          mixed_targets(b.labels.to_vector<int64_t>(), plan.lambdas, classes, o.label_smoothing);
+      b.targets = Tensor::from_vector(targets, {b.images.size(0), classes}).to(b.images.device());
+    }
+    return b;
+  };
+  const bool host_stage = o.mixing() && !o.aug_device;
+
+  DataLoader loader(data.train, data.train_transform, loader_options(o, o.batch_size));
+  const SamplerOptions sampler{.dataset_size = samples, .seed = o.seed};
+  const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
+  // On a GPU the host stage runs on each loaded batch before its copy.
+  DeviceBatches::Transfer transfer;
+  if (!device.is_cpu()) {
+    transfer = [&](const Batch& host, Device to, const Stream& stream) {
+      return copy_to_device(host_stage ? batch_stage(host) : host, to, stream);
+    };
+  }
+  DeviceBatches batches(loader, device, o.non_blocking, transfer);
+
+  const auto model = train::make_classifier(o, *data.train, device);
+  const auto optimizer = optim::make_optimizer(
+      {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd}, model->state().parameters);
+  const std::shared_ptr<const optim::Schedule> schedule =
+      optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
+
+  train::LoopHooks hooks;
+  hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
+    batches.start_epoch(distributed_sample(sampler, 0, 1, epoch), epoch, first_batch);
+  };
+  hooks.step = [&](train::StepPhases& phases) {
+    phases.start(train::Phase::kLoad);
+    Batch batch = batches.next();
+    if (host_stage && device.is_cpu()) batch = batch_stage(batch);
+    if (o.aug_device) {
+      phases.start(train::Phase::kAugment);
+      batch = batch_stage(batch);
+    }
+    phases.start(train::Phase::kForward);
+    const bool mixed = batch.targets.defined();
+    const train::ClassifierForward f = mixed ? train::soft_target_forward(*model, batch, o)
+                                             : train::classifier_forward(*model, batch, o);
+    phases.start(train::Phase::kBackward);
+    if (mixed) {
+      train::backward_from_logits(*model, f, soft_target_gradient(f.loss, batch.targets, 1.0f), o);
+    } else {
+      train::classifier_backward(*model, f, batch.labels, o);
+    }
+    phases.start(train::Phase::kOptimizer);
+    optimizer->step();
+    return f.loss.loss;
+  };
+  hooks.validate = [&] {
+    return train::evaluate(*model, data.val, data.val_transform, o, 0, 1,
+                           [&](const Batch& host) { return batches.place(host); });
+  };
+  train::TrainingLoop loop(o,
+                           {.device = device,
+                            .model = model.get(),
+                            .optimizer = optimizer.get(),
+                            .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
+                            .steps_per_epoch = steps_per_epoch,
+                            .global_batch = o.batch_size,
+                            .identity = {{"model", o.model}}},
+                           hooks);
+
+  std::printf("training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch\n%s\n",
+              o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
+              static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
+              static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
+              describe(o, data.train_transform).c_str());
+  std::fflush(stdout);
+  const train::LoopResult run = loop.run();
+  return {.steps = run.steps,
+          .last_loss = run.last_loss,
+          .test_accuracy = run.test_accuracy,
+          .timing = run.timing};
+}
+
+}  // namespace day3

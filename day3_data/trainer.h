@@ -1,0 +1,25 @@
+// The day-3 training run behind `bazel run //day3_data:lab`: the day-1 network and schedule on
+// augmented data. Per image in the loader's workers: RandomResizedCrop (--augment), the flip,
+// the jitter and the automatic policy; per batch, on the host before the copy or on the training
+// device (--aug-device): the flip and jitter, then MixUp / CutMix with the trainee's cut and
+// targets (TP3.1, TP3.2) and the soft-target loss's gradient (TP3.3).
+#pragma once
+
+#include <optional>
+
+#include "common/train/chronometer.h"
+#include "day3_data/options.h"
+
+namespace day3 {
+
+struct LabResult {
+  int64_t steps = 0;
+  float last_loss = 0;
+  std::optional<double> test_accuracy;  // after the last epoch (not with --test)
+  course::train::ChronometerReport timing;
+};
+
+// Runs the lab and prints its report on stdout (progress on stderr).
+LabResult run_lab(const LabOptions& options);
+
+}  // namespace day3

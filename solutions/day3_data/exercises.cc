@@ -1,0 +1,65 @@
+// Day 3 exercises TP3.1-TP3.3 (the lab sheet is day3_data/README.md).
+// solutions/day3_data/exercises.cc is the complete version; day3_data/exercises.cc is generated
+// from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
+#include "day3_data/exercises.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/core/exercise.h"
+#include "common/kernels/elementwise.h"
+
+namespace day3 {
+
+course::CutMixCut cutmix_cut(float lambda, int64_t height, int64_t width, std::mt19937& rng) {
+  // BEGIN EXERCISE TP3.1: sqrt(1 - lambda) box at a random pixel, clipped; lambda from its area
+  const double ratio = std::sqrt(1.0 - lambda);
+  const int64_t box_h = static_cast<int64_t>(height * ratio);
+  const int64_t box_w = static_cast<int64_t>(width * ratio);
+  const int64_t centre_y = std::uniform_int_distribution<int64_t>(0, height - 1)(rng);
+  const int64_t centre_x = std::uniform_int_distribution<int64_t>(0, width - 1)(rng);
+  const int64_t top = std::max<int64_t>(centre_y - box_h / 2, 0);
+  const int64_t bottom = std::min(centre_y - box_h / 2 + box_h, height);
+  const int64_t left = std::max<int64_t>(centre_x - box_w / 2, 0);
+  const int64_t right = std::min(centre_x - box_w / 2 + box_w, width);
+  course::CutMixCut cut;
+  if (bottom > top && right > left) {
+    cut.box = {static_cast<int32_t>(top), static_cast<int32_t>(bottom), static_cast<int32_t>(left),
+               static_cast<int32_t>(right)};
+  }
+  const double box_area = static_cast<double>(cut.box[1] - cut.box[0]) * (cut.box[3] - cut.box[2]);
+  cut.lambda = static_cast<float>(1.0 - box_area / static_cast<double>(height * width));
+  return cut;
+  // END EXERCISE
+}
+
+std::vector<float> mixed_targets(const std::vector<int64_t>& labels,
+                                 const std::vector<float>& lambdas, int64_t classes,
+                                 float smoothing) {
+  // BEGIN EXERCISE TP3.2: lambda_i smooth(y_i) + (1 - lambda_i) smooth(y_{N-1-i}), row by row
+  const int64_t n = static_cast<int64_t>(labels.size());
+  const float off = smoothing / static_cast<float>(classes);
+  const float on = 1.0f - smoothing + off;
+  std::vector<float> targets(n * classes, off);
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = targets.data() + i * classes;
+    row[labels[i]] += lambdas[i] * (on - off);
+    row[labels[n - 1 - i]] += (1.0f - lambdas[i]) * (on - off);
+  }
+  return targets;
+  // END EXERCISE
+}
+
+Tensor soft_target_gradient(const course::CrossEntropyOutput& forward, const Tensor& targets,
+                            float grad_loss) {
+  // BEGIN EXERCISE TP3.3: (softmax - targets) times grad_loss / N
+  Tensor gradient =
+      course::zeros(forward.probs.shape(), course::DType::kF32, forward.probs.device());
+  course::axpy_(1.0f, forward.probs, gradient);
+  course::axpy_(-1.0f, targets, gradient);
+  course::scale_(gradient, grad_loss / static_cast<float>(forward.probs.size(0)));
+  return gradient;
+  // END EXERCISE
+}
+
+}  // namespace day3
