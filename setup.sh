@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev        # metrics, traces, configuration
   gnuplot-nox               # plots of the batch-size sweep
   zlib1g-dev                # gzip-compressed IDX datasets
+  libarchive-dev            # WebDataset tar shards (day 3)
   dataset-fashion-mnist     # the embedded default dataset
   fortunes                  # the embedded default text corpus (transformer labs)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests

@@ -1,6 +1,7 @@
 // The flags that choose and feed a lab's data, and the one place that opens it: Fashion-MNIST
-// (the embedded default), an ImageFolder tree with train/ and val/ (ImageNet's layout), or
-// synthetic images, each with its training and validation transforms.
+// (the embedded default), CIFAR-10's binary batches, an ImageFolder tree with train/ and val/
+// (ImageNet's layout), WebDataset tar shards in train/ and val/, packed files, or synthetic
+// images, each with its training and validation transforms.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,9 @@ namespace course {
 // With the course script's names and defaults (the image size defaults to Fashion-MNIST's).
 struct DataFlags {
   std::string data_dir = kFashionMnistDir;
+  // auto (detected), idx (Fashion-MNIST), cifar10, folder (ImageFolder), tar (WebDataset
+  // shards in train/ and val/), packed (train.pack and val.pack)
+  std::string format = "auto";
   int64_t synthetic = 0;  // > 0: that many random images instead of the dataset
   int64_t image_size = 28;
   bool augment = false;  // RandomResizedCrop + flip on in-memory images (always on folders)
@@ -38,6 +42,9 @@ struct LabDatasets {
 // Throws one clear error when --data-dir does not exist, holds neither dataset, or its files
 // are missing or corrupt; nothing is trained before the data is known to be there.
 LabDatasets open_dataset(const DataFlags& flags);
+
+// The storage format of --data-dir under --format auto (throws when it is none of them).
+std::string detect_format(const std::string& data_dir);
 
 // The DataLoader's options for these flags and a batch of `batch_size` images.
 LoaderOptions loader_options(const DataFlags& flags, int64_t batch_size);

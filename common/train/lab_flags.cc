@@ -15,9 +15,13 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
 namespace {
 
 void add_data_flags(CLI::App& app, DataFlags& f) {
-  app.add_option("--data-dir", f.data_dir, "dataset folder (Fashion-MNIST or train/ + val/)")
+  app.add_option("--data-dir", f.data_dir,
+                 "dataset folder: Fashion-MNIST, CIFAR-10's binary batches, train.pack + "
+                 "val.pack, or train/ + val/ (class folders or .tar shards)")
       ->capture_default_str();
   app.add_option("--synthetic", f.synthetic, "train on this many random images instead");
+  app.add_option("--format", f.format, "the --data-dir's storage format (auto: detected)")
+      ->check(CLI::IsMember({"auto", "idx", "cifar10", "folder", "tar", "packed"}));
   app.add_option("--image-size", f.image_size, "side of the (square) input images")
       ->capture_default_str();
   app.add_flag("--augment", f.augment, "RandomResizedCrop and flip on in-memory images");

@@ -95,7 +95,7 @@ TEST(OpenDataset, MissingOrUnknownFoldersAreOneClearError) {
   const std::string empty = testing::temp_path("empty-dataset");
   std::filesystem::create_directories(empty);
   EXPECT_THAT(testing::error_of([&] { open_dataset({.data_dir = empty}); }),
-              HasSubstr("holds neither Fashion-MNIST"));
+              HasSubstr("holds none of Fashion-MNIST"));
 }
 
 TEST(MemoryImages, HandOutImagesAsHeightWidthChannels) {
