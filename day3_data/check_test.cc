@@ -2,10 +2,17 @@
 //   TP3.1: the cut's area against its lambda (exactly), its sides against sqrt(1 - lambda),
 //          boxes cut by every border, the ends lambda = 0 and 1;
 //   TP3.2: targets worked out by hand (partners, smoothing, the lambda on the right label);
-//   TP3.3: the gradient against central finite differences of a double-precision loss.
+//   TP3.3: the gradient against central finite differences of a double-precision loss;
+//   TP3.4: samples formed by hand, and as the library groups a shard written by libarchive;
+//   TP3.5: a permutation that keeps to its groups of pages, shuffles the pages and the samples
+//          within each group.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <set>
 
 #include "common/kernels/soft_cross_entropy.h"
 #include "day3_data/exercises.h"
@@ -156,6 +163,91 @@ TEST(TP3_3, GradientMatchesFiniteDifferences) {
     EXPECT_NEAR(gradient[k], grad_loss * (up - down) / (2 * h), 1e-5)
         << "logit " << k << ": d(grad_loss x mean loss)/dz = grad_loss (softmax - target) / N";
   }
+}
+
+TEST(TP3_4, SamplesByHand) {
+  const std::vector<course::TarSample> samples = group_members({{"a/0001.jpg", 512, 10},
+                                                                {"a/0001.cls", 1536, 1},
+                                                                {"b.d/0002.seg.png", 2560, 7},
+                                                                {"b.d/0002.cls", 3584, 1},
+                                                                {"a/0001.txt", 4608, 3},
+                                                                {"README", 5632, 4}});
+  std::vector<std::string> keys;
+  for (const course::TarSample& s : samples) keys.push_back(s.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"a/0001", "b.d/0002", "a/0001", "README"}))
+      << "the key is the path up to the first dot of the file name (not of the folder), and a "
+         "key that comes back after another is a new sample";
+  ASSERT_EQ(samples.size(), 4u);
+  EXPECT_EQ(samples[0].parts.size(), 2u);
+  EXPECT_EQ(samples[0].parts.at("cls").offset, 1536);
+  EXPECT_EQ(samples[1].parts.count("seg.png"), 1u)
+      << "the extension is everything after the file name's first dot";
+  EXPECT_EQ(samples[2].parts.count("txt"), 1u);
+  EXPECT_EQ(samples[3].parts.count(""), 1u) << "a member without a dot has an empty extension";
+}
+
+TEST(TP3_4, GroupsAWrittenShardAsTheLibraryDoes) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/tp34";
+  std::filesystem::create_directories(dir);
+  course::TarShardWriter writer(dir, "shard", 100, 1 << 20);
+  for (int i = 0; i < 7; ++i) writer.add("img." + std::to_string(i), {1, 2, 3}, i);
+  writer.finish();
+  const std::vector<course::TarMember> members =
+      course::list_tar_members(dir + "/shard-000000.tar");
+  const std::vector<course::TarSample> mine = group_members(members);
+  const std::vector<course::TarSample> library = course::group_tar_members(members);
+  ASSERT_EQ(mine.size(), library.size());
+  for (size_t k = 0; k < mine.size(); ++k) {
+    EXPECT_EQ(mine[k].key, library[k].key);
+    ASSERT_EQ(mine[k].parts.size(), library[k].parts.size()) << mine[k].key;
+    for (const auto& [extension, member] : library[k].parts) {
+      EXPECT_EQ(mine[k].parts.at(extension).offset, member.offset) << member.name;
+    }
+  }
+}
+
+// 20 pages of 10 samples, pages numbered 3, 6, 9, ... in the file.
+std::vector<int64_t> twenty_pages() {
+  std::vector<int64_t> pages;
+  for (int64_t i = 0; i < 200; ++i) pages.push_back(3 + 3 * (i / 10));
+  return pages;
+}
+
+TEST(TP3_5, APermutationThatKeepsToGroupsOfPages) {
+  const std::vector<int64_t> pages = twenty_pages();
+  std::mt19937 rng(6);
+  const std::vector<int64_t> order = quasi_random_pages(pages, 3, rng);
+  std::vector<int64_t> sorted = order, all(pages.size());
+  std::sort(sorted.begin(), sorted.end());
+  std::iota(all.begin(), all.end(), 0);
+  ASSERT_EQ(sorted, all) << "every sample exactly once";
+  for (size_t first = 0; first < 180; first += 30) {
+    std::set<int64_t> used;
+    for (size_t k = first; k < first + 30; ++k) used.insert(pages[order[k]]);
+    EXPECT_EQ(used.size(), 3u) << "samples " << first << " to " << first + 29
+                               << " must come from one group of 3 pages";
+  }
+}
+
+TEST(TP3_5, PagesAndTheSamplesOfAGroupAreShuffled) {
+  const std::vector<int64_t> pages = twenty_pages();
+  std::set<std::set<int64_t>> first_groups;
+  int64_t page_changes = 0;
+  for (uint32_t seed = 0; seed < 10; ++seed) {
+    std::mt19937 rng(seed);
+    const std::vector<int64_t> order = quasi_random_pages(pages, 3, rng);
+    first_groups.insert({pages[order[0]], pages[order[10]], pages[order[20]]});
+    for (size_t k = 1; k < 30; ++k) page_changes += pages[order[k]] != pages[order[k - 1]];
+  }
+  EXPECT_GT(first_groups.size(), 5u) << "the pages are shuffled: the first group changes";
+  // Samples of 3 pages shuffled together change page at about 2/3 of the steps (~19 of 29).
+  EXPECT_GT(page_changes, 10 * 12)
+      << "the samples of a group are shuffled together, not page after page";
+  std::mt19937 rng(1);
+  const std::vector<int64_t> whole = quasi_random_pages(pages, 50, rng);
+  std::set<int64_t> first_ten;
+  for (size_t k = 0; k < 10; ++k) first_ten.insert(pages[whole[k]]);
+  EXPECT_GT(first_ten.size(), 5u) << "with every page in memory the whole file is shuffled";
 }
 
 }  // namespace

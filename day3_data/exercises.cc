@@ -1,10 +1,11 @@
-// Day 3 exercises TP3.1-TP3.3 (the lab sheet is day3_data/README.md).
+// Day 3 exercises TP3.1-TP3.5 (the lab sheet is day3_data/README.md).
 // solutions/day3_data/exercises.cc is the complete version; day3_data/exercises.cc is generated
 // from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
 #include "day3_data/exercises.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
@@ -34,6 +35,22 @@ Tensor soft_target_gradient(const course::CrossEntropyOutput& forward, const Ten
   // BEGIN EXERCISE TP3.3: (softmax - targets) times grad_loss / N
   ::course::exercise_todo("TP3.3", "(softmax - targets) times grad_loss / N",
                           "day3_data/README.md#tp33");
+  // END EXERCISE
+}
+
+std::vector<course::TarSample> group_members(const std::vector<course::TarMember>& members) {
+  // BEGIN EXERCISE TP3.4: one sample per run of consecutive members with the same key
+  ::course::exercise_todo("TP3.4", "one sample per run of consecutive members with the same key",
+                          "day3_data/README.md#tp34");
+  // END EXERCISE
+}
+
+std::vector<int64_t> quasi_random_pages(const std::vector<int64_t>& sample_pages,
+                                        int64_t pages_in_memory, std::mt19937& rng) {
+  // BEGIN EXERCISE TP3.5: shuffle the pages, then the samples of every pages_in_memory pages
+  ::course::exercise_todo("TP3.5",
+                          "shuffle the pages, then the samples of every pages_in_memory pages",
+                          "day3_data/README.md#tp35");
   // END EXERCISE
 }
 

@@ -1,6 +1,7 @@
-// The day-3 exercises (TP3.1-TP3.3): what the trainee writes in day3_data/exercises.cc. The
+// The day-3 exercises (TP3.1-TP3.5): what the trainee writes in day3_data/exercises.cc. The
 // complete versions are in solutions/day3_data/exercises.cc; the lab program calls these
-// functions when it mixes batches (--mixup, --cutmix), and //day3_data:check tests them.
+// functions when it mixes batches (--mixup, --cutmix) and reads tar shards or packed files,
+// and //day3_data:check tests them.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "common/data/batch_mix.h"
+#include "common/data/tar_shards.h"
 #include "common/kernels/cross_entropy.h"
 
 namespace day3 {
@@ -31,5 +33,17 @@ std::vector<float> mixed_targets(const std::vector<int64_t>& labels,
 // the targets (N, classes) f32 on the same device; (N, classes) f32.
 Tensor soft_target_gradient(const course::CrossEntropyOutput& forward, const Tensor& targets,
                             float grad_loss);
+
+// TP3.4: WebDataset's samples from a shard's members, in order: consecutive members whose keys
+// are equal form one sample; a member's key is its path up to the first dot of its file name
+// ("train/000017.seg.png" -> "train/000017"), and it is filed under what follows that dot
+// ("seg.png").
+std::vector<course::TarSample> group_members(const std::vector<course::TarMember>& members);
+
+// TP3.5: FFCV's quasi-random order of the samples of a packed file, sample_pages[i] being the
+// page sample i lies in: the pages shuffled, then taken `pages_in_memory` at a time, the samples
+// of each such group shuffled together (so reading the order keeps few pages in use).
+std::vector<int64_t> quasi_random_pages(const std::vector<int64_t>& sample_pages,
+                                        int64_t pages_in_memory, std::mt19937& rng);
 
 }  // namespace day3

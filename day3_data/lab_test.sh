@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The lab binaries as trainees meet them: the untouched trainee lab runs its baseline and every
-# worker and device augmentation, and fails with the exercise's TODO (exit 3) only when mixing
-# is asked for; the solutions' lab mixes on the host and on the device; bad flags end with one
-# message and a non-zero exit.
+# worker and device augmentation, and fails with the exercise's TODO (exit 3) only when mixing,
+# tar shards or packed files are asked for; the solutions' lab mixes on the host and on the
+# device and reads every storage format that //tools:make_dataset writes; bad flags and bad
+# files end with one message and a non-zero exit.
 set -uo pipefail
 source "$1"  # expect
 trainee=$2
 solution=$3
+make_dataset=$4
 base=(--synthetic 64 --test --test-nsteps 2 --no-progress)
 small=("${base[@]}" --batch-size 16 --device cpu)
 
@@ -24,6 +26,32 @@ expect 0 "batch flip, jitter, CutMix (elem) on the device" "$solution" "${small[
   --mix-mode elem --aug-device --translate 3
 expect 0 "test accuracy" "$solution" --synthetic 64 --batch-size 16 --device cpu --no-progress \
   --mixup 0.8 --aug-device
+
+data=$TEST_TMPDIR/data
+for format in folder tar packed; do
+  expect 0 "val: 40 images" "$make_dataset" --to "$format" --out "$data/$format" --train 64 \
+    --val 40 --shard-samples 20 --page-kb 4
+done
+expect 0 "val: 40 images" "$make_dataset" --to packed --encoding pixels --out "$data/pixels" \
+  --train 64 --val 40 --page-kb 4
+formats=(--test --test-nsteps 2 --no-progress --batch-size 16 --device cpu)
+expect 3 "TODO TP3.4" "$trainee" --data-dir "$data/tar" "${formats[@]}"
+expect 3 "TODO TP3.5" "$trainee" --data-dir "$data/packed" "${formats[@]}"
+expect 0 "storage: 4 tar shard(s) in WebDataset's order" "$solution" --data-dir "$data/tar" \
+  "${formats[@]}"
+expect 0 "storage: a packed file of 13 page(s) of 4 KiB" "$solution" --data-dir "$data/pixels" \
+  "${formats[@]}" --pages-in-memory 2
+expect 0 "test accuracy" "$solution" --data-dir "$data/packed" --batch-size 16 --device cpu \
+  --no-progress --auto-augment trivialaugment
+expect 0 "storage: $data/folder" "$solution" --data-dir "$data/folder" "${formats[@]}"
+expect 1 "train has no classes (expected one sub-folder of images per class)" "$solution" \
+  --data-dir "$data/tar" --format folder "${formats[@]}"
+head -c 3000 "$data/tar/train/shard-000001.tar" >"$data/cut.tar" &&
+  mv "$data/cut.tar" "$data/tar/train/shard-000001.tar"
+expect 1 "shard-000001.tar is not a whole tar archive" "$solution" --data-dir "$data/tar" \
+  "${formats[@]}"
+printf 'NOTAPACK' | dd of="$data/packed/val.pack" conv=notrunc status=none
+expect 1 "val.pack is not valid: bad magic" "$solution" --data-dir "$data/packed" "${formats[@]}"
 
 expect 1 "error: RandAugment's magnitude must be in [0, 30], got 31" "$solution" "${small[@]}" \
   --auto-augment randaugment --ra-m 31

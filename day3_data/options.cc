@@ -43,6 +43,10 @@ LabOptions parse_options(int argc, char** argv) {
   app.add_option("--mix-prob", o.mix_prob, "probability of mixing a batch, pair or element");
   app.add_option("--switch-prob", o.switch_prob,
                  "probability of CutMix rather than MixUp when both are on");
+  app.add_option("--shuffle-buffer", o.shuffle_buffer,
+                 "tar shards: samples in WebDataset's shuffle buffer");
+  app.add_option("--pages-in-memory", o.pages_in_memory,
+                 "packed files: pages read together in the quasi-random order");
   course::train::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -54,6 +58,8 @@ void validate(const LabOptions& o) {
   COURSE_CHECK(!(o.amp && o.amp_dtype == course::DType::kF16),
                "the day-3 lab trains in f32 or with --amp-dtype bf16 (f16's loss scaling is day "
                "1's exercise)");
+  COURSE_CHECK(o.shuffle_buffer > 0 && o.pages_in_memory > 0,
+               "--shuffle-buffer and --pages-in-memory must be positive");
   if (!o.mixing()) return;
   COURSE_CHECK(o.batch_size % 2 == 0,
                "--mixup and --cutmix pair each sample with its partner "

@@ -1,6 +1,6 @@
 // The day-3 lab's command line: the shared training flags (common/train/lab_flags.h) plus the
-// day's augmentation: the automatic policy and the jitter in the loader's workers or on the
-// device, and MixUp / CutMix of whole batches.
+// day's augmentation (the automatic policy and the jitter in the loader's workers or on the
+// device, MixUp / CutMix of whole batches) and the epoch orders of the storage formats.
 #pragma once
 
 #include <string>
@@ -21,6 +21,8 @@ struct LabOptions : course::train::TrainingFlags {
   float mixup = 0, cutmix = 0;
   std::string mix_mode = "batch";
   float mix_prob = 1, switch_prob = 0.5f;
+  int64_t shuffle_buffer = 1000;  // tar shards: WebDataset's shuffle buffer, in samples
+  int64_t pages_in_memory = 4;    // packed files: pages of the quasi-random order's groups
 
   course::AugmentPolicy policy() const;
   course::JitterOptions jitter() const;

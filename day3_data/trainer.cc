@@ -1,15 +1,18 @@
 // The day-3 lab's wiring on the shared training loop (common/train/training_loop.h): the
-// augmented data, the batch stage on the host or the device, and the step on soft targets when
-// the batch was mixed.
+// augmented data in its storage format's epoch order, the batch stage on the host or the
+// device, and the step on soft targets when the batch was mixed.
 #include "day3_data/trainer.h"
 
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/data/batch_augment.h"
 #include "common/data/device_batches.h"
 #include "common/data/distributed_sampler.h"
+#include "common/data/packed_images.h"
+#include "common/data/tar_shards.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/train/classifier_step.h"
@@ -62,6 +65,36 @@ std::string describe(const LabOptions& o, const TransformOptions& t) {
          (batch_steps.empty() ? "" : (o.aug_device ? " on the device" : " on the host"));
 }
 
+// The format's order: WebDataset's for shards, the quasi-random one (TP3.5) for packed files,
+// a shuffle otherwise.
+std::vector<int64_t> epoch_order(const LabOptions& o, const Dataset& data,
+                                 const SamplerOptions& sampler, int64_t epoch) {
+  if (const auto* shards = dynamic_cast<const TarShards*>(&data)) {
+    return webdataset_order(shards->shard_sizes(), o.shuffle_buffer, o.seed, epoch);
+  }
+  if (const auto* packed = dynamic_cast<const PackedImages*>(&data)) {
+    std::seed_seq seeds{o.seed, static_cast<uint32_t>(epoch)};
+    std::mt19937 rng(seeds);
+    return quasi_random_pages(packed->sample_pages(), o.pages_in_memory, rng);
+  }
+  return distributed_sample(sampler, 0, 1, epoch);
+}
+
+std::string describe_storage(const LabOptions& o, const Dataset& data) {
+  if (const auto* shards = dynamic_cast<const TarShards*>(&data)) {
+    return "storage: " + std::to_string(shards->shard_sizes().size()) +
+           " tar shard(s) in WebDataset's order, a buffer of " + std::to_string(o.shuffle_buffer) +
+           " samples";
+  }
+  if (const auto* packed = dynamic_cast<const PackedImages*>(&data)) {
+    const std::set<int64_t> pages(packed->sample_pages().begin(), packed->sample_pages().end());
+    return "storage: a packed file of " + std::to_string(pages.size()) + " page(s) of " +
+           std::to_string(packed->layout().page_size >> 10) + " KiB in quasi-random order, " +
+           std::to_string(o.pages_in_memory) + " at a time";
+  }
+  return "storage: " + (o.synthetic > 0 ? std::string("synthetic") : o.data_dir) + ", shuffled";
+}
+
 }  // namespace
 
 LabResult run_lab(const LabOptions& o) {
@@ -69,7 +102,7 @@ LabResult run_lab(const LabOptions& o) {
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);
 
-  LabDatasets data = open_dataset(o);
+  LabDatasets data = open_dataset(o, group_members);
   set_worker_augmentation(o, data.train_transform);
   const int64_t samples = data.train->size(), classes = data.train->num_classes();
   COURSE_CHECK(!o.mixing() || o.drop_last || samples % o.batch_size % 2 == 0,
@@ -114,7 +147,7 @@ LabResult run_lab(const LabOptions& o) {
 
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    batches.start_epoch(distributed_sample(sampler, 0, 1, epoch), epoch, first_batch);
+    batches.start_epoch(epoch_order(o, *data.train, sampler, epoch), epoch, first_batch);
   };
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
@@ -152,6 +185,7 @@ LabResult run_lab(const LabOptions& o) {
                             .identity = {{"model", o.model}}},
                            hooks);
 
+  std::printf("%s\n", describe_storage(o, *data.train).c_str());
   std::printf("training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch\n%s\n",
               o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
               static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),

@@ -1,8 +1,10 @@
 // The day-3 training run behind `bazel run //day3_data:lab`: the day-1 network and schedule on
-// augmented data. Per image in the loader's workers: RandomResizedCrop (--augment), the flip,
-// the jitter and the automatic policy; per batch, on the host before the copy or on the training
-// device (--aug-device): the flip and jitter, then MixUp / CutMix with the trainee's cut and
-// targets (TP3.1, TP3.2) and the soft-target loss's gradient (TP3.3).
+// augmented data, read from any storage format in its epoch order (WebDataset's for tar shards
+// grouped by the trainee's TP3.4, TP3.5's quasi-random pages for packed files). Per image in the
+// loader's workers: RandomResizedCrop (--augment), the flip, the jitter and the automatic policy;
+// per batch, on the host before the copy or on the training device (--aug-device): the flip and
+// jitter, then MixUp / CutMix with the trainee's cut and targets (TP3.1, TP3.2) and the soft-target
+// loss's gradient (TP3.3).
 #pragma once
 
 #include <optional>

@@ -100,7 +100,7 @@ std::string detect_format(const std::string& data_dir) {
   return "folder";
 }
 
-LabDatasets open_dataset(const DataFlags& f) {
+LabDatasets open_dataset(const DataFlags& f, const TarGrouper& group) {
   COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
   COURSE_CHECK(f.image_size > 0, "--image-size must be positive, got ", f.image_size);
   const std::string format =
@@ -118,11 +118,11 @@ LabDatasets open_dataset(const DataFlags& f) {
                         std::make_shared<PackedImages>((dir / "val.pack").string()), false);
   }
   if (format == "tar") {
-    const auto train = std::make_shared<TarShards>((dir / "train").string(), 0, f.skip_corrupt);
-    return whole_images(
-        f, train,
-        std::make_shared<TarShards>((dir / "val").string(), train->num_classes(), f.skip_corrupt),
-        false);
+    const auto shards = [&](const char* split, int64_t classes) {
+      return std::make_shared<TarShards>((dir / split).string(), classes, f.skip_corrupt, group);
+    };
+    const auto train = shards("train", 0);
+    return whole_images(f, train, shards("val", train->num_classes()), false);
   }
   COURSE_CHECK(fs::is_directory(dir / "train"), "--data-dir ", f.data_dir,
                " has no train/ folder of class folders");

@@ -11,6 +11,7 @@
 #include "common/data/data_loader.h"
 #include "common/data/dataset.h"
 #include "common/data/fashion_mnist.h"
+#include "common/data/tar_shards.h"
 #include "common/data/transforms.h"
 
 namespace course {
@@ -41,7 +42,8 @@ struct LabDatasets {
 
 // Throws one clear error when --data-dir does not exist, holds neither dataset, or its files
 // are missing or corrupt; nothing is trained before the data is known to be there.
-LabDatasets open_dataset(const DataFlags& flags);
+// `group` forms the samples of tar shards (the day-3 lab passes the trainee's).
+LabDatasets open_dataset(const DataFlags& flags, const TarGrouper& group = group_tar_members);
 
 // The storage format of --data-dir under --format auto (throws when it is none of them).
 std::string detect_format(const std::string& data_dir);

@@ -1,10 +1,11 @@
-// Day 3 exercises TP3.1-TP3.3 (the lab sheet is day3_data/README.md).
+// Day 3 exercises TP3.1-TP3.5 (the lab sheet is day3_data/README.md).
 // solutions/day3_data/exercises.cc is the complete version; day3_data/exercises.cc is generated
 // from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
 #include "day3_data/exercises.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
@@ -59,6 +60,44 @@ Tensor soft_target_gradient(const course::CrossEntropyOutput& forward, const Ten
   course::axpy_(-1.0f, targets, gradient);
   course::scale_(gradient, grad_loss / static_cast<float>(forward.probs.size(0)));
   return gradient;
+  // END EXERCISE
+}
+
+std::vector<course::TarSample> group_members(const std::vector<course::TarMember>& members) {
+  // BEGIN EXERCISE TP3.4: one sample per run of consecutive members with the same key
+  std::vector<course::TarSample> samples;
+  for (const course::TarMember& member : members) {
+    const size_t name_start = member.name.find_last_of('/') + 1;  // 0 without a folder
+    const size_t dot = member.name.find('.', name_start);
+    const std::string key = member.name.substr(0, dot);
+    if (samples.empty() || samples.back().key != key) samples.push_back({key, {}});
+    samples.back().parts[dot == std::string::npos ? "" : member.name.substr(dot + 1)] = member;
+  }
+  return samples;
+  // END EXERCISE
+}
+
+std::vector<int64_t> quasi_random_pages(const std::vector<int64_t>& sample_pages,
+                                        int64_t pages_in_memory, std::mt19937& rng) {
+  // BEGIN EXERCISE TP3.5: shuffle the pages, then the samples of every pages_in_memory pages
+  std::map<int64_t, std::vector<int64_t>> samples_of_page;
+  for (size_t i = 0; i < sample_pages.size(); ++i) {
+    samples_of_page[sample_pages[i]].push_back(static_cast<int64_t>(i));
+  }
+  std::vector<const std::vector<int64_t>*> pages;
+  for (const auto& entry : samples_of_page) pages.push_back(&entry.second);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  std::vector<int64_t> order;
+  order.reserve(sample_pages.size());
+  for (size_t group = 0; group < pages.size(); group += pages_in_memory) {
+    const auto group_begin = static_cast<std::ptrdiff_t>(order.size());
+    const size_t group_end = std::min(pages.size(), group + static_cast<size_t>(pages_in_memory));
+    for (size_t p = group; p < group_end; ++p) {
+      order.insert(order.end(), pages[p]->begin(), pages[p]->end());
+    }
+    std::shuffle(order.begin() + group_begin, order.end(), rng);
+  }
+  return order;
   // END EXERCISE
 }
 
