@@ -10,7 +10,7 @@
 
 #include "common/data/batch_augment.h"
 #include "common/data/device_batches.h"
-#include "common/data/distributed_sampler.h"
+#include "common/data/epoch_order.h"
 #include "common/data/packed_images.h"
 #include "common/data/tar_shards.h"
 #include "common/optim/make_optimizer.h"
@@ -65,19 +65,12 @@ std::string describe(const LabOptions& o, const TransformOptions& t) {
          (batch_steps.empty() ? "" : (o.aug_device ? " on the device" : " on the host"));
 }
 
-// The format's order: WebDataset's for shards, the quasi-random one (TP3.5) for packed files,
-// a shuffle otherwise.
-std::vector<int64_t> epoch_order(const LabOptions& o, const Dataset& data,
-                                 const SamplerOptions& sampler, int64_t epoch) {
-  if (const auto* shards = dynamic_cast<const TarShards*>(&data)) {
-    return webdataset_order(shards->shard_sizes(), o.shuffle_buffer, o.seed, epoch);
-  }
-  if (const auto* packed = dynamic_cast<const PackedImages*>(&data)) {
-    std::seed_seq seeds{o.seed, static_cast<uint32_t>(epoch)};
-    std::mt19937 rng(seeds);
-    return quasi_random_pages(packed->sample_pages(), o.pages_in_memory, rng);
-  }
-  return distributed_sample(sampler, 0, 1, epoch);
+// TP3.5's order of a packed file, drawn from (seed, epoch).
+std::vector<int64_t> trainee_page_order(const std::vector<int64_t>& sample_pages,
+                                        int64_t pages_in_memory, uint32_t seed, int64_t epoch) {
+  std::seed_seq seeds{seed, static_cast<uint32_t>(epoch)};
+  std::mt19937 rng(seeds);
+  return quasi_random_pages(sample_pages, pages_in_memory, rng);
 }
 
 std::string describe_storage(const LabOptions& o, const Dataset& data) {
@@ -128,7 +121,6 @@ LabResult run_lab(const LabOptions& o) {
   const bool host_stage = o.mixing() && !o.aug_device;
 
   DataLoader loader(data.train, data.train_transform, loader_options(o, o.batch_size));
-  const SamplerOptions sampler{.dataset_size = samples, .seed = o.seed};
   const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
   // On a GPU the host stage runs on each loaded batch before its copy.
   DeviceBatches::Transfer transfer;
@@ -147,7 +139,10 @@ LabResult run_lab(const LabOptions& o) {
 
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    batches.start_epoch(epoch_order(o, *data.train, sampler, epoch), epoch, first_batch);
+    const OrderOptions order{.shuffle_buffer = o.shuffle_buffer,
+                             .pages_in_memory = o.pages_in_memory};
+    batches.start_epoch(epoch_order(*data.train, order, o.seed, epoch, trainee_page_order), epoch,
+                        first_batch);
   };
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);

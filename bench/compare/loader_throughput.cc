@@ -1,42 +1,89 @@
-// Images per second of the course's DataLoader on an ImageFolder (JPEG decoding,
-// RandomResizedCrop, flip, normalisation, batching) over one epoch, for the side-by-side
-// comparison with torchvision's ImageFolder and torch.utils.data.DataLoader.
+// The DataLoader at steady state on any dataset the labs read (Fashion-MNIST, CIFAR-10, an
+// ImageFolder, tar shards, a packed file): persistent workers, --epochs passes in the format's
+// own epoch order, the first a warm-up. Per epoch it prints the first batch's latency (from the
+// epoch's start), images/s, and the stored training split's megabytes per second; the last
+// epoch's figures end the output ("loader: ..." for compare.sh and loader_formats.sh).
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "common/data/data_loader.h"
-#include "common/data/image_folder.h"
-#include "common/data/permutation.h"
+#include "common/data/epoch_order.h"
+#include "common/data/open_dataset.h"
 #include "common/train/lab_flags.h"
 #include "common/train/lab_main.h"
 
+namespace {
+
+using namespace course;
+namespace fs = std::filesystem;
+
+// Bytes the training split occupies on disk (allocated blocks, so a packed file's empty header
+// page does not count); 0 for data that lives in memory.
+int64_t stored_bytes(const std::string& data_dir, const std::string& format) {
+  const auto allocated = [](const fs::path& file) {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_blocks) * 512 : 0;
+  };
+  if (format == "packed") return allocated(fs::path(data_dir) / "train.pack");
+  if (format != "folder" && format != "tar") return 0;
+  int64_t total = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(data_dir) / "train")) {
+    if (entry.is_regular_file()) total += allocated(entry.path());
+  }
+  return total;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using namespace course;
-  std::string folder;
-  int64_t batch = 64, size = 56;
-  int workers = 2;
-  CLI::App app("DataLoader images/s over one epoch of an ImageFolder");
-  app.add_option("--data-dir", folder, "class folders of images")->required();
+  DataFlags data;
+  data.num_workers = 2;
+  int64_t batch = 64, epochs = 2;
+  std::string policy = "none";
+  OrderOptions order;
+  CLI::App app("DataLoader images/s and MB/s at steady state, in the storage format's order");
+  app.add_option("--data-dir", data.data_dir, "any --data-dir the labs read")->required();
+  app.add_option("--format", data.format, "auto, idx, cifar10, folder, tar, packed");
   app.add_option("--batch-size", batch)->check(CLI::PositiveNumber);
-  app.add_option("--image-size", size)->check(CLI::PositiveNumber);
-  app.add_option("--num-workers", workers)->check(CLI::NonNegativeNumber);
+  app.add_option("--image-size", data.image_size)->check(CLI::PositiveNumber);
+  app.add_option("--num-workers", data.num_workers)->check(CLI::NonNegativeNumber);
+  app.add_option("--epochs", epochs, "passes; the first is a warm-up")->check(CLI::Range(1, 100));
+  app.add_flag("--augment", data.augment, "RandomResizedCrop and flip");
+  app.add_option("--auto-augment", policy, "none, randaugment, trivialaugment");
+  app.add_option("--shuffle-buffer", order.shuffle_buffer);
+  app.add_option("--pages-in-memory", order.pages_in_memory);
   train::parse_or_exit(app, argc, argv);
   return train::lab_main([&] {
-    auto source = std::make_shared<ImageFolder>(folder);
-    DataLoader loader(source,
-                      {.size = size,
-                       .train = true,
-                       .mean = {0.485f, 0.456f, 0.406f},
-                       .std = {0.229f, 0.224f, 0.225f}},
-                      {.batch_size = batch, .num_workers = workers, .pin_memory = false});
-    const auto start = std::chrono::steady_clock::now();
-    loader.start_epoch(epoch_permutation(source->size(), 0, 0), 0);
-    int64_t images = 0;
-    while (!loader.done()) images += loader.next().labels.numel();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("loader: %.1f images/s (%lld images in %.3f s)\n", images / seconds,
-                static_cast<long long>(images), seconds);
+    const std::string format = data.format == "auto" ? detect_format(data.data_dir) : data.format;
+    LabDatasets sets = open_dataset(data);
+    sets.train_transform.policy.kind = parse_augment_policy(policy);
+    sets.train_transform.train = data.augment || policy != "none";
+    sets.train_transform.random_crop = data.augment;
+    DataLoader loader(sets.train, sets.train_transform, loader_options(data, batch));
+    const double megabytes = stored_bytes(data.data_dir, format) / 1e6;
+    std::printf("%s: %lld training images, %.1f MB stored, %d workers, batch %lld\n",
+                format.c_str(), static_cast<long long>(sets.train->size()), megabytes,
+                data.num_workers, static_cast<long long>(batch));
+    double rate = 0, first_ms = 0;
+    for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto since_start = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      };
+      loader.start_epoch(epoch_order(*sets.train, order, data.seed, epoch), epoch);
+      int64_t images = loader.next().labels.numel();
+      first_ms = 1e3 * since_start();
+      while (!loader.done()) images += loader.next().labels.numel();
+      const double seconds = since_start();
+      rate = images / seconds;
+      std::printf("epoch %lld%s: first batch %.1f ms, %.1f images/s, %.1f MB/s\n",
+                  static_cast<long long>(epoch), epoch == 0 && epochs > 1 ? " (warm-up)" : "",
+                  first_ms, rate, megabytes / seconds);
+    }
+    std::printf("loader: %.1f images/s\nfirst_batch_ms: %.1f\n", rate, first_ms);
   });
 }
