@@ -329,6 +329,19 @@ TEST(OpenDataset, DetectsEachFormat) {
   EXPECT_THAT(error_of([&] { open_dataset({.data_dir = packed_dir, .format = "tar"}); }),
               HasSubstr("does not exist"));
   EXPECT_EQ(detect_format(kFashionMnistDir), "idx");
+
+  const std::string cifar_dir = temp_path("cifar-data");
+  fs::create_directories(cifar_dir);
+  for (int b = 1; b <= 5; ++b) {
+    write_file(cifar_dir + "/data_batch_" + std::to_string(b) + ".bin", cifar_batch(2, b));
+  }
+  write_file(cifar_dir + "/test_batch.bin", cifar_batch(3, 0));
+  EXPECT_EQ(detect_format(cifar_dir), "cifar10");
+  const LabDatasets cifar = open_dataset({.data_dir = cifar_dir, .image_size = 32});
+  EXPECT_EQ(cifar.train->size(), 10);
+  EXPECT_EQ(cifar.val->channels(), 3);
+  EXPECT_EQ(cifar.train->image(0).shape(), (Shape{32, 32, 3}));
+  EXPECT_FLOAT_EQ(cifar.train_transform.mean[0], 0.4914f) << "CIFAR-10's own statistics";
 }
 
 }  // namespace
