@@ -7,30 +7,35 @@
 #   3. all-reduce time (MPI against torch.distributed's gloo) and the DDP step, on 2 ranks;
 #   4. where a training step's time goes: torch.profiler's operators, the project's phases,
 #      and the small network's layers timed alone on both sides;
+#   5. day 3's storage formats at steady state (30,000 Fashion-MNIST JPEGs, persistent
+#      workers, a warm-up epoch): torchvision's ImageFolder and webdataset's shards against the
+#      project's readers of the same files;
 # and the numerical parity of one training step (forward logits, loss, every gradient) for the
 # small network, ResNet-18 and a 2-layer GPT (with one AdamW update) in f32: the project writes
 # its weights and batch, PyTorch loads them and runs the same step.
-#   bench/compare/compare.sh [--parity-only] [--threads N]
+#   bench/compare/compare.sh [--parity-only | --loaders-only] [--threads N]
 # PyTorch and torchvision come from PyPI into .venv-compare/ (made on the first run; only this
 # comparison uses them, never the build or the tests).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-threads=2 parity_only=0
+threads=2 parity_only=0 loaders_only=0
 while (($#)); do
   case $1 in
     --parity-only) parity_only=1; shift ;;
+    --loaders-only) loaders_only=1; shift ;;
     --threads) threads=$2; shift 2 ;;
-    *) echo "compare: unknown option '$1' (--parity-only, --threads N)" >&2; exit 1 ;;
+    *) echo "compare: unknown option '$1' (--parity-only, --loaders-only, --threads N)" >&2; exit 1 ;;
   esac
 done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare: --threads takes a positive number" >&2; exit 1; }
 
 venv=.venv-compare
-if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import torch, torchvision" 2>/dev/null; then
-  echo "== creating $venv with torch and torchvision from PyPI (once)"
+if [[ ! -x $venv/bin/python ]] ||
+  ! "$venv/bin/python" -c "import torch, torchvision, webdataset" 2>/dev/null; then
+  echo "== creating $venv with torch, torchvision and webdataset from PyPI (once)"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q torch torchvision
+  "$venv/bin/pip" install -q torch torchvision webdataset
 fi
 py=("$venv/bin/python" bench/compare/torch_side.py)
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
@@ -38,7 +43,7 @@ mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 echo "== building the project's side"
 # A failed build stops here: comparing stale binaries would report figures of older code.
 if ! bazel build -c opt //bench/compare:all //solutions/day1_gpu:lab //solutions/day2_ddp:lab \
-  //bench:allreduce_bench //bench:layers_bench //tools:make_image_folder; then
+  //bench:allreduce_bench //bench:layers_bench //tools:make_image_folder //tools:make_dataset; then
   echo "compare: the build failed; nothing was measured" >&2
   exit 1
 fi
@@ -48,6 +53,34 @@ trap 'rm -rf "$work"' EXIT
 
 echo "== machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 echo "   torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1)"
+
+value() { sed -n "s/^$1: \([0-9.]*\).*/\1/p" <<<"$2"; }
+row() {  # row MEASURE UNIT TORCH PROJECT: a table row with project / torch
+  awk -v m="$1" -v u="$2" -v t="$3" -v p="$4" \
+    'BEGIN { printf "| %-44s | %10.1f | %10.1f | %6.2f |\n", m " (" u ")", t, p, p / t }'
+}
+
+loader_formats() {
+  echo "== day 3's storage formats at steady state: 30,000 Fashion-MNIST JPEGs, 2 workers,"
+  echo "   batch 256, persistent workers, the second of two epochs (decoding and normalisation)"
+  echo "| measure | PyTorch | project | project / PyTorch |"
+  echo "|---|---:|---:|---:|"
+  local format theirs ours
+  for format in folder tar; do
+    "$bin/tools/make_dataset" --to "$format" --out "$work/$format" --train 30000 --val 100 \
+      --shard-samples 2000 >/dev/null
+    theirs=$("${py[@]}" loader-formats --format "$format" --data-dir "$work/$format")
+    ours=$("$bin/bench/compare/loader_throughput" --format "$format" --data-dir "$work/$format" \
+      --batch-size 256 --num-workers 2 --epochs 2)
+    row "$format: images/s" "images/s" "$(value loader "$theirs")" "$(value loader "$ours")"
+    row "$format: first batch of the epoch" "ms" "$(value first_batch_ms "$theirs")" \
+      "$(value first_batch_ms "$ours")"
+  done
+}
+if ((loaders_only)); then
+  loader_formats
+  exit 0
+fi
 
 echo "== parity of one f32 training step (the project's weights and batch, loaded by PyTorch;"
 echo "   the repository's f32 rule |project - torch| <= 1e-5 + 1e-5 |torch|)"
@@ -63,11 +96,6 @@ done
 "${py[@]}" parity "$work/gpt.step" || parity_failed=1
 ((parity_only)) && exit "$parity_failed"
 
-value() { sed -n "s/^$1: \([0-9.]*\).*/\1/p" <<<"$2"; }
-row() {  # row MEASURE UNIT TORCH PROJECT: a table row with project / torch
-  awk -v m="$1" -v u="$2" -v t="$3" -v p="$4" \
-    'BEGIN { printf "| %-44s | %10.1f | %10.1f | %6.2f |\n", m " (" u ")", t, p, p / t }'
-}
 echo
 echo "| measure | PyTorch | project | project / PyTorch |"
 echo "|---|---:|---:|---:|"
@@ -111,6 +139,8 @@ row "DDP step, small network, 2 ranks x b64" "ms" "$(value ddp_step "$theirs")" 
   "$(awk '$1 == "step" {print $2}' <<<"$ours")"
 echo
 echo "project / PyTorch above 1 means the project is faster for images/s, slower for us and ms."
+echo
+loader_formats
 
 echo
 echo "== where the training step's time goes (small network, batch 128, NCHW, $threads threads)"

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     sets.train_transform.policy.kind = parse_augment_policy(policy);
     sets.train_transform.train = data.augment || policy != "none";
     sets.train_transform.random_crop = data.augment;
+    sets.train_transform.eval_crop_fraction = 1.0f;  // without --augment: the whole image
     DataLoader loader(sets.train, sets.train_transform, loader_options(data, batch));
     const double megabytes = stored_bytes(data.data_dir, format) / 1e6;
     std::printf("%s: %lld training images, %.1f MB stored, %d workers, batch %lld\n",

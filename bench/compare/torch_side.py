@@ -245,6 +245,36 @@ def loader(args):
     print(f"loader: {images / (time.perf_counter() - start):.1f} images/s")
 
 
+def loader_formats(args):
+    """DataLoader at steady state over day 3's files: torchvision's ImageFolder (colour, as the
+    project's ImageFolder decodes) or webdataset's shards (grey, as written), decoding and
+    normalisation only, persistent workers, `epochs` passes (the first a warm-up)."""
+    t = torchvision.transforms
+    if args.format == "folder":
+        data = torchvision.datasets.ImageFolder(os.path.join(args.data_dir, "train"), transform=t.Compose([
+            t.ToTensor(), t.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]))
+        batches = torch.utils.data.DataLoader(data, batch_size=args.batch, shuffle=True,
+                                              num_workers=args.workers, persistent_workers=True)
+    else:
+        import glob
+        import webdataset as wds
+        shards = sorted(glob.glob(os.path.join(args.data_dir, "train", "*.tar")))
+        normalise = t.Compose([t.ToTensor(), t.Normalize((0.2860,), (0.3530,))])
+        data = (wds.WebDataset(shards, shardshuffle=len(shards), empty_check=False)
+                .shuffle(args.buffer).decode("pil").to_tuple("jpg", "cls")
+                .map_tuple(normalise, int).batched(args.batch))
+        batches = wds.WebLoader(data, batch_size=None, num_workers=args.workers,
+                                persistent_workers=True)
+    for epoch in range(args.epochs):
+        start, images, first_ms = time.perf_counter(), 0, None
+        for x, _ in batches:
+            if first_ms is None:
+                first_ms = 1e3 * (time.perf_counter() - start)
+            images += x.shape[0]
+        rate = images / (time.perf_counter() - start)
+    print(f"loader: {rate:.1f} images/s\nfirst_batch_ms: {first_ms:.1f}")
+
+
 def _allreduce_rank(rank, world, sizes, port, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -330,6 +360,14 @@ def main():
     p.add_argument("--size", type=int, default=56)
     p.add_argument("--workers", type=int, default=2)
     p.set_defaults(run=loader)
+    p = sub.add_parser("loader-formats")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--format", choices=("folder", "tar"), required=True)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--buffer", type=int, default=1000)
+    p.set_defaults(run=loader_formats)
     for name, run in (("allreduce", allreduce), ("ddp", ddp)):
         p = sub.add_parser(name)
         p.add_argument("--ranks", type=int, default=2)
