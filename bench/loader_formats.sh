@@ -20,7 +20,8 @@ done
 for n in "$images" "$workers" "$batch"; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "loader_formats: options take whole numbers" >&2; exit 1; }
 done
-bazel build -c opt //tools:make_dataset //bench/compare:loader_throughput >/dev/null
+bazel build -c opt --noshow_progress --ui_event_filters=-info //tools:make_dataset \
+  //bench/compare:loader_throughput
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 make=(bazel-bin/tools/make_dataset --train "$images" --val 100)
@@ -38,7 +39,8 @@ measure() {  # measure LABEL DATA_DIR [loader flags]: one table row
     /training images/ { for (i = 1; i <= NF; ++i) if ($i == "MB") mb = $(i - 1); n = $2 }
     /^epoch 0/ { warm = $6 }
     /^epoch 1/ { first = $5; rate = $7; mbs = $9 }
-    END { printf "| %-28s | %8s | %9.1f | %9.1f | %9.1f | %7.1f |\n", label, n, mb, warm, first, rate, mbs }' <<<"$out"
+    END { printf "| %-28s | %6s | %6.1f | %6.1f | %6.1f | %8.1f | %6.1f |\n", label, n, mb, warm,
+          first, rate, mbs }' <<<"$out"
 }
 echo "$(nproc) cores, $workers workers, batch $batch, $images training images of 28x28"
 echo

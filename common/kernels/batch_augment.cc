@@ -34,9 +34,10 @@ Tensor augment_batch_on_device(const Tensor& images, const Tensor& geometry, con
     for_each_index(images.device(), d.n,
                    ops::MeanGrey<T>{images.data_as<T>(), d.strides, moves, grey.data_as<float>()},
                    d.c * d.h * d.w);
-    for_each_index(images.device(), images.numel(),
+    for_each_index(images.device(), d.n * d.c * d.h,
                    ops::AugmentPixels<T>{images.data_as<T>(), out.data_as<T>(), d.strides, moves,
-                                         grey.data_as<float>()});
+                                         grey.data_as<float>()},
+                   d.w);
   });
   return out;
 }

@@ -61,6 +61,8 @@ struct MeanGrey {
   }
 };
 
+// One index per image row (sample, channel, row), the columns in a loop: the index arithmetic
+// (integer divisions) is paid per row, not per pixel.
 template <class T>
 struct AugmentPixels {
   const T* x;
@@ -69,15 +71,18 @@ struct AugmentPixels {
   SampleMoves moves;
   const float* grey;  // (N,)
 
-  COURSE_HD void operator()(int64_t index) const {
-    const int64_t col = index % moves.width;
-    const int64_t y = index / moves.width % moves.height;
-    const int64_t c = index / (moves.width * moves.height) % moves.channels;
-    const int64_t i = index / (moves.width * moves.height * moves.channels);
+  COURSE_HD void operator()(int64_t row_index) const {
+    const int64_t y = row_index % moves.height;
+    const int64_t c = row_index / moves.height % moves.channels;
+    const int64_t i = row_index / (moves.height * moves.channels);
     const float contrast = moves.factors[2 * i + 1];
-    float p = contrast * moves.brightened(x, strides, i, c, y, col) + (1.0f - contrast) * grey[i];
-    p = p < 0.0f ? 0.0f : (p > 1.0f ? 1.0f : p);
-    out[strides.at(i, c, y, col)] = T((p - moves.mean[c]) / moves.std[c]);
+    const float offset = (1.0f - contrast) * grey[i];
+    const float mean = moves.mean[c], inverse_std = 1.0f / moves.std[c];
+    for (int64_t col = 0; col < moves.width; ++col) {
+      float p = contrast * moves.brightened(x, strides, i, c, y, col) + offset;
+      p = p < 0.0f ? 0.0f : (p > 1.0f ? 1.0f : p);
+      out[strides.at(i, c, y, col)] = T((p - mean) * inverse_std);
+    }
   }
 };
 
