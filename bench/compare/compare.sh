@@ -72,8 +72,8 @@ loader_formats() {
     theirs=$("${py[@]}" loader-formats --format "$format" --data-dir "$work/$format")
     ours=$("$bin/bench/compare/loader_throughput" --format "$format" --data-dir "$work/$format" \
       --batch-size 256 --num-workers 2 --epochs 2)
-    row "$format: images/s" "images/s" "$(value loader "$theirs")" "$(value loader "$ours")"
-    row "$format: first batch of the epoch" "ms" "$(value first_batch_ms "$theirs")" \
+    row "$format, 28x28 JPEGs" "images/s" "$(value loader "$theirs")" "$(value loader "$ours")"
+    row "$format, first batch of an epoch" "ms" "$(value first_batch_ms "$theirs")" \
       "$(value first_batch_ms "$ours")"
   done
 }
