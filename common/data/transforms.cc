@@ -1,4 +1,4 @@
-// Crop boxes and the crop-resize-jitter-augment-normalise pipeline.
+// Crop boxes, the list of per-sample steps, and running it into normalised planes.
 #include "common/data/transforms.h"
 
 #include <algorithm>
@@ -42,39 +42,59 @@ CropBox center_crop_box(int width, int height, float fraction) {
   return {(width - side) / 2, (height - side) / 2, side, side};
 }
 
+std::vector<ImageStep> compose(const TransformOptions& o) {
+  std::vector<ImageStep> steps;
+  const bool random_crop = o.train && o.random_crop, centre_crop = !o.train;
+  const float fraction = o.eval_crop_fraction;
+  const int side = static_cast<int>(o.size);
+  steps.push_back(
+      [random_crop, centre_crop, fraction, side](const cv::Mat& image, std::mt19937& rng) {
+        CropBox box{0, 0, image.cols, image.rows};
+        if (random_crop) box = random_resized_crop_box(image.cols, image.rows, rng);
+        if (centre_crop) box = center_crop_box(image.cols, image.rows, fraction);
+        const cv::Mat crop = image(cv::Rect(box.x, box.y, box.width, box.height));
+        if (box.width == side && box.height == side) return crop;
+        cv::Mat resized;
+        cv::resize(crop, resized, cv::Size(side, side), 0, 0, cv::INTER_LINEAR);
+        return resized;
+      });
+  if (!o.train) return steps;
+  const JitterOptions jitter = o.jitter;
+  const bool flip = o.flip;
+  steps.push_back([jitter, flip](const cv::Mat& image, std::mt19937& rng) {
+    return apply_jitter(image, draw_jitter(jitter, flip, rng));
+  });
+  if (o.policy.kind != AugmentPolicyKind::kNone) {
+    const AugmentPolicy policy = o.policy;
+    steps.push_back(
+        [policy](const cv::Mat& image, std::mt19937& rng) { return augment(image, policy, rng); });
+  }
+  steps.insert(steps.end(), o.extra_steps.begin(), o.extra_steps.end());
+  return steps;
+}
+
 void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt19937& rng,
                      float* out) {
   COURSE_CHECK(pixels.dim() == 3 && pixels.dtype() == DType::kU8 && pixels.device().is_cpu(),
                "an image to transform must be (H, W, C) u8 on the CPU, got ", pixels.str());
   const int channels = static_cast<int>(pixels.size(2));
-  const cv::Mat image(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)),
-                      CV_8UC(channels), pixels.data());
   COURSE_CHECK(static_cast<size_t>(channels) == o.mean.size() && o.mean.size() == o.std.size(),
                "an image of ", channels, " channels needs as many means and deviations, got ",
                o.mean.size());
-  CropBox box{0, 0, image.cols, image.rows};
-  if (o.train && o.random_crop) {
-    box = random_resized_crop_box(image.cols, image.rows, rng);
-  } else if (!o.train) {
-    box = center_crop_box(image.cols, image.rows, o.eval_crop_fraction);
-  }
-  const JitterDraw jitter =
-      draw_jitter(o.train ? o.jitter : JitterOptions{}, o.train && o.flip, rng);
+  cv::Mat image(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)),
+                CV_8UC(channels), pixels.data());
+  for (const ImageStep& step : compose(o)) image = step(image, rng);
   const int side = static_cast<int>(o.size);
-  cv::Mat crop = image(cv::Rect(box.x, box.y, box.width, box.height)), resized;
-  if (box.width == side && box.height == side) {
-    resized = crop;
-  } else {
-    cv::resize(crop, resized, cv::Size(side, side), 0, 0, cv::INTER_LINEAR);
-  }
-  resized = apply_jitter(resized, jitter);  // new pixels, never the caller's, when it moves any
-  if (o.train) resized = augment(resized, o.policy, rng);
+  COURSE_CHECK(image.rows == side && image.cols == side && image.channels() == channels &&
+                   image.depth() == CV_8U,
+               "the transforms' steps must keep ", side, " x ", side, " u8 images of ", channels,
+               " channels");
   std::vector<cv::Mat> planes(channels);
   for (int c = 0; c < channels; ++c) {
     planes[c] = cv::Mat(side, side, CV_32FC1, out + static_cast<int64_t>(c) * side * side);
   }
   cv::Mat as_float;
-  resized.convertTo(as_float, CV_32F);
+  image.convertTo(as_float, CV_32F);
   std::vector<cv::Mat> split;
   cv::split(as_float, split);
   for (int c = 0; c < channels; ++c) {

@@ -1,4 +1,5 @@
-// The course's image transforms, as torchvision defines them, on decoded images (H, W, C u8):
+// The course's image transforms, as torchvision defines them, on decoded images (H, W, C u8), a
+// list of per-sample steps run in order as torchvision's Compose runs them:
 //   training:   RandomResizedCrop(size, scale 0.08-1, ratio 3/4-4/3) + horizontal flip (p 0.5)
 //               + the jitter of jitter.h (none by default)
 //               + the automatic augmentation policy (RandAugment, TrivialAugmentWide; none by
@@ -9,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <opencv2/core.hpp>
 #include <random>
 #include <vector>
 
@@ -31,19 +34,29 @@ CropBox random_resized_crop_box(int width, int height, std::mt19937& rng, float 
 // The centred square whose side is `fraction` of the shorter side.
 CropBox center_crop_box(int width, int height, float fraction);
 
+// One per-sample step on a decoded u8 image (grey or RGB), drawing what it needs from the
+// sample's generator; it returns a new image or a view, never writing into its input.
+using ImageStep = std::function<cv::Mat(const cv::Mat& image, std::mt19937& rng)>;
+
 struct TransformOptions {
-  int64_t size = 28;                // output side
-  bool train = true;                // random crop and flip (else the centre crop)
-  bool random_crop = true;          // with train: RandomResizedCrop (off: the whole image)
-  bool flip = true;                 // with train: horizontal flip with probability 1/2
-  float eval_crop_fraction = 1.0f;  // validation crop, as a fraction of the shorter side
-  JitterOptions jitter;             // with train: after the flip
-  AugmentPolicy policy;             // with train: after the jitter
+  int64_t size = 28;                   // output side
+  bool train = true;                   // random crop and flip (else the centre crop)
+  bool random_crop = true;             // with train: RandomResizedCrop (off: the whole image)
+  bool flip = true;                    // with train: horizontal flip with probability 1/2
+  float eval_crop_fraction = 1.0f;     // validation crop, as a fraction of the shorter side
+  JitterOptions jitter;                // with train: after the flip
+  AugmentPolicy policy;                // with train: after the jitter
+  std::vector<ImageStep> extra_steps;  // with train: after the policy (a lab's own steps)
   std::vector<float> mean = {0.2860f}, std = {0.3530f};  // one per channel
 };
 
-// Crops, resizes, flips and normalises the (H, W, C) u8 `image` into out[C * size * size];
-// `rng` decides the random parts. The image's channel count must match mean/std.
+// The steps `options` describe, in order: the crop resized to `size`, then with train the flip
+// and jitter, the policy and the extra steps.
+std::vector<ImageStep> compose(const TransformOptions& options);
+
+// Runs compose(options) on the (H, W, C) u8 `image` and normalises the result into
+// out[C * size * size]; `rng` decides the random parts. The image's channel count must match
+// mean/std.
 void transform_image(const Tensor& image, const TransformOptions& options, std::mt19937& rng,
                      float* out);
 

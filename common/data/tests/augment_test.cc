@@ -211,6 +211,33 @@ TEST(AugmentPolicy, TrainingTransformIsReproducibleAndValidationUntouched) {
   EXPECT_EQ(run(validation, 3), run(plain_validation, 3));
 }
 
+TEST(AugmentPolicy, StepsComposeInTorchvisionsOrderWithALabsOwnLast) {
+  TransformOptions o{.size = 4, .random_crop = false, .mean = {0}, .std = {1}};
+  o.policy = {.kind = AugmentPolicyKind::kTrivialAugmentWide};
+  // A lab's own step: every level inverted, after crop, flip, jitter and the policy.
+  o.extra_steps.push_back([](const cv::Mat& image, std::mt19937&) {
+    cv::Mat inverted;
+    cv::bitwise_not(image, inverted);
+    return inverted;
+  });
+  EXPECT_EQ(compose(o).size(), 4u);
+  TransformOptions validation = o;
+  validation.train = false;
+  EXPECT_EQ(compose(validation).size(), 1u) << "validation: the centre crop alone";
+  Tensor pixels = Tensor::empty({4, 4, 1}, DType::kU8);
+  cv::Mat view(4, 4, CV_8UC1, pixels.data());
+  cv::randu(view, 0, 256);
+  std::vector<float> with(16), without(16);
+  std::mt19937 a(9), b(9);
+  transform_image(pixels, o, a, with.data());
+  o.extra_steps.clear();
+  transform_image(pixels, o, b, without.data());
+  for (int k = 0; k < 16; ++k) EXPECT_NEAR(with[k], 1.0f - without[k], 1e-6f) << k;
+  o.extra_steps.push_back([](const cv::Mat& image, std::mt19937&) { return image.rowRange(0, 2); });
+  EXPECT_NE(error_of([&] { transform_image(pixels, o, a, with.data()); }).find("must keep 4 x 4"),
+            std::string::npos);
+}
+
 TEST(AugmentPolicy, BadPoliciesAreRefused) {
   EXPECT_NE(error_of([] { parse_augment_policy("autoaugment"); }).find("trivialaugment"),
             std::string::npos);
