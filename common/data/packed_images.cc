@@ -78,6 +78,7 @@ void PackedWriter::finish() {
   h.height = layout_.height;
   h.width = layout_.width;
   h.channels = layout_.channels;
+  position_ = (position_ + 7) / 8 * 8;  // the index's integers aligned
   h.index_offset = position_;
   const bool written =
       std::fseek(file_, position_, SEEK_SET) == 0 &&
@@ -121,9 +122,10 @@ PackedImages::PackedImages(const std::string& path) : path_(path) {
              h.height,
              h.width,
              h.channels};
-  const auto* index = reinterpret_cast<const int64_t*>(map_ + h.index_offset);
   for (int64_t i = 0; i < h.samples; ++i) {
-    const int64_t offset = index[3 * i], size = index[3 * i + 1], label = index[3 * i + 2];
+    int64_t entry[3];  // copied out: another writer's index need not be 8-byte aligned
+    std::memcpy(entry, map_ + h.index_offset + 24 * i, sizeof entry);
+    const int64_t offset = entry[0], size = entry[1], label = entry[2];
     const std::string which = "sample " + std::to_string(i);
     COURSE_CHECK(offset >= h.page_size && size > 0 && offset + size <= h.index_offset,
                  bad(which + " lies outside the data pages"));
