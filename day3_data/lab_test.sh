@@ -26,6 +26,9 @@ expect 0 "batch flip, jitter, CutMix (elem) on the device" "$solution" "${small[
   --mix-mode elem --aug-device --translate 3
 expect 0 "test accuracy" "$solution" --synthetic 64 --batch-size 16 --device cpu --no-progress \
   --mixup 0.8 --aug-device
+expect 0 "steps per epoch, channels-last" "$solution" "${small[@]}" --channels-last --cutmix 1 \
+  --aug-device --translate 2
+expect 1 "--metrics" "$solution" "${small[@]}" --metrics "$TEST_TMPDIR/no/such/folder/m.jsonl"
 
 data=$TEST_TMPDIR/data
 for format in folder tar packed; do
@@ -34,6 +37,8 @@ for format in folder tar packed; do
 done
 expect 0 "val: 40 images" "$make_dataset" --to packed --encoding pixels --out "$data/pixels" \
   --train 64 --val 40 --page-kb 4
+expect 1 "error: cannot create the folder /proc/no-dataset" "$make_dataset" --to tar \
+  --out /proc/no-dataset --train 4 --val 4
 formats=(--test --test-nsteps 2 --no-progress --batch-size 16 --device cpu)
 expect 3 "TODO TP3.4" "$trainee" --data-dir "$data/tar" "${formats[@]}"
 expect 3 "TODO TP3.5" "$trainee" --data-dir "$data/packed" "${formats[@]}"

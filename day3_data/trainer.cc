@@ -13,6 +13,7 @@
 #include "common/data/epoch_order.h"
 #include "common/data/packed_images.h"
 #include "common/data/tar_shards.h"
+#include "common/kernels/layout.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/train/classifier_step.h"
@@ -25,6 +26,10 @@ namespace day3 {
 using namespace course;
 
 namespace {
+
+Tensor to_channels_last(const Tensor& images) {
+  return to_memory_format(images, MemoryFormat::kChannelsLast);
+}
 
 // What the loader's workers do to each training image, in torchvision's order.
 void set_worker_augmentation(const LabOptions& o, TransformOptions& t) {
@@ -118,18 +123,15 @@ LabResult run_lab(const LabOptions& o) {
     }
     return b;
   };
-  const bool host_stage = o.mixing() && !o.aug_device;
 
   DataLoader loader(data.train, data.train_transform, loader_options(o, o.batch_size));
   const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
-  // On a GPU the host stage runs on each loaded batch before its copy.
+  // Without --aug-device the batch stage runs on each loaded training batch on the host.
   DeviceBatches::Transfer transfer;
-  if (!device.is_cpu()) {
-    transfer = [&](const Batch& host, Device to, const Stream& stream) {
-      return copy_to_device(host_stage ? batch_stage(host) : host, to, stream);
-    };
-  }
-  DeviceBatches batches(loader, device, o.non_blocking, transfer);
+  if (!device.is_cpu()) transfer = copy_to_device;
+  DeviceBatches::Prepare prepare;
+  if (o.mixing() && !o.aug_device) prepare = batch_stage;
+  DeviceBatches batches(loader, device, o.non_blocking, transfer, prepare);
 
   const auto model = train::make_classifier(o, *data.train, device);
   const auto optimizer = optim::make_optimizer(
@@ -147,11 +149,11 @@ LabResult run_lab(const LabOptions& o) {
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
     Batch batch = batches.next();
-    if (host_stage && device.is_cpu()) batch = batch_stage(batch);
     if (o.aug_device) {
       phases.start(train::Phase::kAugment);
       batch = batch_stage(batch);
     }
+    if (o.channels_last) batch.images = to_channels_last(batch.images);
     phases.start(train::Phase::kForward);
     const bool mixed = batch.targets.defined();
     const train::ClassifierForward f = mixed ? train::soft_target_forward(*model, batch, o)
@@ -167,8 +169,11 @@ LabResult run_lab(const LabOptions& o) {
     return f.loss.loss;
   };
   hooks.validate = [&] {
-    return train::evaluate(*model, data.val, data.val_transform, o, 0, 1,
-                           [&](const Batch& host) { return batches.place(host); });
+    return train::evaluate(*model, data.val, data.val_transform, o, 0, 1, [&](const Batch& host) {
+      Batch b = batches.place(host);
+      if (o.channels_last) b.images = to_channels_last(b.images);
+      return b;
+    });
   };
   train::TrainingLoop loop(o,
                            {.device = device,
@@ -181,11 +186,13 @@ LabResult run_lab(const LabOptions& o) {
                            hooks);
 
   std::printf("%s\n", describe_storage(o, *data.train).c_str());
-  std::printf("training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch\n%s\n",
-              o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
-              static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
-              static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
-              describe(o, data.train_transform).c_str());
+  std::printf(
+      "training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n%s\n",
+      o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
+      static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
+      static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
+      o.amp ? ", amp bf16" : "", o.channels_last ? ", channels-last" : "",
+      describe(o, data.train_transform).c_str());
   std::fflush(stdout);
   const train::LoopResult run = loop.run();
   return {.steps = run.steps,

@@ -16,7 +16,10 @@ int64_t batches_per_epoch(int64_t samples, int64_t batch_size, bool drop_last) {
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> source, const TransformOptions& transform,
                        const LoaderOptions& options)
-    : source_(std::move(source)), transform_(transform), options_(options) {
+    : source_(std::move(source)),
+      transform_(transform),
+      steps_(compose(transform)),
+      options_(options) {
   COURSE_CHECK(options.batch_size > 0, "--batch-size must be positive, got ", options.batch_size);
   COURSE_CHECK(options.num_workers >= 0, "--num-workers must not be negative, got ",
                options.num_workers);
@@ -75,7 +78,7 @@ DataLoader::Slot DataLoader::make_batch(int64_t index, const Indices& indices,
                           static_cast<uint32_t>(sample), static_cast<uint32_t>(sample >> 32)};
       std::mt19937 rng(seeds);
       try {
-        transform_image(source_->image(sample), transform_, rng,
+        transform_image(source_->image(sample), steps_, transform_, rng,
                         images.data_as<float>() + kept * c * side * side);
       } catch (const CorruptSampleError& e) {
         if (!options_.skip_corrupt) throw;

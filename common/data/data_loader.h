@@ -77,6 +77,7 @@ class DataLoader {
 
   std::shared_ptr<const Dataset> source_;
   TransformOptions transform_;
+  std::vector<ImageStep> steps_;  // compose(transform_), built once
   LoaderOptions options_;
   Indices indices_ = std::make_shared<std::vector<int64_t>>();  // replaced, never modified
   int64_t epoch_ = 0, consumed_ = 0;

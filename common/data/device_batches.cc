@@ -11,11 +11,12 @@ Batch copy_to_device(const Batch& host, Device device, const Stream& stream) {
 }
 
 DeviceBatches::DeviceBatches(DataLoader& loader, Device device, bool non_blocking,
-                             Transfer transfer)
+                             Transfer transfer, Prepare prepare)
     : loader_(loader),
       device_(device),
       non_blocking_(non_blocking && transfer != nullptr),
       transfer_(std::move(transfer)),
+      prepare_(std::move(prepare)),
       copy_stream_(device),
       compute_queued_(device) {}
 
@@ -29,9 +30,11 @@ void DeviceBatches::retire(std::optional<InFlight>& batch) {
   batch.reset();
 }
 
+Batch DeviceBatches::load() { return prepare_ ? prepare_(loader_.next()) : loader_.next(); }
+
 DeviceBatches::InFlight DeviceBatches::load_and_copy() {
   InFlight f;
-  f.host = loader_.next();
+  f.host = load();
   f.device = transfer_(f.host, device_, copy_stream_);
   f.copied = std::make_unique<Event>(device_);
   f.copied->record(&copy_stream_);
@@ -55,7 +58,7 @@ Batch DeviceBatches::place(const Batch& host) {
 }
 
 Batch DeviceBatches::next() {
-  if (!transfer_) return loader_.next();
+  if (!transfer_) return load();
   if (!non_blocking_) {
     InFlight now = load_and_copy();
     now.copied->synchronize();

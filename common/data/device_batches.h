@@ -33,8 +33,13 @@ class DeviceBatches {
   // Queues the copy of a host batch to `device` on `stream` (day 1's TP1.1 in the labs).
   using Transfer = std::function<Batch(const Batch& host, Device device, const Stream& stream)>;
 
-  // An empty `transfer` hands out the loader's batches unchanged.
-  DeviceBatches(DataLoader& loader, Device device, bool non_blocking, Transfer transfer);
+  // Work on a loaded training batch on the host before its transfer (day 3's MixUp on the
+  // host); never applied to the batches of place().
+  using Prepare = std::function<Batch(Batch host)>;
+
+  // An empty `transfer` hands out the loader's batches unchanged (after `prepare`, if any).
+  DeviceBatches(DataLoader& loader, Device device, bool non_blocking, Transfer transfer,
+                Prepare prepare = nullptr);
   ~DeviceBatches();
   DeviceBatches(const DeviceBatches&) = delete;
   DeviceBatches& operator=(const DeviceBatches&) = delete;
@@ -52,6 +57,7 @@ class DeviceBatches {
     Batch host, device;
     std::unique_ptr<Event> copied;
   };
+  Batch load();  // the loader's next batch, prepared
   InFlight load_and_copy();
   void retire(std::optional<InFlight>& batch);  // waits for its copy, then frees its host side
 
@@ -59,6 +65,7 @@ class DeviceBatches {
   Device device_;
   bool non_blocking_;
   Transfer transfer_;
+  Prepare prepare_;
   Stream copy_stream_;
   Event compute_queued_;
   std::optional<InFlight> ahead_;       // the next batch, being copied

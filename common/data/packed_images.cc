@@ -87,7 +87,9 @@ void PackedWriter::finish() {
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
   COURSE_CHECK(written && closed, "cannot write ", path_, ".tmp: ", std::strerror(errno));
-  std::filesystem::rename(path_ + ".tmp", path_);
+  std::error_code error;
+  std::filesystem::rename(path_ + ".tmp", path_, error);
+  COURSE_CHECK(!error, "cannot rename ", path_, ".tmp: ", error.message());
 }
 
 PackedImages::PackedImages(const std::string& path) : path_(path) {

@@ -22,14 +22,29 @@ namespace fs = std::filesystem;
 
 int64_t padded(int64_t size) { return (size + 511) / 512 * 512; }
 
-std::vector<uint8_t> read_at(const std::string& path, int64_t offset, int64_t size) {
-  std::vector<uint8_t> bytes(size);
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  const ssize_t got = fd < 0 ? -1 : ::pread(fd, bytes.data(), size, offset);
-  if (fd >= 0) ::close(fd);
-  if (got != size) throw CorruptSampleError("shard " + path + ": cannot read a member's bytes");
-  return bytes;
-}
+// A shard opened for reads at given offsets (pread: safe from several threads).
+class ShardFile {
+ public:
+  explicit ShardFile(std::string path)
+      : path_(std::move(path)), fd_(::open(path_.c_str(), O_RDONLY)) {}
+  ~ShardFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ShardFile(const ShardFile&) = delete;
+  ShardFile& operator=(const ShardFile&) = delete;
+
+  std::vector<uint8_t> read(int64_t offset, int64_t size) const {
+    std::vector<uint8_t> bytes(size);
+    if (fd_ < 0 || ::pread(fd_, bytes.data(), size, offset) != size) {
+      throw CorruptSampleError("shard " + path_ + ": cannot read a member's bytes");
+    }
+    return bytes;
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+};
 
 int64_t parse_class(const std::string& text, const std::string& where) {
   size_t used = 0;
@@ -158,7 +173,9 @@ void TarShardWriter::close_shard() {
   archive_ = nullptr;
   COURSE_CHECK(ok, "cannot finish shard ", open_path_);
   const std::string final_path = open_path_.substr(0, open_path_.size() - 4);
-  fs::rename(open_path_, final_path);
+  std::error_code error;
+  fs::rename(open_path_, final_path, error);
+  COURSE_CHECK(!error, "cannot rename shard ", open_path_, ": ", error.message());
   ++shard_;
   samples_in_shard_ = bytes_in_shard_ = 0;
 }
@@ -179,6 +196,7 @@ TarShards::TarShards(const std::string& dir, int64_t classes, bool skip_corrupt,
   int64_t largest = -1;
   for (size_t s = 0; s < shards_.size(); ++s) {
     int64_t in_shard = 0;
+    const ShardFile file(shards_[s]);
     for (const TarSample& sample : group(list_tar_members(shards_[s]))) {
       const std::string where = "shard " + shards_[s] + ", sample '" + sample.key + "'";
       try {
@@ -188,7 +206,7 @@ TarShards::TarShards(const std::string& dir, int64_t classes, bool skip_corrupt,
           throw ShardError(where + " has no ." + (image == sample.parts.end() ? "jpg" : "cls") +
                            " member (each sample needs both)");
         }
-        const std::vector<uint8_t> text = read_at(shards_[s], cls->second.offset, cls->second.size);
+        const std::vector<uint8_t> text = file.read(cls->second.offset, cls->second.size);
         const int64_t label = parse_class(std::string(text.begin(), text.end()), where);
         if (classes > 0 && label >= classes) {
           throw ShardError(where + ": class " + std::to_string(label) + " is not in [0, " +
@@ -213,7 +231,7 @@ TarShards::TarShards(const std::string& dir, int64_t classes, bool skip_corrupt,
 
 Tensor TarShards::image(int64_t index) const {
   const Sample& s = samples_[index];
-  const std::vector<uint8_t> bytes = read_at(shards_[s.shard], s.offset, s.size);
+  const std::vector<uint8_t> bytes = ShardFile(shards_[s.shard]).read(s.offset, s.size);
   const cv::Mat decoded = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
   if (decoded.empty() || decoded.depth() != CV_8U ||
       (decoded.channels() != 1 && decoded.channels() != 3)) {

@@ -75,6 +75,11 @@ std::vector<ImageStep> compose(const TransformOptions& o) {
 
 void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt19937& rng,
                      float* out) {
+  transform_image(pixels, compose(o), o, rng, out);
+}
+
+void transform_image(const Tensor& pixels, const std::vector<ImageStep>& steps,
+                     const TransformOptions& o, std::mt19937& rng, float* out) {
   COURSE_CHECK(pixels.dim() == 3 && pixels.dtype() == DType::kU8 && pixels.device().is_cpu(),
                "an image to transform must be (H, W, C) u8 on the CPU, got ", pixels.str());
   const int channels = static_cast<int>(pixels.size(2));
@@ -83,7 +88,7 @@ void transform_image(const Tensor& pixels, const TransformOptions& o, std::mt199
                o.mean.size());
   cv::Mat image(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)),
                 CV_8UC(channels), pixels.data());
-  for (const ImageStep& step : compose(o)) image = step(image, rng);
+  for (const ImageStep& step : steps) image = step(image, rng);
   const int side = static_cast<int>(o.size);
   COURSE_CHECK(image.rows == side && image.cols == side && image.channels() == channels &&
                    image.depth() == CV_8U,

@@ -35,7 +35,8 @@ CropBox random_resized_crop_box(int width, int height, std::mt19937& rng, float 
 CropBox center_crop_box(int width, int height, float fraction);
 
 // One per-sample step on a decoded u8 image (grey or RGB), drawing what it needs from the
-// sample's generator; it returns a new image or a view, never writing into its input.
+// sample's generator; it returns a new image or a view, never writing into its input, and may
+// run on several worker threads at once.
 using ImageStep = std::function<cv::Mat(const cv::Mat& image, std::mt19937& rng)>;
 
 struct TransformOptions {
@@ -59,5 +60,10 @@ std::vector<ImageStep> compose(const TransformOptions& options);
 // mean/std.
 void transform_image(const Tensor& image, const TransformOptions& options, std::mt19937& rng,
                      float* out);
+
+// The same with the steps composed once (the DataLoader's per-sample path); `options` gives
+// the size and the normalisation.
+void transform_image(const Tensor& image, const std::vector<ImageStep>& steps,
+                     const TransformOptions& options, std::mt19937& rng, float* out);
 
 }  // namespace course

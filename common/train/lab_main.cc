@@ -25,6 +25,9 @@ int lab_main(const std::function<void()>& run) {
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kExitError;
+  } catch (const std::exception& e) {  // from the standard library (a file system's refusal)
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitError;
   }
   return kExitDone;
 }

@@ -42,13 +42,21 @@ std::vector<uint8_t> jpeg_of(const Tensor& image, int quality) {
   return bytes;
 }
 
+void make_folder(const fs::path& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  COURSE_CHECK(!error, "cannot create the folder ", dir.string(), ": ", error.message());
+}
+
 void write_file(const fs::path& path, const std::vector<uint8_t>& bytes) {
   const std::string temporary = path.string() + ".tmp";
   std::FILE* f = std::fopen(temporary.c_str(), "wb");
   COURSE_CHECK(f != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() &&
                    std::fclose(f) == 0,
                "cannot write ", path.string());
-  fs::rename(temporary, path);
+  std::error_code error;
+  fs::rename(temporary, path, error);
+  COURSE_CHECK(!error, "cannot rename ", temporary, ": ", error.message());
 }
 
 void write_split(const Dataset& data, int64_t limit, const std::string& split, const Options& o) {
@@ -59,11 +67,11 @@ void write_split(const Dataset& data, int64_t limit, const std::string& split, c
     for (int64_t i = 0; i < n; ++i) {
       std::snprintf(name, sizeof name, "%04lld", static_cast<long long>(data.label(i)));
       const fs::path dir = out / split / name;
-      fs::create_directories(dir);
+      make_folder(dir);
       write_file(dir / (std::to_string(i) + ".jpg"), jpeg_of(data.image(i), o.quality));
     }
   } else if (o.to == "tar") {
-    fs::create_directories(out / split);
+    make_folder(out / split);
     TarShardWriter shards((out / split).string(), "shard", o.shard_samples, o.shard_mb << 20);
     for (int64_t i = 0; i < n; ++i) {
       std::snprintf(name, sizeof name, "%08lld", static_cast<long long>(i));
@@ -124,7 +132,7 @@ int main(int argc, char** argv) {
     COURSE_CHECK(o.shard_samples > 0 && o.shard_mb > 0 && o.page_kb > 0,
                  "--shard-samples, --shard-mb and --page-kb must be positive");
     const LabDatasets data = open_dataset({.data_dir = o.from, .synthetic = o.synthetic});
-    fs::create_directories(o.out);
+    make_folder(o.out);
     write_split(*data.train, o.train, "train", o);
     write_split(*data.val, o.val, "val", o);
   });

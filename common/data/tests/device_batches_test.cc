@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -77,6 +78,28 @@ TEST(DeviceBatches, WithoutATransferTheLoadersBatchesAreUsedWhereTheyAre) {
   batches.start_epoch(in_order(6), 0);
   EXPECT_EQ(batches.next().labels.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(batches.next().labels.to_vector<int64_t>(), (std::vector<int64_t>{4, 5}));
+}
+
+TEST(DeviceBatches, PreparationAppliesToTrainingBatchesNotToPlacedOnes) {
+  DataLoader loader(numbered(), {.size = 1, .train = false, .mean = {0}, .std = {1}},
+                    {.batch_size = 2});
+  const auto reversed = [](Batch b) {
+    std::vector<int64_t> labels = b.labels.to_vector<int64_t>();
+    std::reverse(labels.begin(), labels.end());
+    b.labels = Tensor::from_vector(labels, {static_cast<int64_t>(labels.size())});
+    return b;
+  };
+  const Batch held{Tensor::empty({1, 1, 1, 1}), Tensor::from_vector<int64_t>({7, 8}, {2})};
+  for (const bool with_transfer : {false, true}) {
+    DeviceBatches::Transfer transfer;
+    if (with_transfer) transfer = copy_to_device;
+    DeviceBatches batches(loader, Device::cpu(), true, transfer, reversed);
+    batches.start_epoch(in_order(6), 0);
+    EXPECT_EQ(batches.next().labels.to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+    EXPECT_EQ(batches.next().labels.to_vector<int64_t>(), (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(batches.place(held).labels.to_vector<int64_t>(), (std::vector<int64_t>{7, 8}))
+        << "validation batches are placed as they are";
+  }
 }
 
 TEST(OpenDataset, SyntheticImagesSplitFiveToOne) {
