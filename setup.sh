@@ -17,6 +17,7 @@ packages=(
   gnuplot-nox               # plots of the batch-size sweep
   zlib1g-dev                # gzip-compressed IDX datasets
   libarchive-dev            # WebDataset tar shards (day 3)
+  libsqlite3-dev            # hyper-parameter studies shared by many workers (day 3)
   dataset-fashion-mnist     # the embedded default dataset
   fortunes                  # the embedded default text corpus (transformer labs)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests

@@ -1,0 +1,88 @@
+// A worker's view of a study (see study.h).
+#include "common/hpo/study.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "common/core/error.h"
+
+namespace course::hpo {
+
+Study::Study(StudyStorage& storage, const std::string& name, HeartbeatOptions heartbeat)
+    : storage_(storage),
+      record_(storage.load_study(name)),
+      heartbeat_(heartbeat),
+      sampler_(make_sampler(record_.config.sampler)),
+      pruner_(make_pruner(record_.config.pruner, name)) {}
+
+int Study::fail_stale_trials() {
+  return storage_.database().write_transaction(
+      [&] { return storage_.fail_stale_trials(record_.id, heartbeat_.grace_seconds); });
+}
+
+std::optional<Trial> Study::ask(const std::string& worker) {
+  return storage_.database().write_transaction([&]() -> std::optional<Trial> {
+    storage_.fail_stale_trials(record_.id, heartbeat_.grace_seconds);
+    const std::vector<Trial> trials = storage_.trials(record_.id);
+    const int number = static_cast<int>(trials.size());
+    std::mt19937_64 rng = trial_rng(record_.config.seed, number);
+    const SamplingContext context{record_.config.space, record_.config.direction, trials, number,
+                                  record_.config.seed};
+    const std::optional<ParamValues> point = sampler_->sample(context, rng);
+    if (!point) return std::nullopt;
+    return storage_.insert_trial(record_.id, *point, worker);
+  });
+}
+
+bool Study::report(Trial& trial, int step, double value) {
+  trial.intermediate[step] = value;
+  return storage_.database().write_transaction([&] {
+    storage_.add_intermediate(trial.id, step, value);
+    std::vector<Trial> others = storage_.trials(record_.id);
+    std::erase_if(others, [&](const Trial& other) { return other.id == trial.id; });
+    const PruneDecision decision = pruner_->decide(trial, others, record_.config.direction);
+    storage_.add_rungs(trial.id, decision.new_rungs);
+    trial.rungs.insert(decision.new_rungs.begin(), decision.new_rungs.end());
+    return decision.prune;
+  });
+}
+
+void Study::tell(const Trial& trial, TrialState state, std::optional<double> value) {
+  COURSE_CHECK(state != TrialState::kComplete || value, "a complete trial needs a value");
+  const bool recorded = storage_.database().write_transaction(
+      [&] { return storage_.finish_trial(trial.id, state, value); });
+  if (!recorded) {
+    std::fprintf(stderr,
+                 "trial %d had been marked failed (no heartbeat for %.0f s); its end is not "
+                 "recorded\n",
+                 trial.number, heartbeat_.grace_seconds);
+  }
+}
+
+HeartbeatThread::HeartbeatThread(const std::string& database_path, JournalMode mode,
+                                 int64_t trial_id, double interval_seconds)
+    : thread_([this, database_path, mode, trial_id, interval_seconds] {
+        const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(interval_seconds));
+        auto next = std::chrono::steady_clock::now();
+        try {
+          StudyStorage storage(database_path, mode);
+          while (!stop_) {
+            if (std::chrono::steady_clock::now() >= next) {
+              storage.database().write_transaction([&] { storage.heartbeat(trial_id); });
+              next += period;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        } catch (const std::exception& error) {
+          std::fprintf(stderr, "heartbeat of trial %lld stopped: %s\n",
+                       static_cast<long long>(trial_id), error.what());
+        }
+      }) {}
+
+HeartbeatThread::~HeartbeatThread() {
+  stop_ = true;
+  thread_.join();
+}
+
+}  // namespace course::hpo

@@ -1,0 +1,62 @@
+// A study as one worker process drives it: ask for a trial, report its value at each step
+// (and learn whether to prune it), tell its end. Each call is one write transaction on the
+// shared storage, so the sampler sees every trial the other workers started (the constant
+// liar's running trials included) and two workers never get the same trial number.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/hpo/pruner.h"
+#include "common/hpo/sampler.h"
+#include "common/hpo/study_storage.h"
+
+namespace course::hpo {
+
+struct HeartbeatOptions {
+  double interval_seconds = 10.0;  // how often a running trial's worker says it is alive
+  double grace_seconds = 60.0;     // silence after which a running trial is marked failed
+};
+
+class Study {
+ public:
+  Study(StudyStorage& storage, const std::string& name, HeartbeatOptions heartbeat = {});
+
+  const StudyConfig& config() const { return record_.config; }
+  std::vector<Trial> trials() { return storage_.trials(record_.id); }
+
+  // A new running trial with the sampler's point, or nothing when the sampler is exhausted.
+  std::optional<Trial> ask(const std::string& worker);
+  // Records the trial's value at `step`; true when the pruner says to stop it.
+  bool report(Trial& trial, int step, double value);
+  void tell(const Trial& trial, TrialState state, std::optional<double> value = std::nullopt);
+  // Marks trials whose workers stopped beating as failed; returns how many.
+  int fail_stale_trials();
+
+ private:
+  StudyStorage& storage_;
+  StudyRecord record_;
+  HeartbeatOptions heartbeat_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Pruner> pruner_;
+};
+
+// Refreshes a running trial's heartbeat from a thread of its own (with its own connection)
+// while the objective runs; stops when destroyed.
+class HeartbeatThread {
+ public:
+  HeartbeatThread(const std::string& database_path, JournalMode mode, int64_t trial_id,
+                  double interval_seconds);
+  ~HeartbeatThread();
+  HeartbeatThread(const HeartbeatThread&) = delete;
+  HeartbeatThread& operator=(const HeartbeatThread&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace course::hpo
