@@ -1,4 +1,5 @@
-"""The day-3 lab's targets, in //day3_data (trainee) and //solutions/day3_data (solutions)."""
+"""The day-3 lab's targets, in //day3_data (trainee) and //solutions/day3_data (solutions):
+the lab, its check, and the hyper-parameter search tool on that lab."""
 
 load("//tools/labgen:day_lab.bzl", "day_lab")
 
@@ -8,4 +9,19 @@ def day3_lab(check_tags = []):
         exercises = "exercises.cc",
         srcs = ["options.cc", "trainer.cc"],
         check_tags = check_tags,
+    )
+
+    # The hyper-parameter search tool, whose lab objective is this package's lab.
+    native.cc_binary(
+        name = "hpo",
+        srcs = [
+            "//day3_data:hpo.cc",
+            "//day3_data:hpo_objective.cc",
+            "//day3_data:hpo_objective.h",
+        ],
+        deps = [
+            ":exercises",
+            "//common/hpo",
+            "//common/train:lab_support",
+        ],
     )

@@ -95,7 +95,7 @@ std::string describe_storage(const LabOptions& o, const Dataset& data) {
 
 }  // namespace
 
-LabResult run_lab(const LabOptions& o) {
+LabResult run_lab(const LabOptions& o, const EpochHook& after_epoch) {
   validate(o);
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);
@@ -175,6 +175,11 @@ LabResult run_lab(const LabOptions& o) {
       return b;
     });
   };
+  if (after_epoch) {
+    hooks.after_epoch = [&](int64_t epoch, const train::EvalTally& validation) {
+      return after_epoch(epoch, validation.accuracy());
+    };
+  }
   train::TrainingLoop loop(o,
                            {.device = device,
                             .model = model.get(),
@@ -198,6 +203,7 @@ LabResult run_lab(const LabOptions& o) {
   return {.steps = run.steps,
           .last_loss = run.last_loss,
           .test_accuracy = run.test_accuracy,
+          .ended_early = run.ended_early,
           .timing = run.timing};
 }
 

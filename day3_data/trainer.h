@@ -7,6 +7,7 @@
 // loss's gradient (TP3.3).
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "common/train/chronometer.h"
@@ -18,10 +19,15 @@ struct LabResult {
   int64_t steps = 0;
   float last_loss = 0;
   std::optional<double> test_accuracy;  // after the last epoch (not with --test)
+  bool ended_early = false;             // the epoch hook said to stop
   course::train::ChronometerReport timing;
 };
 
+// Called after each epoch (from 1) with its test accuracy; false stops the run there (the
+// hyper-parameter search's pruner).
+using EpochHook = std::function<bool(int64_t epoch, double test_accuracy)>;
+
 // Runs the lab and prints its report on stdout (progress on stderr).
-LabResult run_lab(const LabOptions& options);
+LabResult run_lab(const LabOptions& options, const EpochHook& after_epoch = {});
 
 }  // namespace day3

@@ -32,12 +32,22 @@ bool holds_shards(const fs::path& dir) {
 }
 
 // --synthetic N: N random 28x28 grey images for training and N / 5 for validation.
-LabelledImages in_memory_images(const DataFlags& f, const std::string& format, Split split) {
+LabelledImages all_in_memory_images(const DataFlags& f, const std::string& format, Split split) {
   if (format == "cifar10") return load_cifar10(f.data_dir, split);
   if (f.synthetic == 0) return load_fashion_mnist(f.data_dir, split);
   const bool train = split == Split::kTrain;
   return synthetic_images(train ? f.synthetic : std::max<int64_t>(f.synthetic / 5, 1), 1, 28,
                           kFashionMnistClasses, f.seed + (train ? 0 : 1));
+}
+
+// With --train-subset N, the training split's first N images.
+LabelledImages in_memory_images(const DataFlags& f, const std::string& format, Split split) {
+  LabelledImages data = all_in_memory_images(f, format, split);
+  const int64_t n = data.labels.numel();
+  if (split == Split::kTest || f.train_subset == 0) return data;
+  COURSE_CHECK(f.train_subset <= n, "--train-subset ", f.train_subset, " is more than the ", n,
+               " training images");
+  return {data.images.slice(0, f.train_subset), data.labels.slice(0, f.train_subset)};
 }
 
 // Per-channel statistics: Fashion-MNIST's for grey images, CIFAR-10's, else ImageNet's.
@@ -102,6 +112,7 @@ std::string detect_format(const std::string& data_dir) {
 
 LabDatasets open_dataset(const DataFlags& f, const TarGrouper& group) {
   COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
+  COURSE_CHECK(f.train_subset >= 0, "--train-subset must not be negative");
   COURSE_CHECK(f.image_size > 0, "--image-size must be positive, got ", f.image_size);
   const std::string format =
       f.synthetic > 0 ? "idx" : (f.format == "auto" ? detect_format(f.data_dir) : f.format);
@@ -113,6 +124,8 @@ LabDatasets open_dataset(const DataFlags& f, const TarGrouper& group) {
     };
     return whole_images(f, images(Split::kTrain), images(Split::kTest), format == "cifar10");
   }
+  COURSE_CHECK(f.train_subset == 0, "--train-subset needs in-memory data (Fashion-MNIST, ",
+               "CIFAR-10 or --synthetic), not ", format);
   if (format == "packed") {
     return whole_images(f, std::make_shared<PackedImages>((dir / "train.pack").string()),
                         std::make_shared<PackedImages>((dir / "val.pack").string()), false);

@@ -2,6 +2,7 @@
 #include "common/hpo/search_space.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -91,9 +92,19 @@ SearchSpace parse_search_space(const std::string& text) {
   return space;
 }
 
+namespace {
+
+// The shortest text that reads back as the same double.
+std::string shortest(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, result.ptr);
+}
+
+}  // namespace
+
 std::string to_string(const SearchSpace& space) {
   std::ostringstream out;
-  out.precision(17);
   for (size_t i = 0; i < space.params.size(); ++i) {
     const ParamSpec& param = space.params[i];
     out << (i ? ";" : "") << param.name << '=';

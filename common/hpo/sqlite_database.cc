@@ -79,7 +79,8 @@ std::string SqliteStatement::column_text(int index) const {
   return text ? reinterpret_cast<const char*>(text) : "";
 }
 
-SqliteDatabase::SqliteDatabase(const std::string& path, JournalMode mode, int busy_timeout_ms)
+SqliteDatabase::SqliteDatabase(const std::string& path, std::optional<JournalMode> mode,
+                               int busy_timeout_ms)
     : path_(path) {
   const int status =
       sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -90,13 +91,18 @@ SqliteDatabase::SqliteDatabase(const std::string& path, JournalMode mode, int bu
   }
   sqlite3_busy_timeout(db_, busy_timeout_ms);
   try {
-    exec(mode == JournalMode::kWal ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=DELETE");
+    if (mode) {
+      exec(*mode == JournalMode::kWal ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=DELETE");
+    }
+    auto journal = prepare("PRAGMA journal_mode");
+    const bool wal = journal.step() && journal.column_text(0) == "wal";
     // WAL with NORMAL survives any process crash; the rollback journal needs FULL for that.
-    exec(mode == JournalMode::kWal ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL");
+    exec(wal ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL");
     exec("PRAGMA foreign_keys=ON");
-  } catch (...) {
+  } catch (const Error&) {
+    const std::string message = sqlite3_errmsg(db_);
     sqlite3_close(db_);
-    throw;
+    COURSE_FAIL("cannot use the study database '", path, "': ", message);
   }
 }
 

@@ -49,7 +49,9 @@ class SqliteStatement {
 
 class SqliteDatabase {
  public:
-  SqliteDatabase(const std::string& path, JournalMode mode, int busy_timeout_ms);
+  // Opens (creating) the file; `mode` switches its journal (the choice is kept in the file,
+  // so only whoever creates a study sets it). Synchronous writes follow the file's mode.
+  SqliteDatabase(const std::string& path, std::optional<JournalMode> mode, int busy_timeout_ms);
   ~SqliteDatabase();
   SqliteDatabase(const SqliteDatabase&) = delete;
   SqliteDatabase& operator=(const SqliteDatabase&) = delete;

@@ -59,14 +59,14 @@ void Study::tell(const Trial& trial, TrialState state, std::optional<double> val
   }
 }
 
-HeartbeatThread::HeartbeatThread(const std::string& database_path, JournalMode mode,
-                                 int64_t trial_id, double interval_seconds)
-    : thread_([this, database_path, mode, trial_id, interval_seconds] {
+HeartbeatThread::HeartbeatThread(const std::string& database_path, int64_t trial_id,
+                                 double interval_seconds)
+    : thread_([this, database_path, trial_id, interval_seconds] {
         const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             std::chrono::duration<double>(interval_seconds));
         auto next = std::chrono::steady_clock::now();
         try {
-          StudyStorage storage(database_path, mode);
+          StudyStorage storage(database_path);
           while (!stop_) {
             if (std::chrono::steady_clock::now() >= next) {
               storage.database().write_transaction([&] { storage.heartbeat(trial_id); });

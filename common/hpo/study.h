@@ -48,8 +48,7 @@ class Study {
 // while the objective runs; stops when destroyed.
 class HeartbeatThread {
  public:
-  HeartbeatThread(const std::string& database_path, JournalMode mode, int64_t trial_id,
-                  double interval_seconds);
+  HeartbeatThread(const std::string& database_path, int64_t trial_id, double interval_seconds);
   ~HeartbeatThread();
   HeartbeatThread(const HeartbeatThread&) = delete;
   HeartbeatThread& operator=(const HeartbeatThread&) = delete;

@@ -13,7 +13,7 @@ constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS studies(
   id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, direction TEXT NOT NULL,
   space TEXT NOT NULL, sampler TEXT NOT NULL, pruner TEXT NOT NULL, seed INTEGER NOT NULL,
-  created REAL NOT NULL);
+  objective TEXT NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS trials(
   id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES studies(id),
   number INTEGER NOT NULL, state TEXT NOT NULL, value REAL, worker TEXT NOT NULL,
@@ -35,7 +35,8 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-StudyStorage::StudyStorage(const std::string& path, JournalMode mode, int busy_timeout_ms)
+StudyStorage::StudyStorage(const std::string& path, std::optional<JournalMode> mode,
+                           int busy_timeout_ms)
     : db_(path, mode, busy_timeout_ms) {
   db_.write_transaction([&] { db_.exec(kSchema); });
 }
@@ -46,23 +47,24 @@ StudyRecord StudyStorage::create_study(const StudyConfig& config) {
     auto exists = db_.prepare("SELECT 1 FROM studies WHERE name = ?");
     COURSE_CHECK(!exists.bind(1, config.name).step(), "study '", config.name, "' already exists");
     db_.prepare(
-           "INSERT INTO studies(name, direction, space, sampler, pruner, seed, created) "
-           "VALUES(?, ?, ?, ?, ?, ?, ?)")
+           "INSERT INTO studies(name, direction, space, sampler, pruner, seed, objective, "
+           "created) VALUES(?, ?, ?, ?, ?, ?, ?, ?)")
         .bind(1, config.name)
         .bind(2, std::string(to_string(config.direction)))
         .bind(3, to_string(config.space))
         .bind(4, config.sampler)
         .bind(5, config.pruner)
         .bind(6, static_cast<int64_t>(config.seed))
-        .bind(7, now_seconds())
+        .bind(7, config.objective)
+        .bind(8, now_seconds())
         .run();
     return StudyRecord{db_.last_insert_id(), config};
   });
 }
 
 StudyRecord StudyStorage::load_study(const std::string& name) {
-  auto query =
-      db_.prepare("SELECT id, direction, space, sampler, pruner, seed FROM studies WHERE name = ?");
+  auto query = db_.prepare(
+      "SELECT id, direction, space, sampler, pruner, seed, objective FROM studies WHERE name = ?");
   COURSE_CHECK(query.bind(1, name).step(), "no study named '", name, "' in the database");
   StudyRecord record;
   record.id = query.column_int(0);
@@ -72,6 +74,7 @@ StudyRecord StudyStorage::load_study(const std::string& name) {
   record.config.sampler = query.column_text(3);
   record.config.pruner = query.column_text(4);
   record.config.seed = static_cast<uint64_t>(query.column_int(5));
+  record.config.objective = query.column_text(6);
   return record;
 }
 
@@ -85,8 +88,9 @@ std::vector<std::string> StudyStorage::study_names() {
 std::vector<Trial> StudyStorage::trials(int64_t study_id) {
   std::vector<Trial> trials;
   std::map<int64_t, size_t> index;
-  auto rows =
-      db_.prepare("SELECT id, number, state, value FROM trials WHERE study_id = ? ORDER BY number");
+  auto rows = db_.prepare(
+      "SELECT id, number, state, value, worker, started, finished FROM trials "
+      "WHERE study_id = ? ORDER BY number");
   rows.bind(1, study_id);
   while (rows.step()) {
     Trial trial;
@@ -94,6 +98,9 @@ std::vector<Trial> StudyStorage::trials(int64_t study_id) {
     trial.number = static_cast<int>(rows.column_int(1));
     trial.state = parse_trial_state(rows.column_text(2));
     trial.value = rows.column_optional(3);
+    trial.worker = rows.column_text(4);
+    trial.started = rows.column_double(5);
+    trial.finished = rows.column_optional(6);
     index[trial.id] = trials.size();
     trials.push_back(std::move(trial));
   }
@@ -125,7 +132,9 @@ Trial StudyStorage::insert_trial(int64_t study_id, const ParamValues& params,
   Trial trial;
   trial.number = static_cast<int>(count.column_int(0));
   trial.params = params;
+  trial.worker = worker;
   const double now = now_seconds();
+  trial.started = now;
   db_.prepare(
          "INSERT INTO trials(study_id, number, state, worker, started, heartbeat) "
          "VALUES(?, ?, ?, ?, ?, ?)")

@@ -29,6 +29,8 @@ struct StudyConfig {
   std::string sampler = "tpe";
   std::string pruner = "none";
   uint64_t seed = 0;
+  // What a worker evaluates: "rosenbrock", "himmelblau", or "lab <fixed lab flags>".
+  std::string objective;
 };
 
 struct StudyRecord {
@@ -38,7 +40,8 @@ struct StudyRecord {
 
 class StudyStorage {
  public:
-  explicit StudyStorage(const std::string& path, JournalMode mode = JournalMode::kWal,
+  // `mode` switches the file's journal (kept in the file: give it when creating a study).
+  explicit StudyStorage(const std::string& path, std::optional<JournalMode> mode = std::nullopt,
                         int busy_timeout_ms = 600000);
 
   // Creates the study; an existing name is one course::Error.

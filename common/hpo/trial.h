@@ -28,6 +28,9 @@ struct Trial {
   std::map<int, double> intermediate;  // step -> value reported at that step
   std::optional<double> value;         // the final value of a complete trial
   std::map<int, double> rungs;         // rung -> the value recorded when it reached it
+  std::string worker;                  // who ran it (host:pid)
+  double started = 0;                  // seconds since the epoch
+  std::optional<double> finished;
 
   std::optional<int> last_step() const;
 };

@@ -97,7 +97,7 @@ int TrainingLoop::agreed_stop() const {
   return config_.comm ? parallel::agree_on_stop(stop_signal(), *config_.comm) : stop_signal();
 }
 
-void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
+bool TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
   EvalTally v = hooks_.validate();
   if (config_.comm) {
     const std::vector<float> sums =
@@ -108,11 +108,12 @@ void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
   }
   result.test_accuracy = v.accuracy();
   result.test_loss = v.loss();
-  if (!lead()) return;
+  const bool go_on = !hooks_.after_epoch || hooks_.after_epoch(epoch + 1, v);
+  if (!lead()) return go_on;
   std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n",
               static_cast<long long>(epoch + 1), result.last_loss, v.loss(), 100 * v.accuracy());
   std::fflush(stdout);
-  if (flags_.metrics.empty()) return;
+  if (flags_.metrics.empty()) return go_on;
   const int64_t step = config_.optimizer->steps();
   std::ofstream(flags_.metrics, std::ios::app)
       << nlohmann::json{{"epoch", epoch + 1},
@@ -126,6 +127,7 @@ void TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
                         {"lr", config_.optimizer->lr()}}
              .dump()
       << "\n";
+  return go_on;
 }
 
 LoopResult TrainingLoop::run() {
@@ -168,7 +170,10 @@ LoopResult TrainingLoop::run() {
       break;
     }
     save(epoch + 1, 0);
-    finish_epoch(epoch, result);
+    if (!finish_epoch(epoch, result)) {
+      result.ended_early = true;
+      break;
+    }
   }
   result.timing = chrono.report();
   if (lead()) std::printf("%s", result.timing.table().c_str());

@@ -41,6 +41,9 @@ struct LoopHooks {
   // Whether run step k (from 0) is profiled (optional: the course's wait 1, warm-up 1,
   // active 12).
   std::function<bool(int64_t run_step)> profiled;
+  // After each epoch's validation (optional), on every rank with the summed tally: false ends
+  // the run there (a pruned trial of a hyper-parameter search). Every rank must answer alike.
+  std::function<bool(int64_t epoch, const EvalTally& validation)> after_epoch;
 };
 
 struct LoopConfig {
@@ -65,6 +68,7 @@ struct LoopResult {
   float last_loss = 0;                  // of the last step (mean over ranks at epoch ends)
   std::optional<double> test_accuracy;  // after the last epoch (not with --test)
   std::optional<double> test_loss;
+  bool ended_early = false;  // after_epoch said to stop
   ChronometerReport timing;
 };
 
@@ -79,7 +83,8 @@ class TrainingLoop {
  private:
   void save(int64_t epoch, int64_t batch);
   int agreed_stop() const;
-  void finish_epoch(int64_t epoch, LoopResult& result);
+  // Validates, reports, and returns whether training goes on (after_epoch's answer).
+  bool finish_epoch(int64_t epoch, LoopResult& result);
 
   const TrainingFlags& flags_;
   LoopConfig config_;

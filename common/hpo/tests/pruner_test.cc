@@ -152,7 +152,7 @@ TEST(Pruners, DecideLikeOptunaOnRecordedCurves) {
     const auto& [pruner, direction] = key;
     const std::string path = testing::TempDir() + "/trace.db";
     std::remove(path.c_str());
-    StudyStorage storage(path);
+    StudyStorage storage(path, JournalMode::kWal);
     StudyConfig config;
     config.name = "trace";
     config.direction = parse_direction(direction);

@@ -93,7 +93,7 @@ pid_t spawn(Body body) {
 
 TEST(StudyStorage, EightWorkerProcessesShareOneStudy) {
   const std::string path = fresh_database("eight_workers");
-  StudyStorage(path).create_study(himmelblau_study("tpe:univariate", "median"));
+  StudyStorage(path, JournalMode::kWal).create_study(himmelblau_study("tpe:univariate", "median"));
   constexpr int kWorkers = 8, kTrialsEach = 12;
   std::vector<pid_t> workers;
   for (int w = 0; w < kWorkers; ++w) {
@@ -131,7 +131,7 @@ TEST(StudyStorage, EightWorkerProcessesShareOneStudy) {
 
 TEST(StudyStorage, AKilledWorkersTrialIsMarkedFailedAndTheStudyGoesOn) {
   const std::string path = fresh_database("killed_worker");
-  StudyStorage(path).create_study(himmelblau_study("random"));
+  StudyStorage(path, JournalMode::kWal).create_study(himmelblau_study("random"));
   const HeartbeatOptions heartbeat{0.05, 0.6};
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
@@ -139,7 +139,7 @@ TEST(StudyStorage, AKilledWorkersTrialIsMarkedFailedAndTheStudyGoesOn) {
     StudyStorage storage(path);
     Study study(storage, "himmelblau", heartbeat);
     const Trial trial = *study.ask("victim");
-    HeartbeatThread beat(path, JournalMode::kWal, trial.id, heartbeat.interval_seconds);
+    HeartbeatThread beat(path, trial.id, heartbeat.interval_seconds);
     const char byte = 1;
     if (write(ready[1], &byte, 1) != 1) _exit(2);
     std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -150,7 +150,7 @@ TEST(StudyStorage, AKilledWorkersTrialIsMarkedFailedAndTheStudyGoesOn) {
   StudyStorage storage(path);
   Study study(storage, "himmelblau", heartbeat);
   const Trial alive = *study.ask("survivor");
-  HeartbeatThread beat(path, JournalMode::kWal, alive.id, heartbeat.interval_seconds);
+  HeartbeatThread beat(path, alive.id, heartbeat.interval_seconds);
   std::this_thread::sleep_for(std::chrono::milliseconds(900));
   EXPECT_EQ(study.fail_stale_trials(), 0) << "a beating trial was failed";
 

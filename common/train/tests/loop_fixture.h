@@ -21,6 +21,7 @@ struct TinyRun {
   Batch data;
   int64_t steps_taken = 0;  // by the step hook, in this run
   std::function<void(int64_t step)> on_step;
+  std::function<bool(int64_t epoch, const EvalTally&)> after_epoch;
 
   explicit TinyRun(int64_t steps) {
     flags.test = true;
@@ -57,6 +58,7 @@ struct TinyRun {
       tally(model.forward(data.images), data.labels, t);
       return t;
     };
+    hooks.after_epoch = after_epoch;
     TrainingLoop loop(flags,
                       {.device = Device::cpu(),
                        .model = &model,

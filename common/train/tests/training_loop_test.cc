@@ -1,7 +1,7 @@
 // The shared training loop on one process: a run stopped after N steps and resumed from its
 // checkpoint ends bit-exactly where the straight run does; everything checkable is refused
 // before the first step (a checkpoint folder that is missing, a resume file of another model);
-// a stop signal writes the checkpoint after the step.
+// a stop signal writes the checkpoint after the step; the epoch hook can end a run early.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -87,6 +87,23 @@ TEST(TrainingLoop, ADivergingLossStopsTheRun) {
   run.data.images = Tensor::from_vector(std::vector<float>(32 * 4, INFINITY), {32, 4});
   EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("diverged"));
   EXPECT_EQ(run.steps_taken, 1);
+}
+
+TEST(TrainingLoop, TheEpochHookSeesEachValidationAndCanEndTheRun) {
+  TinyRun run(0);
+  run.flags.test = false;
+  run.flags.epochs = 5;
+  std::vector<int64_t> epochs;
+  run.after_epoch = [&](int64_t epoch, const EvalTally& validation) {
+    EXPECT_EQ(validation.samples, 32);
+    epochs.push_back(epoch);
+    return epoch < 2;  // a pruner stopping the trial after its second epoch
+  };
+  const LoopResult result = run.run();
+  EXPECT_EQ(epochs, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(result.ended_early);
+  EXPECT_EQ(run.steps_taken, 16);
+  EXPECT_TRUE(result.test_accuracy.has_value());
 }
 
 }  // namespace

@@ -1,0 +1,193 @@
+// `bazel run //day3_data:hpo -- <command>`: hyper-parameter studies that many workers share
+// (see day3_data/README.md, "Hyper-parameter optimisation").
+//   create   a study in a SQLite file: its space, objective, sampler and pruner
+//   worker   runs trials of a study until --trials are done (any number of workers at once)
+//   status   the study's trials by state and its best trial (--trials: every trial)
+//   best     the best trial's parameters as flags
+//   plot     history, slice and intermediate-value plots (PNG) with the CSV files behind them
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/core/error.h"
+#include "common/hpo/objectives.h"
+#include "common/hpo/study.h"
+#include "common/hpo/study_plots.h"
+#include "common/hpo/study_report.h"
+#include "common/train/lab_main.h"
+#include "common/train/stop_signal.h"
+#include "day3_data/hpo_objective.h"
+
+namespace {
+
+namespace hpo = course::hpo;
+
+struct CreateFlags {
+  std::string space, function, lab, direction, sampler = "tpe", pruner = "none", journal = "wal";
+  uint64_t seed = 0;
+};
+
+struct WorkerFlags {
+  int trials = 10;
+  double heartbeat = 10, grace = 60;
+};
+
+std::string worker_name() {
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  std::string name = std::string(host) + ":" + std::to_string(getpid());
+  if (const char* task = std::getenv("SLURM_ARRAY_TASK_ID")) name += " task " + std::string(task);
+  return name;
+}
+
+void create(const std::string& db, const std::string& name, const CreateFlags& f) {
+  COURSE_CHECK(f.function.empty() != f.lab.empty(),
+               "create: give either --function or --lab (not both)");
+  hpo::StudyConfig config;
+  config.name = name;
+  config.sampler = f.sampler;
+  config.pruner = f.pruner;
+  config.seed = f.seed;
+  config.objective = f.function.empty() ? "lab " + f.lab : f.function;
+  config.direction = hpo::parse_direction(
+      f.direction.empty() ? (f.function.empty() ? "maximize" : "minimize") : f.direction);
+  COURSE_CHECK(!f.space.empty() || !f.function.empty(),
+               "create: --lab needs --space (parameters named after the lab's flags)");
+  config.space =
+      hpo::parse_search_space(f.space.empty() ? hpo::synthetic_space(f.function) : f.space);
+  hpo::make_sampler(config.sampler);
+  hpo::make_pruner(config.pruner, name);
+  day3::check_objective(config);
+  hpo::StudyStorage storage(
+      db, f.journal == "wal" ? hpo::JournalMode::kWal : hpo::JournalMode::kDelete);
+  storage.create_study(config);
+  std::printf("%s", hpo::status_text(config, {}).c_str());
+}
+
+void work(const std::string& db, const std::string& name, const WorkerFlags& f) {
+  COURSE_CHECK(f.heartbeat > 0 && f.grace > 2 * f.heartbeat,
+               "worker: --grace must be more than twice --heartbeat");
+  hpo::StudyStorage storage(db);
+  hpo::Study study(storage, name, {f.heartbeat, f.grace});
+  const std::string me = worker_name();
+  for (int done = 0; done < f.trials; ++done) {
+    if (course::train::stop_signal()) {
+      throw course::train::PreemptedError("stopped by a signal between trials");
+    }
+    std::optional<hpo::Trial> trial = study.ask(me);
+    if (!trial) {
+      std::printf("the sampler has no point left: the study is done\n");
+      return;
+    }
+    hpo::HeartbeatThread beat(db, trial->id, f.heartbeat);
+    std::printf("trial %d: %s\n", trial->number,
+                hpo::trial_flags(study.config().space, *trial).c_str());
+    std::fflush(stdout);
+    try {
+      const day3::TrialOutcome outcome = day3::evaluate_trial(study, *trial);
+      study.tell(*trial, outcome.state, outcome.value);
+      std::printf("trial %d %s%s\n", trial->number, hpo::to_string(outcome.state),
+                  outcome.value ? (": " + std::to_string(*outcome.value)).c_str() : "");
+    } catch (const course::train::PreemptedError&) {
+      study.tell(*trial, hpo::TrialState::kFail);
+      throw;
+    } catch (const course::Error& error) {
+      // A trial whose parameters fail (a diverging learning rate) fails alone.
+      study.tell(*trial, hpo::TrialState::kFail);
+      std::printf("trial %d failed: %s\n", trial->number, error.what());
+    }
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("Hyper-parameter studies shared by many workers (day 3)");
+  app.require_subcommand(1);
+  std::string db, name;
+  const auto common = [&](CLI::App* command) {
+    command->add_option("--db", db, "the study database (a SQLite file)")->required();
+    command->add_option("--study", name, "the study's name")->required();
+  };
+  CreateFlags create_flags;
+  CLI::App* create_command = app.add_subcommand("create", "create a study");
+  common(create_command);
+  create_command->add_option("--space", create_flags.space,
+                             "name=float:low:high[:log];name=int:low:high[:log];"
+                             "name=cat:a,b,... (for --lab: names of the lab's flags)");
+  create_command
+      ->add_option("--function", create_flags.function,
+                   "a synthetic objective of x and y, minimised")
+      ->check(CLI::IsMember({"rosenbrock", "himmelblau"}));
+  create_command->add_option("--lab", create_flags.lab,
+                             "the day-3 lab's fixed flags; the objective is its test accuracy "
+                             "after each epoch, maximised (e.g. \"--epochs 4 --train-subset "
+                             "6000\")");
+  create_command->add_option("--direction", create_flags.direction, "minimize or maximize")
+      ->check(CLI::IsMember({"minimize", "maximize"}));
+  create_command
+      ->add_option("--sampler", create_flags.sampler, "random, grid[:K], tpe[:univariate,noliar]")
+      ->capture_default_str();
+  create_command
+      ->add_option("--pruner", create_flags.pruner,
+                   "none, median, sh, hyperband, asha [:key=value,...]")
+      ->capture_default_str();
+  create_command->add_option("--seed", create_flags.seed, "the samplers' seed")
+      ->capture_default_str();
+  create_command
+      ->add_option("--journal", create_flags.journal,
+                   "wal: workers on one host; delete: workers on several hosts sharing a file "
+                   "system with POSIX locks")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"wal", "delete"}));
+  WorkerFlags worker_flags;
+  CLI::App* worker_command = app.add_subcommand("worker", "run trials of a study");
+  common(worker_command);
+  worker_command->add_option("--trials", worker_flags.trials, "trials this worker runs")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  worker_command
+      ->add_option("--heartbeat", worker_flags.heartbeat,
+                   "seconds between a running trial's heartbeats")
+      ->capture_default_str();
+  worker_command
+      ->add_option("--grace", worker_flags.grace,
+                   "seconds without heartbeat after which a trial is failed")
+      ->capture_default_str();
+  bool list_trials = false;
+  CLI::App* status_command = app.add_subcommand("status", "the study's state");
+  common(status_command);
+  status_command->add_flag("--trials", list_trials, "list every trial");
+  CLI::App* best_command = app.add_subcommand("best", "the best trial's flags");
+  common(best_command);
+  std::string out = ".";
+  CLI::App* plot_command = app.add_subcommand("plot", "PNG plots and CSV files of the study");
+  common(plot_command);
+  plot_command->add_option("--out", out, "the folder to write them to")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  return course::train::lab_main([&] {
+    if (create_command->parsed()) return create(db, name, create_flags);
+    if (worker_command->parsed()) return work(db, name, worker_flags);
+    COURSE_CHECK(std::filesystem::exists(db), "no study database at ", db);
+    hpo::StudyStorage storage(db);
+    const hpo::StudyRecord record = storage.load_study(name);
+    const std::vector<hpo::Trial> trials = storage.trials(record.id);
+    if (status_command->parsed()) {
+      std::printf("%s", hpo::status_text(record.config, trials).c_str());
+      if (list_trials) std::printf("%s", hpo::trials_table(record.config, trials).c_str());
+    } else if (best_command->parsed()) {
+      const std::optional<hpo::Trial> best = hpo::best_trial(trials, record.config.direction);
+      COURSE_CHECK(best, "study ", name, " has no complete trial yet");
+      std::printf("%s\n", hpo::trial_flags(record.config.space, *best).c_str());
+    } else {
+      COURSE_CHECK(std::filesystem::is_directory(out), "--out ", out, " is not a folder");
+      for (const std::string& path : hpo::write_study_plots(record.config, trials, out)) {
+        std::printf("wrote %s\n", path.c_str());
+      }
+    }
+  });
+}
