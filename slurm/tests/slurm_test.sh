@@ -3,7 +3,8 @@
 # submitted through slurm/submit.sh for the day-1 lab and a 2-task day-2 DDP job complete
 # with their reports; the helper refuses bad input and submits nothing; a job signalled
 # with SIGUSR1 checkpoints, requeues itself, resumes, and ends with the same checkpoint as an
-# uninterrupted run of the same lab. Needs the labs built (./test.sh runs it after bazel).
+# uninterrupted run of the same lab; a hyper-parameter study's job array of workers shares one
+# database. Needs the labs built (./test.sh runs it after bazel).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -89,4 +90,28 @@ ckpt="checkpoints/ci_preempt_$preempted.ckpt"
 cmp "$straight" "$ckpt" || fail "the requeued job's final checkpoint differs from the uninterrupted run's"
 echo "ok: job $preempted preempted ($(grep -o "SIGUSR1 after step [0-9]*" <<<"$log")), requeued," \
   "resumed; its final checkpoint equals the uninterrupted run's"
+# A hyper-parameter study's workers as a job array on one SQLite database: 4 workers of 10
+# trials each, 2 at a time on this machine's 2 CPUs, no trial lost or run twice.
+study_dir=$(mktemp -d)
+trap 'rm -rf "$straight" "$study_dir"; cleanup' EXIT
+hpo=bazel-bin/solutions/day3_data/hpo
+"$hpo" create --db "$study_dir/ci.db" --study ci --function himmelblau --seed 5 >/dev/null ||
+  fail "hpo create failed"
+array=$(HPO=//solutions/day3_data:hpo sbatch --parsable --array=0-3 --cpus-per-task=1 \
+  --job-name=ci_hpo --time=5 slurm/hpo.sbatch --db "$study_dir/ci.db" --study ci --trials 10) ||
+  fail "the HPO job array was not submitted"
+deadline=$((SECONDS + 300))
+while [[ -n $(squeue -h -j "$array" 2>/dev/null) ]]; do
+  ((SECONDS < deadline)) || fail "HPO job array $array still queued or running after 300 s"
+  sleep 1
+done
+status=$("$hpo" status --db "$study_dir/ci.db" --study ci) || fail "hpo status failed"
+grep -q "40 trials: 40 complete, 0 pruned, 0 failed, 0 running" <<<"$status" ||
+  fail "the job array's study is not 40 complete trials: $status"
+for task in 0 1 2 3; do
+  [[ $(grep -c "complete:" "ci_hpo_${array}_${task}.out") -eq 10 ]] ||
+    fail "worker $task of job array $array did not run 10 trials"
+done
+echo "ok: HPO job array $array: 4 workers, $(grep -o "40 trials.*" <<<"$status");" \
+  "$(grep -o "best: trial [0-9]*, value [0-9.e-]*" <<<"$status")"
 echo "slurm tests passed"

@@ -91,17 +91,27 @@ pid_t spawn(Body body) {
   return pid;
 }
 
-TEST(StudyStorage, EightWorkerProcessesShareOneStudy) {
+TEST(StudyStorage, EightWorkerProcessesShareOneStudyAndOneIsKilled) {
   const std::string path = fresh_database("eight_workers");
   StudyStorage(path, JournalMode::kWal).create_study(himmelblau_study("tpe:univariate", "median"));
-  constexpr int kWorkers = 8, kTrialsEach = 12;
+  const HeartbeatOptions heartbeat{0.05, 0.6};
+  constexpr int kWorkers = 8, kTrialsEach = 12, kVictimTrials = 3;
+  int victim_ready[2];
+  ASSERT_EQ(pipe(victim_ready), 0);
   std::vector<pid_t> workers;
   for (int w = 0; w < kWorkers; ++w) {
+    const bool victim = w == kWorkers - 1;
     workers.push_back(spawn([&] {
       StudyStorage storage(path);
-      Study study(storage, "himmelblau");
+      Study study(storage, "himmelblau", heartbeat);
       for (int t = 0; t < kTrialsEach; ++t) {
         Trial trial = *study.ask("worker-" + std::to_string(w));
+        if (victim && t == kVictimTrials) {  // killed in the middle of its fourth trial
+          HeartbeatThread beat(path, trial.id, heartbeat.interval_seconds);
+          const char byte = 1;
+          if (write(victim_ready[1], &byte, 1) != 1) _exit(2);
+          std::this_thread::sleep_for(std::chrono::seconds(60));
+        }
         const double value = himmelblau(trial.params[0], trial.params[1]);
         bool pruned = false;
         for (int step = 1; step <= 3 && !pruned; ++step) {
@@ -112,20 +122,31 @@ TEST(StudyStorage, EightWorkerProcessesShareOneStudy) {
       }
     }));
   }
+  char byte = 0;
+  ASSERT_EQ(read(victim_ready[0], &byte, 1), 1);
+  kill(workers.back(), SIGKILL);
   for (pid_t pid : workers) {
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a worker failed";
+    if (pid != workers.back()) {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a worker failed";
+    }
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
   StudyStorage storage(path);
-  const std::vector<Trial> trials = storage.trials(storage.load_study("himmelblau").id);
-  ASSERT_EQ(trials.size(), static_cast<size_t>(kWorkers * kTrialsEach));
+  Study study(storage, "himmelblau", heartbeat);
+  EXPECT_EQ(study.fail_stale_trials(), 1);
+  const std::vector<Trial> trials = study.trials();
+  ASSERT_EQ(trials.size(), static_cast<size_t>((kWorkers - 1) * kTrialsEach + kVictimTrials + 1));
   std::set<ParamValues> points;
+  int failed = 0;
   for (size_t i = 0; i < trials.size(); ++i) {
     EXPECT_EQ(trials[i].number, static_cast<int>(i));
-    EXPECT_TRUE(trials[i].state == TrialState::kComplete || trials[i].state == TrialState::kPruned);
+    EXPECT_NE(trials[i].state, TrialState::kRunning);
+    failed += trials[i].state == TrialState::kFail;
     points.insert(trials[i].params);
   }
+  EXPECT_EQ(failed, 1);
   EXPECT_EQ(points.size(), trials.size()) << "two trials got the same point";
 }
 

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The HPO tool as people use it: a synthetic study searched by two workers at once (every
+# trial run once), its status, best trial and plots; a grid that runs out; the day-3 lab as
+# the objective, its second trial pruned by the median rule after one epoch; a worker killed
+# in the middle of its trial leaves it failed and the study goes on; bad input ends with one
+# message and a non-zero exit.
+set -uo pipefail
+source "$1"  # expect
+hpo=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+db=$dir/studies.db
+fail() {
+  echo "FAILED: $*"
+  exit 1
+}
+
+expect 0 "0 trials" "$hpo" create --db "$db" --study him --function himmelblau --seed 3
+"$hpo" worker --db "$db" --study him --trials 20 >"$dir/w1.log" 2>&1 &
+"$hpo" worker --db "$db" --study him --trials 20 >"$dir/w2.log" 2>&1 &
+wait
+expect 0 "40 trials: 40 complete, 0 pruned, 0 failed, 0 running" "$hpo" status --db "$db" \
+  --study him
+[[ $(cat "$dir/w1.log" "$dir/w2.log" | grep -c "complete:") -eq 40 ]] ||
+  fail "the two workers did not complete 40 trials between them"
+[[ $("$hpo" status --db "$db" --study him --trials | grep -cE "^ +[0-9]+ complete") -eq 40 ]] ||
+  fail "status --trials does not list 40 complete trials"
+expect 0 "--x " "$hpo" best --db "$db" --study him
+expect 0 "wrote $dir/slice.png" "$hpo" plot --db "$db" --study him --out "$dir"
+for png in history slice; do
+  [[ $(head -c 4 "$dir/$png.png" | od -An -tx1 | tr -d ' ') == 89504e47 ]] ||
+    fail "$png.png is not a PNG file"
+done
+grep -q "^number,state,value,best_so_far,seconds,x,y$" "$dir/trials.csv" ||
+  fail "trials.csv has no header"
+
+expect 0 "sampler grid:3" "$hpo" create --db "$db" --study grid --function rosenbrock \
+  --sampler grid:3
+expect 0 "the sampler has no point left" "$hpo" worker --db "$db" --study grid --trials 20
+expect 0 "9 trials: 9 complete" "$hpo" status --db "$db" --study grid
+
+# The lab as objective: lr 0.1 first (the seed's grid order), then lr 1e-5, whose accuracy
+# after one epoch is below the first trial's, so the median pruner stops it there.
+lab_flags="--train-subset 1000 --epochs 2 --batch-size 50 --num-workers 1 --no-progress"
+expect 0 "maximize lab" "$hpo" create --db "$db" --study lab --lab="$lab_flags" \
+  --space "lr=float:0.00001:0.1:log" --sampler grid:2 --pruner median:startup=1 --seed 0
+expect 0 "trial 0: --lr 0.1" "$hpo" worker --db "$db" --study lab --trials 1
+expect 0 "trial 1 pruned" "$hpo" worker --db "$db" --study lab --trials 1
+expect 0 "2 trials: 1 complete, 1 pruned" "$hpo" status --db "$db" --study lab
+"$hpo" status --db "$db" --study lab --trials | grep -qE "^ +1 pruned +- +1 " ||
+  fail "the pruned trial does not show its one reported epoch"
+
+# A worker killed mid-trial: its trial is failed once its heartbeat is older than the grace.
+expect 0 "0 trials" "$hpo" create --db "$db" --study killed --lab="$lab_flags" \
+  --space "lr=float:0.01:0.1:log"
+"$hpo" worker --db "$db" --study killed --trials 1 --heartbeat 0.2 --grace 1 >"$dir/victim.log" 2>&1 &
+victim=$!
+deadline=$((SECONDS + 60))
+until grep -q "^trial 0:" "$dir/victim.log"; do
+  ((SECONDS < deadline)) || fail "the victim worker never started its trial"
+  sleep 0.2
+done
+kill -9 "$victim"
+wait "$victim" 2>/dev/null
+sleep 1.5
+expect 0 "trial 1 complete" "$hpo" worker --db "$db" --study killed --trials 1 \
+  --heartbeat 0.2 --grace 1
+expect 0 "2 trials: 1 complete, 0 pruned, 1 failed" "$hpo" status --db "$db" --study killed
+
+# Bad input: one message, a non-zero exit, nothing created.
+expect 1 "already exists" "$hpo" create --db "$db" --study him --function himmelblau
+expect 105 "not in {rosenbrock,himmelblau}" "$hpo" create --db "$db" --study x --function nope
+expect 1 "unknown TPE setting 'foo'" "$hpo" create --db "$db" --study x --function himmelblau \
+  --sampler tpe:foo
+expect 1 "unknown pruner 'bogus'" "$hpo" create --db "$db" --study x --function himmelblau \
+  --pruner bogus
+expect 1 "search space: unknown kind 'bool'" "$hpo" create --db "$db" --study x \
+  --lab="--epochs 1" --space "lr=bool:0:1"
+expect 1 "takes numerical parameters x and y" "$hpo" create --db "$db" --study x \
+  --function himmelblau --space "a=float:0:1"
+expect 1 "--lab needs --space" "$hpo" create --db "$db" --study x --lab="--epochs 1"
+expect 1 "either --function or --lab" "$hpo" create --db "$db" --study x
+expect 109 "--bogus" "$hpo" create --db "$db" --study x --lab="--epochs 1" \
+  --space "bogus=int:1:3"
+expect 1 "must maximize" "$hpo" create --db "$db" --study x --lab="--epochs 1" \
+  --space "lr=float:0.01:0.1" --direction minimize
+expect 1 "no study named 'x'" "$hpo" status --db "$db" --study x
+expect 1 "no study database at $dir/none.db" "$hpo" status --db "$dir/none.db" --study him
+expect 1 "--grace must be more than twice --heartbeat" "$hpo" worker --db "$db" --study him \
+  --heartbeat 10 --grace 5
+echo "not a database, and long enough for SQLite to read its header" >"$dir/text.db"
+expect 1 "cannot use the study database" "$hpo" status --db "$dir/text.db" --study him
+expect 1 "is not a folder" "$hpo" plot --db "$db" --study him --out "$dir/none"
+expect 0 "0 trials" "$hpo" create --db "$db" --study empty --function himmelblau
+expect 1 "has no complete trial yet" "$hpo" best --db "$db" --study empty
+expect 1 "has no complete trial to plot yet" "$hpo" plot --db "$db" --study empty --out "$dir"
