@@ -1,4 +1,4 @@
-// Day 3 exercises TP3.1-TP3.5 (the lab sheet is day3_data/README.md).
+// Day 3 exercises TP3.1-TP3.8 (the lab sheet is day3_data/README.md).
 // solutions/day3_data/exercises.cc is the complete version; day3_data/exercises.cc is generated
 // from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
 #include "day3_data/exercises.h"
@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
@@ -52,6 +53,40 @@ std::vector<int64_t> quasi_random_pages(const std::vector<int64_t>& sample_pages
                           "shuffle the pages, then the samples of every pages_in_memory pages",
                           "day3_data/README.md#tp35");
   // END EXERCISE
+}
+
+course::hpo::TrialSplit split_trials(const std::vector<course::hpo::Trial>& trials,
+                                     course::hpo::Direction direction, int n_below,
+                                     bool include_running) {
+  using course::hpo::Trial;
+  using course::hpo::TrialState;
+  // BEGIN EXERCISE TP3.6: rank complete, then pruned trials; the first n_below are below
+  ::course::exercise_todo("TP3.6", "rank complete, then pruned trials; the first n_below are below",
+                          "day3_data/README.md#tp36");
+  // END EXERCISE
+}
+
+bool promotable_to_next_rung(double value, std::vector<double> competing, int reduction_factor,
+                             course::hpo::Direction direction) {
+  // BEGIN EXERCISE TP3.7: at least as good as the floor(n / eta)-th best (the best when 0)
+  ::course::exercise_todo("TP3.7",
+                          "at least as good as the floor(n / eta)-th best (the best when 0)",
+                          "day3_data/README.md#tp37");
+  // END EXERCISE
+}
+
+bool median_prunes(const course::hpo::Trial& trial, int step,
+                   const std::vector<const course::hpo::Trial*>& complete,
+                   course::hpo::Direction direction) {
+  // BEGIN EXERCISE TP3.8: the trial's best so far against the complete trials' median at step
+  ::course::exercise_todo("TP3.8",
+                          "the trial's best so far against the complete trials' median at step",
+                          "day3_data/README.md#tp38");
+  // END EXERCISE
+}
+
+course::hpo::SearchRules search_rules() {
+  return {.split = split_trials, .promotable = promotable_to_next_rung, .median = median_prunes};
 }
 
 }  // namespace day3

@@ -1,7 +1,8 @@
-// The day-3 exercises (TP3.1-TP3.5): what the trainee writes in day3_data/exercises.cc. The
+// The day-3 exercises (TP3.1-TP3.8): what the trainee writes in day3_data/exercises.cc. The
 // complete versions are in solutions/day3_data/exercises.cc; the lab program calls these
-// functions when it mixes batches (--mixup, --cutmix) and reads tar shards or packed files,
-// and //day3_data:check tests them.
+// functions when it mixes batches (--mixup, --cutmix) and reads tar shards or packed files, the
+// HPO tool when it samples with TPE and prunes with the median rule or successive halving, and
+// //day3_data:check tests them.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "common/data/batch_mix.h"
 #include "common/data/tar_shards.h"
+#include "common/hpo/rules.h"
 #include "common/kernels/cross_entropy.h"
 
 namespace day3 {
@@ -45,5 +47,30 @@ std::vector<course::TarSample> group_members(const std::vector<course::TarMember
 // of each such group shuffled together (so reading the order keeps few pages in use).
 std::vector<int64_t> quasi_random_pages(const std::vector<int64_t>& sample_pages,
                                         int64_t pages_in_memory, std::mt19937& rng);
+
+// TP3.6: TPE's split of a study's trials into the n_below best ("below") and the rest
+// ("above"): complete trials ranked by value in the study's direction, then pruned trials, the
+// furthest-trained first (largest last step), ties by the value they last reported; with
+// include_running (the constant liar) running trials are added above; failed trials are left
+// out. Both lists in trial-number order.
+course::hpo::TrialSplit split_trials(const std::vector<course::hpo::Trial>& trials,
+                                     course::hpo::Direction direction, int n_below,
+                                     bool include_running);
+
+// TP3.7: successive halving's promotion rule: `value` goes on to the next rung when it is
+// among the top floor(n / reduction_factor) of the n `competing` values recorded at the rung
+// (itself included), or the best of them when floor(n / reduction_factor) is 0. Ties promote.
+bool promotable_to_next_rung(double value, std::vector<double> competing, int reduction_factor,
+                             course::hpo::Direction direction);
+
+// TP3.8: the median pruner's rule at `step`: prune when the trial's best value so far (NaNs
+// ignored; no value at all prunes) is worse than the median of the complete trials' values at
+// `step` (NaNs ignored); never when none of them has a value there.
+bool median_prunes(const course::hpo::Trial& trial, int step,
+                   const std::vector<const course::hpo::Trial*>& complete,
+                   course::hpo::Direction direction);
+
+// The three as the HPO tool's rules.
+course::hpo::SearchRules search_rules();
 
 }  // namespace day3

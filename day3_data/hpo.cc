@@ -12,12 +12,14 @@
 #include <filesystem>
 
 #include "common/core/error.h"
+#include "common/core/exercise.h"
 #include "common/hpo/objectives.h"
 #include "common/hpo/study.h"
 #include "common/hpo/study_plots.h"
 #include "common/hpo/study_report.h"
 #include "common/train/lab_main.h"
 #include "common/train/stop_signal.h"
+#include "day3_data/exercises.h"
 #include "day3_data/hpo_objective.h"
 
 namespace {
@@ -70,7 +72,7 @@ void work(const std::string& db, const std::string& name, const WorkerFlags& f) 
   COURSE_CHECK(f.heartbeat > 0 && f.grace > 2 * f.heartbeat,
                "worker: --grace must be more than twice --heartbeat");
   hpo::StudyStorage storage(db);
-  hpo::Study study(storage, name, {f.heartbeat, f.grace});
+  hpo::Study study(storage, name, {f.heartbeat, f.grace}, day3::search_rules());
   const std::string me = worker_name();
   for (int done = 0; done < f.trials; ++done) {
     if (course::train::stop_signal()) {
@@ -91,6 +93,9 @@ void work(const std::string& db, const std::string& name, const WorkerFlags& f) 
       std::printf("trial %d %s%s\n", trial->number, hpo::to_string(outcome.state),
                   outcome.value ? (": " + std::to_string(*outcome.value)).c_str() : "");
     } catch (const course::train::PreemptedError&) {
+      study.tell(*trial, hpo::TrialState::kFail);
+      throw;
+    } catch (const course::ExerciseNotDone&) {  // a TODO fails the worker, not just the trial
       study.tell(*trial, hpo::TrialState::kFail);
       throw;
     } catch (const course::Error& error) {

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The HPO tool as people use it: a synthetic study searched by two workers at once (every
+# The HPO tool as people use it (the solutions' build): a synthetic study searched by two workers at once (every
 # trial run once), its status, best trial and plots; a grid that runs out; the day-3 lab as
 # the objective, its second trial pruned by the median rule after one epoch; a worker killed
 # in the middle of its trial leaves it failed and the study goes on; bad input ends with one
-# message and a non-zero exit.
+# message and a non-zero exit. The trainee's build runs the random sampler and fails with the
+# exercise's TODO (exit 3) when TPE's split or a pruner's rule is needed.
 set -uo pipefail
 source "$1"  # expect
-hpo=$2
+trainee=$2
+hpo=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 db=$dir/studies.db
@@ -66,6 +68,18 @@ sleep 1.5
 expect 0 "trial 1 complete" "$hpo" worker --db "$db" --study killed --trials 1 \
   --heartbeat 0.2 --grace 1
 expect 0 "2 trials: 1 complete, 0 pruned, 1 failed" "$hpo" status --db "$db" --study killed
+
+# The trainee's tool: random sampling works; TPE needs TP3.6 after its 10 start-up trials, the
+# median pruner TP3.8 once 5 trials are complete, successive halving TP3.7 at its first rung.
+expect 0 "0 trials" "$trainee" create --db "$db" --study random --function rosenbrock \
+  --sampler random
+expect 0 "trial 11 complete" "$trainee" worker --db "$db" --study random --trials 12
+expect 0 "0 trials" "$trainee" create --db "$db" --study todo6 --function rosenbrock
+expect 3 "TODO TP3.6" "$trainee" worker --db "$db" --study todo6 --trials 12
+expect 0 "10 trials: 10 complete, 0 pruned, 0 failed" "$trainee" status --db "$db" --study todo6
+expect 0 "0 trials" "$trainee" create --db "$db" --study todo7 --lab="$lab_flags" \
+  --space "lr=float:0.01:0.1" --pruner sh:min=1
+expect 3 "TODO TP3.7" "$trainee" worker --db "$db" --study todo7 --trials 1
 
 # Bad input: one message, a non-zero exit, nothing created.
 expect 1 "already exists" "$hpo" create --db "$db" --study him --function himmelblau

@@ -8,6 +8,7 @@ def day3_lab(check_tags = []):
         day = "day3_data",
         exercises = "exercises.cc",
         srcs = ["options.cc", "trainer.cc"],
+        deps = ["//common/hpo"],
         check_tags = check_tags,
     )
 

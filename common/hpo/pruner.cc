@@ -13,14 +13,6 @@
 namespace course::hpo {
 namespace {
 
-double nan_best(const std::map<int, double>& values, Direction direction) {
-  double best = std::nan("");
-  for (const auto& [step, value] : values) {
-    if (!std::isnan(value) && (std::isnan(best) || better(direction, value, best))) best = value;
-  }
-  return best;
-}
-
 int completed_rungs(const Trial& trial) {
   int rung = 0;
   while (trial.rungs.count(rung)) ++rung;
@@ -46,16 +38,6 @@ std::optional<int> longest_complete(const std::vector<Trial>& trials) {
   return longest;
 }
 
-// Promotable when in the top floor(n / eta) of the competing values (the best when that is 0).
-bool promotable(double value, std::vector<double> competing, int reduction_factor,
-                Direction direction) {
-  size_t index = competing.size() / static_cast<size_t>(reduction_factor);
-  index = index == 0 ? 0 : index - 1;
-  std::sort(competing.begin(), competing.end());
-  if (direction == Direction::kMaximize) return value >= competing[competing.size() - 1 - index];
-  return value <= competing[index];
-}
-
 long long integer_power(int base, int exponent) {
   long long result = 1;
   for (int i = 0; i < exponent; ++i) result *= base;
@@ -63,17 +45,6 @@ long long integer_power(int base, int exponent) {
 }
 
 }  // namespace
-
-double nan_percentile(std::vector<double> values, double q) {
-  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
-               values.end());
-  if (values.empty()) return std::nan("");
-  std::sort(values.begin(), values.end());
-  const double position = q / 100.0 * static_cast<double>(values.size() - 1);
-  const size_t lower = static_cast<size_t>(std::floor(position));
-  const size_t upper = std::min(lower + 1, values.size() - 1);
-  return values[lower] + (position - static_cast<double>(lower)) * (values[upper] - values[lower]);
-}
 
 PruneDecision MedianPruner::decide(const Trial& trial, const std::vector<Trial>& others,
                                    Direction direction) const {
@@ -86,16 +57,7 @@ PruneDecision MedianPruner::decide(const Trial& trial, const std::vector<Trial>&
       *step < options_.n_warmup_steps) {
     return {};
   }
-  const double best = nan_best(trial.intermediate, direction);
-  if (std::isnan(best)) return {true, {}};
-  std::vector<double> at_step;
-  for (const Trial* other : complete) {
-    const auto found = other->intermediate.find(*step);
-    if (found != other->intermediate.end()) at_step.push_back(found->second);
-  }
-  const double median = nan_percentile(at_step, 50.0);
-  if (std::isnan(median)) return {};
-  return {better(direction, median, best), {}};
+  return {rule_(trial, *step, complete, direction), {}};
 }
 
 PruneDecision SuccessiveHalvingPruner::decide(const Trial& trial, const std::vector<Trial>& others,
@@ -122,7 +84,7 @@ PruneDecision SuccessiveHalvingPruner::decide(const Trial& trial, const std::vec
     decision.new_rungs[rung] = value;
     std::vector<double> competing = recorded_at_rung(others, rung);
     competing.push_back(value);
-    if (!promotable(value, competing, options_.reduction_factor, direction)) {
+    if (!rule_(value, competing, options_.reduction_factor, direction)) {
       decision.prune = true;
       return decision;
     }
@@ -171,7 +133,7 @@ PruneDecision HyperbandPruner::decide(const Trial& trial, const std::vector<Tria
   bracket_options.min_resource = options_.min_resource;
   bracket_options.reduction_factor = options_.reduction_factor;
   bracket_options.min_early_stopping_rate = own;
-  return SuccessiveHalvingPruner(bracket_options).decide(trial, same_bracket, direction);
+  return SuccessiveHalvingPruner(bracket_options, rule_).decide(trial, same_bracket, direction);
 }
 
 PruneDecision AshaPruner::decide(const Trial& trial, const std::vector<Trial>& others,
@@ -224,7 +186,8 @@ std::map<std::string, int> parse_options(const std::string& spec, const std::str
 
 }  // namespace
 
-std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& study_name) {
+std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& study_name,
+                                    const SearchRules& rules) {
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -238,7 +201,7 @@ std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& 
     MedianPrunerOptions median;
     median.n_startup_trials = get(options, "startup", median.n_startup_trials);
     median.n_warmup_steps = get(options, "warmup", median.n_warmup_steps);
-    return std::make_unique<MedianPruner>(median);
+    return std::make_unique<MedianPruner>(median, rules.median);
   }
   if (kind == "sh") {
     const auto options = parse_options(spec, rest, {"min", "eta", "rate"});
@@ -247,7 +210,7 @@ std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& 
     sh.reduction_factor = get(options, "eta", sh.reduction_factor);
     sh.min_early_stopping_rate = get(options, "rate", sh.min_early_stopping_rate);
     COURSE_CHECK(sh.reduction_factor >= 2, "pruner '", spec, "': eta must be at least 2");
-    return std::make_unique<SuccessiveHalvingPruner>(sh);
+    return std::make_unique<SuccessiveHalvingPruner>(sh, rules.promotable);
   }
   if (kind == "hyperband") {
     const auto options = parse_options(spec, rest, {"min", "max", "eta"});
@@ -259,7 +222,7 @@ std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& 
         hyperband.reduction_factor >= 2 && hyperband.min_resource >= 1 &&
             (hyperband.max_resource == 0 || hyperband.max_resource > hyperband.min_resource),
         "pruner '", spec, "': needs eta >= 2, min >= 1 and max > min");
-    return std::make_unique<HyperbandPruner>(hyperband, study_name);
+    return std::make_unique<HyperbandPruner>(hyperband, study_name, rules.promotable);
   }
   if (kind == "asha") {
     const auto options = parse_options(spec, rest, {"grace", "eta", "max"});

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hpo/rules.h"
 #include "common/hpo/trial.h"
 
 namespace course::hpo {
@@ -55,12 +56,14 @@ struct MedianPrunerOptions {
 
 class MedianPruner : public Pruner {
  public:
-  explicit MedianPruner(MedianPrunerOptions options) : options_(options) {}
+  MedianPruner(MedianPrunerOptions options, MedianRule rule = median_prunes)
+      : options_(options), rule_(std::move(rule)) {}
   PruneDecision decide(const Trial& trial, const std::vector<Trial>& others,
                        Direction direction) const override;
 
  private:
   MedianPrunerOptions options_;
+  MedianRule rule_;
 };
 
 struct SuccessiveHalvingOptions {
@@ -71,12 +74,15 @@ struct SuccessiveHalvingOptions {
 
 class SuccessiveHalvingPruner : public Pruner {
  public:
-  explicit SuccessiveHalvingPruner(SuccessiveHalvingOptions options) : options_(options) {}
+  SuccessiveHalvingPruner(SuccessiveHalvingOptions options,
+                          PromotionRule rule = promotable_to_next_rung)
+      : options_(options), rule_(std::move(rule)) {}
   PruneDecision decide(const Trial& trial, const std::vector<Trial>& others,
                        Direction direction) const override;
 
  private:
   SuccessiveHalvingOptions options_;
+  PromotionRule rule_;
 };
 
 struct HyperbandOptions {
@@ -87,8 +93,9 @@ struct HyperbandOptions {
 
 class HyperbandPruner : public Pruner {
  public:
-  HyperbandPruner(HyperbandOptions options, std::string study_name)
-      : options_(options), study_name_(std::move(study_name)) {}
+  HyperbandPruner(HyperbandOptions options, std::string study_name,
+                  PromotionRule rule = promotable_to_next_rung)
+      : options_(options), study_name_(std::move(study_name)), rule_(std::move(rule)) {}
   PruneDecision decide(const Trial& trial, const std::vector<Trial>& others,
                        Direction direction) const override;
   // The bracket of trial `number` when there are `n_brackets` brackets.
@@ -97,6 +104,7 @@ class HyperbandPruner : public Pruner {
  private:
   HyperbandOptions options_;
   std::string study_name_;
+  PromotionRule rule_;
 };
 
 struct AshaOptions {
@@ -118,9 +126,7 @@ class AshaPruner : public Pruner {
 // "none", "median", "sh", "hyperband", "asha", each optionally with ":key=value,..." overrides
 // (median: startup, warmup; sh: min, eta, rate; hyperband: min, max, eta; asha: grace, eta,
 // max); bad specs are one course::Error.
-std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& study_name);
-
-// numpy's percentile with linear interpolation, NaNs ignored (NaN when nothing is left).
-double nan_percentile(std::vector<double> values, double q);
+std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& study_name,
+                                    const SearchRules& rules = {});
 
 }  // namespace course::hpo

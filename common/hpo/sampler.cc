@@ -68,7 +68,7 @@ std::optional<ParamValues> GridSampler::sample(const SamplingContext& context,
   return std::nullopt;
 }
 
-std::unique_ptr<Sampler> make_sampler(const std::string& spec) {
+std::unique_ptr<Sampler> make_sampler(const std::string& spec, const SearchRules& rules) {
   if (spec == "random") return std::make_unique<RandomSampler>();
   if (spec == "grid") return std::make_unique<GridSampler>(5);
   if (spec.rfind("grid:", 0) == 0) {
@@ -90,7 +90,7 @@ std::unique_ptr<Sampler> make_sampler(const std::string& spec) {
                     "' (univariate, noliar)");
       }
     }
-    return std::make_unique<TpeSampler>(options);
+    return std::make_unique<TpeSampler>(options, rules);
   }
   COURSE_FAIL("unknown sampler '", spec, "' (random, grid[:K], tpe[:univariate,noliar])");
 }

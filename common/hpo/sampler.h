@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hpo/rules.h"
 #include "common/hpo/search_space.h"
 #include "common/hpo/trial.h"
 
@@ -58,7 +59,7 @@ class GridSampler : public Sampler {
 
 // "random", "grid" or "grid:K", "tpe" with optional ":univariate", ":noliar" or both
 // (comma-separated); anything else is one course::Error.
-std::unique_ptr<Sampler> make_sampler(const std::string& spec);
+std::unique_ptr<Sampler> make_sampler(const std::string& spec, const SearchRules& rules = {});
 
 // The random stream of trial `number` in a study seeded with `seed`.
 std::mt19937_64 trial_rng(uint64_t seed, int number);

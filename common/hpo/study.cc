@@ -8,12 +8,13 @@
 
 namespace course::hpo {
 
-Study::Study(StudyStorage& storage, const std::string& name, HeartbeatOptions heartbeat)
+Study::Study(StudyStorage& storage, const std::string& name, HeartbeatOptions heartbeat,
+             const SearchRules& rules)
     : storage_(storage),
       record_(storage.load_study(name)),
       heartbeat_(heartbeat),
-      sampler_(make_sampler(record_.config.sampler)),
-      pruner_(make_pruner(record_.config.pruner, name)) {}
+      sampler_(make_sampler(record_.config.sampler, rules)),
+      pruner_(make_pruner(record_.config.pruner, name, rules)) {}
 
 int Study::fail_stale_trials() {
   return storage_.database().write_transaction(

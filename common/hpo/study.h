@@ -23,7 +23,9 @@ struct HeartbeatOptions {
 
 class Study {
  public:
-  Study(StudyStorage& storage, const std::string& name, HeartbeatOptions heartbeat = {});
+  // `rules`: the day-3 tool passes the trainee's (rules.h); everything else the reference ones.
+  Study(StudyStorage& storage, const std::string& name, HeartbeatOptions heartbeat = {},
+        const SearchRules& rules = {});
 
   const StudyConfig& config() const { return record_.config; }
   std::vector<Trial> trials() { return storage_.trials(record_.id); }

@@ -14,15 +14,6 @@ bool finished(const Trial& trial) {
   return trial.state == TrialState::kComplete || trial.state == TrialState::kPruned;
 }
 
-// Pruned trials rank by how far they got (the last step, larger first), then by the value
-// they reported there; a pruned trial that reported nothing ranks last.
-std::tuple<double, double> pruned_rank(const Trial& trial, Direction direction) {
-  if (trial.intermediate.empty()) return {1.0, 0.0};
-  const auto& [step, value] = *trial.intermediate.rbegin();
-  if (std::isnan(value)) return {-step, std::numeric_limits<double>::infinity()};
-  return {-step, direction == Direction::kMinimize ? value : -value};
-}
-
 // The estimator of the parameters `dims` of `space` over the points of `trials`.
 ParzenEstimator fit(const SearchSpace& space, const std::vector<size_t>& dims,
                     const std::vector<const Trial*>& trials, double prior_weight) {
@@ -54,35 +45,6 @@ std::vector<double> tpe_weights(int n) {
   return weights;
 }
 
-TrialSplit split_trials(const std::vector<Trial>& trials, Direction direction, int n_below,
-                        bool include_running) {
-  std::vector<const Trial*> complete, pruned, running;
-  for (const Trial& trial : trials) {
-    if (trial.state == TrialState::kComplete) complete.push_back(&trial);
-    if (trial.state == TrialState::kPruned) pruned.push_back(&trial);
-    if (trial.state == TrialState::kRunning && include_running) running.push_back(&trial);
-  }
-  std::stable_sort(complete.begin(), complete.end(), [&](const Trial* a, const Trial* b) {
-    return better(direction, *a->value, *b->value);
-  });
-  std::stable_sort(pruned.begin(), pruned.end(), [&](const Trial* a, const Trial* b) {
-    return pruned_rank(*a, direction) < pruned_rank(*b, direction);
-  });
-  TrialSplit split;
-  size_t wanted = static_cast<size_t>(std::max(n_below, 0));
-  for (const std::vector<const Trial*>* group : {&complete, &pruned}) {
-    const size_t taken = std::min(wanted, group->size());
-    split.below.insert(split.below.end(), group->begin(), group->begin() + taken);
-    split.above.insert(split.above.end(), group->begin() + taken, group->end());
-    wanted -= taken;
-  }
-  split.above.insert(split.above.end(), running.begin(), running.end());
-  const auto by_number = [](const Trial* a, const Trial* b) { return a->number < b->number; };
-  std::sort(split.below.begin(), split.below.end(), by_number);
-  std::sort(split.above.begin(), split.above.end(), by_number);
-  return split;
-}
-
 ParamValues best_candidate(const std::vector<ParamValues>& candidates, const ParzenEstimator& below,
                            const ParzenEstimator& above) {
   ParamValues best = candidates.at(0);
@@ -109,7 +71,7 @@ std::optional<ParamValues> TpeSampler::sample(const SamplingContext& context,
       static_cast<int>(std::count_if(context.trials.begin(), context.trials.end(), finished));
   if (n_finished < options_.n_startup_trials) return RandomSampler().sample(context, rng);
 
-  const TrialSplit split = split_trials(context.trials, context.direction, tpe_gamma(n_finished),
+  const TrialSplit split = rules_.split(context.trials, context.direction, tpe_gamma(n_finished),
                                         options_.constant_liar);
   const std::vector<ParamSpec>& params = context.space.params;
   if (options_.multivariate) {

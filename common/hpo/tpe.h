@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/hpo/parzen_estimator.h"
+#include "common/hpo/rules.h"
 #include "common/hpo/sampler.h"
 
 namespace course::hpo {
@@ -33,23 +34,13 @@ int tpe_gamma(int n_finished);
 // to 1 over the n - 25 oldest and 1 for the 25 newest.
 std::vector<double> tpe_weights(int n);
 
-struct TrialSplit {
-  std::vector<const Trial*> below;  // each in trial-number order
-  std::vector<const Trial*> above;
-};
-
-// Splits finished trials (and, for the constant liar, running ones: always above) into the
-// n_below best and the rest. Failed trials are left out.
-TrialSplit split_trials(const std::vector<Trial>& trials, Direction direction, int n_below,
-                        bool include_running);
-
 // The candidate with the largest log l - log g (the first of equal ones).
 ParamValues best_candidate(const std::vector<ParamValues>& candidates, const ParzenEstimator& below,
                            const ParzenEstimator& above);
 
 class TpeSampler : public Sampler {
  public:
-  explicit TpeSampler(TpeOptions options) : options_(options) {}
+  TpeSampler(TpeOptions options, SearchRules rules) : options_(options), rules_(std::move(rules)) {}
   std::optional<ParamValues> sample(const SamplingContext& context,
                                     std::mt19937_64& rng) const override;
 
@@ -58,6 +49,7 @@ class TpeSampler : public Sampler {
                            const TrialSplit& split, std::mt19937_64& rng) const;
 
   TpeOptions options_;
+  SearchRules rules_;
 };
 
 }  // namespace course::hpo

@@ -1,4 +1,4 @@
-// Day 3 exercises TP3.1-TP3.5 (the lab sheet is day3_data/README.md).
+// Day 3 exercises TP3.1-TP3.8 (the lab sheet is day3_data/README.md).
 // solutions/day3_data/exercises.cc is the complete version; day3_data/exercises.cc is generated
 // from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
 #include "day3_data/exercises.h"
@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "common/core/exercise.h"
 #include "common/kernels/elementwise.h"
@@ -99,6 +100,91 @@ std::vector<int64_t> quasi_random_pages(const std::vector<int64_t>& sample_pages
   }
   return order;
   // END EXERCISE
+}
+
+course::hpo::TrialSplit split_trials(const std::vector<course::hpo::Trial>& trials,
+                                     course::hpo::Direction direction, int n_below,
+                                     bool include_running) {
+  using course::hpo::Trial;
+  using course::hpo::TrialState;
+  // BEGIN EXERCISE TP3.6: rank complete, then pruned trials; the first n_below are below
+  // A trial's rank: complete before pruned; complete by value, pruned by last step (larger
+  // first) then last value; values negated when maximising, so smaller is always better.
+  const double sign = direction == course::hpo::Direction::kMinimize ? 1.0 : -1.0;
+  struct Ranked {
+    int group;
+    double first, second;
+    const Trial* trial;
+  };
+  std::vector<Ranked> ranked;
+  course::hpo::TrialSplit split;
+  for (const Trial& trial : trials) {
+    if (trial.state == TrialState::kComplete) {
+      ranked.push_back({0, sign * *trial.value, 0.0, &trial});
+    } else if (trial.state == TrialState::kPruned && trial.intermediate.empty()) {
+      ranked.push_back({1, 1.0, 0.0, &trial});
+    } else if (trial.state == TrialState::kPruned) {
+      const auto& [step, value] = *trial.intermediate.rbegin();
+      ranked.push_back(
+          {1, -static_cast<double>(step), std::isnan(value) ? INFINITY : sign * value, &trial});
+    } else if (trial.state == TrialState::kRunning && include_running) {
+      split.above.push_back(&trial);
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return std::tie(a.group, a.first, a.second) < std::tie(b.group, b.first, b.second);
+  });
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    (static_cast<int>(i) < n_below ? split.below : split.above).push_back(ranked[i].trial);
+  }
+  const auto by_number = [](const Trial* a, const Trial* b) { return a->number < b->number; };
+  std::sort(split.below.begin(), split.below.end(), by_number);
+  std::sort(split.above.begin(), split.above.end(), by_number);
+  return split;
+  // END EXERCISE
+}
+
+bool promotable_to_next_rung(double value, std::vector<double> competing, int reduction_factor,
+                             course::hpo::Direction direction) {
+  // BEGIN EXERCISE TP3.7: at least as good as the floor(n / eta)-th best (the best when 0)
+  const size_t kept = std::max<size_t>(competing.size() / static_cast<size_t>(reduction_factor), 1);
+  std::sort(competing.begin(), competing.end());
+  if (direction == course::hpo::Direction::kMaximize)
+    std::reverse(competing.begin(), competing.end());
+  return !course::hpo::better(direction, competing[kept - 1], value);
+  // END EXERCISE
+}
+
+bool median_prunes(const course::hpo::Trial& trial, int step,
+                   const std::vector<const course::hpo::Trial*>& complete,
+                   course::hpo::Direction direction) {
+  // BEGIN EXERCISE TP3.8: the trial's best so far against the complete trials' median at step
+  std::vector<double> own;
+  for (const auto& [reported_step, value] : trial.intermediate) {
+    if (!std::isnan(value)) own.push_back(value);
+  }
+  if (own.empty()) return true;
+  const bool minimize = direction == course::hpo::Direction::kMinimize;
+  const double best = minimize ? *std::min_element(own.begin(), own.end())
+                               : *std::max_element(own.begin(), own.end());
+  std::vector<double> at_step;
+  for (const course::hpo::Trial* other : complete) {
+    const auto found = other->intermediate.find(step);
+    if (found != other->intermediate.end() && !std::isnan(found->second)) {
+      at_step.push_back(found->second);
+    }
+  }
+  if (at_step.empty()) return false;
+  std::sort(at_step.begin(), at_step.end());
+  const size_t middle = at_step.size() / 2;
+  const double median =
+      at_step.size() % 2 ? at_step[middle] : (at_step[middle - 1] + at_step[middle]) / 2;
+  return minimize ? best > median : best < median;
+  // END EXERCISE
+}
+
+course::hpo::SearchRules search_rules() {
+  return {.split = split_trials, .promotable = promotable_to_next_rung, .median = median_prunes};
 }
 
 }  // namespace day3
