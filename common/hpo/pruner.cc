@@ -163,25 +163,23 @@ PruneDecision AshaPruner::decide(const Trial& trial, const std::vector<Trial>& o
 
 namespace {
 
-// Parses "key=value,..." into integers, refusing unknown keys and values below 0 / 1.
-std::map<std::string, int> parse_options(const std::string& spec, const std::string& text,
-                                         const std::vector<std::string>& known) {
-  std::map<std::string, int> options;
+// Sets the integer fields named in "key=value,..." (`fields` maps each known key to its
+// field), refusing unknown keys and values that are not non-negative integers.
+void parse_settings(const std::string& spec, const std::string& text,
+                    const std::map<std::string, int*>& fields) {
   std::istringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto equals = item.find('=');
-    const std::string key = item.substr(0, equals);
-    COURSE_CHECK(
-        equals != std::string::npos && std::find(known.begin(), known.end(), key) != known.end(),
-        "pruner '", spec, "': unknown option '", item, "'");
+    const auto field = fields.find(item.substr(0, equals));
+    COURSE_CHECK(equals != std::string::npos && field != fields.end(), "pruner '", spec,
+                 "': unknown option '", item, "'");
     char* end = nullptr;
     const long value = std::strtol(item.c_str() + equals + 1, &end, 10);
     COURSE_CHECK(end != item.c_str() + equals + 1 && *end == '\0' && value >= 0, "pruner '", spec,
                  "': '", item, "' needs a non-negative integer");
-    options[key] = static_cast<int>(value);
+    *field->second = static_cast<int>(value);
   }
-  return options;
 }
 
 }  // namespace
@@ -191,33 +189,28 @@ std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& 
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  const auto get = [](const std::map<std::string, int>& options, const char* key, int fallback) {
-    const auto found = options.find(key);
-    return found == options.end() ? fallback : found->second;
-  };
   if (kind == "none" && rest.empty()) return std::make_unique<NopPruner>();
   if (kind == "median") {
-    const auto options = parse_options(spec, rest, {"startup", "warmup"});
     MedianPrunerOptions median;
-    median.n_startup_trials = get(options, "startup", median.n_startup_trials);
-    median.n_warmup_steps = get(options, "warmup", median.n_warmup_steps);
+    parse_settings(spec, rest,
+                   {{"startup", &median.n_startup_trials}, {"warmup", &median.n_warmup_steps}});
     return std::make_unique<MedianPruner>(median, rules.median);
   }
   if (kind == "sh") {
-    const auto options = parse_options(spec, rest, {"min", "eta", "rate"});
     SuccessiveHalvingOptions sh;
-    sh.min_resource = get(options, "min", sh.min_resource);
-    sh.reduction_factor = get(options, "eta", sh.reduction_factor);
-    sh.min_early_stopping_rate = get(options, "rate", sh.min_early_stopping_rate);
+    parse_settings(spec, rest,
+                   {{"min", &sh.min_resource},
+                    {"eta", &sh.reduction_factor},
+                    {"rate", &sh.min_early_stopping_rate}});
     COURSE_CHECK(sh.reduction_factor >= 2, "pruner '", spec, "': eta must be at least 2");
     return std::make_unique<SuccessiveHalvingPruner>(sh, rules.promotable);
   }
   if (kind == "hyperband") {
-    const auto options = parse_options(spec, rest, {"min", "max", "eta"});
     HyperbandOptions hyperband;
-    hyperband.min_resource = get(options, "min", hyperband.min_resource);
-    hyperband.max_resource = get(options, "max", hyperband.max_resource);
-    hyperband.reduction_factor = get(options, "eta", hyperband.reduction_factor);
+    parse_settings(spec, rest,
+                   {{"min", &hyperband.min_resource},
+                    {"max", &hyperband.max_resource},
+                    {"eta", &hyperband.reduction_factor}});
     COURSE_CHECK(
         hyperband.reduction_factor >= 2 && hyperband.min_resource >= 1 &&
             (hyperband.max_resource == 0 || hyperband.max_resource > hyperband.min_resource),
@@ -225,11 +218,10 @@ std::unique_ptr<Pruner> make_pruner(const std::string& spec, const std::string& 
     return std::make_unique<HyperbandPruner>(hyperband, study_name, rules.promotable);
   }
   if (kind == "asha") {
-    const auto options = parse_options(spec, rest, {"grace", "eta", "max"});
     AshaOptions asha;
-    asha.grace_period = get(options, "grace", asha.grace_period);
-    asha.reduction_factor = get(options, "eta", asha.reduction_factor);
-    asha.max_t = get(options, "max", asha.max_t);
+    parse_settings(
+        spec, rest,
+        {{"grace", &asha.grace_period}, {"eta", &asha.reduction_factor}, {"max", &asha.max_t}});
     COURSE_CHECK(
         asha.reduction_factor >= 2 && asha.grace_period >= 1 && asha.max_t >= asha.grace_period,
         "pruner '", spec, "': needs eta >= 2, grace >= 1 and max >= grace");
