@@ -18,7 +18,7 @@ struct LabOptions : course::train::TrainingFlags {
   bool overlap = true;
   bool find_unused_parameters = false;
   bool sync_bn = false;           // batch statistics over the global batch (SyncBatchNorm)
-  std::string optimizer = "sgd";  // sgd, adamw, lars, lamb
+  std::string optimizer = "sgd";  // sgd, adamw, lars, lamb, lion
   int64_t base_batch = 0;         // > 0: large-batch schedule (TP2.5) scaled from this batch
   double warmup_epochs = 0;
   int64_t metric_step = 100;  // training metrics synchronised and printed every this many steps

@@ -52,8 +52,10 @@ std::string history_script(const StudyConfig& config, const std::vector<Trial>& 
 std::string intermediate_script(const StudyConfig& config, const std::vector<Trial>& trials,
                                 const std::string& path) {
   std::ostringstream pruned, finished;
+  int last_step = 0;
   for (const Trial& trial : trials) {
     if (trial.intermediate.empty()) continue;
+    last_step = std::max(last_step, trial.intermediate.rbegin()->first);
     std::ostringstream& block = trial.state == TrialState::kPruned ? pruned : finished;
     for (const auto& [step, value] : trial.intermediate) block << step << " " << value << "\n";
     block << "\n\n";
@@ -62,7 +64,7 @@ std::string intermediate_script(const StudyConfig& config, const std::vector<Tri
   script << "unset logscale y\nset output '" << path << "'\nset title 'study " << config.name
          << ": values reported per step (pruner " << config.pruner << ")' noenhanced\n"
          << "set xlabel 'step'\nset ylabel 'intermediate value'\n"
-         << "$pruned << EOD\n"
+         << (last_step <= 30 ? "set xtics 1\n" : "set xtics autofreq\n") << "$pruned << EOD\n"
          << pruned.str() << "EOD\n$finished << EOD\n"
          << finished.str() << "EOD\nplot ";
   std::vector<std::string> clauses;

@@ -76,4 +76,10 @@ void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, c
         "adamw");
 }
 
+void lion_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const LionHyper& h,
+                  const Tensor& step_scalars) {
+  apply(table, params, step_scalars,
+        ops::LionUpdate{step_scalars.data_as<float>(), h.beta1, h.beta2, h.weight_decay}, "lion");
+}
+
 }  // namespace course

@@ -6,3 +6,4 @@ using namespace course::ops;
 
 COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<SgdUpdate::kSlots, SgdUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<AdamWUpdate::kSlots, AdamWUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<LionUpdate::kSlots, LionUpdate>)

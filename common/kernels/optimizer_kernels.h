@@ -44,4 +44,11 @@ std::vector<float> adamw_step_scalars(float lr, const AdamWHyper& hyper, int64_t
 void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
                    const AdamWHyper& hyper, const Tensor& step_scalars);
 
+struct LionHyper {
+  float beta1, beta2, weight_decay;
+};
+// Slots: parameter, gradient, momentum. Step scalars: {lr}.
+void lion_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                  const LionHyper& hyper, const Tensor& step_scalars);
+
 }  // namespace course

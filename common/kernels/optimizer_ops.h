@@ -78,4 +78,25 @@ struct AdamWUpdate {
   }
 };
 
+// Lion: the step is the sign of an interpolation between the momentum and the gradient, with
+// decoupled weight decay; the momentum then tracks the gradient with the slower beta2.
+// Slots: parameter, gradient, momentum. Step scalars: lr.
+struct LionUpdate {
+  static constexpr int kSlots = 3;
+  static constexpr int kStepScalars = 1;
+  const float* step_scalars;
+  float beta1, beta2, weight_decay;
+  COURSE_HD void operator()(float* const* slot, int64_t j) const {
+    const float lr = step_scalars[0];
+    float& param = slot[0][j];
+    const float g = slot[1][j];
+    float& m = slot[2][j];
+    const float c = beta1 * m + (1.0f - beta1) * g;
+    const float sign = static_cast<float>((c > 0.0f) - (c < 0.0f));
+    param -= lr * weight_decay * param;
+    param -= lr * sign;
+    m = beta2 * m + (1.0f - beta2) * g;
+  }
+};
+
 }  // namespace course::ops

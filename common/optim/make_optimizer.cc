@@ -2,11 +2,12 @@
 #include "common/optim/make_optimizer.h"
 
 #include "common/optim/large_batch.h"
+#include "common/optim/lion.h"
 
 namespace course::optim {
 
 const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names = {"sgd", "adamw", "lars", "lamb"};
+  static const std::vector<std::string> names = {"sgd", "adamw", "lars", "lamb", "lion"};
   return names;
 }
 
@@ -27,7 +28,10 @@ std::unique_ptr<Optimizer> make_optimizer(
   if (f.name == "lamb") {
     return std::make_unique<Lamb>(params, LambOptions{.lr = f.lr, .weight_decay = f.weight_decay});
   }
-  COURSE_FAIL("unknown optimizer '", f.name, "' (sgd, adamw, lars or lamb)");
+  if (f.name == "lion") {
+    return std::make_unique<Lion>(params, LionOptions{.lr = f.lr, .weight_decay = f.weight_decay});
+  }
+  COURSE_FAIL("unknown optimizer '", f.name, "' (sgd, adamw, lars, lamb or lion)");
 }
 
 }  // namespace course::optim

@@ -1,6 +1,6 @@
 // The optimizers by name, as the labs' --optimizer flag takes them: the course's SGD with
-// momentum and the large-batch and adaptive ones (AdamW, LARS, LAMB), with the flags' learning
-// rate, momentum and weight decay (each optimizer's own defaults for the rest).
+// momentum and the large-batch and adaptive ones (AdamW, LARS, LAMB, Lion), with the flags'
+// learning rate, momentum and weight decay (each optimizer's own defaults for the rest).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
-// Optimizers against hand-computed updates, schedules against hand-computed values of their
-// formulas, the loss scaler's skip / back-off / growth rules, and captured updates against
-// eager ones.
+// Optimizers (SGD, AdamW, LARS, LAMB, Lion) against hand-computed updates, schedules against
+// hand-computed values of their formulas, the loss scaler's skip / back-off / growth rules, and
+// captured updates against eager ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/optim/large_batch.h"
+#include "common/optim/lion.h"
 #include "common/optim/loss_scaler.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
@@ -54,6 +55,33 @@ TEST(AdamW, FirstStepsByHand) {
   EXPECT_TRUE(all_close(m.value(), {1.0f * (1 - 0.001f) - 0.01f, -2.0f * (1 - 0.001f) + 0.01f},
                         {1e-6, 1e-5}));
   EXPECT_EQ(adam.state_tensors().size(), 2u);
+}
+
+TEST(Lion, SignStepsAndTheMomentumByHand) {
+  OneParam m;
+  Lion lion(m.list(), {.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.99f, .weight_decay = 0.5f});
+  m.set_grad(0.3f, -4.0f);
+  lion.step();  // m = 0: c = 0.1 g, so each element moves by lr against g's sign, after decay
+  EXPECT_TRUE(all_close(m.value(), {1.0f * (1 - 0.005f) - 0.01f, -2.0f * (1 - 0.005f) + 0.01f},
+                        {1e-6, 1e-6}));
+  // m = 0.01 g = (0.003, -0.04). With g = (-0.02, 0.3): c = 0.9 m + 0.1 g = (0.0007, -0.006):
+  // the momentum outvotes the gradient, so the step keeps its sign; the new m = 0.99 m + 0.01 g.
+  m.set_grad(-0.02f, 0.3f);
+  const std::vector<float> before = m.value();
+  lion.step();
+  EXPECT_TRUE(all_close(m.value(),
+                        {before[0] * (1 - 0.005f) - 0.01f, before[1] * (1 - 0.005f) + 0.01f},
+                        {1e-6, 1e-6}));
+  const std::vector<float> momentum = lion.state_tensors()[0].second->to_vector<float>();
+  EXPECT_TRUE(all_close(momentum, {0.99f * 0.003f + 0.01f * -0.02f, 0.99f * -0.04f + 0.01f * 0.3f},
+                        {1e-7, 1e-6}));
+  // A zero interpolation does not move the element (the sign of 0 is 0), decay aside.
+  OneParam z;
+  Lion still(z.list(), {.lr = 0.01f});
+  z.set_grad(0.0f, 1.0f);
+  still.step();
+  EXPECT_EQ(z.value()[0], 1.0f);
+  EXPECT_THROW(Lion(z.list(), {.beta2 = 1.0f}), Error);
 }
 
 TEST(Lars, TrustRatioScalesTheMomentumStepByHand) {
