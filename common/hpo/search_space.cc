@@ -112,8 +112,8 @@ std::string to_string(const SearchSpace& space) {
       out << "cat:";
       for (size_t c = 0; c < param.choices.size(); ++c) out << (c ? "," : "") << param.choices[c];
     } else {
-      out << (param.kind == ParamKind::kInt ? "int:" : "float:") << param.low << ':' << param.high
-          << (param.log ? ":log" : "");
+      out << (param.kind == ParamKind::kInt ? "int:" : "float:") << shortest(param.low) << ':'
+          << shortest(param.high) << (param.log ? ":log" : "");
     }
   }
   return out.str();

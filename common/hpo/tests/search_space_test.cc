@@ -23,6 +23,10 @@ TEST(SearchSpace, ParsesEveryKindAndRoundTrips) {
   EXPECT_EQ(space.params[2].choices, (std::vector<std::string>{"sgd", "adamw"}));
   const SearchSpace again = parse_search_space(to_string(space));
   EXPECT_EQ(to_string(again), to_string(space));
+  // Stored bounds read back exactly, in their shortest form.
+  const SearchSpace precise = parse_search_space("x=float:0.1234567890123:0.30000000000000004");
+  EXPECT_EQ(to_string(precise), "x=float:0.1234567890123:0.30000000000000004");
+  EXPECT_EQ(parse_search_space(to_string(precise)).params[0].low, 0.1234567890123);
   EXPECT_EQ(format_value(space.params[2], 1), "adamw");
   EXPECT_EQ(format_value(space.params[1], 64), "64");
 }
