@@ -93,15 +93,14 @@ void work(const std::string& db, const std::string& name, const WorkerFlags& f) 
       study.tell(*trial, outcome.state, outcome.value);
       std::printf("trial %d %s%s\n", trial->number, hpo::to_string(outcome.state),
                   outcome.value ? (": " + std::to_string(*outcome.value)).c_str() : "");
-    } catch (const course::train::PreemptedError&) {
-      study.tell(*trial, hpo::TrialState::kFail);
-      throw;
-    } catch (const course::ExerciseNotDone&) {  // a TODO fails the worker, not just the trial
-      study.tell(*trial, hpo::TrialState::kFail);
-      throw;
     } catch (const course::Error& error) {
-      // A trial whose parameters fail (a diverging learning rate) fails alone.
       study.tell(*trial, hpo::TrialState::kFail);
+      // A Slurm stop or an unwritten exercise ends the worker; anything else (a diverging
+      // learning rate) fails this trial alone.
+      if (dynamic_cast<const course::train::PreemptedError*>(&error) ||
+          dynamic_cast<const course::ExerciseNotDone*>(&error)) {
+        throw;
+      }
       std::printf("trial %d failed: %s\n", trial->number, error.what());
     }
     std::fflush(stdout);

@@ -10,6 +10,7 @@ def day3_lab(check_tags = []):
         srcs = ["options.cc", "trainer.cc"],
         deps = ["//common/hpo"],
         check_tags = check_tags,
+        check_srcs = ["check_test.cc", "hpo_check_test.cc"],
     )
 
     # The hyper-parameter search tool, whose lab objective is this package's lab.

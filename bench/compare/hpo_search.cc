@@ -1,14 +1,13 @@
 // The project's side of the sampler comparison with Optuna (bench/compare/hpo_compare.sh): the
 // best value each seed's study finds on a synthetic function within a trial budget, and the
 // seconds the studies took. The sampler proposes from the study's trials exactly as a worker's
-// does; the trials stay in memory (the database's cost is the storage tests' business).
+// does (common/hpo/synthetic_study.h), without the database.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
-#include "common/hpo/objectives.h"
-#include "common/hpo/sampler.h"
+#include "common/hpo/synthetic_study.h"
 
 int main(int argc, char** argv) {
   namespace hpo = course::hpo;
@@ -21,24 +20,11 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", seeds)->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
-    const hpo::SearchSpace space = hpo::parse_search_space(hpo::synthetic_space(function));
     const std::unique_ptr<hpo::Sampler> sampler = hpo::make_sampler(sampler_spec);
     const auto start = std::chrono::steady_clock::now();
     for (int seed = 0; seed < seeds; ++seed) {
-      std::vector<hpo::Trial> done;
-      double best = INFINITY;
-      for (int n = 0; n < trials; ++n) {
-        std::mt19937_64 rng = hpo::trial_rng(static_cast<uint64_t>(seed), n);
-        const hpo::SamplingContext context{space, hpo::Direction::kMinimize, done, n,
-                                           static_cast<uint64_t>(seed)};
-        hpo::Trial trial;
-        trial.number = n;
-        trial.params = *sampler->sample(context, rng);
-        trial.value = hpo::synthetic_objective(function, trial.params[0], trial.params[1]);
-        trial.state = hpo::TrialState::kComplete;
-        best = std::min(best, *trial.value);
-        done.push_back(trial);
-      }
+      const double best =
+          hpo::best_of_synthetic_study(function, *sampler, static_cast<uint64_t>(seed), trials);
       std::printf("best %d %.17g\n", seed, best);
     }
     const double seconds =

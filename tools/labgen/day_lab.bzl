@@ -19,7 +19,15 @@ LAB_DEPS = [
     "@system_headers//:json",
 ]
 
-def day_lab(day, exercises, srcs, deps = [], lab_deps = [], check_tags = [], check_ranks = []):
+def day_lab(
+        day,
+        exercises,
+        srcs,
+        deps = [],
+        lab_deps = [],
+        check_tags = [],
+        check_ranks = [],
+        check_srcs = ["check_test.cc"]):
     """Defines :exercises, :lab and :check in the calling package.
 
     Args:
@@ -30,6 +38,7 @@ def day_lab(day, exercises, srcs, deps = [], lab_deps = [], check_tags = [], che
       lab_deps: further libraries of the lab program (lab.cc) itself.
       check_tags: tags of the :check test ("manual" for the trainee's copy).
       check_ranks: numbers of MPI ranks to run the check on (none: an ordinary test).
+      check_srcs: the check's test sources, by file name in the day's package.
     """
     native.cc_library(
         name = "exercises",
@@ -48,14 +57,14 @@ def day_lab(day, exercises, srcs, deps = [], lab_deps = [], check_tags = [], che
     if not check_ranks:
         native.cc_test(
             name = "check",
-            srcs = ["//%s:check_test.cc" % day],
+            srcs = ["//%s:%s" % (day, src) for src in check_srcs],
             deps = check_deps + ["@system_headers//:gtest_main"],
             tags = check_tags,
         )
         return
     mpirun_gtest(
         name = "check",
-        srcs = ["//%s:check_test.cc" % day],
+        srcs = ["//%s:%s" % (day, src) for src in check_srcs],
         deps = check_deps,
         ranks = check_ranks,
         tags = check_tags,

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/hpo/objectives.h"
+#include "common/hpo/synthetic_study.h"
 
 namespace course::hpo {
 namespace {
@@ -170,23 +171,6 @@ TEST(Tpe, AcquisitionMatchesOptunasAfterThirtyTrials) {
   }
 }
 
-double best_value(const std::string& sampler_spec, const std::string& function, uint64_t seed,
-                  int n_trials) {
-  const SearchSpace space = parse_search_space(synthetic_space(function));
-  const std::unique_ptr<Sampler> sampler = make_sampler(sampler_spec);
-  std::vector<Trial> trials;
-  double best = INFINITY;
-  for (int n = 0; n < n_trials; ++n) {
-    std::mt19937_64 rng = trial_rng(seed, n);
-    const SamplingContext context{space, Direction::kMinimize, trials, n, seed};
-    const ParamValues point = *sampler->sample(context, rng);
-    const double value = synthetic_objective(function, point[0], point[1]);
-    trials.push_back(finished_trial(n, TrialState::kComplete, value, point));
-    best = std::min(best, value);
-  }
-  return best;
-}
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
@@ -196,8 +180,8 @@ TEST(TpeSampler, FindsBetterPointsThanRandomWithTheSameBudget) {
   for (const std::string function : {"himmelblau", "rosenbrock"}) {
     std::vector<double> tpe, random;
     for (uint64_t seed = 0; seed < 9; ++seed) {
-      tpe.push_back(best_value("tpe", function, seed, 60));
-      random.push_back(best_value("random", function, seed, 60));
+      tpe.push_back(best_of_synthetic_study(function, *make_sampler("tpe"), seed, 60));
+      random.push_back(best_of_synthetic_study(function, *make_sampler("random"), seed, 60));
     }
     EXPECT_LT(median(tpe), 0.5 * median(random)) << function;
   }
