@@ -37,6 +37,12 @@ struct WorkerFlags {
   double heartbeat = 10, grace = 60;
 };
 
+// The database of an existing study: refused when missing, rather than created empty.
+void require_database(const std::string& db) {
+  COURSE_CHECK(std::filesystem::exists(db), "no study database at ", db,
+               " (create the study first)");
+}
+
 std::string worker_name() {
   char host[256] = "host";
   gethostname(host, sizeof host - 1);
@@ -72,6 +78,7 @@ void create(const std::string& db, const std::string& name, const CreateFlags& f
 void work(const std::string& db, const std::string& name, const WorkerFlags& f) {
   COURSE_CHECK(f.heartbeat > 0 && f.grace > 2 * f.heartbeat,
                "worker: --grace must be more than twice --heartbeat");
+  require_database(db);
   hpo::StudyStorage storage(db);
   hpo::Study study(storage, name, {f.heartbeat, f.grace}, day3::search_rules());
   const std::string me = worker_name();
@@ -177,7 +184,7 @@ int main(int argc, char** argv) {
   return course::train::lab_main([&] {
     if (create_command->parsed()) return create(db, name, create_flags);
     if (worker_command->parsed()) return work(db, name, worker_flags);
-    COURSE_CHECK(std::filesystem::exists(db), "no study database at ", db);
+    require_database(db);
     hpo::StudyStorage storage(db);
     const hpo::StudyRecord record = storage.load_study(name);
     const std::vector<hpo::Trial> trials = storage.trials(record.id);

@@ -100,6 +100,8 @@ expect 1 "must maximize" "$hpo" create --db "$db" --study x --lab="--epochs 1" \
   --space "lr=float:0.01:0.1" --direction minimize
 expect 1 "no study named 'x'" "$hpo" status --db "$db" --study x
 expect 1 "no study database at $dir/none.db" "$hpo" status --db "$dir/none.db" --study him
+expect 1 "no study database at $dir/none.db" "$hpo" worker --db "$dir/none.db" --study him
+[[ ! -e $dir/none.db ]] || fail "a worker created an empty database"
 expect 1 "--grace must be more than twice --heartbeat" "$hpo" worker --db "$db" --study him \
   --heartbeat 10 --grace 5
 echo "not a database, and long enough for SQLite to read its header" >"$dir/text.db"
