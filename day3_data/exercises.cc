@@ -1,4 +1,4 @@
-// Day 3 exercises TP3.1-TP3.8 (the lab sheet is day3_data/README.md).
+// Day 3 exercises TP3.1-TP3.10 (the lab sheet is day3_data/README.md).
 // solutions/day3_data/exercises.cc is the complete version; day3_data/exercises.cc is generated
 // from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
 #include "day3_data/exercises.h"
@@ -87,6 +87,21 @@ bool median_prunes(const course::hpo::Trial& trial, int step,
 
 course::hpo::SearchRules search_rules() {
   return {.split = split_trials, .promotable = promotable_to_next_rung, .median = median_prunes};
+}
+
+std::vector<float> sweep_rates(float first, float last, int64_t count) {
+  // BEGIN EXERCISE TP3.9: geometric steps from first to last, both ends included
+  ::course::exercise_todo("TP3.9", "geometric steps from first to last, both ends included",
+                          "day3_data/README.md#tp39");
+  // END EXERCISE
+}
+
+std::optional<float> suggest_rate(const std::vector<float>& rates,
+                                  const std::vector<double>& mean_losses) {
+  // BEGIN EXERCISE TP3.10: a tenth of the rate of the lowest finite loss
+  ::course::exercise_todo("TP3.10", "a tenth of the rate of the lowest finite loss",
+                          "day3_data/README.md#tp310");
+  // END EXERCISE
 }
 
 }  // namespace day3

@@ -1,11 +1,13 @@
-// The day-3 exercises (TP3.1-TP3.8): what the trainee writes in day3_data/exercises.cc. The
+// The day-3 exercises (TP3.1-TP3.10): what the trainee writes in day3_data/exercises.cc. The
 // complete versions are in solutions/day3_data/exercises.cc; the lab program calls these
 // functions when it mixes batches (--mixup, --cutmix) and reads tar shards or packed files, the
-// HPO tool when it samples with TPE and prunes with the median rule or successive halving, and
-// //day3_data:check tests them.
+// HPO tool when it samples with TPE and prunes with the median rule or successive halving, the
+// learning-rate finder (--findlr) when it sweeps and suggests a rate, and //day3_data:check
+// tests them.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -72,5 +74,15 @@ bool median_prunes(const course::hpo::Trial& trial, int step,
 
 // The three as the HPO tool's rules.
 course::hpo::SearchRules search_rules();
+
+// TP3.9: the learning-rate finder's `count` rates, log-spaced from `first` to `last`, both
+// included (first * (last / first)^(i / (count - 1))).
+std::vector<float> sweep_rates(float first, float last, int64_t count);
+
+// TP3.10: the rate the finder suggests: one tenth of the rate whose mean loss is the lowest
+// (NaN losses, diverged or not reached, left out; the lower rate wins a tie); none when every
+// loss is NaN.
+std::optional<float> suggest_rate(const std::vector<float>& rates,
+                                  const std::vector<double>& mean_losses);
 
 }  // namespace day3

@@ -1,8 +1,6 @@
 // The objectives of the HPO tool (see hpo_objective.h).
 #include "day3_data/hpo_objective.h"
 
-#include <sstream>
-
 #include "common/core/error.h"
 #include "common/hpo/objectives.h"
 #include "common/hpo/study_report.h"
@@ -18,27 +16,12 @@ bool is_lab(const std::string& objective) {
   return objective == kLabPrefix || objective.rfind(std::string(kLabPrefix) + " ", 0) == 0;
 }
 
-std::vector<std::string> words(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string word; in >> word;) out.push_back(word);
-  return out;
-}
-
-LabOptions parse_lab(const std::vector<std::string>& arguments) {
-  std::vector<char*> argv;
-  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
-  LabOptions options = parse_options(static_cast<int>(argv.size()), argv.data());
-  validate(options);
-  return options;
-}
-
 }  // namespace
 
 std::vector<std::string> lab_arguments(const hpo::StudyConfig& config, const hpo::Trial& trial) {
-  std::vector<std::string> arguments = words(config.objective);
+  std::vector<std::string> arguments = split_words(config.objective);
   arguments[0] = "lab";
-  for (const std::string& word : words(hpo::trial_flags(config.space, trial))) {
+  for (const std::string& word : split_words(hpo::trial_flags(config.space, trial))) {
     arguments.push_back(word);
   }
   return arguments;
@@ -51,7 +34,7 @@ void check_objective(const hpo::StudyConfig& config) {
     // Every parameter at its low end: a misnamed parameter or bad fixed flag fails here.
     hpo::Trial lowest;
     for (const hpo::ParamSpec& param : config.space.params) lowest.params.push_back(param.low);
-    parse_lab(lab_arguments(config, lowest));
+    parse_lab_words(lab_arguments(config, lowest));
     return;
   }
   hpo::synthetic_space(config.objective);  // throws for an unknown function
@@ -68,10 +51,10 @@ TrialOutcome evaluate_trial(hpo::Study& study, hpo::Trial& trial) {
     return {hpo::TrialState::kComplete,
             hpo::synthetic_objective(config.objective, trial.params[0], trial.params[1])};
   }
-  const LabOptions options = parse_lab(lab_arguments(config, trial));
-  const LabResult result = run_lab(options, [&](int64_t epoch, double accuracy) {
-    return !study.report(trial, static_cast<int>(epoch), accuracy);
-  });
+  const LabOptions options = parse_lab_words(lab_arguments(config, trial));
+  const LabResult result = run_lab(options, {.after_epoch = [&](int64_t epoch, double accuracy) {
+                                     return !study.report(trial, static_cast<int>(epoch), accuracy);
+                                   }});
   if (result.ended_early) return {hpo::TrialState::kPruned, std::nullopt};
   COURSE_CHECK(result.test_accuracy, "the lab run ended without a test accuracy (--test?)");
   return {hpo::TrialState::kComplete, *result.test_accuracy};

@@ -1,5 +1,5 @@
 """The day-3 lab's targets, in //day3_data (trainee) and //solutions/day3_data (solutions):
-the lab, its check, and the hyper-parameter search tool on that lab."""
+the lab, its check, and the hyper-parameter search and optimizer comparison tools on that lab."""
 
 load("//tools/labgen:day_lab.bzl", "day_lab")
 
@@ -7,8 +7,11 @@ def day3_lab(check_tags = []):
     day_lab(
         day = "day3_data",
         exercises = "exercises.cc",
-        srcs = ["options.cc", "trainer.cc"],
-        deps = ["//common/hpo"],
+        srcs = ["lr_finder.cc", "options.cc", "trainer.cc"],
+        deps = [
+            "//common/core:gnuplot",
+            "//common/hpo",
+        ],
         check_tags = check_tags,
         check_srcs = ["check_test.cc", "hpo_check_test.cc"],
     )
@@ -24,6 +27,21 @@ def day3_lab(check_tags = []):
         deps = [
             ":exercises",
             "//common/hpo",
+            "//common/train:lab_support",
+        ],
+    )
+
+    # The optimizer comparison, run after run of this package's lab.
+    native.cc_binary(
+        name = "optimizers",
+        srcs = [
+            "//day3_data:optimizer_comparison.cc",
+            "//day3_data:optimizer_comparison.h",
+            "//day3_data:optimizers.cc",
+        ],
+        deps = [
+            ":exercises",
+            "//common/core:gnuplot",
             "//common/train:lab_support",
         ],
     )

@@ -1,10 +1,17 @@
-// `bazel run //day3_data:lab -- [flags]`: the day-3 lab (see day3_data/README.md). The same
-// program is built with the trainee's exercises (//day3_data:lab) and with the solutions
-// (//solutions/day3_data:lab).
+// `bazel run //day3_data:lab -- [flags]`: the day-3 lab (see day3_data/README.md), or with
+// --findlr its learning-rate finder. The same program is built with the trainee's exercises
+// (//day3_data:lab) and with the solutions (//solutions/day3_data:lab).
 #include "common/train/lab_main.h"
+#include "day3_data/lr_finder.h"
 #include "day3_data/trainer.h"
 
 int main(int argc, char** argv) {
   const day3::LabOptions options = day3::parse_options(argc, argv);
-  return course::train::lab_main([&] { day3::run_lab(options); });
+  return course::train::lab_main([&] {
+    if (options.findlr) {
+      day3::find_lr(options);
+    } else {
+      day3::run_lab(options);
+    }
+  });
 }

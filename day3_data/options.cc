@@ -1,6 +1,11 @@
 // Command line of the day-3 lab.
 #include "day3_data/options.h"
 
+#include <sstream>
+
+#include "common/optim/make_optimizer.h"
+#include "common/optim/schedule.h"
+
 namespace day3 {
 
 course::AugmentPolicy LabOptions::policy() const {
@@ -47,6 +52,32 @@ LabOptions parse_options(int argc, char** argv) {
                  "tar shards: samples in WebDataset's shuffle buffer");
   app.add_option("--pages-in-memory", o.pages_in_memory,
                  "packed files: pages read together in the quasi-random order");
+  app.add_option("--optimizer", o.optimizer, "the optimizer (its own defaults for the rest)")
+      ->check(CLI::IsMember(course::optim::optimizer_names()))
+      ->capture_default_str();
+  app.add_option("--schedule", o.schedule, "the learning rate's schedule, stepped every step")
+      ->check(CLI::IsMember(course::optim::schedule_names()))
+      ->capture_default_str();
+  app.add_option("--cosine-floor", o.cosine_floor,
+                 "cosine schedule: decay to this fraction of --lr (0.2: lr/5)");
+  app.add_option("--warmup-epochs", o.warmup_epochs,
+                 "linear warm-up from 0 over this many epochs (fractions allowed)");
+  app.add_flag("--findlr", o.findlr,
+               "sweep the learning rate from --findlr-start up to --lr instead of training, "
+               "and suggest one");
+  app.add_option("--findlr-mode", o.findlr_mode,
+                 "correlated: one run, the rate raised every --findlr-steps steps; decorrelated: "
+                 "a fresh model for each rate")
+      ->check(CLI::IsMember({"correlated", "decorrelated"}))
+      ->capture_default_str();
+  app.add_option("--findlr-start", o.findlr_start, "the sweep's first rate")->capture_default_str();
+  app.add_option("--findlr-rates", o.findlr_rates, "log-spaced rates in the sweep")
+      ->capture_default_str();
+  app.add_option("--findlr-steps", o.findlr_steps, "steps at each rate")->capture_default_str();
+  app.add_option("--findlr-plot", o.findlr_plot,
+                 "the sweep's PNG (its table goes beside it as .csv); relative to the folder "
+                 "bazel run started in")
+      ->capture_default_str();
   course::train::parse_or_exit(app, argc, argv);
   return o;
 }
@@ -60,12 +91,39 @@ void validate(const LabOptions& o) {
                "1's exercise)");
   COURSE_CHECK(o.shuffle_buffer > 0 && o.pages_in_memory > 0,
                "--shuffle-buffer and --pages-in-memory must be positive");
+  COURSE_CHECK(o.cosine_floor >= 0 && o.cosine_floor <= 1, "--cosine-floor is a fraction of --lr, ",
+               "from 0 to 1, got ", o.cosine_floor);
+  COURSE_CHECK(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs,
+               "--warmup-epochs must be from 0 to --epochs, got ", o.warmup_epochs);
+  if (o.findlr) {
+    COURSE_CHECK(o.findlr_rates >= 2 && o.findlr_steps >= 1,
+                 "--findlr needs at least 2 rates of at least 1 step each");
+    COURSE_CHECK(o.findlr_start > 0 && o.findlr_start < o.lr, "--findlr sweeps from ",
+                 "--findlr-start up to --lr: need 0 < ", o.findlr_start, " < ", o.lr);
+    COURSE_CHECK(o.chkpt.empty() && o.resume.empty(),
+                 "--findlr trains nothing worth keeping: drop --chkpt and --resume");
+  }
   if (!o.mixing()) return;
   COURSE_CHECK(o.batch_size % 2 == 0,
                "--mixup and --cutmix pair each sample with its partner "
                "in the flipped batch: --batch-size must be even, got ",
                o.batch_size);
   course::validate(o.mix_options());
+}
+
+LabOptions parse_lab_words(const std::vector<std::string>& words) {
+  std::vector<char*> argv;
+  for (const std::string& word : words) argv.push_back(const_cast<char*>(word.c_str()));
+  LabOptions options = parse_options(static_cast<int>(argv.size()), argv.data());
+  validate(options);
+  return options;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
 }
 
 }  // namespace day3

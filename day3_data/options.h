@@ -1,9 +1,11 @@
 // The day-3 lab's command line: the shared training flags (common/train/lab_flags.h) plus the
 // day's augmentation (the automatic policy and the jitter in the loader's workers or on the
-// device, MixUp / CutMix of whole batches) and the epoch orders of the storage formats.
+// device, MixUp / CutMix of whole batches), the epoch orders of the storage formats, the
+// optimizer and schedule, and the learning-rate finder.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/data/augment_policy.h"
 #include "common/data/batch_mix.h"
@@ -23,6 +25,17 @@ struct LabOptions : course::train::TrainingFlags {
   float mix_prob = 1, switch_prob = 0.5f;
   int64_t shuffle_buffer = 1000;  // tar shards: WebDataset's shuffle buffer, in samples
   int64_t pages_in_memory = 4;    // packed files: pages of the quasi-random order's groups
+  // The optimizer comparison: any optimizer under any schedule, with a warm-up.
+  std::string optimizer = "sgd";       // sgd, adamw, lars, lamb, lion
+  std::string schedule = "one-cycle";  // one-cycle, cosine, constant
+  float cosine_floor = 0;              // cosine: down to this fraction of --lr (0.2: lr/5)
+  double warmup_epochs = 0;
+  // --findlr: a learning-rate sweep instead of training (day3_data/lr_finder.h).
+  bool findlr = false;
+  std::string findlr_mode = "correlated";  // or "decorrelated"
+  float findlr_start = 1e-8f;              // the sweep goes from here up to --lr
+  int64_t findlr_rates = 10, findlr_steps = 50;
+  std::string findlr_plot = "findlr.png";  // and its table beside it, as .csv
 
   course::AugmentPolicy policy() const;
   course::JitterOptions jitter() const;
@@ -36,5 +49,12 @@ LabOptions parse_options(int argc, char** argv);
 
 // Checks value ranges that flags alone cannot (throws course::Error).
 void validate(const LabOptions& options);
+
+// The lab's command line given as words (the program's name first), parsed and validated:
+// how the HPO and optimizer-comparison tools run the lab with flags from their own command line.
+LabOptions parse_lab_words(const std::vector<std::string>& words);
+
+// Flags given as one string ("--epochs 2 --lr 0.1") split at white space.
+std::vector<std::string> split_words(const std::string& text);
 
 }  // namespace day3

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/core/format.h"
 #include "common/data/batch_augment.h"
 #include "common/data/device_batches.h"
 #include "common/data/epoch_order.h"
@@ -93,9 +94,20 @@ std::string describe_storage(const LabOptions& o, const Dataset& data) {
   return "storage: " + (o.synthetic > 0 ? std::string("synthetic") : o.data_dir) + ", shuffled";
 }
 
+std::string describe_schedule(const LabOptions& o, const RunHooks& run_hooks) {
+  if (run_hooks.lr_at) return "the learning-rate finder's rates";
+  std::string text = o.schedule + " schedule to lr " + course::format_number(o.lr);
+  if (o.schedule == "cosine" && o.cosine_floor > 0) {
+    text += " down to " + course::format_number(o.cosine_floor * o.lr);
+  }
+  if (o.warmup_epochs > 0)
+    text += ", warm-up " + course::format_number(o.warmup_epochs) + " epochs";
+  return text;
+}
+
 }  // namespace
 
-LabResult run_lab(const LabOptions& o, const EpochHook& after_epoch) {
+LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
   validate(o);
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);
@@ -135,9 +147,12 @@ LabResult run_lab(const LabOptions& o, const EpochHook& after_epoch) {
 
   const auto model = train::make_classifier(o, *data.train, device);
   const auto optimizer = optim::make_optimizer(
-      {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd}, model->state().parameters);
-  const std::shared_ptr<const optim::Schedule> schedule =
-      optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
+      {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
+      model->state().parameters);
+  const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(
+      o.schedule, o.lr, o.epochs * steps_per_epoch,
+      static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
+      o.cosine_floor * o.lr);
 
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
@@ -175,29 +190,34 @@ LabResult run_lab(const LabOptions& o, const EpochHook& after_epoch) {
       return b;
     });
   };
-  if (after_epoch) {
+  if (run_hooks.after_epoch) {
     hooks.after_epoch = [&](int64_t epoch, const train::EvalTally& validation) {
-      return after_epoch(epoch, validation.accuracy());
+      return run_hooks.after_epoch(epoch, validation.accuracy());
     };
   }
-  train::TrainingLoop loop(o,
-                           {.device = device,
-                            .model = model.get(),
-                            .optimizer = optimizer.get(),
-                            .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
-                            .steps_per_epoch = steps_per_epoch,
-                            .global_batch = o.batch_size,
-                            .identity = {{"model", o.model}}},
-                           hooks);
+  hooks.after_step = run_hooks.after_step;
+  train::TrainingLoop loop(
+      o,
+      {.device = device,
+       .model = model.get(),
+       .optimizer = optimizer.get(),
+       .lr_at =
+           run_hooks.lr_at ? run_hooks.lr_at : [&](int64_t step) { return schedule->lr_at(step); },
+       .steps_per_epoch = steps_per_epoch,
+       .global_batch = o.batch_size,
+       .identity = {{"model", o.model}}},
+      hooks);
 
   std::printf("%s\n", describe_storage(o, *data.train).c_str());
   std::printf(
-      "training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n%s\n",
+      "training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n"
+      "%s\noptimizer: %s, %s\n",
       o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
       static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
       static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
       o.amp ? ", amp bf16" : "", o.channels_last ? ", channels-last" : "",
-      describe(o, data.train_transform).c_str());
+      describe(o, data.train_transform).c_str(), o.optimizer.c_str(),
+      describe_schedule(o, run_hooks).c_str());
   std::fflush(stdout);
   const train::LoopResult run = loop.run();
   return {.steps = run.steps,

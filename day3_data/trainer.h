@@ -4,7 +4,7 @@
 // loader's workers: RandomResizedCrop (--augment), the flip, the jitter and the automatic policy;
 // per batch, on the host before the copy or on the training device (--aug-device): the flip and
 // jitter, then MixUp / CutMix with the trainee's cut and targets (TP3.1, TP3.2) and the soft-target
-// loss's gradient (TP3.3).
+// loss's gradient (TP3.3). The optimizer and schedule are flags, for the optimizer comparison.
 #pragma once
 
 #include <functional>
@@ -23,11 +23,18 @@ struct LabResult {
   course::train::ChronometerReport timing;
 };
 
-// Called after each epoch (from 1) with its test accuracy; false stops the run there (the
-// hyper-parameter search's pruner).
-using EpochHook = std::function<bool(int64_t epoch, double test_accuracy)>;
+// What a tool running the lab can watch or replace; each is optional.
+struct RunHooks {
+  // After each epoch (from 1) with its test accuracy: false stops the run there (the
+  // hyper-parameter search's pruner).
+  std::function<bool(int64_t epoch, double test_accuracy)> after_epoch;
+  // The learning rate of each step (from 0), instead of --schedule's (the learning-rate finder).
+  std::function<float(int64_t step)> lr_at;
+  // After each step (from 1) with its training loss.
+  std::function<void(int64_t step, float loss)> after_step;
+};
 
 // Runs the lab and prints its report on stdout (progress on stderr).
-LabResult run_lab(const LabOptions& options, const EpochHook& after_epoch = {});
+LabResult run_lab(const LabOptions& options, const RunHooks& hooks = {});
 
 }  // namespace day3

@@ -22,4 +22,10 @@ std::string format_bytes(int64_t bytes) {
   return text;
 }
 
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 }  // namespace course

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/core/error.h"
+#include "common/core/gnuplot.h"
 #include "common/hpo/study_report.h"
 
 namespace course::hpo {
@@ -122,16 +123,6 @@ std::string slice_script(const StudyConfig& config, const std::vector<Trial>& tr
   }
   script << "unset multiplot\n";
   return script.str();
-}
-
-void run_gnuplot(const std::string& script) {
-  FILE* gnuplot = popen("gnuplot 2>&1", "w");
-  COURSE_CHECK(gnuplot, "cannot start gnuplot");
-  std::fputs("set terminal pngcairo size 900,540\nset grid\nset datafile missing 'nan'\n", gnuplot);
-  std::fputs(script.c_str(), gnuplot);
-  const int status = pclose(gnuplot);
-  COURSE_CHECK(status == 0, "gnuplot failed (exit status ", status,
-               "): the plots need gnuplot (./setup.sh installs gnuplot-nox)");
 }
 
 }  // namespace

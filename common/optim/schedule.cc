@@ -97,13 +97,18 @@ std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t w
   return std::make_unique<Warmup>(std::move(inner), warmup_steps);
 }
 
+const std::vector<std::string>& schedule_names() {
+  static const std::vector<std::string> names = {"one-cycle", "cosine", "constant"};
+  return names;
+}
+
 std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64_t total_steps,
-                                        int64_t warmup_steps) {
+                                        int64_t warmup_steps, float eta_min) {
   std::unique_ptr<Schedule> schedule;
   if (name == "one-cycle") {
     schedule = one_cycle_schedule(lr, total_steps);
   } else if (name == "cosine") {
-    schedule = cosine_schedule(lr, total_steps);
+    schedule = cosine_schedule(lr, total_steps, eta_min);
   } else if (name == "constant") {
     schedule = constant_schedule(lr);
   } else {

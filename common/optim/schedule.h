@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace course::optim {
 
@@ -24,8 +25,12 @@ std::unique_ptr<Schedule> one_cycle_schedule(float max_lr, int64_t total_steps,
 std::unique_ptr<Schedule> cosine_schedule(float lr, int64_t total_steps, float eta_min = 0.0f);
 std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps);
 
-// By name, as the labs' --schedule flag takes it: "one-cycle", "cosine" or "constant".
+// By name, as the labs' --schedule flag takes it: "one-cycle", "cosine" (down to eta_min) or
+// "constant".
 std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64_t total_steps,
-                                        int64_t warmup_steps);
+                                        int64_t warmup_steps, float eta_min = 0.0f);
+
+// The schedules make_schedule knows.
+const std::vector<std::string>& schedule_names();
 
 }  // namespace course::optim

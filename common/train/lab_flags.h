@@ -46,6 +46,10 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
 // non-zero (CLI11's behaviour, the same in every lab).
 void parse_or_exit(CLI::App& app, int argc, char** argv);
 
+// A relative output path as the user meant it: from the folder `bazel run` started in
+// (BUILD_WORKING_DIRECTORY), else from the current folder. Absolute paths are kept.
+std::string invocation_path(const std::string& path);
+
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);
 void validate_run_flags(const TrainingFlags& flags);  // the run's flags alone

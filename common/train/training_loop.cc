@@ -149,8 +149,10 @@ LoopResult TrainingLoop::run() {
       const Tensor loss_on_device = hooks_.step(phases);
       phases.finish(config_.global_batch);
       const float loss = loss_on_device.to_vector<float>()[0];
-      COURSE_CHECK(std::isfinite(loss), "the training loss diverged (", loss, ") at step ",
-                   optimizer.steps(), ": lower --lr");
+      if (!std::isfinite(loss)) {
+        throw TrainingDiverged(detail::concat("the training loss diverged (", loss, ") at step ",
+                                              optimizer.steps(), ": lower --lr"));
+      }
       result.last_loss = loss;
       ++result.steps;
       if (hooks_.after_step) hooks_.after_step(optimizer.steps(), loss);
@@ -166,6 +168,7 @@ LoopResult TrainingLoop::run() {
           parallel::allreduce_sum({result.last_loss}, *config_.comm)[0] / config_.comm->size();
     }
     if (flags_.test) {
+      if (optimizer.steps() < flags_.test_nsteps && epoch + 1 < flags_.epochs) continue;
       save(epoch, b);
       break;
     }

@@ -2,7 +2,8 @@
 // loop its step and a few hooks. The loop owns what every run needs:
 //   - before the first step: the checkpoint, metrics and profile files can be written, the
 //     resume file is a checkpoint of this model (same identity, names and shapes) and is loaded;
-//   - epochs of steps (or --test-nsteps steps), the learning rate of every step, the
+//   - epochs of steps (or --test-nsteps steps within --epochs, no validation), the learning rate of
+//   every step, the
 //     chronometer and the profiler's schedule, the progress line, a diverging loss refused;
 //   - a stop signal (Slurm's SIGUSR1/SIGTERM) agreed by every rank, then a checkpoint and
 //     exit 4 after the same step everywhere;
@@ -25,6 +26,13 @@
 #include "common/train/training_state.h"
 
 namespace course::train {
+
+// Thrown when a step's loss is not finite (a learning rate too high): a learning-rate sweep
+// catches it, a lab reports it as any other error.
+class TrainingDiverged : public Error {
+ public:
+  using Error::Error;
+};
 
 struct LoopHooks {
   // Before an epoch's first step: set the sampler's epoch and start the loader, skipping the

@@ -1,4 +1,4 @@
-// Day 3 exercises TP3.1-TP3.8 (the lab sheet is day3_data/README.md).
+// Day 3 exercises TP3.1-TP3.10 (the lab sheet is day3_data/README.md).
 // solutions/day3_data/exercises.cc is the complete version; day3_data/exercises.cc is generated
 // from it by tools/labgen with every exercise replaced by a stub: trainees edit that one.
 #include "day3_data/exercises.h"
@@ -185,6 +185,30 @@ bool median_prunes(const course::hpo::Trial& trial, int step,
 
 course::hpo::SearchRules search_rules() {
   return {.split = split_trials, .promotable = promotable_to_next_rung, .median = median_prunes};
+}
+
+std::vector<float> sweep_rates(float first, float last, int64_t count) {
+  // BEGIN EXERCISE TP3.9: geometric steps from first to last, both ends included
+  std::vector<float> rates(count);
+  const double ratio = static_cast<double>(last) / first;
+  for (int64_t i = 0; i < count; ++i) {
+    rates[i] = static_cast<float>(first * std::pow(ratio, static_cast<double>(i) / (count - 1)));
+  }
+  return rates;
+  // END EXERCISE
+}
+
+std::optional<float> suggest_rate(const std::vector<float>& rates,
+                                  const std::vector<double>& mean_losses) {
+  // BEGIN EXERCISE TP3.10: a tenth of the rate of the lowest finite loss
+  std::optional<size_t> lowest;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (std::isnan(mean_losses[i])) continue;
+    if (!lowest || mean_losses[i] < mean_losses[*lowest]) lowest = i;
+  }
+  if (!lowest) return std::nullopt;
+  return rates[*lowest] / 10;
+  // END EXERCISE
 }
 
 }  // namespace day3

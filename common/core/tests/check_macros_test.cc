@@ -30,6 +30,12 @@ TEST(FormatBytes, UsesBinaryUnits) {
   EXPECT_EQ(format_bytes(int64_t{3} << 30), "3.00 GiB");
 }
 
+TEST(FormatNumber, ShortestOfFixedAndExponent) {
+  EXPECT_EQ(format_number(0.1), "0.1");
+  EXPECT_EQ(format_number(1e-8), "1e-08");
+  EXPECT_EQ(format_number(2048), "2048");
+}
+
 TEST(MpiCheck, AFailingCallBecomesAnError) {
   MPI_Init(nullptr, nullptr);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

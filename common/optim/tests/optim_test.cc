@@ -170,6 +170,11 @@ TEST(Schedule, CosineWarmupAndNames) {
   EXPECT_FLOAT_EQ(warm->lr_at(0), 0.2f);
   EXPECT_FLOAT_EQ(warm->lr_at(3), 0.8f);
   EXPECT_FLOAT_EQ(warm->lr_at(10), 0.8f);
+  // By name: the cosine's floor and the warm-up are passed through.
+  auto named = make_schedule("cosine", 1.0f, 100, 10, 0.2f);
+  EXPECT_FLOAT_EQ(named->lr_at(0), 0.1f);  // warm-up step 1 of 10 towards lr_at(0) = 1
+  EXPECT_NEAR(named->lr_at(50), 0.6f, 1e-6);
+  EXPECT_FLOAT_EQ(named->lr_at(100), 0.2f);
   EXPECT_THROW(make_schedule("linear", 1.0f, 10, 0), Error);
   EXPECT_THROW(one_cycle_schedule(1.0f, 2), Error);
 }
