@@ -13,7 +13,11 @@ def day3_lab(check_tags = []):
             "//common/hpo",
         ],
         check_tags = check_tags,
-        check_srcs = ["check_test.cc", "hpo_check_test.cc"],
+        check_srcs = [
+            "check_test.cc",
+            "hpo_check_test.cc",
+            "lr_finder_check_test.cc",
+        ],
     )
 
     # The hyper-parameter search tool, whose lab objective is this package's lab.

@@ -79,3 +79,27 @@ expect 1 "f16's loss scaling is day 1's exercise" "$solution" "${small[@]}" --am
 expect 105 "--mix-mode" "$solution" "${small[@]}" --mix-mode halves
 expect 105 "--auto-augment" "$solution" "${small[@]}" --auto-augment autoaugment
 expect 0 "--aug-device" "$solution" --help
+
+# The optimizer and schedule flags, the learning-rate finder as trainees run it (through
+# bazel run: the plot lands where they started), and the trainee's TODO TP3.9.
+expect 0 "optimizer: lion, cosine schedule to lr 0.001 down to 0.0002, warm-up 0.5 epochs" \
+  "$solution" "${small[@]}" --optimizer lion --lr 1e-3 --schedule cosine --cosine-floor 0.2 \
+  --epochs 2 --warmup-epochs 0.5
+expect 0 "optimizer: sgd, one-cycle schedule to lr 0.1" "$solution" "${small[@]}"
+expect 0 "training performance" "$solution" --synthetic 32 --batch-size 16 --device cpu \
+  --no-progress --test --test-nsteps 5 --epochs 3
+expect 0 "suggested learning rate: " env BUILD_WORKING_DIRECTORY="$TEST_TMPDIR" "$solution" \
+  --synthetic 64 --batch-size 16 --device cpu --no-progress --findlr --findlr-start 1e-4 \
+  --findlr-rates 4 --findlr-steps 3 --lr 1 --findlr-plot sweep.png
+[[ $(head -c 4 "$TEST_TMPDIR/sweep.png" | tail -c 3) == PNG ]] || { echo "FAILED: no sweep.png"; exit 1; }
+[[ $(wc -l <"$TEST_TMPDIR/sweep.csv") == 5 ]] || { echo "FAILED: sweep.csv rows"; exit 1; }
+expect 3 "TODO TP3.9" "$trainee" --synthetic 64 --batch-size 16 --device cpu --no-progress \
+  --findlr --findlr-plot "$TEST_TMPDIR/todo.png"
+expect 105 "--optimizer: adam not in" "$solution" "${small[@]}" --optimizer adam
+expect 105 "--findlr-mode" "$solution" "${small[@]}" --findlr --findlr-mode both
+expect 1 "--cosine-floor is a fraction of --lr, from 0 to 1, got 5" "$solution" "${small[@]}" \
+  --cosine-floor 5
+expect 1 "--warmup-epochs must be from 0 to --epochs, got 3" "$solution" "${small[@]}" \
+  --warmup-epochs 3
+expect 1 "--findlr sweeps from --findlr-start up to --lr: need 0 < 1e-08 < 1e-09" "$solution" \
+  "${small[@]}" --findlr --lr 1e-9

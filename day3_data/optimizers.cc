@@ -64,6 +64,15 @@ void compare(ComparisonFlags f) {
   COURSE_CHECK(f.warmup_epochs >= 0, "--warmup-epochs must not be negative");
   f.out = course::train::invocation_path(f.out);
   const std::vector<day3::Recipe> recipes = day3::select_recipes(f.recipes);
+  for (const std::string& word : day3::split_words(f.lab)) {
+    const std::string flag = word.substr(0, word.find('='));
+    for (const char* own : {"--optimizer", "--schedule", "--batch-size", "--lr", "--wd",
+                            "--cosine-floor", "--warmup-epochs"}) {
+      COURSE_CHECK(flag != own, "--lab: ", own,
+                   " is set by each recipe (see --recipes, "
+                   "--small-batch, --large-batch and --warmup-epochs)");
+    }
+  }
   // Every run's flags are checked before the first run starts.
   for (const int64_t batch : {f.small_batch, f.large_batch}) {
     for (const day3::Recipe& recipe : recipes) {
