@@ -18,6 +18,7 @@
 #include "common/hpo/study.h"
 #include "common/hpo/study_plots.h"
 #include "common/hpo/study_report.h"
+#include "common/train/lab_flags.h"
 #include "common/train/lab_main.h"
 #include "common/train/stop_signal.h"
 #include "day3_data/exercises.h"
@@ -180,6 +181,8 @@ int main(int argc, char** argv) {
   common(plot_command);
   plot_command->add_option("--out", out, "the folder to write them to")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  db = course::train::invocation_path(db);
+  out = course::train::invocation_path(out);
 
   return course::train::lab_main([&] {
     if (create_command->parsed()) return create(db, name, create_flags);

@@ -29,7 +29,7 @@ expect 0 "40 trials: 40 complete, 0 pruned, 0 failed, 0 running" "$hpo" status -
   fail "status --trials does not list 40 complete trials"
 expect 0 "--x " "$hpo" best --db "$db" --study him
 expect 0 "wrote $dir/slice.png" "$hpo" plot --db "$db" --study him --out "$dir"
-for png in history slice; do
+for png in history slice contour; do
   [[ $(head -c 4 "$dir/$png.png" | od -An -tx1 | tr -d ' ') == 89504e47 ]] ||
     fail "$png.png is not a PNG file"
 done

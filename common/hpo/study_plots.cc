@@ -125,6 +125,57 @@ std::string slice_script(const StudyConfig& config, const std::vector<Trial>& tr
   return script.str();
 }
 
+// The numerical parameters, the ones a contour can lay out on axes.
+std::vector<size_t> numerical_params(const StudyConfig& config) {
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < config.space.params.size(); ++i) {
+    if (config.space.params[i].kind != ParamKind::kCategorical) indices.push_back(i);
+  }
+  return indices;
+}
+
+// Optuna's contour plot: for each pair of numerical parameters, the value interpolated over a
+// 30 x 30 grid (gnuplot's dgrid3d, inverse-distance weighted) as a colour map, the trials as
+// points; log-scaled parameters on log10 axes.
+std::string contour_script(const StudyConfig& config, const std::vector<Trial>& trials,
+                           const std::string& path) {
+  const std::vector<ParamSpec>& params = config.space.params;
+  const std::vector<size_t> axes = numerical_params(config);
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t a = 0; a < axes.size(); ++a) {
+    for (size_t b = a + 1; b < axes.size(); ++b) pairs.emplace_back(axes[a], axes[b]);
+  }
+  const size_t columns = std::min<size_t>(pairs.size(), 3);
+  const size_t rows = (pairs.size() + columns - 1) / columns;
+  std::ostringstream data;
+  for (const Trial& trial : trials) {
+    if (!complete(trial)) continue;
+    data << *trial.value;
+    for (size_t i = 0; i < params.size(); ++i) {
+      data << " " << (params[i].log ? std::log10(trial.params[i]) : trial.params[i]);
+    }
+    data << "\n";
+  }
+  const auto axis = [&](size_t i) {
+    return params[i].log ? "log10(" + params[i].name + ")" : params[i].name;
+  };
+  std::ostringstream script;
+  script << "set output '" << path << "'\nset terminal pngcairo size " << 460 * columns << ","
+         << 400 * rows << "\nset multiplot layout " << rows << "," << columns << " title 'study "
+         << config.name << ": value over each pair of parameters' noenhanced\n"
+         << "set view map\nset dgrid3d 30,30 qnorm 2\nset palette rgb 33,13,10\n"
+         << "set cblabel 'objective value'\nunset key\n$contour << EOD\n"
+         << data.str() << "EOD\n";
+  for (const auto& [x, y] : pairs) {
+    script << "set xlabel '" << axis(x) << "' noenhanced\nset ylabel '" << axis(y)
+           << "' noenhanced\nsplot $contour using " << x + 2 << ":" << y + 2
+           << ":1 with pm3d, $contour using " << x + 2 << ":" << y + 2
+           << ":1 nogrid with points pt 7 ps 0.6 lc rgb 'black'\n";
+  }
+  script << "unset multiplot\n";
+  return script.str();
+}
+
 }  // namespace
 
 std::vector<std::string> write_study_plots(const StudyConfig& config,
@@ -141,6 +192,11 @@ std::vector<std::string> write_study_plots(const StudyConfig& config,
   if (reported) {
     paths.push_back(folder + "/intermediate.png");
     run_gnuplot(intermediate_script(config, trials, paths.back()));
+  }
+  const auto complete_trials = std::count_if(trials.begin(), trials.end(), complete);
+  if (numerical_params(config).size() >= 2 && complete_trials >= 3) {
+    paths.push_back(folder + "/contour.png");
+    run_gnuplot(contour_script(config, trials, paths.back()));
   }
   return paths;
 }

@@ -5,6 +5,9 @@
 //                     (what the pruner saw; only when trials reported any);
 //   slice.png         the value against each parameter, coloured by trial number (where the
 //                     sampler searched and where the good values are).
+//   contour.png       the value over each pair of numerical parameters, interpolated between
+//                     the trials (Optuna's contour plot; with two such parameters and three
+//                     complete trials at least).
 // The CSV files of study_report.h are written beside them.
 #pragma once
 
