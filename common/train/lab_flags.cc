@@ -59,7 +59,9 @@ void add_run_flags(CLI::App& app, TrainingFlags& f, const std::vector<std::strin
   app.add_option("--wd", f.wd, "weight decay")->capture_default_str();
   app.add_option("--mom", f.mom, "momentum")->capture_default_str();
   app.add_option("--label-smoothing", f.label_smoothing)->capture_default_str();
-  app.add_flag("--test", f.test, "run --test-nsteps steps only and report the speed");
+  app.add_flag("--test", f.test,
+               "run --test-nsteps steps only (within --epochs epochs), without validation, and "
+               "report the speed");
   app.add_option("--test-nsteps", f.test_nsteps)->capture_default_str();
   app.add_flag("--amp", f.amp, "mixed precision");
   app.add_option_function<std::string>(
