@@ -95,6 +95,10 @@ expect 0 "suggested learning rate: " env BUILD_WORKING_DIRECTORY="$TEST_TMPDIR" 
 [[ $(wc -l <"$TEST_TMPDIR/sweep.csv") == 5 ]] || { echo "FAILED: sweep.csv rows"; exit 1; }
 expect 3 "TODO TP3.9" "$trainee" --synthetic 64 --batch-size 16 --device cpu --no-progress \
   --findlr --findlr-plot "$TEST_TMPDIR/todo.png"
+expect 0 "test accuracy" "$solution" --synthetic 64 --batch-size 16 --device cpu --no-progress \
+  --logdir "$TEST_TMPDIR/tensorboard"
+compgen -G "$TEST_TMPDIR/tensorboard/events.out.tfevents.*" >/dev/null ||
+  { echo "FAILED: no event file in --logdir"; exit 1; }
 expect 105 "--optimizer: adam not in" "$solution" "${small[@]}" --optimizer adam
 expect 105 "--findlr-mode" "$solution" "${small[@]}" --findlr --findlr-mode both
 expect 1 "--cosine-floor is a fraction of --lr, from 0 to 1, got 5" "$solution" "${small[@]}" \

@@ -205,7 +205,9 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
            run_hooks.lr_at ? run_hooks.lr_at : [&](int64_t step) { return schedule->lr_at(step); },
        .steps_per_epoch = steps_per_epoch,
        .global_batch = o.batch_size,
-       .identity = {{"model", o.model}}},
+       .identity = {{"model", o.model}},
+       .recipe = "- optimizer: " + o.optimizer + ", " + describe_schedule(o, run_hooks) + "\n- " +
+                 describe(o, data.train_transform) + "\n- " + describe_storage(o, *data.train)},
       hooks);
 
   std::printf("%s\n", describe_storage(o, *data.train).c_str());

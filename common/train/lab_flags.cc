@@ -74,6 +74,9 @@ void add_run_flags(CLI::App& app, TrainingFlags& f, const std::vector<std::strin
   app.add_option("--resume", f.resume, "checkpoint to continue from");
   app.add_option("--profile", f.profile, "Chrome-trace file of the profiled steps");
   app.add_option("--metrics", f.metrics, "JSON-lines file of per-epoch metrics");
+  app.add_option("--logdir", f.logdir,
+                 "folder of TensorBoard event files: loss and learning rate per step, test "
+                 "loss and accuracy per epoch, the run's settings as text");
   app.add_option("--device", f.device, "cpu, cuda or cuda:N (default: the GPU if visible)");
   app.add_option("--model", f.model, "network")
       ->check(CLI::IsMember(models))

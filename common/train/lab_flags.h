@@ -29,6 +29,7 @@ struct TrainingFlags : DataFlags {
   std::string resume;   // continue from this checkpoint
   std::string profile;  // Chrome trace of the profiled steps
   std::string metrics;  // JSON lines appended per epoch
+  std::string logdir;   // TensorBoard event files (common/train/event_file.h)
   std::string device;   // "cpu", "cuda", "cuda:N"; empty: the GPU if one is visible
   std::string model = "smallnet";
   bool progress = true;

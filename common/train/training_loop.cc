@@ -3,10 +3,12 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "common/parallel/ddp.h"
@@ -39,6 +41,26 @@ void check_output_path(const char* flag, const std::string& path) {
   COURSE_CHECK(!fs::is_directory(path, error), flag, " ", path, " is a folder, not a file");
 }
 
+namespace {
+
+// The run's settings for TensorBoard's text tab: the shared flags, then the lab's own lines.
+std::string settings_markdown(const TrainingFlags& f, const LoopConfig& config) {
+  std::ostringstream text;
+  text << "| setting | value |\n| --- | --- |\n"
+       << "| model | " << config.identity.value("model", f.model) << " |\n"
+       << "| batch (global) | " << config.global_batch << " " << config.unit << " |\n"
+       << "| ranks | " << (config.comm ? config.comm->size() : 1) << " |\n"
+       << "| epochs | " << f.epochs << " |\n| lr | " << f.lr << " |\n| wd | " << f.wd
+       << " |\n| mom | " << f.mom << " |\n| label smoothing | " << f.label_smoothing
+       << " |\n| amp | " << (f.amp ? std::string(dtype_name(f.amp_dtype)) : std::string("off"))
+       << " |\n"
+       << "| channels-last | " << (f.channels_last ? "on" : "off") << " |\n";
+  if (!config.recipe.empty()) text << "\n" << config.recipe << "\n";
+  return text.str();
+}
+
+}  // namespace
+
 TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks)
     : flags_(flags), config_(std::move(config)), hooks_(std::move(hooks)) {
   COURSE_CHECK(config_.model && config_.optimizer && config_.lr_at && hooks_.start_epoch &&
@@ -50,6 +72,11 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
        {std::pair{"--chkpt", &flags_.chkpt}, std::pair{"--metrics", &flags_.metrics},
         std::pair{"--profile", &flags_.profile}}) {
     if (!path->empty()) check_output_path(flag, *path);
+  }
+  if (lead() && !flags_.logdir.empty()) {
+    events_ = std::make_unique<EventFileWriter>(flags_.logdir);
+    events_->add_text("settings", settings_markdown(flags_, config_), 0);
+    events_->flush();
   }
   if (flags_.resume.empty()) return;
   const int rank = config_.comm ? config_.comm->rank() : 0;
@@ -108,6 +135,17 @@ bool TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
   }
   result.test_accuracy = v.accuracy();
   result.test_loss = v.loss();
+  if (events_) {
+    const int64_t step = config_.optimizer->steps();
+    events_->add_scalar("test/loss", static_cast<float>(v.loss()), step);
+    events_->add_scalar("test/accuracy", static_cast<float>(v.accuracy()), step);
+    events_->add_scalar(
+        "time/elapsed_s",
+        static_cast<float>(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started_).count()),
+        step);
+    events_->flush();
+  }
   const bool go_on = !hooks_.after_epoch || hooks_.after_epoch(epoch + 1, v);
   if (!lead()) return go_on;
   std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n",
@@ -131,6 +169,7 @@ bool TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
 }
 
 LoopResult TrainingLoop::run() {
+  run_started_ = std::chrono::steady_clock::now();
   optim::Optimizer& optimizer = *config_.optimizer;
   LoopResult result;
   Chronometer chrono(config_.device, config_.unit);
@@ -155,6 +194,10 @@ LoopResult TrainingLoop::run() {
       }
       result.last_loss = loss;
       ++result.steps;
+      if (events_) {
+        events_->add_scalar("train/loss", loss, optimizer.steps());
+        events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
+      }
       if (hooks_.after_step) hooks_.after_step(optimizer.steps(), loss);
       progress.update(b + 1, loss);
       if (const int signal = agreed_stop()) {

@@ -8,11 +8,15 @@
 //   - a stop signal (Slurm's SIGUSR1/SIGTERM) agreed by every rank, then a checkpoint and
 //     exit 4 after the same step everywhere;
 //   - at each epoch's end: a checkpoint, validation summed over the ranks, the epoch line and
-//     a JSON line of metrics.
+//     a JSON line of metrics;
+//   - with --logdir, TensorBoard's event file: the settings, each step's loss and rate, each
+//     epoch's test loss and accuracy and the elapsed time.
 // With a communicator, rank 0 alone prints and writes files.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,6 +25,7 @@
 #include "common/optim/optimizer.h"
 #include "common/parallel/communicator.h"
 #include "common/train/chronometer.h"
+#include "common/train/event_file.h"
 #include "common/train/lab_flags.h"
 #include "common/train/step_phases.h"
 #include "common/train/training_state.h"
@@ -69,6 +74,8 @@ struct LoopConfig {
   // these tensors (sharded_training_state()); otherwise rank 0 saves the model's and
   // optimizer's training_state().
   std::function<NamedTensors()> rank_state;
+  // What the lab adds to the run's settings in --logdir's text summary (Markdown lines).
+  std::string recipe;
 };
 
 struct LoopResult {
@@ -98,6 +105,8 @@ class TrainingLoop {
   LoopConfig config_;
   LoopHooks hooks_;
   int64_t start_epoch_ = 0, start_batch_ = 0;
+  std::unique_ptr<EventFileWriter> events_;  // with --logdir, on the lead rank
+  std::chrono::steady_clock::time_point run_started_;
 };
 
 // Fails at once when the output file `path` of `flag` (--chkpt, --metrics, --profile) cannot be

@@ -1,13 +1,19 @@
 // The shared training loop on one process: a run stopped after N steps and resumed from its
 // checkpoint ends bit-exactly where the straight run does; everything checkable is refused
 // before the first step (a checkpoint folder that is missing, a resume file of another model);
-// a stop signal writes the checkpoint after the step; the epoch hook can end a run early.
+// a stop signal writes the checkpoint after the step; the epoch hook can end a run early;
+// --test runs its steps across epochs; --logdir's event file holds every step's loss and rate
+// and each epoch's test metrics.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "common/testing/errors_and_files.h"
+#include "common/testing/event_file_reader.h"
 #include "common/train/stop_signal.h"
 #include "common/train/tests/loop_fixture.h"
 
@@ -104,6 +110,58 @@ TEST(TrainingLoop, TheEpochHookSeesEachValidationAndCanEndTheRun) {
   EXPECT_TRUE(result.ended_early);
   EXPECT_EQ(run.steps_taken, 16);
   EXPECT_TRUE(result.test_accuracy.has_value());
+}
+
+TEST(TrainingLoop, TestModeRunsItsStepsAcrossEpochs) {
+  TinyRun run(20);  // 8 steps per epoch
+  run.flags.epochs = 3;
+  const LoopResult result = run.run();
+  EXPECT_EQ(run.steps_taken, 20);
+  EXPECT_FALSE(result.test_accuracy.has_value()) << "no validation in test mode";
+  TinyRun bounded(20);
+  bounded.flags.epochs = 2;
+  bounded.run();
+  EXPECT_EQ(bounded.steps_taken, 16) << "within --epochs";
+}
+
+TEST(TrainingLoop, LogdirHasEveryStepsLossAndRateAndEachEpochsTestMetrics) {
+  TinyRun run(0);
+  run.flags.test = false;
+  run.flags.epochs = 2;
+  run.flags.logdir = course::testing::temp_path("logdir");
+  const LoopResult result = run.run();
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(run.flags.logdir)) {
+    files.push_back(entry.path());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  std::map<std::string, std::vector<std::pair<int64_t, float>>> series;
+  for (const course::testing::ScalarEvent& scalar : course::testing::read_scalars(files[0])) {
+    series[scalar.tag].emplace_back(scalar.step, scalar.value);
+  }
+  ASSERT_EQ(series["train/loss"].size(), 16u);
+  ASSERT_EQ(series["train/lr"].size(), 16u);
+  for (int64_t k = 1; k <= 16; ++k) {
+    EXPECT_EQ(series["train/lr"][k - 1].first, k);
+    EXPECT_FLOAT_EQ(series["train/lr"][k - 1].second, 0.1f / static_cast<float>(k))
+        << "step k ran at lr_at(k - 1) = 0.1 / k";
+  }
+  EXPECT_FLOAT_EQ(series["train/loss"].back().second, result.last_loss);
+  ASSERT_EQ(series["test/accuracy"].size(), 2u);
+  EXPECT_EQ(series["test/accuracy"][0].first, 8);
+  EXPECT_FLOAT_EQ(series["test/accuracy"][1].second, static_cast<float>(*result.test_accuracy));
+  EXPECT_FLOAT_EQ(series["test/loss"][1].second, static_cast<float>(*result.test_loss));
+  ASSERT_EQ(series["time/elapsed_s"].size(), 2u);
+  EXPECT_LE(series["time/elapsed_s"][0].second, series["time/elapsed_s"][1].second);
+}
+
+TEST(TrainingLoop, AnUnwritableLogdirIsRefusedBeforeTheFirstStep) {
+  TinyRun run(3);
+  const std::string file = course::testing::temp_path("not_a_folder");
+  std::ofstream(file) << "x";
+  run.flags.logdir = file + "/logs";
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("cannot create the folder"));
+  EXPECT_EQ(run.steps_taken, 0);
 }
 
 }  // namespace
