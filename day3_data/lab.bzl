@@ -1,5 +1,6 @@
 """The day-3 lab's targets, in //day3_data (trainee) and //solutions/day3_data (solutions):
-the lab, its check, and the hyper-parameter search and optimizer comparison tools on that lab."""
+the lab, its check, the race entry, and the hyper-parameter search and optimizer comparison
+tools on that lab."""
 
 load("//tools/labgen:day_lab.bzl", "day_lab")
 
@@ -32,6 +33,17 @@ def day3_lab(check_tags = []):
             ":exercises",
             "//common/hpo",
             "//common/train:lab_support",
+        ],
+    )
+
+    # An entry of the race: this package's lab within the race's budget.
+    native.cc_binary(
+        name = "race",
+        srcs = ["//day3_data:race.cc"],
+        deps = [
+            ":exercises",
+            "//common/train:lab_support",
+            "//day3_data:race_budget",
         ],
     )
 

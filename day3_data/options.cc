@@ -30,6 +30,12 @@ LabOptions parse_options(int argc, char** argv) {
   CLI::App app(
       "Day 3: augmentation in the loader's workers (RandAugment, TrivialAugmentWide, jitter) or "
       "on the training device (--aug-device), and MixUp / CutMix of whole batches (TP3.1-TP3.3)");
+  add_lab_flags(app, o);
+  course::train::parse_or_exit(app, argc, argv);
+  return o;
+}
+
+void add_lab_flags(CLI::App& app, LabOptions& o) {
   course::train::add_training_flags(app, o);
   app.add_option("--auto-augment", o.auto_augment, "automatic augmentation policy, per image")
       ->check(CLI::IsMember({"none", "randaugment", "trivialaugment"}));
@@ -78,8 +84,6 @@ LabOptions parse_options(int argc, char** argv) {
                  "the sweep's PNG (its table goes beside it as .csv); relative to the folder "
                  "bazel run started in")
       ->capture_default_str();
-  course::train::parse_or_exit(app, argc, argv);
-  return o;
 }
 
 void validate(const LabOptions& o) {

@@ -43,6 +43,9 @@ struct LabOptions : course::train::TrainingFlags {
   course::MixOptions mix_options() const;
 };
 
+// The lab's flags on `app` (the race adds its own to the same app).
+void add_lab_flags(CLI::App& app, LabOptions& options);
+
 // Parses argv; on --help prints the usage and exits 0, on bad flags prints one message and
 // exits non-zero.
 LabOptions parse_options(int argc, char** argv);

@@ -154,8 +154,10 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
       static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
       o.cosine_floor * o.lr);
 
+  train::EvalTally epoch_training;  // the epoch's training predictions, unmixed batches only
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
+    epoch_training = {};
     const OrderOptions order{.shuffle_buffer = o.shuffle_buffer,
                              .pages_in_memory = o.pages_in_memory};
     batches.start_epoch(epoch_order(*data.train, order, o.seed, epoch, trainee_page_order), epoch,
@@ -178,6 +180,8 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
       train::backward_from_logits(*model, f, soft_target_gradient(f.loss, batch.targets, 1.0f), o);
     } else {
       train::classifier_backward(*model, f, batch.labels, o);
+      epoch_training.correct += train::count_correct(f.logits, batch.labels);
+      epoch_training.samples += batch.labels.size(0);
     }
     phases.start(train::Phase::kOptimizer);
     optimizer->step();
@@ -196,6 +200,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
     };
   }
   hooks.after_step = run_hooks.after_step;
+  if (!o.mixing()) hooks.epoch_training_tally = [&] { return epoch_training; };
   train::TrainingLoop loop(
       o,
       {.device = device,
@@ -223,6 +228,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
   std::fflush(stdout);
   const train::LoopResult run = loop.run();
   return {.steps = run.steps,
+          .steps_per_epoch = steps_per_epoch,
           .last_loss = run.last_loss,
           .test_accuracy = run.test_accuracy,
           .ended_early = run.ended_early,

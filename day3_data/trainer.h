@@ -17,6 +17,7 @@ namespace day3 {
 
 struct LabResult {
   int64_t steps = 0;
+  int64_t steps_per_epoch = 0;
   float last_loss = 0;
   std::optional<double> test_accuracy;  // after the last epoch (not with --test)
   bool ended_early = false;             // the epoch hook said to stop

@@ -13,6 +13,7 @@
 
 #include "common/parallel/ddp.h"
 #include "common/parallel/rank_setup.h"
+#include "common/tensor/allocator.h"
 #include "common/train/checkpoint.h"
 #include "common/train/progress.h"
 #include "common/train/stop_signal.h"
@@ -124,14 +125,31 @@ int TrainingLoop::agreed_stop() const {
   return config_.comm ? parallel::agree_on_stop(stop_signal(), *config_.comm) : stop_signal();
 }
 
-bool TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
-  EvalTally v = hooks_.validate();
-  if (config_.comm) {
-    const std::vector<float> sums =
-        parallel::allreduce_sum({static_cast<float>(v.correct), static_cast<float>(v.loss_sum),
-                                 static_cast<float>(v.samples)},
-                                *config_.comm);
-    v = {static_cast<int64_t>(sums[0]), sums[1], static_cast<int64_t>(sums[2])};
+namespace {
+
+EvalTally summed_over_ranks(const EvalTally& t, parallel::Communicator* comm) {
+  if (!comm) return t;
+  const std::vector<float> sums =
+      parallel::allreduce_sum({static_cast<float>(t.correct), static_cast<float>(t.loss_sum),
+                               static_cast<float>(t.samples)},
+                              *comm);
+  return {static_cast<int64_t>(sums[0]), sums[1], static_cast<int64_t>(sums[2])};
+}
+
+}  // namespace
+
+double TrainingLoop::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started_).count();
+}
+
+bool TrainingLoop::finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResult& result) {
+  const auto validation_started = std::chrono::steady_clock::now();
+  const EvalTally v = summed_over_ranks(hooks_.validate(), config_.comm);
+  const double validation_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - validation_started).count();
+  std::optional<EvalTally> training;
+  if (hooks_.epoch_training_tally) {
+    training = summed_over_ranks(hooks_.epoch_training_tally(), config_.comm);
   }
   result.test_accuracy = v.accuracy();
   result.test_loss = v.loss();
@@ -139,10 +157,13 @@ bool TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
     const int64_t step = config_.optimizer->steps();
     events_->add_scalar("test/loss", static_cast<float>(v.loss()), step);
     events_->add_scalar("test/accuracy", static_cast<float>(v.accuracy()), step);
+    events_->add_scalar("time/elapsed_s", static_cast<float>(elapsed_s()), step);
+    if (training) {
+      events_->add_scalar("train/accuracy", static_cast<float>(training->accuracy()), step);
+    }
     events_->add_scalar(
-        "time/elapsed_s",
-        static_cast<float>(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started_).count()),
+        "perf/" + config_.unit + "_per_second",
+        static_cast<float>(static_cast<double>(steps.steps * config_.global_batch) / steps.seconds),
         step);
     events_->flush();
   }
@@ -151,21 +172,33 @@ bool TrainingLoop::finish_epoch(int64_t epoch, LoopResult& result) {
   std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n",
               static_cast<long long>(epoch + 1), result.last_loss, v.loss(), 100 * v.accuracy());
   std::fflush(stdout);
-  if (flags_.metrics.empty()) return go_on;
-  const int64_t step = config_.optimizer->steps();
-  std::ofstream(flags_.metrics, std::ios::app)
-      << nlohmann::json{{"epoch", epoch + 1},
-                        {"step", step},
-                        {config_.unit, step * config_.global_batch},
-                        {"ranks", config_.comm ? config_.comm->size() : 1},
-                        {"global_batch", config_.global_batch},
-                        {"train_loss", result.last_loss},
-                        {"test_loss", v.loss()},
-                        {"test_accuracy", v.accuracy()},
-                        {"lr", config_.optimizer->lr()}}
-             .dump()
-      << "\n";
+  if (!flags_.metrics.empty()) write_metrics(epoch, steps, result, v, training, validation_s);
   return go_on;
+}
+
+void TrainingLoop::write_metrics(int64_t epoch, const EpochSteps& steps, const LoopResult& result,
+                                 const EvalTally& validation, std::optional<EvalTally> training,
+                                 double validation_s) const {
+  const int64_t step = config_.optimizer->steps();
+  nlohmann::json record{
+      {"epoch", epoch + 1},
+      {"step", step},
+      {config_.unit, step * config_.global_batch},
+      {"ranks", config_.comm ? config_.comm->size() : 1},
+      {"global_batch", config_.global_batch},
+      {"train_loss", result.last_loss},
+      {"train_loss_mean", steps.steps ? steps.loss_sum / static_cast<double>(steps.steps) : 0.0},
+      {"test_loss", validation.loss()},
+      {"test_accuracy", validation.accuracy()},
+      {"lr", config_.optimizer->lr()},
+      {config_.unit + "_per_second",
+       static_cast<double>(steps.steps * config_.global_batch) / steps.seconds},
+      {"epoch_s", steps.seconds},
+      {"validation_s", validation_s},
+      {"elapsed_s", elapsed_s()},
+      {"peak_memory_bytes", device_allocator(config_.device).stats().peak_allocated}};
+  if (training) record["train_accuracy"] = training->accuracy();
+  std::ofstream(flags_.metrics, std::ios::app) << record.dump() << "\n";
 }
 
 LoopResult TrainingLoop::run() {
@@ -178,6 +211,8 @@ LoopResult TrainingLoop::run() {
     const int64_t first = epoch == start_epoch_ ? start_batch_ : 0;
     hooks_.start_epoch(epoch, first);
     Progress progress(flags_.progress && lead(), epoch, flags_.epochs, config_.steps_per_epoch);
+    const auto epoch_started = std::chrono::steady_clock::now();
+    EpochSteps epoch_steps;
     int64_t b = first;
     for (; b < config_.steps_per_epoch && !(flags_.test && optimizer.steps() >= flags_.test_nsteps);
          ++b) {
@@ -194,6 +229,8 @@ LoopResult TrainingLoop::run() {
       }
       result.last_loss = loss;
       ++result.steps;
+      ++epoch_steps.steps;
+      epoch_steps.loss_sum += loss;
       if (events_) {
         events_->add_scalar("train/loss", loss, optimizer.steps());
         events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
@@ -206,9 +243,13 @@ LoopResult TrainingLoop::run() {
         stop_training(signal, optimizer.steps(), flags_.chkpt);
       }
     }
+    epoch_steps.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_started).count();
     if (config_.comm) {
-      result.last_loss =
-          parallel::allreduce_sum({result.last_loss}, *config_.comm)[0] / config_.comm->size();
+      const std::vector<float> means = parallel::allreduce_sum(
+          {result.last_loss, static_cast<float>(epoch_steps.loss_sum)}, *config_.comm);
+      result.last_loss = means[0] / static_cast<float>(config_.comm->size());
+      epoch_steps.loss_sum = means[1] / config_.comm->size();
     }
     if (flags_.test) {
       if (optimizer.steps() < flags_.test_nsteps && epoch + 1 < flags_.epochs) continue;
@@ -216,7 +257,7 @@ LoopResult TrainingLoop::run() {
       break;
     }
     save(epoch + 1, 0);
-    if (!finish_epoch(epoch, result)) {
+    if (!finish_epoch(epoch, epoch_steps, result)) {
       result.ended_early = true;
       break;
     }

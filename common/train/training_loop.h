@@ -8,7 +8,8 @@
 //   - a stop signal (Slurm's SIGUSR1/SIGTERM) agreed by every rank, then a checkpoint and
 //     exit 4 after the same step everywhere;
 //   - at each epoch's end: a checkpoint, validation summed over the ranks, the epoch line and
-//     a JSON line of metrics;
+//     a JSON line of metrics (losses, accuracies, rate, samples per second, the epoch's and the
+//     run's seconds, peak device memory);
 //   - with --logdir, TensorBoard's event file: the settings, each step's loss and rate, each
 //     epoch's test loss and accuracy and the elapsed time.
 // With a communicator, rank 0 alone prints and writes files.
@@ -57,6 +58,9 @@ struct LoopHooks {
   // After each epoch's validation (optional), on every rank with the summed tally: false ends
   // the run there (a pruned trial of a hyper-parameter search). Every rank must answer alike.
   std::function<bool(int64_t epoch, const EvalTally& validation)> after_epoch;
+  // This rank's training predictions since start_epoch (optional; the loop sums them over the
+  // ranks): the epoch's training accuracy in the metrics. Not for mixed (soft-target) batches.
+  std::function<EvalTally()> epoch_training_tally;
 };
 
 struct LoopConfig {
@@ -98,8 +102,18 @@ class TrainingLoop {
  private:
   void save(int64_t epoch, int64_t batch);
   int agreed_stop() const;
+  // What an epoch's steps measured, for its metrics.
+  struct EpochSteps {
+    int64_t steps = 0;
+    double loss_sum = 0;
+    double seconds = 0;  // the steps' wall time, loading included
+  };
   // Validates, reports, and returns whether training goes on (after_epoch's answer).
-  bool finish_epoch(int64_t epoch, LoopResult& result);
+  bool finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResult& result);
+  void write_metrics(int64_t epoch, const EpochSteps& steps, const LoopResult& result,
+                     const EvalTally& validation, std::optional<EvalTally> training,
+                     double validation_s) const;
+  double elapsed_s() const;
 
   const TrainingFlags& flags_;
   LoopConfig config_;

@@ -1,0 +1,135 @@
+// `bazel run //day3_data:race -- [recipe flags]`: an entry of the day-3 race. The recipe is the
+// day-3 lab's flags (model, image size, batch, lr, wd, momentum, optimizer, schedule,
+// augmentation, label smoothing, epochs). A short run first times the step (the lab's --test),
+// then the budget rule (day3_data/race_budget.h) says how many epochs the recipe may train:
+// --test stops there, a run asking for more is refused, and one within the budget trains,
+// after writing its recipe and the budget's figures as the first line of --metrics (the
+// leaderboard's input, day3_data/race_board.h).
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/core/error.h"
+#include "common/core/format.h"
+#include "common/tensor/device.h"
+#include "common/train/lab_main.h"
+#include "common/train/training_loop.h"
+#include "day3_data/race_budget.h"
+#include "day3_data/trainer.h"
+
+namespace {
+
+using day3::LabOptions;
+using day3::RaceBudget;
+
+// The race's flags; 0 takes the device's default (the cluster's on a GPU, else this CPU's).
+struct RaceFlags {
+  double budget_s = 0;
+  int race_gpus = 0;
+  double validation_s = 0;
+};
+
+RaceBudget resolve(const RaceFlags& flags, const LabOptions& o) {
+  const course::Device device =
+      o.device.empty() ? course::default_device() : course::parse_device(o.device);
+  RaceBudget b = device.is_cpu() ? day3::cpu_budget() : day3::cluster_budget();
+  if (flags.budget_s != 0) b.budget_s = flags.budget_s;
+  if (flags.race_gpus != 0) b.race_gpus = flags.race_gpus;
+  if (flags.validation_s != 0) b.validation_s = flags.validation_s;
+  day3::validate(b);
+  return b;
+}
+
+// A flag's float as the decimal the user wrote (0.1, not 0.10000000149).
+double decimal(float value) { return std::stod(course::format_number(value)); }
+
+nlohmann::json recipe_json(const LabOptions& o) {
+  return {{"model", o.model},
+          {"image_size", o.image_size},
+          {"batch_size", o.batch_size},
+          {"lr", decimal(o.lr)},
+          {"wd", decimal(o.wd)},
+          {"mom", decimal(o.mom)},
+          {"optimizer", o.optimizer},
+          {"schedule", o.schedule},
+          {"auto_augment", o.auto_augment},
+          {"mixup", decimal(o.mixup)},
+          {"cutmix", decimal(o.cutmix)},
+          {"label_smoothing", decimal(o.label_smoothing)},
+          {"epochs", o.epochs},
+          {"amp", o.amp},
+          {"channels_last", o.channels_last}};
+}
+
+// Times --test-nsteps steps of the recipe (a fresh model, nothing written) and applies the rule.
+day3::EpochEstimate measure(const LabOptions& o, const RaceBudget& budget) {
+  LabOptions probe = o;
+  probe.test = true;
+  probe.chkpt = probe.metrics = probe.logdir = probe.profile = "";
+  if (!o.test) std::printf("timing %lld steps of the recipe first\n", (long long)o.test_nsteps);
+  const day3::LabResult timed = day3::run_lab(probe);
+  COURSE_CHECK(timed.timing.steps > 0, "timing a step needs at least 2 steps (the first is ",
+               "not timed): raise --test-nsteps");
+  const day3::EpochEstimate e =
+      day3::estimate_epochs(budget, timed.timing.step_ms / 1000, timed.steps_per_epoch);
+  std::printf(
+      "race budget: %s\nstep %.1f ms (load %.1f ms), %lld batches per epoch on %d GPU(s): "
+      "%.1f s per epoch in the race\neligible to run %lld epochs\n",
+      day3::describe(budget).c_str(), timed.timing.step_ms,
+      timed.timing.mean_ms[static_cast<int>(course::train::Phase::kLoad)],
+      static_cast<long long>(e.n_batches), budget.gpus, e.epoch_s,
+      static_cast<long long>(e.epochs));
+  std::fflush(stdout);
+  return e;
+}
+
+void run_race(const LabOptions& o, const RaceFlags& flags) {
+  day3::validate(o);
+  COURSE_CHECK(!o.findlr, "the race trains a recipe: run --findlr with //day3_data:lab");
+  const RaceBudget budget = resolve(flags, o);
+  if (!o.resume.empty()) {  // a requeued entry: its budget was checked when it started
+    day3::run_lab(o);
+    return;
+  }
+  if (!o.metrics.empty()) course::train::check_output_path("--metrics", o.metrics);
+  const day3::EpochEstimate e = measure(o, budget);
+  COURSE_CHECK(o.epochs <= e.epochs, "--epochs ", o.epochs, " is over the race's budget (",
+               day3::describe(budget), "): this recipe is eligible to run ", e.epochs, " epochs");
+  if (o.test) return;
+  if (!o.metrics.empty()) {
+    std::ofstream(o.metrics, std::ios::app)
+        << nlohmann::json{{"recipe", recipe_json(o)},
+                          {"race",
+                           {{"budget_s", budget.budget_s},
+                            {"race_gpus", budget.race_gpus},
+                            {"gpus", budget.gpus},
+                            {"validation_s", budget.validation_s},
+                            {"step_ms", e.step_s * 1000},
+                            {"n_batches", e.n_batches},
+                            {"epoch_s", e.epoch_s},
+                            {"eligible_epochs", e.epochs}}}}
+               .dump()
+        << "\n";
+  }
+  day3::run_lab(o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  LabOptions options;
+  RaceFlags flags;
+  CLI::App app(
+      "Day 3's race: a recipe of the day-3 lab's flags, within the race's budget of GPU time. "
+      "--test times the step and prints the epochs the budget allows");
+  day3::add_lab_flags(app, options);
+  app.add_option("--budget-s", flags.budget_s,
+                 "the race's time per entry, s (default: 1800 on a GPU, 600 on the CPU)");
+  app.add_option("--race-gpus", flags.race_gpus,
+                 "GPUs (ranks) of an entry in the race (default: 32 on a GPU, 1 on the CPU)");
+  app.add_option("--validation-s", flags.validation_s,
+                 "validation time per epoch in the race, s (default: 20 on a GPU, 3 on the CPU)");
+  course::train::parse_or_exit(app, argc, argv);
+  return course::train::lab_main([&] { run_race(options, flags); });
+}
