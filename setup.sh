@@ -20,6 +20,7 @@ packages=(
   libsqlite3-dev            # hyper-parameter studies shared by many workers (day 3)
   dataset-fashion-mnist     # the embedded default dataset
   fortunes                  # the embedded default text corpus (transformer labs)
+  chromium                  # renders the race's leaderboard page in its test (day 3)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests
 )
 

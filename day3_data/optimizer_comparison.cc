@@ -14,6 +14,7 @@
 namespace day3 {
 
 using course::format_number;
+using course::format_percent;
 
 namespace {
 
@@ -21,12 +22,6 @@ double best_accuracy(const RecipeRun& run) {
   double best = 0;
   for (const EpochPoint& point : run.epochs) best = std::max(best, point.test_accuracy);
   return best;
-}
-
-std::string percent(double fraction) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%.2f", 100 * fraction);
-  return text;
 }
 
 std::string markdown_table(const std::vector<RecipeRun>& runs) {
@@ -46,8 +41,9 @@ std::string markdown_table(const std::vector<RecipeRun>& runs) {
     }
     char seconds[16];
     std::snprintf(seconds, sizeof seconds, "%.0f", run.epochs.back().seconds);
-    table << percent(best_accuracy(run)) << (run.failure.empty() ? "" : " (" + run.failure + ")")
-          << " | " << percent(run.epochs.back().test_accuracy) << " | " << seconds << " |\n";
+    table << format_percent(best_accuracy(run))
+          << (run.failure.empty() ? "" : " (" + run.failure + ")") << " | "
+          << format_percent(run.epochs.back().test_accuracy) << " | " << seconds << " |\n";
   }
   return table.str();
 }

@@ -28,4 +28,10 @@ std::string format_number(double value) {
   return text;
 }
 
+std::string format_percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", 100 * fraction);
+  return text;
+}
+
 }  // namespace course

@@ -36,6 +36,12 @@ TEST(FormatNumber, ShortestOfFixedAndExponent) {
   EXPECT_EQ(format_number(2048), "2048");
 }
 
+TEST(FormatPercent, TwoDecimalsOfTheFraction) {
+  EXPECT_EQ(format_percent(0.91234), "91.23");
+  EXPECT_EQ(format_percent(1), "100.00");
+  EXPECT_EQ(format_percent(0.00006), "0.01");
+}
+
 TEST(MpiCheck, AFailingCallBecomesAnError) {
   MPI_Init(nullptr, nullptr);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
