@@ -23,20 +23,21 @@ namespace {
 using day3::LabOptions;
 using day3::RaceBudget;
 
-// The race's flags; 0 takes the device's default (the cluster's on a GPU, else this CPU's).
+// The race's flags; unset (-1) takes the device's default (the cluster's on a GPU, else this
+// CPU's).
 struct RaceFlags {
-  double budget_s = 0;
-  int race_gpus = 0;
-  double validation_s = 0;
+  double budget_s = -1;
+  int race_gpus = -1;
+  double validation_s = -1;
 };
 
 RaceBudget resolve(const RaceFlags& flags, const LabOptions& o) {
   const course::Device device =
       o.device.empty() ? course::default_device() : course::parse_device(o.device);
   RaceBudget b = device.is_cpu() ? day3::cpu_budget() : day3::cluster_budget();
-  if (flags.budget_s != 0) b.budget_s = flags.budget_s;
-  if (flags.race_gpus != 0) b.race_gpus = flags.race_gpus;
-  if (flags.validation_s != 0) b.validation_s = flags.validation_s;
+  if (flags.budget_s != -1) b.budget_s = flags.budget_s;
+  if (flags.race_gpus != -1) b.race_gpus = flags.race_gpus;
+  if (flags.validation_s != -1) b.validation_s = flags.validation_s;
   day3::validate(b);
   return b;
 }

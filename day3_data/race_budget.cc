@@ -24,8 +24,8 @@ EpochEstimate estimate_epochs(const RaceBudget& b, double step_s, int64_t n_batc
 
 void validate(const RaceBudget& b) {
   COURSE_CHECK(b.budget_s > 0 && b.race_gpus > 0 && b.gpus > 0 && b.validation_s >= 0,
-               "the race's --budget-s, --race-gpus and --gpus must be positive and "
-               "--validation-s at least 0");
+               "the race's --budget-s and --race-gpus must be positive, the measuring run's GPUs "
+               "at least 1 and --validation-s at least 0");
 }
 
 std::string describe(const RaceBudget& b) {

@@ -60,6 +60,17 @@ std::string settings_markdown(const TrainingFlags& f, const LoopConfig& config) 
   return text.str();
 }
 
+// The elapsed seconds of a metrics file's last epoch record (0 without one).
+double last_elapsed_s(const std::string& metrics) {
+  std::ifstream in(metrics);
+  double elapsed = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_object() && record.contains("elapsed_s")) elapsed = record["elapsed_s"];
+  }
+  return elapsed;
+}
+
 }  // namespace
 
 TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks)
@@ -94,6 +105,7 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
   }
   load_checkpoint(resume, config_.rank_state ? config_.rank_state()
                                              : training_state(*config_.model, *config_.optimizer));
+  if (!flags_.metrics.empty()) resumed_elapsed_s_ = last_elapsed_s(flags_.metrics);
   start_epoch_ = header.value("epoch", int64_t{0});
   start_batch_ = header.value("batch", int64_t{0});
   config_.optimizer->set_steps(header.value("step", int64_t{0}));
@@ -139,7 +151,8 @@ EvalTally summed_over_ranks(const EvalTally& t, parallel::Communicator* comm) {
 }  // namespace
 
 double TrainingLoop::elapsed_s() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started_).count();
+  return resumed_elapsed_s_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started_).count();
 }
 
 bool TrainingLoop::finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResult& result) {

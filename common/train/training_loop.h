@@ -113,6 +113,8 @@ class TrainingLoop {
   void write_metrics(int64_t epoch, const EpochSteps& steps, const LoopResult& result,
                      const EvalTally& validation, std::optional<EvalTally> training,
                      double validation_s) const;
+  // Seconds since the run started; a resumed run goes on from its metrics' last record (the
+  // steps after that record and before the stop are not counted).
   double elapsed_s() const;
 
   const TrainingFlags& flags_;
@@ -121,6 +123,7 @@ class TrainingLoop {
   int64_t start_epoch_ = 0, start_batch_ = 0;
   std::unique_ptr<EventFileWriter> events_;  // with --logdir, on the lead rank
   std::chrono::steady_clock::time_point run_started_;
+  double resumed_elapsed_s_ = 0;
 };
 
 // Fails at once when the output file `path` of `flag` (--chkpt, --metrics, --profile) cannot be

@@ -22,6 +22,8 @@ struct TinyRun {
   int64_t steps_taken = 0;  // by the step hook, in this run
   std::function<void(int64_t step)> on_step;
   std::function<bool(int64_t epoch, const EvalTally&)> after_epoch;
+  std::function<EvalTally()> epoch_training_tally;
+  std::vector<float> losses;  // of every step, in this run
 
   explicit TinyRun(int64_t steps) {
     flags.test = true;
@@ -50,7 +52,8 @@ struct TinyRun {
       ++steps_taken;
       return f.loss.loss;
     };
-    hooks.after_step = [&](int64_t step, float) {
+    hooks.after_step = [&](int64_t step, float loss) {
+      losses.push_back(loss);
       if (on_step) on_step(step);
     };
     hooks.validate = [&] {
@@ -59,6 +62,7 @@ struct TinyRun {
       return t;
     };
     hooks.after_epoch = after_epoch;
+    hooks.epoch_training_tally = epoch_training_tally;
     TrainingLoop loop(flags,
                       {.device = Device::cpu(),
                        .model = &model,

@@ -3,7 +3,8 @@
 // before the first step (a checkpoint folder that is missing, a resume file of another model);
 // a stop signal writes the checkpoint after the step; the epoch hook can end a run early;
 // --test runs its steps across epochs; --logdir's event file holds every step's loss and rate
-// and each epoch's test metrics.
+// and each epoch's test metrics; --metrics has every epoch's record, and a resumed run's clock
+// goes on from it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -153,6 +154,65 @@ TEST(TrainingLoop, LogdirHasEveryStepsLossAndRateAndEachEpochsTestMetrics) {
   EXPECT_FLOAT_EQ(series["test/loss"][1].second, static_cast<float>(*result.test_loss));
   ASSERT_EQ(series["time/elapsed_s"].size(), 2u);
   EXPECT_LE(series["time/elapsed_s"][0].second, series["time/elapsed_s"][1].second);
+}
+
+std::vector<nlohmann::json> read_records(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+TEST(TrainingLoop, MetricsHaveEachEpochsLossesAccuraciesSpeedTimesAndMemory) {
+  TinyRun run(0);
+  run.flags.test = false;
+  run.flags.epochs = 2;
+  run.flags.metrics = course::testing::temp_path("metrics.jsonl");
+  run.epoch_training_tally = [] { return EvalTally{.correct = 3, .loss_sum = 0, .samples = 4}; };
+  const LoopResult result = run.run();
+  const std::vector<nlohmann::json> records = read_records(run.flags.metrics);
+  ASSERT_EQ(records.size(), 2u);
+  double previous_elapsed = 0;
+  for (int epoch = 1; epoch <= 2; ++epoch) {
+    const nlohmann::json& r = records[epoch - 1];
+    EXPECT_EQ(r["epoch"], epoch);
+    EXPECT_EQ(r["images"], 32 * epoch);
+    double loss_sum = 0;
+    for (int k = 0; k < 8; ++k) loss_sum += run.losses[8 * (epoch - 1) + k];
+    EXPECT_NEAR(r["train_loss_mean"].get<double>(), loss_sum / 8, 1e-6);
+    EXPECT_DOUBLE_EQ(r["train_accuracy"].get<double>(), 0.75) << "the lab's tally, 3 of 4";
+    EXPECT_NEAR(r["images_per_second"].get<double>(), 32 / r["epoch_s"].get<double>(), 1e-6);
+    EXPECT_GT(r["peak_memory_bytes"].get<int64_t>(), 0);
+    EXPECT_GE(r["validation_s"].get<double>(), 0);
+    EXPECT_GE(r["elapsed_s"].get<double>(),
+              previous_elapsed + r["epoch_s"].get<double>() + r["validation_s"].get<double>());
+    previous_elapsed = r["elapsed_s"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(records[1]["test_accuracy"].get<double>(), *result.test_accuracy);
+}
+
+TEST(TrainingLoop, AResumedRunsClockGoesOnFromItsMetricsLastRecord) {
+  TinyRun first(0);
+  first.flags.test = false;
+  first.flags.epochs = 1;
+  first.flags.chkpt = course::testing::temp_path("clock.ckpt");
+  first.run();
+  const std::string metrics = course::testing::temp_path("clock.jsonl");
+  std::ofstream(metrics) << R"({"recipe": {}})"
+                         << "\n"
+                         << R"({"epoch": 1, "elapsed_s": 1000})"
+                         << "\n";
+  TinyRun second(0);
+  second.flags.test = false;
+  second.flags.epochs = 2;
+  second.flags.resume = first.flags.chkpt;
+  second.flags.metrics = metrics;
+  second.run();
+  const std::vector<nlohmann::json> records = read_records(metrics);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[2]["epoch"], 2);
+  EXPECT_GE(records[2]["elapsed_s"].get<double>(), 1000);
+  EXPECT_LT(records[2]["elapsed_s"].get<double>(), 1000 + 60);
 }
 
 TEST(TrainingLoop, AnUnwritableLogdirIsRefusedBeforeTheFirstStep) {
