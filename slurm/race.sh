@@ -11,6 +11,7 @@
 # launch options:
 #   --begin T       start no earlier than T (18:00, now+1hour, 2026-11-23T18:00)
 #   --gpus N        GPUs of each entry's node (default 1); --cpu: CPU tasks, no GPU request
+#   --cpus-per-rank N  CPUs of each rank (default 2)
 #   --time T        each job's time limit (default 01:00:00, the course's)
 #   --account A, --partition P
 #   --dry-run       print the job scripts, submit nothing
@@ -59,7 +60,7 @@ enter() {
   done
   local lab
   lab=$(binary "$race_lab")
-  echo "checking $name's recipe: ${test_prefix[*]} $lab --test $*"
+  echo "checking $name's recipe:" "${test_prefix[@]}" "$lab" --test "${race_flags[@]}" "$@"
   local out
   if ! out=$("${test_prefix[@]}" "$lab" --test --no-progress "${race_flags[@]}" "$@" 2>&1); then
     echo "$out" | tail -3 >&2
@@ -93,12 +94,13 @@ list() {
 }
 
 launch() {
-  local begin="" gpus=1 cpu=0 time=01:00:00 account="" partition="" dry=0 scron=0
+  local begin="" gpus=1 cpu=0 cpus=2 time=01:00:00 account="" partition="" dry=0 scron=0
   while (($#)); do
     case $1 in
       --begin) begin=${2-}; shift 2 ;;
       --gpus) gpus=${2-}; shift 2 ;;
       --cpu) cpu=1; shift ;;
+      --cpus-per-rank) cpus=${2-}; shift 2 ;;
       --time) time=${2-}; shift 2 ;;
       --account) account=${2-}; shift 2 ;;
       --partition) partition=${2-}; shift 2 ;;
@@ -108,6 +110,7 @@ launch() {
     esac
   done
   check "$gpus" '[1-9][0-9]*' "--gpus (a positive number)"
+  check "$cpus" '[1-9][0-9]*' "--cpus-per-rank (a positive number)"
   check "$time" '[0-9]+|[0-9]+:[0-5][0-9]|[0-9]+:[0-5][0-9]:[0-5][0-9]|[0-9]+-[0-9]+(:[0-5][0-9]){0,2}' \
     "--time (MM, MM:SS, HH:MM:SS or D-HH[:MM[:SS]])"
   [[ -z $begin ]] || check "$begin" '[A-Za-z0-9:+.-]+' "--begin"
@@ -136,7 +139,7 @@ launch() {
     echo "#SBATCH --job-name=race_$1"
     echo "#SBATCH --nodes=1"
     echo "#SBATCH --ntasks-per-node=$gpus"
-    echo "#SBATCH --cpus-per-task=2"
+    echo "#SBATCH --cpus-per-task=$cpus"
     ((cpu)) || echo "#SBATCH --gpus-per-node=$gpus"
     echo "#SBATCH --time=$time"
     echo "#SBATCH --signal=USR1@120"

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The day-3 race on a real single-node cluster (slurm/local_cluster.sh; as root), as an
+# instructor runs it: two recipes entered (each checked by a --test run), an over-budget recipe
+# and bad flags refused with nothing entered, the entries launched as jobs with the course's
+# log names, one of them preempted (it checkpoints, requeues, resumes and finishes every
+# epoch), then the leaderboard, its page rendered by headless Chromium. Needs the race lab and
+# the leaderboard built (./test.sh runs it after bazel).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+fail() {
+  echo "FAILED: $*"
+  exit 1
+}
+slurm/local_cluster.sh start || fail "the local cluster did not start"
+RACE_DIR=$(mktemp -d)
+export RACE_DIR RACE_LAB=//solutions/day3_data:race RACE_FLAGS="--budget-s 300 --validation-s 3"
+cleanup() {
+  scancel --name=race_alice --name=race_bob 2>/dev/null
+  rm -rf "$RACE_DIR" checkpoints/race_alice_[0-9]*.ckpt checkpoints/race_bob_[0-9]*.ckpt
+  rmdir checkpoints 2>/dev/null
+  slurm/local_cluster.sh stop >/dev/null
+}
+trap cleanup EXIT
+state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+wait_for() {  # wait_for JOB STATE SECONDS
+  local deadline=$((SECONDS + $3))
+  until [[ $(state "$1") == "$2" ]]; do
+    ((SECONDS < deadline)) || fail "job $1 is $(state "$1"), not $2, after $3 s"
+    sleep 1
+  done
+}
+
+data=(--train-subset 3000 --num-workers 1 --test-nsteps 5)
+slurm/race.sh enter alice -- "${data[@]}" --epochs 3 --lr 0.2 || fail "alice was not entered"
+slurm/race.sh enter bob -- "${data[@]}" --epochs 2 --optimizer adamw --lr 0.003 ||
+  fail "bob was not entered"
+refused() {  # refused TEXT ARGS...: race.sh ARGS fails with TEXT and enters nothing
+  local out
+  if out=$(slurm/race.sh "${@:2}" 2>&1); then fail "slurm/race.sh ${*:2} was accepted"; fi
+  grep -qF -- "$1" <<<"$out" || fail "slurm/race.sh ${*:2} said: $out"
+}
+refused "eligible to run" enter greedy -- "${data[@]}" --epochs 5000
+refused "Could not convert: --lr = abc" enter typo -- "${data[@]}" --lr abc
+refused "--metrics is the race's to set" enter sneaky -- --metrics x.jsonl
+refused "entry name" enter "bad name" -- "${data[@]}"
+[[ $(ls "$RACE_DIR/entries") == $'alice.flags\nbob.flags' ]] ||
+  fail "entries: $(ls "$RACE_DIR/entries")"
+echo "ok: two recipes entered; over-budget, mistyped and reserved flags refused, nothing entered"
+
+out=$(slurm/race.sh launch --cpu --cpus-per-rank 1 --time 10) || fail "launch failed: $out"
+alice=$(sed -n 's/^launched alice: job \([0-9]*\)$/\1/p' <<<"$out")
+bob=$(sed -n 's/^launched bob: job \([0-9]*\)$/\1/p' <<<"$out")
+[[ -n $alice && -n $bob ]] || fail "no job ids in: $out"
+log="$RACE_DIR/logs/alice@course_${alice}_1nodes_1tasks_$(date +%Y-%m-%d).out"
+wait_for "$alice" RUNNING 120
+deadline=$((SECONDS + 120))
+until (($(grep -c "^training" "$log" 2>/dev/null) >= 2)); do  # the timing run's, then the race's
+  ((SECONDS < deadline)) || fail "alice's job $alice did not start training: $(cat "$log")"
+  sleep 0.5
+done
+sleep 2
+scancel --signal=USR1 "$alice"
+wait_for "$alice" COMPLETED 400
+wait_for "$bob" COMPLETED 400
+grep -q "preempted: SIGUSR1 after step" "$log" "${log%.out}.err" ||
+  fail "alice was not preempted: $(cat "$log")"
+grep -q "resuming from" "$log" || fail "alice did not resume: $(cat "$log")"
+for epoch in 1 2 3; do
+  grep -q "\"epoch\":$epoch," "$RACE_DIR/runs/alice.jsonl" || fail "alice has no epoch $epoch"
+done
+echo "ok: jobs $alice and $bob ran; alice was preempted, resumed and ran its 3 epochs"
+
+listed=$(slurm/race.sh list)
+grep -q "^alice .*(3 epoch(s) run)" <<<"$listed" || fail "list: $listed"
+slurm/race.sh board --title "CI race" || fail "the board was not made"
+board=$RACE_DIR/board
+[[ $(wc -l <"$board/board.csv") == 3 ]] || fail "board.csv: $(cat "$board/board.csv")"
+grep -qE "^\| 1 \| (alice|bob) " "$board/board.md" || fail "board.md: $(cat "$board/board.md")"
+chromium=(chromium --headless --no-sandbox --disable-gpu --window-size=1400,1000)
+dom=$(timeout 120 "${chromium[@]}" --dump-dom "file://$board/index.html" 2>/dev/null) ||
+  fail "chromium could not open the board"
+[[ $(grep -o "<tr" <<<"$dom" | wc -l) == 3 ]] || fail "the rendered table: $dom"
+grep -q "<td>alice</td>" <<<"$dom" || fail "alice is not on the rendered board"
+timeout 120 "${chromium[@]}" --screenshot="$board/shot.png" "file://$board/index.html" \
+  >/dev/null 2>&1 || fail "chromium could not take a screenshot"
+(($(stat -c %s "$board/shot.png") > 40000)) || fail "the screenshot has no plots"
+echo "ok: the board ranks both entries; headless Chromium renders its page ($(stat -c %s \
+  "$board/shot.png") bytes of screenshot)"
+echo "race tests passed"
