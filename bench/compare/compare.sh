@@ -10,21 +10,25 @@
 #   5. day 3's storage formats at steady state (30,000 Fashion-MNIST JPEGs, persistent
 #      workers, a warm-up epoch): torchvision's ImageFolder and webdataset's shards against the
 #      project's readers of the same files;
+#   6. the race's reference recipe (day3_data/README.md) trained on Fashion-MNIST on both
+#      sides: test accuracy after every epoch and the time to reach 91%;
 # and the numerical parity of one training step (forward logits, loss, every gradient) for the
 # small network, ResNet-18 and a 2-layer GPT (with one AdamW update) in f32: the project writes
 # its weights and batch, PyTorch loads them and runs the same step.
-#   bench/compare/compare.sh [--parity-only | --loaders-only] [--threads N]
+#   bench/compare/compare.sh [--parity-only | --loaders-only | --race-only] [--threads N]
 # PyTorch and torchvision come from PyPI into .venv-compare/ (made on the first run; only this
 # comparison uses them, never the build or the tests).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-threads=2 parity_only=0 loaders_only=0
+threads=2 parity_only=0 loaders_only=0 race_only=0
 while (($#)); do
   case $1 in
     --parity-only) parity_only=1; shift ;;
     --loaders-only) loaders_only=1; shift ;;
+    --race-only) race_only=1; shift ;;
     --threads) threads=$2; shift 2 ;;
-    *) echo "compare: unknown option '$1' (--parity-only, --loaders-only, --threads N)" >&2; exit 1 ;;
+    *) echo "compare: unknown option '$1' (--parity-only, --loaders-only, --race-only," \
+      "--threads N)" >&2; exit 1 ;;
   esac
 done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare: --threads takes a positive number" >&2; exit 1; }
@@ -43,6 +47,7 @@ mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 echo "== building the project's side"
 # A failed build stops here: comparing stale binaries would report figures of older code.
 if ! bazel build -c opt //bench/compare:all //solutions/day1_gpu:lab //solutions/day2_ddp:lab \
+  //solutions/day3_data:race \
   //bench:allreduce_bench //bench:layers_bench //tools:make_image_folder //tools:make_dataset; then
   echo "compare: the build failed; nothing was measured" >&2
   exit 1
@@ -77,8 +82,40 @@ loader_formats() {
       "$(value first_batch_ms "$ours")"
   done
 }
+# The race's reference recipe, 10 epochs of the 60,000 images, one side after the other.
+race_reference() {
+  local target=0.91
+  echo "== the race's reference recipe on Fashion-MNIST: small network, batch 128, SGD, one-cycle"
+  echo "   to lr 0.1 over 10 epochs, label smoothing 0.1, $threads threads; test accuracy by epoch"
+  local theirs ours
+  theirs=$("${py[@]}" race --threads "$threads" --epochs 10)
+  OMP_NUM_THREADS=$threads "$bin/solutions/day3_data/race" --epochs 10 --no-progress \
+    --device cpu --metrics "$work/race.jsonl" >/dev/null
+  ours=$(grep '"epoch"' "$work/race.jsonl" | sed -E \
+    's/.*"elapsed_s":([0-9.]+).*"epoch":([0-9]+).*"test_accuracy":([0-9.]+).*/race epoch \2: \3 at \1 s/')
+  echo "| epoch | PyTorch acc. | PyTorch s | project acc. | project s |"
+  echo "|---:|---:|---:|---:|---:|"
+  join <(sed -n 's/^race epoch \([0-9]*\): \([0-9.]*\) at \([0-9.]*\) s/\1 \2 \3/p' <<<"$theirs") \
+    <(sed -n 's/^race epoch \([0-9]*\): \([0-9.]*\) at \([0-9.]*\) s/\1 \2 \3/p' <<<"$ours") |
+    awk '{ printf "| %d | %.2f%% | %.0f | %.2f%% | %.0f |\n", $1, 100 * $2, $3, 100 * $4, $5 }'
+  first_at() {  # the seconds at which a side's test accuracy first reached the target
+    awk -v t="$target" '$4 >= t && !done { print $6; done = 1 }' <<<"$1"
+  }
+  local t_theirs t_ours
+  t_theirs=$(first_at "$theirs")
+  t_ours=$(first_at "$ours")
+  echo "time to $target test accuracy: PyTorch ${t_theirs:-not reached} s," \
+    "project ${t_ours:-not reached} s"
+  if [[ -n $t_theirs && -n $t_ours ]]; then
+    awk -v t="$t_theirs" -v p="$t_ours" 'BEGIN { printf "project / PyTorch time: %.2f\n", p / t }'
+  fi
+}
 if ((loaders_only)); then
   loader_formats
+  exit 0
+fi
+if ((race_only)); then
+  race_reference
   exit 0
 fi
 
@@ -141,6 +178,8 @@ echo
 echo "project / PyTorch above 1 means the project is faster for images/s, slower for us and ms."
 echo
 loader_formats
+echo
+race_reference
 
 echo
 echo "== where the training step's time goes (small network, batch 128, NCHW, $threads threads)"
