@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       "--test times the step and prints the epochs the budget allows");
   day3::add_lab_flags(app, options);
   app.add_option("--budget-s", flags.budget_s,
-                 "the race's time per entry, s (default: 1800 on a GPU, 600 on the CPU)");
+                 "the race's time per entry, s (default: 1800 on a GPU, 900 on the CPU)");
   app.add_option("--race-gpus", flags.race_gpus,
                  "GPUs (ranks) of an entry in the race (default: 32 on a GPU, 1 on the CPU)");
   app.add_option("--validation-s", flags.validation_s,

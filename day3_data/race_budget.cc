@@ -12,7 +12,7 @@ RaceBudget cluster_budget() {
   return {.budget_s = 1800, .race_gpus = 32, .gpus = 1, .validation_s = 20};
 }
 
-RaceBudget cpu_budget() { return {.budget_s = 600, .race_gpus = 1, .gpus = 1, .validation_s = 3}; }
+RaceBudget cpu_budget() { return {.budget_s = 900, .race_gpus = 1, .gpus = 1, .validation_s = 3}; }
 
 EpochEstimate estimate_epochs(const RaceBudget& b, double step_s, int64_t n_batches) {
   EpochEstimate e{.step_s = step_s, .n_batches = n_batches};
