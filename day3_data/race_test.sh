@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The race lab and its leaderboard as trainees and instructors run them: --test prints the
-# epochs the budget allows (here validation dominates: 100 s / (10 s + a few ms of steps) = 10),
-# more epochs are refused with that figure, a run within the budget writes its recipe and a
+# epochs the budget allows (validation dominates here: 10000 s / (1000 s + the steps' few
+# seconds) = 10), more epochs are refused with that figure, a run within the budget writes its recipe and a
 # record per epoch, the leaderboard tool ranks the runs; bad input is one message.
 set -uo pipefail
 source "$1"  # expect
@@ -9,14 +9,14 @@ trainee=$2
 solution=$3
 leaderboard=$4
 recipe=(--synthetic 256 --batch-size 16 --device cpu --num-workers 1 --no-progress
-  --budget-s 100 --validation-s 10 --test-nsteps 4)
+  --budget-s 10000 --validation-s 1000 --test-nsteps 4)
 runs=$TEST_TMPDIR/runs
 mkdir -p "$runs"
 
 expect 0 "eligible to run 10 epochs" "$solution" "${recipe[@]}" --test
-expect 0 "race budget: 100 s on 1 GPU(s), 10 s of validation per epoch" "$trainee" \
+expect 0 "race budget: 10000 s on 1 GPU(s), 1000 s of validation per epoch" "$trainee" \
   "${recipe[@]}" --test
-expect 1 "--epochs 11 is over the race's budget (100 s on 1 GPU(s), 10 s of validation per" \
+expect 1 "--epochs 11 is over the race's budget (10000 s on 1 GPU(s), 1000 s of validation" \
   "$solution" "${recipe[@]}" --epochs 11
 expect 1 "this recipe is eligible to run 10 epochs" "$solution" "${recipe[@]}" --epochs 11 --test
 expect 0 "epoch 2: " "$solution" "${recipe[@]}" --epochs 2 --lr 0.05 --metrics "$runs/alice.jsonl"

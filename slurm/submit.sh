@@ -8,7 +8,9 @@
 #
 # LAB: day1_gpu, day2_ddp (the trainee's labs) or solutions/day1_gpu, solutions/day2_ddp.
 # Options:
-#   --gpus N          GPUs on the node, one rank each (default 1)
+#   --nodes N         nodes (default 1): N x --gpus ranks, srun across the nodes, each rank's
+#                     GPU from its local rank
+#   --gpus N          GPUs on each node, one rank each (default 1)
 #   --cpu             CPU ranks: N ranks without requesting GPUs (test clusters, laptops)
 #   --cpus-per-rank N CPUs of each rank (default 1)
 #   --time T          time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (00:30:00)
@@ -31,7 +33,7 @@ check() {
   [[ $1 =~ ^($2)$ ]] || fail "$3 '$1' is not valid"
 }
 
-gpus=1 cpu=0 cpus=1 time=00:30:00 account="" partition="" constraint="" begin="" name=""
+nodes=1 gpus=1 cpu=0 cpus=1 time=00:30:00 account="" partition="" constraint="" begin="" name=""
 extra=() dry=0 lab="" lab_flags=()
 while (($#)); do
   case $1 in
@@ -48,6 +50,7 @@ while (($#)); do
         ls -1 ./*_"$2".out ./*_"$2".err 2>/dev/null || fail "no logs found for job $2"
       fi
       exit 0 ;;
+    --nodes) nodes=${2-}; shift 2 ;;
     --gpus) gpus=${2-}; shift 2 ;;
     --cpu) cpu=1; shift ;;
     --cpus-per-rank) cpus=${2-}; shift 2 ;;
@@ -67,6 +70,10 @@ done
 
 [[ -n $lab ]] || fail "which lab? (one of: ${labs[*]})"
 printf '%s\n' "${labs[@]}" | grep -qxF -- "$lab" || fail "unknown lab '$lab' (one of: ${labs[*]})"
+check "$nodes" '[1-9][0-9]*' "--nodes (a positive number)"
+if [[ $lab == *day1_gpu ]] && ((nodes > 1 || gpus > 1)); then
+  fail "day 1's lab runs one process: no --nodes or --gpus above 1 (day2_ddp runs several)"
+fi
 check "$gpus" '[1-9][0-9]*' "--gpus (a positive number)"
 check "$cpus" '[1-9][0-9]*' "--cpus-per-rank (a positive number)"
 check "$time" '[0-9]+|[0-9]+:[0-5][0-9]|[0-9]+:[0-5][0-9]:[0-5][0-9]|[0-9]+-[0-9]+(:[0-5][0-9]){0,2}' \
@@ -86,7 +93,7 @@ body() {
   echo "#!/usr/bin/env bash"
   echo "# Written by slurm/submit.sh on $(date -Iseconds) for $lab."
   echo "#SBATCH --job-name=$name"
-  echo "#SBATCH --nodes=1"
+  echo "#SBATCH --nodes=$nodes"
   echo "#SBATCH --ntasks-per-node=$gpus"
   echo "#SBATCH --cpus-per-task=$cpus"
   ((cpu)) || echo "#SBATCH --gpus-per-node=$gpus"

@@ -99,7 +99,7 @@ race_reference() {
     <(sed -n 's/^race epoch \([0-9]*\): \([0-9.]*\) at \([0-9.]*\) s/\1 \2 \3/p' <<<"$ours") |
     awk '{ printf "| %d | %.2f%% | %.0f | %.2f%% | %.0f |\n", $1, 100 * $2, $3, 100 * $4, $5 }'
   first_at() {  # the seconds at which a side's test accuracy first reached the target
-    awk -v t="$target" '$4 >= t && !done { print $6; done = 1 }' <<<"$1"
+    awk -v t="$target" '$4 >= t && !done { printf "%.0f\n", $6; done = 1 }' <<<"$1"
   }
   local t_theirs t_ours
   t_theirs=$(first_at "$theirs")

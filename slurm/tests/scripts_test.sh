@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The submit helper's job scripts without a cluster (--dry-run): one node and several, the
+# GPU request per node, the lab flags shell-quoted; bad node counts and a multi-rank day-1 job
+# refused with one message.
+set -uo pipefail
+source "$1"  # expect
+submit=$2
+
+script=$("$submit" --dry-run --nodes 2 --gpus 4 --time 1:00:00 day2_ddp -- -b 256 --lr '0.1;x')
+for line in "#SBATCH --nodes=2" "#SBATCH --ntasks-per-node=4" "#SBATCH --gpus-per-node=4" \
+  "#SBATCH --time=1:00:00" "run_lab //day2_ddp:lab -b 256 --lr 0.1\;x"; do
+  grep -qxF -- "$line" <<<"$script" || { echo "FAILED: no '$line' in:"; echo "$script"; exit 1; }
+done
+echo "ok: 2 nodes x 4 GPUs"
+script=$("$submit" --dry-run --cpu --gpus 2 solutions/day2_ddp)
+grep -qxF "#SBATCH --nodes=1" <<<"$script" || { echo "FAILED: one node by default"; exit 1; }
+if grep -q "gpus-per-node" <<<"$script"; then echo "FAILED: --cpu asked for GPUs"; exit 1; fi
+echo "ok: one node of CPU ranks"
+expect 1 "--nodes (a positive number) '0' is not valid" "$submit" --dry-run --nodes 0 day2_ddp
+expect 1 "--nodes (a positive number) 'two' is not valid" "$submit" --dry-run --nodes two day2_ddp
+expect 1 "day 1's lab runs one process" "$submit" --dry-run --nodes 2 day1_gpu
