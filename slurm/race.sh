@@ -33,9 +33,7 @@ fail() {
   echo "race: $*" >&2
   exit 1
 }
-check() {  # check VALUE PATTERN WHAT: the whole value must match the extended regex
-  [[ $1 =~ ^($2)$ ]] || fail "$3 '$1' is not valid"
-}
+source slurm/job_script.sh
 binary() {  # binary TARGET: its built file, or a clear error
   local path
   path="bazel-bin/$(sed -e 's|^//||' -e 's|:|/|' <<<"$1")"
@@ -94,7 +92,7 @@ list() {
 }
 
 launch() {
-  local begin="" gpus=1 cpu=0 cpus=2 time=01:00:00 account="" partition="" dry=0 scron=0
+  local begin="" nodes=1 gpus=1 cpu=0 cpus=2 time=01:00:00 account="" partition="" dry=0 scron=0
   while (($#)); do
     case $1 in
       --begin) begin=${2-}; shift 2 ;;
@@ -109,13 +107,7 @@ launch() {
       *) fail "launch: unknown option '$1'" ;;
     esac
   done
-  check "$gpus" '[1-9][0-9]*' "--gpus (a positive number)"
-  check "$cpus" '[1-9][0-9]*' "--cpus-per-rank (a positive number)"
-  check "$time" '[0-9]+|[0-9]+:[0-5][0-9]|[0-9]+:[0-5][0-9]:[0-5][0-9]|[0-9]+-[0-9]+(:[0-5][0-9]){0,2}' \
-    "--time (MM, MM:SS, HH:MM:SS or D-HH[:MM[:SS]])"
-  [[ -z $begin ]] || check "$begin" '[A-Za-z0-9:+.-]+' "--begin"
-  [[ -z $account ]] || check "$account" '[A-Za-z0-9_.-]+' "--account (letters, digits, _ . -)"
-  [[ -z $partition ]] || check "$partition" '[A-Za-z0-9_.,-]+' "--partition"
+  check_job_options
   ((gpus == 1)) || fail "--gpus $gpus: a race entry runs one rank for now"
   if ((scron)); then
     echo "# scrontab -e: launch the race every evening at 18:00 (the jobs start at once)"
@@ -136,20 +128,7 @@ launch() {
     mapfile -t flags <"$race_dir/entries/$1.flags"
     echo "#!/usr/bin/env bash"
     echo "# The race entry $1, written by slurm/race.sh on $(date -Iseconds)."
-    echo "#SBATCH --job-name=race_$1"
-    echo "#SBATCH --nodes=1"
-    echo "#SBATCH --ntasks-per-node=$gpus"
-    echo "#SBATCH --cpus-per-task=$cpus"
-    ((cpu)) || echo "#SBATCH --gpus-per-node=$gpus"
-    echo "#SBATCH --time=$time"
-    echo "#SBATCH --signal=USR1@120"
-    echo "#SBATCH --requeue"
-    echo "#SBATCH --open-mode=append"
-    echo "#SBATCH --output=$log.out"
-    echo "#SBATCH --error=$log.err"
-    [[ -z $begin ]] || echo "#SBATCH --begin=$begin"
-    [[ -z $account ]] || echo "#SBATCH --account=$account"
-    [[ -z $partition ]] || echo "#SBATCH --partition=$partition"
+    sbatch_header "race_$1" "$log"
     echo "source slurm/env.sh"
     printf 'run_lab %q --metrics %q --logdir %q' "$race_lab" "$race_dir/runs/$1.jsonl" \
       "$race_dir/tensorboard/$1"

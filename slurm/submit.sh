@@ -28,10 +28,7 @@ fail() {
   echo "submit: $*" >&2
   exit 1
 }
-# check VALUE PATTERN WHAT: the whole value must match the extended regex.
-check() {
-  [[ $1 =~ ^($2)$ ]] || fail "$3 '$1' is not valid"
-}
+source slurm/job_script.sh
 
 nodes=1 gpus=1 cpu=0 cpus=1 time=00:30:00 account="" partition="" constraint="" begin="" name=""
 extra=() dry=0 lab="" lab_flags=()
@@ -70,20 +67,13 @@ done
 
 [[ -n $lab ]] || fail "which lab? (one of: ${labs[*]})"
 printf '%s\n' "${labs[@]}" | grep -qxF -- "$lab" || fail "unknown lab '$lab' (one of: ${labs[*]})"
-check "$nodes" '[1-9][0-9]*' "--nodes (a positive number)"
+check_job_options
 if [[ $lab == *day1_gpu ]] && ((nodes > 1 || gpus > 1)); then
   fail "day 1's lab runs one process: no --nodes or --gpus above 1 (day2_ddp runs several)"
 fi
-check "$gpus" '[1-9][0-9]*' "--gpus (a positive number)"
-check "$cpus" '[1-9][0-9]*' "--cpus-per-rank (a positive number)"
-check "$time" '[0-9]+|[0-9]+:[0-5][0-9]|[0-9]+:[0-5][0-9]:[0-5][0-9]|[0-9]+-[0-9]+(:[0-5][0-9]){0,2}' \
-  "--time (MM, MM:SS, HH:MM:SS or D-HH[:MM[:SS]])"
 name=${name:-${lab//\//_}}
 check "$name" '[A-Za-z0-9_.-]+' "--name (letters, digits, _ . -)"
-[[ -z $account ]] || check "$account" '[A-Za-z0-9_.-]+' "--account (letters, digits, _ . -)"
-[[ -z $partition ]] || check "$partition" '[A-Za-z0-9_.,-]+' "--partition"
 [[ -z $constraint ]] || check "$constraint" '[A-Za-z0-9_.,&|*:()-]+' "--constraint"
-[[ -z $begin ]] || check "$begin" '[A-Za-z0-9:+.-]+' "--begin"
 for option in "${extra[@]}"; do
   check "$option" '--[a-z][a-z-]*(=[^[:space:]"'"'"'`$;\\]*)?' "--sbatch option (one --name=value, no spaces or quotes)"
 done
@@ -92,21 +82,8 @@ script="slurm/jobs/${name}_$(date +%Y%m%d_%H%M%S).sbatch"
 body() {
   echo "#!/usr/bin/env bash"
   echo "# Written by slurm/submit.sh on $(date -Iseconds) for $lab."
-  echo "#SBATCH --job-name=$name"
-  echo "#SBATCH --nodes=$nodes"
-  echo "#SBATCH --ntasks-per-node=$gpus"
-  echo "#SBATCH --cpus-per-task=$cpus"
-  ((cpu)) || echo "#SBATCH --gpus-per-node=$gpus"
-  echo "#SBATCH --time=$time"
-  echo "#SBATCH --signal=USR1@120"
-  echo "#SBATCH --requeue"
-  echo "#SBATCH --open-mode=append"
-  echo "#SBATCH --output=%x_%j.out"
-  echo "#SBATCH --error=%x_%j.err"
-  [[ -z $account ]] || echo "#SBATCH --account=$account"
-  [[ -z $partition ]] || echo "#SBATCH --partition=$partition"
+  sbatch_header "$name" "%x_%j"
   [[ -z $constraint ]] || echo "#SBATCH --constraint=$constraint"
-  [[ -z $begin ]] || echo "#SBATCH --begin=$begin"
   local option
   for option in "${extra[@]}"; do echo "#SBATCH $option"; done
   echo "source slurm/env.sh"

@@ -8,11 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-fail() {
-  echo "FAILED: $*"
-  exit 1
-}
-slurm/local_cluster.sh start || fail "the local cluster did not start"
+source slurm/tests/cluster_helpers.sh
 RACE_DIR=$(mktemp -d)
 export RACE_DIR RACE_LAB=//solutions/day3_data:race RACE_FLAGS="--budget-s 300 --validation-s 3"
 cleanup() {
@@ -22,14 +18,6 @@ cleanup() {
   slurm/local_cluster.sh stop >/dev/null
 }
 trap cleanup EXIT
-state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_for() {  # wait_for JOB STATE SECONDS
-  local deadline=$((SECONDS + $3))
-  until [[ $(state "$1") == "$2" ]]; do
-    ((SECONDS < deadline)) || fail "job $1 is $(state "$1"), not $2, after $3 s"
-    sleep 1
-  done
-}
 
 data=(--train-subset 3000 --num-workers 1 --test-nsteps 5)
 slurm/race.sh enter alice -- "${data[@]}" --epochs 3 --lr 0.2 || fail "alice was not entered"

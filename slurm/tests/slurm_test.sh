@@ -8,11 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-fail() {
-  echo "FAILED: $*"
-  exit 1
-}
-slurm/local_cluster.sh start || fail "the local cluster did not start"
+source slurm/tests/cluster_helpers.sh
 cleanup() {  # the test's jobs are all named ci_*
   rm -f ./ci_*_[0-9]*.out ./ci_*_[0-9]*.err checkpoints/ci_*_[0-9]*.ckpt slurm/jobs/ci_*.sbatch
   rmdir checkpoints slurm/jobs 2>/dev/null
@@ -25,14 +21,6 @@ submit() {  # submit ARGS...: submits through the helper and sets $job
   out=$(slurm/submit.sh "$@") || fail "slurm/submit.sh $* -> $out"
   job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
   [[ -n $job ]] || fail "no job id in: $out"
-}
-state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_for() {  # wait_for JOB STATE SECONDS
-  local deadline=$((SECONDS + $3))
-  until [[ $(state "$1") == "$2" ]]; do
-    ((SECONDS < deadline)) || fail "job $1 is $(state "$1"), not $2, after $3 s"
-    sleep 1
-  done
 }
 output_of() { cat "$(slurm/submit.sh --logs "$1" | head -1)"; }
 
