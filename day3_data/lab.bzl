@@ -42,6 +42,8 @@ def day3_lab(check_tags = []):
         srcs = ["//day3_data:race.cc"],
         deps = [
             ":exercises",
+            "//common/parallel",
+            "//common/parallel:ddp",
             "//common/train:lab_support",
             "//day3_data:race_budget",
         ],

@@ -58,6 +58,9 @@ void add_lab_flags(CLI::App& app, LabOptions& o) {
                  "tar shards: samples in WebDataset's shuffle buffer");
   app.add_option("--pages-in-memory", o.pages_in_memory,
                  "packed files: pages read together in the quasi-random order");
+  app.add_option("--comm-timeout", o.comm_timeout,
+                 "several ranks (mpirun, srun): seconds to wait for the other ranks")
+      ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "the optimizer (its own defaults for the rest)")
       ->check(CLI::IsMember(course::optim::optimizer_names()))
       ->capture_default_str();
@@ -95,6 +98,7 @@ void validate(const LabOptions& o) {
                "1's exercise)");
   COURSE_CHECK(o.shuffle_buffer > 0 && o.pages_in_memory > 0,
                "--shuffle-buffer and --pages-in-memory must be positive");
+  COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive");
   COURSE_CHECK(o.cosine_floor >= 0 && o.cosine_floor <= 1, "--cosine-floor is a fraction of --lr, ",
                "from 0 to 1, got ", o.cosine_floor);
   COURSE_CHECK(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs,

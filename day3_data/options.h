@@ -25,6 +25,7 @@ struct LabOptions : course::train::TrainingFlags {
   float mix_prob = 1, switch_prob = 0.5f;
   int64_t shuffle_buffer = 1000;  // tar shards: WebDataset's shuffle buffer, in samples
   int64_t pages_in_memory = 4;    // packed files: pages of the quasi-random order's groups
+  double comm_timeout = 300;      // several ranks: seconds before a missing rank fails the others
   // The optimizer comparison: any optimizer under any schedule, with a warm-up.
   std::string optimizer = "sgd";       // sgd, adamw, lars, lamb, lion
   std::string schedule = "one-cycle";  // one-cycle, cosine, constant

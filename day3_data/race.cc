@@ -12,6 +12,8 @@
 
 #include "common/core/error.h"
 #include "common/core/format.h"
+#include "common/parallel/communicator.h"
+#include "common/parallel/ddp.h"
 #include "common/tensor/device.h"
 #include "common/train/lab_main.h"
 #include "common/train/training_loop.h"
@@ -20,21 +22,22 @@
 
 namespace {
 
+using course::parallel::Communicator;
 using day3::LabOptions;
 using day3::RaceBudget;
 
 // The race's flags; unset (-1) takes the device's default (the cluster's on a GPU, else this
-// CPU's).
+// CPU's on the job's ranks).
 struct RaceFlags {
   double budget_s = -1;
   int race_gpus = -1;
   double validation_s = -1;
 };
 
-RaceBudget resolve(const RaceFlags& flags, const LabOptions& o) {
+RaceBudget resolve(const RaceFlags& flags, const LabOptions& o, int ranks) {
   const course::Device device =
       o.device.empty() ? course::default_device() : course::parse_device(o.device);
-  RaceBudget b = device.is_cpu() ? day3::cpu_budget() : day3::cluster_budget();
+  RaceBudget b = device.is_cpu() ? day3::cpu_budget(ranks) : day3::cluster_budget(ranks);
   if (flags.budget_s != -1) b.budget_s = flags.budget_s;
   if (flags.race_gpus != -1) b.race_gpus = flags.race_gpus;
   if (flags.validation_s != -1) b.validation_s = flags.validation_s;
@@ -64,20 +67,28 @@ nlohmann::json recipe_json(const LabOptions& o) {
 }
 
 // Times --test-nsteps steps of the recipe (a fresh model, nothing written) and applies the rule.
-day3::EpochEstimate measure(const LabOptions& o, const RaceBudget& budget) {
+day3::EpochEstimate measure(const LabOptions& o, const RaceBudget& budget,
+                            const std::shared_ptr<Communicator>& world) {
+  const bool lead = world->rank() == 0;
   LabOptions probe = o;
   probe.test = true;
   probe.chkpt = probe.metrics = probe.logdir = probe.profile = "";
-  if (!o.test) std::printf("timing %lld steps of the recipe first\n", (long long)o.test_nsteps);
-  const day3::LabResult timed = day3::run_lab(probe);
+  if (!o.test && lead) {
+    std::printf("timing %lld steps of the recipe first\n", (long long)o.test_nsteps);
+  }
+  const day3::LabResult timed = day3::run_lab(probe, {}, world);
   COURSE_CHECK(timed.timing.steps > 0, "timing a step needs at least 2 steps (the first is ",
                "not timed): raise --test-nsteps");
+  // Every rank decides on the slowest rank's step (the one a synchronised step waits for).
+  const double step_ms =
+      course::parallel::allreduce_max({static_cast<float>(timed.timing.step_ms)}, *world)[0];
   const day3::EpochEstimate e =
-      day3::estimate_epochs(budget, timed.timing.step_ms / 1000, timed.steps_per_epoch);
+      day3::estimate_epochs(budget, step_ms / 1000, timed.steps_per_epoch);
+  if (!lead) return e;
   std::printf(
       "race budget: %s\nstep %.1f ms (load %.1f ms), %lld batches per epoch on %d GPU(s): "
       "%.1f s per epoch in the race\neligible to run %lld epochs\n",
-      day3::describe(budget).c_str(), timed.timing.step_ms,
+      day3::describe(budget).c_str(), step_ms,
       timed.timing.mean_ms[static_cast<int>(course::train::Phase::kLoad)],
       static_cast<long long>(e.n_batches), budget.gpus, e.epoch_s,
       static_cast<long long>(e.epochs));
@@ -88,17 +99,18 @@ day3::EpochEstimate measure(const LabOptions& o, const RaceBudget& budget) {
 void run_race(const LabOptions& o, const RaceFlags& flags) {
   day3::validate(o);
   COURSE_CHECK(!o.findlr, "the race trains a recipe: run --findlr with //day3_data:lab");
-  const RaceBudget budget = resolve(flags, o);
+  const auto world = Communicator::world();
+  const RaceBudget budget = resolve(flags, o, world->size());
   if (!o.resume.empty()) {  // a requeued entry: its budget was checked when it started
-    day3::run_lab(o);
+    day3::run_lab(o, {}, world);
     return;
   }
   if (!o.metrics.empty()) course::train::check_output_path("--metrics", o.metrics);
-  const day3::EpochEstimate e = measure(o, budget);
+  const day3::EpochEstimate e = measure(o, budget, world);
   COURSE_CHECK(o.epochs <= e.epochs, "--epochs ", o.epochs, " is over the race's budget (",
                day3::describe(budget), "): this recipe is eligible to run ", e.epochs, " epochs");
   if (o.test) return;
-  if (!o.metrics.empty()) {
+  if (!o.metrics.empty() && world->rank() == 0) {
     std::ofstream(o.metrics, std::ios::app)
         << nlohmann::json{{"recipe", recipe_json(o)},
                           {"race",
@@ -113,7 +125,7 @@ void run_race(const LabOptions& o, const RaceFlags& flags) {
                .dump()
         << "\n";
   }
-  day3::run_lab(o);
+  day3::run_lab(o, {}, world);
 }
 
 }  // namespace
@@ -128,7 +140,8 @@ int main(int argc, char** argv) {
   app.add_option("--budget-s", flags.budget_s,
                  "the race's time per entry, s (default: 1800 on a GPU, 900 on the CPU)");
   app.add_option("--race-gpus", flags.race_gpus,
-                 "GPUs (ranks) of an entry in the race (default: 32 on a GPU, 1 on the CPU)");
+                 "GPUs (ranks) of an entry in the race (default: 32 on a GPU, the job's ranks on "
+                 "the CPU)");
   app.add_option("--validation-s", flags.validation_s,
                  "validation time per epoch in the race, s (default: 20 on a GPU, 3 on the CPU)");
   course::train::parse_or_exit(app, argc, argv);

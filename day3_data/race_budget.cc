@@ -8,11 +8,13 @@
 
 namespace day3 {
 
-RaceBudget cluster_budget() {
-  return {.budget_s = 1800, .race_gpus = 32, .gpus = 1, .validation_s = 20};
+RaceBudget cluster_budget(int gpus) {
+  return {.budget_s = 1800, .race_gpus = 32, .gpus = gpus, .validation_s = 20};
 }
 
-RaceBudget cpu_budget() { return {.budget_s = 900, .race_gpus = 1, .gpus = 1, .validation_s = 3}; }
+RaceBudget cpu_budget(int ranks) {
+  return {.budget_s = 900, .race_gpus = ranks, .gpus = ranks, .validation_s = 3};
+}
 
 EpochEstimate estimate_epochs(const RaceBudget& b, double step_s, int64_t n_batches) {
   EpochEstimate e{.step_s = step_s, .n_batches = n_batches};

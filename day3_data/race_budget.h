@@ -17,11 +17,12 @@ struct RaceBudget {
   double validation_s = 0;
 };
 
-// The cluster's budget (the course's: 30 minutes on 32 GPUs, 20 s of validation) and this
-// CPU's: 15 minutes on one process (the reference recipe's 10 epochs fit), 3 s of validation
-// (the small network on Fashion-MNIST's 10,000 test images, measured here).
-RaceBudget cluster_budget();
-RaceBudget cpu_budget();
+// The cluster's budget for a measuring run on `gpus` GPUs (the course's: 30 minutes on 32 GPUs,
+// 20 s of validation) and this CPU's for one on `ranks` processes: 15 minutes on those same
+// processes (the reference recipe's 10 epochs fit on one), 3 s of validation (the small network
+// on Fashion-MNIST's 10,000 test images, measured here).
+RaceBudget cluster_budget(int gpus = 1);
+RaceBudget cpu_budget(int ranks = 1);
 
 struct EpochEstimate {
   double step_s = 0;      // a step, loading included, on the measuring run

@@ -17,6 +17,9 @@
 #include "common/kernels/layout.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/parallel/bucket_plan.h"
+#include "common/parallel/ddp.h"
+#include "common/parallel/rank_setup.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
@@ -105,22 +108,47 @@ std::string describe_schedule(const LabOptions& o, const RunHooks& run_hooks) {
   return text;
 }
 
+// The ranks' DDP (gradients averaged in the course's 25 MiB buckets, rank 0's weights broadcast),
+// or none for a single rank.
+std::unique_ptr<parallel::DistributedDataParallel> make_ddp(
+    nn::Module& model, const std::shared_ptr<parallel::Communicator>& comm) {
+  if (!comm || comm->size() == 1) return nullptr;
+  return std::make_unique<parallel::DistributedDataParallel>(
+      model, comm,
+      parallel::plan_gradient_buckets(parallel::gradient_bytes(model), parallel::kBucketCapBytes,
+                                      parallel::kFirstBucketCapBytes));
+}
+
+// This rank's device and share of the node's cores; the communicator's timeout from the flags.
+Device rank_device(const LabOptions& o, parallel::Communicator* comm) {
+  if (!comm) return o.device.empty() ? default_device() : parse_device(o.device);
+  comm->set_timeout(o.comm_timeout);
+  parallel::share_cores(*comm);
+  return parallel::rank_device(o.device, *comm);
+}
+
 }  // namespace
 
-LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
+LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
+                  const std::shared_ptr<parallel::Communicator>& comm) {
   validate(o);
-  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+  const Device device = rank_device(o, comm.get());
   require_device(device);
+  const int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
+  const bool lead = rank == 0;
 
   LabDatasets data = open_dataset(o, group_members);
   set_worker_augmentation(o, data.train_transform);
-  const int64_t samples = data.train->size(), classes = data.train->num_classes();
+  const int64_t classes = data.train->num_classes();
+  const int64_t samples = rank_span_size(data.train->size(), ranks, o.drop_last);  // this rank's
+  COURSE_CHECK(samples > 0, "--drop-last leaves no training image for each of ", ranks, " ranks");
   COURSE_CHECK(!o.mixing() || o.drop_last || samples % o.batch_size % 2 == 0,
                "--mixup and --cutmix need even batches, but the epoch's last batch has ",
-               samples % o.batch_size, " images: add --drop-last");
+               samples % o.batch_size, " images", ranks > 1 ? " on each rank" : "",
+               ": add --drop-last");
   const TransformOptions& t = data.train_transform;
   const MixOptions mix = o.mix_options();
-  std::mt19937 batch_rng(o.seed + 3);
+  std::mt19937 batch_rng(o.seed + 3 + 1000003u * static_cast<uint32_t>(rank));  // per rank
   // Flip and jitter (with --aug-device), then MixUp / CutMix, of a batch on its device.
   const auto batch_stage = [&](Batch b) {
     if (o.aug_device) b.images = jitter_batch(b.images, o.jitter(), t.mean, t.std, batch_rng);
@@ -149,6 +177,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       model->state().parameters);
+  const auto ddp = make_ddp(*model, comm);
   const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(
       o.schedule, o.lr, o.epochs * steps_per_epoch,
       static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
@@ -160,8 +189,10 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
     epoch_training = {};
     const OrderOptions order{.shuffle_buffer = o.shuffle_buffer,
                              .pages_in_memory = o.pages_in_memory};
-    batches.start_epoch(epoch_order(*data.train, order, o.seed, epoch, trainee_page_order), epoch,
-                        first_batch);
+    batches.start_epoch(
+        rank_span(epoch_order(*data.train, order, o.seed, epoch, trainee_page_order), rank, ranks,
+                  o.drop_last),
+        epoch, first_batch);
   };
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
@@ -183,16 +214,18 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
       epoch_training.correct += train::count_correct(f.logits, batch.labels);
       epoch_training.samples += batch.labels.size(0);
     }
+    if (ddp) ddp->finish_backward();
     phases.start(train::Phase::kOptimizer);
     optimizer->step();
     return f.loss.loss;
   };
   hooks.validate = [&] {
-    return train::evaluate(*model, data.val, data.val_transform, o, 0, 1, [&](const Batch& host) {
-      Batch b = batches.place(host);
-      if (o.channels_last) b.images = to_channels_last(b.images);
-      return b;
-    });
+    return train::evaluate(*model, data.val, data.val_transform, o, rank, ranks,
+                           [&](const Batch& host) {
+                             Batch b = batches.place(host);
+                             if (o.channels_last) b.images = to_channels_last(b.images);
+                             return b;
+                           });
   };
   if (run_hooks.after_epoch) {
     hooks.after_epoch = [&](int64_t epoch, const train::EvalTally& validation) {
@@ -209,24 +242,40 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks) {
        .lr_at =
            run_hooks.lr_at ? run_hooks.lr_at : [&](int64_t step) { return schedule->lr_at(step); },
        .steps_per_epoch = steps_per_epoch,
-       .global_batch = o.batch_size,
+       .global_batch = o.batch_size * ranks,
        .identity = {{"model", o.model}},
+       .comm = comm.get(),
        .recipe = "- optimizer: " + o.optimizer + ", " + describe_schedule(o, run_hooks) + "\n- " +
                  describe(o, data.train_transform) + "\n- " + describe_storage(o, *data.train)},
       hooks);
 
-  std::printf("%s\n", describe_storage(o, *data.train).c_str());
-  std::printf(
-      "training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n"
-      "%s\noptimizer: %s, %s\n",
-      o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
-      static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
-      static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
-      o.amp ? ", amp bf16" : "", o.channels_last ? ", channels-last" : "",
-      describe(o, data.train_transform).c_str(), o.optimizer.c_str(),
-      describe_schedule(o, run_hooks).c_str());
-  std::fflush(stdout);
+  if (lead) {
+    const std::string where = ranks == 1 ? device.str()
+                                         : std::to_string(ranks) + " ranks (" + device.str() +
+                                               ", DDP in " + std::to_string(ddp->plan().size()) +
+                                               " buckets)";
+    const char* per_rank = ranks == 1 ? "" : " per rank";
+    std::printf("%s\n", describe_storage(o, *data.train).c_str());
+    std::printf(
+        "training %s on %s: %lld images of %lldx%lld%s, batch %lld%s, %lld steps per epoch%s%s\n"
+        "%s\noptimizer: %s, %s\n",
+        o.model.c_str(), where.c_str(), static_cast<long long>(samples),
+        static_cast<long long>(o.image_size), static_cast<long long>(o.image_size), per_rank,
+        static_cast<long long>(o.batch_size), per_rank, static_cast<long long>(steps_per_epoch),
+        o.amp ? ", amp bf16" : "", o.channels_last ? ", channels-last" : "",
+        describe(o, data.train_transform).c_str(), o.optimizer.c_str(),
+        describe_schedule(o, run_hooks).c_str());
+    std::fflush(stdout);
+  }
   const train::LoopResult run = loop.run();
+  if (ddp) {
+    const float divergence = parallel::replica_divergence(*model, *comm);
+    if (lead && divergence == 0) {
+      std::printf("replicas: identical weights on all %d ranks\n", ranks);
+    } else if (lead) {
+      std::printf("replicas: weights differ by up to %g between ranks\n", divergence);
+    }
+  }
   return {.steps = run.steps,
           .steps_per_epoch = steps_per_epoch,
           .last_loss = run.last_loss,

@@ -5,11 +5,15 @@
 // per batch, on the host before the copy or on the training device (--aug-device): the flip and
 // jitter, then MixUp / CutMix with the trainee's cut and targets (TP3.1, TP3.2) and the soft-target
 // loss's gradient (TP3.3). The optimizer and schedule are flags, for the optimizer comparison.
+// On several ranks each trains a replica on its span of every epoch's order (the storage's
+// locality kept: epoch_order.h's rank_span), gradients averaged by DDP.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 
+#include "common/parallel/communicator.h"
 #include "common/train/chronometer.h"
 #include "day3_data/options.h"
 
@@ -35,7 +39,10 @@ struct RunHooks {
   std::function<void(int64_t step, float loss)> after_step;
 };
 
-// Runs the lab and prints its report on stdout (progress on stderr).
-LabResult run_lab(const LabOptions& options, const RunHooks& hooks = {});
+// Runs the lab and prints its report on stdout (progress on stderr): on `comm`'s ranks (the
+// job's under mpirun or srun), or without one in this process alone (the tools that run the lab
+// trial after trial).
+LabResult run_lab(const LabOptions& options, const RunHooks& hooks = {},
+                  const std::shared_ptr<course::parallel::Communicator>& comm = nullptr);
 
 }  // namespace day3

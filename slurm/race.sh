@@ -10,7 +10,9 @@
 #
 # launch options:
 #   --begin T       start no earlier than T (18:00, now+1hour, 2026-11-23T18:00)
-#   --gpus N        GPUs of each entry's node (default 1); --cpu: CPU tasks, no GPU request
+#   --nodes N       nodes of each entry (default 1)
+#   --gpus N        GPUs of each entry's nodes, one rank each (default 1); --cpu: CPU tasks, no
+#                   GPU request
 #   --cpus-per-rank N  CPUs of each rank (default 2)
 #   --time T        each job's time limit (default 01:00:00, the course's)
 #   --account A, --partition P
@@ -96,6 +98,7 @@ launch() {
   while (($#)); do
     case $1 in
       --begin) begin=${2-}; shift 2 ;;
+      --nodes) nodes=${2-}; shift 2 ;;
       --gpus) gpus=${2-}; shift 2 ;;
       --cpu) cpu=1; shift ;;
       --cpus-per-rank) cpus=${2-}; shift 2 ;;
@@ -108,23 +111,21 @@ launch() {
     esac
   done
   check_job_options
-  ((gpus == 1)) || fail "--gpus $gpus: a race entry runs one rank for now"
   if ((scron)); then
     echo "# scrontab -e: launch the race every evening at 18:00 (the jobs start at once)"
-    printf '#SCRON --time=00:05:00\n0 18 * * * %q launch --gpus %q --time %q%s\n' \
-      "$(pwd)/slurm/race.sh" "$gpus" "$time" "$( ((cpu)) && echo " --cpu")"
+    printf '#SCRON --time=00:05:00\n0 18 * * * %q launch --nodes %q --gpus %q --time %q%s\n' \
+      "$(pwd)/slurm/race.sh" "$nodes" "$gpus" "$time" "$( ((cpu)) && echo " --cpu")"
     return 0
   fi
   local names
   names=$(entries)
   [[ -n $names ]] || fail "no entries: slurm/race.sh enter NAME -- FLAGS first"
-  binary "$race_lab" >/dev/null
   local cluster stamp name script job
   cluster=$(scontrol show config 2>/dev/null | sed -n 's/^ClusterName *= *//p' || true)
   cluster=${cluster:-local}
   stamp=$(date +%Y-%m-%d)
   job_script() {  # job_script NAME: the entry's sbatch script
-    local flags log="$race_dir/logs/$1@${cluster}_%j_1nodes_${gpus}tasks_$stamp"
+    local flags log="$race_dir/logs/$1@${cluster}_%j_${nodes}nodes_$((nodes * gpus))tasks_$stamp"
     mapfile -t flags <"$race_dir/entries/$1.flags"
     echo "#!/usr/bin/env bash"
     echo "# The race entry $1, written by slurm/race.sh on $(date -Iseconds)."
@@ -140,6 +141,7 @@ launch() {
     for name in $names; do job_script "$name"; done
     return 0
   fi
+  binary "$race_lab" >/dev/null
   if [[ -d $race_dir/runs ]]; then  # a new race: the last one's runs set aside
     mkdir -p "$race_dir/archive"
     mv "$race_dir/runs" "$race_dir/archive/runs_$(date +%Y%m%d_%H%M%S)"

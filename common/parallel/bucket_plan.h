@@ -13,6 +13,10 @@ namespace course::parallel {
 // Every parameter appears in exactly one bucket.
 using BucketPlan = std::vector<std::vector<size_t>>;
 
+// PyTorch's caps, the course's: 25 MiB buckets, the first 1 MiB.
+constexpr int64_t kBucketCapBytes = 25 << 20;
+constexpr int64_t kFirstBucketCapBytes = 1 << 20;
+
 // Parameters in reverse order (the order backward produces their gradients); a bucket closes
 // as soon as its bytes reach its cap: first_cap_bytes for the first bucket (small, so the first
 // all-reduce starts early), cap_bytes for the others.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/nn/sequential.h"
+#include "common/parallel/bucket_plan.h"
 #include "common/parallel/ddp.h"
 #include "common/parallel/sharded_data_parallel.h"
 
@@ -23,8 +24,8 @@ struct DataParallelOptions {
   int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
   bool cpu_offload = false;         // the shards in host memory
   DType param_dtype = DType::kF32;  // sharded modes' compute copies (f16/bf16: mixed precision)
-  int64_t bucket_bytes = 25 << 20;  // DDP's buckets: the course's 25 MiB, the first 1 MiB
-  int64_t first_bucket_bytes = 1 << 20;
+  int64_t bucket_bytes = kBucketCapBytes;  // DDP's buckets
+  int64_t first_bucket_bytes = kFirstBucketCapBytes;
 };
 
 // What a training step asks of its data-parallel mode (this file's modes, or a lab's own).

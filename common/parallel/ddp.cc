@@ -1,6 +1,7 @@
 // Bucketed, overlapped gradient all-reduce.
 #include "common/parallel/ddp.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
@@ -33,10 +34,39 @@ ChannelSumReducer sync_batch_norm(std::shared_ptr<Communicator> comm) {
   };
 }
 
-std::vector<float> allreduce_sum(const std::vector<float>& values, Communicator& comm) {
+namespace {
+
+std::vector<float> allreduce_values(const std::vector<float>& values, Communicator& comm,
+                                    ReduceOp op) {
   Tensor t = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
-  comm.allreduce(t)->wait();
+  comm.allreduce(t, op)->wait();
   return t.to_vector<float>();
+}
+
+}  // namespace
+
+std::vector<float> allreduce_sum(const std::vector<float>& values, Communicator& comm) {
+  return allreduce_values(values, comm, ReduceOp::kSum);
+}
+
+std::vector<float> allreduce_max(const std::vector<float>& values, Communicator& comm) {
+  return allreduce_values(values, comm, ReduceOp::kMax);
+}
+
+float replica_divergence(nn::Module& model, Communicator& comm) {
+  std::vector<float> weights, negated;
+  for (const nn::Parameter* p : model.parameters()) {
+    const std::vector<float> values = p->value.to_vector<float>();
+    weights.insert(weights.end(), values.begin(), values.end());
+  }
+  for (const float w : weights) negated.push_back(-w);
+  const std::vector<float> highest = allreduce_max(weights, comm);
+  const std::vector<float> lowest = allreduce_max(negated, comm);
+  float divergence = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    divergence = std::max(divergence, highest[i] + lowest[i]);
+  }
+  return divergence;
 }
 
 DistributedDataParallel::DistributedDataParallel(nn::Module& model,

@@ -97,5 +97,11 @@ ChannelSumReducer sync_batch_norm(std::shared_ptr<Communicator> comm);
 
 // Sums of per-rank values (losses, counts) over the ranks, in f32.
 std::vector<float> allreduce_sum(const std::vector<float>& values, Communicator& comm);
+// The largest of each per-rank value (the slowest rank's time), in f32.
+std::vector<float> allreduce_max(const std::vector<float>& values, Communicator& comm);
+
+// How far the ranks' replicas of `model` have drifted apart: the largest difference between two
+// ranks' values of one weight (0 when data parallelism keeps them identical, as it should).
+float replica_divergence(nn::Module& model, Communicator& comm);
 
 }  // namespace course::parallel

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/nn/gpt.h"
+#include "common/parallel/bucket_plan.h"
 #include "common/tensor/dtype.h"
 
 namespace course::parallel {
@@ -31,8 +32,8 @@ struct MemoryPlan {
   bool cpu_offload = false;         // shards and optimizer states in host memory
   DType param_dtype = DType::kF32;  // sharded modes' gathered values (16-bit: mixed precision)
   bool backward_prefetch = true;    // pre: the previous block gathered while this one computes
-  int64_t bucket_bytes = 25 << 20;  // DDP's buckets (data_parallel_model.h)
-  int64_t first_bucket_bytes = 1 << 20;
+  int64_t bucket_bytes = kBucketCapBytes;  // DDP's buckets (bucket_plan.h)
+  int64_t first_bucket_bytes = kFirstBucketCapBytes;
 };
 
 struct MemoryEstimate {

@@ -2,7 +2,7 @@
 # The day-3 race on a real single-node cluster (slurm/local_cluster.sh; as root), as an
 # instructor runs it: two recipes entered (each checked by a --test run), an over-budget recipe
 # and bad flags refused with nothing entered, the entries launched as jobs with the course's
-# log names, one of them preempted (it checkpoints, requeues, resumes and finishes every
+# log names (2 ranks each, DDP), one of them preempted (it checkpoints, requeues, resumes and finishes every
 # epoch), then the leaderboard, its page rendered by headless Chromium. Needs the race lab and
 # the leaderboard built (./test.sh runs it after bazel).
 set -uo pipefail
@@ -36,11 +36,12 @@ refused "entry name" enter "bad name" -- "${data[@]}"
   fail "entries: $(ls "$RACE_DIR/entries")"
 echo "ok: two recipes entered; over-budget, mistyped and reserved flags refused, nothing entered"
 
-out=$(slurm/race.sh launch --cpu --cpus-per-rank 1 --time 10) || fail "launch failed: $out"
+out=$(slurm/race.sh launch --cpu --gpus 2 --cpus-per-rank 1 --time 10) ||
+  fail "launch failed: $out"
 alice=$(sed -n 's/^launched alice: job \([0-9]*\)$/\1/p' <<<"$out")
 bob=$(sed -n 's/^launched bob: job \([0-9]*\)$/\1/p' <<<"$out")
 [[ -n $alice && -n $bob ]] || fail "no job ids in: $out"
-log="$RACE_DIR/logs/alice@course_${alice}_1nodes_1tasks_$(date +%Y-%m-%d).out"
+log="$RACE_DIR/logs/alice@course_${alice}_1nodes_2tasks_$(date +%Y-%m-%d).out"
 wait_for "$alice" RUNNING 120
 deadline=$((SECONDS + 120))
 until (($(grep -c "^training" "$log" 2>/dev/null) >= 2)); do  # the timing run's, then the race's
@@ -57,7 +58,10 @@ grep -q "resuming from" "$log" || fail "alice did not resume: $(cat "$log")"
 for epoch in 1 2 3; do
   grep -q "\"epoch\":$epoch," "$RACE_DIR/runs/alice.jsonl" || fail "alice has no epoch $epoch"
 done
-echo "ok: jobs $alice and $bob ran; alice was preempted, resumed and ran its 3 epochs"
+bob_log="$RACE_DIR/logs/bob@course_${bob}_1nodes_2tasks_$(date +%Y-%m-%d).out"
+grep -q "replicas: identical weights on all 2 ranks" "$bob_log" ||
+  fail "bob did not train on 2 ranks in step: $(cat "$bob_log")"
+echo "ok: jobs $alice and $bob ran on 2 ranks each; alice was preempted, resumed and ran its 3 epochs"
 
 listed=$(slurm/race.sh list)
 grep -q "^alice .*(3 epoch(s) run)" <<<"$listed" || fail "list: $listed"

@@ -202,11 +202,28 @@ TEST(Ddp, ABadPlanIsRejected) {
       ::testing::ThrowsMessage<Error>(HasSubstr("is in no bucket")));
 }
 
+TEST(Ddp, ReplicaDivergenceIsTheWidestSpreadOfAWeight) {
+  const int p = world()->size(), r = world()->rank();
+  auto net = make_net(3);
+  EXPECT_EQ(replica_divergence(*net, *world()), 0.0f) << "the same seed on every rank";
+  nn::Parameter* last = net->parameters().back();
+  std::vector<float> values = last->value.to_vector<float>();
+  const float first = values[0];
+  values[0] += 0.25f * static_cast<float>(r);  // rank r moves one weight by r / 4
+  last->value = Tensor::from_vector(values, last->value.shape());
+  EXPECT_FLOAT_EQ(replica_divergence(*net, *world()), 0.25f * static_cast<float>(p - 1));
+  EXPECT_FLOAT_EQ(last->value.to_vector<float>()[0], first + 0.25f * static_cast<float>(r))
+      << "measuring leaves the weights alone";
+}
+
 TEST(Ddp, MetricsAreSummedOverRanks) {
   const int p = world()->size();
   const std::vector<float> sums =
       allreduce_sum({1.0f, static_cast<float>(world()->rank())}, *world());
   EXPECT_EQ(sums, (std::vector<float>{static_cast<float>(p), p * (p - 1) / 2.0f}));
+  const std::vector<float> largest = allreduce_max(
+      {static_cast<float>(world()->rank()), -static_cast<float>(world()->rank())}, *world());
+  EXPECT_EQ(largest, (std::vector<float>{static_cast<float>(p - 1), 0.0f}));
 }
 
 }  // namespace

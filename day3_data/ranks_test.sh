@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The day-3 lab and race on 2 and 3 MPI ranks: each storage format's epoch split into the
+# ranks' spans, mixing on the host and the device, the replicas identical after training (DDP),
+# the race's budget measured on the job's ranks with its recipe written once; --findlr and a
+# --drop-last that leaves a rank nothing are refused with one message.
+set -uo pipefail
+source "$1"  # expect
+lab=$2
+race=$3
+make_dataset=$4
+unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE  # not shared by the ranks
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+run=(--batch-size 8 --device cpu --no-progress --num-workers 1)
+
+data=$TEST_TMPDIR/data
+for format in tar packed; do
+  expect 0 "val: 40 images" "$make_dataset" --to "$format" --out "$data/$format" --train 64 \
+    --val 40 --shard-samples 16 --page-kb 4
+done
+expect 0 "training smallnet on 2 ranks (cpu, DDP in 1 buckets): 32 images of 28x28 per rank, batch 8 per rank, 4 steps per epoch" \
+  "${mpirun[@]}" -np 2 "$lab" --synthetic 64 --test "${run[@]}"
+expect 0 "replicas: identical weights on all 2 ranks" "${mpirun[@]}" -np 2 "$lab" \
+  --data-dir "$data/tar" "${run[@]}" --mixup 0.8 --aug-device --translate 2
+expect 0 "replicas: identical weights on all 2 ranks" "${mpirun[@]}" -np 2 "$lab" \
+  --data-dir "$data/packed" "${run[@]}" --auto-augment trivialaugment --cutmix 1
+expect 0 "replicas: identical weights on all 3 ranks" "${mpirun[@]}" -np 3 "$lab" \
+  --synthetic 70 "${run[@]}" --epochs 2 --optimizer adamw --lr 0.003
+expect 1 "--drop-last leaves no training image for each of 3 ranks" "${mpirun[@]}" -np 3 "$lab" \
+  --synthetic 2 --drop-last "${run[@]}"
+expect 1 "--findlr sweeps on one process" "${mpirun[@]}" -np 2 "$lab" --synthetic 64 --findlr \
+  "${run[@]}"
+
+# The race on 2 ranks: timed on both (the slower rank's step), the CPU's budget for 2 ranks,
+# the recipe line written once by rank 0, then the epochs.
+metrics=$TEST_TMPDIR/race.jsonl
+expect 0 "batches per epoch on 2 GPU(s)" "${mpirun[@]}" -np 2 "$race" --synthetic 64 --test \
+  --test-nsteps 3 "${run[@]}"
+expect 0 "replicas: identical weights on all 2 ranks" "${mpirun[@]}" -np 2 "$race" \
+  --synthetic 64 --epochs 2 --test-nsteps 3 "${run[@]}" --metrics "$metrics"
+recipes=$(grep -c '"recipe"' "$metrics")
+epochs=$(grep -c '"epoch"' "$metrics")
+if [[ $recipes -ne 1 || $epochs -ne 2 ]] || ! grep -q '"gpus":2' "$metrics" ||
+  ! grep -q '"race_gpus":2' "$metrics"; then
+  echo "FAILED: expected 1 recipe line for 2 GPUs and 2 epoch records in $metrics:"
+  cat "$metrics"
+  exit 1
+fi
+echo "ok: the race's metrics have one recipe line (2 GPUs, 2 in the race) and 2 epochs"
