@@ -3,8 +3,8 @@
 # small and medium tests, the large lab tests running once below), then the same
 # tests in the CPU-only configuration, which proves every target also builds without CUDA,
 # then common/'s tests (fuzz tests included) under AddressSanitizer and UndefinedBehavior-
-# Sanitizer, then the Slurm tooling and the race on a local Slurm cluster (as root;
-# slurm/tests/slurm_test.sh, race_test.sh).
+# Sanitizer, then the Slurm tooling, the race and multi-node jobs on a local Slurm cluster (as
+# root; slurm/tests/slurm_test.sh, race_test.sh, multinode_test.sh).
 # Ends with one summary line over all of them: "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -26,8 +26,8 @@ bazel test --config=cpu //... "$@" 2>&1 | tee -a "$log" || status=1
 echo "== bazel test --config=asan //common/... (AddressSanitizer + UndefinedBehaviorSanitizer)"
 bazel test --config=asan //common/... "$@" 2>&1 | tee -a "$log" || status=1
 
-echo "== Slurm: sbatch jobs through slurm/submit.sh, and the race, on a local cluster"
-for test in slurm_test race_test; do
+echo "== Slurm: sbatch jobs through slurm/submit.sh, the race and multi-node jobs, on a local cluster"
+for test in slurm_test race_test multinode_test; do
   if [[ $(id -u) -ne 0 ]] || ! command -v slurmctld >/dev/null; then
     echo "//slurm:$test SKIPPED (needs root and ./setup.sh's Slurm packages)" | tee -a "$log"
   elif "slurm/tests/$test.sh"; then

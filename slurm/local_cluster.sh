@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# A real single-node Slurm cluster on this machine, for testing the course's sbatch scripts
-# (slurm-wlm and munge from Debian; run as root): munged, slurmctld and slurmd with
-# proctrack/linuxproc and task/none, one partition "course" holding this node with all its
-# CPUs and 4 GPU generic resources (counted, not real devices, so --gpus-per-node requests
-# behave as on a GPU cluster), and job requeueing on.
-#   slurm/local_cluster.sh start     configure and start; waits until the node is idle
-#   slurm/local_cluster.sh stop      stop the daemons (jobs are killed)
+# A real Slurm cluster on this machine, for testing the course's sbatch scripts (slurm-wlm and
+# munge from Debian; run as root): munged, slurmctld and slurmd with proctrack/linuxproc and
+# task/none, one partition "course" holding this node with all its CPUs and 4 GPU generic
+# resources (counted, not real devices, so --gpus-per-node requests behave as on a GPU
+# cluster), and job requeueing on. With --nodes N it is N nodes (node1 ... nodeN), each its own
+# slurmd on its own port sharing this machine's CPUs, for multi-node jobs (srun across nodes).
+#   slurm/local_cluster.sh start [--nodes N]  configure and (re)start; waits until every node
+#                                             is idle
+#   slurm/local_cluster.sh stop               stop the daemons (jobs are killed)
 #   slurm/local_cluster.sh status
 # State, logs and configuration live in $COURSE_SLURM_DIR (default /tmp/course-slurm); the
 # configuration is written to /etc/slurm, where Slurm's commands look for it.
@@ -13,17 +15,38 @@ set -euo pipefail
 state=${COURSE_SLURM_DIR:-/tmp/course-slurm}
 conf_dir=/etc/slurm
 node=$(hostname -s)
+nodes=1
 
 fail() {
   echo "local_cluster: $*" >&2
   exit 1
 }
 
-write_config() {
-  mkdir -p "$state"/{spool,state,log} "$conf_dir"
-  local cpus memory
+# The slurm.conf lines of the nodes: this host itself, or N nodes on it (the machine's CPUs and
+# memory shared out), each slurmd on its own port.
+node_lines() {
+  local cpus memory k
   cpus=$(nproc)
   memory=$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)
+  if ((nodes == 1)); then
+    echo "NodeName=$node CPUs=$cpus RealMemory=$memory Gres=gpu:4 State=UNKNOWN"
+    return
+  fi
+  cpus=$((cpus / nodes > 0 ? cpus / nodes : 1))
+  for k in $(seq "$nodes"); do
+    echo "NodeName=node$k NodeHostname=$node NodeAddr=127.0.0.1 Port=$((17000 + k))" \
+      "CPUs=$cpus RealMemory=$((memory / nodes)) Gres=gpu:4 State=UNKNOWN"
+  done
+}
+
+node_names() {
+  if ((nodes == 1)); then echo "$node"; else seq -f 'node%g' "$nodes"; fi
+}
+
+write_config() {
+  local names
+  names=$(node_names | paste -sd,)
+  mkdir -p "$state"/{spool,state,log,tmp} "$conf_dir"
   cat >"$conf_dir/slurm.conf" <<CONF
 # Written by slurm/local_cluster.sh: a one-node test cluster.
 ClusterName=course
@@ -41,24 +64,28 @@ GresTypes=gpu
 ReturnToService=2
 JobRequeue=1
 StateSaveLocation=$state/state
-SlurmdSpoolDir=$state/spool
+SlurmdSpoolDir=$state/spool/%n
 SlurmctldPidFile=$state/slurmctld.pid
-SlurmdPidFile=$state/slurmd.pid
+SlurmdPidFile=$state/slurmd-%n.pid
 SlurmctldLogFile=$state/log/slurmctld.log
-SlurmdLogFile=$state/log/slurmd.log
+SlurmdLogFile=$state/log/slurmd-%n.log
+# Each node's own temporary folder: PMIx's per-step folders would collide on one host.
+TmpFS=$state/tmp/%n
 SlurmctldPort=6817
 SlurmdPort=6818
 MinJobAge=600
 KillWait=10
-NodeName=$node CPUs=$cpus RealMemory=$memory Gres=gpu:4 State=UNKNOWN
-PartitionName=course Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+$(node_lines)
+PartitionName=course Nodes=$names Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONF
   # Slurm counts a GPU per device file: copies of /dev/null stand in for /dev/nvidia0-3.
   mkdir -p "$state/dev"
   for i in 0 1 2 3; do
     [[ -c $state/dev/gpu$i ]] || mknod "$state/dev/gpu$i" c 1 3
   done
-  echo "NodeName=$node Name=gpu File=$state/dev/gpu[0-3]" >"$conf_dir/gres.conf"
+  echo "NodeName=$names Name=gpu File=$state/dev/gpu[0-3]" >"$conf_dir/gres.conf"
+  local name
+  for name in $(node_names); do mkdir -p "$state/spool/$name" "$state/tmp/$name"; done
 }
 
 start_munge() {
@@ -75,22 +102,31 @@ start_munge() {
 }
 
 start() {
+  while (($#)); do
+    case $1 in
+      --nodes) nodes=${2-}; shift 2 ;;
+      *) fail "start: unknown option '$1'" ;;
+    esac
+  done
+  [[ $nodes =~ ^[1-9][0-9]?$ ]] || fail "--nodes '$nodes' is not a number of nodes from 1 to 99"
   [[ $(id -u) -eq 0 ]] || fail "start the cluster as root"
   command -v slurmctld >/dev/null || fail "slurmctld is missing: run ./setup.sh"
+  stop >/dev/null  # the daemons read the configuration when they start
   write_config
   start_munge
-  pgrep -x slurmctld >/dev/null || slurmctld
-  pgrep -x slurmd >/dev/null || slurmd
+  slurmctld
+  local name
+  for name in $(node_names); do slurmd -N "$name"; done
   for _ in $(seq 100); do
-    if sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
-      scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true
+    if (($(sinfo -h -N -o '%T' 2>/dev/null | grep -cE '^(idle|mixed|allocated)') == nodes)); then
+      scontrol update nodename="$(node_names | paste -sd,)" state=resume >/dev/null 2>&1 || true
       echo "local Slurm cluster up: $(sinfo -h -o '%P %D node(s) %c CPUs %G %T')"
       return 0
     fi
     sleep 0.3
   done
-  tail -n 5 "$state/log/slurmctld.log" "$state/log/slurmd.log" >&2 || true
-  fail "the node did not become idle"
+  tail -n 5 "$state"/log/*.log >&2 || true
+  fail "the nodes did not become idle"
 }
 
 stop() {
@@ -104,8 +140,8 @@ stop() {
 }
 
 case ${1:-} in
-  start) start ;;
+  start) shift; start "$@" ;;
   stop) stop ;;
   status) sinfo && squeue ;;
-  *) fail "usage: $0 start|stop|status" ;;
+  *) fail "usage: $0 start [--nodes N]|stop|status" ;;
 esac

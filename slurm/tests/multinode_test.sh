@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Multi-node jobs on a real 2-node cluster on this machine (slurm/local_cluster.sh start
+# --nodes 2: two slurmd, one per node; as root): a day-2 DDP job through slurm/submit.sh
+# --nodes 2 and a race entry launched with --nodes 2, one rank per node, srun across the nodes.
+# Each must be placed on both nodes and train on 2 ranks; the day-2 job, signalled with
+# SIGUSR1, checkpoints on both ranks' agreement, requeues and resumes; the race entry's replicas
+# end identical and its log has the course's name for 2 nodes. Needs the labs built
+# (./test.sh runs it after bazel).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+CLUSTER_NODES=2 source slurm/tests/cluster_helpers.sh
+RACE_DIR=$(mktemp -d)
+export RACE_DIR RACE_LAB=//solutions/day3_data:race RACE_FLAGS="--budget-s 300 --validation-s 3"
+cleanup() {
+  rm -rf "$RACE_DIR"
+  rm -f ./ci_nodes_[0-9]*.out ./ci_nodes_[0-9]*.err checkpoints/ci_nodes_[0-9]*.ckpt \
+    checkpoints/race_carol_[0-9]*.ckpt slurm/jobs/ci_nodes_*.sbatch
+  rmdir checkpoints slurm/jobs 2>/dev/null
+  slurm/local_cluster.sh stop >/dev/null
+}
+trap cleanup EXIT
+on_both_nodes() {  # on_both_nodes JOB: the job was given node1 and node2
+  scontrol show job "$1" | grep -q " NodeList=node\[1-2\]" ||
+    fail "job $1 was not placed on both nodes: $(scontrol show job "$1" | grep NodeList)"
+}
+
+out=$(slurm/submit.sh --nodes 2 --gpus 1 --cpu --cpus-per-rank 1 --time 10 --name ci_nodes \
+  solutions/day2_ddp -- --synthetic 4096 --batch-size 16 --epochs 2 --num-workers 1) ||
+  fail "slurm/submit.sh --nodes 2 -> $out"
+day2=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
+[[ -n $day2 ]] || fail "no job id in: $out"
+log=./ci_nodes_$day2.out
+wait_for "$day2" RUNNING 120
+deadline=$((SECONDS + 120))
+until grep -q "^training" "$log" 2>/dev/null; do
+  ((SECONDS < deadline)) || fail "day-2 job $day2 did not start training: $(cat "$log")"
+  sleep 0.5
+done
+on_both_nodes "$day2"
+sleep 2
+scancel --signal=USR1 "$day2"
+wait_for "$day2" COMPLETED 400
+grep -q "on 2 rank(s)" "$log" || fail "day-2 job $day2 did not train on 2 ranks: $(cat "$log")"
+grep -q "preempted: SIGUSR1 after step" "$log" ./ci_nodes_"$day2".err ||
+  fail "day-2 job $day2 was not preempted: $(cat "$log")"
+grep -q "resuming from" "$log" || fail "day-2 job $day2 did not resume: $(cat "$log")"
+grep -q "^epoch 2: .*test accuracy" "$log" || fail "day-2 job $day2 did not finish: $(cat "$log")"
+echo "ok: day-2 job $day2 on 2 nodes: preempted, requeued, resumed, finished"
+
+slurm/race.sh enter carol -- --train-subset 1000 --num-workers 1 --test-nsteps 5 --epochs 1 ||
+  fail "carol was not entered"
+out=$(slurm/race.sh launch --nodes 2 --gpus 1 --cpu --cpus-per-rank 1 --time 10) ||
+  fail "launch failed: $out"
+carol=$(sed -n 's/^launched carol: job \([0-9]*\)$/\1/p' <<<"$out")
+[[ -n $carol ]] || fail "no job id in: $out"
+wait_for "$carol" COMPLETED 300
+on_both_nodes "$carol"
+log="$RACE_DIR/logs/carol@course_${carol}_2nodes_2tasks_$(date +%Y-%m-%d).out"
+grep -q "replicas: identical weights on all 2 ranks" "$log" ||
+  fail "carol did not train on 2 ranks in step: $(cat "$log")"
+grep -q '"epoch":1,' "$RACE_DIR/runs/carol.jsonl" || fail "carol has no epoch record"
+echo "ok: race entry $carol on 2 nodes, its replicas identical, logged as ${log##*/}"
+echo "multi-node tests passed"
