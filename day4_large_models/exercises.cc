@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.14 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.15 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -8,10 +8,13 @@
 #include <cmath>
 
 #include "common/core/exercise.h"
+#include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/linear.h"
 #include "common/kernels/permute.h"
+#include "common/kernels/soft_cross_entropy.h"
+#include "common/kernels/softmax.h"
 
 namespace day4 {
 
@@ -122,6 +125,15 @@ void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
   ::course::exercise_todo("TP4.14",
                           "all-reduce each gradient over the replicas, divide by their count",
                           "day4_large_models/README.md#tp414");
+  // END EXERCISE
+}
+
+DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& teacher_logits,
+                                   const Tensor& labels, float temperature, float alpha) {
+  // BEGIN EXERCISE TP4.15: soften both by T, weight the KL by alpha T^2 and the CE by 1 - alpha
+  ::course::exercise_todo("TP4.15",
+                          "soften both by T, weight the KL by alpha T^2 and the CE by 1 - alpha",
+                          "day4_large_models/README.md#tp415");
   // END EXERCISE
 }
 

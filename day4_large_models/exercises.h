@@ -1,8 +1,9 @@
-// The day-4 exercises (TP4.1-TP4.14): what the trainee writes in day4_large_models/exercises.cc.
+// The day-4 exercises (TP4.1-TP4.15): what the trainee writes in day4_large_models/exercises.cc.
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
 // `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.14 are the course's steps of
 // tensor parallelism up to 2D parallelism; //day4_large_models:check tests them all on 2, 3 and
-// 4 MPI ranks.
+// 4 MPI ranks. TP4.15 starts part 3, making a trained model cheaper (distillation), tested by
+// //day4_large_models:compress_check.
 #pragma once
 
 #include <cstdint>
@@ -115,5 +116,23 @@ SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp);
 // becomes its average over the ranks of `data_parallel` (the replicas).
 void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
                            parallel::Communicator& data_parallel);
+
+// TP4.15: knowledge distillation's loss. The student's logits z_s (N, C) learn from the
+// teacher's z_t (N, C), both softened by the temperature T, and from the labels y (N,) i64:
+//   L = alpha T^2 KL(softmax(z_t / T) || softmax(z_s / T)) + (1 - alpha) CE(y, z_s),
+// each term a mean over the rows. The soft term's gradient shrinks as 1 / T^2 when T grows: T^2
+// keeps it on the scale of the hard term's. Returns L, its two terms unweighted (the KL and the
+// cross-entropy) and dL/dz_s (N, C) f32, built from the course's kernels: softmax_forward,
+// soft_target_cross_entropy (against soft targets the cross-entropy is the KL plus the
+// teacher's entropy, which does not depend on z_s), softmax_cross_entropy, their backward
+// passes, and scale_ / add.
+struct DistillationLoss {
+  float loss = 0;
+  float kl = 0;             // KL(softmax(z_t / T) || softmax(z_s / T))
+  float cross_entropy = 0;  // CE(y, z_s)
+  Tensor logits_grad;       // dL/dz_s
+};
+DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& teacher_logits,
+                                   const Tensor& labels, float temperature, float alpha);
 
 }  // namespace day4

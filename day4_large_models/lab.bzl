@@ -21,3 +21,14 @@ def day4_lab(check_tags = []):
         lab_deps = ["//common/parallel"],
         check_ranks = [2, 3, 4],
     )
+
+    # Part 3's exercises (TP4.15 on), single-process.
+    native.cc_test(
+        name = "compress_check",
+        srcs = ["//day4_large_models:compress_check_test.cc"],
+        deps = [
+            ":exercises",
+            "@system_headers//:gtest_main",
+        ],
+        tags = check_tags,
+    )

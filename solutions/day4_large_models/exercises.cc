@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.14 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.15 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -8,10 +8,13 @@
 #include <cmath>
 
 #include "common/core/exercise.h"
+#include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/linear.h"
 #include "common/kernels/permute.h"
+#include "common/kernels/soft_cross_entropy.h"
+#include "common/kernels/softmax.h"
 
 namespace day4 {
 
@@ -173,6 +176,34 @@ void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
     data_parallel.allreduce(p->grad)->wait();
     course::scale_(p->grad, 1.0f / static_cast<float>(data_parallel.size()));
   }
+  // END EXERCISE
+}
+
+DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& teacher_logits,
+                                   const Tensor& labels, float temperature, float alpha) {
+  // BEGIN EXERCISE TP4.15: soften both by T, weight the KL by alpha T^2 and the CE by 1 - alpha
+  const auto softened = [temperature](const Tensor& logits) {
+    Tensor x = course::cast(logits, course::DType::kF32);
+    course::scale_(x, 1.0f / temperature);
+    return x;
+  };
+  const Tensor targets = course::softmax_forward(softened(teacher_logits));
+  const course::CrossEntropyOutput soft =
+      course::soft_target_cross_entropy(softened(student_logits), targets);
+  const course::CrossEntropyOutput hard = course::softmax_cross_entropy(student_logits, labels);
+  double entropy = 0;  // the teacher's, per row
+  for (const float p : targets.to_vector<float>()) entropy -= p > 0 ? p * std::log(p) : 0.0;
+  entropy /= static_cast<double>(targets.size(0));
+  DistillationLoss out;
+  out.kl = soft.host_loss() - static_cast<float>(entropy);
+  out.cross_entropy = hard.host_loss();
+  out.loss = alpha * temperature * temperature * out.kl + (1 - alpha) * out.cross_entropy;
+  // d/dz_s = (1 / T) d/d(z_s / T): the soft term's weight alpha T^2 becomes alpha T.
+  out.logits_grad = course::add(
+      course::soft_target_cross_entropy_backward(soft, targets, course::DType::kF32,
+                                                 alpha * temperature),
+      course::softmax_cross_entropy_backward(hard, labels, 0.0f, course::DType::kF32, 1 - alpha));
+  return out;
   // END EXERCISE
 }
 
