@@ -22,6 +22,22 @@ def day4_lab(check_tags = []):
         check_ranks = [2, 3, 4],
     )
 
+    # Part 3, making a trained model cheaper: `compress distill` (TP4.15).
+    native.cc_binary(
+        name = "compress",
+        srcs = [
+            "//day4_large_models:compress.cc",
+            "//day4_large_models:distill_options.cc",
+            "//day4_large_models:distill_options.h",
+            "//day4_large_models:distill_trainer.cc",
+            "//day4_large_models:distill_trainer.h",
+        ],
+        deps = [
+            ":exercises",
+            "//common/train:lab_support",
+        ],
+    )
+
     # Part 3's exercises (TP4.15 on), single-process.
     native.cc_test(
         name = "compress_check",

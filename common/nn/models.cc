@@ -44,31 +44,33 @@ ModulePtr resnet(const ModelConfig& c, const int (&blocks)[4], bool imagenet_ste
   return net;
 }
 
-ModulePtr smallnet(const ModelConfig& c, Device device) {
+// Three 3x3 convolutions of `width`, 2 `width` and 4 `width` channels, two poolings between.
+ModulePtr smallnet(const ModelConfig& c, int64_t width, Device device) {
   std::mt19937 rng(c.seed);
   auto net = std::make_unique<Sequential>();
-  conv_bn(*net, c.in_channels, 32, 3, 1, true, rng, device);
+  conv_bn(*net, c.in_channels, width, 3, 1, true, rng, device);
   net->add(std::make_unique<MaxPool2d>(2, 2));
-  conv_bn(*net, 32, 64, 3, 1, true, rng, device);
+  conv_bn(*net, width, 2 * width, 3, 1, true, rng, device);
   net->add(std::make_unique<MaxPool2d>(2, 2));
-  conv_bn(*net, 64, 128, 3, 1, true, rng, device);
+  conv_bn(*net, 2 * width, 4 * width, 3, 1, true, rng, device);
   net->add(std::make_unique<GlobalAvgPool2d>());
-  net->add(std::make_unique<Linear>(128, c.num_classes, rng, device));
+  net->add(std::make_unique<Linear>(4 * width, c.num_classes, rng, device));
   return net;
 }
 
 }  // namespace
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names = {"smallnet", "resnet18-cifar", "resnet18",
-                                                 "resnet50"};
+  static const std::vector<std::string> names = {"smallnet", "tinynet", "resnet18-cifar",
+                                                 "resnet18", "resnet50"};
   return names;
 }
 
 ModulePtr make_model(const ModelConfig& config, Device device) {
   COURSE_CHECK(config.in_channels > 0 && config.num_classes > 0, "a model needs input channels ",
                "and classes, got ", config.in_channels, " and ", config.num_classes);
-  if (config.name == "smallnet") return smallnet(config, device);
+  if (config.name == "smallnet") return smallnet(config, 32, device);
+  if (config.name == "tinynet") return smallnet(config, 8, device);
   if (config.name == "resnet18-cifar")
     return resnet<BasicBlock>(config, {2, 2, 2, 2}, false, device);
   if (config.name == "resnet18") return resnet<BasicBlock>(config, {2, 2, 2, 2}, true, device);
@@ -79,9 +81,9 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
 }
 
 int64_t min_image_size(const std::string& name) {
-  if (name == "smallnet") return 4;        // two 2x2 poolings
-  if (name == "resnet18-cifar") return 8;  // three stride-2 stages
-  return 32;                               // stem /4, three stride-2 stages
+  if (name == "smallnet" || name == "tinynet") return 4;  // two 2x2 poolings
+  if (name == "resnet18-cifar") return 8;                 // three stride-2 stages
+  return 32;                                              // stem /4, three stride-2 stages
 }
 
 }  // namespace course::nn

@@ -1,6 +1,8 @@
 // The networks of the course, built from a seed (same seed, same weights, on every rank):
 //   smallnet        three conv-bn-relu stages and a linear head: trains Fashion-MNIST on a
 //                   2-core CPU in about a minute per epoch;
+//   tinynet         smallnet a quarter as wide (15 times fewer weights): day 4's distilled
+//                   student;
 //   resnet18-cifar  ResNet-18 with a CIFAR stem (3x3 convolution, no max pooling), for small
 //                   images;
 //   resnet18, resnet50  ImageNet stem (7x7/2 convolution, 3x3/2 max pooling), as torchvision.

@@ -6,11 +6,16 @@
 
 namespace course::train {
 
-NamedTensors training_state(nn::Module& model, optim::Optimizer& optimizer) {
+NamedTensors model_state(nn::Module& model) {
   NamedTensors out;
   nn::ModuleState state = model.state();
   for (auto& [name, p] : state.parameters) out.emplace_back("model." + name, &p->value);
   for (auto& [name, t] : state.buffers) out.emplace_back("model." + name, t);
+  return out;
+}
+
+NamedTensors training_state(nn::Module& model, optim::Optimizer& optimizer) {
+  NamedTensors out = model_state(model);
   for (auto& [name, t] : optimizer.state_tensors()) out.emplace_back("optimizer." + name, t);
   return out;
 }

@@ -10,6 +10,8 @@
 namespace course::train {
 
 NamedTensors training_state(nn::Module& model, optim::Optimizer& optimizer);
+// The model's part alone: what loading a trained model from a run's checkpoint reads.
+NamedTensors model_state(nn::Module& model);
 // A sharded run's per-rank state: its shards' values ("model.<unit>.shard") and its
 // optimizer's state.
 NamedTensors sharded_training_state(

@@ -25,6 +25,16 @@ TEST(Models, ParameterCountsMatchTorchvision) {
   EXPECT_EQ(count_parameters(*resnet50), 25557032);
 }
 
+TEST(Models, SmallNetworksParametersCountedByHand) {
+  // Three 3x3 convolutions (no bias) with batch norm (2 per channel), a linear classifier:
+  // smallnet 1x32x9 + 64, 32x64x9 + 128, 64x128x9 + 256, 128x10 + 10;
+  // tinynet, a quarter as wide: 1x8x9 + 16, 8x16x9 + 32, 16x32x9 + 64, 32x10 + 10.
+  auto smallnet = make_model({.name = "smallnet"}, Device::cpu());
+  EXPECT_EQ(count_parameters(*smallnet), 352 + 18560 + 73984 + 1290);
+  auto tinynet = make_model({.name = "tinynet"}, Device::cpu());
+  EXPECT_EQ(count_parameters(*tinynet), 88 + 1184 + 4672 + 330);
+}
+
 TEST(Models, ForwardShapesAndSeededWeights) {
   for (const std::string& name : model_names()) {
     auto model =

@@ -1,0 +1,19 @@
+// `bazel run //day4_large_models:compress -- <mode> [flags]`: day 4's part 3, making a trained
+// model cheaper to run. `distill` trains a small student from a trained teacher
+// (day4_large_models/distill_trainer.h). Built with the trainee's exercises
+// (//day4_large_models:compress) and with the solutions (//solutions/day4_large_models:compress).
+#include "common/train/lab_main.h"
+#include "day4_large_models/distill_trainer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("Day 4, part 3: making a trained model cheaper to run");
+  app.require_subcommand(1);
+  day4::DistillOptions distill;
+  day4::add_distill_flags(
+      *app.add_subcommand("distill",
+                          "train a small student (--model, default tinynet) from a trained "
+                          "teacher's softened outputs and the labels (TP4.15)"),
+      distill);
+  course::train::parse_or_exit(app, argc, argv);
+  return course::train::lab_main([&] { day4::run_distillation(distill); });
+}
