@@ -54,18 +54,17 @@ std::vector<float> allreduce_max(const std::vector<float>& values, Communicator&
 }
 
 float replica_divergence(nn::Module& model, Communicator& comm) {
-  std::vector<float> weights, negated;
+  // Every weight, then every weight negated: one maximum gives the highest and lowest values.
+  std::vector<float> weights;
   for (const nn::Parameter* p : model.parameters()) {
     const std::vector<float> values = p->value.to_vector<float>();
     weights.insert(weights.end(), values.begin(), values.end());
   }
-  for (const float w : weights) negated.push_back(-w);
-  const std::vector<float> highest = allreduce_max(weights, comm);
-  const std::vector<float> lowest = allreduce_max(negated, comm);
+  const size_t n = weights.size();
+  for (size_t i = 0; i < n; ++i) weights.push_back(-weights[i]);
+  const std::vector<float> extremes = allreduce_max(weights, comm);
   float divergence = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    divergence = std::max(divergence, highest[i] + lowest[i]);
-  }
+  for (size_t i = 0; i < n; ++i) divergence = std::max(divergence, extremes[i] + extremes[n + i]);
   return divergence;
 }
 

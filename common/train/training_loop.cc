@@ -42,6 +42,14 @@ void check_output_path(const char* flag, const std::string& path) {
   COURSE_CHECK(!fs::is_directory(path, error), flag, " ", path, " is a folder, not a file");
 }
 
+void check_output_flags(const TrainingFlags& flags) {
+  for (const auto& [flag, path] :
+       {std::pair{"--chkpt", &flags.chkpt}, std::pair{"--metrics", &flags.metrics},
+        std::pair{"--profile", &flags.profile}}) {
+    if (!path->empty()) check_output_path(flag, *path);
+  }
+}
+
 namespace {
 
 // The run's settings for TensorBoard's text tab: the shared flags, then the lab's own lines.
@@ -80,11 +88,7 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
                "a training loop needs a model, an optimizer, a schedule, a step and validation");
   COURSE_CHECK(config_.steps_per_epoch > 0, "an epoch of no steps");
   if (!hooks_.profiled) hooks_.profiled = course_profile_schedule;
-  for (const auto& [flag, path] :
-       {std::pair{"--chkpt", &flags_.chkpt}, std::pair{"--metrics", &flags_.metrics},
-        std::pair{"--profile", &flags_.profile}}) {
-    if (!path->empty()) check_output_path(flag, *path);
-  }
+  check_output_flags(flags_);
   if (lead() && !flags_.logdir.empty()) {
     events_ = std::make_unique<EventFileWriter>(flags_.logdir);
     events_->add_text("settings", settings_markdown(flags_, config_), 0);

@@ -129,5 +129,8 @@ class TrainingLoop {
 // Fails at once when the output file `path` of `flag` (--chkpt, --metrics, --profile) cannot be
 // written: its folder does not exist or is not writable, or the path is a folder.
 void check_output_path(const char* flag, const std::string& path);
+// check_output_path for each output file the flags name (--chkpt, --metrics, --profile): a tool
+// running several loops calls it before the first.
+void check_output_flags(const TrainingFlags& flags);
 
 }  // namespace course::train
