@@ -105,7 +105,7 @@ void run_race(const LabOptions& o, const RaceFlags& flags) {
     day3::run_lab(o, {}, world);
     return;
   }
-  if (!o.metrics.empty()) course::train::check_output_path("--metrics", o.metrics);
+  course::train::check_output_flags(o);  // before the timing run, which writes none of them
   const day3::EpochEstimate e = measure(o, budget, world);
   COURSE_CHECK(o.epochs <= e.epochs, "--epochs ", o.epochs, " is over the race's budget (",
                day3::describe(budget), "): this recipe is eligible to run ", e.epochs, " epochs");

@@ -28,5 +28,7 @@ expect 1 "--temperature must be positive, got 0" "$solution" distill --teacher "
   "${data[@]}" --temperature 0
 expect 1 "--alpha must be in [0, 1], got 1.5" "$solution" distill --teacher "$teacher" \
   "${data[@]}" --alpha 1.5
+expect 1 "--metrics $TEST_TMPDIR/no/m.jsonl: folder $TEST_TMPDIR/no does not exist" "$solution" \
+  distill --teacher "$teacher" "${data[@]}" --baseline --metrics "$TEST_TMPDIR/no/m.jsonl"
 expect 106 "--teacher is required" "$solution" distill "${data[@]}"
 expect 106 "A subcommand is required" "$solution"

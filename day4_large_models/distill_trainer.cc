@@ -116,6 +116,7 @@ std::optional<double> train_student(const DistillOptions& o, StudentData& in, De
 
 DistillReport run_distillation(const DistillOptions& o) {
   validate(o);
+  train::check_output_flags(o);  // before the baseline's training, not after it
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);
   const LabDatasets data = open_dataset(o);
