@@ -1,13 +1,17 @@
 // The check of day 4's part 3 (making a trained model cheaper): TP4.15's distillation loss
 // against a double-precision reference written from the formula (log-sum-exp, no course
 // kernel), its gradient against central finite differences of that reference, and
-// hand-computed cases. The cases are chosen so that plausible wrong answers fail: T^2
-// forgotten or applied to the gradient unchanged, the KL reversed, the student not softened,
-// the teacher's entropy left in, a sum instead of a mean. Single process: built on the
-// trainee's exercises (bazel test //day4_large_models:compress_check) and on the solutions
+// hand-computed cases; TP4.16's per-channel int8 weights and TP4.17's 2:4 masks against
+// hand-computed values and a direct reference. The cases are chosen so that plausible wrong
+// answers fail: T^2 forgotten or applied to the gradient unchanged, the KL reversed, the
+// student not softened, the teacher's entropy left in, a sum instead of a mean; one scale for
+// the whole tensor, truncation or ties away from zero, a row of zeros; the mask's groups taken
+// along the output dimension, signed values ranked instead of magnitudes. Single process: built on
+// the trainee's exercises (bazel test //day4_large_models:compress_check) and on the solutions
 // (//solutions/day4_large_models:compress_check).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -132,6 +136,93 @@ TEST(TP4_15ByHand, AtTemperatureOneTheSoftGradientIsTheDifferenceOfTheSoftmaxes)
   const std::vector<float> g = d.logits_grad.to_vector<float>();
   EXPECT_NEAR(g[0], -0.5f, 1e-6);
   EXPECT_NEAR(g[1], 0.5f, 1e-6);
+}
+
+std::vector<float> random_rows(int64_t rows, int64_t row_size, uint32_t seed) {
+  // Row o is of magnitude 4^o, so one scale for the whole tensor quantizes the small rows badly.
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> w;
+  for (int64_t o = 0; o < rows; ++o) {
+    for (int64_t i = 0; i < row_size; ++i) w.push_back(normal(rng) * std::pow(4.0f, o));
+  }
+  return w;
+}
+
+TEST(TP4_16ByHand, OneScalePerRowRoundedToNearestEven) {
+  // Row 0's largest magnitude 127 gives scale 1: 0.5, 1.5 and -2.5 are ties, to even: 0, 2, -2.
+  // Row 1's 63.5 gives 0.5: 1 / 0.5 = 2, -0.75 / 0.5 = -1.5 -> -2, 0.2 / 0.5 = 0.4 -> 0. A row of
+  // zeros gets scale 1 (not 0 / 127, which would divide by zero).
+  const Tensor w = Tensor::from_vector(
+      std::vector<float>{127, 0.5f, 1.5f, -2.5f, 63.5f, 1, -0.75f, 0.2f, 0, 0, 0, 0}, Shape{3, 4});
+  const QuantizedWeight q = quantize_per_channel(w);
+  ASSERT_EQ(q.values.dtype(), course::DType::kI8);
+  ASSERT_EQ(q.values.shape(), w.shape());
+  ASSERT_EQ(q.scales.shape(), Shape{3});
+  EXPECT_EQ(q.scales.to_vector<float>(), (std::vector<float>{1, 0.5f, 1}))
+      << "one scale per output channel, max |w| / 127";
+  EXPECT_EQ(q.values.to_vector<int8_t>(),
+            (std::vector<int8_t>{127, 0, 2, -2, 127, 2, -2, 0, 0, 0, 0, 0}))
+      << "round to nearest, ties to even (std::nearbyint)";
+}
+
+TEST(TP4_16, MatchesADirectReferenceOnAConvolutionWeight) {
+  const int64_t rows = 5, row_size = 3 * 3 * 3;
+  const std::vector<float> w = random_rows(rows, row_size, 7);
+  const QuantizedWeight q = quantize_per_channel(Tensor::from_vector(w, Shape{rows, 3, 3, 3}));
+  const std::vector<float> scales = q.scales.to_vector<float>();
+  const std::vector<int8_t> values = q.values.to_vector<int8_t>();
+  ASSERT_EQ(scales.size(), static_cast<size_t>(rows));
+  for (int64_t o = 0; o < rows; ++o) {
+    float largest = 0;
+    for (int64_t i = 0; i < row_size; ++i)
+      largest = std::max(largest, std::fabs(w[o * row_size + i]));
+    EXPECT_NEAR(scales[o], largest / 127, 1e-6 * largest) << "scale of output channel " << o;
+    int top = 0;
+    for (int64_t i = 0; i < row_size; ++i) {
+      const size_t k = static_cast<size_t>(o * row_size + i);
+      const double exact = w[k] / static_cast<double>(scales[o]);
+      top = std::max(top, std::abs(static_cast<int>(values[k])));
+      EXPECT_LE(std::abs(values[k] - exact), 0.5 + 1e-4)
+          << "w[" << o << ", " << i << "] = " << w[k] << " is " << exact << " steps, got "
+          << static_cast<int>(values[k]);
+    }
+    EXPECT_EQ(top, 127) << "row " << o << "'s largest weight should use the full range";
+  }
+}
+
+TEST(TP4_17ByHand, KeepsTheTwoLargestMagnitudesOfEachGroupOfFour) {
+  // Row 0: (1, -4, 3, 2) keeps -4 and 3; four equal zeros keep the first two. Row 1: (0.5, 0.1,
+  // -0.2, -0.9) keeps 0.5 and -0.9 (magnitudes, not signed values); (5, 6, 7, 8) keeps 7 and 8.
+  const Tensor w = Tensor::from_vector(
+      std::vector<float>{1, -4, 3, 2, 0, 0, 0, 0, 0.5f, 0.1f, -0.2f, -0.9f, 5, 6, 7, 8},
+      Shape{2, 8});
+  const Tensor mask = mask_2_4(w);
+  ASSERT_EQ(mask.dtype(), course::DType::kF32);
+  ASSERT_EQ(mask.shape(), w.shape());
+  EXPECT_EQ(mask.to_vector<float>(),
+            (std::vector<float>{0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 1}));
+}
+
+TEST(TP4_17, EveryGroupOfFourAlongTheInputDimensionKeepsItsTwoLargest) {
+  // A convolution weight (8, 3, 2, 2): rows of 12 inputs, 3 groups each. Groups along the
+  // output dimension (4 channels at one input) would not give 2 of 4 along the rows.
+  const int64_t rows = 8, row_size = 12;
+  const std::vector<float> w = random_rows(rows, row_size, 11);
+  const std::vector<float> mask =
+      mask_2_4(Tensor::from_vector(w, Shape{rows, 3, 2, 2})).to_vector<float>();
+  ASSERT_EQ(mask.size(), w.size());
+  for (size_t start = 0; start < w.size(); start += 4) {
+    std::vector<size_t> order = {start, start + 1, start + 2, start + 3};
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return std::fabs(w[a]) > std::fabs(w[b]); });
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(mask[order[r]], r < 2 ? 1.0f : 0.0f)
+          << "group at " << start << ": |w| = " << std::fabs(w[order[r]]) << " ranks " << r + 1;
+    }
+  }
+  EXPECT_THROW(mask_2_4(Tensor::empty({2, 6})), course::Error)
+      << "rows of 6 inputs cannot be cut into groups of 4";
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.15 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.17 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -135,6 +135,41 @@ DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& t
                           "soften both by T, weight the KL by alpha T^2 and the CE by 1 - alpha",
                           "day4_large_models/README.md#tp415");
   // END EXERCISE
+}
+
+QuantizedWeight quantize_per_channel(const Tensor& weight) {
+  COURSE_CHECK(
+      weight.dtype() == course::DType::kF32 && weight.device().is_cpu() && weight.dim() >= 2,
+      "quantize_per_channel takes an f32 CPU weight (O, ...), got ", weight.str());
+  const int64_t rows = weight.size(0), row_size = weight.numel() / rows;
+  QuantizedWeight out{Tensor::empty(weight.shape(), course::DType::kI8),
+                      Tensor::empty({rows}, course::DType::kF32)};
+  const float* w = weight.data_as<float>();
+  int8_t* q = out.values.data_as<int8_t>();
+  float* scales = out.scales.data_as<float>();
+  // BEGIN EXERCISE TP4.16: one scale per output channel (row), then round to nearest even and clamp
+  ::course::exercise_todo(
+      "TP4.16", "one scale per output channel (row), then round to nearest even and clamp",
+      "day4_large_models/README.md#tp416");
+  // END EXERCISE
+  return out;
+}
+
+Tensor mask_2_4(const Tensor& weight) {
+  COURSE_CHECK(
+      weight.dtype() == course::DType::kF32 && weight.device().is_cpu() && weight.dim() >= 2,
+      "mask_2_4 takes an f32 CPU weight (O, ...), got ", weight.str());
+  const int64_t rows = weight.size(0), row_size = weight.numel() / rows;
+  COURSE_CHECK(row_size % 4 == 0, "2:4 sparsity needs rows of a multiple of 4 elements, got ",
+               row_size, " in ", weight.str());
+  Tensor mask = Tensor::empty(weight.shape(), course::DType::kF32);
+  const float* w = weight.data_as<float>();
+  float* m = mask.data_as<float>();
+  // BEGIN EXERCISE TP4.17: in each group of 4 along a row, keep the 2 largest magnitudes
+  ::course::exercise_todo("TP4.17", "in each group of 4 along a row, keep the 2 largest magnitudes",
+                          "day4_large_models/README.md#tp417");
+  // END EXERCISE
+  return mask;
 }
 
 }  // namespace day4

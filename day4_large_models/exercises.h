@@ -1,9 +1,9 @@
-// The day-4 exercises (TP4.1-TP4.15): what the trainee writes in day4_large_models/exercises.cc.
+// The day-4 exercises (TP4.1-TP4.17): what the trainee writes in day4_large_models/exercises.cc.
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
 // `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.14 are the course's steps of
 // tensor parallelism up to 2D parallelism; //day4_large_models:check tests them all on 2, 3 and
-// 4 MPI ranks. TP4.15 starts part 3, making a trained model cheaper (distillation), tested by
-// //day4_large_models:compress_check.
+// 4 MPI ranks. TP4.15-TP4.17 are part 3, making a trained model cheaper (distillation, int8
+// quantization, 2:4 sparsity), tested by //day4_large_models:compress_check.
 #pragma once
 
 #include <cstdint>
@@ -134,5 +134,25 @@ struct DistillationLoss {
 };
 DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& teacher_logits,
                                    const Tensor& labels, float temperature, float alpha);
+
+// TP4.16: symmetric int8 quantization of a weight with one scale per output channel. Row o of a
+// weight (O, ...) f32 on the CPU (all its elements after the first axis) gets
+//   scale[o] = max_i |w[o, i]| / 127   (1 for a row of zeros),
+//   q[o, i]  = clamp(round(w[o, i] / scale[o]), -127, 127),
+// rounding to the nearest integer, ties to even (std::nearbyint, as PyTorch's round). With one
+// scale for the whole tensor, the channel of largest weights would set the step for all, and
+// channels of small weights would keep only a few of the 255 levels.
+struct QuantizedWeight {
+  Tensor values;  // i8, the weight's shape
+  Tensor scales;  // f32 (O,): w[o, i] ~ values[o, i] * scales[o]
+};
+QuantizedWeight quantize_per_channel(const Tensor& weight);
+
+// TP4.17: the 2:4 sparsity mask of a weight (O, ...) f32 on the CPU, whose rows (all elements
+// after the first axis: the input dimension, the one a GEMM sums over) have a multiple of 4
+// elements. In every group of 4 consecutive elements of a row the 2 of largest magnitude are
+// kept (1) and the other 2 zeroed (0); of equal magnitudes the earlier is kept. Returns the mask,
+// f32, of the weight's shape. The GPU's sparse tensor cores skip the zeros of this pattern.
+Tensor mask_2_4(const Tensor& weight);
 
 }  // namespace day4

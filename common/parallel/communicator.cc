@@ -40,6 +40,8 @@ MPI_Datatype mpi_type(const Tensor& t, const char* op, bool moves_only = false) 
       return MPI_INT64_T;
     case DType::kU8:
       return MPI_UINT8_T;
+    case DType::kI8:
+      return MPI_INT8_T;
     case DType::kF16:
     case DType::kBF16:
       if (moves_only) return MPI_UINT16_T;

@@ -31,6 +31,8 @@ ncclDataType_t nccl_type(const Tensor& t, Device device, const char* op) {
       return ncclInt64;
     case DType::kU8:
       return ncclUint8;
+    case DType::kI8:
+      return ncclInt8;
   }
   COURSE_FAIL(op, ": no NCCL type for ", dtype_name(t.dtype()));
 }

@@ -21,15 +21,18 @@ std::string_view dtype_name(DType dtype) {
       return "i64";
     case DType::kU8:
       return "u8";
+    case DType::kI8:
+      return "i8";
   }
   return "unknown";
 }
 
 DType parse_dtype(std::string_view name) {
-  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8}) {
+  for (DType d :
+       {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8, DType::kI8}) {
     if (dtype_name(d) == name) return d;
   }
-  COURSE_FAIL("unknown dtype '", name, "' (expected f32, f16, bf16, i32, i64 or u8)");
+  COURSE_FAIL("unknown dtype '", name, "' (expected f32, f16, bf16, i32, i64, u8 or i8)");
 }
 
 bool is_floating(DType dtype) {

@@ -11,10 +11,10 @@
 
 namespace course {
 
-enum class DType { kF32, kF16, kBF16, kI32, kI64, kU8 };
+enum class DType { kF32, kF16, kBF16, kI32, kI64, kU8, kI8 };
 
 size_t dtype_size(DType dtype);
-std::string_view dtype_name(DType dtype);  // "f32", "f16", "bf16", "i32", "i64", "u8"
+std::string_view dtype_name(DType dtype);  // "f32", "f16", "bf16", "i32", "i64", "u8", "i8"
 DType parse_dtype(std::string_view name);  // inverse of dtype_name; throws on anything else
 bool is_floating(DType dtype);
 
@@ -44,6 +44,10 @@ template <>
 struct DTypeOf<uint8_t> {
   static constexpr DType value = DType::kU8;
 };
+template <>
+struct DTypeOf<int8_t> {  // quantized values (day 4's int8 inference)
+  static constexpr DType value = DType::kI8;
+};
 
 // Calls fn.template operator()<T>() with T the C++ type of `dtype`, for the floating-point
 // dtypes; any other dtype is an error naming `op`.
@@ -71,6 +75,8 @@ decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
       return fn.template operator()<int64_t>();
     case DType::kU8:
       return fn.template operator()<uint8_t>();
+    case DType::kI8:
+      return fn.template operator()<int8_t>();
     default:
       return visit_floating(dtype, "visit_dtype", fn);
   }

@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.15 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.17 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -205,6 +205,58 @@ DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& t
       course::softmax_cross_entropy_backward(hard, labels, 0.0f, course::DType::kF32, 1 - alpha));
   return out;
   // END EXERCISE
+}
+
+QuantizedWeight quantize_per_channel(const Tensor& weight) {
+  COURSE_CHECK(
+      weight.dtype() == course::DType::kF32 && weight.device().is_cpu() && weight.dim() >= 2,
+      "quantize_per_channel takes an f32 CPU weight (O, ...), got ", weight.str());
+  const int64_t rows = weight.size(0), row_size = weight.numel() / rows;
+  QuantizedWeight out{Tensor::empty(weight.shape(), course::DType::kI8),
+                      Tensor::empty({rows}, course::DType::kF32)};
+  const float* w = weight.data_as<float>();
+  int8_t* q = out.values.data_as<int8_t>();
+  float* scales = out.scales.data_as<float>();
+  // BEGIN EXERCISE TP4.16: one scale per output channel (row), then round to nearest even and clamp
+  for (int64_t o = 0; o < rows; ++o) {
+    const float* row = w + o * row_size;
+    float largest = 0;
+    for (int64_t i = 0; i < row_size; ++i) largest = std::max(largest, std::fabs(row[i]));
+    scales[o] = largest > 0 ? largest / 127.0f : 1.0f;
+    for (int64_t i = 0; i < row_size; ++i) {
+      const float level = std::nearbyint(row[i] / scales[o]);
+      q[o * row_size + i] = static_cast<int8_t>(std::clamp(level, -127.0f, 127.0f));
+    }
+  }
+  // END EXERCISE
+  return out;
+}
+
+Tensor mask_2_4(const Tensor& weight) {
+  COURSE_CHECK(
+      weight.dtype() == course::DType::kF32 && weight.device().is_cpu() && weight.dim() >= 2,
+      "mask_2_4 takes an f32 CPU weight (O, ...), got ", weight.str());
+  const int64_t rows = weight.size(0), row_size = weight.numel() / rows;
+  COURSE_CHECK(row_size % 4 == 0, "2:4 sparsity needs rows of a multiple of 4 elements, got ",
+               row_size, " in ", weight.str());
+  Tensor mask = Tensor::empty(weight.shape(), course::DType::kF32);
+  const float* w = weight.data_as<float>();
+  float* m = mask.data_as<float>();
+  // BEGIN EXERCISE TP4.17: in each group of 4 along a row, keep the 2 largest magnitudes
+  for (int64_t start = 0; start < weight.numel(); start += 4) {
+    // Element k is kept when fewer than 2 others of its group outrank it (larger magnitude, or
+    // equal and earlier).
+    for (int64_t k = 0; k < 4; ++k) {
+      int outranked_by = 0;
+      for (int64_t j = 0; j < 4; ++j) {
+        const float a = std::fabs(w[start + j]), b = std::fabs(w[start + k]);
+        if (a > b || (a == b && j < k)) ++outranked_by;
+      }
+      m[start + k] = outranked_by < 2 ? 1.0f : 0.0f;
+    }
+  }
+  // END EXERCISE
+  return mask;
 }
 
 }  // namespace day4

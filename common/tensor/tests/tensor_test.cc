@@ -55,7 +55,8 @@ TEST(Tensor, BadInputIsAClearError) {
 }
 
 TEST(DType, NamesRoundTripAndUnknownNamesAreErrors) {
-  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8}) {
+  for (DType d :
+       {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8, DType::kI8}) {
     EXPECT_EQ(parse_dtype(dtype_name(d)), d);
   }
   EXPECT_EQ(dtype_size(DType::kBF16), 2u);
