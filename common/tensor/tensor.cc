@@ -66,6 +66,16 @@ Tensor Tensor::view(const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::view(const Shape& shape, MemoryFormat format) const {
+  COURSE_CHECK(numel_of(shape) == numel_, "cannot view shape ", shape_str(shape_), " as ",
+               shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.strides_ = dense_strides(shape, format);  // refuses channels-last of other than 4-D
+  t.format_ = format;
+  return t;
+}
+
 Tensor Tensor::slice(int64_t begin, int64_t end) const {
   COURSE_CHECK(dim() >= 1, "slice of a 0-d tensor");
   COURSE_CHECK(format_ == MemoryFormat::kContiguous, "slice of a ", memory_format_name(format_),

@@ -73,6 +73,9 @@ class Tensor {
 
   // The same storage seen with another shape of equal element count (contiguous tensors only).
   Tensor view(const Shape& shape) const;
+  // The same storage read as `shape` in `format` (every tensor is dense in its own format): e.g.
+  // a GEMM's (N H W, C) output as the channels-last (N, C, H, W) it is.
+  Tensor view(const Shape& shape, MemoryFormat format) const;
   // Rows [begin, end) of the first dimension, sharing storage (contiguous tensors only).
   Tensor slice(int64_t begin, int64_t end) const;
   // A copy on `device` (same dtype and memory format).

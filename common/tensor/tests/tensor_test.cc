@@ -29,6 +29,12 @@ TEST(Tensor, FromVectorViewSliceAndCopyShareOrOwnStorage) {
   Tensor rows = t.slice(1, 3);
   EXPECT_EQ(rows.shape(), (Shape{2, 2}));
   EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{2, 3, 4, 5}));
+  // Three pixels of 2 channels read as channels-last (N, C, H, W) = (1, 2, 1, 3): channel c of
+  // pixel w is element 2 w + c.
+  Tensor pixels = t.view({1, 2, 1, 3}, MemoryFormat::kChannelsLast);
+  EXPECT_EQ(pixels.data(), t.data());
+  EXPECT_EQ(pixels.strides(), (std::vector<int64_t>{6, 1, 6, 2}));
+  EXPECT_THROW(t.view({3, 2}, MemoryFormat::kChannelsLast), Error);
   Tensor copy = t.clone();
   EXPECT_NE(copy.data(), t.data());
   EXPECT_EQ(copy.to_vector<float>(), t.to_vector<float>());
