@@ -1,9 +1,11 @@
 // `bazel run //day4_large_models:compress -- <mode> [flags]`: day 4's part 3, making a trained
 // model cheaper to run. `distill` trains a small student from a trained teacher
-// (day4_large_models/distill_trainer.h). Built with the trainee's exercises
+// (day4_large_models/distill_trainer.h); `quantize` runs a trained network in int8
+// (day4_large_models/quantize_run.h). Built with the trainee's exercises
 // (//day4_large_models:compress) and with the solutions (//solutions/day4_large_models:compress).
 #include "common/train/lab_main.h"
 #include "day4_large_models/distill_trainer.h"
+#include "day4_large_models/quantize_run.h"
 
 int main(int argc, char** argv) {
   CLI::App app("Day 4, part 3: making a trained model cheaper to run");
@@ -14,6 +16,18 @@ int main(int argc, char** argv) {
                           "train a small student (--model, default tinynet) from a trained "
                           "teacher's softened outputs and the labels (TP4.15)"),
       distill);
+  day4::QuantizeOptions quantize;
+  CLI::App* quantize_command = app.add_subcommand(
+      "quantize",
+      "post-training int8 quantization of a trained network: calibrated input scales, "
+      "per-channel weights (TP4.16), accuracy and speed against f32");
+  day4::add_quantize_flags(*quantize_command, quantize);
   course::train::parse_or_exit(app, argc, argv);
-  return course::train::lab_main([&] { day4::run_distillation(distill); });
+  return course::train::lab_main([&] {
+    if (quantize_command->parsed()) {
+      day4::run_quantization(quantize);
+    } else {
+      day4::run_distillation(distill);
+    }
+  });
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `compress distill` as trainees meet it: a teacher trained by day 1's lab and saved with
-# --chkpt is loaded, evaluated and distilled into tinynet, with the baseline from the labels
-# alone and the comparison table; the untouched trainee copy stops at TODO TP4.15 (exit 3); a
-# missing or mismatched teacher and bad temperatures or weights end with one message.
+# `compress distill` and `compress quantize` as trainees meet them: a network trained by day 1's
+# lab and saved with --chkpt is distilled into tinynet, with the baseline from the labels alone
+# and the comparison table, and quantized to int8 with both calibrations (the folded f32
+# network must score what the trained one does); the untouched trainee copy stops at TODO
+# TP4.15 / TP4.16 (exit 3); a missing or mismatched network and bad values end with one message.
 set -uo pipefail
 source "$1"  # expect
 trainee=$2
@@ -31,4 +32,30 @@ expect 1 "--alpha must be in [0, 1], got 1.5" "$solution" distill --teacher "$te
 expect 1 "--metrics $TEST_TMPDIR/no/m.jsonl: folder $TEST_TMPDIR/no does not exist" "$solution" \
   distill --teacher "$teacher" "${data[@]}" --baseline --metrics "$TEST_TMPDIR/no/m.jsonl"
 expect 106 "--teacher is required" "$solution" distill "${data[@]}"
+
+quantized=$TEST_TMPDIR/quantize.out
+expect 0 "| smallnet int8, 99.9th percentile |" "$solution" quantize --trained "$teacher" \
+  "${data[@]}" --percentile 99.9 --calibration-batches 2 --timing-passes 1
+"$solution" quantize --trained "$teacher" "${data[@]}" --calibration-batches 2 \
+  --timing-passes 1 >"$quantized" 2>&1
+as_trained=$(grep -F "| smallnet f32 as trained |" "$quantized" | cut -d'|' -f3)
+folded=$(grep -F "| smallnet f32, batch norm folded, fused |" "$quantized" | cut -d'|' -f3)
+if [[ -z $as_trained || $as_trained != "$folded" ]]; then
+  echo "FAILED: folding changed the accuracy ('$as_trained' -> '$folded'):"
+  cat "$quantized"
+  exit 1
+fi
+echo "ok: the folded f32 network scores$folded, as trained"
+expect 0 "layer 4, linear 128 -> 10: inputs up to" cat "$quantized"
+expect 0 "| smallnet int8, min/max |" cat "$quantized"
+expect 3 "TODO TP4.16" "$trainee" quantize --trained "$teacher" "${data[@]}"
+expect 1 "--trained $teacher is a smallnet checkpoint, not --model tinynet" "$solution" \
+  quantize --trained "$teacher" --model tinynet "${data[@]}"
+expect 1 "--percentile must be in (0, 100], got 0" "$solution" quantize --trained "$teacher" \
+  "${data[@]}" --percentile 0
+expect 1 "--calibration-batches must be positive, got 0" "$solution" quantize \
+  --trained "$teacher" "${data[@]}" --calibration-batches 0
+expect 105 "--model: resnet18 not in {smallnet,tinynet}" "$solution" quantize \
+  --trained "$teacher" "${data[@]}" --model resnet18
+expect 106 "--trained is required" "$solution" quantize "${data[@]}"
 expect 106 "A subcommand is required" "$solution"

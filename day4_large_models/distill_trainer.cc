@@ -18,34 +18,13 @@
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/exercises.h"
+#include "day4_large_models/trained_model.h"
 
 namespace day4 {
 
 using namespace course;
 
 namespace {
-
-int64_t count_parameters(nn::Module& model) {
-  int64_t total = 0;
-  for (const nn::Parameter* p : model.parameters()) total += p->value.numel();
-  return total;
-}
-
-// The teacher, frozen in evaluation mode, after checking its checkpoint is of --teacher-model.
-std::unique_ptr<nn::Module> load_teacher(const DistillOptions& o, const Dataset& data,
-                                         Device device) {
-  const std::string model = train::read_checkpoint_header(o.teacher).value("model", "?");
-  COURSE_CHECK(model == o.teacher_model, "the teacher ", o.teacher, " is a ", model,
-               " checkpoint, not --teacher-model ", o.teacher_model);
-  auto teacher = nn::make_model({.name = o.teacher_model,
-                                 .in_channels = data.channels(),
-                                 .num_classes = data.num_classes(),
-                                 .seed = o.seed},
-                                device);
-  train::load_checkpoint(o.teacher, train::model_state(*teacher), /*skip_others=*/true);
-  teacher->set_training(false);
-  return teacher;
-}
 
 // What both students' runs read: the training batches on the device, and the placing of
 // validation batches.
@@ -132,7 +111,7 @@ DistillReport run_distillation(const DistillOptions& o) {
                    return b;
                  }};
 
-  const auto teacher = load_teacher(o, *data.train, device);
+  const auto teacher = load_trained(o.teacher, o.teacher_model, "--teacher", *data.train, device);
   DistillReport report;
   report.teacher_parameters = count_parameters(*teacher);
   report.teacher_accuracy =

@@ -141,12 +141,9 @@ QuantizedWeight quantize_per_channel(const Tensor& weight) {
   COURSE_CHECK(
       weight.dtype() == course::DType::kF32 && weight.device().is_cpu() && weight.dim() >= 2,
       "quantize_per_channel takes an f32 CPU weight (O, ...), got ", weight.str());
-  const int64_t rows = weight.size(0), row_size = weight.numel() / rows;
+  const int64_t rows = weight.size(0);
   QuantizedWeight out{Tensor::empty(weight.shape(), course::DType::kI8),
                       Tensor::empty({rows}, course::DType::kF32)};
-  const float* w = weight.data_as<float>();
-  int8_t* q = out.values.data_as<int8_t>();
-  float* scales = out.scales.data_as<float>();
   // BEGIN EXERCISE TP4.16: one scale per output channel (row), then round to nearest even and clamp
   ::course::exercise_todo(
       "TP4.16", "one scale per output channel (row), then round to nearest even and clamp",
@@ -163,8 +160,6 @@ Tensor mask_2_4(const Tensor& weight) {
   COURSE_CHECK(row_size % 4 == 0, "2:4 sparsity needs rows of a multiple of 4 elements, got ",
                row_size, " in ", weight.str());
   Tensor mask = Tensor::empty(weight.shape(), course::DType::kF32);
-  const float* w = weight.data_as<float>();
-  float* m = mask.data_as<float>();
   // BEGIN EXERCISE TP4.17: in each group of 4 along a row, keep the 2 largest magnitudes
   ::course::exercise_todo("TP4.17", "in each group of 4 along a row, keep the 2 largest magnitudes",
                           "day4_large_models/README.md#tp417");

@@ -22,20 +22,38 @@ def day4_lab(check_tags = []):
         check_ranks = [2, 3, 4],
     )
 
-    # Part 3, making a trained model cheaper: `compress distill` (TP4.15).
-    native.cc_binary(
-        name = "compress",
+    # Part 3, making a trained model cheaper: `compress distill` (TP4.15), `compress quantize`
+    # (TP4.16).
+    native.cc_library(
+        name = "compress_modes",
         srcs = [
-            "//day4_large_models:compress.cc",
+            "//day4_large_models:activation_range.cc",
             "//day4_large_models:distill_options.cc",
-            "//day4_large_models:distill_options.h",
             "//day4_large_models:distill_trainer.cc",
+            "//day4_large_models:inference_network.cc",
+            "//day4_large_models:quantize_options.cc",
+            "//day4_large_models:quantize_run.cc",
+            "//day4_large_models:trained_model.cc",
+        ],
+        hdrs = [
+            "//day4_large_models:activation_range.h",
+            "//day4_large_models:distill_options.h",
             "//day4_large_models:distill_trainer.h",
+            "//day4_large_models:inference_network.h",
+            "//day4_large_models:quantize_options.h",
+            "//day4_large_models:quantize_run.h",
+            "//day4_large_models:trained_model.h",
         ],
         deps = [
             ":exercises",
             "//common/train:lab_support",
         ],
+    )
+
+    native.cc_binary(
+        name = "compress",
+        srcs = ["//day4_large_models:compress.cc"],
+        deps = [":compress_modes"],
     )
 
     # Part 3's exercises (TP4.15 on), single-process.

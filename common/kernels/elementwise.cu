@@ -27,6 +27,7 @@ COURSE_ALL_TYPES(FILL)
   CAST_TO(::course::BFloat16, From)        \
   CAST_TO(int32_t, From)                   \
   CAST_TO(int64_t, From)                   \
-  CAST_TO(uint8_t, From)
+  CAST_TO(uint8_t, From)                   \
+  CAST_TO(int8_t, From)
 COURSE_ALL_TYPES(CAST_FROM)
 // clang-format on

@@ -31,6 +31,7 @@ class BatchNorm2d : public Module {
   Parameter weight;  // gamma, (C,), ones
   Parameter bias;    // beta, (C,), zeros
   Tensor running_mean, running_var;
+  float eps() const { return eps_; }
 
  protected:
   Tensor run_forward(const Tensor& x, Context& ctx) override;

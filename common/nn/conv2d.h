@@ -16,6 +16,7 @@ class Conv2d : public Module {
   void collect(const std::string& prefix, ModuleState& state) override;
 
   Parameter weight;  // (O, C, K, K)
+  Conv2dShape shape() const { return shape_; }
 
  protected:
   // (N, C, H, W) -> (N, O, OH, OW), in x's memory format

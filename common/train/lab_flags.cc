@@ -12,8 +12,6 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
   app.add_flag("--" + name + ",!--no-" + name, value, help)->default_str(value ? "on" : "off");
 }
 
-namespace {
-
 void add_data_flags(CLI::App& app, DataFlags& f) {
   app.add_option("--data-dir", f.data_dir,
                  "dataset folder: Fashion-MNIST, CIFAR-10's binary batches, train.pack + "
@@ -42,8 +40,6 @@ void add_data_flags(CLI::App& app, DataFlags& f) {
   app.add_flag("--drop-last", f.drop_last, "drop the last incomplete batch");
   app.add_flag("--skip-corrupt", f.skip_corrupt, "report and skip unreadable images");
 }
-
-}  // namespace
 
 void add_training_flags(CLI::App& app, TrainingFlags& f) {
   add_data_flags(app, f);

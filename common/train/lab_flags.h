@@ -36,6 +36,8 @@ struct TrainingFlags : DataFlags {
 };
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags);
+// The data flags alone, for tools that read images without training (day 4's quantization).
+void add_data_flags(CLI::App& app, DataFlags& flags);
 // The flags of the run alone (no data flags), --model taking one of `models`: for labs that
 // read other data than images.
 void add_run_flags(CLI::App& app, TrainingFlags& flags, const std::vector<std::string>& models);

@@ -211,13 +211,14 @@ QuantizedWeight quantize_per_channel(const Tensor& weight) {
   COURSE_CHECK(
       weight.dtype() == course::DType::kF32 && weight.device().is_cpu() && weight.dim() >= 2,
       "quantize_per_channel takes an f32 CPU weight (O, ...), got ", weight.str());
-  const int64_t rows = weight.size(0), row_size = weight.numel() / rows;
+  const int64_t rows = weight.size(0);
   QuantizedWeight out{Tensor::empty(weight.shape(), course::DType::kI8),
                       Tensor::empty({rows}, course::DType::kF32)};
+  // BEGIN EXERCISE TP4.16: one scale per output channel (row), then round to nearest even and clamp
+  const int64_t row_size = weight.numel() / rows;
   const float* w = weight.data_as<float>();
   int8_t* q = out.values.data_as<int8_t>();
   float* scales = out.scales.data_as<float>();
-  // BEGIN EXERCISE TP4.16: one scale per output channel (row), then round to nearest even and clamp
   for (int64_t o = 0; o < rows; ++o) {
     const float* row = w + o * row_size;
     float largest = 0;
@@ -240,9 +241,9 @@ Tensor mask_2_4(const Tensor& weight) {
   COURSE_CHECK(row_size % 4 == 0, "2:4 sparsity needs rows of a multiple of 4 elements, got ",
                row_size, " in ", weight.str());
   Tensor mask = Tensor::empty(weight.shape(), course::DType::kF32);
+  // BEGIN EXERCISE TP4.17: in each group of 4 along a row, keep the 2 largest magnitudes
   const float* w = weight.data_as<float>();
   float* m = mask.data_as<float>();
-  // BEGIN EXERCISE TP4.17: in each group of 4 along a row, keep the 2 largest magnitudes
   for (int64_t start = 0; start < weight.numel(); start += 4) {
     // Element k is kept when fewer than 2 others of its group outrank it (larger magnitude, or
     // equal and earlier).
