@@ -6,17 +6,11 @@
 #include <memory>
 #include <vector>
 
-#include "common/core/error.h"
 #include "common/core/format.h"
-#include "common/data/device_batches.h"
-#include "common/data/distributed_sampler.h"
-#include "common/kernels/layout.h"
-#include "common/nn/models.h"
-#include "common/optim/make_optimizer.h"
-#include "common/optim/schedule.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
+#include "day4_large_models/compress_training.h"
 #include "day4_large_models/exercises.h"
 #include "day4_large_models/trained_model.h"
 
@@ -26,69 +20,27 @@ using namespace course;
 
 namespace {
 
-// What both students' runs read: the training batches on the device, and the placing of
-// validation batches.
-struct StudentData {
-  const LabDatasets& data;
-  DeviceBatches& batches;
-  std::function<Batch(const Batch&)> place;
-};
-
 // Trains a fresh student from the labels alone (no teacher) or distilled from `teacher`.
-std::optional<double> train_student(const DistillOptions& o, StudentData& in, Device device,
+std::optional<double> train_student(const DistillOptions& o, CompressData& in,
                                     nn::Module* teacher) {
-  const Dataset& train_set = *in.data.train;
-  const SamplerOptions sampler{.dataset_size = train_set.size(), .seed = o.seed};
-  const int64_t steps_per_epoch = batches_per_epoch(train_set.size(), o.batch_size, o.drop_last);
-  const auto student = train::make_classifier(o, train_set, device);
-  const auto optimizer = optim::make_optimizer(
-      {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd}, student->state().parameters);
-  const std::shared_ptr<const optim::Schedule> schedule =
-      optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
-
-  train::LoopHooks hooks;
-  hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    in.batches.start_epoch(distributed_sample(sampler, 0, 1, epoch), epoch, first_batch);
-  };
-  hooks.step = [&](train::StepPhases& phases) {
-    phases.start(train::Phase::kLoad);
-    Batch batch = in.batches.next();
-    if (o.channels_last) batch.images = to_memory_format(batch.images, MemoryFormat::kChannelsLast);
-    phases.start(train::Phase::kForward);
-    const train::ClassifierForward f = train::classifier_forward(*student, batch, o);
-    Tensor loss = f.loss.loss;
-    if (teacher) {
+  const auto student = train::make_classifier(o, *in.datasets().train, in.device());
+  TrainingRun run{.model = *student,
+                  .identity = {{"model", o.model}, {"teacher", teacher ? o.teacher_model : "none"}},
+                  .recipe = "- from the labels alone"};
+  if (teacher) {
+    run.loss_and_backward = [&](const train::ClassifierForward& f, const Batch& batch,
+                                train::StepPhases& phases) {
       const Tensor teacher_logits = train::classifier_forward(*teacher, batch, o).logits;
       const DistillationLoss d =
           distillation_loss(f.logits, teacher_logits, batch.labels, o.temperature, o.alpha);
       phases.start(train::Phase::kBackward);
       train::backward_from_logits(*student, f, d.logits_grad, o);
-      loss = Tensor::from_vector(std::vector<float>{d.loss}, Shape{1});
-    } else {
-      phases.start(train::Phase::kBackward);
-      train::classifier_backward(*student, f, batch.labels, o);
-    }
-    phases.start(train::Phase::kOptimizer);
-    optimizer->step();
-    return loss;
-  };
-  hooks.validate = [&] {
-    return train::evaluate(*student, in.data.val, in.data.val_transform, o, 0, 1, in.place);
-  };
-  train::TrainingLoop loop(
-      o,
-      {.device = device,
-       .model = student.get(),
-       .optimizer = optimizer.get(),
-       .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
-       .steps_per_epoch = steps_per_epoch,
-       .global_batch = o.batch_size,
-       .identity = {{"model", o.model}, {"teacher", teacher ? o.teacher_model : "none"}},
-       .recipe = teacher ? "- distilled from " + o.teacher + " (" + o.teacher_model + "), T " +
-                               format_number(o.temperature) + ", alpha " + format_number(o.alpha)
-                         : "- from the labels alone"},
-      hooks);
-  return loop.run().test_accuracy;
+      return Tensor::from_vector(std::vector<float>{d.loss}, Shape{1});
+    };
+    run.recipe = "- distilled from " + o.teacher + " (" + o.teacher_model + "), T " +
+                 format_number(o.temperature) + ", alpha " + format_number(o.alpha);
+  }
+  return train_on_loop(o, in, run);
 }
 
 }  // namespace
@@ -98,24 +50,15 @@ DistillReport run_distillation(const DistillOptions& o) {
   train::check_output_flags(o);  // before the baseline's training, not after it
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);
-  const LabDatasets data = open_dataset(o);
-  DataLoader loader(data.train, data.train_transform, loader_options(o, o.batch_size));
-  DeviceBatches::Transfer transfer;
-  if (!device.is_cpu()) transfer = copy_to_device;
-  DeviceBatches batches(loader, device, o.non_blocking, transfer);
-  StudentData in{data, batches, [&](const Batch& host) {
-                   Batch b = batches.place(host);
-                   if (o.channels_last) {
-                     b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
-                   }
-                   return b;
-                 }};
+  CompressData in(o, device);
+  const LabDatasets& data = in.datasets();
+  const auto place = [&](const Batch& host) { return in.place(host); };
 
   const auto teacher = load_trained(o.teacher, o.teacher_model, "--teacher", *data.train, device);
   DistillReport report;
   report.teacher_parameters = count_parameters(*teacher);
   report.teacher_accuracy =
-      train::evaluate(*teacher, data.val, data.val_transform, o, 0, 1, in.place).accuracy();
+      train::evaluate(*teacher, data.val, data.val_transform, o, 0, 1, place).accuracy();
   report.student_parameters = count_parameters(
       *train::make_classifier(o, *data.train, device));  // the students' size, before training
   std::printf("teacher %s (%s): %s parameters, test accuracy %s\n", o.teacher_model.c_str(),
@@ -131,12 +74,12 @@ DistillReport run_distillation(const DistillOptions& o) {
     std::fflush(stdout);
     DistillOptions alone = o;
     alone.chkpt = alone.metrics = alone.logdir = alone.profile = "";
-    report.baseline_accuracy = train_student(alone, in, device, nullptr);
+    report.baseline_accuracy = train_student(alone, in, nullptr);
   }
   std::printf("-- the student distilled: T %s, alpha %s\n", format_number(o.temperature).c_str(),
               format_number(o.alpha).c_str());
   std::fflush(stdout);
-  report.distilled_accuracy = train_student(o, in, device, teacher.get());
+  report.distilled_accuracy = train_student(o, in, teacher.get());
 
   if (!report.distilled_accuracy) return report;  // --test: no validation
   std::printf("\n| network | parameters | test accuracy |\n| --- | ---: | ---: |\n");

@@ -28,6 +28,7 @@ def day4_lab(check_tags = []):
         name = "compress_modes",
         srcs = [
             "//day4_large_models:activation_range.cc",
+            "//day4_large_models:compress_training.cc",
             "//day4_large_models:distill_options.cc",
             "//day4_large_models:distill_trainer.cc",
             "//day4_large_models:inference_network.cc",
@@ -37,6 +38,7 @@ def day4_lab(check_tags = []):
         ],
         hdrs = [
             "//day4_large_models:activation_range.h",
+            "//day4_large_models:compress_training.h",
             "//day4_large_models:distill_options.h",
             "//day4_large_models:distill_trainer.h",
             "//day4_large_models:inference_network.h",
