@@ -1,10 +1,12 @@
 // `bazel run //day4_large_models:compress -- <mode> [flags]`: day 4's part 3, making a trained
 // model cheaper to run. `distill` trains a small student from a trained teacher
 // (day4_large_models/distill_trainer.h); `quantize` runs a trained network in int8
-// (day4_large_models/quantize_run.h). Built with the trainee's exercises
+// (day4_large_models/quantize_run.h); `prune` prunes and fine-tunes it
+// (day4_large_models/prune_run.h). Built with the trainee's exercises
 // (//day4_large_models:compress) and with the solutions (//solutions/day4_large_models:compress).
 #include "common/train/lab_main.h"
 #include "day4_large_models/distill_trainer.h"
+#include "day4_large_models/prune_run.h"
 #include "day4_large_models/quantize_run.h"
 
 int main(int argc, char** argv) {
@@ -22,10 +24,18 @@ int main(int argc, char** argv) {
       "post-training int8 quantization of a trained network: calibrated input scales, "
       "per-channel weights (TP4.16), accuracy and speed against f32");
   day4::add_quantize_flags(*quantize_command, quantize);
+  day4::PruneOptions prune;
+  CLI::App* prune_command = app.add_subcommand(
+      "prune",
+      "prune a trained network (global magnitude, and 2:4 with TP4.17), fine-tune it with its "
+      "masks kept, and tabulate accuracy against sparsity");
+  day4::add_prune_flags(*prune_command, prune);
   course::train::parse_or_exit(app, argc, argv);
   return course::train::lab_main([&] {
     if (quantize_command->parsed()) {
       day4::run_quantization(quantize);
+    } else if (prune_command->parsed()) {
+      day4::run_pruning(prune);
     } else {
       day4::run_distillation(distill);
     }

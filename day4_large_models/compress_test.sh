@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `compress distill` and `compress quantize` as trainees meet them: a network trained by day 1's
+# `compress distill`, `quantize` and `prune` as trainees meet them: a network trained by day 1's
 # lab and saved with --chkpt is distilled into tinynet, with the baseline from the labels alone
-# and the comparison table, and quantized to int8 with both calibrations (the folded f32
-# network must score what the trained one does); the untouched trainee copy stops at TODO
-# TP4.15 / TP4.16 (exit 3); a missing or mismatched network and bad values end with one message.
+# and the comparison table; quantized to int8 with both calibrations (the folded f32 network
+# must score what the trained one does); pruned globally and 2:4, the sparsity measured in the
+# weights after fine-tuning, with the plot. The untouched trainee copy stops at TODO TP4.15 /
+# TP4.16 / TP4.17 (exit 3); a missing or mismatched network and bad values end with one message.
 set -uo pipefail
 source "$1"  # expect
 trainee=$2
@@ -58,4 +59,25 @@ expect 1 "--calibration-batches must be positive, got 0" "$solution" quantize \
 expect 105 "--model: resnet18 not in {smallnet,tinynet}" "$solution" quantize \
   --trained "$teacher" "${data[@]}" --model resnet18
 expect 106 "--trained is required" "$solution" quantize "${data[@]}"
+
+# smallnet's 2:4 row: every weight but the first convolution's 288 (rows of 9) loses half.
+plot=$TEST_TMPDIR/pruning.png
+expect 0 "| global 60% | 60.00% |" "$solution" prune --trained "$teacher" "${data[@]}" \
+  --sparsities 0.6 --plot "$plot"
+expect 0 "| 2:4 | 49.85% |" "$solution" prune --trained "$teacher" "${data[@]}" --sparsities 0.6
+expect 0 "0.weight stays dense: its rows do not divide by 4" "$solution" prune \
+  --trained "$teacher" "${data[@]}" --sparsities 0.6
+if ! [[ $(head -c 8 "$plot" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]; then
+  echo "FAILED: no PNG at $plot"
+  exit 1
+fi
+echo "ok: $plot is a PNG"
+expect 0 "| global 30% | 30.00% |" "$trainee" prune --trained "$teacher" "${data[@]}" \
+  --sparsities 0.3 --no-two-four
+expect 3 "TODO TP4.17" "$trainee" prune --trained "$teacher" "${data[@]}" --sparsities 0.3
+expect 1 "--sparsities are fractions in [0, 1), got 1" "$solution" prune --trained "$teacher" \
+  "${data[@]}" --sparsities 0.5,1
+expect 1 "--chkpt and --resume do not apply" "$solution" prune --trained "$teacher" \
+  "${data[@]}" --chkpt "$TEST_TMPDIR/pruned.ckpt"
+expect 106 "--trained is required" "$solution" prune "${data[@]}"
 expect 106 "A subcommand is required" "$solution"

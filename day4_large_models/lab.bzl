@@ -23,7 +23,7 @@ def day4_lab(check_tags = []):
     )
 
     # Part 3, making a trained model cheaper: `compress distill` (TP4.15), `compress quantize`
-    # (TP4.16).
+    # (TP4.16), `compress prune` (TP4.17).
     native.cc_library(
         name = "compress_modes",
         srcs = [
@@ -32,6 +32,9 @@ def day4_lab(check_tags = []):
             "//day4_large_models:distill_options.cc",
             "//day4_large_models:distill_trainer.cc",
             "//day4_large_models:inference_network.cc",
+            "//day4_large_models:prune_options.cc",
+            "//day4_large_models:prune_run.cc",
+            "//day4_large_models:pruning.cc",
             "//day4_large_models:quantize_options.cc",
             "//day4_large_models:quantize_run.cc",
             "//day4_large_models:trained_model.cc",
@@ -42,12 +45,16 @@ def day4_lab(check_tags = []):
             "//day4_large_models:distill_options.h",
             "//day4_large_models:distill_trainer.h",
             "//day4_large_models:inference_network.h",
+            "//day4_large_models:prune_options.h",
+            "//day4_large_models:prune_run.h",
+            "//day4_large_models:pruning.h",
             "//day4_large_models:quantize_options.h",
             "//day4_large_models:quantize_run.h",
             "//day4_large_models:trained_model.h",
         ],
         deps = [
             ":exercises",
+            "//common/core:gnuplot",
             "//common/train:lab_support",
         ],
     )

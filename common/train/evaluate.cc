@@ -18,13 +18,14 @@ EvalTally evaluate(nn::Module& model, const std::shared_ptr<const Dataset>& data
   options.drop_last = false;
   DataLoader loader(data, transform, options);
   loader.start_epoch(std::move(mine), 0);
+  const bool was_training = model.training();  // a frozen teacher stays in evaluation mode
   model.set_training(false);
   nn::Autocast autocast(flags.amp_dtype, flags.amp);
   while (!loader.done()) {
     const Batch batch = place(loader.next());
     train::tally(model.forward(batch.images), batch.labels, tally);
   }
-  model.set_training(true);
+  model.set_training(was_training);
   return tally;
 }
 

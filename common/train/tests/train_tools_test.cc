@@ -1,5 +1,5 @@
 // Checkpoints (round trip, atomic replacement, corrupt and mismatched files), the profiler's
-// Chrome trace, and the chronometer's accounting.
+// Chrome trace, the chronometer's accounting, and validation leaving the model's mode as it was.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,9 +12,11 @@
 
 #include "common/core/activity_log.h"
 #include "common/kernels/elementwise.h"
+#include "common/nn/models.h"
 #include "common/testing/errors_and_files.h"
 #include "common/train/checkpoint.h"
 #include "common/train/chronometer.h"
+#include "common/train/evaluate.h"
 #include "common/train/profiler.h"
 
 namespace course::train {
@@ -173,6 +175,24 @@ TEST(Chronometer, PhasesRepeatedWithinAStepAddUp) {
   EXPECT_GE(r.mean_ms[static_cast<int>(Phase::kForward)], 15.0);
   EXPECT_GE(r.mean_ms[static_cast<int>(Phase::kBackward)], 3.0);
   EXPECT_LT(r.mean_ms[static_cast<int>(Phase::kBackward)], 15.0);
+}
+
+TEST(Evaluate, LeavesTheModelInTheModeItFoundItIn) {
+  // A frozen teacher (distillation) must stay in evaluation mode; a training model goes on
+  // training.
+  TrainingFlags flags;
+  flags.synthetic = 16;
+  flags.num_workers = 0;
+  const LabDatasets data = open_dataset(flags);
+  auto model =
+      nn::make_model({.name = "tinynet", .in_channels = 1, .num_classes = 10}, Device::cpu());
+  const auto place = [](const Batch& b) { return b; };
+  for (const bool training : {false, true}) {
+    model->set_training(training);
+    const EvalTally tally = evaluate(*model, data.val, data.val_transform, flags, 0, 1, place);
+    EXPECT_GT(tally.samples, 0);
+    EXPECT_EQ(model->training(), training);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+// Command line of `compress prune`.
+#include "day4_large_models/prune_options.h"
+
+#include "common/core/error.h"
+
+namespace day4 {
+
+void add_prune_flags(CLI::App& app, PruneOptions& o) {
+  course::train::add_training_flags(app, o);
+  app.add_option("--trained", o.trained,
+                 "the trained network: a checkpoint written by a lab's --chkpt")
+      ->required();
+  app.add_option("--sparsities", o.sparsities,
+                 "fractions of the weights pruned by global magnitude, one fine-tuned network each")
+      ->delimiter(',')
+      ->capture_default_str();
+  course::train::add_switch(app, "two-four", o.two_four,
+                            "also prune to the 2:4 pattern (2 zeros in every 4 inputs, TP4.17)");
+  app.add_option("--plot", o.plot, "PNG of test accuracy against sparsity");
+}
+
+void validate(const PruneOptions& o) {
+  course::train::validate_training_flags(o);
+  for (const double s : o.sparsities) {
+    COURSE_CHECK(s >= 0 && s < 1, "--sparsities are fractions in [0, 1), got ", s);
+  }
+  COURSE_CHECK(!o.sparsities.empty() || o.two_four,
+               "nothing to prune: no --sparsities and --no-two-four");
+  COURSE_CHECK(o.resume.empty() && o.chkpt.empty(),
+               "compress prune fine-tunes one network per sparsity: --chkpt and --resume do not "
+               "apply");
+}
+
+}  // namespace day4

@@ -1,0 +1,123 @@
+// The pruning run: one fresh copy of the trained network per sparsity, pruned, evaluated,
+// fine-tuned with its masks kept, evaluated again; the table and the plot.
+#include "day4_large_models/prune_run.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "common/core/format.h"
+#include "common/core/gnuplot.h"
+#include "common/train/evaluate.h"
+#include "common/train/training_loop.h"
+#include "day4_large_models/compress_training.h"
+#include "day4_large_models/pruning.h"
+#include "day4_large_models/trained_model.h"
+
+namespace day4 {
+
+using namespace course;
+
+namespace {
+
+std::string percent(double fraction) { return format_percent(fraction) + "%"; }
+
+// Test accuracy against sparsity: global magnitude pruning before and after fine-tuning, the 2:4
+// pattern as two points, the dense network as a line.
+void plot(const std::vector<PruneRow>& rows, const std::string& model, const std::string& path) {
+  std::ostringstream global, two_four;
+  for (const PruneRow& r : rows) {
+    if (r.pruning == "dense") continue;
+    std::ostringstream& block = r.pruning == "2:4" ? two_four : global;
+    block << 100 * r.sparsity << " " << 100 * r.pruned_accuracy << " "
+          << (r.tuned_accuracy ? format_number(100 * *r.tuned_accuracy) : "nan") << "\n";
+  }
+  std::ostringstream script;
+  script << "set output '" << path << "'\n$global << EOD\n"
+         << global.str() << "EOD\n$twofour << EOD\n"
+         << two_four.str() << "EOD\nset title '" << model
+         << ": test accuracy against the share of pruned weights' noenhanced\n"
+         << "set xlabel 'weights pruned (%)'\nset ylabel 'test accuracy (%)'\n"
+         << "set key bottom left\n"
+         << "plot $global using 1:2 with linespoints pt 7 title 'global magnitude, pruned', "
+         << "$global using 1:3 with linespoints pt 7 title 'global magnitude, fine-tuned', "
+         << "$twofour using 1:2 with points pt 9 ps 2 title '2:4, pruned', "
+         << "$twofour using 1:3 with points pt 5 ps 2 title '2:4, fine-tuned', "
+         << 100 * rows.front().pruned_accuracy << " with lines dt 2 title 'dense'\n";
+  run_gnuplot(script.str());
+}
+
+}  // namespace
+
+std::vector<PruneRow> run_pruning(const PruneOptions& o) {
+  validate(o);
+  train::check_output_flags(o);
+  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+  require_device(device);
+  CompressData in(o, device);
+  const Dataset& train_set = *in.datasets().train;
+  const auto accuracy = [&](nn::Module& model) {
+    return train::evaluate(model, in.datasets().val, in.datasets().val_transform, o, 0, 1,
+                           [&](const Batch& host) { return in.place(host); })
+        .accuracy();
+  };
+
+  std::vector<PruneRow> rows;
+  {
+    const auto dense = load_trained(o.trained, o.model, "--trained", train_set, device);
+    const std::vector<PrunedWeight> weights = prunable_weights(*dense);
+    int64_t count = 0;
+    for (const PrunedWeight& w : weights) count += w.weight->value.numel();
+    rows.push_back({"dense", measured_sparsity(weights), accuracy(*dense), {}});
+    std::printf("%s (%s): %lld weights in %zu convolution and linear tensors, test accuracy %s\n",
+                o.model.c_str(), o.trained.c_str(), static_cast<long long>(count), weights.size(),
+                percent(rows.back().pruned_accuracy).c_str());
+    std::printf("each pruned copy fine-tunes %lld epoch(s) at lr %s with its masks kept\n",
+                static_cast<long long>(o.epochs), format_number(o.lr).c_str());
+  }
+  std::vector<std::optional<double>> targets(o.sparsities.begin(), o.sparsities.end());
+  if (o.two_four) targets.push_back(std::nullopt);  // the 2:4 pattern
+  for (const std::optional<double>& target : targets) {
+    const auto network = load_trained(o.trained, o.model, "--trained", train_set, device);
+    network->set_training(true);
+    std::vector<PrunedWeight> weights = prunable_weights(*network);
+    PruneRow row{target ? "global " + format_number(100 * *target) + "%" : "2:4"};
+    if (target) {
+      mask_by_global_magnitude(weights, *target);
+    } else {
+      mask_two_of_four(weights);
+    }
+    apply_masks(weights);
+    row.pruned_accuracy = accuracy(*network);
+    std::printf("-- %s: %s of the weights zero, test accuracy %s before fine-tuning\n",
+                row.pruning.c_str(), percent(measured_sparsity(weights)).c_str(),
+                percent(row.pruned_accuracy).c_str());
+    for (const PrunedWeight& w : weights) {
+      if (w.dense) std::printf("   %s stays dense: its rows do not divide by 4\n", w.name.c_str());
+    }
+    std::fflush(stdout);
+    row.tuned_accuracy =
+        train_on_loop(o, in,
+                      {.model = *network,
+                       .after_step = [&] { apply_masks(weights); },
+                       .identity = {{"model", o.model}, {"pruning", row.pruning}},
+                       .recipe = "- fine-tuned after pruning (" + row.pruning + ")"});
+    row.sparsity = measured_sparsity(weights);
+    rows.push_back(row);
+  }
+
+  std::printf(
+      "\n| pruning | zero weights | test accuracy pruned | after fine-tuning |\n"
+      "| --- | ---: | ---: | ---: |\n");
+  for (const PruneRow& r : rows) {
+    std::printf("| %s | %s | %s | %s |\n", r.pruning.c_str(), percent(r.sparsity).c_str(),
+                percent(r.pruned_accuracy).c_str(),
+                r.tuned_accuracy ? percent(*r.tuned_accuracy).c_str() : "-");
+  }
+  if (!o.plot.empty()) {
+    plot(rows, o.model, train::invocation_path(o.plot));
+    std::printf("plot: %s\n", o.plot.c_str());
+  }
+  return rows;
+}
+
+}  // namespace day4
