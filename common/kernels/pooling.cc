@@ -30,10 +30,17 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
       Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::kI32, x.device(), x.memory_format())};
   g.out = dims4(out.y, "max pooling").strides;
   visit_floating(x.dtype(), "max pooling", [&]<class T>() {
-    for_each_index(x.device(), g.n * g.c * g.oh,
-                   ops::MaxPoolForward<T>{x.data_as<T>(), out.y.data_as<T>(),
-                                          out.argmax.data_as<int32_t>(), g},
-                   g.ow * kernel * kernel);
+    if (x.memory_format() == MemoryFormat::kChannelsLast) {
+      for_each_index(x.device(), g.n * g.oh * g.ow,
+                     ops::MaxPoolForwardChannelsLast<T>{x.data_as<T>(), out.y.data_as<T>(),
+                                                        out.argmax.data_as<int32_t>(), g},
+                     g.c * kernel * kernel);
+    } else {
+      for_each_index(x.device(), g.n * g.c * g.oh,
+                     ops::MaxPoolForward<T>{x.data_as<T>(), out.y.data_as<T>(),
+                                            out.argmax.data_as<int32_t>(), g},
+                     g.ow * kernel * kernel);
+    }
   });
   return out;
 }

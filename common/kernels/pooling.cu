@@ -7,6 +7,7 @@ using namespace course::ops;
 
 #define POOLING(T)                                     \
   COURSE_INSTANTIATE_FOR_EACH(MaxPoolForward<T>)       \
+  COURSE_INSTANTIATE_FOR_EACH(MaxPoolForwardChannelsLast<T>) \
   COURSE_INSTANTIATE_FOR_EACH(MaxPoolBackward<T>)      \
   COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolBackward<T>)

@@ -55,6 +55,38 @@ struct MaxPoolForward {
   }
 };
 
+// Channels-last activations: per output pixel (n, oh, ow), every channel at once, the channel
+// loop innermost over contiguous memory (the row-per-channel loop above would stride across
+// it). The same windows in the same order, so the same maxima and positions.
+template <class T>
+struct MaxPoolForwardChannelsLast {
+  const T* x;
+  T* y;
+  int32_t* argmax;
+  PoolGeometry g;
+  COURSE_HD void operator()(int64_t pixel) const {
+    const int64_t ow = pixel % g.ow, oh = (pixel / g.ow) % g.oh, n = pixel / (g.ow * g.oh);
+    const int64_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
+    const int64_t h_begin = h0 > 0 ? h0 : 0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
+    const int64_t w_begin = w0 > 0 ? w0 : 0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
+    T* best = y + g.out.at(n, 0, oh, ow);
+    int32_t* where = argmax + g.out.at(n, 0, oh, ow);
+    for (int64_t ch = 0; ch < g.c; ++ch) where[ch] = -1;
+    for (int64_t ih = h_begin; ih < h_end; ++ih) {
+      for (int64_t iw = w_begin; iw < w_end; ++iw) {
+        const T* in = x + g.in.at(n, 0, ih, iw);
+        const int32_t position = static_cast<int32_t>(ih * g.w + iw);
+        for (int64_t ch = 0; ch < g.c; ++ch) {
+          if (where[ch] < 0 || static_cast<float>(in[ch]) > static_cast<float>(best[ch])) {
+            best[ch] = in[ch];
+            where[ch] = position;
+          }
+        }
+      }
+    }
+  }
+};
+
 // Per input row (n, c, ih): each element's gradient is the sum of dy over the windows whose
 // maximum it was (a gather, so no two threads write the same element).
 template <class T>

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
@@ -141,6 +142,26 @@ TEST_P(LayerTest, ReluAndPoolingGradients) {
   EXPECT_TRUE(check_gradients(pool2, input({1, 3, 4, 6}, 10), {.step = 1e-3}));
   GlobalAvgPool2d gap;
   EXPECT_TRUE(check_gradients(gap, input({2, 3, 4, 5}, 11)));
+}
+
+TEST(MaxPooling, ChannelsLastFindsTheSameMaximaAndPositions) {
+  // The channels-last kernel walks pixels with the channels innermost, the NCHW one rows of one
+  // channel: the same windows in the same order. Integer values make ties, so the first maximum
+  // of each window must win in both.
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> level(0, 3);
+  std::vector<float> values(2 * 5 * 7 * 6);
+  for (float& v : values) v = static_cast<float>(level(rng));
+  const Tensor x = Tensor::from_vector(values, Shape{2, 5, 7, 6});
+  for (const auto& [kernel, stride, padding] : {std::tuple{3, 2, 1}, std::tuple{2, 2, 0}}) {
+    const MaxPoolResult nchw = max_pool_forward(x, kernel, stride, padding);
+    const MaxPoolResult nhwc =
+        max_pool_forward(to_memory_format(x, MemoryFormat::kChannelsLast), kernel, stride, padding);
+    EXPECT_EQ(to_memory_format(nhwc.y, MemoryFormat::kContiguous).to_vector<float>(),
+              nchw.y.to_vector<float>());
+    EXPECT_EQ(to_memory_format(nhwc.argmax, MemoryFormat::kContiguous).to_vector<int32_t>(),
+              nchw.argmax.to_vector<int32_t>());
+  }
 }
 
 TEST_P(LayerTest, ResidualBlockGradients) {
