@@ -3,14 +3,13 @@
 
 #include "common/core/error.h"
 #include "common/nn/models.h"
+#include "day4_large_models/trained_model.h"
 
 namespace day4 {
 
 void add_distill_flags(CLI::App& app, DistillOptions& o) {
   course::train::add_training_flags(app, o);
-  app.add_option("--teacher", o.teacher,
-                 "the trained teacher: a checkpoint written by a lab's --chkpt")
-      ->required();
+  add_checkpoint_flag(app, "--teacher", o.teacher, "the trained teacher");
   app.add_option("--teacher-model", o.teacher_model, "the teacher's network")
       ->check(CLI::IsMember(course::nn::model_names()))
       ->capture_default_str();

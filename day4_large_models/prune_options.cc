@@ -2,14 +2,13 @@
 #include "day4_large_models/prune_options.h"
 
 #include "common/core/error.h"
+#include "day4_large_models/trained_model.h"
 
 namespace day4 {
 
 void add_prune_flags(CLI::App& app, PruneOptions& o) {
   course::train::add_training_flags(app, o);
-  app.add_option("--trained", o.trained,
-                 "the trained network: a checkpoint written by a lab's --chkpt")
-      ->required();
+  add_checkpoint_flag(app, "--trained", o.trained, "the trained network");
   app.add_option("--sparsities", o.sparsities,
                  "fractions of the weights pruned by global magnitude, one fine-tuned network each")
       ->delimiter(',')

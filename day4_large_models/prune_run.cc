@@ -92,7 +92,13 @@ std::vector<PruneRow> run_pruning(const PruneOptions& o) {
                 row.pruning.c_str(), percent(measured_sparsity(weights)).c_str(),
                 percent(row.pruned_accuracy).c_str());
     for (const PrunedWeight& w : weights) {
-      if (w.dense) std::printf("   %s stays dense: its rows do not divide by 4\n", w.name.c_str());
+      if (w.dense) {
+        std::printf("   %s stays dense: its rows do not divide by 4\n", w.name.c_str());
+      } else {
+        std::printf("   %s %s: %s pruned\n", w.name.c_str(),
+                    shape_str(w.weight->value.shape()).c_str(),
+                    percent(measured_sparsity({w})).c_str());
+      }
     }
     std::fflush(stdout);
     row.tuned_accuracy =

@@ -3,14 +3,13 @@
 
 #include "common/core/error.h"
 #include "common/nn/models.h"
+#include "day4_large_models/trained_model.h"
 
 namespace day4 {
 
 void add_quantize_flags(CLI::App& app, QuantizeOptions& o) {
   course::train::add_data_flags(app, o);
-  app.add_option("--trained", o.trained,
-                 "the trained network: a checkpoint written by a lab's --chkpt")
-      ->required();
+  add_checkpoint_flag(app, "--trained", o.trained, "the trained network");
   app.add_option("--model", o.model, "the trained network's model")
       ->check(CLI::IsMember({"smallnet", "tinynet"}))
       ->capture_default_str();

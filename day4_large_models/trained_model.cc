@@ -23,6 +23,11 @@ std::unique_ptr<nn::Module> load_trained(const std::string& path, const std::str
   return network;
 }
 
+void add_checkpoint_flag(CLI::App& app, const std::string& name, std::string& path,
+                         const std::string& what) {
+  app.add_option(name, path, what + ": a checkpoint written by a lab's --chkpt")->required();
+}
+
 int64_t count_parameters(nn::Module& model) {
   int64_t total = 0;
   for (const nn::Parameter* p : model.parameters()) total += p->value.numel();

@@ -3,6 +3,7 @@
 // that it is of the expected model.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
@@ -18,5 +19,10 @@ std::unique_ptr<course::nn::Module> load_trained(const std::string& path, const 
                                                  course::Device device);
 
 int64_t count_parameters(course::nn::Module& model);
+
+// The required flag naming a trained network's checkpoint (quantize's and prune's --trained,
+// distill's --teacher); `what` says whose it is ("the trained teacher").
+void add_checkpoint_flag(CLI::App& app, const std::string& name, std::string& path,
+                         const std::string& what);
 
 }  // namespace day4
