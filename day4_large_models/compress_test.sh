@@ -46,7 +46,7 @@ if [[ -z $as_trained || $as_trained != "$folded" ]]; then
   cat "$quantized"
   exit 1
 fi
-echo "ok: the folded f32 network scores$folded, as trained"
+echo "ok: the folded f32 network scores ${folded// /}, as trained"
 expect 0 "layer 4, linear 128 -> 10: inputs up to" cat "$quantized"
 expect 0 "| smallnet int8, min/max |" cat "$quantized"
 expect 3 "TODO TP4.16" "$trainee" quantize --trained "$teacher" "${data[@]}"

@@ -93,19 +93,31 @@ InferenceNetwork InferenceNetwork::quantized(const std::vector<float>& input_sca
   InferenceNetwork out;
   out.training_ = false;
   out.device_ = device_;
+  out.stages_ = stages_;
   size_t layer = 0;
-  for (Stage stage : stages_) {
-    if (!stage.borrowed) {
-      const QuantizedWeight q = quantize_per_channel(stage.weights.weight);  // TP4.16
-      stage.input_scale = input_scales[layer++];
-      FusedConvWeights int8 = stage.weights;
-      int8.weight = q.values;
-      int8.scales = q.scales;
-      stage.conv = std::make_shared<FusedConv>(int8, stage.input_scale, device_);
-    }
-    out.stages_.push_back(std::move(stage));
+  for (Stage& stage : out.stages_) {
+    if (!stage.borrowed) stage.input_scale = input_scales[layer++];
+  }
+  for (size_t i = 0; i < out.stages_.size(); ++i) {
+    Stage& stage = out.stages_[i];
+    if (stage.borrowed) continue;
+    const QuantizedWeight q = quantize_per_channel(stage.weights.weight);  // TP4.16
+    FusedConvWeights int8 = stage.weights;
+    int8.weight = q.values;
+    int8.scales = q.scales;
+    stage.conv =
+        std::make_shared<FusedConv>(int8, stage.input_scale, device_, out.int8_output_scale(i));
   }
   return out;
+}
+
+float InferenceNetwork::int8_output_scale(size_t stage) const {
+  for (size_t next = stage + 1; next < stages_.size(); ++next) {
+    const Stage& s = stages_[next];
+    if (!s.borrowed) return s.input_scale;  // reached through max poolings only
+    if (!dynamic_cast<nn::MaxPool2d*>(s.borrowed)) return 0;
+  }
+  return 0;  // the network's output: f32 logits
 }
 
 size_t InferenceNetwork::fused_layers() const {
@@ -132,7 +144,8 @@ Tensor InferenceNetwork::run_forward(const Tensor& input, nn::Context&) {
     if (observe_) observe_(layer, x);
     ++layer;
     if (s.linear) x = x.view({x.size(0), x.size(1), 1, 1}, MemoryFormat::kChannelsLast);
-    x = s.conv->forward(s.conv->is_int8() ? quantize_symmetric(x, s.input_scale) : x);
+    const bool quantize = s.conv->is_int8() && x.dtype() == DType::kF32;
+    x = s.conv->forward(quantize ? quantize_symmetric(x, s.input_scale) : x);
     if (s.linear) x = x.view({x.size(0), x.size(1)}, MemoryFormat::kContiguous);
   }
   return x;

@@ -3,7 +3,8 @@
 // b' = beta - mean gamma / sqrt(var + eps)) and the ReLU after it fused, as one FusedConv; the
 // linear layer as a 1x1 FusedConv; the poolings borrowed from the trained network. Built in f32,
 // or in int8 from the f32 network's calibrated input scales with the weights quantized per
-// output channel by TP4.16. Activations run channels-last; the module is inference-only.
+// output channel by TP4.16; int8 activations stay 8-bit from a convolution through the max
+// pooling to the next convolution. Activations run channels-last; the module is inference-only.
 #pragma once
 
 #include <functional>
@@ -49,6 +50,9 @@ class InferenceNetwork : public course::nn::Module {
     course::nn::Module* borrowed = nullptr;  // a pooling, instead of a fused layer
   };
   InferenceNetwork() = default;
+  // The int8 network's stage `stage` writes i8 at the next fused layer's input scale when only
+  // max poolings lie between them (max commutes with the quantization); else f32 (0).
+  float int8_output_scale(size_t stage) const;
 
   std::vector<Stage> stages_;
   course::Device device_;

@@ -5,7 +5,8 @@
 
 namespace course {
 
-FusedConv::FusedConv(const FusedConvWeights& w, float input_scale, Device device)
+FusedConv::FusedConv(const FusedConvWeights& w, float input_scale, Device device,
+                     float output_scale)
     : int8_(w.weight.dtype() == DType::kI8), device_(device) {
   COURSE_CHECK(w.weight.dim() == 4 && w.weight.size(2) == w.weight.size(3) &&
                    w.weight.device().is_cpu() &&
@@ -25,8 +26,10 @@ FusedConv::FusedConv(const FusedConvWeights& w, float input_scale, Device device
     COURSE_CHECK(input_scale > 0 && std::isfinite(input_scale),
                  "FusedConv: i8 inputs need a positive scale, got ", input_scale);
   }
-  backend_ = device.is_cpu() ? detail::onednn_fused_conv(w, input_scale)
-                             : detail::cuda_fused_conv(w, input_scale, device);
+  COURSE_CHECK(output_scale == 0 || (int8_ && output_scale > 0 && std::isfinite(output_scale)),
+               "FusedConv: an i8 output needs i8 weights and a positive scale, got ", output_scale);
+  backend_ = device.is_cpu() ? detail::onednn_fused_conv(w, input_scale, output_scale)
+                             : detail::cuda_fused_conv(w, input_scale, output_scale, device);
 }
 
 FusedConv::~FusedConv() = default;

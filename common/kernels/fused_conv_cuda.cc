@@ -2,8 +2,9 @@
 // the weights in one cuBLASLt s8 x s8 -> s32 GEMM, then the epilogue rescales each output
 // channel by input_scale * weight_scale[o], adds the bias and applies the ReLU. cuBLASLt's int8
 // GEMM wants A transposed ("TN") and leading dimensions that are multiples of 4, so the
-// reduction (K K C) and the output channels are padded to multiples of 4 with zeros. f32: cuDNN's
-// convolution in channels-last, then the same epilogue with unit scales.
+// reduction (K K C) and the output channels are padded to multiples of 4 with zeros; an i8
+// output is that epilogue's result quantized at the output scale. f32: cuDNN's convolution in
+// channels-last, then the same epilogue with unit scales.
 #include "common/kernels/fused_conv.h"
 
 #if COURSE_WITH_CUDA
@@ -51,8 +52,9 @@ void int8_gemm(const Tensor& a, const Tensor& b, Tensor& c, Device device) {
 
 class CudaFusedConv : public FusedConv::Backend {
  public:
-  CudaFusedConv(const FusedConvWeights& w, float input_scale, Device device)
-      : shape_(w.shape),
+  CudaFusedConv(const FusedConvWeights& w, float input_scale, float output_scale, Device device)
+      : output_scale_(output_scale),
+        shape_(w.shape),
         relu_(w.relu),
         device_(device),
         weight_shape_(w.weight.shape()),
@@ -93,11 +95,13 @@ class CudaFusedConv : public FusedConv::Backend {
       acc = conv2d_forward(x, weight_, shape_)
                 .view({y[0] * y[2] * y[3], out}, MemoryFormat::kContiguous);
     }
-    return scale_bias_activation(acc, out, scales_, bias_, relu_)
-        .view(y, MemoryFormat::kChannelsLast);
+    const Tensor result =
+        scale_bias_activation(acc, out, scales_, bias_, relu_).view(y, MemoryFormat::kChannelsLast);
+    return output_scale_ > 0 ? quantize_symmetric(result, output_scale_) : result;
   }
 
  private:
+  float output_scale_;
   Conv2dShape shape_;
   bool relu_;
   Device device_;
@@ -109,11 +113,13 @@ class CudaFusedConv : public FusedConv::Backend {
 }  // namespace
 
 std::unique_ptr<FusedConv::Backend> cuda_fused_conv(const FusedConvWeights& weights,
-                                                    float input_scale, Device device) {
-  return std::make_unique<CudaFusedConv>(weights, input_scale, device);
+                                                    float input_scale, float output_scale,
+                                                    Device device) {
+  return std::make_unique<CudaFusedConv>(weights, input_scale, output_scale, device);
 }
 #else
-std::unique_ptr<FusedConv::Backend> cuda_fused_conv(const FusedConvWeights&, float, Device device) {
+std::unique_ptr<FusedConv::Backend> cuda_fused_conv(const FusedConvWeights&, float, float,
+                                                    Device device) {
   COURSE_FAIL("FusedConv on ", device.str(), " in a build without CUDA");
 }
 #endif

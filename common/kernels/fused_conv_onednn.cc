@@ -1,8 +1,9 @@
 // oneDNN back end of FusedConv: a forward_inference convolution per input geometry, its weights
 // reordered once into the layout the primitive chose, the bias and the ReLU fused; for int8 the
 // s8 x s8 -> s32 convolution is rescaled to f32 by per-output-channel output scales
-// (input_scale * weight_scale[o]). oneDNN 2.x adds the bias before those scales, so the int8
-// primitive gets bias[o] / output_scale[o].
+// (input_scale * weight_scale[o]), or to s8 at an output scale (divided by it). oneDNN 2.x adds
+// the bias before those scales, so the int8 primitive gets the bias in the accumulator's units,
+// bias[o] / (input_scale * weight_scale[o]).
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
@@ -19,16 +20,18 @@ using dnnl::memory;
 
 class OnednnFusedConv : public FusedConv::Backend {
  public:
-  OnednnFusedConv(const FusedConvWeights& w, float input_scale)
-      : weights_(w), engine_(dnnl::engine::kind::cpu, 0) {
+  OnednnFusedConv(const FusedConvWeights& w, float input_scale, float output_scale)
+      : weights_(w), int8_output_(output_scale > 0), engine_(dnnl::engine::kind::cpu, 0) {
     const int64_t channels = w.weight.size(0);
     const float* bias = w.bias.data_as<float>();
     bias_ = Tensor::empty({channels});
     if (is_int8()) {
       const float* scales = w.scales.data_as<float>();
       for (int64_t o = 0; o < channels; ++o) {
-        output_scales_.push_back(input_scale * scales[o]);
-        bias_.data_as<float>()[o] = bias[o] / output_scales_.back();
+        const float accumulator_scale = input_scale * scales[o];
+        bias_.data_as<float>()[o] = bias[o] / accumulator_scale;
+        output_scales_.push_back(int8_output_ ? accumulator_scale / output_scale
+                                              : accumulator_scale);
       }
     } else {
       bias_ = w.bias.clone();
@@ -38,7 +41,8 @@ class OnednnFusedConv : public FusedConv::Backend {
   Tensor forward(const Tensor& x) override {
     const Prepared& p = prepared(x);
     const Shape y_shape = conv2d_output_shape(x.shape(), weights_.weight.shape(), weights_.shape);
-    Tensor y = Tensor::empty(y_shape, DType::kF32, Device::cpu(), MemoryFormat::kChannelsLast);
+    Tensor y = Tensor::empty(y_shape, int8_output_ ? DType::kI8 : DType::kF32, Device::cpu(),
+                             MemoryFormat::kChannelsLast);
     const std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(p.pd.src_desc(), engine_, x.data())},
         {DNNL_ARG_WEIGHTS, p.weights},
@@ -72,7 +76,8 @@ class OnednnFusedConv : public FusedConv::Backend {
     const Shape y = conv2d_output_shape(x.shape(), w.shape(), weights_.shape);
     const memory::desc src({x.size(0), x.size(1), x.size(2), x.size(3)}, type,
                            memory::format_tag::nhwc);
-    const memory::desc dst({y[0], y[1], y[2], y[3]}, memory::data_type::f32,
+    const memory::desc dst({y[0], y[1], y[2], y[3]},
+                           int8_output_ ? memory::data_type::s8 : memory::data_type::f32,
                            memory::format_tag::nhwc);
     const memory::dims weight_dims{w.size(0), w.size(1), w.size(2), w.size(3)};
     const memory::desc any_weights(weight_dims, type, memory::format_tag::any);
@@ -103,6 +108,7 @@ class OnednnFusedConv : public FusedConv::Backend {
   }
 
   FusedConvWeights weights_;
+  bool int8_output_;
   Tensor bias_;  // for int8 in the accumulator's units
   std::vector<float> output_scales_;
   dnnl::engine engine_;
@@ -113,8 +119,8 @@ class OnednnFusedConv : public FusedConv::Backend {
 }  // namespace
 
 std::unique_ptr<FusedConv::Backend> onednn_fused_conv(const FusedConvWeights& weights,
-                                                      float input_scale) {
-  return std::make_unique<OnednnFusedConv>(weights, input_scale);
+                                                      float input_scale, float output_scale) {
+  return std::make_unique<OnednnFusedConv>(weights, input_scale, output_scale);
 }
 
 }  // namespace course::detail

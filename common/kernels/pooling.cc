@@ -29,7 +29,7 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
       Tensor::empty({g.n, g.c, g.oh, g.ow}, x.dtype(), x.device(), x.memory_format()),
       Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::kI32, x.device(), x.memory_format())};
   g.out = dims4(out.y, "max pooling").strides;
-  visit_floating(x.dtype(), "max pooling", [&]<class T>() {
+  const auto run = [&]<class T>() {
     if (x.memory_format() == MemoryFormat::kChannelsLast) {
       for_each_index(x.device(), g.n * g.oh * g.ow,
                      ops::MaxPoolForwardChannelsLast<T>{x.data_as<T>(), out.y.data_as<T>(),
@@ -41,7 +41,12 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
                                             out.argmax.data_as<int32_t>(), g},
                      g.ow * kernel * kernel);
     }
-  });
+  };
+  if (x.dtype() == DType::kI8) {
+    run.operator()<int8_t>();  // quantized activations (int8 inference): max commutes with scaling
+  } else {
+    visit_floating(x.dtype(), "max pooling", run);
+  }
   return out;
 }
 

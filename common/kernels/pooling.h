@@ -11,7 +11,8 @@ struct MaxPoolResult {
   Tensor argmax;  // i32, same shape and format: the input position (ih * W + iw) of each max
 };
 
-// OH = (H + 2p - k) / s + 1; needs k > p and an output of at least 1 x 1.
+// OH = (H + 2p - k) / s + 1; needs k > p and an output of at least 1 x 1. Floating-point or i8
+// (quantized activations) x; the backward pass is floating-point only.
 MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding);
 Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const Tensor& x,
                          int64_t kernel, int64_t stride, int64_t padding);

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "common/kernels/layout.h"
@@ -103,6 +105,43 @@ TEST_P(FusedConvTest, Int8IsTheIntegerConvolutionRescaledPerChannel) {
   for (const float s : weight_scales) scale.push_back(input_scale * s);
   expect_close(host(y).to_vector<float>(),
                epilogue(conv2d_forward(x.as_float, w.as_float, {1, 1}), scale, bias, true), 1e-5f);
+}
+
+TEST_P(FusedConvTest, Int8OutputIsTheResultQuantizedAtTheOutputScale) {
+  // What the next int8 layer reads: the f32 result of the test above quantized at 0.5 (oneDNN
+  // rounds the rescaled sum, the reference the f32 result; a tie may round apart, by one level).
+  const Integers x = random_integers({2, 4, 9, 8}, 7), w = random_integers({6, 4, 3, 3}, 8);
+  const std::vector<float> weight_scales = {0.01f, 0.005f, 0.002f, 0.003f, 0.004f, 0.02f};
+  const std::vector<float> bias = {1, -2, 0.5f, 0, 3, -4};
+  const float input_scale = 0.05f, output_scale = 0.5f;
+  FusedConv conv({.weight = w.as_int8,
+                  .scales = Tensor::from_vector(weight_scales, Shape{6}),
+                  .bias = Tensor::from_vector(bias, Shape{6}),
+                  .shape = {.stride = 1, .padding = 1},
+                  .relu = true},
+                 input_scale, device(), output_scale);
+  const Tensor y =
+      conv.forward(to_memory_format(x.as_int8, MemoryFormat::kChannelsLast).to(device()));
+  ASSERT_EQ(y.dtype(), DType::kI8);
+  std::vector<float> scale;
+  for (const float s : weight_scales) scale.push_back(input_scale * s);
+  const std::vector<float> want =
+      epilogue(conv2d_forward(x.as_float, w.as_float, {1, 1}), scale, bias, true);
+  const std::vector<int8_t> got = host(y).to_vector<int8_t>();
+  int exact = 0, nonzero = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float level = std::min(std::nearbyint(want[i] / output_scale), 127.0f);
+    ASSERT_LE(std::fabs(got[i] - level), 1.0f) << "element " << i;
+    exact += got[i] == level;
+    nonzero += got[i] != 0;
+  }
+  EXPECT_GE(exact, static_cast<int>(got.size()) * 99 / 100);
+  EXPECT_GT(nonzero, static_cast<int>(got.size()) / 4)
+      << "the scales should leave most outputs nonzero";
+  EXPECT_THROW(FusedConv({.weight = w.as_float, .bias = Tensor::from_vector(bias, Shape{6})}, 0.0f,
+                         device(), 0.5f),
+               Error)
+      << "an i8 output of f32 weights";
 }
 
 TEST_P(FusedConvTest, AOneByOneCaseByHand) {

@@ -144,10 +144,10 @@ TEST_P(LayerTest, ReluAndPoolingGradients) {
   EXPECT_TRUE(check_gradients(gap, input({2, 3, 4, 5}, 11)));
 }
 
-TEST(MaxPooling, ChannelsLastFindsTheSameMaximaAndPositions) {
+TEST(MaxPooling, ChannelsLastAndInt8FindTheSameMaximaAndPositions) {
   // The channels-last kernel walks pixels with the channels innermost, the NCHW one rows of one
   // channel: the same windows in the same order. Integer values make ties, so the first maximum
-  // of each window must win in both.
+  // of each window must win in both, and in i8 (int8 inference's activations).
   std::mt19937 rng(4);
   std::uniform_int_distribution<int> level(0, 3);
   std::vector<float> values(2 * 5 * 7 * 6);
@@ -160,6 +160,16 @@ TEST(MaxPooling, ChannelsLastFindsTheSameMaximaAndPositions) {
     EXPECT_EQ(to_memory_format(nhwc.y, MemoryFormat::kContiguous).to_vector<float>(),
               nchw.y.to_vector<float>());
     EXPECT_EQ(to_memory_format(nhwc.argmax, MemoryFormat::kContiguous).to_vector<int32_t>(),
+              nchw.argmax.to_vector<int32_t>());
+    // The same integers as i8 (quantized activations): the same maxima and positions.
+    const std::vector<int8_t> levels(values.begin(), values.end());
+    const MaxPoolResult quantized = max_pool_forward(
+        to_memory_format(Tensor::from_vector(levels, x.shape()), MemoryFormat::kChannelsLast),
+        kernel, stride, padding);
+    const std::vector<int8_t> maxima =
+        to_memory_format(quantized.y, MemoryFormat::kContiguous).to_vector<int8_t>();
+    EXPECT_EQ(std::vector<float>(maxima.begin(), maxima.end()), nchw.y.to_vector<float>());
+    EXPECT_EQ(to_memory_format(quantized.argmax, MemoryFormat::kContiguous).to_vector<int32_t>(),
               nchw.argmax.to_vector<int32_t>());
   }
 }
