@@ -25,7 +25,6 @@ struct ChannelLoop {
   COURSE_HD int64_t count() const { return n * hw; }
   COURSE_HD int64_t rows() const { return channels_last ? n * hw : n * c; }
   COURSE_HD int64_t row_length() const { return channels_last ? c : hw; }
-  COURSE_HD int64_t channel(int64_t row, int64_t j) const { return channels_last ? j : row % c; }
 
   // Sums f(storage index) per channel over one sample into out[0, C), reading in storage order
   // and keeping each running sum in a register where the layout allows (NCHW planes).
@@ -128,11 +127,19 @@ struct BatchNormApply {
   const float* beta;
   COURSE_HD void operator()(int64_t row) const {
     const int64_t length = loop.row_length(), base = row * length;
-    for (int64_t j = 0; j < length; ++j) {
-      const int64_t ch = loop.channel(row, j);
-      const float scale = invstd[ch] * gamma[ch];
-      y[base + j] = T((static_cast<float>(x[base + j]) - mean[ch]) * scale + beta[ch]);
+    if (loop.channels_last) {
+      for (int64_t ch = 0; ch < length; ++ch) {
+        y[base + ch] = apply(x[base + ch], mean[ch], invstd[ch] * gamma[ch], beta[ch]);
+      }
+      return;
     }
+    // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
+    const int64_t ch = row % loop.c;
+    const float m = mean[ch], scale = invstd[ch] * gamma[ch], shift = beta[ch];
+    for (int64_t j = 0; j < length; ++j) y[base + j] = apply(x[base + j], m, scale, shift);
+  }
+  COURSE_HD static T apply(T x, float mean, float scale, float shift) {
+    return T((static_cast<float>(x) - mean) * scale + shift);
   }
 };
 
@@ -182,12 +189,26 @@ struct BatchNormBackwardApply {
   float m;  // elements per channel of the statistics (over all ranks when synchronised)
   COURSE_HD void operator()(int64_t row) const {
     const int64_t length = loop.row_length(), base = row * length;
-    for (int64_t j = 0; j < length; ++j) {
-      const int64_t ch = loop.channel(row, j);
-      const float xhat = (static_cast<float>(x[base + j]) - mean[ch]) * invstd[ch];
-      const float g = static_cast<float>(dy[base + j]);
-      dx[base + j] = T(gamma[ch] * invstd[ch] / m * (m * g - sum_dy[ch] - xhat * sum_dy_xhat[ch]));
+    if (loop.channels_last) {
+      for (int64_t ch = 0; ch < length; ++ch) {
+        dx[base + ch] = apply(x[base + ch], dy[base + ch], channel_constants(ch));
+      }
+      return;
     }
+    // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
+    const Constants k = channel_constants(row % loop.c);
+    for (int64_t j = 0; j < length; ++j) dx[base + j] = apply(x[base + j], dy[base + j], k);
+  }
+  struct Constants {
+    float mean, invstd, gamma, sum_dy, sum_dy_xhat;
+  };
+  COURSE_HD Constants channel_constants(int64_t ch) const {
+    return {mean[ch], invstd[ch], gamma[ch], sum_dy[ch], sum_dy_xhat[ch]};
+  }
+  COURSE_HD T apply(T x_value, T dy_value, const Constants& k) const {
+    const float xhat = (static_cast<float>(x_value) - k.mean) * k.invstd;
+    const float g = static_cast<float>(dy_value);
+    return T(k.gamma * k.invstd / m * (m * g - k.sum_dy - xhat * k.sum_dy_xhat));
   }
 };
 

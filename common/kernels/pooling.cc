@@ -84,8 +84,9 @@ Tensor global_avg_pool_backward(const Tensor& dy, const Tensor& x) {
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "global average pooling backward", [&]<class T>() {
     for_each_index(
-        x.device(), x.numel(),
-        ops::GlobalAvgPoolBackward<T>{dy.data_as<T>(), dx.data_as<T>(), d.c, d.h, d.w, d.strides});
+        x.device(), d.n * d.c,
+        ops::GlobalAvgPoolBackward<T>{dy.data_as<T>(), dx.data_as<T>(), d.c, d.h, d.w, d.strides},
+        d.h * d.w);
   });
   return dx;
 }

@@ -7,7 +7,6 @@
 
 #include "common/core/host_device.h"
 #include "common/kernels/index4.h"
-#include "common/kernels/reduce_ops.h"
 
 namespace course::ops {
 
@@ -37,15 +36,20 @@ struct MaxPoolForward {
     const int64_t oh = row % g.oh, ch = (row / g.oh) % g.c, n = row / (g.oh * g.c);
     const int64_t h0 = oh * g.stride - g.padding;
     const int64_t h_begin = h0 > 0 ? h0 : 0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
+    const T* plane = x + g.in.at(n, ch, 0, 0);
     for (int64_t ow = 0; ow < g.ow; ++ow) {
       const int64_t w0 = ow * g.stride - g.padding;
       const int64_t w_begin = w0 > 0 ? w0 : 0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
-      float best = kNegInf;
-      int32_t where = -1;
+      // The window's first element starts the search; a later one wins only when strictly
+      // greater (ties keep the first), as selects rather than branches on the data.
+      float best = static_cast<float>(plane[h_begin * g.in.h + w_begin * g.in.w]);
+      int32_t where = static_cast<int32_t>(h_begin * g.w + w_begin);
       for (int64_t ih = h_begin; ih < h_end; ++ih) {
         for (int64_t iw = w_begin; iw < w_end; ++iw) {
-          const float v = static_cast<float>(x[g.in.at(n, ch, ih, iw)]);
-          if (where < 0 || v > best) best = v, where = static_cast<int32_t>(ih * g.w + iw);
+          const float v = static_cast<float>(plane[ih * g.in.h + iw * g.in.w]);
+          const bool greater = v > best;
+          best = greater ? v : best;
+          where = greater ? static_cast<int32_t>(ih * g.w + iw) : where;
         }
       }
       const int64_t at = g.out.at(n, ch, oh, ow);
@@ -88,7 +92,11 @@ struct MaxPoolForwardChannelsLast {
 };
 
 // Per input row (n, c, ih): each element's gradient is the sum of dy over the windows whose
-// maximum it was (a gather, so no two threads write the same element).
+// maximum it was (a gather, so no two threads write the same element). The row starts at zero;
+// each output row whose windows overlap it adds dy where the recorded position falls inside
+// the row, in the order of the windows (oh, then ow), with no division per element. The sums
+// are in T: exact for f32 and for windows that do not overlap; with overlapping windows an
+// f16/bf16 gradient rounds after each of its (at most ceil(k/s)^2) terms.
 template <class T>
 struct MaxPoolBackward {
   const T* dy;
@@ -97,20 +105,22 @@ struct MaxPoolBackward {
   PoolGeometry g;
   COURSE_HD void operator()(int64_t row) const {
     const int64_t ih = row % g.h, ch = (row / g.h) % g.c, n = row / (g.h * g.c);
+    T* dx_row = dx + g.in.at(n, ch, ih, 0);
+    for (int64_t iw = 0; iw < g.w; ++iw) dx_row[iw * g.in.w] = T(0.0f);
     int64_t oh_first, oh_last;
     windows_containing(ih, g, g.oh, oh_first, oh_last);
-    for (int64_t iw = 0; iw < g.w; ++iw) {
-      int64_t ow_first, ow_last;
-      windows_containing(iw, g, g.ow, ow_first, ow_last);
-      const int32_t self = static_cast<int32_t>(ih * g.w + iw);
-      float total = 0.0f;
-      for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
-        for (int64_t ow = ow_first; ow <= ow_last; ++ow) {
-          const int64_t at = g.out.at(n, ch, oh, ow);
-          if (argmax[at] == self) total += static_cast<float>(dy[at]);
+    const int32_t row_begin = static_cast<int32_t>(ih * g.w);
+    const int32_t row_end = static_cast<int32_t>(row_begin + g.w);
+    for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
+      const int64_t out_row = g.out.at(n, ch, oh, 0);
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        const int64_t at = out_row + ow * g.out.w;
+        const int32_t where = argmax[at];
+        if (where >= row_begin && where < row_end) {
+          T& target = dx_row[(where - row_begin) * g.in.w];
+          target = T(static_cast<float>(target) + static_cast<float>(dy[at]));
         }
       }
-      dx[g.in.at(n, ch, ih, iw)] = T(total);
     }
   }
 };
@@ -132,16 +142,19 @@ struct GlobalAvgPoolForward {
   }
 };
 
-// Per input element: dx = dy[n, c] / (H * W).
+// Per (n, c): dx = dy[n, c] / (H * W) over the plane.
 template <class T>
 struct GlobalAvgPoolBackward {
   const T* dy;
   T* dx;
   int64_t c, h, w;
   Strides4 in;
-  COURSE_HD void operator()(int64_t i) const {
-    const int64_t iw = i % w, ih = (i / w) % h, ch = (i / (w * h)) % c, n = i / (w * h * c);
-    dx[in.at(n, ch, ih, iw)] = T(static_cast<float>(dy[n * c + ch]) / static_cast<float>(h * w));
+  COURSE_HD void operator()(int64_t nc) const {
+    const int64_t n = nc / c, ch = nc % c;
+    const T value = T(static_cast<float>(dy[nc]) / static_cast<float>(h * w));
+    for (int64_t ih = 0; ih < h; ++ih) {
+      for (int64_t iw = 0; iw < w; ++iw) dx[in.at(n, ch, ih, iw)] = value;
+    }
   }
 };
 

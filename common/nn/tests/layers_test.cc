@@ -144,7 +144,7 @@ TEST_P(LayerTest, ReluAndPoolingGradients) {
   EXPECT_TRUE(check_gradients(gap, input({2, 3, 4, 5}, 11)));
 }
 
-TEST(MaxPooling, ChannelsLastAndInt8FindTheSameMaximaAndPositions) {
+TEST(MaxPooling, ChannelsLastAndInt8FindTheSameMaximaPositionsAndGradients) {
   // The channels-last kernel walks pixels with the channels innermost, the NCHW one rows of one
   // channel: the same windows in the same order. Integer values make ties, so the first maximum
   // of each window must win in both, and in i8 (int8 inference's activations).
@@ -171,6 +171,21 @@ TEST(MaxPooling, ChannelsLastAndInt8FindTheSameMaximaAndPositions) {
     EXPECT_EQ(std::vector<float>(maxima.begin(), maxima.end()), nchw.y.to_vector<float>());
     EXPECT_EQ(to_memory_format(quantized.argmax, MemoryFormat::kContiguous).to_vector<int32_t>(),
               nchw.argmax.to_vector<int32_t>());
+    // Backward: each window's gradient goes to its recorded maximum only (ties included),
+    // summed where windows overlap, as a plain scatter over the outputs computes it.
+    const Tensor dy = random_tensor(nchw.y.shape(), DType::kF32, kCpu, 5).tensor;
+    const std::vector<float> dys = dy.to_vector<float>();
+    const std::vector<int32_t> where = nchw.argmax.to_vector<int32_t>();
+    const int64_t outputs_per_plane = nchw.y.size(2) * nchw.y.size(3), plane = 7 * 6;
+    std::vector<float> expected(values.size(), 0.0f);
+    for (size_t o = 0; o < dys.size(); ++o) {
+      expected[o / outputs_per_plane * plane + where[o]] += dys[o];
+    }
+    EXPECT_EQ(max_pool_backward(dy, nchw, x, kernel, stride, padding).to_vector<float>(), expected);
+    const Tensor dx_nhwc = max_pool_backward(to_memory_format(dy, MemoryFormat::kChannelsLast),
+                                             nhwc, to_memory_format(x, MemoryFormat::kChannelsLast),
+                                             kernel, stride, padding);
+    EXPECT_EQ(to_memory_format(dx_nhwc, MemoryFormat::kContiguous).to_vector<float>(), expected);
   }
 }
 
