@@ -7,8 +7,9 @@
 // dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma).
 //
 // Channel sums are taken in two steps that both read memory in storage order: one partial sum
-// per (sample, channel), then per channel over the samples. Elementwise passes run per storage
-// row: an (n, c) plane of H*W values in NCHW, a pixel of C values in NHWC.
+// per (sample, channel) (an NCHW plane in eight interleaved lanes), then per channel over the
+// samples. Elementwise passes run per storage row: an (n, c) plane of H*W values in NCHW, a
+// pixel of C values in NHWC.
 #pragma once
 
 #include <cmath>
@@ -38,11 +39,28 @@ struct ChannelLoop {
       }
     } else {
       for (int64_t ch = 0; ch < c; ++ch) {
-        float sum = 0.0f;
-        for (int64_t k = 0; k < hw; ++k) sum += f(base + ch * hw + k, ch);
-        out[ch] = sum;
+        const int64_t plane = base + ch * hw;
+        out[ch] = sum_in_lanes(hw, [&](int64_t k) { return f(plane + k, ch); });
       }
     }
+  }
+
+  // The sum of g(k) for k in [0, count) as kLanes interleaved partial sums combined pairwise
+  // in a fixed order: independent additions the CPU overlaps and vectorises (one running sum
+  // waits for each addition), with the same result on any number of threads.
+  template <class G>
+  COURSE_HD static float sum_in_lanes(int64_t count, G g) {
+    constexpr int kLanes = 8;
+    float lane[kLanes] = {};
+    const int64_t whole = count - count % kLanes;
+    for (int64_t k = 0; k < whole; k += kLanes) {
+      for (int l = 0; l < kLanes; ++l) lane[l] += g(k + l);
+    }
+    for (int64_t k = whole; k < count; ++k) lane[k - whole] += g(k);
+    for (int width = kLanes / 2; width > 0; width /= 2) {
+      for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+    }
+    return lane[0];
   }
 };
 

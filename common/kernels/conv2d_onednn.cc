@@ -1,14 +1,16 @@
 // oneDNN back end of the CPU convolution (f32), with primitives cached per shape.
 //
-// Activations are described in their own layout (nchw or nhwc), so they need no reorder;
-// weights are left to oneDNN ("any"), which picks the blocked layout its fastest kernel for
-// that activation layout wants, and are reordered from and to the plain oihw tensors around
-// each call (with nhwc activations and plain weights oneDNN 2.6 falls back to a reference
-// kernel some twenty times slower). The weight gradient of a strided 1x1 convolution (a
-// ResNet's projection shortcut) is taken as that of a stride-1 1x1 convolution of the
-// subsampled input: oneDNN 2.6's strided 1x1 weight-gradient kernel returns wrong values in some
-// multi-threaded runs (//common/nn/tests:layers_test's strided pointwise case failed about one
-// run in ten), and its plain-weights fallback is four times slower than this.
+// Weights are left to oneDNN ("any"), which picks the blocked layout its fastest kernel wants,
+// and are reordered from and to the plain oihw tensors around each call (with nhwc activations
+// and plain weights oneDNN 2.6 falls back to a reference kernel some twenty times slower).
+// Channels-last activations are used as they are; NCHW ones are left to oneDNN too and
+// reordered around the call when it wants a blocked layout (nChw16c): with plain nchw
+// activations oneDNN 2.6 runs im2col and a GEMM, about twice as slow as its direct kernels. The
+// weight gradient of a strided 1x1 convolution (a ResNet's projection shortcut) is taken as that of
+// a stride-1 1x1 convolution of the subsampled input: oneDNN 2.6's strided 1x1 weight-gradient
+// kernel returns wrong values in some multi-threaded runs (//common/nn/tests:layers_test's strided
+// pointwise case failed about one run in ten), and its plain-weights fallback is four times slower
+// than this.
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
@@ -56,6 +58,14 @@ struct ConvPrimitives {
   dnnl::convolution_backward_weights backward_weights;
 };
 
+// The layout the primitives are asked for: channels-last as it is, NCHW left to oneDNN.
+memory::desc requested_activation_desc(const Tensor& t) {
+  if (is_channels_last(t)) return activation_desc(t);
+  return {{t.size(0), t.size(1), t.size(2), t.size(3)},
+          memory::data_type::f32,
+          memory::format_tag::any};
+}
+
 ConvPrimitives make_primitives(const memory::desc& src, const memory::dims& weight_dims,
                                const memory::desc& dst, Conv2dShape conv) {
   const memory::desc weights(weight_dims, memory::data_type::f32, memory::format_tag::any);
@@ -93,8 +103,8 @@ const ConvPrimitives& primitives(const Tensor& x, const Tensor& w_or_dw, const T
     const memory::dims weight_dims{w_or_dw.size(0), w_or_dw.size(1), w_or_dw.size(2),
                                    w_or_dw.size(3)};
     it = cache
-             .emplace(key,
-                      make_primitives(activation_desc(x), weight_dims, activation_desc(y), conv))
+             .emplace(key, make_primitives(requested_activation_desc(x), weight_dims,
+                                           requested_activation_desc(y), conv))
              .first;
   }
   return it->second;
@@ -110,29 +120,52 @@ void run(const dnnl::primitive& primitive, const std::unordered_map<int, memory>
   });
 }
 
-// The weights in the layout `wanted`: the tensor itself, or a reordered copy.
-memory weights_as(const memory::desc& wanted, const Tensor& w) {
-  const memory plain = wrap(plain_weight_desc(w), w);
+// `plain` in the layout `wanted`: itself, or a reordered copy.
+memory in_layout(const memory::desc& wanted, const memory& plain) {
   if (wanted == plain.get_desc()) return plain;
-  memory blocked(wanted, cpu_engine());
-  run(dnnl::reorder(plain, blocked), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, blocked}});
-  return blocked;
+  memory reordered(wanted, cpu_engine());
+  run(dnnl::reorder(plain, reordered), {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, reordered}});
+  return reordered;
+}
+
+memory weights_as(const memory::desc& wanted, const Tensor& w) {
+  return in_layout(wanted, wrap(plain_weight_desc(w), w));
+}
+
+memory activation_as(const memory::desc& wanted, const Tensor& t) {
+  return in_layout(wanted, wrap(activation_desc(t), t));
+}
+
+// Where a primitive writes an output the tensor `plain` receives: the tensor itself when the
+// layouts agree, else a buffer in the layout `produced`, copied back by write_back.
+memory output_for(const memory::desc& produced, const memory& plain) {
+  return produced == plain.get_desc() ? plain : memory(produced, cpu_engine());
+}
+
+void write_back(const memory& out, const memory& plain) {
+  if (out != plain) run(dnnl::reorder(out, plain), {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, plain}});
 }
 
 }  // namespace
 
 void onednn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv) {
   const ConvPrimitives& p = primitives(x, w, y, conv);
-  run(p.forward, {{DNNL_ARG_SRC, wrap(activation_desc(x), x)},
+  const memory plain_y = wrap(activation_desc(y), y);
+  const memory out = output_for(p.forward_pd.dst_desc(), plain_y);
+  run(p.forward, {{DNNL_ARG_SRC, activation_as(p.forward_pd.src_desc(), x)},
                   {DNNL_ARG_WEIGHTS, weights_as(p.forward_pd.weights_desc(), w)},
-                  {DNNL_ARG_DST, wrap(activation_desc(y), y)}});
+                  {DNNL_ARG_DST, out}});
+  write_back(out, plain_y);
 }
 
 void onednn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv) {
   const ConvPrimitives& p = primitives(dx, w, dy, conv);
-  run(p.backward_data, {{DNNL_ARG_DIFF_DST, wrap(activation_desc(dy), dy)},
+  const memory plain_dx = wrap(activation_desc(dx), dx);
+  const memory out = output_for(p.data_pd.diff_src_desc(), plain_dx);
+  run(p.backward_data, {{DNNL_ARG_DIFF_DST, activation_as(p.data_pd.diff_dst_desc(), dy)},
                         {DNNL_ARG_WEIGHTS, weights_as(p.data_pd.weights_desc(), w)},
-                        {DNNL_ARG_DIFF_SRC, wrap(activation_desc(dx), dx)}});
+                        {DNNL_ARG_DIFF_SRC, out}});
+  write_back(out, plain_dx);
 }
 
 namespace {
@@ -176,12 +209,11 @@ void onednn_conv2d_backward_weights(const Tensor& dy, const Tensor& x, Tensor& d
   }
   const ConvPrimitives& p = primitives(x, dw, dy, conv);
   const memory plain = wrap(plain_weight_desc(dw), dw);
-  const memory::desc produced = p.weights_pd.diff_weights_desc();
-  const memory out = produced == plain.get_desc() ? plain : memory(produced, cpu_engine());
-  run(p.backward_weights, {{DNNL_ARG_SRC, wrap(activation_desc(x), x)},
-                           {DNNL_ARG_DIFF_DST, wrap(activation_desc(dy), dy)},
+  const memory out = output_for(p.weights_pd.diff_weights_desc(), plain);
+  run(p.backward_weights, {{DNNL_ARG_SRC, activation_as(p.weights_pd.src_desc(), x)},
+                           {DNNL_ARG_DIFF_DST, activation_as(p.weights_pd.diff_dst_desc(), dy)},
                            {DNNL_ARG_DIFF_WEIGHTS, out}});
-  if (out != plain) run(dnnl::reorder(out, plain), {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, plain}});
+  write_back(out, plain);
 }
 
 }  // namespace course::detail

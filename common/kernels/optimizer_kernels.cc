@@ -45,9 +45,12 @@ void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor&
                name, ": needs ", Update::kStepScalars, " f32 step scalars on ",
                t.table.device().str(), ", got ", step_scalars.str());
   const int64_t count = static_cast<int64_t>(params.size());
-  for_each_index(t.table.device(), t.elements,
-                 ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(t.table.data()),
-                                                  t.offsets.data_as<int64_t>(), count, update});
+  const int64_t span = t.table.device().is_cpu() ? kCpuChunk : 1;
+  for_each_index(
+      t.table.device(), (t.elements + span - 1) / span,
+      ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(t.table.data()),
+                                       t.offsets.data_as<int64_t>(), count, span, update},
+      span);
 }
 
 }  // namespace

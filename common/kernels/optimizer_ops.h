@@ -1,8 +1,10 @@
 // Parameter updates of the optimizers, shared by the CPU and the GPU, applied to many tensors
-// in one launch ("multi-tensor" or fused updates, as PyTorch's foreach/fused optimizers):
-// element i of the concatenation of all parameters finds its tensor by binary search over
-// the offsets, then updates through a table of K pointers per tensor. Parameters, gradients
-// and optimizer state are f32 (the master weights of mixed precision).
+// in one launch ("multi-tensor" or fused updates, as PyTorch's foreach/fused optimizers).
+// Index s covers `span` elements of the concatenation of all parameters: it finds the tensor of
+// its first element by binary search over the offsets, then updates through a table of K
+// pointers per tensor, crossing into the next tensors as needed. The GPU runs a span of one
+// element per thread; the CPU a few thousand, a loop that vectorises. Parameters, gradients and
+// optimizer state are f32 (the master weights of mixed precision).
 #pragma once
 
 #include <cmath>
@@ -17,8 +19,24 @@ struct MultiTensorApply {
   float* const* table;     // count x K pointers
   const int64_t* offsets;  // count + 1 running element counts
   int64_t count;
+  int64_t span;  // elements per index
   Update update;
-  COURSE_HD void operator()(int64_t i) const {
+  COURSE_HD void operator()(int64_t s) const {
+    const int64_t begin = s * span, total = offsets[count];
+    const int64_t end = begin + span < total ? begin + span : total;
+    // Locals the stores cannot alias: the compiler keeps them in registers.
+    const Update u = update;
+    const typename Update::Step step = u.step();
+    for (int64_t tensor = tensor_holding(begin), i = begin; i < end; ++tensor) {
+      const int64_t first = offsets[tensor];
+      const int64_t stop = offsets[tensor + 1] < end ? offsets[tensor + 1] : end;
+      float* slot[K];
+      for (int k = 0; k < K; ++k) slot[k] = table[tensor * K + k];
+      for (int64_t j = i - first; j < stop - first; ++j) u(step, slot, j);
+      i = stop;
+    }
+  }
+  COURSE_HD int64_t tensor_holding(int64_t i) const {
     int64_t lo = 0, hi = count;
     while (hi - lo > 1) {
       const int64_t mid = (lo + hi) / 2;
@@ -28,7 +46,7 @@ struct MultiTensorApply {
         hi = mid;
       }
     }
-    update(table + lo * K, i - offsets[lo]);
+    return lo;
   }
 };
 
@@ -41,18 +59,23 @@ struct SgdUpdate {
   const float* step_scalars;
   float momentum, weight_decay;
   bool nesterov;
-  COURSE_HD void operator()(float* const* slot, int64_t j) const {
-    const float lr = step_scalars[0];
-    const bool first_step = step_scalars[1] != 0.0f;
+  struct Step {
+    float lr;
+    bool first_step;
+  };
+  COURSE_HD Step step() const { return {step_scalars[0], step_scalars[1] != 0.0f}; }
+  COURSE_HD void operator()(const Step& s, float* const* slot, int64_t j) const {
+    const float lr = s.lr;
+    const bool first_step = s.first_step;
     float& param = slot[0][j];
     const float g = slot[1][j] + weight_decay * param;
-    float step = g;
+    float direction = g;
     if (momentum != 0.0f) {
       const float buf = first_step ? g : momentum * slot[2][j] + g;
       slot[2][j] = buf;
-      step = nesterov ? g + momentum * buf : buf;
+      direction = nesterov ? g + momentum * buf : buf;
     }
-    param -= lr * step;
+    param -= lr * direction;
   }
 };
 
@@ -64,9 +87,13 @@ struct AdamWUpdate {
   static constexpr int kStepScalars = 3;
   const float* step_scalars;
   float beta1, beta2, eps, weight_decay;
-  COURSE_HD void operator()(float* const* slot, int64_t j) const {
-    const float lr = step_scalars[0];
-    const float bias_correction1 = step_scalars[1], bias_correction2 = step_scalars[2];
+  struct Step {
+    float lr, bias_correction1, bias_correction2;
+  };
+  COURSE_HD Step step() const { return {step_scalars[0], step_scalars[1], step_scalars[2]}; }
+  COURSE_HD void operator()(const Step& s, float* const* slot, int64_t j) const {
+    const float lr = s.lr;
+    const float bias_correction1 = s.bias_correction1, bias_correction2 = s.bias_correction2;
     float& param = slot[0][j];
     const float g = slot[1][j];
     float& m = slot[2][j];
@@ -86,8 +113,12 @@ struct LionUpdate {
   static constexpr int kStepScalars = 1;
   const float* step_scalars;
   float beta1, beta2, weight_decay;
-  COURSE_HD void operator()(float* const* slot, int64_t j) const {
-    const float lr = step_scalars[0];
+  struct Step {
+    float lr;
+  };
+  COURSE_HD Step step() const { return {step_scalars[0]}; }
+  COURSE_HD void operator()(const Step& s, float* const* slot, int64_t j) const {
+    const float lr = s.lr;
     float& param = slot[0][j];
     const float g = slot[1][j];
     float& m = slot[2][j];

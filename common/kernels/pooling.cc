@@ -57,10 +57,17 @@ Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const T
   g.out = dims4(dy, "max pooling backward").strides;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "max pooling backward", [&]<class T>() {
-    for_each_index(x.device(), g.n * g.c * g.h,
-                   ops::MaxPoolBackward<T>{dy.data_as<T>(), forward.argmax.data_as<int32_t>(),
-                                           dx.data_as<T>(), g},
-                   g.w * kernel * kernel);
+    const T* dys = dy.data_as<T>();
+    const int32_t* argmax = forward.argmax.data_as<int32_t>();
+    if (x.memory_format() == MemoryFormat::kChannelsLast) {
+      for_each_index(x.device(), g.n * g.h * g.w,
+                     ops::MaxPoolBackwardChannelsLast<T>{dys, argmax, dx.data_as<T>(), g},
+                     g.c * kernel * kernel);
+    } else {
+      for_each_index(x.device(), g.n * g.c * g.h,
+                     ops::MaxPoolBackward<T>{dys, argmax, dx.data_as<T>(), g},
+                     g.w * kernel * kernel);
+    }
   });
   return dx;
 }

@@ -59,6 +59,10 @@ struct MaxPoolForward {
   }
 };
 
+// Channels-last kernels work on blocks of this many channels, held in local arrays: the
+// compiler vectorises a fixed-length loop over locals that cannot alias the tensors.
+inline constexpr int64_t kPoolChannelBlock = 16;
+
 // Channels-last activations: per output pixel (n, oh, ow), every channel at once, the channel
 // loop innermost over contiguous memory (the row-per-channel loop above would stride across
 // it). The same windows in the same order, so the same maxima and positions.
@@ -70,23 +74,41 @@ struct MaxPoolForwardChannelsLast {
   PoolGeometry g;
   COURSE_HD void operator()(int64_t pixel) const {
     const int64_t ow = pixel % g.ow, oh = (pixel / g.ow) % g.oh, n = pixel / (g.ow * g.oh);
+    int64_t c0 = 0;
+    for (; c0 + kPoolChannelBlock <= g.c; c0 += kPoolChannelBlock) {
+      pool_channels(n, oh, ow, c0, kPoolChannelBlock);
+    }
+    if (c0 < g.c) pool_channels(n, oh, ow, c0, g.c - c0);
+  }
+  // Channels [c0, c0 + count) of one output pixel; the window's first element starts the
+  // search, a later one wins only when strictly greater (ties keep the first).
+  COURSE_HD void pool_channels(int64_t n, int64_t oh, int64_t ow, int64_t c0, int64_t count) const {
     const int64_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
     const int64_t h_begin = h0 > 0 ? h0 : 0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
     const int64_t w_begin = w0 > 0 ? w0 : 0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
-    T* best = y + g.out.at(n, 0, oh, ow);
-    int32_t* where = argmax + g.out.at(n, 0, oh, ow);
-    for (int64_t ch = 0; ch < g.c; ++ch) where[ch] = -1;
+    float best[kPoolChannelBlock];
+    int32_t where[kPoolChannelBlock];
+    const T* first = x + g.in.at(n, c0, h_begin, w_begin);
+    for (int64_t ch = 0; ch < count; ++ch) {
+      best[ch] = static_cast<float>(first[ch]);
+      where[ch] = static_cast<int32_t>(h_begin * g.w + w_begin);
+    }
     for (int64_t ih = h_begin; ih < h_end; ++ih) {
       for (int64_t iw = w_begin; iw < w_end; ++iw) {
-        const T* in = x + g.in.at(n, 0, ih, iw);
+        const T* in = x + g.in.at(n, c0, ih, iw);
         const int32_t position = static_cast<int32_t>(ih * g.w + iw);
-        for (int64_t ch = 0; ch < g.c; ++ch) {
-          if (where[ch] < 0 || static_cast<float>(in[ch]) > static_cast<float>(best[ch])) {
-            best[ch] = in[ch];
-            where[ch] = position;
-          }
+        for (int64_t ch = 0; ch < count; ++ch) {
+          const float v = static_cast<float>(in[ch]);
+          const bool greater = v > best[ch];
+          best[ch] = greater ? v : best[ch];
+          where[ch] = greater ? position : where[ch];
         }
       }
+    }
+    const int64_t at = g.out.at(n, c0, oh, ow);
+    for (int64_t ch = 0; ch < count; ++ch) {
+      y[at + ch] = T(best[ch]);
+      argmax[at + ch] = where[ch];
     }
   }
 };
@@ -122,6 +144,46 @@ struct MaxPoolBackward {
         }
       }
     }
+  }
+};
+
+// Channels-last: per input pixel (n, ih, iw), every channel at once. The same sums in the same
+// order as the row kernel above: the windows containing the pixel (oh, then ow), each adding
+// dy where its recorded position is this pixel (and +0 elsewhere, which changes no sum).
+template <class T>
+struct MaxPoolBackwardChannelsLast {
+  const T* dy;
+  const int32_t* argmax;
+  T* dx;
+  PoolGeometry g;
+  COURSE_HD void operator()(int64_t pixel) const {
+    const int64_t iw = pixel % g.w, ih = (pixel / g.w) % g.h, n = pixel / (g.w * g.h);
+    int64_t c0 = 0;
+    for (; c0 + kPoolChannelBlock <= g.c; c0 += kPoolChannelBlock) {
+      gather_channels(n, ih, iw, c0, kPoolChannelBlock);
+    }
+    if (c0 < g.c) gather_channels(n, ih, iw, c0, g.c - c0);
+  }
+  COURSE_HD void gather_channels(int64_t n, int64_t ih, int64_t iw, int64_t c0,
+                                 int64_t count) const {
+    int64_t oh_first, oh_last, ow_first, ow_last;
+    windows_containing(ih, g, g.oh, oh_first, oh_last);
+    windows_containing(iw, g, g.ow, ow_first, ow_last);
+    const int32_t position = static_cast<int32_t>(ih * g.w + iw);
+    T sum[kPoolChannelBlock];
+    for (int64_t ch = 0; ch < count; ++ch) sum[ch] = T(0.0f);
+    for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
+      for (int64_t ow = ow_first; ow <= ow_last; ++ow) {
+        const int64_t at = g.out.at(n, c0, oh, ow);
+        for (int64_t ch = 0; ch < count; ++ch) {
+          const float gradient = static_cast<float>(dy[at + ch]);  // loaded always: vectorises
+          const float term = argmax[at + ch] == position ? gradient : 0.0f;
+          sum[ch] = T(static_cast<float>(sum[ch]) + term);
+        }
+      }
+    }
+    T* out = dx + g.in.at(n, c0, ih, iw);
+    for (int64_t ch = 0; ch < count; ++ch) out[ch] = sum[ch];
   }
 };
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 
 #include "common/kernels/elementwise.h"
@@ -113,9 +114,14 @@ TEST(Lamb, FirstStepByHand) {
 }
 
 // One fused launch over several parameters gives each the update it gets alone.
-TEST(Optimizers, FusedUpdateOfManyParametersEqualsOneByOne) {
+using ParamList = std::vector<std::pair<std::string, nn::Parameter*>>;
+
+// Each optimizer's fused update of several tensors, in one launch whose CPU spans (4096
+// elements) start and end inside tensors, equals the update of each tensor on its own.
+void expect_fused_equals_one_by_one(
+    const std::function<std::unique_ptr<Optimizer>(const ParamList&)>& make) {
   std::vector<nn::Parameter> params;
-  for (int64_t size : {1, 7, 4097}) {
+  for (int64_t size : {1, 7, 4097, 5003}) {
     std::vector<float> v(size), g(size);
     for (int64_t i = 0; i < size; ++i) v[i] = 0.01f * i - 1, g[i] = std::sin(0.1f * i);
     params.emplace_back(Tensor::from_vector(v, {size}));
@@ -126,20 +132,31 @@ TEST(Optimizers, FusedUpdateOfManyParametersEqualsOneByOne) {
     alone.emplace_back(p.value.clone());
     alone.back().grad = p.grad.clone();
   }
-  std::vector<std::pair<std::string, nn::Parameter*>> all;
+  ParamList all;
   for (auto& p : params) all.emplace_back("p", &p);
-  AdamW fused(all, {.lr = 0.01f});
-  std::vector<std::unique_ptr<AdamW>> singles;
-  for (auto& p : alone)
-    singles.push_back(std::make_unique<AdamW>(
-        std::vector<std::pair<std::string, nn::Parameter*>>{{"p", &p}}, AdamWOptions{.lr = 0.01f}));
+  const std::unique_ptr<Optimizer> fused = make(all);
+  std::vector<std::unique_ptr<Optimizer>> singles;
+  for (auto& p : alone) singles.push_back(make({{"p", &p}}));
   for (int step = 0; step < 3; ++step) {
-    fused.step();
+    fused->step();
     for (auto& s : singles) s->step();
   }
   for (size_t i = 0; i < params.size(); ++i) {
     EXPECT_EQ(params[i].value.to_vector<float>(), alone[i].value.to_vector<float>()) << i;
   }
+}
+
+TEST(Optimizers, FusedUpdateOfManyParametersEqualsOneByOne) {
+  expect_fused_equals_one_by_one([](const ParamList& list) -> std::unique_ptr<Optimizer> {
+    return std::make_unique<AdamW>(list, AdamWOptions{.lr = 0.01f, .weight_decay = 0.1f});
+  });
+  expect_fused_equals_one_by_one([](const ParamList& list) -> std::unique_ptr<Optimizer> {
+    return std::make_unique<Sgd>(
+        list, SgdOptions{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = true});
+  });
+  expect_fused_equals_one_by_one([](const ParamList& list) -> std::unique_ptr<Optimizer> {
+    return std::make_unique<Lion>(list, LionOptions{.lr = 0.01f, .weight_decay = 0.5f});
+  });
 }
 
 TEST(Optimizers, BadOptionsAreErrors) {
