@@ -25,37 +25,88 @@ COURSE_HD inline void windows_containing(int64_t in, const PoolGeometry& g, int6
   last = shifted / g.stride < outputs - 1 ? shifted / g.stride : outputs - 1;
 }
 
-// Per output row (n, c, oh): the window maxima and where they were (ih * W + iw).
+// Per output row (n, c, oh): the window maxima and where they were (ih * W + iw). Each window's
+// first element starts the search and a later one wins only when strictly greater (ties keep
+// the first), as selects rather than branches on the data. The outputs whose windows lie inside
+// the row run in blocks, the block's outputs innermost: a loop the compiler vectorises; the
+// few clipped by the padding run one by one.
 template <class T>
 struct MaxPoolForward {
   const T* x;
   T* y;
   int32_t* argmax;  // same layout as y
   PoolGeometry g;
+  static constexpr int64_t kBlock = 16;
   COURSE_HD void operator()(int64_t row) const {
     const int64_t oh = row % g.oh, ch = (row / g.oh) % g.c, n = row / (g.oh * g.c);
+    // Outputs ow with ow * s - p >= 0 and ow * s - p + k <= W.
+    int64_t inside_begin = (g.padding + g.stride - 1) / g.stride;
+    int64_t inside_end =
+        g.w + g.padding >= g.kernel ? (g.w + g.padding - g.kernel) / g.stride + 1 : 0;
+    inside_begin = inside_begin < g.ow ? inside_begin : g.ow;
+    inside_end = inside_end < inside_begin ? inside_begin : (inside_end < g.ow ? inside_end : g.ow);
+    for (int64_t ow = 0; ow < inside_begin; ++ow) pool_clipped(n, ch, oh, ow);
+    int64_t ow = inside_begin;
+    for (; ow + kBlock <= inside_end; ow += kBlock) pool_inside(n, ch, oh, ow, kBlock);
+    if (ow < inside_end) pool_inside(n, ch, oh, ow, inside_end - ow);
+    for (ow = inside_end; ow < g.ow; ++ow) pool_clipped(n, ch, oh, ow);
+  }
+  COURSE_HD void rows_of_window(int64_t oh, int64_t& h_begin, int64_t& h_end) const {
     const int64_t h0 = oh * g.stride - g.padding;
-    const int64_t h_begin = h0 > 0 ? h0 : 0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
+    h_begin = h0 > 0 ? h0 : 0;
+    h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
+  }
+  // Outputs [ow0, ow0 + count), every window whole within the row.
+  COURSE_HD void pool_inside(int64_t n, int64_t ch, int64_t oh, int64_t ow0, int64_t count) const {
+    int64_t h_begin, h_end;
+    rows_of_window(oh, h_begin, h_end);
     const T* plane = x + g.in.at(n, ch, 0, 0);
-    for (int64_t ow = 0; ow < g.ow; ++ow) {
-      const int64_t w0 = ow * g.stride - g.padding;
-      const int64_t w_begin = w0 > 0 ? w0 : 0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
-      // The window's first element starts the search; a later one wins only when strictly
-      // greater (ties keep the first), as selects rather than branches on the data.
-      float best = static_cast<float>(plane[h_begin * g.in.h + w_begin * g.in.w]);
-      int32_t where = static_cast<int32_t>(h_begin * g.w + w_begin);
-      for (int64_t ih = h_begin; ih < h_end; ++ih) {
-        for (int64_t iw = w_begin; iw < w_end; ++iw) {
-          const float v = static_cast<float>(plane[ih * g.in.h + iw * g.in.w]);
-          const bool greater = v > best;
-          best = greater ? v : best;
-          where = greater ? static_cast<int32_t>(ih * g.w + iw) : where;
+    const int64_t w_first = ow0 * g.stride - g.padding, step = g.stride * g.in.w;
+    float best[kBlock];
+    int32_t where[kBlock];
+    for (int64_t o = 0; o < count; ++o) {
+      best[o] = static_cast<float>(plane[h_begin * g.in.h + w_first * g.in.w + o * step]);
+      where[o] = static_cast<int32_t>(h_begin * g.w + w_first + o * g.stride);
+    }
+    for (int64_t ih = h_begin; ih < h_end; ++ih) {
+      for (int64_t kw = 0; kw < g.kernel; ++kw) {
+        const T* first = plane + ih * g.in.h + (w_first + kw) * g.in.w;
+        const int32_t position = static_cast<int32_t>(ih * g.w + w_first + kw);
+        const int32_t stride = static_cast<int32_t>(g.stride);
+        for (int64_t o = 0; o < count; ++o) {
+          const float v = static_cast<float>(first[o * step]);
+          const bool greater = v > best[o];
+          best[o] = greater ? v : best[o];
+          where[o] = greater ? position + static_cast<int32_t>(o) * stride : where[o];
         }
       }
-      const int64_t at = g.out.at(n, ch, oh, ow);
-      y[at] = T(best);
-      argmax[at] = where;
     }
+    const int64_t at = g.out.at(n, ch, oh, ow0);
+    for (int64_t o = 0; o < count; ++o) {
+      y[at + o * g.out.w] = T(best[o]);
+      argmax[at + o * g.out.w] = where[o];
+    }
+  }
+  // One output whose window the padding clips.
+  COURSE_HD void pool_clipped(int64_t n, int64_t ch, int64_t oh, int64_t ow) const {
+    int64_t h_begin, h_end;
+    rows_of_window(oh, h_begin, h_end);
+    const T* plane = x + g.in.at(n, ch, 0, 0);
+    const int64_t w0 = ow * g.stride - g.padding;
+    const int64_t w_begin = w0 > 0 ? w0 : 0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
+    float best = static_cast<float>(plane[h_begin * g.in.h + w_begin * g.in.w]);
+    int32_t where = static_cast<int32_t>(h_begin * g.w + w_begin);
+    for (int64_t ih = h_begin; ih < h_end; ++ih) {
+      for (int64_t iw = w_begin; iw < w_end; ++iw) {
+        const float v = static_cast<float>(plane[ih * g.in.h + iw * g.in.w]);
+        const bool greater = v > best;
+        best = greater ? v : best;
+        where = greater ? static_cast<int32_t>(ih * g.w + iw) : where;
+      }
+    }
+    const int64_t at = g.out.at(n, ch, oh, ow);
+    y[at] = T(best);
+    argmax[at] = where;
   }
 };
 
