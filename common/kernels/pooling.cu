@@ -5,11 +5,12 @@
 
 using namespace course::ops;
 
-#define POOLING(T)                                           \
-  COURSE_INSTANTIATE_FOR_EACH(MaxPoolForward<T>)             \
-  COURSE_INSTANTIATE_FOR_EACH(MaxPoolForwardChannelsLast<T>) \
-  COURSE_INSTANTIATE_FOR_EACH(MaxPoolBackward<T>)            \
-  COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolForward<T>)       \
+#define POOLING(T)                                            \
+  COURSE_INSTANTIATE_FOR_EACH(MaxPoolForward<T>)              \
+  COURSE_INSTANTIATE_FOR_EACH(MaxPoolForwardChannelsLast<T>)  \
+  COURSE_INSTANTIATE_FOR_EACH(MaxPoolBackward<T>)             \
+  COURSE_INSTANTIATE_FOR_EACH(MaxPoolBackwardChannelsLast<T>) \
+  COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolForward<T>)        \
   COURSE_INSTANTIATE_FOR_EACH(GlobalAvgPoolBackward<T>)
 COURSE_FLOAT_TYPES(POOLING)
 COURSE_INSTANTIATE_FOR_EACH(MaxPoolForward<int8_t>)
