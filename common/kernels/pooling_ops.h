@@ -25,6 +25,19 @@ COURSE_HD inline void windows_containing(int64_t in, const PoolGeometry& g, int6
   last = shifted / g.stride < outputs - 1 ? shifted / g.stride : outputs - 1;
 }
 
+// The CPU loops below work on blocks of this many outputs or channels, held in local arrays:
+// the compiler vectorises a loop over locals that cannot alias the tensors.
+inline constexpr int64_t kPoolBlock = 16;
+
+// f(first, count) over [begin, end) in blocks of kPoolBlock, then the rest: the whole blocks
+// have a length known at compile time once f is inlined.
+template <class F>
+COURSE_HD void for_blocks(int64_t begin, int64_t end, F f) {
+  int64_t first = begin;
+  for (; first + kPoolBlock <= end; first += kPoolBlock) f(first, kPoolBlock);
+  if (first < end) f(first, end - first);
+}
+
 // Per output row (n, c, oh): the window maxima and where they were (ih * W + iw). Each window's
 // first element starts the search and a later one wins only when strictly greater (ties keep
 // the first), as selects rather than branches on the data. The outputs whose windows lie inside
@@ -36,7 +49,6 @@ struct MaxPoolForward {
   T* y;
   int32_t* argmax;  // same layout as y
   PoolGeometry g;
-  static constexpr int64_t kBlock = 16;
   COURSE_HD void operator()(int64_t row) const {
     const int64_t oh = row % g.oh, ch = (row / g.oh) % g.c, n = row / (g.oh * g.c);
     // Outputs ow with ow * s - p >= 0 and ow * s - p + k <= W.
@@ -46,10 +58,9 @@ struct MaxPoolForward {
     inside_begin = inside_begin < g.ow ? inside_begin : g.ow;
     inside_end = inside_end < inside_begin ? inside_begin : (inside_end < g.ow ? inside_end : g.ow);
     for (int64_t ow = 0; ow < inside_begin; ++ow) pool_clipped(n, ch, oh, ow);
-    int64_t ow = inside_begin;
-    for (; ow + kBlock <= inside_end; ow += kBlock) pool_inside(n, ch, oh, ow, kBlock);
-    if (ow < inside_end) pool_inside(n, ch, oh, ow, inside_end - ow);
-    for (ow = inside_end; ow < g.ow; ++ow) pool_clipped(n, ch, oh, ow);
+    for_blocks(inside_begin, inside_end,
+               [&](int64_t ow0, int64_t count) { pool_inside(n, ch, oh, ow0, count); });
+    for (int64_t ow = inside_end; ow < g.ow; ++ow) pool_clipped(n, ch, oh, ow);
   }
   COURSE_HD void rows_of_window(int64_t oh, int64_t& h_begin, int64_t& h_end) const {
     const int64_t h0 = oh * g.stride - g.padding;
@@ -62,8 +73,8 @@ struct MaxPoolForward {
     rows_of_window(oh, h_begin, h_end);
     const T* plane = x + g.in.at(n, ch, 0, 0);
     const int64_t w_first = ow0 * g.stride - g.padding, step = g.stride * g.in.w;
-    float best[kBlock];
-    int32_t where[kBlock];
+    float best[kPoolBlock];
+    int32_t where[kPoolBlock];
     for (int64_t o = 0; o < count; ++o) {
       best[o] = static_cast<float>(plane[h_begin * g.in.h + w_first * g.in.w + o * step]);
       where[o] = static_cast<int32_t>(h_begin * g.w + w_first + o * g.stride);
@@ -110,10 +121,6 @@ struct MaxPoolForward {
   }
 };
 
-// Channels-last kernels work on blocks of this many channels, held in local arrays: the
-// compiler vectorises a fixed-length loop over locals that cannot alias the tensors.
-inline constexpr int64_t kPoolChannelBlock = 16;
-
 // Channels-last activations: per output pixel (n, oh, ow), every channel at once, the channel
 // loop innermost over contiguous memory (the row-per-channel loop above would stride across
 // it). The same windows in the same order, so the same maxima and positions.
@@ -125,11 +132,7 @@ struct MaxPoolForwardChannelsLast {
   PoolGeometry g;
   COURSE_HD void operator()(int64_t pixel) const {
     const int64_t ow = pixel % g.ow, oh = (pixel / g.ow) % g.oh, n = pixel / (g.ow * g.oh);
-    int64_t c0 = 0;
-    for (; c0 + kPoolChannelBlock <= g.c; c0 += kPoolChannelBlock) {
-      pool_channels(n, oh, ow, c0, kPoolChannelBlock);
-    }
-    if (c0 < g.c) pool_channels(n, oh, ow, c0, g.c - c0);
+    for_blocks(0, g.c, [&](int64_t c0, int64_t count) { pool_channels(n, oh, ow, c0, count); });
   }
   // Channels [c0, c0 + count) of one output pixel; the window's first element starts the
   // search, a later one wins only when strictly greater (ties keep the first).
@@ -137,8 +140,8 @@ struct MaxPoolForwardChannelsLast {
     const int64_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
     const int64_t h_begin = h0 > 0 ? h0 : 0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
     const int64_t w_begin = w0 > 0 ? w0 : 0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
-    float best[kPoolChannelBlock];
-    int32_t where[kPoolChannelBlock];
+    float best[kPoolBlock];
+    int32_t where[kPoolBlock];
     const T* first = x + g.in.at(n, c0, h_begin, w_begin);
     for (int64_t ch = 0; ch < count; ++ch) {
       best[ch] = static_cast<float>(first[ch]);
@@ -209,11 +212,7 @@ struct MaxPoolBackwardChannelsLast {
   PoolGeometry g;
   COURSE_HD void operator()(int64_t pixel) const {
     const int64_t iw = pixel % g.w, ih = (pixel / g.w) % g.h, n = pixel / (g.w * g.h);
-    int64_t c0 = 0;
-    for (; c0 + kPoolChannelBlock <= g.c; c0 += kPoolChannelBlock) {
-      gather_channels(n, ih, iw, c0, kPoolChannelBlock);
-    }
-    if (c0 < g.c) gather_channels(n, ih, iw, c0, g.c - c0);
+    for_blocks(0, g.c, [&](int64_t c0, int64_t count) { gather_channels(n, ih, iw, c0, count); });
   }
   COURSE_HD void gather_channels(int64_t n, int64_t ih, int64_t iw, int64_t c0,
                                  int64_t count) const {
@@ -221,7 +220,7 @@ struct MaxPoolBackwardChannelsLast {
     windows_containing(ih, g, g.oh, oh_first, oh_last);
     windows_containing(iw, g, g.ow, ow_first, ow_last);
     const int32_t position = static_cast<int32_t>(ih * g.w + iw);
-    T sum[kPoolChannelBlock];
+    T sum[kPoolBlock];
     for (int64_t ch = 0; ch < count; ++ch) sum[ch] = T(0.0f);
     for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
       for (int64_t ow = ow_first; ow <= ow_last; ++ow) {
