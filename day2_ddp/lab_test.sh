@@ -42,21 +42,28 @@ expect 1 "does not divide over 2 ranks" "${mpirun[@]}" -np 2 "$solution" "${smal
   --global-batch-size 33
 expect 105 "--optimizer: adagrad not in" "$solution" --optimizer adagrad
 
-# signal_a_rank SIGNAL LOG COMMAND...: starts the job, sends SIGNAL to one of its ranks once
-# training runs, and waits at most 60 s for the job to end; sets $code and $seconds.
+# signal_a_rank SIGNAL LOG COMMAND...: starts the job with a fresh LOG, sends SIGNAL to one of
+# its ranks once training runs (0.3 s after the "training" line), and waits at most 60 s for the
+# job to end; sets $code and $seconds. The job must train for a few seconds: one that ends
+# before the signal fails here with that reason.
 signal_a_rank() {
   local signal=$1 log=$2
   shift 2
-  "$@" >"$log" 2>&1 &
+  : >"$log"  # an earlier job's "training" line must not count for this one
+  "$@" >>"$log" 2>&1 &
   local launcher=$!
   for _ in $(seq 300); do
     grep -q "^training" "$log" && break
     sleep 0.1
   done
-  sleep 1
+  sleep 0.3
   local victim
   victim=$(pgrep -P "$launcher" | tail -1)
-  [[ -n $victim ]] || { echo "FAILED: no rank to signal"; cat "$log"; exit 1; }
+  if [[ -z $victim ]]; then
+    echo "FAILED: no rank to signal: the job had no running rank 0.3 s after its training line"
+    cat "$log"
+    exit 1
+  fi
   kill -s "$signal" "$victim"
   local start=$SECONDS
   while kill -0 "$launcher" 2>/dev/null; do

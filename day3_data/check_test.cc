@@ -29,7 +29,7 @@ int64_t area(const CutMixCut& c) {
 
 TEST(TP3_1, LambdaIsRecomputedFromTheClippedBox) {
   std::mt19937 rng(1);
-  for (const auto [h, w] : {std::pair<int64_t, int64_t>{32, 32}, {13, 17}}) {
+  for (const auto& [h, w] : {std::pair<int64_t, int64_t>{32, 32}, {13, 17}}) {
     for (const float lambda : {0.1f, 0.3f, 0.5f, 0.8f}) {
       for (int draw = 0; draw < 200; ++draw) {
         const CutMixCut c = cutmix_cut(lambda, h, w, rng);

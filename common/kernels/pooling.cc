@@ -36,10 +36,11 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
                                                         out.argmax.data_as<int32_t>(), g},
                      g.c * kernel * kernel);
     } else {
-      for_each_index(x.device(), g.n * g.c * g.oh,
+      const int64_t rows = x.device().is_cpu() ? g.oh : 1;
+      for_each_index(x.device(), g.n * g.c * (g.oh / rows),
                      ops::MaxPoolForward<T>{x.data_as<T>(), out.y.data_as<T>(),
-                                            out.argmax.data_as<int32_t>(), g},
-                     g.ow * kernel * kernel);
+                                            out.argmax.data_as<int32_t>(), g, rows},
+                     rows * g.ow * kernel * kernel);
     }
   };
   if (x.dtype() == DType::kI8) {
@@ -56,6 +57,7 @@ Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const T
   check_same(dy, forward.y, "max pooling backward");
   g.out = dims4(dy, "max pooling backward").strides;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
+  g.in = dims4(dx, "max pooling backward").strides;  // dense: the kernels write dx
   visit_floating(x.dtype(), "max pooling backward", [&]<class T>() {
     const T* dys = dy.data_as<T>();
     const int32_t* argmax = forward.argmax.data_as<int32_t>();
@@ -64,9 +66,10 @@ Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const T
                      ops::MaxPoolBackwardChannelsLast<T>{dys, argmax, dx.data_as<T>(), g},
                      g.c * kernel * kernel);
     } else {
-      for_each_index(x.device(), g.n * g.c * g.h,
-                     ops::MaxPoolBackward<T>{dys, argmax, dx.data_as<T>(), g},
-                     g.w * kernel * kernel);
+      const int64_t rows = x.device().is_cpu() ? g.h : 1;
+      for_each_index(x.device(), g.n * g.c * (g.h / rows),
+                     ops::MaxPoolBackward<T>{dys, argmax, dx.data_as<T>(), g, rows},
+                     rows * g.w * kernel * kernel);
     }
   });
   return dx;

@@ -38,9 +38,10 @@ COURSE_HD void for_blocks(int64_t begin, int64_t end, F f) {
   if (first < end) f(first, end - first);
 }
 
-// Per output row (n, c, oh): the window maxima and where they were (ih * W + iw). Each window's
-// first element starts the search and a later one wins only when strictly greater (ties keep
-// the first), as selects rather than branches on the data. The outputs whose windows lie inside
+// NCHW, per span of `rows` output rows of one (n, c) plane (the whole plane on the CPU, one row
+// on the GPU): the window maxima and where they were (ih * W + iw). Each window's first
+// element starts the search and a later one wins only when strictly greater (ties keep the
+// first), as selects rather than branches on the data. The outputs whose windows lie inside
 // the row run in blocks, the block's outputs innermost: a loop the compiler vectorises; the
 // few clipped by the padding run one by one.
 template <class T>
@@ -49,18 +50,23 @@ struct MaxPoolForward {
   T* y;
   int32_t* argmax;  // same layout as y
   PoolGeometry g;
-  COURSE_HD void operator()(int64_t row) const {
-    const int64_t oh = row % g.oh, ch = (row / g.oh) % g.c, n = row / (g.oh * g.c);
+  int64_t rows;  // 1 or OH
+  COURSE_HD void operator()(int64_t span) const {
+    const int64_t spans_per_plane = g.oh / rows, plane = span / spans_per_plane;
+    const int64_t oh_first = span % spans_per_plane * rows;
+    const int64_t n = plane / g.c, ch = plane % g.c;
     // Outputs ow with ow * s - p >= 0 and ow * s - p + k <= W.
     int64_t inside_begin = (g.padding + g.stride - 1) / g.stride;
     int64_t inside_end =
         g.w + g.padding >= g.kernel ? (g.w + g.padding - g.kernel) / g.stride + 1 : 0;
     inside_begin = inside_begin < g.ow ? inside_begin : g.ow;
     inside_end = inside_end < inside_begin ? inside_begin : (inside_end < g.ow ? inside_end : g.ow);
-    for (int64_t ow = 0; ow < inside_begin; ++ow) pool_clipped(n, ch, oh, ow);
-    for_blocks(inside_begin, inside_end,
-               [&](int64_t ow0, int64_t count) { pool_inside(n, ch, oh, ow0, count); });
-    for (int64_t ow = inside_end; ow < g.ow; ++ow) pool_clipped(n, ch, oh, ow);
+    for (int64_t oh = oh_first; oh < oh_first + rows; ++oh) {
+      for (int64_t ow = 0; ow < inside_begin; ++ow) pool_clipped(n, ch, oh, ow);
+      for_blocks(inside_begin, inside_end,
+                 [&](int64_t ow0, int64_t count) { pool_inside(n, ch, oh, ow0, count); });
+      for (int64_t ow = inside_end; ow < g.ow; ++ow) pool_clipped(n, ch, oh, ow);
+    }
   }
   COURSE_HD void rows_of_window(int64_t oh, int64_t& h_begin, int64_t& h_end) const {
     const int64_t h0 = oh * g.stride - g.padding;
@@ -167,33 +173,39 @@ struct MaxPoolForwardChannelsLast {
   }
 };
 
-// Per input row (n, c, ih): each element's gradient is the sum of dy over the windows whose
-// maximum it was (a gather, so no two threads write the same element). The row starts at zero;
-// each output row whose windows overlap it adds dy where the recorded position falls inside
-// the row, in the order of the windows (oh, then ow), with no division per element. The sums
-// are in T: exact for f32 and for windows that do not overlap; with overlapping windows an
-// f16/bf16 gradient rounds after each of its (at most ceil(k/s)^2) terms.
+// NCHW, per span of `rows` input rows of one (n, c) plane: the whole plane on the CPU, one row
+// on the GPU (whose threads want many small pieces). Each element's gradient is the sum of dy
+// over the windows whose maximum it was, gathered by the one thread that owns the span, so no
+// two threads write the same element. The span starts at zero; every output whose window
+// overlaps it adds dy at the recorded position (ih * W + iw, the element's offset in the
+// dense plane) when that falls inside the span, in the order of the windows (oh, then ow). On
+// the CPU that test always passes (no misprediction) and nothing divides. The sums are in T:
+// exact for f32 and for windows that do not overlap; with overlapping windows an f16/bf16
+// gradient rounds after each of its (at most ceil(k/s)^2) terms.
 template <class T>
 struct MaxPoolBackward {
   const T* dy;
   const int32_t* argmax;
-  T* dx;
+  T* dx;  // dense NCHW
   PoolGeometry g;
-  COURSE_HD void operator()(int64_t row) const {
-    const int64_t ih = row % g.h, ch = (row / g.h) % g.c, n = row / (g.h * g.c);
-    T* dx_row = dx + g.in.at(n, ch, ih, 0);
-    for (int64_t iw = 0; iw < g.w; ++iw) dx_row[iw * g.in.w] = T(0.0f);
-    int64_t oh_first, oh_last;
-    windows_containing(ih, g, g.oh, oh_first, oh_last);
-    const int32_t row_begin = static_cast<int32_t>(ih * g.w);
-    const int32_t row_end = static_cast<int32_t>(row_begin + g.w);
+  int64_t rows;  // 1 or H
+  COURSE_HD void operator()(int64_t span) const {
+    const int64_t spans_per_plane = g.h / rows, plane = span / spans_per_plane;
+    const int64_t ih_first = span % spans_per_plane * rows;
+    const int64_t n = plane / g.c, ch = plane % g.c;
+    const int32_t begin = static_cast<int32_t>(ih_first * g.w);
+    const int32_t end = static_cast<int32_t>((ih_first + rows) * g.w);
+    T* dx_plane = dx + plane * g.h * g.w;
+    for (int32_t i = begin; i < end; ++i) dx_plane[i] = T(0.0f);
+    int64_t oh_first, oh_last, unused;
+    windows_containing(ih_first, g, g.oh, oh_first, unused);
+    windows_containing(ih_first + rows - 1, g, g.oh, unused, oh_last);
     for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
-      const int64_t out_row = g.out.at(n, ch, oh, 0);
       for (int64_t ow = 0; ow < g.ow; ++ow) {
-        const int64_t at = out_row + ow * g.out.w;
+        const int64_t at = g.out.at(n, ch, oh, ow);
         const int32_t where = argmax[at];
-        if (where >= row_begin && where < row_end) {
-          T& target = dx_row[(where - row_begin) * g.in.w];
+        if (where >= begin && where < end) {
+          T& target = dx_plane[where];
           target = T(static_cast<float>(target) + static_cast<float>(dy[at]));
         }
       }

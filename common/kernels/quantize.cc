@@ -16,8 +16,18 @@ Tensor quantize_symmetric(const Tensor& x, float scale) {
   return q;
 }
 
+SignedSplit split_signed(const Tensor& x) {
+  COURSE_CHECK(x.dtype() == DType::kI8, "split_signed takes i8, got ", x.str());
+  SignedSplit split{Tensor::empty(x.shape(), DType::kU8, x.device(), x.memory_format()),
+                    Tensor::empty(x.shape(), DType::kU8, x.device(), x.memory_format())};
+  for_each_index(x.device(), x.numel(),
+                 ops::SplitSigned{x.data_as<int8_t>(), split.positive.data_as<uint8_t>(),
+                                  split.negative.data_as<uint8_t>()});
+  return split;
+}
+
 Tensor scale_bias_activation(const Tensor& acc, int64_t channels, const Tensor& scales,
-                             const Tensor& bias, bool relu) {
+                             const Tensor& bias, bool relu, const Tensor& minus) {
   COURSE_CHECK(acc.dim() == 2 && acc.size(1) >= channels && channels > 0,
                "scale_bias_activation: acc must be (rows, >= ", channels, "), got ", acc.str());
   for (const Tensor* t : {&scales, &bias}) {
@@ -26,12 +36,16 @@ Tensor scale_bias_activation(const Tensor& acc, int64_t channels, const Tensor& 
         "scale_bias_activation: scales and bias must be f32 (", channels, ",) on ",
         acc.device().str(), ", got ", t->str());
   }
+  COURSE_CHECK(!minus.defined() || (minus.shape() == acc.shape() && minus.dtype() == acc.dtype() &&
+                                    minus.device() == acc.device()),
+               "scale_bias_activation: minus must be like acc ", acc.str(), ", got ", minus.str());
   Tensor out = Tensor::empty({acc.size(0), channels}, DType::kF32, acc.device());
   const auto run = [&]<class Acc>() {
     for_each_index(
         acc.device(), out.numel(),
-        ops::ScaleBiasActivation<Acc>{acc.data_as<Acc>(), acc.size(1), scales.data_as<float>(),
-                                      bias.data_as<float>(), out.data_as<float>(), channels, relu});
+        ops::ScaleBiasActivation<Acc>{
+            acc.data_as<Acc>(), minus.defined() ? minus.data_as<Acc>() : nullptr, acc.size(1),
+            scales.data_as<float>(), bias.data_as<float>(), out.data_as<float>(), channels, relu});
   };
   if (acc.dtype() == DType::kI32) {
     run.operator()<int32_t>();

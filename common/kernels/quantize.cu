@@ -3,6 +3,7 @@
 #include "common/kernels/quantize_ops.h"
 
 COURSE_INSTANTIATE_FOR_EACH(course::ops::QuantizeSymmetric)
+COURSE_INSTANTIATE_FOR_EACH(course::ops::SplitSigned)
 COURSE_INSTANTIATE_FOR_EACH(course::ops::ScaleBiasActivation<int32_t>)
 COURSE_INSTANTIATE_FOR_EACH(course::ops::ScaleBiasActivation<float>)
 COURSE_INSTANTIATE_FOR_EACH(course::ops::Im2colNhwc)

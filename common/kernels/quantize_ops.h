@@ -1,6 +1,7 @@
 // Per-element bodies of int8 inference, shared by the CPU and the GPU: symmetric quantization of
-// activations, the epilogue of an integer GEMM (per-channel scale, bias, ReLU), and the im2col
-// that turns a channels-last i8 convolution into that GEMM.
+// activations, a signed input split into two unsigned ones, the epilogue of an integer GEMM
+// (per-channel scale, bias, ReLU), and the im2col that turns a channels-last i8 convolution into
+// that GEMM.
 #pragma once
 
 #include <cmath>
@@ -22,11 +23,26 @@ struct QuantizeSymmetric {
   }
 };
 
-// out[r, o] = acc[r, o] * scales[o] + bias[o], then max(., 0) with relu; acc's rows are
-// `acc_stride` apart (a GEMM may pad them), out is dense (rows, channels).
+// x = positive - negative, both u8 in [0, 128]: a signed input as two unsigned ones.
+struct SplitSigned {
+  const int8_t* x;
+  uint8_t* positive;
+  uint8_t* negative;
+
+  COURSE_HD void operator()(int64_t i) const {
+    const int v = x[i];
+    positive[i] = static_cast<uint8_t>(v > 0 ? v : 0);
+    negative[i] = static_cast<uint8_t>(v < 0 ? -v : 0);
+  }
+};
+
+// out[r, o] = (acc[r, o] - minus[r, o]) * scales[o] + bias[o], then max(., 0) with relu (minus
+// may be null: nothing subtracted); acc's and minus's rows are `acc_stride` apart (a GEMM may pad
+// them), out is dense (rows, channels).
 template <class Acc>
 struct ScaleBiasActivation {
   const Acc* acc;
+  const Acc* minus;
   int64_t acc_stride;
   const float* scales;
   const float* bias;
@@ -36,7 +52,9 @@ struct ScaleBiasActivation {
 
   COURSE_HD void operator()(int64_t i) const {
     const int64_t r = i / channels, o = i % channels;
-    const float y = static_cast<float>(acc[r * acc_stride + o]) * scales[o] + bias[o];
+    const int64_t at = r * acc_stride + o;
+    const Acc sum = minus ? acc[at] - minus[at] : acc[at];
+    const float y = static_cast<float>(sum) * scales[o] + bias[o];
     out[i] = relu && y < 0.0f ? 0.0f : y;
   }
 };

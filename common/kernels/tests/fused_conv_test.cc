@@ -1,8 +1,9 @@
 // Int8 inference kernels: symmetric quantization by hand; FusedConv in f32 against the training
 // convolution plus a host epilogue, and in int8 against that convolution of the same integer
 // values in f32 (exact: every product and partial sum is an integer below 2^24), then scaled by
-// hand; a hand-computed 1x1 case; im2col_nhwc times the weights on the host against the same
-// reference (the GPU's int8 algorithm, checked on the CPU); bad arguments refused.
+// hand, for signed and non-negative inputs with corners where byte products saturate 16 bits; a
+// hand-computed 1x1 case; im2col_nhwc times the weights on the host against the same reference (the
+// GPU's int8 algorithm, checked on the CPU); bad arguments refused.
 #include "common/kernels/fused_conv.h"
 
 #include <gtest/gtest.h>
@@ -24,13 +25,13 @@ Tensor host(const Tensor& t) {
   return to_memory_format(t.to(Device::cpu()), MemoryFormat::kContiguous);
 }
 
-// Random integers in [-127, 127] as f32 and as i8 (N, C, H, W) / (O, C, K, K), contiguous.
+// Random integers in [lowest, 127] as f32 and as i8 (N, C, H, W) / (O, C, K, K), contiguous.
 struct Integers {
   Tensor as_float, as_int8;
 };
-Integers random_integers(const Shape& shape, uint32_t seed) {
+Integers random_integers(const Shape& shape, uint32_t seed, int lowest = -127) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> level(-127, 127);
+  std::uniform_int_distribution<int> level(lowest, 127);
   std::vector<float> f;
   std::vector<int8_t> q;
   for (int64_t i = 0; i < numel_of(shape); ++i) {
@@ -87,8 +88,41 @@ TEST_P(FusedConvTest, Float32MatchesTheConvolutionWithBiasAndRelu) {
   }
 }
 
-TEST_P(FusedConvTest, Int8IsTheIntegerConvolutionRescaledPerChannel) {
-  const Integers x = random_integers({2, 4, 9, 8}, 3), w = random_integers({6, 4, 3, 3}, 4);
+// An int8 layer's input: signed (a network's first layer) or not (after a ReLU), each with a
+// corner of +-127 inputs under +-127 weights, where two products already pass 2^15.
+Integers int8_input(const Shape& shape, uint32_t seed, bool has_negatives) {
+  const Integers x = random_integers(shape, seed, has_negatives ? -127 : 0);
+  for (int64_t c = 0; c < shape[1]; ++c) {
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 3; ++j) {
+        const int64_t at = (c * shape[2] + i) * shape[3] + j;
+        const int8_t v = has_negatives && c % 2 ? -127 : 127;
+        x.as_int8.data_as<int8_t>()[at] = v;
+        x.as_float.data_as<float>()[at] = v;
+      }
+    }
+  }
+  return x;
+}
+
+Integers extreme_weights(const Shape& shape, uint32_t seed) {
+  const Integers w = random_integers(shape, seed);
+  for (int64_t k = 0; k < shape[1] * shape[2] * shape[3]; ++k) {  // output channel 0
+    w.as_int8.data_as<int8_t>()[k] = k % 3 ? 127 : -127;
+    w.as_float.data_as<float>()[k] = k % 3 ? 127 : -127;
+  }
+  return w;
+}
+
+// Int8 convolutions by device and by the sign of their input.
+class FusedConvInt8Test : public testing::DeviceCaseTest<bool> {
+ protected:
+  bool has_negatives() const { return value<0>(); }
+};
+
+TEST_P(FusedConvInt8Test, IsTheIntegerConvolutionRescaledPerChannel) {
+  const Integers x = int8_input({2, 4, 9, 8}, 3, has_negatives());
+  const Integers w = extreme_weights({6, 4, 3, 3}, 4);
   const std::vector<float> weight_scales = {0.01f, 0.5f, 0.002f, 1.0f, 0.03f, 0.2f};
   const std::vector<float> bias = {1, -2, 0.5f, 0, 3, -40};
   const float input_scale = 0.05f;
@@ -107,10 +141,11 @@ TEST_P(FusedConvTest, Int8IsTheIntegerConvolutionRescaledPerChannel) {
                epilogue(conv2d_forward(x.as_float, w.as_float, {1, 1}), scale, bias, true), 1e-5f);
 }
 
-TEST_P(FusedConvTest, Int8OutputIsTheResultQuantizedAtTheOutputScale) {
+TEST_P(FusedConvInt8Test, OutputIsTheResultQuantizedAtTheOutputScale) {
   // What the next int8 layer reads: the f32 result of the test above quantized at 0.5 (oneDNN
   // rounds the rescaled sum, the reference the f32 result; a tie may round apart, by one level).
-  const Integers x = random_integers({2, 4, 9, 8}, 7), w = random_integers({6, 4, 3, 3}, 8);
+  const Integers x = int8_input({2, 4, 9, 8}, 7, has_negatives());
+  const Integers w = extreme_weights({6, 4, 3, 3}, 8);
   const std::vector<float> weight_scales = {0.01f, 0.005f, 0.002f, 0.003f, 0.004f, 0.02f};
   const std::vector<float> bias = {1, -2, 0.5f, 0, 3, -4};
   const float input_scale = 0.05f, output_scale = 0.5f;
@@ -206,6 +241,14 @@ TEST_P(FusedConvTest, RefusesWhatItCannotRun) {
 }
 
 COURSE_INSTANTIATE_DEVICE_TESTS(FusedConvTest);
+INSTANTIATE_TEST_SUITE_P(Cases, FusedConvInt8Test,
+                         ::testing::Combine(::testing::ValuesIn(testing::test_devices()),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return testing::case_part(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_signed_input"
+                                                           : "_nonnegative_input");
+                         });
 
 }  // namespace
 }  // namespace course

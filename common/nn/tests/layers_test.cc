@@ -7,7 +7,9 @@
 #include <tuple>
 
 #include "common/kernels/elementwise.h"
+#include "common/kernels/launch.h"
 #include "common/kernels/layout.h"
+#include "common/kernels/pooling_ops.h"
 #include "common/nn/activation.h"
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
@@ -187,6 +189,38 @@ TEST(MaxPooling, ChannelsLastAndInt8FindTheSameMaximaPositionsAndGradients) {
                                              kernel, stride, padding);
     EXPECT_EQ(to_memory_format(dx_nhwc, MemoryFormat::kContiguous).to_vector<float>(), expected);
   }
+}
+
+TEST(MaxPooling, OneRowPerIndexAsOnTheGpuEqualsWholePlanesAsOnTheCpu) {
+  // The NCHW kernels take a whole plane per index on the CPU and one row on the GPU: the GPU's
+  // split, run here, must give the same maxima, positions and gradients.
+  const Tensor x = random_tensor({2, 3, 7, 6}, DType::kF32, kCpu, 6).tensor;
+  const MaxPoolResult planes = max_pool_forward(x, 3, 2, 1);
+  const Tensor dy = random_tensor(planes.y.shape(), DType::kF32, kCpu, 7).tensor;
+  const Tensor dx_planes = max_pool_backward(dy, planes, x, 3, 2, 1);
+  const ops::PoolGeometry g{2,
+                            3,
+                            7,
+                            6,
+                            planes.y.size(2),
+                            planes.y.size(3),
+                            3,
+                            2,
+                            1,
+                            dims4(x, "x").strides,
+                            dims4(planes.y, "y").strides};
+  const Tensor y = Tensor::empty(planes.y.shape(), DType::kF32, kCpu);
+  const Tensor argmax = Tensor::empty(planes.y.shape(), DType::kI32, kCpu);
+  for_each_index(kCpu, g.n * g.c * g.oh,
+                 ops::MaxPoolForward<float>{x.data_as<float>(), y.data_as<float>(),
+                                            argmax.data_as<int32_t>(), g, 1});
+  EXPECT_EQ(y.to_vector<float>(), planes.y.to_vector<float>());
+  EXPECT_EQ(argmax.to_vector<int32_t>(), planes.argmax.to_vector<int32_t>());
+  const Tensor dx = Tensor::empty(x.shape(), DType::kF32, kCpu);
+  for_each_index(kCpu, g.n * g.c * g.h,
+                 ops::MaxPoolBackward<float>{dy.data_as<float>(), argmax.data_as<int32_t>(),
+                                             dx.data_as<float>(), g, 1});
+  EXPECT_EQ(dx.to_vector<float>(), dx_planes.to_vector<float>());
 }
 
 TEST_P(LayerTest, ResidualBlockGradients) {
