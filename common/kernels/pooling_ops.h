@@ -25,6 +25,17 @@ COURSE_HD inline void windows_containing(int64_t in, const PoolGeometry& g, int6
   last = shifted / g.stride < outputs - 1 ? shifted / g.stride : outputs - 1;
 }
 
+// Span `span` of an NCHW tensor cut into spans of `rows` rows of planes of `plane_rows` rows:
+// its (n, c) plane (index and coordinates) and its first row in the plane.
+struct PlaneSpan {
+  int64_t plane, n, ch, first_row;
+};
+COURSE_HD inline PlaneSpan plane_span(int64_t span, int64_t rows, int64_t plane_rows,
+                                      int64_t channels) {
+  const int64_t spans_per_plane = plane_rows / rows, plane = span / spans_per_plane;
+  return {plane, plane / channels, plane % channels, span % spans_per_plane * rows};
+}
+
 // The CPU loops below work on blocks of this many outputs or channels, held in local arrays:
 // the compiler vectorises a loop over locals that cannot alias the tensors.
 inline constexpr int64_t kPoolBlock = 16;
@@ -52,9 +63,7 @@ struct MaxPoolForward {
   PoolGeometry g;
   int64_t rows;  // 1 or OH
   COURSE_HD void operator()(int64_t span) const {
-    const int64_t spans_per_plane = g.oh / rows, plane = span / spans_per_plane;
-    const int64_t oh_first = span % spans_per_plane * rows;
-    const int64_t n = plane / g.c, ch = plane % g.c;
+    const auto [plane, n, ch, oh_first] = plane_span(span, rows, g.oh, g.c);
     // Outputs ow with ow * s - p >= 0 and ow * s - p + k <= W.
     int64_t inside_begin = (g.padding + g.stride - 1) / g.stride;
     int64_t inside_end =
@@ -190,9 +199,7 @@ struct MaxPoolBackward {
   PoolGeometry g;
   int64_t rows;  // 1 or H
   COURSE_HD void operator()(int64_t span) const {
-    const int64_t spans_per_plane = g.h / rows, plane = span / spans_per_plane;
-    const int64_t ih_first = span % spans_per_plane * rows;
-    const int64_t n = plane / g.c, ch = plane % g.c;
+    const auto [plane, n, ch, ih_first] = plane_span(span, rows, g.h, g.c);
     const int32_t begin = static_cast<int32_t>(ih_first * g.w);
     const int32_t end = static_cast<int32_t>((ih_first + rows) * g.w);
     T* dx_plane = dx + plane * g.h * g.w;
