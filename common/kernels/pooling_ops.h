@@ -208,8 +208,9 @@ struct MaxPoolBackward {
     windows_containing(ih_first, g, g.oh, oh_first, unused);
     windows_containing(ih_first + rows - 1, g, g.oh, unused, oh_last);
     for (int64_t oh = oh_first; oh <= oh_last; ++oh) {
+      const int64_t out_row = g.out.at(n, ch, oh, 0);
       for (int64_t ow = 0; ow < g.ow; ++ow) {
-        const int64_t at = g.out.at(n, ch, oh, ow);
+        const int64_t at = out_row + ow * g.out.w;
         const int32_t where = argmax[at];
         if (where >= begin && where < end) {
           T& target = dx_plane[where];
