@@ -18,15 +18,18 @@
 
 namespace {
 
+void print_row(const char* what, const std::string& value) {
+  std::printf("  %-22s %s\n", what, value.c_str());
+}
+
+#if COURSE_WITH_CUDA
+// A CUDA library's packed version number, e.g. 13000 with (1000, 10) -> "13.0.0".
 std::string version_string(int version, int major_div, int minor_div) {
   return std::to_string(version / major_div) + "." +
          std::to_string(version % major_div / minor_div) + "." +
          std::to_string(version % minor_div);
 }
-
-void print_row(const char* what, const std::string& value) {
-  std::printf("  %-22s %s\n", what, value.c_str());
-}
+#endif
 
 void print_gpus() {
 #if COURSE_WITH_CUDA
