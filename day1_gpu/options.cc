@@ -1,6 +1,8 @@
 // Command line of the day-1 lab.
 #include "day1_gpu/options.h"
 
+#include "common/tensor/device.h"
+
 namespace day1 {
 
 LabOptions parse_options(int argc, char** argv) {
@@ -17,6 +19,10 @@ LabOptions parse_options(int argc, char** argv) {
                "a GPU; on the CPU a recorded task graph stands in)");
   course::train::parse_or_exit(app, argc, argv);
   return o;
+}
+
+bool copies_with_to_device(const LabOptions& o) {
+  return !o.device.empty() && course::parse_device(o.device).is_cuda();
 }
 
 void validate(const LabOptions& o) {

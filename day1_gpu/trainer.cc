@@ -25,7 +25,7 @@ using namespace course;
 LabResult run_lab(const LabOptions& o) {
   validate(o);
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
-  require_device(device);
+  set_process_device(device);  // before the dataset's pinned buffers, in every thread
   if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);
   if (o.cuda_graphs && device.is_cpu()) {
     std::fprintf(stderr,
@@ -39,9 +39,14 @@ LabResult run_lab(const LabOptions& o) {
   const SamplerOptions sampler{.dataset_size = data.train->size(), .seed = o.seed};
   const int64_t samples = data.train->size();
   const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
-  // TP1.1 moves batches to a GPU; on the CPU they stay where the loader made them.
+  // With --device cuda, TP1.1 moves batches to the GPU; a GPU chosen by default gets the course's
+  // copy; on the CPU they stay where the loader made them.
   DeviceBatches::Transfer transfer;
-  if (!device.is_cpu()) transfer = to_device;
+  if (copies_with_to_device(o)) {
+    transfer = to_device;
+  } else if (!device.is_cpu()) {
+    transfer = copy_to_device;
+  }
   DeviceBatches batches(loader, device, o.non_blocking, transfer);
   const auto place = [&](const Batch& host) {
     Batch b = batches.place(host);

@@ -41,6 +41,19 @@ std::vector<float> flat(const LabResult& r) {
   return out;
 }
 
+// TP1.1 is asked for by naming a GPU; the default device (a GPU when one is visible) copies with
+// the course's copy, so the quick start never stops at an unwritten exercise.
+TEST(Day1Lab, OnlyAnExplicitGpuDeviceRunsTheTraineesCopy) {
+  LabOptions o;
+  EXPECT_FALSE(copies_with_to_device(o));
+  for (const char* gpu : {"cuda", "cuda:1"}) {
+    o.device = gpu;
+    EXPECT_TRUE(copies_with_to_device(o)) << gpu;
+  }
+  o.device = "cpu";
+  EXPECT_FALSE(copies_with_to_device(o));
+}
+
 TEST(Day1Lab, ResumingFromACheckpointContinuesBitExactly) {
   const LabResult straight = run_lab(small(6));
   LabOptions first = small(3);

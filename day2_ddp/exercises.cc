@@ -37,8 +37,9 @@ parallel::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64
 }
 
 void ring_allreduce(Tensor& data, parallel::Communicator& comm) {
-  // BEGIN EXERCISE TP2.4: reduce-scatter then all-gather around the ring with send/recv
-  ::course::exercise_todo("TP2.4", "reduce-scatter then all-gather around the ring with send/recv",
+  // BEGIN EXERCISE TP2.4: reduce-scatter then all-gather around the ring, one exchange a step
+  ::course::exercise_todo("TP2.4",
+                          "reduce-scatter then all-gather around the ring, one exchange a step",
                           "day2_ddp/README.md#tp24");
   // END EXERCISE
 }

@@ -38,7 +38,9 @@ parallel::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64
 
 // TP2.4: ring all-reduce (sum) of a contiguous f32 CPU tensor from send/recv only: split it
 // into world_size chunks (sizes differing by at most one element), reduce-scatter around the
-// ring in world_size - 1 steps, then all-gather in world_size - 1 steps.
+// ring in world_size - 1 steps, then all-gather in world_size - 1 steps. Each step's send and
+// receive go in one comm.exchange() group: posted apart they deadlock (NCCL, and MPI past its
+// eager limit).
 void ring_allreduce(Tensor& data, parallel::Communicator& comm);
 
 // TP2.5: the large-batch learning rate (Goyal et al.): the linear scaling rule gives the peak

@@ -121,7 +121,11 @@ std::unique_ptr<parallel::DistributedDataParallel> make_ddp(
 
 // This rank's device and share of the node's cores; the communicator's timeout from the flags.
 Device rank_device(const LabOptions& o, parallel::Communicator* comm) {
-  if (!comm) return o.device.empty() ? default_device() : parse_device(o.device);
+  if (!comm) {
+    const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+    set_process_device(device);
+    return device;
+  }
   comm->set_timeout(o.comm_timeout);
   parallel::share_cores(*comm);
   return parallel::rank_device(o.device, *comm);

@@ -80,10 +80,11 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--cpu-offload", o.cpu_offload,
                "sharded modes: keep the shards and the optimizer's step in host memory");
-  app.add_option("--param-dtype", o.param_dtype,
-                 "sharded modes: the dtype of the gathered parameters the layers compute from "
-                 "(bf16, f16: FSDP's mixed precision, with --amp of the same dtype; master "
-                 "shards, gradients and reductions stay f32)")
+  app.add_option(
+         "--param-dtype", o.param_dtype,
+         "sharded modes: the dtype of the gathered parameters the layers compute from "
+         "(bf16: FSDP's mixed precision, with --amp --amp-dtype bf16; f16 is refused; master "
+         "shards, gradients and reductions stay f32)")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))
       ->capture_default_str();
   app.add_flag("--forward-prefetch", o.forward_prefetch,
@@ -151,6 +152,10 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(!o.cpu_offload || (o.sharding != "none" && o.sharding != kExerciseZero1),
                "--cpu-offload moves the shards of a sharded mode to host memory; choose "
                "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
+  COURSE_CHECK(!(o.amp && o.amp_dtype == course::DType::kF16) && o.param_dtype != "f16",
+               "day 4 computes in f32 or bf16 (--amp --amp-dtype bf16, --param-dtype bf16): f16 "
+               "needs a loss scaler (day 1's TP1.2), without which the gradients underflow to "
+               "zero");
   if (o.param_dtype != "f32") {
     COURSE_CHECK(o.sharding != "none" && o.sharding != kExerciseZero1, "--param-dtype ",
                  o.param_dtype,

@@ -95,8 +95,11 @@ expect 0 "zero3 over 2 rank(s) (backward prefetch pre, bf16 parameters)" "${mpir
   "${ranks[@]}" --sharding zero3 --amp --param-dtype bf16
 expect 1 "error: --param-dtype bf16 computes in bf16: add --amp --amp-dtype bf16" \
   "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 --param-dtype bf16
-expect 1 "error: --param-dtype f16 gathers 16-bit copies of a sharded mode's f32 shards" \
-  "$lab" "${few[@]}" --param-dtype f16 --amp --amp-dtype f16
+expect 1 "error: --param-dtype bf16 gathers 16-bit copies of a sharded mode's f32 shards" \
+  "$lab" "${few[@]}" --param-dtype bf16 --amp --amp-dtype bf16
+expect 1 "error: day 4 computes in f32 or bf16" "$lab" "${few[@]}" --amp --amp-dtype f16
+expect 1 "error: day 4 computes in f32 or bf16" "$lab" "${few[@]}" --sharding zero3 \
+  --param-dtype f16 --amp --amp-dtype f16
 expect 1 "error: --sharding zero2 updates each rank's shard on its own" "${mpirun[@]}" "$lab" \
   "${few[@]}" --sharding zero2 --optimizer lamb
 # A sharded checkpoint (a file per rank) resumes as DDP's whole checkpoint does: one epoch

@@ -103,6 +103,7 @@ DataLoader::Slot DataLoader::make_batch(int64_t index, const Indices& indices,
 }
 
 void DataLoader::worker_loop(int worker) {
+  enter_process_device();  // its pinned batches belong to the process's GPU, not GPU 0
   const int64_t workers = options_.num_workers, ahead = workers * options_.prefetch_factor;
   int64_t seen_generation = 0;
   std::unique_lock lock(mutex_);

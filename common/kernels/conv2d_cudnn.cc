@@ -1,10 +1,25 @@
-// cuDNN back end of the GPU convolution: descriptors in the tensors' own layout (NCHW or
-// NHWC), the heuristically best algorithm for each pass, and workspaces from the caching
-// allocator. Outputs are alpha * op + beta * output, so the weight gradient accumulates (beta 1).
+// cuDNN back end of the GPU convolution. Per shape, once (a plan per thread, as the handle):
+// descriptors in the activations' own layout, the filters too (a channels-last convolution
+// describes its filters as NHWC/KRSC and passes a KRSC copy of the weights, so cuDNN can pick
+// its NHWC tensor-core kernels), the math the data type allows (common/kernels/math_mode.h),
+// and the fastest algorithm of cuDNN's ranking that is usable and whose workspace can be had
+// (common/kernels/algorithm_choice.h), chosen again if its workspace later cannot be.
+// Outputs are alpha * op + beta * output, so the weight gradient accumulates.
 #include "common/kernels/conv2d.h"
 
 #if COURSE_WITH_CUDA
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "common/kernels/algorithm_choice.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/layout.h"
 #include "common/kernels/library_handle.h"
+#include "common/kernels/math_mode.h"
 #include "common/tensor/allocator.h"
 #include "common/tensor/capture.h"
 #include "common/tensor/cuda_check.h"
@@ -37,26 +52,45 @@ cudnnDataType_t cudnn_type(DType dtype) {
   }
 }
 
-// RAII descriptors for one call.
+// f32 never computes in f16 (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would let it).
+cudnnMathType_t cudnn_math(DType dtype) {
+  switch (library_math(dtype, tf32_switches().conv)) {
+    case LibraryMath::kStrictF32:
+      return CUDNN_FMA_MATH;
+    case LibraryMath::kTf32:
+      return CUDNN_DEFAULT_MATH;
+    case LibraryMath::kTensorOp16:
+      break;
+  }
+  return CUDNN_TENSOR_OP_MATH;
+}
+
+enum class Pass { kForward, kBackwardData, kBackwardFilter };
+
+// The descriptors of one convolution shape.
 struct Descriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
 
-  Descriptors(const Tensor& x_t, const Tensor& w_t, const Tensor& y_t, Conv2dShape shape) {
+  Descriptors(const Tensor& x_t, const Shape& w_shape, const Tensor& y_t, Conv2dShape shape) {
     const cudnnDataType_t type = cudnn_type(x_t.dtype());
+    const cudnnTensorFormat_t format =
+        x_t.memory_format() == MemoryFormat::kChannelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-    set_activation(x, x_t, type);
-    set_activation(y, y_t, type);
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, w_t.size(0), w_t.size(1),
-                                           w_t.size(2), w_t.size(3)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, format, type, x_t.size(0), x_t.size(1), x_t.size(2),
+                                           x_t.size(3)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, type, y_t.size(0), y_t.size(1), y_t.size(2),
+                                           y_t.size(3)));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, format, w_shape[0], w_shape[1], w_shape[2],
+                                           w_shape[3]));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, shape.padding, shape.padding, shape.stride,
                                                 shape.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                                 CUDNN_DATA_FLOAT));
-    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, cudnn_math(x_t.dtype())));
   }
   ~Descriptors() {
     cudnnDestroyConvolutionDescriptor(conv);
@@ -64,78 +98,166 @@ struct Descriptors {
     cudnnDestroyTensorDescriptor(y);
     cudnnDestroyTensorDescriptor(x);
   }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+};
 
-  static void set_activation(cudnnTensorDescriptor_t desc, const Tensor& t, cudnnDataType_t type) {
-    const cudnnTensorFormat_t format =
-        t.memory_format() == MemoryFormat::kChannelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(desc, format, type, t.size(0), t.size(1), t.size(2), t.size(3)));
+// cuDNN's candidates for one pass, fastest first, with their workspaces.
+std::vector<AlgorithmCandidate> ranked_algorithms(cudnnHandle_t h, const Descriptors& d,
+                                                  Pass pass) {
+  std::vector<AlgorithmCandidate> out;
+  int found = 0;
+  const auto add = [&](int algorithm, cudnnStatus_t status, size_t bytes) {
+    out.push_back({algorithm, status == CUDNN_STATUS_SUCCESS, bytes});
+  };
+  if (pass == Pass::kForward) {
+    std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf;
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, perf.size(),
+                                                       &found, perf.data()));
+    for (int i = 0; i < found; ++i) add(perf[i].algo, perf[i].status, perf[i].memory);
+  } else if (pass == Pass::kBackwardData) {
+    std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf;
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, perf.size(),
+                                                            &found, perf.data()));
+    for (int i = 0; i < found; ++i) add(perf[i].algo, perf[i].status, perf[i].memory);
+  } else {
+    std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> perf;
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, perf.size(),
+                                                              &found, perf.data()));
+    for (int i = 0; i < found; ++i) add(perf[i].algo, perf[i].status, perf[i].memory);
   }
+  return out;
+}
+
+// A workspace from the device's caching allocator, returned when the call is done (the next
+// user of the block is queued on the same stream, after this call).
+class Workspace {
+ public:
+  explicit Workspace(Device device) : allocator_(device_allocator(device)) {}
+  ~Workspace() { allocator_.deallocate(data_); }
+  bool take(size_t bytes) {
+    allocator_.deallocate(std::exchange(data_, nullptr));
+    try {
+      data_ = allocator_.allocate(bytes);
+    } catch (const OutOfMemoryError&) {
+      return false;
+    }
+    bytes_ = bytes;
+    return true;
+  }
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CachingAllocator& allocator_;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
 };
 
-// A workspace from the device's caching allocator, returned when the call is done.
-struct Workspace {
-  CachingAllocator& allocator;
-  void* data;
-  Workspace(Device device, size_t bytes)
-      : allocator(device_allocator(device)), data(allocator.allocate(bytes)) {}
-  ~Workspace() { allocator.deallocate(data); }
+// What one shape and pass run with.
+struct Plan {
+  std::unique_ptr<Descriptors> descriptors;
+  std::vector<AlgorithmCandidate> ranked;
+  size_t chosen = 0;
 };
+
+using PlanKey = std::array<int64_t, 15>;
+
+PlanKey plan_key(Pass pass, const Tensor& x, const Shape& w, Conv2dShape conv) {
+  return {x.device().index,
+          static_cast<int64_t>(pass),
+          static_cast<int64_t>(x.dtype()),
+          static_cast<int64_t>(x.memory_format()),
+          static_cast<int64_t>(cudnn_math(x.dtype())),
+          conv.stride,
+          conv.padding,
+          x.size(0),
+          x.size(1),
+          x.size(2),
+          x.size(3),
+          w[0],
+          w[1],
+          w[2],
+          w[3]};
+}
+
+// The plan of this shape and pass, with a workspace for its algorithm in `workspace`: made on
+// the first call, its choice redone when its workspace can no longer be had.
+const Plan& plan_for(Pass pass, cudnnHandle_t handle, const Tensor& x, const Shape& w,
+                     const Tensor& y, Conv2dShape conv, Workspace& workspace) {
+  thread_local std::map<PlanKey, Plan> plans;
+  const PlanKey key = plan_key(pass, x, w, conv);
+  auto it = plans.find(key);
+  if (it != plans.end() && workspace.take(it->second.ranked[it->second.chosen].workspace_bytes)) {
+    return it->second;
+  }
+  Plan plan;
+  plan.descriptors = std::make_unique<Descriptors>(x, w, y, conv);
+  plan.ranked = ranked_algorithms(handle, *plan.descriptors, pass);
+  const std::optional<size_t> chosen =
+      choose_algorithm(plan.ranked, [&](size_t bytes) { return workspace.take(bytes); });
+  COURSE_CHECK(chosen.has_value(),
+               "cuDNN has no usable convolution algorithm whose workspace fits "
+               "for input ",
+               x.str(), " and weights ", shape_str(w), " (", plan.ranked.size(), " candidates)");
+  plan.chosen = *chosen;
+  return plans[key] = std::move(plan);
+}
+
+int algorithm_of(const Plan& plan) { return plan.ranked[plan.chosen].algorithm; }
+
+// The weights in the activations' layout: KRSC for a channels-last convolution.
+Tensor filters_like(const Tensor& w, const Tensor& activations) {
+  return activations.memory_format() == MemoryFormat::kChannelsLast
+             ? to_memory_format(w, MemoryFormat::kChannelsLast)
+             : w;
+}
 
 }  // namespace
 
 void cudnn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv) {
   set_current_device(x.device());
   cudnnHandle_t handle = cudnn_handle(x.device());
-  Descriptors d(x, w, y, conv);
-  cudnnConvolutionFwdAlgoPerf_t perf;
-  int found = 0;
-  CUDNN_CHECK(
-      cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y, 1, &found, &perf));
-  size_t bytes = 0;
-  CUDNN_CHECK(
-      cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, perf.algo, &bytes));
-  Workspace workspace(x.device(), bytes);
+  Workspace workspace(x.device());
+  const Plan& plan = plan_for(Pass::kForward, handle, x, w.shape(), y, conv, workspace);
+  const Descriptors& d = *plan.descriptors;
+  const Tensor filters = filters_like(w, x);
   const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnConvolutionForward(handle, &alpha, d.x, x.data(), d.w, w.data(), d.conv,
-                                      perf.algo, workspace.data, bytes, &beta, d.y, y.data()));
+  CUDNN_CHECK(cudnnConvolutionForward(handle, &alpha, d.x, x.data(), d.w, filters.data(), d.conv,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(algorithm_of(plan)),
+                                      workspace.data(), workspace.bytes(), &beta, d.y, y.data()));
 }
 
 void cudnn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv) {
   set_current_device(dy.device());
   cudnnHandle_t handle = cudnn_handle(dy.device());
-  Descriptors d(dx, w, dy, conv);
-  cudnnConvolutionBwdDataAlgoPerf_t perf;
-  int found = 0;
-  CUDNN_CHECK(
-      cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w, d.y, d.conv, d.x, 1, &found, &perf));
-  size_t bytes = 0;
-  CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.y, d.conv, d.x, perf.algo,
-                                                           &bytes));
-  Workspace workspace(dy.device(), bytes);
+  Workspace workspace(dy.device());
+  const Plan& plan = plan_for(Pass::kBackwardData, handle, dx, w.shape(), dy, conv, workspace);
+  const Descriptors& d = *plan.descriptors;
+  const Tensor filters = filters_like(w, dx);
   const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &alpha, d.w, w.data(), d.y, dy.data(), d.conv,
-                                           perf.algo, workspace.data, bytes, &beta, d.x,
-                                           dx.data()));
+  CUDNN_CHECK(
+      cudnnConvolutionBackwardData(handle, &alpha, d.w, filters.data(), d.y, dy.data(), d.conv,
+                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algorithm_of(plan)),
+                                   workspace.data(), workspace.bytes(), &beta, d.x, dx.data()));
 }
 
 void cudnn_conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw,
                                        Conv2dShape conv) {
   set_current_device(x.device());
   cudnnHandle_t handle = cudnn_handle(x.device());
-  Descriptors d(x, dw, dy, conv);
-  cudnnConvolutionBwdFilterAlgoPerf_t perf;
-  int found = 0;
-  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d.x, d.y, d.conv, d.w, 1,
-                                                            &found, &perf));
-  size_t bytes = 0;
-  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w,
-                                                             perf.algo, &bytes));
-  Workspace workspace(x.device(), bytes);
-  const float alpha = 1.0f, beta = 1.0f;
-  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &alpha, d.x, x.data(), d.y, dy.data(), d.conv,
-                                             perf.algo, workspace.data, bytes, &beta, d.w,
-                                             dw.data()));
+  Workspace workspace(x.device());
+  const Plan& plan = plan_for(Pass::kBackwardFilter, handle, x, dw.shape(), dy, conv, workspace);
+  const Descriptors& d = *plan.descriptors;
+  const bool nhwc = x.memory_format() == MemoryFormat::kChannelsLast;
+  // A channels-last convolution computes its KRSC gradient apart and adds it back in OIHW.
+  Tensor target = nhwc ? Tensor::empty(dw.shape(), dw.dtype(), dw.device(), x.memory_format()) : dw;
+  const float alpha = 1.0f, beta = nhwc ? 0.0f : 1.0f;
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+      handle, &alpha, d.x, x.data(), d.y, dy.data(), d.conv,
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm_of(plan)), workspace.data(),
+      workspace.bytes(), &beta, d.w, target.data()));
+  if (nhwc) axpy_(1.0f, to_memory_format(target, MemoryFormat::kContiguous), dw);
 }
 
 #else

@@ -1,10 +1,11 @@
-// GEMM dispatch: OpenBLAS sgemm on the CPU, cublasGemmEx on the GPU.
+// GEMM dispatch: OpenBLAS sgemm on the CPU, cublasGemmEx on the GPU (TF32 as math_mode.h says).
 #include "common/kernels/gemm.h"
 
 #include <cblas.h>
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/library_handle.h"
+#include "common/kernels/math_mode.h"
 #include "common/tensor/capture.h"
 
 #if COURSE_WITH_CUDA
@@ -68,6 +69,13 @@ cudaDataType cuda_type(DType dtype) {
   }
 }
 
+// f32 GEMMs use TF32 tensor cores only when --tf32-matmul allows it (PyTorch's default: not).
+cublasComputeType_t cublas_compute(DType dtype) {
+  return library_math(dtype, tf32_switches().matmul) == LibraryMath::kTf32
+             ? CUBLAS_COMPUTE_32F_FAST_TF32
+             : CUBLAS_COMPUTE_32F;
+}
+
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
 void gpu_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, GemmShape s,
               float alpha, float beta) {
@@ -77,7 +85,7 @@ void gpu_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, Gem
   CUBLAS_CHECK(cublasGemmEx(cublas_handle(a.device()), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, s.n, s.m, s.k, &alpha, b.data(), type,
                             b.size(1), a.data(), type, a.size(1), &beta, c.data(), type, c.size(1),
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                            cublas_compute(a.dtype()), CUBLAS_GEMM_DEFAULT));
 }
 #endif
 

@@ -67,19 +67,38 @@ MPI_Op mpi_op(ReduceOp op) {
 // missing rank), so it is aborted at exit instead.
 std::atomic<bool> timed_out{false};
 
-// A non-blocking MPI request; it keeps the tensors it reads or writes alive until done.
+// Non-blocking MPI requests (one, or a point-to-point group); it keeps the tensors they read or
+// write alive until done, and checks that each receive of a group matched a message of the tag
+// it expects.
 class MpiWork : public Work {
  public:
   MpiWork(const char* op, const Communicator& comm, std::vector<Tensor> keep)
       : op_(op), rank_(comm.rank()), timeout_(comm.timeout()), keep_(std::move(keep)) {}
-  MPI_Request* request() { return &request_; }
+  MPI_Request* request() { return &requests_.emplace_back(MPI_REQUEST_NULL); }
+  // A receive whose message must carry `tag` (posted with MPI_ANY_TAG: matched in order).
+  MPI_Request* tagged_request(int peer, int tag) {
+    expected_.push_back({requests_.size(), peer, tag});
+    return request();
+  }
 
   bool test() override {
-    if (request_ == MPI_REQUEST_NULL) return true;
+    if (done_) return true;
     int done = 0;
-    MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
-    if (done) keep_.clear();
-    return done;
+    std::vector<MPI_Status> statuses(requests_.size());
+    MPI_CHECK(
+        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, statuses.data()));
+    if (!done) return false;
+    done_ = true;
+    keep_.clear();
+    const std::vector<Expected> expected = std::exchange(expected_, {});
+    for (const Expected& e : expected) {
+      COURSE_CHECK(statuses[e.index].MPI_TAG == e.tag, op_, " on rank ", rank_,
+                   ": the message from rank ", e.peer, " has tag ", statuses[e.index].MPI_TAG,
+                   " where tag ", e.tag,
+                   " was expected: point-to-point messages match in posting order (as NCCL's "
+                   "do), and the two ranks posted theirs in different orders");
+    }
+    return true;
   }
 
   void wait() override {
@@ -89,21 +108,31 @@ class MpiWork : public Work {
       if (Clock::now() > deadline) {
         timed_out = true;
         COURSE_FAIL(op_, " did not complete within ", timeout_, " s on rank ", rank_,
-                    ": another rank died or stalled");
+                    ": another rank died or stalled, or its sends and receives are not grouped "
+                    "with their peer's");
       }
       if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 
   ~MpiWork() override {
-    if (request_ != MPI_REQUEST_NULL && !timed_out) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (timed_out) return;
+    for (MPI_Request& r : requests_) {
+      if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
   }
 
  private:
+  struct Expected {
+    size_t index;
+    int peer, tag;
+  };
   const char* op_;
   int rank_;
   double timeout_;
-  MPI_Request request_ = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> requests_;
+  std::vector<Expected> expected_;
+  bool done_ = false;
   std::vector<Tensor> keep_;
 };
 
@@ -194,21 +223,25 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
   auto sub = std::make_unique<MpiComm>();
   MPI_CHECK(MPI_Comm_split(comm_->comm, color, key, &sub->comm));
   std::shared_ptr<Communicator> part(new Communicator(std::move(sub), true));
-  part->timeout_ = timeout_;  // a stalled rank is found as fast in a sub-group
+  part->timeout_ = timeout_;                  // a stalled rank is found as fast in a sub-group
+  if (nccl_) part->use_gpu(nccl_->device());  // the rows of a GPU grid are GPU communicators too
   return part;
 }
 
 void Communicator::use_gpu(Device device) {
   if (nccl_ && nccl_->device() == device) return;
   nccl_ = std::make_unique<NcclEngine>(rank_, size_, device, timeout_, [this](void* bytes, int n) {
-    MPI_CHECK(MPI_Bcast(bytes, n, MPI_BYTE, 0, comm_->comm));
+    MpiWork work("the NCCL unique id's broadcast", *this, {});
+    MPI_CHECK(MPI_Ibcast(bytes, n, MPI_BYTE, 0, comm_->comm, work.request()));
+    work.wait();
   });
 }
 
-NcclEngine& Communicator::gpu(const Tensor& t, bool create) {
-  if (create) use_gpu(t.device());
-  COURSE_CHECK(nccl_ && nccl_->device() == t.device(), "GPU send/recv on ", t.device().str(),
-               " needs use_gpu(", t.device().str(), ") on every rank first");
+NcclEngine& Communicator::gpu(const Tensor& t, const char* op) {
+  COURSE_CHECK(nccl_ && nccl_->device() == t.device(), op, " of ", t.str(),
+               ": this communicator has no NCCL communicator on ", t.device().str(),
+               "; every rank calls use_gpu(", t.device().str(),
+               ") at setup (parallel::setup_rank does)");
   return *nccl_;
 }
 
@@ -224,7 +257,7 @@ void Communicator::count(double& kind, double bytes) {
 
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
   count(traffic_.allreduce_bytes, 2.0 * (size_ - 1) / size_ * static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return traced(gpu(t, true).allreduce(t, op), "allreduce", t.nbytes());
+  if (on_gpu(t)) return traced(gpu(t, "allreduce").allreduce(t, op), "allreduce", t.nbytes());
   auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
                            mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));
@@ -234,7 +267,7 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
   count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return traced(gpu(t, true).broadcast(t, root), "broadcast", t.nbytes());
+  if (on_gpu(t)) return traced(gpu(t, "broadcast").broadcast(t, root), "broadcast", t.nbytes());
   auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast", true), root,
                        comm_->comm, work->request()));
@@ -248,7 +281,8 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
   count(traffic_.reduce_scatter_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(in.nbytes()));
   if (on_gpu(in))
-    return traced(gpu(in, true).reduce_scatter(in, out, op), "reduce_scatter", in.nbytes());
+    return traced(gpu(in, "reduce_scatter").reduce_scatter(in, out, op), "reduce_scatter",
+                  in.nbytes());
   const MPI_Datatype type = mpi_type(in, "reduce_scatter");
   mpi_type(out, "reduce_scatter");
   auto work = std::make_shared<MpiWork>("reduce_scatter", *this, std::vector<Tensor>{in, out});
@@ -263,7 +297,8 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
                in.numel(), " elements), got ", out.numel());
   count(traffic_.all_gather_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(out.nbytes()));
-  if (on_gpu(in)) return traced(gpu(in, true).all_gather(in, out), "all_gather", out.nbytes());
+  if (on_gpu(in))
+    return traced(gpu(in, "all_gather").all_gather(in, out), "all_gather", out.nbytes());
   const MPI_Datatype type = mpi_type(in, "all_gather", true);
   mpi_type(out, "all_gather", true);
   auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
@@ -272,23 +307,39 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
   return traced(work, "all_gather", out.nbytes());
 }
 
-WorkPtr Communicator::send(const Tensor& t, int dst, int tag) {
-  check_rank(dst, "send destination");
-  count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return traced(gpu(t, false).send(t, dst), "send", t.nbytes());
-  auto work = std::make_shared<MpiWork>("send", *this, std::vector<Tensor>{t});
-  MPI_CHECK(MPI_Isend(t.data(), static_cast<int>(t.numel()), mpi_type(t, "send", true), dst, tag,
-                      comm_->comm, work->request()));
-  return traced(work, "send", t.nbytes());
-}
-
-WorkPtr Communicator::recv(Tensor& t, int src, int tag) {
-  check_rank(src, "receive source");
-  if (on_gpu(t)) return traced(gpu(t, false).recv(t, src), "recv", t.nbytes());
-  auto work = std::make_shared<MpiWork>("recv", *this, std::vector<Tensor>{t});
-  MPI_CHECK(MPI_Irecv(t.data(), static_cast<int>(t.numel()), mpi_type(t, "recv", true), src, tag,
-                      comm_->comm, work->request()));
-  return traced(work, "recv", t.nbytes());
+WorkPtr Communicator::exchange(const std::vector<PeerTransfer>& transfers) {
+  if (transfers.empty()) return completed_work();
+  const bool gpu_group = on_gpu(transfers.front().tensor);
+  std::vector<Tensor> tensors;
+  int64_t bytes = 0;
+  for (const PeerTransfer& t : transfers) {
+    const bool sending = t.kind == PeerTransfer::Kind::kSend;
+    check_rank(t.peer, sending ? "send destination" : "receive source");
+    COURSE_CHECK(on_gpu(t.tensor) == gpu_group,
+                 "exchange: one group's tensors are all on the CPU or all on the GPU, got ",
+                 transfers.front().tensor.str(), " and ", t.tensor.str());
+    if (sending) count(traffic_.other_bytes, static_cast<double>(t.tensor.nbytes()));
+    bytes += t.tensor.nbytes();
+    tensors.push_back(t.tensor);
+  }
+  if (gpu_group) {
+    return traced(gpu(transfers.front().tensor, "exchange").exchange(transfers), "exchange", bytes);
+  }
+  // As on NCCL's one stream, this group starts when the previous one is complete.
+  if (last_group_) last_group_->wait();
+  auto work = std::make_shared<MpiWork>("point-to-point exchange", *this, std::move(tensors));
+  for (const PeerTransfer& t : transfers) {
+    const auto count = static_cast<int>(t.tensor.numel());
+    if (t.kind == PeerTransfer::Kind::kRecv) {
+      MPI_CHECK(MPI_Irecv(t.tensor.data(), count, mpi_type(t.tensor, "recv", true), t.peer,
+                          MPI_ANY_TAG, comm_->comm, work->tagged_request(t.peer, t.tag)));
+    } else {
+      MPI_CHECK(MPI_Isend(t.tensor.data(), count, mpi_type(t.tensor, "send", true), t.peer, t.tag,
+                          comm_->comm, work->request()));
+    }
+  }
+  last_group_ = work;
+  return traced(work, "exchange", bytes);
 }
 
 void Communicator::barrier() {

@@ -1,8 +1,18 @@
 // Communicator: the collectives of data, tensor and pipeline parallelism over a group of
 // ranks (from mpirun or srun), over two engines: MPI for CPU tensors and NCCL for GPU tensors
-// (common/parallel/nccl_engine.h; its communicator is made on the first GPU collective, or by
-// use_gpu(), which GPU send/recv need first). Every call returns a Work handle, so
-// communication can overlap computation until wait().
+// (common/parallel/nccl_engine.h; its communicator is made by use_gpu(), at setup, on every
+// rank together). Every call returns a Work handle, so communication can overlap computation
+// until wait().
+//
+// Point-to-point transfers go in groups (exchange()), as NCCL runs them: the sends and receives
+// of one group are posted together, so two ranks that send to each other in one group cannot
+// deadlock, and the groups of a communicator complete in the order this rank posts them (one
+// NCCL stream). The MPI engine keeps that order too (a group starts once the one before it is
+// done), so a pattern that deadlocks on GPUs (a send posted alone before the receive its peer
+// waits for, above the eager limit) deadlocks on CPU ranks as well, and ends with the timeout's
+// message. Receives match the sends of their peer in posting order, as in NCCL; the MPI engine
+// checks each message's tag against the expected one, so an order that only tags made right
+// fails on the CPU as it would go wrong on the GPU.
 //
 // A rank that dies or stalls must not hang the others: wait() gives up after the communicator's
 // timeout with an error naming the operation, and the job is then aborted at exit (MPI cannot
@@ -51,6 +61,21 @@ struct Traffic {
   double allreduce_bytes = 0, reduce_scatter_bytes = 0, all_gather_bytes = 0, other_bytes = 0;
 };
 
+// One transfer of a point-to-point group: send `tensor` to rank `peer`, or receive into it.
+struct PeerTransfer {
+  enum class Kind { kSend, kRecv };
+  Kind kind;
+  Tensor tensor;  // contiguous; written by a receive
+  int peer;
+  int tag = 0;  // what the receive expects of the message it matches (checked by MPI)
+};
+inline PeerTransfer send_to(const Tensor& t, int peer, int tag = 0) {
+  return {PeerTransfer::Kind::kSend, t, peer, tag};
+}
+inline PeerTransfer receive_from(const Tensor& t, int peer, int tag = 0) {
+  return {PeerTransfer::Kind::kRecv, t, peer, tag};
+}
+
 // A Work that is already done (what a synchronous operation returns).
 WorkPtr completed_work();
 
@@ -82,21 +107,27 @@ class Communicator {
   WorkPtr reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op = ReduceOp::kSum);
   // out (size * n) = every rank's in (n), in rank order.
   WorkPtr all_gather(const Tensor& in, Tensor& out);
-  WorkPtr send(const Tensor& t, int dst, int tag = 0);
-  WorkPtr recv(Tensor& t, int src, int tag = 0);
+  // The transfers posted as one group (ncclGroupStart/End on the GPU); all on the CPU or all on
+  // this communicator's GPU.
+  WorkPtr exchange(const std::vector<PeerTransfer>& transfers);
+  // A group of one transfer.
+  WorkPtr send(const Tensor& t, int dst, int tag = 0) { return exchange({send_to(t, dst, tag)}); }
+  WorkPtr recv(Tensor& t, int src, int tag = 0) { return exchange({receive_from(t, src, tag)}); }
   void barrier();
 
   const Traffic& traffic() const { return traffic_; }
   void reset_traffic() { traffic_ = {}; }
 
-  // Creates the NCCL communicator of these ranks on `device` now (all ranks together).
+  // Creates the NCCL communicator of these ranks on `device` now (all ranks together, at setup:
+  // a GPU collective before it is an error, not a hidden collective inside the first one).
   void use_gpu(Device device);
+  bool has_gpu() const { return nccl_ != nullptr; }
 
  private:
   Communicator(std::unique_ptr<MpiComm> comm, bool owned);  // owned: freed with this object
   void check_rank(int r, const char* what) const;
-  // The NCCL engine for a GPU tensor (made collectively on first use if `create`).
-  NcclEngine& gpu(const Tensor& t, bool create);
+  // The NCCL engine of a GPU tensor's device (use_gpu() made it).
+  NcclEngine& gpu(const Tensor& t, const char* op);
 
   std::unique_ptr<MpiComm> comm_;
   std::unique_ptr<NcclEngine> nccl_;
@@ -104,6 +135,7 @@ class Communicator {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_ = 300;
   Traffic traffic_;
+  WorkPtr last_group_;  // the MPI engine's point-to-point group in flight
   void count(double& kind, double bytes);
 };
 

@@ -3,6 +3,8 @@
 
 #if COURSE_WITH_CUDA
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <thread>
 
 #include "common/tensor/cuda_check.h"
@@ -57,6 +59,41 @@ struct NcclEngine::State {
   int rank = 0;
   double timeout = 300;
   bool aborted = false;
+
+  // Aborts the communicator (every rank's operations on it end) and throws `what`.
+  [[noreturn]] void abort(const std::string& what) {
+    aborted = true;
+    ncclCommAbort(comm);
+    COURSE_FAIL(what, " (NCCL) did not complete within ", timeout, " s on rank ", rank,
+                ": another rank died or stalled");
+  }
+
+  // A call's result on this non-blocking communicator: ncclInProgress means NCCL is still
+  // enqueuing it, and nothing else may be called on the communicator until that is done.
+  void settle(ncclResult_t result, const std::string& what) {
+    COURSE_CHECK(result == ncclSuccess || result == ncclInProgress, what,
+                 " failed: ", ncclGetErrorString(result));
+    if (result == ncclSuccess) return;
+    poll(what, [this] {
+      ncclResult_t state = ncclInProgress;
+      NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
+      return state == ncclSuccess;
+    });
+  }
+
+  // Polls `done` until it returns true, the communicator reports an error, or the timeout.
+  template <typename Done>
+  void poll(const std::string& what, Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    while (!done()) {
+      ncclResult_t async = ncclSuccess;
+      NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+      COURSE_CHECK(async == ncclSuccess || async == ncclInProgress, what, " (NCCL) on rank ", rank,
+                   ": ", ncclGetErrorString(async));
+      if (std::chrono::steady_clock::now() > deadline) abort(what);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
 };
 
 namespace {
@@ -69,7 +106,15 @@ class NcclWork : public Work {
     CUDA_CHECK(cudaEventRecord(done_, state_->stream));
   }
   ~NcclWork() override {
-    if (!state_->aborted) cudaEventSynchronize(done_);
+    // A Work dropped unwaited is still waited for, under the timeout (never in a destructor's
+    // unbounded cudaEventSynchronize).
+    if (!state_->aborted) {
+      try {
+        wait();
+      } catch (const Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+      }
+    }
     cudaEventDestroy(done_);
   }
   bool test() override {
@@ -80,21 +125,7 @@ class NcclWork : public Work {
     return true;
   }
   void wait() override {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(state_->timeout);
-    while (!test()) {
-      ncclResult_t async = ncclSuccess;
-      NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &async));
-      if (async != ncclSuccess || std::chrono::steady_clock::now() > deadline) {
-        state_->aborted = true;
-        ncclCommAbort(state_->comm);
-        COURSE_FAIL(
-            op_, " (NCCL) did not complete within ", state_->timeout, " s on rank ", state_->rank,
-            ": ",
-            async != ncclSuccess ? ncclGetErrorString(async) : "another rank died or stalled");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+    state_->poll(op_, [this] { return test(); });
     // Later work on the default stream sees the result.
     CUDA_CHECK(cudaStreamWaitEvent(nullptr, done_, 0));
   }
@@ -123,13 +154,17 @@ NcclEngine::NcclEngine(int rank, int size, Device device, double timeout_seconds
   COURSE_CHECK(device.is_cuda(), "the NCCL engine needs a GPU device, got ", device.str());
   require_device(device);
   set_current_device(device);
+  state_->rank = rank;
+  state_->timeout = timeout_seconds;
   ncclUniqueId id{};
   if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   broadcast_id(&id, static_cast<int>(sizeof(id)));
-  NCCL_CHECK(ncclCommInitRank(&state_->comm, size, id, rank));
+  // Non-blocking initialisation: a rank that never joins ends in the timeout, not a hang.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  state_->settle(ncclCommInitRankConfig(&state_->comm, size, id, rank, &config),
+                 "ncclCommInitRankConfig");
   CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
-  state_->rank = rank;
-  state_->timeout = timeout_seconds;
 }
 
 NcclEngine::~NcclEngine() {
@@ -140,16 +175,18 @@ NcclEngine::~NcclEngine() {
 WorkPtr NcclEngine::allreduce(Tensor& t, ReduceOp op) {
   const ncclDataType_t type = nccl_type(t, device_, "allreduce");
   after_default_stream(state_->stream);
-  NCCL_CHECK(ncclAllReduce(t.data(), t.data(), t.numel(), type, nccl_op(op), state_->comm,
-                           state_->stream));
+  state_->settle(
+      ncclAllReduce(t.data(), t.data(), t.numel(), type, nccl_op(op), state_->comm, state_->stream),
+      "ncclAllReduce");
   return std::make_shared<NcclWork>(state_, "allreduce", std::vector<Tensor>{t});
 }
 
 WorkPtr NcclEngine::broadcast(Tensor& t, int root) {
   const ncclDataType_t type = nccl_type(t, device_, "broadcast");
   after_default_stream(state_->stream);
-  NCCL_CHECK(
-      ncclBroadcast(t.data(), t.data(), t.numel(), type, root, state_->comm, state_->stream));
+  state_->settle(
+      ncclBroadcast(t.data(), t.data(), t.numel(), type, root, state_->comm, state_->stream),
+      "ncclBroadcast");
   return std::make_shared<NcclWork>(state_, "broadcast", std::vector<Tensor>{t});
 }
 
@@ -157,8 +194,9 @@ WorkPtr NcclEngine::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
   const ncclDataType_t type = nccl_type(in, device_, "reduce_scatter");
   nccl_type(out, device_, "reduce_scatter");
   after_default_stream(state_->stream);
-  NCCL_CHECK(ncclReduceScatter(in.data(), out.data(), out.numel(), type, nccl_op(op), state_->comm,
-                               state_->stream));
+  state_->settle(ncclReduceScatter(in.data(), out.data(), out.numel(), type, nccl_op(op),
+                                   state_->comm, state_->stream),
+                 "ncclReduceScatter");
   return std::make_shared<NcclWork>(state_, "reduce_scatter", std::vector<Tensor>{in, out});
 }
 
@@ -166,22 +204,29 @@ WorkPtr NcclEngine::all_gather(const Tensor& in, Tensor& out) {
   const ncclDataType_t type = nccl_type(in, device_, "all_gather");
   nccl_type(out, device_, "all_gather");
   after_default_stream(state_->stream);
-  NCCL_CHECK(ncclAllGather(in.data(), out.data(), in.numel(), type, state_->comm, state_->stream));
+  state_->settle(
+      ncclAllGather(in.data(), out.data(), in.numel(), type, state_->comm, state_->stream),
+      "ncclAllGather");
   return std::make_shared<NcclWork>(state_, "all_gather", std::vector<Tensor>{in, out});
 }
 
-WorkPtr NcclEngine::send(const Tensor& t, int peer) {
-  const ncclDataType_t type = nccl_type(t, device_, "send");
+WorkPtr NcclEngine::exchange(const std::vector<PeerTransfer>& transfers) {
   after_default_stream(state_->stream);
-  NCCL_CHECK(ncclSend(t.data(), t.numel(), type, peer, state_->comm, state_->stream));
-  return std::make_shared<NcclWork>(state_, "send", std::vector<Tensor>{t});
-}
-
-WorkPtr NcclEngine::recv(Tensor& t, int peer) {
-  const ncclDataType_t type = nccl_type(t, device_, "recv");
-  after_default_stream(state_->stream);
-  NCCL_CHECK(ncclRecv(t.data(), t.numel(), type, peer, state_->comm, state_->stream));
-  return std::make_shared<NcclWork>(state_, "recv", std::vector<Tensor>{t});
+  std::vector<Tensor> keep;
+  NCCL_CHECK(ncclGroupStart());
+  for (const PeerTransfer& t : transfers) {
+    void* data = t.tensor.data();
+    if (t.kind == PeerTransfer::Kind::kSend) {
+      NCCL_CHECK(ncclSend(data, t.tensor.numel(), nccl_type(t.tensor, device_, "send"), t.peer,
+                          state_->comm, state_->stream));
+    } else {
+      NCCL_CHECK(ncclRecv(data, t.tensor.numel(), nccl_type(t.tensor, device_, "recv"), t.peer,
+                          state_->comm, state_->stream));
+    }
+    keep.push_back(t.tensor);
+  }
+  state_->settle(ncclGroupEnd(), "ncclGroupEnd");
+  return std::make_shared<NcclWork>(state_, "point-to-point exchange", std::move(keep));
 }
 
 #else  // built without CUDA: GPU tensors cannot exist, and neither can this engine
@@ -197,8 +242,7 @@ WorkPtr NcclEngine::allreduce(Tensor&, ReduceOp) { return completed_work(); }
 WorkPtr NcclEngine::broadcast(Tensor&, int) { return completed_work(); }
 WorkPtr NcclEngine::reduce_scatter(const Tensor&, Tensor&, ReduceOp) { return completed_work(); }
 WorkPtr NcclEngine::all_gather(const Tensor&, Tensor&) { return completed_work(); }
-WorkPtr NcclEngine::send(const Tensor&, int) { return completed_work(); }
-WorkPtr NcclEngine::recv(Tensor&, int) { return completed_work(); }
+WorkPtr NcclEngine::exchange(const std::vector<PeerTransfer>&) { return completed_work(); }
 
 #endif
 

@@ -1,9 +1,11 @@
 // The NCCL engine of the communicator, for GPU tensors: one NCCL communicator per
-// Communicator and device, created collectively (rank 0 makes the unique id, MPI broadcasts
-// it). Collectives run on a dedicated stream that first waits for the work already queued on
-// the default stream (so gradients are complete), and each returns a Work whose wait() polls
-// the collective's end event under the communicator's timeout; a timed-out communicator is
-// aborted (ncclCommAbort) so no rank hangs. Built without CUDA, creating one is an error.
+// Communicator and device, created collectively at setup (rank 0 makes the unique id, MPI
+// broadcasts it) in NCCL's non-blocking mode, so its initialisation too is bounded by the
+// communicator's timeout. Collectives run on a dedicated stream that first waits for the work
+// already queued on the default stream (so gradients are complete), and each returns a Work
+// whose wait() polls the collective's end event under the timeout; a timed-out communicator is
+// aborted (ncclCommAbort) so no rank hangs. Point-to-point transfers go in one NCCL group per
+// exchange. Built without CUDA, creating one is an error.
 #pragma once
 
 #include <functional>
@@ -27,8 +29,8 @@ class NcclEngine {
   WorkPtr broadcast(Tensor& t, int root);
   WorkPtr reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op);
   WorkPtr all_gather(const Tensor& in, Tensor& out);
-  WorkPtr send(const Tensor& t, int peer);
-  WorkPtr recv(Tensor& t, int peer);
+  // One ncclGroupStart/End around the sends and receives (NCCL has no tags: they match in order).
+  WorkPtr exchange(const std::vector<PeerTransfer>& transfers);
 
   struct State;  // the NCCL communicator and stream (nccl_engine.cc)
 

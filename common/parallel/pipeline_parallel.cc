@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "common/core/activity_log.h"
 #include "common/kernels/cross_entropy.h"
@@ -113,12 +115,13 @@ void PipelineParallel::zero_grad() {
   for (const auto& chunk : chunks_) chunk->zero_grad();
 }
 
-int PipelineParallel::tag(int receiving_chunk, int micro_batch, bool gradient) const {
-  return 2 * (receiving_chunk * options_.micro_batches + micro_batch) + (gradient ? 1 : 0);
+int PipelineParallel::tag(const StageMessage& message) const {
+  return 2 * (message.to * options_.micro_batches + message.micro_batch) +
+         (message.gradient ? 1 : 0);
 }
 
 float PipelineParallel::forward_backward(const Tensor& tokens, const Tensor& targets) {
-  const int m = options_.micro_batches, v = options_.virtual_stages;
+  const int m = options_.micro_batches, v = options_.virtual_stages, p = pp_->size();
   COURSE_CHECK(tokens.dim() == 2 && tokens.size(0) % m == 0 && targets.numel() == tokens.numel(),
                "a batch of ", tokens.str(), " tokens and ", targets.str(),
                " targets does not split into ", m, " micro-batches");
@@ -130,16 +133,26 @@ float PipelineParallel::forward_backward(const Tensor& tokens, const Tensor& tar
   loss_sum_ = zeros({1}, DType::kF32, tokens.device());
   timeline_.clear();
   step_start_ = Clock::now();
-  for (const PipelineAction& a :
-       schedule_actions(options_.schedule, pp_->rank(), pp_->size(), m, v)) {
-    if (a.kind == PipelineAction::Kind::kForward) {
-      forward(a, tokens, targets);
-    } else {
-      backward(a, targets);
+  std::vector<std::vector<PipelineAction>> every_stage;
+  for (int s = 0; s < p; ++s)
+    every_stage.push_back(schedule_actions(options_.schedule, s, p, m, v));
+  const std::vector<std::vector<PipelineRound>> rounds = pipeline_rounds(every_stage, v);
+  std::map<StageMessage, Tensor> inbox;
+  for (const PipelineRound& round : rounds[pp_->rank()]) {
+    Tensor produced;
+    if (round.action) produced = run(*round.action, tokens, targets, inbox);
+    std::vector<PeerTransfer> group;
+    for (const StageMessage& out : round.sends) {
+      group.push_back(send_to(as_f32(produced), out.to % p, tag(out)));
     }
+    for (const StageMessage& in : round.receives) {
+      Tensor& landing = inbox[in] =
+          Tensor::empty({micro_batch_size_, sequence_, channels_}, DType::kF32, tokens.device());
+      const int from = (in.gradient ? in.to + 1 : in.to - 1) % p;
+      group.push_back(receive_from(landing, from, tag(in)));
+    }
+    if (!group.empty()) pp_->exchange(group)->wait();
   }
-  for (const WorkPtr& send : sends_) send->wait();
-  sends_.clear();
   step_seconds_ = std::chrono::duration<double>(Clock::now() - step_start_).count();
   add_tied_embedding_gradients();
   pp_->broadcast(loss_sum_, pp_->size() - 1)->wait();
@@ -152,16 +165,22 @@ Tensor PipelineParallel::micro_batch_of(const Tensor& t, int micro) const {
   return t.slice(micro * rows, (micro + 1) * rows);
 }
 
-void PipelineParallel::forward(const PipelineAction& a, const Tensor& tokens,
-                               const Tensor& targets) {
-  const int p = pp_->size(), at = virtual_stage(a.chunk), micro = a.micro_batch;
-  Tensor input;
-  if (at == 0) {
-    input = micro_batch_of(tokens, micro);
-  } else {
-    input = Tensor::empty({micro_batch_size_, sequence_, channels_}, DType::kF32, tokens.device());
-    pp_->recv(input, (at - 1) % p, tag(a.chunk, micro, false))->wait();
+Tensor PipelineParallel::run(const PipelineAction& a, const Tensor& tokens, const Tensor& targets,
+                             std::map<StageMessage, Tensor>& inbox) {
+  Tensor received;
+  if (const auto input = action_input(a, pp_->rank(), pp_->size(), options_.virtual_stages)) {
+    const auto it = inbox.find(*input);
+    received = std::move(it->second);
+    inbox.erase(it);
   }
+  return a.kind == PipelineAction::Kind::kForward ? forward(a, tokens, targets, received)
+                                                  : backward(a, targets, received);
+}
+
+Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& tokens,
+                                 const Tensor& targets, const Tensor& received) {
+  const int at = virtual_stage(a.chunk), micro = a.micro_batch;
+  const Tensor input = at == 0 ? micro_batch_of(tokens, micro) : received;
   const auto start = Clock::now();
   Tensor output =
       chunks_[a.chunk]->forward(input, contexts_[a.chunk * options_.micro_batches + micro]);
@@ -170,17 +189,16 @@ void PipelineParallel::forward(const PipelineAction& a, const Tensor& tokens,
     losses_[micro] = softmax_cross_entropy(rows, micro_batch_of(targets, micro));
     axpy_(1.0f / static_cast<float>(options_.micro_batches), losses_[micro].loss, loss_sum_);
     logits_[micro] = output;
+    output = Tensor();
   }
   record(a, start);
-  if (at != last_virtual_stage()) {
-    const int next = at + 1;
-    sends_.push_back(pp_->send(as_f32(output), next % p, tag(next / p, micro, false)));
-  }
+  return output;
 }
 
-void PipelineParallel::backward(const PipelineAction& a, const Tensor& targets) {
-  const int p = pp_->size(), at = virtual_stage(a.chunk), micro = a.micro_batch;
-  Tensor dy;
+Tensor PipelineParallel::backward(const PipelineAction& a, const Tensor& targets,
+                                  const Tensor& received) {
+  const int at = virtual_stage(a.chunk), micro = a.micro_batch;
+  Tensor dy = received;
   if (at == last_virtual_stage()) {
     const Tensor& logits = logits_[micro];
     dy = softmax_cross_entropy_backward(losses_[micro], micro_batch_of(targets, micro), 0.0f,
@@ -189,18 +207,11 @@ void PipelineParallel::backward(const PipelineAction& a, const Tensor& targets) 
              .view(logits.shape());
     logits_[micro] = Tensor();
     losses_[micro] = {};
-  } else {
-    dy = Tensor::empty({micro_batch_size_, sequence_, channels_}, DType::kF32, targets.device());
-    pp_->recv(dy, (at + 1) % p, tag(a.chunk, micro, true))->wait();
   }
   const auto start = Clock::now();
-  const Tensor dx =
-      chunks_[a.chunk]->backward(dy, contexts_[a.chunk * options_.micro_batches + micro]);
+  Tensor dx = chunks_[a.chunk]->backward(dy, contexts_[a.chunk * options_.micro_batches + micro]);
   record(a, start);
-  if (at > 0) {
-    const int previous = at - 1;
-    sends_.push_back(pp_->send(as_f32(dx), previous % p, tag(previous / p, micro, true)));
-  }
+  return at > 0 ? dx : Tensor();
 }
 
 void PipelineParallel::record(const PipelineAction& action, Clock::time_point start) {

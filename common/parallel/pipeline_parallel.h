@@ -3,8 +3,9 @@
 // micro-batches of a step in the order of a schedule (pipeline_schedule.h). The interleaved
 // schedule cuts the model into p v chunks instead, rank r running chunks r, r + p, ... (virtual
 // stages). Activations go to the next (virtual) stage and their gradients back to the previous
-// one point to point; sends do not wait (so two neighbours sending to each other cannot
-// deadlock), receives do.
+// one point to point, in the lockstep rounds of pipeline_rounds.h: each round's sends and
+// receives go in one group that the neighbours' groups of the same round match, so no schedule
+// deadlocks on NCCL at any message size.
 //
 // A step's batch is cut into m micro-batches; the last stage's loss of each is scaled by 1/m,
 // so the gradients that accumulate over the micro-batches are those of the whole batch's mean
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/gpt_stage.h"
 #include "common/parallel/communicator.h"
+#include "common/parallel/pipeline_rounds.h"
 #include "common/parallel/pipeline_schedule.h"
 
 namespace course::parallel {
@@ -75,14 +78,18 @@ class PipelineParallel {
   double measured_bubble() const;
 
  private:
-  void forward(const PipelineAction& action, const Tensor& tokens, const Tensor& targets);
-  void backward(const PipelineAction& action, const Tensor& targets);
-  // The virtual stage of this rank's chunk, and the rank and chunk of a virtual stage.
+  // Runs action `a` on its input from `inbox` (taken out of it); returns what it sends on (an
+  // activation or its gradient; undefined at the ends of the pipeline).
+  Tensor run(const PipelineAction& a, const Tensor& tokens, const Tensor& targets,
+             std::map<StageMessage, Tensor>& inbox);
+  Tensor forward(const PipelineAction& a, const Tensor& tokens, const Tensor& targets,
+                 const Tensor& received);
+  Tensor backward(const PipelineAction& a, const Tensor& targets, const Tensor& received);
+  // The virtual stage of this rank's chunk.
   int virtual_stage(int chunk) const { return chunk * pp_->size() + pp_->rank(); }
   int last_virtual_stage() const { return pp_->size() * options_.virtual_stages - 1; }
-  // Tags: micro-batch m's activation into chunk c 2 (c M + m), its gradient into chunk c
-  // 2 (c M + m) + 1, M micro-batches per step.
-  int tag(int receiving_chunk, int micro_batch, bool gradient) const;
+  // A message's MPI tag (checked on receipt): 2 (to M + micro-batch) + gradient, M micro-batches.
+  int tag(const StageMessage& message) const;
   // Micro-batch m's rows of the batch's (B, T) tokens or (B * T,) targets.
   Tensor micro_batch_of(const Tensor& t, int micro_batch) const;
   void record(const PipelineAction& action, std::chrono::steady_clock::time_point start);
@@ -98,7 +105,6 @@ class PipelineParallel {
   std::vector<nn::Context> contexts_;       // one per chunk and micro-batch
   std::vector<Tensor> logits_;              // the last stage's, until their backward
   std::vector<CrossEntropyOutput> losses_;  // the last stage's, until their backward
-  std::vector<WorkPtr> sends_;              // completed at the end of the step
   Tensor loss_sum_;                         // the last stage's sum of micro-batch losses / m
   std::vector<TimedAction> timeline_;
   std::chrono::steady_clock::time_point step_start_;

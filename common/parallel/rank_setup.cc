@@ -9,12 +9,20 @@
 
 namespace course::parallel {
 
-Device rank_device(const std::string& requested, const Communicator& comm) {
-  const int gpus = cuda_device_count();
-  const Device device = !requested.empty() ? parse_device(requested)
-                        : gpus > 0         ? Device::cuda(comm.local_rank() % gpus)
-                                           : default_device();
+Device choose_rank_device(const std::string& requested, int local_rank, int gpus) {
+  if (requested == "cuda") {
+    COURSE_CHECK(gpus > 0, "--device cuda requested, but ", cuda_status());
+    return Device::cuda(local_rank % gpus);
+  }
+  if (!requested.empty()) return parse_device(requested);
+  return gpus > 0 ? Device::cuda(local_rank % gpus) : default_device();
+}
+
+Device rank_device(const std::string& requested, Communicator& comm) {
+  const Device device = choose_rank_device(requested, comm.local_rank(), cuda_device_count());
   require_device(device);
+  set_process_device(device);
+  if (device.is_cuda()) comm.use_gpu(device);
   return device;
 }
 

@@ -10,9 +10,16 @@
 
 namespace course::parallel {
 
-// `requested` ("cpu", "cuda", "cuda:N") when given; else GPU local_rank % GPUs, or the CPU.
-// Throws when the requested device is not there.
-Device rank_device(const std::string& requested, const Communicator& comm);
+// The device of the rank of node-local index `local_rank` among `gpus` visible GPUs:
+// `requested` "cpu" or "cuda:N" as named; "cuda" or nothing: GPU local_rank % gpus (nothing and
+// no GPU: the CPU). Throws when "cuda" is asked for and no GPU is visible.
+Device choose_rank_device(const std::string& requested, int local_rank, int gpus);
+
+// This rank's device (choose_rank_device), made the process's device (current in every thread
+// that calls CUDA, from this first call on), with the communicator's NCCL communicator created
+// on it when it is a GPU (all ranks together: call it on every rank at setup, before any
+// dataset or pinned buffer is made). Throws when the device is not there.
+Device rank_device(const std::string& requested, Communicator& comm);
 
 // OpenMP threads: the node's cores divided among its ranks, unless OMP_NUM_THREADS is set.
 void share_cores(const Communicator& comm);

@@ -23,10 +23,8 @@ void ring_allreduce_sum(Tensor& data, Communicator& comm) {
     for (int s = 0; s < p - 1; ++s) {
       Tensor outgoing = chunk(r + shift - s), incoming = chunk(r + shift - s - 1);
       Tensor landing = accumulate ? scratch.slice(0, incoming.numel()) : incoming;
-      const WorkPtr received = comm.recv(landing, from);
-      const WorkPtr sent = comm.send(outgoing, to);
-      received->wait();
-      sent->wait();
+      // One group: posted apart, every rank's receive would wait for a send queued behind it.
+      comm.exchange({send_to(outgoing, to), receive_from(landing, from)})->wait();
       if (accumulate) axpy_(1.0f, landing, incoming);
     }
   };

@@ -45,12 +45,18 @@ void cuda_release(void* ptr, int device) {
   cudaFree(ptr);
 }
 
+// Page-locked memory belongs to the context of the device current when it is allocated: the
+// process's GPU, whichever thread asks. Only a lack of memory is out-of-memory (nullptr); any
+// other failure is reported as itself.
 void* pinned_allocate(size_t bytes, int) {
+  enter_process_device();
   void* ptr = nullptr;
-  if (cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault) != cudaSuccess) {
+  const cudaError_t status = cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault);
+  if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     return nullptr;
   }
+  CUDA_CHECK(status);
   return ptr;
 }
 void pinned_release(void* ptr, int) { cudaFreeHost(ptr); }

@@ -1,6 +1,7 @@
 // Device names, and what this build and machine can run.
 #include "common/tensor/device.h"
 
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <mutex>
@@ -94,5 +95,21 @@ void set_current_device(Device device) {
   CUDA_CHECK(cudaSetDevice(device.index));
 #endif
 }
+
+namespace {
+std::atomic<int> process_gpu{-1};  // the process device's GPU index; -1: the CPU
+}  // namespace
+
+void set_process_device(Device device) {
+  set_current_device(device);
+  process_gpu = device.is_cuda() ? device.index : -1;
+}
+
+Device process_device() {
+  const int gpu = process_gpu;
+  return gpu < 0 ? Device::cpu() : Device::cuda(gpu);
+}
+
+void enter_process_device() { set_current_device(process_device()); }
 
 }  // namespace course

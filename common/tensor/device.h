@@ -39,4 +39,15 @@ void require_device(Device device);
 // Makes `device` current for the calling thread (cudaSetDevice); no-op for the CPU.
 void set_current_device(Device device);
 
+// The device this process trains on (a rank's GPU: its local rank's), made current in the
+// calling thread. Set it at setup, before any other CUDA call, so that no rank opens a context
+// on GPU 0 by accident (parallel::rank_device does; a pinned allocation would otherwise
+// create one on whichever GPU is current). The CPU until set.
+void set_process_device(Device device);
+Device process_device();
+// Makes the process's GPU current in the calling thread: every thread that calls CUDA (the
+// DataLoader's workers, the pinned allocator) calls it first, since the current device is per
+// thread. No-op while the process trains on the CPU.
+void enter_process_device();
+
 }  // namespace course

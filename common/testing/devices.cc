@@ -21,6 +21,10 @@ std::string case_part(Device device) {
 
 std::string case_part(DType dtype) { return std::string(dtype_name(dtype)); }
 
+std::string case_part(MemoryFormat format) {
+  return format == MemoryFormat::kChannelsLast ? "nhwc" : "nchw";
+}
+
 std::string case_part(int64_t value) { return std::to_string(value); }
 
 std::string case_part(float value) {

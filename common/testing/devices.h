@@ -10,6 +10,7 @@
 
 #include "common/tensor/device.h"
 #include "common/tensor/dtype.h"
+#include "common/tensor/shape.h"
 
 namespace course::testing {
 
@@ -43,6 +44,7 @@ class DeviceCaseTest : public ::testing::TestWithParam<std::tuple<Device, More..
 // Readable case names: "cpu_f16_1023".
 std::string case_part(Device device);
 std::string case_part(DType dtype);
+std::string case_part(MemoryFormat format);  // "nchw", "nhwc"
 std::string case_part(int64_t value);
 std::string case_part(float value);  // 0.1 -> "0p1"
 

@@ -66,6 +66,12 @@ void add_run_flags(CLI::App& app, TrainingFlags& f, const std::vector<std::strin
       ->check(CLI::IsMember({"f16", "bf16"}))
       ->default_str("bf16");
   app.add_flag("--channels-last", f.channels_last, "NHWC activations");
+  add_switch(app, "tf32-conv", f.tf32_conv,
+             "f32 convolutions on the GPU may use TF32 tensor cores "
+             "(torch.backends.cudnn.allow_tf32)");
+  add_switch(app, "tf32-matmul", f.tf32_matmul,
+             "f32 matrix products on the GPU may use TF32 tensor cores "
+             "(torch.backends.cuda.matmul.allow_tf32)");
   app.add_option("--chkpt", f.chkpt, "checkpoint file written after every epoch");
   app.add_option("--resume", f.resume, "checkpoint to continue from");
   app.add_option("--profile", f.profile, "Chrome-trace file of the profiled steps");

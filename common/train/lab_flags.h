@@ -25,12 +25,14 @@ struct TrainingFlags : DataFlags {
   bool amp = false;
   DType amp_dtype = DType::kBF16;
   bool channels_last = false;
-  std::string chkpt;    // checkpoint written after every epoch (and at the end of --test)
-  std::string resume;   // continue from this checkpoint
-  std::string profile;  // Chrome trace of the profiled steps
-  std::string metrics;  // JSON lines appended per epoch
-  std::string logdir;   // TensorBoard event files (common/train/event_file.h)
-  std::string device;   // "cpu", "cuda", "cuda:N"; empty: the GPU if one is visible
+  bool tf32_conv = true;     // TF32 tensor cores for f32 convolutions (common/kernels/math_mode.h)
+  bool tf32_matmul = false;  // and for f32 GEMMs, as PyTorch's defaults
+  std::string chkpt;         // checkpoint written after every epoch (and at the end of --test)
+  std::string resume;        // continue from this checkpoint
+  std::string profile;       // Chrome trace of the profiled steps
+  std::string metrics;       // JSON lines appended per epoch
+  std::string logdir;        // TensorBoard event files (common/train/event_file.h)
+  std::string device;        // "cpu", "cuda", "cuda:N"; empty: the GPU if one is visible
   std::string model = "smallnet";
   bool progress = true;
 };

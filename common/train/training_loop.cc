@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/kernels/math_mode.h"
 #include "common/parallel/ddp.h"
 #include "common/parallel/rank_setup.h"
 #include "common/tensor/allocator.h"
@@ -87,6 +88,7 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
                    hooks_.step && hooks_.validate,
                "a training loop needs a model, an optimizer, a schedule, a step and validation");
   COURSE_CHECK(config_.steps_per_epoch > 0, "an epoch of no steps");
+  set_tf32_switches({.conv = flags_.tf32_conv, .matmul = flags_.tf32_matmul});
   if (!hooks_.profiled) hooks_.profiled = course_profile_schedule;
   check_output_flags(flags_);
   if (lead() && !flags_.logdir.empty()) {

@@ -58,7 +58,7 @@ parallel::BucketPlan plan_buckets(const std::vector<int64_t>& param_bytes, int64
 }
 
 void ring_allreduce(Tensor& data, parallel::Communicator& comm) {
-  // BEGIN EXERCISE TP2.4: reduce-scatter then all-gather around the ring with send/recv
+  // BEGIN EXERCISE TP2.4: reduce-scatter then all-gather around the ring, one exchange a step
   const int p = comm.size(), r = comm.rank();
   const int64_t n = data.numel();
   if (p == 1 || n == 0) return;
@@ -72,19 +72,17 @@ void ring_allreduce(Tensor& data, parallel::Communicator& comm) {
     const int send_chunk = (r - step + p) % p, recv_chunk = (r - step - 1 + 2 * p) % p;
     Tensor received = chunk_of(recv_chunk);
     Tensor buffer = incoming.slice(0, received.numel());
-    auto receiving = comm.recv(buffer, previous);
-    auto sending = comm.send(chunk_of(send_chunk), next);
-    receiving->wait();
-    sending->wait();
+    comm.exchange({parallel::send_to(chunk_of(send_chunk), next),
+                   parallel::receive_from(buffer, previous)})
+        ->wait();
     course::axpy_(1.0f, buffer, received);
   }
   for (int step = 0; step < p - 1; ++step) {
     const int send_chunk = (r + 1 - step + p) % p, recv_chunk = (r - step + p) % p;
     Tensor received = chunk_of(recv_chunk);
-    auto receiving = comm.recv(received, previous);
-    auto sending = comm.send(chunk_of(send_chunk), next);
-    receiving->wait();
-    sending->wait();
+    comm.exchange({parallel::send_to(chunk_of(send_chunk), next),
+                   parallel::receive_from(received, previous)})
+        ->wait();
   }
   // END EXERCISE
 }

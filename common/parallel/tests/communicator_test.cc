@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "common/kernels/elementwise.h"
+#include "common/parallel/rank_setup.h"
 
 namespace course::parallel {
 namespace {
@@ -88,15 +89,41 @@ TEST(Communicator, TrafficCountsRingBytesPerRank) {
   EXPECT_EQ(comm->traffic().collectives, 1);
 }
 
-TEST(Communicator, SendAndReceiveAroundARing) {
+// One group per rank: every rank sends right and receives from the left, 40 KiB each (past
+// MPI's eager limit: posted apart, the ring would deadlock).
+TEST(Communicator, ExchangeAroundARing) {
   const int p = world()->size(), r = world()->rank();
-  Tensor out = Tensor::from_vector(rank_values(r, 4), {4});
-  Tensor in = Tensor::empty({4});
-  auto receiving = world()->recv(in, (r + p - 1) % p, 7);
-  auto sending = world()->send(out, (r + 1) % p, 7);
-  receiving->wait();
-  sending->wait();
-  EXPECT_EQ(in.to_vector<float>(), rank_values((r + p - 1) % p, 4));
+  const int64_t n = 10000;
+  Tensor out = Tensor::from_vector(rank_values(r, n), {n});
+  Tensor in = Tensor::empty({n});
+  world()->exchange({send_to(out, (r + 1) % p, 7), receive_from(in, (r + p - 1) % p, 7)})->wait();
+  EXPECT_EQ(in.to_vector<float>(), rank_values((r + p - 1) % p, n));
+  EXPECT_EQ(world()->exchange({})->test(), true);
+}
+
+// Receives match their peer's sends in posting order, as NCCL's do: a receive that expects
+// another message than the one sent first fails with the tags, on the CPU as on the GPU (where
+// it would silently take the wrong tensor).
+TEST(Communicator, ReceivesMatchInPostingOrderAndCheckTags) {
+  const auto pair = world()->split(world()->rank() < 2 ? 0 : 1, world()->rank());
+  if (world()->rank() >= 2) return;
+  Tensor first = Tensor::from_vector<float>({1, 2}, {2});
+  Tensor second = Tensor::from_vector<float>({3, 4}, {2});
+  if (pair->rank() == 0) {
+    pair->exchange({send_to(first, 1, 1), send_to(second, 1, 2)})->wait();
+  } else {
+    Tensor in = Tensor::empty({2});
+    try {
+      pair->recv(in, 0, 2)->wait();
+      ADD_FAILURE() << "a receive expecting tag 2 took the message of tag 1 silently";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("has tag 1 where tag 2 was expected"));
+    }
+    EXPECT_EQ(in.to_vector<float>(), (std::vector<float>{1, 2}));  // the first one sent
+    pair->recv(in, 0, 2)->wait();
+    EXPECT_EQ(in.to_vector<float>(), (std::vector<float>{3, 4}));
+  }
+  pair->barrier();
 }
 
 TEST(Communicator, SplitMakesRowsOfAGrid) {
@@ -140,6 +167,30 @@ TEST(Communicator, MisuseIsAClearError) {
   EXPECT_THAT([&] { world()->allreduce(half); },
               ::testing::ThrowsMessage<Error>(HasSubstr("MPI cannot reduce f16")));
   world()->barrier();
+}
+
+// Each rank of a node on its own GPU, "cuda" included (not every rank on cuda:0).
+TEST(RankDevice, EachLocalRankGetsItsOwnGpu) {
+  for (int local = 0; local < 6; ++local) {
+    EXPECT_EQ(choose_rank_device("", local, 4), Device::cuda(local % 4)) << local;
+    EXPECT_EQ(choose_rank_device("cuda", local, 4), Device::cuda(local % 4)) << local;
+    EXPECT_EQ(choose_rank_device("cuda:1", local, 4), Device::cuda(1)) << local;
+    EXPECT_EQ(choose_rank_device("cpu", local, 4), Device::cpu()) << local;
+  }
+  EXPECT_EQ(choose_rank_device("", 3, 0), Device::cpu());
+  EXPECT_THAT([] { choose_rank_device("cuda", 0, 0); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("--device cuda requested")));
+  EXPECT_THROW(choose_rank_device("tpu", 0, 4), Error);
+}
+
+// On the CPU a rank trains on the CPU, and that is the process's device for every thread.
+TEST(RankDevice, TheRanksDeviceIsTheProcesss) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible (the GPU self-test covers it)";
+  EXPECT_EQ(rank_device("", *world()), Device::cpu());
+  EXPECT_EQ(process_device(), Device::cpu());
+  EXPECT_FALSE(world()->has_gpu());
+  EXPECT_THAT([] { rank_device("cuda:0", *world()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("requested")));
 }
 
 TEST(Communicator, TheGpuEngineNeedsAVisibleGpu) {

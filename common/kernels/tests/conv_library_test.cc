@@ -1,0 +1,120 @@
+// The convolution's library choices: the math each data type runs with (f32 never in 16 bits;
+// TF32 only when allowed), the choice of an algorithm (the fastest usable one whose workspace
+// can be had, falling back instead of failing), and the convolution in both layouts and every
+// float dtype on each device against the CPU's NCHW f32 result, with non-integer data and
+// uneven sizes (on the GPU: cuDNN with NHWC filters for channels-last; skipped without a GPU).
+#include <gtest/gtest.h>
+
+#include "common/kernels/algorithm_choice.h"
+#include "common/kernels/conv2d.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/layout.h"
+#include "common/kernels/math_mode.h"
+#include "common/testing/devices.h"
+#include "common/testing/random_tensor.h"
+#include "common/testing/tolerance.h"
+
+namespace course {
+namespace {
+
+TEST(LibraryMath, F32NeverComputesInSixteenBits) {
+  EXPECT_EQ(library_math(DType::kF32, false), LibraryMath::kStrictF32);
+  EXPECT_EQ(library_math(DType::kF32, true), LibraryMath::kTf32);
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    EXPECT_EQ(library_math(d, false), LibraryMath::kTensorOp16) << dtype_name(d);
+    EXPECT_EQ(library_math(d, true), LibraryMath::kTensorOp16) << dtype_name(d);
+  }
+  EXPECT_THROW(library_math(DType::kI32, true), Error);
+}
+
+TEST(LibraryMath, SwitchesDefaultAsPyTorchs) {
+  const Tf32Switches defaults;
+  EXPECT_TRUE(defaults.conv);
+  EXPECT_FALSE(defaults.matmul);
+  set_tf32_switches({.conv = false, .matmul = true});
+  EXPECT_FALSE(tf32_switches().conv);
+  EXPECT_TRUE(tf32_switches().matmul);
+  set_tf32_switches(defaults);
+}
+
+TEST(AlgorithmChoice, TakesTheFastestUsableOneWhoseWorkspaceFits) {
+  const std::vector<AlgorithmCandidate> ranked = {
+      {.algorithm = 6, .usable = false, .workspace_bytes = 0},    // not supported for the shape
+      {.algorithm = 1, .usable = true, .workspace_bytes = 4096},  // too large for the memory left
+      {.algorithm = 0, .usable = true, .workspace_bytes = 1024},
+      {.algorithm = 2, .usable = true, .workspace_bytes = 0}};
+  std::vector<size_t> asked;
+  const auto fits_2k = [&](size_t bytes) {
+    asked.push_back(bytes);
+    return bytes <= 2048;
+  };
+  EXPECT_EQ(choose_algorithm(ranked, fits_2k), std::optional<size_t>(2));
+  EXPECT_EQ(asked, (std::vector<size_t>{4096, 1024}));  // never the unusable one's
+  EXPECT_EQ(choose_algorithm(ranked, [](size_t) { return true; }), std::optional<size_t>(1));
+  EXPECT_EQ(choose_algorithm(ranked, [](size_t) { return false; }), std::nullopt);
+  EXPECT_EQ(choose_algorithm({}, [](size_t) { return true; }), std::nullopt);
+}
+
+using ConvCase = testing::DeviceCaseTest<DType, MemoryFormat>;
+
+testing::Tolerance conv_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return {.atol = 1e-2, .rtol = 4e-3};
+    case DType::kBF16:
+      return {.atol = 8e-2, .rtol = 2e-2};
+    default:
+      return {.atol = 1e-4, .rtol = 1e-4};  // another summation order than oneDNN's
+  }
+}
+
+// Forward, backward-data and backward-weights (accumulating onto a non-zero gradient) of a 3x3
+// convolution, stride 2, padding 1, on 5 x 7 x 9 x 11 inputs.
+TEST_P(ConvCase, PassesMatchTheCpuNchwReferenceInF32) {
+  const DType dtype = value<0>();
+  const MemoryFormat format = value<1>();
+  set_tf32_switches({.conv = false, .matmul = false});  // f32 on the GPU in f32
+  const Conv2dShape conv{.stride = 2, .padding = 1};
+  const auto x = testing::random_tensor({5, 7, 9, 11}, DType::kF32, Device::cpu(), 1);
+  const auto w = testing::random_tensor({6, 7, 3, 3}, DType::kF32, Device::cpu(), 2);
+  const auto prior = testing::random_tensor({6, 7, 3, 3}, DType::kF32, Device::cpu(), 3);
+  const auto dy = testing::random_tensor(
+      conv2d_output_shape(x.tensor.shape(), w.tensor.shape(), conv), DType::kF32, Device::cpu(), 4);
+
+  // The reference: the CPU's NCHW f32 passes on the operands rounded to `dtype`, so only the
+  // arithmetic differs.
+  const auto on_device = [&](const Tensor& t) {
+    return to_memory_format(cast(t, dtype).to(device()), format);
+  };
+  const auto back = [](const Tensor& t) {
+    return testing::to_floats(
+        cast(to_memory_format(t, MemoryFormat::kContiguous), DType::kF32).to(Device::cpu()));
+  };
+  const auto rounded = [&](const Tensor& t) { return cast(cast(t, dtype), DType::kF32); };
+  const Tensor xr = rounded(x.tensor), wr = rounded(w.tensor), dyr = rounded(dy.tensor);
+  const Tensor y_want = conv2d_forward(xr, wr, conv);
+  const Tensor dx_want = conv2d_backward_data(dyr, wr, xr, conv);
+  Tensor dw_want = rounded(prior.tensor);
+  conv2d_backward_weights_add(dyr, xr, dw_want, conv);
+
+  const Tensor xd = on_device(x.tensor), dyd = on_device(dy.tensor);
+  const Tensor wd = cast(w.tensor, dtype).to(device());
+  Tensor dwd = cast(prior.tensor, dtype).to(device());
+  const Tensor y = conv2d_forward(xd, wd, conv);
+  EXPECT_EQ(y.memory_format(), format);
+  const Tensor dx = conv2d_backward_data(dyd, wd, xd, conv);
+  conv2d_backward_weights_add(dyd, xd, dwd, conv);
+  const testing::Tolerance tol = conv_tolerance(dtype);
+  EXPECT_TRUE(testing::all_close(back(y), testing::to_floats(y_want), tol)) << "forward";
+  EXPECT_TRUE(testing::all_close(back(dx), testing::to_floats(dx_want), tol)) << "backward data";
+  EXPECT_TRUE(testing::all_close(back(dwd), testing::to_floats(dw_want), tol))
+      << "backward weights";
+  set_tf32_switches({});
+}
+
+COURSE_INSTANTIATE_DEVICE_CASES(ConvCase, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                                ::testing::Values(MemoryFormat::kContiguous,
+                                                  MemoryFormat::kChannelsLast));
+
+}  // namespace
+}  // namespace course

@@ -1,0 +1,105 @@
+// The lockstep timetable of a pipeline step.
+#include "common/parallel/pipeline_rounds.h"
+
+#include <set>
+#include <sstream>
+
+#include "common/core/error.h"
+
+namespace course::parallel {
+
+namespace {
+
+using Kind = PipelineAction::Kind;
+
+std::string describe(const PipelineAction& a) {
+  return (a.kind == Kind::kForward ? "F" : "B") + std::to_string(a.micro_batch) +
+         (a.chunk > 0 ? " of chunk " + std::to_string(a.chunk) : "");
+}
+
+}  // namespace
+
+std::optional<StageMessage> action_input(const PipelineAction& a, int stage, int stages,
+                                         int virtual_stages) {
+  const int at = a.chunk * stages + stage, last = stages * virtual_stages - 1;
+  if (a.kind == Kind::kForward) {
+    if (at == 0) return std::nullopt;
+    return StageMessage{.gradient = false, .micro_batch = a.micro_batch, .to = at};
+  }
+  if (at == last) return std::nullopt;
+  return StageMessage{.gradient = true, .micro_batch = a.micro_batch, .to = at};
+}
+
+std::optional<StageMessage> action_output(const PipelineAction& a, int stage, int stages,
+                                          int virtual_stages) {
+  const int at = a.chunk * stages + stage, last = stages * virtual_stages - 1;
+  if (a.kind == Kind::kForward) {
+    if (at == last) return std::nullopt;
+    return StageMessage{.gradient = false, .micro_batch = a.micro_batch, .to = at + 1};
+  }
+  if (at == 0) return std::nullopt;
+  return StageMessage{.gradient = true, .micro_batch = a.micro_batch, .to = at - 1};
+}
+
+std::vector<std::vector<PipelineRound>> pipeline_rounds(
+    const std::vector<std::vector<PipelineAction>>& actions, int virtual_stages) {
+  const int stages = static_cast<int>(actions.size());
+  COURSE_CHECK(stages >= 1 && virtual_stages >= 1, "a pipeline of ", stages, " stages and ",
+               virtual_stages, " chunks per stage");
+  std::vector<std::vector<PipelineRound>> rounds(stages);
+  std::vector<size_t> next(stages, 0);
+  std::vector<std::set<StageMessage>> arrived(stages);
+  std::vector<std::set<std::pair<int, int>>> forwarded(stages);  // (chunk, micro-batch) done
+  const auto done = [&] {
+    for (int s = 0; s < stages; ++s) {
+      if (next[s] < actions[s].size()) return false;
+    }
+    return true;
+  };
+  while (!done()) {
+    std::vector<PipelineRound> round(stages);
+    std::vector<std::pair<int, StageMessage>> delivered;  // usable from the next round on
+    bool progress = false;
+    for (int s = 0; s < stages; ++s) {
+      if (next[s] == actions[s].size()) continue;
+      const PipelineAction& a = actions[s][next[s]];
+      COURSE_CHECK(a.chunk >= 0 && a.chunk < virtual_stages, "stage ", s, "'s action ", describe(a),
+                   " names a chunk it does not hold");
+      if (a.kind == Kind::kBackward) {
+        COURSE_CHECK(forwarded[s].count({a.chunk, a.micro_batch}) > 0, "stage ", s, " runs ",
+                     describe(a), " before its forward");
+      }
+      const std::optional<StageMessage> input = action_input(a, s, stages, virtual_stages);
+      if (input && arrived[s].count(*input) == 0) continue;  // idles this round
+      if (input) arrived[s].erase(*input);
+      if (a.kind == Kind::kForward) forwarded[s].insert({a.chunk, a.micro_batch});
+      round[s].action = a;
+      ++next[s];
+      progress = true;
+      if (const auto output = action_output(a, s, stages, virtual_stages)) {
+        round[s].sends.push_back(*output);
+        delivered.push_back({output->to % stages, *output});
+      }
+    }
+    if (!progress) {
+      std::ostringstream stuck;
+      for (int s = 0; s < stages; ++s) {
+        if (next[s] < actions[s].size()) {
+          stuck << " stage " << s << " waits to run " << describe(actions[s][next[s]]) << ";";
+        }
+      }
+      COURSE_FAIL(
+          "the pipeline's actions cannot all run: no neighbour ever sends what they "
+          "need:",
+          stuck.str());
+    }
+    for (const auto& [to, message] : delivered) {
+      round[to].receives.push_back(message);
+      arrived[to].insert(message);
+    }
+    for (int s = 0; s < stages; ++s) rounds[s].push_back(std::move(round[s]));
+  }
+  return rounds;
+}
+
+}  // namespace course::parallel

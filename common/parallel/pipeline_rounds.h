@@ -1,0 +1,51 @@
+// The point-to-point timetable of a pipeline step, so that it cannot deadlock on NCCL at any
+// message size. All stages advance in lockstep rounds: in each round a stage runs its next
+// action if that action's input has arrived (else it idles), then every stage takes part in
+// one group of sends and receives: the messages produced in this round, each received in the
+// same round by its neighbour. Every group is thus matched entirely by groups of the same round,
+// which NCCL (and the MPI engine, which completes a rank's groups in order as NCCL's stream
+// does) completes without a cycle; a send never waits behind a receive of a later round, the
+// deadlock of ungrouped 1F1B and of interleaved schedules with send-only groups. This is
+// Megatron-LM's lockstep send_forward_recv_backward exchange, derived for any schedule.
+//
+// Every stage computes the whole timetable from every stage's action list (the schedules are
+// deterministic), and a schedule whose actions can never all run (a backward before its
+// forward, a forward waiting for an activation nobody sends) is an error, not a hang.
+#pragma once
+
+#include <compare>
+#include <optional>
+#include <vector>
+
+#include "common/parallel/pipeline_schedule.h"
+
+namespace course::parallel {
+
+// What crosses between two virtual stages: micro-batch `micro_batch`'s activation into virtual
+// stage `to` (from to - 1), or the gradient of virtual stage `to`'s output (from to + 1).
+struct StageMessage {
+  bool gradient;
+  int micro_batch;
+  int to;  // the receiving virtual stage: rank to % p, chunk to / p
+  auto operator<=>(const StageMessage&) const = default;
+};
+
+struct PipelineRound {
+  std::optional<PipelineAction> action;  // run in this round (none: the stage idles)
+  std::vector<StageMessage> sends;       // produced by the action, sent at the round's end
+  std::vector<StageMessage> receives;    // produced by neighbours this round, for this stage
+};
+
+// The rounds of every stage, from `actions[s]`, stage s's action list over `virtual_stages`
+// chunks per stage. Throws when the actions cannot all run.
+std::vector<std::vector<PipelineRound>> pipeline_rounds(
+    const std::vector<std::vector<PipelineAction>>& actions, int virtual_stages);
+
+// The message an action of `stage` needs first (none for the first stage's forwards and the
+// last one's backwards), and the one it produces.
+std::optional<StageMessage> action_input(const PipelineAction& a, int stage, int stages,
+                                         int virtual_stages);
+std::optional<StageMessage> action_output(const PipelineAction& a, int stage, int stages,
+                                          int virtual_stages);
+
+}  // namespace course::parallel

@@ -1,0 +1,106 @@
+// The lockstep timetable of pipeline steps (pipeline_rounds.h), for every schedule over 1 to 4
+// stages, 1 to 8 micro-batches and 2 or 3 chunks: each stage runs exactly its schedule's actions
+// in order; each round's sends are received in the same round by their stage and nothing else
+// is; an action runs only after its input arrived in an earlier round; one message at most
+// per round between two stages (so a group's order is unambiguous). Schedules a trainee might
+// write wrong are errors naming the stage, never a hang.
+#include "common/parallel/pipeline_rounds.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "common/core/error.h"
+
+namespace course::parallel {
+namespace {
+
+using ::testing::HasSubstr;
+using Kind = PipelineAction::Kind;
+
+void expect_lockstep(PipelineSchedule schedule, int p, int m, int v) {
+  const std::string what = pipeline_schedule_name(schedule) + " p=" + std::to_string(p) +
+                           " m=" + std::to_string(m) + " v=" + std::to_string(v);
+  std::vector<std::vector<PipelineAction>> actions(p);
+  for (int s = 0; s < p; ++s) actions[s] = schedule_actions(schedule, s, p, m, v);
+  const auto rounds = pipeline_rounds(actions, v);
+  ASSERT_EQ(rounds.size(), static_cast<size_t>(p)) << what;
+  const size_t length = rounds[0].size();
+  std::vector<std::set<StageMessage>> arrived(p);
+  for (size_t t = 0; t < length; ++t) {
+    std::map<int, std::multiset<StageMessage>> sent_to;  // stage -> messages sent this round
+    for (int s = 0; s < p; ++s) {
+      ASSERT_EQ(rounds[s].size(), length) << what << ": every stage takes part in every round";
+      const PipelineRound& r = rounds[s][t];
+      if (r.action) {
+        const auto input = action_input(*r.action, s, p, v);
+        if (input) {
+          EXPECT_EQ(arrived[s].count(*input), 1u)
+              << what << ": stage " << s << " round " << t << " runs before its input arrived";
+        }
+        const auto output = action_output(*r.action, s, p, v);
+        EXPECT_EQ(r.sends.size(), output ? 1u : 0u) << what;
+        if (output && !r.sends.empty()) EXPECT_EQ(r.sends[0], *output) << what;
+      } else {
+        EXPECT_TRUE(r.sends.empty()) << what << ": an idle stage sends nothing";
+      }
+      for (const StageMessage& out : r.sends) sent_to[out.to % p].insert(out);
+    }
+    for (int s = 0; s < p; ++s) {
+      const std::vector<StageMessage>& in = rounds[s][t].receives;
+      EXPECT_EQ(std::multiset<StageMessage>(in.begin(), in.end()), sent_to[s])
+          << what << ": stage " << s << " round " << t << " receives what was sent to it";
+      std::set<int> senders;
+      for (const StageMessage& message : in) {
+        const int from = (message.gradient ? message.to + 1 : message.to - 1) % p;
+        EXPECT_TRUE(senders.insert(from).second)
+            << what << ": two messages from stage " << from << " in one round";
+        arrived[s].insert(message);
+      }
+    }
+  }
+  for (int s = 0; s < p; ++s) {
+    std::vector<PipelineAction> ran;
+    for (const PipelineRound& r : rounds[s]) {
+      if (r.action) ran.push_back(*r.action);
+    }
+    EXPECT_EQ(ran, actions[s]) << what << ": stage " << s;
+  }
+}
+
+TEST(PipelineRounds, EveryScheduleRunsInMatchedLockstepRounds) {
+  for (int p = 1; p <= 4; ++p) {
+    for (int m = 1; m <= 8; ++m) {
+      for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+                            PipelineSchedule::kOneForwardOneBackward}) {
+        expect_lockstep(schedule, p, m, 1);
+      }
+      for (int v : {2, 3}) {
+        if (m % p == 0) expect_lockstep(PipelineSchedule::kInterleaved, p, m, v);
+      }
+    }
+  }
+}
+
+// Trainees' plausible mistakes in an action list: a backward before its forward, a forward
+// whose activation no stage produces (stage 0 forgot micro-batch 1).
+TEST(PipelineRounds, ActionsThatCannotRunAreErrorsNamingTheStage) {
+  const PipelineAction f0{Kind::kForward, 0}, f1{Kind::kForward, 1};
+  const PipelineAction b0{Kind::kBackward, 0}, b1{Kind::kBackward, 1};
+  EXPECT_THAT(
+      [&] {
+        pipeline_rounds({{f0, b0, f1, b1}, {b0, f0, f1, b1}}, 1);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("stage 1 runs B0 before its forward")));
+  EXPECT_THAT(
+      [&] {
+        pipeline_rounds({{f0, b0}, {f0, b0, f1, b1}}, 1);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("stage 1 waits to run F1")));
+}
+
+}  // namespace
+}  // namespace course::parallel
