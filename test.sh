@@ -2,8 +2,9 @@
 # Runs every test: the full build (CUDA compiled in where nvcc is installed; without a GPU the
 # tests run its CPU path, as a trainee's machine does), then common/'s tests (fuzz tests
 # included) on the CPU-only build under AddressSanitizer and UndefinedBehaviorSanitizer, then
-# the Slurm tooling, the race and multi-node jobs on a local Slurm cluster (as root;
-# slurm/tests/slurm_test.sh, race_test.sh, multinode_test.sh).
+# the GPU self-test's bundle (tools/gpu_selftest/bundle_test.sh), then the Slurm tooling, the
+# race and multi-node jobs on a local Slurm cluster (as root; slurm/tests/slurm_test.sh,
+# race_test.sh, multinode_test.sh).
 # Two builds: a third, `bazel test --config=cpu //...`, would compile every target again and
 # push a cold run on two cores past CI's time; common/ is where CUDA is compiled in or out.
 # Ends with one summary line over all of them: "tests: N passed, M failed".
@@ -20,6 +21,14 @@ bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
 echo "== bazel test --config=asan //common/... (CPU-only build; AddressSanitizer +"
 echo "   UndefinedBehaviorSanitizer)"
 bazel test --config=asan //common/... "$@" 2>&1 | tee -a "$log" || status=1
+
+echo "== the GPU self-test's bundle: made, unpacked in an empty folder, its CPU cases run there"
+if tools/gpu_selftest/bundle_test.sh 2>&1 | tee -a "$log"; then
+  echo "//tools/gpu_selftest:bundle_test PASSED" | tee -a "$log"
+else
+  echo "//tools/gpu_selftest:bundle_test FAILED" | tee -a "$log"
+  status=1
+fi
 
 echo "== Slurm: sbatch jobs through slurm/submit.sh, the race and multi-node jobs, on a local cluster"
 for test in slurm_test race_test multinode_test; do

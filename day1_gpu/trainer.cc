@@ -83,7 +83,6 @@ LabResult run_lab(const LabOptions& o) {
     Batch batch = batches.next();
     if (o.channels_last) batch.images = to_channels_last(batch.images);
     if (graph && eager_step_done && graph->fits(batch.images, batch.labels)) {
-      check_class_labels(batch.labels, data.train->num_classes());  // the graph cannot
       phases.start(train::Phase::kGraphReplay);
       optimizer->prepare_step();
       const Tensor loss = graph->run(batch.images, batch.labels);
@@ -138,7 +137,8 @@ LabResult run_lab(const LabOptions& o) {
                    .skipped_steps = scaler.skipped_steps(),
                    .last_loss = run.last_loss,
                    .test_accuracy = run.test_accuracy,
-                   .timing = run.timing};
+                   .timing = run.timing,
+                   .step_waits = run.step_waits};
   for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
   return result;
 }

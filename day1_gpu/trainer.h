@@ -17,6 +17,7 @@ struct LabResult {
   float last_loss = 0;                  // training loss of the last step
   std::optional<double> test_accuracy;  // after the last epoch (not with --test)
   course::train::ChronometerReport timing;
+  course::HostWaits step_waits;                // the host's waits for the device in the steps
   std::vector<std::vector<float>> parameters;  // final values, in model order
 };
 

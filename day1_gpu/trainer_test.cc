@@ -54,6 +54,26 @@ TEST(Day1Lab, OnlyAnExplicitGpuDeviceRunsTheTraineesCopy) {
   EXPECT_FALSE(copies_with_to_device(o));
 }
 
+// The host waits for the device only when it reads the loss (every --log-every steps): 20 steps
+// read it twice and wait for the chronometer's events twice, on the GPU as here (the same
+// calls run on the CPU path); reading every step is 20 reads. f16's loss scaler adds one read
+// per step (its fused finite check), not one per parameter.
+TEST(Day1Lab, TwentyStepsWaitForTheDeviceOnlyEveryTenSteps) {
+  LabOptions o = small(20);
+  o.synthetic = 20 * 16;  // one epoch of 20 steps: no epoch end in between
+  o.log_every = 10;
+  const LabResult every_ten = run_lab(o);
+  EXPECT_EQ(every_ten.steps, 20);
+  EXPECT_LE(every_ten.step_waits.reads, 2);
+  EXPECT_LE(every_ten.step_waits.synchronizations, 2);
+  o.log_every = 1;
+  EXPECT_EQ(run_lab(o).step_waits.reads, 20);
+  o.log_every = 10;
+  o.amp = true;
+  o.amp_dtype = course::DType::kF16;
+  EXPECT_LE(run_lab(o).step_waits.reads, 2 + 20);
+}
+
 TEST(Day1Lab, ResumingFromACheckpointContinuesBitExactly) {
   const LabResult straight = run_lab(small(6));
   LabOptions first = small(3);

@@ -32,10 +32,18 @@ void DeviceBatches::retire(std::optional<InFlight>& batch) {
 
 Batch DeviceBatches::load() { return prepare_ ? prepare_(loader_.next()) : loader_.next(); }
 
+Batch DeviceBatches::fenced_transfer(const Batch& host) {
+  // The copy's memory may come from blocks that work queued on the compute stream still reads:
+  // the copy stream first waits for that work (the allocator does not track streams).
+  compute_queued_.record();
+  compute_queued_.block(&copy_stream_);
+  return transfer_(host, device_, copy_stream_);
+}
+
 DeviceBatches::InFlight DeviceBatches::load_and_copy() {
   InFlight f;
   f.host = load();
-  f.device = transfer_(f.host, device_, copy_stream_);
+  f.device = fenced_transfer(f.host);
   f.copied = std::make_unique<Event>(device_);
   f.copied->record(&copy_stream_);
   return f;
@@ -52,7 +60,7 @@ void DeviceBatches::start_epoch(std::vector<int64_t> indices, int64_t epoch, int
 
 Batch DeviceBatches::place(const Batch& host) {
   if (!transfer_) return host;
-  Batch placed = transfer_(host, device_, copy_stream_);
+  Batch placed = fenced_transfer(host);
   copy_stream_.synchronize();
   return placed;
 }
@@ -68,11 +76,7 @@ Batch DeviceBatches::next() {
   handed_out_ = ahead_ ? std::move(ahead_) : load_and_copy();
   ahead_.reset();
   handed_out_->copied->block();  // the compute stream waits for the copy, the host does not
-  if (!loader_.done()) {
-    compute_queued_.record();
-    compute_queued_.block(&copy_stream_);
-    ahead_ = load_and_copy();
-  }
+  if (!loader_.done()) ahead_ = load_and_copy();
   return handed_out_->device;
 }
 

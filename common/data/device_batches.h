@@ -5,8 +5,9 @@
 //     handed out, from the loader's pinned host memory, so it runs while step b computes;
 //   - before batch b is used, the compute (default) stream waits on the event recorded after
 //     its copy: no host synchronisation, and no kernel reads a half-copied batch;
-//   - the copy stream in turn waits for the compute work queued so far, so a copy never
-//     lands in memory that an earlier step may still be reading;
+//   - the copy stream in turn waits for the compute work queued so far before every copy
+//     (ahead, at an epoch's start, blocking, and place()), so a copy never lands in memory
+//     that an earlier step may still be reading;
 //   - a host batch is kept until its copy is known to be done (at the next call, when it has
 //     long finished), so the loader never refills pinned memory that is still being read.
 // Without non_blocking each batch is copied when asked for and the host waits for the copy.
@@ -57,7 +58,8 @@ class DeviceBatches {
     Batch host, device;
     std::unique_ptr<Event> copied;
   };
-  Batch load();  // the loader's next batch, prepared
+  Batch load();                              // the loader's next batch, prepared
+  Batch fenced_transfer(const Batch& host);  // after the compute stream's queued work
   InFlight load_and_copy();
   void retire(std::optional<InFlight>& batch);  // waits for its copy, then frees its host side
 

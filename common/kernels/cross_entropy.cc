@@ -18,7 +18,16 @@ void check_labels(const Tensor& logits, const Tensor& labels, float smoothing) {
                ", logits on ", logits.device().str());
   COURSE_CHECK(smoothing >= 0.0f && smoothing < 1.0f, "label smoothing must be in [0, 1), got ",
                smoothing);
-  if (!capturing()) check_class_labels(labels, logits.size(1));
+  // Labels in host memory are checked here, by the host, with no device involved; a GPU's
+  // labels were checked where the batch was made (the datasets check theirs at load), and a
+  // bad one gives a NaN loss, never a read out of bounds (and no host wait every step).
+  if (labels.device().is_cpu() && !capturing()) {
+    const int64_t* values = labels.data_as<int64_t>();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < labels.numel(); ++i)
+      bad += values[i] < 0 || values[i] >= logits.size(1);
+    COURSE_CHECK(bad == 0, bad, " label(s) outside [0, ", logits.size(1), ")");
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "common/core/host_device.h"
 #include "common/kernels/reduce_ops.h"
@@ -33,7 +34,8 @@ COURSE_HD inline float softmax_row(const T* x, float* p, int64_t classes) {
   return top + logf(total);
 }
 
-// For row `row` of the (N, C) logits: probs[row, :] = softmax, losses[row] = smoothed CE.
+// For row `row` of the (N, C) logits: probs[row, :] = softmax, losses[row] = smoothed CE (NaN
+// for a label outside the classes).
 template <class T>
 struct SoftmaxCrossEntropyRow {
   const T* logits;
@@ -50,7 +52,8 @@ struct SoftmaxCrossEntropyRow {
     for (int64_t c = 0; c < classes; ++c) {
       target_dot += smoothed_target(c, labels[row], classes, smoothing) * static_cast<float>(x[c]);
     }
-    losses[row] = log_sum_exp - target_dot;
+    const bool known = labels[row] >= 0 && labels[row] < classes;
+    losses[row] = known ? log_sum_exp - target_dot : std::numeric_limits<float>::quiet_NaN();
   }
 };
 

@@ -16,6 +16,7 @@
 #include "common/core/error.h"
 #include "common/tensor/capture.h"
 #include "common/tensor/device.h"
+#include "common/tensor/host_waits.h"
 
 namespace course {
 
@@ -54,6 +55,7 @@ typename Reducer::Acc reduce_index(Device device, int64_t n, const Reducer& redu
   using Acc = typename Reducer::Acc;
   check_not_capturing("a reduction whose result is read on the host");
   if (n <= 0) return reducer.identity();
+  note_host_read();
   if (device.is_cpu()) {
     const int64_t chunks = (n + kCpuChunk - 1) / kCpuChunk;
     std::vector<Acc> partial(chunks);

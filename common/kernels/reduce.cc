@@ -38,6 +38,21 @@ bool all_finite(const Tensor& x) {
   });
 }
 
+bool all_finite(const std::vector<Tensor>& xs) {
+  if (xs.empty()) return true;
+  const Device device = xs.front().device();
+  Tensor flag = Tensor::from_vector<int32_t>({0}, {1}, device);
+  for (const Tensor& x : xs) {
+    COURSE_CHECK(x.device() == device, "all_finite: tensors on ", device.str(), " and ",
+                 x.device().str());
+    visit_floating(x.dtype(), "all_finite", [&]<class T>() {
+      for_each_index(device, x.numel(),
+                     ops::MarkNonFinite<T>{x.data_as<T>(), flag.data_as<int32_t>()});
+    });
+  }
+  return flag.to_vector<int32_t>()[0] == 0;
+}
+
 Tensor argmax_rows(const Tensor& x) {
   COURSE_CHECK(x.dim() == 2 && x.size(1) > 0, "argmax_rows needs an (N, C) tensor with C > 0, got ",
                x.str());

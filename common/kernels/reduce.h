@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "common/tensor/tensor.h"
 
@@ -13,5 +14,8 @@ float max(const Tensor& x);           // NaN if any element is NaN
 int64_t argmax(const Tensor& x);      // flat index of the first largest element (contiguous x)
 Tensor argmax_rows(const Tensor& x);  // (N, C) -> (N,) i64 on x's device
 bool all_finite(const Tensor& x);     // no NaN and no infinity
+// Whether every element of every tensor (all on one device) is finite, with one read of one
+// device flag: a loss scaler's single host wait per step, not one per gradient.
+bool all_finite(const std::vector<Tensor>& xs);
 
 }  // namespace course

@@ -15,12 +15,12 @@ LossScaler::LossScaler(const LossScalerOptions& options)
 }
 
 bool LossScaler::unscale_and_check(const std::vector<nn::Parameter*>& params) {
-  bool finite = true;
+  std::vector<Tensor> grads;
   for (nn::Parameter* p : params) {
     scale_(p->grad, 1.0f / loss_scale_);
-    finite = finite && all_finite(p->grad);
+    grads.push_back(p->grad);
   }
-  return finite;
+  return all_finite(grads);  // one host wait per step, whatever the number of parameters
 }
 
 void LossScaler::update(bool found_inf) {

@@ -2,6 +2,7 @@
 #include "common/tensor/stream.h"
 
 #include "common/core/error.h"
+#include "common/tensor/host_waits.h"
 
 #if COURSE_WITH_CUDA
 #include "common/tensor/cuda_check.h"
@@ -28,6 +29,7 @@ Stream::~Stream() {
 }
 
 void Stream::synchronize() const {
+  note_host_synchronization();
 #if COURSE_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
 #endif
@@ -66,6 +68,7 @@ void Event::record(const Stream* stream) {
 }
 
 void Event::synchronize() const {
+  note_host_synchronization();
 #if COURSE_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
 #endif

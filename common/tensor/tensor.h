@@ -16,6 +16,7 @@
 #include "common/tensor/capture.h"
 #include "common/tensor/device.h"
 #include "common/tensor/dtype.h"
+#include "common/tensor/host_waits.h"
 #include "common/tensor/shape.h"
 #include "common/tensor/stream.h"
 
@@ -129,6 +130,7 @@ std::vector<T> Tensor::to_vector() const {
   COURSE_CHECK(format_ == MemoryFormat::kContiguous, "to_vector of a ", memory_format_name(format_),
                " tensor: convert it to contiguous first");
   check_not_capturing("reading a tensor's values on the host");
+  note_host_read();
   std::vector<T> values(numel_);
   copy_bytes(values.data(), Device::cpu(), data_as<T>(), device_, nbytes());
   return values;

@@ -30,22 +30,34 @@ void Chronometer::start(Phase phase) {
 }
 
 void Chronometer::end_step(int64_t batch_size) {
-  Event& end = mark(sequence_.size());
-  end.record();
-  end.synchronize();
-  // Each phase ends where the next one starts (or at the step end).
+  mark(sequence_.size()).record();
+  // The first step pays for allocation and library set-up: it is not timed.
   if (steps_seen_++ > 0) {
-    for (size_t i = 0; i < sequence_.size(); ++i) {
-      const int p = static_cast<int>(sequence_[i]);
-      total_ms_[p] += marks_[i]->elapsed_ms(*marks_[i + 1]);
-      timed_[p] = true;
-    }
-    images_ += batch_size;
+    ended_.push_back({std::move(marks_), std::move(sequence_), batch_size});
+    marks_ = spare_marks_.empty() ? Marks{} : std::move(spare_marks_.back());
+    if (!spare_marks_.empty()) spare_marks_.pop_back();
   }
   sequence_.clear();
 }
 
-ChronometerReport Chronometer::report() const {
+void Chronometer::collect() {
+  if (ended_.empty()) return;
+  ended_.back().marks[ended_.back().phases.size()]->synchronize();
+  for (EndedStep& step : ended_) {
+    // Each phase ends where the next one starts (or at the step end).
+    for (size_t i = 0; i < step.phases.size(); ++i) {
+      const int p = static_cast<int>(step.phases[i]);
+      total_ms_[p] += step.marks[i]->elapsed_ms(*step.marks[i + 1]);
+      timed_[p] = true;
+    }
+    images_ += step.batch_size;
+    spare_marks_.push_back(std::move(step.marks));
+  }
+  ended_.clear();
+}
+
+ChronometerReport Chronometer::report() {
+  collect();
   ChronometerReport r;
   r.unit = unit_;
   r.steps = steps_seen_ > 0 ? steps_seen_ - 1 : 0;

@@ -1,6 +1,9 @@
 // The course's chronometer: per-step times of the load, forward, backward and optimizer
 // phases, the first step excluded (it pays for allocation and library set-up), samples (images,
 // or tokens for a language model) per second, and the device's "max memory allocated".
+// Phases are marked with events on the device's stream and read later: a step never waits for
+// the device; collect() (the training loop calls it every --log-every steps) waits once for the
+// last step's end and adds up every step since.
 #pragma once
 
 #include <array>
@@ -40,17 +43,26 @@ class Chronometer {
   // The previous phase (if any) ends here. A phase may come back within a step (the load,
   // forward and backward of each micro-batch): its times add up.
   void start(Phase phase);
-  void end_step(int64_t batch_size);  // ends the step's last phase and accumulates it
-  ChronometerReport report() const;
+  void end_step(int64_t batch_size);  // ends the step's last phase; its times are read later
+  void collect();                     // waits for the steps ended so far and adds up their phases
+  ChronometerReport report();         // after collect()
 
  private:
-  Event& mark(size_t i);  // the i-th event of a step, made on first use and then reused
+  using Marks = std::vector<std::unique_ptr<Event>>;  // phase starts, then the step end
+  struct EndedStep {
+    Marks marks;
+    std::vector<Phase> phases;
+    int64_t batch_size;
+  };
+  Event& mark(size_t i);  // the i-th event of the current step (from a reused set)
 
   Device device_;
   std::string unit_;
-  std::vector<std::unique_ptr<Event>> marks_;  // phase starts, then the step end
-  std::vector<Phase> sequence_;                // the phases started in the current step
-  std::array<bool, kPhases> timed_{};          // in any timed step
+  Marks marks_;                        // the current step's
+  std::vector<Phase> sequence_;        // the phases started in the current step
+  std::vector<EndedStep> ended_;       // timed steps not collected yet
+  std::vector<Marks> spare_marks_;     // collected steps' events, for reuse
+  std::array<bool, kPhases> timed_{};  // in any timed step
   std::array<double, kPhases> total_ms_{};
   int64_t steps_seen_ = 0, images_ = 0;
 };

@@ -59,6 +59,10 @@ void add_run_flags(CLI::App& app, TrainingFlags& f, const std::vector<std::strin
                "run --test-nsteps steps only (within --epochs epochs), without validation, and "
                "report the speed");
   app.add_option("--test-nsteps", f.test_nsteps)->capture_default_str();
+  app.add_option("--log-every", f.log_every,
+                 "steps between reads of the training loss from the device (the progress line, "
+                 "TensorBoard, the divergence check): the GPU is never waited for in between")
+      ->capture_default_str();
   app.add_flag("--amp", f.amp, "mixed precision");
   app.add_option_function<std::string>(
          "--amp-dtype", [&f](const std::string& name) { f.amp_dtype = parse_dtype(name); },
@@ -115,6 +119,7 @@ void validate_run_flags(const TrainingFlags& f) {
   COURSE_CHECK(f.batch_size > 0, "--batch-size must be positive, got ", f.batch_size);
   COURSE_CHECK(f.epochs > 0, "--epochs must be positive, got ", f.epochs);
   COURSE_CHECK(f.test_nsteps > 0, "--test-nsteps must be positive, got ", f.test_nsteps);
+  COURSE_CHECK(f.log_every > 0, "--log-every must be positive, got ", f.log_every);
   COURSE_CHECK(f.lr > 0, "--lr must be positive, got ", f.lr);
   COURSE_CHECK(f.wd >= 0 && f.mom >= 0, "--wd and --mom must not be negative");
   COURSE_CHECK(f.label_smoothing >= 0 && f.label_smoothing < 1,

@@ -22,6 +22,7 @@ struct TrainingFlags : DataFlags {
   float label_smoothing = 0.1f;
   bool test = false;  // run --test-nsteps steps, report speed, skip validation
   int64_t test_nsteps = 50;
+  int64_t log_every = 10;  // steps between reads of the loss from the device
   bool amp = false;
   DType amp_dtype = DType::kBF16;
   bool channels_last = false;

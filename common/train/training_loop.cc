@@ -16,6 +16,7 @@
 #include "common/parallel/rank_setup.h"
 #include "common/tensor/allocator.h"
 #include "common/train/checkpoint.h"
+#include "common/train/loss_window.h"
 #include "common/train/progress.h"
 #include "common/train/stop_signal.h"
 
@@ -232,6 +233,8 @@ LoopResult TrainingLoop::run() {
     Progress progress(flags_.progress && lead(), epoch, flags_.epochs, config_.steps_per_epoch);
     const auto epoch_started = std::chrono::steady_clock::now();
     EpochSteps epoch_steps;
+    LossWindow losses(config_.device);
+    const HostWaits waits_before = host_waits();
     int64_t b = first;
     for (; b < config_.steps_per_epoch && !(flags_.test && optimizer.steps() >= flags_.test_nsteps);
          ++b) {
@@ -239,29 +242,44 @@ LoopResult TrainingLoop::run() {
       auto step_range = profiler.range("step", recorded);
       StepPhases phases(chrono, profiler, recorded);
       optimizer.set_lr(config_.lr_at(optimizer.steps()));
-      const Tensor loss_on_device = hooks_.step(phases);
+      losses.add(hooks_.step(phases));
       phases.finish(config_.global_batch);
-      const float loss = loss_on_device.to_vector<float>()[0];
-      if (!std::isfinite(loss)) {
-        throw TrainingDiverged(detail::concat("the training loss diverged (", loss, ") at step ",
-                                              optimizer.steps(), ": lower --lr"));
-      }
-      result.last_loss = loss;
       ++result.steps;
       ++epoch_steps.steps;
-      epoch_steps.loss_sum += loss;
-      if (events_) {
-        events_->add_scalar("train/loss", loss, optimizer.steps());
-        events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
-      }
-      if (hooks_.after_step) hooks_.after_step(optimizer.steps(), loss);
-      progress.update(b + 1, loss);
-      if (const int signal = agreed_stop()) {
+      // The host waits for the device only here: every --log-every steps, at the epoch's end,
+      // at a stop, and every step for a hook that wants each step's loss.
+      const auto read_losses = [&] {
+        chrono.collect();
+        const LossWindow::Reading read = losses.read();
+        if (!std::isfinite(read.last) || !std::isfinite(read.sum)) {
+          throw TrainingDiverged(detail::concat("the training loss diverged (", read.last,
+                                                ") by step ", optimizer.steps(), ": lower --lr"));
+        }
+        result.last_loss = read.last;
+        epoch_steps.loss_sum += read.sum;
+        if (events_) {
+          events_->add_scalar("train/loss", static_cast<float>(read.sum / read.steps),
+                              optimizer.steps());
+          events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
+        }
+        if (hooks_.after_step) hooks_.after_step(optimizer.steps(), read.last);
+        progress.update(b + 1, read.last);
+      };
+      const bool last = b + 1 == config_.steps_per_epoch ||
+                        (flags_.test && optimizer.steps() >= flags_.test_nsteps);
+      const bool read_now = hooks_.after_step || optimizer.steps() % flags_.log_every == 0 || last;
+      if (read_now) read_losses();
+      const int signal = agreed_stop();
+      if (signal && !read_now) read_losses();
+      if (signal) {
         save(epoch, b + 1);
         if (config_.comm) config_.comm->barrier();  // the checkpoint is whole before any exit
         stop_training(signal, optimizer.steps(), flags_.chkpt);
       }
     }
+    result.step_waits.reads += host_waits().reads - waits_before.reads;
+    result.step_waits.synchronizations +=
+        host_waits().synchronizations - waits_before.synchronizations;
     epoch_steps.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_started).count();
     if (config_.comm) {

@@ -25,6 +25,7 @@
 #include "common/nn/module.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/communicator.h"
+#include "common/tensor/host_waits.h"
 #include "common/train/chronometer.h"
 #include "common/train/event_file.h"
 #include "common/train/lab_flags.h"
@@ -89,6 +90,7 @@ struct LoopResult {
   std::optional<double> test_loss;
   bool ended_early = false;  // after_epoch said to stop
   ChronometerReport timing;
+  HostWaits step_waits;  // the host's waits for the device during the steps (host_waits.h)
 };
 
 class TrainingLoop {

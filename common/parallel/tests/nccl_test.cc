@@ -1,0 +1,91 @@
+// The NCCL engine on every visible GPU, one rank each (the GPU self-test runs it; without a GPU
+// every case skips with the reason): each rank on its own GPU, every collective in f32, f16 and
+// bf16 against values each rank computes on the CPU, a ring exchange of 1 MiB per rank (past
+// NCCL's buffers: grouped, it cannot deadlock), and the rows of a split communicator.
+#include <gtest/gtest.h>
+
+#include "common/kernels/elementwise.h"
+#include "common/parallel/communicator.h"
+#include "common/parallel/rank_setup.h"
+
+namespace course::parallel {
+namespace {
+
+class Nccl : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible: " << cuda_status();
+    comm_ = Communicator::world();
+    device_ = rank_device("cuda", *comm_);
+  }
+  // Small integers (exact in every dtype, sums included): rank r's element i = r + i % 7 - 3.
+  Tensor values(int rank, int64_t n) const {
+    std::vector<float> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(rank + i % 7 - 3);
+    return cast(Tensor::from_vector(v, {n}), GetParam()).to(device_);
+  }
+  static std::vector<float> host(const Tensor& t) {
+    return cast(t, DType::kF32).to(Device::cpu()).to_vector<float>();
+  }
+  std::shared_ptr<Communicator> comm_;
+  Device device_;
+};
+
+TEST_P(Nccl, EachRankHasItsOwnGpu) {
+  EXPECT_EQ(device_, Device::cuda(comm_->local_rank() % cuda_device_count()));
+  EXPECT_EQ(process_device(), device_);
+  EXPECT_TRUE(comm_->has_gpu());
+}
+
+TEST_P(Nccl, CollectivesMatchTheCpu) {
+  const int p = comm_->size(), r = comm_->rank();
+  const int64_t n = 1000;
+  Tensor sum = values(r, n);
+  comm_->allreduce(sum)->wait();
+  std::vector<float> want(n, 0.0f);
+  for (int q = 0; q < p; ++q) {
+    const std::vector<float> v = host(values(q, n));
+    for (int64_t i = 0; i < n; ++i) want[i] += v[i];
+  }
+  EXPECT_EQ(host(sum), want);
+
+  Tensor root = values(r, n);
+  comm_->broadcast(root, p - 1)->wait();
+  EXPECT_EQ(host(root), host(values(p - 1, n)));
+
+  Tensor mine = Tensor::empty({n / 10}, GetParam(), device_);
+  comm_->reduce_scatter(values(r, n / 10 * p), mine)->wait();
+  Tensor all = Tensor::empty({n / 10 * p}, GetParam(), device_);
+  comm_->all_gather(mine, all)->wait();
+  Tensor reference = values(r, n / 10 * p);
+  comm_->allreduce(reference)->wait();
+  EXPECT_EQ(host(all), host(reference));
+}
+
+TEST_P(Nccl, GroupedRingExchangeOfAMebibyte) {
+  const int p = comm_->size(), r = comm_->rank();
+  const int64_t n = (1 << 20) / 2;
+  Tensor out = values(r, n), in = Tensor::empty({n}, GetParam(), device_);
+  comm_->exchange({send_to(out, (r + 1) % p), receive_from(in, (r + p - 1) % p)})->wait();
+  EXPECT_EQ(host(in), host(values((r + p - 1) % p, n)));
+}
+
+TEST_P(Nccl, SplitCommunicatorsAreGpuCommunicators) {
+  const int r = comm_->rank();
+  const auto row = comm_->split(r % 2, r);
+  EXPECT_TRUE(row->has_gpu());
+  Tensor t = values(r, 16);
+  row->allreduce(t)->wait();
+  std::vector<float> want(16, 0.0f);
+  for (int q = r % 2; q < comm_->size(); q += 2) {
+    const std::vector<float> v = host(values(q, 16));
+    for (int i = 0; i < 16; ++i) want[i] += v[i];
+  }
+  EXPECT_EQ(host(t), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, Nccl, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace course::parallel

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The GPU self-test's bundle as a GPU node without Bazel meets it: made by make_bundle.sh
+# (at most 64 MiB), unpacked in an empty folder outside the repository, its CPU cases run from
+# there with no access to the build tree (./test.sh runs this; it needs Bazel, so it is not a
+# bazel test itself).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tools/gpu_selftest/make_bundle.sh "$work/bundle.tar.xz"
+mkdir "$work/node"
+tar -C "$work/node" -xJf "$work/bundle.tar.xz"
+if grep -rqs "$PWD" "$work/node/gpu_selftest/run_selftest.sh"; then
+  echo "bundle_test: the bundle refers to the build tree" >&2
+  exit 1
+fi
+(cd "$work/node" && env -u BUILD_WORKSPACE_DIRECTORY gpu_selftest/run_selftest.sh --cpu)

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The GPU self-test of a cluster's GPU node: run it first on a new cluster. It runs every test
+# case parametrised on a device (the GPU's cases against the CPU path), the GPU-only tests, and
+# a short run of each day's lab on the GPU (day 1 f32, AMP f16 + channels-last, CUDA graphs;
+# DDP, ZeRO-3, 1F1B and tensor parallelism over NCCL on every visible GPU), then prints one
+# table (case, device, result, seconds) and exits non-zero if any case failed. A GPU case that
+# skips for want of a GPU counts as failed here: on a GPU node it must run.
+#   run_selftest.sh [--cpu] [--root DIR]
+#     --cpu       the same cases on the CPU (2 MPI ranks stand in for GPUs): the bundle's own test
+#     --root DIR  where the binaries are (default: this script's runfiles, or its folder in a
+#                 bundle made by make_bundle.sh)
+# MPIRUN overrides the launcher of multi-rank cases (default: mpirun; e.g. MPIRUN="srun").
+set -uo pipefail
+
+device=cuda
+root=""
+while (($#)); do
+  case $1 in
+    --cpu) device=cpu ;;
+    --root) root=$2; shift ;;
+    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run_selftest.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+here=$(cd "$(dirname "$0")" && pwd)
+if [[ -z $root ]]; then
+  if [[ -d $0.runfiles/course ]]; then root=$0.runfiles/course; else root=$here; fi
+fi
+[[ -x $root/tools/gpu_selftest/day1_gpu_lab ]] || {
+  echo "run_selftest.sh: no lab binaries under $root (build //tools/gpu_selftest or unpack a bundle)" >&2
+  exit 2
+}
+# A bundle carries its own shared libraries (the CUDA and driver libraries come from the node).
+[[ -d $root/lib ]] && export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+if [[ $device == cuda ]]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  ((gpus > 0)) || { echo "run_selftest.sh: no GPU visible (nvidia-smi -L lists none); --cpu runs the CPU cases" >&2; exit 2; }
+  ranks=$gpus
+  filter='*cuda*:*Gpu*:*GPU*'
+  where="$gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs)"
+else
+  ranks=2
+  filter='*cpu*'
+  where="CPU"
+fi
+mpirun_cmd=(${MPIRUN:-mpirun})
+if [[ -z ${MPIRUN:-} ]]; then
+  mpirun_cmd+=(--oversubscribe --bind-to none)
+  [[ $(id -u) -eq 0 ]] && mpirun_cmd+=(--allow-run-as-root)
+fi
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+results=()
+failed=0
+
+# record NAME DEVICE COMMAND...: runs the case, keeps its output, adds a table row.
+record() {
+  local name=$1 on=$2 start end status out
+  shift 2
+  out="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$name").log"
+  start=$(date +%s%N)
+  "$@" >"$out" 2>&1
+  status=$?
+  end=$(date +%s%N)
+  local result=PASS
+  if ((status != 0)); then
+    result=FAIL
+  elif [[ $device == cuda ]] && grep -q "no GPU visible" "$out"; then
+    result=FAIL  # a skipped GPU case on a GPU node
+  fi
+  if [[ $result == FAIL ]]; then
+    failed=$((failed + 1))
+    echo "---- $name (exit $status): last lines of its output" >&2
+    tail -n 15 "$out" >&2
+  fi
+  local tenths=$(((end - start) / 100000000))
+  results+=("$(printf '%-44s %-10s %-5s %6d.%d' "$name" "$on" "$result" $((tenths / 10)) $((tenths % 10)))")
+}
+
+# Every test binary with device cases, filtered to this device's cases.
+for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
+  common/kernels/tests/elementwise_test common/kernels/tests/reduce_test \
+  common/kernels/tests/layout_test common/kernels/tests/gemm_test \
+  common/kernels/tests/conv_library_test common/kernels/tests/cross_entropy_test \
+  common/kernels/tests/transformer_kernels_test common/kernels/tests/batch_augment_test \
+  common/kernels/tests/batch_mix_test common/kernels/tests/fused_conv_test \
+  common/kernels/tests/graph_test common/data/tests/jitter_test; do
+  record "$(basename "$t")" "$device" "$root/$t" --gtest_filter="$filter" --gtest_brief=1
+done
+
+# Each day's lab, short runs on this device.
+labs=$root/tools/gpu_selftest
+lab1=$labs/day1_gpu_lab
+short=(--synthetic 512 --batch-size 64 --test --test-nsteps 20 --no-progress --device "$device")
+record "day 1: f32" "$device" "$lab1" "${short[@]}"
+record "day 1: amp f16, channels-last" "$device" "$lab1" "${short[@]}" --amp --amp-dtype f16 \
+  --channels-last
+record "day 1: cuda graphs, bf16" "$device" "$lab1" "${short[@]}" --cuda-graphs --amp
+record "day 3: augmentation on the device" "$device" "$labs/day3_data_lab" \
+  "${short[@]}" --augment --auto-augment randaugment --aug-device
+
+multi() {  # multi NAME BINARY ARGS...: on every GPU (2 CPU ranks with --cpu)
+  local name=$1
+  shift
+  if ((ranks < 2)); then
+    results+=("$(printf '%-44s %-10s %-5s %8s' "$name" "$device" "SKIP" "1 GPU")")
+    return
+  fi
+  record "$name" "$device x$ranks" "${mpirun_cmd[@]}" -np "$ranks" "$@"
+}
+gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
+  --context 64)
+multi "NCCL: collectives, exchange, split" "$root/common/parallel/tests/nccl_test_ranks" \
+  --gtest_brief=1
+multi "day 2: DDP over NCCL" "$labs/day2_ddp_lab" --synthetic 512 -b 32 --test \
+  --test-nsteps 10 --no-progress --device "$device"
+multi "day 4: DDP" "$labs/day4_large_models_lab" "${gpt[@]}"
+multi "day 4: ZeRO-3, bf16 parameters" "$labs/day4_large_models_lab" "${gpt[@]}" \
+  --sharding zero3 --amp --param-dtype bf16
+multi "day 4: 1F1B pipeline" "$labs/day4_large_models_lab" "${gpt[@]}" \
+  --pipeline-stages "$ranks" --micro-batches 4 --schedule 1f1b
+multi "day 4: tensor parallelism" "$labs/day4_large_models_lab" "${gpt[@]}" \
+  --tensor-parallel "$ranks"
+
+echo
+echo "GPU self-test on $(hostname) ($where)"
+printf '%-44s %-10s %-5s %8s\n' case device result seconds
+printf '%s\n' "${results[@]}"
+echo "selftest: $((${#results[@]} - failed)) passed, $failed failed"
+((failed == 0))
