@@ -19,6 +19,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
 #include "common/kernels/library_handle.h"
+#include "common/kernels/library_workspace.h"
 #include "common/kernels/math_mode.h"
 #include "common/tensor/allocator.h"
 #include "common/tensor/capture.h"
@@ -129,31 +130,6 @@ std::vector<AlgorithmCandidate> ranked_algorithms(cudnnHandle_t h, const Descrip
   return out;
 }
 
-// A workspace from the device's caching allocator, returned when the call is done (the next
-// user of the block is queued on the same stream, after this call).
-class Workspace {
- public:
-  explicit Workspace(Device device) : allocator_(device_allocator(device)) {}
-  ~Workspace() { allocator_.deallocate(data_); }
-  bool take(size_t bytes) {
-    allocator_.deallocate(std::exchange(data_, nullptr));
-    try {
-      data_ = allocator_.allocate(bytes);
-    } catch (const OutOfMemoryError&) {
-      return false;
-    }
-    bytes_ = bytes;
-    return true;
-  }
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  CachingAllocator& allocator_;
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-
 // What one shape and pass run with.
 struct Plan {
   std::unique_ptr<Descriptors> descriptors;
@@ -184,7 +160,7 @@ PlanKey plan_key(Pass pass, const Tensor& x, const Shape& w, Conv2dShape conv) {
 // The plan of this shape and pass, with a workspace for its algorithm in `workspace`: made on
 // the first call, its choice redone when its workspace can no longer be had.
 const Plan& plan_for(Pass pass, cudnnHandle_t handle, const Tensor& x, const Shape& w,
-                     const Tensor& y, Conv2dShape conv, Workspace& workspace) {
+                     const Tensor& y, Conv2dShape conv, LibraryWorkspace& workspace) {
   thread_local std::map<PlanKey, Plan> plans;
   const PlanKey key = plan_key(pass, x, w, conv);
   auto it = plans.find(key);
@@ -218,7 +194,7 @@ Tensor filters_like(const Tensor& w, const Tensor& activations) {
 void cudnn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv) {
   set_current_device(x.device());
   cudnnHandle_t handle = cudnn_handle(x.device());
-  Workspace workspace(x.device());
+  LibraryWorkspace workspace(x.device());
   const Plan& plan = plan_for(Pass::kForward, handle, x, w.shape(), y, conv, workspace);
   const Descriptors& d = *plan.descriptors;
   const Tensor filters = filters_like(w, x);
@@ -231,7 +207,7 @@ void cudnn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dSha
 void cudnn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv) {
   set_current_device(dy.device());
   cudnnHandle_t handle = cudnn_handle(dy.device());
-  Workspace workspace(dy.device());
+  LibraryWorkspace workspace(dy.device());
   const Plan& plan = plan_for(Pass::kBackwardData, handle, dx, w.shape(), dy, conv, workspace);
   const Descriptors& d = *plan.descriptors;
   const Tensor filters = filters_like(w, dx);
@@ -246,7 +222,7 @@ void cudnn_conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor
                                        Conv2dShape conv) {
   set_current_device(x.device());
   cudnnHandle_t handle = cudnn_handle(x.device());
-  Workspace workspace(x.device());
+  LibraryWorkspace workspace(x.device());
   const Plan& plan = plan_for(Pass::kBackwardFilter, handle, x, dw.shape(), dy, conv, workspace);
   const Descriptors& d = *plan.descriptors;
   const bool nhwc = x.memory_format() == MemoryFormat::kChannelsLast;

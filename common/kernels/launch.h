@@ -7,13 +7,17 @@
 // functors; the GPU launchers are templates defined in launch_cuda.cuh and explicitly
 // instantiated in the .cu file next to each kernel family (a missing instantiation is a link
 // error, never a silent CPU fallback). During a graph capture (capture.h) for_each_index is
-// recorded, not run, and reduce_index, whose result comes back to the host, refuses.
+// recorded, not run, and reduce_index, whose result comes back to the host, refuses. The GPU's
+// grid is plan_launch(n, work_per_index) (launch_plan.h); while a LaunchLog records, launches
+// are logged instead of run.
 #pragma once
 
 #include <cstdint>
+#include <typeinfo>
 #include <vector>
 
 #include "common/core/error.h"
+#include "common/kernels/launch_plan.h"
 #include "common/tensor/capture.h"
 #include "common/tensor/device.h"
 #include "common/tensor/host_waits.h"
@@ -21,7 +25,7 @@
 namespace course {
 
 template <class Kernel>
-void cuda_for_each(int64_t n, const Kernel& kernel);
+void cuda_for_each(int64_t n, const Kernel& kernel, int64_t work_per_index);
 
 template <class Reducer>
 typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer);
@@ -34,6 +38,10 @@ inline constexpr int64_t kCpuChunk = 4096;
 template <class Kernel>
 void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work_per_index = 1) {
   if (n <= 0) return;
+  if (LaunchLog* log = LaunchLog::active()) {
+    log->record(typeid(Kernel).name(), n, work_per_index);
+    return;
+  }
   if (device.is_cpu()) {
     run_host_work([n, kernel, work_per_index] {
 #pragma omp parallel for schedule(static) if (n > 1 && n * work_per_index > kCpuChunk)
@@ -44,7 +52,7 @@ void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work
 #if COURSE_WITH_CUDA
   check_capture_device(device);
   set_current_device(device);
-  cuda_for_each(n, kernel);
+  cuda_for_each(n, kernel, work_per_index);
 #else
   COURSE_FAIL("kernel on ", device.str(), " in a build without CUDA");
 #endif
@@ -55,6 +63,10 @@ typename Reducer::Acc reduce_index(Device device, int64_t n, const Reducer& redu
   using Acc = typename Reducer::Acc;
   check_not_capturing("a reduction whose result is read on the host");
   if (n <= 0) return reducer.identity();
+  if (LaunchLog* log = LaunchLog::active()) {
+    log->record(typeid(Reducer).name(), n, 1);
+    return reducer.identity();
+  }
   note_host_read();
   if (device.is_cpu()) {
     const int64_t chunks = (n + kCpuChunk - 1) / kCpuChunk;

@@ -14,9 +14,6 @@
 
 namespace course {
 
-inline constexpr int kThreadsPerBlock = 256;
-inline constexpr int64_t kMaxBlocks = 4096;
-
 template <class Kernel>
 __global__ void grid_stride_kernel(int64_t n, Kernel kernel) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -27,9 +24,9 @@ __global__ void grid_stride_kernel(int64_t n, Kernel kernel) {
 }
 
 template <class Kernel>
-void cuda_for_each(int64_t n, const Kernel& kernel) {
-  const int64_t blocks = std::min(kMaxBlocks, (n + kThreadsPerBlock - 1) / kThreadsPerBlock);
-  grid_stride_kernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0,
+void cuda_for_each(int64_t n, const Kernel& kernel, int64_t work_per_index) {
+  const LaunchPlan plan = plan_launch(n, work_per_index);
+  grid_stride_kernel<<<static_cast<unsigned>(plan.blocks), plan.threads, 0,
                        static_cast<cudaStream_t>(current_cuda_stream())>>>(n, kernel);
   CUDA_CHECK(cudaGetLastError());
 }
@@ -81,6 +78,6 @@ typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer) {
 }  // namespace course
 
 #define COURSE_INSTANTIATE_FOR_EACH(...) \
-  template void course::cuda_for_each<__VA_ARGS__>(int64_t, const __VA_ARGS__&);
+  template void course::cuda_for_each<__VA_ARGS__>(int64_t, const __VA_ARGS__&, int64_t);
 #define COURSE_INSTANTIATE_REDUCE(...) \
   template typename __VA_ARGS__::Acc course::cuda_reduce<__VA_ARGS__>(int64_t, const __VA_ARGS__&);

@@ -1,6 +1,7 @@
 // LayerNorm launches.
 #include "common/kernels/layer_norm.h"
 
+#include "common/kernels/column_sums.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/layer_norm_ops.h"
 
@@ -52,12 +53,11 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
                                        saved.mean.data_as<float>(), saved.rstd.data_as<float>(),
                                        dx.data_as<T>(), cols},
         4 * cols);
-    for_each_index(x.device(), cols,
-                   ops::LayerNormBackwardParams<T>{
-                       dy.data_as<T>(), x.data_as<T>(), saved.mean.data_as<float>(),
-                       saved.rstd.data_as<float>(), weight_grad.data_as<float>(),
-                       bias_grad.data_as<float>(), rows, cols},
-                   2 * rows);
+    add_column_sums(
+        x.device(),
+        ops::LayerNormParamTerms<T>{dy.data_as<T>(), x.data_as<T>(), saved.mean.data_as<float>(),
+                                    saved.rstd.data_as<float>(), cols},
+        rows, cols, {weight_grad.data_as<float>(), bias_grad.data_as<float>()});
   });
   return dx;
 }

@@ -68,25 +68,20 @@ struct LayerNormBackwardInput {
   }
 };
 
-// Column j: weight_grad[j] += sum over rows of dy xhat, bias_grad[j] += sum of dy.
+// The summands of LayerNorm's parameter gradients per column j (column_sums_ops.h adds them
+// up): dweight[j] += dy[i, j] xhat[i, j], dbias[j] += dy[i, j].
 template <class T>
-struct LayerNormBackwardParams {
+struct LayerNormParamTerms {
+  static constexpr int kSums = 2;
   const T* dy;
   const T* x;
   const float* mean;
   const float* rstd;
-  float* weight_grad;
-  float* bias_grad;
-  int64_t rows, cols;
-  COURSE_HD void operator()(int64_t j) const {
-    float dw = 0.0f, db = 0.0f;
-    for (int64_t i = 0; i < rows; ++i) {
-      const float d = static_cast<float>(dy[i * cols + j]);
-      dw += d * (static_cast<float>(x[i * cols + j]) - mean[i]) * rstd[i];
-      db += d;
-    }
-    weight_grad[j] += dw;
-    bias_grad[j] += db;
+  int64_t cols;
+  COURSE_HD void add(int64_t i, int64_t j, float* acc) const {
+    const float d = static_cast<float>(dy[i * cols + j]);
+    acc[0] += d * (static_cast<float>(x[i * cols + j]) - mean[i]) * rstd[i];
+    acc[1] += d;
   }
 };
 

@@ -1,6 +1,7 @@
 // Dispatch of the row-broadcast kernels.
 #include "common/kernels/linear.h"
 
+#include "common/kernels/column_sums.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/linear_ops.h"
 
@@ -27,10 +28,8 @@ void add_row_bias_(Tensor& y, const Tensor& bias) {
 void add_column_sums_(const Tensor& x, Tensor& sums) {
   check_row_vector(x, sums, "add_column_sums_");
   visit_floating(x.dtype(), "add_column_sums_", [&]<class T>() {
-    for_each_index(
-        x.device(), x.size(1),
-        ops::AddColumnSums<T>{x.data_as<T>(), sums.data_as<float>(), x.size(0), x.size(1)},
-        x.size(0));
+    add_column_sums(x.device(), ops::ColumnOf<T>{x.data_as<T>(), x.size(1)}, x.size(0), x.size(1),
+                    {sums.data_as<float>()});
   });
 }
 

@@ -1,4 +1,5 @@
 // GPU instantiations of the row-broadcast kernels (bodies in linear_ops.h).
+#include "common/kernels/column_sums_ops.h"
 #include "common/kernels/launch_cuda.cuh"
 #include "common/kernels/linear_ops.h"
 #include "common/kernels/type_lists.cuh"
@@ -7,5 +8,6 @@ using namespace course::ops;
 
 #define LINEAR(T)                            \
   COURSE_INSTANTIATE_FOR_EACH(AddRowBias<T>) \
-  COURSE_INSTANTIATE_FOR_EACH(AddColumnSums<T>)
+  COURSE_INSTANTIATE_FOR_EACH(ChunkColumnSums<ColumnOf<T>>)
 COURSE_FLOAT_TYPES(LINEAR)
+COURSE_INSTANTIATE_FOR_EACH(AddChunkSums)

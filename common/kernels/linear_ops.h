@@ -18,16 +18,15 @@ struct AddRowBias {
   }
 };
 
-// Per column j: sums[j] += sum over rows of x[:, j] (f32 accumulation).
+// The summands of a bias gradient: the (rows, cols) matrix's elements, per column
+// (column_sums_ops.h adds them up, in f32).
 template <class T>
-struct AddColumnSums {
+struct ColumnOf {
+  static constexpr int kSums = 1;
   const T* x;
-  float* sums;
-  int64_t rows, cols;
-  COURSE_HD void operator()(int64_t j) const {
-    float total = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) total += static_cast<float>(x[r * cols + j]);
-    sums[j] += total;
+  int64_t cols;
+  COURSE_HD void add(int64_t row, int64_t col, float* acc) const {
+    acc[0] += static_cast<float>(x[row * cols + col]);
   }
 };
 

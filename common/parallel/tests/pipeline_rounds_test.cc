@@ -43,7 +43,9 @@ void expect_lockstep(PipelineSchedule schedule, int p, int m, int v) {
         }
         const auto output = action_output(*r.action, s, p, v);
         EXPECT_EQ(r.sends.size(), output ? 1u : 0u) << what;
-        if (output && !r.sends.empty()) EXPECT_EQ(r.sends[0], *output) << what;
+        if (output && !r.sends.empty()) {
+          EXPECT_EQ(r.sends[0], *output) << what;
+        }
       } else {
         EXPECT_TRUE(r.sends.empty()) << what << ": an idle stage sends nothing";
       }
