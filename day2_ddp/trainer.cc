@@ -68,9 +68,7 @@ LabResult run_lab(const LabOptions& o) {
   LabResult result{.world_size = comm->size(), .global_batch = global_batch};
   double naive_sync_seconds = 0;
   bool first_load = true;
-  train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm);
-  train::ClassifierForward forward;
-  Tensor labels;
+  train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm, device);
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     batches.start_epoch(rank_indices(sampler, comm->rank(), comm->size(), epoch), epoch,
@@ -85,11 +83,11 @@ LabResult run_lab(const LabOptions& o) {
           1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
     }
     phases.start(train::Phase::kForward);
+    train::ClassifierForward forward;
     {
       nn::SyncBatchNormScope sync_bn(parallel::sync_batch_norm(comm), o.sync_bn);
       forward = train::classifier_forward(*model, batch, o);
     }
-    labels = batch.labels;
     phases.start(train::Phase::kBackward);
     train::classifier_backward(*model, forward, batch.labels, o);
     if (ddp) {
@@ -101,10 +99,9 @@ LabResult run_lab(const LabOptions& o) {
     }
     phases.start(train::Phase::kOptimizer);
     optimizer->step();
+    metrics.add(optimizer->steps(), forward.loss.loss, forward.logits, batch.labels,
+                optimizer->lr());
     return forward.loss.loss;
-  };
-  hooks.after_step = [&](int64_t step, float loss) {
-    metrics.add(step, loss, forward.logits, labels, optimizer->lr());
   };
   hooks.validate = [&] {
     return train::evaluate(*model, data.val, data.val_transform, o, comm->rank(), comm->size(),

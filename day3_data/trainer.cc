@@ -3,6 +3,7 @@
 // device, and the step on soft targets when the batch was mixed.
 #include "day3_data/trainer.h"
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -14,7 +15,9 @@
 #include "common/data/epoch_order.h"
 #include "common/data/packed_images.h"
 #include "common/data/tar_shards.h"
+#include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
+#include "common/kernels/reduce.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/bucket_plan.h"
@@ -187,10 +190,14 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
       static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
       o.cosine_floor * o.lr);
 
-  train::EvalTally epoch_training;  // the epoch's training predictions, unmixed batches only
+  // The epoch's training predictions, unmixed batches only: samples on the host, the correct
+  // ones counted on the device (read at the epoch's end, not in every step).
+  train::EvalTally epoch_training;
+  Tensor epoch_correct = zeros({1}, DType::kF32, device);
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     epoch_training = {};
+    fill_(epoch_correct, 0.0);
     const OrderOptions order{.shuffle_buffer = o.shuffle_buffer,
                              .pages_in_memory = o.pages_in_memory};
     batches.start_epoch(
@@ -215,7 +222,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
       train::backward_from_logits(*model, f, soft_target_gradient(f.loss, batch.targets, 1.0f), o);
     } else {
       train::classifier_backward(*model, f, batch.labels, o);
-      epoch_training.correct += train::count_correct(f.logits, batch.labels);
+      add_correct_(f.logits, batch.labels, epoch_correct);
       epoch_training.samples += batch.labels.size(0);
     }
     if (ddp) ddp->finish_backward();
@@ -237,7 +244,12 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
     };
   }
   hooks.after_step = run_hooks.after_step;
-  if (!o.mixing()) hooks.epoch_training_tally = [&] { return epoch_training; };
+  if (!o.mixing()) {
+    hooks.epoch_training_tally = [&] {
+      epoch_training.correct = std::llround(epoch_correct.to_vector<float>()[0]);
+      return epoch_training;
+    };
+  }
   train::TrainingLoop loop(
       o,
       {.device = device,

@@ -2,6 +2,7 @@
 #include "common/kernels/reduce.h"
 
 #include "common/kernels/launch.h"
+#include "common/kernels/linear.h"
 #include "common/kernels/reduce_ops.h"
 
 namespace course {
@@ -51,6 +52,24 @@ bool all_finite(const std::vector<Tensor>& xs) {
     });
   }
   return flag.to_vector<int32_t>()[0] == 0;
+}
+
+void add_correct_(const Tensor& logits, const Tensor& labels, Tensor& count) {
+  COURSE_CHECK(logits.dim() == 2 && labels.dtype() == DType::kI64 && labels.dim() == 1 &&
+                   labels.size(0) == logits.size(0) && count.numel() == 1 &&
+                   count.dtype() == DType::kF32,
+               "add_correct_ needs (N, C) logits, (N,) i64 labels and a (1,) f32 count, got ",
+               logits.str(), ", ", labels.str(), ", ", count.str());
+  const int64_t rows = logits.size(0), cols = logits.size(1);
+  Tensor flags = Tensor::empty({rows, 1}, DType::kF32, logits.device());
+  visit_floating(logits.dtype(), "add_correct_", [&]<class T>() {
+    for_each_index(logits.device(), rows,
+                   ops::CorrectRowFlag<T>{logits.data_as<T>(), cols, labels.data_as<int64_t>(),
+                                          flags.data_as<float>()},
+                   cols);
+  });
+  Tensor counted = count.view({1});
+  add_column_sums_(flags, counted);
 }
 
 Tensor argmax_rows(const Tensor& x) {

@@ -13,7 +13,10 @@ float mean(const Tensor& x);
 float max(const Tensor& x);           // NaN if any element is NaN
 int64_t argmax(const Tensor& x);      // flat index of the first largest element (contiguous x)
 Tensor argmax_rows(const Tensor& x);  // (N, C) -> (N,) i64 on x's device
-bool all_finite(const Tensor& x);     // no NaN and no infinity
+// count (1,) f32 += the rows of (N, C) logits whose largest value is at their (N,) i64 label,
+// on the device (no host wait: read the count when it is reported).
+void add_correct_(const Tensor& logits, const Tensor& labels, Tensor& count);
+bool all_finite(const Tensor& x);  // no NaN and no infinity
 // Whether every element of every tensor (all on one device) is finite, with one read of one
 // device flag: a loss scaler's single host wait per step, not one per gradient.
 bool all_finite(const std::vector<Tensor>& xs);

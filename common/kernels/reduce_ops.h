@@ -80,19 +80,34 @@ struct NonFiniteCount {
   COURSE_HD Acc combine(Acc a, Acc b) const { return a + b; }
 };
 
+// The index of the first largest of a row's `cols` values.
+template <class T>
+COURSE_HD int64_t first_argmax(const T* row, int64_t cols) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < cols; ++c) {
+    if (static_cast<float>(row[c]) > static_cast<float>(row[best])) best = c;
+  }
+  return best;
+}
+
 // out[row] = argmax of row `row` of a (rows, cols) matrix.
 template <class T>
 struct ArgMaxRows {
   const T* x;
   int64_t cols;
   int64_t* out;
+  COURSE_HD void operator()(int64_t row) const { out[row] = first_argmax(x + row * cols, cols); }
+};
+
+// flags[row] = 1 when row's first largest logit is at its label, else 0.
+template <class T>
+struct CorrectRowFlag {
+  const T* x;
+  int64_t cols;
+  const int64_t* labels;
+  float* flags;
   COURSE_HD void operator()(int64_t row) const {
-    const T* r = x + row * cols;
-    int64_t best = 0;
-    for (int64_t c = 1; c < cols; ++c) {
-      if (static_cast<float>(r[c]) > static_cast<float>(r[best])) best = c;
-    }
-    out[row] = best;
+    flags[row] = first_argmax(x + row * cols, cols) == labels[row] ? 1.0f : 0.0f;
   }
 };
 

@@ -4,7 +4,8 @@
 # with their reports; the helper refuses bad input and submits nothing; a job signalled
 # with SIGUSR1 checkpoints, requeues itself, resumes, and ends with the same checkpoint as an
 # uninterrupted run of the same lab; a hyper-parameter study's job array of workers shares one
-# database. Needs the labs built (./test.sh runs it after bazel).
+# database; the GPU self-test's job script runs its CPU cases. Needs the labs built (./test.sh
+# runs it after bazel).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -53,6 +54,14 @@ wait_for "$day2" COMPLETED 300
 output_of "$day2" | grep -q "on 2 rank(s)" || fail "day-2 job $day2 did not run on 2 ranks"
 output_of "$day2" | grep -q "test accuracy" || fail "day-2 job $day2 has no report"
 echo "ok: day-2 job $day2 completed on 2 ranks: $(output_of "$day2" | grep "^epoch 1")"
+
+# The GPU self-test's job script, its CPU cases here (a GPU node runs the GPU ones).
+selftest=$(sbatch --parsable --job-name=ci_selftest --cpus-per-task=2 slurm/gpu_selftest.sbatch \
+  --cpu) || fail "sbatch slurm/gpu_selftest.sbatch refused"
+wait_for "$selftest" COMPLETED 600
+grep -qE "^selftest: [0-9]+ passed, 0 failed$" "ci_selftest_$selftest.out" ||
+  fail "self-test job $selftest: $(tail -5 "ci_selftest_$selftest.out")"
+echo "ok: self-test job $selftest: $(tail -1 "ci_selftest_$selftest.out")"
 
 # Preemption: the same day-1 run, uninterrupted here and signalled on the cluster.
 straight=$(mktemp --suffix=.ckpt)

@@ -51,6 +51,20 @@ TEST_P(ReduceTest, ArgmaxRowsPicksTheFirstLargestPerRow) {
   }
 }
 
+// The count of correct rows adds on the device to what it held: the reference is argmax_rows.
+TEST_P(ReduceTest, AddCorrectCountsRowsWhoseFirstLargestIsTheLabel) {
+  const int64_t cols = 1 + n() % 13;
+  auto x = random_tensor({n(), cols}, dtype(), device(), 13);
+  std::vector<int64_t> labels(n());
+  for (int64_t r = 0; r < n(); ++r) labels[r] = (r * 7 + 3) % cols;
+  const std::vector<int64_t> best = argmax_rows(x.tensor).to_vector<int64_t>();
+  int64_t correct = 0;
+  for (int64_t r = 0; r < n(); ++r) correct += best[r] == labels[r];
+  Tensor count = Tensor::from_vector<float>({2.0f}, {1}).to(device());
+  add_correct_(x.tensor, Tensor::from_vector<int64_t>(labels, {n()}).to(device()), count);
+  EXPECT_EQ(count.to_vector<float>()[0], 2.0f + static_cast<float>(correct));
+}
+
 COURSE_INSTANTIATE_DEVICE_CASES(ReduceTest,
                                 ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                                 ::testing::Values<int64_t>(1, 7, 1023, 4096, 4097, 100003));
@@ -61,6 +75,11 @@ TEST_P(ReduceEdgeTest, TiesNaNsAndEmptyInputs) {
   Tensor ties = Tensor::from_vector<float>({1, 5, 2, 5, 5}, {5}).to(device());
   EXPECT_EQ(argmax(ties), 1);
   EXPECT_EQ(argmax_rows(ties.view({1, 5})).to_vector<int64_t>(), std::vector<int64_t>{1});
+  Tensor count = zeros({1}, DType::kF32, device());
+  for (int64_t label : {1, 3}) {  // a tie: only the first largest counts
+    add_correct_(ties.view({1, 5}), Tensor::from_vector<int64_t>({label}, {1}).to(device()), count);
+  }
+  EXPECT_EQ(count.to_vector<float>(), std::vector<float>{1.0f});
   Tensor with_nan = Tensor::from_vector<float>({1, NAN, 2}, {3}).to(device());
   EXPECT_TRUE(std::isnan(max(with_nan)));
   EXPECT_FALSE(all_finite(with_nan));
