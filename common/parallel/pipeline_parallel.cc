@@ -86,9 +86,14 @@ PipelineParallel::PipelineParallel(nn::GptParts& gpt, std::shared_ptr<Communicat
   COURSE_CHECK(options.micro_batches >= 1 && options.virtual_stages >= 1,
                "a pipeline needs at least one micro-batch and one chunk per rank, got ",
                options.micro_batches, " and ", options.virtual_stages);
-  // The schedule checks its shape (micro-batches, virtual stages) before anything runs.
-  schedule_actions(options.schedule, pp_->rank(), pp_->size(), options.micro_batches,
-                   options.virtual_stages);
+  // This rank's point-to-point timetable, from every stage's actions (the schedules check their
+  // shape, micro-batches and virtual stages, before anything runs).
+  std::vector<std::vector<PipelineAction>> every_stage;
+  for (int s = 0; s < pp_->size(); ++s) {
+    every_stage.push_back(schedule_actions(options.schedule, s, pp_->size(), options.micro_batches,
+                                           options.virtual_stages));
+  }
+  rounds_ = pipeline_rounds(every_stage, options.virtual_stages)[pp_->rank()];
   const std::vector<nn::StageBounds> stages =
       split_stages(gpt.config(), pp_->size() * options.virtual_stages, options.balance);
   for (int c = 0; c < options.virtual_stages; ++c) {
@@ -133,12 +138,8 @@ float PipelineParallel::forward_backward(const Tensor& tokens, const Tensor& tar
   loss_sum_ = zeros({1}, DType::kF32, tokens.device());
   timeline_.clear();
   step_start_ = Clock::now();
-  std::vector<std::vector<PipelineAction>> every_stage;
-  for (int s = 0; s < p; ++s)
-    every_stage.push_back(schedule_actions(options_.schedule, s, p, m, v));
-  const std::vector<std::vector<PipelineRound>> rounds = pipeline_rounds(every_stage, v);
   std::map<StageMessage, Tensor> inbox;
-  for (const PipelineRound& round : rounds[pp_->rank()]) {
+  for (const PipelineRound& round : rounds_) {
     Tensor produced;
     if (round.action) produced = run(*round.action, tokens, targets, inbox);
     std::vector<PeerTransfer> group;

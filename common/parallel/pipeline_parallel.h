@@ -100,6 +100,7 @@ class PipelineParallel {
   std::shared_ptr<Communicator> embedding_group_;  // the first and the last stage
   PipelineOptions options_;
   std::vector<std::unique_ptr<nn::GptStage>> chunks_;
+  std::vector<PipelineRound> rounds_;  // this rank's, for every step (pipeline_rounds.h)
   int64_t channels_;
   int64_t micro_batch_size_ = 0, sequence_ = 0;
   std::vector<nn::Context> contexts_;       // one per chunk and micro-batch

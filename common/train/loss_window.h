@@ -14,7 +14,6 @@ class LossWindow {
  public:
   explicit LossWindow(Device device);
   void add(const Tensor& loss);  // a step's (1,) f32 loss on the window's device
-  int64_t steps() const { return steps_; }
 
   struct Reading {
     double sum = 0;  // of the window's step losses
