@@ -21,6 +21,7 @@ expect 0 "graph replay" "$solution" "${small[@]}" --cuda-graphs
 expect 1 "error: --cuda-graphs does not take --amp-dtype f16" "$solution" "${small[@]}" \
   --cuda-graphs --amp --amp-dtype f16
 expect 1 "error: --batch-size must be positive" "$solution" "${base[@]}" --device cpu --batch-size 0
+expect 1 "error: --log-every must be positive, got 0" "$solution" "${small[@]}" --log-every 0
 expect 1 "error: --image-size 2 is too small" "$solution" "${small[@]}" --image-size 2
 expect 1 "does not exist" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no-progress --device cpu
 expect 1 "unknown device 'tpu'" "$solution" "${base[@]}" --device tpu
