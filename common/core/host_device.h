@@ -7,3 +7,11 @@
 #else
 #define COURSE_HD
 #endif
+
+// Unrolls the next loop completely (its trip count a small constant): nvcc's spelling when it
+// compiles, GCC's otherwise.
+#if defined(__CUDACC__)
+#define COURSE_UNROLL _Pragma("unroll")
+#else
+#define COURSE_UNROLL _Pragma("GCC unroll 32")
+#endif

@@ -1,7 +1,11 @@
 // Dispatch of batch normalisation to its single-source kernels (see batch_norm_ops.h).
 #include "common/kernels/batch_norm.h"
 
+#include <array>
+
 #include "common/kernels/batch_norm_ops.h"
+#include "common/kernels/column_sums.h"
+#include "common/kernels/elementwise.h"
 #include "common/kernels/index4.h"
 #include "common/kernels/launch.h"
 
@@ -23,27 +27,38 @@ Tensor channel_vector(const Tensor& x) {
   return Tensor::empty({x.size(1)}, DType::kF32, x.device());
 }
 
-Tensor per_sample(const Tensor& x) {
-  return Tensor::empty({x.size(0), x.size(1)}, DType::kF32, x.device());
-}
-
-// total[ch] = sum over samples of partial[sample, ch].
-void sum_over_samples(const Tensor& partial, Tensor& total) {
-  for_each_index(partial.device(), partial.size(1),
-                 ops::SumOverSamples{partial.data_as<float>(), partial.size(0), partial.size(1),
-                                     total.data_as<float>()},
-                 partial.size(0));
+// totals[s][ch] = the sum of Terms' s-th summand over channel ch's values of x: one partial sum
+// per (sample, channel) in storage order, then per channel over the samples, in sample order.
+template <class Terms>
+void channel_sums(const Tensor& x, const ops::ChannelLoop& loop, const Terms& terms,
+                  const std::array<Tensor*, Terms::kSums>& totals) {
+  const Device device = x.device();
+  Tensor partial = Tensor::empty({loop.n, Terms::kSums, loop.c}, DType::kF32, device);
+  float* p = partial.data_as<float>();
+  if (loop.channels_last) {
+    chunk_column_sums(device, ops::PixelColumns<Terms>{terms, loop.c}, loop.n * loop.hw, loop.c,
+                      loop.hw, p);
+  } else {
+    for_each_row(device, loop.n * loop.c, loop.hw,
+                 ops::PlaneSums<Terms>{terms, loop.c, loop.hw, p});
+  }
+  std::array<float*, Terms::kSums> outs;
+  for (int s = 0; s < Terms::kSums; ++s) {
+    Tensor& total = *totals[s];
+    total = zeros({loop.c}, DType::kF32, device);
+    outs[s] = total.data_as<float>();
+  }
+  add_chunk_sums<Terms::kSums>(device, p, loop.n, loop.c, outs);
 }
 
 Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& mean,
                  const Tensor& invstd, const Tensor& gamma, const Tensor& beta) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "batch norm", [&]<class T>() {
-    for_each_index(x.device(), loop.rows(),
-                   ops::BatchNormApply<T>{x.data_as<T>(), y.data_as<T>(), loop,
-                                          mean.data_as<float>(), invstd.data_as<float>(),
-                                          gamma.data_as<float>(), beta.data_as<float>()},
-                   loop.row_length());
+    for_each_row(x.device(), loop.rows(), loop.row_length(),
+                 ops::BatchNormApply<T>{x.data_as<T>(), y.data_as<T>(), loop, mean.data_as<float>(),
+                                        invstd.data_as<float>(), gamma.data_as<float>(),
+                                        beta.data_as<float>()});
   });
   return y;
 }
@@ -57,24 +72,17 @@ Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta
   check_same(gamma, beta, "batch norm parameters");
   check_same(gamma, running_mean, "batch norm running mean");
   check_same(gamma, running_var, "batch norm running variance");
-  saved = {channel_vector(x), channel_vector(x), loop.count()};
-  Tensor partial = per_sample(x), squares = channel_vector(x);
+  saved = {Tensor(), channel_vector(x), loop.count()};
+  Tensor squares;
   const Device device = x.device();
   visit_floating(x.dtype(), "batch norm", [&]<class T>() {
-    for_each_index(
-        device, loop.n,
-        ops::ChannelPartialSums<T>{x.data_as<T>(), loop, nullptr, partial.data_as<float>()},
-        loop.c * loop.hw);
-    sum_over_samples(partial, saved.mean);
+    channel_sums(x, loop, ops::ChannelValues<T>{x.data_as<T>()}, {&saved.mean});
     if (reduce) saved.count = reduce({&saved.mean}, loop.count());
     for_each_index(device, loop.c,
                    ops::DivideBy{saved.mean.data_as<float>(), static_cast<float>(saved.count)});
-    for_each_index(device, loop.n,
-                   ops::ChannelPartialSums<T>{x.data_as<T>(), loop, saved.mean.data_as<float>(),
-                                              partial.data_as<float>()},
-                   loop.c * loop.hw);
+    channel_sums(x, loop, ops::ChannelSquares<T>{x.data_as<T>(), saved.mean.data_as<float>()},
+                 {&squares});
   });
-  sum_over_samples(partial, squares);
   if (reduce) reduce({&squares}, loop.count());
   for_each_index(
       device, loop.c,
@@ -103,29 +111,24 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
   check_same(dy, x, "batch norm backward");
   check_same(gamma, dgamma, "batch norm gamma gradient");
   check_same(gamma, dbeta, "batch norm beta gradient");
-  Tensor partial_dy = per_sample(x), partial_dy_xhat = per_sample(x);
-  Tensor sum_dy = channel_vector(x), sum_dy_xhat = channel_vector(x);
+  Tensor sum_dy, sum_dy_xhat;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "batch norm backward", [&]<class T>() {
-    for_each_index(x.device(), loop.n,
-                   ops::BatchNormPartialGradSums<T>{
-                       x.data_as<T>(), dy.data_as<T>(), loop, saved.mean.data_as<float>(),
-                       saved.invstd.data_as<float>(), partial_dy.data_as<float>(),
-                       partial_dy_xhat.data_as<float>()},
-                   loop.c * loop.hw);
-    sum_over_samples(partial_dy, sum_dy);
-    sum_over_samples(partial_dy_xhat, sum_dy_xhat);
+    channel_sums(
+        x, loop,
+        ops::ChannelGradTerms<T>{x.data_as<T>(), dy.data_as<T>(), saved.mean.data_as<float>(),
+                                 saved.invstd.data_as<float>()},
+        {&sum_dy, &sum_dy_xhat});
     for_each_index(x.device(), loop.c,
                    ops::AccumulateParamGrads{sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
                                              dgamma.data_as<float>(), dbeta.data_as<float>()});
     if (reduce) reduce({&sum_dy, &sum_dy_xhat}, loop.count());
-    for_each_index(
-        x.device(), loop.rows(),
+    for_each_row(
+        x.device(), loop.rows(), loop.row_length(),
         ops::BatchNormBackwardApply<T>{
             x.data_as<T>(), dy.data_as<T>(), dx.data_as<T>(), loop, saved.mean.data_as<float>(),
             saved.invstd.data_as<float>(), gamma.data_as<float>(), sum_dy.data_as<float>(),
-            sum_dy_xhat.data_as<float>(), static_cast<float>(saved.count)},
-        loop.row_length());
+            sum_dy_xhat.data_as<float>(), static_cast<float>(saved.count)});
   });
   return dx;
 }

@@ -1,17 +1,23 @@
-// GPU instantiations of batch normalisation (bodies in batch_norm_ops.h).
+// GPU instantiations of batch normalisation (bodies in batch_norm_ops.h; AddChunkSums is
+// instantiated once, in linear.cu).
 #include "common/kernels/batch_norm_ops.h"
+#include "common/kernels/column_sums_ops.h"
 #include "common/kernels/launch_cuda.cuh"
+#include "common/kernels/row_lanes_cuda.cuh"
 #include "common/kernels/type_lists.cuh"
 
 using namespace course::ops;
 
-#define BATCH_NORM(T)                                      \
-  COURSE_INSTANTIATE_FOR_EACH(ChannelPartialSums<T>)       \
-  COURSE_INSTANTIATE_FOR_EACH(BatchNormApply<T>)           \
-  COURSE_INSTANTIATE_FOR_EACH(BatchNormPartialGradSums<T>) \
-  COURSE_INSTANTIATE_FOR_EACH(BatchNormBackwardApply<T>)
+#define CHANNEL_SUMS(Terms)                         \
+  COURSE_INSTANTIATE_FOR_EACH_ROW(PlaneSums<Terms>) \
+  COURSE_INSTANTIATE_FOR_EACH(ChunkColumnSums<PixelColumns<Terms>>)
+#define BATCH_NORM(T)                                \
+  CHANNEL_SUMS(ChannelValues<T>)                     \
+  CHANNEL_SUMS(ChannelSquares<T>)                    \
+  CHANNEL_SUMS(ChannelGradTerms<T>)                  \
+  COURSE_INSTANTIATE_FOR_EACH_ROW(BatchNormApply<T>) \
+  COURSE_INSTANTIATE_FOR_EACH_ROW(BatchNormBackwardApply<T>)
 COURSE_FLOAT_TYPES(BATCH_NORM)
-COURSE_INSTANTIATE_FOR_EACH(SumOverSamples)
 COURSE_INSTANTIATE_FOR_EACH(DivideBy)
 COURSE_INSTANTIATE_FOR_EACH(FinishBatchStats)
 COURSE_INSTANTIATE_FOR_EACH(InvStdFromVariance)

@@ -6,16 +6,19 @@
 // unbiased variance. Backward: dbeta = sum dy, dgamma = sum dy * xhat, and
 // dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma).
 //
-// Channel sums are taken in two steps that both read memory in storage order: one partial sum
-// per (sample, channel) (an NCHW plane in eight interleaved lanes), then per channel over the
-// samples. Elementwise passes run per storage row: an (n, c) plane of H*W values in NCHW, a
-// pixel of C values in NHWC.
+// Channel sums are taken in two steps, both reading memory in storage order with neighbouring
+// GPU threads on neighbouring elements: one partial sum per (sample, channel), then per channel
+// over the samples (column_sums_ops.h's AddChunkSums). The partial sums of an NCHW plane are a
+// row kernel (a warp per plane, row_lanes.h); those of an NHWC sample are column sums over its
+// pixels, a thread per channel. The elementwise passes are row kernels over storage rows: an
+// (n, c) plane of H*W values in NCHW, a pixel of C values in NHWC.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/row_lanes.h"
 
 namespace course::ops {
 
@@ -26,74 +29,77 @@ struct ChannelLoop {
   COURSE_HD int64_t count() const { return n * hw; }
   COURSE_HD int64_t rows() const { return channels_last ? n * hw : n * c; }
   COURSE_HD int64_t row_length() const { return channels_last ? c : hw; }
-
-  // Sums f(storage index) per channel over one sample into out[0, C), reading in storage order
-  // and keeping each running sum in a register where the layout allows (NCHW planes).
-  template <class F>
-  COURSE_HD void sum_sample(int64_t sample, float* out, F f) const {
-    const int64_t base = sample * c * hw;
-    if (channels_last) {
-      for (int64_t ch = 0; ch < c; ++ch) out[ch] = 0.0f;
-      for (int64_t k = 0; k < hw; ++k) {
-        for (int64_t ch = 0; ch < c; ++ch) out[ch] += f(base + k * c + ch, ch);
-      }
-    } else {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        const int64_t plane = base + ch * hw;
-        out[ch] = sum_in_lanes(hw, [&](int64_t k) { return f(plane + k, ch); });
-      }
-    }
-  }
-
-  // The sum of g(k) for k in [0, count) as kLanes interleaved partial sums combined pairwise
-  // in a fixed order: independent additions the CPU overlaps and vectorises (one running sum
-  // waits for each addition), with the same result on any number of threads.
-  template <class G>
-  COURSE_HD static float sum_in_lanes(int64_t count, G g) {
-    constexpr int kLanes = 8;
-    float lane[kLanes] = {};
-    const int64_t whole = count - count % kLanes;
-    for (int64_t k = 0; k < whole; k += kLanes) {
-      for (int l = 0; l < kLanes; ++l) lane[l] += g(k + l);
-    }
-    for (int64_t k = whole; k < count; ++k) lane[k - whole] += g(k);
-    for (int width = kLanes / 2; width > 0; width /= 2) {
-      for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
-    }
-    return lane[0];
-  }
 };
 
-// Per sample: partial[sample, ch] = sum of (x - center[ch])^k over the sample's values of ch,
-// with k = 1 and no center, or k = 2 around the given centers.
+// The summands of the channel sums, per storage index `at` of channel `ch`: Value is a float
+// (one sum) or a FloatPair (two sums in one pass).
 template <class T>
-struct ChannelPartialSums {
+struct ChannelValues {  // x
+  using Value = float;
+  static constexpr int kSums = 1;
   const T* x;
-  ChannelLoop loop;
-  const float* center;  // null: plain sums
-  float* partial;       // (N, C)
-  COURSE_HD void operator()(int64_t sample) const {
-    float* out = partial + sample * loop.c;
-    if (center == nullptr) {
-      loop.sum_sample(sample, out, [&](int64_t at, int64_t) { return static_cast<float>(x[at]); });
-    } else {
-      loop.sum_sample(sample, out, [&](int64_t at, int64_t ch) {
-        const float d = static_cast<float>(x[at]) - center[ch];
-        return d * d;
-      });
-    }
+  COURSE_HD float value(int64_t at, int64_t) const { return static_cast<float>(x[at]); }
+};
+
+template <class T>
+struct ChannelSquares {  // (x - center)^2
+  using Value = float;
+  static constexpr int kSums = 1;
+  const T* x;
+  const float* center;
+  COURSE_HD float value(int64_t at, int64_t ch) const {
+    const float d = static_cast<float>(x[at]) - center[ch];
+    return d * d;
   }
 };
 
-// Per channel: total[ch] = sum over samples of partial[sample, ch].
-struct SumOverSamples {
-  const float* partial;
-  int64_t samples, channels;
-  float* total;
-  COURSE_HD void operator()(int64_t ch) const {
-    float sum = 0.0f;
-    for (int64_t s = 0; s < samples; ++s) sum += partial[s * channels + ch];
-    total[ch] = sum;
+template <class T>
+struct ChannelGradTerms {  // dy and dy * xhat
+  using Value = FloatPair;
+  static constexpr int kSums = 2;
+  const T* x;
+  const T* dy;
+  const float* mean;
+  const float* invstd;
+  COURSE_HD FloatPair value(int64_t at, int64_t ch) const {
+    const float g = static_cast<float>(dy[at]);
+    return {g, g * (static_cast<float>(x[at]) - mean[ch]) * invstd[ch]};
+  }
+};
+
+// Stores a Value's sums at partial[s * stride].
+COURSE_HD inline void store_sums(float value, float* partial, int64_t) { partial[0] = value; }
+COURSE_HD inline void store_sums(FloatPair value, float* partial, int64_t stride) {
+  partial[0] = value.first;
+  partial[stride] = value.second;
+}
+
+// NCHW, a row per (sample, channel) plane: partial[(sample, s, channel)] = the plane's sums.
+template <class Terms>
+struct PlaneSums {
+  Terms terms;
+  int64_t c, hw;
+  float* partial;  // (N, kSums, C)
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t plane, const Lanes& lanes) const {
+    const int64_t sample = plane / c, ch = plane % c, base = plane * hw;
+    const typename Terms::Value sums = lanes.fold(
+        hw, typename Terms::Value{}, [&](int64_t k) { return terms.value(base + k, ch); }, Plus{});
+    if (lanes.first()) store_sums(sums, partial + sample * Terms::kSums * c + ch, c);
+  }
+};
+
+// NHWC, as column_sums_ops.h's Column: the pixels are rows, the channels columns.
+template <class Terms>
+struct PixelColumns {
+  static constexpr int kSums = Terms::kSums;
+  Terms terms;
+  int64_t c;
+  COURSE_HD void add(int64_t pixel, int64_t ch, float* acc) const {
+    const typename Terms::Value v = terms.value(pixel * c + ch, ch);
+    float sums[kSums];
+    store_sums(v, sums, 1);
+    for (int s = 0; s < kSums; ++s) acc[s] += sums[s];
   }
 };
 
@@ -133,7 +139,7 @@ struct InvStdFromVariance {
   COURSE_HD void operator()(int64_t ch) const { invstd[ch] = 1.0f / sqrtf(var[ch] + eps); }
 };
 
-// Per storage row: y = (x - mean) * invstd * gamma + beta.
+// Per storage row (a row kernel): y = (x - mean) * invstd * gamma + beta.
 template <class T>
 struct BatchNormApply {
   const T* x;
@@ -143,40 +149,22 @@ struct BatchNormApply {
   const float* invstd;
   const float* gamma;
   const float* beta;
-  COURSE_HD void operator()(int64_t row) const {
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
     const int64_t length = loop.row_length(), base = row * length;
     if (loop.channels_last) {
-      for (int64_t ch = 0; ch < length; ++ch) {
+      lanes.for_each(length, [&](int64_t ch) {
         y[base + ch] = apply(x[base + ch], mean[ch], invstd[ch] * gamma[ch], beta[ch]);
-      }
+      });
       return;
     }
     // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
     const int64_t ch = row % loop.c;
     const float m = mean[ch], scale = invstd[ch] * gamma[ch], shift = beta[ch];
-    for (int64_t j = 0; j < length; ++j) y[base + j] = apply(x[base + j], m, scale, shift);
+    lanes.for_each(length, [&](int64_t j) { y[base + j] = apply(x[base + j], m, scale, shift); });
   }
   COURSE_HD static T apply(T x, float mean, float scale, float shift) {
     return T((static_cast<float>(x) - mean) * scale + shift);
-  }
-};
-
-// Per sample: partial sums of dy and dy * xhat per channel, into (N, C) buffers.
-template <class T>
-struct BatchNormPartialGradSums {
-  const T* x;
-  const T* dy;
-  ChannelLoop loop;
-  const float* mean;
-  const float* invstd;
-  float* partial_dy;
-  float* partial_dy_xhat;
-  COURSE_HD void operator()(int64_t sample) const {
-    loop.sum_sample(sample, partial_dy + sample * loop.c,
-                    [&](int64_t at, int64_t) { return static_cast<float>(dy[at]); });
-    loop.sum_sample(sample, partial_dy_xhat + sample * loop.c, [&](int64_t at, int64_t ch) {
-      return static_cast<float>(dy[at]) * (static_cast<float>(x[at]) - mean[ch]) * invstd[ch];
-    });
   }
 };
 
@@ -192,7 +180,7 @@ struct AccumulateParamGrads {
   }
 };
 
-// Per storage row: dx of batch normalisation in training mode.
+// Per storage row (a row kernel): dx of batch normalisation in training mode.
 template <class T>
 struct BatchNormBackwardApply {
   const T* x;
@@ -205,17 +193,18 @@ struct BatchNormBackwardApply {
   const float* sum_dy;
   const float* sum_dy_xhat;
   float m;  // elements per channel of the statistics (over all ranks when synchronised)
-  COURSE_HD void operator()(int64_t row) const {
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
     const int64_t length = loop.row_length(), base = row * length;
     if (loop.channels_last) {
-      for (int64_t ch = 0; ch < length; ++ch) {
+      lanes.for_each(length, [&](int64_t ch) {
         dx[base + ch] = apply(x[base + ch], dy[base + ch], channel_constants(ch));
-      }
+      });
       return;
     }
     // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
     const Constants k = channel_constants(row % loop.c);
-    for (int64_t j = 0; j < length; ++j) dx[base + j] = apply(x[base + j], dy[base + j], k);
+    lanes.for_each(length, [&](int64_t j) { dx[base + j] = apply(x[base + j], dy[base + j], k); });
   }
   struct Constants {
     float mean, invstd, gamma, sum_dy, sum_dy_xhat;

@@ -9,21 +9,43 @@
 
 namespace course {
 
+// partial (chunks, kSums, cols) = Column's sums over each chunk of `rows_per_chunk` rows of a
+// (rows, cols) matrix on `device` (the first pass).
+template <class Column>
+void chunk_column_sums(Device device, const Column& column, int64_t rows, int64_t cols,
+                       int64_t rows_per_chunk, float* partial) {
+  const int64_t chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+  if (device.is_cpu() && LaunchLog::active() == nullptr) {
+    for_each_index(device, chunks,
+                   ops::ChunkColumnSumsByRow<Column>{column, rows, cols, rows_per_chunk, partial},
+                   rows_per_chunk * cols);
+    return;
+  }
+  for_each_index(device, chunks * cols,
+                 ops::ChunkColumnSums<Column>{column, rows, cols, rows_per_chunk, partial},
+                 rows_per_chunk);
+}
+
+// outs[s][col] += the sum over chunks of partial[chunk][s][col] (the second pass).
+template <int kSums>
+void add_chunk_sums(Device device, const float* partial, int64_t chunks, int64_t cols,
+                    const std::array<float*, kSums>& outs) {
+  static_assert(kSums <= ops::kMaxColumnSums);
+  ops::AddChunkSums finish{partial, {}, kSums, chunks, cols};
+  for (int s = 0; s < kSums; ++s) finish.out[s] = outs[s];
+  for_each_row(device, kSums * cols, chunks, finish);
+}
+
 // outs[s][col] += the sum over rows of Column's s-th summand, for a (rows, cols) matrix on
 // `device`.
 template <class Column>
 void add_column_sums(Device device, const Column& column, int64_t rows, int64_t cols,
                      const std::array<float*, Column::kSums>& outs) {
-  static_assert(Column::kSums <= ops::kMaxColumnSums);
   if (rows <= 0 || cols <= 0) return;
-  const int64_t chunks = ops::row_chunks(rows);
+  const int64_t chunks = (rows + ops::kRowsPerChunk - 1) / ops::kRowsPerChunk;
   Tensor partial = Tensor::empty({chunks * Column::kSums * cols}, DType::kF32, device);
-  for_each_index(device, chunks * cols,
-                 ops::ChunkColumnSums<Column>{column, rows, cols, partial.data_as<float>()},
-                 ops::kRowsPerChunk);
-  ops::AddChunkSums finish{partial.data_as<float>(), {}, Column::kSums, chunks, cols};
-  for (int s = 0; s < Column::kSums; ++s) finish.out[s] = outs[s];
-  for_each_index(device, cols, finish, chunks * Column::kSums);
+  chunk_column_sums(device, column, rows, cols, ops::kRowsPerChunk, partial.data_as<float>());
+  add_chunk_sums<Column::kSums>(device, partial.data_as<float>(), chunks, cols, outs);
 }
 
 }  // namespace course

@@ -1,9 +1,13 @@
 // Deterministic column sums of a (rows, cols) matrix in two passes, so a GPU has enough threads
 // for them (one thread per column would leave most of its SMs idle: 768 columns are 3 blocks):
 //   1. ChunkColumnSums: index i = (chunk, column) sums the column over its chunk of
-//      kRowsPerChunk rows into partial[chunk][s][column] (coalesced: neighbouring threads read
-//      neighbouring columns of the same row);
-//   2. AddChunkSums: index = column adds the chunks' partials in chunk order to the outputs.
+//      rows_per_chunk rows (kRowsPerChunk unless a caller's chunks mean something, as batch
+//      norm's samples do) into partial[chunk][s][column] (coalesced: neighbouring threads read
+//      neighbouring columns of the same row); on the CPU, ChunkColumnSumsByRow makes the same
+//      additions in storage order;
+//   2. AddChunkSums: a row kernel (row_lanes.h) per (sum, column) adds the chunks' partials to
+//      the outputs, a warp's lanes sharing the chunks (enough warps for 2048 columns of 256
+//      chunks, where a thread per column would leave the GPU idle).
 // The result does not depend on the number of threads or the device. `Column` gives the
 // summands: COURSE_HD void add(int64_t row, int64_t col, float* acc) const adds to its kSums
 // running sums (a bias gradient: 1; LayerNorm's weight and bias gradients: 2).
@@ -12,29 +16,50 @@
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/row_lanes.h"
 
 namespace course::ops {
 
 inline constexpr int64_t kRowsPerChunk = 64;
 inline constexpr int kMaxColumnSums = 2;
 
-COURSE_HD inline int64_t row_chunks(int64_t rows) {
-  return (rows + kRowsPerChunk - 1) / kRowsPerChunk;
-}
-
 template <class Column>
 struct ChunkColumnSums {
   Column column;
-  int64_t rows, cols;
+  int64_t rows, cols, rows_per_chunk;
   float* partial;  // (chunks, Column::kSums, cols)
   COURSE_HD void operator()(int64_t i) const {
     const int64_t chunk = i / cols, col = i % cols;
     float acc[Column::kSums] = {};
-    const int64_t begin = chunk * kRowsPerChunk;
-    const int64_t end = begin + kRowsPerChunk < rows ? begin + kRowsPerChunk : rows;
+    const int64_t begin = chunk * rows_per_chunk;
+    const int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
     for (int64_t r = begin; r < end; ++r) column.add(r, col, acc);
     for (int s = 0; s < Column::kSums; ++s)
       partial[(chunk * Column::kSums + s) * cols + col] = acc[s];
+  }
+};
+
+// The CPU's order of the same sums: index = chunk, each row's columns before the next row (a
+// loop the CPU vectorises over columns). Every (chunk, column) sum still adds its rows in
+// ChunkColumnSums' order, so the two give identical results.
+template <class Column>
+struct ChunkColumnSumsByRow {
+  Column column;
+  int64_t rows, cols, rows_per_chunk;
+  float* partial;  // (chunks, Column::kSums, cols)
+  void operator()(int64_t chunk) const {
+    float* out = partial + chunk * Column::kSums * cols;
+    for (int64_t i = 0; i < Column::kSums * cols; ++i) out[i] = 0.0f;
+    const int64_t begin = chunk * rows_per_chunk;
+    const int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+    for (int64_t r = begin; r < end; ++r) {
+      for (int64_t col = 0; col < cols; ++col) {
+        float acc[Column::kSums];
+        for (int s = 0; s < Column::kSums; ++s) acc[s] = out[s * cols + col];
+        column.add(r, col, acc);
+        for (int s = 0; s < Column::kSums; ++s) out[s * cols + col] = acc[s];
+      }
+    }
   }
 };
 
@@ -43,13 +68,13 @@ struct AddChunkSums {
   float* out[kMaxColumnSums];  // out[s][col] += the column's total of sum s
   int sums;
   int64_t chunks, cols;
-  COURSE_HD void operator()(int64_t col) const {
-    for (int s = 0; s < sums; ++s) {
-      float total = 0.0f;
-      for (int64_t chunk = 0; chunk < chunks; ++chunk)
-        total += partial[(chunk * sums + s) * cols + col];
-      out[s][col] += total;
-    }
+  // Row (s, col) of a row kernel: the lanes share the column's chunks.
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const int64_t s = row / cols, col = row % cols;
+    const float total =
+        lanes.sum(chunks, [&](int64_t chunk) { return partial[(chunk * sums + s) * cols + col]; });
+    if (lanes.first()) out[s][col] += total;
   }
 };
 

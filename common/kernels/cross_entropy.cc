@@ -47,14 +47,13 @@ CrossEntropyOutput softmax_cross_entropy(const Tensor& logits, const Tensor& lab
                          Tensor::empty(logits.shape(), DType::kF32, logits.device())};
   Tensor losses = Tensor::empty({rows}, DType::kF32, logits.device());
   visit_floating(logits.dtype(), "cross-entropy", [&]<class T>() {
-    for_each_index(logits.device(), rows,
-                   ops::SoftmaxCrossEntropyRow<T>{
-                       logits.data_as<T>(), labels.data_as<int64_t>(), out.probs.data_as<float>(),
-                       losses.data_as<float>(), classes, label_smoothing},
-                   classes);
+    for_each_row(logits.device(), rows, classes,
+                 ops::SoftmaxCrossEntropyRow<T>{logits.data_as<T>(), labels.data_as<int64_t>(),
+                                                out.probs.data_as<float>(), losses.data_as<float>(),
+                                                classes, label_smoothing});
   });
-  for_each_index(logits.device(), 1,
-                 ops::MeanInOrder{losses.data_as<float>(), rows, out.loss.data_as<float>()}, rows);
+  for_each_row(logits.device(), 1, rows,
+               ops::MeanOfRow{losses.data_as<float>(), rows, out.loss.data_as<float>()});
   return out;
 }
 

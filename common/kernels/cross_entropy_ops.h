@@ -12,6 +12,7 @@
 
 #include "common/core/host_device.h"
 #include "common/kernels/reduce_ops.h"
+#include "common/kernels/row_lanes.h"
 
 namespace course::ops {
 
@@ -20,17 +21,14 @@ COURSE_HD inline float smoothed_target(int64_t c, int64_t label, int64_t classes
   return c == label ? 1.0f - smoothing + off : off;
 }
 
-// p (C) = softmax of x (C), computed from the row's maximum; returns log(sum(exp(x))).
-template <class T>
-COURSE_HD inline float softmax_row(const T* x, float* p, int64_t classes) {
-  float top = kNegInf;
-  for (int64_t c = 0; c < classes; ++c) top = fmaxf(top, static_cast<float>(x[c]));
-  float total = 0.0f;
-  for (int64_t c = 0; c < classes; ++c) {
-    p[c] = expf(static_cast<float>(x[c]) - top);
-    total += p[c];
-  }
-  for (int64_t c = 0; c < classes; ++c) p[c] /= total;
+// p (C) = softmax of x (C), computed from the row's maximum; returns log(sum(exp(x))). Called
+// by a row kernel with its lanes (row_lanes.h).
+template <class T, class Lanes>
+COURSE_HD inline float softmax_row(const Lanes& lanes, const T* x, float* p, int64_t classes) {
+  const auto value = [x](int64_t c) { return static_cast<float>(x[c]); };
+  const float top = lanes.max(classes, value);
+  const float total = lanes.sum(classes, [&](int64_t c) { return expf(value(c) - top); });
+  lanes.for_each(classes, [&](int64_t c) { p[c] = expf(value(c) - top) / total; });
   return top + logf(total);
 }
 
@@ -45,15 +43,18 @@ struct SoftmaxCrossEntropyRow {
   int64_t classes;
   float smoothing;
 
-  COURSE_HD void operator()(int64_t row) const {
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
     const T* x = logits + row * classes;
-    const float log_sum_exp = softmax_row(x, probs + row * classes, classes);
-    float target_dot = 0.0f;
-    for (int64_t c = 0; c < classes; ++c) {
-      target_dot += smoothed_target(c, labels[row], classes, smoothing) * static_cast<float>(x[c]);
+    const int64_t label = labels[row];
+    const float log_sum_exp = softmax_row(lanes, x, probs + row * classes, classes);
+    const float target_dot = lanes.sum(classes, [&](int64_t c) {
+      return smoothed_target(c, label, classes, smoothing) * static_cast<float>(x[c]);
+    });
+    const bool known = label >= 0 && label < classes;
+    if (lanes.first()) {
+      losses[row] = known ? log_sum_exp - target_dot : std::numeric_limits<float>::quiet_NaN();
     }
-    const bool known = labels[row] >= 0 && labels[row] < classes;
-    losses[row] = known ? log_sum_exp - target_dot : std::numeric_limits<float>::quiet_NaN();
   }
 };
 
@@ -74,16 +75,16 @@ struct CrossEntropyBackward {
   }
 };
 
-// The mean of n values summed in order by one thread (n is a batch size): the loss stays on
+// The mean of n values (a batch's losses) as the one row of a row kernel: the loss stays on
 // the device, where a graph can capture it, and the CPU and the GPU add in the same order.
-struct MeanInOrder {
+struct MeanOfRow {
   const float* values;
   int64_t n;
   float* mean;
-  COURSE_HD void operator()(int64_t) const {
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += values[i];
-    *mean = n > 0 ? sum / static_cast<float>(n) : 0.0f;
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t, const Lanes& lanes) const {
+    const float sum = lanes.sum(n, [this](int64_t i) { return values[i]; });
+    if (lanes.first()) *mean = n > 0 ? sum / static_cast<float>(n) : 0.0f;
   }
 };
 

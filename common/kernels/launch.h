@@ -1,7 +1,9 @@
-// The two single-source launchers every hand-written kernel goes through.
+// The single-source launchers every hand-written kernel goes through.
 //
 // for_each_index(device, n, kernel[, work]) runs kernel(i) for every i in [0, n): an OpenMP loop on
-// the CPU, a grid-stride CUDA kernel on the GPU. reduce_index(device, n, reducer) folds
+// the CPU, a grid-stride CUDA kernel on the GPU. for_each_row(device, rows, length, kernel) runs
+// kernel(row, lanes) for every row, the row shared by a warp's lanes on the GPU and played by
+// one thread on the CPU (row_lanes.h). reduce_index(device, n, reducer) folds
 // reducer.load(i) with reducer.combine, in fixed-size chunks combined in order, so a CPU
 // result does not depend on the number of threads. The kernel and reducer types are COURSE_HD
 // functors; the GPU launchers are templates defined in launch_cuda.cuh and explicitly
@@ -18,6 +20,7 @@
 
 #include "common/core/error.h"
 #include "common/kernels/launch_plan.h"
+#include "common/kernels/row_lanes.h"
 #include "common/tensor/capture.h"
 #include "common/tensor/device.h"
 #include "common/tensor/host_waits.h"
@@ -26,6 +29,9 @@ namespace course {
 
 template <class Kernel>
 void cuda_for_each(int64_t n, const Kernel& kernel, int64_t work_per_index);
+
+template <class Kernel>
+void cuda_for_each_row(int64_t rows, const Kernel& kernel);
 
 template <class Reducer>
 typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer);
@@ -53,6 +59,30 @@ void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work
   check_capture_device(device);
   set_current_device(device);
   cuda_for_each(n, kernel, work_per_index);
+#else
+  COURSE_FAIL("kernel on ", device.str(), " in a build without CUDA");
+#endif
+}
+
+// Rows of `row_length` elements each, reduced and written by a row kernel (row_lanes.h).
+template <class Kernel>
+void for_each_row(Device device, int64_t rows, int64_t row_length, const Kernel& kernel) {
+  if (rows <= 0) return;
+  if (LaunchLog* log = LaunchLog::active()) {
+    log->record(typeid(Kernel).name(), rows, row_length, plan_row_launch(rows));
+    return;
+  }
+  if (device.is_cpu()) {
+    run_host_work([rows, row_length, kernel] {
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * row_length > kCpuChunk)
+      for (int64_t row = 0; row < rows; ++row) kernel(row, ops::HostRowLanes{});
+    });
+    return;
+  }
+#if COURSE_WITH_CUDA
+  check_capture_device(device);
+  set_current_device(device);
+  cuda_for_each_row(rows, kernel);
 #else
   COURSE_FAIL("kernel on ", device.str(), " in a build without CUDA");
 #endif

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <utility>
 
 #include "common/core/error.h"
 
@@ -23,6 +24,15 @@ LaunchPlan plan_launch(int64_t n, int64_t work_per_index) {
   return {blocks, threads};
 }
 
+LaunchPlan plan_row_launch(int64_t rows) {
+  constexpr int kWarp = kMinThreadsPerBlock;
+  int threads = kThreadsPerBlock;
+  while (threads > kWarp && (rows * kWarp + threads - 1) / threads < 2 * kReferenceSms) {
+    threads /= 2;
+  }
+  return {std::clamp<int64_t>((rows * kWarp + threads - 1) / threads, 1, kMaxBlocks), threads};
+}
+
 namespace {
 thread_local LaunchLog* recording = nullptr;
 }  // namespace
@@ -37,11 +47,15 @@ LaunchLog::~LaunchLog() { recording = nullptr; }
 LaunchLog* LaunchLog::active() { return recording; }
 
 void LaunchLog::record(std::string kernel, int64_t n, int64_t work_per_index) {
+  record(std::move(kernel), n, work_per_index, plan_launch(n, work_per_index));
+}
+
+void LaunchLog::record(std::string kernel, int64_t n, int64_t work_per_index, LaunchPlan plan) {
   int status = 0;
   const std::unique_ptr<char, decltype(&std::free)> readable(
       abi::__cxa_demangle(kernel.c_str(), nullptr, nullptr, &status), &std::free);
   if (status == 0) kernel = readable.get();
-  launches_.push_back({kernel, n, work_per_index, plan_launch(n, work_per_index)});
+  launches_.push_back({kernel, n, work_per_index, plan});
 }
 
 }  // namespace course

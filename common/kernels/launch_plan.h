@@ -29,9 +29,13 @@ struct LaunchPlan {
 // over smaller blocks (down to a warp) until the grid has two blocks per SM.
 LaunchPlan plan_launch(int64_t n, int64_t work_per_index);
 
+// A warp per row (launch.h's for_each_row): eight rows a block, fewer (down to one) until the
+// grid has two blocks per SM.
+LaunchPlan plan_row_launch(int64_t rows);
+
 struct RecordedLaunch {
-  std::string kernel;  // the functor's type
-  int64_t n, work_per_index;
+  std::string kernel;         // the functor's type
+  int64_t n, work_per_index;  // indices (rows of a row kernel), elements each
   LaunchPlan plan;
 };
 
@@ -46,6 +50,7 @@ class LaunchLog {
   // The calling thread's log while one records, else null (launch.h asks before each launch).
   static LaunchLog* active();
   void record(std::string kernel, int64_t n, int64_t work_per_index);
+  void record(std::string kernel, int64_t n, int64_t work_per_index, LaunchPlan plan);
 
  private:
   std::vector<RecordedLaunch> launches_;

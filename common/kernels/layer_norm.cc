@@ -30,12 +30,10 @@ Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& b
   saved.mean = Tensor::empty({rows}, DType::kF32, x.device());
   saved.rstd = Tensor::empty({rows}, DType::kF32, x.device());
   visit_floating(x.dtype(), "layer_norm_forward", [&]<class T>() {
-    for_each_index(
-        x.device(), rows,
-        ops::LayerNormForward<T>{x.data_as<T>(), weight.data_as<float>(), bias.data_as<float>(),
-                                 y.data_as<T>(), saved.mean.data_as<float>(),
-                                 saved.rstd.data_as<float>(), cols, eps},
-        3 * cols);
+    for_each_row(x.device(), rows, cols,
+                 ops::LayerNormForward<T>{
+                     x.data_as<T>(), weight.data_as<float>(), bias.data_as<float>(), y.data_as<T>(),
+                     saved.mean.data_as<float>(), saved.rstd.data_as<float>(), cols, eps});
   });
   return y;
 }
@@ -47,12 +45,11 @@ Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weig
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
   visit_floating(x.dtype(), "layer_norm_backward", [&]<class T>() {
-    for_each_index(
-        x.device(), rows,
+    for_each_row(
+        x.device(), rows, cols,
         ops::LayerNormBackwardInput<T>{dy.data_as<T>(), x.data_as<T>(), weight.data_as<float>(),
                                        saved.mean.data_as<float>(), saved.rstd.data_as<float>(),
-                                       dx.data_as<T>(), cols},
-        4 * cols);
+                                       dx.data_as<T>(), cols});
     add_column_sums(
         x.device(),
         ops::LayerNormParamTerms<T>{dy.data_as<T>(), x.data_as<T>(), saved.mean.data_as<float>(),

@@ -1,11 +1,14 @@
 // LayerNorm bodies over the last dimension of a contiguous (rows, cols) tensor, shared by the
-// CPU and the GPU: statistics in f32 whatever the activations' dtype, weight and bias f32.
+// CPU and the GPU: statistics in f32 whatever the activations' dtype, weight and bias f32. The
+// forward and the input gradient are row kernels (row_lanes.h); the parameter gradients are
+// column sums (column_sums_ops.h).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/row_lanes.h"
 
 namespace course::ops {
 
@@ -20,22 +23,22 @@ struct LayerNormForward {
   float* rstd;
   int64_t cols;
   float eps;
-  COURSE_HD void operator()(int64_t i) const {
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
     const T* row = x + i * cols;
-    float sum = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) sum += static_cast<float>(row[j]);
-    const float m = sum / static_cast<float>(cols);
-    float squares = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) {
-      const float d = static_cast<float>(row[j]) - m;
-      squares += d * d;
-    }
+    const auto value = [row](int64_t j) { return static_cast<float>(row[j]); };
+    const float m = lanes.sum(cols, value) / static_cast<float>(cols);
+    const float squares = lanes.sum(cols, [&](int64_t j) {
+      const float d = value(j) - m;
+      return d * d;
+    });
     const float r = 1.0f / sqrtf(squares / static_cast<float>(cols) + eps);
-    for (int64_t j = 0; j < cols; ++j) {
-      y[i * cols + j] = T((static_cast<float>(row[j]) - m) * r * weight[j] + bias[j]);
+    lanes.for_each(
+        cols, [&](int64_t j) { y[i * cols + j] = T((value(j) - m) * r * weight[j] + bias[j]); });
+    if (lanes.first()) {
+      mean[i] = m;
+      rstd[i] = r;
     }
-    mean[i] = m;
-    rstd[i] = r;
   }
 };
 
@@ -50,21 +53,18 @@ struct LayerNormBackwardInput {
   const float* rstd;
   T* dx;
   int64_t cols;
-  COURSE_HD void operator()(int64_t i) const {
-    float g_sum = 0.0f, gx_sum = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) {
-      const float g = static_cast<float>(dy[i * cols + j]) * weight[j];
-      const float xhat = (static_cast<float>(x[i * cols + j]) - mean[i]) * rstd[i];
-      g_sum += g;
-      gx_sum += g * xhat;
-    }
-    const float g_mean = g_sum / static_cast<float>(cols);
-    const float gx_mean = gx_sum / static_cast<float>(cols);
-    for (int64_t j = 0; j < cols; ++j) {
-      const float g = static_cast<float>(dy[i * cols + j]) * weight[j];
-      const float xhat = (static_cast<float>(x[i * cols + j]) - mean[i]) * rstd[i];
-      dx[i * cols + j] = T(rstd[i] * (g - g_mean - xhat * gx_mean));
-    }
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
+    const float m = mean[i], r = rstd[i];
+    const auto g = [&](int64_t j) { return static_cast<float>(dy[i * cols + j]) * weight[j]; };
+    const auto xhat = [&](int64_t j) { return (static_cast<float>(x[i * cols + j]) - m) * r; };
+    const FloatPair sums = lanes.sum_pair(cols, [&](int64_t j) {
+      return FloatPair{g(j), g(j) * xhat(j)};
+    });
+    const float g_mean = sums.first / static_cast<float>(cols);
+    const float gx_mean = sums.second / static_cast<float>(cols);
+    lanes.for_each(
+        cols, [&](int64_t j) { dx[i * cols + j] = T(r * (g(j) - g_mean - xhat(j) * gx_mean)); });
   }
 };
 

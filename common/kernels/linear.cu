@@ -2,6 +2,7 @@
 #include "common/kernels/column_sums_ops.h"
 #include "common/kernels/launch_cuda.cuh"
 #include "common/kernels/linear_ops.h"
+#include "common/kernels/row_lanes_cuda.cuh"
 #include "common/kernels/type_lists.cuh"
 
 using namespace course::ops;
@@ -10,4 +11,4 @@ using namespace course::ops;
   COURSE_INSTANTIATE_FOR_EACH(AddRowBias<T>) \
   COURSE_INSTANTIATE_FOR_EACH(ChunkColumnSums<ColumnOf<T>>)
 COURSE_FLOAT_TYPES(LINEAR)
-COURSE_INSTANTIATE_FOR_EACH(AddChunkSums)
+COURSE_INSTANTIATE_FOR_EACH_ROW(AddChunkSums)

@@ -27,14 +27,13 @@ CrossEntropyOutput soft_target_cross_entropy(const Tensor& logits, const Tensor&
                          Tensor::empty(logits.shape(), DType::kF32, logits.device())};
   Tensor losses = Tensor::empty({rows}, DType::kF32, logits.device());
   visit_floating(logits.dtype(), "soft-target cross-entropy", [&]<class T>() {
-    for_each_index(logits.device(), rows,
-                   ops::SoftTargetCrossEntropyRow<T>{logits.data_as<T>(), targets.data_as<float>(),
-                                                     out.probs.data_as<float>(),
-                                                     losses.data_as<float>(), classes},
-                   classes);
+    for_each_row(logits.device(), rows, classes,
+                 ops::SoftTargetCrossEntropyRow<T>{logits.data_as<T>(), targets.data_as<float>(),
+                                                   out.probs.data_as<float>(),
+                                                   losses.data_as<float>(), classes});
   });
-  for_each_index(logits.device(), 1,
-                 ops::MeanInOrder{losses.data_as<float>(), rows, out.loss.data_as<float>()}, rows);
+  for_each_row(logits.device(), 1, rows,
+               ops::MeanOfRow{losses.data_as<float>(), rows, out.loss.data_as<float>()});
   return out;
 }
 

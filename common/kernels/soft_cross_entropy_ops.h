@@ -19,16 +19,15 @@ struct SoftTargetCrossEntropyRow {
   float* losses;
   int64_t classes;
 
-  COURSE_HD void operator()(int64_t row) const {
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
     const T* x = logits + row * classes;
     const float* q = targets + row * classes;
-    const float log_sum_exp = softmax_row(x, probs + row * classes, classes);
-    float target_dot = 0.0f, target_sum = 0.0f;
-    for (int64_t c = 0; c < classes; ++c) {
-      target_dot += q[c] * static_cast<float>(x[c]);
-      target_sum += q[c];
-    }
-    losses[row] = target_sum * log_sum_exp - target_dot;
+    const float log_sum_exp = softmax_row(lanes, x, probs + row * classes, classes);
+    const FloatPair target = lanes.sum_pair(classes, [&](int64_t c) {
+      return FloatPair{q[c] * static_cast<float>(x[c]), q[c]};
+    });
+    if (lanes.first()) losses[row] = target.second * log_sum_exp - target.first;
   }
 };
 

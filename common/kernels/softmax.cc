@@ -20,8 +20,8 @@ Tensor softmax_forward(const Tensor& x) {
   const int64_t rows = rows_of(x, "softmax_forward"), cols = x.size(-1);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   visit_floating(x.dtype(), "softmax_forward", [&]<class T>() {
-    for_each_index(x.device(), rows, ops::SoftmaxForward<T>{x.data_as<T>(), y.data_as<T>(), cols},
-                   3 * cols);
+    for_each_row(x.device(), rows, cols,
+                 ops::SoftmaxForward<T>{x.data_as<T>(), y.data_as<T>(), cols});
   });
   return y;
 }
@@ -31,9 +31,8 @@ Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
   const int64_t rows = rows_of(y, "softmax_backward"), cols = y.size(-1);
   Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
   visit_floating(y.dtype(), "softmax_backward", [&]<class T>() {
-    for_each_index(y.device(), rows,
-                   ops::SoftmaxBackward<T>{dy.data_as<T>(), y.data_as<T>(), dx.data_as<T>(), cols},
-                   2 * cols);
+    for_each_row(y.device(), rows, cols,
+                 ops::SoftmaxBackward<T>{dy.data_as<T>(), y.data_as<T>(), dx.data_as<T>(), cols});
   });
   return dx;
 }

@@ -1,5 +1,5 @@
 // Softmax bodies over the last dimension of a contiguous (rows, cols) tensor, shared by the CPU
-// and the GPU, computed in f32 whatever the dtype.
+// and the GPU as row kernels (row_lanes.h), computed in f32 whatever the dtype.
 #pragma once
 
 #include <cmath>
@@ -15,15 +15,13 @@ struct SoftmaxForward {
   const T* x;
   T* y;
   int64_t cols;
-  COURSE_HD void operator()(int64_t i) const {
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
     const T* row = x + i * cols;
-    float m = static_cast<float>(row[0]);
-    for (int64_t j = 1; j < cols; ++j) m = fmaxf(m, static_cast<float>(row[j]));
-    float sum = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) sum += expf(static_cast<float>(row[j]) - m);
-    for (int64_t j = 0; j < cols; ++j) {
-      y[i * cols + j] = T(expf(static_cast<float>(row[j]) - m) / sum);
-    }
+    const auto value = [row](int64_t j) { return static_cast<float>(row[j]); };
+    const float m = lanes.max(cols, value);
+    const float sum = lanes.sum(cols, [&](int64_t j) { return expf(value(j) - m); });
+    lanes.for_each(cols, [&](int64_t j) { y[i * cols + j] = T(expf(value(j) - m) / sum); });
   }
 };
 
@@ -34,15 +32,15 @@ struct SoftmaxBackward {
   const T* y;
   T* dx;
   int64_t cols;
-  COURSE_HD void operator()(int64_t i) const {
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
     const int64_t base = i * cols;
-    float dot = 0.0f;
-    for (int64_t j = 0; j < cols; ++j) {
-      dot += static_cast<float>(dy[base + j]) * static_cast<float>(y[base + j]);
-    }
-    for (int64_t j = 0; j < cols; ++j) {
+    const float dot = lanes.sum(cols, [&](int64_t j) {
+      return static_cast<float>(dy[base + j]) * static_cast<float>(y[base + j]);
+    });
+    lanes.for_each(cols, [&](int64_t j) {
       dx[base + j] = T(static_cast<float>(y[base + j]) * (static_cast<float>(dy[base + j]) - dot));
-    }
+    });
   }
 };
 

@@ -1,13 +1,17 @@
 // The GPU launch grids of hand-written kernels, checked on the CPU (launch_plan.h): the planning
-// rule itself, and the launches of the kernels reshaped for a GPU, called (and logged, not run)
-// on tensors of the course's large shapes: GPT-2 124M at batch 8 x 1024 (8192 rows of 768
-// channels, MLP 3072) and ResNet-50's classifier at batch 256. Every launch that moves at least
-// 2^20 elements must fill an H100's 132 SMs twice.
+// rules themselves, and the launches of the kernels reshaped for a GPU, called (and logged, not
+// run) on tensors of the course's large shapes: GPT-2 124M at batch 8 x 1024 (8192 rows of 768
+// channels, MLP 3072, vocabulary 50257) and ResNet-50 at batch 256 (its first and last stages'
+// batch norms in both layouts, its classifier). Every launch that moves at least 2^20 elements
+// must fill an H100's 132 SMs twice.
 #include <gtest/gtest.h>
 
+#include "common/kernels/batch_norm.h"
+#include "common/kernels/cross_entropy.h"
 #include "common/kernels/launch_plan.h"
 #include "common/kernels/layer_norm.h"
 #include "common/kernels/linear.h"
+#include "common/kernels/softmax.h"
 
 namespace course {
 namespace {
@@ -29,6 +33,20 @@ TEST(LaunchPlan, LightIndicesGetFullBlocksAndHeavyOnesSpreadOverTheSms) {
   const LaunchPlan half = plan_launch(2 * kReferenceSms * 64, 64);
   EXPECT_EQ(half.threads, 64);
   EXPECT_EQ(half.blocks, 2 * kReferenceSms);
+}
+
+TEST(LaunchPlan, RowKernelsGetAWarpPerRow) {
+  // 8192 rows: eight a block.
+  EXPECT_EQ(plan_row_launch(8192).threads, 256);
+  EXPECT_EQ(plan_row_launch(8192).blocks, 1024);
+  // 256 rows: a warp a block, 256 blocks.
+  EXPECT_EQ(plan_row_launch(256).threads, 32);
+  EXPECT_EQ(plan_row_launch(256).blocks, 256);
+  // 1056 rows: 64-thread blocks give 528 blocks; 128 threads would give 264 (exactly two per SM).
+  EXPECT_EQ(plan_row_launch(1056).threads, 128);
+  EXPECT_EQ(plan_row_launch(1056).blocks, 264);
+  EXPECT_EQ(plan_row_launch(1).blocks, 1);
+  EXPECT_EQ(plan_row_launch(int64_t{1} << 30).blocks, kMaxBlocks);  // warps stride beyond
 }
 
 TEST(LaunchPlan, TheLogRecordsInsteadOfRunning) {
@@ -82,6 +100,54 @@ TEST(LaunchGeometry, ColumnReductionsFillTheGpu) {
     EXPECT_GE(l.plan.blocks, 2 * kReferenceSms) << l.kernel;
   }
   EXPECT_EQ(column_passes, 1);
+}
+
+// The row kernels of a GPT-2 step: LayerNorm, softmax and the loss over the vocabulary.
+TEST(LaunchGeometry, RowKernelsFillTheGpu) {
+  const Tensor x = Tensor::empty({8, 1024, 768}), dy = Tensor::empty({8, 1024, 768});
+  const Tensor weight = Tensor::empty({768}), bias = Tensor::empty({768});
+  Tensor weight_grad = Tensor::empty({768}), bias_grad = Tensor::empty({768});
+  {
+    LaunchLog log;
+    LayerNormSaved saved;
+    layer_norm_forward(x, weight, bias, 1e-5f, saved);
+    layer_norm_backward(dy, x, weight, saved, weight_grad, bias_grad);
+    expect_fills_the_gpu(log, "LayerNorm of 8 x 1024 x 768");
+  }
+  {
+    const Tensor scores = Tensor::empty({8192, 1024});
+    LaunchLog log;
+    softmax_backward(scores, softmax_forward(scores));
+    expect_fills_the_gpu(log, "softmax of 8192 x 1024");
+  }
+  {
+    const Tensor logits = Tensor::empty({8192, 50257});
+    const Tensor labels = Tensor::from_vector<int64_t>(std::vector<int64_t>(8192, 50256), {8192});
+    LaunchLog log;
+    softmax_cross_entropy_backward(softmax_cross_entropy(logits, labels, 0.1f), labels, 0.1f,
+                                   DType::kF32, 1.0f);
+    expect_fills_the_gpu(log, "cross-entropy of 8192 x 50257");
+  }
+}
+
+// Batch norm's statistics, normalisation and gradients at ResNet-50's first stage (64 channels
+// of 56 x 56) and last (2048 channels of 7 x 7), batch 256, NCHW and NHWC.
+TEST(LaunchGeometry, BatchNormFillsTheGpuInBothLayouts) {
+  for (const Shape& shape : {Shape{256, 64, 56, 56}, Shape{256, 2048, 7, 7}}) {
+    for (const MemoryFormat format : {MemoryFormat::kContiguous, MemoryFormat::kChannelsLast}) {
+      const Tensor x = Tensor::empty(shape, DType::kF32, Device::cpu(), format);
+      const Tensor dy = Tensor::empty(shape, DType::kF32, Device::cpu(), format);
+      const int64_t c = shape[1];
+      const Tensor gamma = Tensor::empty({c}), beta = Tensor::empty({c});
+      Tensor running_mean = Tensor::empty({c}), running_var = Tensor::empty({c});
+      Tensor dgamma = Tensor::empty({c}), dbeta = Tensor::empty({c});
+      BatchNormSaved saved;
+      LaunchLog log;
+      batch_norm_train(x, gamma, beta, running_mean, running_var, 0.1f, 1e-5f, saved);
+      batch_norm_backward(dy, x, gamma, saved, dgamma, dbeta);
+      expect_fills_the_gpu(log, "batch norm of " + x.str());
+    }
+  }
 }
 
 }  // namespace
