@@ -1,11 +1,18 @@
-// Attention launches: permutes around the per-head kernels.
+// Attention as batched GEMMs over the heads (cuBLAS on the GPU, OpenBLAS on the CPU) around the
+// row kernels of attention_ops.h, with permutes to and from the heads' layout.
+//
+// Forward: S = scale Q K^T, P = softmax(S) (masked, lse kept), O = P V. Backward recomputes S
+// and P from the lse (no (T, T) matrix is kept between the passes): dV = P^T dO, dP = dO V^T,
+// dS = P (dP - rowsum(P dP)) (softmax's gradient), dQ = scale dS K, dK = scale dS^T Q.
 #include "common/kernels/attention.h"
 
 #include <cmath>
 
 #include "common/kernels/attention_ops.h"
+#include "common/kernels/gemm.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/permute.h"
+#include "common/kernels/softmax_ops.h"
 
 namespace course {
 
@@ -18,10 +25,8 @@ const std::vector<int> kSwapHeadsAndTime = {0, 2, 1, 3};
 struct Dims {
   int64_t batch, seq, heads, head_dim;
   int64_t rows() const { return batch * heads * seq; }
-  int64_t head_block() const { return rows() * head_dim; }  // elements of q (or k, or v)
-  ops::AttentionShape shape(bool causal) const {
-    return {seq, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), causal};
-  }
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+  ops::AttentionShape shape(bool causal) const { return {seq, causal}; }
 };
 
 Dims dims_of(const Tensor& qkv, int64_t heads) {
@@ -31,10 +36,21 @@ Dims dims_of(const Tensor& qkv, int64_t heads) {
   const int64_t channels = qkv.size(2) / 3;
   COURSE_CHECK(heads > 0 && channels % heads == 0, "attention width ", channels,
                " does not divide into ", heads, " heads");
-  const int64_t head_dim = channels / heads;
-  COURSE_CHECK(head_dim <= ops::kMaxHeadDim, "attention heads of ", head_dim,
-               " channels are over the kernels' limit of ", ops::kMaxHeadDim);
-  return {qkv.size(0), qkv.size(1), heads, head_dim};
+  return {qkv.size(0), qkv.size(1), heads, channels / heads};
+}
+
+// Q, K or V (which = 0, 1, 2) of the (3, B, H, T, D) heads as a batch of (T, D) matrices.
+Tensor heads_of(const Tensor& qkv_heads, int which, const Dims& n) {
+  return qkv_heads.slice(which, which + 1).view({n.batch * n.heads, n.seq, n.head_dim});
+}
+
+// S = scale Q K^T for every head: (BH, T, T) in the heads' dtype.
+Tensor scaled_scores(const Tensor& qkv_heads, const Dims& n) {
+  Tensor scores =
+      Tensor::empty({n.batch * n.heads, n.seq, n.seq}, qkv_heads.dtype(), qkv_heads.device());
+  gemm_batched(heads_of(qkv_heads, 0, n), false, heads_of(qkv_heads, 1, n), true, scores,
+               n.scale());
+  return scores;
 }
 
 }  // namespace
@@ -42,17 +58,18 @@ Dims dims_of(const Tensor& qkv, int64_t heads) {
 Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved) {
   const Dims n = dims_of(qkv, heads);
   saved.qkv_heads = permute(qkv.view({n.batch, n.seq, 3, n.heads, n.head_dim}), kQkvToHeads);
-  saved.out_heads = Tensor::empty({n.batch, n.heads, n.seq, n.head_dim}, qkv.dtype(), qkv.device());
   saved.lse = Tensor::empty({n.batch, n.heads, n.seq}, DType::kF32, qkv.device());
+  Tensor probs = scaled_scores(saved.qkv_heads, n);
   visit_floating(qkv.dtype(), "attention_forward", [&]<class T>() {
-    const T* q = saved.qkv_heads.data_as<T>();
-    for_each_index(qkv.device(), n.rows(),
-                   ops::AttentionForward<T>{q, q + n.head_block(), q + 2 * n.head_block(),
-                                            saved.out_heads.data_as<T>(),
-                                            saved.lse.data_as<float>(), n.shape(causal)},
-                   n.seq * n.head_dim);
+    for_each_row(
+        qkv.device(), n.rows(), n.seq,
+        ops::AttentionSoftmax<T>{probs.data_as<T>(), saved.lse.data_as<float>(), n.shape(causal)});
   });
-  return permute(saved.out_heads, kSwapHeadsAndTime).view({n.batch, n.seq, n.heads * n.head_dim});
+  Tensor out_heads =
+      Tensor::empty({n.batch, n.heads, n.seq, n.head_dim}, qkv.dtype(), qkv.device());
+  Tensor out = out_heads.view({n.batch * n.heads, n.seq, n.head_dim});
+  gemm_batched(probs, false, heads_of(saved.qkv_heads, 2, n), false, out);
+  return permute(out_heads, kSwapHeadsAndTime).view({n.batch, n.seq, n.heads * n.head_dim});
 }
 
 Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
@@ -64,25 +81,27 @@ Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
                    dy.shape() == Shape({n.batch, n.seq, n.heads * n.head_dim}) &&
                    dy.dtype() == qkv_heads.dtype(),
                "attention backward got dy ", dy.str(), " for a forward of ", qkv_heads.str());
-  const Tensor dout = permute(dy.view({n.batch, n.seq, n.heads, n.head_dim}), kSwapHeadsAndTime);
-  Tensor dqkv_heads = Tensor::empty(qkv_heads.shape(), dy.dtype(), dy.device());
-  Tensor delta = Tensor::empty({n.rows()}, DType::kF32, dy.device());
+  const Tensor dout = permute(dy.view({n.batch, n.seq, n.heads, n.head_dim}), kSwapHeadsAndTime)
+                          .view({n.batch * n.heads, n.seq, n.head_dim});
+  const Tensor q = heads_of(qkv_heads, 0, n), k = heads_of(qkv_heads, 1, n),
+               v = heads_of(qkv_heads, 2, n);
+  Tensor probs = scaled_scores(qkv_heads, n);
+  Tensor dscores = Tensor::empty(probs.shape(), probs.dtype(), probs.device());
+  gemm_batched(dout, false, v, true, dscores);  // dP
   visit_floating(dy.dtype(), "attention_backward", [&]<class T>() {
-    const T* q = qkv_heads.data_as<T>();
-    const T *k = q + n.head_block(), *v = q + 2 * n.head_block();
-    T* dq = dqkv_heads.data_as<T>();
-    const ops::AttentionShape shape = n.shape(causal);
-    for_each_index(dy.device(), n.rows(),
-                   ops::AttentionBackwardQuery<T>{q, k, v, saved.out_heads.data_as<T>(),
-                                                  dout.data_as<T>(), saved.lse.data_as<float>(),
-                                                  delta.data_as<float>(), dq, shape},
-                   2 * n.seq * n.head_dim);
-    for_each_index(dy.device(), n.rows(),
-                   ops::AttentionBackwardKey<T>{
-                       q, k, v, dout.data_as<T>(), saved.lse.data_as<float>(),
-                       delta.data_as<float>(), dq + n.head_block(), dq + 2 * n.head_block(), shape},
-                   2 * n.seq * n.head_dim);
+    for_each_row(dy.device(), n.rows(), n.seq,
+                 ops::AttentionProbabilities<T>{probs.data_as<T>(), saved.lse.data_as<float>(),
+                                                n.shape(causal)});
+    for_each_row(dy.device(), n.rows(), n.seq,
+                 ops::SoftmaxBackward<T>{dscores.data_as<T>(), probs.data_as<T>(),
+                                         dscores.data_as<T>(), n.seq});  // dS, in place
   });
+  Tensor dqkv_heads = Tensor::empty(qkv_heads.shape(), dy.dtype(), dy.device());
+  Tensor dq = heads_of(dqkv_heads, 0, n), dk = heads_of(dqkv_heads, 1, n),
+         dv = heads_of(dqkv_heads, 2, n);
+  gemm_batched(probs, true, dout, false, dv);
+  gemm_batched(dscores, false, k, false, dq, n.scale());
+  gemm_batched(dscores, true, q, false, dk, n.scale());
   return permute(dqkv_heads, inverse_permutation(kQkvToHeads))
       .view({n.batch, n.seq, 3 * n.heads * n.head_dim});
 }

@@ -1,8 +1,10 @@
 // Multi-head scaled dot-product self-attention over a packed (B, T, 3C) q|k|v projection, as a
 // GPT's attention layer computes it: C = H heads x D, softmax(q k^T / sqrt(D)) v per head,
 // causal (a query sees itself and earlier positions) or bidirectional. The heads are permuted
-// to (3, B, H, T, D) so each head's rows are contiguous, attended by the online-softmax
-// kernels of attention_ops.h, and permuted back to (B, T, C).
+// to (3, B, H, T, D) so each head's rows are contiguous, multiplied by batched GEMMs with the
+// row kernels of attention_ops.h between them, and permuted back to (B, T, C). Each pass holds
+// one (B H, T, T) score matrix while it runs; only the log-sum-exp of each query is kept for
+// the backward pass.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,6 @@ namespace course {
 
 struct AttentionSaved {
   Tensor qkv_heads;  // (3, B, H, T, D) in the compute dtype
-  Tensor out_heads;  // (B, H, T, D)
   Tensor lse;        // (B, H, T) f32 log-sum-exp of each query's scores
 };
 

@@ -1,4 +1,4 @@
-// GEMM dispatch: OpenBLAS sgemm on the CPU, cublasGemmEx on the GPU (TF32 as math_mode.h says).
+// GEMM dispatch: OpenBLAS sgemm on the CPU, cuBLAS on the GPU (TF32 as math_mode.h says).
 #include "common/kernels/gemm.h"
 
 #include <cblas.h>
@@ -17,33 +17,48 @@ namespace course {
 namespace {
 
 struct GemmShape {
-  int64_t m, n, k;
+  int64_t batch, m, n, k;
 };
 
-GemmShape check_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c) {
-  COURSE_CHECK(a.dim() == 2 && b.dim() == 2 && c.dim() == 2, "gemm needs 2-D tensors, got ",
-               a.str(), ", ", b.str(), ", ", c.str());
-  COURSE_CHECK(is_floating(a.dtype()), "gemm needs floating-point tensors, got ",
+int64_t matrix_rows(const Tensor& t) { return t.size(t.dim() - 2); }
+int64_t matrix_cols(const Tensor& t) { return t.size(t.dim() - 1); }
+int64_t matrix_size(const Tensor& t) { return matrix_rows(t) * matrix_cols(t); }
+
+// The shapes of c = op(a) op(b) over `dims`-D tensors: 2-D matrices, or 3-D batches of them.
+GemmShape check_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c,
+                     int dims) {
+  const char* what = dims == 2 ? "gemm" : "batched gemm";
+  COURSE_CHECK(a.dim() == dims && b.dim() == dims && c.dim() == dims, what, " needs ", dims,
+               "-D tensors, got ", a.str(), ", ", b.str(), ", ", c.str());
+  COURSE_CHECK(is_floating(a.dtype()), what, " needs floating-point tensors, got ",
                dtype_name(a.dtype()));
-  COURSE_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(),
-               "gemm dtypes differ: ", dtype_name(a.dtype()), ", ", dtype_name(b.dtype()), ", ",
+  COURSE_CHECK(a.dtype() == b.dtype() && a.dtype() == c.dtype(), what,
+               " dtypes differ: ", dtype_name(a.dtype()), ", ", dtype_name(b.dtype()), ", ",
                dtype_name(c.dtype()));
-  COURSE_CHECK(a.device() == b.device() && a.device() == c.device(), "gemm devices differ");
-  const GemmShape s{ta ? a.size(1) : a.size(0), tb ? b.size(0) : b.size(1),
-                    ta ? a.size(0) : a.size(1)};
-  const int64_t kb = tb ? b.size(1) : b.size(0);
-  COURSE_CHECK(s.k == kb && c.size(0) == s.m && c.size(1) == s.n,
-               "gemm shapes do not match: op(a) ", s.m, "x", s.k, ", op(b) ", kb, "x", s.n, ", c ",
+  COURSE_CHECK(a.device() == b.device() && a.device() == c.device(), what, " devices differ");
+  const int64_t batch = dims == 3 ? a.size(0) : 1;
+  COURSE_CHECK(dims == 2 || (b.size(0) == batch && c.size(0) == batch), what,
+               " batches differ: ", a.str(), ", ", b.str(), ", ", c.str());
+  const GemmShape s{batch, ta ? matrix_cols(a) : matrix_rows(a),
+                    tb ? matrix_rows(b) : matrix_cols(b), ta ? matrix_rows(a) : matrix_cols(a)};
+  const int64_t kb = tb ? matrix_cols(b) : matrix_rows(b);
+  COURSE_CHECK(s.k == kb && matrix_rows(c) == s.m && matrix_cols(c) == s.n, what,
+               " shapes do not match: op(a) ", s.m, "x", s.k, ", op(b) ", kb, "x", s.n, ", c ",
                shape_str(c.shape()));
   return s;
 }
 
+// One sgemm per matrix of the batch.
 void cpu_sgemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, GemmShape s,
                float alpha, float beta) {
-  run_host_work([=, pa = a.data_as<float>(), lda = a.size(1), pb = b.data_as<float>(),
-                 ldb = b.size(1), pc = c.data_as<float>(), ldc = c.size(1)] {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, s.m,
-                s.n, s.k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+  run_host_work([=, pa = a.data_as<float>(), lda = matrix_cols(a), stride_a = matrix_size(a),
+                 pb = b.data_as<float>(), ldb = matrix_cols(b), stride_b = matrix_size(b),
+                 pc = c.data_as<float>(), ldc = matrix_cols(c), stride_c = matrix_size(c)] {
+    for (int64_t i = 0; i < s.batch; ++i) {
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                  s.m, s.n, s.k, alpha, pa + i * stride_a, lda, pb + i * stride_b, ldb, beta,
+                  pc + i * stride_c, ldc);
+    }
   });
 }
 
@@ -76,25 +91,29 @@ cublasComputeType_t cublas_compute(DType dtype) {
              : CUBLAS_COMPUTE_32F;
 }
 
-// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. One
+// strided-batched call for the whole batch (a batch of one is a plain GEMM).
 void gpu_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, GemmShape s,
               float alpha, float beta) {
   check_capture_device(a.device());
   set_current_device(a.device());
   const cudaDataType type = cuda_type(a.dtype());
-  CUBLAS_CHECK(cublasGemmEx(cublas_handle(a.device()), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            ta ? CUBLAS_OP_T : CUBLAS_OP_N, s.n, s.m, s.k, &alpha, b.data(), type,
-                            b.size(1), a.data(), type, a.size(1), &beta, c.data(), type, c.size(1),
-                            cublas_compute(a.dtype()), CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      cublas_handle(a.device()), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+      s.n, s.m, s.k, &alpha, b.data(), type, matrix_cols(b), matrix_size(b), a.data(), type,
+      matrix_cols(a), matrix_size(a), &beta, c.data(), type, matrix_cols(c), matrix_size(c),
+      s.batch, cublas_compute(a.dtype()), CUBLAS_GEMM_DEFAULT));
 }
 #endif
 
 }  // namespace
 
-void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
-          float alpha, float beta) {
-  const GemmShape s = check_gemm(a, transpose_a, b, transpose_b, c);
-  if (s.m == 0 || s.n == 0) return;
+namespace {
+
+void run_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
+              float alpha, float beta, int dims) {
+  const GemmShape s = check_gemm(a, transpose_a, b, transpose_b, c, dims);
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
   if (a.device().is_cuda()) {
 #if COURSE_WITH_CUDA
     gpu_gemm(a, transpose_a, b, transpose_b, c, s, alpha, beta);
@@ -111,6 +130,18 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   cpu_sgemm(cast(a, DType::kF32), transpose_a, cast(b, DType::kF32), transpose_b, c32, s, alpha,
             beta);
   copy_(c, cast(c32, c.dtype()));
+}
+
+}  // namespace
+
+void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
+          float alpha, float beta) {
+  run_gemm(a, transpose_a, b, transpose_b, c, alpha, beta, 2);
+}
+
+void gemm_batched(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
+                  float alpha, float beta) {
+  run_gemm(a, transpose_a, b, transpose_b, c, alpha, beta, 3);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {

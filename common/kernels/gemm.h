@@ -13,6 +13,11 @@ namespace course {
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
           float alpha = 1.0f, float beta = 0.0f);
 
+// The same for each matrix of a batch: 3-D row-major (batch, rows, cols) tensors with equal
+// batches; one strided-batched cuBLAS call on the GPU, one sgemm per matrix on the CPU.
+void gemm_batched(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
+                  float alpha = 1.0f, float beta = 0.0f);
+
 // op(a) @ op(b) as a new tensor.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
