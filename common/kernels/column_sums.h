@@ -15,7 +15,7 @@ template <class Column>
 void chunk_column_sums(Device device, const Column& column, int64_t rows, int64_t cols,
                        int64_t rows_per_chunk, float* partial) {
   const int64_t chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  if (device.is_cpu() && LaunchLog::active() == nullptr) {
+  if (runs_on_host(device)) {
     for_each_index(device, chunks,
                    ops::ChunkColumnSumsByRow<Column>{column, rows, cols, rows_per_chunk, partial},
                    rows_per_chunk * cols);

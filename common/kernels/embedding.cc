@@ -35,6 +35,14 @@ void check_tables(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
   }
 }
 
+// The token table's gradient is shared out in slices of the vocabulary: the CPU's threads
+// already have a channel each, a GPU's 132 SMs want two full blocks each.
+int64_t vocabulary_slices(Device device, int64_t vocabulary, int64_t channels) {
+  if (runs_on_host(device)) return 1;
+  const int64_t wanted = 2 * kReferenceSms * kThreadsPerBlock;
+  return std::clamp<int64_t>((wanted + channels - 1) / channels, 1, vocabulary);
+}
+
 }  // namespace
 
 Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe) {
@@ -59,9 +67,12 @@ void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad
                "embedding backward needs dy (", batch, ", ", seq, ", ", channels, "), got ",
                dy.str());
   visit_floating(dy.dtype(), "embedding_backward", [&]<class T>() {
-    for_each_index(tokens.device(), channels,
+    const int64_t slices = vocabulary_slices(tokens.device(), wte_grad.size(0), channels);
+    const int64_t tokens_per_slice = (wte_grad.size(0) + slices - 1) / slices;
+    for_each_index(tokens.device(), slices * channels,
                    ops::TokenEmbeddingBackward<T>{tokens.data_as<int32_t>(), dy.data_as<T>(),
-                                                  wte_grad.data_as<float>(), batch * seq, channels},
+                                                  wte_grad.data_as<float>(), batch * seq, channels,
+                                                  tokens_per_slice},
                    batch * seq);
     for_each_index(tokens.device(), seq * channels,
                    ops::PositionEmbeddingBackward<T>{dy.data_as<T>(), wpe_grad.data_as<float>(),

@@ -25,17 +25,23 @@ struct EmbeddingForward {
   }
 };
 
-// Channel c: wte_grad[token[bt], c] += dy[bt, c] over every position bt in order (one index
-// owns a column of the table, so repeated tokens never race).
+// Index (vocabulary slice, channel c): wte_grad[t, c] += dy[bt, c] for every position bt, in
+// order, whose token t falls in the slice. Each element of the table has one owner, so
+// repeated tokens never race, and its sum is the same whatever the number of slices: one on
+// the CPU, enough on a GPU for its SMs (neighbouring threads take neighbouring channels).
 template <class T>
 struct TokenEmbeddingBackward {
   const int32_t* tokens;
   const T* dy;
   float* wte_grad;
-  int64_t positions, channels;
-  COURSE_HD void operator()(int64_t c) const {
+  int64_t positions, channels, tokens_per_slice;
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t slice = i / channels, c = i % channels;
+    const int64_t first = slice * tokens_per_slice, end = first + tokens_per_slice;
     for (int64_t bt = 0; bt < positions; ++bt) {
-      wte_grad[tokens[bt] * channels + c] += static_cast<float>(dy[bt * channels + c]);
+      const int64_t t = tokens[bt];
+      if (t >= first && t < end)
+        wte_grad[t * channels + c] += static_cast<float>(dy[bt * channels + c]);
     }
   }
 };

@@ -36,6 +36,13 @@ void cuda_for_each_row(int64_t rows, const Kernel& kernel);
 template <class Reducer>
 typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer);
 
+// Whether work on `device` runs on the CPU now (neither on a GPU nor planned for one by a
+// LaunchLog): for kernels that split their work one way for the CPU and another for a GPU, with
+// the same additions in the same order either way.
+inline bool runs_on_host(Device device) {
+  return device.is_cpu() && LaunchLog::active() == nullptr;
+}
+
 // Elements per chunk of a CPU reduction (and the CPU's loop grain below which one thread runs).
 inline constexpr int64_t kCpuChunk = 4096;
 

@@ -6,11 +6,14 @@
 // must fill an H100's 132 SMs twice.
 #include <gtest/gtest.h>
 
+#include "common/kernels/attention.h"
 #include "common/kernels/batch_norm.h"
 #include "common/kernels/cross_entropy.h"
+#include "common/kernels/embedding.h"
 #include "common/kernels/launch_plan.h"
 #include "common/kernels/layer_norm.h"
 #include "common/kernels/linear.h"
+#include "common/kernels/pooling.h"
 #include "common/kernels/softmax.h"
 
 namespace course {
@@ -130,6 +133,29 @@ TEST(LaunchGeometry, RowKernelsFillTheGpu) {
   }
 }
 
+// GPT-2's embedding gradients (a vocabulary of 50257, a context of 1024) and its attention's row
+// kernels (12 heads of 64; the batched GEMMs are cuBLAS's).
+TEST(LaunchGeometry, EmbeddingAndAttentionFillTheGpu) {
+  {
+    const Tensor tokens = Tensor::from_vector(std::vector<int32_t>(8192, 50256), {8, 1024});
+    const Tensor dy = Tensor::empty({8, 1024, 768});
+    Tensor wte_grad = Tensor::empty({50257, 768}), wpe_grad = Tensor::empty({1024, 768});
+    LaunchLog log;
+    embedding_backward(dy, tokens, wte_grad, wpe_grad);
+    expect_fills_the_gpu(log, "embedding gradients of 8 x 1024 tokens");
+  }
+  const Tensor qkv = Tensor::empty({8, 1024, 3 * 768}), dy = Tensor::empty({8, 1024, 768});
+  AttentionSaved saved;
+  LaunchLog log;
+  attention_forward(qkv, 12, true, saved);
+  attention_backward(dy, 12, true, saved);
+  int row_kernels = 0;
+  for (const RecordedLaunch& l : log.launches())
+    row_kernels += l.kernel.find("Attention") != std::string::npos;
+  EXPECT_EQ(row_kernels, 2);
+  expect_fills_the_gpu(log, "attention of 8 x 1024 x 12 heads");
+}
+
 // Batch norm's statistics, normalisation and gradients at ResNet-50's first stage (64 channels
 // of 56 x 56) and last (2048 channels of 7 x 7), batch 256, NCHW and NHWC.
 TEST(LaunchGeometry, BatchNormFillsTheGpuInBothLayouts) {
@@ -147,6 +173,20 @@ TEST(LaunchGeometry, BatchNormFillsTheGpuInBothLayouts) {
       batch_norm_backward(dy, x, gamma, saved, dgamma, dbeta);
       expect_fills_the_gpu(log, "batch norm of " + x.str());
     }
+  }
+}
+
+// ResNet-50's stem max pooling (3 x 3, stride 2, of 64 x 112 x 112) and its global average
+// pooling (2048 x 7 x 7), batch 256, both layouts.
+TEST(LaunchGeometry, PoolingFillsTheGpuInBothLayouts) {
+  for (const MemoryFormat format : {MemoryFormat::kContiguous, MemoryFormat::kChannelsLast}) {
+    const Tensor stem = Tensor::empty({256, 64, 112, 112}, DType::kF32, Device::cpu(), format);
+    const Tensor last = Tensor::empty({256, 2048, 7, 7}, DType::kF32, Device::cpu(), format);
+    LaunchLog log;
+    const MaxPoolResult pooled = max_pool_forward(stem, 3, 2, 1);
+    max_pool_backward(pooled.y, pooled, stem, 3, 2, 1);
+    global_avg_pool_backward(global_avg_pool_forward(last), last);
+    expect_fills_the_gpu(log, std::string("pooling, ") + memory_format_name(format));
   }
 }
 

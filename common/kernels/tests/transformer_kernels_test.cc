@@ -10,6 +10,8 @@
 #include "common/kernels/attention.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/embedding.h"
+#include "common/kernels/embedding_ops.h"
+#include "common/kernels/launch.h"
 #include "common/kernels/permute.h"
 #include "common/kernels/softmax.h"
 #include "common/testing/devices.h"
@@ -176,6 +178,34 @@ TEST_P(TransformerKernelTest, CausalAttentionOfTheFirstPositionIsItsOwnValue) {
   const std::vector<float> out = to_floats(attention_forward(qkv.tensor, 1, true, saved));
   EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 2),
             std::vector<float>(qkv.values.begin() + 4, qkv.values.begin() + 6));
+}
+
+// The token table's gradient shared out in slices of the vocabulary (as on a GPU) equals the
+// CPU's single slice exactly, with tokens on every slice's first and last row and a vocabulary
+// that does not divide into the slices.
+TEST(TokenEmbeddingBackward, SlicesOfTheVocabularyChangeNoSum) {
+  const int64_t vocabulary = 23, channels = 3, positions = 40;
+  std::vector<int32_t> tokens;
+  for (int64_t p = 0; p < positions; ++p) tokens.push_back(static_cast<int32_t>((p * 11) % 23));
+  for (int32_t boundary : {0, 4, 5, 9, 10, 19, 20, 22}) tokens.push_back(boundary);
+  const auto dy = random_tensor({static_cast<int64_t>(tokens.size()), channels}, DType::kF32,
+                                Device::cpu(), 10, -3.0f, 3.0f);
+  const auto gradient = [&](int64_t tokens_per_slice) {
+    std::vector<float> grad(vocabulary * channels, 0.0f);
+    const int64_t slices = (vocabulary + tokens_per_slice - 1) / tokens_per_slice;
+    for_each_index(Device::cpu(), slices * channels,
+                   ops::TokenEmbeddingBackward<float>{
+                       tokens.data(), dy.tensor.data_as<float>(), grad.data(),
+                       static_cast<int64_t>(tokens.size()), channels, tokens_per_slice});
+    return grad;
+  };
+  const std::vector<float> one_slice = gradient(vocabulary);
+  for (int64_t per_slice : {1, 5, 10, 22}) EXPECT_EQ(gradient(per_slice), one_slice) << per_slice;
+  std::vector<double> reference(vocabulary * channels, 0.0);
+  for (size_t p = 0; p < tokens.size(); ++p)
+    for (int64_t c = 0; c < channels; ++c)
+      reference[tokens[p] * channels + c] += dy.values[p * channels + c];
+  for (size_t i = 0; i < reference.size(); ++i) EXPECT_NEAR(one_slice[i], reference[i], 1e-5);
 }
 
 TEST_P(TransformerKernelTest, EmbeddingLooksUpAndScattersBack) {
