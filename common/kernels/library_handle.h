@@ -6,6 +6,10 @@
 
 #include "common/tensor/device.h"
 
+#if COURSE_WITH_CUDA
+#include "common/tensor/relaxed_capture.h"
+#endif
+
 namespace course {
 
 // `create(&handle)` makes a handle with `device` current; each Handle type has its own table.
@@ -16,7 +20,14 @@ Handle thread_handle(Device device, Create create) {
   if (it != handles.end()) return it->second;
   set_current_device(device);
   Handle handle;
-  create(&handle);
+  {
+#if COURSE_WITH_CUDA
+    // Creating a handle allocates device memory: allowed while a graph is captured (the first
+    // product of a captured step makes its thread's handle), not part of the graph.
+    const RelaxedCaptureMode relaxed;
+#endif
+    create(&handle);
+  }
   return handles[device.index] = handle;
 }
 

@@ -11,6 +11,7 @@
 
 #if COURSE_WITH_CUDA
 #include "common/tensor/cuda_check.h"
+#include "common/tensor/relaxed_capture.h"
 #endif
 
 namespace course {
@@ -25,15 +26,14 @@ void* host_allocate(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
 void host_release(void* ptr, int) { std::free(ptr); }
 
 #if COURSE_WITH_CUDA
-// cudaMalloc is not a stream operation, so it may run while this thread captures a graph; the
-// relaxed capture mode says so to the driver for the duration of the call.
+// cudaMalloc is not a stream operation, so it may run while this thread captures a graph.
 void* cuda_allocate(size_t bytes, int device) {
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaThreadExchangeStreamCaptureMode(&mode);
   void* ptr = nullptr;
-  const bool failed =
-      cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess;
-  cudaThreadExchangeStreamCaptureMode(&mode);
+  bool failed = false;
+  {
+    const RelaxedCaptureMode relaxed;
+    failed = cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess;
+  }
   if (failed) {
     cudaGetLastError();  // an out-of-memory error is not sticky: clear it and report nullptr
     return nullptr;

@@ -56,14 +56,17 @@ trap 'rm -rf "$log"' EXIT
 results=()
 failed=0
 
-# record NAME DEVICE COMMAND...: runs the case, keeps its output, adds a table row.
+# record NAME DEVICE COMMAND...: runs the case (a hung one ends after $CASE_LIMIT seconds, as a
+# failure), keeps its output, adds a table row.
+CASE_LIMIT=${CASE_LIMIT:-600}
 record() {
   local name=$1 on=$2 start end status out
   shift 2
   out="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$name").log"
   start=$(date +%s%N)
-  "$@" >"$out" 2>&1
+  timeout --kill-after=10 "$CASE_LIMIT" "$@" >"$out" 2>&1
   status=$?
+  ((status == 124 || status == 137)) && echo "(stopped after $CASE_LIMIT s: hung)" >>"$out"
   end=$(date +%s%N)
   local result=PASS
   if ((status != 0)); then
@@ -82,6 +85,7 @@ record() {
 
 # Every test binary with device cases, filtered to this device's cases.
 for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
+  common/tensor/tests/allocator_test \
   common/kernels/tests/elementwise_test common/kernels/tests/reduce_test \
   common/kernels/tests/layout_test common/kernels/tests/gemm_test \
   common/kernels/tests/conv_library_test common/kernels/tests/cross_entropy_test \

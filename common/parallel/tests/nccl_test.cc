@@ -1,7 +1,9 @@
 // The NCCL engine on every visible GPU, one rank each (the GPU self-test runs it; without a GPU
 // every case skips with the reason): each rank on its own GPU, every collective in f32, f16 and
 // bf16 against values each rank computes on the CPU, a ring exchange of 1 MiB per rank (past
-// NCCL's buffers: grouped, it cannot deadlock), and the rows of a split communicator.
+// NCCL's buffers: grouped, it cannot deadlock), the rows of a split communicator, and a
+// collective that one rank never joins (the others stop at the timeout and abort, no hang).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/kernels/elementwise.h"
@@ -27,6 +29,15 @@ class Nccl : public ::testing::TestWithParam<DType> {
   static std::vector<float> host(const Tensor& t) {
     return cast(t, DType::kF32).to(Device::cpu()).to_vector<float>();
   }
+  // The sum over ranks of values(rank, n), computed on the CPU.
+  std::vector<float> world_sum(int64_t n) const {
+    std::vector<float> want(n, 0.0f);
+    for (int q = 0; q < comm_->size(); ++q) {
+      const std::vector<float> v = host(values(q, n));
+      for (int64_t i = 0; i < n; ++i) want[i] += v[i];
+    }
+    return want;
+  }
   std::shared_ptr<Communicator> comm_;
   Device device_;
 };
@@ -42,12 +53,7 @@ TEST_P(Nccl, CollectivesMatchTheCpu) {
   const int64_t n = 1000;
   Tensor sum = values(r, n);
   comm_->allreduce(sum)->wait();
-  std::vector<float> want(n, 0.0f);
-  for (int q = 0; q < p; ++q) {
-    const std::vector<float> v = host(values(q, n));
-    for (int64_t i = 0; i < n; ++i) want[i] += v[i];
-  }
-  EXPECT_EQ(host(sum), want);
+  EXPECT_EQ(host(sum), world_sum(n));
 
   Tensor root = values(r, n);
   comm_->broadcast(root, p - 1)->wait();
@@ -82,6 +88,26 @@ TEST_P(Nccl, SplitCommunicatorsAreGpuCommunicators) {
     for (int i = 0; i < 16; ++i) want[i] += v[i];
   }
   EXPECT_EQ(host(t), want);
+}
+
+// Rank 0 never joins an all-reduce on a copy of the world with a 2 s timeout: every other rank
+// ends with the timeout's error, its communicator aborted (which ends NCCL's kernel on its
+// GPU), and the world's communicator still works for all of them afterwards.
+TEST_P(Nccl, ACollectiveOneRankNeverJoinsEndsAtTheTimeout) {
+  if (GetParam() != DType::kF32) GTEST_SKIP() << "one dtype is enough";
+  const int r = comm_->rank();
+  {
+    const auto copy = comm_->split(0, r);
+    copy->set_timeout(2);
+    if (r != 0) {
+      Tensor t = values(r, 1 << 16);
+      EXPECT_THAT([&] { copy->allreduce(t)->wait(); },
+                  ::testing::ThrowsMessage<Error>(::testing::HasSubstr("did not complete within")));
+    }
+  }
+  Tensor after = values(r, 64);
+  comm_->allreduce(after)->wait();
+  EXPECT_EQ(host(after), world_sum(64));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Nccl, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),

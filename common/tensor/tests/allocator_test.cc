@@ -76,6 +76,27 @@ TEST(CachingAllocator, ASizeNoSystemHasIsAnErrorNotACrash) {
   EXPECT_THROW(a.allocate(size_t{1} << 63), Error);
 }
 
+// The GPU's own allocator (skipped without a GPU): over a limit, its cache is released and the
+// allocation retried; a size no GPU has is an out-of-memory error that leaves the GPU usable.
+TEST(CachingAllocator, AGpuOutOfMemoryReleasesTheCacheRetriesAndRecovers) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible: " << cuda_status();
+  const Device gpu = Device::cuda(0);
+  CachingAllocator& allocator = device_allocator(gpu);
+  allocator.empty_cache();
+  allocator.set_limit(allocator.stats().reserved + (8 << 20));
+  { Tensor cached = Tensor::empty({1 << 20}, DType::kF32, gpu); }  // 4 MiB, kept in the cache
+  EXPECT_EQ(allocator.stats().reserved - allocator.stats().allocated, 4 << 20);
+  {
+    Tensor larger = Tensor::empty({3 << 19}, DType::kF32, gpu);  // 6 MiB: fits once 4 are freed
+    EXPECT_EQ(larger.numel(), 3 << 19);
+  }
+  EXPECT_THROW(Tensor::empty({4 << 20}, DType::kF32, gpu), OutOfMemoryError);  // 16 MiB
+  allocator.set_limit(0);
+  EXPECT_THROW(Tensor::empty({int64_t{1} << 48}, DType::kF32, gpu), OutOfMemoryError);  // 1 PiB
+  Tensor after = Tensor::from_vector<float>({1.5f, -2.0f}, {2}, gpu);
+  EXPECT_EQ(after.to_vector<float>(), (std::vector<float>{1.5f, -2.0f}));
+}
+
 TEST(CachingAllocator, TensorsReportToTheirDeviceAllocator) {
   CachingAllocator& cpu = device_allocator(Device::cpu());
   const int64_t before = cpu.stats().allocated;
