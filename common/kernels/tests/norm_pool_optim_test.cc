@@ -1,0 +1,158 @@
+// Batch norm, pooling and the fused optimizer on every device. Batch norm against a double
+// reference, in both layouts, with channels and planes of more than a warp's 32 lanes and not a
+// multiple of it; pooling and the AdamW update on a GPU against the same call on the CPU (those
+// cases skip without a GPU, with the reason).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/kernels/batch_norm.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/layout.h"
+#include "common/kernels/optimizer_kernels.h"
+#include "common/kernels/pooling.h"
+#include "common/testing/devices.h"
+#include "common/testing/random_tensor.h"
+#include "common/testing/tolerance.h"
+
+namespace course {
+namespace {
+
+using testing::random_tensor;
+using testing::to_floats;
+
+class NormPoolOptim : public testing::DeviceCaseTest<MemoryFormat> {
+ protected:
+  MemoryFormat format() const { return value<0>(); }
+  // A random (N, C, H, W) tensor in this case's layout on this case's device, and its values in
+  // NCHW order.
+  std::pair<Tensor, std::vector<float>> activations(const Shape& shape, uint32_t seed) const {
+    const testing::TestTensor t = random_tensor(shape, DType::kF32, Device::cpu(), seed, -3, 5);
+    return {to_memory_format(t.tensor, format()).to(device()), t.values};
+  }
+  std::vector<float> nchw_values(const Tensor& t) const {
+    return to_floats(to_memory_format(t.to(Device::cpu()), MemoryFormat::kContiguous));
+  }
+};
+
+// y, dx, dgamma and dbeta of training-mode batch norm, in double, NCHW order.
+struct BatchNormReference {
+  std::vector<double> y, dx, dgamma, dbeta;
+};
+
+BatchNormReference batch_norm_reference(const std::vector<float>& x, const std::vector<float>& dy,
+                                        const std::vector<float>& gamma,
+                                        const std::vector<float>& beta, int64_t n, int64_t c,
+                                        int64_t hw, double eps) {
+  BatchNormReference r{std::vector<double>(x.size()), std::vector<double>(x.size()),
+                       std::vector<double>(c), std::vector<double>(c)};
+  const double m = static_cast<double>(n * hw);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const auto at = [&](int64_t s, int64_t k) { return (s * c + ch) * hw + k; };
+    double mean = 0, var = 0;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t k = 0; k < hw; ++k) mean += x[at(s, k)] / m;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t k = 0; k < hw; ++k) var += (x[at(s, k)] - mean) * (x[at(s, k)] - mean) / m;
+    const double invstd = 1.0 / std::sqrt(var + eps);
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t k = 0; k < hw; ++k) {
+        const double xhat = (x[at(s, k)] - mean) * invstd;
+        r.y[at(s, k)] = xhat * gamma[ch] + beta[ch];
+        sum_dy += dy[at(s, k)];
+        sum_dy_xhat += dy[at(s, k)] * xhat;
+      }
+    r.dbeta[ch] = sum_dy;
+    r.dgamma[ch] = sum_dy_xhat;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t k = 0; k < hw; ++k) {
+        const double xhat = (x[at(s, k)] - mean) * invstd;
+        r.dx[at(s, k)] = gamma[ch] * invstd / m * (m * dy[at(s, k)] - sum_dy - xhat * sum_dy_xhat);
+      }
+  }
+  return r;
+}
+
+bool close_to(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  std::vector<float> rounded(want.begin(), want.end());
+  return testing::all_close(got, rounded, {tol, tol});
+}
+
+TEST_P(NormPoolOptim, BatchNormMatchesTheDoubleReference) {
+  for (const Shape& shape : {Shape{5, 3, 7, 9}, Shape{3, 37, 2, 3}, Shape{2, 40, 1, 1}}) {
+    SCOPED_TRACE(shape_str(shape));
+    const int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
+    const auto [x, x_values] = activations(shape, 1);
+    const auto [dy, dy_values] = activations(shape, 2);
+    const auto gamma = random_tensor({c}, DType::kF32, device(), 3, 0.5f, 2.0f);
+    const auto beta = random_tensor({c}, DType::kF32, device(), 4);
+    Tensor running_mean = zeros({c}, DType::kF32, device());
+    Tensor running_var = zeros({c}, DType::kF32, device());
+    Tensor dgamma = zeros({c}, DType::kF32, device()), dbeta = zeros({c}, DType::kF32, device());
+    BatchNormSaved saved;
+    const Tensor y = batch_norm_train(x, gamma.tensor, beta.tensor, running_mean, running_var, 0.1f,
+                                      1e-5f, saved);
+    const Tensor dx = batch_norm_backward(dy, x, gamma.tensor, saved, dgamma, dbeta);
+    const BatchNormReference ref =
+        batch_norm_reference(x_values, dy_values, gamma.values, beta.values, n, c, hw, 1e-5);
+    EXPECT_TRUE(close_to(nchw_values(y), ref.y, 1e-4));
+    EXPECT_TRUE(close_to(nchw_values(dx), ref.dx, 1e-4));
+    EXPECT_TRUE(close_to(to_floats(dgamma), ref.dgamma, 1e-3));
+    EXPECT_TRUE(close_to(to_floats(dbeta), ref.dbeta, 1e-3));
+  }
+}
+
+TEST_P(NormPoolOptim, PoolingOnAGpuMatchesTheCpu) {
+  if (device().is_cpu()) GTEST_SKIP() << "compares a GPU with the CPU";
+  const auto [x, x_values] = activations({3, 35, 11, 9}, 5);
+  const auto [dy, dy_values] = activations({3, 35, 6, 5}, 6);
+  const Tensor x_cpu = x.to(Device::cpu()), dy_cpu = dy.to(Device::cpu());
+  const MaxPoolResult gpu = max_pool_forward(x, 3, 2, 1), cpu = max_pool_forward(x_cpu, 3, 2, 1);
+  EXPECT_EQ(nchw_values(gpu.y), nchw_values(cpu.y));
+  EXPECT_EQ(nchw_values(max_pool_backward(dy, gpu, x, 3, 2, 1)),
+            nchw_values(max_pool_backward(dy_cpu, cpu, x_cpu, 3, 2, 1)));
+  const Tensor pooled = global_avg_pool_forward(x);
+  EXPECT_TRUE(testing::all_close(to_floats(pooled), to_floats(global_avg_pool_forward(x_cpu)),
+                                 DType::kF32));
+  EXPECT_EQ(nchw_values(global_avg_pool_backward(pooled, x)),
+            nchw_values(global_avg_pool_backward(pooled.to(Device::cpu()), x_cpu)));
+}
+
+TEST_P(NormPoolOptim, FusedAdamWOnAGpuMatchesTheCpu) {
+  if (device().is_cpu()) GTEST_SKIP() << "compares a GPU with the CPU";
+  if (format() != MemoryFormat::kContiguous) GTEST_SKIP() << "parameters have no layout";
+  const AdamWHyper hyper{0.9f, 0.95f, 1e-8f, 0.1f};
+  const auto run = [&](Device on) {
+    std::vector<Tensor> tensors;
+    for (int64_t size : {1, 33, 1000}) {
+      for (uint32_t slot = 0; slot < 2; ++slot)
+        tensors.push_back(random_tensor({size}, DType::kF32, on, 10 * size + slot).tensor);
+      tensors.push_back(zeros({size}, DType::kF32, on));
+      tensors.push_back(zeros({size}, DType::kF32, on));
+    }
+    std::vector<UpdateSlots> params;
+    for (size_t p = 0; p < tensors.size(); p += 4)
+      params.push_back({&tensors[p], &tensors[p + 1], &tensors[p + 2], &tensors[p + 3]});
+    UpdateTable table;
+    for (int64_t step = 1; step <= 3; ++step) {
+      const std::vector<float> scalars = adamw_step_scalars(1e-2f, hyper, step);
+      adamw_update_(table, params, hyper,
+                    Tensor::from_vector(scalars, {static_cast<int64_t>(scalars.size())}, on));
+    }
+    std::vector<float> all;
+    for (const Tensor& t : tensors) {
+      const std::vector<float> v = to_floats(t);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  EXPECT_TRUE(testing::all_close(run(device()), run(Device::cpu()), {1e-6, 1e-5}));
+}
+
+COURSE_INSTANTIATE_DEVICE_CASES(NormPoolOptim, ::testing::Values(MemoryFormat::kContiguous,
+                                                                 MemoryFormat::kChannelsLast));
+
+}  // namespace
+}  // namespace course
