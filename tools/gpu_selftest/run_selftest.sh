@@ -107,28 +107,35 @@ record "day 1: cuda graphs, bf16" "$device" "$lab1" "${short[@]}" --cuda-graphs 
 record "day 3: augmentation on the device" "$device" "$labs/day3_data_lab" \
   "${short[@]}" --augment --auto-augment randaugment --aug-device
 
-multi() {  # multi NAME BINARY ARGS...: on every GPU (2 CPU ranks with --cpu)
-  local name=$1
-  shift
-  if ((ranks < 2)); then
+multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cpu)
+  local name=$1 np=$2
+  shift 2
+  if ((np < 2)); then
     results+=("$(printf '%-44s %-10s %-5s %8s' "$name" "$device" "SKIP" "1 GPU")")
     return
   fi
-  record "$name" "$device x$ranks" "${mpirun_cmd[@]}" -np "$ranks" "$@"
+  record "$name" "$device x$np" "${mpirun_cmd[@]}" -np "$np" "$@"
 }
 gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
   --context 64)
-multi "NCCL: collectives, exchange, split" "$root/common/parallel/tests/nccl_test_ranks" \
-  --gtest_brief=1
-multi "day 2: DDP over NCCL" "$labs/day2_ddp_lab" --synthetic 512 -b 32 --test \
+# gpt-tiny's 4 blocks and 4 heads cut in two: pipeline and tensor-parallel cases on an even
+# number of GPUs, the rest of them data-parallel replicas.
+even=$((ranks / 2 * 2))
+multi "NCCL: collectives, exchange, split, timeout" "$ranks" \
+  "$root/common/parallel/tests/nccl_test_ranks" --gtest_brief=1
+multi "day 2: DDP over NCCL" "$ranks" "$labs/day2_ddp_lab" --synthetic 512 -b 32 --test \
   --test-nsteps 10 --no-progress --device "$device"
-multi "day 4: DDP" "$labs/day4_large_models_lab" "${gpt[@]}"
-multi "day 4: ZeRO-3, bf16 parameters" "$labs/day4_large_models_lab" "${gpt[@]}" \
+multi "day 4: DDP" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}"
+multi "day 4: ZeRO-3, bf16 parameters" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --sharding zero3 --amp --param-dtype bf16
-multi "day 4: 1F1B pipeline" "$labs/day4_large_models_lab" "${gpt[@]}" \
-  --pipeline-stages "$ranks" --micro-batches 4 --schedule 1f1b
-multi "day 4: tensor parallelism" "$labs/day4_large_models_lab" "${gpt[@]}" \
-  --tensor-parallel "$ranks"
+for schedule in gpipe 1f1b; do
+  multi "day 4: $schedule pipeline, 2 stages" "$even" "$labs/day4_large_models_lab" \
+    "${gpt[@]}" --pipeline-stages 2 --micro-batches 4 --schedule "$schedule"
+done
+multi "day 4: interleaved pipeline, 2 x 2 stages" "$even" "$labs/day4_large_models_lab" \
+  "${gpt[@]}" --pipeline-stages 2 --virtual-stages 2 --micro-batches 4 --schedule interleaved
+multi "day 4: tensor parallelism, 2 ranks" "$even" "$labs/day4_large_models_lab" "${gpt[@]}" \
+  --tensor-parallel 2
 
 echo
 echo "GPU self-test on $(hostname) ($where)"
