@@ -10,6 +10,7 @@
 
 #include "common/core/host_device.h"
 #include "common/kernels/row_lanes.h"
+#include "common/kernels/softmax_ops.h"
 
 namespace course::ops {
 
@@ -19,8 +20,8 @@ struct AttentionShape {
   COURSE_HD int64_t keys_seen(int64_t i) const { return causal ? i + 1 : seq; }
 };
 
-// Row r = (bh, i) of the scaled scores, in place: P_ij = exp(s_ij - m) / l over the keys the
-// query sees (m their maximum, l the sum), 0 elsewhere; lse_r = m + log l.
+// Row r = (bh, i) of the scaled scores, in place: P_ij = softmax over the keys the query sees,
+// 0 elsewhere; lse_r the log-sum-exp of the seen scores.
 template <class T>
 struct AttentionSoftmax {
   T* scores;  // (BH, T, T)
@@ -30,12 +31,9 @@ struct AttentionSoftmax {
   COURSE_HD void operator()(int64_t r, const Lanes& lanes) const {
     T* row = scores + r * shape.seq;
     const int64_t seen = shape.keys_seen(r % shape.seq);
-    const auto score = [row](int64_t j) { return static_cast<float>(row[j]); };
-    const float m = lanes.max(seen, score);
-    const float l = lanes.sum(seen, [&](int64_t j) { return expf(score(j) - m); });
-    lanes.for_each(shape.seq,
-                   [&](int64_t j) { row[j] = T(j < seen ? expf(score(j) - m) / l : 0.0f); });
-    if (lanes.first()) lse[r] = m + logf(l);
+    const float row_lse = softmax_row(lanes, row, row, seen);
+    lanes.for_each(shape.seq - seen, [&](int64_t j) { row[seen + j] = T(0.0f); });
+    if (lanes.first()) lse[r] = row_lse;
   }
 };
 

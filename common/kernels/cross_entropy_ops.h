@@ -13,23 +13,13 @@
 #include "common/core/host_device.h"
 #include "common/kernels/reduce_ops.h"
 #include "common/kernels/row_lanes.h"
+#include "common/kernels/softmax_ops.h"
 
 namespace course::ops {
 
 COURSE_HD inline float smoothed_target(int64_t c, int64_t label, int64_t classes, float smoothing) {
   const float off = smoothing / static_cast<float>(classes);
   return c == label ? 1.0f - smoothing + off : off;
-}
-
-// p (C) = softmax of x (C), computed from the row's maximum; returns log(sum(exp(x))). Called
-// by a row kernel with its lanes (row_lanes.h).
-template <class T, class Lanes>
-COURSE_HD inline float softmax_row(const Lanes& lanes, const T* x, float* p, int64_t classes) {
-  const auto value = [x](int64_t c) { return static_cast<float>(x[c]); };
-  const float top = lanes.max(classes, value);
-  const float total = lanes.sum(classes, [&](int64_t c) { return expf(value(c) - top); });
-  lanes.for_each(classes, [&](int64_t c) { p[c] = expf(value(c) - top) / total; });
-  return top + logf(total);
 }
 
 // For row `row` of the (N, C) logits: probs[row, :] = softmax, losses[row] = smoothed CE (NaN

@@ -70,11 +70,23 @@ struct HostRowLanes : RowReductions<HostRowLanes> {
     if constexpr (std::is_same_v<V, FloatPair>) {
       // Each sum on its own, which the CPU vectorises where it would not interleaved pairs: the
       // same additions in the same order.
-      return {fold(
+      return {fold_lanes(
                   count, identity.first, [&](int64_t j) { return f(j).first; }, op),
-              fold(
+              fold_lanes(
                   count, identity.second, [&](int64_t j) { return f(j).second; }, op)};
+    } else {
+      return fold_lanes(count, identity, f, op);
     }
+  }
+  template <class F>
+  void for_each(int64_t count, F f) const {
+    for (int64_t j = 0; j < count; ++j) f(j);
+  }
+  bool first() const { return true; }
+
+ private:
+  template <class V, class F, class Op>
+  static V fold_lanes(int64_t count, V identity, F f, Op op) {
     // Unrolled, so that every lane's index is a constant and the lanes live in registers.
     V lane[kRowLanes];
     COURSE_UNROLL
@@ -95,11 +107,6 @@ struct HostRowLanes : RowReductions<HostRowLanes> {
     }
     return lane[0];
   }
-  template <class F>
-  void for_each(int64_t count, F f) const {
-    for (int64_t j = 0; j < count; ++j) f(j);
-  }
-  bool first() const { return true; }
 };
 
 }  // namespace course::ops

@@ -9,6 +9,17 @@
 
 namespace course::ops {
 
+// p = softmax(x) over `count` elements, from their maximum, for a row kernel's lanes; returns
+// log(sum(exp(x))). p may be x itself: each lane writes only elements it has read.
+template <class T, class P, class Lanes>
+COURSE_HD inline float softmax_row(const Lanes& lanes, const T* x, P* p, int64_t count) {
+  const auto value = [x](int64_t c) { return static_cast<float>(x[c]); };
+  const float top = lanes.max(count, value);
+  const float total = lanes.sum(count, [&](int64_t c) { return expf(value(c) - top); });
+  lanes.for_each(count, [&](int64_t c) { p[c] = P(expf(value(c) - top) / total); });
+  return top + logf(total);
+}
+
 // Row i: y = exp(x - max) / sum(exp(x - max)).
 template <class T>
 struct SoftmaxForward {
@@ -17,11 +28,7 @@ struct SoftmaxForward {
   int64_t cols;
   template <class Lanes>
   COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
-    const T* row = x + i * cols;
-    const auto value = [row](int64_t j) { return static_cast<float>(row[j]); };
-    const float m = lanes.max(cols, value);
-    const float sum = lanes.sum(cols, [&](int64_t j) { return expf(value(j) - m); });
-    lanes.for_each(cols, [&](int64_t j) { y[i * cols + j] = T(expf(value(j) - m) / sum); });
+    softmax_row(lanes, x + i * cols, y + i * cols, cols);
   }
 };
 
