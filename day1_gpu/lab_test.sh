@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lab binaries as trainees meet them: the untouched trainee lab runs its CPU baseline and
 # fails with the exercise's TODO (exit 3) only when a feature is asked for; the solutions' lab
-# runs the features; bad flags end with one message and a non-zero exit.
+# runs the features; bad flags end with one message and a non-zero exit, and a user's file named
+# by --chkpt is never overwritten.
 set -uo pipefail
 source "$1"  # expect
 trainee=$2
@@ -27,3 +28,14 @@ expect 1 "does not exist" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no
 expect 1 "unknown device 'tpu'" "$solution" "${base[@]}" --device tpu
 expect 109 "--bogus" "$solution" --bogus
 expect 0 "--batch-size" "$solution" --help
+
+# A --chkpt naming a file that is not a checkpoint is refused before training and left as it was.
+notes=$TEST_TMPDIR/notes.txt
+echo "a trainee's notes" >"$notes"
+expect 1 "--chkpt $notes is a file that is not a checkpoint: it is left as it is" "$solution" \
+  "${small[@]}" --chkpt "$notes"
+if [[ $(cat "$notes") != "a trainee's notes" ]]; then
+  echo "FAILED: $notes was changed"
+  exit 1
+fi
+echo "ok: $notes is left as it was"

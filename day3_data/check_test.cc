@@ -1,94 +1,27 @@
 // `bazel test //day3_data:check`: the trainee's day-3 exercises against independent references.
-//   TP3.1: the cut's area against its lambda (exactly), its sides against sqrt(1 - lambda),
-//          boxes cut by every border, the ends lambda = 0 and 1;
 //   TP3.2: targets worked out by hand (partners, smoothing, the lambda on the right label);
 //   TP3.3: the gradient against central finite differences of a double-precision loss;
 //   TP3.4: samples formed by hand, and as the library groups a shard written by libarchive;
 //   TP3.5: a permutation that keeps to its groups of pages, shuffles the pages and the samples
-//          within each group.
-// The hyper-parameter search's exercises (TP3.6-TP3.8) are checked in hpo_check_test.cc.
+//          within each group, on pages of equal and of uneven sizes (one-sample pages, gaps in
+//          the page numbers, a file of one page, an empty file).
+// CutMix's cut (TP3.1) is checked in cutmix_check_test.cc, the hyper-parameter search's
+// exercises (TP3.6-TP3.8) in hpo_check_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <set>
+#include <string>
 
 #include "common/kernels/soft_cross_entropy.h"
 #include "day3_data/exercises.h"
 
 namespace day3 {
 namespace {
-
-using course::CutMixCut;
-
-int64_t area(const CutMixCut& c) {
-  return static_cast<int64_t>(c.box[1] - c.box[0]) * (c.box[3] - c.box[2]);
-}
-
-TEST(TP3_1, LambdaIsRecomputedFromTheClippedBox) {
-  std::mt19937 rng(1);
-  for (const auto& [h, w] : {std::pair<int64_t, int64_t>{32, 32}, {13, 17}}) {
-    for (const float lambda : {0.1f, 0.3f, 0.5f, 0.8f}) {
-      for (int draw = 0; draw < 200; ++draw) {
-        const CutMixCut c = cutmix_cut(lambda, h, w, rng);
-        ASSERT_TRUE(c.box[0] >= 0 && c.box[0] <= c.box[1] && c.box[1] <= h && c.box[2] >= 0 &&
-                    c.box[2] <= c.box[3] && c.box[3] <= w)
-            << "the box [" << c.box[0] << ", " << c.box[1] << ") x [" << c.box[2] << ", "
-            << c.box[3] << ") must lie inside the " << h << " x " << w << " image";
-        ASSERT_NEAR(c.lambda, 1.0 - static_cast<double>(area(c)) / (h * w), 1e-6)
-            << "lambda must be 1 - (box area) / (image area) of the clipped box, for a drawn "
-               "lambda of "
-            << lambda;
-      }
-    }
-  }
-}
-
-TEST(TP3_1, SidesFollowTheSquareRootAndEveryBorderIsReached) {
-  std::mt19937 rng(2);
-  const int64_t h = 32, w = 24;
-  const float lambda = 0.3f;  // sides sqrt(0.7) of the image's: 26 x 20
-  const int64_t full_h = static_cast<int64_t>(h * std::sqrt(0.7)),
-                full_w = static_cast<int64_t>(w * std::sqrt(0.7));
-  bool top = false, bottom = false, left = false, right = false;
-  bool rows_clipped = false, columns_clipped = false;
-  for (int draw = 0; draw < 500; ++draw) {
-    const CutMixCut c = cutmix_cut(lambda, h, w, rng);
-    ASSERT_LE(c.box[1] - c.box[0], full_h) << "rows: a box's side is sqrt(1 - lambda) H";
-    ASSERT_LE(c.box[3] - c.box[2], full_w) << "columns: a box's side is sqrt(1 - lambda) W";
-    if (c.box[0] > 0 && c.box[1] < h) {
-      ASSERT_EQ(c.box[1] - c.box[0], full_h) << "a box clear of the top and bottom has "
-                                                "sqrt(1 - lambda) H rows";
-    }
-    if (c.box[2] > 0 && c.box[3] < w) {
-      ASSERT_EQ(c.box[3] - c.box[2], full_w) << "a box clear of the sides has sqrt(1 - lambda) W "
-                                                "columns";
-    }
-    top |= c.box[0] == 0;
-    bottom |= c.box[1] == h;
-    left |= c.box[2] == 0;
-    right |= c.box[3] == w;
-    rows_clipped |= c.box[1] - c.box[0] < full_h;
-    columns_clipped |= c.box[3] - c.box[2] < full_w;
-  }
-  EXPECT_TRUE(top && bottom && left && right)
-      << "boxes must reach every border, the last row and column included";
-  EXPECT_TRUE(rows_clipped && columns_clipped)
-      << "the centre is any pixel, so some boxes stick out at the top or bottom, some at the "
-         "sides, and are clipped";
-}
-
-TEST(TP3_1, EndsOfLambda) {
-  std::mt19937 rng(3);
-  const CutMixCut none = cutmix_cut(1.0f, 8, 8, rng);
-  EXPECT_EQ(area(none), 0) << "lambda 1 cuts nothing";
-  EXPECT_FLOAT_EQ(none.lambda, 1.0f);
-  bool whole = false;
-  for (int draw = 0; draw < 200 && !whole; ++draw) whole = area(cutmix_cut(0.0f, 8, 8, rng)) == 64;
-  EXPECT_TRUE(whole) << "lambda 0 centred in the middle pastes the whole partner";
-}
 
 TEST(TP3_2, TargetsByHand) {
   // Labels 0 2 1 1 over 3 classes; partners 0<->3 and 1<->2; smoothing 0.3: off 0.1, on 0.8.
@@ -228,6 +161,67 @@ TEST(TP3_5, APermutationThatKeepsToGroupsOfPages) {
     EXPECT_EQ(used.size(), 3u) << "samples " << first << " to " << first + 29
                                << " must come from one group of 3 pages";
   }
+}
+
+// Pages of uneven sizes, as a packed file has them: gaps in the page numbers (pages that hold
+// no sample), pages of one sample, and sizes from 1 to 15, in file order.
+std::vector<int64_t> uneven_pages() {
+  const std::vector<std::pair<int64_t, int64_t>> page_sizes = {
+      {0, 7},   {1, 1},  {4, 12}, {5, 3},  {6, 1},  {9, 9}, {10, 2},
+      {12, 15}, {13, 1}, {17, 5}, {18, 8}, {20, 1}, {23, 4}};
+  std::vector<int64_t> pages;
+  for (const auto& [page, size] : page_sizes) pages.insert(pages.end(), size, page);
+  return pages;
+}
+
+// Why `order` is not every sample once, in runs that each hold every sample of
+// `pages_in_memory` pages (the last run of the pages left over); empty when it is.
+std::string group_error(const std::vector<int64_t>& order, const std::vector<int64_t>& pages,
+                        int64_t pages_in_memory) {
+  std::map<int64_t, int64_t> page_size;
+  for (const int64_t page : pages) ++page_size[page];
+  std::vector<int64_t> sorted = order, all(pages.size());
+  std::sort(sorted.begin(), sorted.end());
+  std::iota(all.begin(), all.end(), 0);
+  if (sorted != all) return "not every sample exactly once";
+  std::set<int64_t> run_pages;
+  int64_t left_in_run = 0, pages_done = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int64_t page = pages[order[k]];
+    if (run_pages.insert(page).second) left_in_run += page_size[page];
+    if (static_cast<int64_t>(run_pages.size()) > pages_in_memory) {
+      return "the run of samples that ends at position " + std::to_string(k) + " mixes " +
+             std::to_string(run_pages.size()) + " pages before it has all the samples of " +
+             std::to_string(pages_in_memory);
+    }
+    --left_in_run;
+    const bool whole_group = static_cast<int64_t>(run_pages.size()) == pages_in_memory ||
+                             pages_done + static_cast<int64_t>(run_pages.size()) ==
+                                 static_cast<int64_t>(page_size.size());
+    if (left_in_run == 0 && whole_group) {
+      pages_done += static_cast<int64_t>(run_pages.size());
+      run_pages.clear();
+    }
+  }
+  return "";
+}
+
+TEST(TP3_5, GroupsAreWholePagesWhateverTheirSizes) {
+  const std::vector<int64_t> pages = uneven_pages();
+  for (const int64_t in_memory : {1, 2, 3, 4, 5, 13, 20}) {
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+      std::mt19937 rng(seed);
+      const std::string error =
+          group_error(quasi_random_pages(pages, in_memory, rng), pages, in_memory);
+      ASSERT_EQ(error, "") << "13 pages of 1 to 15 samples, " << in_memory
+                           << " in memory: groups are made of pages, not of sample counts";
+    }
+  }
+  std::mt19937 rng(7);
+  const std::vector<int64_t> one_page(9, 4);
+  EXPECT_EQ(group_error(quasi_random_pages(one_page, 3, rng), one_page, 3), "")
+      << "a file of one page";
+  EXPECT_TRUE(quasi_random_pages({}, 3, rng).empty()) << "an empty file has an empty order";
 }
 
 TEST(TP3_5, PagesAndTheSamplesOfAGroupAreShuffled) {

@@ -16,6 +16,7 @@ def day3_lab(check_tags = []):
         check_tags = check_tags,
         check_srcs = [
             "check_test.cc",
+            "cutmix_check_test.cc",
             "hpo_check_test.cc",
             "lr_finder_check_test.cc",
         ],

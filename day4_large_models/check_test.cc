@@ -4,7 +4,8 @@
 // a rank keeping only its own shard, parameters or gradients not freed, gradients not reduced,
 // a mapping reducing in the wrong direction, gathered features left in rank order, tokens of
 // other ranks not masked, q|k|v rows taken contiguously, the bias added on every rank, a softmax
-// normalised per rank or without its maximum, tensor
+// normalised per rank or without its maximum, an embedding combined by a maximum or reading one
+// row past its shard (the values are signed, tokens sit on every shard's edges), tensor
 // parallelism as the outer axis, replicas averaged over the whole world).
 // A failure on one rank ends every rank at once with its message. Built on the trainee's
 // exercises (bazel test //day4_large_models:check) and on the solutions
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iomanip>
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
@@ -253,29 +255,48 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want,
 
 // TP4.8 ----------------------------------------------------------------------------------
 
+// Row t of a whole (vocabulary, channels) table of signed values, drawn from a seed every rank
+// shares, so each rank can cut its own rows and compute the whole answer.
+std::vector<float> signed_table(int64_t vocabulary, int64_t channels) {
+  std::mt19937 rng(48);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  std::vector<float> table(vocabulary * channels);
+  for (float& v : table) v = value(rng);
+  return table;
+}
+
 TEST(TP4_8, EveryRankGetsTheWholeEmbeddingOfEveryToken) {
   const int p = world()->size(), r = world()->rank();
-  const int64_t per_rank = 3, channels = 2, vocabulary = per_rank * p;
-  // Row t of the whole table is [t, 100 + t].
-  std::vector<float> mine;
-  for (int64_t t = r * per_rank; t < (r + 1) * per_rank; ++t) {
-    mine.push_back(static_cast<float>(t));
-    mine.push_back(static_cast<float>(100 + t));
+  for (const int64_t per_rank : {int64_t{1}, int64_t{3}}) {
+    const int64_t channels = 5, vocabulary = per_rank * p;
+    const std::vector<float> table = signed_table(vocabulary, channels);
+    const std::vector<float> mine(table.begin() + r * per_rank * channels,
+                                  table.begin() + (r + 1) * per_rank * channels);
+    // Every shard's first and last rows, then every token backwards, then token 0 again.
+    std::vector<int32_t> ids;
+    for (int rank = 0; rank < p; ++rank) {
+      ids.push_back(static_cast<int32_t>(rank * per_rank));
+      ids.push_back(static_cast<int32_t>((rank + 1) * per_rank - 1));
+    }
+    for (int64_t t = vocabulary; t-- > 0;) ids.push_back(static_cast<int32_t>(t));
+    ids.push_back(0);
+    const Tensor embedded = vocab_parallel_embed(
+        Tensor::from_vector<int32_t>(ids, {static_cast<int64_t>(ids.size())}),
+        Tensor::from_vector(mine, {per_rank, channels}), r * per_rank, *world());
+    ASSERT_EQ(embedded.shape(), (course::Shape{static_cast<int64_t>(ids.size()), channels}));
+    const std::vector<float> got = embedded.to_vector<float>();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const float want = table[ids[i] * channels + c], have = got[i * channels + c];
+        ASSERT_EQ(have, want)
+            << std::setprecision(9) << "got " << have << ", not " << want << ": token " << ids[i]
+            << " (position " << i << "), channel " << c << ", on rank " << r << " of " << p
+            << " with " << per_rank
+            << " rows each: the rank whose rows hold the token gives its row, the others "
+               "zeros, and the ranks' lookups are summed (the values are signed)";
+      }
+    }
   }
-  // Every token of the vocabulary, backwards, and token 0 again.
-  std::vector<int32_t> ids;
-  for (int64_t t = vocabulary; t-- > 0;) ids.push_back(static_cast<int32_t>(t));
-  ids.push_back(0);
-  const Tensor embedded =
-      vocab_parallel_embed(Tensor::from_vector<int32_t>(ids, {static_cast<int64_t>(ids.size())}),
-                           Tensor::from_vector(mine, {per_rank, channels}), r * per_rank, *world());
-  ASSERT_EQ(embedded.shape(), (course::Shape{static_cast<int64_t>(ids.size()), channels}));
-  std::vector<float> expected;
-  for (int32_t t : ids) {
-    expected.push_back(static_cast<float>(t));
-    expected.push_back(static_cast<float>(100 + t));
-  }
-  EXPECT_EQ(embedded.to_vector<float>(), expected) << "on rank " << r << " of " << p;
 }
 
 // TP4.9 ----------------------------------------------------------------------------------

@@ -194,14 +194,19 @@ TEST(TP4_16, MatchesADirectReferenceOnAConvolutionWeight) {
 TEST(TP4_17ByHand, KeepsTheTwoLargestMagnitudesOfEachGroupOfFour) {
   // Row 0: (1, -4, 3, 2) keeps -4 and 3; four equal zeros keep the first two. Row 1: (0.5, 0.1,
   // -0.2, -0.9) keeps 0.5 and -0.9 (magnitudes, not signed values); (5, 6, 7, 8) keeps 7 and 8.
+  // Row 2, ties of signed values: (1, -3, 3, -3) keeps -3 and the 3 after it, the earlier two
+  // of the three; (-2, 2, 2, -2) keeps the first two.
   const Tensor w = Tensor::from_vector(
-      std::vector<float>{1, -4, 3, 2, 0, 0, 0, 0, 0.5f, 0.1f, -0.2f, -0.9f, 5, 6, 7, 8},
-      Shape{2, 8});
+      std::vector<float>{1,    -4,   3,     2,     0, 0, 0, 0,  //
+                         0.5f, 0.1f, -0.2f, -0.9f, 5, 6, 7, 8, 1, -3, 3, -3, -2, 2, 2, -2},
+      Shape{3, 8});
   const Tensor mask = mask_2_4(w);
   ASSERT_EQ(mask.dtype(), course::DType::kF32);
   ASSERT_EQ(mask.shape(), w.shape());
-  EXPECT_EQ(mask.to_vector<float>(),
-            (std::vector<float>{0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 1}));
+  EXPECT_EQ(mask.to_vector<float>(), (std::vector<float>{0, 1, 1, 0, 1, 1, 0, 0,  //
+                                                         1, 0, 0, 1, 0, 0, 1, 1,  //
+                                                         0, 1, 1, 0, 1, 1, 0, 0}))
+      << "the two largest magnitudes of each group of four, the earlier of equal ones";
 }
 
 TEST(TP4_17, EveryGroupOfFourAlongTheInputDimensionKeepsItsTwoLargest) {

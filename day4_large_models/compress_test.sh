@@ -4,7 +4,8 @@
 # and the comparison table; quantized to int8 with both calibrations (the folded f32 network
 # must score what the trained one does); pruned globally and 2:4, the sparsity measured in the
 # weights after fine-tuning, with the plot. The untouched trainee copy stops at TODO TP4.15 /
-# TP4.16 / TP4.17 (exit 3); a missing or mismatched network and bad values end with one message.
+# TP4.16 / TP4.17 (exit 3); a missing or mismatched network, bad values (an empty list of
+# sparsities) and an unwritable --plot (before any fine-tuning) end with one message.
 set -uo pipefail
 source "$1"  # expect
 trainee=$2
@@ -77,6 +78,10 @@ expect 0 "| global 30% | 30.00% |" "$trainee" prune --trained "$teacher" "${data
 expect 3 "TODO TP4.17" "$trainee" prune --trained "$teacher" "${data[@]}" --sparsities 0.3
 expect 1 "--sparsities are fractions in [0, 1), got 1" "$solution" prune --trained "$teacher" \
   "${data[@]}" --sparsities 0.5,1
+expect 105 "an empty fraction: give a list such as 0.5,0.9" "$solution" prune \
+  --trained "$teacher" "${data[@]}" --sparsities ''
+expect 1 "--plot $TEST_TMPDIR/none/p.png: folder $TEST_TMPDIR/none does not exist" "$solution" \
+  prune --trained "$teacher" "${data[@]}" --sparsities 0.3 --plot "$TEST_TMPDIR/none/p.png"
 expect 1 "--chkpt and --resume do not apply" "$solution" prune --trained "$teacher" \
   "${data[@]}" --chkpt "$TEST_TMPDIR/pruned.ckpt"
 expect 106 "--trained is required" "$solution" prune "${data[@]}"

@@ -88,7 +88,7 @@ resumed() {
 alone_resumed=$(resumed alone "$lab" "${run[@]}" --accumulate 4)
 piped_resumed=$(resumed piped "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-stages 2)
 if [[ -z $alone_resumed || $piped_resumed != "$alone_resumed" ||
-  ! -f $TEST_TMPDIR/piped.ckpt.rank1-of-2 ]]; then
+  ! -f $TEST_TMPDIR/piped.rank1-of-2.ckpt ]]; then
   echo "FAILED: 2 stages resumed from their checkpoint files end otherwise than one process:"
   echo "one process: $alone_resumed"
   echo "pipeline: $piped_resumed"
@@ -97,7 +97,7 @@ fi
 echo "ok: 2 stages, a checkpoint file per stage, resumed as one process: $(head -1 <<<"$piped_resumed")"
 sliced_resumed=$(resumed sliced "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --tensor-parallel 2 \
   --accumulate 4)
-if [[ $sliced_resumed != "$alone_resumed" || ! -f $TEST_TMPDIR/sliced.ckpt.rank1-of-2 ]]; then
+if [[ $sliced_resumed != "$alone_resumed" || ! -f $TEST_TMPDIR/sliced.rank1-of-2.ckpt ]]; then
   echo "FAILED: 2 tensor-parallel ranks resumed from their checkpoint files end otherwise:"
   echo "one process: $alone_resumed"
   echo "tensor parallel: $sliced_resumed"

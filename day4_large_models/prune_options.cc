@@ -2,6 +2,7 @@
 #include "day4_large_models/prune_options.h"
 
 #include "common/core/error.h"
+#include "common/train/training_loop.h"
 #include "day4_large_models/trained_model.h"
 
 namespace day4 {
@@ -12,6 +13,12 @@ void add_prune_flags(CLI::App& app, PruneOptions& o) {
   app.add_option("--sparsities", o.sparsities,
                  "fractions of the weights pruned by global magnitude, one fine-tuned network each")
       ->delimiter(',')
+      ->check(CLI::Validator(
+          [](const std::string& fraction) {
+            return fraction.empty() ? std::string("an empty fraction: give a list such as 0.5,0.9")
+                                    : std::string();
+          },
+          "FRACTIONS"))
       ->capture_default_str();
   course::train::add_switch(app, "two-four", o.two_four,
                             "also prune to the 2:4 pattern (2 zeros in every 4 inputs, TP4.17)");
@@ -20,6 +27,9 @@ void add_prune_flags(CLI::App& app, PruneOptions& o) {
 
 void validate(const PruneOptions& o) {
   course::train::validate_training_flags(o);
+  if (!o.plot.empty()) {
+    course::train::check_output_path("--plot", course::train::invocation_path(o.plot));
+  }
   for (const double s : o.sparsities) {
     COURSE_CHECK(s >= 0 && s < 1, "--sparsities are fractions in [0, 1), got ", s);
   }

@@ -37,7 +37,11 @@ double nan_percentile(std::vector<double> values, double q) {
   const double position = q / 100.0 * static_cast<double>(values.size() - 1);
   const size_t lower = static_cast<size_t>(std::floor(position));
   const size_t upper = std::min(lower + 1, values.size() - 1);
-  return values[lower] + (position - static_cast<double>(lower)) * (values[upper] - values[lower]);
+  const double fraction = position - static_cast<double>(lower);
+  const double a = values[lower], b = values[upper];
+  // Weighted, not a + t (b - a): -inf and 3 meet at -inf, not at -inf + inf = NaN.
+  if (fraction == 0 || a == b) return a;
+  return (1 - fraction) * a + fraction * b;
 }
 
 TrialSplit split_trials(const std::vector<Trial>& trials, Direction direction, int n_below,

@@ -45,6 +45,8 @@ struct SearchRules {
 };
 
 // numpy's percentile with linear interpolation, NaNs ignored (NaN when nothing is left).
+// Infinities interpolate as limits: the median of -inf and 3, or of -inf and -inf, is -inf;
+// of -inf and +inf, NaN.
 double nan_percentile(std::vector<double> values, double q);
 
 }  // namespace course::hpo

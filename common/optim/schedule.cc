@@ -34,8 +34,11 @@ class OneCycle : public Schedule {
         peak_step_(pct_start * static_cast<float>(total) - 1.0f),
         last_step_(static_cast<float>(total - 1)) {
     COURSE_CHECK(total > 1 && pct_start > 0 && pct_start < 1 && peak_step_ > 0,
-                 "one-cycle needs more than one step per phase (", total, " steps, pct_start ",
-                 pct_start, ")");
+                 "one-cycle needs more than one step per phase, and ", total,
+                 " step(s) at pct_start ", pct_start,
+                 " leave a phase without one: train more steps (more --epochs, a larger "
+                 "--train-subset or a smaller --batch-size) or choose another --schedule where "
+                 "the lab has one");
   }
   float lr_at(int64_t step) const override {
     const float s = std::min(static_cast<float>(step), last_step_);

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 
 #include "common/kernels/elementwise.h"
 
@@ -63,8 +65,24 @@ class File {
 
 }  // namespace
 
+bool is_checkpoint_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof kMagic - 1] = {};
+  return in.read(magic, sizeof magic) && std::memcmp(magic, kMagic, sizeof magic) == 0;
+}
+
+void check_overwritable(const std::string& what, const std::string& path) {
+  std::error_code error;
+  // An empty file (mktemp's) holds nothing to lose.
+  const bool holds_something =
+      std::filesystem::exists(path, error) && std::filesystem::file_size(path, error) > 0 && !error;
+  COURSE_CHECK(!holds_something || is_checkpoint_file(path), what, " ", path,
+               " is a file that is not a checkpoint: it is left as it is; name another file");
+}
+
 void save_checkpoint(const std::string& path, const NamedTensors& tensors,
                      const nlohmann::json& header) {
+  check_overwritable("checkpoint", path);
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   try {
     File f(temp, "wb");
@@ -113,6 +131,13 @@ nlohmann::json read_header(File& f, const std::string& path) {
 }  // namespace
 
 nlohmann::json read_checkpoint_header(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    const std::optional<int> ranks = sharded_ranks(path);
+    COURSE_CHECK(!ranks, "checkpoint ", path, " was saved sharded, one file per rank on ", *ranks,
+                 " ranks (", rank_file(path, 0, *ranks), " ...): resume it on ", *ranks,
+                 " ranks with the sharding it was saved with");
+  }
   File f(path, "rb");
   return read_header(f, path);
 }
@@ -153,7 +178,32 @@ nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tens
 }
 
 std::string rank_file(const std::string& path, int rank, int ranks) {
-  return path + ".rank" + std::to_string(rank) + "-of-" + std::to_string(ranks);
+  const std::filesystem::path given(path);
+  const std::string tag = ".rank" + std::to_string(rank) + "-of-" + std::to_string(ranks);
+  if (!given.has_extension()) return path + tag;
+  return (given.parent_path() / (given.stem().string() + tag + given.extension().string()))
+      .string();
+}
+
+std::optional<int> sharded_ranks(const std::string& path) {
+  const std::filesystem::path given(path);
+  const std::string before =
+      rank_file(given.filename().string(), 0, 0);  // "<stem>.rank0-of-0<ext>"
+  const std::string prefix = before.substr(0, before.rfind("-of-") + 4);
+  const std::string suffix = given.has_extension() ? given.extension().string() : "";
+  const std::filesystem::path folder = given.has_parent_path() ? given.parent_path() : ".";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string count =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (count.find_first_not_of("0123456789") == std::string::npos) return std::stoi(count);
+  }
+  return std::nullopt;
 }
 
 nlohmann::json with_rank_header(nlohmann::json header, int rank, int ranks) {
@@ -163,8 +213,16 @@ nlohmann::json with_rank_header(nlohmann::json header, int rank, int ranks) {
 
 nlohmann::json read_rank_file_header(const std::string& path, int rank, int ranks) {
   const std::string file = rank_file(path, rank, ranks);
-  COURSE_CHECK(std::filesystem::exists(file), "sharded checkpoint ", path, ": ", file,
-               " is missing (saved on ", ranks, " ranks?)");
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) {
+    const std::optional<int> saved_on = sharded_ranks(path);
+    COURSE_CHECK(!saved_on, "sharded checkpoint ", path, " was saved on ", *saved_on,
+                 " ranks, and this run has ", ranks, ": resume it on ", *saved_on, " ranks");
+    COURSE_CHECK(!std::filesystem::exists(path, error), "checkpoint ", path,
+                 " holds one process's state, not a file per rank: this run shards its state "
+                 "over ranks, so resume it with the settings it was saved with");
+    COURSE_FAIL("sharded checkpoint ", path, ": ", file, " is missing");
+  }
   const nlohmann::json header = read_checkpoint_header(file);
   COURSE_CHECK(header.contains("sharded") && header["sharded"].value("rank", -1) == rank &&
                    header["sharded"].value("ranks", -1) == ranks,

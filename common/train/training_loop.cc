@@ -50,6 +50,7 @@ void check_output_flags(const TrainingFlags& flags) {
         std::pair{"--profile", &flags.profile}}) {
     if (!path->empty()) check_output_path(flag, *path);
   }
+  if (!flags.chkpt.empty()) check_overwritable("--chkpt", flags.chkpt);
 }
 
 namespace {
@@ -105,9 +106,17 @@ TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHo
   const nlohmann::json header = config_.rank_state
                                     ? read_rank_file_header(flags_.resume, rank, ranks)
                                     : read_checkpoint_header(flags_.resume);
+  // The model first: a checkpoint of another model differs in everything after it too.
+  std::vector<std::string> keys;
+  if (config_.identity.contains("model")) keys.push_back("model");
   for (const auto& [key, value] : config_.identity.items()) {
+    if (key != "model") keys.push_back(key);
+  }
+  for (const std::string& key : keys) {
+    const nlohmann::json& value = config_.identity[key];
     COURSE_CHECK(header.contains(key) && header[key] == value, "checkpoint ", flags_.resume,
-                 " is of ", key, " ", header.contains(key) ? json_value(header[key]) : "?",
+                 header.contains(key) ? " is of " + key + " " + json_value(header[key])
+                                      : " records no " + key,
                  ", not ", json_value(value));
   }
   load_checkpoint(resume, config_.rank_state ? config_.rank_state()

@@ -32,6 +32,14 @@ TEST(Percentile, InterpolatesLikeNumpy) {
   EXPECT_TRUE(std::isnan(nan_percentile({NAN}, 50)));
 }
 
+TEST(Percentile, InfinitiesInterpolateAsLimits) {
+  EXPECT_EQ(nan_percentile({-INFINITY, 3}, 50), -INFINITY);
+  EXPECT_EQ(nan_percentile({-INFINITY, -INFINITY}, 50), -INFINITY);
+  EXPECT_EQ(nan_percentile({INFINITY, 1, INFINITY}, 50), INFINITY) << "an exact rank";
+  EXPECT_EQ(nan_percentile({1, 2, INFINITY}, 50), 2) << "an exact rank next to +inf";
+  EXPECT_TRUE(std::isnan(nan_percentile({-INFINITY, INFINITY}, 50)));
+}
+
 TEST(MedianPruner, WaitsForStartupTrialsThenComparesTheBestSoFar) {
   const MedianPruner pruner({});
   std::vector<Trial> complete;

@@ -14,6 +14,7 @@
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/tensor/graph.h"
+#include "common/testing/errors_and_files.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -194,6 +195,9 @@ TEST(Schedule, CosineWarmupAndNames) {
   EXPECT_FLOAT_EQ(named->lr_at(100), 0.2f);
   EXPECT_THROW(make_schedule("linear", 1.0f, 10, 0), Error);
   EXPECT_THROW(one_cycle_schedule(1.0f, 2), Error);
+  const std::string error = course::testing::error_of([] { one_cycle_schedule(1.0f, 3); });
+  EXPECT_NE(error.find("3 step(s)"), std::string::npos) << error;
+  EXPECT_NE(error.find("--epochs"), std::string::npos) << "the message names what to change";
 }
 
 TEST(LossScaler, SkipsBacksOffAndGrows) {

@@ -24,6 +24,7 @@ struct TinyRun {
   std::function<bool(int64_t epoch, const EvalTally&)> after_epoch;
   std::function<EvalTally()> epoch_training_tally;
   std::vector<float> losses;  // of every step, in this run
+  nlohmann::json identity = {{"model", "tiny"}};
 
   explicit TinyRun(int64_t steps) {
     flags.test = true;
@@ -70,7 +71,7 @@ struct TinyRun {
                        .lr_at = [](int64_t step) { return 0.1f / (1 + step); },
                        .steps_per_epoch = 8,
                        .global_batch = 4,
-                       .identity = {{"model", "tiny"}},
+                       .identity = identity,
                        .comm = comm},
                       hooks);
     return loop.run();

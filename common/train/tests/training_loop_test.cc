@@ -1,6 +1,8 @@
 // The shared training loop on one process: a run stopped after N steps and resumed from its
 // checkpoint ends bit-exactly where the straight run does; everything checkable is refused
-// before the first step (a checkpoint folder that is missing, a resume file of another model);
+// before the first step (a checkpoint folder that is missing, a resume file of another model
+// named by its model first, a sharded checkpoint resumed in one process, a --chkpt naming a
+// file that is not a checkpoint, which is left as it was);
 // a stop signal writes the checkpoint after the step; the epoch hook can end a run early;
 // --test runs its steps across epochs; --logdir's event file holds every step's loss and rate
 // and each epoch's test metrics; --metrics has every epoch's record, and a resumed run's clock
@@ -74,6 +76,65 @@ TEST(TrainingLoop, AResumeFileOfAnotherModelIsRefusedBeforeTheFirstStep) {
   EXPECT_EQ(run.steps_taken, 0);
   run.flags.resume = course::testing::temp_path("absent.ckpt");
   EXPECT_THAT(course::testing::error_of([&] { run.run(); }), HasSubstr("cannot open checkpoint"));
+}
+
+TEST(TrainingLoop, AResumeFileOfAnotherModelIsNamedByItsModelFirst) {
+  Tensor t = Tensor::from_vector<float>({1}, {1});
+  const std::string other = course::testing::temp_path("smallnet.ckpt");
+  save_checkpoint(other, {{"model.x", &t}}, {{"model", "smallnet"}});
+  TinyRun run(3);
+  run.identity = {{"model", "tiny"}, {"context", 64}};  // "context" sorts before "model"
+  run.flags.resume = other;
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }),
+              HasSubstr("smallnet.ckpt is of model smallnet, not tiny"));
+  save_checkpoint(other, {{"model.x", &t}}, {{"model", "tiny"}});
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }),
+              HasSubstr("smallnet.ckpt records no context, not 64"));
+  EXPECT_EQ(run.steps_taken, 0);
+}
+
+TEST(TrainingLoop, AShardedCheckpointResumedInOneProcessSaysHowManyRanksItNeeds) {
+  Tensor t = Tensor::from_vector<float>({1}, {1});
+  const std::string sharded = course::testing::temp_path("sharded.ckpt");
+  for (int rank = 0; rank < 3; ++rank) {
+    save_checkpoint(rank_file(sharded, rank, 3), {{"model.x", &t}},
+                    with_rank_header({{"model", "tiny"}}, rank, 3));
+  }
+  EXPECT_TRUE(std::filesystem::exists(course::testing::temp_path("sharded.rank2-of-3.ckpt")))
+      << "a rank's file keeps the given suffix";
+  TinyRun run(3);
+  run.flags.resume = sharded;
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }),
+              HasSubstr("was saved sharded, one file per rank on 3 ranks"));
+  EXPECT_THAT(course::testing::error_of([&] { read_rank_file_header(sharded, 0, 2); }),
+              HasSubstr("was saved on 3 ranks, and this run has 2: resume it on 3 ranks"));
+  const std::string whole = course::testing::temp_path("whole.ckpt");
+  save_checkpoint(whole, {{"model.x", &t}}, {{"model", "tiny"}});
+  EXPECT_THAT(course::testing::error_of([&] { read_rank_file_header(whole, 0, 2); }),
+              HasSubstr("holds one process's state, not a file per rank"));
+  EXPECT_EQ(rank_file("runs/model", 1, 4), "runs/model.rank1-of-4");
+}
+
+TEST(TrainingLoop, AChkptThatIsNotACheckpointIsLeftAsItWas) {
+  const std::string notes = course::testing::temp_path("notes.txt");
+  std::ofstream(notes) << "a trainee's notes\n";
+  TinyRun run(3);
+  run.flags.chkpt = notes;
+  EXPECT_THAT(course::testing::error_of([&] { run.run(); }),
+              HasSubstr("--chkpt " + notes + " is a file that is not a checkpoint"));
+  EXPECT_EQ(run.steps_taken, 0);
+  Tensor t = Tensor::from_vector<float>({1}, {1});
+  EXPECT_THAT(course::testing::error_of([&] {
+                save_checkpoint(notes, {{"x", &t}}, {});
+              }),
+              HasSubstr("is a file that is not a checkpoint: it is left as it is"));
+  std::ifstream in(notes);
+  const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "a trainee's notes\n");
+  const std::string checkpoint = course::testing::temp_path("again.ckpt");
+  std::ofstream(checkpoint).close();
+  EXPECT_NO_THROW(save_checkpoint(checkpoint, {{"x", &t}}, {})) << "an empty file is replaced";
+  EXPECT_NO_THROW(save_checkpoint(checkpoint, {{"x", &t}}, {})) << "a checkpoint is replaced";
 }
 
 TEST(TrainingLoop, AStopSignalCheckpointsAfterTheStep) {
