@@ -33,10 +33,8 @@ using Clock = std::chrono::steady_clock;
 
 LabResult run_lab(const LabOptions& o) {
   const auto comm = parallel::Communicator::world();
-  comm->set_timeout(o.comm_timeout);
   validate(o, comm->size());
-  parallel::share_cores(*comm);
-  const Device device = parallel::rank_device(o.device, *comm);
+  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
   const bool lead = comm->rank() == 0;
 
   const int64_t per_rank_batch =

@@ -111,27 +111,12 @@ std::string describe_schedule(const LabOptions& o, const RunHooks& run_hooks) {
   return text;
 }
 
-// The ranks' DDP (gradients averaged in the course's 25 MiB buckets, rank 0's weights broadcast),
-// or none for a single rank.
-std::unique_ptr<parallel::DistributedDataParallel> make_ddp(
-    nn::Module& model, const std::shared_ptr<parallel::Communicator>& comm) {
-  if (!comm || comm->size() == 1) return nullptr;
-  return std::make_unique<parallel::DistributedDataParallel>(
-      model, comm,
-      parallel::plan_gradient_buckets(parallel::gradient_bytes(model), parallel::kBucketCapBytes,
-                                      parallel::kFirstBucketCapBytes));
-}
-
-// This rank's device and share of the node's cores; the communicator's timeout from the flags.
+// This process's device: a rank's (parallel::set_up_rank), or the one of --device alone.
 Device rank_device(const LabOptions& o, parallel::Communicator* comm) {
-  if (!comm) {
-    const Device device = o.device.empty() ? default_device() : parse_device(o.device);
-    set_process_device(device);
-    return device;
-  }
-  comm->set_timeout(o.comm_timeout);
-  parallel::share_cores(*comm);
-  return parallel::rank_device(o.device, *comm);
+  if (comm) return parallel::set_up_rank(*comm, o.comm_timeout, o.device);
+  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+  set_process_device(device);
+  return device;
 }
 
 }  // namespace
@@ -184,7 +169,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       model->state().parameters);
-  const auto ddp = make_ddp(*model, comm);
+  const auto ddp = comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr;
   const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(
       o.schedule, o.lr, o.epochs * steps_per_epoch,
       static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),

@@ -25,12 +25,11 @@ struct GptLabOptions : course::train::TrainingFlags {
   int64_t steps_per_epoch = 0;  // 0: every training window once
   int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
   bool checkpoint_activations = false;
-  int64_t accumulate = 1;      // micro-batches of batch_size per optimizer step
-  int64_t max_memory_mb = 0;   // > 0: refuse a run estimated above it, and cap the allocator
-  bool estimate_only = false;  // print the memory estimate and exit (any preset)
-  int estimate_ranks = 0;
-  int throughput_gpus = 0;  // > 0: print the throughput model's grids of N GPUs and exit         //
-                            // ranks of that estimate (0: the world's size)
+  int64_t accumulate = 1;         // micro-batches of batch_size per optimizer step
+  int64_t max_memory_mb = 0;      // > 0: refuse a run estimated above it, and cap the allocator
+  bool estimate_only = false;     // print the memory estimate and exit (any preset)
+  int estimate_ranks = 0;         // ranks of that estimate (0: the world's size)
+  int throughput_gpus = 0;        // > 0: print the throughput model's grids of N GPUs and exit
   std::string sharding = "none";  // on several ranks: DDP, or a strategy of parallel/sharding.h
   std::string backward_prefetch = "pre";
   bool forward_prefetch = false;

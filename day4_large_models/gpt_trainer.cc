@@ -59,9 +59,7 @@ train::EvalTally validate_text(nn::Module& net, const TokenWindows& windows, Dev
 GptLabResult run_gpt_lab(const GptLabOptions& o) {
   validate(o);
   const auto comm = parallel::Communicator::world();
-  comm->set_timeout(o.comm_timeout);
-  parallel::share_cores(*comm);
-  const Device device = parallel::rank_device(o.device, *comm);
+  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
   const bool lead = comm->rank() == 0;
   if (o.throughput_gpus > 0) {
     if (lead) print_throughput_table(o, o.throughput_gpus);

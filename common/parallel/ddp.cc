@@ -15,6 +15,13 @@ std::vector<int64_t> gradient_bytes(nn::Module& model) {
   return bytes;
 }
 
+std::unique_ptr<DistributedDataParallel> default_ddp(nn::Module& model,
+                                                     std::shared_ptr<Communicator> comm) {
+  BucketPlan plan =
+      plan_gradient_buckets(gradient_bytes(model), kBucketCapBytes, kFirstBucketCapBytes);
+  return std::make_unique<DistributedDataParallel>(model, std::move(comm), std::move(plan));
+}
+
 void broadcast_state(nn::Module& model, Communicator& comm) {
   nn::ModuleState state = model.state();
   std::vector<WorkPtr> works;

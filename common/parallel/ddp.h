@@ -88,6 +88,11 @@ class DistributedDataParallel {
 // The bytes of each parameter's gradient in parameters() order: what a bucket plan is made from.
 std::vector<int64_t> gradient_bytes(nn::Module& model);
 
+// DDP with PyTorch's default buckets (1 MiB first, then 25 MiB), rank 0's weights broadcast:
+// what a lab uses unless it plans its own buckets.
+std::unique_ptr<DistributedDataParallel> default_ddp(nn::Module& model,
+                                                     std::shared_ptr<Communicator> comm);
+
 // Naive data parallelism: parameters and buffers of `model` broadcast from rank 0.
 void broadcast_state(nn::Module& model, Communicator& comm);
 

@@ -32,6 +32,13 @@ void share_cores(const Communicator& comm) {
   omp_set_num_threads(std::max(1, cores / comm.local_size()));
 }
 
+Device set_up_rank(Communicator& comm, double timeout_seconds,
+                   const std::string& requested_device) {
+  comm.set_timeout(timeout_seconds);
+  share_cores(comm);
+  return rank_device(requested_device, comm);
+}
+
 int agree_on_stop(int local_signal, Communicator& comm) {
   if (comm.size() == 1) return local_signal;
   Tensor signal = Tensor::from_vector<int32_t>({local_signal}, {1});

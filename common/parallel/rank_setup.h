@@ -24,6 +24,12 @@ Device rank_device(const std::string& requested, Communicator& comm);
 // OpenMP threads: the node's cores divided among its ranks, unless OMP_NUM_THREADS is set.
 void share_cores(const Communicator& comm);
 
+// A rank's setup at a lab's start, the same on every day: the communicator's timeout (seconds a
+// collective waits for the other ranks before the job fails), the rank's share of the node's
+// cores, then its device (rank_device). Call it on every rank first, before any dataset or
+// pinned buffer is made.
+Device set_up_rank(Communicator& comm, double timeout_seconds, const std::string& requested_device);
+
 // The largest of every rank's `local_signal` (0: none): the signal every rank acts on.
 int agree_on_stop(int local_signal, Communicator& comm);
 

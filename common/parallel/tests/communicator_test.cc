@@ -4,8 +4,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <numeric>
+#include <thread>
 
 #include "common/kernels/elementwise.h"
 #include "common/parallel/rank_setup.h"
@@ -181,6 +185,19 @@ TEST(RankDevice, EachLocalRankGetsItsOwnGpu) {
   EXPECT_THAT([] { choose_rank_device("cuda", 0, 0); },
               ::testing::ThrowsMessage<Error>(HasSubstr("--device cuda requested")));
   EXPECT_THROW(choose_rank_device("tpu", 0, 4), Error);
+}
+
+// A lab's rank setup: the timeout, the node's cores shared among its ranks, then the device.
+TEST(RankSetup, SetsTheTimeoutTheCoresAndTheDevice) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible (the GPU self-test covers it)";
+  const double saved = world()->timeout();
+  EXPECT_EQ(set_up_rank(*world(), 42.5, "cpu"), Device::cpu());
+  EXPECT_EQ(world()->timeout(), 42.5);
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    EXPECT_EQ(omp_get_max_threads(), std::max(1, cores / world()->local_size()));
+  }
+  world()->set_timeout(saved);
 }
 
 // On the CPU a rank trains on the CPU, and that is the process's device for every thread.
