@@ -4,10 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 
 #include "common/nn/autocast.h"
-#include "common/parallel/gather_strings.h"
 #include "common/parallel/gradient_average.h"
 #include "tools/plot/timeline_chart.h"
 
@@ -31,16 +29,20 @@ nn::GptParts& parts(nn::Gpt& whole, const std::unique_ptr<parallel::TensorParall
   return whole;
 }
 
-// A stage's timeline as text lines "kind micro-batch chunk start end" (kind 0 forward).
-std::string timeline_text(const std::vector<parallel::TimedAction>& timeline) {
-  std::ostringstream out;
-  out.precision(9);
+// A timed action as the numbers every rank's are gathered in: kind (0 forward), micro-batch,
+// chunk, start and end in seconds (f32: microseconds over a step of seconds).
+constexpr int64_t kActionFields = 5;
+
+std::vector<float> action_fields(const std::vector<parallel::TimedAction>& timeline) {
+  std::vector<float> fields;
+  fields.reserve(timeline.size() * kActionFields);
   for (const parallel::TimedAction& a : timeline) {
-    out << (a.action.kind == parallel::PipelineAction::Kind::kForward ? 0 : 1) << ' '
-        << a.action.micro_batch << ' ' << a.action.chunk << ' ' << a.start_s << ' ' << a.end_s
-        << '\n';
+    fields.insert(fields.end(),
+                  {a.action.kind == parallel::PipelineAction::Kind::kForward ? 0.0f : 1.0f,
+                   static_cast<float>(a.action.micro_batch), static_cast<float>(a.action.chunk),
+                   static_cast<float>(a.start_s), static_cast<float>(a.end_s)});
   }
-  return out.str();
+  return fields;
 }
 
 }  // namespace
@@ -126,21 +128,23 @@ std::string ModelParallelMode::describe() const {
 
 void ModelParallelMode::write_timeline(const std::string& path, const std::string& title) {
   parallel::Communicator& world = *grid_.world();
-  const std::vector<std::string> timelines =
-      parallel::all_gather_strings(timeline_text(pipeline_.timeline()), world);
+  // Every rank runs as many actions as the others (m forwards and m backwards per chunk).
+  const std::vector<float> mine = action_fields(pipeline_.timeline());
+  const auto per_rank = static_cast<int64_t>(mine.size());
+  Tensor gathered = Tensor::empty({per_rank * world.size()}, DType::kF32, Device::cpu());
+  world.all_gather(Tensor::from_vector(mine, {per_rank}), gathered)->wait();
   if (world.rank() != 0) return;
+  const std::vector<float> fields = gathered.to_vector<float>();
   plot::TimelineChart chart{.title = title, .kinds = {"forward", "backward"}};
   const bool chunks = pipeline_.options().virtual_stages > 1;
   for (int s = 0; s < grid_.shape().pp; ++s) {
     const int rank = grid_.world_rank({.dp = 0, .tp = 0, .pp = s});
     chart.lanes.push_back("stage " + std::to_string(s) + " (rank " + std::to_string(rank) + ")");
-    std::istringstream in(timelines[rank]);
-    int kind = 0, micro = 0, chunk = 0;
-    double start = 0, end = 0;
-    while (in >> kind >> micro >> chunk >> start >> end) {
-      std::string label = (kind == 0 ? "F" : "B") + std::to_string(micro);
-      if (chunks) label += "c" + std::to_string(chunk);
-      chart.spans.push_back({s, start, end, kind, label});
+    for (int64_t k = rank * per_rank; k < (rank + 1) * per_rank; k += kActionFields) {
+      const int kind = static_cast<int>(fields[k]);
+      std::string label = (kind == 0 ? "F" : "B") + std::to_string(static_cast<int>(fields[k + 1]));
+      if (chunks) label += "c" + std::to_string(static_cast<int>(fields[k + 2]));
+      chart.spans.push_back({s, fields[k + 3], fields[k + 4], kind, label});
     }
   }
   plot::write_timeline_png(chart, path);
