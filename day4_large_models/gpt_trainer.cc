@@ -65,14 +65,20 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     if (lead) print_throughput_table(o, o.throughput_gpus);
     return {};
   }
+  // The memory estimate, once per run: for --estimate-ranks with --estimate-only, else for the
+  // run's ranks.
+  const int ranks_estimated =
+      o.estimate_only && o.estimate_ranks > 0 ? o.estimate_ranks : comm->size();
+  const parallel::MemoryEstimate estimate =
+      parallel::estimate_memory(memory_plan(o, ranks_estimated));
   if (o.estimate_only) {
-    if (lead) print_memory_estimate(o, o.estimate_ranks > 0 ? o.estimate_ranks : comm->size());
+    if (lead) print_memory_estimate(o, ranks_estimated, estimate);
     return {};
   }
   COURSE_CHECK(o.sharding == "none" || comm->size() > 1, "--sharding ", o.sharding,
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
                "(start it with mpirun -np N, or srun)");
-  enforce_memory_budget(o, comm->size(), device);
+  enforce_memory_budget(o, comm->size(), estimate, device);
   const nn::GptConfig config = nn::gpt_preset(o.model);
   const int64_t context = o.context > 0 ? o.context : config.context;
 
@@ -208,7 +214,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   GptLabResult result;
   result.unigram_entropy = unigram_entropy(text.val);
   if (lead) {
-    if (data_parallel) print_memory_estimate(o, comm->size());
+    if (data_parallel) print_memory_estimate(o, comm->size(), estimate);
     std::printf(
         "training %s (%.2fM parameters%s) on %s, %s: %lld training and %lld validation tokens, "
         "batch %lld x %lld tokens per micro-batch, %lld micro-batch(es) per step, %lld steps per "
@@ -244,8 +250,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     }
   }
   if (lead && run.steps > 0 && data_parallel) {
-    print_measured_against_estimate(o, comm->size(), device, run.timing.max_memory_allocated,
-                                    resident);
+    print_measured_against_estimate(estimate, device, run.timing.max_memory_allocated, resident);
   }
   if (run.test_loss && lead) {
     std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",

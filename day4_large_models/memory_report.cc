@@ -48,8 +48,8 @@ std::string parameter_count(int64_t psi) {
 
 }  // namespace
 
-void print_memory_estimate(const GptLabOptions& o, int ranks) {
-  const parallel::MemoryEstimate estimate = parallel::estimate_memory(memory_plan(o, ranks));
+void print_memory_estimate(const GptLabOptions& o, int ranks,
+                           const parallel::MemoryEstimate& estimate) {
   std::printf("memory per rank, estimated (%s):\n%s", run_name(o, ranks).c_str(),
               parallel::describe(estimate).c_str());
   const int64_t psi = nn::gpt_parameter_count(nn::gpt_preset(o.model));
@@ -63,9 +63,8 @@ void print_memory_estimate(const GptLabOptions& o, int ranks) {
   std::fflush(stdout);
 }
 
-void print_measured_against_estimate(const GptLabOptions& o, int ranks, Device device,
+void print_measured_against_estimate(const parallel::MemoryEstimate& estimate, Device device,
                                      int64_t measured, int64_t resident) {
-  const parallel::MemoryEstimate estimate = parallel::estimate_memory(memory_plan(o, ranks));
   // On the CPU, memory offloaded to the host is the device's own.
   const int64_t estimated =
       estimate.total() + (device.is_cpu() ? estimate.offloaded : 0) + resident;
@@ -77,10 +76,10 @@ void print_measured_against_estimate(const GptLabOptions& o, int ranks, Device d
       static_cast<double>(estimated) / static_cast<double>(measured));
 }
 
-void enforce_memory_budget(const GptLabOptions& o, int ranks, Device device) {
+void enforce_memory_budget(const GptLabOptions& o, int ranks,
+                           const parallel::MemoryEstimate& estimate, Device device) {
   if (o.max_memory_mb <= 0) return;
   const int64_t budget = o.max_memory_mb << 20;
-  const parallel::MemoryEstimate estimate = parallel::estimate_memory(memory_plan(o, ranks));
   COURSE_CHECK(estimate.total() <= budget, run_name(o, ranks), " needs an estimated ",
                format_bytes(estimate.total()), " per rank, more than --max-memory-mb ",
                o.max_memory_mb,

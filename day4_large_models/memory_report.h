@@ -12,16 +12,19 @@ namespace day4 {
 
 course::parallel::MemoryPlan memory_plan(const GptLabOptions& options, int ranks);
 
-// The estimate's table and, when the model's preset is named, the ZeRO paper's figures.
-void print_memory_estimate(const GptLabOptions& options, int ranks);
+// The run's `estimate` (of memory_plan(options, ranks), computed once per run) as a table, and
+// the ZeRO paper's figures for the model's preset.
+void print_memory_estimate(const GptLabOptions& options, int ranks,
+                           const course::parallel::MemoryEstimate& estimate);
 
 // After a run: the allocator's measured peak against the estimate plus what was allocated
 // before the model (`resident`: on the CPU, the text).
-void print_measured_against_estimate(const GptLabOptions& options, int ranks, course::Device device,
-                                     int64_t measured, int64_t resident);
+void print_measured_against_estimate(const course::parallel::MemoryEstimate& estimate,
+                                     course::Device device, int64_t measured, int64_t resident);
 
 // Throws (one message, with the estimate) when the run is estimated above --max-memory-mb;
 // otherwise caps `device`'s allocator at it.
-void enforce_memory_budget(const GptLabOptions& options, int ranks, course::Device device);
+void enforce_memory_budget(const GptLabOptions& options, int ranks,
+                           const course::parallel::MemoryEstimate& estimate, course::Device device);
 
 }  // namespace day4
