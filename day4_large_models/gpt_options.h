@@ -15,9 +15,10 @@ namespace day4 {
 // The --sharding mode that runs ZeRO-1 through the trainee's TP4.1-TP4.3.
 inline constexpr const char* kExerciseZero1 = "exercise-zero1";
 
-struct GptLabOptions : course::train::TrainingFlags {
+struct GptLabOptions : course::train::RunFlags {
   GptLabOptions();
 
+  uint32_t seed = 0;                            // of weights, windows and sampling
   std::string text_dir = course::kFortunesDir;  // fortune-format text files
   std::string optimizer = "adamw";
   int64_t context = 0;          // tokens per window; 0: the model's context

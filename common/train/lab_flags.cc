@@ -46,7 +46,7 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
   add_run_flags(app, f, nn::model_names());
 }
 
-void add_run_flags(CLI::App& app, TrainingFlags& f, const std::vector<std::string>& models) {
+void add_run_flags(CLI::App& app, RunFlags& f, const std::vector<std::string>& models) {
   app.add_option("-b,--batch-size", f.batch_size,
                  "samples (images, or token windows) per step, per rank")
       ->capture_default_str();
@@ -115,7 +115,7 @@ void validate_training_flags(const TrainingFlags& f) {
                f.model, " (at least ", smallest, ")");
 }
 
-void validate_run_flags(const TrainingFlags& f) {
+void validate_run_flags(const RunFlags& f) {
   COURSE_CHECK(f.batch_size > 0, "--batch-size must be positive, got ", f.batch_size);
   COURSE_CHECK(f.epochs > 0, "--epochs must be positive, got ", f.epochs);
   COURSE_CHECK(f.test_nsteps > 0, "--test-nsteps must be positive, got ", f.test_nsteps);

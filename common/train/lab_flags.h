@@ -1,7 +1,8 @@
 // The training flags every lab shares, with the course script's names and defaults (except
 // the image size and model, which default to the embedded Fashion-MNIST and the small
-// network): the data and DataLoader flags of common/data/open_dataset.h, then the run's own.
-// Each lab adds its own flags to the same CLI11 app.
+// network): the run's own (RunFlags: what the training loop reads), and for the image labs
+// the data and DataLoader flags of common/data/open_dataset.h too (TrainingFlags). Each lab
+// adds its own flags to the same CLI11 app.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,7 +14,7 @@
 
 namespace course::train {
 
-struct TrainingFlags : DataFlags {
+struct RunFlags {
   int64_t batch_size = 128;  // per rank
   int64_t epochs = 1;
   float lr = 0.1f;
@@ -38,12 +39,15 @@ struct TrainingFlags : DataFlags {
   bool progress = true;
 };
 
+// An image lab's flags: its data and its run.
+struct TrainingFlags : DataFlags, RunFlags {};
+
 void add_training_flags(CLI::App& app, TrainingFlags& flags);
 // The data flags alone, for tools that read images without training (day 4's quantization).
 void add_data_flags(CLI::App& app, DataFlags& flags);
 // The flags of the run alone (no data flags), --model taking one of `models`: for labs that
 // read other data than images.
-void add_run_flags(CLI::App& app, TrainingFlags& flags, const std::vector<std::string>& models);
+void add_run_flags(CLI::App& app, RunFlags& flags, const std::vector<std::string>& models);
 
 // A flag with an on and an off form (--pin-memory / --no-pin-memory), as the course's script.
 void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help);
@@ -58,6 +62,6 @@ std::string invocation_path(const std::string& path);
 
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);
-void validate_run_flags(const TrainingFlags& flags);  // the run's flags alone
+void validate_run_flags(const RunFlags& flags);  // the run's flags alone
 
 }  // namespace course::train

@@ -44,7 +44,7 @@ void check_output_path(const char* flag, const std::string& path) {
   COURSE_CHECK(!fs::is_directory(path, error), flag, " ", path, " is a folder, not a file");
 }
 
-void check_output_flags(const TrainingFlags& flags) {
+void check_output_flags(const RunFlags& flags) {
   for (const auto& [flag, path] :
        {std::pair{"--chkpt", &flags.chkpt}, std::pair{"--metrics", &flags.metrics},
         std::pair{"--profile", &flags.profile}}) {
@@ -56,7 +56,7 @@ void check_output_flags(const TrainingFlags& flags) {
 namespace {
 
 // The run's settings for TensorBoard's text tab: the shared flags, then the lab's own lines.
-std::string settings_markdown(const TrainingFlags& f, const LoopConfig& config) {
+std::string settings_markdown(const RunFlags& f, const LoopConfig& config) {
   std::ostringstream text;
   text << "| setting | value |\n| --- | --- |\n"
        << "| model | " << config.identity.value("model", f.model) << " |\n"
@@ -84,7 +84,7 @@ double last_elapsed_s(const std::string& metrics) {
 
 }  // namespace
 
-TrainingLoop::TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks)
+TrainingLoop::TrainingLoop(const RunFlags& flags, LoopConfig config, LoopHooks hooks)
     : flags_(flags), config_(std::move(config)), hooks_(std::move(hooks)) {
   COURSE_CHECK(config_.model && config_.optimizer && config_.lr_at && hooks_.start_epoch &&
                    hooks_.step && hooks_.validate,

@@ -96,7 +96,7 @@ struct LoopResult {
 class TrainingLoop {
  public:
   // Checks the output paths and loads --resume, so bad paths fail before any step.
-  TrainingLoop(const TrainingFlags& flags, LoopConfig config, LoopHooks hooks);
+  TrainingLoop(const RunFlags& flags, LoopConfig config, LoopHooks hooks);
   LoopResult run();
 
   bool lead() const { return config_.comm == nullptr || config_.comm->rank() == 0; }
@@ -119,7 +119,7 @@ class TrainingLoop {
   // steps after that record and before the stop are not counted).
   double elapsed_s() const;
 
-  const TrainingFlags& flags_;
+  const RunFlags& flags_;
   LoopConfig config_;
   LoopHooks hooks_;
   int64_t start_epoch_ = 0, start_batch_ = 0;
@@ -133,6 +133,6 @@ class TrainingLoop {
 void check_output_path(const char* flag, const std::string& path);
 // check_output_path for each output file the flags name (--chkpt, --metrics, --profile): a tool
 // running several loops calls it before the first.
-void check_output_flags(const TrainingFlags& flags);
+void check_output_flags(const RunFlags& flags);
 
 }  // namespace course::train
