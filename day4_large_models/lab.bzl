@@ -19,6 +19,7 @@ def day4_lab(check_tags = []):
         ],
         check_tags = check_tags,
         lab_deps = ["//common/parallel"],
+        check_srcs = ["check_test.cc", "tensor_parallel_check_test.cc"],
         check_ranks = [2, 3, 4],
     )
 

@@ -177,26 +177,31 @@ nlohmann::json load_checkpoint(const std::string& path, const NamedTensors& tens
   return header;
 }
 
-std::string rank_file(const std::string& path, int rank, int ranks) {
+namespace {
+
+// `path` split where a rank's tag goes: before its extension, kept as the suffix.
+std::pair<std::filesystem::path, std::string> stem_and_suffix(const std::string& path) {
   const std::filesystem::path given(path);
-  const std::string tag = ".rank" + std::to_string(rank) + "-of-" + std::to_string(ranks);
-  if (!given.has_extension()) return path + tag;
-  return (given.parent_path() / (given.stem().string() + tag + given.extension().string()))
-      .string();
+  if (!given.has_extension()) return {given, ""};
+  return {given.parent_path() / given.stem(), given.extension().string()};
+}
+
+}  // namespace
+
+std::string rank_file(const std::string& path, int rank, int ranks) {
+  const auto [stem, suffix] = stem_and_suffix(path);
+  return stem.string() + ".rank" + std::to_string(rank) + "-of-" + std::to_string(ranks) + suffix;
 }
 
 std::optional<int> sharded_ranks(const std::string& path) {
-  const std::filesystem::path given(path);
-  const std::string before =
-      rank_file(given.filename().string(), 0, 0);  // "<stem>.rank0-of-0<ext>"
-  const std::string prefix = before.substr(0, before.rfind("-of-") + 4);
-  const std::string suffix = given.has_extension() ? given.extension().string() : "";
-  const std::filesystem::path folder = given.has_parent_path() ? given.parent_path() : ".";
+  const auto [stem, suffix] = stem_and_suffix(path);
+  const std::string prefix = stem.filename().string() + ".rank0-of-";
+  const std::filesystem::path folder = stem.has_parent_path() ? stem.parent_path() : ".";
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+        !name.ends_with(suffix)) {
       continue;
     }
     const std::string count =
@@ -216,8 +221,9 @@ nlohmann::json read_rank_file_header(const std::string& path, int rank, int rank
   std::error_code error;
   if (!std::filesystem::exists(file, error)) {
     const std::optional<int> saved_on = sharded_ranks(path);
-    COURSE_CHECK(!saved_on, "sharded checkpoint ", path, " was saved on ", *saved_on,
-                 " ranks, and this run has ", ranks, ": resume it on ", *saved_on, " ranks");
+    COURSE_CHECK(!saved_on || *saved_on == ranks, "sharded checkpoint ", path, " was saved on ",
+                 *saved_on, " ranks, and this run has ", ranks, ": resume it on ", *saved_on,
+                 " ranks");
     COURSE_CHECK(!std::filesystem::exists(path, error), "checkpoint ", path,
                  " holds one process's state, not a file per rank: this run shards its state "
                  "over ranks, so resume it with the settings it was saved with");

@@ -113,6 +113,10 @@ TEST(TrainingLoop, AShardedCheckpointResumedInOneProcessSaysHowManyRanksItNeeds)
   EXPECT_THAT(course::testing::error_of([&] { read_rank_file_header(whole, 0, 2); }),
               HasSubstr("holds one process's state, not a file per rank"));
   EXPECT_EQ(rank_file("runs/model", 1, 4), "runs/model.rank1-of-4");
+  std::filesystem::remove(rank_file(sharded, 1, 3));
+  EXPECT_THAT(course::testing::error_of([&] { read_rank_file_header(sharded, 1, 3); }),
+              HasSubstr("sharded.rank1-of-3.ckpt is missing"))
+      << "saved on as many ranks as this run, one rank's file gone";
 }
 
 TEST(TrainingLoop, AChkptThatIsNotACheckpointIsLeftAsItWas) {
