@@ -51,7 +51,8 @@ Row measure(const Mode& mode, int64_t batch,
   std::mt19937 rng(5);
   nn::Gpt model(kModel, rng, Device::cpu());
   parallel::DataParallelModel data_parallel(
-      model, model.blocks(), shared, {.mode = mode.name, .param_dtype = mode.param_dtype});
+      model, model.blocks(), shared,
+      {.sharding = parallel::parse_data_parallel_mode(mode.name), .param_dtype = mode.param_dtype});
   const bool mixed = mode.param_dtype != DType::kF32;
   optim::AdamW adamw(data_parallel.optimized(), {.lr = 1e-4f});
   std::vector<int32_t> tokens(batch * kModel.context);
@@ -137,15 +138,15 @@ void run(int argc, char** argv) {
         parallel::estimate_memory({.model = kModel,
                                    .batch = batch,
                                    .compute = mode.param_dtype,
-                                   .mode = mode.name,
+                                   .sharding = parallel::parse_data_parallel_mode(mode.name),
                                    .ranks = n,
                                    .param_dtype = mode.param_dtype})
             .total());
     if (lead) {
       std::printf("%-20s %10.1f %10.1f %7.3f %10.1f %10.1f %7.3f %12.2f %6.2f %9.1f\n",
-                  mode.label().c_str(), row.states / 1048576.0,
-                  formula / 1048576.0, row.states / formula, row.peak / 1048576.0,
-                  estimate / 1048576.0, estimate / row.peak, row.bytes_per_step / 1048576.0,
+                  mode.label().c_str(), row.states / 1048576.0, formula / 1048576.0,
+                  row.states / formula, row.peak / 1048576.0, estimate / 1048576.0,
+                  estimate / row.peak, row.bytes_per_step / 1048576.0,
                   ddp_bytes > 0 ? row.bytes_per_step / ddp_bytes : 0.0, row.seconds_per_step * 1e3);
     }
   }

@@ -5,15 +5,20 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/data/text_corpus.h"
+#include "common/parallel/pipeline_parallel.h"
+#include "common/parallel/sharding.h"
 #include "common/train/lab_flags.h"
 
 namespace day4 {
 
-// The --sharding mode that runs ZeRO-1 through the trainee's TP4.1-TP4.3.
+// The --sharding value that runs ZeRO-1 through the trainee's TP4.1-TP4.3.
 inline constexpr const char* kExerciseZero1 = "exercise-zero1";
+
+// Flags are parsed once into these types; nothing below the options compares their names.
 
 struct GptLabOptions : course::train::RunFlags {
   GptLabOptions();
@@ -26,27 +31,31 @@ struct GptLabOptions : course::train::RunFlags {
   int64_t steps_per_epoch = 0;  // 0: every training window once
   int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
   bool checkpoint_activations = false;
-  int64_t accumulate = 1;         // micro-batches of batch_size per optimizer step
-  int64_t max_memory_mb = 0;      // > 0: refuse a run estimated above it, and cap the allocator
-  bool estimate_only = false;     // print the memory estimate and exit (any preset)
-  int estimate_ranks = 0;         // ranks of that estimate (0: the world's size)
-  int throughput_gpus = 0;        // > 0: print the throughput model's grids of N GPUs and exit
-  std::string sharding = "none";  // on several ranks: DDP, or a strategy of parallel/sharding.h
-  std::string backward_prefetch = "pre";
+  int64_t accumulate = 1;      // micro-batches of batch_size per optimizer step
+  int64_t max_memory_mb = 0;   // > 0: refuse a run estimated above it, and cap the allocator
+  bool estimate_only = false;  // print the memory estimate and exit (any preset)
+  int estimate_ranks = 0;      // ranks of that estimate (0: the world's size)
+  int throughput_gpus = 0;     // > 0: print the throughput model's grids of N GPUs and exit
+  // --sharding: a strategy of parallel/sharding.h, or the trainee's ZeRO-1; neither: DDP on
+  // several ranks (one process alone).
+  std::optional<course::parallel::Sharding> sharding;
+  bool exercise_zero1 = false;
+  course::parallel::BackwardPrefetch backward_prefetch = course::parallel::BackwardPrefetch::kPre;
   bool forward_prefetch = false;
-  int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
-  bool cpu_offload = false;         // shards and the optimizer's step in host memory
-  std::string param_dtype = "f32";  // sharded modes' gathered values (FSDP's mixed precision)
-  int tensor_parallel = 1;          // > 1: each layer cut over this many ranks (the tp axis)
-  bool sequence_parallel = false;   // and the activations between them along the sequence
-  int pipeline_stages = 1;          // > 1: pipeline parallelism, a stage per rank of the pp axis
-  int micro_batches = 4;            // of batch_size windows per pipeline and step
-  std::string schedule = "1f1b";    // naive, gpipe, 1f1b, interleaved
-  int virtual_stages = 1;           // model chunks per rank (interleaved: 2 or more)
-  std::string timeline;             // pipeline: PNG of the last step's forwards and backwards
-  std::string pipeline_balance = "layers";  // how blocks are cut: layers or parameters
-  double comm_timeout = 300;                // seconds a rank waits for the others
-  int64_t sample_tokens = 300;              // generated after training (0: none)
+  int shard_group_size = 0;  // hybrid-shard's group (0: the ranks of a node)
+  bool cpu_offload = false;  // shards and the optimizer's step in host memory
+  course::DType param_dtype = course::DType::kF32;  // sharded modes' gathered values
+  int tensor_parallel = 1;         // > 1: each layer cut over this many ranks (the tp axis)
+  bool sequence_parallel = false;  // and the activations between them along the sequence
+  int pipeline_stages = 1;         // > 1: pipeline parallelism, a stage per rank of the pp axis
+  int micro_batches = 4;           // of batch_size windows per pipeline and step
+  course::parallel::PipelineSchedule schedule =
+      course::parallel::PipelineSchedule::kOneForwardOneBackward;
+  int virtual_stages = 1;  // model chunks per rank (interleaved: 2 or more)
+  std::string timeline;    // pipeline: PNG of the last step's forwards and backwards
+  course::parallel::StageBalance pipeline_balance = course::parallel::StageBalance::kLayers;
+  double comm_timeout = 300;    // seconds a rank waits for the others
+  int64_t sample_tokens = 300;  // generated after training (0: none)
   std::string prompt = "\n";
   float temperature = 0.8f;
 };
@@ -54,6 +63,9 @@ struct GptLabOptions : course::train::RunFlags {
 // Parses argv; on --help prints the usage and exits 0, on bad flags prints one message and
 // exits non-zero.
 GptLabOptions parse_gpt_options(int argc, char** argv);
+
+// --sharding's value: "none", a strategy's name or "exercise-zero1" (messages, checkpoints).
+std::string sharding_flag(const GptLabOptions& options);
 
 // Checks value ranges and combinations that flags alone cannot (throws course::Error).
 void validate(const GptLabOptions& options);

@@ -6,13 +6,14 @@ def day4_lab(check_tags = []):
     day_lab(
         day = "day4_large_models",
         exercises = "exercises.cc",
-        srcs = ["gpt_options.cc", "gpt_trainer.cc", "memory_report.cc", "parallel_modes.cc", "model_parallel_mode.cc", "throughput_report.cc"],
+        srcs = ["gpt_options.cc", "gpt_trainer.cc", "memory_report.cc", "parallel_modes.cc", "pipeline_report.cc", "throughput_report.cc"],
         deps = [
             "//common/parallel",
             "//common/parallel:ddp",
+            "//common/parallel:language_model",
             "//common/parallel:memory_estimate",
             "//common/parallel:pipeline",
-        "//common/parallel:tensor_parallel",
+            "//common/parallel:tensor_parallel",
             "//common/parallel:sharded",
             "//common/parallel:throughput_model",
             "//tools/plot:timeline_chart",

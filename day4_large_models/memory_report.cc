@@ -18,21 +18,24 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .compute = o.amp ? o.amp_dtype : DType::kF32,
           .checkpoint_activations = o.checkpoint_activations,
           .optimizer = o.optimizer,
-          .mode = o.sharding == kExerciseZero1 ? "zero1" : o.sharding,
+          .sharding = o.exercise_zero1 ? parallel::Sharding::kZero1 : o.sharding,
           .ranks = ranks,
           .shard_group_size = o.shard_group_size,
           .cpu_offload = o.cpu_offload,
-          .param_dtype = parse_dtype(o.param_dtype),
-          .backward_prefetch = o.backward_prefetch == "pre"};
+          .param_dtype = o.param_dtype,
+          .backward_prefetch = o.backward_prefetch == parallel::BackwardPrefetch::kPre};
 }
 
 namespace {
 
 std::string run_name(const GptLabOptions& o, int ranks) {
-  const std::string mode = o.sharding == "none" ? (ranks > 1 ? "DDP" : "one process") : o.sharding;
+  const bool replicated = !o.sharding && !o.exercise_zero1;
+  const std::string mode = replicated ? (ranks > 1 ? "DDP" : "one process") : sharding_flag(o);
   return o.model + ", " + mode + " on " + std::to_string(ranks) + " rank(s), batch " +
          std::to_string(o.batch_size) + (o.amp ? ", 16-bit compute" : ", f32") +
-         (o.param_dtype != "f32" ? ", " + o.param_dtype + " parameters" : "") +
+         (o.param_dtype != DType::kF32
+              ? ", " + std::string(dtype_name(o.param_dtype)) + " parameters"
+              : "") +
          (o.checkpoint_activations ? ", checkpointed" : "");
 }
 

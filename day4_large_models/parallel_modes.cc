@@ -1,9 +1,11 @@
-// Choosing the lab's data parallelism; ZeRO-1 from the exercises.
+// Choosing the lab's parallelism; ZeRO-1 from the exercises.
 #include "day4_large_models/parallel_modes.h"
 
 #include <chrono>
 
 #include "common/kernels/elementwise.h"
+#include "common/parallel/data_parallel_language_model.h"
+#include "common/parallel/model_parallel_gpt.h"
 #include "day4_large_models/exercises.h"
 
 namespace day4 {
@@ -50,6 +52,7 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   int shard_group_size() const override { return comm_->size(); }
   // The exercises' collectives are blocking: all of their time is exposed.
   double exposed_communication_seconds() override { return waited_seconds_; }
+  std::string mode_name() const override { return kExerciseZero1; }
   std::string describe() const override {
     return "your ZeRO-1 (TP4.1-TP4.3) over " + std::to_string(comm_->size()) + " rank(s)";
   }
@@ -72,18 +75,42 @@ class ExerciseZero1 : public parallel::DataParallelStep {
 
 }  // namespace
 
-std::unique_ptr<parallel::DataParallelStep> make_data_parallel(
+bool model_parallel(const GptLabOptions& o) {
+  return o.tensor_parallel > 1 || o.pipeline_stages > 1;
+}
+
+std::unique_ptr<parallel::LanguageModelParallelism> make_parallelism(
     nn::Gpt& model, std::shared_ptr<parallel::Communicator> comm, const GptLabOptions& o) {
-  if (o.sharding == kExerciseZero1) return std::make_unique<ExerciseZero1>(model, comm);
-  return std::make_unique<parallel::DataParallelModel>(
-      model, model.blocks(), comm,
-      parallel::DataParallelOptions{
-          .mode = o.sharding,
-          .backward_prefetch = parallel::parse_backward_prefetch(o.backward_prefetch),
-          .forward_prefetch = o.forward_prefetch,
-          .shard_group_size = o.shard_group_size,
-          .cpu_offload = o.cpu_offload,
-          .param_dtype = parse_dtype(o.param_dtype)});
+  const std::optional<DType> compute = o.amp ? std::optional(o.amp_dtype) : std::nullopt;
+  if (model_parallel(o)) {
+    const int micro_batches =
+        o.pipeline_stages > 1 ? o.micro_batches : static_cast<int>(o.accumulate);
+    return std::make_unique<parallel::ModelParallelGpt>(
+        model, comm,
+        parallel::ModelParallelOptions{.tensor_parallel = o.tensor_parallel,
+                                       .sequence_parallel = o.sequence_parallel,
+                                       .pipeline_stages = o.pipeline_stages,
+                                       .pipeline = {.schedule = o.schedule,
+                                                    .micro_batches = micro_batches,
+                                                    .balance = o.pipeline_balance,
+                                                    .virtual_stages = o.virtual_stages},
+                                       .compute = compute});
+  }
+  std::unique_ptr<parallel::DataParallelStep> step;
+  if (o.exercise_zero1) {
+    step = std::make_unique<ExerciseZero1>(model, comm);
+  } else {
+    step = std::make_unique<parallel::DataParallelModel>(
+        model, model.blocks(), comm,
+        parallel::DataParallelOptions{.sharding = o.sharding,
+                                      .backward_prefetch = o.backward_prefetch,
+                                      .forward_prefetch = o.forward_prefetch,
+                                      .shard_group_size = o.shard_group_size,
+                                      .cpu_offload = o.cpu_offload,
+                                      .param_dtype = o.param_dtype});
+  }
+  return std::make_unique<parallel::DataParallelLanguageModel>(
+      std::move(step), comm, static_cast<int>(o.accumulate), compute);
 }
 
 }  // namespace day4

@@ -6,17 +6,17 @@ namespace course::parallel {
 DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
                                      std::shared_ptr<Communicator> comm,
                                      const DataParallelOptions& o)
-    : model_(model) {
+    : model_(model), sharding_(o.sharding) {
   const std::string ranks = std::to_string(comm->size()) + " rank(s)";
-  if (o.mode != "none") {
-    const ShardingOptions options{.sharding = parse_sharding(o.mode),
+  if (o.sharding) {
+    const ShardingOptions options{.sharding = *o.sharding,
                                   .backward_prefetch = o.backward_prefetch,
                                   .forward_prefetch = o.forward_prefetch,
                                   .shard_group_size = o.shard_group_size,
                                   .cpu_offload = o.cpu_offload,
                                   .param_dtype = o.param_dtype};
     sdp_ = std::make_unique<ShardedDataParallel>(model_, blocks, comm, options);
-    description_ = o.mode + " over " + ranks + " (backward prefetch " +
+    description_ = sharding_name(*o.sharding) + " over " + ranks + " (backward prefetch " +
                    backward_prefetch_name(o.backward_prefetch);
     if (o.forward_prefetch) description_ += ", forward prefetch";
     if (o.cpu_offload) description_ += ", CPU offload";

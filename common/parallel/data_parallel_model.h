@@ -1,11 +1,12 @@
 // One model trained by several ranks in any of the course's data-parallel modes: alone, DDP
-// (mode "none" on several ranks) or sharded data parallelism (ZeRO 1-3, FSDP's strategies,
+// (no sharding on several ranks) or sharded data parallelism (ZeRO 1-3, FSDP's strategies,
 // sharding.h). A training step runs forward and backward through net(), gives the optimizer
 // optimized(), and calls finish_backward() and after_step() around the optimizer's step,
 // whichever the mode.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,7 @@
 namespace course::parallel {
 
 struct DataParallelOptions {
-  std::string mode = "none";  // "none" or a sharding name
+  std::optional<Sharding> sharding;  // none: DDP on several ranks, one process alone
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
   bool forward_prefetch = false;
   int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
@@ -40,6 +41,8 @@ class DataParallelStep {
   virtual void finish_backward() = 0;  // after the step's (last) backward pass
   virtual void after_step() = 0;       // after the optimizer's step
   virtual std::string describe() const = 0;
+  // As the flags name the mode ("none", "zero3", ...): what its sharded checkpoints depend on.
+  virtual std::string mode_name() const = 0;
   // The ranks one copy of the model is cut over (0: not sharded).
   virtual int shard_group_size() const = 0;
   // Seconds spent waiting for communication (not hidden behind computation) so far.
@@ -61,11 +64,13 @@ class DataParallelModel : public DataParallelStep {
   void finish_backward() override;        // DDP's average (the sharded modes reduce in backward)
   void after_step() override;             // ZeRO-1/2's all-gather of the updated shards
   std::string describe() const override;  // "zero3 over 4 ranks (backward prefetch pre)"
+  std::string mode_name() const override { return data_parallel_mode_name(sharding_); }
   int shard_group_size() const override { return sdp_ ? sdp_->shard_group_size() : 0; }
   double exposed_communication_seconds() override;
 
  private:
   nn::Module& model_;
+  std::optional<Sharding> sharding_;
   std::string description_;
   std::unique_ptr<DistributedDataParallel> ddp_;
   std::unique_ptr<ShardedDataParallel> sdp_;

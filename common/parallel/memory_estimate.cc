@@ -103,7 +103,7 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
   const GptParameters gpt = gpt_parameters(p.model);
   const int64_t layers = p.model.layers;
   const int64_t states = optimizer_states_per_parameter(p.optimizer);
-  if (p.mode == "none") {
+  if (!p.sharding) {
     // Every parameter its own value, gradient and states.
     int64_t each = 0;
     for (int64_t numel : gpt.root) each += blocks(1, kF32 * numel);
@@ -126,7 +126,7 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
     }
     return;
   }
-  const Sharding sharding = parse_sharding(p.mode);
+  const Sharding sharding = *p.sharding;
   const ShardingPolicy policy = policy_of(sharding);
   // One copy of the model is cut over the shard group (hybrid-shard, no-shard: not every rank).
   const int n = shard_group_size({.sharding = sharding, .shard_group_size = p.shard_group_size},

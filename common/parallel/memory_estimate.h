@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/nn/gpt.h"
 #include "common/parallel/bucket_plan.h"
+#include "common/parallel/sharding.h"
 #include "common/tensor/dtype.h"
 
 namespace course::parallel {
@@ -26,7 +28,7 @@ struct MemoryPlan {
   DType compute = DType::kF32;  // autocast's dtype (f32: no autocast)
   bool checkpoint_activations = false;
   std::string optimizer = "adamw";
-  std::string mode = "none";  // "none" (one process or DDP), or a sharding name (sharding.h)
+  std::optional<Sharding> sharding;  // none: one process or DDP (sharding.h)
   int ranks = 1;
   int shard_group_size = 0;         // hybrid-shard's (0: every rank, as if on one node)
   bool cpu_offload = false;         // shards and optimizer states in host memory

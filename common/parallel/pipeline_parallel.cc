@@ -68,13 +68,17 @@ std::vector<int64_t> blocks_by_parameters(const nn::GptConfig& c, int stages) {
 
 }  // namespace
 
+std::string stage_balance_name(StageBalance balance) {
+  return balance == StageBalance::kParameters ? "parameters" : "layers";
+}
+
 std::vector<nn::StageBounds> split_stages(const nn::GptConfig& config, int stages,
-                                          const std::string& balance) {
+                                          StageBalance balance) {
   COURSE_CHECK(stages >= 1 && stages <= config.layers, "a GPT of ", config.layers,
                " blocks does not split into ", stages, " pipeline stages of at least one block");
-  if (balance == "parameters") return bounds_of(blocks_by_parameters(config, stages));
-  COURSE_CHECK(balance == "layers", "unknown pipeline balance '", balance,
-               "' (known: layers, parameters)");
+  if (balance == StageBalance::kParameters) {
+    return bounds_of(blocks_by_parameters(config, stages));
+  }
   std::vector<int64_t> blocks(stages, config.layers / stages);
   for (int s = 0; s < config.layers % stages; ++s) ++blocks[s];
   return bounds_of(blocks);

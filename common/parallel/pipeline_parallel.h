@@ -25,27 +25,25 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/gpt_stage.h"
 #include "common/parallel/communicator.h"
+#include "common/parallel/pipeline_measurement.h"
 #include "common/parallel/pipeline_rounds.h"
 #include "common/parallel/pipeline_schedule.h"
 
 namespace course::parallel {
 
-// How the blocks are cut: "layers" evenly (the remainder on the first stages, as picotron),
-// "parameters" so the stages' parameter counts (embedding and output layer included) are as
+// How the blocks are cut: by layers evenly (the remainder on the first stages, as picotron), or
+// by parameters so the stages' parameter counts (embedding and output layer included) are as
 // even as contiguous cuts allow.
+enum class StageBalance { kLayers, kParameters };
+std::string stage_balance_name(StageBalance balance);  // "layers", "parameters"
 std::vector<nn::StageBounds> split_stages(const nn::GptConfig& config, int stages,
-                                          const std::string& balance);
+                                          StageBalance balance);
 
 struct PipelineOptions {
   PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
   int micro_batches = 4;
-  std::string balance = "layers";
+  StageBalance balance = StageBalance::kLayers;
   int virtual_stages = 1;  // model chunks per rank: 2 or more for the interleaved schedule
-};
-
-struct TimedAction {
-  PipelineAction action;
-  double start_s, end_s;  // seconds since the step began, the compute only
 };
 
 class PipelineParallel {

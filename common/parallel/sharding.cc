@@ -48,6 +48,15 @@ std::string sharding_name(Sharding sharding) {
   return sharding_names().at(static_cast<size_t>(sharding));
 }
 
+std::string data_parallel_mode_name(std::optional<Sharding> sharding) {
+  return sharding ? sharding_name(*sharding) : "none";
+}
+
+std::optional<Sharding> parse_data_parallel_mode(const std::string& name) {
+  if (name == "none") return std::nullopt;
+  return parse_sharding(name);
+}
+
 int shard_group_size(const ShardingOptions& options, int world_size, int node_size) {
   if (options.sharding == Sharding::kNoShard) return 1;
   if (options.sharding != Sharding::kHybridShard) return world_size;

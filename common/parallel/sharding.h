@@ -9,6 +9,7 @@
 //   no-shard        every rank a whole copy, gradients all-reduced (FSDP's NO_SHARD: DDP)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ ShardingPolicy policy_of(Sharding sharding);
 const std::vector<std::string>& sharding_names();
 Sharding parse_sharding(const std::string& name);  // throws listing the names
 std::string sharding_name(Sharding sharding);
+// A data-parallel mode as the flags name it: a strategy's name, or "none" (DDP) without one.
+std::string data_parallel_mode_name(std::optional<Sharding> sharding);
+// The inverse: "none" or a strategy's name (throws listing the names).
+std::optional<Sharding> parse_data_parallel_mode(const std::string& name);
 BackwardPrefetch parse_backward_prefetch(const std::string& name);  // "pre", "post", "none"
 std::string backward_prefetch_name(BackwardPrefetch prefetch);
 

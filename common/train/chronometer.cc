@@ -8,12 +8,6 @@
 
 namespace course::train {
 
-const char* phase_name(Phase phase) {
-  static const char* names[] = {"load",         "forward",  "backward", "optimizer",
-                                "graph replay", "pipeline", "augment"};
-  return names[static_cast<int>(phase)];
-}
-
 Chronometer::Chronometer(Device device, std::string unit)
     : device_(device), unit_(std::move(unit)) {
   device_allocator(device).reset_peak();

@@ -12,16 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "common/core/step_phase.h"
 #include "common/tensor/stream.h"
 
 namespace course::train {
 
-// kGraphReplay is forward, backward and optimizer replayed as one captured graph; kPipeline a
-// pipeline stage's forwards and backwards of every micro-batch, interleaved by its schedule;
-// kAugment the batch's augmentation on the training device (day 3).
-enum class Phase { kLoad, kForward, kBackward, kOptimizer, kGraphReplay, kPipeline, kAugment };
-inline constexpr int kPhases = 7;
-const char* phase_name(Phase phase);
+using course::kPhases;  // the phases of common/core/step_phase.h, the training loop's
+using course::Phase;
+using course::phase_name;
 
 struct ChronometerReport {
   int64_t steps = 0;                      // timed steps (after the first)

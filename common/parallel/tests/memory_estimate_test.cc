@@ -41,8 +41,9 @@ int64_t measured_peak(const Case& c) {
   const auto comm = Communicator::world();
   std::mt19937 rng(3);
   nn::Gpt model(kModel, rng, Device::cpu(), c.checkpoint);
-  DataParallelModel data_parallel(model, model.blocks(), comm,
-                                  {.mode = c.mode, .param_dtype = c.param_dtype});
+  DataParallelModel data_parallel(
+      model, model.blocks(), comm,
+      {.sharding = parse_data_parallel_mode(c.mode), .param_dtype = c.param_dtype});
   optim::AdamW adamw(data_parallel.optimized(), {.lr = 1e-3f});
   std::vector<int32_t> tokens(kBatch * kModel.context);
   std::vector<int64_t> targets(tokens.size());
@@ -94,7 +95,7 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
                                                      .batch = kBatch,
                                                      .compute = c.compute,
                                                      .checkpoint_activations = c.checkpoint,
-                                                     .mode = c.mode,
+                                                     .sharding = parse_data_parallel_mode(c.mode),
                                                      .ranks = ranks,
                                                      .param_dtype = c.param_dtype});
     const double ratio = static_cast<double>(estimate.total()) / measured;

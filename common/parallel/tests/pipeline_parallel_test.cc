@@ -155,7 +155,7 @@ TEST(PipelineParity, EveryScheduleTrainsAsOneProcess) {
   }
   expect_same_training(train_pipelined({.schedule = PipelineSchedule::kOneForwardOneBackward,
                                         .micro_batches = kMicroBatches,
-                                        .balance = "parameters"}),
+                                        .balance = StageBalance::kParameters}),
                        alone, "1f1b cut by parameters");
 }
 
@@ -163,13 +163,14 @@ TEST(PipelineParity, EveryScheduleTrainsAsOneProcess) {
 TEST(PipelineParity, InterleavedScheduleTrainsAsOneProcess) {
   Communicator::world()->set_timeout(30);
   const Trace alone = train_alone(kDeepGpt);
-  for (const std::string balance : {"layers", "parameters"}) {
+  for (const StageBalance balance : {StageBalance::kLayers, StageBalance::kParameters}) {
     expect_same_training(train_pipelined({.schedule = PipelineSchedule::kInterleaved,
                                           .micro_batches = kMicroBatches,
                                           .balance = balance,
                                           .virtual_stages = 2},
                                          kDeepGpt),
-                         alone, "interleaved, 2 chunks per rank, cut by " + balance);
+                         alone,
+                         "interleaved, 2 chunks per rank, cut by " + stage_balance_name(balance));
   }
 }
 

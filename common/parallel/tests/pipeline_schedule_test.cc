@@ -177,7 +177,7 @@ TEST(PipelineSchedule, NamesRoundTripAndUnknownOnesAreRefused) {
 TEST(SplitStages, ByLayersAndByParameters) {
   const nn::GptConfig c{"pipe", 7, 2, 16, 8, 3000};  // a large table: the ends are heavy
   std::vector<int64_t> sizes;
-  for (const nn::StageBounds& b : split_stages(c, 3, "layers")) {
+  for (const nn::StageBounds& b : split_stages(c, 3, StageBalance::kLayers)) {
     sizes.push_back(b.end_block - b.first_block);
   }
   EXPECT_EQ(sizes, (std::vector<int64_t>{3, 2, 2}));
@@ -192,7 +192,7 @@ TEST(SplitStages, ByLayersAndByParameters) {
     return worst;
   };
   for (int p = 1; p <= 4; ++p) {
-    const auto bounds = split_stages(c, p, "parameters");
+    const auto bounds = split_stages(c, p, StageBalance::kParameters);
     ASSERT_EQ(static_cast<int>(bounds.size()), p);
     std::vector<int64_t> chosen;
     for (const nn::StageBounds& b : bounds) chosen.push_back(b.end_block - b.first_block);
@@ -216,8 +216,7 @@ TEST(SplitStages, ByLayersAndByParameters) {
     each(0, c.layers);
     EXPECT_EQ(largest(chosen), best) << "p " << p;
   }
-  EXPECT_THROW(split_stages(c, 8, "layers"), Error);
-  EXPECT_THROW(split_stages(c, 2, "flops"), Error);
+  EXPECT_THROW(split_stages(c, 8, StageBalance::kLayers), Error);
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+// A language model's step under data parallelism (one process, DDP, ZeRO 1-3, FSDP's
+// strategies: data_parallel_model.h, or a lab's own DataParallelStep): the step's batch run as
+// its micro-batches one after the other, their gradients added up (DDP reduces only after the
+// last, as PyTorch's no_sync), the loss of each scaled by 1 / micro-batches so the sum is the
+// whole batch's mean's gradient.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "common/parallel/data_parallel_model.h"
+#include "common/parallel/language_model_parallelism.h"
+
+namespace course::parallel {
+
+class DataParallelLanguageModel : public LanguageModelParallelism {
+ public:
+  // `step` runs over the ranks of `comm`; `compute`: autocast's dtype in the forward passes
+  // (none: f32).
+  DataParallelLanguageModel(std::unique_ptr<DataParallelStep> step,
+                            std::shared_ptr<Communicator> comm, int micro_batches,
+                            std::optional<DType> compute);
+
+  std::vector<std::pair<std::string, nn::Parameter*>> optimized() override {
+    return step_->optimized();
+  }
+  int data_rank() const override { return comm_->rank(); }
+  int data_ranks() const override { return comm_->size(); }
+  int micro_batches() const override { return micro_batches_; }
+  Tensor forward_backward(const NextTokenBatch& batch,
+                          const std::function<void(Phase)>& mark) override;
+  void after_step() override { step_->after_step(); }
+  // The wrapper: a sharded model gathers its blocks itself.
+  nn::Module& whole_model() override { return step_->net(); }
+  nlohmann::json checkpoint_layout() const override;
+  std::string describe() const override { return step_->describe(); }
+  double bytes_sent() const override { return comm_->traffic().bytes; }
+  double exposed_communication_seconds() override { return step_->exposed_communication_seconds(); }
+
+ private:
+  std::unique_ptr<DataParallelStep> step_;
+  std::shared_ptr<Communicator> comm_;
+  int micro_batches_;
+  std::optional<DType> compute_;
+};
+
+}  // namespace course::parallel

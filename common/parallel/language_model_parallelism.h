@@ -1,0 +1,59 @@
+// One language model's training step under any of the course's parallel schemes, so that a lab
+// wires the scheme once: data parallelism (one process, DDP, ZeRO 1-3, FSDP's strategies, or a
+// lab's own mode: data_parallel_language_model.h) or model parallelism on a dp x tp x pp grid
+// (model_parallel_gpt.h). The lab picks one; its loop, checkpoints, validation and reports ask
+// only this interface.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/core/step_phase.h"
+#include "common/data/token_windows.h"
+#include "common/nn/module.h"
+#include "common/parallel/pipeline_measurement.h"
+
+namespace course::parallel {
+
+class LanguageModelParallelism {
+ public:
+  virtual ~LanguageModelParallelism() = default;
+
+  // The parameters this rank's optimizer updates, named as in the whole model (the names of
+  // the checkpoint's tensors).
+  virtual std::vector<std::pair<std::string, nn::Parameter*>> optimized() = 0;
+  // The data-parallel replicas deal the training windows among themselves: this one's place
+  // and their count.
+  virtual int data_rank() const = 0;
+  virtual int data_ranks() const = 0;
+  // Micro-batches of a step (accumulated, or run through the pipeline): a step's batch holds
+  // this many times the micro-batch's windows.
+  virtual int micro_batches() const = 0;
+
+  // One step's forward and backward over this replica's `batch`: the gradients zeroed first
+  // and, after, reduced as the optimizer needs them. Returns the batch's mean loss as a (1,)
+  // tensor on the batch's device; `mark` hears where the step's time goes.
+  virtual Tensor forward_backward(const NextTokenBatch& batch,
+                                  const std::function<void(Phase)>& mark) = 0;
+  // After the optimizer's step, and after a resumed run loaded its state.
+  virtual void after_step() = 0;
+
+  // Collective: the whole model with the current values, on every rank (validation, sampling).
+  virtual nn::Module& whole_model() = 0;
+  // What a checkpoint of a file per rank depends on ({"sharding": "zero3", ...}); empty when
+  // every rank holds the whole model's state (one file).
+  virtual nlohmann::json checkpoint_layout() const = 0;
+  virtual std::string describe() const = 0;
+  // So far: the bytes this rank sent, and the seconds it waited for communication that the
+  // computation did not hide.
+  virtual double bytes_sent() const = 0;
+  virtual double exposed_communication_seconds() = 0;
+  // Collective: what a pipeline measured (none for the schemes without one).
+  virtual std::optional<PipelineMeasurement> pipeline_measurement() { return std::nullopt; }
+};
+
+}  // namespace course::parallel

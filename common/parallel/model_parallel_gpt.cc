@@ -1,0 +1,172 @@
+// The 3D grid's step: the stage through its schedule, the sums over tp, the averages over dp,
+// and the pipeline's measurements gathered as numbers.
+#include "common/parallel/model_parallel_gpt.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/nn/autocast.h"
+#include "common/parallel/gradient_average.h"
+
+namespace course::parallel {
+
+namespace {
+
+GridShape model_parallel_grid(const Communicator& world, int tp, int pp) {
+  COURSE_CHECK(world.size() % (tp * pp) == 0, "--tensor-parallel ", tp, " x --pipeline-stages ", pp,
+               " does not divide the ", world.size(),
+               " ranks of this run into model replicas (start it with mpirun -np ", tp * pp,
+               " or a multiple)");
+  return {.dp = world.size() / (tp * pp), .tp = tp, .pp = pp};
+}
+
+// The model the stages are cut from: the whole one, or its slices on this tensor-parallel rank.
+nn::GptParts& parts(nn::Gpt& whole, const std::unique_ptr<TensorParallelGpt>& cut) {
+  if (cut) return *cut;
+  return whole;
+}
+
+// A stage's measurement as the numbers every rank's are gathered in: its bubble, then per
+// action its kind (0 forward), micro-batch, chunk, start and end in seconds (f32: microseconds
+// over a step of seconds).
+constexpr int64_t kActionFields = 5;
+
+std::vector<float> measurement_fields(float bubble, const std::vector<TimedAction>& timeline) {
+  std::vector<float> fields = {bubble};
+  for (const TimedAction& a : timeline) {
+    fields.insert(fields.end(),
+                  {a.action.kind == PipelineAction::Kind::kForward ? 0.0f : 1.0f,
+                   static_cast<float>(a.action.micro_batch), static_cast<float>(a.action.chunk),
+                   static_cast<float>(a.start_s), static_cast<float>(a.end_s)});
+  }
+  return fields;
+}
+
+std::vector<TimedAction> timed_actions(const float* fields, int64_t actions) {
+  std::vector<TimedAction> out;
+  for (int64_t k = 0; k < actions; ++k, fields += kActionFields) {
+    const auto kind =
+        fields[0] == 0.0f ? PipelineAction::Kind::kForward : PipelineAction::Kind::kBackward;
+    out.push_back({.action = {.kind = kind,
+                              .micro_batch = static_cast<int>(fields[1]),
+                              .chunk = static_cast<int>(fields[2])},
+                   .start_s = fields[3],
+                   .end_s = fields[4]});
+  }
+  return out;
+}
+
+}  // namespace
+
+ModelParallelGpt::ModelParallelGpt(nn::Gpt& model, std::shared_ptr<Communicator> world,
+                                   const ModelParallelOptions& o)
+    : whole_(model),
+      grid_(world, model_parallel_grid(*world, o.tensor_parallel, o.pipeline_stages)),
+      cut_(o.tensor_parallel > 1
+               ? std::make_unique<TensorParallelGpt>(
+                     model, grid_.tp(),
+                     o.sequence_parallel ? Activations::kSequenceSharded : Activations::kReplicated)
+               : nullptr),
+      pipeline_(parts(model, cut_), grid_.pp(), o.pipeline),
+      compute_(o.compute),
+      sequence_sharded_(cut_ ? cut_->sequence_sharded_parameters()
+                             : std::vector<nn::Parameter*>{}) {}
+
+Tensor ModelParallelGpt::forward_backward(const NextTokenBatch& batch,
+                                          const std::function<void(Phase)>& mark) {
+  mark(Phase::kPipeline);
+  const auto bytes_sent = [&] {
+    return grid_.pp()->traffic().bytes + grid_.dp()->traffic().bytes + grid_.tp()->traffic().bytes;
+  };
+  const double bytes_before = bytes_sent();
+  pipeline_.zero_grad();
+  float loss = 0;
+  {
+    nn::Autocast autocast(compute_.value_or(DType::kBF16), compute_.has_value());
+    loss = pipeline_.forward_backward(batch.inputs, batch.targets);
+  }
+  if (steps_++ > 0) {
+    step_seconds_ += pipeline_.step_seconds();
+    for (const TimedAction& a : pipeline_.timeline()) compute_seconds_ += a.end_s - a.start_s;
+  }
+  sum_gradients(sequence_sharded_, *grid_.tp());
+  average_over_replicas();
+  step_bytes_sent_ += bytes_sent() - bytes_before;
+  return Tensor::from_vector<float>({loss}, {1}).to(batch.inputs.device());
+}
+
+nn::Module& ModelParallelGpt::whole_model() {
+  pipeline_.gather_model();
+  if (cut_) cut_->gather_into(whole_);
+  return whole_;
+}
+
+void ModelParallelGpt::average_over_replicas() {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<nn::Parameter*> parameters;
+  for (const auto& named : pipeline_.parameters()) parameters.push_back(named.second);
+  average_gradients(parameters, *grid_.dp());
+  averaging_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+nlohmann::json ModelParallelGpt::checkpoint_layout() const {
+  return {{"tensor_parallel", grid_.shape().tp},
+          {"pipeline_stages", grid_.shape().pp},
+          {"pipeline_balance", stage_balance_name(pipeline_.options().balance)}};
+}
+
+std::string ModelParallelGpt::describe() const {
+  const PipelineOptions& p = pipeline_.options();
+  const GridShape& shape = grid_.shape();
+  std::vector<std::string> axes;
+  if (shape.tp > 1) {
+    axes.push_back("every layer cut over " + std::to_string(shape.tp) + " tensor-parallel ranks" +
+                   (sequence_sharded_.empty() ? "" : " (and the sequence between)"));
+  }
+  if (shape.pp > 1) {
+    axes.push_back(
+        std::to_string(shape.pp) + "-stage pipeline (" + pipeline_schedule_name(p.schedule) + ", " +
+        std::to_string(p.micro_batches) + " micro-batches, " +
+        (p.virtual_stages > 1 ? std::to_string(p.virtual_stages) + " chunks per rank, " : "") +
+        "cut by " + stage_balance_name(p.balance) + ")");
+  }
+  if (shape.dp > 1) {
+    axes.push_back(std::to_string(shape.dp) + " data-parallel " +
+                   (shape.pp > 1 ? "pipelines" : "replicas"));
+  }
+  std::string text;
+  for (const std::string& axis : axes) text += (text.empty() ? "" : " x ") + axis;
+  return text;
+}
+
+std::optional<PipelineMeasurement> ModelParallelGpt::pipeline_measurement() {
+  if (grid_.shape().pp == 1) return std::nullopt;
+  Communicator& world = *grid_.world();
+  const float bubble = step_seconds_ > 0 ? 1.0f - compute_seconds_ / step_seconds_ : -1.0f;
+  // Every rank runs as many actions as the others (m forwards and m backwards per chunk).
+  const std::vector<float> mine = measurement_fields(bubble, pipeline_.timeline());
+  const auto per_rank = static_cast<int64_t>(mine.size());
+  Tensor gathered = Tensor::empty({per_rank * world.size()}, DType::kF32, Device::cpu());
+  world.all_gather(Tensor::from_vector(mine, {per_rank}), gathered)->wait();
+  const std::vector<float> fields = gathered.to_vector<float>();
+  const PipelineOptions& p = pipeline_.options();
+  PipelineMeasurement measured{.schedule = p.schedule,
+                               .micro_batches = p.micro_batches,
+                               .virtual_stages = p.virtual_stages,
+                               .steps_measured = std::max<int64_t>(steps_ - 1, 0)};
+  const int stages = grid_.shape().pp;
+  for (int s = 0; s < stages; ++s) {
+    const int rank = grid_.world_rank({.dp = 0, .tp = 0, .pp = s});
+    const float* theirs = fields.data() + rank * per_rank;
+    measured.stages.push_back(
+        {.world_rank = rank,
+         .bubble = theirs[0],
+         .micro_batches_in_flight = micro_batches_in_flight(
+             schedule_actions(p.schedule, s, stages, p.micro_batches, p.virtual_stages)),
+         .last_step = timed_actions(theirs + 1, (per_rank - 1) / kActionFields)});
+  }
+  return measured;
+}
+
+}  // namespace course::parallel

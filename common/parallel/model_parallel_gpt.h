@@ -1,0 +1,76 @@
+// A GPT under model parallelism: the job's ranks as a process grid of
+// dp x tp x pp = (world / (T P)) x T x P. Every layer is cut over the T ranks of the
+// tensor-parallel axis (tensor_parallel_gpt.h); the blocks are cut into P stages, each rank
+// training one stage (pipeline_parallel.h) over the micro-batches of its pipeline's batch; the
+// replicas' gradients are averaged over the data-parallel axis (3D parallelism). Without stages
+// the micro-batches are accumulated. Validation and sampling use the whole model, gathered from
+// the stages and slices on every rank.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/nn/gpt.h"
+#include "common/parallel/language_model_parallelism.h"
+#include "common/parallel/pipeline_parallel.h"
+#include "common/parallel/process_grid.h"
+#include "common/parallel/tensor_parallel_gpt.h"
+
+namespace course::parallel {
+
+struct ModelParallelOptions {
+  int tensor_parallel = 1;         // T: ranks every layer is cut over
+  bool sequence_parallel = false;  // and the activations between them along the sequence
+  int pipeline_stages = 1;         // P: stages of blocks, a rank each
+  PipelineOptions pipeline;        // its micro-batches: accumulated when P is 1
+  std::optional<DType> compute;    // autocast's dtype (none: f32)
+};
+
+class ModelParallelGpt : public LanguageModelParallelism {
+ public:
+  // Collective over `world`, whose size must be a multiple of T x P; every rank passes a
+  // `model` built from the same seed.
+  ModelParallelGpt(nn::Gpt& model, std::shared_ptr<Communicator> world,
+                   const ModelParallelOptions& options);
+
+  // This rank's stage's parameters (its slices of them).
+  std::vector<std::pair<std::string, nn::Parameter*>> optimized() override {
+    return pipeline_.parameters();
+  }
+  int data_rank() const override { return grid_.coordinates().dp; }
+  int data_ranks() const override { return grid_.shape().dp; }
+  int micro_batches() const override { return pipeline_.options().micro_batches; }
+  // Every micro-batch forward and backward through the pipeline (one "pipeline" phase), then
+  // the stage's gradients averaged over the data-parallel replicas.
+  Tensor forward_backward(const NextTokenBatch& batch,
+                          const std::function<void(Phase)>& mark) override;
+  void after_step() override {}
+  // The model passed to the constructor, with every stage's and every slice's current values.
+  nn::Module& whole_model() override;
+  nlohmann::json checkpoint_layout() const override;
+  std::string describe() const override;
+  // A stage's waits for its neighbours are its bubble: the exposed time is the replicas'
+  // averaging. The bytes are what this rank's steps sent: activations, gradients and averages.
+  double bytes_sent() const override { return step_bytes_sent_; }
+  double exposed_communication_seconds() override { return averaging_seconds_; }
+  std::optional<PipelineMeasurement> pipeline_measurement() override;
+
+ private:
+  void average_over_replicas();
+
+  nn::Gpt& whole_;
+  ProcessGrid grid_;
+  std::unique_ptr<TensorParallelGpt> cut_;  // with tensor parallelism
+  PipelineParallel pipeline_;
+  std::optional<DType> compute_;
+  // Parameters applied to sequence slices: their gradients are summed over tp after each step.
+  std::vector<nn::Parameter*> sequence_sharded_;
+  int64_t steps_ = 0;
+  double compute_seconds_ = 0, step_seconds_ = 0;  // steps after the first
+  double averaging_seconds_ = 0, step_bytes_sent_ = 0;
+};
+
+}  // namespace course::parallel

@@ -1,0 +1,33 @@
+// What a pipeline-parallel run measured, gathered from its stages as numbers for a lab to print
+// and draw: each stage's bubble over the steps after the first, the most micro-batches of
+// activations it held, and the last step's timed forwards and backwards.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/parallel/pipeline_schedule.h"
+
+namespace course::parallel {
+
+struct TimedAction {
+  PipelineAction action;
+  double start_s, end_s;  // seconds since the step began, the compute only
+};
+
+struct StageMeasurement {
+  int world_rank = 0;
+  double bubble = 0;  // idle share of the stage's steps after the first
+  int micro_batches_in_flight = 0;
+  std::vector<TimedAction> last_step;
+};
+
+struct PipelineMeasurement {
+  PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
+  int micro_batches = 0;
+  int virtual_stages = 1;
+  int64_t steps_measured = 0;            // the steps after the first
+  std::vector<StageMeasurement> stages;  // of the first pipeline, first to last
+};
+
+}  // namespace course::parallel

@@ -1,0 +1,50 @@
+// Printing and drawing a pipeline's measurements.
+#include "day4_large_models/pipeline_report.h"
+
+#include <cstdio>
+
+#include "tools/plot/timeline_chart.h"
+
+namespace day4 {
+
+using namespace course::parallel;
+
+void print_pipeline_bubbles(const PipelineMeasurement& measured) {
+  if (measured.steps_measured < 1) return;
+  const int stages = static_cast<int>(measured.stages.size()), v = measured.virtual_stages;
+  const char* formula = measured.schedule == PipelineSchedule::kNaive ? "(p-1)/p"
+                        : v > 1                                       ? "(p-1)/(v m+p-1)"
+                                                                      : "(p-1)/(m+p-1)";
+  std::printf(
+      "pipeline bubble (idle share of a step, %lld steps after the first; formula %s %.3f):\n",
+      static_cast<long long>(measured.steps_measured), formula,
+      bubble_fraction(measured.schedule, stages, measured.micro_batches, v));
+  for (int s = 0; s < stages; ++s) {
+    const StageMeasurement& stage = measured.stages[s];
+    std::printf("  stage %d: %.3f measured, at most %d micro-batch(es) of activations held", s,
+                stage.bubble, stage.micro_batches_in_flight);
+    if (v > 1) std::printf(" (each through one chunk, 1/%d of the stage)", v);
+    std::printf("\n");
+  }
+}
+
+void write_timeline_png(const PipelineMeasurement& measured, const std::string& path,
+                        const std::string& title) {
+  course::plot::TimelineChart chart{.title = title, .kinds = {"forward", "backward"}};
+  for (size_t s = 0; s < measured.stages.size(); ++s) {
+    const StageMeasurement& stage = measured.stages[s];
+    const int lane = static_cast<int>(s);
+    chart.lanes.push_back("stage " + std::to_string(s) + " (rank " +
+                          std::to_string(stage.world_rank) + ")");
+    for (const TimedAction& a : stage.last_step) {
+      const bool forward = a.action.kind == PipelineAction::Kind::kForward;
+      std::string label = (forward ? "F" : "B") + std::to_string(a.action.micro_batch);
+      if (measured.virtual_stages > 1) label += "c" + std::to_string(a.action.chunk);
+      chart.spans.push_back({lane, a.start_s, a.end_s, forward ? 0 : 1, label});
+    }
+  }
+  course::plot::write_timeline_png(chart, path);
+  std::printf("pipeline timeline of the last step written to %s\n", path.c_str());
+}
+
+}  // namespace day4
