@@ -22,6 +22,89 @@ namespace day1 {
 
 using namespace course;
 
+namespace {
+
+// With --device cuda, TP1.1 moves batches to the GPU; a GPU chosen by default gets the course's
+// copy; on the CPU they stay where the loader made them.
+DeviceBatches::Transfer batch_transfer(const LabOptions& o, Device device) {
+  if (copies_with_to_device(o)) return to_device;
+  if (!device.is_cpu()) return copy_to_device;
+  return {};
+}
+
+// The day-1 step after loading: forward, backward (scaled by TP1.2's loss scaler in f16) and
+// the update; with --cuda-graphs, after one eager step, the three replayed as one graph.
+class LabStep {
+ public:
+  LabStep(nn::Module& model, optim::Optimizer& optimizer, Device device, const LabOptions& o)
+      : model_(model),
+        optimizer_(optimizer),
+        params_(model.parameters()),
+        o_(o),
+        loss_scaling_(o.amp && o.amp_dtype == DType::kF16) {
+    if (!o.cuda_graphs) return;
+    graph_.emplace(device, [this](const Tensor& images, const Tensor& labels) {
+      const train::ClassifierForward f = train::classifier_forward(model_, {images, labels}, o_);
+      train::classifier_backward(model_, f, labels, o_);
+      optimizer_.update();
+      return f.loss.loss;
+    });
+  }
+
+  // Returns the batch's mean loss, a (1,) tensor on the device.
+  Tensor run(const Batch& batch, train::StepPhases& phases) {
+    if (graph_ && eager_step_done_ && graph_->fits(batch.images, batch.labels)) {
+      phases.start(train::Phase::kGraphReplay);
+      optimizer_.prepare_step();
+      const Tensor loss = graph_->run(batch.images, batch.labels);
+      optimizer_.count_step();
+      return loss;
+    }
+    phases.start(train::Phase::kForward);
+    const train::ClassifierForward f = train::classifier_forward(model_, batch, o_);
+    phases.start(train::Phase::kBackward);
+    train::classifier_backward(model_, f, batch.labels, o_, loss_scaling_ ? scaler_.scale() : 1.0f);
+    phases.start(train::Phase::kOptimizer);
+    if (loss_scaling_) {
+      scaled_optimizer_step(scaler_, optimizer_, params_);
+    } else {
+      optimizer_.step();
+    }
+    eager_step_done_ = true;
+    return f.loss.loss;
+  }
+
+  bool loss_scaling() const { return loss_scaling_; }
+  const optim::LossScaler& scaler() const { return scaler_; }
+
+ private:
+  nn::Module& model_;
+  optim::Optimizer& optimizer_;
+  std::vector<nn::Parameter*> params_;
+  const LabOptions& o_;
+  bool loss_scaling_;
+  optim::LossScaler scaler_;
+  std::optional<train::StepGraph> graph_;
+  bool eager_step_done_ = false;
+};
+
+void print_run_header(const LabOptions& o, Device device, int64_t samples, int64_t steps_per_epoch,
+                      const std::vector<nn::Parameter*>& params, optim::Optimizer& optimizer) {
+  std::printf("training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n",
+              o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
+              static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
+              static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
+              o.amp ? (o.amp_dtype == DType::kF16 ? ", amp f16" : ", amp bf16") : "",
+              o.channels_last ? ", channels-last" : "");
+  if (o.model_memory) {
+    std::printf("model memory (parameters, gradients, optimizer state): %s\n",
+                format_bytes(model_memory_bytes(params, optimizer)).c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 LabResult run_lab(const LabOptions& o) {
   validate(o);
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
@@ -39,15 +122,7 @@ LabResult run_lab(const LabOptions& o) {
   const SamplerOptions sampler{.dataset_size = data.train->size(), .seed = o.seed};
   const int64_t samples = data.train->size();
   const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
-  // With --device cuda, TP1.1 moves batches to the GPU; a GPU chosen by default gets the course's
-  // copy; on the CPU they stay where the loader made them.
-  DeviceBatches::Transfer transfer;
-  if (copies_with_to_device(o)) {
-    transfer = to_device;
-  } else if (!device.is_cpu()) {
-    transfer = copy_to_device;
-  }
-  DeviceBatches batches(loader, device, o.non_blocking, transfer);
+  DeviceBatches batches(loader, device, o.non_blocking, batch_transfer(o, device));
   const auto place = [&](const Batch& host) {
     Batch b = batches.place(host);
     if (o.channels_last) b.images = to_channels_last(b.images);
@@ -60,20 +135,7 @@ LabResult run_lab(const LabOptions& o) {
       {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd}, model->state().parameters);
   const std::shared_ptr<const optim::Schedule> schedule =
       optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
-  optim::LossScaler scaler;
-  const bool loss_scaling = o.amp && o.amp_dtype == DType::kF16;
-
-  // --cuda-graphs: after one eager step, forward, backward and update replay as one graph.
-  std::optional<train::StepGraph> graph;
-  bool eager_step_done = false;
-  if (o.cuda_graphs) {
-    graph.emplace(device, [&](const Tensor& images, const Tensor& labels) {
-      const train::ClassifierForward f = train::classifier_forward(*model, {images, labels}, o);
-      train::classifier_backward(*model, f, labels, o);
-      optimizer->update();
-      return f.loss.loss;
-    });
-  }
+  LabStep lab_step(*model, *optimizer, device, o);
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     batches.start_epoch(distributed_sample(sampler, 0, 1, epoch), epoch, first_batch);
@@ -82,25 +144,7 @@ LabResult run_lab(const LabOptions& o) {
     phases.start(train::Phase::kLoad);
     Batch batch = batches.next();
     if (o.channels_last) batch.images = to_channels_last(batch.images);
-    if (graph && eager_step_done && graph->fits(batch.images, batch.labels)) {
-      phases.start(train::Phase::kGraphReplay);
-      optimizer->prepare_step();
-      const Tensor loss = graph->run(batch.images, batch.labels);
-      optimizer->count_step();
-      return loss;
-    }
-    phases.start(train::Phase::kForward);
-    const train::ClassifierForward f = train::classifier_forward(*model, batch, o);
-    phases.start(train::Phase::kBackward);
-    train::classifier_backward(*model, f, batch.labels, o, loss_scaling ? scaler.scale() : 1.0f);
-    phases.start(train::Phase::kOptimizer);
-    if (loss_scaling) {
-      scaled_optimizer_step(scaler, *optimizer, params);
-    } else {
-      optimizer->step();
-    }
-    eager_step_done = true;
-    return f.loss.loss;
+    return lab_step.run(batch, phases);
   };
   hooks.validate = [&] {
     return train::evaluate(*model, data.val, data.val_transform, o, 0, 1, place);
@@ -116,25 +160,15 @@ LabResult run_lab(const LabOptions& o) {
                             .identity = {{"model", o.model}}},
                            hooks);
 
-  std::printf("training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n",
-              o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
-              static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
-              static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
-              o.amp ? (o.amp_dtype == DType::kF16 ? ", amp f16" : ", amp bf16") : "",
-              o.channels_last ? ", channels-last" : "");
-  if (o.model_memory) {
-    std::printf("model memory (parameters, gradients, optimizer state): %s\n",
-                format_bytes(model_memory_bytes(params, *optimizer)).c_str());
-  }
-  std::fflush(stdout);
+  print_run_header(o, device, samples, steps_per_epoch, params, *optimizer);
 
   const train::LoopResult run = loop.run();
-  if (loss_scaling) {
-    std::printf("loss scale %.0f, %lld step(s) skipped\n", scaler.scale(),
-                static_cast<long long>(scaler.skipped_steps()));
+  if (lab_step.loss_scaling()) {
+    std::printf("loss scale %.0f, %lld step(s) skipped\n", lab_step.scaler().scale(),
+                static_cast<long long>(lab_step.scaler().skipped_steps()));
   }
   LabResult result{.steps = run.steps,
-                   .skipped_steps = scaler.skipped_steps(),
+                   .skipped_steps = lab_step.scaler().skipped_steps(),
                    .last_loss = run.last_loss,
                    .test_accuracy = run.test_accuracy,
                    .timing = run.timing,

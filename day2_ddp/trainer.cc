@@ -29,6 +29,91 @@ namespace {
 using namespace course;
 using Clock = std::chrono::steady_clock;
 
+void print_run_header(const LabOptions& o, const parallel::Communicator& comm, Device device,
+                      int64_t images, int64_t per_rank_batch, int64_t steps_per_epoch,
+                      const parallel::DistributedDataParallel* ddp) {
+  std::printf(
+      "training %s on %d rank(s) (%s): %lld images, global batch %lld (%lld per rank), %lld "
+      "steps per epoch, %s gradient sync%s, %s\n",
+      o.model.c_str(), comm.size(), device.str().c_str(), static_cast<long long>(images),
+      static_cast<long long>(per_rank_batch * comm.size()), static_cast<long long>(per_rank_batch),
+      static_cast<long long>(steps_per_epoch), o.ddp.c_str(),
+      o.ddp == "buckets"
+          ? (" (" + std::to_string(ddp->plan().size()) + " buckets, " + o.allreduce + ")").c_str()
+          : "",
+      o.optimizer.c_str());
+  std::fflush(stdout);
+}
+
+// The day-2 step after loading: forward (batch norm synchronised over the ranks with
+// --sync-bn), backward, the gradients synchronised (DDP's buckets, or the naive all-reduce of
+// TP2.2 timed here), the update and the periodic metrics.
+struct LabStep {
+  nn::Module& model;
+  optim::Optimizer& optimizer;
+  parallel::DistributedDataParallel* ddp;  // none: the naive all-reduce
+  const std::vector<nn::Parameter*>& params;
+  std::shared_ptr<parallel::Communicator> comm;
+  train::PeriodicMetrics& metrics;
+  const LabOptions& o;
+  double naive_sync_seconds = 0;
+
+  Tensor run(const Batch& batch, train::StepPhases& phases) {
+    phases.start(train::Phase::kForward);
+    train::ClassifierForward forward;
+    {
+      nn::SyncBatchNormScope sync_bn(parallel::sync_batch_norm(comm), o.sync_bn);
+      forward = train::classifier_forward(model, batch, o);
+    }
+    phases.start(train::Phase::kBackward);
+    train::classifier_backward(model, forward, batch.labels, o);
+    if (ddp) {
+      ddp->finish_backward();
+    } else {
+      const auto start = Clock::now();
+      allreduce_gradients(params, *comm);
+      naive_sync_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    phases.start(train::Phase::kOptimizer);
+    optimizer.step();
+    metrics.add(optimizer.steps(), forward.loss.loss, forward.logits, batch.labels, optimizer.lr());
+    return forward.loss.loss;
+  }
+};
+
+// The gradient synchronisation's bytes and exposed time per step: DDP's statistics, or the
+// naive all-reduce's whole gradient and measured time.
+void add_sync_figures(LabResult& result, const parallel::DistributedDataParallel* ddp,
+                      const std::vector<nn::Parameter*>& params, double naive_sync_seconds,
+                      int64_t steps) {
+  if (ddp) {
+    const parallel::DdpStats& s = ddp->stats();
+    result.sync_bytes_per_step = s.steps ? s.bytes / s.steps : 0;
+    result.exposed_sync_ms_per_step = s.steps ? 1e3 * s.exposed_seconds / s.steps : 0;
+  } else {
+    for (const nn::Parameter* p : params)
+      result.sync_bytes_per_step += static_cast<int64_t>(p->grad.nbytes());
+    result.exposed_sync_ms_per_step = steps ? 1e3 * naive_sync_seconds / steps : 0;
+  }
+}
+
+// This process's peak resident memory.
+double host_memory_peak_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // kilobytes on Linux
+}
+
+// After training, on rank 0: the loader's start-up, the host's peak memory, the sync figures.
+void print_run_report(const LabResult& result, int64_t skipped) {
+  std::printf("first batch          %.2f ms (DataLoader start-up)\n", result.first_batch_ms);
+  std::printf("host memory peak     %.1f MiB (resident, rank 0)\n", result.host_memory_peak_mib);
+  std::printf("gradient sync        %.2f MiB per step, %.2f ms per step exposed after backward\n",
+              result.sync_bytes_per_step / 1048576.0, result.exposed_sync_ms_per_step);
+  if (skipped > 0)
+    std::printf("skipped %lld unreadable image(s) on rank 0\n", static_cast<long long>(skipped));
+}
+
 }  // namespace
 
 LabResult run_lab(const LabOptions& o) {
@@ -64,9 +149,15 @@ LabResult run_lab(const LabOptions& o) {
   const auto ddp = make_ddp(o, *model, comm);
 
   LabResult result{.world_size = comm->size(), .global_batch = global_batch};
-  double naive_sync_seconds = 0;
   bool first_load = true;
   train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm, device);
+  LabStep lab_step{.model = *model,
+                   .optimizer = *optimizer,
+                   .ddp = ddp.get(),
+                   .params = params,
+                   .comm = comm,
+                   .metrics = metrics,
+                   .o = o};
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     batches.start_epoch(rank_indices(sampler, comm->rank(), comm->size(), epoch), epoch,
@@ -80,26 +171,7 @@ LabResult run_lab(const LabOptions& o) {
       result.first_batch_ms =
           1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
     }
-    phases.start(train::Phase::kForward);
-    train::ClassifierForward forward;
-    {
-      nn::SyncBatchNormScope sync_bn(parallel::sync_batch_norm(comm), o.sync_bn);
-      forward = train::classifier_forward(*model, batch, o);
-    }
-    phases.start(train::Phase::kBackward);
-    train::classifier_backward(*model, forward, batch.labels, o);
-    if (ddp) {
-      ddp->finish_backward();
-    } else {
-      const auto start = Clock::now();
-      allreduce_gradients(params, *comm);
-      naive_sync_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    }
-    phases.start(train::Phase::kOptimizer);
-    optimizer->step();
-    metrics.add(optimizer->steps(), forward.loss.loss, forward.logits, batch.labels,
-                optimizer->lr());
-    return forward.loss.loss;
+    return lab_step.run(batch, phases);
   };
   hooks.validate = [&] {
     return train::evaluate(*model, data.val, data.val_transform, o, comm->rank(), comm->size(),
@@ -116,18 +188,8 @@ LabResult run_lab(const LabOptions& o) {
                             .comm = comm.get()},
                            hooks);
   if (lead) {
-    std::printf(
-        "training %s on %d rank(s) (%s): %lld images, global batch %lld (%lld per rank), %lld "
-        "steps per epoch, %s gradient sync%s, %s\n",
-        o.model.c_str(), comm->size(), device.str().c_str(),
-        static_cast<long long>(data.train->size()), static_cast<long long>(global_batch),
-        static_cast<long long>(per_rank_batch), static_cast<long long>(steps_per_epoch),
-        o.ddp.c_str(),
-        o.ddp == "buckets"
-            ? (" (" + std::to_string(ddp->plan().size()) + " buckets, " + o.allreduce + ")").c_str()
-            : "",
-        o.optimizer.c_str());
-    std::fflush(stdout);
+    print_run_header(o, *comm, device, data.train->size(), per_rank_batch, steps_per_epoch,
+                     ddp.get());
   }
 
   const train::LoopResult run = loop.run();
@@ -135,27 +197,9 @@ LabResult run_lab(const LabOptions& o) {
   result.last_loss = run.last_loss;
   result.test_accuracy = run.test_accuracy;
   result.timing = run.timing;
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  result.host_memory_peak_mib = usage.ru_maxrss / 1024.0;  // kilobytes on Linux
-  if (ddp) {
-    const parallel::DdpStats& s = ddp->stats();
-    result.sync_bytes_per_step = s.steps ? s.bytes / s.steps : 0;
-    result.exposed_sync_ms_per_step = s.steps ? 1e3 * s.exposed_seconds / s.steps : 0;
-  } else {
-    for (const nn::Parameter* p : params)
-      result.sync_bytes_per_step += static_cast<int64_t>(p->grad.nbytes());
-    result.exposed_sync_ms_per_step = run.steps ? 1e3 * naive_sync_seconds / run.steps : 0;
-  }
-  if (lead) {
-    std::printf("first batch          %.2f ms (DataLoader start-up)\n", result.first_batch_ms);
-    std::printf("host memory peak     %.1f MiB (resident, rank 0)\n", result.host_memory_peak_mib);
-    std::printf("gradient sync        %.2f MiB per step, %.2f ms per step exposed after backward\n",
-                result.sync_bytes_per_step / 1048576.0, result.exposed_sync_ms_per_step);
-    const int64_t skipped = loader.skipped_samples();
-    if (skipped > 0)
-      std::printf("skipped %lld unreadable image(s) on rank 0\n", static_cast<long long>(skipped));
-  }
+  result.host_memory_peak_mib = host_memory_peak_mib();
+  add_sync_figures(result, ddp.get(), params, lab_step.naive_sync_seconds, run.steps);
+  if (lead) print_run_report(result, loader.skipped_samples());
   for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
   return result;
 }

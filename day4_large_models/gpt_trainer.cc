@@ -135,6 +135,51 @@ void print_parallel_reports(parallel::LanguageModelParallelism& parallelism,
   }
 }
 
+// --throughput-gpus: the throughput model's grids; --estimate-only: the memory estimate for
+// --estimate-ranks (0: the run's ranks). Nothing is trained.
+void print_models(const GptLabOptions& o, int ranks) {
+  if (o.throughput_gpus > 0) {
+    print_throughput_table(o, o.throughput_gpus);
+    return;
+  }
+  const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
+  print_memory_estimate(o, estimated, parallel::estimate_memory(memory_plan(o, estimated)));
+}
+
+// Collective (a sharded model gathers its parameters): every rank samples the same tokens; the
+// first prints them.
+std::string sample_text(nn::Module& model, const nn::GptConfig& config, Device device,
+                        const GptLabOptions& o) {
+  const std::vector<int32_t> tokens =
+      nn::generate(model, config, device, encode_bytes(o.prompt).to_vector<int32_t>(),
+                   {.tokens = o.sample_tokens, .temperature = o.temperature, .seed = o.seed});
+  const std::string text = decode_bytes(tokens);
+  if (parallel::Communicator::world()->rank() == 0) {
+    std::printf("sample (temperature %.2f):\n%s\n", o.temperature, text.c_str());
+  }
+  return text;
+}
+
+// What a checkpoint records and a resumed run must match: the model, the context and, for a
+// file per rank, what the files' contents depend on.
+nlohmann::json checkpoint_identity(const GptLabOptions& o, int64_t context,
+                                   const nlohmann::json& layout) {
+  nlohmann::json identity = {{"model", o.model}, {"context", context}};
+  identity.update(layout);
+  return identity;
+}
+
+// A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
+// slices, and its optimizer's state (none: one file of the whole model).
+std::function<train::NamedTensors()> rank_state(const nlohmann::json& layout,
+                                                parallel::LanguageModelParallelism& parallelism,
+                                                optim::Optimizer& optimizer) {
+  if (layout.empty()) return {};
+  return [&parallelism, &optimizer] {
+    return train::sharded_training_state(parallelism.optimized(), optimizer);
+  };
+}
+
 }  // namespace
 
 GptLabResult run_gpt_lab(const GptLabOptions& o) {
@@ -142,22 +187,14 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const auto comm = parallel::Communicator::world();
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
   const bool lead = comm->rank() == 0;
-  if (o.throughput_gpus > 0) {
-    if (lead) print_throughput_table(o, o.throughput_gpus);
+  if (o.throughput_gpus > 0 || o.estimate_only) {
+    if (lead) print_models(o, comm->size());
     return {};
   }
-  // The memory estimate, once per run: of data parallelism (for --estimate-ranks with
-  // --estimate-only, else for the run's ranks).
-  const bool estimated = !model_parallel(o);
-  const int ranks_estimated =
-      o.estimate_only && o.estimate_ranks > 0 ? o.estimate_ranks : comm->size();
+  // The memory estimate, once per run, of data parallelism.
   const auto estimate =
-      estimated ? std::optional(parallel::estimate_memory(memory_plan(o, ranks_estimated)))
-                : std::nullopt;
-  if (o.estimate_only) {
-    if (lead) print_memory_estimate(o, ranks_estimated, *estimate);
-    return {};
-  }
+      model_parallel(o) ? std::nullopt
+                        : std::optional(parallel::estimate_memory(memory_plan(o, comm->size())));
   COURSE_CHECK(!(o.sharding || o.exercise_zero1) || comm->size() > 1, "--sharding ",
                sharding_flag(o),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
@@ -179,17 +216,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
-  // A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
-  // slices, and its optimizer's state.
-  nlohmann::json identity = {{"model", o.model}, {"context", context}};
-  std::function<train::NamedTensors()> rank_state;
   const nlohmann::json layout = parallelism->checkpoint_layout();
-  if (!layout.empty()) {
-    identity.update(layout);
-    rank_state = [&] {
-      return train::sharded_training_state(parallelism->optimized(), *optimizer);
-    };
-  }
   train::TrainingLoop loop(o,
                            {.device = device,
                             .model = &model,
@@ -198,9 +225,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                             .steps_per_epoch = windows.steps_per_epoch,
                             .global_batch = windows.tokens_per_step,
                             .unit = "tokens",
-                            .identity = identity,
+                            .identity = checkpoint_identity(o, context, layout),
                             .comm = comm.get(),
-                            .rank_state = rank_state},
+                            .rank_state = rank_state(layout, *parallelism, *optimizer)},
                            training_hooks(*parallelism, *optimizer, windows, device, o));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.
@@ -224,14 +251,8 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",
                 *run.test_loss, result.unigram_entropy, *run.test_loss / std::log(2.0));
   }
-  if (o.sample_tokens > 0) {
-    // Every rank samples the same tokens: the sharded modes gather parameters collectively.
-    const std::vector<int32_t> tokens = nn::generate(
-        parallelism->whole_model(), config, device, encode_bytes(o.prompt).to_vector<int32_t>(),
-        {.tokens = o.sample_tokens, .temperature = o.temperature, .seed = o.seed});
-    result.sample = decode_bytes(tokens);
-    if (lead) std::printf("sample (temperature %.2f):\n%s\n", o.temperature, result.sample.c_str());
-  }
+  if (o.sample_tokens > 0)
+    result.sample = sample_text(parallelism->whole_model(), config, device, o);
   return result;
 }
 

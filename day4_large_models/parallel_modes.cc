@@ -75,10 +75,6 @@ class ExerciseZero1 : public parallel::DataParallelStep {
 
 }  // namespace
 
-bool model_parallel(const GptLabOptions& o) {
-  return o.tensor_parallel > 1 || o.pipeline_stages > 1;
-}
-
 std::unique_ptr<parallel::LanguageModelParallelism> make_parallelism(
     nn::Gpt& model, std::shared_ptr<parallel::Communicator> comm, const GptLabOptions& o) {
   const std::optional<DType> compute = o.amp ? std::optional(o.amp_dtype) : std::nullopt;

@@ -13,9 +13,6 @@
 
 namespace day4 {
 
-// Model parallelism's flags are given.
-bool model_parallel(const GptLabOptions& options);
-
 // Collective over `comm`.
 std::unique_ptr<course::parallel::LanguageModelParallelism> make_parallelism(
     course::nn::Gpt& model, std::shared_ptr<course::parallel::Communicator> comm,

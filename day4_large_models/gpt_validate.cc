@@ -1,0 +1,122 @@
+// Checks of the GPT lab's flags that their parsing cannot make: ranges, and the combinations
+// of precision, data parallelism and model parallelism the lab runs.
+#include <string_view>
+
+#include "common/core/error.h"
+#include "common/nn/gpt.h"
+#include "common/train/training_loop.h"
+#include "day4_large_models/gpt_options.h"
+
+namespace day4 {
+
+using namespace course;
+
+namespace {
+
+// 16-bit compute and the sharded modes.
+void validate_data_parallel(const GptLabOptions& o) {
+  COURSE_CHECK(!o.cpu_offload || o.sharding.has_value(),
+               "--cpu-offload moves the shards of a sharded mode to host memory; choose "
+               "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
+  COURSE_CHECK(!(o.amp && o.amp_dtype == DType::kF16) && o.param_dtype != DType::kF16,
+               "day 4 computes in f32 or bf16 (--amp --amp-dtype bf16, --param-dtype bf16): f16 "
+               "needs a loss scaler (day 1's TP1.2), without which the gradients underflow to "
+               "zero");
+  if (o.param_dtype != DType::kF32) {
+    const std::string_view name = dtype_name(o.param_dtype);
+    COURSE_CHECK(o.sharding.has_value(), "--param-dtype ", name,
+                 " gathers 16-bit copies of a sharded mode's f32 shards; choose --sharding zero1, "
+                 "zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
+    COURSE_CHECK(o.amp && o.amp_dtype == o.param_dtype, "--param-dtype ", name, " computes in ",
+                 name, ": add --amp --amp-dtype ", name);
+  }
+  if (o.sharding.has_value() || o.exercise_zero1) {
+    COURSE_CHECK(o.optimizer == "adamw" || o.optimizer == "sgd", "--sharding ", sharding_flag(o),
+                 " updates each rank's shard on its own, which needs an element-wise optimizer "
+                 "(adamw, sgd); ",
+                 o.optimizer, "'s trust ratio spans whole parameters");
+  }
+}
+
+// The pipeline and tensor-parallel axes, against the model they cut.
+void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config) {
+  COURSE_CHECK(o.pipeline_stages >= 1 && o.micro_batches >= 1 && o.virtual_stages >= 1,
+               "--pipeline-stages, --micro-batches and --virtual-stages must be at least 1");
+  COURSE_CHECK((o.schedule == parallel::PipelineSchedule::kInterleaved) == (o.virtual_stages > 1),
+               "--schedule interleaved runs 2 or more --virtual-stages per rank; the other "
+               "schedules one (got --schedule ",
+               parallel::pipeline_schedule_name(o.schedule), " --virtual-stages ", o.virtual_stages,
+               ")");
+  COURSE_CHECK(o.timeline.empty() || o.pipeline_stages > 1,
+               "--timeline draws the stages of a pipeline: add --pipeline-stages 2 or more");
+  if (!o.timeline.empty()) train::check_output_path("--timeline", o.timeline);
+  COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
+  if (model_parallel(o)) {
+    COURSE_CHECK(!o.sharding && !o.exercise_zero1 && o.param_dtype == DType::kF32,
+                 "--tensor-parallel and --pipeline-stages average the replicas' gradients over "
+                 "the data-parallel ranks; they do not combine with --sharding ",
+                 sharding_flag(o), " or --param-dtype ", dtype_name(o.param_dtype));
+    COURSE_CHECK(!o.estimate_only && o.max_memory_mb == 0,
+                 "the memory estimate covers data parallelism; for --tensor-parallel and "
+                 "--pipeline-stages see --throughput-gpus (bench/pipeline_bench measures "
+                 "pipelines)");
+  }
+  if (o.pipeline_stages > 1) {
+    COURSE_CHECK(o.accumulate == 1,
+                 "--pipeline-stages accumulates over its --micro-batches; "
+                 "leave --accumulate at 1");
+    COURSE_CHECK(o.pipeline_stages * o.virtual_stages <= config.layers, "--pipeline-stages ",
+                 o.pipeline_stages, " x --virtual-stages ", o.virtual_stages, " cuts ", o.model,
+                 "'s ", config.layers, " blocks into stages of none");
+  }
+  if (o.tensor_parallel > 1) {
+    const int64_t t = o.tensor_parallel;
+    COURSE_CHECK(config.heads % t == 0 && config.vocabulary % t == 0, "--tensor-parallel ", t,
+                 " does not split ", o.model, "'s ", config.heads, " heads and ", config.vocabulary,
+                 "-token vocabulary evenly over the ranks");
+    COURSE_CHECK(!o.checkpoint_activations,
+                 "--tensor-parallel cuts the blocks' layers; it does not combine with "
+                 "--checkpoint-activations");
+  }
+  if (o.sequence_parallel) {
+    const int64_t context = o.context > 0 ? o.context : config.context;
+    COURSE_CHECK(o.tensor_parallel > 1 && o.pipeline_stages == 1,
+                 "--sequence-parallel cuts the activations between tensor-parallel layers: add "
+                 "--tensor-parallel 2 or more, without --pipeline-stages");
+    COURSE_CHECK(context % o.tensor_parallel == 0, "--sequence-parallel cuts windows of ", context,
+                 " tokens over --tensor-parallel ", o.tensor_parallel,
+                 " ranks: choose a --context they divide");
+  }
+}
+
+}  // namespace
+
+bool model_parallel(const GptLabOptions& o) {
+  return o.tensor_parallel > 1 || o.pipeline_stages > 1;
+}
+
+void validate(const GptLabOptions& o) {
+  train::validate_run_flags(o);
+  const nn::GptConfig config = nn::gpt_preset(o.model);
+  COURSE_CHECK(o.context >= 0 && o.context <= config.context, "--context ", o.context,
+               " must be between 1 and ", o.model, "'s context of ", config.context);
+  COURSE_CHECK(o.val_fraction > 0 && o.val_fraction < 1, "--val-fraction must be in (0, 1), got ",
+               o.val_fraction);
+  COURSE_CHECK(o.steps_per_epoch >= 0 && o.warmup_steps >= 0 && o.sample_tokens >= 0,
+               "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
+  COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
+  COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);
+  COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0 && o.shard_group_size >= 0,
+               "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
+  COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
+  validate_data_parallel(o);
+  validate_model_parallel(o, config);
+  COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
+  if (o.estimate_only || o.throughput_gpus > 0) return;  // any preset: nothing is trained
+  COURSE_CHECK(config.vocabulary == kByteVocabulary, o.model, " has a vocabulary of ",
+               config.vocabulary, " tokens; the lab's byte-level text needs ", kByteVocabulary,
+               " (gpt-tiny)");
+}
+
+}  // namespace day4
