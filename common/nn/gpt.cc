@@ -21,22 +21,35 @@ std::unique_ptr<Linear> gpt_linear(int64_t in, int64_t out, float std, std::mt19
                                   zeros({out}, DType::kF32, device));
 }
 
-ModulePtr transformer_block(const GptConfig& c, std::mt19937& rng, Device device) {
+// `module` added to `parent` as `name`; returns it as its own type.
+template <class T>
+T& add(Sequential& parent, std::unique_ptr<T> module, const std::string& name) {
+  T& added = *module;
+  parent.add(std::move(module), name);
+  return added;
+}
+
+// A block, and its layers by role in `layers`.
+ModulePtr transformer_block(const GptConfig& c, std::mt19937& rng, Device device,
+                            GptBlockLayers& layers) {
   const float std = 0.02f, projection_std = 0.02f / std::sqrt(2.0f * c.layers);
   auto attention = std::make_unique<Sequential>();
-  attention->add(std::make_unique<LayerNorm>(c.channels, device), "ln_1");
+  layers.attention_norm = &add(*attention, std::make_unique<LayerNorm>(c.channels, device), "ln_1");
   auto attn = std::make_unique<Sequential>();
-  attn->add(gpt_linear(c.channels, 3 * c.channels, std, rng, device), "c_attn");
+  layers.qkv = &add(*attn, gpt_linear(c.channels, 3 * c.channels, std, rng, device), "c_attn");
   attn->add(std::make_unique<SelfAttention>(c.heads, /*causal=*/true), "core");
-  attn->add(gpt_linear(c.channels, c.channels, projection_std, rng, device), "c_proj");
+  layers.attention_projection =
+      &add(*attn, gpt_linear(c.channels, c.channels, projection_std, rng, device), "c_proj");
   attention->add(std::move(attn), "attn");
 
   auto feed_forward = std::make_unique<Sequential>();
-  feed_forward->add(std::make_unique<LayerNorm>(c.channels, device), "ln_2");
+  layers.feed_forward_norm =
+      &add(*feed_forward, std::make_unique<LayerNorm>(c.channels, device), "ln_2");
   auto mlp = std::make_unique<Sequential>();
-  mlp->add(gpt_linear(c.channels, 4 * c.channels, std, rng, device), "c_fc");
+  layers.expansion = &add(*mlp, gpt_linear(c.channels, 4 * c.channels, std, rng, device), "c_fc");
   mlp->add(std::make_unique<GELU>(), "gelu");
-  mlp->add(gpt_linear(4 * c.channels, c.channels, projection_std, rng, device), "c_proj");
+  layers.feed_forward_projection =
+      &add(*mlp, gpt_linear(4 * c.channels, c.channels, projection_std, rng, device), "c_proj");
   feed_forward->add(std::move(mlp), "mlp");
 
   auto block = std::make_unique<Sequential>();
@@ -51,13 +64,14 @@ Gpt::Gpt(const GptConfig& config, std::mt19937& rng, Device device, bool checkpo
     : config_(config),
       embedding_(config.vocabulary, config.context, config.channels, rng, device),
       ln_f_(config.channels, device),
-      head_(embedding_.wte) {
+      head_(embedding_.wte),
+      checkpointed_blocks_(checkpoint_blocks) {
   COURSE_CHECK(config.layers > 0 && config.heads > 0 && config.channels % config.heads == 0 &&
                    config.context > 0 && config.vocabulary > 0,
                "GPT config ", config.name, ": ", config.channels, " channels do not split into ",
                config.heads, " heads, or a size is not positive");
   for (int64_t l = 0; l < config.layers; ++l) {
-    ModulePtr block = transformer_block(config, rng, device);
+    ModulePtr block = transformer_block(config, rng, device, block_layers_.emplace_back());
     if (checkpoint_blocks) block = std::make_unique<Checkpointed>(std::move(block));
     blocks_.add(std::move(block));
   }

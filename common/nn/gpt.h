@@ -16,10 +16,22 @@
 #include "common/nn/embedding.h"
 #include "common/nn/gpt_parts.h"
 #include "common/nn/layer_norm.h"
+#include "common/nn/linear.h"
 #include "common/nn/sequential.h"
 #include "common/nn/tied_head.h"
 
 namespace course::nn {
+
+// One block's layers by their role, for code that rebuilds a block from them (tensor
+// parallelism: common/parallel/tensor_parallel_gpt.h) instead of looking them up by name.
+struct GptBlockLayers {
+  LayerNorm* attention_norm;        // ln_1
+  Linear* qkv;                      // attn.c_attn: (3C, C), q | k | v
+  Linear* attention_projection;     // attn.c_proj: (C, C)
+  LayerNorm* feed_forward_norm;     // ln_2
+  Linear* expansion;                // mlp.c_fc: (4C, C)
+  Linear* feed_forward_projection;  // mlp.c_proj: (C, 4C)
+};
 
 class Gpt : public GptParts {
  public:
@@ -34,6 +46,9 @@ class Gpt : public GptParts {
   Parameter& token_table() override { return embedding_.wte; }
   LayerNorm& final_norm() override { return ln_f_; }
   TiedHead& head() override { return head_; }
+  // Every block's layers, first to last; whether each block recomputes its activations.
+  const std::vector<GptBlockLayers>& block_layers() const { return block_layers_; }
+  bool checkpointed_blocks() const { return checkpointed_blocks_; }
 
  protected:
   // tokens (B, T) i32 -> logits (B, T, V)
@@ -46,6 +61,8 @@ class Gpt : public GptParts {
   Sequential blocks_;
   LayerNorm ln_f_;
   TiedHead head_;
+  std::vector<GptBlockLayers> block_layers_;
+  bool checkpointed_blocks_;
 };
 
 }  // namespace course::nn

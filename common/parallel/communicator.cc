@@ -139,12 +139,6 @@ class MpiWork : public Work {
 // GPU tensors go to the NCCL engine, CPU tensors to MPI.
 bool on_gpu(const Tensor& t) { return t.defined() && t.device().is_cuda(); }
 
-class CompletedWork : public Work {
- public:
-  void wait() override {}
-  bool test() override { return true; }
-};
-
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -180,8 +174,6 @@ int finish_job(int code) {
   }
   return code;
 }
-
-WorkPtr completed_work() { return std::make_shared<CompletedWork>(); }
 
 Communicator::Communicator(std::unique_ptr<MpiComm> comm, bool owned)
     : comm_(std::move(comm)), owned_(owned) {

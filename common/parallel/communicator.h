@@ -26,25 +26,13 @@
 #include <memory>
 #include <vector>
 
+#include "common/parallel/work.h"
 #include "common/tensor/tensor.h"
 
 namespace course::parallel {
 
 struct MpiComm;  // wraps an MPI_Comm, so users of this header need no MPI headers
 class NcclEngine;
-
-enum class ReduceOp { kSum, kMax, kMin };
-
-// An operation in flight; wait() returns when this rank's part is complete. MPI progresses
-// non-blocking collectives only inside MPI calls, so code that overlaps work with
-// communication calls test() now and then.
-class Work {
- public:
-  virtual ~Work() = default;
-  virtual void wait() = 0;
-  virtual bool test() = 0;  // done yet? (never blocks)
-};
-using WorkPtr = std::shared_ptr<Work>;
 
 // The exit code of a rank's main(): a failure in a job of several ranks aborts the whole job at
 // once (the other ranks may be waiting in a collective this one will never join); success and
@@ -60,24 +48,6 @@ struct Traffic {
   double bytes = 0;
   double allreduce_bytes = 0, reduce_scatter_bytes = 0, all_gather_bytes = 0, other_bytes = 0;
 };
-
-// One transfer of a point-to-point group: send `tensor` to rank `peer`, or receive into it.
-struct PeerTransfer {
-  enum class Kind { kSend, kRecv };
-  Kind kind;
-  Tensor tensor;  // contiguous; written by a receive
-  int peer;
-  int tag = 0;  // what the receive expects of the message it matches (checked by MPI)
-};
-inline PeerTransfer send_to(const Tensor& t, int peer, int tag = 0) {
-  return {PeerTransfer::Kind::kSend, t, peer, tag};
-}
-inline PeerTransfer receive_from(const Tensor& t, int peer, int tag = 0) {
-  return {PeerTransfer::Kind::kRecv, t, peer, tag};
-}
-
-// A Work that is already done (what a synchronous operation returns).
-WorkPtr completed_work();
 
 class Communicator {
  public:

@@ -11,7 +11,7 @@
 #include <functional>
 #include <memory>
 
-#include "common/parallel/communicator.h"
+#include "common/parallel/work.h"
 
 namespace course::parallel {
 

@@ -33,7 +33,8 @@ nn::ModulePtr enter_tensor_parallel(Activations input, const std::shared_ptr<Com
 ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& whole,
                                            std::shared_ptr<Communicator> tp, bool gather_output,
                                            Activations input)
-    : enter_(enter_tensor_parallel(input, tp)),
+    : tp_(tp),
+      enter_(enter_tensor_parallel(input, tp)),
       local_(row_shard(whole.weight.value, tp->rank(), tp->size(), "a column-parallel weight"),
              row_shard(whole.bias.value, tp->rank(), tp->size(), "a column-parallel bias")),
       gather_(tp),
@@ -41,6 +42,11 @@ ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& whole,
 
 std::vector<nn::Module::Child> ColumnParallelLinear::children() {
   return {{"", &local_}};  // the mappings hold no parameters
+}
+
+void ColumnParallelLinear::gather_into(nn::Linear& whole) {
+  tp_->all_gather(local_.weight.value, whole.weight.value)->wait();
+  tp_->all_gather(local_.bias.value, whole.bias.value)->wait();
 }
 
 Tensor ColumnParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
@@ -51,6 +57,11 @@ Tensor ColumnParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
 Tensor ColumnParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
   const Tensor local_dy = gather_output_ ? gather_.backward(dy, ctx.child(2)) : dy;
   return enter_->backward(local_.backward(local_dy, ctx.child(1)), ctx.child(0));
+}
+
+void RowParallelLinear::gather_into(nn::Linear& whole) {
+  copy_(whole.weight.value, all_gather_last_dim(weight.value, *tp_));
+  copy_(whole.bias.value, bias.value);
 }
 
 RowParallelLinear::RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp,

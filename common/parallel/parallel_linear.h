@@ -36,12 +36,16 @@ class ColumnParallelLinear : public nn::Module {
 
   std::vector<Child> children() override;
   nn::Linear& local() { return local_; }
+  // Collective over the tensor-parallel ranks: `whole` (of the layer's full shape) receives
+  // every rank's rows, in rank order.
+  void gather_into(nn::Linear& whole);
 
  protected:
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
 
  private:
+  std::shared_ptr<Communicator> tp_;
   nn::ModulePtr enter_;  // f, or the all-gather along the sequence
   nn::Linear local_;
   GatherFromTensorParallel gather_;
@@ -56,6 +60,9 @@ class RowParallelLinear : public nn::Module {
                     Activations output = Activations::kReplicated);
 
   void collect(const std::string& prefix, nn::ModuleState& state) override;
+  // Collective over the tensor-parallel ranks: `whole` receives every rank's columns and the
+  // bias.
+  void gather_into(nn::Linear& whole);
 
   nn::Parameter weight;  // (out, in / p): this rank's columns
   nn::Parameter bias;    // (out,): whole, the same on every rank

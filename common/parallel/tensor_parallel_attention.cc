@@ -1,6 +1,7 @@
 // Head-parallel attention: the column- and row-parallel projections around the attention core.
 #include "common/parallel/tensor_parallel_attention.h"
 
+#include "common/kernels/elementwise.h"
 #include "common/kernels/permute.h"
 
 namespace course::parallel {
@@ -40,6 +41,15 @@ TensorParallelAttention::TensorParallelAttention(const nn::Linear& c_attn, const
     : qkv_(grouped_by_rank(c_attn, tp->size()), tp, /*gather_output=*/false, between),
       core_(heads_per_rank(heads, tp->size()), /*causal=*/true),
       projection_(c_proj, tp, between) {}
+
+void TensorParallelAttention::gather_into(nn::Linear& c_attn, nn::Linear& c_proj) {
+  const int ranks =
+      static_cast<int>(c_attn.weight.value.size(0) / qkv_.local().weight.value.size(0));
+  qkv_.gather_into(c_attn);  // grouped by rank
+  copy_(c_attn.weight.value, ungrouped_qkv_rows(c_attn.weight.value.clone(), ranks));
+  copy_(c_attn.bias.value, ungrouped_qkv_rows(c_attn.bias.value.clone(), ranks));
+  projection_.gather_into(c_proj);
+}
 
 std::vector<nn::Module::Child> TensorParallelAttention::children() {
   return {{"c_attn", &qkv_}, {"core", &core_}, {"c_proj", &projection_}};

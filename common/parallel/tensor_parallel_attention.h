@@ -21,6 +21,10 @@ class TensorParallelAttention : public nn::Module {
                           Activations between = Activations::kReplicated);
 
   std::vector<Child> children() override;
+  RowParallelLinear& projection() { return projection_; }
+  // Collective over the tensor-parallel ranks: the whole layers receive every rank's heads (the
+  // q|k|v rows back in the whole layer's order).
+  void gather_into(nn::Linear& c_attn, nn::Linear& c_proj);
 
  protected:
   // (B, T, C) replicated -> (B, T, C) replicated (sequence-sharded: (B, T/p, C) each).

@@ -1,8 +1,6 @@
 // Building the tensor-parallel GPT from the whole one's layers.
 #include "common/parallel/tensor_parallel_gpt.h"
 
-#include <map>
-
 #include "common/kernels/elementwise.h"
 #include "common/nn/activation.h"
 #include "common/nn/residual_branch.h"
@@ -15,51 +13,46 @@ namespace course::parallel {
 
 namespace {
 
-// The child of `m` named `name` ("" for a wrapper's only child), as a T.
-template <class T>
-T& child(nn::Module& m, const std::string& name) {
-  for (const nn::Module::Child& c : m.children()) {
-    if (c.name == name) {
-      T* found = dynamic_cast<T*>(c.module);
-      COURSE_CHECK(found != nullptr, "a GPT block's '", name, "' is not the layer expected");
-      return *found;
-    }
-  }
-  COURSE_FAIL("a GPT block has no '", name, "' (a checkpointed model cannot be cut)");
+void copy_layer_norm(nn::LayerNorm& to, const nn::LayerNorm& from) {
+  copy_(to.weight.value, from.weight.value);
+  copy_(to.bias.value, from.bias.value);
 }
 
-nn::ModulePtr layer_norm_copy(nn::LayerNorm& whole) {
+std::unique_ptr<nn::LayerNorm> layer_norm_copy(const nn::LayerNorm& whole) {
   auto copy =
       std::make_unique<nn::LayerNorm>(whole.weight.value.size(0), whole.weight.value.device());
-  copy_(copy->weight.value, whole.weight.value);
-  copy_(copy->bias.value, whole.bias.value);
+  copy_layer_norm(*copy, whole);
   return copy;
 }
 
-// One block: LayerNorm copies, head-parallel attention, the column-then-row feed-forward.
-nn::ModulePtr tensor_parallel_block(nn::Module& whole_block, int64_t heads,
-                                    const std::shared_ptr<Communicator>& tp, Activations between) {
-  auto& attention = child<nn::Sequential>(child<nn::ResidualBranch>(whole_block, "attention"), "");
-  auto& attn = child<nn::Sequential>(attention, "attn");
+// One block cut from the whole one's layers: LayerNorm copies, head-parallel attention, the
+// column-then-row feed-forward; `cut` records its layers by role.
+nn::ModulePtr tensor_parallel_block(const nn::GptBlockLayers& whole, int64_t heads,
+                                    const std::shared_ptr<Communicator>& tp, Activations between,
+                                    TensorParallelGpt::CutBlock& cut) {
   auto attention_branch = std::make_unique<nn::Sequential>();
-  attention_branch->add(layer_norm_copy(child<nn::LayerNorm>(attention, "ln_1")), "ln_1");
-  attention_branch->add(
-      std::make_unique<TensorParallelAttention>(
-          child<nn::Linear>(attn, "c_attn"), child<nn::Linear>(attn, "c_proj"), heads, tp, between),
-      "attn");
+  auto attention_norm = layer_norm_copy(*whole.attention_norm);
+  cut.attention_norm = attention_norm.get();
+  attention_branch->add(std::move(attention_norm), "ln_1");
+  auto attention = std::make_unique<TensorParallelAttention>(
+      *whole.qkv, *whole.attention_projection, heads, tp, between);
+  cut.attention = attention.get();
+  attention_branch->add(std::move(attention), "attn");
 
-  auto& feed_forward =
-      child<nn::Sequential>(child<nn::ResidualBranch>(whole_block, "feed_forward"), "");
-  auto& mlp = child<nn::Sequential>(feed_forward, "mlp");
   auto parallel_mlp = std::make_unique<nn::Sequential>();
-  parallel_mlp->add(std::make_unique<ColumnParallelLinear>(child<nn::Linear>(mlp, "c_fc"), tp,
-                                                           /*gather_output=*/false, between),
-                    "c_fc");
+  auto expansion = std::make_unique<ColumnParallelLinear>(*whole.expansion, tp,
+                                                          /*gather_output=*/false, between);
+  cut.expansion = expansion.get();
+  parallel_mlp->add(std::move(expansion), "c_fc");
   parallel_mlp->add(std::make_unique<nn::GELU>(), "gelu");
-  parallel_mlp->add(
-      std::make_unique<RowParallelLinear>(child<nn::Linear>(mlp, "c_proj"), tp, between), "c_proj");
+  auto projection =
+      std::make_unique<RowParallelLinear>(*whole.feed_forward_projection, tp, between);
+  cut.feed_forward_projection = projection.get();
+  parallel_mlp->add(std::move(projection), "c_proj");
   auto feed_forward_branch = std::make_unique<nn::Sequential>();
-  feed_forward_branch->add(layer_norm_copy(child<nn::LayerNorm>(feed_forward, "ln_2")), "ln_2");
+  auto feed_forward_norm = layer_norm_copy(*whole.feed_forward_norm);
+  cut.feed_forward_norm = feed_forward_norm.get();
+  feed_forward_branch->add(std::move(feed_forward_norm), "ln_2");
   feed_forward_branch->add(std::move(parallel_mlp), "mlp");
 
   auto block = std::make_unique<nn::Sequential>();
@@ -128,12 +121,14 @@ TensorParallelGpt::TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicato
       input_(std::make_unique<EmbeddingPart>(embedding_, tp, between)),
       ln_f_(whole.config().channels, whole.final_norm().weight.value.device()),
       head_(std::make_unique<TiedVocabParallelHead>(embedding_.wte, tp, between)) {
-  for (const Child& block : whole.blocks().children()) {
-    blocks_.add(tensor_parallel_block(*block.module, whole.config().heads, tp, between),
-                block.name);
+  COURSE_CHECK(!whole.checkpointed_blocks(),
+               "a GPT whose blocks recompute their activations (checkpointed) cannot be cut over "
+               "tensor-parallel ranks");
+  for (const nn::GptBlockLayers& layers : whole.block_layers()) {
+    blocks_.add(tensor_parallel_block(layers, whole.config().heads, tp, between,
+                                      cut_blocks_.emplace_back()));
   }
-  copy_(ln_f_.weight.value, whole.final_norm().weight.value);
-  copy_(ln_f_.bias.value, whole.final_norm().bias.value);
+  copy_layer_norm(ln_f_, whole.final_norm());
 }
 
 std::vector<nn::Module::Child> TensorParallelGpt::children() {
@@ -141,38 +136,28 @@ std::vector<nn::Module::Child> TensorParallelGpt::children() {
 }
 
 void TensorParallelGpt::gather_into(nn::Gpt& whole) {
-  const int p = tp_->size();
-  std::map<std::string, nn::Parameter*> whole_parameters;
-  for (const auto& [name, parameter] : whole.state().parameters) {
-    whole_parameters[name] = parameter;
+  embedding_.gather_into(whole.embedding());
+  for (size_t b = 0; b < cut_blocks_.size(); ++b) {
+    const CutBlock& mine = cut_blocks_[b];
+    const nn::GptBlockLayers& target = whole.block_layers()[b];
+    copy_layer_norm(*target.attention_norm, *mine.attention_norm);
+    mine.attention->gather_into(*target.qkv, *target.attention_projection);
+    copy_layer_norm(*target.feed_forward_norm, *mine.feed_forward_norm);
+    mine.expansion->gather_into(*target.expansion);
+    mine.feed_forward_projection->gather_into(*target.feed_forward_projection);
   }
-  for (const auto& [name, parameter] : state().parameters) {
-    const auto found = whole_parameters.find(name);
-    COURSE_CHECK(found != whole_parameters.end(), "the whole GPT has no parameter ", name);
-    Tensor& target = found->second->value;
-    const Tensor& mine = parameter->value;
-    if (mine.shape() == target.shape()) {  // replicated
-      copy_(target, mine);
-    } else if (mine.size(0) != target.size(0)) {  // rows over the ranks
-      Tensor rows = Tensor::empty(target.shape(), target.dtype(), target.device());
-      tp_->all_gather(mine, rows)->wait();
-      const bool qkv = name.find("c_attn") != std::string::npos;
-      copy_(target, qkv ? ungrouped_qkv_rows(rows, p) : rows);
-    } else {  // columns over the ranks
-      copy_(target, all_gather_last_dim(mine, *tp_));
-    }
-  }
+  copy_layer_norm(whole.final_norm(), ln_f_);
 }
 
 std::vector<nn::Parameter*> TensorParallelGpt::sequence_sharded_parameters() {
+  if (between_ != Activations::kSequenceSharded) return {};
   std::vector<nn::Parameter*> out;
-  if (between_ != Activations::kSequenceSharded) return out;
-  const auto has = [](const std::string& name, const std::string& part) {
-    return name.find(part) != std::string::npos;
-  };
-  for (const auto& [name, parameter] : state().parameters) {
-    if (has(name, "ln_") || has(name, "c_proj.bias")) out.push_back(parameter);
+  for (const CutBlock& block : cut_blocks_) {
+    out.insert(out.end(), {&block.attention_norm->weight, &block.attention_norm->bias,
+                           &block.attention->projection().bias, &block.feed_forward_norm->weight,
+                           &block.feed_forward_norm->bias, &block.feed_forward_projection->bias});
   }
+  out.insert(out.end(), {&ln_f_.weight, &ln_f_.bias});
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "common/nn/layer_norm.h"
 #include "common/nn/sequential.h"
 #include "common/parallel/parallel_linear.h"
+#include "common/parallel/tensor_parallel_attention.h"
 #include "common/parallel/vocab_parallel_embedding.h"
 
 namespace course::parallel {
@@ -47,6 +48,15 @@ class TensorParallelGpt : public nn::GptParts {
   // gradients are summed over the tensor-parallel ranks (sum_gradients) to be the whole batch's.
   std::vector<nn::Parameter*> sequence_sharded_parameters();
 
+  // One cut block's layers by role (what gather_into and sequence parallelism walk).
+  struct CutBlock {
+    nn::LayerNorm* attention_norm;
+    TensorParallelAttention* attention;
+    nn::LayerNorm* feed_forward_norm;
+    ColumnParallelLinear* expansion;
+    RowParallelLinear* feed_forward_projection;
+  };
+
  protected:
   // tokens (B, T) i32 -> logits (B, T, V), the same on every rank.
   Tensor run_forward(const Tensor& tokens, nn::Context& ctx) override;
@@ -61,6 +71,7 @@ class TensorParallelGpt : public nn::GptParts {
   nn::Sequential blocks_;
   nn::LayerNorm ln_f_;
   nn::ModulePtr head_;
+  std::vector<CutBlock> cut_blocks_;
 };
 
 }  // namespace course::parallel

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/parallel/communicator.h"
+#include "common/parallel/work.h"
 
 namespace course::parallel {
 

@@ -24,6 +24,11 @@ VocabParallelEmbedding::VocabParallelEmbedding(const nn::Embedding& whole,
       tp_(std::move(tp)),
       first_token_(tp_->rank() * wte.value.size(0)) {}
 
+void VocabParallelEmbedding::gather_into(nn::Embedding& whole) {
+  tp_->all_gather(wte.value, whole.wte.value)->wait();
+  copy_(whole.wpe.value, wpe.value);
+}
+
 void VocabParallelEmbedding::collect(const std::string& prefix, nn::ModuleState& state) {
   state.parameters.emplace_back(prefix + "wte.weight", &wte);
   state.parameters.emplace_back(prefix + "wpe.weight", &wpe);

@@ -20,6 +20,8 @@ class VocabParallelEmbedding : public nn::Module {
 
   void collect(const std::string& prefix, nn::ModuleState& state) override;
   int64_t first_token() const { return first_token_; }
+  // Collective over the tensor-parallel ranks: `whole` receives every rank's rows.
+  void gather_into(nn::Embedding& whole);
 
   nn::Parameter wte;  // (V / p, C): this rank's rows
   nn::Parameter wpe;  // (context, C): whole
