@@ -26,9 +26,9 @@ def day3_lab(check_tags = []):
     native.cc_binary(
         name = "hpo",
         srcs = [
-            "//day3_data:hpo.cc",
-            "//day3_data:hpo_objective.cc",
-            "//day3_data:hpo_objective.h",
+            "//day3_data/hpo_tool:hpo.cc",
+            "//day3_data/hpo_tool:hpo_objective.cc",
+            "//day3_data/hpo_tool:hpo_objective.h",
         ],
         deps = [
             ":exercises",
@@ -40,13 +40,13 @@ def day3_lab(check_tags = []):
     # An entry of the race: this package's lab within the race's budget.
     native.cc_binary(
         name = "race",
-        srcs = ["//day3_data:race.cc"],
+        srcs = ["//day3_data/race_tools:race.cc"],
         deps = [
             ":exercises",
             "//common/parallel",
             "//common/parallel:ddp",
             "//common/train:lab_support",
-            "//day3_data:race_budget",
+            "//day3_data/race_tools:race_budget",
         ],
     )
 

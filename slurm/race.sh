@@ -163,7 +163,7 @@ board() {
       *) fail "board: unknown option '$1'" ;;
     esac
   done
-  "$(binary //day3_data:leaderboard)" --runs "$race_dir/runs" --out "$race_dir/board" \
+  "$(binary //day3_data/race_tools:leaderboard)" --runs "$race_dir/runs" --out "$race_dir/board" \
     --title "$title"
 }
 

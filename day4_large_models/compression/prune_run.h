@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "day4_large_models/prune_options.h"
+#include "day4_large_models/compression/prune_options.h"
 
 namespace day4 {
 

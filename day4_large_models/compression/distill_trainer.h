@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "day4_large_models/distill_options.h"
+#include "day4_large_models/compression/distill_options.h"
 
 namespace day4 {
 

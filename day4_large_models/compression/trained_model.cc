@@ -1,5 +1,5 @@
 // Loading a lab's checkpoint into its network.
-#include "day4_large_models/trained_model.h"
+#include "day4_large_models/compression/trained_model.h"
 
 #include "common/core/error.h"
 #include "common/nn/models.h"

@@ -1,9 +1,9 @@
 // Command line of `compress quantize`.
-#include "day4_large_models/quantize_options.h"
+#include "day4_large_models/compression/quantize_options.h"
 
 #include "common/core/error.h"
 #include "common/nn/models.h"
-#include "day4_large_models/trained_model.h"
+#include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
 

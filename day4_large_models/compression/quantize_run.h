@@ -1,6 +1,6 @@
 // `bazel run //day4_large_models:compress -- quantize`: post-training int8 quantization of a
 // trained network. The network (a lab's checkpoint) is folded and fused into an f32 inference
-// network (day4_large_models/inference_network.h), its layers' inputs are observed on a few
+// network (day4_large_models/compression/inference_network.h), its layers' inputs are observed on a few
 // training batches, and an int8 network is built per calibration method with TP4.16's
 // per-channel weights. Each network's test accuracy and inference speed (median pass over the
 // calibration batches, measured side by side in this run) go into one table.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "day4_large_models/quantize_options.h"
+#include "day4_large_models/compression/quantize_options.h"
 
 namespace day4 {
 

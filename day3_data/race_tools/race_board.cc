@@ -1,5 +1,5 @@
 // The race's leaderboard (see race_board.h).
-#include "day3_data/race_board.h"
+#include "day3_data/race_tools/race_board.h"
 
 #include <algorithm>
 #include <filesystem>

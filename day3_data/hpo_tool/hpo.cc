@@ -22,7 +22,7 @@
 #include "common/train/lab_main.h"
 #include "common/train/stop_signal.h"
 #include "day3_data/exercises.h"
-#include "day3_data/hpo_objective.h"
+#include "day3_data/hpo_tool/hpo_objective.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The distillation run: the teacher loaded from its checkpoint and frozen, the student's steps
 // on the shared training loop with TP4.15's loss, the optional baseline from the labels alone.
-#include "day4_large_models/distill_trainer.h"
+#include "day4_large_models/compression/distill_trainer.h"
 
 #include <cstdio>
 #include <memory>
@@ -10,9 +10,9 @@
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
-#include "day4_large_models/compress_training.h"
+#include "day4_large_models/compression/compress_training.h"
 #include "day4_large_models/exercises.h"
-#include "day4_large_models/trained_model.h"
+#include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
 

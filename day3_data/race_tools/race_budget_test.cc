@@ -1,7 +1,7 @@
 // The race's budget rule against hand-computed figures: the course's cluster (1800 s on 32
 // GPUs, 20 s of validation) measured on one GPU, a measurement on several GPUs, rounding to
 // the nearest epoch, and bad budgets refused.
-#include "day3_data/race_budget.h"
+#include "day3_data/race_tools/race_budget.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

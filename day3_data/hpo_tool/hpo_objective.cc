@@ -1,5 +1,5 @@
 // The objectives of the HPO tool (see hpo_objective.h).
-#include "day3_data/hpo_objective.h"
+#include "day3_data/hpo_tool/hpo_objective.h"
 
 #include "common/core/error.h"
 #include "common/hpo/objectives.h"

@@ -1,7 +1,7 @@
 // compress prune's masks: global magnitude pruning by hand (layers lose different shares), the
 // 2:4 masks of a whole network (TP4.17's solution; rows that do not divide by 4 stay dense),
 // and the masks applied and measured.
-#include "day4_large_models/pruning.h"
+#include "day4_large_models/compression/pruning.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // accuracy within the budget (an epoch past it does not count), a resumed run's repeated epoch
 // counted once, an entry with no epoch in the budget last and unranked, the tables' cells, the
 // page's escaping, and the written files; a corrupt or foreign file is one clear error.
-#include "day3_data/race_board.h"
+#include "day3_data/race_tools/race_board.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The quantization run: calibration, the int8 networks, their accuracy and speed against f32.
-#include "day4_large_models/quantize_run.h"
+#include "day4_large_models/compression/quantize_run.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +9,9 @@
 #include "common/data/data_loader.h"
 #include "common/data/distributed_sampler.h"
 #include "common/train/evaluate.h"
-#include "day4_large_models/activation_range.h"
-#include "day4_large_models/inference_network.h"
-#include "day4_large_models/trained_model.h"
+#include "day4_large_models/compression/activation_range.h"
+#include "day4_large_models/compression/inference_network.h"
+#include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
 

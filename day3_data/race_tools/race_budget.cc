@@ -1,5 +1,5 @@
 // The race's budget rule.
-#include "day3_data/race_budget.h"
+#include "day3_data/race_tools/race_budget.h"
 
 #include <cmath>
 

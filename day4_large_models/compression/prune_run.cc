@@ -1,6 +1,6 @@
 // The pruning run: one fresh copy of the trained network per sparsity, pruned, evaluated,
 // fine-tuned with its masks kept, evaluated again; the table and the plot.
-#include "day4_large_models/prune_run.h"
+#include "day4_large_models/compression/prune_run.h"
 
 #include <cstdio>
 #include <sstream>
@@ -9,9 +9,9 @@
 #include "common/core/gnuplot.h"
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
-#include "day4_large_models/compress_training.h"
-#include "day4_large_models/pruning.h"
-#include "day4_large_models/trained_model.h"
+#include "day4_large_models/compression/compress_training.h"
+#include "day4_large_models/compression/pruning.h"
+#include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
 

@@ -1,5 +1,5 @@
 // Calibration ranges and scales of int8 inputs.
-#include "day4_large_models/activation_range.h"
+#include "day4_large_models/compression/activation_range.h"
 
 #include <algorithm>
 #include <cmath>

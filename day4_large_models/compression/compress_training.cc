@@ -1,5 +1,5 @@
 // The data and the training loop of part 3's modes.
-#include "day4_large_models/compress_training.h"
+#include "day4_large_models/compression/compress_training.h"
 
 #include "common/data/distributed_sampler.h"
 #include "common/kernels/layout.h"

@@ -2,7 +2,7 @@
 // folding has something to fold): the folded, fused f32 network against the trained network's
 // own forward pass; the int8 networks (both calibrations, TP4.16's solution) against the f32
 // one; networks that are not a plain sequence refused; the calibration ranges by hand.
-#include "day4_large_models/inference_network.h"
+#include "day4_large_models/compression/inference_network.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "common/nn/batch_norm.h"
 #include "common/nn/models.h"
-#include "day4_large_models/activation_range.h"
+#include "day4_large_models/compression/activation_range.h"
 
 namespace day4 {
 namespace {

@@ -1,5 +1,5 @@
 // Folding, fusing and quantizing a trained sequential CNN for inference.
-#include "day4_large_models/inference_network.h"
+#include "day4_large_models/compression/inference_network.h"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // Global magnitude and 2:4 masks, and keeping them applied.
-#include "day4_large_models/pruning.h"
+#include "day4_large_models/compression/pruning.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,9 @@
 // Command line of `compress prune`.
-#include "day4_large_models/prune_options.h"
+#include "day4_large_models/compression/prune_options.h"
 
 #include "common/core/error.h"
 #include "common/train/training_loop.h"
-#include "day4_large_models/trained_model.h"
+#include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
 

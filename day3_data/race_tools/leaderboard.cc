@@ -1,5 +1,5 @@
-// `bazel run //day3_data:leaderboard -- --runs race/runs --out race/board`: the race's
-// leaderboard from every entry's metrics file (day3_data/race_board.h): prints the table and
+// `bazel run //day3_data/race_tools:leaderboard -- --runs race/runs --out race/board`: the race's
+// leaderboard from every entry's metrics file (day3_data/race_tools/race_board.h): prints the table and
 // writes board.md, board.csv, validation.png, training.png and index.html.
 #include <cstdio>
 #include <filesystem>
@@ -7,7 +7,7 @@
 
 #include "common/train/lab_flags.h"
 #include "common/train/lab_main.h"
-#include "day3_data/race_board.h"
+#include "day3_data/race_tools/race_board.h"
 
 int main(int argc, char** argv) {
   std::string runs, out = "board", title = "Race leaderboard";

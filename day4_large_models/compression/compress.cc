@@ -1,13 +1,13 @@
 // `bazel run //day4_large_models:compress -- <mode> [flags]`: day 4's part 3, making a trained
 // model cheaper to run. `distill` trains a small student from a trained teacher
-// (day4_large_models/distill_trainer.h); `quantize` runs a trained network in int8
-// (day4_large_models/quantize_run.h); `prune` prunes and fine-tunes it
-// (day4_large_models/prune_run.h). Built with the trainee's exercises
+// (day4_large_models/compression/distill_trainer.h); `quantize` runs a trained network in int8
+// (day4_large_models/compression/quantize_run.h); `prune` prunes and fine-tunes it
+// (day4_large_models/compression/prune_run.h). Built with the trainee's exercises
 // (//day4_large_models:compress) and with the solutions (//solutions/day4_large_models:compress).
 #include "common/train/lab_main.h"
-#include "day4_large_models/distill_trainer.h"
-#include "day4_large_models/prune_run.h"
-#include "day4_large_models/quantize_run.h"
+#include "day4_large_models/compression/distill_trainer.h"
+#include "day4_large_models/compression/prune_run.h"
+#include "day4_large_models/compression/quantize_run.h"
 
 int main(int argc, char** argv) {
   CLI::App app("Day 4, part 3: making a trained model cheaper to run");
