@@ -1,6 +1,6 @@
 // `bazel run //day3_data/race_tools:leaderboard -- --runs race/runs --out race/board`: the race's
-// leaderboard from every entry's metrics file (day3_data/race_tools/race_board.h): prints the table and
-// writes board.md, board.csv, validation.png, training.png and index.html.
+// leaderboard from every entry's metrics file (day3_data/race_tools/race_board.h): prints the table
+// and writes board.md, board.csv, validation.png, training.png and index.html.
 #include <cstdio>
 #include <filesystem>
 #include <string>

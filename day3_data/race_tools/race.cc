@@ -1,8 +1,8 @@
 // `bazel run //day3_data:race -- [recipe flags]`: an entry of the day-3 race. The recipe is the
 // day-3 lab's flags (model, image size, batch, lr, wd, momentum, optimizer, schedule,
 // augmentation, label smoothing, epochs). A short run first times the step (the lab's --test),
-// then the budget rule (day3_data/race_tools/race_budget.h) says how many epochs the recipe may train:
-// --test stops there, a run asking for more is refused, and one within the budget trains,
+// then the budget rule (day3_data/race_tools/race_budget.h) says how many epochs the recipe may
+// train: --test stops there, a run asking for more is refused, and one within the budget trains,
 // after writing its recipe and the budget's figures as the first line of --metrics (the
 // leaderboard's input, day3_data/race_tools/race_board.h).
 #include <cstdio>

@@ -11,8 +11,8 @@
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/compression/compress_training.h"
-#include "day4_large_models/exercises.h"
 #include "day4_large_models/compression/trained_model.h"
+#include "day4_large_models/exercises.h"
 
 namespace day4 {
 
