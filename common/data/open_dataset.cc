@@ -1,6 +1,8 @@
 // Choosing and opening the lab's dataset.
 #include "common/data/open_dataset.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -142,9 +144,15 @@ LabDatasets open_dataset(const DataFlags& f, const TarGrouper& group) {
   return image_folders(f);
 }
 
+int loader_workers(int requested, int compute_threads) {
+  constexpr int kCourseWorkers = 8;
+  if (requested != kFittedWorkers) return requested;
+  return std::clamp(compute_threads - 1, 1, kCourseWorkers);
+}
+
 LoaderOptions loader_options(const DataFlags& f, int64_t batch_size) {
   return {.batch_size = batch_size,
-          .num_workers = f.num_workers,
+          .num_workers = loader_workers(f.num_workers, omp_get_max_threads()),
           .prefetch_factor = f.prefetch_factor,
           .persistent_workers = f.persistent_workers,
           .pin_memory = f.pin_memory,

@@ -16,6 +16,9 @@
 
 namespace course {
 
+// --num-workers's default: the course's 8 loader threads, fitted to the rank (loader_workers).
+inline constexpr int kFittedWorkers = -1;
+
 // With the course script's names and defaults (the image size defaults to Fashion-MNIST's).
 struct DataFlags {
   std::string data_dir = kFashionMnistDir;
@@ -27,7 +30,7 @@ struct DataFlags {
   int64_t image_size = 28;
   bool augment = false;  // RandomResizedCrop + flip on in-memory images (always on folders)
   uint32_t seed = 0;     // of weights, shuffling and augmentation
-  int num_workers = 8;
+  int num_workers = kFittedWorkers;
   int prefetch_factor = 2;
   bool persistent_workers = true;
   bool pin_memory = true;
@@ -49,7 +52,13 @@ LabDatasets open_dataset(const DataFlags& flags, const TarGrouper& group = group
 // The storage format of --data-dir under --format auto (throws when it is none of them).
 std::string detect_format(const std::string& data_dir);
 
-// The DataLoader's options for these flags and a batch of `batch_size` images.
+// The loader threads of a rank: `requested` when given (0 or more); by default the course's 8,
+// but no more than the rank's compute threads less one (the step keeps a core), and at least 1:
+// 1 on a 2-core machine, 8 on a node with 16 cores per rank or more.
+int loader_workers(int requested, int compute_threads);
+
+// The DataLoader's options for these flags and a batch of `batch_size` images; the default
+// workers fitted to this rank's OpenMP threads (parallel/rank_setup.h shares a node's cores out).
 LoaderOptions loader_options(const DataFlags& flags, int64_t batch_size);
 
 }  // namespace course

@@ -28,7 +28,9 @@ void add_data_flags(CLI::App& app, DataFlags& f) {
   app.add_flag("--augment", f.augment, "RandomResizedCrop and flip on in-memory images");
   app.add_option("--seed", f.seed, "seed of weights, shuffling and augmentation")
       ->capture_default_str();
-  app.add_option("--num-workers", f.num_workers, "DataLoader worker threads")
+  app.add_option("--num-workers", f.num_workers,
+                 "DataLoader worker threads (default -1: the course's 8, fitted to the rank: at "
+                 "most its compute threads less one, at least 1)")
       ->capture_default_str();
   app.add_option("--prefetch-factor", f.prefetch_factor, "batches in flight per worker")
       ->capture_default_str();
@@ -108,7 +110,9 @@ std::string invocation_path(const std::string& path) {
 void validate_training_flags(const TrainingFlags& f) {
   validate_run_flags(f);
   COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
-  COURSE_CHECK(f.num_workers >= 0, "--num-workers must not be negative");
+  COURSE_CHECK(f.num_workers >= 0 || f.num_workers == kFittedWorkers,
+               "--num-workers must be 0 or more (or -1, the default: fitted to the rank), got ",
+               f.num_workers);
   COURSE_CHECK(f.prefetch_factor > 0, "--prefetch-factor must be positive");
   const int64_t smallest = nn::min_image_size(f.model);
   COURSE_CHECK(f.image_size >= smallest, "--image-size ", f.image_size, " is too small for ",

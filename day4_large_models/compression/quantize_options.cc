@@ -36,7 +36,6 @@ void add_quantize_flags(CLI::App& app, QuantizeOptions& o) {
 void validate(const QuantizeOptions& o) {
   COURSE_CHECK(o.batch_size > 0, "--batch-size must be positive, got ", o.batch_size);
   COURSE_CHECK(o.synthetic >= 0, "--synthetic must not be negative");
-  COURSE_CHECK(o.num_workers >= 0, "--num-workers must not be negative");
   COURSE_CHECK(o.percentile > 0 && o.percentile <= 100, "--percentile must be in (0, 100], got ",
                o.percentile);
   COURSE_CHECK(o.calibration_batches > 0, "--calibration-batches must be positive, got ",

@@ -1,10 +1,11 @@
 // The DataLoader (batches independent of workers and prefetching, the prefetch bound, epoch
-// coverage, corrupt samples), the transforms against their formulas, and ImageFolder on real
-// PNG/JPEG files written with OpenCV.
+// coverage, corrupt samples, the default workers), the transforms against their formulas, and
+// ImageFolder on real PNG/JPEG files written with OpenCV.
 #include "common/data/data_loader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,7 @@
 
 #include "common/data/image_folder.h"
 #include "common/data/memory_images.h"
+#include "common/data/open_dataset.h"
 #include "common/data/permutation.h"
 #include "common/data/synthetic_images.h"
 #include "common/testing/errors_and_files.h"
@@ -125,6 +127,22 @@ TEST(DataLoader, BadOptionsAndIndicesAreErrors) {
   DataLoader loader(synthetic(4), {}, {.batch_size = 8, .drop_last = true});
   EXPECT_THAT(error_of([&] { loader.start_epoch({0, 9}, 0); }), HasSubstr("outside the dataset"));
   EXPECT_THAT(error_of([&] { loader.start_epoch({0, 1}, 0); }), HasSubstr("no complete batch"));
+}
+
+// The default workers fit the rank (the course's 8 at most, one core left to the step, at least
+// one); a requested count is kept, 0 included.
+TEST(DataLoader, DefaultWorkersFitTheRanksThreads) {
+  EXPECT_EQ(loader_workers(kFittedWorkers, 1), 1);
+  EXPECT_EQ(loader_workers(kFittedWorkers, 2), 1);
+  EXPECT_EQ(loader_workers(kFittedWorkers, 6), 5);
+  EXPECT_EQ(loader_workers(kFittedWorkers, 9), 8);
+  EXPECT_EQ(loader_workers(kFittedWorkers, 64), 8);
+  EXPECT_EQ(loader_workers(0, 64), 0);
+  EXPECT_EQ(loader_workers(12, 2), 12);
+  DataFlags flags;
+  EXPECT_EQ(loader_options(flags, 32).num_workers, loader_workers(-1, omp_get_max_threads()));
+  flags.num_workers = 3;
+  EXPECT_EQ(loader_options(flags, 32).num_workers, 3);
 }
 
 TEST(Transforms, ValidationNormalisesEachChannelByTheFormula) {
