@@ -81,11 +81,24 @@ struct LabStep {
   }
 };
 
-// The gradient synchronisation's bytes and exposed time per step: DDP's statistics, or the
-// naive all-reduce's whole gradient and measured time.
-void add_sync_figures(LabResult& result, const parallel::DistributedDataParallel* ddp,
-                      const std::vector<nn::Parameter*>& params, double naive_sync_seconds,
-                      int64_t steps) {
+// This process's peak resident memory.
+double host_memory_peak_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // kilobytes on Linux
+}
+
+// The run's figures: the loop's, the host's peak memory, and the gradient synchronisation's
+// bytes and exposed time per step (DDP's statistics, or the naive all-reduce's whole gradient
+// and measured time).
+void add_run_figures(LabResult& result, const train::LoopResult& run,
+                     const parallel::DistributedDataParallel* ddp,
+                     const std::vector<nn::Parameter*>& params, double naive_sync_seconds) {
+  result.steps = run.steps;
+  result.last_loss = run.last_loss;
+  result.test_accuracy = run.test_accuracy;
+  result.timing = run.timing;
+  result.host_memory_peak_mib = host_memory_peak_mib();
   if (ddp) {
     const parallel::DdpStats& s = ddp->stats();
     result.sync_bytes_per_step = s.steps ? s.bytes / s.steps : 0;
@@ -93,15 +106,8 @@ void add_sync_figures(LabResult& result, const parallel::DistributedDataParallel
   } else {
     for (const nn::Parameter* p : params)
       result.sync_bytes_per_step += static_cast<int64_t>(p->grad.nbytes());
-    result.exposed_sync_ms_per_step = steps ? 1e3 * naive_sync_seconds / steps : 0;
+    result.exposed_sync_ms_per_step = run.steps ? 1e3 * naive_sync_seconds / run.steps : 0;
   }
-}
-
-// This process's peak resident memory.
-double host_memory_peak_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // kilobytes on Linux
 }
 
 // After training, on rank 0: the loader's start-up, the host's peak memory, the sync figures.
@@ -193,12 +199,7 @@ LabResult run_lab(const LabOptions& o) {
   }
 
   const train::LoopResult run = loop.run();
-  result.steps = run.steps;
-  result.last_loss = run.last_loss;
-  result.test_accuracy = run.test_accuracy;
-  result.timing = run.timing;
-  result.host_memory_peak_mib = host_memory_peak_mib();
-  add_sync_figures(result, ddp.get(), params, lab_step.naive_sync_seconds, run.steps);
+  add_run_figures(result, run, ddp.get(), params, lab_step.naive_sync_seconds);
   if (lead) print_run_report(result, loader.skipped_samples());
   for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
   return result;

@@ -115,6 +115,47 @@ void work(const std::string& db, const std::string& name, const WorkerFlags& f) 
   }
 }
 
+// `create`'s flags: the search space or objective, the direction, sampler, pruner and storage.
+void add_create_flags(CLI::App* command, CreateFlags& flags) {
+  command->add_option("--space", flags.space,
+                      "name=float:low:high[:log];name=int:low:high[:log];"
+                      "name=cat:a,b,... (for --lab: names of the lab's flags)");
+  command->add_option("--function", flags.function, "a synthetic objective of x and y, minimised")
+      ->check(CLI::IsMember({"rosenbrock", "himmelblau"}));
+  command->add_option("--lab", flags.lab,
+                      "the day-3 lab's fixed flags; the objective is its test accuracy "
+                      "after each epoch, maximised (e.g. \"--epochs 4 --train-subset "
+                      "6000\")");
+  command->add_option("--direction", flags.direction, "minimize or maximize")
+      ->check(CLI::IsMember({"minimize", "maximize"}));
+  command->add_option("--sampler", flags.sampler, "random, grid[:K], tpe[:univariate,noliar]")
+      ->capture_default_str();
+  command
+      ->add_option("--pruner", flags.pruner, "none, median, sh, hyperband, asha [:key=value,...]")
+      ->capture_default_str();
+  command->add_option("--seed", flags.seed, "the samplers' seed")->capture_default_str();
+  command
+      ->add_option("--journal", flags.journal,
+                   "wal: workers on one host; delete: workers on several hosts sharing a file "
+                   "system with POSIX locks")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"wal", "delete"}));
+}
+
+// `worker`'s flags: how many trials, and the heartbeat that tells a dead worker's trial.
+void add_worker_flags(CLI::App* command, WorkerFlags& flags) {
+  command->add_option("--trials", flags.trials, "trials this worker runs")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--heartbeat", flags.heartbeat, "seconds between a running trial's heartbeats")
+      ->capture_default_str();
+  command
+      ->add_option("--grace", flags.grace,
+                   "seconds without heartbeat after which a trial is failed")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,48 +169,11 @@ int main(int argc, char** argv) {
   CreateFlags create_flags;
   CLI::App* create_command = app.add_subcommand("create", "create a study");
   common(create_command);
-  create_command->add_option("--space", create_flags.space,
-                             "name=float:low:high[:log];name=int:low:high[:log];"
-                             "name=cat:a,b,... (for --lab: names of the lab's flags)");
-  create_command
-      ->add_option("--function", create_flags.function,
-                   "a synthetic objective of x and y, minimised")
-      ->check(CLI::IsMember({"rosenbrock", "himmelblau"}));
-  create_command->add_option("--lab", create_flags.lab,
-                             "the day-3 lab's fixed flags; the objective is its test accuracy "
-                             "after each epoch, maximised (e.g. \"--epochs 4 --train-subset "
-                             "6000\")");
-  create_command->add_option("--direction", create_flags.direction, "minimize or maximize")
-      ->check(CLI::IsMember({"minimize", "maximize"}));
-  create_command
-      ->add_option("--sampler", create_flags.sampler, "random, grid[:K], tpe[:univariate,noliar]")
-      ->capture_default_str();
-  create_command
-      ->add_option("--pruner", create_flags.pruner,
-                   "none, median, sh, hyperband, asha [:key=value,...]")
-      ->capture_default_str();
-  create_command->add_option("--seed", create_flags.seed, "the samplers' seed")
-      ->capture_default_str();
-  create_command
-      ->add_option("--journal", create_flags.journal,
-                   "wal: workers on one host; delete: workers on several hosts sharing a file "
-                   "system with POSIX locks")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"wal", "delete"}));
+  add_create_flags(create_command, create_flags);
   WorkerFlags worker_flags;
   CLI::App* worker_command = app.add_subcommand("worker", "run trials of a study");
   common(worker_command);
-  worker_command->add_option("--trials", worker_flags.trials, "trials this worker runs")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  worker_command
-      ->add_option("--heartbeat", worker_flags.heartbeat,
-                   "seconds between a running trial's heartbeats")
-      ->capture_default_str();
-  worker_command
-      ->add_option("--grace", worker_flags.grace,
-                   "seconds without heartbeat after which a trial is failed")
-      ->capture_default_str();
+  add_worker_flags(worker_command, worker_flags);
   bool list_trials = false;
   CLI::App* status_command = app.add_subcommand("status", "the study's state");
   common(status_command);
