@@ -82,20 +82,14 @@ loader_formats() {
       "$(value first_batch_ms "$ours")"
   done
 }
-# The loader threads the labs start by default beside `$1` compute threads
-# (common/data/open_dataset.h's loader_workers: the course's 8, at most one less than the
-# compute threads, at least 1).
-fitted_workers() {
-  awk -v t="$1" 'BEGIN { w = t - 1; if (w > 8) w = 8; if (w < 1) w = 1; print w }'
-}
 # The race's reference recipe, 10 epochs of the 60,000 images, one side after the other.
 race_reference() {
   local target=0.91
   echo "== the race's reference recipe on Fashion-MNIST: small network, batch 128, SGD, one-cycle"
   echo "   to lr 0.1 over 10 epochs, label smoothing 0.1, $threads threads; test accuracy by epoch"
   echo "   loading: PyTorch indexes normalised tensors in memory in the training thread; the"
-  echo "   project's DataLoader normalises each batch in $(fitted_workers "$threads") worker" \
-    "thread(s) (the default for $threads compute threads)"
+  echo "   project's DataLoader normalises each batch in its default worker threads (the rank's"
+  echo "   compute threads less one, 1 to 8: common/data/open_dataset.h)"
   local theirs ours
   theirs=$("${py[@]}" race --threads "$threads" --epochs 10)
   OMP_NUM_THREADS=$threads "$bin/solutions/day3_data/race" --epochs 10 --no-progress \
@@ -144,8 +138,8 @@ done
 
 echo
 echo "Training rows: PyTorch reuses one random batch; the project draws --synthetic images through"
-echo "its DataLoader ($(fitted_workers "$threads") worker thread(s), the default for $threads" \
-  "compute threads), loading excluded from its figure."
+echo "its DataLoader (its default workers: the compute threads less one, 1 to 8), loading"
+echo "excluded from its figure."
 echo "| measure | PyTorch | project | project / PyTorch |"
 echo "|---|---:|---:|---:|"
 export OMP_NUM_THREADS=$threads

@@ -44,6 +44,17 @@ Tensor TokenWindows::batch(int64_t index) const {
   return out;
 }
 
+NextTokenBatch micro_batch_of(const NextTokenBatch& batch, int micro, int micro_batches) {
+  const int64_t windows = batch.inputs.size(0), context = batch.inputs.size(1);
+  COURSE_CHECK(
+      micro_batches >= 1 && windows % micro_batches == 0 && micro >= 0 && micro < micro_batches,
+      "a batch of ", windows, " windows has no micro-batch ", micro, " of ", micro_batches,
+      " equal ones");
+  const int64_t rows = windows / micro_batches;
+  return {batch.inputs.slice(micro * rows, (micro + 1) * rows),
+          batch.targets.slice(micro * rows * context, (micro + 1) * rows * context)};
+}
+
 NextTokenBatch next_token_batch(const Tensor& windows, Device device) {
   COURSE_CHECK(windows.dim() == 2 && windows.size(1) >= 2 && windows.dtype() == DType::kI32 &&
                    windows.device().is_cpu(),

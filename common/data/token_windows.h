@@ -26,6 +26,9 @@ struct NextTokenBatch {
   Tensor inputs, targets;
 };
 NextTokenBatch next_token_batch(const Tensor& windows, Device device);
+// Micro-batch `micro` of `batch` cut into `micro_batches` equal parts, as views: its windows'
+// inputs (B / m, T) and their targets (B / m T,). Throws when the windows do not split evenly.
+NextTokenBatch micro_batch_of(const NextTokenBatch& batch, int micro, int micro_batches);
 
 class TokenWindows {
  public:

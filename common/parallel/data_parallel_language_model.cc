@@ -21,19 +21,13 @@ DataParallelLanguageModel::DataParallelLanguageModel(std::unique_ptr<DataParalle
 
 Tensor DataParallelLanguageModel::forward_backward(const NextTokenBatch& batch,
                                                    const std::function<void(Phase)>& mark) {
-  const int64_t windows = batch.inputs.size(0), context = batch.inputs.size(1);
-  COURSE_CHECK(windows % micro_batches_ == 0, "a batch of ", windows,
-               " windows does not split into ", micro_batches_, " micro-batches");
-  const int64_t rows = windows / micro_batches_;
   const float share = 1.0f / static_cast<float>(micro_batches_);
   nn::Module& net = step_->net();
   Tensor loss = zeros({1}, DType::kF32, batch.inputs.device());
   for (int micro = 0; micro < micro_batches_; ++micro) {
     mark(Phase::kForward);
     if (micro == 0) net.zero_grad();
-    const Tensor inputs = batch.inputs.slice(micro * rows, (micro + 1) * rows);
-    const Tensor targets =
-        batch.targets.slice(micro * rows * context, (micro + 1) * rows * context);
+    const auto [inputs, targets] = micro_batch_of(batch, micro, micro_batches_);
     step_->set_sync(micro + 1 == micro_batches_);
     Tensor logits;
     CrossEntropyOutput cross_entropy;

@@ -134,6 +134,7 @@ float PipelineParallel::forward_backward(const Tensor& tokens, const Tensor& tar
   COURSE_CHECK(tokens.dim() == 2 && tokens.size(0) % m == 0 && targets.numel() == tokens.numel(),
                "a batch of ", tokens.str(), " tokens and ", targets.str(),
                " targets does not split into ", m, " micro-batches");
+  const NextTokenBatch batch{tokens, targets};
   micro_batch_size_ = tokens.size(0) / m;
   sequence_ = tokens.size(1);
   contexts_ = std::vector<nn::Context>(m * v);
@@ -145,7 +146,7 @@ float PipelineParallel::forward_backward(const Tensor& tokens, const Tensor& tar
   std::map<StageMessage, Tensor> inbox;
   for (const PipelineRound& round : rounds_) {
     Tensor produced;
-    if (round.action) produced = run(*round.action, tokens, targets, inbox);
+    if (round.action) produced = run(*round.action, batch, inbox);
     std::vector<PeerTransfer> group;
     for (const StageMessage& out : round.sends) {
       group.push_back(send_to(as_f32(produced), out.to % p, tag(out)));
@@ -164,13 +165,7 @@ float PipelineParallel::forward_backward(const Tensor& tokens, const Tensor& tar
   return loss_sum_.to_vector<float>()[0];
 }
 
-Tensor PipelineParallel::micro_batch_of(const Tensor& t, int micro) const {
-  // (B, T) tokens are cut along B, (B * T,) targets in rows of T.
-  const int64_t rows = t.dim() == 2 ? micro_batch_size_ : micro_batch_size_ * sequence_;
-  return t.slice(micro * rows, (micro + 1) * rows);
-}
-
-Tensor PipelineParallel::run(const PipelineAction& a, const Tensor& tokens, const Tensor& targets,
+Tensor PipelineParallel::run(const PipelineAction& a, const NextTokenBatch& batch,
                              std::map<StageMessage, Tensor>& inbox) {
   Tensor received;
   if (const auto input = action_input(a, pp_->rank(), pp_->size(), options_.virtual_stages)) {
@@ -178,20 +173,21 @@ Tensor PipelineParallel::run(const PipelineAction& a, const Tensor& tokens, cons
     received = std::move(it->second);
     inbox.erase(it);
   }
-  return a.kind == PipelineAction::Kind::kForward ? forward(a, tokens, targets, received)
-                                                  : backward(a, targets, received);
+  return a.kind == PipelineAction::Kind::kForward ? forward(a, batch, received)
+                                                  : backward(a, batch, received);
 }
 
-Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& tokens,
-                                 const Tensor& targets, const Tensor& received) {
+Tensor PipelineParallel::forward(const PipelineAction& a, const NextTokenBatch& batch,
+                                 const Tensor& received) {
   const int at = virtual_stage(a.chunk), micro = a.micro_batch;
-  const Tensor input = at == 0 ? micro_batch_of(tokens, micro) : received;
+  const NextTokenBatch part = micro_batch_of(batch, micro, options_.micro_batches);
+  const Tensor input = at == 0 ? part.inputs : received;
   const auto start = Clock::now();
   Tensor output =
       chunks_[a.chunk]->forward(input, contexts_[a.chunk * options_.micro_batches + micro]);
   if (at == last_virtual_stage()) {
     const Tensor rows = output.view({output.numel() / output.size(-1), output.size(-1)});
-    losses_[micro] = softmax_cross_entropy(rows, micro_batch_of(targets, micro));
+    losses_[micro] = softmax_cross_entropy(rows, part.targets);
     axpy_(1.0f / static_cast<float>(options_.micro_batches), losses_[micro].loss, loss_sum_);
     logits_[micro] = output;
     output = Tensor();
@@ -200,14 +196,14 @@ Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& tokens,
   return output;
 }
 
-Tensor PipelineParallel::backward(const PipelineAction& a, const Tensor& targets,
+Tensor PipelineParallel::backward(const PipelineAction& a, const NextTokenBatch& batch,
                                   const Tensor& received) {
   const int at = virtual_stage(a.chunk), micro = a.micro_batch;
   Tensor dy = received;
   if (at == last_virtual_stage()) {
     const Tensor& logits = logits_[micro];
-    dy = softmax_cross_entropy_backward(losses_[micro], micro_batch_of(targets, micro), 0.0f,
-                                        logits.dtype(),
+    const Tensor micro_targets = micro_batch_of(batch, micro, options_.micro_batches).targets;
+    dy = softmax_cross_entropy_backward(losses_[micro], micro_targets, 0.0f, logits.dtype(),
                                         1.0f / static_cast<float>(options_.micro_batches))
              .view(logits.shape());
     logits_[micro] = Tensor();

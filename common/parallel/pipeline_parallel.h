@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/data/token_windows.h"
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/gpt_stage.h"
 #include "common/parallel/communicator.h"
@@ -78,18 +79,15 @@ class PipelineParallel {
  private:
   // Runs action `a` on its input from `inbox` (taken out of it); returns what it sends on (an
   // activation or its gradient; undefined at the ends of the pipeline).
-  Tensor run(const PipelineAction& a, const Tensor& tokens, const Tensor& targets,
+  Tensor run(const PipelineAction& a, const NextTokenBatch& batch,
              std::map<StageMessage, Tensor>& inbox);
-  Tensor forward(const PipelineAction& a, const Tensor& tokens, const Tensor& targets,
-                 const Tensor& received);
-  Tensor backward(const PipelineAction& a, const Tensor& targets, const Tensor& received);
+  Tensor forward(const PipelineAction& a, const NextTokenBatch& batch, const Tensor& received);
+  Tensor backward(const PipelineAction& a, const NextTokenBatch& batch, const Tensor& received);
   // The virtual stage of this rank's chunk.
   int virtual_stage(int chunk) const { return chunk * pp_->size() + pp_->rank(); }
   int last_virtual_stage() const { return pp_->size() * options_.virtual_stages - 1; }
   // A message's MPI tag (checked on receipt): 2 (to M + micro-batch) + gradient, M micro-batches.
   int tag(const StageMessage& message) const;
-  // Micro-batch m's rows of the batch's (B, T) tokens or (B * T,) targets.
-  Tensor micro_batch_of(const Tensor& t, int micro_batch) const;
   void record(const PipelineAction& action, std::chrono::steady_clock::time_point start);
   void add_tied_embedding_gradients();
 

@@ -17,7 +17,13 @@ for arg in "$@"; do
   case $arg in
     --cli) group=cli ;;
     --other) group=other ;;
-    *) eval "$group+=(\"\$arg\")" ;;
+    *)
+      case $group in
+        sheets) sheets+=("$arg") ;;
+        cli) cli+=("$arg") ;;
+        other) other+=("$arg") ;;
+      esac
+      ;;
   esac
 done
 

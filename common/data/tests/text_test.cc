@@ -110,6 +110,24 @@ TEST(TokenWindows, RowsAreContiguousWindowsDealtDisjointlyOverRanks) {
   EXPECT_NE(epoch0, epoch1) << "set_epoch must reshuffle";
 }
 
+// Micro-batch 1 of 3 of six windows of 2 tokens, by hand: windows 2-3 and their 4 targets;
+// the first and last micro-batches at the edges; a count that does not divide is refused.
+TEST(TokenWindows, MicroBatchesAreEqualRunsOfWindowsAndTheirTargets) {
+  std::vector<int32_t> windows;
+  for (int32_t k = 0; k < 18; ++k) windows.push_back(k);
+  const NextTokenBatch batch =
+      next_token_batch(Tensor::from_vector(windows, {6, 3}), Device::cpu());
+  const NextTokenBatch middle = micro_batch_of(batch, 1, 3);
+  EXPECT_EQ(middle.inputs.to_vector<int32_t>(), (std::vector<int32_t>{6, 7, 9, 10}));
+  EXPECT_EQ(middle.targets.to_vector<int64_t>(), (std::vector<int64_t>{7, 8, 10, 11}));
+  EXPECT_EQ(micro_batch_of(batch, 0, 6).inputs.to_vector<int32_t>(), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(micro_batch_of(batch, 5, 6).targets.to_vector<int64_t>(),
+            (std::vector<int64_t>{16, 17}));
+  EXPECT_THAT(testing::error_of([&] { micro_batch_of(batch, 0, 4); }),
+              ::testing::HasSubstr("6 windows has no micro-batch 0 of 4"));
+  EXPECT_THROW(micro_batch_of(batch, 3, 3), Error);
+}
+
 TEST(TokenWindows, AStreamTooShortForABatchIsOneClearError) {
   EXPECT_THAT(
       testing::error_of([] { TokenWindows(positions(20), {.batch_size = 4, .context = 8}); }),
