@@ -24,6 +24,8 @@ expect 1 "error: --cuda-graphs does not take --amp-dtype f16" "$solution" "${sma
 expect 1 "error: --batch-size must be positive" "$solution" "${base[@]}" --device cpu --batch-size 0
 expect 1 "error: --log-every must be positive, got 0" "$solution" "${small[@]}" --log-every 0
 expect 1 "error: --image-size 2 is too small" "$solution" "${small[@]}" --image-size 2
+expect 1 "error: --num-workers must be 0 or more (or -1, the default: fitted to the rank), got -2" \
+  "$solution" "${small[@]}" --num-workers -2
 expect 1 "does not exist" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no-progress --device cpu
 expect 1 "unknown device 'tpu'" "$solution" "${base[@]}" --device tpu
 expect 109 "--bogus" "$solution" --bogus
