@@ -6,12 +6,12 @@
 // unbiased variance. Backward: dbeta = sum dy, dgamma = sum dy * xhat, and
 // dx = gamma * invstd / M * (M * dy - dbeta - xhat * dgamma).
 //
-// Channel sums are taken in two steps, both reading memory in storage order with neighbouring
-// GPU threads on neighbouring elements: one partial sum per (sample, channel), then per channel
-// over the samples (column_sums_ops.h's AddChunkSums). The partial sums of an NCHW plane are a
-// row kernel (a warp per plane, row_lanes.h); those of an NHWC sample are column sums over its
-// pixels, a thread per channel. The elementwise passes are row kernels over storage rows: an
-// (n, c) plane of H*W values in NCHW, a pixel of C values in NHWC.
+// Channel sums read memory in storage order with neighbouring GPU threads on neighbouring
+// elements. NCHW: one partial sum per (sample, channel) plane, a row kernel (a warp per plane,
+// row_lanes.h), then per channel over the samples (column_sums_ops.h's AddChunkSums). NHWC: the
+// column sums of the (pixels, channels) matrix (column_sums.h's add_column_sums, in chunks of
+// pixels). The elementwise passes are row kernels over storage rows: an (n, c) plane of H*W
+// values in NCHW, a pixel of C values in NHWC.
 #pragma once
 
 #include <cmath>

@@ -1,7 +1,8 @@
-// Launching the two passes of a deterministic column reduction (column_sums_ops.h).
+// Launching the passes of a deterministic column reduction (column_sums_ops.h).
 #pragma once
 
 #include <array>
+#include <utility>
 
 #include "common/kernels/column_sums_ops.h"
 #include "common/kernels/launch.h"
@@ -37,14 +38,26 @@ void add_chunk_sums(Device device, const float* partial, int64_t chunks, int64_t
 }
 
 // outs[s][col] += the sum over rows of Column's s-th summand, for a (rows, cols) matrix on
-// `device`.
+// `device`: sums over chunks of kRowsPerChunk rows, then, while more than kMaxFinishedChunks
+// chunks are left, sums of kPartialsPerChunk of their partials (a tall matrix, such as the
+// pixels of an NHWC batch with its 64 channels as columns, would otherwise leave each finishing
+// warp thousands of partials to add), then the finishing pass.
 template <class Column>
 void add_column_sums(Device device, const Column& column, int64_t rows, int64_t cols,
                      const std::array<float*, Column::kSums>& outs) {
   if (rows <= 0 || cols <= 0) return;
-  const int64_t chunks = (rows + ops::kRowsPerChunk - 1) / ops::kRowsPerChunk;
-  Tensor partial = Tensor::empty({chunks * Column::kSums * cols}, DType::kF32, device);
+  const int64_t width = Column::kSums * cols;  // a partial-sum matrix's row: (sum, column)
+  int64_t chunks = (rows + ops::kRowsPerChunk - 1) / ops::kRowsPerChunk;
+  Tensor partial = Tensor::empty({chunks * width}, DType::kF32, device);
   chunk_column_sums(device, column, rows, cols, ops::kRowsPerChunk, partial.data_as<float>());
+  while (chunks > ops::kMaxFinishedChunks) {
+    const int64_t fewer = (chunks + ops::kPartialsPerChunk - 1) / ops::kPartialsPerChunk;
+    Tensor sums = Tensor::empty({fewer * width}, DType::kF32, device);
+    chunk_column_sums(device, ops::ColumnOf<float>{partial.data_as<float>(), width}, chunks, width,
+                      ops::kPartialsPerChunk, sums.data_as<float>());
+    partial = std::move(sums);
+    chunks = fewer;
+  }
   add_chunk_sums<Column::kSums>(device, partial.data_as<float>(), chunks, cols, outs);
 }
 

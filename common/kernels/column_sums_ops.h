@@ -22,6 +22,22 @@ namespace course::ops {
 
 inline constexpr int64_t kRowsPerChunk = 64;
 inline constexpr int kMaxColumnSums = 2;
+// The later passes over the partial sums of a tall matrix (column_sums.h's add_column_sums):
+// chunks of 16 partials, until at most 64 are left for the finishing warps.
+inline constexpr int64_t kPartialsPerChunk = 16;
+inline constexpr int64_t kMaxFinishedChunks = 64;
+
+// The summands of a bias gradient, and of the later passes over partial sums: a dense row-major
+// (rows, cols) matrix's elements, per column, added up in f32.
+template <class T>
+struct ColumnOf {
+  static constexpr int kSums = 1;
+  const T* x;
+  int64_t cols;
+  COURSE_HD void add(int64_t row, int64_t col, float* acc) const {
+    acc[0] += static_cast<float>(x[row * cols + col]);
+  }
+};
 
 template <class Column>
 struct ChunkColumnSums {

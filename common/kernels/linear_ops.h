@@ -18,16 +18,4 @@ struct AddRowBias {
   }
 };
 
-// The summands of a bias gradient: the (rows, cols) matrix's elements, per column
-// (column_sums_ops.h adds them up, in f32).
-template <class T>
-struct ColumnOf {
-  static constexpr int kSums = 1;
-  const T* x;
-  int64_t cols;
-  COURSE_HD void add(int64_t row, int64_t col, float* acc) const {
-    acc[0] += static_cast<float>(x[row * cols + col]);
-  }
-};
-
 }  // namespace course::ops

@@ -45,7 +45,7 @@ void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor&
                name, ": needs ", Update::kStepScalars, " f32 step scalars on ",
                t.table.device().str(), ", got ", step_scalars.str());
   const int64_t count = static_cast<int64_t>(params.size());
-  const int64_t span = t.table.device().is_cpu() ? kCpuChunk : 1;
+  const int64_t span = runs_on_host(t.table.device()) ? kCpuChunk : 1;
   for_each_index(
       t.table.device(), (t.elements + span - 1) / span,
       ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(t.table.data()),

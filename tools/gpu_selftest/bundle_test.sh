@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-tools/gpu_selftest/make_bundle.sh "$work/bundle.tar.xz"
+tools/gpu_selftest/make_bundle.sh --with-mpi "$work/bundle.tar.xz"
 mkdir "$work/node"
 tar -C "$work/node" -xJf "$work/bundle.tar.xz"
 if grep -rqs "$PWD" "$work/node/gpu_selftest/run_selftest.sh"; then

@@ -2,12 +2,20 @@
 # Builds the GPU self-test's binaries and packs them, with the shared libraries they need that
 # are neither the CUDA/driver libraries (the GPU node's own) nor the C library's, into one
 # archive for a GPU node without Bazel or network:
-#   tools/gpu_selftest/make_bundle.sh [OUT.tar.xz] [CUDA_ARCHS]
+#   tools/gpu_selftest/make_bundle.sh [--with-mpi] [OUT.tar.xz] [CUDA_ARCHS]
+#     --with-mpi  carry the build's Open MPI too (its libraries, plugins, help texts and mpirun),
+#                 for a node that has none or another one; run_selftest.sh relocates it
 #     OUT         the archive (default: gpu_selftest_bundle.tar.xz)
 #     CUDA_ARCHS  the GPUs' compute capabilities, e.g. "80,90" (default: the build's)
-# On the node: tar xJf OUT && gpu_selftest/run_selftest.sh (MPI from the node: module load openmpi).
+# On the node: tar xJf OUT && gpu_selftest/run_selftest.sh (MPI from the node, unless carried:
+# module load openmpi).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+with_mpi=false
+if [[ ${1:-} == --with-mpi ]]; then
+  with_mpi=true
+  shift
+fi
 out=$(realpath -m "${1:-gpu_selftest_bundle.tar.xz}")
 archs=${2:-}
 limit_mib=64
@@ -23,10 +31,35 @@ mkdir -p "$bundle/lib"
 # The runfiles tree: every binary at its workspace path, the tests' shared objects beside them.
 cp -rL bazel-bin/tools/gpu_selftest/gpu_selftest.runfiles/course/. "$bundle/"
 cp tools/gpu_selftest/run_selftest.sh "$bundle/run_selftest.sh"
+# Day 4's text, which a node without Debian's fortunes lacks: one file of it is enough here.
+mkdir "$bundle/text"
+cp /usr/share/games/fortunes/computers "$bundle/text/"
 
-# System libraries the binaries load, less those the node must provide itself.
-node_provided='^lib(c|m|dl|rt|pthread|resolv|util)\.so|^ld-linux|^libcuda\.|^libcudart|^libcublas|^libcudnn|^libnccl|^libnvrtc|^libnvidia|^libnvJitLink|^libmpi|^libopen-(rte|pal)'
-find "$bundle" -type f -perm -u+x -exec sh -c 'head -c 4 "$1" | grep -q ELF && echo "$1"' _ {} \; |
+# Open MPI relocated under mpi/ (run_selftest.sh points OPAL_PREFIX there): its programs, its
+# plugins (Open MPI's and PMIx's, loaded at MPI_Init) and its help texts. It serves one node;
+# across nodes, the node's own MPI knows the fabric.
+node_mpi='|^libmpi|^libopen-(rte|pal)'
+if $with_mpi; then
+  node_mpi=''
+  prefix=$(ompi_info --path prefix --parsable | cut -d: -f3)
+  pkglibdir=$(ompi_info --path pkglibdir --parsable | cut -d: -f3)
+  pkgdatadir=$(ompi_info --path pkgdatadir --parsable | cut -d: -f3)
+  mpi=$bundle/mpi
+  mkdir -p "$mpi/bin" "$mpi/${pkglibdir#"$prefix"/}" "$mpi/${pkgdatadir#"$prefix"/}" "$mpi/pmix"
+  for program in mpirun orterun orted; do cp -L "$(command -v "$program")" "$mpi/bin/"; done
+  # One node's transports (shared memory, TCP): no fabrics' plugins, no MPI-IO, no OpenSHMEM.
+  for plugin in "$pkglibdir"/*.so; do
+    [[ $(basename "$plugin") =~ ofi|psm|ucx|uct|openib|verbs|_io_|fs_|fbtl|fcoll|sharedfp|spml|sshmem|scoll|memheap|_atomic_ ]] ||
+      cp -L "$plugin" "$mpi/${pkglibdir#"$prefix"/}/"
+  done
+  cp -rL "$pkgdatadir"/. "$mpi/${pkgdatadir#"$prefix"/}/"
+  pmix_library=$(realpath "$(ldconfig -p | awk '/libpmix\.so\.2 /{print $NF; exit}')")
+  cp -L "$(dirname "$pmix_library")"/pmix/*.so "$mpi/pmix/"
+fi
+
+# System libraries the binaries and plugins load, less those the node must provide itself.
+node_provided="^lib(c|m|dl|rt|pthread|resolv|util)\\.so|^ld-linux|^libcuda\\.|^libcudart|^libcublas|^libcudnn|^libnccl|^libnvrtc|^libnvidia|^libnvJitLink$node_mpi"
+find "$bundle" -type f \( -perm -u+x -o -name '*.so' \) -exec sh -c 'head -c 4 "$1" | grep -q ELF && echo "$1"' _ {} \; |
   while read -r binary; do ldd "$binary" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}'; done |
   sort -u | while read -r lib; do
     name=$(basename "$lib")
@@ -34,7 +67,8 @@ find "$bundle" -type f -perm -u+x -exec sh -c 'head -c 4 "$1" | grep -q ELF && e
     cp -L "$lib" "$bundle/lib/$name"
   done
 
-tar -C "$stage" -cJf "$out" gpu_selftest  # xz: a third smaller than gzip here
+# xz with its x86 filter, which makes machine code compress better: 7% smaller than plain xz here.
+tar -C "$stage" -cf - gpu_selftest | xz --x86 --lzma2=preset=9 -T1 >"$out"
 size=$(stat -c %s "$out")
 echo "bundle: $out, $((size / 1048576)) MiB ($(find "$bundle" -type f | wc -l) files)"
 if ((size > limit_mib * 1048576)); then

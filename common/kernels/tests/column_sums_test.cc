@@ -1,6 +1,7 @@
 // Column sums (column_sums.h): the GPU's order (a thread per chunk and column) and the CPU's
 // (a chunk's rows in storage order) must make the same additions, so both give identical bits;
-// and the sums must be right, chunks uneven, signed values, against a double reference.
+// and the sums must be right, chunks uneven, signed values, tall matrices summed in several
+// passes, against a double reference.
 #include "common/kernels/column_sums.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "common/kernels/linear_ops.h"
+#include "common/kernels/column_sums_ops.h"
 #include "common/testing/random_tensor.h"
 
 namespace course {
@@ -35,6 +36,25 @@ TEST(ColumnSums, TheCpuOrderAndTheGpuOrderAgreeExactly) {
     double reference = 0.5;
     for (int64_t r = 0; r < rows; ++r) reference += values[r * cols + c];
     EXPECT_NEAR(totals[c], reference, 1e-3) << "column " << c;
+  }
+}
+
+// Tall matrices take later passes over their partial sums: none at exactly kMaxFinishedChunks
+// chunks, one just past it, two for an NHWC batch's pixels; each total against a double sum.
+TEST(ColumnSums, TallMatricesAddTheirPartialsInPassesAndStayExact) {
+  const int64_t cols = 3;
+  const int64_t one_pass = ops::kMaxFinishedChunks * ops::kRowsPerChunk;
+  for (const int64_t rows : {one_pass, one_pass + 1, int64_t{70001}}) {
+    const testing::TestTensor random =
+        testing::random_tensor({rows, cols}, DType::kF32, Device::cpu(), 5, -8.0f, 9.0f);
+    std::vector<float> totals(cols, -1.0f);
+    add_column_sums(Device::cpu(), ops::ColumnOf<float>{random.tensor.data_as<float>(), cols}, rows,
+                    cols, std::array<float*, 1>{totals.data()});
+    for (int64_t c = 0; c < cols; ++c) {
+      double reference = -1.0;
+      for (int64_t r = 0; r < rows; ++r) reference += random.values[r * cols + c];
+      EXPECT_NEAR(totals[c], reference, 1e-5 * rows) << rows << " rows, column " << c;
+    }
   }
 }
 

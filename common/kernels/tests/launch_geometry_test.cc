@@ -3,7 +3,9 @@
 // run) on tensors of the course's large shapes: GPT-2 124M at batch 8 x 1024 (8192 rows of 768
 // channels, MLP 3072, vocabulary 50257) and ResNet-50 at batch 256 (its first and last stages'
 // batch norms in both layouts, its classifier). Every launch that moves at least 2^20 elements
-// must fill an H100's 132 SMs twice.
+// must fill an H100's 132 SMs twice, with at least 16 warps per SM in all to hide memory
+// latency (two blocks of a warp each pass the first rule and leave an SM nearly idle while
+// each thread adds thousands of values in turn: the NHWC batch norm's old per-sample sums).
 #include <gtest/gtest.h>
 
 #include "common/kernels/attention.h"
@@ -20,6 +22,7 @@ namespace course {
 namespace {
 
 constexpr int64_t kHeavy = int64_t{1} << 20;
+constexpr int64_t kLatencyHidingThreads = int64_t{kReferenceSms} * 16 * 32;
 
 TEST(LaunchPlan, LightIndicesGetFullBlocksAndHeavyOnesSpreadOverTheSms) {
   EXPECT_EQ(plan_launch(1000, 1).blocks, 4);
@@ -75,6 +78,9 @@ void expect_fills_the_gpu(const LaunchLog& log, const std::string& what) {
     EXPECT_GE(l.plan.blocks, 2 * kReferenceSms)
         << what << ": " << l.kernel << " over " << l.n << " indices of " << l.work_per_index
         << " elements runs " << l.plan.blocks << " blocks of " << l.plan.threads;
+    EXPECT_GE(l.plan.blocks * l.plan.threads, kLatencyHidingThreads)
+        << what << ": " << l.kernel << " over " << l.n << " indices of " << l.work_per_index
+        << " elements runs " << l.plan.blocks * l.plan.threads << " threads";
   }
 }
 
@@ -187,6 +193,12 @@ TEST(LaunchGeometry, PoolingFillsTheGpuInBothLayouts) {
     max_pool_backward(pooled.y, pooled, stem, 3, 2, 1);
     global_avg_pool_backward(global_avg_pool_forward(last), last);
     expect_fills_the_gpu(log, std::string("pooling, ") + memory_format_name(format));
+    if (format != MemoryFormat::kChannelsLast) continue;
+    // A GPU thread per (pixel, channel): neighbouring threads read neighbouring channels (a
+    // thread per pixel, looping over its 64 channels, strides across them).
+    ASSERT_GE(log.launches().size(), 2u);
+    EXPECT_EQ(log.launches()[0].n, pooled.y.numel()) << log.launches()[0].kernel;
+    EXPECT_EQ(log.launches()[1].n, stem.numel()) << log.launches()[1].kernel;
   }
 }
 
