@@ -2,8 +2,10 @@
 #include "common/kernels/batch_norm.h"
 
 #include <array>
+#include <cstdint>
 
 #include "common/kernels/batch_norm_ops.h"
+#include "common/kernels/channel_packets_ops.h"
 #include "common/kernels/column_sums.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/index4.h"
@@ -53,14 +55,38 @@ void channel_sums(const Tensor& x, const ops::ChannelLoop& loop, const Terms& te
   add_chunk_sums<Terms::kSums>(device, p, loop.n, loop.c, outs);
 }
 
+// out = map(channel, a, b) elementwise, over dense tensors of x's layout: 16-byte packets for
+// NCHW on a GPU when every operand is aligned to them (channel_packets_ops.h says why not
+// NHWC), else the row kernel (on the CPU, an NCHW row hoists its channel's constants and
+// vectorises).
+template <class T, class Map, class RowKernel>
+void per_channel_elements(const Tensor& a, const Tensor& b, const Tensor& out,
+                          const ops::ChannelLoop& loop, const Map& map,
+                          const RowKernel& row_kernel) {
+  const auto aligned = [](const Tensor& t) {
+    return reinterpret_cast<uintptr_t>(t.data_as<T>()) % ops::kPacketBytes == 0;
+  };
+  const Device device = a.device();
+  if (runs_on_host(device) || loop.channels_last || !aligned(a) || !aligned(b) || !aligned(out)) {
+    for_each_row(device, loop.rows(), loop.row_length(), row_kernel);
+    return;
+  }
+  using Packets = ops::ChannelPackets<T, Map>;
+  const int64_t numel = a.numel();
+  for_each_index(
+      device, Packets::packets(numel),
+      Packets{a.data_as<T>(), b.data_as<T>(), out.data_as<T>(), numel, loop.c, loop.hw, map},
+      Packets::kSize);
+}
+
 Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& mean,
                  const Tensor& invstd, const Tensor& gamma, const Tensor& beta) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
+  const ops::Normalise norm{mean.data_as<float>(), invstd.data_as<float>(), gamma.data_as<float>(),
+                            beta.data_as<float>()};
   visit_floating(x.dtype(), "batch norm", [&]<class T>() {
-    for_each_row(x.device(), loop.rows(), loop.row_length(),
-                 ops::BatchNormApply<T>{x.data_as<T>(), y.data_as<T>(), loop, mean.data_as<float>(),
-                                        invstd.data_as<float>(), gamma.data_as<float>(),
-                                        beta.data_as<float>()});
+    per_channel_elements<T>(x, x, y, loop, norm,
+                            ops::BatchNormApply<T>{x.data_as<T>(), y.data_as<T>(), loop, norm});
   });
   return y;
 }
@@ -125,12 +151,12 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
                    ops::AccumulateParamGrads{sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
                                              dgamma.data_as<float>(), dbeta.data_as<float>()});
     if (reduce) reduce({&sum_dy, &sum_dy_xhat}, loop.count());
-    for_each_row(
-        x.device(), loop.rows(), loop.row_length(),
-        ops::BatchNormBackwardApply<T>{
-            x.data_as<T>(), dy.data_as<T>(), dx.data_as<T>(), loop, saved.mean.data_as<float>(),
-            saved.invstd.data_as<float>(), gamma.data_as<float>(), sum_dy.data_as<float>(),
-            sum_dy_xhat.data_as<float>(), static_cast<float>(saved.count)});
+    const ops::NormaliseGrad grad{saved.mean.data_as<float>(),  saved.invstd.data_as<float>(),
+                                  gamma.data_as<float>(),       sum_dy.data_as<float>(),
+                                  sum_dy_xhat.data_as<float>(), static_cast<float>(saved.count)};
+    per_channel_elements<T>(x, dy, dx, loop, grad,
+                            ops::BatchNormBackwardApply<T>{x.data_as<T>(), dy.data_as<T>(),
+                                                           dx.data_as<T>(), loop, grad});
   });
   return dx;
 }

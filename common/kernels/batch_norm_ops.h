@@ -139,32 +139,42 @@ struct InvStdFromVariance {
   COURSE_HD void operator()(int64_t ch) const { invstd[ch] = 1.0f / sqrtf(var[ch] + eps); }
 };
 
-// Per storage row (a row kernel): y = (x - mean) * invstd * gamma + beta.
+// One element of channel ch: y = (x - mean) * invstd * gamma + beta (the row kernel's and, on a
+// GPU, channel_packets_ops.h's map).
+struct Normalise {
+  const float* mean;
+  const float* invstd;
+  const float* gamma;
+  const float* beta;
+  template <class T>
+  COURSE_HD T operator()(int64_t ch, T x, T) const {
+    return apply(x, mean[ch], invstd[ch] * gamma[ch], beta[ch]);
+  }
+  template <class T>
+  COURSE_HD static T apply(T x, float mean, float scale, float shift) {
+    return T((static_cast<float>(x) - mean) * scale + shift);
+  }
+};
+
+// Per storage row (a row kernel): y = Normalise(x).
 template <class T>
 struct BatchNormApply {
   const T* x;
   T* y;
   ChannelLoop loop;
-  const float* mean;
-  const float* invstd;
-  const float* gamma;
-  const float* beta;
+  Normalise norm;
   template <class Lanes>
   COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
     const int64_t length = loop.row_length(), base = row * length;
     if (loop.channels_last) {
-      lanes.for_each(length, [&](int64_t ch) {
-        y[base + ch] = apply(x[base + ch], mean[ch], invstd[ch] * gamma[ch], beta[ch]);
-      });
+      lanes.for_each(length, [&](int64_t ch) { y[base + ch] = norm(ch, x[base + ch], T()); });
       return;
     }
     // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
     const int64_t ch = row % loop.c;
-    const float m = mean[ch], scale = invstd[ch] * gamma[ch], shift = beta[ch];
-    lanes.for_each(length, [&](int64_t j) { y[base + j] = apply(x[base + j], m, scale, shift); });
-  }
-  COURSE_HD static T apply(T x, float mean, float scale, float shift) {
-    return T((static_cast<float>(x) - mean) * scale + shift);
+    const float m = norm.mean[ch], scale = norm.invstd[ch] * norm.gamma[ch], shift = norm.beta[ch];
+    lanes.for_each(
+        length, [&](int64_t j) { y[base + j] = Normalise::apply(x[base + j], m, scale, shift); });
   }
 };
 
@@ -180,42 +190,53 @@ struct AccumulateParamGrads {
   }
 };
 
-// Per storage row (a row kernel): dx of batch normalisation in training mode.
-template <class T>
-struct BatchNormBackwardApply {
-  const T* x;
-  const T* dy;
-  T* dx;
-  ChannelLoop loop;
+// dx of one element of channel ch in training mode (the row kernel's and, on a GPU,
+// channel_packets_ops.h's map).
+struct NormaliseGrad {
   const float* mean;
   const float* invstd;
   const float* gamma;
   const float* sum_dy;
   const float* sum_dy_xhat;
   float m;  // elements per channel of the statistics (over all ranks when synchronised)
-  template <class Lanes>
-  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
-    const int64_t length = loop.row_length(), base = row * length;
-    if (loop.channels_last) {
-      lanes.for_each(length, [&](int64_t ch) {
-        dx[base + ch] = apply(x[base + ch], dy[base + ch], channel_constants(ch));
-      });
-      return;
-    }
-    // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
-    const Constants k = channel_constants(row % loop.c);
-    lanes.for_each(length, [&](int64_t j) { dx[base + j] = apply(x[base + j], dy[base + j], k); });
-  }
   struct Constants {
     float mean, invstd, gamma, sum_dy, sum_dy_xhat;
   };
-  COURSE_HD Constants channel_constants(int64_t ch) const {
+  COURSE_HD Constants constants(int64_t ch) const {
     return {mean[ch], invstd[ch], gamma[ch], sum_dy[ch], sum_dy_xhat[ch]};
   }
+  template <class T>
   COURSE_HD T apply(T x_value, T dy_value, const Constants& k) const {
     const float xhat = (static_cast<float>(x_value) - k.mean) * k.invstd;
     const float g = static_cast<float>(dy_value);
     return T(k.gamma * k.invstd / m * (m * g - k.sum_dy - xhat * k.sum_dy_xhat));
+  }
+  template <class T>
+  COURSE_HD T operator()(int64_t ch, T x_value, T dy_value) const {
+    return apply(x_value, dy_value, constants(ch));
+  }
+};
+
+// Per storage row (a row kernel): dx = NormaliseGrad(x, dy).
+template <class T>
+struct BatchNormBackwardApply {
+  const T* x;
+  const T* dy;
+  T* dx;
+  ChannelLoop loop;
+  NormaliseGrad grad;
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const int64_t length = loop.row_length(), base = row * length;
+    if (loop.channels_last) {
+      lanes.for_each(length,
+                     [&](int64_t ch) { dx[base + ch] = grad(ch, x[base + ch], dy[base + ch]); });
+      return;
+    }
+    // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
+    const NormaliseGrad::Constants k = grad.constants(row % loop.c);
+    lanes.for_each(length,
+                   [&](int64_t j) { dx[base + j] = grad.apply(x[base + j], dy[base + j], k); });
   }
 };
 

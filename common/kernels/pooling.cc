@@ -21,11 +21,6 @@ ops::PoolGeometry geometry(const Tensor& x, int64_t kernel, int64_t stride, int6
   return {d.n, d.c, d.h, d.w, oh, ow, kernel, stride, padding, d.strides, {}};
 }
 
-// A channels-last index's channels: a pixel's all on the CPU, one on a GPU (pooling_ops.h).
-ops::PixelChannels channel_groups(const Tensor& x, const ops::PoolGeometry& g) {
-  return {g.c, runs_on_host(x.device()) ? g.c : 1};
-}
-
 }  // namespace
 
 MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
@@ -36,11 +31,10 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
   g.out = dims4(out.y, "max pooling").strides;
   const auto run = [&]<class T>() {
     if (x.memory_format() == MemoryFormat::kChannelsLast) {
-      const ops::PixelChannels groups = channel_groups(x, g);
-      for_each_index(x.device(), g.n * g.oh * g.ow * groups.groups(),
+      for_each_index(x.device(), g.n * g.oh * g.ow,
                      ops::MaxPoolForwardChannelsLast<T>{x.data_as<T>(), out.y.data_as<T>(),
-                                                        out.argmax.data_as<int32_t>(), g, groups},
-                     groups.channels * kernel * kernel);
+                                                        out.argmax.data_as<int32_t>(), g},
+                     g.c * kernel * kernel);
     } else {
       const int64_t rows = runs_on_host(x.device()) ? g.oh : 1;
       for_each_index(x.device(), g.n * g.c * (g.oh / rows),
@@ -68,10 +62,9 @@ Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const T
     const T* dys = dy.data_as<T>();
     const int32_t* argmax = forward.argmax.data_as<int32_t>();
     if (x.memory_format() == MemoryFormat::kChannelsLast) {
-      const ops::PixelChannels groups = channel_groups(x, g);
-      for_each_index(x.device(), g.n * g.h * g.w * groups.groups(),
-                     ops::MaxPoolBackwardChannelsLast<T>{dys, argmax, dx.data_as<T>(), g, groups},
-                     groups.channels * kernel * kernel);
+      for_each_index(x.device(), g.n * g.h * g.w,
+                     ops::MaxPoolBackwardChannelsLast<T>{dys, argmax, dx.data_as<T>(), g},
+                     g.c * kernel * kernel);
     } else {
       const int64_t rows = runs_on_host(x.device()) ? g.h : 1;
       for_each_index(x.device(), g.n * g.c * (g.h / rows),

@@ -136,34 +136,18 @@ struct MaxPoolForward {
   }
 };
 
-// Channels-last indices: a pixel's channels in groups of `channels` (all of them on the CPU,
-// whose loop runs innermost over contiguous memory; one on a GPU, so that neighbouring threads
-// read neighbouring channels instead of each striding over a whole pixel's).
-struct PixelChannels {
-  int64_t c, channels;
-  COURSE_HD int64_t groups() const { return (c + channels - 1) / channels; }
-  COURSE_HD int64_t pixel(int64_t i) const { return i / groups(); }
-  COURSE_HD int64_t begin(int64_t i) const { return i % groups() * channels; }
-  COURSE_HD int64_t end(int64_t i) const {
-    return begin(i) + channels < c ? begin(i) + channels : c;
-  }
-};
-
-// Channels-last activations: per output pixel (n, oh, ow) and group of channels, the channel
-// loop innermost (the row-per-channel loop above would stride across them). The same windows
-// in the same order, so the same maxima and positions.
+// Channels-last activations: per output pixel (n, oh, ow), every channel at once, the channel
+// loop innermost over contiguous memory (the row-per-channel loop above would stride across
+// it). The same windows in the same order, so the same maxima and positions.
 template <class T>
 struct MaxPoolForwardChannelsLast {
   const T* x;
   T* y;
   int32_t* argmax;
   PoolGeometry g;
-  PixelChannels groups;
-  COURSE_HD void operator()(int64_t i) const {
-    const int64_t pixel = groups.pixel(i);
+  COURSE_HD void operator()(int64_t pixel) const {
     const int64_t ow = pixel % g.ow, oh = (pixel / g.ow) % g.oh, n = pixel / (g.ow * g.oh);
-    for_blocks(groups.begin(i), groups.end(i),
-               [&](int64_t c0, int64_t count) { pool_channels(n, oh, ow, c0, count); });
+    for_blocks(0, g.c, [&](int64_t c0, int64_t count) { pool_channels(n, oh, ow, c0, count); });
   }
   // Channels [c0, c0 + count) of one output pixel; the window's first element starts the
   // search, a later one wins only when strictly greater (ties keep the first).
@@ -237,7 +221,7 @@ struct MaxPoolBackward {
   }
 };
 
-// Channels-last: per input pixel (n, ih, iw) and group of channels. The same sums in the same
+// Channels-last: per input pixel (n, ih, iw), every channel at once. The same sums in the same
 // order as the row kernel above: the windows containing the pixel (oh, then ow), each adding
 // dy where its recorded position is this pixel (and +0 elsewhere, which changes no sum).
 template <class T>
@@ -246,12 +230,9 @@ struct MaxPoolBackwardChannelsLast {
   const int32_t* argmax;
   T* dx;
   PoolGeometry g;
-  PixelChannels groups;
-  COURSE_HD void operator()(int64_t i) const {
-    const int64_t pixel = groups.pixel(i);
+  COURSE_HD void operator()(int64_t pixel) const {
     const int64_t iw = pixel % g.w, ih = (pixel / g.w) % g.h, n = pixel / (g.w * g.h);
-    for_blocks(groups.begin(i), groups.end(i),
-               [&](int64_t c0, int64_t count) { gather_channels(n, ih, iw, c0, count); });
+    for_blocks(0, g.c, [&](int64_t c0, int64_t count) { gather_channels(n, ih, iw, c0, count); });
   }
   COURSE_HD void gather_channels(int64_t n, int64_t ih, int64_t iw, int64_t c0,
                                  int64_t count) const {

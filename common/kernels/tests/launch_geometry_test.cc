@@ -193,12 +193,6 @@ TEST(LaunchGeometry, PoolingFillsTheGpuInBothLayouts) {
     max_pool_backward(pooled.y, pooled, stem, 3, 2, 1);
     global_avg_pool_backward(global_avg_pool_forward(last), last);
     expect_fills_the_gpu(log, std::string("pooling, ") + memory_format_name(format));
-    if (format != MemoryFormat::kChannelsLast) continue;
-    // A GPU thread per (pixel, channel): neighbouring threads read neighbouring channels (a
-    // thread per pixel, looping over its 64 channels, strides across them).
-    ASSERT_GE(log.launches().size(), 2u);
-    EXPECT_EQ(log.launches()[0].n, pooled.y.numel()) << log.launches()[0].kernel;
-    EXPECT_EQ(log.launches()[1].n, stem.numel()) << log.launches()[1].kernel;
   }
 }
 
