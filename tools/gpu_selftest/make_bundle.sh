@@ -67,8 +67,9 @@ find "$bundle" -type f \( -perm -u+x -o -name '*.so' \) -exec sh -c 'head -c 4 "
     cp -L "$lib" "$bundle/lib/$name"
   done
 
-# xz with its x86 filter, which makes machine code compress better: 7% smaller than plain xz here.
-tar -C "$stage" -cf - gpu_selftest | xz --x86 --lzma2=preset=9 -T1 >"$out"
+# xz with its x86 filter, which makes machine code compress better (7% smaller than plain xz
+# here), on two threads (two blocks of the archive: about as small, half the time).
+tar -C "$stage" -cf - gpu_selftest | xz --x86 --lzma2=preset=9 -T2 >"$out"
 size=$(stat -c %s "$out")
 echo "bundle: $out, $((size / 1048576)) MiB ($(find "$bundle" -type f | wc -l) files)"
 if ((size > limit_mib * 1048576)); then
