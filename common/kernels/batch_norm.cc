@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "common/kernels/batch_norm_ops.h"
-#include "common/kernels/channel_packets_ops.h"
+#include "common/kernels/channel_map_ops.h"
 #include "common/kernels/column_sums.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/index4.h"
@@ -56,27 +56,25 @@ void channel_sums(const Tensor& x, const ops::ChannelLoop& loop, const Terms& te
 }
 
 // out = map(channel, a, b) elementwise, over dense tensors of x's layout: 16-byte packets for
-// NCHW on a GPU when every operand is aligned to them (channel_packets_ops.h says why not
-// NHWC), else the row kernel (on the CPU, an NCHW row hoists its channel's constants and
-// vectorises).
-template <class T, class Map, class RowKernel>
-void per_channel_elements(const Tensor& a, const Tensor& b, const Tensor& out,
-                          const ops::ChannelLoop& loop, const Map& map,
-                          const RowKernel& row_kernel) {
+// NCHW on a GPU when every operand is aligned to them, else the row kernel (channel_map_ops.h
+// says why).
+template <class T, class Map>
+void map_channels(const Tensor& a, const Tensor& b, const Tensor& out, const ops::ChannelLoop& loop,
+                  const Map& map) {
   const auto aligned = [](const Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.data_as<T>()) % ops::kPacketBytes == 0;
   };
   const Device device = a.device();
+  const T* pa = a.data_as<T>();
+  const T* pb = b.data_as<T>();
+  T* pout = out.data_as<T>();
   if (runs_on_host(device) || loop.channels_last || !aligned(a) || !aligned(b) || !aligned(out)) {
-    for_each_row(device, loop.rows(), loop.row_length(), row_kernel);
+    for_each_row(device, loop.rows(), loop.row_length(),
+                 ops::ChannelRows<T, Map>{pa, pb, pout, loop, map});
     return;
   }
-  using Packets = ops::ChannelPackets<T, Map>;
-  const int64_t numel = a.numel();
-  for_each_index(
-      device, Packets::packets(numel),
-      Packets{a.data_as<T>(), b.data_as<T>(), out.data_as<T>(), numel, loop.c, loop.hw, map},
-      Packets::kSize);
+  const ops::ChannelPackets<T, Map> packets{pa, pb, pout, loop, map};
+  for_each_index(device, packets.packets(), packets, packets.kSize);
 }
 
 Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& mean,
@@ -84,10 +82,7 @@ Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& me
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   const ops::Normalise norm{mean.data_as<float>(), invstd.data_as<float>(), gamma.data_as<float>(),
                             beta.data_as<float>()};
-  visit_floating(x.dtype(), "batch norm", [&]<class T>() {
-    per_channel_elements<T>(x, x, y, loop, norm,
-                            ops::BatchNormApply<T>{x.data_as<T>(), y.data_as<T>(), loop, norm});
-  });
+  visit_floating(x.dtype(), "batch norm", [&]<class T>() { map_channels<T>(x, x, y, loop, norm); });
   return y;
 }
 
@@ -154,9 +149,7 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
     const ops::NormaliseGrad grad{saved.mean.data_as<float>(),  saved.invstd.data_as<float>(),
                                   gamma.data_as<float>(),       sum_dy.data_as<float>(),
                                   sum_dy_xhat.data_as<float>(), static_cast<float>(saved.count)};
-    per_channel_elements<T>(x, dy, dx, loop, grad,
-                            ops::BatchNormBackwardApply<T>{x.data_as<T>(), dy.data_as<T>(),
-                                                           dx.data_as<T>(), loop, grad});
+    map_channels<T>(x, dy, dx, loop, grad);
   });
   return dx;
 }

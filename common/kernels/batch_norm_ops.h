@@ -10,26 +10,17 @@
 // elements. NCHW: one partial sum per (sample, channel) plane, a row kernel (a warp per plane,
 // row_lanes.h), then per channel over the samples (column_sums_ops.h's AddChunkSums). NHWC: the
 // column sums of the (pixels, channels) matrix (column_sums.h's add_column_sums, in chunks of
-// pixels). The elementwise passes are row kernels over storage rows: an (n, c) plane of H*W
-// values in NCHW, a pixel of C values in NHWC.
+// pixels). The elementwise passes are per-channel maps (channel_map_ops.h).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/channel_map_ops.h"
 #include "common/kernels/row_lanes.h"
 
 namespace course::ops {
-
-struct ChannelLoop {
-  int64_t n, c, hw;
-  bool channels_last;
-
-  COURSE_HD int64_t count() const { return n * hw; }
-  COURSE_HD int64_t rows() const { return channels_last ? n * hw : n * c; }
-  COURSE_HD int64_t row_length() const { return channels_last ? c : hw; }
-};
 
 // The summands of the channel sums, per storage index `at` of channel `ch`: Value is a float
 // (one sum) or a FloatPair (two sums in one pass).
@@ -139,42 +130,21 @@ struct InvStdFromVariance {
   COURSE_HD void operator()(int64_t ch) const { invstd[ch] = 1.0f / sqrtf(var[ch] + eps); }
 };
 
-// One element of channel ch: y = (x - mean) * invstd * gamma + beta (the row kernel's and, on a
-// GPU, channel_packets_ops.h's map).
+// The map of the forward pass (channel_map_ops.h): y = (x - mean) * invstd * gamma + beta.
 struct Normalise {
   const float* mean;
   const float* invstd;
   const float* gamma;
   const float* beta;
-  template <class T>
-  COURSE_HD T operator()(int64_t ch, T x, T) const {
-    return apply(x, mean[ch], invstd[ch] * gamma[ch], beta[ch]);
+  struct Constants {
+    float mean, scale, shift;
+  };
+  COURSE_HD Constants constants(int64_t ch) const {
+    return {mean[ch], invstd[ch] * gamma[ch], beta[ch]};
   }
   template <class T>
-  COURSE_HD static T apply(T x, float mean, float scale, float shift) {
-    return T((static_cast<float>(x) - mean) * scale + shift);
-  }
-};
-
-// Per storage row (a row kernel): y = Normalise(x).
-template <class T>
-struct BatchNormApply {
-  const T* x;
-  T* y;
-  ChannelLoop loop;
-  Normalise norm;
-  template <class Lanes>
-  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
-    const int64_t length = loop.row_length(), base = row * length;
-    if (loop.channels_last) {
-      lanes.for_each(length, [&](int64_t ch) { y[base + ch] = norm(ch, x[base + ch], T()); });
-      return;
-    }
-    // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
-    const int64_t ch = row % loop.c;
-    const float m = norm.mean[ch], scale = norm.invstd[ch] * norm.gamma[ch], shift = norm.beta[ch];
-    lanes.for_each(
-        length, [&](int64_t j) { y[base + j] = Normalise::apply(x[base + j], m, scale, shift); });
+  COURSE_HD T apply(T x, T, const Constants& k) const {
+    return T((static_cast<float>(x) - k.mean) * k.scale + k.shift);
   }
 };
 
@@ -190,8 +160,7 @@ struct AccumulateParamGrads {
   }
 };
 
-// dx of one element of channel ch in training mode (the row kernel's and, on a GPU,
-// channel_packets_ops.h's map).
+// The map of the backward pass in training mode (channel_map_ops.h): dx from x and dy.
 struct NormaliseGrad {
   const float* mean;
   const float* invstd;
@@ -210,33 +179,6 @@ struct NormaliseGrad {
     const float xhat = (static_cast<float>(x_value) - k.mean) * k.invstd;
     const float g = static_cast<float>(dy_value);
     return T(k.gamma * k.invstd / m * (m * g - k.sum_dy - xhat * k.sum_dy_xhat));
-  }
-  template <class T>
-  COURSE_HD T operator()(int64_t ch, T x_value, T dy_value) const {
-    return apply(x_value, dy_value, constants(ch));
-  }
-};
-
-// Per storage row (a row kernel): dx = NormaliseGrad(x, dy).
-template <class T>
-struct BatchNormBackwardApply {
-  const T* x;
-  const T* dy;
-  T* dx;
-  ChannelLoop loop;
-  NormaliseGrad grad;
-  template <class Lanes>
-  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
-    const int64_t length = loop.row_length(), base = row * length;
-    if (loop.channels_last) {
-      lanes.for_each(length,
-                     [&](int64_t ch) { dx[base + ch] = grad(ch, x[base + ch], dy[base + ch]); });
-      return;
-    }
-    // An NCHW row is one channel's plane: its constants load once, and the loop vectorises.
-    const NormaliseGrad::Constants k = grad.constants(row % loop.c);
-    lanes.for_each(length,
-                   [&](int64_t j) { dx[base + j] = grad.apply(x[base + j], dy[base + j], k); });
   }
 };
 

@@ -1,14 +1,14 @@
-// The GPU's packet form of batch norm's elementwise passes (channel_packets_ops.h), run on the
-// CPU: every element's channel against its storage index computed directly, and the outputs
-// bit for bit against the row kernels the CPU runs. The shapes make packets cross planes (7 x 7
-// = 49 and 2 x 3 = 6 elements a plane) and end in a partial packet.
+// The GPU's packet form of a per-channel map (channel_map_ops.h), run on the CPU for batch
+// norm's two maps: every element's channel against its storage index computed directly, and
+// the outputs bit for bit against the row kernel the CPU runs. The shapes make packets cross planes
+// (7 x 7 = 49 and 2 x 3 = 6 elements a plane) and end in a partial packet.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "common/kernels/batch_norm_ops.h"
-#include "common/kernels/channel_packets_ops.h"
+#include "common/kernels/channel_map_ops.h"
 #include "common/kernels/launch.h"
 #include "common/testing/random_tensor.h"
 
@@ -45,6 +45,18 @@ struct Constants {
   }
 };
 
+// Runs both forms of one map on the CPU; their outputs must agree bit for bit.
+template <class T, class Map>
+void expect_same_bits(const ops::ChannelRows<T, Map>& rows,
+                      const ops::ChannelPackets<T, Map>& packets) {
+  const ops::ChannelLoop& loop = rows.loop;
+  for_each_row(Device::cpu(), loop.rows(), loop.row_length(), rows);
+  for_each_index(Device::cpu(), packets.packets(), packets);
+  for (int64_t e = 0; e < loop.numel(); ++e)
+    ASSERT_EQ(static_cast<float>(packets.out[e]), static_cast<float>(rows.out[e]))
+        << "element " << e;
+}
+
 template <class T>
 void expect_packets_match_rows(const Shape& shape) {
   const int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
@@ -53,27 +65,17 @@ void expect_packets_match_rows(const Shape& shape) {
   const Tensor x = testing::random_tensor(shape, dtype, Device::cpu(), 1, -3.0f, 3.0f).tensor;
   const Tensor dy = testing::random_tensor(shape, dtype, Device::cpu(), 2, -1.0f, 1.0f).tensor;
   const Constants k(c);
-  const int64_t numel = x.numel();
-  std::vector<T> by_rows(numel), by_packets(numel);
+  std::vector<T> by_rows(x.numel()), by_packets(x.numel());
 
-  const ops::Normalise norm = k.norm();
-  for_each_row(Device::cpu(), loop.rows(), loop.row_length(),
-               ops::BatchNormApply<T>{x.data_as<T>(), by_rows.data(), loop, norm});
-  using Forward = ops::ChannelPackets<T, ops::Normalise>;
-  for_each_index(Device::cpu(), Forward::packets(numel),
-                 Forward{x.data_as<T>(), x.data_as<T>(), by_packets.data(), numel, c, hw, norm});
-  for (int64_t e = 0; e < numel; ++e)
-    ASSERT_EQ(static_cast<float>(by_packets[e]), static_cast<float>(by_rows[e])) << "element " << e;
-
+  expect_same_bits(ops::ChannelRows<T, ops::Normalise>{x.data_as<T>(), x.data_as<T>(),
+                                                       by_rows.data(), loop, k.norm()},
+                   ops::ChannelPackets<T, ops::Normalise>{x.data_as<T>(), x.data_as<T>(),
+                                                          by_packets.data(), loop, k.norm()});
   const ops::NormaliseGrad grad = k.grad(static_cast<float>(n * hw));
-  for_each_row(
-      Device::cpu(), loop.rows(), loop.row_length(),
-      ops::BatchNormBackwardApply<T>{x.data_as<T>(), dy.data_as<T>(), by_rows.data(), loop, grad});
-  using Backward = ops::ChannelPackets<T, ops::NormaliseGrad>;
-  for_each_index(Device::cpu(), Backward::packets(numel),
-                 Backward{x.data_as<T>(), dy.data_as<T>(), by_packets.data(), numel, c, hw, grad});
-  for (int64_t e = 0; e < numel; ++e)
-    ASSERT_EQ(static_cast<float>(by_packets[e]), static_cast<float>(by_rows[e])) << "element " << e;
+  expect_same_bits(ops::ChannelRows<T, ops::NormaliseGrad>{x.data_as<T>(), dy.data_as<T>(),
+                                                           by_rows.data(), loop, grad},
+                   ops::ChannelPackets<T, ops::NormaliseGrad>{x.data_as<T>(), dy.data_as<T>(),
+                                                              by_packets.data(), loop, grad});
 }
 
 TEST(ChannelPackets, BatchNormPassesMatchTheRowKernelsExactly) {
