@@ -14,4 +14,12 @@ if grep -rqs "$PWD" "$work/node/gpu_selftest/run_selftest.sh"; then
   echo "bundle_test: the bundle refers to the build tree" >&2
   exit 1
 fi
-(cd "$work/node" && env -u BUILD_WORKSPACE_DIRECTORY gpu_selftest/run_selftest.sh --cpu)
+(cd "$work/node" && env -u BUILD_WORKSPACE_DIRECTORY gpu_selftest/run_selftest.sh --cpu \
+  --logs "$work/logs")
+# --logs keeps a whole log per case, the new one-process day-4 case's among them.
+cases=$(find "$work/logs" -name '*.log' | wc -l)
+((cases >= 30)) || { echo "bundle_test: $cases case logs kept, expected 30" >&2; exit 1; }
+grep -q "^training gpt-tiny" "$work/logs/day_4__GPT__amp_bf16__one_process_.log" || {
+  echo "bundle_test: day 4's one-process log shows no training" >&2
+  exit 1
+}

@@ -5,6 +5,7 @@
 # DDP, ZeRO-3, 1F1B and tensor parallelism over NCCL on every visible GPU), then prints one
 # table (case, device, result, seconds) and exits non-zero if any case failed. A GPU case that
 # skips for want of a GPU counts as failed here: on a GPU node it must run.
+# On a node of one GPU the multi-GPU cases are listed as skipped, and counted apart.
 #   run_selftest.sh [--cpu] [--root DIR] [--logs DIR]
 #     --cpu       the same cases on the CPU (2 MPI ranks stand in for GPUs): the bundle's own test
 #     --root DIR  where the binaries are (default: this script's runfiles, or its folder in a
@@ -22,7 +23,7 @@ while (($#)); do
     --cpu) device=cpu ;;
     --root) root=$2; shift ;;
     --logs) logs=$2; shift ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "run_selftest.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -104,6 +105,7 @@ for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
   common/tensor/tests/allocator_test \
   common/kernels/tests/elementwise_test common/kernels/tests/reduce_test \
   common/kernels/tests/layout_test common/kernels/tests/gemm_test \
+  common/kernels/tests/column_sums_test \
   common/kernels/tests/conv_library_test common/kernels/tests/cross_entropy_test \
   common/kernels/tests/transformer_kernels_test common/kernels/tests/batch_augment_test \
   common/kernels/tests/batch_mix_test common/kernels/tests/fused_conv_test \

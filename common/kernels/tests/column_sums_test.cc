@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/kernels/column_sums_ops.h"
+#include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
 
 namespace course {
@@ -40,23 +41,29 @@ TEST(ColumnSums, TheCpuOrderAndTheGpuOrderAgreeExactly) {
 }
 
 // Tall matrices take later passes over their partial sums: none at exactly kMaxFinishedChunks
-// chunks, one just past it, two for an NHWC batch's pixels; each total against a double sum.
-TEST(ColumnSums, TallMatricesAddTheirPartialsInPassesAndStayExact) {
+// chunks, one just past it, two for an NHWC batch's pixels; each total against a double sum, on
+// every device (the GPU's passes are its own launches).
+class ColumnSumsOnDevices : public testing::DeviceTest {};
+
+TEST_P(ColumnSumsOnDevices, TallMatricesAddTheirPartialsInPassesAndStayExact) {
   const int64_t cols = 3;
   const int64_t one_pass = ops::kMaxFinishedChunks * ops::kRowsPerChunk;
   for (const int64_t rows : {one_pass, one_pass + 1, int64_t{70001}}) {
     const testing::TestTensor random =
-        testing::random_tensor({rows, cols}, DType::kF32, Device::cpu(), 5, -8.0f, 9.0f);
-    std::vector<float> totals(cols, -1.0f);
-    add_column_sums(Device::cpu(), ops::ColumnOf<float>{random.tensor.data_as<float>(), cols}, rows,
-                    cols, std::array<float*, 1>{totals.data()});
+        testing::random_tensor({rows, cols}, DType::kF32, device(), 5, -8.0f, 9.0f);
+    Tensor totals = Tensor::from_vector(std::vector<float>(cols, -1.0f), {cols}, device());
+    add_column_sums(device(), ops::ColumnOf<float>{random.tensor.data_as<float>(), cols}, rows,
+                    cols, std::array<float*, 1>{totals.data_as<float>()});
+    const std::vector<float> got = totals.to(Device::cpu()).to_vector<float>();
     for (int64_t c = 0; c < cols; ++c) {
       double reference = -1.0;
       for (int64_t r = 0; r < rows; ++r) reference += random.values[r * cols + c];
-      EXPECT_NEAR(totals[c], reference, 1e-5 * rows) << rows << " rows, column " << c;
+      EXPECT_NEAR(got[c], reference, 1e-5 * rows) << rows << " rows, column " << c;
     }
   }
 }
+
+COURSE_INSTANTIATE_DEVICE_TESTS(ColumnSumsOnDevices);
 
 }  // namespace
 }  // namespace course
