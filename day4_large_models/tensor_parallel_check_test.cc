@@ -72,7 +72,7 @@ TEST(TP4_7, AColumnParallelLayerGatheredIsTheWholeLayer) {
   std::mt19937 rng(23);
   nn::Linear whole(4, 3 * p, rng, Device::cpu());
   nn::Linear mine(whole.weight.value.slice(3 * r, 3 * r + 3).clone(),
-                  whole.bias.value.slice(3 * r, 3 * r + 3).clone());
+                  whole.bias->value.slice(3 * r, 3 * r + 3).clone());
   std::vector<float> x_values(2 * 5 * 4);
   for (size_t i = 0; i < x_values.size(); ++i)
     x_values[i] = 0.1f * static_cast<float>(i % 9) - 0.3f;
@@ -171,7 +171,7 @@ TEST(TP4_9, TheRanksRowsComputeItsHeadsOfTheWholeAttention) {
   const std::vector<int64_t> rows = qkv_rows_of_rank(channels, r, p);
   ASSERT_EQ(static_cast<int64_t>(rows.size()), 3 * per_rank) << "rows kept on rank " << r;
   const std::vector<float> w = qkv.weight.value.to_vector<float>();
-  const std::vector<float> b = qkv.bias.value.to_vector<float>();
+  const std::vector<float> b = qkv.bias->value.to_vector<float>();
   std::vector<float> my_w, my_b;
   for (int64_t row : rows) {
     ASSERT_TRUE(row >= 0 && row < 3 * channels) << "row " << row << " of " << 3 * channels;
@@ -213,7 +213,7 @@ TEST(TP4_10, AColumnThenRowParallelPairIsTheWholeFeedForwardBlock) {
   std::mt19937 rng(31);
   nn::Linear c_fc(channels, hidden, rng, Device::cpu());
   nn::Linear c_proj(hidden, channels, rng, Device::cpu());
-  course::fill_(c_proj.bias.value, 0.5);  // a bias added p times is seen
+  course::fill_(c_proj.bias->value, 0.5);  // a bias added p times is seen
   nn::GELU gelu, my_gelu;
   const Tensor x = pattern({4, channels}, 7);
   const std::vector<float> expected =
@@ -221,10 +221,10 @@ TEST(TP4_10, AColumnThenRowParallelPairIsTheWholeFeedForwardBlock) {
 
   const int64_t n = hidden / p;
   nn::Linear my_fc(c_fc.weight.value.slice(r * n, (r + 1) * n).clone(),
-                   c_fc.bias.value.slice(r * n, (r + 1) * n).clone());
+                   c_fc.bias->value.slice(r * n, (r + 1) * n).clone());
   const Tensor columns = columns_of(c_proj.weight.value, r, p);  // (channels, n)
   const Tensor h = my_gelu.forward(my_fc.forward(x));
-  const Tensor y = row_parallel_linear(h, columns, c_proj.bias.value, *world());
+  const Tensor y = row_parallel_linear(h, columns, c_proj.bias->value, *world());
   expect_near(y.to_vector<float>(), expected, "the block's output on rank " + std::to_string(r));
 }
 

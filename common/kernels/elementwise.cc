@@ -113,4 +113,43 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
   return dx;
 }
 
+namespace {
+
+// The width F of a packed (..., 2F) gate | up input.
+int64_t gated_width(const Tensor& x) {
+  COURSE_CHECK(x.dim() >= 1 && x.size(-1) % 2 == 0 && x.memory_format() == MemoryFormat::kContiguous,
+               "SwiGLU needs a contiguous (..., 2F) gate | up input, got ", x.str());
+  return x.size(-1) / 2;
+}
+
+Shape gated_shape(const Tensor& x) {
+  Shape shape = x.shape();
+  shape.back() /= 2;
+  return shape;
+}
+
+}  // namespace
+
+Tensor swiglu_forward(const Tensor& x) {
+  const int64_t width = gated_width(x);
+  Tensor y = Tensor::empty(gated_shape(x), x.dtype(), x.device());
+  visit_floating(x.dtype(), "swiglu_forward", [&]<class T>() {
+    for_each_index(x.device(), y.numel(),
+                   ops::SwigluForward<T>{x.data_as<T>(), y.data_as<T>(), width});
+  });
+  return y;
+}
+
+Tensor swiglu_backward(const Tensor& dy, const Tensor& x) {
+  const int64_t width = gated_width(x);
+  COURSE_CHECK(dy.shape() == gated_shape(x) && dy.dtype() == x.dtype() && dy.device() == x.device(),
+               "SwiGLU backward got dy ", dy.str(), " for an input ", x.str());
+  Tensor dx = like(x);
+  visit_floating(x.dtype(), "swiglu_backward", [&]<class T>() {
+    for_each_index(x.device(), dy.numel(),
+                   ops::SwigluBackward<T>{dy.data_as<T>(), x.data_as<T>(), dx.data_as<T>(), width});
+  });
+  return dx;
+}
+
 }  // namespace course

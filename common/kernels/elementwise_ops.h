@@ -139,4 +139,45 @@ struct GeluBackward {
   }
 };
 
+// SiLU, x sigmoid(x): the gate of Llama's SwiGLU feed-forward.
+struct Silu {
+  COURSE_HD static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+  COURSE_HD static float value(float x) { return x * sigmoid(x); }
+  // d/dx = s (1 + x (1 - s)), s = sigmoid(x)
+  COURSE_HD static float derivative(float x) {
+    const float s = sigmoid(x);
+    return s * (1.0f + x * (1.0f - s));
+  }
+};
+
+// SwiGLU on a packed (rows, 2F) gate | up input: element i of the (rows, F) output is
+// silu(gate) up.
+template <class T>
+struct SwigluForward {
+  const T* x;
+  T* y;
+  int64_t width;  // F
+  COURSE_HD void operator()(int64_t i) const {
+    const T* row = x + (i / width) * 2 * width;
+    const int64_t j = i % width;
+    y[i] = T(Silu::value(static_cast<float>(row[j])) * static_cast<float>(row[width + j]));
+  }
+};
+
+// For output element i: the gate's gradient dy up silu'(gate) and the up's dy silu(gate).
+template <class T>
+struct SwigluBackward {
+  const T* dy;
+  const T* x;
+  T* dx;
+  int64_t width;
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t first = (i / width) * 2 * width, j = i % width;
+    const float d = static_cast<float>(dy[i]), gate = static_cast<float>(x[first + j]),
+                up = static_cast<float>(x[first + width + j]);
+    dx[first + j] = T(d * up * Silu::derivative(gate));
+    dx[first + width + j] = T(d * Silu::value(gate));
+  }
+};
+
 }  // namespace course::ops

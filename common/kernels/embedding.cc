@@ -12,20 +12,21 @@ namespace course {
 namespace {
 
 // The tables (or their gradients) are (rows, C) of `dtype`, or of any one floating type when
-// `dtype` is not given.
+// `dtype` is not given; the position table may be undefined.
 void check_tables(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
                   std::optional<DType> dtype = std::nullopt) {
   COURSE_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::kI32,
                "embedding needs (B, T) i32 tokens, got ", tokens.str());
   const DType expected = dtype.value_or(wte.dtype());
   for (const Tensor* table : {&wte, &wpe}) {
+    if (!table->defined()) continue;
     COURSE_CHECK(table->dim() == 2 && table->dtype() == expected && is_floating(expected) &&
                      table->size(1) == wte.size(1) && table->device() == tokens.device(),
                  "embedding tables must be (rows, C) of one floating type (f32 gradients) on the "
                  "tokens' device, got ",
                  table->str(), " for tokens ", tokens.str());
   }
-  COURSE_CHECK(tokens.size(1) <= wpe.size(0), "a sequence of ", tokens.size(1),
+  COURSE_CHECK(!wpe.defined() || tokens.size(1) <= wpe.size(0), "a sequence of ", tokens.size(1),
                " tokens is longer than the model's context of ", wpe.size(0));
   if (tokens.device().is_cpu()) {
     const int32_t* t = tokens.data_as<int32_t>();
@@ -53,7 +54,8 @@ Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& 
   visit_floating(wte.dtype(), "embedding_forward", [&]<class T>() {
     for_each_index(
         tokens.device(), y.numel(),
-        ops::EmbeddingForward<T>{tokens.data_as<int32_t>(), wte.data_as<T>(), wpe.data_as<T>(),
+        ops::EmbeddingForward<T>{tokens.data_as<int32_t>(), wte.data_as<T>(),
+                                 wpe.defined() ? wpe.data_as<T>() : nullptr,
                                  y.data_as<float>(), tokens.size(1), channels});
   });
   return y;
@@ -74,6 +76,7 @@ void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad
                                                   wte_grad.data_as<float>(), batch * seq, channels,
                                                   tokens_per_slice},
                    batch * seq);
+    if (!wpe_grad.defined()) return;
     for_each_index(tokens.device(), seq * channels,
                    ops::PositionEmbeddingBackward<T>{dy.data_as<T>(), wpe_grad.data_as<float>(),
                                                      batch, seq, channels},

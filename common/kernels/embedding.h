@@ -1,4 +1,5 @@
 // Token and position embedding, the input layer of a GPT: y[b, t] = wte[token[b, t]] + wpe[t].
+// A model with rotary positions (Llama) has no position table: wpe and its gradient undefined.
 #pragma once
 
 #include "common/tensor/tensor.h"

@@ -1,5 +1,6 @@
 // Token and position embedding bodies shared by the CPU and the GPU. Tokens are (B, T) i32,
-// the tables (V, C) and (context, C) of one floating type T (16-bit under sharded mixed
+// the tables (V, C) and (context, C) (none for a model with rotary positions) of one floating
+// type T (16-bit under sharded mixed
 // precision), the output (B, T, C) f32, the tables' gradients f32. The backward bodies are
 // laid out so no two indices write the same element: deterministic without atomics.
 #pragma once
@@ -10,7 +11,8 @@
 
 namespace course::ops {
 
-// Element (bt, c): y = wte[token[bt], c] + wpe[bt mod T, c], added in f32.
+// Element (bt, c): y = wte[token[bt], c] (+ wpe[bt mod T, c] where there is a position table),
+// added in f32.
 template <class T>
 struct EmbeddingForward {
   const int32_t* tokens;
@@ -20,8 +22,8 @@ struct EmbeddingForward {
   int64_t seq, channels;
   COURSE_HD void operator()(int64_t i) const {
     const int64_t bt = i / channels, c = i % channels;
-    y[i] = static_cast<float>(wte[tokens[bt] * channels + c]) +
-           static_cast<float>(wpe[(bt % seq) * channels + c]);
+    const float position = wpe ? static_cast<float>(wpe[(bt % seq) * channels + c]) : 0.0f;
+    y[i] = static_cast<float>(wte[tokens[bt] * channels + c]) + position;
   }
 };
 

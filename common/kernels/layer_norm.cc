@@ -1,4 +1,4 @@
-// LayerNorm launches.
+// LayerNorm and RMSNorm launches: one path for both, RMSNorm's without the mean and the bias.
 #include "common/kernels/layer_norm.h"
 
 #include "common/kernels/column_sums.h"
@@ -9,54 +9,93 @@ namespace course {
 
 namespace {
 
-void check_parameters(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+// The parameters (weight, and LayerNorm's bias) or their gradients.
+void check_parameters(const Tensor& x, std::initializer_list<const Tensor*> parameters) {
   COURSE_CHECK(x.dim() >= 1 && x.memory_format() == MemoryFormat::kContiguous,
-               "layer norm needs a contiguous (..., C) input, got ", x.str());
+               "normalisation needs a contiguous (..., C) input, got ", x.str());
   const int64_t c = x.size(-1);
-  for (const Tensor* p : {&weight, &bias}) {
+  for (const Tensor* p : parameters) {
     COURSE_CHECK(
         p->dtype() == DType::kF32 && p->dim() == 1 && p->size(0) == c && p->device() == x.device(),
-        "layer norm parameters must be (", c, ",) f32 on ", x.device().str(), ", got ", p->str());
+        "normalisation parameters must be (", c, ",) f32 on ", x.device().str(), ", got ",
+        p->str());
   }
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data_as<T>() : nullptr;
+}
+template <class T>
+T* data_or_null(Tensor& t) {
+  return t.defined() ? t.data_as<T>() : nullptr;
+}
+
+template <bool kCentered>
+Tensor normalise_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                         LayerNormSaved& saved) {
+  const int64_t cols = x.size(-1), rows = x.numel() / cols;
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (kCentered) saved.mean = Tensor::empty({rows}, DType::kF32, x.device());
+  saved.rstd = Tensor::empty({rows}, DType::kF32, x.device());
+  visit_floating(x.dtype(), "normalisation forward", [&]<class T>() {
+    for_each_row(x.device(), rows, cols,
+                 ops::NormForward<T, kCentered>{
+                     x.data_as<T>(), weight.data_as<float>(), data_or_null<float>(bias),
+                     y.data_as<T>(), data_or_null<float>(saved.mean), saved.rstd.data_as<float>(),
+                     cols, eps});
+  });
+  return y;
+}
+
+template <bool kCentered>
+Tensor normalise_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                          const LayerNormSaved& saved, Tensor& weight_grad, Tensor* bias_grad) {
+  check_same(dy, x, "normalisation backward");
+  const int64_t cols = x.size(-1), rows = x.numel() / cols;
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+  const float* mean = data_or_null<float>(saved.mean);
+  visit_floating(x.dtype(), "normalisation backward", [&]<class T>() {
+    for_each_row(x.device(), rows, cols,
+                 ops::NormBackwardInput<T, kCentered>{dy.data_as<T>(), x.data_as<T>(),
+                                                      weight.data_as<float>(), mean,
+                                                      saved.rstd.data_as<float>(), dx.data_as<T>(),
+                                                      cols});
+    const ops::NormParamTerms<T, kCentered> terms{dy.data_as<T>(), x.data_as<T>(), mean,
+                                                  saved.rstd.data_as<float>(), cols};
+    if constexpr (kCentered) {
+      add_column_sums(x.device(), terms, rows, cols,
+                      {weight_grad.data_as<float>(), bias_grad->data_as<float>()});
+    } else {
+      add_column_sums(x.device(), terms, rows, cols, {weight_grad.data_as<float>()});
+    }
+  });
+  return dx;
 }
 
 }  // namespace
 
 Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                           LayerNormSaved& saved) {
-  check_parameters(x, weight, bias);
-  const int64_t cols = x.size(-1), rows = x.numel() / cols;
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  saved.mean = Tensor::empty({rows}, DType::kF32, x.device());
-  saved.rstd = Tensor::empty({rows}, DType::kF32, x.device());
-  visit_floating(x.dtype(), "layer_norm_forward", [&]<class T>() {
-    for_each_row(x.device(), rows, cols,
-                 ops::LayerNormForward<T>{
-                     x.data_as<T>(), weight.data_as<float>(), bias.data_as<float>(), y.data_as<T>(),
-                     saved.mean.data_as<float>(), saved.rstd.data_as<float>(), cols, eps});
-  });
-  return y;
+  check_parameters(x, {&weight, &bias});
+  return normalise_forward<true>(x, weight, bias, eps, saved);
 }
 
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                            const LayerNormSaved& saved, Tensor& weight_grad, Tensor& bias_grad) {
-  check_same(dy, x, "layer_norm_backward");
-  check_parameters(x, weight_grad, bias_grad);
-  const int64_t cols = x.size(-1), rows = x.numel() / cols;
-  Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-  visit_floating(x.dtype(), "layer_norm_backward", [&]<class T>() {
-    for_each_row(
-        x.device(), rows, cols,
-        ops::LayerNormBackwardInput<T>{dy.data_as<T>(), x.data_as<T>(), weight.data_as<float>(),
-                                       saved.mean.data_as<float>(), saved.rstd.data_as<float>(),
-                                       dx.data_as<T>(), cols});
-    add_column_sums(
-        x.device(),
-        ops::LayerNormParamTerms<T>{dy.data_as<T>(), x.data_as<T>(), saved.mean.data_as<float>(),
-                                    saved.rstd.data_as<float>(), cols},
-        rows, cols, {weight_grad.data_as<float>(), bias_grad.data_as<float>()});
-  });
-  return dx;
+  check_parameters(x, {&weight_grad, &bias_grad});
+  return normalise_backward<true>(dy, x, weight, saved, weight_grad, &bias_grad);
+}
+
+Tensor rms_norm_forward(const Tensor& x, const Tensor& weight, float eps, LayerNormSaved& saved) {
+  check_parameters(x, {&weight});
+  return normalise_forward<false>(x, weight, Tensor(), eps, saved);
+}
+
+Tensor rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                         const LayerNormSaved& saved, Tensor& weight_grad) {
+  check_parameters(x, {&weight_grad});
+  return normalise_backward<false>(dy, x, weight, saved, weight_grad, nullptr);
 }
 
 }  // namespace course

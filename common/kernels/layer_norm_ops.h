@@ -1,7 +1,8 @@
-// LayerNorm bodies over the last dimension of a contiguous (rows, cols) tensor, shared by the
-// CPU and the GPU: statistics in f32 whatever the activations' dtype, weight and bias f32. The
-// forward and the input gradient are row kernels (row_lanes.h); the parameter gradients are
-// column sums (column_sums_ops.h).
+// LayerNorm and RMSNorm bodies over the last dimension of a contiguous (rows, cols) tensor,
+// shared by the CPU and the GPU: statistics in f32 whatever the activations' dtype, weight and
+// bias f32. RMSNorm (Llama's) is LayerNorm without the centring: no mean subtracted, no bias,
+// so one template serves both (kCentered). The forward and the input gradient are row kernels
+// (row_lanes.h); the parameter gradients are column sums (column_sums_ops.h).
 #pragma once
 
 #include <cmath>
@@ -12,9 +13,11 @@
 
 namespace course::ops {
 
-// Row i: mean and 1/sqrt(var + eps) (two passes), then y = (x - mean) rstd w + b.
-template <class T>
-struct LayerNormForward {
+// Row i: mean (LayerNorm) and r = 1/sqrt(var + eps), the variance about the mean (LayerNorm)
+// or about 0 (RMSNorm: the mean square); then y = (x - mean) r w (+ b). RMSNorm leaves `mean`
+// and `bias` null.
+template <class T, bool kCentered>
+struct NormForward {
   const T* x;
   const float* weight;
   const float* bias;
@@ -27,25 +30,32 @@ struct LayerNormForward {
   COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
     const T* row = x + i * cols;
     const auto value = [row](int64_t j) { return static_cast<float>(row[j]); };
-    const float m = lanes.sum(cols, value) / static_cast<float>(cols);
+    float m = 0.0f;
+    if constexpr (kCentered) m = lanes.sum(cols, value) / static_cast<float>(cols);
     const float squares = lanes.sum(cols, [&](int64_t j) {
       const float d = value(j) - m;
       return d * d;
     });
     const float r = 1.0f / sqrtf(squares / static_cast<float>(cols) + eps);
-    lanes.for_each(
-        cols, [&](int64_t j) { y[i * cols + j] = T((value(j) - m) * r * weight[j] + bias[j]); });
+    lanes.for_each(cols, [&](int64_t j) {
+      const float scaled = (value(j) - m) * r * weight[j];
+      if constexpr (kCentered) {
+        y[i * cols + j] = T(scaled + bias[j]);
+      } else {
+        y[i * cols + j] = T(scaled);
+      }
+    });
     if (lanes.first()) {
-      mean[i] = m;
+      if constexpr (kCentered) mean[i] = m;
       rstd[i] = r;
     }
   }
 };
 
-// Row i: with g = dy w and xhat = (x - mean) rstd,
-// dx = rstd (g - mean_j(g) - xhat mean_j(g xhat)).
-template <class T>
-struct LayerNormBackwardInput {
+// Row i: with g = dy w and xhat = (x - mean) r, dx = r (g - mean_j(g) - xhat mean_j(g xhat));
+// RMSNorm has no mean, and no mean_j(g) term.
+template <class T, bool kCentered>
+struct NormBackwardInput {
   const T* dy;
   const T* x;
   const float* weight;
@@ -55,11 +65,11 @@ struct LayerNormBackwardInput {
   int64_t cols;
   template <class Lanes>
   COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
-    const float m = mean[i], r = rstd[i];
+    const float m = kCentered ? mean[i] : 0.0f, r = rstd[i];
     const auto g = [&](int64_t j) { return static_cast<float>(dy[i * cols + j]) * weight[j]; };
     const auto xhat = [&](int64_t j) { return (static_cast<float>(x[i * cols + j]) - m) * r; };
     const FloatPair sums = lanes.sum_pair(cols, [&](int64_t j) {
-      return FloatPair{g(j), g(j) * xhat(j)};
+      return FloatPair{kCentered ? g(j) : 0.0f, g(j) * xhat(j)};
     });
     const float g_mean = sums.first / static_cast<float>(cols);
     const float gx_mean = sums.second / static_cast<float>(cols);
@@ -68,11 +78,11 @@ struct LayerNormBackwardInput {
   }
 };
 
-// The summands of LayerNorm's parameter gradients per column j (column_sums_ops.h adds them
-// up): dweight[j] += dy[i, j] xhat[i, j], dbias[j] += dy[i, j].
-template <class T>
-struct LayerNormParamTerms {
-  static constexpr int kSums = 2;
+// The summands of the parameter gradients per column j (column_sums_ops.h adds them up):
+// dweight[j] += dy[i, j] xhat[i, j], and LayerNorm's dbias[j] += dy[i, j].
+template <class T, bool kCentered>
+struct NormParamTerms {
+  static constexpr int kSums = kCentered ? 2 : 1;
   const T* dy;
   const T* x;
   const float* mean;
@@ -80,8 +90,9 @@ struct LayerNormParamTerms {
   int64_t cols;
   COURSE_HD void add(int64_t i, int64_t j, float* acc) const {
     const float d = static_cast<float>(dy[i * cols + j]);
-    acc[0] += d * (static_cast<float>(x[i * cols + j]) - mean[i]) * rstd[i];
-    acc[1] += d;
+    const float m = kCentered ? mean[i] : 0.0f;
+    acc[0] += d * (static_cast<float>(x[i * cols + j]) - m) * rstd[i];
+    if constexpr (kCentered) acc[1] += d;
   }
 };
 

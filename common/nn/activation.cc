@@ -21,4 +21,6 @@ ReLU::ReLU() : Activation("ReLU", relu_forward, relu_backward) {}
 
 GELU::GELU() : Activation("GELU", gelu_forward, gelu_backward) {}
 
+SwiGLU::SwiGLU() : Activation("SwiGLU", swiglu_forward, swiglu_backward) {}
+
 }  // namespace course::nn

@@ -1,5 +1,6 @@
-// Elementwise activations (ReLU, and GELU in its tanh form for transformers): each saves its
-// input for the backward pass, which needs it for the derivative.
+// Elementwise activations (ReLU, GELU in its tanh form for GPT-2 and ViT, and Llama's gated
+// SwiGLU, which halves the last dimension): each saves its input for the backward pass, which
+// needs it for the derivative.
 #pragma once
 
 #include "common/nn/module.h"
@@ -30,6 +31,13 @@ class ReLU : public Activation {
 class GELU : public Activation {
  public:
   GELU();
+};
+
+// (..., 2F) gate | up -> silu(gate) up (..., F): put after one Linear of 2F outputs, it is
+// Llama's w1 and w3 in one GEMM.
+class SwiGLU : public Activation {
+ public:
+  SwiGLU();
 };
 
 }  // namespace course::nn

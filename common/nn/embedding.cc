@@ -9,24 +9,26 @@ namespace course::nn {
 Embedding::Embedding(int64_t vocabulary, int64_t context, int64_t channels, std::mt19937& rng,
                      Device device)
     : wte(normal({vocabulary, channels}, 0.02f, rng, device)),
-      wpe(normal({context, channels}, 0.02f, rng, device)) {}
+      wpe(context > 0 ? std::optional<Parameter>(normal({context, channels}, 0.02f, rng, device))
+                      : std::nullopt) {}
 
 Tensor Embedding::run_forward(const Tensor& tokens, Context& ctx) {
-  Tensor y = embedding_forward(tokens, wte.value, wpe.value);
+  Tensor y = embedding_forward(tokens, wte.value, wpe ? wpe->value : Tensor());
   ctx.save(tokens);
   return y;
 }
 
 Tensor Embedding::run_backward(const Tensor& dy, Context& ctx) {
-  embedding_backward(dy, ctx.saved<Tensor>("Embedding"), wte.grad, wpe.grad);
-  grad_ready(wpe);
+  Tensor no_positions;
+  embedding_backward(dy, ctx.saved<Tensor>("Embedding"), wte.grad, wpe ? wpe->grad : no_positions);
+  if (wpe) grad_ready(*wpe);
   grad_ready(wte);
   return Tensor();
 }
 
 void Embedding::collect(const std::string& prefix, ModuleState& state) {
   state.parameters.emplace_back(prefix + "wte.weight", &wte);
-  state.parameters.emplace_back(prefix + "wpe.weight", &wpe);
+  if (wpe) state.parameters.emplace_back(prefix + "wpe.weight", &*wpe);
 }
 
 }  // namespace course::nn

@@ -1,12 +1,16 @@
-// A GPT-2-style language model: token + position embedding, pre-LayerNorm transformer blocks
-// (x + attn(ln_1(x)), then x + mlp(ln_2(x)), the MLP 4x wide with tanh GELU), a final
-// LayerNorm and an output layer tied to the token embedding. No dropout (as llm.c), so
-// activation checkpointing is exact. Initialised as GPT-2: Normal(0, 0.02) weights, the
-// residual projections' scaled by 1/sqrt(2 layers), zero biases.
+// A decoder-only language model of either family (gpt_config.h). GPT-2: token + position
+// embedding, pre-LayerNorm transformer blocks (x + attn(ln_1(x)), then x + mlp(ln_2(x)), the
+// MLP 4x wide with tanh GELU), a final LayerNorm and an output layer tied to the token
+// embedding. Llama: token embedding only, the same outline with RMSNorm, grouped-query
+// attention on rotary positions and a SwiGLU MLP, no biases, the output layer tied or its own.
+// No dropout (as llm.c), so activation checkpointing is exact. Initialised as GPT-2:
+// Normal(0, 0.02) weights, the residual projections' scaled by 1/sqrt(2 layers), zero biases.
 //
 // Parameter names: "wte.weight", "wpe.weight", "h.<l>.attention.ln_1.weight",
 // "h.<l>.attention.attn.c_attn.weight", ".attn.c_proj", "h.<l>.feed_forward.ln_2",
-// ".mlp.c_fc", ".mlp.c_proj", "ln_f.weight" (nanoGPT's, with the branch named).
+// ".mlp.c_fc", ".mlp.c_proj", "ln_f.weight" (nanoGPT's, with the branch named). Llama's:
+// ".attention.attention_norm", ".attn.wqkv", ".attn.wo", ".feed_forward.ffn_norm", ".mlp.w13",
+// ".mlp.w2", "ln_f.weight", and "lm_head.weight" when untied.
 #pragma once
 
 #include <random>
@@ -22,7 +26,7 @@
 
 namespace course::nn {
 
-// One block's layers by their role, for code that rebuilds a block from them (tensor
+// One GPT-2 block's layers by their role, for code that rebuilds a block from them (tensor
 // parallelism: common/parallel/tensor_parallel_gpt.h) instead of looking them up by name.
 struct GptBlockLayers {
   LayerNorm* attention_norm;        // ln_1
@@ -44,10 +48,12 @@ class Gpt : public GptParts {
   // The layers around the blocks, for a pipeline's stages (gpt_stage.h).
   Embedding& embedding() override { return embedding_; }
   Parameter& token_table() override { return embedding_.wte; }
-  LayerNorm& final_norm() override { return ln_f_; }
-  TiedHead& head() override { return head_; }
-  // Every block's layers, first to last; whether each block recomputes its activations.
-  const std::vector<GptBlockLayers>& block_layers() const { return block_layers_; }
+  Module& final_norm() override { return *final_norm_; }
+  Module& head() override { return *head_; }
+  // GPT-2's: the final LayerNorm, and every block's layers, first to last (throw for a Llama).
+  LayerNorm& final_layer_norm();
+  const std::vector<GptBlockLayers>& block_layers() const;
+  // Whether each block recomputes its activations.
   bool checkpointed_blocks() const { return checkpointed_blocks_; }
 
  protected:
@@ -59,8 +65,8 @@ class Gpt : public GptParts {
   GptConfig config_;
   Embedding embedding_;
   Sequential blocks_;
-  LayerNorm ln_f_;
-  TiedHead head_;
+  ModulePtr final_norm_;  // LayerNorm or RMSNorm
+  ModulePtr head_;        // TiedHead, or a Linear of its own
   std::vector<GptBlockLayers> block_layers_;
   bool checkpointed_blocks_;
 };

@@ -1,4 +1,4 @@
-// The GPT presets and the parameter count from a configuration.
+// The decoder presets, their parameter counts and the shape checks.
 #include "common/nn/gpt_config.h"
 
 #include "common/core/error.h"
@@ -8,6 +8,15 @@ namespace course::nn {
 namespace {
 
 constexpr int64_t kGpt2Vocabulary = 50257;
+constexpr int64_t kLlama3Vocabulary = 128256;
+constexpr int64_t kLlamaContext = 8192;
+constexpr float kLlama3RopeTheta = 500000.0f;
+
+GptConfig llama(const std::string& name, int64_t layers, int64_t heads, int64_t kv_heads,
+                int64_t channels, int64_t hidden, int64_t context, int64_t vocabulary, bool tied) {
+  return {name,     layers, heads, channels,         context, vocabulary, DecoderFamily::kLlama,
+          kv_heads, hidden, tied,  kLlama3RopeTheta};
+}
 
 }  // namespace
 
@@ -20,6 +29,10 @@ const std::vector<GptConfig>& gpt_presets() {
       {"gpt2-large", 36, 20, 1280, 1024, kGpt2Vocabulary},
       {"gpt2-xl", 48, 25, 1600, 1024, kGpt2Vocabulary},
       {"gpt-1.3b", 24, 16, 2048, 1024, kGpt2Vocabulary},
+      llama("llama-tiny", 4, 4, 2, 128, 352, 64, 256, true),
+      llama("llama-3.2-1b", 16, 32, 8, 2048, 8192, kLlamaContext, kLlama3Vocabulary, true),
+      llama("llama-3.2-3b", 28, 24, 8, 3072, 8192, kLlamaContext, kLlama3Vocabulary, true),
+      llama("llama-3.1-8b", 32, 32, 8, 4096, 14336, kLlamaContext, kLlama3Vocabulary, false),
   };
   return presets;
 }
@@ -33,9 +46,41 @@ GptConfig gpt_preset(const std::string& name) {
   COURSE_FAIL("unknown GPT preset '", name, "' (known: ", known, ")");
 }
 
+GptParameterParts gpt_parameter_parts(const GptConfig& c) {
+  const int64_t table = c.vocabulary * c.channels;
+  const int64_t output_layer = c.tied_head ? 0 : table;
+  if (c.llama()) {
+    const int64_t attention = 2 * c.channels * c.heads * c.head_dim() +
+                              2 * c.channels * c.key_value_heads() * c.head_dim();
+    const int64_t matrices = attention + 3 * c.channels * c.feed_forward_width();
+    return {table, 0, matrices + 2 * c.channels, matrices, c.channels, output_layer};
+  }
+  const int64_t matrices = 12 * c.channels * c.channels;
+  return {table,    c.context * c.channels, matrices + 13 * c.channels,
+          matrices, 2 * c.channels,         output_layer};
+}
+
 int64_t gpt_parameter_count(const GptConfig& c) {
-  const int64_t per_block = 12 * c.channels * c.channels + 13 * c.channels;
-  return c.vocabulary * c.channels + c.context * c.channels + c.layers * per_block + 2 * c.channels;
+  const GptParameterParts p = gpt_parameter_parts(c);
+  return p.token_table + p.position_table + c.layers * p.block + p.final_norm + p.output_layer;
+}
+
+void check_config(const GptConfig& c) {
+  COURSE_CHECK(c.layers > 0 && c.heads > 0 && c.context > 0 && c.vocabulary > 0 &&
+                   c.channels > 0 && c.kv_heads >= 0 && c.hidden >= 0,
+               "model ", c.name, ": a size is not positive");
+  COURSE_CHECK(c.channels % c.heads == 0, "model ", c.name, ": ", c.channels,
+               " channels do not split into ", c.heads, " heads");
+  COURSE_CHECK(c.heads % c.key_value_heads() == 0, "model ", c.name, ": ", c.key_value_heads(),
+               " key/value heads do not divide its ", c.heads, " query heads");
+  COURSE_CHECK(c.rope_theta == 0.0f || c.head_dim() % 2 == 0, "model ", c.name,
+               ": rotary positions turn pairs, but the head size ", c.head_dim(), " is odd");
+  COURSE_CHECK(!c.llama() || c.rope_theta > 0.0f, "model ", c.name,
+               ": a Llama needs a rotary base (it has no position table)");
+  COURSE_CHECK(c.llama() || (c.key_value_heads() == c.heads && c.hidden == 0 && c.tied_head &&
+                             c.rope_theta == 0.0f),
+               "model ", c.name, ": GPT-2 blocks have no grouped heads, other feed-forward "
+               "width, untied head or rotary positions");
 }
 
 }  // namespace course::nn

@@ -22,13 +22,14 @@ GptStage::GptStage(GptParts& gpt, StageBounds bounds) : gpt_(gpt), bounds_(bound
 std::vector<Module::Child> GptStage::children() { return layers_; }
 
 Parameter* GptStage::token_embedding() {
-  return bounds_.embedding || bounds_.head ? &gpt_.token_table() : nullptr;
+  const bool reads_table = bounds_.embedding || (bounds_.head && gpt_.config().tied_head);
+  return reads_table ? &gpt_.token_table() : nullptr;
 }
 
 void GptStage::collect(const std::string& prefix, ModuleState& state) {
   Module::collect(prefix, state);
   // The output layer collects nothing (the embedding owns the table): the copy is this stage's.
-  if (bounds_.head && !bounds_.embedding) {
+  if (bounds_.head && !bounds_.embedding && gpt_.config().tied_head) {
     state.parameters.emplace_back(prefix + "wte.weight", &gpt_.token_table());
   }
 }

@@ -29,7 +29,7 @@ class GptStage : public Module {
   std::vector<Child> children() override;
   const StageBounds& bounds() const { return bounds_; }
   // The token embedding's table if this stage reads it (first stage) or computes the output
-  // layer from it (last stage), else nullptr.
+  // layer from it (last stage, a tied output layer), else nullptr.
   Parameter* token_embedding();
 
  protected:

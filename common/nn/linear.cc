@@ -18,9 +18,14 @@ Linear::Linear(int64_t in_features, int64_t out_features, std::mt19937& rng, Dev
                    device)) {}
 
 Linear::Linear(Tensor w, Tensor b) : weight(std::move(w)), bias(std::move(b)) {
-  COURSE_CHECK(weight.value.dim() == 2 && bias.value.shape() == Shape({weight.value.size(0)}),
+  COURSE_CHECK(weight.value.dim() == 2 && bias->value.shape() == Shape({weight.value.size(0)}),
                "a linear layer needs an (out, in) weight and an (out,) bias, got ",
-               weight.value.str(), " and ", bias.value.str());
+               weight.value.str(), " and ", bias->value.str());
+}
+
+Linear::Linear(Tensor w) : weight(std::move(w)) {
+  COURSE_CHECK(weight.value.dim() == 2, "a linear layer needs an (out, in) weight, got ",
+               weight.value.str());
 }
 
 namespace {
@@ -37,7 +42,7 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
   const DType dtype = matmul_dtype(x);
   Saved saved{as_rows(as_dtype(x, dtype)), x.shape()};
   Tensor y = matmul(saved.input, as_dtype(weight.value, dtype), false, true);
-  add_row_bias_(y, bias.f32_value());
+  if (bias) add_row_bias_(y, bias->f32_value());
   Shape out_shape = x.shape();
   out_shape.back() = weight.value.size(0);
   ctx.save(std::move(saved));
@@ -47,8 +52,10 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
 Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("Linear");
   const Tensor grad_out = as_rows(as_dtype(dy, saved.input.dtype()));
-  add_column_sums_(grad_out, bias.grad);
-  grad_ready(bias);
+  if (bias) {
+    add_column_sums_(grad_out, bias->grad);
+    grad_ready(*bias);
+  }
   if (saved.input.dtype() == DType::kF32) {
     gemm(grad_out, true, saved.input, false, weight.grad, 1.0f, 1.0f);  // dW += dy^T x
   } else {
@@ -61,7 +68,7 @@ Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
 
 void Linear::collect(const std::string& prefix, ModuleState& state) {
   state.parameters.emplace_back(prefix + "weight", &weight);
-  state.parameters.emplace_back(prefix + "bias", &bias);
+  if (bias) state.parameters.emplace_back(prefix + "bias", &*bias);
 }
 
 }  // namespace course::nn

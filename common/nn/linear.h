@@ -1,6 +1,8 @@
-// Linear layer: y = x W^T + b, x (..., in) (e.g. (N, in) or (B, T, in)), W (out, in), b (out,).
+// Linear layer: y = x W^T + b, x (..., in) (e.g. (N, in) or (B, T, in)), W (out, in), b (out,);
+// or y = x W^T without a bias (Llama's projections).
 #pragma once
 
+#include <optional>
 #include <random>
 
 #include "common/nn/module.h"
@@ -13,11 +15,13 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features, std::mt19937& rng, Device device);
   // Given initial values: weight (out, in), bias (out,), f32.
   Linear(Tensor weight, Tensor bias);
+  // Given an initial weight (out, in) f32: no bias.
+  explicit Linear(Tensor weight);
 
   void collect(const std::string& prefix, ModuleState& state) override;
 
   Parameter weight;
-  Parameter bias;
+  std::optional<Parameter> bias;
 
  protected:
   Tensor run_forward(const Tensor& x, Context& ctx) override;

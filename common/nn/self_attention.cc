@@ -1,4 +1,5 @@
-// Self-attention layer over the fused kernels of common/kernels/attention.h.
+// Self-attention layer over the fused kernels of common/kernels/attention.h, behind the
+// grouped q|k|v kernels where the heads are grouped.
 #include "common/nn/self_attention.h"
 
 #include "common/kernels/attention.h"
@@ -10,16 +11,23 @@ SelfAttention::SelfAttention(int64_t heads, bool causal) : heads_(heads), causal
   COURSE_CHECK(heads > 0, "attention needs at least one head, got ", heads);
 }
 
+SelfAttention::SelfAttention(const GroupedHeads& grouped, bool causal)
+    : heads_(grouped.heads), causal_(causal), grouped_(grouped) {
+  check_grouped_heads(grouped);
+}
+
 Tensor SelfAttention::run_forward(const Tensor& qkv, Context& ctx) {
   AttentionSaved saved;
-  Tensor y = attention_forward(qkv, heads_, causal_, saved);
+  Tensor y = attention_forward(grouped_ ? grouped_qkv_forward(qkv, *grouped_) : qkv, heads_,
+                               causal_, saved);
   ctx.save(std::move(saved));
   return y;
 }
 
 Tensor SelfAttention::run_backward(const Tensor& dy, Context& ctx) {
   const AttentionSaved& saved = ctx.saved<AttentionSaved>("SelfAttention");
-  return attention_backward(as_dtype(dy, saved.qkv_heads.dtype()), heads_, causal_, saved);
+  Tensor dqkv = attention_backward(as_dtype(dy, saved.qkv_heads.dtype()), heads_, causal_, saved);
+  return grouped_ ? grouped_qkv_backward(dqkv, *grouped_) : dqkv;
 }
 
 }  // namespace course::nn

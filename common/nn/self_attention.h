@@ -1,8 +1,13 @@
-// Multi-head self-attention on a packed (B, T, 3C) q|k|v input -> (B, T, C): the parameter-free
-// core of a transformer's attention (the q|k|v and output projections are Linear layers around
-// it). Causal for a GPT, bidirectional for an encoder.
+// Multi-head self-attention on a packed q|k|v input -> (B, T, C): the parameter-free core of a
+// transformer's attention (the q|k|v and output projections are Linear layers around it).
+// Causal for a GPT, bidirectional for an encoder. With grouped heads (Llama), the input is
+// (B, T, (H + 2 G) D): G key/value heads shared by groups of query heads, queries and keys
+// turned by rotary position embedding (common/kernels/grouped_qkv.h); otherwise (B, T, 3C).
 #pragma once
 
+#include <optional>
+
+#include "common/kernels/grouped_qkv.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -10,6 +15,7 @@ namespace course::nn {
 class SelfAttention : public Module {
  public:
   SelfAttention(int64_t heads, bool causal);
+  SelfAttention(const GroupedHeads& grouped, bool causal);
 
  protected:
   Tensor run_forward(const Tensor& qkv, Context& ctx) override;
@@ -18,6 +24,7 @@ class SelfAttention : public Module {
  private:
   int64_t heads_;
   bool causal_;
+  std::optional<GroupedHeads> grouped_;
 };
 
 }  // namespace course::nn

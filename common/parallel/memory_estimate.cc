@@ -1,8 +1,8 @@
 // The memory estimate, component by component. a = batch x tokens x channels: the size of one
 // activation of the residual stream; s = bytes of the compute dtype. What each layer saves is
-// what its forward puts in its context (common/nn): LayerNorm its f32 input and per-token
-// statistics, Linear its input in the compute dtype, attention q, k, v and its output by head
-// plus a per-query log-sum-exp, GELU its input.
+// what its forward puts in its context (common/nn): LayerNorm and RMSNorm their f32 input and
+// per-token statistics, Linear its input in the compute dtype, attention q, k, v and its output
+// by head plus a per-query log-sum-exp, GELU and SwiGLU their input.
 #include "common/parallel/memory_estimate.h"
 
 #include <algorithm>
@@ -33,46 +33,71 @@ int64_t sum(const std::vector<int64_t>& numels) {
   return std::accumulate(numels.begin(), numels.end(), int64_t{0});
 }
 
-// The element counts of a GPT's parameters in parameters() order: the embeddings, each
-// block's (ln_1, c_attn, attention c_proj, ln_2, c_fc, MLP c_proj: weight then bias), the final
-// LayerNorm (the output layer's weight is the token embedding).
+// The element counts of a GPT's parameters in parameters() order: the root's (the
+// embeddings, then `after_blocks` of them after the blocks) and each block's. GPT-2: wte, wpe,
+// each block's ln_1, c_attn, attention c_proj, ln_2, c_fc, MLP c_proj (weight then bias), the
+// final LayerNorm (the output layer's weight is the token embedding). Llama: wte, each block's
+// attention_norm, wqkv, wo, ffn_norm, w13, w2, the final RMSNorm, and lm_head when untied.
 struct GptParameters {
   std::vector<int64_t> root, block;
+  int after_blocks;
 };
 
 GptParameters gpt_parameters(const nn::GptConfig& m) {
   const int64_t c = m.channels;
+  if (m.llama()) {
+    const int64_t f = m.feed_forward_width();
+    const int64_t qkv = (m.heads + 2 * m.key_value_heads()) * m.head_dim();
+    GptParameters p{.root = {m.vocabulary * c, c},
+                    .block = {c, qkv * c, c * c, c, 2 * f * c, f * c},
+                    .after_blocks = 1};
+    if (!m.tied_head) {
+      p.root.push_back(m.vocabulary * c);
+      p.after_blocks = 2;
+    }
+    return p;
+  }
   return {.root = {m.vocabulary * c, m.context * c, c, c},
-          .block = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c}};
+          .block = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c},
+          .after_blocks = 2};
 }
 
 struct Sizes {
-  int64_t tokens;  // batch x context
-  int64_t a;       // tokens x channels
-  int64_t s;       // bytes of the compute dtype
-  int64_t logits;  // tokens x vocabulary
+  int64_t tokens;      // batch x context
+  int64_t a;           // tokens x channels
+  int64_t s;           // bytes of the compute dtype
+  int64_t logits;      // tokens x vocabulary
+  int64_t statistics;  // bytes of a normalisation's per-token statistics
+  int64_t expanded;    // elements of the MLP's expansion (GELU's or SwiGLU's input)
+  int64_t hidden;      // elements of the MLP projection's input
 };
 
 Sizes sizes_of(const MemoryPlan& p) {
   const int64_t context = p.context > 0 ? p.context : p.model.context;
   const int64_t tokens = p.batch * context;
+  const bool llama = p.model.llama();
   return {.tokens = tokens,
           .a = tokens * p.model.channels,
           .s = static_cast<int64_t>(dtype_size(p.compute)),
-          .logits = tokens * p.model.vocabulary};
+          .logits = tokens * p.model.vocabulary,
+          .statistics = (llama ? 1 : 2) * kF32 * tokens,  // rstd (and LayerNorm's mean)
+          .expanded = tokens * p.model.feed_forward_expansion(),
+          .hidden = tokens * p.model.feed_forward_width()};
 }
 
-// The output of a LayerNorm (f32) as the next Linear saves it: itself under f32, else its cast.
+// The output of a normalisation (f32) as the next Linear saves it: itself under f32, else its
+// cast.
 int64_t linear_input(const Sizes& z) { return blocks(1, z.s * z.a); }
 
-// What one block's forward saves, beyond its input: per LayerNorm its per-token statistics and
-// the Linear's copy of its output; q, k, v and the attention's output by head, its per-query
-// log-sum-exp, the attention's output (c_proj's input); the residual stream after attention
-// (ln_2's input); the GELU's input and output (the MLP projection's input); the block's output.
+// What one block's forward saves, beyond its input: per normalisation its per-token statistics
+// and the Linear's copy of its output; q, k, v and the attention's output by head, its
+// per-query log-sum-exp, the attention's output (the output projection's input); the residual
+// stream after attention (the second normalisation's input); the activation's input (GELU's,
+// or SwiGLU's gate | up) and output (the MLP projection's input); the block's output.
 int64_t block_activations(const Sizes& z, int64_t heads) {
-  return 2 * (blocks(1, 2 * kF32 * z.tokens) + linear_input(z)) + blocks(1, 3 * z.s * z.a) +
+  return 2 * (blocks(1, z.statistics) + linear_input(z)) + blocks(1, 3 * z.s * z.a) +
          2 * blocks(1, z.s * z.a) + blocks(1, kF32 * z.tokens * heads) + 2 * blocks(1, kF32 * z.a) +
-         2 * blocks(1, 4 * z.s * z.a);
+         blocks(1, z.s * z.expanded) + blocks(1, z.s * z.hidden);
 }
 
 void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
@@ -88,8 +113,8 @@ void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
   } else {
     per_layer.emplace_back("block" + each, block);
   }
-  per_layer.emplace_back("final LayerNorm and output layer",
-                         blocks(1, 2 * kF32 * z.tokens) + linear_input(z));
+  per_layer.emplace_back("final normalisation and output layer",
+                         blocks(1, z.statistics) + linear_input(z));
   per_layer.emplace_back("logits and loss probabilities",
                          blocks(1, z.s * z.logits) + blocks(1, kF32 * z.logits));
   for (const auto& [name, bytes] : per_layer) {
@@ -115,7 +140,7 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
       std::vector<int64_t> bytes;
       for (int64_t numel : gpt.root) bytes.push_back(kF32 * numel);
       for (int64_t l = 0; l < layers; ++l) {
-        for (int64_t numel : gpt.block) bytes.insert(bytes.end() - 2, kF32 * numel);
+        for (int64_t numel : gpt.block) bytes.insert(bytes.end() - gpt.after_blocks, kF32 * numel);
       }
       for (const std::vector<size_t>& bucket :
            plan_gradient_buckets(bytes, p.bucket_bytes, p.first_bucket_bytes)) {
@@ -176,11 +201,12 @@ MemoryEstimate estimate_memory(const MemoryPlan& plan) {
   add_activations(plan, z, e);
   // Alive with everything above while the last block's MLP is backed up: the loss's f32
   // gradient (and its cast to the compute dtype), the residual stream's gradient (and its
-  // cast), and the GELU's input and output gradients (one of its saved tensors is released).
+  // cast), and the activation's input and output gradients (one of its saved tensors is
+  // released).
   const bool cast = z.s != kF32;
   e.temporaries = blocks(1, kF32 * z.logits) + (cast ? blocks(1, z.s * z.logits) : 0) +
                   blocks(1, kF32 * z.a) + (cast ? blocks(1, z.s * z.a) : 0) +
-                  blocks(1, 4 * z.s * z.a);
+                  blocks(1, z.s * z.expanded);
   return e;
 }
 

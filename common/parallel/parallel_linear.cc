@@ -21,6 +21,13 @@ Tensor row_shard(const Tensor& t, int rank, int size, const char* what) {
 
 Tensor as_rows(const Tensor& t) { return t.view({t.numel() / t.size(-1), t.size(-1)}); }
 
+// The layers cut here have a bias (GPT-2's); Llama's bias-free projections are not cut.
+template <class Layer>
+auto& bias_of(Layer& layer) {
+  COURSE_CHECK(layer.bias.has_value(), "tensor parallelism cuts linear layers with a bias");
+  return *layer.bias;
+}
+
 }  // namespace
 
 nn::ModulePtr enter_tensor_parallel(Activations input, const std::shared_ptr<Communicator>& tp) {
@@ -36,7 +43,7 @@ ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& whole,
     : tp_(tp),
       enter_(enter_tensor_parallel(input, tp)),
       local_(row_shard(whole.weight.value, tp->rank(), tp->size(), "a column-parallel weight"),
-             row_shard(whole.bias.value, tp->rank(), tp->size(), "a column-parallel bias")),
+             row_shard(bias_of(whole).value, tp->rank(), tp->size(), "a column-parallel bias")),
       gather_(tp),
       gather_output_(gather_output) {}
 
@@ -46,7 +53,7 @@ std::vector<nn::Module::Child> ColumnParallelLinear::children() {
 
 void ColumnParallelLinear::gather_into(nn::Linear& whole) {
   tp_->all_gather(local_.weight.value, whole.weight.value)->wait();
-  tp_->all_gather(local_.bias.value, whole.bias.value)->wait();
+  tp_->all_gather(bias_of(local_).value, bias_of(whole).value)->wait();
 }
 
 Tensor ColumnParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
@@ -61,13 +68,13 @@ Tensor ColumnParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
 
 void RowParallelLinear::gather_into(nn::Linear& whole) {
   copy_(whole.weight.value, all_gather_last_dim(weight.value, *tp_));
-  copy_(whole.bias.value, bias.value);
+  copy_(bias_of(whole).value, bias.value);
 }
 
 RowParallelLinear::RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp,
                                      Activations output)
     : weight(slice_last_dim(whole.weight.value, tp->rank(), tp->size())),
-      bias(whole.bias.value.clone()),
+      bias(bias_of(whole).value.clone()),
       tp_(std::move(tp)),
       output_(output) {}
 

@@ -34,10 +34,12 @@ std::vector<nn::StageBounds> bounds_of(const std::vector<int64_t>& blocks) {
 // Contiguous cut of the blocks minimising the largest stage's parameters (dynamic programming
 // over stages and blocks used).
 std::vector<int64_t> blocks_by_parameters(const nn::GptConfig& c, int stages) {
-  const int64_t layers = c.layers, block = 12 * c.channels * c.channels + 13 * c.channels;
-  const int64_t table = c.vocabulary * c.channels;
-  const int64_t first_extra = table + c.context * c.channels;
-  const int64_t last_extra = 2 * c.channels + (stages > 1 ? table : 0);  // ln_f, the table copy
+  const nn::GptParameterParts parts = nn::gpt_parameter_parts(c);
+  const int64_t layers = c.layers, block = parts.block;
+  const int64_t first_extra = parts.token_table + parts.position_table;
+  // The final norm and the output layer: its own, or a copy of the tied table.
+  const int64_t tied_copy = c.tied_head && stages > 1 ? parts.token_table : 0;
+  const int64_t last_extra = parts.final_norm + parts.output_layer + tied_copy;
   const auto cost = [&](int s, int64_t blocks) {
     return blocks * block + (s == 0 ? first_extra : 0) + (s == stages - 1 ? last_extra : 0);
   };
@@ -104,7 +106,10 @@ PipelineParallel::PipelineParallel(nn::GptParts& gpt, std::shared_ptr<Communicat
     chunks_.push_back(std::make_unique<nn::GptStage>(gpt, stages[virtual_stage(c)]));
   }
   const int rank = pp_->rank(), last = pp_->size() - 1;
-  if (last > 0) embedding_group_ = pp_->split(rank == 0 || rank == last ? 0 : 1, rank);
+  // The first and last stages share the token table of a tied output layer.
+  if (last > 0 && gpt.config().tied_head) {
+    embedding_group_ = pp_->split(rank == 0 || rank == last ? 0 : 1, rank);
+  }
 }
 
 std::vector<std::pair<std::string, nn::Parameter*>> PipelineParallel::parameters() {

@@ -24,7 +24,7 @@ nn::Linear grouped_by_rank(const nn::Linear& c_attn, int ranks) {
   // (3, p, C/p, in) -> (p, 3, C/p, in), and the bias alike.
   const Tensor weight =
       permute(c_attn.weight.value.view({3, ranks, per_rank, in}), {1, 0, 2, 3}).view({rows, in});
-  const Tensor bias = permute(c_attn.bias.value.view({3, ranks, per_rank}), {1, 0, 2}).view({rows});
+  const Tensor bias = permute(c_attn.bias->value.view({3, ranks, per_rank}), {1, 0, 2}).view({rows});
   return nn::Linear(weight, bias);
 }
 
@@ -47,7 +47,7 @@ void TensorParallelAttention::gather_into(nn::Linear& c_attn, nn::Linear& c_proj
       static_cast<int>(c_attn.weight.value.size(0) / qkv_.local().weight.value.size(0));
   qkv_.gather_into(c_attn);  // grouped by rank
   copy_(c_attn.weight.value, ungrouped_qkv_rows(c_attn.weight.value.clone(), ranks));
-  copy_(c_attn.bias.value, ungrouped_qkv_rows(c_attn.bias.value.clone(), ranks));
+  copy_(c_attn.bias->value, ungrouped_qkv_rows(c_attn.bias->value.clone(), ranks));
   projection_.gather_into(c_proj);
 }
 

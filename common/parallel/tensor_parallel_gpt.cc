@@ -110,16 +110,23 @@ class EmbeddingPart : public nn::Module {
   nn::ModulePtr scatter_;
 };
 
+// The whole model's configuration, if this cut can take it.
+const nn::GptConfig& cuttable(const nn::Gpt& whole) {
+  COURSE_CHECK(!whole.config().llama(), "tensor parallelism cuts GPT-2 models: ",
+               whole.config().name, " is a Llama, whose grouped heads and SwiGLU are not cut");
+  return whole.config();
+}
+
 }  // namespace
 
 TensorParallelGpt::TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicator> tp,
                                      Activations between)
-    : config_(whole.config()),
+    : config_(cuttable(whole)),
       tp_(tp),
       between_(between),
       embedding_(whole.embedding(), tp),
       input_(std::make_unique<EmbeddingPart>(embedding_, tp, between)),
-      ln_f_(whole.config().channels, whole.final_norm().weight.value.device()),
+      ln_f_(whole.config().channels, whole.final_layer_norm().weight.value.device()),
       head_(std::make_unique<TiedVocabParallelHead>(embedding_.wte, tp, between)) {
   COURSE_CHECK(!whole.checkpointed_blocks(),
                "a GPT whose blocks recompute their activations (checkpointed) cannot be cut over "
@@ -128,7 +135,7 @@ TensorParallelGpt::TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicato
     blocks_.add(tensor_parallel_block(layers, whole.config().heads, tp, between,
                                       cut_blocks_.emplace_back()));
   }
-  copy_layer_norm(ln_f_, whole.final_norm());
+  copy_layer_norm(ln_f_, whole.final_layer_norm());
 }
 
 std::vector<nn::Module::Child> TensorParallelGpt::children() {
@@ -146,7 +153,7 @@ void TensorParallelGpt::gather_into(nn::Gpt& whole) {
     mine.expansion->gather_into(*target.expansion);
     mine.feed_forward_projection->gather_into(*target.feed_forward_projection);
   }
-  copy_layer_norm(whole.final_norm(), ln_f_);
+  copy_layer_norm(whole.final_layer_norm(), ln_f_);
 }
 
 std::vector<nn::Parameter*> TensorParallelGpt::sequence_sharded_parameters() {

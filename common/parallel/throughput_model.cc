@@ -34,7 +34,10 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
   const double B = plan.global_batch, b = plan.micro_batch;
   out.micro_batches = plan.global_batch / (plan.micro_batch * g.dp);
   const double m = out.micro_batches;
-  out.flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+  // Megatron-LM's count, 72 B s L h^2 (1 + s / 6h + V / 12 L h) for GPT-2, written for any
+  // block: 6 flops per weight-matrix element and token, plus attention's 12 B s^2 L h.
+  const double block_matrices = static_cast<double>(nn::gpt_parameter_parts(c).block_matrices);
+  out.flops = 6 * B * s * (L * block_matrices + V * h) + 12 * B * s * s * L * h;
   out.compute_s = out.flops / (n * cluster.peak_flops * cluster.efficiency);
   out.bubble_s = out.compute_s * (p - 1) / m;
   const double activation_bytes = b * s * h * kBf16;
@@ -46,7 +49,11 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
       d > 1 ? 2 * (d - 1) / d * kBf16 * psi / (t * p) / bandwidth(g.tp * g.dp, cluster) : 0;
   out.step_s =
       out.compute_s + out.bubble_s + out.tensor_parallel_s + out.pipeline_s + out.data_parallel_s;
-  const double per_layer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
+  // Korthikanti et al.'s activations per layer, s b h (10 + 24 / t + 5 a s / h t) for GPT-2,
+  // whose MLP saves 8 h bf16 values a token (16 of the 24); other MLPs save theirs.
+  const double mlp =
+      kBf16 * static_cast<double>(c.feed_forward_expansion() + c.feed_forward_width()) / h;
+  const double per_layer = s * b * h * (10 + (8 + mlp) / t + 5 * a * s / (h * t));
   const double in_flight = std::min(p, m);
   out.memory_bytes = 16 * psi / (t * p) + in_flight * (L / p) * per_layer + s * b * (h + 4 * V / t);
   out.mfu = out.flops / (out.step_s * n * cluster.peak_flops);

@@ -15,18 +15,25 @@ Tensor rows_of(const Tensor& table, int rank, int size) {
   return table.slice(rank * n, (rank + 1) * n).clone();
 }
 
+// The whole model's position table (a model with rotary positions has none to replicate).
+const Tensor& position_table(const nn::Embedding& whole) {
+  COURSE_CHECK(whole.wpe.has_value(),
+               "the vocabulary-parallel embedding needs a learned position table");
+  return whole.wpe->value;
+}
+
 }  // namespace
 
 VocabParallelEmbedding::VocabParallelEmbedding(const nn::Embedding& whole,
                                                std::shared_ptr<Communicator> tp)
     : wte(rows_of(whole.wte.value, tp->rank(), tp->size())),
-      wpe(whole.wpe.value.clone()),
+      wpe(position_table(whole).clone()),
       tp_(std::move(tp)),
       first_token_(tp_->rank() * wte.value.size(0)) {}
 
 void VocabParallelEmbedding::gather_into(nn::Embedding& whole) {
   tp_->all_gather(wte.value, whole.wte.value)->wait();
-  copy_(whole.wpe.value, wpe.value);
+  copy_(whole.wpe->value, wpe.value);
 }
 
 void VocabParallelEmbedding::collect(const std::string& prefix, nn::ModuleState& state) {

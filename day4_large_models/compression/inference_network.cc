@@ -64,7 +64,7 @@ InferenceNetwork::InferenceNetwork(nn::Module& trained, Device device) : device_
     } else if (auto* linear = dynamic_cast<nn::Linear*>(m)) {
       const Tensor w = host_f32(linear->weight.f32_value());
       stage.weights = {.weight = w.clone().view({w.size(0), w.size(1), 1, 1}),
-                       .bias = host_f32(linear->bias.f32_value()).clone()};
+                       .bias = host_f32(linear->bias->f32_value()).clone()};
       stage.linear = true;
       stage.description =
           "linear " + std::to_string(w.size(1)) + " -> " + std::to_string(w.size(0));

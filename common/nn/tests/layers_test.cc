@@ -243,7 +243,7 @@ TEST(Linear, ForwardAndGradients) {
   Linear fc(5, 3, rng, kCpu);
   const auto x = random_tensor({4, 5}, DType::kF32, kCpu, 15);
   const auto y = testing::to_floats(fc.forward(x.tensor));
-  const auto w = testing::to_floats(fc.weight.value), b = testing::to_floats(fc.bias.value);
+  const auto w = testing::to_floats(fc.weight.value), b = testing::to_floats(fc.bias->value);
   for (int n = 0; n < 4; ++n)
     for (int o = 0; o < 3; ++o) {
       double acc = b[o];

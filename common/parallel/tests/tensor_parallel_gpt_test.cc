@@ -80,7 +80,7 @@ std::vector<float> expected_part(const std::string& name, const Tensor& whole, i
     return rows(grouped_by_rank(nn::Linear(whole, zeros({whole.size(0)})), p).weight.value);
   }
   if (ends_with("c_attn.bias")) {
-    return rows(grouped_by_rank(nn::Linear(zeros({whole.size(0), 1}), whole), p).bias.value);
+    return rows(grouped_by_rank(nn::Linear(zeros({whole.size(0), 1}), whole), p).bias->value);
   }
   if (name == "wte.weight" || ends_with("c_fc.weight") || ends_with("c_fc.bias"))
     return rows(whole);

@@ -107,8 +107,8 @@ TEST(TensorParallelLinear, ColumnParallelWithGatheredOutputIsTheWholeLayer) {
   EXPECT_TRUE(testing::all_close(values(column.local().weight.grad),
                                  values(whole.weight.grad.slice(r * rows, (r + 1) * rows)),
                                  kParity));
-  EXPECT_TRUE(testing::all_close(values(column.local().bias.grad),
-                                 values(whole.bias.grad.slice(r * rows, (r + 1) * rows)), kParity));
+  EXPECT_TRUE(testing::all_close(values(column.local().bias->grad),
+                                 values(whole.bias->grad.slice(r * rows, (r + 1) * rows)), kParity));
 }
 
 // The feed-forward block: Linear(C, 4C), GELU, Linear(4C, C), with C = 8.
@@ -135,12 +135,12 @@ TEST(TensorParallelLinear, ColumnThenRowIsTheWholeFeedForwardThroughAnAdamWStep)
   EXPECT_TRUE(testing::all_close(values(dx), values(dx_whole), kParity));
 
   optim::AdamW whole_adamw({{"up.weight", &whole.up.weight},
-                            {"up.bias", &whole.up.bias},
+                            {"up.bias", &*whole.up.bias},
                             {"down.weight", &whole.down.weight},
-                            {"down.bias", &whole.down.bias}},
+                            {"down.bias", &*whole.down.bias}},
                            {.lr = 1e-2f, .weight_decay = 0.1f});
   optim::AdamW adamw({{"up.weight", &up.local().weight},
-                      {"up.bias", &up.local().bias},
+                      {"up.bias", &*up.local().bias},
                       {"down.weight", &down.weight},
                       {"down.bias", &down.bias}},
                      {.lr = 1e-2f, .weight_decay = 0.1f});
@@ -150,12 +150,12 @@ TEST(TensorParallelLinear, ColumnThenRowIsTheWholeFeedForwardThroughAnAdamWStep)
   EXPECT_TRUE(testing::all_close(values(up.local().weight.value),
                                  values(whole.up.weight.value.slice(r * hidden, (r + 1) * hidden)),
                                  kParity));
-  EXPECT_TRUE(testing::all_close(values(up.local().bias.value),
-                                 values(whole.up.bias.value.slice(r * hidden, (r + 1) * hidden)),
+  EXPECT_TRUE(testing::all_close(values(up.local().bias->value),
+                                 values(whole.up.bias->value.slice(r * hidden, (r + 1) * hidden)),
                                  kParity));
   EXPECT_TRUE(testing::all_close(values(down.weight.value),
                                  values(slice_last_dim(whole.down.weight.value, r, p)), kParity));
-  EXPECT_TRUE(testing::all_close(values(down.bias.value), values(whole.down.bias.value), kParity));
+  EXPECT_TRUE(testing::all_close(values(down.bias.value), values(whole.down.bias->value), kParity));
 }
 
 // The vocabulary cut over the ranks: tokens from every rank's range (and repeated ones) embed as
@@ -183,7 +183,7 @@ TEST(VocabParallelEmbedding, IsTheWholeEmbeddingThroughAnAdamWStep) {
   EXPECT_EQ(sharded.first_token(), 6 * r);
   EXPECT_TRUE(testing::all_close(values(sharded.wte.value),
                                  values(whole.wte.value.slice(6 * r, 6 * r + 6)), kParity));
-  EXPECT_TRUE(testing::all_close(values(sharded.wpe.value), values(whole.wpe.value), kParity));
+  EXPECT_TRUE(testing::all_close(values(sharded.wpe.value), values(whole.wpe->value), kParity));
   nn::Embedding odd(6 * p + 1, 5, 4, rng, Device::cpu());
   EXPECT_THROW(VocabParallelEmbedding(odd, tp), Error);
 }
@@ -207,19 +207,19 @@ TEST(TensorParallelAttention, IsTheWholeAttention) {
   const nn::ModuleState mine = attention.state();
   ASSERT_EQ(mine.parameters.size(), 4u);
   const nn::Linear whole_qkv_grads =
-      grouped_by_rank(nn::Linear(c_attn.weight.grad, c_attn.bias.grad), p);
+      grouped_by_rank(nn::Linear(c_attn.weight.grad, c_attn.bias->grad), p);
   const int64_t rows = 48 / p;
   EXPECT_EQ(mine.parameters[0].first, "c_attn.weight");
   EXPECT_TRUE(testing::all_close(
       values(mine.parameters[0].second->grad),
       values(whole_qkv_grads.weight.value.slice(r * rows, (r + 1) * rows)), kParity));
   EXPECT_TRUE(testing::all_close(values(mine.parameters[1].second->grad),
-                                 values(whole_qkv_grads.bias.value.slice(r * rows, (r + 1) * rows)),
+                                 values(whole_qkv_grads.bias->value.slice(r * rows, (r + 1) * rows)),
                                  kParity));
   EXPECT_EQ(mine.parameters[2].first, "c_proj.weight");
   EXPECT_TRUE(testing::all_close(values(mine.parameters[2].second->grad),
                                  values(slice_last_dim(c_proj.weight.grad, r, p)), kParity));
-  EXPECT_TRUE(testing::all_close(values(mine.parameters[3].second->grad), values(c_proj.bias.grad),
+  EXPECT_TRUE(testing::all_close(values(mine.parameters[3].second->grad), values(c_proj.bias->grad),
                                  kParity));
   EXPECT_THROW(TensorParallelAttention(c_attn, c_proj, 3, tp), Error);  // 3 heads: no split
 }

@@ -1,0 +1,93 @@
+// The bodies of grouped_qkv.h, shared by the CPU and the GPU: one index per pair of
+// neighbouring elements (x_2i, x_2i+1) of a head, the unit the rotation turns. Angles in f32, as
+// Llama's reference computes them.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/core/host_device.h"
+
+namespace course::ops {
+
+struct GroupedHeadShape {
+  int64_t seq, heads, kv_heads, head_dim;
+  float rope_theta;
+  COURSE_HD int64_t pairs() const { return head_dim / 2; }
+  COURSE_HD int64_t input_heads() const { return heads + 2 * kv_heads; }
+  // The cosine and sine of the angle pair `pair` turns by at position `position`.
+  COURSE_HD void rotation(int64_t position, int64_t pair, float& cosine, float& sine) const {
+    const float frequency =
+        1.0f / powf(rope_theta, static_cast<float>(2 * pair) / static_cast<float>(head_dim));
+    const float angle = static_cast<float>(position) * frequency;
+    cosine = cosf(angle);
+    sine = sinf(angle);
+  }
+};
+
+// Index (bt, which, h, pair) of the (B T, 3, H, D / 2) output: from the input's head h
+// (queries), H + h / (H / G) (keys) or H + G + h / (H / G) (values); queries and keys rotated.
+template <class T>
+struct GroupedQkvForward {
+  const T* x;
+  T* packed;
+  GroupedHeadShape shape;
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t pair = i % shape.pairs(), h = i / shape.pairs() % shape.heads;
+    const int64_t which = i / (shape.pairs() * shape.heads) % 3;
+    const int64_t bt = i / (shape.pairs() * shape.heads * 3);
+    const int64_t group = shape.heads / shape.kv_heads;
+    const int64_t source = which == 0 ? h : shape.heads + (which - 1) * shape.kv_heads + h / group;
+    const T* in = x + (bt * shape.input_heads() + source) * shape.head_dim + 2 * pair;
+    float a = static_cast<float>(in[0]), b = static_cast<float>(in[1]);
+    if (which < 2 && shape.rope_theta > 0.0f) {
+      float c, s;
+      shape.rotation(bt % shape.seq, pair, c, s);
+      const float turned_a = a * c - b * s;
+      b = a * s + b * c;
+      a = turned_a;
+    }
+    T* out = packed + ((bt * 3 + which) * shape.heads + h) * shape.head_dim + 2 * pair;
+    out[0] = T(a);
+    out[1] = T(b);
+  }
+};
+
+// Index (bt, input head, pair) of the (B T, H + 2 G, D / 2) input gradient: the sum over the
+// query heads the input head served (one for a query head), in head order, turned back.
+template <class T>
+struct GroupedQkvBackward {
+  const T* dpacked;
+  T* dx;
+  GroupedHeadShape shape;
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t pair = i % shape.pairs(), source = i / shape.pairs() % shape.input_heads();
+    const int64_t bt = i / (shape.pairs() * shape.input_heads());
+    const int64_t group = shape.heads / shape.kv_heads;
+    int64_t which = 0, first = source, count = 1;
+    if (source >= shape.heads) {
+      const int64_t kv = source - shape.heads;
+      which = 1 + kv / shape.kv_heads;
+      first = kv % shape.kv_heads * group;
+      count = group;
+    }
+    float a = 0.0f, b = 0.0f;
+    for (int64_t h = first; h < first + count; ++h) {
+      const T* d = dpacked + ((bt * 3 + which) * shape.heads + h) * shape.head_dim + 2 * pair;
+      a += static_cast<float>(d[0]);
+      b += static_cast<float>(d[1]);
+    }
+    if (which < 2 && shape.rope_theta > 0.0f) {
+      float c, s;
+      shape.rotation(bt % shape.seq, pair, c, s);
+      const float turned_a = a * c + b * s;
+      b = -a * s + b * c;
+      a = turned_a;
+    }
+    T* out = dx + (bt * shape.input_heads() + source) * shape.head_dim + 2 * pair;
+    out[0] = T(a);
+    out[1] = T(b);
+  }
+};
+
+}  // namespace course::ops
