@@ -128,7 +128,7 @@ std::vector<Module::Child> Gpt::children() {
   return {{"", &embedding_},
           {"h", &blocks_},
           {"ln_f", final_norm_.get()},
-          {config_.tied_head ? "" : "lm_head", head_.get()}};
+          {head_name(config_), head_.get()}};
 }
 
 LayerNorm& Gpt::final_layer_norm() {

@@ -25,4 +25,8 @@ class GptParts : public Module {
   virtual Module& head() = 0;
 };
 
+// The output layer's name among the model's children: a tied one holds no parameter of its own
+// (""), an untied one its "lm_head.weight".
+inline const char* head_name(const GptConfig& config) { return config.tied_head ? "" : "lm_head"; }
+
 }  // namespace course::nn

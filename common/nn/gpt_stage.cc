@@ -15,7 +15,7 @@ GptStage::GptStage(GptParts& gpt, StageBounds bounds) : gpt_(gpt), bounds_(bound
   }
   if (bounds.head) {
     layers_.push_back({"ln_f", &gpt.final_norm()});
-    layers_.push_back({"", &gpt.head()});
+    layers_.push_back({head_name(gpt.config()), &gpt.head()});
   }
 }
 

@@ -1,4 +1,4 @@
-// The memory estimate against the allocator's measured peak of real GPT steps, on 1 and 2
+// The memory estimate against the allocator's measured peak of real GPT-2 and Llama steps, on 1 and 2
 // ranks: one process or DDP, every sharding strategy, f32 and bf16 compute, with and without
 // activation checkpointing, with f32 or bf16 parameters gathered for compute. The peak is measured
 // over a step after the first (the optimizer's states exist) and includes everything the rank
@@ -21,6 +21,9 @@ namespace {
 
 constexpr double kTolerance = 0.15;
 const nn::GptConfig kModel{"gpt-estimate", 4, 4, 128, 64, 256};
+// llama-tiny with its own output layer: RMSNorm's one statistic, SwiGLU's gate | up, no biases.
+const nn::GptConfig kLlama{
+    "llama-estimate", 4, 4, 128, 64, 256, nn::DecoderFamily::kLlama, 2, 352, false, 500000.0f};
 constexpr int64_t kBatch = 8;
 
 struct Case {
@@ -28,10 +31,11 @@ struct Case {
   DType compute = DType::kF32;
   bool checkpoint = false;
   DType param_dtype = DType::kF32;  // the sharded modes' gathered values
+  const nn::GptConfig* model = &kModel;
 };
 
 std::string describe(const Case& c) {
-  return c.mode + (c.compute == DType::kF32 ? " f32" : " bf16") +
+  return c.model->name + " " + c.mode + (c.compute == DType::kF32 ? " f32" : " bf16") +
          (c.checkpoint ? " checkpointed" : "") +
          (c.param_dtype == DType::kF32 ? "" : " bf16 parameters");
 }
@@ -40,18 +44,19 @@ std::string describe(const Case& c) {
 int64_t measured_peak(const Case& c) {
   const auto comm = Communicator::world();
   std::mt19937 rng(3);
-  nn::Gpt model(kModel, rng, Device::cpu(), c.checkpoint);
+  const nn::GptConfig& config = *c.model;
+  nn::Gpt model(config, rng, Device::cpu(), c.checkpoint);
   DataParallelModel data_parallel(
       model, model.blocks(), comm,
       {.sharding = parse_data_parallel_mode(c.mode), .param_dtype = c.param_dtype});
   optim::AdamW adamw(data_parallel.optimized(), {.lr = 1e-3f});
-  std::vector<int32_t> tokens(kBatch * kModel.context);
+  std::vector<int32_t> tokens(kBatch * config.context);
   std::vector<int64_t> targets(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     tokens[i] = static_cast<int32_t>((i * 7 + comm->rank()) % 256);
     targets[i] = static_cast<int64_t>((i * 13) % 256);
   }
-  const Tensor inputs = Tensor::from_vector<int32_t>(tokens, {kBatch, kModel.context});
+  const Tensor inputs = Tensor::from_vector<int32_t>(tokens, {kBatch, config.context});
   const Tensor labels =
       Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())});
   CachingAllocator& allocator = device_allocator(Device::cpu());
@@ -63,7 +68,7 @@ int64_t measured_peak(const Case& c) {
     nn::Autocast autocast(c.compute == DType::kF32 ? DType::kBF16 : c.compute,
                           c.compute != DType::kF32);
     const Tensor logits = net.forward(inputs);
-    const Tensor rows = logits.view({labels.numel(), kModel.vocabulary});
+    const Tensor rows = logits.view({labels.numel(), config.vocabulary});
     const CrossEntropyOutput loss = softmax_cross_entropy(rows, labels);
     const Tensor dlogits =
         softmax_cross_entropy_backward(loss, labels, 0.0f, rows.dtype()).view(logits.shape());
@@ -88,10 +93,14 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
                                    {"hybrid-shard"},
                                    {"zero3", DType::kBF16, true},
                                    {"zero1", DType::kBF16, false, DType::kBF16},
-                                   {"zero3", DType::kBF16, false, DType::kBF16}};
+                                   {"zero3", DType::kBF16, false, DType::kBF16},
+                                   {"none", DType::kF32, false, DType::kF32, &kLlama},
+                                   {"none", DType::kBF16, true, DType::kF32, &kLlama},
+                                   {"zero2", DType::kF32, false, DType::kF32, &kLlama},
+                                   {"zero3", DType::kBF16, false, DType::kBF16, &kLlama}};
   for (const Case& c : cases) {
     const int64_t measured = measured_peak(c);
-    const MemoryEstimate estimate = estimate_memory({.model = kModel,
+    const MemoryEstimate estimate = estimate_memory({.model = *c.model,
                                                      .batch = kBatch,
                                                      .compute = c.compute,
                                                      .checkpoint_activations = c.checkpoint,

@@ -32,6 +32,10 @@ const nn::GptConfig kDeepGpt{"gpt-pipe-deep", 8, 2, 16, 12, 37};  // 2 chunks on
 // Activations of 2 x 12 x 96 f32 (9 KiB) per micro-batch: past MPI's eager limit (4 KiB over
 // shared memory), a send completes only once its receive is posted, as NCCL's always do.
 const nn::GptConfig kWideGpt{"gpt-pipe-wide", 8, 2, 96, 12, 37};
+// A Llama of the same vocabulary and context, its output layer its own (not tied): the last
+// stage's own weight, no table shared with the first.
+const nn::GptConfig kLlama{
+    "llama-pipe", 5, 4, 16, 12, 37, nn::DecoderFamily::kLlama, 2, 24, false, 100.0f};
 const optim::AdamWOptions kAdamW{.lr = 1e-2f, .weight_decay = 0.1f};
 
 struct Batch {
@@ -157,6 +161,18 @@ TEST(PipelineParity, EveryScheduleTrainsAsOneProcess) {
                                         .micro_batches = kMicroBatches,
                                         .balance = StageBalance::kParameters}),
                        alone, "1f1b cut by parameters");
+}
+
+TEST(PipelineParity, LlamaWithItsOwnOutputLayerTrainsAsOneProcess) {
+  Communicator::world()->set_timeout(30);
+  const Trace alone = train_alone(kLlama);
+  for (const StageBalance balance : {StageBalance::kLayers, StageBalance::kParameters}) {
+    expect_same_training(train_pipelined({.schedule = PipelineSchedule::kOneForwardOneBackward,
+                                          .micro_batches = kMicroBatches,
+                                          .balance = balance},
+                                         kLlama),
+                         alone, "llama, 1f1b cut by " + stage_balance_name(balance));
+  }
 }
 
 // Interleaved 1F1B: two chunks per rank of an 8-block GPT, cut by layers and by parameters.

@@ -59,6 +59,17 @@ Subject gpt_subject() {
   return {std::move(gpt), blocks, kGpt.vocabulary};
 }
 
+// A Llama of the same vocabulary and context: grouped heads, no biases, its own output layer.
+const nn::GptConfig kLlama{
+    "llama-test", 2, 4, 24, 16, 61, nn::DecoderFamily::kLlama, 2, 40, false, 100.0f};
+
+Subject llama_subject() {
+  std::mt19937 rng(8);
+  auto llama = std::make_unique<nn::Gpt>(kLlama, rng, Device::cpu());
+  nn::Sequential* blocks = &llama->blocks();
+  return {std::move(llama), blocks, kLlama.vocabulary};
+}
+
 Batch gpt_batch(int64_t step) {
   std::mt19937 rng(1000 * step + world()->rank());
   std::uniform_int_distribution<int32_t> token(0, kGpt.vocabulary - 1);
@@ -226,6 +237,16 @@ TEST(ShardedParity, GptTrainsAsDdpWithEveryStrategyAndPrefetch) {
           train_sharded(gpt_subject(), gpt_batch, options), ddp,
           name + " backward prefetch " + std::to_string(static_cast<int>(prefetch)));
     }
+  }
+}
+
+TEST(ShardedParity, LlamaTrainsAsDdpWithEveryStrategy) {
+  const Trace ddp = train_ddp(llama_subject(), gpt_batch);
+  for (const std::string& name : sharding_names()) {
+    expect_same_training(
+        train_sharded(llama_subject(), gpt_batch,
+                      {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup}),
+        ddp, "llama, " + name);
   }
 }
 
