@@ -71,6 +71,8 @@ void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config
   }
   if (o.tensor_parallel > 1) {
     const int64_t t = o.tensor_parallel;
+    COURSE_CHECK(!config.llama(), "--tensor-parallel cuts GPT-2 blocks; ", o.model,
+                 " is a Llama, whose grouped heads and SwiGLU are not cut over ranks");
     COURSE_CHECK(config.heads % t == 0 && config.vocabulary % t == 0, "--tensor-parallel ", t,
                  " does not split ", o.model, "'s ", config.heads, " heads and ", config.vocabulary,
                  "-token vocabulary evenly over the ranks");

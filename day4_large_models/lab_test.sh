@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPT lab as a trainee meets it (the solutions' lab; the trainee's where it differs): a few steps on the embedded text (plain, checkpointed, bf16
-# autocast), a whole small run on a made-up corpus (validation line, sample, checkpoint and
-# resume), the same run on 2 ranks with DDP and with every sharding (the same validation loss
+# The GPT lab as a trainee meets it (the solutions' lab; the trainee's where it differs): a few
+# steps on the embedded text (plain, checkpointed, bf16 autocast, a Llama), a whole small run
+# on a made-up corpus (validation line, sample, checkpoint and resume), the same run on 2 ranks with DDP and with every sharding (the same validation loss
 # and sample), the memory estimate (against the measured peak, for GPT-2 1.3B on 8 ranks, the
 # budget), gradient accumulation, and bad input ending with one message and a non-zero exit.
 set -uo pipefail
@@ -16,7 +16,7 @@ expect 0 "checkpointed blocks" "$lab" "${few[@]}" --checkpoint-activations
 expect 0 "tokens/s" "$lab" "${few[@]}" --amp --amp-dtype bf16
 
 # The estimate printed before the run is within 15% of the allocator's measured peak.
-for flags in "" "--amp --checkpoint-activations" "--accumulate 2"; do
+for flags in "" "--amp --checkpoint-activations" "--accumulate 2" "--model llama-tiny"; do
   # shellcheck disable=SC2086
   out=$("$lab" "${few[@]}" $flags 2>&1)
   ratio=$(sed -n 's/^peak memory per rank: measured .*: \([0-9.]*\)x$/\1/p' <<<"$out")
@@ -27,6 +27,13 @@ for flags in "" "--amp --checkpoint-activations" "--accumulate 2"; do
   fi
   echo "ok: estimated / measured peak with '$flags': $ratio"
 done
+# The Llama family: trained (checkpointed), its limit of data parallelism on paper, and the
+# tensor-parallel cut it does not have refused.
+expect 0 "training llama-tiny" "$lab" "${few[@]}" --model llama-tiny --checkpoint-activations
+expect 0 "ZeRO paper, mixed-precision Adam, 3.21B parameters on 8 rank(s)" "$lab" \
+  --model llama-3.2-3b --estimate-only --estimate-ranks 8 --batch-size 1 --amp
+expect 1 "llama-tiny is a Llama, whose grouped heads and SwiGLU are not cut" "$lab" "${few[@]}" \
+  --model llama-tiny --tensor-parallel 2
 expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab" \
   --model gpt-1.3b --estimate-only --estimate-ranks 8 --sharding zero3 --batch-size 8 --amp
 # The throughput model's grids of 8 GPUs for GPT-2 1.3B (its figures: throughput_model_test).

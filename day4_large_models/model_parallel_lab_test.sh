@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
 # schedule (interleaved 1F1B with 2 chunks per rank), both cuts, tensor parallelism over 2 and 4
-# ranks (with sequence parallelism over 4) and tensor-parallel stages (3D without replicas)
-# train as one process accumulating the same micro-batches (the same training loss and the same
+# ranks (with sequence parallelism over 4), tensor-parallel stages (3D without replicas) and a
+# Llama's pipeline train as one process accumulating the same micro-batches (the same training loss and the same
 # sample from the gathered model);
 # 2 pipelines of 2 stages on 4 ranks, the measured bubble of every stage, one trace with every
 # rank's forwards and backwards, a checkpoint file per rank resumed as the single process
@@ -28,6 +28,21 @@ ending() {
   grep -a -A2 "^sample" <<<"$out"
 }
 
+# `ranks flags...` train as the one-process `alone`.
+expect_as_alone() {
+  local alone=$1 ranks=$2
+  shift 2
+  local got
+  got=$(ending "${mpirun[@]}" -np "$ranks" "$lab" "${run[@]}" "$@")
+  if [[ -z $alone || $got != "$alone" ]]; then
+    echo "FAILED: $ranks ranks with $* train otherwise than one process accumulating:"
+    echo "one process: $alone"
+    echo "model parallel: $got"
+    exit 1
+  fi
+  echo "ok: $ranks ranks, $*: $(head -1 <<<"$got")"
+}
+
 alone=$(ending "$lab" "${run[@]}" --accumulate 4)
 for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --schedule gpipe" \
   "2 --pipeline-stages 2 --schedule 1f1b" \
@@ -37,17 +52,12 @@ for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --sc
   "2 --tensor-parallel 2 --accumulate 4" "4 --tensor-parallel 4 --accumulate 4" \
   "4 --tensor-parallel 4 --sequence-parallel --accumulate 4" \
   "4 --tensor-parallel 2 --pipeline-stages 2"; do
-  read -r ranks flags <<<"$case"
   # shellcheck disable=SC2086
-  got=$(ending "${mpirun[@]}" -np "$ranks" "$lab" "${run[@]}" $flags)
-  if [[ -z $alone || $got != "$alone" ]]; then
-    echo "FAILED: $ranks ranks with $flags train otherwise than one process accumulating:"
-    echo "one process: $alone"
-    echo "model parallel: $got"
-    exit 1
-  fi
-  echo "ok: $ranks ranks, $flags: $(head -1 <<<"$got")"
+  expect_as_alone "$alone" $case
 done
+# A Llama's pipeline (its output layer tied to the first stage's table).
+expect_as_alone "$(ending "$lab" "${run[@]}" --model llama-tiny --accumulate 4)" 2 \
+  --model llama-tiny --pipeline-stages 2 --schedule 1f1b
 expect 0 "every layer cut over 2 tensor-parallel ranks x 2 data-parallel replicas" \
   "${mpirun[@]}" -np 4 "$lab" "${run[@]}" --tensor-parallel 2 --test --test-nsteps 2
 

@@ -25,9 +25,10 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
   const GridShape& g = plan.grid;
   const double n = g.size(), t = g.tp, p = g.pp, d = g.dp;
   const double s = c.context, h = c.channels, L = c.layers, V = c.vocabulary, a = c.heads;
-  COURSE_CHECK(c.heads % g.tp == 0 && c.layers % g.pp == 0 &&
+  COURSE_CHECK(c.heads % g.tp == 0 && c.key_value_heads() % g.tp == 0 && c.layers % g.pp == 0 &&
                    plan.global_batch % (plan.micro_batch * g.dp) == 0,
-               c.name, " on ", g.str(), ": the heads (", c.heads, ") must split over tp, the ",
+               c.name, " on ", g.str(), ": the heads (", c.heads, ", ", c.key_value_heads(),
+               " of keys and values) must split over tp, the ",
                c.layers, " layers over pp, and the batch of ", plan.global_batch,
                " into micro-batches of ", plan.micro_batch, " over dp");
   StepPrediction out;
