@@ -23,19 +23,9 @@
 #include "common/nn/linear.h"
 #include "common/nn/sequential.h"
 #include "common/nn/tied_head.h"
+#include "common/nn/transformer_blocks.h"
 
 namespace course::nn {
-
-// One GPT-2 block's layers by their role, for code that rebuilds a block from them (tensor
-// parallelism: common/parallel/tensor_parallel_gpt.h) instead of looking them up by name.
-struct GptBlockLayers {
-  LayerNorm* attention_norm;        // ln_1
-  Linear* qkv;                      // attn.c_attn: (3C, C), q | k | v
-  Linear* attention_projection;     // attn.c_proj: (C, C)
-  LayerNorm* feed_forward_norm;     // ln_2
-  Linear* expansion;                // mlp.c_fc: (4C, C)
-  Linear* feed_forward_projection;  // mlp.c_proj: (C, 4C)
-};
 
 class Gpt : public GptParts {
  public:

@@ -6,6 +6,7 @@
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
 #include "common/nn/residual.h"
+#include "common/nn/vit.h"
 
 namespace course::nn {
 
@@ -61,8 +62,12 @@ ModulePtr smallnet(const ModelConfig& c, int64_t width, Device device) {
 }  // namespace
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names = {"smallnet", "tinynet", "resnet18-cifar",
-                                                 "resnet18", "resnet50"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all = {"smallnet", "tinynet", "resnet18-cifar", "resnet18",
+                                    "resnet50"};
+    for (const VitConfig& vit : vit_presets()) all.push_back(vit.name);
+    return all;
+  }();
   return names;
 }
 
@@ -75,12 +80,21 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
     return resnet<BasicBlock>(config, {2, 2, 2, 2}, false, device);
   if (config.name == "resnet18") return resnet<BasicBlock>(config, {2, 2, 2, 2}, true, device);
   if (config.name == "resnet50") return resnet<Bottleneck>(config, {3, 4, 6, 3}, true, device);
+  if (is_vit(config.name)) {
+    VitConfig vit = vit_preset(config.name);
+    vit.in_channels = config.in_channels;
+    vit.classes = config.num_classes;
+    if (config.image_size > 0) vit.image = config.image_size;
+    std::mt19937 rng(config.seed);
+    return make_vit(vit, rng, device);
+  }
   std::string known;
   for (const auto& name : model_names()) known += (known.empty() ? "" : ", ") + name;
   COURSE_FAIL("unknown model '", config.name, "' (known: ", known, ")");
 }
 
 int64_t min_image_size(const std::string& name) {
+  if (is_vit(name)) return vit_preset(name).patch;
   if (name == "smallnet" || name == "tinynet") return 4;  // two 2x2 poolings
   if (name == "resnet18-cifar") return 8;                 // three stride-2 stages
   return 32;                                              // stem /4, three stride-2 stages

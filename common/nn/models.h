@@ -5,7 +5,9 @@
 //                   student;
 //   resnet18-cifar  ResNet-18 with a CIFAR stem (3x3 convolution, no max pooling), for small
 //                   images;
-//   resnet18, resnet50  ImageNet stem (7x7/2 convolution, 3x3/2 max pooling), as torchvision.
+//   resnet18, resnet50  ImageNet stem (7x7/2 convolution, 3x3/2 max pooling), as torchvision;
+//   vit-...         the Vision Transformers of vit.h, for images of `image_size` (0: the
+//                   preset's).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ struct ModelConfig {
   int64_t in_channels = 1;
   int64_t num_classes = 10;
   uint32_t seed = 0;
+  int64_t image_size = 0;  // the input's side: a Vision Transformer's patch grid
 };
 
 const std::vector<std::string>& model_names();
@@ -28,7 +31,8 @@ const std::vector<std::string>& model_names();
 // Throws course::Error for an unknown name (listing the known ones).
 ModulePtr make_model(const ModelConfig& config, Device device);
 
-// The smallest input side the model accepts (its total downsampling must leave 1 pixel).
+// The smallest input side the model accepts (its total downsampling must leave 1 pixel; a
+// Vision Transformer's one patch).
 int64_t min_image_size(const std::string& name);
 
 }  // namespace course::nn

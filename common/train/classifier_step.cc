@@ -13,7 +13,8 @@ std::unique_ptr<nn::Module> make_classifier(const TrainingFlags& f, const Datase
   return nn::make_model({.name = f.model,
                          .in_channels = data.channels(),
                          .num_classes = data.num_classes(),
-                         .seed = f.seed},
+                         .seed = f.seed,
+                         .image_size = f.image_size},
                         device);
 }
 

@@ -107,7 +107,8 @@ for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
   common/kernels/tests/layout_test common/kernels/tests/gemm_test \
   common/kernels/tests/column_sums_test \
   common/kernels/tests/conv_library_test common/kernels/tests/cross_entropy_test \
-  common/kernels/tests/transformer_kernels_test common/kernels/tests/batch_augment_test \
+  common/kernels/tests/transformer_kernels_test common/kernels/tests/llama_kernels_test \
+  common/kernels/tests/batch_augment_test \
   common/kernels/tests/batch_mix_test common/kernels/tests/fused_conv_test \
   common/kernels/tests/graph_test common/kernels/tests/norm_pool_optim_test \
   common/data/tests/jitter_test; do
@@ -128,6 +129,8 @@ gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sa
   --context 64)
 [[ -d $root/text ]] && gpt+=(--text-dir "$root/text")  # a bundle's own text
 record "day 4: GPT, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" --amp
+record "day 4: Llama, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" \
+  --amp --model llama-tiny
 
 multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cpu)
   local name=$1 np=$2

@@ -1,6 +1,7 @@
 // The transformer's kernels against naive references computed here in double: permute by
 // index arithmetic, softmax by its formula, attention with its full (T, T) score matrix
-// (causal and bidirectional, forward and backward), embedding by table look-up.
+// (causal and bidirectional, forward and backward), embedding by table look-up, the class
+// token by index arithmetic.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "common/kernels/attention.h"
+#include "common/kernels/class_token.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/embedding.h"
 #include "common/kernels/embedding_ops.h"
@@ -235,6 +237,49 @@ TEST_P(TransformerKernelTest, EmbeddingLooksUpAndScattersBack) {
   }
   const Tensor too_long = zeros({1, ctx + 1}, DType::kI32, device());
   EXPECT_THROW(embedding_forward(too_long, wte.tensor, wpe.tensor), Error);
+}
+
+// N = 3 images of L = 5 patch tokens of C = 7 (odd sizes): [cls, patches] + positions, and
+// back: the patches' gradient is dy without its first token, cls gets the first token's sum
+// over the batch, positions every token's; the read-out takes token 0 and puts it back among
+// zeros.
+TEST_P(TransformerKernelTest, ClassTokenPrependsAddsAndSumsBack) {
+  const int64_t N = 3, L = 5, C = 7;
+  const auto patches = random_tensor({N, L, C}, dtype(), device(), 30, -2.0f, 2.0f);
+  const auto cls = random_tensor({C}, DType::kF32, device(), 31);
+  const auto positions = random_tensor({L + 1, C}, DType::kF32, device(), 32);
+  const auto dy = random_tensor({N, L + 1, C}, dtype(), device(), 33);
+  std::vector<double> out, dpatches, dcls(C, 0.0), dpositions((L + 1) * C, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t t = 0; t <= L; ++t)
+      for (int64_t c = 0; c < C; ++c) {
+        const double token = t == 0 ? cls.values[c] : patches.values[(n * L + t - 1) * C + c];
+        out.push_back(token + positions.values[t * C + c]);
+        const double d = dy.values[(n * (L + 1) + t) * C + c];
+        dpositions[t * C + c] += d;
+        if (t == 0) dcls[c] += d;
+        if (t > 0) dpatches.push_back(d);
+      }
+  const Tensor y = class_token_forward(patches.tensor, cls.tensor, positions.tensor);
+  EXPECT_EQ(y.dtype(), DType::kF32);
+  EXPECT_TRUE(all_close(to_floats(y), rounded(out, DType::kF32), accumulated(dtype())));
+  Tensor dcls_got = zeros({C}, DType::kF32, device());
+  Tensor dpositions_got = zeros({L + 1, C}, DType::kF32, device());
+  const Tensor dx = class_token_backward(dy.tensor, dcls_got, dpositions_got);
+  EXPECT_EQ(to_floats(dx), rounded(dpatches, dtype()));
+  EXPECT_TRUE(all_close(to_floats(dcls_got), rounded(dcls, DType::kF32), accumulated(dtype())));
+  EXPECT_TRUE(all_close(to_floats(dpositions_got), rounded(dpositions, DType::kF32),
+                        accumulated(dtype())));
+  const std::vector<float> first = to_floats(first_token(dy.tensor));
+  std::vector<float> back(N * (L + 1) * C, 0.0f);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      EXPECT_EQ(first[n * C + c], dy.values[n * (L + 1) * C + c]);
+      back[n * (L + 1) * C + c] = first[n * C + c];
+    }
+  EXPECT_EQ(to_floats(first_token_backward(first_token(dy.tensor), L + 1)), back);
+  EXPECT_THROW(class_token_forward(patches.tensor, cls.tensor, zeros({L, C}, DType::kF32, device())),
+               Error);
 }
 
 COURSE_INSTANTIATE_DEVICE_CASES(TransformerKernelTest,

@@ -1,0 +1,79 @@
+// The Vision Transformer: presets, parameter count and the model.
+#include "common/nn/vit.h"
+
+#include "common/core/error.h"
+#include "common/kernels/elementwise.h"
+#include "common/nn/conv2d.h"
+#include "common/nn/init.h"
+#include "common/nn/layer_norm.h"
+#include "common/nn/linear.h"
+#include "common/nn/sequential.h"
+#include "common/nn/transformer_blocks.h"
+#include "common/nn/vit_tokens.h"
+
+namespace course::nn {
+
+const std::vector<VitConfig>& vit_presets() {
+  static const std::vector<VitConfig> presets = {
+      {"vit-micro", 28, 4, 4, 4, 64, 0, 1, 10},
+      {"vit-mini", 32, 4, 6, 4, 128, 0, 3, 10},
+      {"vit-ti16", 224, 16, 12, 3, 192},
+      {"vit-s16", 224, 16, 12, 6, 384},
+      {"vit-b16", 224, 16, 12, 12, 768},
+      {"vit-l16", 224, 16, 24, 16, 1024},
+      {"vit-h14", 224, 14, 32, 16, 1280},
+      {"vit-g14", 224, 14, 48, 16, 1664, 8192},
+  };
+  return presets;
+}
+
+VitConfig vit_preset(const std::string& name) {
+  std::string known;
+  for (const VitConfig& c : vit_presets()) {
+    if (c.name == name) return c;
+    known += (known.empty() ? "" : ", ") + c.name;
+  }
+  COURSE_FAIL("unknown Vision Transformer '", name, "' (known: ", known, ")");
+}
+
+bool is_vit(const std::string& name) { return name.rfind("vit-", 0) == 0; }
+
+int64_t vit_parameter_count(const VitConfig& c) {
+  const int64_t ch = c.channels, f = c.mlp_width();
+  const int64_t embedding = c.patch * c.patch * c.in_channels * ch + ch + ch + (c.patches() + 1) * ch;
+  const int64_t block = 4 * ch * ch + 2 * ch * f + 9 * ch + f;
+  return embedding + c.layers * block + 2 * ch + ch * c.classes + c.classes;
+}
+
+ModulePtr make_vit(const VitConfig& c, std::mt19937& rng, Device device) {
+  COURSE_CHECK(c.image > 0 && c.patch > 0 && c.layers > 0 && c.heads > 0 && c.channels > 0 &&
+                   c.in_channels > 0 && c.classes > 0,
+               c.name, ": a size is not positive");
+  COURSE_CHECK(c.image % c.patch == 0, c.name, ": its ", c.patch, "-px patches do not tile a ",
+               c.image, "-px image");
+  COURSE_CHECK(c.channels % c.heads == 0, c.name, ": ", c.channels,
+               " channels do not split into ", c.heads, " heads");
+  auto patch_embed = std::make_unique<Sequential>();
+  patch_embed->add(std::make_unique<Conv2d>(c.in_channels, c.channels, c.patch,
+                                            Conv2dShape{.stride = c.patch}, rng, device),
+                   "proj");
+  patch_embed->add(std::make_unique<PatchTokens>(c.channels, device), "tokens");
+  auto net = std::make_unique<Sequential>();
+  net->add(std::move(patch_embed), "patch_embed");
+  net->add(std::make_unique<ClassToken>(c.patches(), c.channels, rng, device), "embed");
+  auto blocks = std::make_unique<Sequential>();
+  for (int64_t l = 0; l < c.layers; ++l) {
+    GptBlockLayers unused;
+    blocks->add(pre_norm_block({c.channels, c.heads, c.mlp_width(), c.layers, /*causal=*/false},
+                               rng, device, unused));
+  }
+  net->add(std::move(blocks), "blocks");
+  net->add(std::make_unique<FirstTokenPool>(), "pool");
+  net->add(std::make_unique<LayerNorm>(c.channels, device), "norm");
+  net->add(std::make_unique<Linear>(normal({c.classes, c.channels}, 0.02f, rng, device),
+                                    zeros({c.classes}, DType::kF32, device)),
+           "head");
+  return net;
+}
+
+}  // namespace course::nn
