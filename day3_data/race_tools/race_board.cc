@@ -22,6 +22,7 @@ namespace {
 // The recipe and budget of the race's first line.
 void read_header(const nlohmann::json& line, RaceEntry& entry) {
   const nlohmann::json& recipe = line.at("recipe");
+  entry.model = recipe.at("model").get<std::string>();
   entry.optimizer = recipe.at("optimizer").get<std::string>();
   entry.schedule = recipe.at("schedule").get<std::string>();
   entry.batch_size = recipe.at("batch_size").get<int64_t>();
@@ -74,11 +75,12 @@ std::string html_escaped(const std::string& text) {
   return out;
 }
 
-// The columns of every table: name, optimizer, batch, image size, lr, wd, best top-1 (%),
+// The columns of every table: name, model, optimizer, batch, image size, lr, wd, best top-1 (%),
 // time to best (s), epochs run, images/s.
 std::vector<std::string> row_cells(const BoardRow& row) {
   const RaceEntry& e = *row.entry;
   return {e.name,
+          e.model,
           e.optimizer,
           std::to_string(e.batch_size),
           std::to_string(e.image_size),
@@ -92,7 +94,7 @@ std::vector<std::string> row_cells(const BoardRow& row) {
 
 const std::vector<std::string>& column_names() {
   static const std::vector<std::string> names = {
-      "name",           "optimizer",        "batch",  "image size", "lr", "wd",
+      "name",           "model",            "optimizer", "batch", "image size", "lr", "wd",
       "best top-1 (%)", "time to best (s)", "epochs", "images/s"};
   return names;
 }
@@ -220,7 +222,8 @@ std::string board_markdown(const std::vector<BoardRow>& rows) {
 
 std::string board_csv(const std::vector<BoardRow>& rows) {
   std::ostringstream csv;
-  csv << "name,optimizer,batch,image_size,lr,wd,best_top1,time_to_best_s,epochs,images_per_s\n";
+  csv << "name,model,optimizer,batch,image_size,lr,wd,best_top1,time_to_best_s,epochs,"
+         "images_per_s\n";
   for (const BoardRow& row : rows) {
     const std::vector<std::string> cells = row_cells(row);
     for (size_t i = 0; i < cells.size(); ++i) csv << (i ? "," : "") << cells[i];
@@ -236,7 +239,7 @@ std::string board_html(const std::vector<BoardRow>& rows, const std::string& tit
        << "body { font-family: sans-serif; margin: 2em; }\n"
        << "table { border-collapse: collapse; }\n"
        << "th, td { border: 1px solid #999; padding: 0.3em 0.8em; text-align: right; }\n"
-       << "td:nth-child(2), td:nth-child(3) { text-align: left; }\n"
+       << "td:nth-child(2), td:nth-child(3), td:nth-child(4) { text-align: left; }\n"
        << "tr.reference { font-style: italic; background: #eee; }\n"
        << "img { max-width: 48%; }\n</style>\n</head>\n<body>\n<h1>" << html_escaped(title)
        << "</h1>\n<table id=\"leaderboard\">\n<tr><th>rank</th>";

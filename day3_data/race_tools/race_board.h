@@ -22,7 +22,7 @@ struct EntryEpoch {
 
 struct RaceEntry {
   std::string name;
-  std::string optimizer, schedule;
+  std::string model, optimizer, schedule;
   int64_t batch_size = 0, image_size = 0, epochs = 0;
   double lr = 0, wd = 0;
   double budget_s = 0;

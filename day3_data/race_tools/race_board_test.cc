@@ -18,7 +18,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const char kHeader[] =
-    R"({"recipe": {"optimizer": "%s", "schedule": "one-cycle", "batch_size": %d, )"
+    R"({"recipe": {"model": "smallnet", "optimizer": "%s", "schedule": "one-cycle", )"
+    R"("batch_size": %d, )"
     R"("image_size": 28, "epochs": 3, "lr": %s, "wd": 0.0005}, "race": {"budget_s": 100}})";
 
 std::string header(const std::string& optimizer, int batch, const std::string& lr) {
@@ -86,21 +87,23 @@ TEST(RaceBoard, TablesHaveTheCoursesColumns) {
   const std::vector<RaceEntry> entries = three_entries();
   const std::vector<BoardRow> rows = rank_entries(entries);
   const std::string markdown = board_markdown(rows);
-  EXPECT_THAT(markdown, HasSubstr("| 1 | steady | adamw | 128 | 28 | 0.003 | 0.0005 | 85.00 | 90 | "
-                                  "2 | 1000 |"));
-  EXPECT_THAT(markdown, HasSubstr("| - | late | lars | 1024 | 28 | 4 | 0.0005 | - | - | 1 |"));
+  EXPECT_THAT(markdown, HasSubstr("| 1 | steady | smallnet | adamw | 128 | 28 | 0.003 | 0.0005 | "
+                                  "85.00 | 90 | 2 | 1000 |"));
+  EXPECT_THAT(markdown,
+              HasSubstr("| - | late | smallnet | lars | 1024 | 28 | 4 | 0.0005 | - | - | 1 |"));
   EXPECT_EQ(board_csv(rows),
-            "name,optimizer,batch,image_size,lr,wd,best_top1,time_to_best_s,epochs,images_per_s\n"
-            "steady,adamw,128,28,0.003,0.0005,85.00,90,2,1000\n"
-            "fast,sgd,256,28,0.2,0.0005,80.00,50,2,2000\n"
-            "late,lars,1024,28,4,0.0005,-,-,1,1000\n");
+            "name,model,optimizer,batch,image_size,lr,wd,best_top1,time_to_best_s,epochs,"
+            "images_per_s\n"
+            "steady,smallnet,adamw,128,28,0.003,0.0005,85.00,90,2,1000\n"
+            "fast,smallnet,sgd,256,28,0.2,0.0005,80.00,50,2,2000\n"
+            "late,smallnet,lars,1024,28,4,0.0005,-,-,1,1000\n");
 }
 
 TEST(RaceBoard, ThePageEscapesTextAndShowsBothPlots) {
   const std::vector<RaceEntry> entries = three_entries();
   const std::string page = board_html(rank_entries(entries), "Race <night 1> & co");
   EXPECT_THAT(page, HasSubstr("<title>Race &lt;night 1&gt; &amp; co</title>"));
-  EXPECT_THAT(page, HasSubstr("<td>1</td><td>steady</td><td>adamw</td>"));
+  EXPECT_THAT(page, HasSubstr("<td>1</td><td>steady</td><td>smallnet</td><td>adamw</td>"));
   EXPECT_THAT(page, HasSubstr("<img src=\"validation.png\""));
   EXPECT_THAT(page, HasSubstr("<img src=\"training.png\""));
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The race lab and its leaderboard as trainees and instructors run them: --test prints the
 # epochs the budget allows (validation dominates here: 10000 s / (1000 s + the steps' few
-# seconds) = 10), more epochs are refused with that figure, a run within the budget writes its recipe and a
-# record per epoch, the leaderboard tool ranks the runs; bad input is one message.
+# seconds) = 10), more epochs are refused with that figure, a run within the budget writes its
+# recipe and a record per epoch (a Vision Transformer's too), the leaderboard tool ranks the
+# runs; bad input is one message.
 set -uo pipefail
 source "$1"  # expect
 trainee=$2
@@ -26,12 +27,16 @@ head -1 "$runs/alice.jsonl" | grep -q '"lr":0.05' || { echo "FAILED: recipe's lr
 grep -q '"epoch":2' "$runs/alice.jsonl" || { echo "FAILED: no epoch 2 record"; exit 1; }
 expect 0 "epoch 1: " "$solution" "${recipe[@]}" --optimizer adamw --lr 0.003 \
   --metrics "$runs/bob.jsonl"
-expect 0 "| bob | adamw | 16 | 28 | 0.003 | 0 |" "$leaderboard" --runs "$runs" \
+expect 0 "epoch 1: " "$solution" "${recipe[@]}" --model vit-micro --optimizer adamw --lr 0.002 \
+  --metrics "$runs/dave.jsonl"
+expect 0 "| bob | smallnet | adamw | 16 | 28 | 0.003 | 0 |" "$leaderboard" --runs "$runs" \
+  --out "$TEST_TMPDIR/board"
+expect 0 "| dave | vit-micro | adamw | 16 | 28 | 0.002 | 0 |" "$leaderboard" --runs "$runs" \
   --out "$TEST_TMPDIR/board"
 for file in board.md board.csv index.html validation.png training.png; do
   [[ -s $TEST_TMPDIR/board/$file ]] || { echo "FAILED: no board/$file"; exit 1; }
 done
-[[ $(wc -l <"$TEST_TMPDIR/board/board.csv") == 3 ]] || { echo "FAILED: board.csv rows"; exit 1; }
+[[ $(wc -l <"$TEST_TMPDIR/board/board.csv") == 4 ]] || { echo "FAILED: board.csv rows"; exit 1; }
 
 expect 1 "--budget-s and --race-gpus must be positive" "$solution" "${recipe[@]:0:9}" --budget-s 0
 expect 1 "the race trains a recipe: run --findlr with //day3_data:lab" "$solution" \
