@@ -125,15 +125,18 @@ fi
 echo "== parity of one f32 training step (the project's weights and batch, loaded by PyTorch;"
 echo "   the repository's f32 rule |project - torch| <= 1e-5 + 1e-5 |torch|)"
 parity_failed=0
-for model in smallnet:28 resnet18:64; do
+for model in smallnet:28 resnet18:64 vit-micro:28; do
   IFS=: read -r name size <<<"$model"
   "$bin/bench/compare/parity_step" --model "$name" --image-size "$size" --batch 8 \
     --out "$work/$name.step" >/dev/null
   "${py[@]}" parity "$work/$name.step" || parity_failed=1
 done
-# A 2-layer GPT: logits, loss, every gradient and the parameters after one AdamW step.
-"$bin/bench/compare/parity_step" --model gpt-parity --batch 2 --out "$work/gpt.step" >/dev/null
-"${py[@]}" parity "$work/gpt.step" || parity_failed=1
+# 2-layer decoders, GPT-2 and Llama: logits, loss, every gradient and the parameters after one
+# AdamW step.
+for name in gpt-parity llama-parity; do
+  "$bin/bench/compare/parity_step" --model "$name" --batch 2 --out "$work/$name.step" >/dev/null
+  "${py[@]}" parity "$work/$name.step" || parity_failed=1
+done
 ((parity_only)) && exit "$parity_failed"
 
 echo

@@ -6,17 +6,20 @@
 //   images      (N, C, S, S) f32             labels      (N,) i64
 //   logits      (N, classes) f32             loss        (1,) f32
 //   grad.NNN    the gradient of each parameter
-// For a GPT (--model gpt-parity: 2 layers, 2 heads, 32 channels, context 16, 64 tokens), the
-// batch is tokens (N, T) i32 with labels (N T,) i64 and logits (N T, V), and the file also
-// holds updated.NNN, the parameters after one AdamW step (lr 1e-2, weight decay 0.1).
-// The header lists the parameter and buffer names. The other side loads the weights and the
-// batch, runs the same step and compares.
+// For a decoder (--model gpt-parity: GPT-2 of 2 layers, 2 heads, 32 channels, context 16, 64
+// tokens; llama-parity: a Llama of the same size with 4 query heads over 2 key/value heads, a
+// SwiGLU of 48 and its own output layer), the batch is tokens (N, T) i32 with labels (N T,) i64
+// and logits (N T, V), and the file also holds updated.NNN, the parameters after one AdamW step
+// (lr 1e-2, weight decay 0.1). The header lists the parameter and buffer names, and the
+// configuration of a decoder ("gpt") or a Vision Transformer ("vit"). The other side loads the
+// weights and the batch, runs the same step and compares.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/gpt.h"
 #include "common/nn/models.h"
+#include "common/nn/vit.h"
 #include "common/optim/optimizer.h"
 #include "common/testing/random_tensor.h"
 #include "common/train/checkpoint.h"
@@ -33,7 +36,37 @@ std::string numbered(const char* kind, size_t i) {
   return name;
 }
 
-const nn::GptConfig kParityGpt{"gpt-parity", 2, 2, 32, 16, 64};
+const std::vector<nn::GptConfig> kParityDecoders = {
+    {"gpt-parity", 2, 2, 32, 16, 64},
+    {"llama-parity", 2, 4, 32, 16, 64, nn::DecoderFamily::kLlama, 2, 48, false, 10000.0f},
+};
+
+const nn::GptConfig* parity_decoder(const std::string& name) {
+  for (const nn::GptConfig& c : kParityDecoders) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+// The configuration the other side builds its model from.
+nlohmann::json decoder_json(const nn::GptConfig& c) {
+  return {{"family", c.llama() ? "llama" : "gpt2"},
+          {"layers", c.layers},
+          {"heads", c.heads},
+          {"kv_heads", c.key_value_heads()},
+          {"channels", c.channels},
+          {"hidden", c.feed_forward_width()},
+          {"context", c.context},
+          {"vocabulary", c.vocabulary},
+          {"tied", c.tied_head},
+          {"rope_theta", c.rope_theta}};
+}
+
+nlohmann::json vit_json(const nn::VitConfig& c) {
+  return {{"image", c.image},     {"patch", c.patch},       {"layers", c.layers},
+          {"heads", c.heads},     {"channels", c.channels}, {"hidden", c.mlp_width()},
+          {"in_channels", c.in_channels}, {"classes", c.classes}};
+}
 
 struct StepBatch {
   Tensor inputs, labels;
@@ -49,8 +82,8 @@ StepBatch image_batch(int64_t batch, int64_t channels, int64_t image_size, int64
           Tensor::from_vector(labels, {batch})};
 }
 
-StepBatch token_batch(int64_t batch, uint32_t seed) {
-  const int64_t seq = kParityGpt.context, vocabulary = kParityGpt.vocabulary;
+StepBatch token_batch(const nn::GptConfig& c, int64_t batch, uint32_t seed) {
+  const int64_t seq = c.context, vocabulary = c.vocabulary;
   std::vector<int32_t> tokens(batch * seq);
   std::vector<int64_t> labels(batch * seq);
   for (int64_t i = 0; i < batch * seq; ++i) {
@@ -68,7 +101,7 @@ int main(int argc, char** argv) {
   uint32_t seed = 0;
   CLI::App app("One f32 training step of a course model, written for the PyTorch parity check");
   std::vector<std::string> models = nn::model_names();
-  models.push_back(kParityGpt.name);
+  for (const nn::GptConfig& c : kParityDecoders) models.push_back(c.name);
   app.add_option("--model", model_name)->check(CLI::IsMember(models));
   app.add_option("--batch", batch)->check(CLI::PositiveNumber);
   app.add_option("--image-size", image_size)->check(CLI::PositiveNumber);
@@ -77,13 +110,15 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "file to write")->required();
   train::parse_or_exit(app, argc, argv);
   return train::lab_main([&] {
-    const bool gpt = model_name == kParityGpt.name;
+    const nn::GptConfig* decoder = parity_decoder(model_name);
+    const bool gpt = decoder != nullptr;
     std::mt19937 rng(seed);
-    nn::ModulePtr model = gpt ? std::make_unique<nn::Gpt>(kParityGpt, rng, Device::cpu())
+    nn::ModulePtr model = gpt ? std::make_unique<nn::Gpt>(*decoder, rng, Device::cpu())
                               : nn::make_model({.name = model_name,
                                                 .in_channels = channels,
                                                 .num_classes = classes,
-                                                .seed = seed},
+                                                .seed = seed,
+                                                .image_size = image_size},
                                                Device::cpu());
     nn::ModuleState state = model->state();
     train::NamedTensors tensors;
@@ -103,7 +138,8 @@ int main(int argc, char** argv) {
       names["buffers"].push_back(state.buffers[i].first);
     }
     StepBatch b =
-        gpt ? token_batch(batch, seed) : image_batch(batch, channels, image_size, classes, seed);
+        gpt ? token_batch(*decoder, batch, seed)
+            : image_batch(batch, channels, image_size, classes, seed);
     model->set_training(true);
     const Tensor output = model->forward(b.inputs);
     Tensor logits = output.view({b.labels.numel(), output.size(-1)});
@@ -118,16 +154,19 @@ int main(int argc, char** argv) {
       tensors.emplace_back(numbered("grad", i), &state.parameters[i].second->grad);
     }
     if (gpt) {  // the configuration for the other side, and one AdamW step from the gradients
-      names["gpt"] = {{"layers", kParityGpt.layers},
-                      {"heads", kParityGpt.heads},
-                      {"channels", kParityGpt.channels},
-                      {"context", kParityGpt.context},
-                      {"vocabulary", kParityGpt.vocabulary}};
+      names["gpt"] = decoder_json(*decoder);
       optim::AdamW adamw(state.parameters, {.lr = 1e-2f, .weight_decay = 0.1f});
       adamw.step();
       for (size_t i = 0; i < state.parameters.size(); ++i) {
         tensors.emplace_back(numbered("updated", i), &state.parameters[i].second->value);
       }
+    }
+    if (nn::is_vit(model_name)) {
+      nn::VitConfig vit = nn::vit_preset(model_name);
+      vit.image = image_size;
+      vit.in_channels = channels;
+      vit.classes = classes;
+      names["vit"] = vit_json(vit);
     }
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),

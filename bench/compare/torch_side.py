@@ -63,17 +63,19 @@ def model(name, channels, classes=10):
 
 
 class GptBlock(nn.Module):
-    """A pre-LayerNorm GPT-2 block, parameters in the project's order (common/nn/gpt.h)."""
+    """A pre-LayerNorm GPT-2 block (a ViT's without the mask), parameters in the project's order
+    (common/nn/transformer_blocks.h)."""
 
-    def __init__(self, channels, heads):
+    def __init__(self, channels, heads, hidden=None, causal=True):
         super().__init__()
-        self.heads = heads
+        self.heads, self.causal = heads, causal
+        hidden = hidden or 4 * channels
         self.ln_1 = nn.LayerNorm(channels)
         self.c_attn = nn.Linear(channels, 3 * channels)
         self.c_proj = nn.Linear(channels, channels)
         self.ln_2 = nn.LayerNorm(channels)
-        self.c_fc = nn.Linear(channels, 4 * channels)
-        self.mlp_proj = nn.Linear(4 * channels, channels)
+        self.c_fc = nn.Linear(channels, hidden)
+        self.mlp_proj = nn.Linear(hidden, channels)
 
     def forward(self, x):
         b, t, c = x.shape
@@ -82,7 +84,8 @@ class GptBlock(nn.Module):
         def heads(z):
             return z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
 
-        y = nn.functional.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+        y = nn.functional.scaled_dot_product_attention(heads(q), heads(k), heads(v),
+                                                       is_causal=self.causal)
         x = x + self.c_proj(y.transpose(1, 2).reshape(b, t, c))
         return x + self.mlp_proj(nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
@@ -90,7 +93,7 @@ class GptBlock(nn.Module):
 class Gpt(nn.Module):
     """GPT-2 with the output layer tied to the token embedding, as the project's."""
 
-    def __init__(self, layers, heads, channels, context, vocabulary):
+    def __init__(self, layers, heads, channels, context, vocabulary, **_):
         super().__init__()
         self.wte = nn.Embedding(vocabulary, channels)
         self.wpe = nn.Embedding(context, channels)
@@ -102,6 +105,128 @@ class Gpt(nn.Module):
         for block in self.h:
             x = block(x)
         return self.ln_f(x) @ self.wte.weight.T
+
+
+class RmsNorm(nn.Module):
+    def __init__(self, channels, eps=1e-5):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(channels)), eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotated(x, theta):
+    """Rotary position embedding of (B, heads, T, D) as Meta's Llama: the pair (x_2i, x_2i+1) at
+    position t turned by t theta^(-2i/D)."""
+    d, t = x.shape[-1], x.shape[-2]
+    frequencies = 1.0 / theta ** (torch.arange(0, d, 2).float() / d)
+    angles = torch.outer(torch.arange(t).float(), frequencies)
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2))
+    return torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), angles)).flatten(-2)
+
+
+class LlamaBlock(nn.Module):
+    """RMSNorm, grouped-query attention on rotary positions, SwiGLU, no biases; wq|wk|wv and
+    w1|w3 packed as the project's (common/nn/transformer_blocks.h)."""
+
+    def __init__(self, channels, heads, kv_heads, hidden, rope_theta):
+        super().__init__()
+        self.heads, self.kv_heads, self.theta = heads, kv_heads, rope_theta
+        d = channels // heads
+        self.attention_norm = RmsNorm(channels)
+        self.wqkv = nn.Linear(channels, (heads + 2 * kv_heads) * d, bias=False)
+        self.wo = nn.Linear(channels, channels, bias=False)
+        self.ffn_norm = RmsNorm(channels)
+        self.w13 = nn.Linear(channels, 2 * hidden, bias=False)
+        self.w2 = nn.Linear(hidden, channels, bias=False)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        d = c // self.heads
+        q, k, v = self.wqkv(self.attention_norm(x)).split(
+            [self.heads * d, self.kv_heads * d, self.kv_heads * d], dim=2)
+
+        def heads(z, n):
+            return z.view(b, t, n, d).transpose(1, 2)
+
+        group = self.heads // self.kv_heads
+        q = rotated(heads(q, self.heads), self.theta)
+        k = rotated(heads(k, self.kv_heads), self.theta).repeat_interleave(group, dim=1)
+        v = heads(v, self.kv_heads).repeat_interleave(group, dim=1)
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.wo(y.transpose(1, 2).reshape(b, t, c))
+        gate, up = self.w13(self.ffn_norm(x)).chunk(2, dim=2)
+        return x + self.w2(nn.functional.silu(gate) * up)
+
+
+class Llama(nn.Module):
+    """The project's Llama-class decoder: token embedding, Llama blocks, a final RMSNorm, the
+    output layer tied or its own."""
+
+    def __init__(self, layers, heads, kv_heads, channels, hidden, vocabulary, tied, rope_theta,
+                 **_):
+        super().__init__()
+        self.wte = nn.Embedding(vocabulary, channels)
+        self.h = nn.ModuleList(LlamaBlock(channels, heads, kv_heads, hidden, rope_theta)
+                               for _ in range(layers))
+        self.ln_f = RmsNorm(channels)
+        self.lm_head = None if tied else nn.Linear(channels, vocabulary, bias=False)
+
+    def forward(self, tokens):
+        x = self.wte(tokens)
+        for block in self.h:
+            x = block(x)
+        x = self.ln_f(x)
+        return x @ self.wte.weight.T if self.lm_head is None else self.lm_head(x)
+
+
+class PatchTokens(nn.Module):
+    """(N, C, h, w) -> (N, h w, C) plus the patch embedding's bias."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x):
+        return x.flatten(2).transpose(1, 2) + self.bias
+
+
+class ClassToken(nn.Module):
+    def __init__(self, patches, channels):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.zeros(channels))
+        self.pos_embed = nn.Parameter(torch.zeros(patches + 1, channels))
+
+    def forward(self, tokens):
+        cls = self.cls_token.expand(tokens.shape[0], 1, -1)
+        return torch.cat([cls, tokens], dim=1) + self.pos_embed
+
+
+class Vit(nn.Module):
+    """The Vision Transformer as the project's (common/nn/vit.h): patch convolution (its bias
+    applied to the tokens), class token, positions, encoder blocks, LayerNorm and head on the
+    class token."""
+
+    def __init__(self, image, patch, layers, heads, channels, hidden, in_channels, classes):
+        super().__init__()
+        self.patch_embed = nn.Sequential(
+            nn.Conv2d(in_channels, channels, patch, patch, bias=False), PatchTokens(channels))
+        self.embed = ClassToken((image // patch) ** 2, channels)
+        self.blocks = nn.ModuleList(GptBlock(channels, heads, hidden, causal=False)
+                                    for _ in range(layers))
+        self.norm = nn.LayerNorm(channels)
+        self.head = nn.Linear(channels, classes)
+
+    def forward(self, images):
+        x = self.embed(self.patch_embed(images))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x[:, 0]))
+
+
+def decoder(config):
+    return Llama(**config) if config["family"] == "llama" else Gpt(**config)
 
 
 def training_step(net, x, y):
@@ -125,7 +250,12 @@ def parity(args):
     """Loads the project's weights and batch, runs the same step, compares within tolerance."""
     header, t = read_checkpoint(args.step_file)
     gpt = "gpt" in header
-    net = Gpt(**header["gpt"]) if gpt else model(header["model"], t["images"].shape[1])
+    if gpt:
+        net = decoder(header["gpt"])
+    elif "vit" in header:
+        net = Vit(**header["vit"])
+    else:
+        net = model(header["model"], t["images"].shape[1])
     params, buffers = list(net.parameters()), running_buffers(net)
     if len(params) != len(header["parameters"]) or len(buffers) != len(header["buffers"]):
         sys.exit("the PyTorch model does not have the project model's parameters")
