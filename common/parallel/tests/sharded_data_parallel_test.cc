@@ -96,6 +96,24 @@ Batch resnet_batch(int64_t step) {
           Tensor::from_vector<int64_t>({label(rng), label(rng)}, {2})};
 }
 
+// vit-micro on 8 px images of 3 channels (4 patch tokens), units = its patch embedding, class
+// token, blocks, pool, norm and head.
+Subject vit_subject() {
+  nn::ModulePtr net = nn::make_model(
+      {.name = "vit-micro", .in_channels = 3, .num_classes = 10, .seed = 4, .image_size = 8},
+      Device::cpu());
+  auto* blocks = dynamic_cast<nn::Sequential*>(net.get());
+  return {std::move(net), blocks, 10};
+}
+
+Batch vit_batch(int64_t step) {
+  const uint32_t seed = 2000 * step + world()->rank();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> label(0, 9);
+  return {testing::random_tensor({2, 3, 8, 8}, DType::kF32, Device::cpu(), seed).tensor,
+          Tensor::from_vector<int64_t>({label(rng), label(rng)}, {2})};
+}
+
 struct Trace {
   std::vector<float> losses;
   std::vector<std::vector<float>> parameters;  // every parameter's values after each step
@@ -305,6 +323,16 @@ TEST(ShardedParity, ResNetTrainsAsDdpWithEveryStrategy) {
   expect_same_training(train_sharded(resnet_subject(), resnet_batch,
                                      {.sharding = Sharding::kZero3, .param_dtype = DType::kBF16}),
                        rounded, "zero3 with bf16 parameters");
+}
+
+TEST(ShardedParity, VisionTransformerTrainsAsDdpWithEveryStrategy) {
+  const Trace ddp = train_ddp(vit_subject(), vit_batch);
+  for (const std::string& name : sharding_names()) {
+    expect_same_training(
+        train_sharded(vit_subject(), vit_batch,
+                      {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup}),
+        ddp, "vit, " + name);
+  }
 }
 
 }  // namespace
