@@ -71,10 +71,12 @@ void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config
   }
   if (o.tensor_parallel > 1) {
     const int64_t t = o.tensor_parallel;
-    COURSE_CHECK(!config.llama(), "--tensor-parallel cuts GPT-2 blocks; ", o.model,
-                 " is a Llama, whose grouped heads and SwiGLU are not cut over ranks");
-    COURSE_CHECK(config.heads % t == 0 && config.vocabulary % t == 0, "--tensor-parallel ", t,
-                 " does not split ", o.model, "'s ", config.heads, " heads and ", config.vocabulary,
+    const int64_t kv = config.key_value_heads();
+    const std::string grouped =
+        kv < config.heads ? " (" + std::to_string(kv) + " of keys and values)" : "";
+    COURSE_CHECK(config.heads % t == 0 && kv % t == 0 && config.vocabulary % t == 0,
+                 "--tensor-parallel ", t, " does not split ", o.model, "'s ", config.heads,
+                 " heads", grouped, " and ", config.vocabulary,
                  "-token vocabulary evenly over the ranks");
     COURSE_CHECK(!o.checkpoint_activations,
                  "--tensor-parallel cuts the blocks' layers; it does not combine with "

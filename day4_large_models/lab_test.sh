@@ -27,13 +27,13 @@ for flags in "" "--amp --checkpoint-activations" "--accumulate 2" "--model llama
   fi
   echo "ok: estimated / measured peak with '$flags': $ratio"
 done
-# The Llama family: trained (checkpointed), its limit of data parallelism on paper, and the
-# tensor-parallel cut it does not have refused.
+# The Llama family: trained (checkpointed), its limit of data parallelism on paper, and a
+# tensor-parallel cut its key/value heads do not split over refused.
 expect 0 "training llama-tiny" "$lab" "${few[@]}" --model llama-tiny --checkpoint-activations
 expect 0 "ZeRO paper, mixed-precision Adam, 3.21B parameters on 8 rank(s)" "$lab" \
   --model llama-3.2-3b --estimate-only --estimate-ranks 8 --batch-size 1 --amp
-expect 1 "llama-tiny is a Llama, whose grouped heads and SwiGLU are not cut" "$lab" "${few[@]}" \
-  --model llama-tiny --tensor-parallel 2
+expect 1 "--tensor-parallel 4 does not split llama-tiny's 4 heads (2 of keys and values)" "$lab" \
+  "${few[@]}" --model llama-tiny --tensor-parallel 4
 expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab" \
   --model gpt-1.3b --estimate-only --estimate-ranks 8 --sharding zero3 --batch-size 8 --amp
 # The throughput model's grids of 8 GPUs for GPT-2 1.3B (its figures: throughput_model_test).

@@ -2,7 +2,7 @@
 # The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
 # schedule (interleaved 1F1B with 2 chunks per rank), both cuts, tensor parallelism over 2 and 4
 # ranks (with sequence parallelism over 4), tensor-parallel stages (3D without replicas) and a
-# Llama's pipeline train as one process accumulating the same micro-batches (the same training loss and the same
+# Llama's pipeline and tensor-parallel cut train as one process accumulating the same micro-batches (the same training loss and the same
 # sample from the gathered model);
 # 2 pipelines of 2 stages on 4 ranks, the measured bubble of every stage, one trace with every
 # rank's forwards and backwards, a checkpoint file per rank resumed as the single process
@@ -55,9 +55,11 @@ for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --sc
   # shellcheck disable=SC2086
   expect_as_alone "$alone" $case
 done
-# A Llama's pipeline (its output layer tied to the first stage's table).
-expect_as_alone "$(ending "$lab" "${run[@]}" --model llama-tiny --accumulate 4)" 2 \
-  --model llama-tiny --pipeline-stages 2 --schedule 1f1b
+# A Llama's pipeline (its output layer tied to the first stage's table) and its heads over 2
+# tensor-parallel ranks (a key/value head each, with its 2 query heads).
+llama_alone=$(ending "$lab" "${run[@]}" --model llama-tiny --accumulate 4)
+expect_as_alone "$llama_alone" 2 --model llama-tiny --pipeline-stages 2 --schedule 1f1b
+expect_as_alone "$llama_alone" 2 --model llama-tiny --tensor-parallel 2 --accumulate 4
 expect 0 "every layer cut over 2 tensor-parallel ranks x 2 data-parallel replicas" \
   "${mpirun[@]}" -np 4 "$lab" "${run[@]}" --tensor-parallel 2 --test --test-nsteps 2
 

@@ -17,8 +17,9 @@ ops::GroupedHeadShape shape_of(const Tensor& t, const GroupedHeads& g) {
 void check_grouped_heads(const GroupedHeads& g) {
   COURSE_CHECK(g.heads > 0 && g.kv_heads > 0 && g.heads % g.kv_heads == 0, "grouped-query attention ",
                "needs its ", g.kv_heads, " key/value heads to divide its ", g.heads, " query heads");
-  COURSE_CHECK(g.head_dim > 0 && g.head_dim % 2 == 0, "rotary position embedding turns pairs: ",
-               "the head size ", g.head_dim, " must be even");
+  COURSE_CHECK(g.head_dim > 0 && (g.rope_theta == 0.0f || g.head_dim % 2 == 0),
+               "rotary position embedding turns pairs: the head size ", g.head_dim,
+               " must be even");
   COURSE_CHECK(g.rope_theta >= 0.0f, "the rotary base must not be negative, got ", g.rope_theta);
 }
 

@@ -19,7 +19,8 @@ struct GroupedHeads {
   int64_t width() const { return (heads + 2 * kv_heads) * head_dim; }
 };
 
-// Throws unless heads and kv_heads are positive, kv_heads divides heads and D is even.
+// Throws unless heads and kv_heads are positive, kv_heads divides heads and D is even where
+// rotated.
 void check_grouped_heads(const GroupedHeads& heads);
 
 // x (B, T, (H + 2 G) D) contiguous, any floating dtype -> (B, T, 3 H D): q and k rotated, each

@@ -3,7 +3,6 @@
 
 #include "common/nn/checkpointed.h"
 #include "common/nn/init.h"
-#include "common/nn/rms_norm.h"
 
 namespace course::nn {
 
@@ -24,19 +23,11 @@ Gpt::Gpt(const GptConfig& config, std::mt19937& rng, Device device, bool checkpo
       checkpointed_blocks_(checkpoint_blocks) {
   for (int64_t l = 0; l < config.layers; ++l) {
     ModulePtr block =
-        config.llama()
-            ? llama_block(config, rng, device)
-            : pre_norm_block({config.channels, config.heads, 4 * config.channels, config.layers,
-                              /*causal=*/true},
-                             rng, device, block_layers_.emplace_back());
+        transformer_block(block_shape(config), rng, device, block_layers_.emplace_back());
     if (checkpoint_blocks) block = std::make_unique<Checkpointed>(std::move(block));
     blocks_.add(std::move(block));
   }
-  if (config.llama()) {
-    final_norm_ = std::make_unique<RmsNorm>(config.channels, device);
-  } else {
-    final_norm_ = std::make_unique<LayerNorm>(config.channels, device);
-  }
+  final_norm_ = make_norm(config.family, config.channels, device);
   if (config.tied_head) {
     head_ = std::make_unique<TiedHead>(embedding_.wte);
   } else {
@@ -52,15 +43,7 @@ std::vector<Module::Child> Gpt::children() {
           {head_name(config_), head_.get()}};
 }
 
-LayerNorm& Gpt::final_layer_norm() {
-  COURSE_CHECK(!config_.llama(), "model ", config_.name, " has no LayerNorm: it is a Llama");
-  return static_cast<LayerNorm&>(*final_norm_);
-}
-
-const std::vector<GptBlockLayers>& Gpt::block_layers() const {
-  COURSE_CHECK(!config_.llama(), "model ", config_.name, " has no GPT-2 blocks: it is a Llama");
-  return block_layers_;
-}
+Linear* Gpt::own_head() { return config_.tied_head ? nullptr : static_cast<Linear*>(head_.get()); }
 
 // Child contexts: 0 embedding, 1 blocks, 2 final normalisation, 3 output layer.
 Tensor Gpt::run_forward(const Tensor& tokens, Context& ctx) {

@@ -40,10 +40,10 @@ class Gpt : public GptParts {
   Parameter& token_table() override { return embedding_.wte; }
   Module& final_norm() override { return *final_norm_; }
   Module& head() override { return *head_; }
-  // GPT-2's: the final LayerNorm, and every block's layers, first to last (throw for a Llama).
-  LayerNorm& final_layer_norm();
-  const std::vector<GptBlockLayers>& block_layers() const;
-  // Whether each block recomputes its activations.
+  // The untied output layer (V, C), or nullptr when tied to the token table.
+  Linear* own_head();
+  // Every block's layers by role, first to last; whether each block recomputes its activations.
+  const std::vector<GptBlockLayers>& block_layers() const { return block_layers_; }
   bool checkpointed_blocks() const { return checkpointed_blocks_; }
 
  protected:

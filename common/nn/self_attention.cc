@@ -12,8 +12,10 @@ SelfAttention::SelfAttention(int64_t heads, bool causal) : heads_(heads), causal
 }
 
 SelfAttention::SelfAttention(const GroupedHeads& grouped, bool causal)
-    : heads_(grouped.heads), causal_(causal), grouped_(grouped) {
+    : heads_(grouped.heads), causal_(causal) {
   check_grouped_heads(grouped);
+  // Neither grouped nor rotated: the input is already the packed (B, T, 3C).
+  if (grouped.kv_heads != grouped.heads || grouped.rope_theta > 0.0f) grouped_ = grouped;
 }
 
 Tensor SelfAttention::run_forward(const Tensor& qkv, Context& ctx) {

@@ -2,7 +2,8 @@
 // transformer's attention (the q|k|v and output projections are Linear layers around it).
 // Causal for a GPT, bidirectional for an encoder. With grouped heads (Llama), the input is
 // (B, T, (H + 2 G) D): G key/value heads shared by groups of query heads, queries and keys
-// turned by rotary position embedding (common/kernels/grouped_qkv.h); otherwise (B, T, 3C).
+// turned by rotary position embedding (common/kernels/grouped_qkv.h); otherwise (B, T, 3C)
+// (GroupedHeads with G = H and no rotation is that too).
 #pragma once
 
 #include <optional>

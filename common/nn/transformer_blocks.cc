@@ -1,4 +1,4 @@
-// The transformer blocks the models are built of.
+// The transformer block of both families.
 #include "common/nn/transformer_blocks.h"
 
 #include <cmath>
@@ -6,6 +6,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/nn/activation.h"
 #include "common/nn/init.h"
+#include "common/nn/layer_norm.h"
 #include "common/nn/residual_branch.h"
 #include "common/nn/rms_norm.h"
 #include "common/nn/self_attention.h"
@@ -14,26 +15,6 @@
 namespace course::nn {
 
 namespace {
-
-
-std::unique_ptr<Linear> gpt_linear(int64_t in, int64_t out, float std, std::mt19937& rng,
-                                   Device device) {
-  return std::make_unique<Linear>(normal({out, in}, std, rng, device),
-                                  zeros({out}, DType::kF32, device));
-}
-
-std::unique_ptr<Linear> bias_free_linear(int64_t in, int64_t out, float std, std::mt19937& rng,
-                                         Device device) {
-  return std::make_unique<Linear>(normal({out, in}, std, rng, device));
-}
-
-// The block x + attention(x), then + feed_forward(.), each branch named.
-ModulePtr residual_block(ModulePtr attention, ModulePtr feed_forward) {
-  auto block = std::make_unique<Sequential>();
-  block->add(std::make_unique<ResidualBranch>(std::move(attention)), "attention");
-  block->add(std::make_unique<ResidualBranch>(std::move(feed_forward)), "feed_forward");
-  return block;
-}
 
 // `module` added to `parent` as `name`; returns it as its own type.
 template <class T>
@@ -45,50 +26,71 @@ T& add(Sequential& parent, std::unique_ptr<T> module, const std::string& name) {
 
 }  // namespace
 
-ModulePtr pre_norm_block(const PreNormBlockShape& c, std::mt19937& rng, Device device,
-                         GptBlockLayers& layers) {
-  const float std = 0.02f, projection_std = 0.02f / std::sqrt(2.0f * c.layers);
+const BlockNames& block_names(DecoderFamily family) {
+  static const BlockNames gpt2{"ln_1", "c_attn", "c_proj", "ln_2", "c_fc", "gelu", "c_proj"};
+  static const BlockNames llama{"attention_norm", "wqkv", "wo", "ffn_norm", "w13", "swiglu", "w2"};
+  return family == DecoderFamily::kLlama ? llama : gpt2;
+}
+
+BlockShape block_shape(const GptConfig& c) {
+  return {c.family,
+          c.channels,
+          {c.heads, c.key_value_heads(), c.head_dim(), c.rope_theta},
+          c.feed_forward_width(),
+          c.layers,
+          /*causal=*/true};
+}
+
+ModulePtr make_norm(DecoderFamily family, int64_t channels, Device device) {
+  if (family == DecoderFamily::kLlama) return std::make_unique<RmsNorm>(channels, device);
+  return std::make_unique<LayerNorm>(channels, device);
+}
+
+ModulePtr make_activation(DecoderFamily family) {
+  if (family == DecoderFamily::kLlama) return std::make_unique<SwiGLU>();
+  return std::make_unique<GELU>();
+}
+
+std::vector<int64_t> expansion_parts(const BlockShape& s) {
+  if (s.family == DecoderFamily::kLlama) return {s.hidden, s.hidden};
+  return {s.hidden};
+}
+
+ModulePtr transformer_block(const BlockShape& s, std::mt19937& rng, Device device,
+                            GptBlockLayers& layers) {
+  const BlockNames& names = block_names(s.family);
+  const float std = 0.02f, projection_std = 0.02f / std::sqrt(2.0f * s.layers);
+  const auto linear = [&](int64_t in, int64_t out, float deviation) {
+    Tensor weight = normal({out, in}, deviation, rng, device);
+    if (s.family == DecoderFamily::kLlama) return std::make_unique<Linear>(std::move(weight));
+    return std::make_unique<Linear>(std::move(weight), zeros({out}, DType::kF32, device));
+  };
+  const int64_t c = s.channels, attended = s.heads.heads * s.heads.head_dim;
+  int64_t expanded = 0;
+  for (int64_t part : expansion_parts(s)) expanded += part;
+
   auto attention = std::make_unique<Sequential>();
-  layers.attention_norm = &add(*attention, std::make_unique<LayerNorm>(c.channels, device), "ln_1");
+  layers.attention_norm = &add(*attention, make_norm(s.family, c, device), names.attention_norm);
   auto attn = std::make_unique<Sequential>();
-  layers.qkv = &add(*attn, gpt_linear(c.channels, 3 * c.channels, std, rng, device), "c_attn");
-  attn->add(std::make_unique<SelfAttention>(c.heads, c.causal), "core");
-  layers.attention_projection =
-      &add(*attn, gpt_linear(c.channels, c.channels, projection_std, rng, device), "c_proj");
+  layers.qkv = &add(*attn, linear(c, s.heads.width(), std), names.qkv);
+  attn->add(std::make_unique<SelfAttention>(s.heads, s.causal), "core");
+  layers.attention_projection = &add(*attn, linear(attended, c, projection_std), names.projection);
   attention->add(std::move(attn), "attn");
 
   auto feed_forward = std::make_unique<Sequential>();
   layers.feed_forward_norm =
-      &add(*feed_forward, std::make_unique<LayerNorm>(c.channels, device), "ln_2");
+      &add(*feed_forward, make_norm(s.family, c, device), names.feed_forward_norm);
   auto mlp = std::make_unique<Sequential>();
-  layers.expansion = &add(*mlp, gpt_linear(c.channels, c.hidden, std, rng, device), "c_fc");
-  mlp->add(std::make_unique<GELU>(), "gelu");
+  layers.expansion = &add(*mlp, linear(c, expanded, std), names.expansion);
+  mlp->add(make_activation(s.family), names.activation);
   layers.feed_forward_projection =
-      &add(*mlp, gpt_linear(c.hidden, c.channels, projection_std, rng, device), "c_proj");
+      &add(*mlp, linear(s.hidden, c, projection_std), names.feed_forward_projection);
   feed_forward->add(std::move(mlp), "mlp");
-  return residual_block(std::move(attention), std::move(feed_forward));
-}
 
-ModulePtr llama_block(const GptConfig& c, std::mt19937& rng, Device device) {
-  const float std = 0.02f, projection_std = 0.02f / std::sqrt(2.0f * c.layers);
-  const GroupedHeads heads{c.heads, c.key_value_heads(), c.head_dim(), c.rope_theta};
-  const int64_t f = c.feed_forward_width();
-  auto attention = std::make_unique<Sequential>();
-  attention->add(std::make_unique<RmsNorm>(c.channels, device), "attention_norm");
-  auto attn = std::make_unique<Sequential>();
-  attn->add(bias_free_linear(c.channels, heads.width(), std, rng, device), "wqkv");
-  attn->add(std::make_unique<SelfAttention>(heads, /*causal=*/true), "core");
-  attn->add(bias_free_linear(c.channels, c.channels, projection_std, rng, device), "wo");
-  attention->add(std::move(attn), "attn");
-
-  auto feed_forward = std::make_unique<Sequential>();
-  feed_forward->add(std::make_unique<RmsNorm>(c.channels, device), "ffn_norm");
-  auto mlp = std::make_unique<Sequential>();
-  mlp->add(bias_free_linear(c.channels, 2 * f, std, rng, device), "w13");
-  mlp->add(std::make_unique<SwiGLU>(), "swiglu");
-  mlp->add(bias_free_linear(f, c.channels, projection_std, rng, device), "w2");
-  feed_forward->add(std::move(mlp), "mlp");
-  return residual_block(std::move(attention), std::move(feed_forward));
+  auto block = std::make_unique<Sequential>();
+  block->add(std::make_unique<ResidualBranch>(std::move(attention)), "attention");
+  block->add(std::make_unique<ResidualBranch>(std::move(feed_forward)), "feed_forward");
+  return block;
 }
 
 }  // namespace course::nn

@@ -1,47 +1,67 @@
-// The transformer blocks the models are built of, each x + attention(norm(x)), then
-// x + mlp(norm(x)) (pre-normalisation, two named residual branches):
-//   pre_norm_block  GPT-2's and the Vision Transformer's: LayerNorm, fused q|k|v attention
-//                   (causal for a decoder, bidirectional for an encoder), a GELU MLP, biases;
-//   llama_block     Llama's: RMSNorm, grouped-query attention on rotary positions, a SwiGLU
-//                   MLP, no biases.
-// Weights Normal(0, 0.02) as GPT-2, the residual projections' scaled by 1/sqrt(2 layers).
+// The transformer block the models are built of, x + attention(norm(x)), then
+// x + mlp(norm(x)) (pre-normalisation, two named residual branches), in two families:
+//   GPT-2's (and the Vision Transformer's): LayerNorm, multi-head attention on a fused q|k|v
+//     projection (causal for a decoder, bidirectional for an encoder), a GELU MLP, biases;
+//   Llama's: RMSNorm, grouped-query attention on rotary positions, a SwiGLU MLP (gate and up in
+//     one projection), no biases.
+// Weights Normal(0, 0.02) as GPT-2, the residual projections' scaled by 1/sqrt(2 layers). The
+// factories below are shared with the tensor-parallel cut of the same blocks
+// (common/parallel/tensor_parallel_gpt.h), so both build the same layers under the same names.
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "common/kernels/grouped_qkv.h"
 #include "common/nn/gpt_config.h"
-#include "common/nn/layer_norm.h"
 #include "common/nn/linear.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
 
-// A pre-norm block's layers by their role, for code that rebuilds a block from them (tensor
-// parallelism: common/parallel/tensor_parallel_gpt.h) instead of looking them up by name.
+// A block's layers by their role, for code that rebuilds a block from them (tensor
+// parallelism) instead of looking them up by name.
 struct GptBlockLayers {
-  LayerNorm* attention_norm;        // ln_1
-  Linear* qkv;                      // attn.c_attn: (3C, C), q | k | v
-  Linear* attention_projection;     // attn.c_proj: (C, C)
-  LayerNorm* feed_forward_norm;     // ln_2
-  Linear* expansion;                // mlp.c_fc: (hidden, C)
-  Linear* feed_forward_projection;  // mlp.c_proj: (C, hidden)
+  Module* attention_norm;           // LayerNorm or RMSNorm
+  Linear* qkv;                      // ((H + 2 G) D, C), q | k | v
+  Linear* attention_projection;     // (C, H D)
+  Module* feed_forward_norm;        // LayerNorm or RMSNorm
+  Linear* expansion;                // (F, C), or SwiGLU's (2F, C) gate | up
+  Linear* feed_forward_projection;  // (C, F)
 };
 
-struct PreNormBlockShape {
-  int64_t channels, heads, hidden;
-  int64_t layers;  // of the model: scales the residual projections' initial weights
+// The layers' names in each family: GPT-2's as nanoGPT's (ln_1, c_attn, c_proj, ln_2, c_fc,
+// gelu, c_proj), Llama's as Meta's (attention_norm, wqkv, wo, ffn_norm, w13, swiglu, w2).
+struct BlockNames {
+  std::string attention_norm, qkv, projection, feed_forward_norm, expansion, activation,
+      feed_forward_projection;
+};
+const BlockNames& block_names(DecoderFamily family);
+
+struct BlockShape {
+  DecoderFamily family;
+  int64_t channels;
+  GroupedHeads heads;  // GPT-2: as many key/value heads as heads, no rotation
+  int64_t hidden;      // the MLP's width F
+  int64_t layers;      // of the model: scales the residual projections' initial weights
   bool causal;
 };
 
-// Names as nanoGPT's: attention.ln_1, attention.attn.{c_attn, c_proj},
-// feed_forward.ln_2, feed_forward.mlp.{c_fc, c_proj}. Its layers by role go to `layers`.
-ModulePtr pre_norm_block(const PreNormBlockShape& shape, std::mt19937& rng, Device device,
-                         GptBlockLayers& layers);
+// A decoder's block.
+BlockShape block_shape(const GptConfig& config);
 
-// wqkv packs Meta's wq, wk and wv (H + 2 G heads of D), w13 its w1 (gate) and w3 (up). Names:
-// attention.attention_norm, attention.attn.{wqkv, wo}, feed_forward.ffn_norm,
-// feed_forward.mlp.{w13, w2}.
-ModulePtr llama_block(const GptConfig& config, std::mt19937& rng, Device device);
+// Its layers by role go to `layers`. Names: attention.<attention_norm>,
+// attention.attn.{<qkv>, core, <projection>}, feed_forward.<feed_forward_norm>,
+// feed_forward.mlp.{<expansion>, <activation>, <feed_forward_projection>}.
+ModulePtr transformer_block(const BlockShape& shape, std::mt19937& rng, Device device,
+                            GptBlockLayers& layers);
+
+// The family's normalisation (ones, zeros) and activation.
+ModulePtr make_norm(DecoderFamily family, int64_t channels, Device device);
+ModulePtr make_activation(DecoderFamily family);
+// The expansion's packed parts: {F}, or SwiGLU's {F, F}.
+std::vector<int64_t> expansion_parts(const BlockShape& shape);
 
 }  // namespace course::nn

@@ -64,8 +64,13 @@ ModulePtr make_vit(const VitConfig& c, std::mt19937& rng, Device device) {
   auto blocks = std::make_unique<Sequential>();
   for (int64_t l = 0; l < c.layers; ++l) {
     GptBlockLayers unused;
-    blocks->add(pre_norm_block({c.channels, c.heads, c.mlp_width(), c.layers, /*causal=*/false},
-                               rng, device, unused));
+    const BlockShape shape{DecoderFamily::kGpt2,
+                           c.channels,
+                           {c.heads, c.heads, c.channels / c.heads, /*rope_theta=*/0.0f},
+                           c.mlp_width(),
+                           c.layers,
+                           /*causal=*/false};
+    blocks->add(transformer_block(shape, rng, device, unused));
   }
   net->add(std::move(blocks), "blocks");
   net->add(std::make_unique<FirstTokenPool>(), "pool");

@@ -1,6 +1,8 @@
 // Column- and row-parallel linear layers.
 #include "common/parallel/parallel_linear.h"
 
+#include <optional>
+
 #include "common/kernels/elementwise.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/linear.h"
@@ -21,11 +23,17 @@ Tensor row_shard(const Tensor& t, int rank, int size, const char* what) {
 
 Tensor as_rows(const Tensor& t) { return t.view({t.numel() / t.size(-1), t.size(-1)}); }
 
-// The layers cut here have a bias (GPT-2's); Llama's bias-free projections are not cut.
-template <class Layer>
-auto& bias_of(Layer& layer) {
-  COURSE_CHECK(layer.bias.has_value(), "tensor parallelism cuts linear layers with a bias");
-  return *layer.bias;
+// Rank r's rows of the whole layer, with its bias if it has one.
+nn::Linear rows_of(const nn::Linear& whole, int rank, int size) {
+  Tensor weight = row_shard(whole.weight.value, rank, size, "a column-parallel weight");
+  if (!whole.bias) return nn::Linear(std::move(weight));
+  return nn::Linear(std::move(weight),
+                    row_shard(whole.bias->value, rank, size, "a column-parallel bias"));
+}
+
+std::optional<nn::Parameter> bias_copy(const nn::Linear& whole) {
+  if (!whole.bias) return std::nullopt;
+  return nn::Parameter(whole.bias->value.clone());
 }
 
 }  // namespace
@@ -42,8 +50,7 @@ ColumnParallelLinear::ColumnParallelLinear(const nn::Linear& whole,
                                            Activations input)
     : tp_(tp),
       enter_(enter_tensor_parallel(input, tp)),
-      local_(row_shard(whole.weight.value, tp->rank(), tp->size(), "a column-parallel weight"),
-             row_shard(bias_of(whole).value, tp->rank(), tp->size(), "a column-parallel bias")),
+      local_(rows_of(whole, tp->rank(), tp->size())),
       gather_(tp),
       gather_output_(gather_output) {}
 
@@ -53,7 +60,7 @@ std::vector<nn::Module::Child> ColumnParallelLinear::children() {
 
 void ColumnParallelLinear::gather_into(nn::Linear& whole) {
   tp_->all_gather(local_.weight.value, whole.weight.value)->wait();
-  tp_->all_gather(bias_of(local_).value, bias_of(whole).value)->wait();
+  if (local_.bias) tp_->all_gather(local_.bias->value, whole.bias->value)->wait();
 }
 
 Tensor ColumnParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
@@ -68,19 +75,19 @@ Tensor ColumnParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
 
 void RowParallelLinear::gather_into(nn::Linear& whole) {
   copy_(whole.weight.value, all_gather_last_dim(weight.value, *tp_));
-  copy_(bias_of(whole).value, bias.value);
+  if (bias) copy_(whole.bias->value, bias->value);
 }
 
 RowParallelLinear::RowParallelLinear(const nn::Linear& whole, std::shared_ptr<Communicator> tp,
                                      Activations output)
     : weight(slice_last_dim(whole.weight.value, tp->rank(), tp->size())),
-      bias(bias_of(whole).value.clone()),
+      bias(bias_copy(whole)),
       tp_(std::move(tp)),
       output_(output) {}
 
 void RowParallelLinear::collect(const std::string& prefix, nn::ModuleState& state) {
   state.parameters.emplace_back(prefix + "weight", &weight);
-  state.parameters.emplace_back(prefix + "bias", &bias);
+  if (bias) state.parameters.emplace_back(prefix + "bias", &*bias);
 }
 
 Tensor RowParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
@@ -102,15 +109,17 @@ Tensor RowParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
   } else if (tp_->size() > 1) {
     tp_->allreduce(y)->wait();
   }
-  add_row_bias_(y, bias.f32_value());
+  if (bias) add_row_bias_(y, bias->f32_value());
   ctx.save(std::move(saved));
   return nn::as_dtype(y, dtype).view(out_shape);
 }
 
 Tensor RowParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("RowParallelLinear");
-  add_column_sums_(as_rows(nn::as_dtype(dy, DType::kF32)), bias.grad);
-  grad_ready(bias);
+  if (bias) {
+    add_column_sums_(as_rows(nn::as_dtype(dy, DType::kF32)), bias->grad);
+    grad_ready(*bias);
+  }
   // g's adjoint is the identity; the reduce-scatter's an all-gather along the sequence.
   const Tensor whole_dy =
       output_ == Activations::kSequenceSharded ? all_gather_sequence(dy, *tp_) : dy;

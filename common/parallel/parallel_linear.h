@@ -1,5 +1,6 @@
 // Tensor-parallel linear layers (Megatron-LM), each cut from a whole nn::Linear that every rank
-// built from the same seed, so a tensor-parallel model starts as the single-process one:
+// built from the same seed, so a tensor-parallel model starts as the single-process one (b: the
+// bias, where the whole layer has one; Llama's have none):
 //   ColumnParallelLinear  rank r keeps output rows [r o/p, (r+1) o/p) of W and b; its input is
 //                         replicated (f before it), its output this rank's slice of the
 //                         features, or with gather_output all of them (an all-gather);
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "common/nn/linear.h"
 #include "common/parallel/communicator.h"
@@ -65,7 +67,7 @@ class RowParallelLinear : public nn::Module {
   void gather_into(nn::Linear& whole);
 
   nn::Parameter weight;  // (out, in / p): this rank's columns
-  nn::Parameter bias;    // (out,): whole, the same on every rank
+  std::optional<nn::Parameter> bias;  // (out,): whole, the same on every rank
 
  protected:
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;

@@ -2,57 +2,57 @@
 #include "common/parallel/tensor_parallel_attention.h"
 
 #include "common/kernels/elementwise.h"
-#include "common/kernels/permute.h"
+#include "common/parallel/rank_groups.h"
 
 namespace course::parallel {
 
 namespace {
 
-int64_t heads_per_rank(int64_t heads, int ranks) {
-  COURSE_CHECK(heads % ranks == 0, "attention's ", heads, " heads do not split over ", ranks,
+// This rank's heads: a p-th of the query and of the key/value heads.
+GroupedHeads heads_per_rank(const GroupedHeads& g, int ranks) {
+  COURSE_CHECK(g.heads % ranks == 0 && g.kv_heads % ranks == 0, "attention's ", g.heads,
+               " query and ", g.kv_heads, " key/value heads do not split over ", ranks,
                " tensor-parallel ranks");
-  return heads / ranks;
+  return {g.heads / ranks, g.kv_heads / ranks, g.head_dim, g.rope_theta};
 }
 
 }  // namespace
 
-nn::Linear grouped_by_rank(const nn::Linear& c_attn, int ranks) {
-  const int64_t rows = c_attn.weight.value.size(0), in = c_attn.weight.value.size(1);
-  COURSE_CHECK(rows % (3 * ranks) == 0, "a q|k|v projection of ", rows,
-               " rows does not split over ", ranks, " ranks");
-  const int64_t per_rank = rows / 3 / ranks;
-  // (3, p, C/p, in) -> (p, 3, C/p, in), and the bias alike.
-  const Tensor weight =
-      permute(c_attn.weight.value.view({3, ranks, per_rank, in}), {1, 0, 2, 3}).view({rows, in});
-  const Tensor bias = permute(c_attn.bias->value.view({3, ranks, per_rank}), {1, 0, 2}).view({rows});
-  return nn::Linear(weight, bias);
+std::vector<int64_t> qkv_parts(const GroupedHeads& g) {
+  return {g.heads * g.head_dim, g.kv_heads * g.head_dim, g.kv_heads * g.head_dim};
 }
 
-Tensor ungrouped_qkv_rows(const Tensor& grouped, int ranks) {
-  const int64_t rows = grouped.size(0), rest = grouped.numel() / rows;
-  // (p, 3, C/p, rest) -> (3, p, C/p, rest)
-  return permute(grouped.view({ranks, 3, rows / 3 / ranks, rest}), {1, 0, 2, 3})
-      .view(grouped.shape());
+namespace {
+
+// The whole projection's parts, once the heads are known to split.
+std::vector<int64_t> split_qkv_parts(const GroupedHeads& g, int ranks) {
+  heads_per_rank(g, ranks);
+  return qkv_parts(g);
 }
 
-TensorParallelAttention::TensorParallelAttention(const nn::Linear& c_attn, const nn::Linear& c_proj,
-                                                 int64_t heads, std::shared_ptr<Communicator> tp,
-                                                 Activations between)
-    : qkv_(grouped_by_rank(c_attn, tp->size()), tp, /*gather_output=*/false, between),
+}  // namespace
+
+TensorParallelAttention::TensorParallelAttention(const nn::Linear& qkv,
+                                                 const nn::Linear& projection,
+                                                 const GroupedHeads& heads,
+                                                 std::shared_ptr<Communicator> tp,
+                                                 Activations between, AttentionNames names)
+    : names_(std::move(names)),
+      parts_(split_qkv_parts(heads, tp->size())),
+      qkv_(grouped_by_rank(qkv, parts_, tp->size()), tp, /*gather_output=*/false, between),
       core_(heads_per_rank(heads, tp->size()), /*causal=*/true),
-      projection_(c_proj, tp, between) {}
+      projection_(projection, tp, between) {}
 
-void TensorParallelAttention::gather_into(nn::Linear& c_attn, nn::Linear& c_proj) {
-  const int ranks =
-      static_cast<int>(c_attn.weight.value.size(0) / qkv_.local().weight.value.size(0));
-  qkv_.gather_into(c_attn);  // grouped by rank
-  copy_(c_attn.weight.value, ungrouped_qkv_rows(c_attn.weight.value.clone(), ranks));
-  copy_(c_attn.bias->value, ungrouped_qkv_rows(c_attn.bias->value.clone(), ranks));
-  projection_.gather_into(c_proj);
+void TensorParallelAttention::gather_into(nn::Linear& qkv, nn::Linear& projection) {
+  const int ranks = static_cast<int>(qkv.weight.value.size(0) / qkv_.local().weight.value.size(0));
+  qkv_.gather_into(qkv);  // grouped by rank
+  copy_(qkv.weight.value, rows_ungrouped(qkv.weight.value.clone(), parts_, ranks));
+  if (qkv.bias) copy_(qkv.bias->value, rows_ungrouped(qkv.bias->value.clone(), parts_, ranks));
+  projection_.gather_into(projection);
 }
 
 std::vector<nn::Module::Child> TensorParallelAttention::children() {
-  return {{"c_attn", &qkv_}, {"core", &core_}, {"c_proj", &projection_}};
+  return {{names_.qkv, &qkv_}, {"core", &core_}, {names_.projection, &projection_}};
 }
 
 Tensor TensorParallelAttention::run_forward(const Tensor& x, nn::Context& ctx) {

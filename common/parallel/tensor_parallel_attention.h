@@ -1,30 +1,42 @@
 // Causal self-attention with its heads split over the tensor-parallel ranks (Megatron-LM):
-// the q|k|v projection column-parallel (rank r computes the q, k and v of heads
-// [r h/p, (r+1) h/p)), attention of those heads on the rank alone, the output projection
-// row-parallel (its partial products summed once). Cut from the whole layers every rank built
-// from the same seed, so it computes what the whole attention computes.
+// the q|k|v projection column-parallel (rank r computes the q of heads [r H/p, (r+1) H/p) and
+// the k and v of key/value heads [r G/p, (r+1) G/p): with grouped-query attention a rank's query
+// heads are exactly the groups of its key/value heads), attention of those heads on the rank
+// alone, the output projection row-parallel (its partial products summed once). Cut from the
+// whole layers every rank built from the same seed, so it computes what the whole attention
+// computes.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/nn/self_attention.h"
 #include "common/parallel/parallel_linear.h"
 
 namespace course::parallel {
 
+// The projections' names among the layer's children (the whole model's: GPT-2's, or Llama's
+// wqkv and wo).
+struct AttentionNames {
+  std::string qkv = "c_attn", projection = "c_proj";
+};
+
 class TensorParallelAttention : public nn::Module {
  public:
-  // c_attn: (3C, C) q|k|v projection; c_proj: (C, C). Throws when the heads do not split over
-  // the ranks. `between`: the input and output whole on every rank or cut along the sequence.
-  TensorParallelAttention(const nn::Linear& c_attn, const nn::Linear& c_proj, int64_t heads,
-                          std::shared_ptr<Communicator> tp,
-                          Activations between = Activations::kReplicated);
+  // qkv: ((H + 2 G) D, C) q|k|v projection; projection: (C, H D). Throws when the query or the
+  // key/value heads do not split over the ranks. `between`: the input and output whole on
+  // every rank or cut along the sequence.
+  TensorParallelAttention(const nn::Linear& qkv, const nn::Linear& projection,
+                          const GroupedHeads& heads, std::shared_ptr<Communicator> tp,
+                          Activations between = Activations::kReplicated,
+                          AttentionNames names = {});
 
   std::vector<Child> children() override;
   RowParallelLinear& projection() { return projection_; }
   // Collective over the tensor-parallel ranks: the whole layers receive every rank's heads (the
   // q|k|v rows back in the whole layer's order).
-  void gather_into(nn::Linear& c_attn, nn::Linear& c_proj);
+  void gather_into(nn::Linear& qkv, nn::Linear& projection);
 
  protected:
   // (B, T, C) replicated -> (B, T, C) replicated (sequence-sharded: (B, T/p, C) each).
@@ -32,15 +44,14 @@ class TensorParallelAttention : public nn::Module {
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
 
  private:
-  ColumnParallelLinear qkv_;
+  AttentionNames names_;
+  std::vector<int64_t> parts_;  // the rows of q, k and v
+  ColumnParallelLinear qkv_;     // rows grouped by rank (rank_groups.h)
   nn::SelfAttention core_;
   RowParallelLinear projection_;
 };
 
-// The q|k|v projection with its rows regrouped by rank: [q_0 k_0 v_0 | q_1 k_1 v_1 | ...], where
-// q_r are the q rows of rank r's heads, so that rank r's contiguous rows are its heads' q, k, v.
-nn::Linear grouped_by_rank(const nn::Linear& c_attn, int ranks);
-// The inverse on the rows of a (3C, ...) weight or (3C,) bias: back to [q | k | v].
-Tensor ungrouped_qkv_rows(const Tensor& grouped, int ranks);
+// The rows of q, k and v in a packed projection of these heads: H D, G D, G D.
+std::vector<int64_t> qkv_parts(const GroupedHeads& heads);
 
 }  // namespace course::parallel

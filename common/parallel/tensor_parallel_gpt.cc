@@ -2,10 +2,10 @@
 #include "common/parallel/tensor_parallel_gpt.h"
 
 #include "common/kernels/elementwise.h"
-#include "common/nn/activation.h"
 #include "common/nn/residual_branch.h"
 #include "common/nn/tied_head.h"
 #include "common/parallel/parallel_linear.h"
+#include "common/parallel/rank_groups.h"
 #include "common/parallel/sequence_parallel.h"
 #include "common/parallel/tensor_parallel_attention.h"
 
@@ -13,46 +13,59 @@ namespace course::parallel {
 
 namespace {
 
-void copy_layer_norm(nn::LayerNorm& to, const nn::LayerNorm& from) {
-  copy_(to.weight.value, from.weight.value);
-  copy_(to.bias.value, from.bias.value);
+// `to` receives `from`'s parameter values (two normalisations of one family and width).
+void copy_parameters(nn::Module& to, nn::Module& from) {
+  const std::vector<nn::Parameter*> mine = to.parameters(), theirs = from.parameters();
+  for (size_t i = 0; i < mine.size(); ++i) copy_(mine[i]->value, theirs[i]->value);
 }
 
-std::unique_ptr<nn::LayerNorm> layer_norm_copy(const nn::LayerNorm& whole) {
-  auto copy =
-      std::make_unique<nn::LayerNorm>(whole.weight.value.size(0), whole.weight.value.device());
-  copy_layer_norm(*copy, whole);
+nn::ModulePtr norm_copy(nn::DecoderFamily family, nn::Module& whole) {
+  const Tensor& weight = whole.parameters().front()->value;
+  nn::ModulePtr copy = nn::make_norm(family, weight.size(0), weight.device());
+  copy_parameters(*copy, whole);
   return copy;
 }
 
-// One block cut from the whole one's layers: LayerNorm copies, head-parallel attention, the
-// column-then-row feed-forward; `cut` records its layers by role.
-nn::ModulePtr tensor_parallel_block(const nn::GptBlockLayers& whole, int64_t heads,
+template <class T>
+T& add(nn::Sequential& parent, std::unique_ptr<T> module, const std::string& name) {
+  T& added = *module;
+  parent.add(std::move(module), name);
+  return added;
+}
+
+// One block cut from the whole one's layers: normalisation copies, head-parallel attention, the
+// column-then-row feed-forward (a SwiGLU's gate and up cut alike); `cut` records its layers by
+// role. The names are the whole block's.
+nn::ModulePtr tensor_parallel_block(const nn::GptBlockLayers& whole, const nn::BlockShape& shape,
                                     const std::shared_ptr<Communicator>& tp, Activations between,
                                     TensorParallelGpt::CutBlock& cut) {
+  const nn::BlockNames& names = nn::block_names(shape.family);
   auto attention_branch = std::make_unique<nn::Sequential>();
-  auto attention_norm = layer_norm_copy(*whole.attention_norm);
-  cut.attention_norm = attention_norm.get();
-  attention_branch->add(std::move(attention_norm), "ln_1");
-  auto attention = std::make_unique<TensorParallelAttention>(
-      *whole.qkv, *whole.attention_projection, heads, tp, between);
-  cut.attention = attention.get();
-  attention_branch->add(std::move(attention), "attn");
+  cut.attention_norm = &add(*attention_branch, norm_copy(shape.family, *whole.attention_norm),
+                            names.attention_norm);
+  cut.attention = &add(*attention_branch,
+                       std::make_unique<TensorParallelAttention>(
+                           *whole.qkv, *whole.attention_projection, shape.heads, tp, between,
+                           AttentionNames{names.qkv, names.projection}),
+                       "attn");
 
   auto parallel_mlp = std::make_unique<nn::Sequential>();
-  auto expansion = std::make_unique<ColumnParallelLinear>(*whole.expansion, tp,
-                                                          /*gather_output=*/false, between);
-  cut.expansion = expansion.get();
-  parallel_mlp->add(std::move(expansion), "c_fc");
-  parallel_mlp->add(std::make_unique<nn::GELU>(), "gelu");
-  auto projection =
-      std::make_unique<RowParallelLinear>(*whole.feed_forward_projection, tp, between);
-  cut.feed_forward_projection = projection.get();
-  parallel_mlp->add(std::move(projection), "c_proj");
+  cut.expansion_parts = nn::expansion_parts(shape);
+  cut.expansion = &add(
+      *parallel_mlp,
+      std::make_unique<ColumnParallelLinear>(
+          grouped_by_rank(*whole.expansion, cut.expansion_parts, tp->size()), tp,
+          /*gather_output=*/false, between),
+      names.expansion);
+  parallel_mlp->add(nn::make_activation(shape.family), names.activation);
+  cut.feed_forward_projection =
+      &add(*parallel_mlp,
+           std::make_unique<RowParallelLinear>(*whole.feed_forward_projection, tp, between),
+           names.feed_forward_projection);
   auto feed_forward_branch = std::make_unique<nn::Sequential>();
-  auto feed_forward_norm = layer_norm_copy(*whole.feed_forward_norm);
-  cut.feed_forward_norm = feed_forward_norm.get();
-  feed_forward_branch->add(std::move(feed_forward_norm), "ln_2");
+  cut.feed_forward_norm = &add(*feed_forward_branch,
+                               norm_copy(shape.family, *whole.feed_forward_norm),
+                               names.feed_forward_norm);
   feed_forward_branch->add(std::move(parallel_mlp), "mlp");
 
   auto block = std::make_unique<nn::Sequential>();
@@ -110,36 +123,41 @@ class EmbeddingPart : public nn::Module {
   nn::ModulePtr scatter_;
 };
 
-// The whole model's configuration, if this cut can take it.
-const nn::GptConfig& cuttable(const nn::Gpt& whole) {
-  COURSE_CHECK(!whole.config().llama(), "tensor parallelism cuts GPT-2 models: ",
-               whole.config().name, " is a Llama, whose grouped heads and SwiGLU are not cut");
-  return whole.config();
+// The output layer over the vocabulary: tied (above), or a column-parallel cut of its own
+// weight gathering its logits.
+nn::ModulePtr vocab_parallel_head(nn::Gpt& whole, nn::Parameter& table_rows,
+                                  const std::shared_ptr<Communicator>& tp, Activations input) {
+  if (nn::Linear* own = whole.own_head()) {
+    return std::make_unique<ColumnParallelLinear>(*own, tp, /*gather_output=*/true, input);
+  }
+  return std::make_unique<TiedVocabParallelHead>(table_rows, tp, input);
 }
 
 }  // namespace
 
 TensorParallelGpt::TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicator> tp,
                                      Activations between)
-    : config_(cuttable(whole)),
+    : config_(whole.config()),
       tp_(tp),
       between_(between),
       embedding_(whole.embedding(), tp),
       input_(std::make_unique<EmbeddingPart>(embedding_, tp, between)),
-      ln_f_(whole.config().channels, whole.final_layer_norm().weight.value.device()),
-      head_(std::make_unique<TiedVocabParallelHead>(embedding_.wte, tp, between)) {
+      final_norm_(norm_copy(whole.config().family, whole.final_norm())),
+      head_(vocab_parallel_head(whole, embedding_.wte, tp, between)) {
   COURSE_CHECK(!whole.checkpointed_blocks(),
                "a GPT whose blocks recompute their activations (checkpointed) cannot be cut over "
                "tensor-parallel ranks");
   for (const nn::GptBlockLayers& layers : whole.block_layers()) {
-    blocks_.add(tensor_parallel_block(layers, whole.config().heads, tp, between,
+    blocks_.add(tensor_parallel_block(layers, nn::block_shape(config_), tp, between,
                                       cut_blocks_.emplace_back()));
   }
-  copy_layer_norm(ln_f_, whole.final_layer_norm());
 }
 
 std::vector<nn::Module::Child> TensorParallelGpt::children() {
-  return {{"", input_.get()}, {"h", &blocks_}, {"ln_f", &ln_f_}, {"", head_.get()}};
+  return {{"", input_.get()},
+          {"h", &blocks_},
+          {"ln_f", final_norm_.get()},
+          {nn::head_name(config_), head_.get()}};
 }
 
 void TensorParallelGpt::gather_into(nn::Gpt& whole) {
@@ -147,37 +165,51 @@ void TensorParallelGpt::gather_into(nn::Gpt& whole) {
   for (size_t b = 0; b < cut_blocks_.size(); ++b) {
     const CutBlock& mine = cut_blocks_[b];
     const nn::GptBlockLayers& target = whole.block_layers()[b];
-    copy_layer_norm(*target.attention_norm, *mine.attention_norm);
+    copy_parameters(*target.attention_norm, *mine.attention_norm);
     mine.attention->gather_into(*target.qkv, *target.attention_projection);
-    copy_layer_norm(*target.feed_forward_norm, *mine.feed_forward_norm);
-    mine.expansion->gather_into(*target.expansion);
+    copy_parameters(*target.feed_forward_norm, *mine.feed_forward_norm);
+    mine.expansion->gather_into(*target.expansion);  // grouped by rank
+    Tensor& expansion = target.expansion->weight.value;
+    copy_(expansion, rows_ungrouped(expansion.clone(), mine.expansion_parts, tp_->size()));
+    if (target.expansion->bias) {
+      Tensor& bias = target.expansion->bias->value;
+      copy_(bias, rows_ungrouped(bias.clone(), mine.expansion_parts, tp_->size()));
+    }
     mine.feed_forward_projection->gather_into(*target.feed_forward_projection);
   }
-  copy_layer_norm(whole.final_layer_norm(), ln_f_);
+  copy_parameters(whole.final_norm(), *final_norm_);
+  if (nn::Linear* own = whole.own_head()) static_cast<ColumnParallelLinear&>(*head_).gather_into(*own);
 }
 
 std::vector<nn::Parameter*> TensorParallelGpt::sequence_sharded_parameters() {
   if (between_ != Activations::kSequenceSharded) return {};
   std::vector<nn::Parameter*> out;
+  const auto add_all = [&out](nn::Module& module) {
+    for (nn::Parameter* p : module.parameters()) out.push_back(p);
+  };
+  const auto add_bias = [&out](RowParallelLinear& layer) {
+    if (layer.bias) out.push_back(&*layer.bias);
+  };
   for (const CutBlock& block : cut_blocks_) {
-    out.insert(out.end(), {&block.attention_norm->weight, &block.attention_norm->bias,
-                           &block.attention->projection().bias, &block.feed_forward_norm->weight,
-                           &block.feed_forward_norm->bias, &block.feed_forward_projection->bias});
+    add_all(*block.attention_norm);
+    add_bias(block.attention->projection());
+    add_all(*block.feed_forward_norm);
+    add_bias(*block.feed_forward_projection);
   }
-  out.insert(out.end(), {&ln_f_.weight, &ln_f_.bias});
+  add_all(*final_norm_);
   return out;
 }
 
 Tensor TensorParallelGpt::run_forward(const Tensor& tokens, nn::Context& ctx) {
   Tensor h = input_->forward(tokens, ctx.child(0));
   h = blocks_.forward(h, ctx.child(1));
-  h = ln_f_.forward(h, ctx.child(2));
+  h = final_norm_->forward(h, ctx.child(2));
   return head_->forward(h, ctx.child(3));
 }
 
 Tensor TensorParallelGpt::run_backward(const Tensor& dlogits, nn::Context& ctx) {
   Tensor g = head_->backward(dlogits, ctx.child(3));
-  g = ln_f_.backward(g, ctx.child(2));
+  g = final_norm_->backward(g, ctx.child(2));
   g = blocks_.backward(g, ctx.child(1));
   return input_->backward(g, ctx.child(0));
 }

@@ -1,7 +1,8 @@
-// A GPT with every block cut over the tensor-parallel ranks (Megatron-LM): the embedding over
-// the vocabulary, attention over its heads, the feed-forward block as a column-then-row pair,
-// the output layer tied to the rank's embedding rows with its logits gathered; LayerNorms and
-// the position table replicated. Cut from a whole nn::Gpt every rank built from the same seed,
+// A GPT (either family) with every block cut over the tensor-parallel ranks (Megatron-LM): the
+// embedding over the vocabulary, attention over its query and key/value heads, the feed-forward
+// block as a column-then-row pair (a SwiGLU's gate and up cut alike), the output layer over the
+// vocabulary (on the rank's embedding rows when tied) with its logits gathered; the
+// normalisations and the position table replicated. Cut from a whole nn::Gpt every rank built from the same seed,
 // with the whole model's parameter names, so it trains as that model does (each rank holding a
 // p-th of the large matrices). With sequence parallelism the residual stream and the LayerNorms
 // between the tensor-parallel layers are cut along the sequence (sequence_parallel.h). Its parts
@@ -12,7 +13,6 @@
 #include <memory>
 
 #include "common/nn/gpt.h"
-#include "common/nn/layer_norm.h"
 #include "common/nn/sequential.h"
 #include "common/parallel/parallel_linear.h"
 #include "common/parallel/tensor_parallel_attention.h"
@@ -35,7 +35,7 @@ class TensorParallelGpt : public nn::GptParts {
   nn::Module& embedding() override { return *input_; }
   nn::Parameter& token_table() override { return embedding_.wte; }
   nn::Sequential& blocks() override { return blocks_; }
-  nn::LayerNorm& final_norm() override { return ln_f_; }
+  nn::Module& final_norm() override { return *final_norm_; }
   nn::Module& head() override { return *head_; }
 
   // Collective over the tensor-parallel ranks: `whole` (a Gpt of the same configuration)
@@ -50,10 +50,11 @@ class TensorParallelGpt : public nn::GptParts {
 
   // One cut block's layers by role (what gather_into and sequence parallelism walk).
   struct CutBlock {
-    nn::LayerNorm* attention_norm;
+    nn::Module* attention_norm;
     TensorParallelAttention* attention;
-    nn::LayerNorm* feed_forward_norm;
-    ColumnParallelLinear* expansion;
+    nn::Module* feed_forward_norm;
+    ColumnParallelLinear* expansion;       // its rows grouped by rank (rank_groups.h)
+    std::vector<int64_t> expansion_parts;  // {F}, or SwiGLU's gate and up {F, F}
     RowParallelLinear* feed_forward_projection;
   };
 
@@ -69,7 +70,7 @@ class TensorParallelGpt : public nn::GptParts {
   VocabParallelEmbedding embedding_;
   nn::ModulePtr input_;
   nn::Sequential blocks_;
-  nn::LayerNorm ln_f_;
+  nn::ModulePtr final_norm_;
   nn::ModulePtr head_;
   std::vector<CutBlock> cut_blocks_;
 };

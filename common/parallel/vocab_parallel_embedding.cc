@@ -15,11 +15,10 @@ Tensor rows_of(const Tensor& table, int rank, int size) {
   return table.slice(rank * n, (rank + 1) * n).clone();
 }
 
-// The whole model's position table (a model with rotary positions has none to replicate).
-const Tensor& position_table(const nn::Embedding& whole) {
-  COURSE_CHECK(whole.wpe.has_value(),
-               "the vocabulary-parallel embedding needs a learned position table");
-  return whole.wpe->value;
+// A copy of the whole model's position table, if it has one.
+std::optional<nn::Parameter> position_table(const nn::Embedding& whole) {
+  if (!whole.wpe) return std::nullopt;
+  return nn::Parameter(whole.wpe->value.clone());
 }
 
 }  // namespace
@@ -27,18 +26,18 @@ const Tensor& position_table(const nn::Embedding& whole) {
 VocabParallelEmbedding::VocabParallelEmbedding(const nn::Embedding& whole,
                                                std::shared_ptr<Communicator> tp)
     : wte(rows_of(whole.wte.value, tp->rank(), tp->size())),
-      wpe(position_table(whole).clone()),
+      wpe(position_table(whole)),
       tp_(std::move(tp)),
       first_token_(tp_->rank() * wte.value.size(0)) {}
 
 void VocabParallelEmbedding::gather_into(nn::Embedding& whole) {
   tp_->all_gather(wte.value, whole.wte.value)->wait();
-  copy_(whole.wpe->value, wpe.value);
+  if (wpe) copy_(whole.wpe->value, wpe->value);
 }
 
 void VocabParallelEmbedding::collect(const std::string& prefix, nn::ModuleState& state) {
   state.parameters.emplace_back(prefix + "wte.weight", &wte);
-  state.parameters.emplace_back(prefix + "wpe.weight", &wpe);
+  if (wpe) state.parameters.emplace_back(prefix + "wpe.weight", &*wpe);
 }
 
 Tensor VocabParallelEmbedding::local_rows(const Tensor& tokens) const {
@@ -62,8 +61,11 @@ Tensor VocabParallelEmbedding::extended_table() const {
 Tensor VocabParallelEmbedding::run_forward(const Tensor& tokens, nn::Context& ctx) {
   const Tensor local = local_rows(tokens);
   // Rank 0 adds the positions; the others look up zeros for them, so the sum holds them once.
-  const Tensor positions =
-      tp_->rank() == 0 ? wpe.value : zeros(wpe.value.shape(), DType::kF32, wpe.value.device());
+  Tensor positions;
+  if (wpe) {
+    positions = tp_->rank() == 0 ? wpe->value
+                                 : zeros(wpe->value.shape(), DType::kF32, wpe->value.device());
+  }
   Tensor y = embedding_forward(local, extended_table(), positions);
   if (tp_->size() > 1) tp_->allreduce(y)->wait();
   ctx.save(local);
@@ -74,8 +76,9 @@ Tensor VocabParallelEmbedding::run_backward(const Tensor& dy, nn::Context& ctx) 
   const Tensor& local = ctx.saved<Tensor>("VocabParallelEmbedding");
   const int64_t rows = wte.value.size(0);
   Tensor table_grad = zeros({rows + 1, wte.value.size(1)}, DType::kF32, wte.value.device());
-  embedding_backward(dy, local, table_grad, wpe.grad);
-  grad_ready(wpe);
+  Tensor no_positions;
+  embedding_backward(dy, local, table_grad, wpe ? wpe->grad : no_positions);
+  if (wpe) grad_ready(*wpe);
   axpy_(1.0f, table_grad.slice(0, rows), wte.grad);  // the zero row's gradient is dropped
   grad_ready(wte);
   return Tensor();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "common/nn/embedding.h"
 #include "common/parallel/communicator.h"
@@ -24,7 +25,7 @@ class VocabParallelEmbedding : public nn::Module {
   void gather_into(nn::Embedding& whole);
 
   nn::Parameter wte;  // (V / p, C): this rank's rows
-  nn::Parameter wpe;  // (context, C): whole
+  std::optional<nn::Parameter> wpe;  // (context, C): whole; none with rotary positions
 
  protected:
   // tokens (B, T) i32 -> (B, T, C) f32, the same on every rank.

@@ -1,4 +1,4 @@
-// A GPT cut over tensor-parallel ranks (with and without sequence parallelism), 2D parallelism
+// A GPT and a Llama cut over tensor-parallel ranks (with and without sequence parallelism), 2D
 // (data parallel x tensor parallel) and 3D parallelism (pipeline stages of the tensor-parallel
 // GPT as well), against one process training
 // the whole model on the whole batch, on 2, 4 and 8 ranks, every grid of the world: the loss of
@@ -18,6 +18,7 @@
 #include "common/parallel/gradient_average.h"
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/process_grid.h"
+#include "common/parallel/rank_groups.h"
 #include "common/parallel/tensor_parallel_attention.h"
 #include "common/parallel/tp_mappings.h"
 #include "common/testing/tolerance.h"
@@ -30,6 +31,10 @@ constexpr int64_t kSequencesPerReplica = 2;
 constexpr int kMicroBatches = 2;  // of a pipeline's step
 // 8 blocks (up to 8 stages), 8 heads and a vocabulary of 48 (up to 8 tensor-parallel ranks).
 const nn::GptConfig kGpt{"gpt-3d", 8, 8, 16, 8, 48};
+// A Llama of the same depth and vocabulary: 16 query heads over 8 key/value heads (2 query heads
+// a group, up to 8 ranks), a SwiGLU of 24, its own output layer.
+const nn::GptConfig kLlama{
+    "llama-3d", 8, 16, 32, 8, 48, nn::DecoderFamily::kLlama, 8, 24, false, 100.0f};
 const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
 // SGD with momentum, not AdamW: the key bias's true gradient is zero (a softmax ignores what
 // adds to a whole row of scores), so its computed gradient is rounding noise that AdamW would
@@ -59,15 +64,16 @@ Batch batch(int step, int64_t first, int64_t count) {
 // One step of `model` on `b`: the mean loss's gradients added into its parameters.
 float forward_backward(nn::Module& model, const Batch& b) {
   const Tensor logits = model.forward(b.tokens);
-  const Tensor rows = logits.view({b.targets.numel(), kGpt.vocabulary});
+  const Tensor rows = logits.view({b.targets.numel(), logits.size(-1)});
   const CrossEntropyOutput out = softmax_cross_entropy(rows, b.targets);
   model.backward(
       softmax_cross_entropy_backward(out, b.targets, 0.0f, DType::kF32, 1.0f).view(logits.shape()));
   return out.host_loss();
 }
 
-// Rank r's part of whole parameter `name`, by how TensorParallelGpt cuts it.
-std::vector<float> expected_part(const std::string& name, const Tensor& whole, int r, int p) {
+// Rank r's part of whole parameter `name` of `config`, by how TensorParallelGpt cuts it.
+std::vector<float> expected_part(const nn::GptConfig& config, const std::string& name,
+                                 const Tensor& whole, int r, int p) {
   const auto rows = [&](const Tensor& t) {
     const int64_t n = t.size(0) / p;
     return t.slice(r * n, (r + 1) * n).to_vector<float>();
@@ -76,16 +82,20 @@ std::vector<float> expected_part(const std::string& name, const Tensor& whole, i
     return name.size() >= suffix.size() &&
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (ends_with("c_attn.weight")) {
-    return rows(grouped_by_rank(nn::Linear(whole, zeros({whole.size(0)})), p).weight.value);
+  const nn::BlockShape block = nn::block_shape(config);
+  const nn::BlockNames& names = nn::block_names(config.family);
+  if (ends_with("attn." + names.qkv + ".weight") || ends_with("attn." + names.qkv + ".bias")) {
+    return rows(rows_grouped_by_rank(whole, qkv_parts(block.heads), p));
   }
-  if (ends_with("c_attn.bias")) {
-    return rows(grouped_by_rank(nn::Linear(zeros({whole.size(0), 1}), whole), p).bias->value);
+  if (ends_with(names.expansion + ".weight") || ends_with(names.expansion + ".bias")) {
+    return rows(rows_grouped_by_rank(whole, nn::expansion_parts(block), p));
   }
-  if (name == "wte.weight" || ends_with("c_fc.weight") || ends_with("c_fc.bias"))
-    return rows(whole);
-  if (ends_with("c_proj.weight")) return slice_last_dim(whole, r, p).to_vector<float>();
-  return whole.to_vector<float>();  // LayerNorms, positions, the row-parallel biases
+  if (name == "wte.weight" || name == "lm_head.weight") return rows(whole);
+  if (ends_with("attn." + names.projection + ".weight") ||
+      ends_with("mlp." + names.feed_forward_projection + ".weight")) {
+    return slice_last_dim(whole, r, p).to_vector<float>();
+  }
+  return whole.to_vector<float>();  // normalisations, positions, the row-parallel biases
 }
 
 struct Replica {
@@ -94,9 +104,9 @@ struct Replica {
 };
 
 // The whole model on one process, on every replica's sequences at once.
-Replica train_alone(int replicas) {
+Replica train_alone(const nn::GptConfig& config, int replicas) {
   std::mt19937 rng(21);
-  nn::Gpt gpt(kGpt, rng, Device::cpu());
+  nn::Gpt gpt(config, rng, Device::cpu());
   optim::Sgd sgd(gpt.state().parameters, kSgd);
   Replica out;
   for (int step = 0; step < kSteps; ++step) {
@@ -110,7 +120,8 @@ Replica train_alone(int replicas) {
   return out;
 }
 
-void expect_parameters(const std::vector<std::pair<std::string, nn::Parameter*>>& mine,
+void expect_parameters(const nn::GptConfig& config,
+                       const std::vector<std::pair<std::string, nn::Parameter*>>& mine,
                        const std::map<std::string, std::vector<float>>& whole_values,
                        const std::map<std::string, Shape>& whole_shapes, int tp_rank, int tp,
                        const std::string& when) {
@@ -118,7 +129,7 @@ void expect_parameters(const std::vector<std::pair<std::string, nn::Parameter*>>
     const Tensor reference =
         Tensor::from_vector<float>(whole_values.at(name), whole_shapes.at(name));
     EXPECT_TRUE(testing::all_close(p->value.to_vector<float>(),
-                                   expected_part(name, reference, tp_rank, tp), kParity))
+                                   expected_part(config, name, reference, tp_rank, tp), kParity))
         << name << " " << when << " on rank " << Communicator::world()->rank();
   }
 }
@@ -126,12 +137,13 @@ void expect_parameters(const std::vector<std::pair<std::string, nn::Parameter*>>
 // Trains the tensor-parallel GPT on `shape`'s grid: through a pipeline of its stages (1F1B over
 // kMicroBatches) when shape.pp > 1, the sequence-sharded parameters' gradients summed over the
 // tp axis, the replicas' gradients averaged over the dp axis.
-void expect_training(const GridShape& shape, Activations between = Activations::kReplicated) {
+void expect_training(const GridShape& shape, Activations between = Activations::kReplicated,
+                     const nn::GptConfig& config = kGpt) {
   const ProcessGrid grid(Communicator::world(), shape);
   const int dp = grid.coordinates().dp;
-  const Replica alone = train_alone(shape.dp);
+  const Replica alone = train_alone(config, shape.dp);
   std::mt19937 rng(21);
-  nn::Gpt whole(kGpt, rng, Device::cpu());
+  nn::Gpt whole(config, rng, Device::cpu());
   std::map<std::string, Shape> whole_shapes;
   for (const auto& [name, p] : whole.state().parameters) whole_shapes[name] = p->value.shape();
   TensorParallelGpt model(whole, grid.tp(), between);
@@ -161,15 +173,16 @@ void expect_training(const GridShape& shape, Activations between = Activations::
     Tensor losses = Tensor::from_vector<float>({loss / shape.dp}, {1});
     grid.dp()->allreduce(losses)->wait();
     EXPECT_TRUE(testing::all_close(losses.to_vector<float>(), {alone.losses[step]}, kParity))
-        << shape.str() << ", step " << step;
-    expect_parameters(named, alone.parameters[step], whole_shapes, grid.coordinates().tp, shape.tp,
-                      shape.str() + ", after step " + std::to_string(step));
+        << config.name << " on " << shape.str() << ", step " << step;
+    expect_parameters(config, named, alone.parameters[step], whole_shapes, grid.coordinates().tp,
+                      shape.tp,
+                      config.name + " on " + shape.str() + ", after step " + std::to_string(step));
   }
   // Every stage's values to every rank's cut model, then the slices into the whole model.
   if (pipeline) pipeline->gather_model();
   model.gather_into(whole);
-  expect_parameters(whole.state().parameters, alone.parameters.back(), whole_shapes, 0, 1,
-                    shape.str() + ", gathered into the whole model");
+  expect_parameters(config, whole.state().parameters, alone.parameters.back(), whole_shapes, 0, 1,
+                    config.name + " on " + shape.str() + ", gathered into the whole model");
 }
 
 TEST(TensorParallelGpt, EveryDataByTensorGridOfTheWorldTrainsAsOneProcess) {
@@ -193,6 +206,23 @@ TEST(TensorParallelGpt, EveryThreeDimensionalGridOfTheWorldTrainsAsOneProcess) {
     for (int tp = 1; tp * pp <= n; tp *= 2) {
       expect_training({.dp = n / (tp * pp), .tp = tp, .pp = pp});
     }
+  }
+}
+
+// The Llama on every grid: grouped heads split with their groups, the SwiGLU's gate and up cut
+// alike, RMSNorm replicated (summed over tp with sequence parallelism), its own output layer cut
+// over the vocabulary.
+TEST(TensorParallelGpt, LlamaTrainsAsOneProcessOnEveryGrid) {
+  Communicator::world()->set_timeout(30);
+  const int n = Communicator::world()->size();
+  for (int tp = 1; tp <= n; tp *= 2) {
+    expect_training({.dp = n / tp, .tp = tp, .pp = 1}, Activations::kReplicated, kLlama);
+    if (tp > 1) {
+      expect_training({.dp = n / tp, .tp = tp, .pp = 1}, Activations::kSequenceSharded, kLlama);
+    }
+  }
+  for (int pp = 2; pp <= n; pp *= 2) {
+    expect_training({.dp = 1, .tp = n / pp, .pp = pp}, Activations::kReplicated, kLlama);
   }
 }
 

@@ -5,6 +5,7 @@
 // (column-parallel, GELU, row-parallel: one all-reduce each way) through forward, backward and an
 // AdamW step, each rank's shards equal to the same rows or columns of the single process's tensors;
 // the sequence-parallel mappings by hand.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -13,9 +14,11 @@
 #include "common/nn/activation.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/parallel_linear.h"
+#include "common/parallel/rank_groups.h"
 #include "common/parallel/sequence_parallel.h"
 #include "common/parallel/tensor_parallel_attention.h"
 #include "common/parallel/vocab_parallel_embedding.h"
+#include "common/testing/errors_and_files.h"
 #include "common/testing/tolerance.h"
 
 namespace course::parallel {
@@ -142,7 +145,7 @@ TEST(TensorParallelLinear, ColumnThenRowIsTheWholeFeedForwardThroughAnAdamWStep)
   optim::AdamW adamw({{"up.weight", &up.local().weight},
                       {"up.bias", &*up.local().bias},
                       {"down.weight", &down.weight},
-                      {"down.bias", &down.bias}},
+                      {"down.bias", &*down.bias}},
                      {.lr = 1e-2f, .weight_decay = 0.1f});
   whole_adamw.step();
   adamw.step();
@@ -155,7 +158,7 @@ TEST(TensorParallelLinear, ColumnThenRowIsTheWholeFeedForwardThroughAnAdamWStep)
                                  kParity));
   EXPECT_TRUE(testing::all_close(values(down.weight.value),
                                  values(slice_last_dim(whole.down.weight.value, r, p)), kParity));
-  EXPECT_TRUE(testing::all_close(values(down.bias.value), values(whole.down.bias->value), kParity));
+  EXPECT_TRUE(testing::all_close(values(down.bias->value), values(whole.down.bias->value), kParity));
 }
 
 // The vocabulary cut over the ranks: tokens from every rank's range (and repeated ones) embed as
@@ -183,45 +186,73 @@ TEST(VocabParallelEmbedding, IsTheWholeEmbeddingThroughAnAdamWStep) {
   EXPECT_EQ(sharded.first_token(), 6 * r);
   EXPECT_TRUE(testing::all_close(values(sharded.wte.value),
                                  values(whole.wte.value.slice(6 * r, 6 * r + 6)), kParity));
-  EXPECT_TRUE(testing::all_close(values(sharded.wpe.value), values(whole.wpe->value), kParity));
+  EXPECT_TRUE(testing::all_close(values(sharded.wpe->value), values(whole.wpe->value), kParity));
   nn::Embedding odd(6 * p + 1, 5, 4, rng, Device::cpu());
   EXPECT_THROW(VocabParallelEmbedding(odd, tp), Error);
 }
 
-// Heads split over the ranks: a GPT's attention (16 channels, 4 heads) against the whole one,
-// the rank's q|k|v rows and output-projection columns getting the whole layers' gradients.
-TEST(TensorParallelAttention, IsTheWholeAttention) {
+// Heads split over the ranks, against the whole attention: the rank's q|k|v rows (grouped by
+// rank) and output-projection columns get the whole layers' gradients.
+void expect_whole_attention(const GroupedHeads& heads, bool biases) {
   const auto tp = world();
   const int p = tp->size(), r = tp->rank();
+  const int64_t c = heads.heads * heads.head_dim, rows = heads.width();
   std::mt19937 rng(13);
-  nn::Linear c_attn(16, 48, rng, Device::cpu()), c_proj(16, 16, rng, Device::cpu());
-  nn::SelfAttention core(4, /*causal=*/true);
-  TensorParallelAttention attention(c_attn, c_proj, 4, tp);
-  const Tensor x = replicated(2 * 6, 16, 8).view({2, 6, 16});
-  const Tensor dy = replicated(2 * 6, 16, 9).view({2, 6, 16});
+  nn::Linear c_attn(c, rows, rng, Device::cpu()), c_proj(c, c, rng, Device::cpu());
+  if (!biases) c_attn.bias.reset(), c_proj.bias.reset();
+  nn::SelfAttention core(heads, /*causal=*/true);
+  TensorParallelAttention attention(c_attn, c_proj, heads, tp);
+  const Tensor x = replicated(2 * 6, c, 8).view({2, 6, c});
+  const Tensor dy = replicated(2 * 6, c, 9).view({2, 6, c});
   const Tensor y_whole = c_proj.forward(core.forward(c_attn.forward(x)));
   EXPECT_TRUE(testing::all_close(values(attention.forward(x)), values(y_whole), kParity));
   const Tensor dx_whole = c_attn.backward(core.backward(c_proj.backward(dy)));
   EXPECT_TRUE(testing::all_close(values(attention.backward(dy)), values(dx_whole), kParity));
 
   const nn::ModuleState mine = attention.state();
-  ASSERT_EQ(mine.parameters.size(), 4u);
-  const nn::Linear whole_qkv_grads =
-      grouped_by_rank(nn::Linear(c_attn.weight.grad, c_attn.bias->grad), p);
-  const int64_t rows = 48 / p;
+  ASSERT_EQ(mine.parameters.size(), biases ? 4u : 2u);
+  const Tensor qkv_grads = rows_grouped_by_rank(c_attn.weight.grad, qkv_parts(heads), p);
+  const int64_t mine_rows = rows / p;
   EXPECT_EQ(mine.parameters[0].first, "c_attn.weight");
-  EXPECT_TRUE(testing::all_close(
-      values(mine.parameters[0].second->grad),
-      values(whole_qkv_grads.weight.value.slice(r * rows, (r + 1) * rows)), kParity));
-  EXPECT_TRUE(testing::all_close(values(mine.parameters[1].second->grad),
-                                 values(whole_qkv_grads.bias->value.slice(r * rows, (r + 1) * rows)),
+  EXPECT_TRUE(testing::all_close(values(mine.parameters[0].second->grad),
+                                 values(qkv_grads.slice(r * mine_rows, (r + 1) * mine_rows)),
                                  kParity));
-  EXPECT_EQ(mine.parameters[2].first, "c_proj.weight");
-  EXPECT_TRUE(testing::all_close(values(mine.parameters[2].second->grad),
+  const size_t projection = biases ? 2 : 1;
+  EXPECT_EQ(mine.parameters[projection].first, "c_proj.weight");
+  EXPECT_TRUE(testing::all_close(values(mine.parameters[projection].second->grad),
                                  values(slice_last_dim(c_proj.weight.grad, r, p)), kParity));
+  if (!biases) return;
+  const Tensor bias_grads = rows_grouped_by_rank(c_attn.bias->grad, qkv_parts(heads), p);
+  EXPECT_TRUE(testing::all_close(values(mine.parameters[1].second->grad),
+                                 values(bias_grads.slice(r * mine_rows, (r + 1) * mine_rows)),
+                                 kParity));
   EXPECT_TRUE(testing::all_close(values(mine.parameters[3].second->grad), values(c_proj.bias->grad),
                                  kParity));
-  EXPECT_THROW(TensorParallelAttention(c_attn, c_proj, 3, tp), Error);  // 3 heads: no split
+}
+
+// A GPT's attention: 16 channels, 4 heads; 3 heads do not split.
+TEST(TensorParallelAttention, IsTheWholeAttention) {
+  expect_whole_attention({4, 4, 4, 0.0f}, /*biases=*/true);
+  std::mt19937 rng(13);
+  nn::Linear c_attn(15, 45, rng, Device::cpu()), c_proj(15, 15, rng, Device::cpu());
+  if (world()->size() > 1) {
+    EXPECT_THROW(TensorParallelAttention(c_attn, c_proj, {3, 3, 5, 0.0f}, world()), Error);
+  }
+}
+
+// A Llama's: 8 query heads over 4 key/value heads of 2, rotated, no biases; rank r holds the
+// queries of heads [2r, 2r + 2) on 4 ranks and the one key/value head they share. Key/value
+// heads that do not split over the ranks are refused.
+TEST(TensorParallelAttention, IsTheWholeGroupedRotaryAttention) {
+  expect_whole_attention({8, 4, 2, 10.0f}, /*biases=*/false);
+  std::mt19937 rng(14);
+  nn::Linear c_attn(16, 20, rng, Device::cpu()), c_proj(16, 16, rng, Device::cpu());
+  if (world()->size() > 1) {
+    EXPECT_THAT(testing::error_of([&] {
+                  TensorParallelAttention(c_attn, c_proj, {8, 1, 2, 10.0f}, world());
+                }),
+                ::testing::HasSubstr("key/value heads do not split over"));
+  }
 }
 
 TEST(TensorParallelLinear, FeaturesThatDoNotSplitAreClearErrors) {
