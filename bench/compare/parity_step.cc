@@ -63,9 +63,14 @@ nlohmann::json decoder_json(const nn::GptConfig& c) {
 }
 
 nlohmann::json vit_json(const nn::VitConfig& c) {
-  return {{"image", c.image},     {"patch", c.patch},       {"layers", c.layers},
-          {"heads", c.heads},     {"channels", c.channels}, {"hidden", c.mlp_width()},
-          {"in_channels", c.in_channels}, {"classes", c.classes}};
+  return {{"image", c.image},
+          {"patch", c.patch},
+          {"layers", c.layers},
+          {"heads", c.heads},
+          {"channels", c.channels},
+          {"hidden", c.mlp_width()},
+          {"in_channels", c.in_channels},
+          {"classes", c.classes}};
 }
 
 struct StepBatch {
@@ -137,9 +142,8 @@ int main(int argc, char** argv) {
       tensors.emplace_back(numbered("buffer", i), &initial.back());
       names["buffers"].push_back(state.buffers[i].first);
     }
-    StepBatch b =
-        gpt ? token_batch(*decoder, batch, seed)
-            : image_batch(batch, channels, image_size, classes, seed);
+    StepBatch b = gpt ? token_batch(*decoder, batch, seed)
+                      : image_batch(batch, channels, image_size, classes, seed);
     model->set_training(true);
     const Tensor output = model->forward(b.inputs);
     Tensor logits = output.view({b.labels.numel(), output.size(-1)});

@@ -11,15 +11,14 @@ namespace course {
 namespace {
 
 void check_tokens(const Tensor& t, const char* what) {
-  COURSE_CHECK(t.dim() == 3 && t.memory_format() == MemoryFormat::kContiguous &&
-                   is_floating(t.dtype()),
-               what, " needs contiguous floating (N, tokens, C) tokens, got ", t.str());
+  COURSE_CHECK(
+      t.dim() == 3 && t.memory_format() == MemoryFormat::kContiguous && is_floating(t.dtype()),
+      what, " needs contiguous floating (N, tokens, C) tokens, got ", t.str());
 }
 
 void check_table(const Tensor& t, const Shape& shape, const Tensor& like, const char* what) {
-  COURSE_CHECK(t.dtype() == DType::kF32 && t.shape() == shape && t.device() == like.device(),
-               what, " must be f32 ", shape_str(shape), " on ", like.device().str(), ", got ",
-               t.str());
+  COURSE_CHECK(t.dtype() == DType::kF32 && t.shape() == shape && t.device() == like.device(), what,
+               " must be f32 ", shape_str(shape), " on ", like.device().str(), ", got ", t.str());
 }
 
 // Tokens [first, first + count) of `in` (N, in_tokens, C) into `out` (N, out_tokens, C) of the
@@ -42,10 +41,10 @@ Tensor class_token_forward(const Tensor& patches, const Tensor& cls, const Tenso
   check_table(positions, {l + 1, c}, patches, "the position embedding");
   Tensor out = Tensor::empty({n, l + 1, c}, DType::kF32, patches.device());
   visit_floating(patches.dtype(), "class_token_forward", [&]<class T>() {
-    for_each_index(patches.device(), out.numel(),
-                   ops::ClassTokenForward<T>{patches.data_as<T>(), cls.data_as<float>(),
-                                             positions.data_as<float>(), out.data_as<float>(), l,
-                                             c});
+    for_each_index(
+        patches.device(), out.numel(),
+        ops::ClassTokenForward<T>{patches.data_as<T>(), cls.data_as<float>(),
+                                  positions.data_as<float>(), out.data_as<float>(), l, c});
   });
   return out;
 }
@@ -60,13 +59,12 @@ Tensor class_token_backward(const Tensor& dy, Tensor& cls_grad, Tensor& position
     // Every token's sum over the batch into the positions, the first token's also into cls.
     for_each_index(dy.device(), tokens * c,
                    ops::PositionEmbeddingBackward<T>{dy.data_as<T>(),
-                                                     positions_grad.data_as<float>(), n, tokens,
-                                                     c},
+                                                     positions_grad.data_as<float>(), n, tokens, c},
                    n);
-    for_each_index(dy.device(), c,
-                   ops::PositionEmbeddingBackward<T>{dy.data_as<T>(), cls_grad.data_as<float>(),
-                                                     n, tokens, c},
-                   n);
+    for_each_index(
+        dy.device(), c,
+        ops::PositionEmbeddingBackward<T>{dy.data_as<T>(), cls_grad.data_as<float>(), n, tokens, c},
+        n);
   });
   Tensor dpatches = Tensor::empty({n, tokens - 1, c}, dy.dtype(), dy.device());
   copy_tokens(dy, 1, dpatches, 0, tokens - 1);
@@ -75,8 +73,7 @@ Tensor class_token_backward(const Tensor& dy, Tensor& cls_grad, Tensor& position
 
 Tensor first_token(const Tensor& tokens) {
   check_tokens(tokens, "the class token's read-out");
-  Tensor out =
-      Tensor::empty({tokens.size(0), 1, tokens.size(2)}, tokens.dtype(), tokens.device());
+  Tensor out = Tensor::empty({tokens.size(0), 1, tokens.size(2)}, tokens.dtype(), tokens.device());
   copy_tokens(tokens, 0, out, 0, 1);
   return out.view({tokens.size(0), tokens.size(2)});
 }

@@ -6,7 +6,7 @@
 
 using namespace course::ops;
 
-#define CLASS_TOKEN(T)                         \
+#define CLASS_TOKEN(T)                              \
   COURSE_INSTANTIATE_FOR_EACH(ClassTokenForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(CopyTokens<T>)
 COURSE_FLOAT_TYPES(CLASS_TOKEN)

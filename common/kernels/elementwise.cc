@@ -117,8 +117,9 @@ namespace {
 
 // The width F of a packed (..., 2F) gate | up input.
 int64_t gated_width(const Tensor& x) {
-  COURSE_CHECK(x.dim() >= 1 && x.size(-1) % 2 == 0 && x.memory_format() == MemoryFormat::kContiguous,
-               "SwiGLU needs a contiguous (..., 2F) gate | up input, got ", x.str());
+  COURSE_CHECK(
+      x.dim() >= 1 && x.size(-1) % 2 == 0 && x.memory_format() == MemoryFormat::kContiguous,
+      "SwiGLU needs a contiguous (..., 2F) gate | up input, got ", x.str());
   return x.size(-1) / 2;
 }
 

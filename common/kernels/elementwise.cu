@@ -5,15 +5,15 @@
 
 using namespace course::ops;
 
-#define FLOAT_KERNELS(T)                       \
-  COURSE_INSTANTIATE_FOR_EACH(Add<T>)          \
-  COURSE_INSTANTIATE_FOR_EACH(Mul<T>)          \
-  COURSE_INSTANTIATE_FOR_EACH(Axpy<T>)         \
-  COURSE_INSTANTIATE_FOR_EACH(Scale<T>)        \
-  COURSE_INSTANTIATE_FOR_EACH(ReluForward<T>)  \
-  COURSE_INSTANTIATE_FOR_EACH(ReluBackward<T>) \
-  COURSE_INSTANTIATE_FOR_EACH(GeluForward<T>)  \
-  COURSE_INSTANTIATE_FOR_EACH(GeluBackward<T>) \
+#define FLOAT_KERNELS(T)                        \
+  COURSE_INSTANTIATE_FOR_EACH(Add<T>)           \
+  COURSE_INSTANTIATE_FOR_EACH(Mul<T>)           \
+  COURSE_INSTANTIATE_FOR_EACH(Axpy<T>)          \
+  COURSE_INSTANTIATE_FOR_EACH(Scale<T>)         \
+  COURSE_INSTANTIATE_FOR_EACH(ReluForward<T>)   \
+  COURSE_INSTANTIATE_FOR_EACH(ReluBackward<T>)  \
+  COURSE_INSTANTIATE_FOR_EACH(GeluForward<T>)   \
+  COURSE_INSTANTIATE_FOR_EACH(GeluBackward<T>)  \
   COURSE_INSTANTIATE_FOR_EACH(SwigluForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(SwigluBackward<T>)
 COURSE_FLOAT_TYPES(FLOAT_KERNELS)

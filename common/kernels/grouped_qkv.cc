@@ -15,8 +15,9 @@ ops::GroupedHeadShape shape_of(const Tensor& t, const GroupedHeads& g) {
 }  // namespace
 
 void check_grouped_heads(const GroupedHeads& g) {
-  COURSE_CHECK(g.heads > 0 && g.kv_heads > 0 && g.heads % g.kv_heads == 0, "grouped-query attention ",
-               "needs its ", g.kv_heads, " key/value heads to divide its ", g.heads, " query heads");
+  COURSE_CHECK(g.heads > 0 && g.kv_heads > 0 && g.heads % g.kv_heads == 0,
+               "grouped-query attention ", "needs its ", g.kv_heads,
+               " key/value heads to divide its ", g.heads, " query heads");
   COURSE_CHECK(g.head_dim > 0 && (g.rope_theta == 0.0f || g.head_dim % 2 == 0),
                "rotary position embedding turns pairs: the head size ", g.head_dim,
                " must be even");
@@ -25,10 +26,10 @@ void check_grouped_heads(const GroupedHeads& g) {
 
 Tensor grouped_qkv_forward(const Tensor& x, const GroupedHeads& g) {
   check_grouped_heads(g);
-  COURSE_CHECK(x.dim() == 3 && x.size(2) == g.width() &&
-                   x.memory_format() == MemoryFormat::kContiguous,
-               "grouped q|k|v needs a contiguous (B, T, ", g.width(), ") input for ", g.heads,
-               " query and ", g.kv_heads, " key/value heads of ", g.head_dim, ", got ", x.str());
+  COURSE_CHECK(
+      x.dim() == 3 && x.size(2) == g.width() && x.memory_format() == MemoryFormat::kContiguous,
+      "grouped q|k|v needs a contiguous (B, T, ", g.width(), ") input for ", g.heads, " query and ",
+      g.kv_heads, " key/value heads of ", g.head_dim, ", got ", x.str());
   Tensor packed =
       Tensor::empty({x.size(0), x.size(1), 3 * g.heads * g.head_dim}, x.dtype(), x.device());
   visit_floating(x.dtype(), "grouped_qkv_forward", [&]<class T>() {
@@ -47,10 +48,10 @@ Tensor grouped_qkv_backward(const Tensor& dpacked, const GroupedHeads& g) {
   Tensor dx = Tensor::empty({dpacked.size(0), dpacked.size(1), g.width()}, dpacked.dtype(),
                             dpacked.device());
   visit_floating(dpacked.dtype(), "grouped_qkv_backward", [&]<class T>() {
-    for_each_index(dpacked.device(), dx.numel() / 2,
-                   ops::GroupedQkvBackward<T>{dpacked.data_as<T>(), dx.data_as<T>(),
-                                              shape_of(dpacked, g)},
-                   g.heads / g.kv_heads);
+    for_each_index(
+        dpacked.device(), dx.numel() / 2,
+        ops::GroupedQkvBackward<T>{dpacked.data_as<T>(), dx.data_as<T>(), shape_of(dpacked, g)},
+        g.heads / g.kv_heads);
   });
   return dx;
 }

@@ -5,7 +5,7 @@
 
 using namespace course::ops;
 
-#define GROUPED_QKV(T)                               \
+#define GROUPED_QKV(T)                              \
   COURSE_INSTANTIATE_FOR_EACH(GroupedQkvForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(GroupedQkvBackward<T>)
 COURSE_FLOAT_TYPES(GROUPED_QKV)

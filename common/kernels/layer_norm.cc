@@ -40,10 +40,10 @@ Tensor normalise_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
   saved.rstd = Tensor::empty({rows}, DType::kF32, x.device());
   visit_floating(x.dtype(), "normalisation forward", [&]<class T>() {
     for_each_row(x.device(), rows, cols,
-                 ops::NormForward<T, kCentered>{
-                     x.data_as<T>(), weight.data_as<float>(), data_or_null<float>(bias),
-                     y.data_as<T>(), data_or_null<float>(saved.mean), saved.rstd.data_as<float>(),
-                     cols, eps});
+                 ops::NormForward<T, kCentered>{x.data_as<T>(), weight.data_as<float>(),
+                                                data_or_null<float>(bias), y.data_as<T>(),
+                                                data_or_null<float>(saved.mean),
+                                                saved.rstd.data_as<float>(), cols, eps});
   });
   return y;
 }
@@ -57,10 +57,9 @@ Tensor normalise_backward(const Tensor& dy, const Tensor& x, const Tensor& weigh
   const float* mean = data_or_null<float>(saved.mean);
   visit_floating(x.dtype(), "normalisation backward", [&]<class T>() {
     for_each_row(x.device(), rows, cols,
-                 ops::NormBackwardInput<T, kCentered>{dy.data_as<T>(), x.data_as<T>(),
-                                                      weight.data_as<float>(), mean,
-                                                      saved.rstd.data_as<float>(), dx.data_as<T>(),
-                                                      cols});
+                 ops::NormBackwardInput<T, kCentered>{
+                     dy.data_as<T>(), x.data_as<T>(), weight.data_as<float>(), mean,
+                     saved.rstd.data_as<float>(), dx.data_as<T>(), cols});
     const ops::NormParamTerms<T, kCentered> terms{dy.data_as<T>(), x.data_as<T>(), mean,
                                                   saved.rstd.data_as<float>(), cols};
     if constexpr (kCentered) {

@@ -1,6 +1,6 @@
 // Token and position embedding, a GPT's input layer: (B, T) i32 tokens -> (B, T, C) f32,
-// y[b, t] = wte[token] + wpe[t]; a model with rotary positions (Llama) has no position table. Its backward takes dy and returns no input gradient (tokens
-// have none): an undefined tensor.
+// y[b, t] = wte[token] + wpe[t]; a model with rotary positions (Llama) has no position table. Its
+// backward takes dy and returns no input gradient (tokens have none): an undefined tensor.
 #pragma once
 
 #include <optional>
@@ -18,7 +18,7 @@ class Embedding : public Module {
 
   void collect(const std::string& prefix, ModuleState& state) override;
 
-  Parameter wte;  // (V, C), tied to the output layer in a GPT
+  Parameter wte;                 // (V, C), tied to the output layer in a GPT
   std::optional<Parameter> wpe;  // (context, C)
 
  protected:

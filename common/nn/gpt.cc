@@ -31,8 +31,8 @@ Gpt::Gpt(const GptConfig& config, std::mt19937& rng, Device device, bool checkpo
   if (config.tied_head) {
     head_ = std::make_unique<TiedHead>(embedding_.wte);
   } else {
-    head_ = std::make_unique<Linear>(
-        normal({config.vocabulary, config.channels}, 0.02f, rng, device));
+    head_ =
+        std::make_unique<Linear>(normal({config.vocabulary, config.channels}, 0.02f, rng, device));
   }
 }
 

@@ -14,7 +14,7 @@ constexpr float kLlama3RopeTheta = 500000.0f;
 
 GptConfig llama(const std::string& name, int64_t layers, int64_t heads, int64_t kv_heads,
                 int64_t channels, int64_t hidden, int64_t context, int64_t vocabulary, bool tied) {
-  return {name,     layers, heads, channels,         context, vocabulary, DecoderFamily::kLlama,
+  return {name,     layers, heads, channels,        context, vocabulary, DecoderFamily::kLlama,
           kv_heads, hidden, tied,  kLlama3RopeTheta};
 }
 
@@ -66,8 +66,8 @@ int64_t gpt_parameter_count(const GptConfig& c) {
 }
 
 void check_config(const GptConfig& c) {
-  COURSE_CHECK(c.layers > 0 && c.heads > 0 && c.context > 0 && c.vocabulary > 0 &&
-                   c.channels > 0 && c.kv_heads >= 0 && c.hidden >= 0,
+  COURSE_CHECK(c.layers > 0 && c.heads > 0 && c.context > 0 && c.vocabulary > 0 && c.channels > 0 &&
+                   c.kv_heads >= 0 && c.hidden >= 0,
                "model ", c.name, ": a size is not positive");
   COURSE_CHECK(c.channels % c.heads == 0, "model ", c.name, ": ", c.channels,
                " channels do not split into ", c.heads, " heads");
@@ -79,7 +79,8 @@ void check_config(const GptConfig& c) {
                ": a Llama needs a rotary base (it has no position table)");
   COURSE_CHECK(c.llama() || (c.key_value_heads() == c.heads && c.hidden == 0 && c.tied_head &&
                              c.rope_theta == 0.0f),
-               "model ", c.name, ": GPT-2 blocks have no grouped heads, other feed-forward "
+               "model ", c.name,
+               ": GPT-2 blocks have no grouped heads, other feed-forward "
                "width, untied head or rotary positions");
 }
 

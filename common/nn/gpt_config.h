@@ -17,10 +17,10 @@ struct GptConfig {
   std::string name;
   int64_t layers, heads, channels, context, vocabulary;
   DecoderFamily family = DecoderFamily::kGpt2;
-  int64_t kv_heads = 0;      // Llama: key/value heads (grouped-query attention); 0: heads
-  int64_t hidden = 0;        // the feed-forward's width; 0: 4 channels (GPT-2)
-  bool tied_head = true;     // the output layer shares the token table (Llama 3.1 8B: no)
-  float rope_theta = 0.0f;   // Llama: rotary base (500,000 in Llama 3); GPT-2: 0, learned positions
+  int64_t kv_heads = 0;     // Llama: key/value heads (grouped-query attention); 0: heads
+  int64_t hidden = 0;       // the feed-forward's width; 0: 4 channels (GPT-2)
+  bool tied_head = true;    // the output layer shares the token table (Llama 3.1 8B: no)
+  float rope_theta = 0.0f;  // Llama: rotary base (500,000 in Llama 3); GPT-2: 0, learned positions
 
   bool llama() const { return family == DecoderFamily::kLlama; }
   int64_t key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }

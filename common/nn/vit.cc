@@ -15,14 +15,10 @@ namespace course::nn {
 
 const std::vector<VitConfig>& vit_presets() {
   static const std::vector<VitConfig> presets = {
-      {"vit-micro", 28, 4, 4, 4, 64, 0, 1, 10},
-      {"vit-mini", 32, 4, 6, 4, 128, 0, 3, 10},
-      {"vit-ti16", 224, 16, 12, 3, 192},
-      {"vit-s16", 224, 16, 12, 6, 384},
-      {"vit-b16", 224, 16, 12, 12, 768},
-      {"vit-l16", 224, 16, 24, 16, 1024},
-      {"vit-h14", 224, 14, 32, 16, 1280},
-      {"vit-g14", 224, 14, 48, 16, 1664, 8192},
+      {"vit-micro", 28, 4, 4, 4, 64, 0, 1, 10}, {"vit-mini", 32, 4, 6, 4, 128, 0, 3, 10},
+      {"vit-ti16", 224, 16, 12, 3, 192},        {"vit-s16", 224, 16, 12, 6, 384},
+      {"vit-b16", 224, 16, 12, 12, 768},        {"vit-l16", 224, 16, 24, 16, 1024},
+      {"vit-h14", 224, 14, 32, 16, 1280},       {"vit-g14", 224, 14, 48, 16, 1664, 8192},
   };
   return presets;
 }
@@ -40,7 +36,8 @@ bool is_vit(const std::string& name) { return name.rfind("vit-", 0) == 0; }
 
 int64_t vit_parameter_count(const VitConfig& c) {
   const int64_t ch = c.channels, f = c.mlp_width();
-  const int64_t embedding = c.patch * c.patch * c.in_channels * ch + ch + ch + (c.patches() + 1) * ch;
+  const int64_t embedding =
+      c.patch * c.patch * c.in_channels * ch + ch + ch + (c.patches() + 1) * ch;
   const int64_t block = 4 * ch * ch + 2 * ch * f + 9 * ch + f;
   return embedding + c.layers * block + 2 * ch + ch * c.classes + c.classes;
 }
@@ -51,8 +48,8 @@ ModulePtr make_vit(const VitConfig& c, std::mt19937& rng, Device device) {
                c.name, ": a size is not positive");
   COURSE_CHECK(c.image % c.patch == 0, c.name, ": its ", c.patch, "-px patches do not tile a ",
                c.image, "-px image");
-  COURSE_CHECK(c.channels % c.heads == 0, c.name, ": ", c.channels,
-               " channels do not split into ", c.heads, " heads");
+  COURSE_CHECK(c.channels % c.heads == 0, c.name, ": ", c.channels, " channels do not split into ",
+               c.heads, " heads");
   auto patch_embed = std::make_unique<Sequential>();
   patch_embed->add(std::make_unique<Conv2d>(c.in_channels, c.channels, c.patch,
                                             Conv2dShape{.stride = c.patch}, rng, device),

@@ -66,7 +66,7 @@ class RowParallelLinear : public nn::Module {
   // bias.
   void gather_into(nn::Linear& whole);
 
-  nn::Parameter weight;  // (out, in / p): this rank's columns
+  nn::Parameter weight;               // (out, in / p): this rank's columns
   std::optional<nn::Parameter> bias;  // (out,): whole, the same on every rank
 
  protected:

@@ -17,8 +17,8 @@ Tensor regrouped(const Tensor& from, const std::vector<int64_t>& parts, int rank
   COURSE_CHECK(from.dim() >= 1 && from.size(0) == rows, "packed rows of ", from.str(),
                " are not the parts' ", rows);
   for (int64_t part : parts) {
-    COURSE_CHECK(part % ranks == 0, "a packed part of ", part, " rows does not split over ",
-                 ranks, " tensor-parallel ranks");
+    COURSE_CHECK(part % ranks == 0, "a packed part of ", part, " rows does not split over ", ranks,
+                 " tensor-parallel ranks");
   }
   Tensor to = Tensor::empty(from.shape(), from.dtype(), from.device());
   int64_t grouped_at = 0;
@@ -50,8 +50,7 @@ Tensor rows_ungrouped(const Tensor& grouped, const std::vector<int64_t>& parts, 
   return regrouped(grouped, parts, ranks, false);
 }
 
-nn::Linear grouped_by_rank(const nn::Linear& packed, const std::vector<int64_t>& parts,
-                           int ranks) {
+nn::Linear grouped_by_rank(const nn::Linear& packed, const std::vector<int64_t>& parts, int ranks) {
   Tensor weight = rows_grouped_by_rank(packed.weight.value, parts, ranks);
   if (!packed.bias) return nn::Linear(std::move(weight));
   return nn::Linear(std::move(weight), rows_grouped_by_rank(packed.bias->value, parts, ranks));

@@ -46,7 +46,7 @@ class TensorParallelAttention : public nn::Module {
  private:
   AttentionNames names_;
   std::vector<int64_t> parts_;  // the rows of q, k and v
-  ColumnParallelLinear qkv_;     // rows grouped by rank (rank_groups.h)
+  ColumnParallelLinear qkv_;    // rows grouped by rank (rank_groups.h)
   nn::SelfAttention core_;
   RowParallelLinear projection_;
 };

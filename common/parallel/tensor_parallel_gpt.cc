@@ -41,8 +41,8 @@ nn::ModulePtr tensor_parallel_block(const nn::GptBlockLayers& whole, const nn::B
                                     TensorParallelGpt::CutBlock& cut) {
   const nn::BlockNames& names = nn::block_names(shape.family);
   auto attention_branch = std::make_unique<nn::Sequential>();
-  cut.attention_norm = &add(*attention_branch, norm_copy(shape.family, *whole.attention_norm),
-                            names.attention_norm);
+  cut.attention_norm =
+      &add(*attention_branch, norm_copy(shape.family, *whole.attention_norm), names.attention_norm);
   cut.attention = &add(*attention_branch,
                        std::make_unique<TensorParallelAttention>(
                            *whole.qkv, *whole.attention_projection, shape.heads, tp, between,
@@ -51,21 +51,20 @@ nn::ModulePtr tensor_parallel_block(const nn::GptBlockLayers& whole, const nn::B
 
   auto parallel_mlp = std::make_unique<nn::Sequential>();
   cut.expansion_parts = nn::expansion_parts(shape);
-  cut.expansion = &add(
-      *parallel_mlp,
-      std::make_unique<ColumnParallelLinear>(
-          grouped_by_rank(*whole.expansion, cut.expansion_parts, tp->size()), tp,
-          /*gather_output=*/false, between),
-      names.expansion);
+  cut.expansion = &add(*parallel_mlp,
+                       std::make_unique<ColumnParallelLinear>(
+                           grouped_by_rank(*whole.expansion, cut.expansion_parts, tp->size()), tp,
+                           /*gather_output=*/false, between),
+                       names.expansion);
   parallel_mlp->add(nn::make_activation(shape.family), names.activation);
   cut.feed_forward_projection =
       &add(*parallel_mlp,
            std::make_unique<RowParallelLinear>(*whole.feed_forward_projection, tp, between),
            names.feed_forward_projection);
   auto feed_forward_branch = std::make_unique<nn::Sequential>();
-  cut.feed_forward_norm = &add(*feed_forward_branch,
-                               norm_copy(shape.family, *whole.feed_forward_norm),
-                               names.feed_forward_norm);
+  cut.feed_forward_norm =
+      &add(*feed_forward_branch, norm_copy(shape.family, *whole.feed_forward_norm),
+           names.feed_forward_norm);
   feed_forward_branch->add(std::move(parallel_mlp), "mlp");
 
   auto block = std::make_unique<nn::Sequential>();
@@ -178,7 +177,8 @@ void TensorParallelGpt::gather_into(nn::Gpt& whole) {
     mine.feed_forward_projection->gather_into(*target.feed_forward_projection);
   }
   copy_parameters(whole.final_norm(), *final_norm_);
-  if (nn::Linear* own = whole.own_head()) static_cast<ColumnParallelLinear&>(*head_).gather_into(*own);
+  if (nn::Linear* own = whole.own_head())
+    static_cast<ColumnParallelLinear&>(*head_).gather_into(*own);
 }
 
 std::vector<nn::Parameter*> TensorParallelGpt::sequence_sharded_parameters() {

@@ -2,12 +2,12 @@
 // embedding over the vocabulary, attention over its query and key/value heads, the feed-forward
 // block as a column-then-row pair (a SwiGLU's gate and up cut alike), the output layer over the
 // vocabulary (on the rank's embedding rows when tied) with its logits gathered; the
-// normalisations and the position table replicated. Cut from a whole nn::Gpt every rank built from the same seed,
-// with the whole model's parameter names, so it trains as that model does (each rank holding a
-// p-th of the large matrices). With sequence parallelism the residual stream and the LayerNorms
-// between the tensor-parallel layers are cut along the sequence (sequence_parallel.h). Its parts
-// are a GptParts, so pipeline stages can be cut from it
-// (3D parallelism: common/parallel/pipeline_parallel.h over a TensorParallelGpt).
+// normalisations and the position table replicated. Cut from a whole nn::Gpt every rank built from
+// the same seed, with the whole model's parameter names, so it trains as that model does (each rank
+// holding a p-th of the large matrices). With sequence parallelism the residual stream and the
+// LayerNorms between the tensor-parallel layers are cut along the sequence (sequence_parallel.h).
+// Its parts are a GptParts, so pipeline stages can be cut from it (3D parallelism:
+// common/parallel/pipeline_parallel.h over a TensorParallelGpt).
 #pragma once
 
 #include <memory>

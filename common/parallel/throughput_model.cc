@@ -28,9 +28,9 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
   COURSE_CHECK(c.heads % g.tp == 0 && c.key_value_heads() % g.tp == 0 && c.layers % g.pp == 0 &&
                    plan.global_batch % (plan.micro_batch * g.dp) == 0,
                c.name, " on ", g.str(), ": the heads (", c.heads, ", ", c.key_value_heads(),
-               " of keys and values) must split over tp, the ",
-               c.layers, " layers over pp, and the batch of ", plan.global_batch,
-               " into micro-batches of ", plan.micro_batch, " over dp");
+               " of keys and values) must split over tp, the ", c.layers,
+               " layers over pp, and the batch of ", plan.global_batch, " into micro-batches of ",
+               plan.micro_batch, " over dp");
   StepPrediction out;
   const double B = plan.global_batch, b = plan.micro_batch;
   out.micro_batches = plan.global_batch / (plan.micro_batch * g.dp);

@@ -63,8 +63,8 @@ Tensor VocabParallelEmbedding::run_forward(const Tensor& tokens, nn::Context& ct
   // Rank 0 adds the positions; the others look up zeros for them, so the sum holds them once.
   Tensor positions;
   if (wpe) {
-    positions = tp_->rank() == 0 ? wpe->value
-                                 : zeros(wpe->value.shape(), DType::kF32, wpe->value.device());
+    positions =
+        tp_->rank() == 0 ? wpe->value : zeros(wpe->value.shape(), DType::kF32, wpe->value.device());
   }
   Tensor y = embedding_forward(local, extended_table(), positions);
   if (tp_->size() > 1) tp_->allreduce(y)->wait();

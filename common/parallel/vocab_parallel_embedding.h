@@ -24,7 +24,7 @@ class VocabParallelEmbedding : public nn::Module {
   // Collective over the tensor-parallel ranks: `whole` receives every rank's rows.
   void gather_into(nn::Embedding& whole);
 
-  nn::Parameter wte;  // (V / p, C): this rank's rows
+  nn::Parameter wte;                 // (V / p, C): this rank's rows
   std::optional<nn::Parameter> wpe;  // (context, C): whole; none with rotary positions
 
  protected:

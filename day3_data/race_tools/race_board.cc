@@ -94,8 +94,8 @@ std::vector<std::string> row_cells(const BoardRow& row) {
 
 const std::vector<std::string>& column_names() {
   static const std::vector<std::string> names = {
-      "name",           "model",            "optimizer", "batch", "image size", "lr", "wd",
-      "best top-1 (%)", "time to best (s)", "epochs", "images/s"};
+      "name", "model",          "optimizer",        "batch",  "image size", "lr",
+      "wd",   "best top-1 (%)", "time to best (s)", "epochs", "images/s"};
   return names;
 }
 

@@ -105,12 +105,14 @@ TEST_P(LlamaKernelTest, SwigluMatchesItsFormulaAndDerivatives) {
       dx[i * 2 * width + j] = d * u * (s + g * s * (1.0 - s));
       dx[i * 2 * width + width + j] = d * g * s;
     }
-  EXPECT_TRUE(all_close(to_floats(swiglu_forward(x.tensor)), rounded(y, dtype()),
-                        accumulated(dtype())));
+  EXPECT_TRUE(
+      all_close(to_floats(swiglu_forward(x.tensor)), rounded(y, dtype()), accumulated(dtype())));
   EXPECT_TRUE(all_close(to_floats(swiglu_backward(dy.tensor, x.tensor)), rounded(dx, dtype()),
                         accumulated(dtype())));
   if (device().is_cpu()) {
-    EXPECT_THAT(testing::error_of([&] { swiglu_forward(zeros({2, 3}, dtype(), device())); }),
+    EXPECT_THAT(testing::error_of([&] {
+                  swiglu_forward(zeros({2, 3}, dtype(), device()));
+                }),
                 ::testing::HasSubstr("(..., 2F)"));
   }
 }
@@ -129,11 +131,11 @@ std::vector<double> grouped_reference(const std::vector<float>& x, int64_t B, in
         for (int64_t i = 0; i < D / 2; ++i) {
           const double a = x[(bt * (H + 2 * G) + source) * D + 2 * i];
           const double b = x[(bt * (H + 2 * G) + source) * D + 2 * i + 1];
-          const double angle = which < 2 && g.rope_theta > 0
-                                   ? static_cast<double>(bt % T) *
-                                         std::pow(static_cast<double>(g.rope_theta),
-                                                  -2.0 * static_cast<double>(i) / D)
-                                   : 0.0;
+          const double angle =
+              which < 2 && g.rope_theta > 0
+                  ? static_cast<double>(bt % T) * std::pow(static_cast<double>(g.rope_theta),
+                                                           -2.0 * static_cast<double>(i) / D)
+                  : 0.0;
           const int64_t at = ((bt * 3 + which) * H + h) * D + 2 * i;
           out[at] = a * std::cos(angle) - b * std::sin(angle);
           out[at + 1] = a * std::sin(angle) + b * std::cos(angle);
@@ -157,9 +159,8 @@ TEST_P(LlamaKernelTest, GroupedQkvLooksUpRotatesAndIsAdjointToItsBackward) {
     EXPECT_TRUE(all_close(to_floats(packed), rounded(grouped_reference(x.values, B, T, g), dtype()),
                           accumulated(dtype())));
     const auto d = random_tensor(packed.shape(), dtype(), device(), 27);
-    const std::vector<float> forward = to_floats(packed), adjoint =
-                                                              to_floats(grouped_qkv_backward(
-                                                                  d.tensor, g));
+    const std::vector<float> forward = to_floats(packed),
+                             adjoint = to_floats(grouped_qkv_backward(d.tensor, g));
     double lhs = 0, rhs = 0;
     for (size_t i = 0; i < forward.size(); ++i) lhs += double(forward[i]) * d.values[i];
     for (size_t i = 0; i < adjoint.size(); ++i) rhs += double(adjoint[i]) * x.values[i];
@@ -182,9 +183,13 @@ TEST_P(LlamaKernelTest, GroupedQkvBackwardSumsAGroupsHeads) {
 }
 
 TEST(GroupedHeads, RefusesShapesThatDoNotGroupOrTurn) {
-  EXPECT_THAT(testing::error_of([] { check_grouped_heads({6, 4, 4, 1.0f}); }),
+  EXPECT_THAT(testing::error_of([] {
+                check_grouped_heads({6, 4, 4, 1.0f});
+              }),
               ::testing::HasSubstr("4 key/value heads to divide its 6 query heads"));
-  EXPECT_THAT(testing::error_of([] { check_grouped_heads({4, 2, 3, 1.0f}); }),
+  EXPECT_THAT(testing::error_of([] {
+                check_grouped_heads({4, 2, 3, 1.0f});
+              }),
               ::testing::HasSubstr("head size 3 must be even"));
   EXPECT_THAT(testing::error_of([] {
                 grouped_qkv_forward(zeros({1, 2, 10}), {2, 1, 4, 1.0f});  // 16 wide

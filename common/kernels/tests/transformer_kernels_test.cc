@@ -268,8 +268,8 @@ TEST_P(TransformerKernelTest, ClassTokenPrependsAddsAndSumsBack) {
   const Tensor dx = class_token_backward(dy.tensor, dcls_got, dpositions_got);
   EXPECT_EQ(to_floats(dx), rounded(dpatches, dtype()));
   EXPECT_TRUE(all_close(to_floats(dcls_got), rounded(dcls, DType::kF32), accumulated(dtype())));
-  EXPECT_TRUE(all_close(to_floats(dpositions_got), rounded(dpositions, DType::kF32),
-                        accumulated(dtype())));
+  EXPECT_TRUE(
+      all_close(to_floats(dpositions_got), rounded(dpositions, DType::kF32), accumulated(dtype())));
   const std::vector<float> first = to_floats(first_token(dy.tensor));
   std::vector<float> back(N * (L + 1) * C, 0.0f);
   for (int64_t n = 0; n < N; ++n)
@@ -278,8 +278,8 @@ TEST_P(TransformerKernelTest, ClassTokenPrependsAddsAndSumsBack) {
       back[n * (L + 1) * C + c] = first[n * C + c];
     }
   EXPECT_EQ(to_floats(first_token_backward(first_token(dy.tensor), L + 1)), back);
-  EXPECT_THROW(class_token_forward(patches.tensor, cls.tensor, zeros({L, C}, DType::kF32, device())),
-               Error);
+  EXPECT_THROW(
+      class_token_forward(patches.tensor, cls.tensor, zeros({L, C}, DType::kF32, device())), Error);
 }
 
 COURSE_INSTANTIATE_DEVICE_CASES(TransformerKernelTest,

@@ -1,6 +1,8 @@
 // The Vision Transformer: its token layers and a small model against finite differences (both
 // memory formats of the patch embedding), its presets' parameter counts against timm's
 // ImageNet models and the papers, the built models against the count, and its shape checks.
+#include "common/nn/vit.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +11,6 @@
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
 #include "common/nn/models.h"
-#include "common/nn/vit.h"
 #include "common/nn/vit_tokens.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
@@ -101,13 +102,15 @@ TEST(Vit, BuiltModelsHoldTheCountedParameters) {
 
 TEST(Vit, ShapesThatDoNotFitGetOneMessage) {
   std::mt19937 rng(9);
-  EXPECT_THAT(testing::error_of([&] { make_vit({"v", 30, 4, 1, 2, 8}, rng, kCpu); }),
-              ::testing::HasSubstr("its 4-px patches do not tile a 30-px image"));
-  EXPECT_THAT(testing::error_of([&] { make_vit({"v", 32, 4, 1, 3, 8}, rng, kCpu); }),
-              ::testing::HasSubstr("8 channels do not split into 3 heads"));
   EXPECT_THAT(testing::error_of([&] {
-                make_model({.name = "vit-micro", .image_size = 30}, kCpu);
+                make_vit({"v", 30, 4, 1, 2, 8}, rng, kCpu);
               }),
+              ::testing::HasSubstr("its 4-px patches do not tile a 30-px image"));
+  EXPECT_THAT(testing::error_of([&] {
+                make_vit({"v", 32, 4, 1, 3, 8}, rng, kCpu);
+              }),
+              ::testing::HasSubstr("8 channels do not split into 3 heads"));
+  EXPECT_THAT(testing::error_of([&] { make_model({.name = "vit-micro", .image_size = 30}, kCpu); }),
               ::testing::HasSubstr("do not tile a 30-px image"));
 }
 

@@ -1,5 +1,5 @@
-// The memory estimate against the allocator's measured peak of real GPT-2 and Llama steps, on 1 and 2
-// ranks: one process or DDP, every sharding strategy, f32 and bf16 compute, with and without
+// The memory estimate against the allocator's measured peak of real GPT-2 and Llama steps, on 1 and
+// 2 ranks: one process or DDP, every sharding strategy, f32 and bf16 compute, with and without
 // activation checkpointing, with f32 or bf16 parameters gathered for compute. The peak is measured
 // over a step after the first (the optimizer's states exist) and includes everything the rank
 // holds, so the estimate must account for the whole step. Tolerance: within 15% of the measured
@@ -22,8 +22,8 @@ namespace {
 constexpr double kTolerance = 0.15;
 const nn::GptConfig kModel{"gpt-estimate", 4, 4, 128, 64, 256};
 // llama-tiny with its own output layer: RMSNorm's one statistic, SwiGLU's gate | up, no biases.
-const nn::GptConfig kLlama{
-    "llama-estimate", 4, 4, 128, 64, 256, nn::DecoderFamily::kLlama, 2, 352, false, 500000.0f};
+const nn::GptConfig kLlama{"llama-estimate",          4, 4,   128,   64,       256,
+                           nn::DecoderFamily::kLlama, 2, 352, false, 500000.0f};
 constexpr int64_t kBatch = 8;
 
 struct Case {

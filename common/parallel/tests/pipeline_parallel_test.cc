@@ -34,8 +34,8 @@ const nn::GptConfig kDeepGpt{"gpt-pipe-deep", 8, 2, 16, 12, 37};  // 2 chunks on
 const nn::GptConfig kWideGpt{"gpt-pipe-wide", 8, 2, 96, 12, 37};
 // A Llama of the same vocabulary and context, its output layer its own (not tied): the last
 // stage's own weight, no table shared with the first.
-const nn::GptConfig kLlama{
-    "llama-pipe", 5, 4, 16, 12, 37, nn::DecoderFamily::kLlama, 2, 24, false, 100.0f};
+const nn::GptConfig kLlama{"llama-pipe", 5,     4,     16, 12, 37, nn::DecoderFamily::kLlama, 2,
+                           24,           false, 100.0f};
 const optim::AdamWOptions kAdamW{.lr = 1e-2f, .weight_decay = 0.1f};
 
 struct Batch {

@@ -60,8 +60,8 @@ Subject gpt_subject() {
 }
 
 // A Llama of the same vocabulary and context: grouped heads, no biases, its own output layer.
-const nn::GptConfig kLlama{
-    "llama-test", 2, 4, 24, 16, 61, nn::DecoderFamily::kLlama, 2, 40, false, 100.0f};
+const nn::GptConfig kLlama{"llama-test", 2,     4,     24, 16, 61, nn::DecoderFamily::kLlama, 2,
+                           40,           false, 100.0f};
 
 Subject llama_subject() {
   std::mt19937 rng(8);

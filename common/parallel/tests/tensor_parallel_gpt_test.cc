@@ -33,8 +33,8 @@ constexpr int kMicroBatches = 2;  // of a pipeline's step
 const nn::GptConfig kGpt{"gpt-3d", 8, 8, 16, 8, 48};
 // A Llama of the same depth and vocabulary: 16 query heads over 8 key/value heads (2 query heads
 // a group, up to 8 ranks), a SwiGLU of 24, its own output layer.
-const nn::GptConfig kLlama{
-    "llama-3d", 8, 16, 32, 8, 48, nn::DecoderFamily::kLlama, 8, 24, false, 100.0f};
+const nn::GptConfig kLlama{"llama-3d", 8,  16,    32,    8, 48, nn::DecoderFamily::kLlama,
+                           8,          24, false, 100.0f};
 const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
 // SGD with momentum, not AdamW: the key bias's true gradient is zero (a softmax ignores what
 // adds to a whole row of scores), so its computed gradient is rounding noise that AdamW would

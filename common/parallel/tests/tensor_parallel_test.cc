@@ -111,7 +111,8 @@ TEST(TensorParallelLinear, ColumnParallelWithGatheredOutputIsTheWholeLayer) {
                                  values(whole.weight.grad.slice(r * rows, (r + 1) * rows)),
                                  kParity));
   EXPECT_TRUE(testing::all_close(values(column.local().bias->grad),
-                                 values(whole.bias->grad.slice(r * rows, (r + 1) * rows)), kParity));
+                                 values(whole.bias->grad.slice(r * rows, (r + 1) * rows)),
+                                 kParity));
 }
 
 // The feed-forward block: Linear(C, 4C), GELU, Linear(4C, C), with C = 8.
@@ -158,7 +159,8 @@ TEST(TensorParallelLinear, ColumnThenRowIsTheWholeFeedForwardThroughAnAdamWStep)
                                  kParity));
   EXPECT_TRUE(testing::all_close(values(down.weight.value),
                                  values(slice_last_dim(whole.down.weight.value, r, p)), kParity));
-  EXPECT_TRUE(testing::all_close(values(down.bias->value), values(whole.down.bias->value), kParity));
+  EXPECT_TRUE(
+      testing::all_close(values(down.bias->value), values(whole.down.bias->value), kParity));
 }
 
 // The vocabulary cut over the ranks: tokens from every rank's range (and repeated ones) embed as
