@@ -15,13 +15,16 @@ struct GroupedHeadShape {
   float rope_theta;
   COURSE_HD int64_t pairs() const { return head_dim / 2; }
   COURSE_HD int64_t input_heads() const { return heads + 2 * kv_heads; }
-  // The cosine and sine of the angle pair `pair` turns by at position `position`.
-  COURSE_HD void rotation(int64_t position, int64_t pair, float& cosine, float& sine) const {
+  // (a, b) of pair `pair` at position `position` turned by its angle (`direction` 1), or back
+  // (-1); unturned without rotation.
+  COURSE_HD void turn(int64_t position, int64_t pair, float direction, float& a, float& b) const {
+    if (rope_theta <= 0.0f) return;
     const float frequency =
         1.0f / powf(rope_theta, static_cast<float>(2 * pair) / static_cast<float>(head_dim));
-    const float angle = static_cast<float>(position) * frequency;
-    cosine = cosf(angle);
-    sine = sinf(angle);
+    const float angle = direction * static_cast<float>(position) * frequency;
+    const float c = cosf(angle), s = sinf(angle), turned_a = a * c - b * s;
+    b = a * s + b * c;
+    a = turned_a;
   }
 };
 
@@ -40,13 +43,7 @@ struct GroupedQkvForward {
     const int64_t source = which == 0 ? h : shape.heads + (which - 1) * shape.kv_heads + h / group;
     const T* in = x + (bt * shape.input_heads() + source) * shape.head_dim + 2 * pair;
     float a = static_cast<float>(in[0]), b = static_cast<float>(in[1]);
-    if (which < 2 && shape.rope_theta > 0.0f) {
-      float c, s;
-      shape.rotation(bt % shape.seq, pair, c, s);
-      const float turned_a = a * c - b * s;
-      b = a * s + b * c;
-      a = turned_a;
-    }
+    if (which < 2) shape.turn(bt % shape.seq, pair, 1.0f, a, b);
     T* out = packed + ((bt * 3 + which) * shape.heads + h) * shape.head_dim + 2 * pair;
     out[0] = T(a);
     out[1] = T(b);
@@ -77,13 +74,7 @@ struct GroupedQkvBackward {
       a += static_cast<float>(d[0]);
       b += static_cast<float>(d[1]);
     }
-    if (which < 2 && shape.rope_theta > 0.0f) {
-      float c, s;
-      shape.rotation(bt % shape.seq, pair, c, s);
-      const float turned_a = a * c + b * s;
-      b = -a * s + b * c;
-      a = turned_a;
-    }
+    if (which < 2) shape.turn(bt % shape.seq, pair, -1.0f, a, b);
     T* out = dx + (bt * shape.input_heads() + source) * shape.head_dim + 2 * pair;
     out[0] = T(a);
     out[1] = T(b);

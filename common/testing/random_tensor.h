@@ -20,4 +20,10 @@ TestTensor random_tensor(const Shape& shape, DType dtype, Device device, uint32_
 // The elements of any floating tensor (any device, contiguous) as floats on the host.
 std::vector<float> to_floats(const Tensor& t);
 
+// Reference values computed in double, rounded to `dtype` as a kernel's stores round them.
+std::vector<float> rounded(const std::vector<double>& values, DType dtype);
+
+// (batch, seq) i32 tokens uniform over [0, vocabulary), on the CPU.
+Tensor random_tokens(int64_t batch, int64_t seq, int64_t vocabulary, uint32_t seed);
+
 }  // namespace course::testing

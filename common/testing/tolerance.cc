@@ -18,6 +18,11 @@ Tolerance tolerance_for(DType dtype) {
   }
 }
 
+Tolerance accumulated(DType dtype) {
+  const Tolerance t = tolerance_for(dtype);
+  return dtype == DType::kF32 ? t : Tolerance{3 * t.atol, 3 * t.rtol};
+}
+
 ::testing::AssertionResult all_close(const std::vector<float>& out, const std::vector<float>& ref,
                                      Tolerance tolerance, int max_reported) {
   if (out.size() != ref.size()) {

@@ -22,6 +22,10 @@ struct Tolerance {
 // exact.
 Tolerance tolerance_for(DType dtype);
 
+// Kernels computing in f32 from 16-bit inputs: a rounding or two of the dtype on top of the
+// reference's (three times the dtype's tolerance; f32's own).
+Tolerance accumulated(DType dtype);
+
 ::testing::AssertionResult all_close(const std::vector<float>& out, const std::vector<float>& ref,
                                      Tolerance tolerance, int max_reported = 5);
 

@@ -20,19 +20,11 @@
 namespace course {
 namespace {
 
+using testing::accumulated;
 using testing::all_close;
 using testing::random_tensor;
+using testing::rounded;
 using testing::to_floats;
-
-std::vector<float> rounded(const std::vector<double>& values, DType dtype) {
-  std::vector<float> f(values.begin(), values.end());
-  return to_floats(cast(Tensor::from_vector(f, {static_cast<int64_t>(f.size())}), dtype));
-}
-
-testing::Tolerance accumulated(DType dtype) {
-  const testing::Tolerance t = testing::tolerance_for(dtype);
-  return dtype == DType::kF32 ? t : testing::Tolerance{3 * t.atol, 3 * t.rtol};
-}
 
 class LlamaKernelTest : public testing::DeviceCaseTest<DType> {
  protected:

@@ -24,22 +24,11 @@
 namespace course {
 namespace {
 
+using testing::accumulated;
 using testing::all_close;
 using testing::random_tensor;
+using testing::rounded;
 using testing::to_floats;
-
-// Rounds float reference results to the dtype, as the kernels' stores do.
-std::vector<float> rounded(const std::vector<double>& values, DType dtype) {
-  std::vector<float> f(values.begin(), values.end());
-  return to_floats(cast(Tensor::from_vector(f, {static_cast<int64_t>(f.size())}), dtype));
-}
-
-// Kernels computing in f32 from 16-bit inputs: a rounding or two of the dtype on top of the
-// reference's.
-testing::Tolerance accumulated(DType dtype) {
-  const testing::Tolerance t = testing::tolerance_for(dtype);
-  return dtype == DType::kF32 ? t : testing::Tolerance{3 * t.atol, 3 * t.rtol};
-}
 
 class TransformerKernelTest : public testing::DeviceCaseTest<DType> {
  protected:

@@ -15,6 +15,7 @@
 #include "common/nn/self_attention.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
+#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -23,20 +24,13 @@ namespace {
 
 using testing::check_gradients;
 using testing::random_tensor;
+using testing::random_tokens;
 
 const Device kCpu = Device::cpu();
 
 // 2 layers, 4 query heads over 2 key/value heads of 4, a SwiGLU of 12, 13 tokens, 7 positions.
 GptConfig small_llama(bool tied) {
   return {"llama-test", 2, 4, 16, 7, 13, DecoderFamily::kLlama, 2, 12, tied, 100.0f};
-}
-
-Tensor random_tokens(int64_t batch, int64_t seq, int64_t vocabulary, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> any(0, static_cast<int32_t>(vocabulary - 1));
-  std::vector<int32_t> ids(batch * seq);
-  for (int32_t& id : ids) id = any(rng);
-  return Tensor::from_vector(ids, {batch, seq});
 }
 
 TEST(Llama, RmsNormMatchesFiniteDifferences) {
@@ -97,18 +91,12 @@ TEST(Llama, ParameterCountsAreThePublishedOnes) {
   EXPECT_EQ(gpt_parameter_count(gpt_preset("llama-3.1-8b")), 8'030'261'248);
 }
 
-int64_t built_parameters(Gpt& gpt) {
-  int64_t total = 0;
-  for (Parameter* p : gpt.parameters()) total += p->value.numel();
-  return total;
-}
-
 TEST(Llama, BuiltModelsHoldTheCountedParameters) {
   for (bool tied : {true, false}) {
     std::mt19937 rng(9);
     const GptConfig config = small_llama(tied);
     Gpt llama(config, rng, kCpu);
-    EXPECT_EQ(built_parameters(llama), gpt_parameter_count(config)) << tied;
+    EXPECT_EQ(testing::parameter_count(llama), gpt_parameter_count(config)) << tied;
     const auto names = llama.state().parameters;
     EXPECT_EQ(names.front().first, "wte.weight");
     EXPECT_EQ(names[1].first, "h.0.attention.attention_norm.weight");
@@ -117,7 +105,7 @@ TEST(Llama, BuiltModelsHoldTheCountedParameters) {
   }
   std::mt19937 rng(10);
   Gpt tiny(gpt_preset("llama-tiny"), rng, kCpu);
-  EXPECT_EQ(built_parameters(tiny), gpt_parameter_count(gpt_preset("llama-tiny")));
+  EXPECT_EQ(testing::parameter_count(tiny), gpt_parameter_count(gpt_preset("llama-tiny")));
 }
 
 TEST(Llama, ShapesThatDoNotFitGetOneMessage) {

@@ -16,6 +16,7 @@
 #include "common/nn/sequential.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
+#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -24,18 +25,11 @@ namespace {
 
 using testing::check_gradients;
 using testing::random_tensor;
+using testing::random_tokens;
 
 const Device kCpu = Device::cpu();
 
 const GptConfig kSmall{"test", 2, 2, 8, 6, 11};
-
-Tensor random_tokens(int64_t batch, int64_t seq, int64_t vocabulary, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> any(0, static_cast<int32_t>(vocabulary - 1));
-  std::vector<int32_t> ids(batch * seq);
-  for (int32_t& id : ids) id = any(rng);
-  return Tensor::from_vector(ids, {batch, seq});
-}
 
 TEST(Transformer, LinearOverSequencesMatchesFiniteDifferences) {
   std::mt19937 rng(1);
@@ -104,18 +98,12 @@ TEST(Transformer, ParameterCountsAreThePublishedGpt2Sizes) {
   EXPECT_THAT(testing::error_of([] { gpt_preset("gpt5"); }), ::testing::HasSubstr("gpt2-medium"));
 }
 
-int64_t built_parameters(Gpt& gpt) {
-  int64_t total = 0;
-  for (Parameter* p : gpt.parameters()) total += p->value.numel();
-  return total;
-}
-
 TEST(Transformer, BuiltModelsHoldTheCountedParameters) {
   std::mt19937 rng(12);
   Gpt tiny(gpt_preset("gpt-tiny"), rng, kCpu);
-  EXPECT_EQ(built_parameters(tiny), gpt_parameter_count(gpt_preset("gpt-tiny")));
+  EXPECT_EQ(testing::parameter_count(tiny), gpt_parameter_count(gpt_preset("gpt-tiny")));
   Gpt gpt2(gpt_preset("gpt2"), rng, kCpu);
-  EXPECT_EQ(built_parameters(gpt2), 124'439'808);
+  EXPECT_EQ(testing::parameter_count(gpt2), 124'439'808);
   EXPECT_EQ(gpt2.state().parameters.front().first, "wte.weight");
   EXPECT_EQ(gpt2.state().parameters[2].first, "h.0.attention.ln_1.weight");
 }

@@ -14,6 +14,7 @@
 #include "common/nn/vit_tokens.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
+#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 
 namespace course::nn {
@@ -75,18 +76,12 @@ TEST(Vit, ParameterCountsAreThePublishedOnes) {
   EXPECT_THAT(testing::error_of([] { vit_preset("vit-x"); }), ::testing::HasSubstr("vit-b16"));
 }
 
-int64_t built_parameters(Module& model) {
-  int64_t total = 0;
-  for (Parameter* p : model.parameters()) total += p->value.numel();
-  return total;
-}
-
 TEST(Vit, BuiltModelsHoldTheCountedParameters) {
   std::mt19937 rng(8);
   for (const char* name : {"vit-micro", "vit-ti16"}) {
     const VitConfig config = vit_preset(name);
     ModulePtr vit = make_vit(config, rng, kCpu);
-    EXPECT_EQ(built_parameters(*vit), vit_parameter_count(config)) << name;
+    EXPECT_EQ(testing::parameter_count(*vit), vit_parameter_count(config)) << name;
   }
   // Through make_model, for the labs' images: Fashion-MNIST's 28 px, CIFAR-10's 32 px.
   for (int64_t side : {28, 32}) {
