@@ -22,6 +22,14 @@ class Sequential : public Module {
     return ref;
   }
 
+  // Adds `child` as `name` and returns it as its own type (a builder keeping a layer by role).
+  template <class M>
+  M& add_named(std::unique_ptr<M> child, std::string name) {
+    M& ref = *child;
+    add(std::move(child), std::move(name));
+    return ref;
+  }
+
   std::vector<Child> children() override;
   size_t size() const { return children_.size(); }
   // Replaces every child by wrap(child), keeping its name (FSDP wraps each block this way).

@@ -14,18 +14,6 @@
 
 namespace course::nn {
 
-namespace {
-
-// `module` added to `parent` as `name`; returns it as its own type.
-template <class T>
-T& add(Sequential& parent, std::unique_ptr<T> module, const std::string& name) {
-  T& added = *module;
-  parent.add(std::move(module), name);
-  return added;
-}
-
-}  // namespace
-
 const BlockNames& block_names(DecoderFamily family) {
   static const BlockNames gpt2{"ln_1", "c_attn", "c_proj", "ln_2", "c_fc", "gelu", "c_proj"};
   static const BlockNames llama{"attention_norm", "wqkv", "wo", "ffn_norm", "w13", "swiglu", "w2"};
@@ -70,21 +58,23 @@ ModulePtr transformer_block(const BlockShape& s, std::mt19937& rng, Device devic
   for (int64_t part : expansion_parts(s)) expanded += part;
 
   auto attention = std::make_unique<Sequential>();
-  layers.attention_norm = &add(*attention, make_norm(s.family, c, device), names.attention_norm);
+  layers.attention_norm =
+      &attention->add_named(make_norm(s.family, c, device), names.attention_norm);
   auto attn = std::make_unique<Sequential>();
-  layers.qkv = &add(*attn, linear(c, s.heads.width(), std), names.qkv);
+  layers.qkv = &attn->add_named(linear(c, s.heads.width(), std), names.qkv);
   attn->add(std::make_unique<SelfAttention>(s.heads, s.causal), "core");
-  layers.attention_projection = &add(*attn, linear(attended, c, projection_std), names.projection);
+  layers.attention_projection =
+      &attn->add_named(linear(attended, c, projection_std), names.projection);
   attention->add(std::move(attn), "attn");
 
   auto feed_forward = std::make_unique<Sequential>();
   layers.feed_forward_norm =
-      &add(*feed_forward, make_norm(s.family, c, device), names.feed_forward_norm);
+      &feed_forward->add_named(make_norm(s.family, c, device), names.feed_forward_norm);
   auto mlp = std::make_unique<Sequential>();
-  layers.expansion = &add(*mlp, linear(c, expanded, std), names.expansion);
+  layers.expansion = &mlp->add_named(linear(c, expanded, std), names.expansion);
   mlp->add(make_activation(s.family), names.activation);
   layers.feed_forward_projection =
-      &add(*mlp, linear(s.hidden, c, projection_std), names.feed_forward_projection);
+      &mlp->add_named(linear(s.hidden, c, projection_std), names.feed_forward_projection);
   feed_forward->add(std::move(mlp), "mlp");
 
   auto block = std::make_unique<Sequential>();

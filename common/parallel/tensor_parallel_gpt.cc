@@ -26,13 +26,6 @@ nn::ModulePtr norm_copy(nn::DecoderFamily family, nn::Module& whole) {
   return copy;
 }
 
-template <class T>
-T& add(nn::Sequential& parent, std::unique_ptr<T> module, const std::string& name) {
-  T& added = *module;
-  parent.add(std::move(module), name);
-  return added;
-}
-
 // One block cut from the whole one's layers: normalisation copies, head-parallel attention, the
 // column-then-row feed-forward (a SwiGLU's gate and up cut alike); `cut` records its layers by
 // role. The names are the whole block's.
@@ -41,30 +34,28 @@ nn::ModulePtr tensor_parallel_block(const nn::GptBlockLayers& whole, const nn::B
                                     TensorParallelGpt::CutBlock& cut) {
   const nn::BlockNames& names = nn::block_names(shape.family);
   auto attention_branch = std::make_unique<nn::Sequential>();
-  cut.attention_norm =
-      &add(*attention_branch, norm_copy(shape.family, *whole.attention_norm), names.attention_norm);
-  cut.attention = &add(*attention_branch,
-                       std::make_unique<TensorParallelAttention>(
-                           *whole.qkv, *whole.attention_projection, shape.heads, tp, between,
-                           AttentionNames{names.qkv, names.projection}),
-                       "attn");
+  cut.attention_norm = &attention_branch->add_named(norm_copy(shape.family, *whole.attention_norm),
+                                                    names.attention_norm);
+  cut.attention =
+      &attention_branch->add_named(std::make_unique<TensorParallelAttention>(
+                                       *whole.qkv, *whole.attention_projection, shape.heads, tp,
+                                       between, AttentionNames{names.qkv, names.projection}),
+                                   "attn");
 
   auto parallel_mlp = std::make_unique<nn::Sequential>();
   cut.expansion_parts = nn::expansion_parts(shape);
-  cut.expansion = &add(*parallel_mlp,
-                       std::make_unique<ColumnParallelLinear>(
-                           grouped_by_rank(*whole.expansion, cut.expansion_parts, tp->size()), tp,
-                           /*gather_output=*/false, between),
-                       names.expansion);
+  cut.expansion = &parallel_mlp->add_named(
+      std::make_unique<ColumnParallelLinear>(
+          grouped_by_rank(*whole.expansion, cut.expansion_parts, tp->size()), tp,
+          /*gather_output=*/false, between),
+      names.expansion);
   parallel_mlp->add(nn::make_activation(shape.family), names.activation);
-  cut.feed_forward_projection =
-      &add(*parallel_mlp,
-           std::make_unique<RowParallelLinear>(*whole.feed_forward_projection, tp, between),
-           names.feed_forward_projection);
+  cut.feed_forward_projection = &parallel_mlp->add_named(
+      std::make_unique<RowParallelLinear>(*whole.feed_forward_projection, tp, between),
+      names.feed_forward_projection);
   auto feed_forward_branch = std::make_unique<nn::Sequential>();
-  cut.feed_forward_norm =
-      &add(*feed_forward_branch, norm_copy(shape.family, *whole.feed_forward_norm),
-           names.feed_forward_norm);
+  cut.feed_forward_norm = &feed_forward_branch->add_named(
+      norm_copy(shape.family, *whole.feed_forward_norm), names.feed_forward_norm);
   feed_forward_branch->add(std::move(parallel_mlp), "mlp");
 
   auto block = std::make_unique<nn::Sequential>();
