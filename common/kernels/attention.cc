@@ -3,7 +3,8 @@
 //
 // Forward: S = scale Q K^T, P = softmax(S) (masked, lse kept), O = P V. Backward recomputes S
 // and P from the lse (no (T, T) matrix is kept between the passes): dV = P^T dO, dP = dO V^T,
-// dS = P (dP - rowsum(P dP)) (softmax's gradient), dQ = scale dS K, dK = scale dS^T Q.
+// dS = P (dP - rowsum(P dP)) (softmax's gradient), dQ = scale dS K, dK = scale dS^T Q. A score
+// bias B (H, T, T) enters S = scale Q K^T + B; its gradient is dS summed over the batch.
 #include "common/kernels/attention.h"
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "common/kernels/attention_ops.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/launch.h"
+#include "common/kernels/linear.h"
 #include "common/kernels/permute.h"
 #include "common/kernels/softmax_ops.h"
 
@@ -44,22 +46,39 @@ Tensor heads_of(const Tensor& qkv_heads, int which, const Dims& n) {
   return qkv_heads.slice(which, which + 1).view({n.batch * n.heads, n.seq, n.head_dim});
 }
 
-// S = scale Q K^T for every head: (BH, T, T) in the heads' dtype.
-Tensor scaled_scores(const Tensor& qkv_heads, const Dims& n) {
+// S = scale Q K^T (+ the score bias) for every head: (BH, T, T) in the heads' dtype.
+Tensor scaled_scores(const Tensor& qkv_heads, const Tensor& score_bias, const Dims& n) {
   Tensor scores =
       Tensor::empty({n.batch * n.heads, n.seq, n.seq}, qkv_heads.dtype(), qkv_heads.device());
   gemm_batched(heads_of(qkv_heads, 0, n), false, heads_of(qkv_heads, 1, n), true, scores,
                n.scale());
+  if (score_bias.defined()) {
+    visit_floating(scores.dtype(), "attention score bias", [&]<class T>() {
+      for_each_index(
+          scores.device(), scores.numel(),
+          ops::AddScoreBias<T>{scores.data_as<T>(), score_bias.data_as<float>(), n.heads, n.seq});
+    });
+  }
   return scores;
+}
+
+void check_score_bias(const Tensor& bias, const Dims& n, Device device, const char* what) {
+  COURSE_CHECK(bias.dtype() == DType::kF32 && bias.shape() == Shape({n.heads, n.seq, n.seq}) &&
+                   bias.device() == device,
+               what, " must be f32 (", n.heads, ", ", n.seq, ", ", n.seq, ") on ", device.str(),
+               ", got ", bias.str());
 }
 
 }  // namespace
 
-Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved) {
+Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved,
+                         const Tensor* score_bias) {
   const Dims n = dims_of(qkv, heads);
+  saved.score_bias = score_bias ? *score_bias : Tensor();
+  if (score_bias) check_score_bias(*score_bias, n, qkv.device(), "the attention's score bias");
   saved.qkv_heads = permute(qkv.view({n.batch, n.seq, 3, n.heads, n.head_dim}), kQkvToHeads);
   saved.lse = Tensor::empty({n.batch, n.heads, n.seq}, DType::kF32, qkv.device());
-  Tensor probs = scaled_scores(saved.qkv_heads, n);
+  Tensor probs = scaled_scores(saved.qkv_heads, saved.score_bias, n);
   visit_floating(qkv.dtype(), "attention_forward", [&]<class T>() {
     for_each_row(
         qkv.device(), n.rows(), n.seq,
@@ -72,8 +91,8 @@ Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, Attentio
   return permute(out_heads, kSwapHeadsAndTime).view({n.batch, n.seq, n.heads * n.head_dim});
 }
 
-Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
-                          const AttentionSaved& saved) {
+Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal, const AttentionSaved& saved,
+                          Tensor* score_bias_grad) {
   COURSE_CHECK(saved.qkv_heads.defined(), "attention backward without its forward");
   const Tensor& qkv_heads = saved.qkv_heads;
   const Dims n{qkv_heads.size(1), qkv_heads.size(3), heads, qkv_heads.size(4)};
@@ -85,7 +104,12 @@ Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
                           .view({n.batch * n.heads, n.seq, n.head_dim});
   const Tensor q = heads_of(qkv_heads, 0, n), k = heads_of(qkv_heads, 1, n),
                v = heads_of(qkv_heads, 2, n);
-  Tensor probs = scaled_scores(qkv_heads, n);
+  COURSE_CHECK(saved.score_bias.defined() == (score_bias_grad != nullptr),
+               "attention backward: a score bias's gradient goes with a forward that had one");
+  if (score_bias_grad) {
+    check_score_bias(*score_bias_grad, n, dy.device(), "the score bias's gradient");
+  }
+  Tensor probs = scaled_scores(qkv_heads, saved.score_bias, n);
   Tensor dscores = Tensor::empty(probs.shape(), probs.dtype(), probs.device());
   gemm_batched(dout, false, v, true, dscores);  // dP
   visit_floating(dy.dtype(), "attention_backward", [&]<class T>() {
@@ -96,6 +120,10 @@ Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
                  ops::SoftmaxBackward<T>{dscores.data_as<T>(), probs.data_as<T>(),
                                          dscores.data_as<T>(), n.seq});  // dS, in place
   });
+  if (score_bias_grad) {
+    Tensor bias_sums = score_bias_grad->view({score_bias_grad->numel()});
+    add_column_sums_(dscores.view({n.batch, bias_sums.numel()}), bias_sums);
+  }
   Tensor dqkv_heads = Tensor::empty(qkv_heads.shape(), dy.dtype(), dy.device());
   Tensor dq = heads_of(dqkv_heads, 0, n), dk = heads_of(dqkv_heads, 1, n),
          dv = heads_of(dqkv_heads, 2, n);

@@ -14,15 +14,20 @@
 namespace course {
 
 struct AttentionSaved {
-  Tensor qkv_heads;  // (3, B, H, T, D) in the compute dtype
-  Tensor lse;        // (B, H, T) f32 log-sum-exp of each query's scores
+  Tensor qkv_heads;   // (3, B, H, T, D) in the compute dtype
+  Tensor lse;         // (B, H, T) f32 log-sum-exp of each query's scores
+  Tensor score_bias;  // the forward's score bias, or undefined
 };
 
-// qkv (B, T, 3C) contiguous, any floating dtype; returns (B, T, C) in the same dtype.
-Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved);
+// qkv (B, T, 3C) contiguous, any floating dtype; returns (B, T, C) in the same dtype. An optional
+// score_bias (H, T, T) f32 is added to every sample's scaled scores before the softmax (a
+// relative position bias, common/kernels/relative_position.h).
+Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved,
+                         const Tensor* score_bias = nullptr);
 
-// Returns d(qkv) (B, T, 3C) from dy (B, T, C).
-Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal,
-                          const AttentionSaved& saved);
+// Returns d(qkv) (B, T, 3C) from dy (B, T, C); with a score bias in the forward, adds its
+// gradient (the scores' gradient summed over the batch) into score_bias_grad (H, T, T) f32.
+Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal, const AttentionSaved& saved,
+                          Tensor* score_bias_grad = nullptr);
 
 }  // namespace course

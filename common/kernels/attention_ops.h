@@ -2,7 +2,8 @@
 // attention.cc: the scores of one head are a (T, T) matrix, a row per query, computed in f32
 // whatever the dtype they are stored in. Forward keeps each query row's log-sum-exp, from which
 // backward recomputes the probabilities P_ij = exp(s_ij - lse_i). With `causal`, query i sees
-// keys j <= i, and the keys it does not see get probability 0.
+// keys j <= i, and the keys it does not see get probability 0. An optional score bias is added
+// to the scores before the rows run (AddScoreBias).
 #pragma once
 
 #include <cmath>
@@ -51,6 +52,19 @@ struct AttentionProbabilities {
     lanes.for_each(shape.seq, [&](int64_t j) {
       row[j] = T(j < seen ? expf(static_cast<float>(row[j]) - row_lse) : 0.0f);
     });
+  }
+};
+
+// Element i of the (B H, T, T) scaled scores += bias[h, q, k], an (H, T, T) f32 score bias
+// shared by the batch (CoAtNet's relative positions), before the softmax.
+template <class T>
+struct AddScoreBias {
+  T* scores;
+  const float* bias;
+  int64_t heads, seq;
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t plane = seq * seq, head = i / plane % heads;
+    scores[i] = T(static_cast<float>(scores[i]) + bias[head * plane + i % plane]);
   }
 };
 

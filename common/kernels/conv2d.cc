@@ -8,9 +8,11 @@ namespace course {
 Shape conv2d_output_shape(const Shape& x, const Shape& w, Conv2dShape conv) {
   COURSE_CHECK(x.size() == 4 && w.size() == 4 && w[2] == w[3], "conv2d needs (N, C, H, W) input ",
                "and (O, C, K, K) weights, got ", shape_str(x), " and ", shape_str(w));
-  COURSE_CHECK(x[1] == w[1], "conv2d: input has ", x[1], " channels, weights expect ", w[1]);
-  COURSE_CHECK(conv.stride > 0 && conv.padding >= 0, "conv2d: bad stride ", conv.stride,
-               " or padding ", conv.padding);
+  COURSE_CHECK(conv.stride > 0 && conv.padding >= 0 && conv.groups > 0, "conv2d: bad stride ",
+               conv.stride, ", padding ", conv.padding, " or groups ", conv.groups);
+  COURSE_CHECK(x[1] == w[1] * conv.groups && w[0] % conv.groups == 0, "conv2d: input has ", x[1],
+               " channels, weights ", shape_str(w), " in ", conv.groups, " groups expect ",
+               w[1] * conv.groups);
   const int64_t k = w[2];
   COURSE_CHECK(x[2] + 2 * conv.padding >= k && x[3] + 2 * conv.padding >= k, "conv2d: a ", x[2],
                "x", x[3], " input is smaller than the ", k, "x", k,

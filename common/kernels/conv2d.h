@@ -1,7 +1,8 @@
 // 2-D convolution through the vendor libraries: oneDNN on the CPU, cuDNN on the GPU.
 //
 // Activations are (N, C, H, W) in either memory format (the output keeps the input's);
-// weights are contiguous (O, C, K, K); square kernels, equal stride and padding on both axes,
+// weights are contiguous (O, C / G, K, K) for G groups (G = C: a depthwise convolution, as in
+// MBConv blocks); square kernels, equal stride and padding on both axes,
 // no bias (a batch norm follows every convolution in the course's networks). f16/bf16 run in
 // the library's reduced precision on the GPU and through f32 on the CPU.
 #pragma once
@@ -13,6 +14,7 @@ namespace course {
 struct Conv2dShape {
   int64_t stride = 1;
   int64_t padding = 0;
+  int64_t groups = 1;  // input and output channels cut into this many independent convolutions
 };
 
 // The (N, O, OH, OW) shape of the output; throws when the input is too small or channels differ.

@@ -3,7 +3,8 @@
 // describes its filters as NHWC/KRSC and passes a KRSC copy of the weights, so cuDNN can pick
 // its NHWC tensor-core kernels), the math the data type allows (common/kernels/math_mode.h),
 // and the fastest algorithm of cuDNN's ranking that is usable and whose workspace can be had
-// (common/kernels/algorithm_choice.h), chosen again if its workspace later cannot be.
+// (common/kernels/algorithm_choice.h), chosen again if its workspace later cannot be. Grouped
+// (depthwise) convolutions set cuDNN's group count on the same descriptors.
 // Outputs are alpha * op + beta * output, so the weight gradient accumulates.
 #include "common/kernels/conv2d.h"
 
@@ -92,6 +93,8 @@ struct Descriptors {
                                                 shape.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                                 CUDNN_DATA_FLOAT));
     CUDNN_CHECK(cudnnSetConvolutionMathType(conv, cudnn_math(x_t.dtype())));
+    // Filters stay (O, C / G, K, K); cuDNN reads the groups from the convolution.
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, static_cast<int>(shape.groups)));
   }
   ~Descriptors() {
     cudnnDestroyConvolutionDescriptor(conv);
@@ -137,7 +140,7 @@ struct Plan {
   size_t chosen = 0;
 };
 
-using PlanKey = std::array<int64_t, 15>;
+using PlanKey = std::array<int64_t, 16>;
 
 PlanKey plan_key(Pass pass, const Tensor& x, const Shape& w, Conv2dShape conv) {
   return {x.device().index,
@@ -147,6 +150,7 @@ PlanKey plan_key(Pass pass, const Tensor& x, const Shape& w, Conv2dShape conv) {
           static_cast<int64_t>(cudnn_math(x.dtype())),
           conv.stride,
           conv.padding,
+          conv.groups,
           x.size(0),
           x.size(1),
           x.size(2),

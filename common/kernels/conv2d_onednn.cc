@@ -38,10 +38,16 @@ memory::desc activation_desc(const Tensor& t) {
           is_channels_last(t) ? memory::format_tag::nhwc : memory::format_tag::nchw};
 }
 
-memory::desc plain_weight_desc(const Tensor& w) {
-  return {{w.size(0), w.size(1), w.size(2), w.size(3)},
-          memory::data_type::f32,
-          memory::format_tag::oihw};
+// (O, C / G, K, K) weights as oneDNN sees them: oihw, or goihw (G, O / G, C / G, K, K) when
+// grouped, the same memory.
+memory::dims weight_dims(const Tensor& w, int64_t groups) {
+  if (groups == 1) return {w.size(0), w.size(1), w.size(2), w.size(3)};
+  return {groups, w.size(0) / groups, w.size(1), w.size(2), w.size(3)};
+}
+
+memory::desc plain_weight_desc(const Tensor& w, int64_t groups) {
+  return {weight_dims(w, groups), memory::data_type::f32,
+          groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw};
 }
 
 memory wrap(const memory::desc& desc, const Tensor& t) {
@@ -95,15 +101,14 @@ const ConvPrimitives& primitives(const Tensor& x, const Tensor& w_or_dw, const T
     for (int64_t d : t->shape()) key += std::to_string(d) + ",";
     key += "|";
   }
-  key += std::to_string(conv.stride) + "," + std::to_string(conv.padding) +
-         (is_channels_last(x) ? "nhwc" : "nchw");
+  key += std::to_string(conv.stride) + "," + std::to_string(conv.padding) + "," +
+         std::to_string(conv.groups) + (is_channels_last(x) ? "nhwc" : "nchw");
   std::lock_guard lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    const memory::dims weight_dims{w_or_dw.size(0), w_or_dw.size(1), w_or_dw.size(2),
-                                   w_or_dw.size(3)};
     it = cache
-             .emplace(key, make_primitives(requested_activation_desc(x), weight_dims,
+             .emplace(key, make_primitives(requested_activation_desc(x),
+                                           weight_dims(w_or_dw, conv.groups),
                                            requested_activation_desc(y), conv))
              .first;
   }
@@ -128,8 +133,8 @@ memory in_layout(const memory::desc& wanted, const memory& plain) {
   return reordered;
 }
 
-memory weights_as(const memory::desc& wanted, const Tensor& w) {
-  return in_layout(wanted, wrap(plain_weight_desc(w), w));
+memory weights_as(const memory::desc& wanted, const Tensor& w, int64_t groups) {
+  return in_layout(wanted, wrap(plain_weight_desc(w, groups), w));
 }
 
 memory activation_as(const memory::desc& wanted, const Tensor& t) {
@@ -153,7 +158,7 @@ void onednn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dSh
   const memory plain_y = wrap(activation_desc(y), y);
   const memory out = output_for(p.forward_pd.dst_desc(), plain_y);
   run(p.forward, {{DNNL_ARG_SRC, activation_as(p.forward_pd.src_desc(), x)},
-                  {DNNL_ARG_WEIGHTS, weights_as(p.forward_pd.weights_desc(), w)},
+                  {DNNL_ARG_WEIGHTS, weights_as(p.forward_pd.weights_desc(), w, conv.groups)},
                   {DNNL_ARG_DST, out}});
   write_back(out, plain_y);
 }
@@ -163,7 +168,7 @@ void onednn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, 
   const memory plain_dx = wrap(activation_desc(dx), dx);
   const memory out = output_for(p.data_pd.diff_src_desc(), plain_dx);
   run(p.backward_data, {{DNNL_ARG_DIFF_DST, activation_as(p.data_pd.diff_dst_desc(), dy)},
-                        {DNNL_ARG_WEIGHTS, weights_as(p.data_pd.weights_desc(), w)},
+                        {DNNL_ARG_WEIGHTS, weights_as(p.data_pd.weights_desc(), w, conv.groups)},
                         {DNNL_ARG_DIFF_SRC, out}});
   write_back(out, plain_dx);
 }
@@ -204,11 +209,12 @@ void onednn_conv2d_backward_weights(const Tensor& dy, const Tensor& x, Tensor& d
                                     Conv2dShape conv) {
   if (dw.size(2) == 1 && dw.size(3) == 1 && conv.stride > 1 && conv.padding == 0) {
     const Tensor x_sampled = subsampled(x, conv.stride, dy.shape());
-    onednn_conv2d_backward_weights(dy, x_sampled, dw, {.stride = 1, .padding = 0});
+    onednn_conv2d_backward_weights(dy, x_sampled, dw,
+                                   {.stride = 1, .padding = 0, .groups = conv.groups});
     return;
   }
   const ConvPrimitives& p = primitives(x, dw, dy, conv);
-  const memory plain = wrap(plain_weight_desc(dw), dw);
+  const memory plain = wrap(plain_weight_desc(dw, conv.groups), dw);
   const memory out = output_for(p.weights_pd.diff_weights_desc(), plain);
   run(p.backward_weights, {{DNNL_ARG_SRC, activation_as(p.weights_pd.src_desc(), x)},
                            {DNNL_ARG_DIFF_DST, activation_as(p.weights_pd.diff_dst_desc(), dy)},

@@ -95,22 +95,48 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x) {
   return dx;
 }
 
-Tensor gelu_forward(const Tensor& x) {
+namespace {
+
+template <class F>
+Tensor pointwise_forward(const Tensor& x, const char* op) {
   Tensor y = like(x);
-  visit_floating(x.dtype(), "gelu_forward", [&]<class T>() {
-    for_each_index(x.device(), x.numel(), ops::GeluForward<T>{x.data_as<T>(), y.data_as<T>()});
+  visit_floating(x.dtype(), op, [&]<class T>() {
+    for_each_index(x.device(), x.numel(),
+                   ops::PointwiseForward<T, F>{x.data_as<T>(), y.data_as<T>()});
   });
   return y;
 }
 
-Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
-  check_same(dy, x, "gelu_backward");
+template <class F>
+Tensor pointwise_backward(const Tensor& dy, const Tensor& x, const char* op) {
+  check_same(dy, x, op);
   Tensor dx = like(x);
-  visit_floating(x.dtype(), "gelu_backward", [&]<class T>() {
+  visit_floating(x.dtype(), op, [&]<class T>() {
     for_each_index(x.device(), x.numel(),
-                   ops::GeluBackward<T>{dy.data_as<T>(), x.data_as<T>(), dx.data_as<T>()});
+                   ops::PointwiseBackward<T, F>{dy.data_as<T>(), x.data_as<T>(), dx.data_as<T>()});
   });
   return dx;
+}
+
+}  // namespace
+
+Tensor gelu_forward(const Tensor& x) { return pointwise_forward<ops::GeluTanh>(x, "gelu_forward"); }
+Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
+  return pointwise_backward<ops::GeluTanh>(dy, x, "gelu_backward");
+}
+Tensor silu_forward(const Tensor& x) { return pointwise_forward<ops::Silu>(x, "silu_forward"); }
+Tensor silu_backward(const Tensor& dy, const Tensor& x) {
+  return pointwise_backward<ops::Silu>(dy, x, "silu_backward");
+}
+Tensor sigmoid_forward(const Tensor& x) {
+  return pointwise_forward<ops::Sigmoid>(x, "sigmoid_forward");
+}
+Tensor sigmoid_backward(const Tensor& dy, const Tensor& x) {
+  return pointwise_backward<ops::Sigmoid>(dy, x, "sigmoid_backward");
+}
+Tensor tanh_forward(const Tensor& x) { return pointwise_forward<ops::Tanh>(x, "tanh_forward"); }
+Tensor tanh_backward(const Tensor& dy, const Tensor& x) {
+  return pointwise_backward<ops::Tanh>(dy, x, "tanh_backward");
 }
 
 namespace {

@@ -5,6 +5,9 @@
 
 using namespace course::ops;
 
+#define POINTWISE(T, F)                               \
+  COURSE_INSTANTIATE_FOR_EACH(PointwiseForward<T, F>) \
+  COURSE_INSTANTIATE_FOR_EACH(PointwiseBackward<T, F>)
 #define FLOAT_KERNELS(T)                        \
   COURSE_INSTANTIATE_FOR_EACH(Add<T>)           \
   COURSE_INSTANTIATE_FOR_EACH(Mul<T>)           \
@@ -12,8 +15,10 @@ using namespace course::ops;
   COURSE_INSTANTIATE_FOR_EACH(Scale<T>)         \
   COURSE_INSTANTIATE_FOR_EACH(ReluForward<T>)   \
   COURSE_INSTANTIATE_FOR_EACH(ReluBackward<T>)  \
-  COURSE_INSTANTIATE_FOR_EACH(GeluForward<T>)   \
-  COURSE_INSTANTIATE_FOR_EACH(GeluBackward<T>)  \
+  POINTWISE(T, GeluTanh)                        \
+  POINTWISE(T, Silu)                            \
+  POINTWISE(T, Sigmoid)                         \
+  POINTWISE(T, Tanh)                            \
   COURSE_INSTANTIATE_FOR_EACH(SwigluForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(SwigluBackward<T>)
 COURSE_FLOAT_TYPES(FLOAT_KERNELS)

@@ -23,6 +23,12 @@ Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& dy, const Tensor& x);  // dy masked by x > 0
 Tensor gelu_forward(const Tensor& x);                     // the tanh form, as GPT-2
 Tensor gelu_backward(const Tensor& dy, const Tensor& x);  // dy * gelu'(x)
+Tensor silu_forward(const Tensor& x);                     // x sigmoid(x)
+Tensor silu_backward(const Tensor& dy, const Tensor& x);
+Tensor sigmoid_forward(const Tensor& x);
+Tensor sigmoid_backward(const Tensor& dy, const Tensor& x);
+Tensor tanh_forward(const Tensor& x);
+Tensor tanh_backward(const Tensor& dy, const Tensor& x);
 // SwiGLU (Llama's feed-forward): x (..., 2F) packed gate | up -> silu(gate) up (..., F).
 Tensor swiglu_forward(const Tensor& x);
 Tensor swiglu_backward(const Tensor& dy, const Tensor& x);  // dx (..., 2F) from dy (..., F)

@@ -120,26 +120,7 @@ struct GeluTanh {
   }
 };
 
-template <class T>
-struct GeluForward {
-  const T* x;
-  T* y;
-  COURSE_HD void operator()(int64_t i) const {
-    y[i] = T(GeluTanh::value(static_cast<float>(x[i])));
-  }
-};
-
-template <class T>
-struct GeluBackward {
-  const T* dy;
-  const T* x;
-  T* dx;
-  COURSE_HD void operator()(int64_t i) const {
-    dx[i] = T(static_cast<float>(dy[i]) * GeluTanh::derivative(static_cast<float>(x[i])));
-  }
-};
-
-// SiLU, x sigmoid(x): the gate of Llama's SwiGLU feed-forward.
+// SiLU, x sigmoid(x): the gate of Llama's SwiGLU feed-forward and of the squeeze-excitation.
 struct Silu {
   COURSE_HD static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
   COURSE_HD static float value(float x) { return x * sigmoid(x); }
@@ -147,6 +128,42 @@ struct Silu {
   COURSE_HD static float derivative(float x) {
     const float s = sigmoid(x);
     return s * (1.0f + x * (1.0f - s));
+  }
+};
+
+// The squeeze-excitation's gate.
+struct Sigmoid {
+  COURSE_HD static float value(float x) { return Silu::sigmoid(x); }
+  COURSE_HD static float derivative(float x) {
+    const float s = Silu::sigmoid(x);
+    return s * (1.0f - s);
+  }
+};
+
+// The pre-logits activation of CoAtNet's head.
+struct Tanh {
+  COURSE_HD static float value(float x) { return tanhf(x); }
+  COURSE_HD static float derivative(float x) {
+    const float t = tanhf(x);
+    return 1.0f - t * t;
+  }
+};
+
+// y = F(x) and dx = dy F'(x) of a smooth activation F (GeluTanh, Silu, Sigmoid, Tanh).
+template <class T, class F>
+struct PointwiseForward {
+  const T* x;
+  T* y;
+  COURSE_HD void operator()(int64_t i) const { y[i] = T(F::value(static_cast<float>(x[i]))); }
+};
+
+template <class T, class F>
+struct PointwiseBackward {
+  const T* dy;
+  const T* x;
+  T* dx;
+  COURSE_HD void operator()(int64_t i) const {
+    dx[i] = T(static_cast<float>(dy[i]) * F::derivative(static_cast<float>(x[i])));
   }
 };
 

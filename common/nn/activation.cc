@@ -21,6 +21,12 @@ ReLU::ReLU() : Activation("ReLU", relu_forward, relu_backward) {}
 
 GELU::GELU() : Activation("GELU", gelu_forward, gelu_backward) {}
 
+SiLU::SiLU() : Activation("SiLU", silu_forward, silu_backward) {}
+
+Sigmoid::Sigmoid() : Activation("Sigmoid", sigmoid_forward, sigmoid_backward) {}
+
+Tanh::Tanh() : Activation("Tanh", tanh_forward, tanh_backward) {}
+
 SwiGLU::SwiGLU() : Activation("SwiGLU", swiglu_forward, swiglu_backward) {}
 
 }  // namespace course::nn

@@ -1,5 +1,6 @@
-// Elementwise activations (ReLU, GELU in its tanh form for GPT-2 and ViT, and Llama's gated
-// SwiGLU, which halves the last dimension): each saves its input for the backward pass, which
+// Elementwise activations (ReLU, GELU in its tanh form for GPT-2, ViT and CoAtNet, SiLU and
+// Sigmoid for the squeeze-excitation, Tanh for CoAtNet's pre-logits, and Llama's gated SwiGLU,
+// which halves the last dimension): each saves its input for the backward pass, which
 // needs it for the derivative.
 #pragma once
 
@@ -31,6 +32,21 @@ class ReLU : public Activation {
 class GELU : public Activation {
  public:
   GELU();
+};
+
+class SiLU : public Activation {
+ public:
+  SiLU();
+};
+
+class Sigmoid : public Activation {
+ public:
+  Sigmoid();
+};
+
+class Tanh : public Activation {
+ public:
+  Tanh();
 };
 
 // (..., 2F) gate | up -> silu(gate) up (..., F): put after one Linear of 2F outputs, it is

@@ -1,22 +1,39 @@
 // Conv2d layer.
 #include "common/nn/conv2d.h"
 
+#include "common/kernels/channel_scale.h"
 #include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
 #include "common/nn/init.h"
 
 namespace course::nn {
 
+namespace {
+
+int64_t group_inputs(int64_t in_channels, int64_t out_channels, Conv2dShape shape) {
+  COURSE_CHECK(
+      shape.groups > 0 && in_channels % shape.groups == 0 && out_channels % shape.groups == 0,
+      "a convolution of ", in_channels, " -> ", out_channels, " channels cannot be cut into ",
+      shape.groups, " groups");
+  return in_channels / shape.groups;
+}
+
+}  // namespace
+
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Conv2dShape shape,
-               std::mt19937& rng, Device device)
-    : weight(kaiming_normal({out_channels, in_channels, kernel, kernel},
-                            in_channels * kernel * kernel, rng, device)),
-      shape_(shape) {}
+               std::mt19937& rng, Device device, bool with_bias)
+    : weight(kaiming_normal(
+          {out_channels, group_inputs(in_channels, out_channels, shape), kernel, kernel},
+          group_inputs(in_channels, out_channels, shape) * kernel * kernel, rng, device)),
+      shape_(shape) {
+  if (with_bias) bias.emplace(zeros({out_channels}, DType::kF32, device));
+}
 
 Tensor Conv2d::run_forward(const Tensor& x, Context& ctx) {
   const DType dtype = matmul_dtype(x);
   Saved saved{as_dtype(x, dtype)};
   Tensor y = conv2d_forward(saved.input, as_dtype(weight.value, dtype), shape_);
+  if (bias) add_channel_bias_(y, bias->f32_value());
   ctx.save(std::move(saved));
   return y;
 }
@@ -33,11 +50,16 @@ Tensor Conv2d::run_backward(const Tensor& dy, Context& ctx) {
     axpy_(1.0f, cast(low, DType::kF32), weight.grad);
   }
   grad_ready(weight);
+  if (bias) {
+    add_channel_bias_grad_(grad_out, bias->grad);
+    grad_ready(*bias);
+  }
   return conv2d_backward_data(grad_out, as_dtype(weight.value, input.dtype()), input, shape_);
 }
 
 void Conv2d::collect(const std::string& prefix, ModuleState& state) {
   state.parameters.emplace_back(prefix + "weight", &weight);
+  if (bias) state.parameters.emplace_back(prefix + "bias", &*bias);
 }
 
 }  // namespace course::nn

@@ -1,6 +1,9 @@
-// Conv2d layer: square kernel, no bias (a batch norm follows); oneDNN / cuDNN underneath.
+// Conv2d layer: square kernel, optionally grouped (depthwise when groups = channels), without a
+// bias where a batch norm follows and with one where none does (CoAtNet's projections); oneDNN /
+// cuDNN underneath.
 #pragma once
 
+#include <optional>
 #include <random>
 
 #include "common/kernels/conv2d.h"
@@ -10,12 +13,14 @@ namespace course::nn {
 
 class Conv2d : public Module {
  public:
+  // Kaiming-normal weights over the fan-in (C / groups) K K; a bias of zeros when with_bias.
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Conv2dShape shape,
-         std::mt19937& rng, Device device);
+         std::mt19937& rng, Device device, bool with_bias = false);
 
   void collect(const std::string& prefix, ModuleState& state) override;
 
-  Parameter weight;  // (O, C, K, K)
+  Parameter weight;               // (O, C / groups, K, K)
+  std::optional<Parameter> bias;  // (O,)
   Conv2dShape shape() const { return shape_; }
 
  protected:

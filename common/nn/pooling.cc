@@ -1,6 +1,9 @@
 // Pooling layers.
 #include "common/nn/pooling.h"
 
+#include "common/kernels/avg_pool2.h"
+#include "common/nn/autocast.h"
+
 namespace course::nn {
 
 MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)
@@ -16,6 +19,16 @@ Tensor MaxPool2d::run_forward(const Tensor& x, Context& ctx) {
 Tensor MaxPool2d::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("MaxPool2d");
   return max_pool_backward(dy, saved.result, saved.input, kernel_, stride_, padding_);
+}
+
+Tensor AvgPool2d::run_forward(const Tensor& x, Context& ctx) {
+  ctx.save(x);
+  return avg_pool2_forward(x);
+}
+
+Tensor AvgPool2d::run_backward(const Tensor& dy, Context& ctx) {
+  const Tensor& x = ctx.saved<Tensor>("AvgPool2d");
+  return avg_pool2_backward(as_dtype(dy, x.dtype()), x);
 }
 
 Tensor GlobalAvgPool2d::run_forward(const Tensor& x, Context& ctx) {

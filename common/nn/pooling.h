@@ -1,4 +1,5 @@
-// Pooling layers: square max pooling, and global average pooling to (N, C).
+// Pooling layers: square max pooling, 2x2 average pooling of stride 2 (CoAtNet's shortcuts), and
+// global average pooling to (N, C).
 #pragma once
 
 #include "common/kernels/pooling.h"
@@ -20,6 +21,13 @@ class MaxPool2d : public Module {
     MaxPoolResult result;
   };
   int64_t kernel_, stride_, padding_;
+};
+
+// (N, C, H, W) -> (N, C, H / 2, W / 2), the mean of each 2x2 window.
+class AvgPool2d : public Module {
+ protected:
+  Tensor run_forward(const Tensor& x, Context& ctx) override;
+  Tensor run_backward(const Tensor& dy, Context& ctx) override;
 };
 
 // (N, C, H, W) -> (N, C)

@@ -17,18 +17,21 @@ const std::vector<int> kChannelsLast = {0, 2, 1};
 
 }  // namespace
 
-PatchTokens::PatchTokens(int64_t channels, Device device)
-    : bias(zeros({channels}, DType::kF32, device)) {}
+PatchTokens::PatchTokens(int64_t channels, Device device, bool with_bias) : channels_(channels) {
+  if (with_bias) bias.emplace(zeros({channels}, DType::kF32, device));
+}
 
 Tensor PatchTokens::run_forward(const Tensor& x, Context& ctx) {
-  COURSE_CHECK(x.dim() == 4 && x.size(1) == bias.value.size(0), "patch tokens need (N, ",
-               bias.value.size(0), ", h, w) patch embeddings, got ", x.str());
+  COURSE_CHECK(x.dim() == 4 && x.size(1) == channels_, "patch tokens need (N, ", channels_,
+               ", h, w) patch embeddings, got ", x.str());
   const int64_t n = x.size(0), c = x.size(1), tokens = x.size(2) * x.size(3);
   Tensor out = x.memory_format() == MemoryFormat::kChannelsLast
                    ? x.view({n, tokens, c}, MemoryFormat::kContiguous).clone()
                    : permute(x.view({n, c, tokens}), kChannelsLast);
-  Tensor rows = out.view({n * tokens, c});
-  add_row_bias_(rows, bias.f32_value());
+  if (bias) {
+    Tensor rows = out.view({n * tokens, c});
+    add_row_bias_(rows, bias->f32_value());
+  }
   ctx.save(Saved{x.shape(), x.memory_format()});
   return out;
 }
@@ -37,8 +40,10 @@ Tensor PatchTokens::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("PatchTokens");
   const int64_t n = saved.input_shape[0], c = saved.input_shape[1];
   const int64_t tokens = saved.input_shape[2] * saved.input_shape[3];
-  add_column_sums_(dy.view({n * tokens, c}), bias.grad);
-  grad_ready(bias);
+  if (bias) {
+    add_column_sums_(dy.view({n * tokens, c}), bias->grad);
+    grad_ready(*bias);
+  }
   if (saved.format == MemoryFormat::kChannelsLast) {
     return dy.view(saved.input_shape, MemoryFormat::kChannelsLast);
   }
@@ -46,7 +51,7 @@ Tensor PatchTokens::run_backward(const Tensor& dy, Context& ctx) {
 }
 
 void PatchTokens::collect(const std::string& prefix, ModuleState& state) {
-  state.parameters.emplace_back(prefix + "bias", &bias);
+  if (bias) state.parameters.emplace_back(prefix + "bias", &*bias);
 }
 
 ClassToken::ClassToken(int64_t patches, int64_t channels, std::mt19937& rng, Device device)

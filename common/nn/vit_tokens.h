@@ -1,11 +1,13 @@
 // The Vision Transformer's token plumbing around its encoder blocks:
 //   PatchTokens      the patch embedding convolution's (N, C, h, w) output as h w tokens
 //                    (N, h w, C) plus the embedding's bias (NCHW permuted; channels-last is
-//                    already in token order);
+//                    already in token order); without the bias, any feature map as tokens
+//                    (CoAtNet's entry into its transformer stages);
 //   ClassToken       the learned class token put first, the learned position embedding added;
 //   FirstTokenPool   the class token alone, (N, T, C) -> (N, C), for the head.
 #pragma once
 
+#include <optional>
 #include <random>
 
 #include "common/nn/module.h"
@@ -14,11 +16,11 @@ namespace course::nn {
 
 class PatchTokens : public Module {
  public:
-  PatchTokens(int64_t channels, Device device);  // bias zeros
+  PatchTokens(int64_t channels, Device device, bool with_bias = true);  // bias zeros
 
   void collect(const std::string& prefix, ModuleState& state) override;
 
-  Parameter bias;  // (C,)
+  std::optional<Parameter> bias;  // (C,)
 
  protected:
   Tensor run_forward(const Tensor& x, Context& ctx) override;
@@ -29,6 +31,7 @@ class PatchTokens : public Module {
     Shape input_shape;
     MemoryFormat format;
   };
+  int64_t channels_;
 };
 
 class ClassToken : public Module {

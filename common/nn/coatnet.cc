@@ -1,0 +1,158 @@
+// CoAtNet: presets, parameter count and the model.
+#include "common/nn/coatnet.h"
+
+#include "common/core/error.h"
+#include "common/kernels/relative_position.h"
+#include "common/nn/coatnet_blocks.h"
+#include "common/nn/sequential.h"
+#include "common/nn/vit_tokens.h"
+
+namespace course::nn {
+
+namespace {
+
+using S = CoatnetStage;
+
+// CoAtNet-0..5: two MBConv stages and two transformer stages; 6 and 7: a third MBConv stage and
+// a transformer stage at its resolution.
+CoatnetConfig four_stages(std::string name, int64_t stem, std::vector<int64_t> depths,
+                          std::vector<int64_t> widths) {
+  return {std::move(name),
+          224,
+          stem,
+          {S{false, depths[0], widths[0]}, S{false, depths[1], widths[1]},
+           S{true, depths[2], widths[2]}, S{true, depths[3], widths[3]}}};
+}
+
+CoatnetConfig five_stages(std::string name, int64_t stem, std::vector<int64_t> widths) {
+  return {std::move(name),
+          224,
+          stem,
+          {S{false, 2, widths[0]}, S{false, 4, widths[1]}, S{false, 8, widths[2]},
+           S{true, 42, widths[3], false}, S{true, 2, widths[4]}}};
+}
+
+// The map's side after the stem's stride-2 convolution (padding 1).
+int64_t after_stem(int64_t side) { return (side - 1) / 2 + 1; }
+
+// Walks the stages' blocks with the grid each one sees: f(stage, in, out, downsample, side).
+template <class F>
+void for_each_block(const CoatnetConfig& c, F f) {
+  int64_t side = after_stem(c.image), width = c.stem;
+  for (const CoatnetStage& stage : c.stages) {
+    for (int64_t b = 0; b < stage.depth; ++b) {
+      const bool downsample = b == 0 && stage.downsample;
+      f(stage, BlockWidths{width, stage.channels, downsample}, side);
+      if (downsample) side /= 2;
+      width = stage.channels;
+    }
+  }
+}
+
+int64_t mbconv_parameters(const BlockWidths& b) {
+  const int64_t hidden = 4 * b.out, reduced = std::max<int64_t>(1, b.in / 4);
+  const int64_t squeeze = 2 * hidden * reduced + reduced + hidden;
+  const int64_t shortcut = b.in != b.out ? b.in * b.out + b.out : 0;
+  return 2 * b.in + b.in * hidden + 2 * hidden + 9 * hidden + 2 * hidden + squeeze +
+         hidden * b.out + b.out + shortcut;
+}
+
+int64_t transformer_parameters(const BlockWidths& b, int64_t side, int64_t head_dim) {
+  const int64_t grid = b.downsample ? side / 2 : side;
+  const int64_t attention = 2 * b.in + 3 * b.out * (b.in + 1) + b.out * (b.out + 1) +
+                            b.out / head_dim * relative_offsets(grid, grid);
+  const int64_t shortcut = b.in != b.out ? b.in * b.out + b.out : 0;
+  const int64_t mlp = 2 * b.out + 8 * b.out * b.out + 5 * b.out;
+  return attention + shortcut + mlp;
+}
+
+void check_config(const CoatnetConfig& c) {
+  COURSE_CHECK(c.image > 0 && c.stem > 0 && c.in_channels > 0 && c.classes > 0 && c.head_dim > 0 &&
+                   !c.stages.empty(),
+               c.name, ": a size is not positive");
+  for (size_t s = 1; s < c.stages.size(); ++s) {
+    COURSE_CHECK(c.stages[s].attention || !c.stages[s - 1].attention, c.name,
+                 ": an MBConv stage after a transformer stage");
+  }
+  COURSE_CHECK(c.stages.back().attention, c.name, ": CoAtNet ends in transformer stages");
+  for_each_block(c, [&](const CoatnetStage& stage, const BlockWidths& b, int64_t side) {
+    COURSE_CHECK(stage.depth > 0 && b.out > 0, c.name, ": a stage without blocks or width");
+    COURSE_CHECK(!b.downsample || side >= 2, c.name, ": a ", c.image,
+                 "-px image is too small for its stages (a ", side, "x", side,
+                 " map cannot be halved)");
+    COURSE_CHECK(stage.attention || !b.downsample || side % 2 == 0, c.name, ": an MBConv stage ",
+                 "halves a ", side, "x", side, " map, which needs an even side (image ", c.image,
+                 " px)");
+    COURSE_CHECK(!stage.attention || b.out % c.head_dim == 0, c.name, ": a transformer stage of ",
+                 b.out, " channels does not split into heads of ", c.head_dim);
+  });
+}
+
+}  // namespace
+
+const std::vector<CoatnetConfig>& coatnet_presets() {
+  static const std::vector<CoatnetConfig> presets = {
+      {"coatnet-micro",
+       28,
+       16,
+       {S{false, 1, 32}, S{false, 1, 48, false}, S{true, 2, 64, false}, S{true, 1, 96}},
+       1,
+       10},
+      four_stages("coatnet-0", 64, {2, 3, 5, 2}, {96, 192, 384, 768}),
+      four_stages("coatnet-1", 64, {2, 6, 14, 2}, {96, 192, 384, 768}),
+      four_stages("coatnet-2", 128, {2, 6, 14, 2}, {128, 256, 512, 1024}),
+      four_stages("coatnet-3", 192, {2, 6, 14, 2}, {192, 384, 768, 1536}),
+      four_stages("coatnet-4", 192, {2, 12, 28, 2}, {192, 384, 768, 1536}),
+      four_stages("coatnet-5", 192, {2, 12, 28, 2}, {256, 512, 1280, 2048}),
+      five_stages("coatnet-6", 192, {192, 384, 768, 1536, 2048}),
+      five_stages("coatnet-7", 192, {256, 512, 1024, 2048, 3072}),
+  };
+  return presets;
+}
+
+CoatnetConfig coatnet_preset(const std::string& name) {
+  std::string known;
+  for (const CoatnetConfig& c : coatnet_presets()) {
+    if (c.name == name) return c;
+    known += (known.empty() ? "" : ", ") + c.name;
+  }
+  COURSE_FAIL("unknown CoAtNet '", name, "' (known: ", known, ")");
+}
+
+bool is_coatnet(const std::string& name) { return name.rfind("coatnet-", 0) == 0; }
+
+int64_t coatnet_parameter_count(const CoatnetConfig& c) {
+  check_config(c);
+  int64_t total = c.in_channels * 9 * c.stem + 2 * c.stem + 9 * c.stem * c.stem + c.stem;
+  for_each_block(c, [&](const CoatnetStage& stage, const BlockWidths& b, int64_t side) {
+    total += stage.attention ? transformer_parameters(b, side, c.head_dim) : mbconv_parameters(b);
+  });
+  const int64_t width = c.stages.back().channels;
+  return total + 2 * width + width * width + width + width * c.classes + c.classes;
+}
+
+ModulePtr make_coatnet(const CoatnetConfig& c, std::mt19937& rng, Device device) {
+  check_config(c);
+  auto stages = std::make_unique<Sequential>();
+  std::vector<std::unique_ptr<Sequential>> built(c.stages.size());
+  for_each_block(c, [&](const CoatnetStage& s, const BlockWidths& b, int64_t side) {
+    auto& stage = built[&s - c.stages.data()];
+    if (!stage) stage = std::make_unique<Sequential>();
+    stage->add(s.attention ? relative_transformer_block(b, side, side, c.head_dim, rng, device)
+                           : mbconv_block(b, rng, device));
+  });
+  for (size_t s = 0; s < built.size(); ++s) {
+    if (c.stages[s].attention && (s == 0 || !c.stages[s - 1].attention)) {
+      const int64_t width = s == 0 ? c.stem : c.stages[s - 1].channels;
+      stages->add(std::make_unique<PatchTokens>(width, device, /*with_bias=*/false), "to_tokens");
+    }
+    stages->add(std::move(built[s]), "s" + std::to_string(s + 1));
+  }
+  auto net = std::make_unique<Sequential>();
+  net->add(coatnet_stem(c.in_channels, c.stem, rng, device), "stem");
+  net->add(std::move(stages), "stages");
+  net->add(coatnet_head(c.stages.back().channels, c.classes, rng, device), "head");
+  return net;
+}
+
+}  // namespace course::nn
