@@ -1,6 +1,8 @@
 // CoAtNet: presets, parameter count and the model.
 #include "common/nn/coatnet.h"
 
+#include <string>
+
 #include "common/core/error.h"
 #include "common/kernels/relative_position.h"
 #include "common/nn/coatnet_blocks.h"
@@ -66,26 +68,42 @@ int64_t transformer_parameters(const BlockWidths& b, int64_t side, int64_t head_
   return attention + shortcut + mlp;
 }
 
-void check_config(const CoatnetConfig& c) {
-  COURSE_CHECK(c.image > 0 && c.stem > 0 && c.in_channels > 0 && c.classes > 0 && c.head_dim > 0 &&
-                   !c.stages.empty(),
-               c.name, ": a size is not positive");
-  for (size_t s = 1; s < c.stages.size(); ++s) {
-    COURSE_CHECK(c.stages[s].attention || !c.stages[s - 1].attention, c.name,
-                 ": an MBConv stage after a transformer stage");
+// The first reason the config cannot be built, or "".
+std::string config_problem(const CoatnetConfig& c) {
+  if (c.image <= 0 || c.stem <= 0 || c.in_channels <= 0 || c.classes <= 0 || c.head_dim <= 0 ||
+      c.stages.empty()) {
+    return c.name + ": a size is not positive";
   }
-  COURSE_CHECK(c.stages.back().attention, c.name, ": CoAtNet ends in transformer stages");
+  for (size_t s = 0; s < c.stages.size(); ++s) {
+    if (c.stages[s].depth <= 0 || c.stages[s].channels <= 0) {
+      return c.name + ": a stage without blocks or width";
+    }
+    if (s > 0 && !c.stages[s].attention && c.stages[s - 1].attention) {
+      return c.name + ": an MBConv stage after a transformer stage";
+    }
+  }
+  if (!c.stages.back().attention) return c.name + ": CoAtNet ends in transformer stages";
+  std::string problem;
   for_each_block(c, [&](const CoatnetStage& stage, const BlockWidths& b, int64_t side) {
-    COURSE_CHECK(stage.depth > 0 && b.out > 0, c.name, ": a stage without blocks or width");
-    COURSE_CHECK(!b.downsample || side >= 2, c.name, ": a ", c.image,
-                 "-px image is too small for its stages (a ", side, "x", side,
-                 " map cannot be halved)");
-    COURSE_CHECK(stage.attention || !b.downsample || side % 2 == 0, c.name, ": an MBConv stage ",
-                 "halves a ", side, "x", side, " map, which needs an even side (image ", c.image,
-                 " px)");
-    COURSE_CHECK(!stage.attention || b.out % c.head_dim == 0, c.name, ": a transformer stage of ",
-                 b.out, " channels does not split into heads of ", c.head_dim);
+    const std::string image = " (a " + std::to_string(c.image) + "-px image)";
+    const std::string map = std::to_string(side) + "x" + std::to_string(side) + " map";
+    if (!problem.empty()) return;
+    if (b.downsample && side < 2) {
+      problem = c.name + ": the image is too small for its stages: a " + map + " cannot be halved" +
+                image;
+    } else if (!stage.attention && b.downsample && side % 2 != 0) {
+      problem = c.name + ": an MBConv stage halves a " + map + ", which needs an even side" + image;
+    } else if (stage.attention && b.out % c.head_dim != 0) {
+      problem = c.name + ": a transformer stage of " + std::to_string(b.out) +
+                " channels does not split into heads of " + std::to_string(c.head_dim);
+    }
   });
+  return problem;
+}
+
+void check_config(const CoatnetConfig& c) {
+  const std::string problem = config_problem(c);
+  COURSE_CHECK(problem.empty(), problem);
 }
 
 }  // namespace
@@ -129,6 +147,14 @@ int64_t coatnet_parameter_count(const CoatnetConfig& c) {
   });
   const int64_t width = c.stages.back().channels;
   return total + 2 * width + width * width + width + width * c.classes + c.classes;
+}
+
+int64_t coatnet_min_image(const CoatnetConfig& config) {
+  CoatnetConfig c = config;
+  for (c.image = 1; c.image <= 4096; ++c.image) {
+    if (config_problem(c).empty()) return c.image;
+  }
+  COURSE_FAIL(c.name, " takes no image up to 4096 px");
 }
 
 ModulePtr make_coatnet(const CoatnetConfig& c, std::mt19937& rng, Device device) {

@@ -40,6 +40,9 @@ bool is_coatnet(const std::string& name);
 // The sum of the blocks' parameters, worked out from the widths (checked against a built model).
 int64_t coatnet_parameter_count(const CoatnetConfig& config);
 
+// The smallest image side the config's stages can take.
+int64_t coatnet_min_image(const CoatnetConfig& config);
+
 // Throws one message for a shape the model cannot take (an image too small or odd where an
 // MBConv stage halves it, a width not a multiple of the heads' width, a size not positive).
 ModulePtr make_coatnet(const CoatnetConfig& config, std::mt19937& rng, Device device);

@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "common/nn/coatnet.h"
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
 #include "common/nn/residual.h"
@@ -66,6 +67,7 @@ const std::vector<std::string>& model_names() {
     std::vector<std::string> all = {"smallnet", "tinynet", "resnet18-cifar", "resnet18",
                                     "resnet50"};
     for (const VitConfig& vit : vit_presets()) all.push_back(vit.name);
+    for (const CoatnetConfig& coatnet : coatnet_presets()) all.push_back(coatnet.name);
     return all;
   }();
   return names;
@@ -88,6 +90,14 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
     std::mt19937 rng(config.seed);
     return make_vit(vit, rng, device);
   }
+  if (is_coatnet(config.name)) {
+    CoatnetConfig coatnet = coatnet_preset(config.name);
+    coatnet.in_channels = config.in_channels;
+    coatnet.classes = config.num_classes;
+    if (config.image_size > 0) coatnet.image = config.image_size;
+    std::mt19937 rng(config.seed);
+    return make_coatnet(coatnet, rng, device);
+  }
   std::string known;
   for (const auto& name : model_names()) known += (known.empty() ? "" : ", ") + name;
   COURSE_FAIL("unknown model '", config.name, "' (known: ", known, ")");
@@ -95,6 +105,7 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
 
 int64_t min_image_size(const std::string& name) {
   if (is_vit(name)) return vit_preset(name).patch;
+  if (is_coatnet(name)) return coatnet_min_image(coatnet_preset(name));
   if (name == "smallnet" || name == "tinynet") return 4;  // two 2x2 poolings
   if (name == "resnet18-cifar") return 8;                 // three stride-2 stages
   return 32;                                              // stem /4, three stride-2 stages

@@ -7,7 +7,8 @@
 //                   images;
 //   resnet18, resnet50  ImageNet stem (7x7/2 convolution, 3x3/2 max pooling), as torchvision;
 //   vit-...         the Vision Transformers of vit.h, for images of `image_size` (0: the
-//                   preset's).
+//                   preset's);
+//   coatnet-...     the CoAtNets of coatnet.h, likewise.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,7 @@ struct ModelConfig {
   int64_t in_channels = 1;
   int64_t num_classes = 10;
   uint32_t seed = 0;
-  int64_t image_size = 0;  // the input's side: a Vision Transformer's patch grid
+  int64_t image_size = 0;  // the input's side: a Vision Transformer's patch grid, CoAtNet's grids
 };
 
 const std::vector<std::string>& model_names();
@@ -32,7 +33,8 @@ const std::vector<std::string>& model_names();
 ModulePtr make_model(const ModelConfig& config, Device device);
 
 // The smallest input side the model accepts (its total downsampling must leave 1 pixel; a
-// Vision Transformer's one patch).
+// Vision Transformer's one patch; CoAtNet's halvings a map of at least 1x1, even where MBConv
+// halves it).
 int64_t min_image_size(const std::string& name);
 
 }  // namespace course::nn

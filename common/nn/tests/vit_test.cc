@@ -29,7 +29,7 @@ TEST(Vit, PatchTokensMatchFiniteDifferencesInBothFormats) {
   for (MemoryFormat format : {MemoryFormat::kContiguous, MemoryFormat::kChannelsLast}) {
     SCOPED_TRACE(memory_format_name(format));
     PatchTokens tokens(5, kCpu);
-    tokens.bias.value = random_tensor({5}, DType::kF32, kCpu, 1).tensor;
+    tokens.bias->value = random_tensor({5}, DType::kF32, kCpu, 1).tensor;
     const Tensor x =
         to_memory_format(random_tensor({2, 5, 3, 2}, DType::kF32, kCpu, 2).tensor, format);
     const Tensor y = tokens.forward(x);
@@ -37,7 +37,7 @@ TEST(Vit, PatchTokensMatchFiniteDifferencesInBothFormats) {
     // Token (h, w) of image n is the pixel's channel vector.
     const Tensor nchw = to_memory_format(x, MemoryFormat::kContiguous);
     const std::vector<float> in = nchw.to_vector<float>(), out = y.to_vector<float>(),
-                             bias = tokens.bias.value.to_vector<float>();
+                             bias = tokens.bias->value.to_vector<float>();
     EXPECT_FLOAT_EQ(out[(1 * 6 + 4) * 5 + 3], in[((1 * 5 + 3) * 3 + 2) * 2 + 0] + bias[3]);
     EXPECT_TRUE(check_gradients(tokens, x));
   }
