@@ -114,6 +114,24 @@ Batch vit_batch(int64_t step) {
           Tensor::from_vector<int64_t>({label(rng), label(rng)}, {2})};
 }
 
+// coatnet-micro on 16 px images of 3 channels (stem to 8x8, MBConv to 4x4, transformers at 4x4
+// and pooled to 2x2), units = its stem, each stage and the head: stages of very unequal size.
+Subject coatnet_subject() {
+  nn::ModulePtr net = nn::make_model(
+      {.name = "coatnet-micro", .in_channels = 3, .num_classes = 10, .seed = 5, .image_size = 16},
+      Device::cpu());
+  auto* stages = dynamic_cast<nn::Sequential*>(net->children()[1].module);
+  return {std::move(net), stages, 10};
+}
+
+Batch coatnet_batch(int64_t step) {
+  const uint32_t seed = 3000 * step + world()->rank();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> label(0, 9);
+  return {testing::random_tensor({2, 3, 16, 16}, DType::kF32, Device::cpu(), seed).tensor,
+          Tensor::from_vector<int64_t>({label(rng), label(rng)}, {2})};
+}
+
 struct Trace {
   std::vector<float> losses;
   std::vector<std::vector<float>> parameters;  // every parameter's values after each step
@@ -332,6 +350,16 @@ TEST(ShardedParity, VisionTransformerTrainsAsDdpWithEveryStrategy) {
         train_sharded(vit_subject(), vit_batch,
                       {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup}),
         ddp, "vit, " + name);
+  }
+}
+
+TEST(ShardedParity, CoatnetTrainsAsDdpWithEveryStrategy) {
+  const Trace ddp = train_ddp(coatnet_subject(), coatnet_batch);
+  for (const std::string& name : sharding_names()) {
+    expect_same_training(
+        train_sharded(coatnet_subject(), coatnet_batch,
+                      {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup}),
+        ddp, "coatnet, " + name);
   }
 }
 
