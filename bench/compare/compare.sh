@@ -125,7 +125,7 @@ fi
 echo "== parity of one f32 training step (the project's weights and batch, loaded by PyTorch;"
 echo "   the repository's f32 rule |project - torch| <= 1e-5 + 1e-5 |torch|)"
 parity_failed=0
-for model in smallnet:28 resnet18:64 vit-micro:28; do
+for model in smallnet:28 resnet18:64 vit-micro:28 coatnet-micro:28; do
   IFS=: read -r name size <<<"$model"
   "$bin/bench/compare/parity_step" --model "$name" --image-size "$size" --batch 8 \
     --out "$work/$name.step" >/dev/null

@@ -11,12 +11,13 @@
 // SwiGLU of 48 and its own output layer), the batch is tokens (N, T) i32 with labels (N T,) i64
 // and logits (N T, V), and the file also holds updated.NNN, the parameters after one AdamW step
 // (lr 1e-2, weight decay 0.1). The header lists the parameter and buffer names, and the
-// configuration of a decoder ("gpt") or a Vision Transformer ("vit"). The other side loads the
-// weights and the batch, runs the same step and compares.
+// configuration of a decoder ("gpt"), a Vision Transformer ("vit") or a CoAtNet ("coatnet"). The
+// other side loads the weights and the batch, runs the same step and compares.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "common/kernels/cross_entropy.h"
+#include "common/nn/coatnet.h"
 #include "common/nn/gpt.h"
 #include "common/nn/models.h"
 #include "common/nn/vit.h"
@@ -71,6 +72,16 @@ nlohmann::json vit_json(const nn::VitConfig& c) {
           {"hidden", c.mlp_width()},
           {"in_channels", c.in_channels},
           {"classes", c.classes}};
+}
+
+nlohmann::json coatnet_json(const nn::CoatnetConfig& c) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const nn::CoatnetStage& s : c.stages) {
+    stages.push_back({s.attention, s.depth, s.channels, s.downsample});
+  }
+  return {{"image", c.image},     {"stem", c.stem},
+          {"stages", stages},     {"in_channels", c.in_channels},
+          {"classes", c.classes}, {"head_dim", c.head_dim}};
 }
 
 struct StepBatch {
@@ -171,6 +182,13 @@ int main(int argc, char** argv) {
       vit.in_channels = channels;
       vit.classes = classes;
       names["vit"] = vit_json(vit);
+    }
+    if (nn::is_coatnet(model_name)) {
+      nn::CoatnetConfig coatnet = nn::coatnet_preset(model_name);
+      coatnet.image = image_size;
+      coatnet.in_channels = channels;
+      coatnet.classes = classes;
+      names["coatnet"] = coatnet_json(coatnet);
     }
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),

@@ -225,6 +225,123 @@ class Vit(nn.Module):
         return self.head(self.norm(x[:, 0]))
 
 
+class MbConv(nn.Module):
+    """CoAtNet's MBConv block from the paper (Dai et al. 2021) as the project's: pre-activation
+    BatchNorm, 1x1 expansion to 4x the output width, depthwise 3x3 (stride 2 when it downsamples),
+    squeeze-excitation on a quarter of the input width, 1x1 projection with a bias; the shortcut
+    average-pooled and projected where the shape changes. GELU in its tanh form, as the project's."""
+
+    def __init__(self, cin, cout, down):
+        super().__init__()
+        hidden, reduced = 4 * cout, max(1, cin // 4)
+        self.down = down
+        self.norm = nn.BatchNorm2d(cin)
+        self.expand = nn.Conv2d(cin, hidden, 1, bias=False)
+        self.expand_norm = nn.BatchNorm2d(hidden)
+        self.depthwise = nn.Conv2d(hidden, hidden, 3, 2 if down else 1, 1, groups=hidden, bias=False)
+        self.depthwise_norm = nn.BatchNorm2d(hidden)
+        self.se_fc1 = nn.Linear(hidden, reduced)
+        self.se_fc2 = nn.Linear(reduced, hidden)
+        self.project = nn.Conv2d(hidden, cout, 1)
+        self.shortcut = nn.Conv2d(cin, cout, 1) if cin != cout else None
+
+    def forward(self, x):
+        gelu = lambda z: nn.functional.gelu(z, approximate="tanh")
+        h = gelu(self.expand_norm(self.expand(self.norm(x))))
+        h = gelu(self.depthwise_norm(self.depthwise(h)))
+        gate = torch.sigmoid(self.se_fc2(nn.functional.silu(self.se_fc1(h.mean((2, 3))))))
+        h = self.project(h * gate[:, :, None, None])
+        s = nn.functional.avg_pool2d(x, 2) if self.down else x
+        return h + (self.shortcut(s) if self.shortcut is not None else s)
+
+
+class RelativeBias(nn.Module):
+    """One learned scalar per head and 2-D offset (dy, dx) between query and key on a g x g grid,
+    looked up as the (heads, T, T) bias added to the attention scores."""
+
+    def __init__(self, heads, grid):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(heads, (2 * grid - 1) ** 2))
+        rows, cols = torch.meshgrid(torch.arange(grid), torch.arange(grid), indexing="ij")
+        dy = rows.flatten()[:, None] - rows.flatten()[None, :]
+        dx = cols.flatten()[:, None] - cols.flatten()[None, :]
+        self.index = (dy + grid - 1) * (2 * grid - 1) + dx + grid - 1
+
+    def forward(self):
+        return self.table[:, self.index]
+
+
+class RelativeTransformer(nn.Module):
+    """CoAtNet's transformer block (eq. 3-5 of the paper) on (N, side^2, C) tokens: pre-LN
+    attention with a relative position bias over the grid (pooled 2x2 first when the block
+    downsamples; its shortcut pooled and projected where the shape changes), then a pre-LN GELU
+    MLP of 4x the width."""
+
+    def __init__(self, cin, cout, side, down, head_dim):
+        super().__init__()
+        self.side, self.down, self.width, self.heads = side, down, cout, cout // head_dim
+        self.norm = nn.LayerNorm(cin)
+        self.qkv = nn.Linear(cin, 3 * cout)
+        self.bias = RelativeBias(self.heads, side // 2 if down else side)
+        self.proj = nn.Linear(cout, cout)
+        self.shortcut = nn.Linear(cin, cout) if cin != cout else None
+        self.ff_norm = nn.LayerNorm(cout)
+        self.fc1 = nn.Linear(cout, 4 * cout)
+        self.fc2 = nn.Linear(4 * cout, cout)
+
+    def pool(self, tokens):
+        n, _, c = tokens.shape
+        grid = tokens.transpose(1, 2).reshape(n, c, self.side, self.side)
+        return nn.functional.avg_pool2d(grid, 2).flatten(2).transpose(1, 2)
+
+    def forward(self, x):
+        h = self.norm(x)
+        if self.down:
+            h = self.pool(h)
+        b, t, _ = h.shape
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2)
+                   for z in self.qkv(h).split(self.width, dim=2))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.bias())
+        y = self.proj(y.transpose(1, 2).reshape(b, t, self.width))
+        s = self.pool(x) if self.down else x
+        x = y + (self.shortcut(s) if self.shortcut is not None else s)
+        gelu = lambda z: nn.functional.gelu(z, approximate="tanh")
+        return x + self.fc2(gelu(self.fc1(self.ff_norm(x))))
+
+
+class Coatnet(nn.Module):
+    """CoAtNet (Dai et al. 2021): a stem of two 3x3 convolutions (the first of stride 2), MBConv
+    stages, transformer stages with a relative position bias, a head of token mean, LayerNorm,
+    tanh pre-logits and the classes. Each stage's first block halves the map unless the stage
+    says not to."""
+
+    def __init__(self, image, stem, stages, in_channels, classes, head_dim):
+        super().__init__()
+        gelu = nn.GELU(approximate="tanh")
+        self.stem = nn.Sequential(nn.Conv2d(in_channels, stem, 3, 2, 1, bias=False),
+                                  nn.BatchNorm2d(stem), gelu, nn.Conv2d(stem, stem, 3, 1, 1))
+        self.blocks, self.attention = nn.ModuleList(), []
+        side, width = (image - 1) // 2 + 1, stem
+        for attention, depth, channels, downsample in stages:
+            for i in range(depth):
+                down = downsample and i == 0
+                self.blocks.append(RelativeTransformer(width, channels, side, down, head_dim)
+                                   if attention else MbConv(width, channels, down))
+                self.attention.append(attention)
+                side, width = (side // 2 if down else side), channels
+        self.norm = nn.LayerNorm(width)
+        self.pre_logits = nn.Linear(width, width)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, images):
+        x = self.stem(images)
+        for attention, block in zip(self.attention, self.blocks):
+            if attention and x.dim() == 4:
+                x = x.flatten(2).transpose(1, 2)
+            x = block(x)
+        return self.fc(torch.tanh(self.pre_logits(self.norm(x.mean(1)))))
+
+
 def decoder(config):
     return Llama(**config) if config["family"] == "llama" else Gpt(**config)
 
@@ -254,6 +371,8 @@ def parity(args):
         net = decoder(header["gpt"])
     elif "vit" in header:
         net = Vit(**header["vit"])
+    elif "coatnet" in header:
+        net = Coatnet(**header["coatnet"])
     else:
         net = model(header["model"], t["images"].shape[1])
     params, buffers = list(net.parameters()), running_buffers(net)
