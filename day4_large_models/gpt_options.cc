@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "common/nn/coatnet.h"
 #include "common/nn/gpt.h"
+#include "common/nn/vit.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/sharding.h"
 #include "common/train/training_loop.h"
@@ -157,6 +159,8 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
 
 }  // namespace
 
+bool image_model(const GptLabOptions& o) { return nn::is_vit(o.model) || nn::is_coatnet(o.model); }
+
 std::string sharding_flag(const GptLabOptions& o) {
   return o.exercise_zero1 ? kExerciseZero1 : parallel::data_parallel_mode_name(o.sharding);
 }
@@ -173,9 +177,12 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   GptLabOptions o;
   CLI::App app(
       "Day 4: train a GPT on the embedded text (Debian's fortunes, byte-level tokens), print "
-      "its validation loss against the unigram entropy and a generated sample");
+      "its validation loss against the unigram entropy and a generated sample; or, with "
+      "--model vit-... or coatnet-..., an image model on the embedded Fashion-MNIST");
   std::vector<std::string> presets;
   for (const nn::GptConfig& c : nn::gpt_presets()) presets.push_back(c.name);
+  for (const nn::VitConfig& c : nn::vit_presets()) presets.push_back(c.name);
+  for (const nn::CoatnetConfig& c : nn::coatnet_presets()) presets.push_back(c.name);
   train::add_run_flags(app, o, presets);
   add_training_flags(app, o);
   add_estimate_flags(app, o);

@@ -67,6 +67,9 @@ GptLabOptions parse_gpt_options(int argc, char** argv);
 // --sharding's value: "none", a strategy's name or "exercise-zero1" (messages, checkpoints).
 std::string sharding_flag(const GptLabOptions& options);
 
+// --model names an image model (vit-..., coatnet-...): day4_large_models/image_trainer.h.
+bool image_model(const GptLabOptions& options);
+
 // Model parallelism's flags are given (--tensor-parallel or --pipeline-stages above 1).
 bool model_parallel(const GptLabOptions& options);
 

@@ -93,6 +93,23 @@ void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config
   }
 }
 
+// An image model's run: data parallelism on the embedded images.
+void validate_image_run(const GptLabOptions& o) {
+  COURSE_CHECK(!model_parallel(o) && !o.sequence_parallel,
+               "--tensor-parallel and --pipeline-stages cut the language models (gpt-..., "
+               "llama-...); ",
+               o.model, " trains with data parallelism: DDP or --sharding");
+  COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
+               " runs the trainee's ZeRO-1 on the GPT; ", o.model,
+               " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
+  COURSE_CHECK(!o.estimate_only && o.throughput_gpus == 0 && o.max_memory_mb == 0,
+               "the memory estimate and the throughput model cover the language models; ", o.model,
+               " is an image model");
+  COURSE_CHECK(!o.checkpoint_activations && o.accumulate == 1,
+               "--checkpoint-activations and --accumulate run on the language models; ", o.model,
+               " is an image model");
+}
+
 }  // namespace
 
 bool model_parallel(const GptLabOptions& o) {
@@ -101,20 +118,24 @@ bool model_parallel(const GptLabOptions& o) {
 
 void validate(const GptLabOptions& o) {
   train::validate_run_flags(o);
+  COURSE_CHECK(o.steps_per_epoch >= 0 && o.warmup_steps >= 0 && o.sample_tokens >= 0,
+               "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
+  COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
+  validate_data_parallel(o);
+  if (image_model(o)) {
+    validate_image_run(o);
+    return;
+  }
   const nn::GptConfig config = nn::gpt_preset(o.model);
   COURSE_CHECK(o.context >= 0 && o.context <= config.context, "--context ", o.context,
                " must be between 1 and ", o.model, "'s context of ", config.context);
   COURSE_CHECK(o.val_fraction > 0 && o.val_fraction < 1, "--val-fraction must be in (0, 1), got ",
                o.val_fraction);
-  COURSE_CHECK(o.steps_per_epoch >= 0 && o.warmup_steps >= 0 && o.sample_tokens >= 0,
-               "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
   COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
   COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
   COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);
   COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0 && o.shard_group_size >= 0,
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
-  COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
-  validate_data_parallel(o);
   validate_model_parallel(o, config);
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   if (o.estimate_only || o.throughput_gpus > 0) return;  // any preset: nothing is trained

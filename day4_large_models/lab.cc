@@ -1,9 +1,16 @@
-// `bazel run //day4_large_models:lab -- [flags]`: trains a GPT on the embedded text (see
-// day4_large_models/README.md).
+// `bazel run //day4_large_models:lab -- [flags]`: trains a GPT on the embedded text, or an image
+// model (--model vit-..., coatnet-...) on the embedded images (see day4_large_models/README.md).
 #include "common/train/lab_main.h"
 #include "day4_large_models/gpt_trainer.h"
+#include "day4_large_models/image_trainer.h"
 
 int main(int argc, char** argv) {
   const day4::GptLabOptions options = day4::parse_gpt_options(argc, argv);
-  return course::train::lab_main([&] { day4::run_gpt_lab(options); });
+  return course::train::lab_main([&] {
+    if (day4::image_model(options)) {
+      day4::run_image_lab(options);
+    } else {
+      day4::run_gpt_lab(options);
+    }
+  });
 }

@@ -3,7 +3,8 @@
 # steps on the embedded text (plain, checkpointed, bf16 autocast, a Llama), a whole small run
 # on a made-up corpus (validation line, sample, checkpoint and resume), the same run on 2 ranks with DDP and with every sharding (the same validation loss
 # and sample), the memory estimate (against the measured peak, for GPT-2 1.3B on 8 ranks, the
-# budget), gradient accumulation, and bad input ending with one message and a non-zero exit.
+# budget), gradient accumulation, the image models (CoAtNet, ViT; DDP and ZeRO-3 alike), and bad
+# input ending with one message and a non-zero exit.
 set -uo pipefail
 source "$1"  # expect, expect_trace_ranks
 trainee=$2
@@ -88,6 +89,32 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
   fi
   echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
 done
+# The image models on the embedded Fashion-MNIST: CoAtNet in both memory formats; ViT on 2
+# ranks, DDP and ZeRO-3 ending with the same test loss and accuracy; the language models' flags
+# refused with one message.
+images=(--no-progress --device cpu --batch-size 8 --lr 1e-3)
+expect 0 "training coatnet-micro (0.25M parameters)" "$lab" "${images[@]}" --model coatnet-micro \
+  --test --test-nsteps 2
+expect 0 "images/s" "$lab" "${images[@]}" --model coatnet-micro --test --test-nsteps 2 \
+  --channels-last
+image_ending() {
+  "${mpirun[@]}" "$lab" "${images[@]}" --model vit-micro --steps-per-epoch 3 "$@" 2>&1 |
+    grep -o "test loss .*"
+}
+ddp_images=$(image_ending)
+zero3_images=$(image_ending --sharding zero3)
+if [[ -z $ddp_images || $zero3_images != "$ddp_images" ]]; then
+  echo "FAILED: vit-micro with --sharding zero3 on 2 ranks ends otherwise than DDP:"
+  echo "DDP: $ddp_images"
+  echo "zero3: $zero3_images"
+  exit 1
+fi
+echo "ok: vit-micro on 2 ranks, zero3 as DDP: $ddp_images"
+expect 1 "error: --tensor-parallel and --pipeline-stages cut the language models" "$lab" \
+  "${images[@]}" --model vit-micro --tensor-parallel 2
+expect 1 "error: the memory estimate and the throughput model cover the language models" "$lab" \
+  --model coatnet-0 --estimate-only
+
 # --profile on 2 ranks: one trace with every rank's phases, its collectives in flight and its
 # waits for them (the third step is profiled).
 expect 0 "events per rank written to" "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 \

@@ -1,0 +1,157 @@
+// The image models' wiring on the shared training loop (common/train/training_loop.h): the
+// embedded images through the DataLoader, each rank its share of every epoch, the classifier's
+// step through the data-parallel mode, validation over every rank.
+#include "day4_large_models/image_trainer.h"
+
+#include <cstdio>
+
+#include "common/data/device_batches.h"
+#include "common/data/distributed_sampler.h"
+#include "common/kernels/layout.h"
+#include "common/nn/sequential.h"
+#include "common/optim/make_optimizer.h"
+#include "common/optim/schedule.h"
+#include "common/parallel/data_parallel_model.h"
+#include "common/parallel/rank_setup.h"
+#include "common/train/classifier_step.h"
+#include "common/train/evaluate.h"
+#include "common/train/training_loop.h"
+#include "common/train/training_state.h"
+
+namespace day4 {
+
+using namespace course;
+
+namespace {
+
+// The image lab's flags: the run's, on the embedded data's defaults.
+train::TrainingFlags image_flags(const GptLabOptions& o) {
+  train::TrainingFlags flags;
+  static_cast<train::RunFlags&>(flags) = o;
+  flags.seed = o.seed;
+  return flags;
+}
+
+// The Sequential whose children are the sharding units: a ViT's blocks, CoAtNet's stages.
+nn::Sequential& sharded_units(nn::Module& model) {
+  for (const nn::Module::Child& child : model.children()) {
+    if (child.name == "blocks" || child.name == "stages") {
+      return dynamic_cast<nn::Sequential&>(*child.module);
+    }
+  }
+  COURSE_FAIL("the image model has no blocks or stages to shard");
+}
+
+double million_parameters(nn::Module& model) {
+  int64_t total = 0;
+  for (const nn::Parameter* p : model.parameters()) total += p->value.numel();
+  return total / 1e6;
+}
+
+parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
+  return {.sharding = o.sharding,
+          .backward_prefetch = o.backward_prefetch,
+          .forward_prefetch = o.forward_prefetch,
+          .shard_group_size = o.shard_group_size,
+          .cpu_offload = o.cpu_offload,
+          .param_dtype = o.param_dtype};
+}
+
+}  // namespace
+
+ImageLabResult run_image_lab(const GptLabOptions& o) {
+  validate(o);
+  const auto comm = parallel::Communicator::world();
+  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
+  COURSE_CHECK(!o.sharding || comm->size() > 1, "--sharding ", sharding_flag(o),
+               " shards over the data-parallel ranks and needs at least 2; this run has 1 "
+               "(start it with mpirun -np N, or srun)");
+  const train::TrainingFlags flags = image_flags(o);
+  const LabDatasets data = open_dataset(flags);
+  DataLoader loader(data.train, data.train_transform, loader_options(flags, o.batch_size));
+  const SamplerOptions sampler{.dataset_size = data.train->size(), .shuffle = true, .seed = o.seed};
+  const int64_t steps_per_epoch =
+      o.steps_per_epoch > 0
+          ? o.steps_per_epoch
+          : batches_per_epoch(samples_per_rank(sampler, comm->size()), o.batch_size, false);
+  DeviceBatches batches(loader, device, flags.non_blocking,
+                        device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
+  const auto place = [&o](Batch b) {
+    if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
+    return b;
+  };
+
+  const auto model = train::make_classifier(flags, *data.train, device);
+  const double millions = million_parameters(*model);  // before sharding frees the full values
+  parallel::DataParallelModel parallelism(*model, sharded_units(*model), comm,
+                                          data_parallel_options(o));
+  const auto optimizer = optim::make_optimizer(
+      {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
+      parallelism.optimized());
+  const int64_t total_steps = o.epochs * steps_per_epoch;
+  const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
+      optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
+
+  train::LoopHooks hooks;
+  hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
+    batches.start_epoch(distributed_sample(sampler, comm->rank(), comm->size(), epoch), epoch,
+                        first_batch);
+  };
+  hooks.step = [&](train::StepPhases& phases) {
+    phases.start(train::Phase::kLoad);
+    const Batch batch = place(batches.next());
+    phases.start(train::Phase::kForward);
+    const train::ClassifierForward forward =
+        train::classifier_forward(parallelism.net(), batch, flags);
+    phases.start(train::Phase::kBackward);
+    train::classifier_backward(parallelism.net(), forward, batch.labels, flags);
+    parallelism.finish_backward();
+    phases.start(train::Phase::kOptimizer);
+    optimizer->step();
+    parallelism.after_step();
+    return forward.loss.loss;
+  };
+  hooks.validate = [&] {
+    return train::evaluate(parallelism.net(), data.val, data.val_transform, flags, comm->rank(),
+                           comm->size(),
+                           [&](const Batch& host) { return place(batches.place(host)); });
+  };
+  const bool sharded = parallelism.shard_group_size() > 0;
+  nlohmann::json identity = {{"model", o.model}};
+  if (sharded) {
+    identity.update({{"sharding", parallelism.mode_name()},
+                     {"shard_group_size", parallelism.shard_group_size()}});
+  }
+  train::TrainingLoop loop(o,
+                           {.device = device,
+                            .model = model.get(),
+                            .optimizer = optimizer.get(),
+                            .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
+                            .steps_per_epoch = steps_per_epoch,
+                            .global_batch = o.batch_size * comm->size(),
+                            .identity = identity,
+                            .comm = comm.get(),
+                            .rank_state = sharded ? std::function<train::NamedTensors()>([&] {
+                              return train::sharded_training_state(parallelism.optimized(),
+                                                                   *optimizer);
+                            })
+                                                  : nullptr},
+                           hooks);
+  if (!o.resume.empty()) parallelism.after_step();
+  if (comm->rank() == 0) {
+    std::printf(
+        "training %s (%.2fM parameters) on %s, %s: %lld images, batch %lld per rank, "
+        "%lld steps per epoch, %s\n",
+        o.model.c_str(), millions, device.str().c_str(), parallelism.describe().c_str(),
+        static_cast<long long>(data.train->size()), static_cast<long long>(o.batch_size),
+        static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
+    std::fflush(stdout);
+  }
+  const train::LoopResult run = loop.run();
+  return {.steps = run.steps,
+          .last_loss = run.last_loss,
+          .test_accuracy = run.test_accuracy,
+          .timing = run.timing};
+}
+
+}  // namespace day4
