@@ -135,12 +135,13 @@ void run(int argc, char** argv) {
     if (mode.name == "none") ddp_bytes = row.bytes_per_step;
     const double formula = states_formula(mode, psi, n);
     const double estimate = static_cast<double>(
-        parallel::estimate_memory({.model = kModel,
-                                   .batch = batch,
-                                   .compute = mode.param_dtype,
-                                   .sharding = parallel::parse_data_parallel_mode(mode.name),
-                                   .ranks = n,
-                                   .param_dtype = mode.param_dtype})
+        parallel::estimate_memory(
+            {.model = kModel,
+             .batch = batch,
+             .compute = mode.param_dtype,
+             .state = {.sharding = parallel::parse_data_parallel_mode(mode.name),
+                       .ranks = n,
+                       .param_dtype = mode.param_dtype}})
             .total());
     if (lead) {
       std::printf("%-20s %10.1f %10.1f %7.3f %10.1f %10.1f %7.3f %12.2f %6.2f %9.1f\n",

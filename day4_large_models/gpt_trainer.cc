@@ -143,7 +143,8 @@ void print_models(const GptLabOptions& o, int ranks) {
     return;
   }
   const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
-  print_memory_estimate(o, estimated, parallel::estimate_memory(memory_plan(o, estimated)));
+  print_memory_estimate(o, estimated, parallel::estimate_memory(memory_plan(o, estimated)),
+                        nn::gpt_parameter_count(nn::gpt_preset(o.model)));
 }
 
 // Collective (a sharded model gathers its parameters): every rank samples the same tokens; the
@@ -233,7 +234,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   // them, as after an optimizer step, before the first forward uses them.
   if (!o.resume.empty()) parallelism->after_step();
   if (lead) {
-    if (estimate) print_memory_estimate(o, comm->size(), *estimate);
+    if (estimate) {
+      print_memory_estimate(o, comm->size(), *estimate, nn::gpt_parameter_count(config));
+    }
     print_run_header(o, config, device, *parallelism, text, windows, context);
   }
 

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "common/core/error.h"
+#include "common/nn/coatnet.h"
 #include "common/nn/gpt.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
@@ -102,12 +103,15 @@ void validate_image_run(const GptLabOptions& o) {
   COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
                " runs the trainee's ZeRO-1 on the GPT; ", o.model,
                " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
-  COURSE_CHECK(!o.estimate_only && o.throughput_gpus == 0 && o.max_memory_mb == 0,
-               "the memory estimate and the throughput model cover the language models; ", o.model,
+  COURSE_CHECK(o.throughput_gpus == 0, "the throughput model covers the language models; ", o.model,
                " is an image model");
-  COURSE_CHECK(!o.checkpoint_activations && o.accumulate == 1,
-               "--checkpoint-activations and --accumulate run on the language models; ", o.model,
-               " is an image model");
+  COURSE_CHECK(nn::is_coatnet(o.model) || (!o.estimate_only && o.max_memory_mb == 0),
+               "the memory estimate covers the language models and CoAtNet; ", o.model,
+               " is a Vision Transformer");
+  COURSE_CHECK((!o.checkpoint_activations || o.estimate_only) && o.accumulate == 1,
+               "--checkpoint-activations (but for --estimate-only) and --accumulate run on the "
+               "language models; ",
+               o.model, " is an image model");
 }
 
 }  // namespace

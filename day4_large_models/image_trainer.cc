@@ -8,6 +8,7 @@
 #include "common/data/device_batches.h"
 #include "common/data/distributed_sampler.h"
 #include "common/kernels/layout.h"
+#include "common/nn/coatnet.h"
 #include "common/nn/sequential.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
@@ -17,6 +18,7 @@
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
 #include "common/train/training_state.h"
+#include "day4_large_models/memory_report.h"
 
 namespace day4 {
 
@@ -32,20 +34,20 @@ train::TrainingFlags image_flags(const GptLabOptions& o) {
   return flags;
 }
 
-// The Sequential whose children are the sharding units: a ViT's blocks, CoAtNet's stages.
+// The Sequential whose children are the sharding units: the blocks of a ViT or a CoAtNet.
 nn::Sequential& sharded_units(nn::Module& model) {
   for (const nn::Module::Child& child : model.children()) {
-    if (child.name == "blocks" || child.name == "stages") {
+    if (child.name == "blocks") {
       return dynamic_cast<nn::Sequential&>(*child.module);
     }
   }
-  COURSE_FAIL("the image model has no blocks or stages to shard");
+  COURSE_FAIL("the image model has no blocks to shard");
 }
 
-double million_parameters(nn::Module& model) {
+int64_t parameter_count(nn::Module& model) {
   int64_t total = 0;
   for (const nn::Parameter* p : model.parameters()) total += p->value.numel();
-  return total / 1e6;
+  return total;
 }
 
 parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
@@ -57,12 +59,32 @@ parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
           .param_dtype = o.param_dtype};
 }
 
+// The model as a preset describes it (its own channels, classes and image size).
+nn::ModelConfig preset_model(const std::string& name) {
+  const nn::CoatnetConfig c = nn::coatnet_preset(name);
+  return {
+      .name = name, .in_channels = c.in_channels, .num_classes = c.classes, .image_size = c.image};
+}
+
+// --estimate-only: the preset's estimate for --estimate-ranks (0: the run's ranks).
+void print_preset_estimate(const GptLabOptions& o, int ranks) {
+  const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
+  const nn::ModelConfig model = preset_model(o.model);
+  print_memory_estimate(o, estimated,
+                        parallel::estimate_image_memory(image_memory_plan(o, estimated, model)),
+                        nn::coatnet_parameter_count(nn::coatnet_preset(o.model)));
+}
+
 }  // namespace
 
 ImageLabResult run_image_lab(const GptLabOptions& o) {
   validate(o);
   const auto comm = parallel::Communicator::world();
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
+  if (o.estimate_only) {
+    if (comm->rank() == 0) print_preset_estimate(o, comm->size());
+    return {};
+  }
   COURSE_CHECK(!o.sharding || comm->size() > 1, "--sharding ", sharding_flag(o),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
                "(start it with mpirun -np N, or srun)");
@@ -81,8 +103,19 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     return b;
   };
 
+  // CoAtNet's memory estimate, once per run, for the lab's images.
+  const int64_t resident = device_allocator(device).stats().allocated;  // the images, on the CPU
+  std::optional<parallel::MemoryEstimate> estimate;
+  if (nn::is_coatnet(o.model)) {
+    const nn::ModelConfig model{.name = o.model,
+                                .in_channels = data.train->channels(),
+                                .num_classes = data.train->num_classes(),
+                                .image_size = flags.image_size};
+    estimate = parallel::estimate_image_memory(image_memory_plan(o, comm->size(), model));
+    enforce_memory_budget(o, comm->size(), *estimate, device);
+  }
   const auto model = train::make_classifier(flags, *data.train, device);
-  const double millions = million_parameters(*model);  // before sharding frees the full values
+  const int64_t parameters = parameter_count(*model);  // before sharding frees the full values
   parallel::DataParallelModel parallelism(*model, sharded_units(*model), comm,
                                           data_parallel_options(o));
   const auto optimizer = optim::make_optimizer(
@@ -139,15 +172,19 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                            hooks);
   if (!o.resume.empty()) parallelism.after_step();
   if (comm->rank() == 0) {
+    if (estimate) print_memory_estimate(o, comm->size(), *estimate, parameters);
     std::printf(
         "training %s (%.2fM parameters) on %s, %s: %lld images, batch %lld per rank, "
         "%lld steps per epoch, %s\n",
-        o.model.c_str(), millions, device.str().c_str(), parallelism.describe().c_str(),
+        o.model.c_str(), parameters / 1e6, device.str().c_str(), parallelism.describe().c_str(),
         static_cast<long long>(data.train->size()), static_cast<long long>(o.batch_size),
         static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
     std::fflush(stdout);
   }
   const train::LoopResult run = loop.run();
+  if (comm->rank() == 0 && run.steps > 0 && estimate) {
+    print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
+  }
   return {.steps = run.steps,
           .last_loss = run.last_loss,
           .test_accuracy = run.test_accuracy,

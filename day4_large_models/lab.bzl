@@ -11,6 +11,7 @@ def day4_lab(check_tags = []):
             "//common/parallel",
             "//common/parallel:ddp",
             "//common/parallel:language_model",
+            "//common/parallel:image_memory_estimate",
             "//common/parallel:memory_estimate",
             "//common/parallel:pipeline",
             "//common/parallel:tensor_parallel",

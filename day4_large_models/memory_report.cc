@@ -11,19 +11,23 @@ namespace day4 {
 
 using namespace course;
 
-parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
-  return {.model = nn::gpt_preset(o.model),
-          .batch = o.batch_size,
-          .context = o.context,
-          .compute = o.amp ? o.amp_dtype : DType::kF32,
-          .checkpoint_activations = o.checkpoint_activations,
-          .optimizer = o.optimizer,
+parallel::StatePlan state_plan(const GptLabOptions& o, int ranks) {
+  return {.optimizer = o.optimizer,
           .sharding = o.exercise_zero1 ? parallel::Sharding::kZero1 : o.sharding,
           .ranks = ranks,
           .shard_group_size = o.shard_group_size,
           .cpu_offload = o.cpu_offload,
           .param_dtype = o.param_dtype,
           .backward_prefetch = o.backward_prefetch == parallel::BackwardPrefetch::kPre};
+}
+
+parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
+  return {.model = nn::gpt_preset(o.model),
+          .batch = o.batch_size,
+          .context = o.context,
+          .compute = o.amp ? o.amp_dtype : DType::kF32,
+          .checkpoint_activations = o.checkpoint_activations,
+          .state = state_plan(o, ranks)};
 }
 
 namespace {
@@ -51,11 +55,19 @@ std::string parameter_count(int64_t psi) {
 
 }  // namespace
 
+parallel::ImageMemoryPlan image_memory_plan(const GptLabOptions& o, int ranks,
+                                            const nn::ModelConfig& model) {
+  return {.model = model,
+          .batch = o.batch_size,
+          .compute = o.amp ? o.amp_dtype : DType::kF32,
+          .checkpoint_activations = o.checkpoint_activations,
+          .state = state_plan(o, ranks)};
+}
+
 void print_memory_estimate(const GptLabOptions& o, int ranks,
-                           const parallel::MemoryEstimate& estimate) {
+                           const parallel::MemoryEstimate& estimate, int64_t psi) {
   std::printf("memory per rank, estimated (%s):\n%s", run_name(o, ranks).c_str(),
               parallel::describe(estimate).c_str());
-  const int64_t psi = nn::gpt_parameter_count(nn::gpt_preset(o.model));
   std::printf("  ZeRO paper, mixed-precision Adam, %s parameters on %d rank(s):",
               parameter_count(psi).c_str(), ranks);
   for (int stage = 0; stage <= 3; ++stage) {

@@ -1,21 +1,28 @@
-// The GPT lab's memory estimate (common/parallel/memory_estimate.h) for its flags: printed per
+// The day-4 lab's memory estimate (common/parallel/memory_estimate.h, image_memory_estimate.h)
+// for its flags: printed per
 // rank before a run, alone with --estimate-only (any preset, any number of ranks, next to the
 // ZeRO paper's formulas), and the --max-memory-mb budget: a run estimated above it is refused
 // before anything is allocated, and the allocator is capped there.
 #pragma once
 
+#include "common/parallel/image_memory_estimate.h"
 #include "common/parallel/memory_estimate.h"
 #include "common/tensor/device.h"
 #include "day4_large_models/gpt_options.h"
 
 namespace day4 {
 
+// How the run's data-parallel mode holds the model's state on `ranks` ranks.
+course::parallel::StatePlan state_plan(const GptLabOptions& options, int ranks);
 course::parallel::MemoryPlan memory_plan(const GptLabOptions& options, int ranks);
+// An image model's (`model`: its name, channels, classes and image size).
+course::parallel::ImageMemoryPlan image_memory_plan(const GptLabOptions& options, int ranks,
+                                                    const course::nn::ModelConfig& model);
 
-// The run's `estimate` (of memory_plan(options, ranks), computed once per run) as a table, and
-// the ZeRO paper's figures for the model's preset.
+// The run's `estimate` (computed once per run) as a table, and the ZeRO paper's figures for the
+// model's `parameters`.
 void print_memory_estimate(const GptLabOptions& options, int ranks,
-                           const course::parallel::MemoryEstimate& estimate);
+                           const course::parallel::MemoryEstimate& estimate, int64_t parameters);
 
 // After a run: the allocator's measured peak against the estimate plus what was allocated
 // before the model (`resident`: on the CPU, the text).

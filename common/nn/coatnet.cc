@@ -6,7 +6,6 @@
 #include "common/core/error.h"
 #include "common/kernels/relative_position.h"
 #include "common/nn/coatnet_blocks.h"
-#include "common/nn/sequential.h"
 #include "common/nn/vit_tokens.h"
 
 namespace course::nn {
@@ -157,28 +156,41 @@ int64_t coatnet_min_image(const CoatnetConfig& config) {
   COURSE_FAIL(c.name, " takes no image up to 4096 px");
 }
 
-ModulePtr make_coatnet(const CoatnetConfig& c, std::mt19937& rng, Device device) {
+ModelPieces coatnet_pieces(const CoatnetConfig& c) {
   check_config(c);
-  auto stages = std::make_unique<Sequential>();
-  std::vector<std::unique_ptr<Sequential>> built(c.stages.size());
+  ModelPieces pieces{.sample = {c.in_channels, c.image, c.image},
+                     .stem = {"stem",
+                              [c](std::mt19937& rng, Device device) {
+                                return coatnet_stem(c.in_channels, c.stem, rng, device);
+                              }},
+                     .blocks = {},
+                     .head = {"head", [c](std::mt19937& rng, Device device) {
+                                return coatnet_head(c.stages.back().channels, c.classes, rng,
+                                                    device);
+                              }}};
+  bool in_tokens = false;
   for_each_block(c, [&](const CoatnetStage& s, const BlockWidths& b, int64_t side) {
-    auto& stage = built[&s - c.stages.data()];
-    if (!stage) stage = std::make_unique<Sequential>();
-    stage->add(s.attention ? relative_transformer_block(b, side, side, c.head_dim, rng, device)
-                           : mbconv_block(b, rng, device));
-  });
-  for (size_t s = 0; s < built.size(); ++s) {
-    if (c.stages[s].attention && (s == 0 || !c.stages[s - 1].attention)) {
-      const int64_t width = s == 0 ? c.stem : c.stages[s - 1].channels;
-      stages->add(std::make_unique<PatchTokens>(width, device, /*with_bias=*/false), "to_tokens");
+    if (s.attention && !in_tokens) {
+      pieces.blocks.push_back({"to_tokens", [b](std::mt19937&, Device device) -> ModulePtr {
+                                 return std::make_unique<PatchTokens>(b.in, device, false);
+                               }});
+      in_tokens = true;
     }
-    stages->add(std::move(built[s]), "s" + std::to_string(s + 1));
-  }
-  auto net = std::make_unique<Sequential>();
-  net->add(coatnet_stem(c.in_channels, c.stem, rng, device), "stem");
-  net->add(std::move(stages), "stages");
-  net->add(coatnet_head(c.stages.back().channels, c.classes, rng, device), "head");
-  return net;
+    const std::string key = std::string(s.attention ? "transformer " : "mbconv ") +
+                            std::to_string(b.in) + "->" + std::to_string(b.out) + " at " +
+                            std::to_string(side) + (b.downsample ? ", halved" : "");
+    const int64_t head_dim = c.head_dim;
+    pieces.blocks.push_back({key, [s, b, side, head_dim](std::mt19937& rng, Device device) {
+                               return s.attention ? relative_transformer_block(
+                                                        b, side, side, head_dim, rng, device)
+                                                  : mbconv_block(b, rng, device);
+                             }});
+  });
+  return pieces;
+}
+
+ModulePtr make_coatnet(const CoatnetConfig& c, std::mt19937& rng, Device device) {
+  return assemble(coatnet_pieces(c), rng, device);
 }
 
 }  // namespace course::nn

@@ -6,8 +6,9 @@
 // Presets: the paper's CoAtNet-0 to CoAtNet-7 at 224 px with ImageNet's 1,000 classes (Table 3
 // and Table 14's widths and depths; for counts and memory), and coatnet-micro (a 16-wide stem,
 // MBConv 32 and 48, transformers 64 and 96 with 32-wide heads), which trains on Fashion-MNIST's
-// 28 px images on a CPU. Names: stem.*, stages.s<k>.<b>.* (the blocks', k from 1 as the paper's
-// S1..), head.*.
+// 28 px images on a CPU. The blocks of every stage are one Sequential, "blocks", the
+// token conversion before the first transformer block among them, so each block can be a unit
+// of sharded data parallelism. Names: stem.*, blocks.<i>.* (the blocks'), head.*.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/nn/model_pieces.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -42,6 +44,9 @@ int64_t coatnet_parameter_count(const CoatnetConfig& config);
 
 // The smallest image side the config's stages can take.
 int64_t coatnet_min_image(const CoatnetConfig& config);
+
+// The stem, the blocks (the token conversion among them) and the head, each buildable alone.
+ModelPieces coatnet_pieces(const CoatnetConfig& config);
 
 // Throws one message for a shape the model cannot take (an image too small or odd where an
 // MBConv stage halves it, a width not a multiple of the heads' width, a size not positive).

@@ -91,16 +91,21 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
     return make_vit(vit, rng, device);
   }
   if (is_coatnet(config.name)) {
-    CoatnetConfig coatnet = coatnet_preset(config.name);
-    coatnet.in_channels = config.in_channels;
-    coatnet.classes = config.num_classes;
-    if (config.image_size > 0) coatnet.image = config.image_size;
     std::mt19937 rng(config.seed);
-    return make_coatnet(coatnet, rng, device);
+    return assemble(model_pieces(config), rng, device);
   }
   std::string known;
   for (const auto& name : model_names()) known += (known.empty() ? "" : ", ") + name;
   COURSE_FAIL("unknown model '", config.name, "' (known: ", known, ")");
+}
+
+ModelPieces model_pieces(const ModelConfig& config) {
+  COURSE_CHECK(is_coatnet(config.name), "the model in pieces is CoAtNet's, not ", config.name);
+  CoatnetConfig coatnet = coatnet_preset(config.name);
+  coatnet.in_channels = config.in_channels;
+  coatnet.classes = config.num_classes;
+  if (config.image_size > 0) coatnet.image = config.image_size;
+  return coatnet_pieces(coatnet);
 }
 
 int64_t min_image_size(const std::string& name) {

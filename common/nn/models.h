@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/nn/model_pieces.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -31,6 +32,9 @@ const std::vector<std::string>& model_names();
 
 // Throws course::Error for an unknown name (listing the known ones).
 ModulePtr make_model(const ModelConfig& config, Device device);
+
+// The model's pieces (model_pieces.h), each buildable alone: CoAtNet's (throws for the others).
+ModelPieces model_pieces(const ModelConfig& config);
 
 // The smallest input side the model accepts (its total downsampling must leave 1 pixel; a
 // Vision Transformer's one patch; CoAtNet's halvings a map of at least 1x1, even where MBConv

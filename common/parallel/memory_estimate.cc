@@ -21,11 +21,7 @@ namespace {
 
 constexpr int64_t kF32 = 4;
 
-// What the caching allocator hands out for `count` tensors of `bytes` each: its blocks are
-// rounded up (common/tensor/allocator.h), which matters for small models.
-int64_t blocks(int64_t count, int64_t bytes) {
-  return count * static_cast<int64_t>(CachingAllocator::rounded_size(static_cast<size_t>(bytes)));
-}
+int64_t blocks(int64_t count, int64_t bytes) { return allocator_bytes(count, bytes); }
 
 int64_t padded(int64_t numel, int ranks) { return (numel + ranks - 1) / ranks * ranks; }
 
@@ -33,33 +29,29 @@ int64_t sum(const std::vector<int64_t>& numels) {
   return std::accumulate(numels.begin(), numels.end(), int64_t{0});
 }
 
-// The element counts of a GPT's parameters in parameters() order: the root's (the
-// embeddings, then `after_blocks` of them after the blocks) and each block's. GPT-2: wte, wpe,
-// each block's ln_1, c_attn, attention c_proj, ln_2, c_fc, MLP c_proj (weight then bias), the
-// final LayerNorm (the output layer's weight is the token embedding). Llama: wte, each block's
-// attention_norm, wqkv, wo, ffn_norm, w13, w2, the final RMSNorm, and lm_head when untied.
-struct GptParameters {
-  std::vector<int64_t> root, block;
-  int after_blocks;
-};
-
-GptParameters gpt_parameters(const nn::GptConfig& m) {
+// The element counts of a GPT's parameters in parameters() order: the embeddings before the
+// blocks, each block's, the rest after. GPT-2: wte, wpe, each block's ln_1, c_attn, attention
+// c_proj, ln_2, c_fc, MLP c_proj (weight then bias), the final LayerNorm (the output layer's
+// weight is the token embedding). Llama: wte, each block's attention_norm, wqkv, wo, ffn_norm,
+// w13, w2, the final RMSNorm, and lm_head when untied.
+ParameterLayout gpt_parameters(const nn::GptConfig& m) {
   const int64_t c = m.channels;
+  std::vector<int64_t> block;
+  ParameterLayout p;
   if (m.llama()) {
     const int64_t f = m.feed_forward_width();
     const int64_t qkv = (m.heads + 2 * m.key_value_heads()) * m.head_dim();
-    GptParameters p{.root = {m.vocabulary * c, c},
-                    .block = {c, qkv * c, c * c, c, 2 * f * c, f * c},
-                    .after_blocks = 1};
-    if (!m.tied_head) {
-      p.root.push_back(m.vocabulary * c);
-      p.after_blocks = 2;
-    }
-    return p;
+    p.before = {m.vocabulary * c};
+    block = {c, qkv * c, c * c, c, 2 * f * c, f * c};
+    p.after = {c};
+    if (!m.tied_head) p.after.push_back(m.vocabulary * c);
+  } else {
+    p.before = {m.vocabulary * c, m.context * c};
+    block = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c};
+    p.after = {c, c};
   }
-  return {.root = {m.vocabulary * c, m.context * c, c, c},
-          .block = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c},
-          .after_blocks = 2};
+  p.units.assign(m.layers, block);
+  return p;
 }
 
 struct Sizes {
@@ -123,25 +115,29 @@ void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
   e.activation_layers = std::move(per_layer);
 }
 
-// Parameters, gradients, optimizer states and communication buffers of each mode.
-void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
-  const GptParameters gpt = gpt_parameters(p.model);
-  const int64_t layers = p.model.layers;
+}  // namespace
+
+int64_t allocator_bytes(int64_t count, int64_t bytes) {
+  return count * static_cast<int64_t>(CachingAllocator::rounded_size(static_cast<size_t>(bytes)));
+}
+
+void add_model_state(const StatePlan& p, const ParameterLayout& layout, MemoryEstimate& e) {
   const int64_t states = optimizer_states_per_parameter(p.optimizer);
+  const int64_t units = static_cast<int64_t>(layout.units.size());
   if (!p.sharding) {
-    // Every parameter its own value, gradient and states.
+    // Every parameter its own value, gradient and states; DDP's buckets hold every gradient.
+    std::vector<int64_t> bytes;
+    for (int64_t numel : layout.before) bytes.push_back(kF32 * numel);
+    for (const std::vector<int64_t>& unit : layout.units) {
+      for (int64_t numel : unit) bytes.push_back(kF32 * numel);
+    }
+    for (int64_t numel : layout.after) bytes.push_back(kF32 * numel);
     int64_t each = 0;
-    for (int64_t numel : gpt.root) each += blocks(1, kF32 * numel);
-    for (int64_t numel : gpt.block) each += layers * blocks(1, kF32 * numel);
+    for (int64_t b : bytes) each += blocks(1, b);
     e.parameters = each;
     e.gradients = each;
     e.optimizer_states = states * each;
-    if (p.ranks > 1) {  // DDP's buckets hold every gradient
-      std::vector<int64_t> bytes;
-      for (int64_t numel : gpt.root) bytes.push_back(kF32 * numel);
-      for (int64_t l = 0; l < layers; ++l) {
-        for (int64_t numel : gpt.block) bytes.insert(bytes.end() - gpt.after_blocks, kF32 * numel);
-      }
+    if (p.ranks > 1) {
       for (const std::vector<size_t>& bucket :
            plan_gradient_buckets(bytes, p.bucket_bytes, p.first_bucket_bytes)) {
         int64_t bucket_bytes = 0;
@@ -151,25 +147,31 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
     }
     return;
   }
-  const Sharding sharding = *p.sharding;
-  const ShardingPolicy policy = policy_of(sharding);
+  const ShardingPolicy policy = policy_of(*p.sharding);
   // One copy of the model is cut over the shard group (hybrid-shard, no-shard: not every rank).
-  const int n = shard_group_size({.sharding = sharding, .shard_group_size = p.shard_group_size},
+  const int n = shard_group_size({.sharding = *p.sharding, .shard_group_size = p.shard_group_size},
                                  p.ranks, p.ranks);
-  const int64_t root = padded(sum(gpt.root), n), block = padded(sum(gpt.block), n);
-  // Full values: ZeRO-3 holds the root, the block being backed up and the one prefetched
-  // (before its gradients: BACKWARD_PRE);
-  // the others hold every unit during the step.
-  const int64_t gathered = policy.reshard_after_forward
-                               ? std::min<int64_t>(layers, 1 + (p.backward_prefetch ? 1 : 0))
-                               : layers;
-  // Each unit's shard: master values, gradient and optimizer states.
-  const int64_t shards = blocks(1, kF32 * root / n) + layers * blocks(1, kF32 * block / n);
+  const int64_t root = padded(sum(layout.before) + sum(layout.after), n);
+  std::vector<int64_t> unit(units);
+  for (int64_t u = 0; u < units; ++u) unit[u] = padded(sum(layout.units[u]), n);
   const int64_t value_bytes = static_cast<int64_t>(dtype_size(p.param_dtype));
-  e.parameters = blocks(1, value_bytes * root) + gathered * blocks(1, value_bytes * block);
-  // Full gradients: ZeRO-1 keeps all of them; the others the root's and one block's at a time.
-  const int64_t full_gradient_blocks = policy.keep_full_gradients ? layers : 1;
-  e.gradients = blocks(1, kF32 * root) + full_gradient_blocks * blocks(1, kF32 * block);
+  // Full values: ZeRO-3 holds the root, the unit being backed up and the one prefetched (before
+  // its gradients: BACKWARD_PRE), the largest such pair; the others hold every unit.
+  const int64_t window = policy.reshard_after_forward ? 1 + (p.backward_prefetch ? 1 : 0) : units;
+  int64_t gathered = 0, largest = 0, shards = blocks(1, kF32 * root / n), all_units = 0;
+  for (int64_t u = 0; u < units; ++u) {
+    int64_t held = 0;
+    for (int64_t v = u; v < std::min(units, u + window); ++v)
+      held += blocks(1, value_bytes * unit[v]);
+    gathered = std::max(gathered, held);
+    largest = std::max(largest, unit[u]);
+    shards += blocks(1, kF32 * unit[u] / n);  // each unit's shard: its master values
+    all_units += blocks(1, kF32 * unit[u]);
+  }
+  e.parameters = blocks(1, value_bytes * root) + gathered;
+  // Full gradients: ZeRO-1 keeps all of them; the others the root's and one unit's at a time.
+  e.gradients =
+      blocks(1, kF32 * root) + (policy.keep_full_gradients ? all_units : blocks(1, kF32 * largest));
   if (p.cpu_offload) {
     e.offloaded = (2 + states) * shards;
   } else {
@@ -177,11 +179,9 @@ void add_model_state(const MemoryPlan& p, MemoryEstimate& e) {
     e.gradients += shards;
     e.optimizer_states = states * shards;
   }
-  // The reduce-scatter outputs in flight: the root's and a block's.
-  e.communication = blocks(1, kF32 * root / n) + blocks(1, kF32 * block / n);
+  // The reduce-scatter outputs in flight: the root's and a unit's.
+  e.communication = blocks(1, kF32 * root / n) + blocks(1, kF32 * largest / n);
 }
-
-}  // namespace
 
 int64_t MemoryEstimate::total() const {
   return parameters + gradients + optimizer_states + activations + communication + temporaries;
@@ -194,10 +194,10 @@ int optimizer_states_per_parameter(const std::string& optimizer) {
 }
 
 MemoryEstimate estimate_memory(const MemoryPlan& plan) {
-  COURSE_CHECK(plan.ranks >= 1 && plan.batch >= 1, "a memory estimate needs ranks and batch >= 1");
+  COURSE_CHECK(plan.state.ranks >= 1 && plan.batch >= 1, "a memory estimate needs ranks and batch >= 1");
   const Sizes z = sizes_of(plan);
   MemoryEstimate e;
-  add_model_state(plan, e);
+  add_model_state(plan.state, gpt_parameters(plan.model), e);
   add_activations(plan, z, e);
   // Alive with everything above while the last block's MLP is backed up: the loss's f32
   // gradient (and its cast to the compute dtype), the residual stream's gradient (and its

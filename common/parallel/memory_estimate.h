@@ -21,21 +21,27 @@
 
 namespace course::parallel {
 
-struct MemoryPlan {
-  nn::GptConfig model;
-  int64_t batch = 1;            // sequences per rank and micro-batch
-  int64_t context = 0;          // tokens per sequence (0: the model's context)
-  DType compute = DType::kF32;  // autocast's dtype (f32: no autocast)
-  bool checkpoint_activations = false;
+// How a data-parallel mode holds a model's state (parameters, gradients, optimizer states,
+// buffers), whatever the model.
+struct StatePlan {
   std::string optimizer = "adamw";
   std::optional<Sharding> sharding;  // none: one process or DDP (sharding.h)
   int ranks = 1;
   int shard_group_size = 0;         // hybrid-shard's (0: every rank, as if on one node)
   bool cpu_offload = false;         // shards and optimizer states in host memory
   DType param_dtype = DType::kF32;  // sharded modes' gathered values (16-bit: mixed precision)
-  bool backward_prefetch = true;    // pre: the previous block gathered while this one computes
+  bool backward_prefetch = true;    // pre: the previous unit gathered while this one computes
   int64_t bucket_bytes = kBucketCapBytes;  // DDP's buckets (bucket_plan.h)
   int64_t first_bucket_bytes = kFirstBucketCapBytes;
+};
+
+struct MemoryPlan {
+  nn::GptConfig model;
+  int64_t batch = 1;            // sequences per rank and micro-batch
+  int64_t context = 0;          // tokens per sequence (0: the model's context)
+  DType compute = DType::kF32;  // autocast's dtype (f32: no autocast)
+  bool checkpoint_activations = false;
+  StatePlan state;
 };
 
 struct MemoryEstimate {
@@ -52,6 +58,21 @@ struct MemoryEstimate {
 };
 
 MemoryEstimate estimate_memory(const MemoryPlan& plan);
+
+// A model's parameters as the data-parallel modes hold them: the element counts of the root's
+// parameters (before and after the sharding units) and of each unit's, in parameters() order.
+struct ParameterLayout {
+  std::vector<int64_t> before, after;
+  std::vector<std::vector<int64_t>> units;
+};
+
+// Fills the parameters, gradients, optimizer states and communication buffers of `layout`
+// under `state`'s mode.
+void add_model_state(const StatePlan& state, const ParameterLayout& layout, MemoryEstimate& e);
+
+// What the caching allocator hands out for `count` tensors of `bytes` each: its blocks are
+// rounded up (common/tensor/allocator.h), which matters for small models.
+int64_t allocator_bytes(int64_t count, int64_t bytes);
 
 // The optimizer's f32 states per parameter: sgd (momentum) 1, adamw and lamb 2, lars 1.
 int optimizer_states_per_parameter(const std::string& optimizer);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/kernels/elementwise.h"
+#include "common/nn/coatnet.h"
 #include "common/nn/vit.h"
 #include "common/testing/parameter_values.h"
 
@@ -36,6 +37,7 @@ TEST(Models, SmallNetworksParametersCountedByHand) {
 TEST(Models, ForwardShapesAndSeededWeights) {
   for (const std::string& name : model_names()) {
     if (is_vit(name) && vit_parameter_count(vit_preset(name)) > 100'000'000) continue;
+    if (is_coatnet(name) && coatnet_parameter_count(coatnet_preset(name)) > 30'000'000) continue;
     const int64_t side = min_image_size(name);
     const ModelConfig config{
         .name = name, .in_channels = 1, .num_classes = 7, .seed = 5, .image_size = side};

@@ -100,13 +100,14 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
                                    {"zero3", DType::kBF16, false, DType::kBF16, &kLlama}};
   for (const Case& c : cases) {
     const int64_t measured = measured_peak(c);
-    const MemoryEstimate estimate = estimate_memory({.model = *c.model,
-                                                     .batch = kBatch,
-                                                     .compute = c.compute,
-                                                     .checkpoint_activations = c.checkpoint,
-                                                     .sharding = parse_data_parallel_mode(c.mode),
-                                                     .ranks = ranks,
-                                                     .param_dtype = c.param_dtype});
+    const MemoryEstimate estimate =
+        estimate_memory({.model = *c.model,
+                         .batch = kBatch,
+                         .compute = c.compute,
+                         .checkpoint_activations = c.checkpoint,
+                         .state = {.sharding = parse_data_parallel_mode(c.mode),
+                                   .ranks = ranks,
+                                   .param_dtype = c.param_dtype}});
     const double ratio = static_cast<double>(estimate.total()) / measured;
     std::printf("%-28s ranks %d: estimated %.2f MiB, measured %.2f MiB (%.3f)\n",
                 describe(c).c_str(), ranks, estimate.total() / 1048576.0, measured / 1048576.0,

@@ -115,13 +115,13 @@ Batch vit_batch(int64_t step) {
 }
 
 // coatnet-micro on 16 px images of 3 channels (stem to 8x8, MBConv to 4x4, transformers at 4x4
-// and pooled to 2x2), units = its stem, each stage and the head: stages of very unequal size.
+// and pooled to 2x2), units = its stem, each block and the head: blocks of very unequal size.
 Subject coatnet_subject() {
   nn::ModulePtr net = nn::make_model(
       {.name = "coatnet-micro", .in_channels = 3, .num_classes = 10, .seed = 5, .image_size = 16},
       Device::cpu());
-  auto* stages = dynamic_cast<nn::Sequential*>(net->children()[1].module);
-  return {std::move(net), stages, 10};
+  auto* blocks = dynamic_cast<nn::Sequential*>(net->children()[1].module);
+  return {std::move(net), blocks, 10};
 }
 
 Batch coatnet_batch(int64_t step) {
