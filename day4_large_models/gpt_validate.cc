@@ -3,7 +3,6 @@
 #include <string_view>
 
 #include "common/core/error.h"
-#include "common/nn/coatnet.h"
 #include "common/nn/gpt.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
@@ -105,9 +104,6 @@ void validate_image_run(const GptLabOptions& o) {
                " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
   COURSE_CHECK(o.throughput_gpus == 0, "the throughput model covers the language models; ", o.model,
                " is an image model");
-  COURSE_CHECK(nn::is_coatnet(o.model) || (!o.estimate_only && o.max_memory_mb == 0),
-               "the memory estimate covers the language models and CoAtNet; ", o.model,
-               " is a Vision Transformer");
   COURSE_CHECK((!o.checkpoint_activations || o.estimate_only) && o.accumulate == 1,
                "--checkpoint-activations (but for --estimate-only) and --accumulate run on the "
                "language models; ",

@@ -10,6 +10,7 @@
 #include "common/kernels/layout.h"
 #include "common/nn/coatnet.h"
 #include "common/nn/sequential.h"
+#include "common/nn/vit.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/data_parallel_model.h"
@@ -59,20 +60,35 @@ parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
           .param_dtype = o.param_dtype};
 }
 
-// The model as a preset describes it (its own channels, classes and image size).
-nn::ModelConfig preset_model(const std::string& name) {
+// The model as a preset describes it (its own channels, classes and image size), and its
+// parameter count.
+struct Preset {
+  nn::ModelConfig model;
+  int64_t parameters;
+};
+
+Preset preset(const std::string& name) {
+  if (nn::is_vit(name)) {
+    const nn::VitConfig c = nn::vit_preset(name);
+    return {{.name = name,
+             .in_channels = c.in_channels,
+             .num_classes = c.classes,
+             .image_size = c.image},
+            nn::vit_parameter_count(c)};
+  }
   const nn::CoatnetConfig c = nn::coatnet_preset(name);
   return {
-      .name = name, .in_channels = c.in_channels, .num_classes = c.classes, .image_size = c.image};
+      {.name = name, .in_channels = c.in_channels, .num_classes = c.classes, .image_size = c.image},
+      nn::coatnet_parameter_count(c)};
 }
 
 // --estimate-only: the preset's estimate for --estimate-ranks (0: the run's ranks).
 void print_preset_estimate(const GptLabOptions& o, int ranks) {
   const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
-  const nn::ModelConfig model = preset_model(o.model);
+  const Preset p = preset(o.model);
   print_memory_estimate(o, estimated,
-                        parallel::estimate_image_memory(image_memory_plan(o, estimated, model)),
-                        nn::coatnet_parameter_count(nn::coatnet_preset(o.model)));
+                        parallel::estimate_image_memory(image_memory_plan(o, estimated, p.model)),
+                        p.parameters);
 }
 
 }  // namespace
@@ -103,17 +119,15 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     return b;
   };
 
-  // CoAtNet's memory estimate, once per run, for the lab's images.
+  // The memory estimate, once per run, for the lab's images.
   const int64_t resident = device_allocator(device).stats().allocated;  // the images, on the CPU
-  std::optional<parallel::MemoryEstimate> estimate;
-  if (nn::is_coatnet(o.model)) {
-    const nn::ModelConfig model{.name = o.model,
-                                .in_channels = data.train->channels(),
-                                .num_classes = data.train->num_classes(),
-                                .image_size = flags.image_size};
-    estimate = parallel::estimate_image_memory(image_memory_plan(o, comm->size(), model));
-    enforce_memory_budget(o, comm->size(), *estimate, device);
-  }
+  const nn::ModelConfig model_config{.name = o.model,
+                                     .in_channels = data.train->channels(),
+                                     .num_classes = data.train->num_classes(),
+                                     .image_size = flags.image_size};
+  const parallel::MemoryEstimate estimate =
+      parallel::estimate_image_memory(image_memory_plan(o, comm->size(), model_config));
+  enforce_memory_budget(o, comm->size(), estimate, device);
   const auto model = train::make_classifier(flags, *data.train, device);
   const int64_t parameters = parameter_count(*model);  // before sharding frees the full values
   parallel::DataParallelModel parallelism(*model, sharded_units(*model), comm,
@@ -172,7 +186,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                            hooks);
   if (!o.resume.empty()) parallelism.after_step();
   if (comm->rank() == 0) {
-    if (estimate) print_memory_estimate(o, comm->size(), *estimate, parameters);
+    print_memory_estimate(o, comm->size(), estimate, parameters);
     std::printf(
         "training %s (%.2fM parameters) on %s, %s: %lld images, batch %lld per rank, "
         "%lld steps per epoch, %s\n",
@@ -182,8 +196,8 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     std::fflush(stdout);
   }
   const train::LoopResult run = loop.run();
-  if (comm->rank() == 0 && run.steps > 0 && estimate) {
-    print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
+  if (comm->rank() == 0 && run.steps > 0) {
+    print_measured_against_estimate(estimate, device, run.timing.max_memory_allocated, resident);
   }
   return {.steps = run.steps,
           .last_loss = run.last_loss,

@@ -82,15 +82,7 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
     return resnet<BasicBlock>(config, {2, 2, 2, 2}, false, device);
   if (config.name == "resnet18") return resnet<BasicBlock>(config, {2, 2, 2, 2}, true, device);
   if (config.name == "resnet50") return resnet<Bottleneck>(config, {3, 4, 6, 3}, true, device);
-  if (is_vit(config.name)) {
-    VitConfig vit = vit_preset(config.name);
-    vit.in_channels = config.in_channels;
-    vit.classes = config.num_classes;
-    if (config.image_size > 0) vit.image = config.image_size;
-    std::mt19937 rng(config.seed);
-    return make_vit(vit, rng, device);
-  }
-  if (is_coatnet(config.name)) {
+  if (is_vit(config.name) || is_coatnet(config.name)) {
     std::mt19937 rng(config.seed);
     return assemble(model_pieces(config), rng, device);
   }
@@ -100,7 +92,15 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
 }
 
 ModelPieces model_pieces(const ModelConfig& config) {
-  COURSE_CHECK(is_coatnet(config.name), "the model in pieces is CoAtNet's, not ", config.name);
+  if (is_vit(config.name)) {
+    VitConfig vit = vit_preset(config.name);
+    vit.in_channels = config.in_channels;
+    vit.classes = config.num_classes;
+    if (config.image_size > 0) vit.image = config.image_size;
+    return vit_pieces(vit);
+  }
+  COURSE_CHECK(is_coatnet(config.name), "the models in pieces are ViT's and CoAtNet's, not ",
+               config.name);
   CoatnetConfig coatnet = coatnet_preset(config.name);
   coatnet.in_channels = config.in_channels;
   coatnet.classes = config.num_classes;

@@ -33,7 +33,8 @@ const std::vector<std::string>& model_names();
 // Throws course::Error for an unknown name (listing the known ones).
 ModulePtr make_model(const ModelConfig& config, Device device);
 
-// The model's pieces (model_pieces.h), each buildable alone: CoAtNet's (throws for the others).
+// The model's pieces (model_pieces.h), each buildable alone: a ViT's or a CoAtNet's (throws for
+// the others).
 ModelPieces model_pieces(const ModelConfig& config);
 
 // The smallest input side the model accepts (its total downsampling must leave 1 pixel; a

@@ -42,7 +42,9 @@ int64_t vit_parameter_count(const VitConfig& c) {
   return embedding + c.layers * block + 2 * ch + ch * c.classes + c.classes;
 }
 
-ModulePtr make_vit(const VitConfig& c, std::mt19937& rng, Device device) {
+namespace {
+
+void check_config(const VitConfig& c) {
   COURSE_CHECK(c.image > 0 && c.patch > 0 && c.layers > 0 && c.heads > 0 && c.channels > 0 &&
                    c.in_channels > 0 && c.classes > 0,
                c.name, ": a size is not positive");
@@ -50,32 +52,56 @@ ModulePtr make_vit(const VitConfig& c, std::mt19937& rng, Device device) {
                c.image, "-px image");
   COURSE_CHECK(c.channels % c.heads == 0, c.name, ": ", c.channels, " channels do not split into ",
                c.heads, " heads");
+}
+
+ModulePtr vit_stem(const VitConfig& c, std::mt19937& rng, Device device) {
   auto patch_embed = std::make_unique<Sequential>();
   patch_embed->add(std::make_unique<Conv2d>(c.in_channels, c.channels, c.patch,
                                             Conv2dShape{.stride = c.patch}, rng, device),
                    "proj");
   patch_embed->add(std::make_unique<PatchTokens>(c.channels, device), "tokens");
-  auto net = std::make_unique<Sequential>();
-  net->add(std::move(patch_embed), "patch_embed");
-  net->add(std::make_unique<ClassToken>(c.patches(), c.channels, rng, device), "embed");
-  auto blocks = std::make_unique<Sequential>();
+  auto stem = std::make_unique<Sequential>();
+  stem->add(std::move(patch_embed), "patch_embed");
+  stem->add(std::make_unique<ClassToken>(c.patches(), c.channels, rng, device), "embed");
+  return stem;
+}
+
+ModulePtr vit_head(const VitConfig& c, std::mt19937& rng, Device device) {
+  auto head = std::make_unique<Sequential>();
+  head->add(std::make_unique<FirstTokenPool>(), "pool");
+  head->add(std::make_unique<LayerNorm>(c.channels, device), "norm");
+  head->add(std::make_unique<Linear>(normal({c.classes, c.channels}, 0.02f, rng, device),
+                                     zeros({c.classes}, DType::kF32, device)),
+            "fc");
+  return head;
+}
+
+}  // namespace
+
+ModelPieces vit_pieces(const VitConfig& c) {
+  check_config(c);
+  ModelPieces pieces{
+      .sample = {c.in_channels, c.image, c.image},
+      .stem = {"stem", [c](std::mt19937& rng, Device device) { return vit_stem(c, rng, device); }},
+      .blocks = {},
+      .head = {"head", [c](std::mt19937& rng, Device device) { return vit_head(c, rng, device); }}};
+  const BlockShape shape{DecoderFamily::kGpt2,
+                         c.channels,
+                         {c.heads, c.heads, c.channels / c.heads, /*rope_theta=*/0.0f},
+                         c.mlp_width(),
+                         c.layers,
+                         /*causal=*/false};
   for (int64_t l = 0; l < c.layers; ++l) {
-    GptBlockLayers unused;
-    const BlockShape shape{DecoderFamily::kGpt2,
-                           c.channels,
-                           {c.heads, c.heads, c.channels / c.heads, /*rope_theta=*/0.0f},
-                           c.mlp_width(),
-                           c.layers,
-                           /*causal=*/false};
-    blocks->add(transformer_block(shape, rng, device, unused));
+    pieces.blocks.push_back({"block", [shape](std::mt19937& rng, Device device) {
+                               GptBlockLayers unused;
+                               return transformer_block(shape, rng, device, unused);
+                             }});
   }
-  net->add(std::move(blocks), "blocks");
-  net->add(std::make_unique<FirstTokenPool>(), "pool");
-  net->add(std::make_unique<LayerNorm>(c.channels, device), "norm");
-  net->add(std::make_unique<Linear>(normal({c.classes, c.channels}, 0.02f, rng, device),
-                                    zeros({c.classes}, DType::kF32, device)),
-           "head");
-  return net;
+  return pieces;
+}
+
+ModulePtr make_vit(const VitConfig& c, std::mt19937& rng, Device device) {
+  return assemble(vit_pieces(c), rng, device);
 }
 
 }  // namespace course::nn

@@ -6,9 +6,9 @@
 // Presets: the paper's ViT-Ti/16, S/16, B/16, L/16 and H/14 and Zhai et al.'s ViT-G/14 at
 // 224 px with ImageNet's 1,000 classes (for counts and memory), and vit-micro (patch 4, 4
 // blocks of 64) and vit-mini (patch 4, 6 blocks of 128), which train on Fashion-MNIST's 28 px
-// and CIFAR-10's 32 px images on a CPU. Parameter names: patch_embed.proj.weight,
-// patch_embed.tokens.bias, embed.cls_token, embed.pos_embed, blocks.<l>.attention.ln_1.weight
-// (the GPT-2 block's), ..., norm.weight, head.weight.
+// and CIFAR-10's 32 px images on a CPU. Parameter names: stem.patch_embed.proj.weight,
+// stem.patch_embed.tokens.bias, stem.embed.cls_token, stem.embed.pos_embed,
+// blocks.<l>.attention.ln_1.weight (the GPT-2 block's), ..., head.norm.weight, head.fc.weight.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/nn/model_pieces.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -37,6 +38,10 @@ bool is_vit(const std::string& name);
 
 // patch^2 in C + C + C + (L + 1) C + layers (4 C^2 + 2 C F + 9 C + F) + 2 C + C classes + classes.
 int64_t vit_parameter_count(const VitConfig& config);
+
+// The stem (patch embedding, class token and positions), the blocks and the head, each
+// buildable alone.
+ModelPieces vit_pieces(const VitConfig& config);
 
 // Throws one message for a shape the model cannot take (a patch that does not divide the image,
 // heads that do not divide the width, a size not positive).

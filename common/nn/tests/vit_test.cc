@@ -89,8 +89,9 @@ TEST(Vit, BuiltModelsHoldTheCountedParameters) {
         {.name = "vit-micro", .in_channels = 1, .num_classes = 10, .image_size = side}, kCpu);
     EXPECT_EQ(vit->forward(zeros({2, 1, side, side})).shape(), Shape({2, 10}));
     const auto names = vit->state().parameters;
-    EXPECT_EQ(names.front().first, "patch_embed.proj.weight");
-    EXPECT_EQ(names[3].first, "embed.pos_embed");
+    EXPECT_EQ(names.front().first, "stem.patch_embed.proj.weight");
+    EXPECT_EQ(names[3].first, "stem.embed.pos_embed");
+    EXPECT_EQ(names.back().first, "head.fc.bias");
     EXPECT_EQ(names[3].second->value.size(0), (side / 4) * (side / 4) + 1);
   }
 }
