@@ -194,7 +194,8 @@ int optimizer_states_per_parameter(const std::string& optimizer) {
 }
 
 MemoryEstimate estimate_memory(const MemoryPlan& plan) {
-  COURSE_CHECK(plan.state.ranks >= 1 && plan.batch >= 1, "a memory estimate needs ranks and batch >= 1");
+  COURSE_CHECK(plan.state.ranks >= 1 && plan.batch >= 1,
+               "a memory estimate needs ranks and batch >= 1");
   const Sizes z = sizes_of(plan);
   MemoryEstimate e;
   add_model_state(plan.state, gpt_parameters(plan.model), e);
