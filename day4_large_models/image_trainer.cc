@@ -165,10 +165,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   };
   const bool sharded = parallelism.shard_group_size() > 0;
   nlohmann::json identity = {{"model", o.model}};
-  if (sharded) {
-    identity.update({{"sharding", parallelism.mode_name()},
-                     {"shard_group_size", parallelism.shard_group_size()}});
-  }
+  identity.update(parallel::checkpoint_layout(parallelism));
   train::TrainingLoop loop(o,
                            {.device = device,
                             .model = model.get(),

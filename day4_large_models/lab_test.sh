@@ -12,21 +12,28 @@ lab=$3  # the solutions' lab
 base=(--test --test-nsteps 3 --no-progress --device cpu --batch-size 4 --sample-tokens 0)
 few=("${base[@]}" --context 32)
 
+# The estimate printed before a run is within 15% of the allocator's measured peak.
+#   expect_estimate_near_peak LABEL COMMAND...
+expect_estimate_near_peak() {
+  local label=$1 out ratio
+  shift
+  out=$("$@" 2>&1)
+  ratio=$(sed -n 's/^peak memory per rank: measured .*: \([0-9.]*\)x$/\1/p' <<<"$out")
+  if [[ -z $ratio ]] || ! awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }'; then
+    echo "FAILED: estimate against measured peak with '$label': '${ratio}'"
+    echo "$out"
+    exit 1
+  fi
+  echo "ok: estimated / measured peak with '$label': $ratio"
+}
+
 expect 0 "tokens/s" "$lab" "${few[@]}"
 expect 0 "checkpointed blocks" "$lab" "${few[@]}" --checkpoint-activations
 expect 0 "tokens/s" "$lab" "${few[@]}" --amp --amp-dtype bf16
 
-# The estimate printed before the run is within 15% of the allocator's measured peak.
 for flags in "" "--amp --checkpoint-activations" "--accumulate 2" "--model llama-tiny"; do
   # shellcheck disable=SC2086
-  out=$("$lab" "${few[@]}" $flags 2>&1)
-  ratio=$(sed -n 's/^peak memory per rank: measured .*: \([0-9.]*\)x$/\1/p' <<<"$out")
-  if [[ -z $ratio ]] || ! awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }'; then
-    echo "FAILED: estimate against measured peak with '$flags': '${ratio}'"
-    echo "$out"
-    exit 1
-  fi
-  echo "ok: estimated / measured peak with '$flags': $ratio"
+  expect_estimate_near_peak "$flags" "$lab" "${few[@]}" $flags
 done
 # The Llama family: trained (checkpointed), its limit of data parallelism on paper, and a
 # tensor-parallel cut its key/value heads do not split over refused.
@@ -119,15 +126,8 @@ expect 1 "error: the throughput model covers the language models; vit-micro is a
 for flags in coatnet-micro "coatnet-micro --channels-last" "coatnet-micro --amp --sharding zero3" \
   vit-micro; do
   # shellcheck disable=SC2086
-  out=$("${mpirun[@]}" "$lab" --no-progress --device cpu --batch-size 16 --test --test-nsteps 2 \
-    --model $flags 2>&1)
-  ratio=$(sed -n 's/^peak memory per rank: measured .*: \([0-9.]*\)x$/\1/p' <<<"$out")
-  if [[ -z $ratio ]] || ! awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }'; then
-    echo "FAILED: the image model's estimate against its measured peak with '$flags': '${ratio}'"
-    echo "$out"
-    exit 1
-  fi
-  echo "ok: the image model's estimated / measured peak with '$flags': $ratio"
+  expect_estimate_near_peak "--model $flags" "${mpirun[@]}" "$lab" --no-progress --device cpu \
+    --batch-size 16 --test --test-nsteps 2 --model $flags
 done
 expect 0 "ZeRO paper, mixed-precision Adam, 2.44B parameters on 8 rank(s)" "$lab" \
   --model coatnet-7 --estimate-only --estimate-ranks 8 --batch-size 1 --amp

@@ -47,8 +47,7 @@ Tensor DataParallelLanguageModel::forward_backward(const NextTokenBatch& batch,
 }
 
 nlohmann::json DataParallelLanguageModel::checkpoint_layout() const {
-  if (step_->shard_group_size() == 0) return nlohmann::json::object();
-  return {{"sharding", step_->mode_name()}, {"shard_group_size", step_->shard_group_size()}};
+  return parallel::checkpoint_layout(*step_);
 }
 
 }  // namespace course::parallel

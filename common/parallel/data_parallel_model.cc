@@ -57,4 +57,9 @@ double DataParallelModel::exposed_communication_seconds() {
 
 std::string DataParallelModel::describe() const { return description_; }
 
+nlohmann::json checkpoint_layout(const DataParallelStep& step) {
+  if (step.shard_group_size() == 0) return nlohmann::json::object();
+  return {{"sharding", step.mode_name()}, {"shard_group_size", step.shard_group_size()}};
+}
+
 }  // namespace course::parallel

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,6 +49,10 @@ class DataParallelStep {
   // Seconds spent waiting for communication (not hidden behind computation) so far.
   virtual double exposed_communication_seconds() = 0;
 };
+
+// What a checkpoint's files depend on in `step`'s mode: {"sharding", "shard_group_size"} when
+// each rank saves its own shards, else nothing (one file of the whole model).
+nlohmann::json checkpoint_layout(const DataParallelStep& step);
 
 class DataParallelModel : public DataParallelStep {
  public:
