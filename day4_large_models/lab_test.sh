@@ -117,6 +117,21 @@ if [[ -z $ddp_images || $zero3_images != "$ddp_images" ]]; then
   exit 1
 fi
 echo "ok: vit-micro on 2 ranks, zero3 as DDP: $ddp_images"
+# Checkpointed after one epoch and resumed to two, zero3 (a file per rank) ends as DDP does.
+image_resumed() {
+  image_ending --chkpt "$TEST_TMPDIR/$1.ckpt" "${@:2}" >/dev/null
+  image_ending --epochs 2 --resume "$TEST_TMPDIR/$1.ckpt" "${@:2}"
+}
+ddp_resumed_images=$(image_resumed vit-ddp)
+zero3_resumed_images=$(image_resumed vit-zero3 --sharding zero3)
+if [[ -z $ddp_resumed_images || $zero3_resumed_images != "$ddp_resumed_images" ||
+  ! -f $TEST_TMPDIR/vit-zero3.rank1-of-2.ckpt ]]; then
+  echo "FAILED: vit-micro with zero3 resumed from its files ends otherwise than DDP resumed:"
+  echo "DDP: $ddp_resumed_images"
+  echo "zero3: $zero3_resumed_images"
+  exit 1
+fi
+echo "ok: vit-micro resumed on 2 ranks, zero3 as DDP: $(tail -1 <<<"$ddp_resumed_images")"
 expect 1 "error: --tensor-parallel and --pipeline-stages cut the language models" "$lab" \
   "${images[@]}" --model vit-micro --tensor-parallel 2
 expect 1 "error: the throughput model covers the language models; vit-micro is an image model" \
