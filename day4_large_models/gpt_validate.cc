@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "common/core/error.h"
+#include "common/data/text_corpus.h"
 #include "common/nn/gpt.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
@@ -102,6 +103,9 @@ void validate_image_run(const GptLabOptions& o) {
   COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
                " runs the trainee's ZeRO-1 on the GPT; ", o.model,
                " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
+  COURSE_CHECK(o.text_dir == kFortunesDir && o.context == 0,
+               "--text-dir and --context feed the language models; ", o.model,
+               " is an image model and trains on the embedded Fashion-MNIST");
   COURSE_CHECK(o.throughput_gpus == 0, "the throughput model covers the language models; ", o.model,
                " is an image model");
   COURSE_CHECK((!o.checkpoint_activations || o.estimate_only) && o.accumulate == 1,
