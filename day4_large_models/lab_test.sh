@@ -97,8 +97,8 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
   echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
 done
 # The image models on the embedded Fashion-MNIST: CoAtNet in both memory formats; ViT on 2
-# ranks, DDP and ZeRO-3 ending with the same test loss and accuracy; the language models' flags
-# refused with one message.
+# ranks, DDP and ZeRO-3 ending with the same test loss and accuracy after a checkpoint and a
+# resume; the language models' flags refused with one message.
 images=(--no-progress --device cpu --batch-size 8 --lr 1e-3)
 expect 0 "training coatnet-micro (0.25M parameters)" "$lab" "${images[@]}" --model coatnet-micro \
   --test --test-nsteps 2
@@ -108,16 +108,6 @@ image_ending() {
   "${mpirun[@]}" "$lab" "${images[@]}" --model vit-micro --steps-per-epoch 3 "$@" 2>&1 |
     grep -o "test loss .*"
 }
-ddp_images=$(image_ending)
-zero3_images=$(image_ending --sharding zero3)
-if [[ -z $ddp_images || $zero3_images != "$ddp_images" ]]; then
-  echo "FAILED: vit-micro with --sharding zero3 on 2 ranks ends otherwise than DDP:"
-  echo "DDP: $ddp_images"
-  echo "zero3: $zero3_images"
-  exit 1
-fi
-echo "ok: vit-micro on 2 ranks, zero3 as DDP: $ddp_images"
-# Checkpointed after one epoch and resumed to two, zero3 (a file per rank) ends as DDP does.
 image_resumed() {
   image_ending --chkpt "$TEST_TMPDIR/$1.ckpt" "${@:2}" >/dev/null
   image_ending --epochs 2 --resume "$TEST_TMPDIR/$1.ckpt" "${@:2}"

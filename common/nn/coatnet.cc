@@ -6,6 +6,7 @@
 #include "common/core/error.h"
 #include "common/kernels/relative_position.h"
 #include "common/nn/coatnet_blocks.h"
+#include "common/nn/presets.h"
 #include "common/nn/vit_tokens.h"
 
 namespace course::nn {
@@ -128,12 +129,7 @@ const std::vector<CoatnetConfig>& coatnet_presets() {
 }
 
 CoatnetConfig coatnet_preset(const std::string& name) {
-  std::string known;
-  for (const CoatnetConfig& c : coatnet_presets()) {
-    if (c.name == name) return c;
-    known += (known.empty() ? "" : ", ") + c.name;
-  }
-  COURSE_FAIL("unknown CoAtNet '", name, "' (known: ", known, ")");
+  return find_preset(coatnet_presets(), name, "CoAtNet");
 }
 
 bool is_coatnet(const std::string& name) { return name.rfind("coatnet-", 0) == 0; }

@@ -2,6 +2,7 @@
 #include "common/nn/gpt_config.h"
 
 #include "common/core/error.h"
+#include "common/nn/presets.h"
 
 namespace course::nn {
 
@@ -38,12 +39,7 @@ const std::vector<GptConfig>& gpt_presets() {
 }
 
 GptConfig gpt_preset(const std::string& name) {
-  std::string known;
-  for (const GptConfig& c : gpt_presets()) {
-    if (c.name == name) return c;
-    known += (known.empty() ? "" : ", ") + c.name;
-  }
-  COURSE_FAIL("unknown GPT preset '", name, "' (known: ", known, ")");
+  return find_preset(gpt_presets(), name, "GPT preset");
 }
 
 GptParameterParts gpt_parameter_parts(const GptConfig& c) {

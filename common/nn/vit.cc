@@ -7,6 +7,7 @@
 #include "common/nn/init.h"
 #include "common/nn/layer_norm.h"
 #include "common/nn/linear.h"
+#include "common/nn/presets.h"
 #include "common/nn/sequential.h"
 #include "common/nn/transformer_blocks.h"
 #include "common/nn/vit_tokens.h"
@@ -24,12 +25,7 @@ const std::vector<VitConfig>& vit_presets() {
 }
 
 VitConfig vit_preset(const std::string& name) {
-  std::string known;
-  for (const VitConfig& c : vit_presets()) {
-    if (c.name == name) return c;
-    known += (known.empty() ? "" : ", ") + c.name;
-  }
-  COURSE_FAIL("unknown Vision Transformer '", name, "' (known: ", known, ")");
+  return find_preset(vit_presets(), name, "Vision Transformer");
 }
 
 bool is_vit(const std::string& name) { return name.rfind("vit-", 0) == 0; }
