@@ -159,6 +159,15 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
 
 }  // namespace
 
+parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
+  return {.sharding = o.sharding,
+          .backward_prefetch = o.backward_prefetch,
+          .forward_prefetch = o.forward_prefetch,
+          .shard_group_size = o.shard_group_size,
+          .cpu_offload = o.cpu_offload,
+          .param_dtype = o.param_dtype};
+}
+
 bool image_model(const GptLabOptions& o) { return nn::is_vit(o.model) || nn::is_coatnet(o.model); }
 
 std::string sharding_flag(const GptLabOptions& o) {

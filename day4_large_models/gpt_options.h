@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/data/text_corpus.h"
+#include "common/parallel/data_parallel_model.h"
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/sharding.h"
 #include "common/train/lab_flags.h"
@@ -66,6 +67,9 @@ GptLabOptions parse_gpt_options(int argc, char** argv);
 
 // --sharding's value: "none", a strategy's name or "exercise-zero1" (messages, checkpoints).
 std::string sharding_flag(const GptLabOptions& options);
+
+// The library's data-parallel mode the flags choose (DDP or a sharding strategy).
+course::parallel::DataParallelOptions data_parallel_options(const GptLabOptions& options);
 
 // --model names an image model (vit-..., coatnet-...): day4_large_models/image_trainer.h.
 bool image_model(const GptLabOptions& options);

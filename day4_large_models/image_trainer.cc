@@ -51,15 +51,6 @@ int64_t parameter_count(nn::Module& model) {
   return total;
 }
 
-parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
-  return {.sharding = o.sharding,
-          .backward_prefetch = o.backward_prefetch,
-          .forward_prefetch = o.forward_prefetch,
-          .shard_group_size = o.shard_group_size,
-          .cpu_offload = o.cpu_offload,
-          .param_dtype = o.param_dtype};
-}
-
 // The model as a preset describes it (its own channels, classes and image size), and its
 // parameter count.
 struct Preset {

@@ -96,14 +96,8 @@ std::unique_ptr<parallel::LanguageModelParallelism> make_parallelism(
   if (o.exercise_zero1) {
     step = std::make_unique<ExerciseZero1>(model, comm);
   } else {
-    step = std::make_unique<parallel::DataParallelModel>(
-        model, model.blocks(), comm,
-        parallel::DataParallelOptions{.sharding = o.sharding,
-                                      .backward_prefetch = o.backward_prefetch,
-                                      .forward_prefetch = o.forward_prefetch,
-                                      .shard_group_size = o.shard_group_size,
-                                      .cpu_offload = o.cpu_offload,
-                                      .param_dtype = o.param_dtype});
+    step = std::make_unique<parallel::DataParallelModel>(model, model.blocks(), comm,
+                                                         data_parallel_options(o));
   }
   return std::make_unique<parallel::DataParallelLanguageModel>(
       std::move(step), comm, static_cast<int>(o.accumulate), compute);
