@@ -23,13 +23,13 @@ struct BlockWidths {
   bool downsample;
 };
 
-// Names: main.{norm, expand, expand_norm, depthwise, depthwise_norm, se.{fc1, fc2}, project},
-// shortcut.project.
+// Names: norm, expand, expand_norm, depthwise, depthwise_norm, se.{fc1, fc2}, project; under
+// main. with shortcut.project beside them where the shape changes.
 ModulePtr mbconv_block(BlockWidths widths, std::mt19937& rng, Device device);
 
 // Over tokens of an h x w grid (before any pooling); out / head_dim heads. Names:
-// attention.main.{norm, qkv, core.relative_position_table, proj}, attention.shortcut.project,
-// feed_forward.{norm, fc1, fc2}.
+// attention.{norm, qkv, core.relative_position_table, proj} (attention.main.* with
+// attention.shortcut.project where the shape changes), feed_forward.{norm, fc1, fc2}.
 ModulePtr relative_transformer_block(BlockWidths widths, int64_t h, int64_t w, int64_t head_dim,
                                      std::mt19937& rng, Device device);
 
