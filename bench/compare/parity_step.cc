@@ -129,13 +129,13 @@ int main(int argc, char** argv) {
     const nn::GptConfig* decoder = parity_decoder(model_name);
     const bool gpt = decoder != nullptr;
     std::mt19937 rng(seed);
+    const nn::ModelConfig image_model{.name = model_name,
+                                      .in_channels = channels,
+                                      .num_classes = classes,
+                                      .seed = seed,
+                                      .image_size = image_size};
     nn::ModulePtr model = gpt ? std::make_unique<nn::Gpt>(*decoder, rng, Device::cpu())
-                              : nn::make_model({.name = model_name,
-                                                .in_channels = channels,
-                                                .num_classes = classes,
-                                                .seed = seed,
-                                                .image_size = image_size},
-                                               Device::cpu());
+                              : nn::make_model(image_model, Device::cpu());
     nn::ModuleState state = model->state();
     train::NamedTensors tensors;
     nlohmann::json names{{"model", model_name},
@@ -176,20 +176,9 @@ int main(int argc, char** argv) {
         tensors.emplace_back(numbered("updated", i), &state.parameters[i].second->value);
       }
     }
-    if (nn::is_vit(model_name)) {
-      nn::VitConfig vit = nn::vit_preset(model_name);
-      vit.image = image_size;
-      vit.in_channels = channels;
-      vit.classes = classes;
-      names["vit"] = vit_json(vit);
-    }
-    if (nn::is_coatnet(model_name)) {
-      nn::CoatnetConfig coatnet = nn::coatnet_preset(model_name);
-      coatnet.image = image_size;
-      coatnet.in_channels = channels;
-      coatnet.classes = classes;
-      names["coatnet"] = coatnet_json(coatnet);
-    }
+    if (nn::is_vit(model_name)) names["vit"] = vit_json(nn::vit_config(image_model));
+    if (nn::is_coatnet(model_name))
+      names["coatnet"] = coatnet_json(nn::coatnet_config(image_model));
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),
                 state.parameters.size(), static_cast<long long>(batch), loss.host_loss(),

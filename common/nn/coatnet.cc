@@ -85,9 +85,9 @@ std::string config_problem(const CoatnetConfig& c) {
   if (!c.stages.back().attention) return c.name + ": CoAtNet ends in transformer stages";
   std::string problem;
   for_each_block(c, [&](const CoatnetStage& stage, const BlockWidths& b, int64_t side) {
+    if (!problem.empty()) return;
     const std::string image = " (a " + std::to_string(c.image) + "-px image)";
     const std::string map = std::to_string(side) + "x" + std::to_string(side) + " map";
-    if (!problem.empty()) return;
     if (b.downsample && side < 2) {
       problem = c.name + ": the image is too small for its stages: a " + map + " cannot be halved" +
                 image;

@@ -91,21 +91,30 @@ ModulePtr make_model(const ModelConfig& config, Device device) {
   COURSE_FAIL("unknown model '", config.name, "' (known: ", known, ")");
 }
 
+namespace {
+
+// `preset` with the channels, classes and (when given) image size of `config`.
+template <class Config>
+Config sized(Config preset, const ModelConfig& config) {
+  preset.in_channels = config.in_channels;
+  preset.classes = config.num_classes;
+  if (config.image_size > 0) preset.image = config.image_size;
+  return preset;
+}
+
+}  // namespace
+
+VitConfig vit_config(const ModelConfig& config) { return sized(vit_preset(config.name), config); }
+
+CoatnetConfig coatnet_config(const ModelConfig& config) {
+  return sized(coatnet_preset(config.name), config);
+}
+
 ModelPieces model_pieces(const ModelConfig& config) {
-  if (is_vit(config.name)) {
-    VitConfig vit = vit_preset(config.name);
-    vit.in_channels = config.in_channels;
-    vit.classes = config.num_classes;
-    if (config.image_size > 0) vit.image = config.image_size;
-    return vit_pieces(vit);
-  }
+  if (is_vit(config.name)) return vit_pieces(vit_config(config));
   COURSE_CHECK(is_coatnet(config.name), "the models in pieces are ViT's and CoAtNet's, not ",
                config.name);
-  CoatnetConfig coatnet = coatnet_preset(config.name);
-  coatnet.in_channels = config.in_channels;
-  coatnet.classes = config.num_classes;
-  if (config.image_size > 0) coatnet.image = config.image_size;
-  return coatnet_pieces(coatnet);
+  return coatnet_pieces(coatnet_config(config));
 }
 
 int64_t min_image_size(const std::string& name) {

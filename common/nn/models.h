@@ -15,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "common/nn/coatnet.h"
 #include "common/nn/model_pieces.h"
 #include "common/nn/module.h"
+#include "common/nn/vit.h"
 
 namespace course::nn {
 
@@ -32,6 +34,11 @@ const std::vector<std::string>& model_names();
 
 // Throws course::Error for an unknown name (listing the known ones).
 ModulePtr make_model(const ModelConfig& config, Device device);
+
+// The ViT or CoAtNet preset `config` names, at its channels, classes and image size (0: the
+// preset's).
+VitConfig vit_config(const ModelConfig& config);
+CoatnetConfig coatnet_config(const ModelConfig& config);
 
 // The model's pieces (model_pieces.h), each buildable alone: a ViT's or a CoAtNet's (throws for
 // the others).
