@@ -3,7 +3,6 @@
 #include <string_view>
 
 #include "common/core/error.h"
-#include "common/data/text_corpus.h"
 #include "common/nn/gpt.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
@@ -103,9 +102,14 @@ void validate_image_run(const GptLabOptions& o) {
   COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
                " runs the trainee's ZeRO-1 on the GPT; ", o.model,
                " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
-  COURSE_CHECK(o.text_dir == kFortunesDir && o.context == 0,
-               "--text-dir and --context feed the language models; ", o.model,
-               " is an image model and trains on the embedded Fashion-MNIST");
+  const GptLabOptions text_defaults;
+  COURSE_CHECK(o.text_dir == text_defaults.text_dir && o.context == text_defaults.context &&
+                   o.val_fraction == text_defaults.val_fraction &&
+                   o.sample_tokens == text_defaults.sample_tokens &&
+                   o.prompt == text_defaults.prompt && o.temperature == text_defaults.temperature,
+               "--text-dir, --context, --val-fraction, --sample-tokens, --prompt and "
+               "--temperature feed the language models; ",
+               o.model, " is an image model and trains on the embedded Fashion-MNIST");
   COURSE_CHECK(o.throughput_gpus == 0, "the throughput model covers the language models; ", o.model,
                " is an image model");
   COURSE_CHECK((!o.checkpoint_activations || o.estimate_only) && o.accumulate == 1,

@@ -126,8 +126,10 @@ expect 1 "error: --tensor-parallel and --pipeline-stages cut the language models
   "${images[@]}" --model vit-micro --tensor-parallel 2
 expect 1 "error: the throughput model covers the language models; vit-micro is an image model" \
   "$lab" --model vit-micro --throughput-gpus 8
-expect 1 "error: --text-dir and --context feed the language models; coatnet-micro is an image" \
+expect 1 "--temperature feed the language models; coatnet-micro is an image" \
   "$lab" --model coatnet-micro --context 32
+expect 1 "--temperature feed the language models; vit-micro is an image" "$lab" \
+  --model vit-micro --sample-tokens 10
 # The image models' estimate, measured piece by piece, against the measured peak (within 15%),
 # and CoAtNet-7's on paper (its 2.44B parameters never built whole).
 for flags in coatnet-micro "coatnet-micro --channels-last" "coatnet-micro --amp --sharding zero3" \
