@@ -152,9 +152,10 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
                  "PNG (the schedule diagram, measured)");
   add_choice(app, "--pipeline-balance", o.pipeline_balance,
              {{"layers", parallel::StageBalance::kLayers},
-              {"parameters", parallel::StageBalance::kParameters}},
-             "pipeline: cut the blocks evenly by layers, or by parameters (the embedding and "
-             "output layer counted)");
+              {"parameters", parallel::StageBalance::kParameters},
+              {"compute", parallel::StageBalance::kCompute}},
+             "pipeline: cut the blocks evenly by layers, by parameters (the embedding and output "
+             "layer or stem and head counted), or by the forward's multiply-adds");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Sequential container.
 #include "common/nn/sequential.h"
 
+#include "common/nn/module_chain.h"
+
 namespace course::nn {
 
 Sequential& Sequential::add(ModulePtr child, std::string name) {
@@ -12,15 +14,11 @@ Sequential& Sequential::add(ModulePtr child, std::string name) {
 }
 
 Tensor Sequential::run_forward(const Tensor& x, Context& ctx) {
-  Tensor h = x;
-  for (size_t i = 0; i < children_.size(); ++i) h = children_[i].second->forward(h, ctx.child(i));
-  return h;
+  return forward_in_order(children(), x, ctx);
 }
 
 Tensor Sequential::run_backward(const Tensor& dy, Context& ctx) {
-  Tensor g = dy;
-  for (size_t i = children_.size(); i-- > 0;) g = children_[i].second->backward(g, ctx.child(i));
-  return g;
+  return backward_in_reverse(children(), dy, ctx);
 }
 
 std::vector<Module::Child> Sequential::children() {

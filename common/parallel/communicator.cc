@@ -30,7 +30,6 @@ namespace {
 MPI_Datatype mpi_type(const Tensor& t, const char* op, bool moves_only = false) {
   COURSE_CHECK(t.defined() && t.device().is_cpu(), op, ": the MPI engine takes CPU tensors, got ",
                t.str());
-  COURSE_CHECK(t.memory_format() == MemoryFormat::kContiguous, op, ": needs a contiguous tensor");
   switch (t.dtype()) {
     case DType::kF32:
       return MPI_FLOAT;

@@ -18,9 +18,11 @@
 // timeout with an error naming the operation, and the job is then aborted at exit (MPI cannot
 // recover a collective that one rank never joins).
 //
-// All collectives work in place or into a caller's tensor of the documented size, on
-// contiguous tensors: f32/i32/i64/u8 on the CPU, and f16/bf16 for the operations that only move
-// data (MPI cannot add 16-bit floats: reduce those in f32); any dtype on the GPU.
+// All collectives work in place or into a caller's tensor of the documented size, on the
+// tensors' storage in order (every tensor is dense in its memory format: the ranks' tensors must
+// share it, as a pipeline's channels-last activations and their landing buffers do):
+// f32/i32/i64/u8 on the CPU, and f16/bf16 for the operations that only move data (MPI cannot
+// add 16-bit floats: reduce those in f32); any dtype on the GPU.
 #pragma once
 
 #include <memory>

@@ -19,7 +19,6 @@ namespace {
 ncclDataType_t nccl_type(const Tensor& t, Device device, const char* op) {
   COURSE_CHECK(t.defined() && t.device() == device, op, ": the NCCL engine of ", device.str(),
                " got ", t.str());
-  COURSE_CHECK(t.memory_format() == MemoryFormat::kContiguous, op, ": needs a contiguous tensor");
   switch (t.dtype()) {
     case DType::kF32:
       return ncclFloat32;

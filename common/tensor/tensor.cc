@@ -78,8 +78,6 @@ Tensor Tensor::view(const Shape& shape, MemoryFormat format) const {
 
 Tensor Tensor::slice(int64_t begin, int64_t end) const {
   COURSE_CHECK(dim() >= 1, "slice of a 0-d tensor");
-  COURSE_CHECK(format_ == MemoryFormat::kContiguous, "slice of a ", memory_format_name(format_),
-               " tensor");
   COURSE_CHECK(0 <= begin && begin <= end && end <= shape_[0], "slice [", begin, ", ", end,
                ") out of range for shape ", shape_str(shape_));
   Tensor t = *this;

@@ -77,7 +77,8 @@ class Tensor {
   // The same storage read as `shape` in `format` (every tensor is dense in its own format): e.g.
   // a GEMM's (N H W, C) output as the channels-last (N, C, H, W) it is.
   Tensor view(const Shape& shape, MemoryFormat format) const;
-  // Rows [begin, end) of the first dimension, sharing storage (contiguous tensors only).
+  // Rows [begin, end) of the first dimension, sharing storage: dense in the tensor's format (the
+  // batch is the outermost dimension of channels-last too).
   Tensor slice(int64_t begin, int64_t end) const;
   // A copy on `device` (same dtype and memory format).
   Tensor to(Device device) const;

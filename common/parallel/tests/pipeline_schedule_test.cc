@@ -1,7 +1,6 @@
-// The pipeline schedules and stage cuts against independent references: every schedule is run
-// by a small event simulation of p stages (forward 1 time unit, backward 2), which must finish
-// (no stage waits forever) in the time the course's formulas give; the cut by parameters is
-// compared with every possible contiguous cut.
+// The pipeline schedules against an independent reference: every schedule is run by a small
+// event simulation of p stages (forward 1 time unit, backward 2), which must finish (no stage
+// waits forever) in the time the course's formulas give.
 #include "common/parallel/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +8,7 @@
 #include <algorithm>
 #include <map>
 
-#include "common/parallel/pipeline_parallel.h"
+#include "common/core/error.h"
 
 namespace course::parallel {
 namespace {
@@ -170,53 +169,6 @@ TEST(PipelineSchedule, NamesRoundTripAndUnknownOnesAreRefused) {
     EXPECT_EQ(parse_pipeline_schedule(pipeline_schedule_name(schedule)), schedule);
   }
   EXPECT_THROW(parse_pipeline_schedule("zero-bubble"), Error);
-}
-
-// The cuts: by layers as picotron (the remainder on the first stages); by parameters, the
-// largest stage no larger than with any other contiguous cut.
-TEST(SplitStages, ByLayersAndByParameters) {
-  const nn::GptConfig c{"pipe", 7, 2, 16, 8, 3000};  // a large table: the ends are heavy
-  std::vector<int64_t> sizes;
-  for (const nn::StageBounds& b : split_stages(c, 3, StageBalance::kLayers)) {
-    sizes.push_back(b.end_block - b.first_block);
-  }
-  EXPECT_EQ(sizes, (std::vector<int64_t>{3, 2, 2}));
-  const int64_t block = 12 * 16 * 16 + 13 * 16, table = 3000 * 16;
-  const auto largest = [&](const std::vector<int64_t>& blocks) {
-    int64_t worst = 0;
-    for (size_t s = 0; s < blocks.size(); ++s) {
-      const int64_t extra = (s == 0 ? table + 8 * 16 : 0) +
-                            (s + 1 == blocks.size() ? 2 * 16 + (blocks.size() > 1 ? table : 0) : 0);
-      worst = std::max(worst, blocks[s] * block + extra);
-    }
-    return worst;
-  };
-  for (int p = 1; p <= 4; ++p) {
-    const auto bounds = split_stages(c, p, StageBalance::kParameters);
-    ASSERT_EQ(static_cast<int>(bounds.size()), p);
-    std::vector<int64_t> chosen;
-    for (const nn::StageBounds& b : bounds) chosen.push_back(b.end_block - b.first_block);
-    EXPECT_TRUE(bounds.front().embedding && bounds.back().head);
-    EXPECT_EQ(bounds.back().end_block, c.layers);
-    // Every composition of 7 blocks into p positive parts.
-    int64_t best = std::numeric_limits<int64_t>::max();
-    std::vector<int64_t> parts(p, 1);
-    std::function<void(int, int64_t)> each = [&](int s, int64_t left) {
-      if (s == p - 1) {
-        if (left < 1) return;
-        parts[s] = left;
-        best = std::min(best, largest(parts));
-        return;
-      }
-      for (int64_t n = 1; n < left; ++n) {
-        parts[s] = n;
-        each(s + 1, left - n);
-      }
-    };
-    each(0, c.layers);
-    EXPECT_EQ(largest(chosen), best) << "p " << p;
-  }
-  EXPECT_THROW(split_stages(c, 8, StageBalance::kLayers), Error);
 }
 
 }  // namespace

@@ -35,6 +35,14 @@ TEST(Tensor, FromVectorViewSliceAndCopyShareOrOwnStorage) {
   EXPECT_EQ(pixels.data(), t.data());
   EXPECT_EQ(pixels.strides(), (std::vector<int64_t>{6, 1, 6, 2}));
   EXPECT_THROW(t.view({3, 2}, MemoryFormat::kChannelsLast), Error);
+  // The second of two such images: its 6 values follow the first's, its layout the same.
+  const Tensor two = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {12})
+                         .view({2, 2, 1, 3}, MemoryFormat::kChannelsLast);
+  const Tensor second = two.slice(1, 2);
+  EXPECT_EQ(second.shape(), (Shape{1, 2, 1, 3}));
+  EXPECT_EQ(second.memory_format(), MemoryFormat::kChannelsLast);
+  EXPECT_EQ(second.strides(), (std::vector<int64_t>{6, 1, 6, 2}));
+  EXPECT_EQ(static_cast<const float*>(second.data()), static_cast<const float*>(two.data()) + 6);
   Tensor copy = t.clone();
   EXPECT_NE(copy.data(), t.data());
   EXPECT_EQ(copy.to_vector<float>(), t.to_vector<float>());
