@@ -1,6 +1,6 @@
 // The GPT lab's wiring on the shared training loop (common/train/training_loop.h): the text
 // windows, the model, the parallelism its flags choose (one interface for every scheme:
-// common/parallel/language_model_parallelism.h), the optimizer and its schedule, then the
+// common/parallel/training_parallelism.h), the optimizer and its schedule, then the
 // reports.
 #include "day4_large_models/gpt_trainer.h"
 
@@ -56,7 +56,7 @@ struct RunWindows {
 };
 
 RunWindows run_windows(const TokenSplit& text, int64_t context, const GptLabOptions& o,
-                       const parallel::LanguageModelParallelism& parallelism,
+                       const parallel::TrainingParallelism& parallelism,
                        const parallel::Communicator& comm) {
   const int64_t windows_per_step = o.batch_size * parallelism.micro_batches();
   const TokenWindowOptions options{
@@ -74,7 +74,7 @@ RunWindows run_windows(const TokenSplit& text, int64_t context, const GptLabOpti
 
 // The lab's step on the loop: this replica's next batch, forward and backward under the chosen
 // parallelism, the optimizer's step.
-train::LoopHooks training_hooks(parallel::LanguageModelParallelism& parallelism,
+train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism,
                                 optim::Optimizer& optimizer, RunWindows& windows, Device device,
                                 const GptLabOptions& o) {
   auto next_batch = std::make_shared<int64_t>(0);
@@ -102,7 +102,7 @@ train::LoopHooks training_hooks(parallel::LanguageModelParallelism& parallelism,
 }
 
 void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Device device,
-                      const parallel::LanguageModelParallelism& parallelism, const TokenSplit& text,
+                      const parallel::TrainingParallelism& parallelism, const TokenSplit& text,
                       const RunWindows& windows, int64_t context) {
   std::printf(
       "training %s (%.2fM parameters%s) on %s, %s: %lld training and %lld validation tokens, "
@@ -115,24 +115,6 @@ void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Devic
       static_cast<long long>(context), static_cast<long long>(parallelism.micro_batches()),
       static_cast<long long>(windows.steps_per_epoch), o.optimizer.c_str());
   std::fflush(stdout);
-}
-
-// After training: communication per step, a pipeline's bubbles and timeline.
-void print_parallel_reports(parallel::LanguageModelParallelism& parallelism,
-                            const train::LoopResult& run, const GptLabOptions& o, bool lead,
-                            int ranks) {
-  if (lead && run.steps > 0 && ranks > 1) {
-    std::printf("communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
-                parallelism.bytes_sent() / run.steps / 1048576.0,
-                parallelism.exposed_communication_seconds() * 1e3 / run.steps);
-  }
-  const std::optional<parallel::PipelineMeasurement> pipeline = parallelism.pipeline_measurement();
-  if (!pipeline || !lead) return;
-  print_pipeline_bubbles(*pipeline);
-  if (!o.timeline.empty() && run.steps > 0) {
-    write_timeline_png(*pipeline, o.timeline,
-                       o.model + ": " + parallelism.describe() + ", the last step as measured");
-  }
 }
 
 // --throughput-gpus: the throughput model's grids; --estimate-only: the memory estimate for
@@ -168,17 +150,6 @@ nlohmann::json checkpoint_identity(const GptLabOptions& o, int64_t context,
   nlohmann::json identity = {{"model", o.model}, {"context", context}};
   identity.update(layout);
   return identity;
-}
-
-// A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
-// slices, and its optimizer's state (none: one file of the whole model).
-std::function<train::NamedTensors()> rank_state(const nlohmann::json& layout,
-                                                parallel::LanguageModelParallelism& parallelism,
-                                                optim::Optimizer& optimizer) {
-  if (layout.empty()) return {};
-  return [&parallelism, &optimizer] {
-    return train::sharded_training_state(parallelism.optimized(), optimizer);
-  };
 }
 
 }  // namespace
@@ -228,7 +199,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                             .unit = "tokens",
                             .identity = checkpoint_identity(o, context, layout),
                             .comm = comm.get(),
-                            .rank_state = rank_state(layout, *parallelism, *optimizer)},
+                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer)},
                            training_hooks(*parallelism, *optimizer, windows, device, o));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.

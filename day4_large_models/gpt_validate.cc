@@ -4,6 +4,7 @@
 
 #include "common/core/error.h"
 #include "common/nn/gpt.h"
+#include "common/nn/models.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
 
@@ -38,8 +39,8 @@ void validate_data_parallel(const GptLabOptions& o) {
   }
 }
 
-// The pipeline and tensor-parallel axes, against the model they cut.
-void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config) {
+// The pipeline axis, against the `blocks` of the model it cuts (any family).
+void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
   COURSE_CHECK(o.pipeline_stages >= 1 && o.micro_batches >= 1 && o.virtual_stages >= 1,
                "--pipeline-stages, --micro-batches and --virtual-stages must be at least 1");
   COURSE_CHECK((o.schedule == parallel::PipelineSchedule::kInterleaved) == (o.virtual_stages > 1),
@@ -51,6 +52,7 @@ void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config
                "--timeline draws the stages of a pipeline: add --pipeline-stages 2 or more");
   if (!o.timeline.empty()) train::check_output_path("--timeline", o.timeline);
   COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
+  COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);
   if (model_parallel(o)) {
     COURSE_CHECK(!o.sharding && !o.exercise_zero1 && o.param_dtype == DType::kF32,
                  "--tensor-parallel and --pipeline-stages average the replicas' gradients over "
@@ -65,10 +67,15 @@ void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config
     COURSE_CHECK(o.accumulate == 1,
                  "--pipeline-stages accumulates over its --micro-batches; "
                  "leave --accumulate at 1");
-    COURSE_CHECK(o.pipeline_stages * o.virtual_stages <= config.layers, "--pipeline-stages ",
+    COURSE_CHECK(o.pipeline_stages * o.virtual_stages <= blocks, "--pipeline-stages ",
                  o.pipeline_stages, " x --virtual-stages ", o.virtual_stages, " cuts ", o.model,
-                 "'s ", config.layers, " blocks into stages of none");
+                 "'s ", blocks, " blocks into stages of none");
   }
+}
+
+// The tensor-parallel axis (and the sequence between its layers), against the language model
+// it cuts.
+void validate_tensor_parallel(const GptLabOptions& o, const nn::GptConfig& config) {
   if (o.tensor_parallel > 1) {
     const int64_t t = o.tensor_parallel;
     const int64_t kv = config.key_value_heads();
@@ -93,12 +100,13 @@ void validate_model_parallel(const GptLabOptions& o, const nn::GptConfig& config
   }
 }
 
-// An image model's run: data parallelism on the embedded images.
+// An image model's run on the embedded images: data parallelism and pipeline stages.
 void validate_image_run(const GptLabOptions& o) {
-  COURSE_CHECK(!model_parallel(o) && !o.sequence_parallel,
-               "--tensor-parallel and --pipeline-stages cut the language models (gpt-..., "
-               "llama-...); ",
-               o.model, " trains with data parallelism: DDP or --sharding");
+  COURSE_CHECK(o.tensor_parallel == 1 && !o.sequence_parallel,
+               "--tensor-parallel and --sequence-parallel cut the language models' layers "
+               "(gpt-..., llama-...); ",
+               o.model, " trains with data parallelism (DDP or --sharding) and --pipeline-stages");
+  validate_pipeline(o, static_cast<int64_t>(nn::model_pieces({.name = o.model}).blocks.size()));
   COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
                " runs the trainee's ZeRO-1 on the GPT; ", o.model,
                " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
@@ -112,9 +120,8 @@ void validate_image_run(const GptLabOptions& o) {
                o.model, " is an image model and trains on the embedded Fashion-MNIST");
   COURSE_CHECK(o.throughput_gpus == 0, "the throughput model covers the language models; ", o.model,
                " is an image model");
-  COURSE_CHECK((!o.checkpoint_activations || o.estimate_only) && o.accumulate == 1,
-               "--checkpoint-activations (but for --estimate-only) and --accumulate run on the "
-               "language models; ",
+  COURSE_CHECK(!o.checkpoint_activations || o.estimate_only,
+               "--checkpoint-activations (but for --estimate-only) runs on the language models; ",
                o.model, " is an image model");
 }
 
@@ -141,10 +148,10 @@ void validate(const GptLabOptions& o) {
                o.val_fraction);
   COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
   COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
-  COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);
   COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0 && o.shard_group_size >= 0,
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
-  validate_model_parallel(o, config);
+  validate_pipeline(o, config.layers);
+  validate_tensor_parallel(o, config);
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   if (o.estimate_only || o.throughput_gpus > 0) return;  // any preset: nothing is trained
   COURSE_CHECK(config.vocabulary == kByteVocabulary, o.model, " has a vocabulary of ",

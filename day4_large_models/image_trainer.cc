@@ -1,25 +1,28 @@
 // The image models' wiring on the shared training loop (common/train/training_loop.h): the
-// embedded images through the DataLoader, each rank its share of every epoch, the classifier's
-// step through the data-parallel mode, validation over every rank.
+// embedded images through the DataLoader, each data-parallel replica its share of every epoch,
+// the classifier's step through the chosen parallelism (data parallel, or pipeline stages:
+// parallel_modes.h), validation over every rank.
 #include "day4_large_models/image_trainer.h"
 
 #include <cstdio>
 
 #include "common/data/device_batches.h"
 #include "common/data/distributed_sampler.h"
+#include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
 #include "common/nn/coatnet.h"
 #include "common/nn/sequential.h"
 #include "common/nn/vit.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
-#include "common/parallel/data_parallel_model.h"
 #include "common/parallel/rank_setup.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
+#include "day4_large_models/parallel_modes.h"
+#include "day4_large_models/pipeline_report.h"
 
 namespace day4 {
 
@@ -33,16 +36,6 @@ train::TrainingFlags image_flags(const GptLabOptions& o) {
   static_cast<train::RunFlags&>(flags) = o;
   flags.seed = o.seed;
   return flags;
-}
-
-// The Sequential whose children are the sharding units: the blocks of a ViT or a CoAtNet.
-nn::Sequential& sharded_units(nn::Module& model) {
-  for (const nn::Module::Child& child : model.children()) {
-    if (child.name == "blocks") {
-      return dynamic_cast<nn::Sequential&>(*child.module);
-    }
-  }
-  COURSE_FAIL("the image model has no blocks to shard");
 }
 
 int64_t parameter_count(nn::Module& model) {
@@ -97,95 +90,99 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                "(start it with mpirun -np N, or srun)");
   const train::TrainingFlags flags = image_flags(o);
   const LabDatasets data = open_dataset(flags);
-  DataLoader loader(data.train, data.train_transform, loader_options(flags, o.batch_size));
-  const SamplerOptions sampler{.dataset_size = data.train->size(), .shuffle = true, .seed = o.seed};
-  const int64_t steps_per_epoch =
-      o.steps_per_epoch > 0
-          ? o.steps_per_epoch
-          : batches_per_epoch(samples_per_rank(sampler, comm->size()), o.batch_size, false);
-  DeviceBatches batches(loader, device, flags.non_blocking,
-                        device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
   const auto place = [&o](Batch b) {
     if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
     return b;
   };
 
-  // The memory estimate, once per run, for the lab's images.
+  // The memory estimate of data parallelism, once per run, for the lab's images.
   const int64_t resident = device_allocator(device).stats().allocated;  // the images, on the CPU
   const nn::ModelConfig model_config{.name = o.model,
                                      .in_channels = data.train->channels(),
                                      .num_classes = data.train->num_classes(),
                                      .image_size = flags.image_size};
-  const parallel::MemoryEstimate estimate =
-      parallel::estimate_image_memory(image_memory_plan(o, comm->size(), model_config));
-  enforce_memory_budget(o, comm->size(), estimate, device);
+  const auto estimate = model_parallel(o) ? std::nullopt
+                                          : std::optional(parallel::estimate_image_memory(
+                                                image_memory_plan(o, comm->size(), model_config)));
+  if (estimate) enforce_memory_budget(o, comm->size(), *estimate, device);
   const auto model = train::make_classifier(flags, *data.train, device);
   const int64_t parameters = parameter_count(*model);  // before sharding frees the full values
-  parallel::DataParallelModel parallelism(*model, sharded_units(*model), comm,
-                                          data_parallel_options(o));
+  const Tensor first = data.train->image(0);  // (H, W, C): the pipeline's stages sized by one
+  const Tensor sample =
+      to_memory_format(zeros({1, first.size(2), first.size(0), first.size(1)}, DType::kF32, device),
+                       o.channels_last ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous);
+  const auto parallelism = make_image_parallelism(*model, sample, comm, o);
+
+  // Each replica's step takes the micro-batches of its share (all of a pipeline's stages the same).
+  const int64_t images_per_step = o.batch_size * parallelism->micro_batches();
+  DataLoader loader(data.train, data.train_transform, loader_options(flags, images_per_step));
+  const SamplerOptions sampler{.dataset_size = data.train->size(), .shuffle = true, .seed = o.seed};
+  const int64_t steps_per_epoch =
+      o.steps_per_epoch > 0
+          ? o.steps_per_epoch
+          : batches_per_epoch(samples_per_rank(sampler, parallelism->data_ranks()), images_per_step,
+                              false);
+  DeviceBatches batches(loader, device, flags.non_blocking,
+                        device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      parallelism.optimized());
+      parallelism->optimized());
   const int64_t total_steps = o.epochs * steps_per_epoch;
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    batches.start_epoch(distributed_sample(sampler, comm->rank(), comm->size(), epoch), epoch,
-                        first_batch);
+    batches.start_epoch(
+        distributed_sample(sampler, parallelism->data_rank(), parallelism->data_ranks(), epoch),
+        epoch, first_batch);
   };
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
     const Batch batch = place(batches.next());
-    phases.start(train::Phase::kForward);
-    const train::ClassifierForward forward =
-        train::classifier_forward(parallelism.net(), batch, flags);
-    phases.start(train::Phase::kBackward);
-    train::classifier_backward(parallelism.net(), forward, batch.labels, flags);
-    parallelism.finish_backward();
+    Tensor loss = parallelism->forward_backward({batch.images, batch.labels},
+                                                [&phases](Phase phase) { phases.start(phase); });
     phases.start(train::Phase::kOptimizer);
     optimizer->step();
-    parallelism.after_step();
-    return forward.loss.loss;
+    parallelism->after_step();
+    return loss;
   };
   hooks.validate = [&] {
-    return train::evaluate(parallelism.net(), data.val, data.val_transform, flags, comm->rank(),
-                           comm->size(),
+    return train::evaluate(parallelism->whole_model(), data.val, data.val_transform, flags,
+                           comm->rank(), comm->size(),
                            [&](const Batch& host) { return place(batches.place(host)); });
   };
-  const bool sharded = parallelism.shard_group_size() > 0;
+  const nlohmann::json layout = parallelism->checkpoint_layout();
   nlohmann::json identity = {{"model", o.model}};
-  identity.update(parallel::checkpoint_layout(parallelism));
+  identity.update(layout);
   train::TrainingLoop loop(o,
                            {.device = device,
                             .model = model.get(),
                             .optimizer = optimizer.get(),
                             .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
                             .steps_per_epoch = steps_per_epoch,
-                            .global_batch = o.batch_size * comm->size(),
+                            .global_batch = images_per_step * parallelism->data_ranks(),
                             .identity = identity,
                             .comm = comm.get(),
-                            .rank_state = sharded ? std::function<train::NamedTensors()>([&] {
-                              return train::sharded_training_state(parallelism.optimized(),
-                                                                   *optimizer);
-                            })
-                                                  : nullptr},
+                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer)},
                            hooks);
-  if (!o.resume.empty()) parallelism.after_step();
-  if (comm->rank() == 0) {
-    print_memory_estimate(o, comm->size(), estimate, parameters);
+  if (!o.resume.empty()) parallelism->after_step();
+  const bool lead = comm->rank() == 0;
+  if (lead) {
+    if (estimate) print_memory_estimate(o, comm->size(), *estimate, parameters);
     std::printf(
-        "training %s (%.2fM parameters) on %s, %s: %lld images, batch %lld per rank, "
-        "%lld steps per epoch, %s\n",
-        o.model.c_str(), parameters / 1e6, device.str().c_str(), parallelism.describe().c_str(),
+        "training %s (%.2fM parameters) on %s, %s: %lld images, batch %lld per micro-batch, "
+        "%lld micro-batch(es) per step, %lld steps per epoch, %s\n",
+        o.model.c_str(), parameters / 1e6, device.str().c_str(), parallelism->describe().c_str(),
         static_cast<long long>(data.train->size()), static_cast<long long>(o.batch_size),
+        static_cast<long long>(parallelism->micro_batches()),
         static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
     std::fflush(stdout);
   }
   const train::LoopResult run = loop.run();
-  if (comm->rank() == 0 && run.steps > 0) {
-    print_measured_against_estimate(estimate, device, run.timing.max_memory_allocated, resident);
+  print_parallel_reports(*parallelism, run, o, lead, comm->size());
+  if (lead && run.steps > 0 && estimate) {
+    print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }
   return {.steps = run.steps,
           .last_loss = run.last_loss,

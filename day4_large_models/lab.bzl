@@ -10,7 +10,7 @@ def day4_lab(check_tags = []):
         deps = [
             "//common/parallel",
             "//common/parallel:ddp",
-            "//common/parallel:language_model",
+            "//common/parallel:training_parallelism",
             "//common/parallel:image_memory_estimate",
             "//common/parallel:memory_estimate",
             "//common/parallel:pipeline",

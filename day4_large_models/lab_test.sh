@@ -104,16 +104,23 @@ expect 0 "training coatnet-micro (0.25M parameters)" "$lab" "${images[@]}" --mod
   --test --test-nsteps 2
 expect 0 "images/s" "$lab" "${images[@]}" --model coatnet-micro --test --test-nsteps 2 \
   --channels-last
+# image_ending [launcher...] -- [flags...]: the last epoch's test loss and accuracy.
 image_ending() {
-  "${mpirun[@]}" "$lab" "${images[@]}" --model vit-micro --steps-per-epoch 3 "$@" 2>&1 |
+  local launch=()
+  while [[ $1 != -- ]]; do launch+=("$1") && shift; done
+  "${launch[@]}" "$lab" "${images[@]}" --model vit-micro --steps-per-epoch 3 "${@:2}" 2>&1 |
     grep -o "test loss .*"
 }
+# image_resumed NAME [launcher...] -- [flags...]: the same after a checkpoint and a resume.
 image_resumed() {
-  image_ending --chkpt "$TEST_TMPDIR/$1.ckpt" "${@:2}" >/dev/null
-  image_ending --epochs 2 --resume "$TEST_TMPDIR/$1.ckpt" "${@:2}"
+  local name=$1 launch=()
+  shift
+  while [[ $1 != -- ]]; do launch+=("$1") && shift; done
+  image_ending "${launch[@]}" -- --chkpt "$TEST_TMPDIR/$name.ckpt" "${@:2}" >/dev/null
+  image_ending "${launch[@]}" -- --epochs 2 --resume "$TEST_TMPDIR/$name.ckpt" "${@:2}"
 }
-ddp_resumed_images=$(image_resumed vit-ddp)
-zero3_resumed_images=$(image_resumed vit-zero3 --sharding zero3)
+ddp_resumed_images=$(image_resumed vit-ddp "${mpirun[@]}" --)
+zero3_resumed_images=$(image_resumed vit-zero3 "${mpirun[@]}" -- --sharding zero3)
 if [[ -z $ddp_resumed_images || $zero3_resumed_images != "$ddp_resumed_images" ||
   ! -f $TEST_TMPDIR/vit-zero3.rank1-of-2.ckpt ]]; then
   echo "FAILED: vit-micro with zero3 resumed from its files ends otherwise than DDP resumed:"
@@ -122,8 +129,26 @@ if [[ -z $ddp_resumed_images || $zero3_resumed_images != "$ddp_resumed_images" |
   exit 1
 fi
 echo "ok: vit-micro resumed on 2 ranks, zero3 as DDP: $(tail -1 <<<"$ddp_resumed_images")"
-expect 1 "error: --tensor-parallel and --pipeline-stages cut the language models" "$lab" \
-  "${images[@]}" --model vit-micro --tensor-parallel 2
+# A ViT in 2 pipeline stages over 2 micro-batches, resumed from its files (one per stage), ends
+# as one process accumulating the same 2 micro-batches (a ViT has no batch norm).
+piped_images=$(image_resumed vit-piped "${mpirun[@]}" -- --pipeline-stages 2 --micro-batches 2)
+accumulated_images=$(image_resumed vit-accumulated -- --accumulate 2)
+if [[ -z $accumulated_images || $piped_images != "$accumulated_images" ||
+  ! -f $TEST_TMPDIR/vit-piped.rank1-of-2.ckpt ]]; then
+  echo "FAILED: vit-micro in 2 pipeline stages resumed ends otherwise than one process:"
+  echo "pipeline: $piped_images"
+  echo "one process, accumulating: $accumulated_images"
+  exit 1
+fi
+echo "ok: vit-micro in 2 stages as one process: $(tail -1 <<<"$piped_images")"
+expect 0 "2-stage pipeline (1f1b, 4 micro-batches, cut by compute)" "${mpirun[@]}" "$lab" \
+  "${images[@]}" --model coatnet-micro --pipeline-stages 2 --micro-batches 4 --channels-last \
+  --pipeline-balance compute --test --test-nsteps 2
+expect 1 "--pipeline-stages 4 x --virtual-stages 2 cuts vit-micro's 4 blocks into stages of none" \
+  "$lab" "${images[@]}" --model vit-micro --pipeline-stages 4 --virtual-stages 2 \
+  --schedule interleaved --micro-batches 4
+expect 1 "error: --tensor-parallel and --sequence-parallel cut the language models' layers" \
+  "$lab" "${images[@]}" --model vit-micro --tensor-parallel 2
 expect 1 "error: the throughput model covers the language models; vit-micro is an image model" \
   "$lab" --model vit-micro --throughput-gpus 8
 expect 1 "--temperature feed the language models; coatnet-micro is an image" \

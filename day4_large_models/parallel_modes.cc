@@ -4,8 +4,10 @@
 #include <chrono>
 
 #include "common/kernels/elementwise.h"
-#include "common/parallel/data_parallel_language_model.h"
-#include "common/parallel/model_parallel_gpt.h"
+#include "common/nn/piece_stages.h"
+#include "common/nn/sequential.h"
+#include "common/parallel/data_parallel_training.h"
+#include "common/parallel/model_parallel_training.h"
 #include "day4_large_models/exercises.h"
 
 namespace day4 {
@@ -73,24 +75,39 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   }
 };
 
+// Autocast's dtype for the forward passes (none: f32).
+std::optional<DType> compute_dtype(const GptLabOptions& o) {
+  return o.amp ? std::optional(o.amp_dtype) : std::nullopt;
+}
+
+parallel::ModelParallelOptions model_parallel_options(const GptLabOptions& o) {
+  const int micro_batches =
+      o.pipeline_stages > 1 ? o.micro_batches : static_cast<int>(o.accumulate);
+  return {.tensor_parallel = o.tensor_parallel,
+          .sequence_parallel = o.sequence_parallel,
+          .pipeline_stages = o.pipeline_stages,
+          .pipeline = {.schedule = o.schedule,
+                       .micro_batches = micro_batches,
+                       .balance = o.pipeline_balance,
+                       .virtual_stages = o.virtual_stages},
+          .compute = compute_dtype(o)};
+}
+
+// The Sequential whose children are the sharding units: an image model's blocks.
+nn::Sequential& image_blocks(nn::Module& model) {
+  for (const nn::Module::Child& child : model.children()) {
+    if (child.name == "blocks") return dynamic_cast<nn::Sequential&>(*child.module);
+  }
+  COURSE_FAIL("the image model has no blocks to shard");
+}
+
 }  // namespace
 
-std::unique_ptr<parallel::LanguageModelParallelism> make_parallelism(
+std::unique_ptr<parallel::TrainingParallelism> make_parallelism(
     nn::Gpt& model, std::shared_ptr<parallel::Communicator> comm, const GptLabOptions& o) {
-  const std::optional<DType> compute = o.amp ? std::optional(o.amp_dtype) : std::nullopt;
   if (model_parallel(o)) {
-    const int micro_batches =
-        o.pipeline_stages > 1 ? o.micro_batches : static_cast<int>(o.accumulate);
-    return std::make_unique<parallel::ModelParallelGpt>(
-        model, comm,
-        parallel::ModelParallelOptions{.tensor_parallel = o.tensor_parallel,
-                                       .sequence_parallel = o.sequence_parallel,
-                                       .pipeline_stages = o.pipeline_stages,
-                                       .pipeline = {.schedule = o.schedule,
-                                                    .micro_batches = micro_batches,
-                                                    .balance = o.pipeline_balance,
-                                                    .virtual_stages = o.virtual_stages},
-                                       .compute = compute});
+    return std::make_unique<parallel::ModelParallelTraining>(model, comm,
+                                                             model_parallel_options(o));
   }
   std::unique_ptr<parallel::DataParallelStep> step;
   if (o.exercise_zero1) {
@@ -99,8 +116,30 @@ std::unique_ptr<parallel::LanguageModelParallelism> make_parallelism(
     step = std::make_unique<parallel::DataParallelModel>(model, model.blocks(), comm,
                                                          data_parallel_options(o));
   }
-  return std::make_unique<parallel::DataParallelLanguageModel>(
-      std::move(step), comm, static_cast<int>(o.accumulate), compute);
+  return std::make_unique<parallel::DataParallelTraining>(
+      std::move(step), comm, static_cast<int>(o.accumulate), compute_dtype(o));
+}
+
+std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
+    nn::Module& model, const Tensor& sample, std::shared_ptr<parallel::Communicator> comm,
+    const GptLabOptions& o) {
+  if (model_parallel(o)) {
+    return std::make_unique<parallel::ModelParallelTraining>(
+        model, std::make_unique<nn::PieceStages>(model, sample), comm, model_parallel_options(o));
+  }
+  return std::make_unique<parallel::DataParallelTraining>(
+      std::make_unique<parallel::DataParallelModel>(model, image_blocks(model), comm,
+                                                    data_parallel_options(o)),
+      comm, static_cast<int>(o.accumulate), compute_dtype(o));
+}
+
+std::function<train::NamedTensors()> checkpoint_rank_state(
+    const nlohmann::json& layout, parallel::TrainingParallelism& parallelism,
+    optim::Optimizer& optimizer) {
+  if (layout.empty()) return {};
+  return [&parallelism, &optimizer] {
+    return train::sharded_training_state(parallelism.optimized(), optimizer);
+  };
 }
 
 }  // namespace day4

@@ -1,21 +1,38 @@
-// The GPT lab's choice of parallelism from its flags: model parallelism on the dp x tp x pp grid
-// (--tensor-parallel, --pipeline-stages: common/parallel/model_parallel_gpt.h), or data
-// parallelism: the library's modes (one process, DDP, ZeRO 1-3, FSDP's strategies:
-// common/parallel/data_parallel_model.h) or "exercise-zero1", ZeRO-1 built from the trainee's
-// TP4.1-TP4.3 over the whole model as one flat parameter.
+// The day-4 lab's choice of parallelism from its flags: model parallelism on the dp x tp x pp
+// grid (--tensor-parallel, --pipeline-stages: common/parallel/model_parallel_training.h), or
+// data parallelism: the library's modes (one process, DDP, ZeRO 1-3, FSDP's strategies:
+// common/parallel/data_parallel_model.h) or, for the GPT, "exercise-zero1", ZeRO-1 built from the
+// trainee's TP4.1-TP4.3 over the whole model as one flat parameter. And what a checkpoint of
+// the chosen parallelism holds per rank.
 #pragma once
 
 #include <memory>
 
 #include "common/nn/gpt.h"
-#include "common/parallel/language_model_parallelism.h"
+#include "common/optim/optimizer.h"
+#include "common/parallel/training_parallelism.h"
+#include "common/train/training_state.h"
 #include "day4_large_models/gpt_options.h"
 
 namespace day4 {
 
 // Collective over `comm`.
-std::unique_ptr<course::parallel::LanguageModelParallelism> make_parallelism(
+std::unique_ptr<course::parallel::TrainingParallelism> make_parallelism(
     course::nn::Gpt& model, std::shared_ptr<course::parallel::Communicator> comm,
     const GptLabOptions& options);
+
+// An image model (ViT, CoAtNet, as assembled from pieces: stem, blocks, head), its blocks the
+// sharding units or the pipeline's; `sample` one input image (1, C, H, W) in the run's memory
+// format.
+std::unique_ptr<course::parallel::TrainingParallelism> make_image_parallelism(
+    course::nn::Module& model, const course::Tensor& sample,
+    std::shared_ptr<course::parallel::Communicator> comm, const GptLabOptions& options);
+
+// A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
+// slices, and its optimizer's state (none, for a `layout` that is empty: one file of the whole
+// model).
+std::function<course::train::NamedTensors()> checkpoint_rank_state(
+    const nlohmann::json& layout, course::parallel::TrainingParallelism& parallelism,
+    course::optim::Optimizer& optimizer);
 
 }  // namespace day4

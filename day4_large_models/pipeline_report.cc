@@ -1,4 +1,4 @@
-// Printing and drawing a pipeline's measurements.
+// Printing the communication, and printing and drawing a pipeline's measurements.
 #include "day4_large_models/pipeline_report.h"
 
 #include <cstdio>
@@ -8,6 +8,22 @@
 namespace day4 {
 
 using namespace course::parallel;
+
+void print_parallel_reports(TrainingParallelism& parallelism, const course::train::LoopResult& run,
+                            const GptLabOptions& o, bool lead, int ranks) {
+  if (lead && run.steps > 0 && ranks > 1) {
+    std::printf("communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
+                parallelism.bytes_sent() / run.steps / 1048576.0,
+                parallelism.exposed_communication_seconds() * 1e3 / run.steps);
+  }
+  const std::optional<PipelineMeasurement> pipeline = parallelism.pipeline_measurement();
+  if (!pipeline || !lead) return;
+  print_pipeline_bubbles(*pipeline);
+  if (!o.timeline.empty() && run.steps > 0) {
+    write_timeline_png(*pipeline, o.timeline,
+                       o.model + ": " + parallelism.describe() + ", the last step as measured");
+  }
+}
 
 void print_pipeline_bubbles(const PipelineMeasurement& measured) {
   if (measured.steps_measured < 1) return;

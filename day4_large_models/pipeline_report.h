@@ -1,13 +1,22 @@
-// What the GPT lab shows of a pipeline after training (common/parallel/pipeline_measurement.h):
-// each stage's measured bubble next to the schedule's formula and the activations it held, and
-// the last step's forwards and backwards as a PNG, a row per stage (tools/plot/timeline_chart.h).
+// What the day-4 lab shows of its parallelism after training: the communication per step and,
+// for a pipeline (common/parallel/pipeline_measurement.h), each stage's measured bubble next to
+// the schedule's formula and the activations it held, and the last step's forwards and
+// backwards as a PNG, a row per stage (tools/plot/timeline_chart.h).
 #pragma once
 
 #include <string>
 
 #include "common/parallel/pipeline_measurement.h"
+#include "common/parallel/training_parallelism.h"
+#include "common/train/training_loop.h"
+#include "day4_large_models/gpt_options.h"
 
 namespace day4 {
+
+// Collective (the pipeline's measurements are gathered); rank 0 (`lead`) prints.
+void print_parallel_reports(course::parallel::TrainingParallelism& parallelism,
+                            const course::train::LoopResult& run, const GptLabOptions& o, bool lead,
+                            int ranks);
 
 void print_pipeline_bubbles(const course::parallel::PipelineMeasurement& measured);
 

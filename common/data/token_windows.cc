@@ -45,14 +45,14 @@ Tensor TokenWindows::batch(int64_t index) const {
 }
 
 NextTokenBatch micro_batch_of(const NextTokenBatch& batch, int micro, int micro_batches) {
-  const int64_t windows = batch.inputs.size(0), context = batch.inputs.size(1);
-  COURSE_CHECK(
-      micro_batches >= 1 && windows % micro_batches == 0 && micro >= 0 && micro < micro_batches,
-      "a batch of ", windows, " windows has no micro-batch ", micro, " of ", micro_batches,
-      " equal ones");
-  const int64_t rows = windows / micro_batches;
-  return {batch.inputs.slice(micro * rows, (micro + 1) * rows),
-          batch.targets.slice(micro * rows * context, (micro + 1) * rows * context)};
+  const int64_t rows = batch.inputs.size(0), targets = batch.targets.size(0);
+  COURSE_CHECK(micro_batches >= 1 && rows % micro_batches == 0 && targets % rows == 0 &&
+                   micro >= 0 && micro < micro_batches,
+               "a batch of ", batch.inputs.str(), " inputs and ", batch.targets.str(),
+               " targets has no micro-batch ", micro, " of ", micro_batches, " equal ones");
+  const int64_t part = rows / micro_batches, part_targets = targets / micro_batches;
+  return {batch.inputs.slice(micro * part, (micro + 1) * part),
+          batch.targets.slice(micro * part_targets, (micro + 1) * part_targets)};
 }
 
 NextTokenBatch next_token_batch(const Tensor& windows, Device device) {

@@ -21,13 +21,15 @@ struct TokenWindowOptions {
 };
 
 // A (B, T + 1) window batch split for next-token training: inputs (B, T) i32 and targets
-// (B T,) i64 (the class labels of the cross-entropy), on `device`.
+// (B T,) i64 (the class labels of the cross-entropy), on `device`. An image classifier's batch
+// is one too: images (B, C, H, W) and their labels (B,).
 struct NextTokenBatch {
   Tensor inputs, targets;
 };
 NextTokenBatch next_token_batch(const Tensor& windows, Device device);
-// Micro-batch `micro` of `batch` cut into `micro_batches` equal parts, as views: its windows'
-// inputs (B / m, T) and their targets (B / m T,). Throws when the windows do not split evenly.
+// Micro-batch `micro` of `batch` cut into `micro_batches` equal parts, as views: inputs and
+// targets each cut along their first axis (windows (B / m, T) and their targets (B / m T,),
+// images (B / m, ...) and their labels (B / m,)). Throws when the batch does not split evenly.
 NextTokenBatch micro_batch_of(const NextTokenBatch& batch, int micro, int micro_batches);
 
 class TokenWindows {

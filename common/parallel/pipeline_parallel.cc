@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/core/activity_log.h"
+#include "common/data/token_windows.h"
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
@@ -19,12 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 // What crosses between stages: f32 (the residual stream, whatever autocast computed in).
 Tensor as_f32(const Tensor& t) { return nn::as_dtype(t, DType::kF32); }
-
-// Micro-batch `micro` of `m` equal ones along the first axis.
-Tensor micro_batch(const Tensor& t, int micro, int m) {
-  const int64_t rows = t.size(0) / m;
-  return t.slice(micro * rows, (micro + 1) * rows);
-}
 
 }  // namespace
 
@@ -80,15 +75,12 @@ int PipelineParallel::tag(const StageMessage& message) const {
 
 float PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& targets) {
   const int m = options_.micro_batches, p = pp_->size();
-  COURSE_CHECK(inputs.dim() >= 2 && inputs.size(0) % m == 0 && targets.dim() == 1 &&
-                   targets.size(0) % inputs.size(0) == 0,
-               "a batch of ", inputs.str(), " inputs and ", targets.str(),
-               " targets does not split into ", m, " micro-batches");
   micro_inputs_.clear();
   micro_targets_.clear();
   for (int micro = 0; micro < m; ++micro) {
-    micro_inputs_.push_back(micro_batch(inputs, micro, m));
-    micro_targets_.push_back(micro_batch(targets, micro, m));
+    const NextTokenBatch part = micro_batch_of({inputs, targets}, micro, m);
+    micro_inputs_.push_back(part.inputs);
+    micro_targets_.push_back(part.targets);
   }
   contexts_ = std::vector<nn::Context>(m * options_.virtual_stages);
   logits_.assign(m, Tensor());

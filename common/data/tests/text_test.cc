@@ -124,8 +124,24 @@ TEST(TokenWindows, MicroBatchesAreEqualRunsOfWindowsAndTheirTargets) {
   EXPECT_EQ(micro_batch_of(batch, 5, 6).targets.to_vector<int64_t>(),
             (std::vector<int64_t>{16, 17}));
   EXPECT_THAT(testing::error_of([&] { micro_batch_of(batch, 0, 4); }),
-              ::testing::HasSubstr("6 windows has no micro-batch 0 of 4"));
+              ::testing::HasSubstr("targets has no micro-batch 0 of 4 equal ones"));
   EXPECT_THROW(micro_batch_of(batch, 3, 3), Error);
+}
+
+// An image batch: 4 images of 2 x 2 and their labels; the second half is images 2-3 and
+// labels 2-3. Labels that are not a whole number per image are refused.
+TEST(TokenWindows, MicroBatchesOfImagesAndLabels) {
+  std::vector<float> pixels(16);
+  for (size_t k = 0; k < pixels.size(); ++k) pixels[k] = static_cast<float>(k) - 7.5f;
+  const NextTokenBatch images{Tensor::from_vector(pixels, {4, 1, 2, 2}),
+                              Tensor::from_vector<int64_t>({9, 0, 4, 7}, {4})};
+  const NextTokenBatch second = micro_batch_of(images, 1, 2);
+  EXPECT_EQ(second.inputs.shape(), (Shape{2, 1, 2, 2}));
+  EXPECT_EQ(second.inputs.to_vector<float>(),
+            (std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f}));
+  EXPECT_EQ(second.targets.to_vector<int64_t>(), (std::vector<int64_t>{4, 7}));
+  EXPECT_THROW(micro_batch_of({images.inputs, Tensor::from_vector<int64_t>({1, 2, 3}, {3})}, 0, 2),
+               Error);
 }
 
 TEST(TokenWindows, AStreamTooShortForABatchIsOneClearError) {

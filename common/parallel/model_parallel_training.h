@@ -1,10 +1,11 @@
-// A GPT under model parallelism: the job's ranks as a process grid of
-// dp x tp x pp = (world / (T P)) x T x P. Every layer is cut over the T ranks of the
+// A model under model parallelism: the job's ranks as a process grid of
+// dp x tp x pp = (world / (T P)) x T x P. A GPT's every layer is cut over the T ranks of the
 // tensor-parallel axis (tensor_parallel_gpt.h); the blocks are cut into P stages, each rank
 // training one stage (pipeline_parallel.h) over the micro-batches of its pipeline's batch; the
 // replicas' gradients are averaged over the data-parallel axis (3D parallelism). Without stages
-// the micro-batches are accumulated. Validation and sampling use the whole model, gathered from
-// the stages and slices on every rank.
+// the micro-batches are accumulated. An image model (a staged model: common/nn/piece_stages.h)
+// takes the pipeline and data axes, T = 1. Validation and sampling use the whole model, gathered
+// from the stages and slices on every rank.
 #pragma once
 
 #include <memory>
@@ -14,10 +15,10 @@
 #include <vector>
 
 #include "common/nn/gpt.h"
-#include "common/parallel/language_model_parallelism.h"
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/process_grid.h"
 #include "common/parallel/tensor_parallel_gpt.h"
+#include "common/parallel/training_parallelism.h"
 
 namespace course::parallel {
 
@@ -29,12 +30,15 @@ struct ModelParallelOptions {
   std::optional<DType> compute;    // autocast's dtype (none: f32)
 };
 
-class ModelParallelGpt : public LanguageModelParallelism {
+class ModelParallelTraining : public TrainingParallelism {
  public:
   // Collective over `world`, whose size must be a multiple of T x P; every rank passes a
   // `model` built from the same seed.
-  ModelParallelGpt(nn::Gpt& model, std::shared_ptr<Communicator> world,
-                   const ModelParallelOptions& options);
+  ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Communicator> world,
+                        const ModelParallelOptions& options);
+  // Any staged view `staged` of `model` (its pipeline stages), without tensor parallelism.
+  ModelParallelTraining(nn::Module& model, std::unique_ptr<nn::StagedModel> staged,
+                        std::shared_ptr<Communicator> world, const ModelParallelOptions& options);
 
   // This rank's stage's parameters (its slices of them).
   std::vector<std::pair<std::string, nn::Parameter*>> optimized() override {
@@ -61,7 +65,8 @@ class ModelParallelGpt : public LanguageModelParallelism {
  private:
   void average_over_replicas();
 
-  nn::Gpt& whole_;
+  nn::Module& whole_;
+  nn::Gpt* gpt_ = nullptr;  // a GPT's, whose slices a tensor-parallel run gathers into it
   ProcessGrid grid_;
   std::unique_ptr<TensorParallelGpt> cut_;  // with tensor parallelism
   PipelineParallel pipeline_;

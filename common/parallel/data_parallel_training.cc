@@ -1,5 +1,5 @@
-// Accumulated micro-batches of next-token prediction through a data-parallel mode.
-#include "common/parallel/data_parallel_language_model.h"
+// Accumulated micro-batches through a data-parallel mode.
+#include "common/parallel/data_parallel_training.h"
 
 #include "common/core/error.h"
 #include "common/kernels/cross_entropy.h"
@@ -8,10 +8,9 @@
 
 namespace course::parallel {
 
-DataParallelLanguageModel::DataParallelLanguageModel(std::unique_ptr<DataParallelStep> step,
-                                                     std::shared_ptr<Communicator> comm,
-                                                     int micro_batches,
-                                                     std::optional<DType> compute)
+DataParallelTraining::DataParallelTraining(std::unique_ptr<DataParallelStep> step,
+                                           std::shared_ptr<Communicator> comm, int micro_batches,
+                                           std::optional<DType> compute)
     : step_(std::move(step)),
       comm_(std::move(comm)),
       micro_batches_(micro_batches),
@@ -19,8 +18,8 @@ DataParallelLanguageModel::DataParallelLanguageModel(std::unique_ptr<DataParalle
   COURSE_CHECK(micro_batches_ >= 1, "a step needs at least one micro-batch, got ", micro_batches_);
 }
 
-Tensor DataParallelLanguageModel::forward_backward(const NextTokenBatch& batch,
-                                                   const std::function<void(Phase)>& mark) {
+Tensor DataParallelTraining::forward_backward(const NextTokenBatch& batch,
+                                              const std::function<void(Phase)>& mark) {
   const float share = 1.0f / static_cast<float>(micro_batches_);
   nn::Module& net = step_->net();
   Tensor loss = zeros({1}, DType::kF32, batch.inputs.device());
@@ -46,7 +45,7 @@ Tensor DataParallelLanguageModel::forward_backward(const NextTokenBatch& batch,
   return loss;
 }
 
-nlohmann::json DataParallelLanguageModel::checkpoint_layout() const {
+nlohmann::json DataParallelTraining::checkpoint_layout() const {
   return parallel::checkpoint_layout(*step_);
 }
 

@@ -1,4 +1,4 @@
-// A language model's step under data parallelism (one process, DDP, ZeRO 1-3, FSDP's
+// A model's step under data parallelism (one process, DDP, ZeRO 1-3, FSDP's
 // strategies: data_parallel_model.h, or a lab's own DataParallelStep): the step's batch run as
 // its micro-batches one after the other, their gradients added up (DDP reduces only after the
 // last, as PyTorch's no_sync), the loss of each scaled by 1 / micro-batches so the sum is the
@@ -9,17 +9,16 @@
 #include <optional>
 
 #include "common/parallel/data_parallel_model.h"
-#include "common/parallel/language_model_parallelism.h"
+#include "common/parallel/training_parallelism.h"
 
 namespace course::parallel {
 
-class DataParallelLanguageModel : public LanguageModelParallelism {
+class DataParallelTraining : public TrainingParallelism {
  public:
   // `step` runs over the ranks of `comm`; `compute`: autocast's dtype in the forward passes
   // (none: f32).
-  DataParallelLanguageModel(std::unique_ptr<DataParallelStep> step,
-                            std::shared_ptr<Communicator> comm, int micro_batches,
-                            std::optional<DType> compute);
+  DataParallelTraining(std::unique_ptr<DataParallelStep> step, std::shared_ptr<Communicator> comm,
+                       int micro_batches, std::optional<DType> compute);
 
   std::vector<std::pair<std::string, nn::Parameter*>> optimized() override {
     return step_->optimized();

@@ -1,8 +1,10 @@
-// One language model's training step under any of the course's parallel schemes, so that a lab
-// wires the scheme once: data parallelism (one process, DDP, ZeRO 1-3, FSDP's strategies, or a
-// lab's own mode: data_parallel_language_model.h) or model parallelism on a dp x tp x pp grid
-// (model_parallel_gpt.h). The lab picks one; its loop, checkpoints, validation and reports ask
-// only this interface.
+// One model's training step under any of the course's parallel schemes, so that a lab wires the
+// scheme once: data parallelism (one process, DDP, ZeRO 1-3, FSDP's strategies, or a lab's own
+// mode: data_parallel_training.h) or model parallelism on a dp x tp x pp grid
+// (model_parallel_training.h). The lab picks one; its loop, checkpoints, validation and reports
+// ask only this interface. A batch is inputs and their targets (common/data/token_windows.h): a
+// language model's windows and next tokens, or a classifier's images and labels; the loss is the
+// cross entropy of the logits' last axis.
 #pragma once
 
 #include <functional>
@@ -19,19 +21,19 @@
 
 namespace course::parallel {
 
-class LanguageModelParallelism {
+class TrainingParallelism {
  public:
-  virtual ~LanguageModelParallelism() = default;
+  virtual ~TrainingParallelism() = default;
 
   // The parameters this rank's optimizer updates, named as in the whole model (the names of
   // the checkpoint's tensors).
   virtual std::vector<std::pair<std::string, nn::Parameter*>> optimized() = 0;
-  // The data-parallel replicas deal the training windows among themselves: this one's place
+  // The data-parallel replicas deal the training batches among themselves: this one's place
   // and their count.
   virtual int data_rank() const = 0;
   virtual int data_ranks() const = 0;
   // Micro-batches of a step (accumulated, or run through the pipeline): a step's batch holds
-  // this many times the micro-batch's windows.
+  // this many times the micro-batch's windows or images.
   virtual int micro_batches() const = 0;
 
   // One step's forward and backward over this replica's `batch`: the gradients zeroed first

@@ -1,6 +1,6 @@
 // The 3D grid's step: the stage through its schedule, the sums over tp, the averages over dp,
 // and the pipeline's measurements gathered as numbers.
-#include "common/parallel/model_parallel_gpt.h"
+#include "common/parallel/model_parallel_training.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +18,15 @@ GridShape model_parallel_grid(const Communicator& world, int tp, int pp) {
                " ranks of this run into model replicas (start it with mpirun -np ", tp * pp,
                " or a multiple)");
   return {.dp = world.size() / (tp * pp), .tp = tp, .pp = pp};
+}
+
+// An image model's grid: its layers are not cut over tensor-parallel ranks.
+int without_tensor_parallelism(const ModelParallelOptions& o) {
+  COURSE_CHECK(o.tensor_parallel == 1 && !o.sequence_parallel,
+               "tensor parallelism cuts a GPT's or a Llama's layers; this model takes pipeline "
+               "stages and data parallelism only (--tensor-parallel ",
+               o.tensor_parallel, o.sequence_parallel ? ", --sequence-parallel" : "", ")");
+  return 1;
 }
 
 // The model the stages are cut from: the whole one, or its slices on this tensor-parallel rank.
@@ -58,9 +67,10 @@ std::vector<TimedAction> timed_actions(const float* fields, int64_t actions) {
 
 }  // namespace
 
-ModelParallelGpt::ModelParallelGpt(nn::Gpt& model, std::shared_ptr<Communicator> world,
-                                   const ModelParallelOptions& o)
+ModelParallelTraining::ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Communicator> world,
+                                             const ModelParallelOptions& o)
     : whole_(model),
+      gpt_(&model),
       grid_(world, model_parallel_grid(*world, o.tensor_parallel, o.pipeline_stages)),
       cut_(o.tensor_parallel > 1
                ? std::make_unique<TensorParallelGpt>(
@@ -72,8 +82,17 @@ ModelParallelGpt::ModelParallelGpt(nn::Gpt& model, std::shared_ptr<Communicator>
       sequence_sharded_(cut_ ? cut_->sequence_sharded_parameters()
                              : std::vector<nn::Parameter*>{}) {}
 
-Tensor ModelParallelGpt::forward_backward(const NextTokenBatch& batch,
-                                          const std::function<void(Phase)>& mark) {
+ModelParallelTraining::ModelParallelTraining(nn::Module& model,
+                                             std::unique_ptr<nn::StagedModel> staged,
+                                             std::shared_ptr<Communicator> world,
+                                             const ModelParallelOptions& o)
+    : whole_(model),
+      grid_(world, model_parallel_grid(*world, without_tensor_parallelism(o), o.pipeline_stages)),
+      pipeline_(std::move(staged), grid_.pp(), o.pipeline),
+      compute_(o.compute) {}
+
+Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
+                                               const std::function<void(Phase)>& mark) {
   mark(Phase::kPipeline);
   const auto bytes_sent = [&] {
     return grid_.pp()->traffic().bytes + grid_.dp()->traffic().bytes + grid_.tp()->traffic().bytes;
@@ -95,13 +114,13 @@ Tensor ModelParallelGpt::forward_backward(const NextTokenBatch& batch,
   return Tensor::from_vector<float>({loss}, {1}).to(batch.inputs.device());
 }
 
-nn::Module& ModelParallelGpt::whole_model() {
+nn::Module& ModelParallelTraining::whole_model() {
   pipeline_.gather_model();
-  if (cut_) cut_->gather_into(whole_);
+  if (cut_) cut_->gather_into(*gpt_);
   return whole_;
 }
 
-void ModelParallelGpt::average_over_replicas() {
+void ModelParallelTraining::average_over_replicas() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<nn::Parameter*> parameters;
   for (const auto& named : pipeline_.parameters()) parameters.push_back(named.second);
@@ -110,13 +129,13 @@ void ModelParallelGpt::average_over_replicas() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-nlohmann::json ModelParallelGpt::checkpoint_layout() const {
+nlohmann::json ModelParallelTraining::checkpoint_layout() const {
   return {{"tensor_parallel", grid_.shape().tp},
           {"pipeline_stages", grid_.shape().pp},
           {"pipeline_balance", stage_balance_name(pipeline_.options().balance)}};
 }
 
-std::string ModelParallelGpt::describe() const {
+std::string ModelParallelTraining::describe() const {
   const PipelineOptions& p = pipeline_.options();
   const GridShape& shape = grid_.shape();
   std::vector<std::string> axes;
@@ -140,7 +159,7 @@ std::string ModelParallelGpt::describe() const {
   return text;
 }
 
-std::optional<PipelineMeasurement> ModelParallelGpt::pipeline_measurement() {
+std::optional<PipelineMeasurement> ModelParallelTraining::pipeline_measurement() {
   if (grid_.shape().pp == 1) return std::nullopt;
   Communicator& world = *grid_.world();
   const float bubble = step_seconds_ > 0 ? 1.0f - compute_seconds_ / step_seconds_ : -1.0f;
