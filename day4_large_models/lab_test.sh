@@ -121,26 +121,24 @@ image_resumed() {
 }
 ddp_resumed_images=$(image_resumed vit-ddp "${mpirun[@]}" --)
 zero3_resumed_images=$(image_resumed vit-zero3 "${mpirun[@]}" -- --sharding zero3)
-if [[ -z $ddp_resumed_images || $zero3_resumed_images != "$ddp_resumed_images" ||
-  ! -f $TEST_TMPDIR/vit-zero3.rank1-of-2.ckpt ]]; then
-  echo "FAILED: vit-micro with zero3 resumed from its files ends otherwise than DDP resumed:"
-  echo "DDP: $ddp_resumed_images"
-  echo "zero3: $zero3_resumed_images"
-  exit 1
-fi
-echo "ok: vit-micro resumed on 2 ranks, zero3 as DDP: $(tail -1 <<<"$ddp_resumed_images")"
+# expect_same_ending WHAT REFERENCE ENDING FILE: ENDING is REFERENCE's (not empty), FILE exists.
+expect_same_ending() {
+  if [[ -z $2 || $3 != "$2" || ! -f $4 ]]; then
+    echo "FAILED: $1 (or $4 missing):"
+    echo "reference: $2"
+    echo "got: $3"
+    exit 1
+  fi
+  echo "ok: $1: $(tail -1 <<<"$3")"
+}
+expect_same_ending "vit-micro resumed on 2 ranks, zero3 as DDP" "$ddp_resumed_images" \
+  "$zero3_resumed_images" "$TEST_TMPDIR/vit-zero3.rank1-of-2.ckpt"
 # A ViT in 2 pipeline stages over 2 micro-batches, resumed from its files (one per stage), ends
 # as one process accumulating the same 2 micro-batches (a ViT has no batch norm).
 piped_images=$(image_resumed vit-piped "${mpirun[@]}" -- --pipeline-stages 2 --micro-batches 2)
 accumulated_images=$(image_resumed vit-accumulated -- --accumulate 2)
-if [[ -z $accumulated_images || $piped_images != "$accumulated_images" ||
-  ! -f $TEST_TMPDIR/vit-piped.rank1-of-2.ckpt ]]; then
-  echo "FAILED: vit-micro in 2 pipeline stages resumed ends otherwise than one process:"
-  echo "pipeline: $piped_images"
-  echo "one process, accumulating: $accumulated_images"
-  exit 1
-fi
-echo "ok: vit-micro in 2 stages as one process: $(tail -1 <<<"$piped_images")"
+expect_same_ending "vit-micro in 2 stages resumed as one process accumulating" \
+  "$accumulated_images" "$piped_images" "$TEST_TMPDIR/vit-piped.rank1-of-2.ckpt"
 expect 0 "2-stage pipeline (1f1b, 4 micro-batches, cut by compute)" "${mpirun[@]}" "$lab" \
   "${images[@]}" --model coatnet-micro --pipeline-stages 2 --micro-batches 4 --channels-last \
   --pipeline-balance compute --test --test-nsteps 2

@@ -8,7 +8,6 @@
 // included) is the single process's.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
@@ -18,6 +17,7 @@
 #include "common/nn/piece_stages.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/pipeline_parallel.h"
+#include "common/parallel/tests/training_trace.h"
 #include "common/testing/tolerance.h"
 
 namespace course::parallel {
@@ -53,22 +53,12 @@ nn::ModulePtr make(const Case& c) {
   return nn::make_model({.name = c.model, .seed = 7, .image_size = kSide}, Device::cpu());
 }
 
-using Values = std::map<std::string, std::vector<float>>;
-
-Values values_of(const nn::ModuleState& state, bool with_buffers) {
-  Values out;
-  for (const auto& [name, p] : state.parameters) out[name] = p->value.to_vector<float>();
-  if (with_buffers) {
-    for (const auto& [name, b] : state.buffers) out[name] = b->to_vector<float>();
-  }
+// The parameters, and the buffers (batch-norm statistics) with them.
+Values with_buffers(const nn::ModuleState& state) {
+  Values out = values_of(state.parameters);
+  for (const auto& [name, b] : state.buffers) out[name] = b->to_vector<float>();
   return out;
 }
-
-struct Trace {
-  std::vector<float> losses;
-  std::vector<Values> parameters;  // the stage's (alone: the whole model's) after each step
-  Values gathered;                 // the whole model at the end, buffers included
-};
 
 // One process: the whole batch at once, or its micro-batches one after the other, each loss
 // scaled by 1/m and the gradients accumulated.
@@ -91,9 +81,9 @@ Trace train_alone(const Case& c, int micro_batches) {
     }
     sgd.step();
     trace.losses.push_back(loss);
-    trace.parameters.push_back(values_of(model->state(), false));
+    trace.parameters.push_back(values_of(model->state().parameters));
   }
-  trace.gathered = values_of(model->state(), true);
+  trace.gathered = with_buffers(model->state());
   return trace;
 }
 
@@ -109,32 +99,15 @@ Trace train_pipelined(const Case& c, const PipelineOptions& options) {
     pipeline.zero_grad();
     trace.losses.push_back(pipeline.forward_backward(b.images, b.labels));
     sgd.step();
-    Values stage;
-    for (const auto& [name, p] : pipeline.parameters()) stage[name] = p->value.to_vector<float>();
-    trace.parameters.push_back(stage);
+    trace.parameters.push_back(values_of(pipeline.parameters()));
   }
   pipeline.gather_model();
-  trace.gathered = values_of(model->state(), true);
+  trace.gathered = with_buffers(model->state());
   return trace;
 }
 
 void expect_same_training(const Trace& pipelined, const Trace& alone, const std::string& what) {
-  const int rank = Communicator::world()->rank();
-  EXPECT_EQ(pipelined.gathered.size(), alone.gathered.size());
-  for (const auto& [name, values] : pipelined.gathered) {
-    EXPECT_TRUE(testing::all_close(values, alone.gathered.at(name), kParity))
-        << what << ": " << name << " of the gathered model on rank " << rank;
-  }
-  for (int step = 0; step < kSteps; ++step) {
-    EXPECT_TRUE(testing::all_close({pipelined.losses[step]}, {alone.losses[step]}, kParity))
-        << what << ": loss of step " << step << " on rank " << rank << ": "
-        << pipelined.losses[step] << " against " << alone.losses[step];
-    ASSERT_FALSE(pipelined.parameters[step].empty());
-    for (const auto& [name, values] : pipelined.parameters[step]) {
-      EXPECT_TRUE(testing::all_close(values, alone.parameters[step].at(name), kParity))
-          << what << ": " << name << " after step " << step << " on rank " << rank;
-    }
-  }
+  parallel::expect_same_training(pipelined, alone, what, kParity);
 }
 
 TEST(ImagePipeline, VitTrainsAsOneProcessOnTheWholeBatch) {

@@ -15,6 +15,7 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
+#include "common/parallel/tests/training_trace.h"
 #include "common/testing/tolerance.h"
 
 namespace course::parallel {
@@ -70,20 +71,6 @@ std::unique_ptr<nn::Gpt> make_gpt(const nn::GptConfig& config = kGpt) {
   return std::make_unique<nn::Gpt>(config, rng, Device::cpu());
 }
 
-using Values = std::map<std::string, std::vector<float>>;
-
-Values values_of(const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
-  Values out;
-  for (const auto& [name, p] : params) out[name] = p->value.to_vector<float>();
-  return out;
-}
-
-struct Trace {
-  std::vector<float> losses;
-  std::vector<Values> parameters;  // the stage's (alone: the whole model's) after each step
-  Values gathered;                 // pipelined: the whole model after gather_model()
-};
-
 // The whole model on this rank: each micro-batch's loss scaled by 1/m, gradients accumulated.
 Trace train_alone(const nn::GptConfig& config = kGpt) {
   auto gpt = make_gpt(config);
@@ -110,6 +97,7 @@ Trace train_alone(const nn::GptConfig& config = kGpt) {
     trace.losses.push_back(loss);
     trace.parameters.push_back(values_of(gpt->state().parameters));
   }
+  trace.gathered = trace.parameters.back();
   return trace;
 }
 
@@ -131,22 +119,7 @@ Trace train_pipelined(const PipelineOptions& options, const nn::GptConfig& confi
 }
 
 void expect_same_training(const Trace& pipelined, const Trace& alone, const std::string& what) {
-  const int rank = Communicator::world()->rank();
-  EXPECT_EQ(pipelined.gathered.size(), alone.parameters.back().size());
-  for (const auto& [name, values] : pipelined.gathered) {
-    EXPECT_TRUE(testing::all_close(values, alone.parameters.back().at(name), kParity))
-        << what << ": " << name << " of the gathered model on rank " << rank;
-  }
-  for (int step = 0; step < kSteps; ++step) {
-    EXPECT_TRUE(testing::all_close({pipelined.losses[step]}, {alone.losses[step]}, kParity))
-        << what << ": loss of step " << step << " on rank " << rank << ": "
-        << pipelined.losses[step] << " against " << alone.losses[step];
-    ASSERT_FALSE(pipelined.parameters[step].empty());
-    for (const auto& [name, values] : pipelined.parameters[step]) {
-      EXPECT_TRUE(testing::all_close(values, alone.parameters[step].at(name), kParity))
-          << what << ": " << name << " after step " << step << " on rank " << rank;
-    }
-  }
+  parallel::expect_same_training(pipelined, alone, what, kParity);
 }
 
 TEST(PipelineParity, EveryScheduleTrainsAsOneProcess) {
