@@ -139,7 +139,7 @@ piped_images=$(image_resumed vit-piped "${mpirun[@]}" -- --pipeline-stages 2 --m
 accumulated_images=$(image_resumed vit-accumulated -- --accumulate 2)
 expect_same_ending "vit-micro in 2 stages resumed as one process accumulating" \
   "$accumulated_images" "$piped_images" "$TEST_TMPDIR/vit-piped.rank1-of-2.ckpt"
-expect 0 "2-stage pipeline (1f1b, 4 micro-batches, cut by compute)" "${mpirun[@]}" "$lab" \
+expect 0 "2-stage pipeline (1f1b, 4 micro-batches, cut by compute: blocks " "${mpirun[@]}" "$lab" \
   "${images[@]}" --model coatnet-micro --pipeline-stages 2 --micro-batches 4 --channels-last \
   --pipeline-balance compute --test --test-nsteps 2
 expect 1 "--pipeline-stages 4 x --virtual-stages 2 cuts vit-micro's 4 blocks into stages of none" \

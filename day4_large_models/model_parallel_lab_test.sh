@@ -64,7 +64,7 @@ expect 0 "every layer cut over 2 tensor-parallel ranks x 2 data-parallel replica
   "${mpirun[@]}" -np 4 "$lab" "${run[@]}" --tensor-parallel 2 --test --test-nsteps 2
 
 out=$("${mpirun[@]}" -np 4 "$lab" "${run[@]}" --pipeline-stages 2 --schedule gpipe 2>&1)
-for line in "2-stage pipeline \(gpipe, 4 micro-batches, cut by layers\) x 2 data-parallel pipelines" \
+for line in "2-stage pipeline \(gpipe, 4 micro-batches, cut by layers: blocks 0-1 \| 2-3\) x 2 data-parallel pipelines" \
   "formula \(p-1\)/\(m\+p-1\) 0\.200" \
   "stage 0: 0\.[0-9]+ measured, at most 4 micro-batch\(es\) of activations held" \
   "stage 1: 0\.[0-9]+ measured, at most 4 micro-batch\(es\) of activations held"; do

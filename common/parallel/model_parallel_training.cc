@@ -65,6 +65,17 @@ std::vector<TimedAction> timed_actions(const float* fields, int64_t actions) {
   return out;
 }
 
+// Each stage's blocks: "0-2 | 3 | 4-5".
+std::string block_runs(const PipelineParallel& pipeline) {
+  std::string text;
+  for (const nn::StageBounds& b : pipeline.stage_bounds()) {
+    if (!text.empty()) text += " | ";
+    text += std::to_string(b.first_block);
+    if (b.end_block - b.first_block > 1) text += "-" + std::to_string(b.end_block - 1);
+  }
+  return text;
+}
+
 }  // namespace
 
 ModelParallelTraining::ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Communicator> world,
@@ -148,7 +159,7 @@ std::string ModelParallelTraining::describe() const {
         std::to_string(shape.pp) + "-stage pipeline (" + pipeline_schedule_name(p.schedule) + ", " +
         std::to_string(p.micro_batches) + " micro-batches, " +
         (p.virtual_stages > 1 ? std::to_string(p.virtual_stages) + " chunks per rank, " : "") +
-        "cut by " + stage_balance_name(p.balance) + ")");
+        "cut by " + stage_balance_name(p.balance) + ": blocks " + block_runs(pipeline_) + ")");
   }
   if (shape.dp > 1) {
     axes.push_back(std::to_string(shape.dp) + " data-parallel " +

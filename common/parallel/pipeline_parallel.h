@@ -56,6 +56,8 @@ class PipelineParallel {
   std::vector<std::pair<std::string, nn::Parameter*>> parameters();
   void zero_grad();
   const PipelineOptions& options() const { return options_; }
+  // Every (virtual) stage's blocks, in pipeline order.
+  const std::vector<nn::StageBounds>& stage_bounds() const { return bounds_; }
 
   // One step's forwards and backwards over `inputs` and `targets`, the whole batch on every
   // stage (the first reads the inputs, the last the targets): tokens (B, T) i32 and their next
