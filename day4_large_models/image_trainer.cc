@@ -11,6 +11,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
 #include "common/nn/coatnet.h"
+#include "common/nn/models.h"
 #include "common/nn/sequential.h"
 #include "common/nn/vit.h"
 #include "common/optim/make_optimizer.h"
@@ -36,12 +37,6 @@ train::TrainingFlags image_flags(const GptLabOptions& o) {
   static_cast<train::RunFlags&>(flags) = o;
   flags.seed = o.seed;
   return flags;
-}
-
-int64_t parameter_count(nn::Module& model) {
-  int64_t total = 0;
-  for (const nn::Parameter* p : model.parameters()) total += p->value.numel();
-  return total;
 }
 
 // The model as a preset describes it (its own channels, classes and image size), and its
@@ -106,10 +101,12 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                                                 image_memory_plan(o, comm->size(), model_config)));
   if (estimate) enforce_memory_budget(o, comm->size(), *estimate, device);
   const auto model = train::make_classifier(flags, *data.train, device);
-  const int64_t parameters = parameter_count(*model);  // before sharding frees the full values
-  const Tensor first = data.train->image(0);  // (H, W, C): the pipeline's stages sized by one
+  const int64_t parameters = model->parameter_count();  // before sharding frees the full values
+  // One input as the model takes it (1, C, H, W), in the run's format: what sizes its stages.
+  Shape one_image = nn::model_pieces(model_config).sample;
+  one_image.insert(one_image.begin(), 1);
   const Tensor sample =
-      to_memory_format(zeros({1, first.size(2), first.size(0), first.size(1)}, DType::kF32, device),
+      to_memory_format(zeros(one_image, DType::kF32, device),
                        o.channels_last ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous);
   const auto parallelism = make_image_parallelism(*model, sample, comm, o);
 

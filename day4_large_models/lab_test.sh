@@ -113,11 +113,8 @@ image_ending() {
 }
 # image_resumed NAME [launcher...] -- [flags...]: the same after a checkpoint and a resume.
 image_resumed() {
-  local name=$1 launch=()
-  shift
-  while [[ $1 != -- ]]; do launch+=("$1") && shift; done
-  image_ending "${launch[@]}" -- --chkpt "$TEST_TMPDIR/$name.ckpt" "${@:2}" >/dev/null
-  image_ending "${launch[@]}" -- --epochs 2 --resume "$TEST_TMPDIR/$name.ckpt" "${@:2}"
+  image_ending "${@:2}" --chkpt "$TEST_TMPDIR/$1.ckpt" >/dev/null
+  image_ending "${@:2}" --epochs 2 --resume "$TEST_TMPDIR/$1.ckpt"
 }
 ddp_resumed_images=$(image_resumed vit-ddp "${mpirun[@]}" --)
 zero3_resumed_images=$(image_resumed vit-zero3 "${mpirun[@]}" -- --sharding zero3)

@@ -93,14 +93,6 @@ parallel::ModelParallelOptions model_parallel_options(const GptLabOptions& o) {
           .compute = compute_dtype(o)};
 }
 
-// The Sequential whose children are the sharding units: an image model's blocks.
-nn::Sequential& image_blocks(nn::Module& model) {
-  for (const nn::Module::Child& child : model.children()) {
-    if (child.name == "blocks") return dynamic_cast<nn::Sequential&>(*child.module);
-  }
-  COURSE_FAIL("the image model has no blocks to shard");
-}
-
 }  // namespace
 
 std::unique_ptr<parallel::TrainingParallelism> make_parallelism(
@@ -128,8 +120,9 @@ std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
         model, std::make_unique<nn::PieceStages>(model, sample), comm, model_parallel_options(o));
   }
   return std::make_unique<parallel::DataParallelTraining>(
-      std::make_unique<parallel::DataParallelModel>(model, image_blocks(model), comm,
-                                                    data_parallel_options(o)),
+      std::make_unique<parallel::DataParallelModel>(
+          model, dynamic_cast<nn::Sequential&>(model.child("blocks")), comm,
+          data_parallel_options(o)),
       comm, static_cast<int>(o.accumulate), compute_dtype(o));
 }
 

@@ -56,6 +56,21 @@ std::vector<Parameter*> Module::parameters() {
   return out;
 }
 
+int64_t Module::parameter_count() {
+  int64_t total = 0;
+  for (const Parameter* p : parameters()) total += p->value.numel();
+  return total;
+}
+
+Module& Module::child(const std::string& name) {
+  std::string names;
+  for (const Child& c : children()) {
+    if (c.name == name) return *c.module;
+    names += (names.empty() ? "" : ", ") + c.name;
+  }
+  COURSE_FAIL("no child named ", name, " among this module's children (", names, ")");
+}
+
 void Module::zero_grad() {
   for (Parameter* p : parameters()) fill_(p->grad, 0.0);
 }

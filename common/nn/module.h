@@ -70,6 +70,10 @@ class Module {
 
   ModuleState state();
   std::vector<Parameter*> parameters();
+  // The elements of all its parameters (what a model's size is quoted in).
+  int64_t parameter_count();
+  // The child named `name`; throws naming the children there are.
+  Module& child(const std::string& name);
   virtual void zero_grad();  // sharded data parallelism zeroes its shards instead
   bool training() const { return training_; }
 

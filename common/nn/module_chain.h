@@ -1,5 +1,5 @@
 // Modules run one after the other: the forward through each in order, the backward through each
-// in reverse, child i on context child i. Sequential runs its own children so; ModuleChain is a
+// in reverse, layer i on context child i. Sequential runs its own children so; ModuleChain is a
 // view running layers another module owns, under the names they have there (a pipeline stage:
 // a run of a model's layers).
 #pragma once
@@ -11,9 +11,21 @@
 
 namespace course::nn {
 
-Tensor forward_in_order(const std::vector<Module::Child>& layers, const Tensor& x, Context& ctx);
-Tensor backward_in_reverse(const std::vector<Module::Child>& layers, const Tensor& dy,
-                           Context& ctx);
+// `module_of(layer)` is each layer's Module& (a Child's, a Sequential's owned pointer's).
+template <class Layers, class ModuleOf>
+Tensor forward_in_order(const Layers& layers, ModuleOf module_of, const Tensor& x, Context& ctx) {
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i) h = module_of(layers[i]).forward(h, ctx.child(i));
+  return h;
+}
+
+template <class Layers, class ModuleOf>
+Tensor backward_in_reverse(const Layers& layers, ModuleOf module_of, const Tensor& dy,
+                           Context& ctx) {
+  Tensor g = dy;
+  for (size_t i = layers.size(); i-- > 0;) g = module_of(layers[i]).backward(g, ctx.child(i));
+  return g;
+}
 
 class ModuleChain : public Module {
  public:
@@ -22,13 +34,15 @@ class ModuleChain : public Module {
 
  protected:
   Tensor run_forward(const Tensor& x, Context& ctx) override {
-    return forward_in_order(layers_, x, ctx);
+    return forward_in_order(layers_, module_of, x, ctx);
   }
   Tensor run_backward(const Tensor& dy, Context& ctx) override {
-    return backward_in_reverse(layers_, dy, ctx);
+    return backward_in_reverse(layers_, module_of, dy, ctx);
   }
 
  private:
+  static Module& module_of(const Child& layer) { return *layer.module; }
+
   std::vector<Child> layers_;  // in forward order
 };
 

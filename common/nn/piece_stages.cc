@@ -10,18 +10,10 @@ namespace course::nn {
 namespace {
 
 Module::Child child_named(Module& model, const std::string& name) {
-  for (const Module::Child& child : model.children()) {
-    if (child.name == name) return child;
-  }
-  COURSE_FAIL("a model cut into pipeline stages is assembled as stem, blocks and head; it has no ",
-              name);
+  return {name, &model.child(name)};
 }
 
-double parameter_count(Module& part) {
-  double total = 0;
-  for (const Parameter* p : part.parameters()) total += static_cast<double>(p->value.numel());
-  return total;
-}
+double parameter_count(Module& part) { return static_cast<double>(part.parameter_count()); }
 
 // The attention layers among `part` and its descendants.
 int64_t attention_layers(Module& part) {

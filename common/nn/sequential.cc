@@ -13,12 +13,18 @@ Sequential& Sequential::add(ModulePtr child, std::string name) {
   return *this;
 }
 
+namespace {
+
+Module& module_of(const std::pair<std::string, ModulePtr>& child) { return *child.second; }
+
+}  // namespace
+
 Tensor Sequential::run_forward(const Tensor& x, Context& ctx) {
-  return forward_in_order(children(), x, ctx);
+  return forward_in_order(children_, module_of, x, ctx);
 }
 
 Tensor Sequential::run_backward(const Tensor& dy, Context& ctx) {
-  return backward_in_reverse(children(), dy, ctx);
+  return backward_in_reverse(children_, module_of, dy, ctx);
 }
 
 std::vector<Module::Child> Sequential::children() {

@@ -12,10 +12,4 @@ std::vector<float> parameter_values(nn::Module& model) {
   return out;
 }
 
-int64_t parameter_count(nn::Module& model) {
-  int64_t total = 0;
-  for (nn::Parameter* p : model.parameters()) total += p->value.numel();
-  return total;
-}
-
 }  // namespace course::testing

@@ -56,11 +56,11 @@ DistillReport run_distillation(const DistillOptions& o) {
 
   const auto teacher = load_trained(o.teacher, o.teacher_model, "--teacher", *data.train, device);
   DistillReport report;
-  report.teacher_parameters = count_parameters(*teacher);
+  report.teacher_parameters = teacher->parameter_count();
   report.teacher_accuracy =
       train::evaluate(*teacher, data.val, data.val_transform, o, 0, 1, place).accuracy();
-  report.student_parameters = count_parameters(
-      *train::make_classifier(o, *data.train, device));  // the students' size, before training
+  report.student_parameters = train::make_classifier(o, *data.train, device)
+                                  ->parameter_count();  // the students' size, before training
   std::printf("teacher %s (%s): %s parameters, test accuracy %s\n", o.teacher_model.c_str(),
               o.teacher.c_str(), std::to_string(report.teacher_parameters).c_str(),
               (format_percent(report.teacher_accuracy) + "%").c_str());

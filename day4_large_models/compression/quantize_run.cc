@@ -79,7 +79,7 @@ std::vector<QuantizeRow> run_quantization(const QuantizeOptions& o) {
   fused.set_input_observer({});
   std::printf("%s (%s), %s parameters; calibration on %zu training batches of %lld, on %s\n",
               o.model.c_str(), o.trained.c_str(),
-              std::to_string(count_parameters(*trained)).c_str(), images.size(),
+              std::to_string(trained->parameter_count()).c_str(), images.size(),
               static_cast<long long>(o.batch_size), device.str().c_str());
   for (size_t layer = 0; layer < ranges.size(); ++layer) {
     std::printf("  layer %zu, %s: inputs up to %s, %s of |x| %s\n", layer + 1,

@@ -28,10 +28,4 @@ void add_checkpoint_flag(CLI::App& app, const std::string& name, std::string& pa
   app.add_option(name, path, what + ": a checkpoint written by a lab's --chkpt")->required();
 }
 
-int64_t count_parameters(nn::Module& model) {
-  int64_t total = 0;
-  for (const nn::Parameter* p : model.parameters()) total += p->value.numel();
-  return total;
-}
-
 }  // namespace day4

@@ -18,8 +18,6 @@ std::unique_ptr<course::nn::Module> load_trained(const std::string& path, const 
                                                  const course::Dataset& data,
                                                  course::Device device);
 
-int64_t count_parameters(course::nn::Module& model);
-
 // The required flag naming a trained network's checkpoint (quantize's and prune's --trained,
 // distill's --teacher); `what` says whose it is ("the trained teacher").
 void add_checkpoint_flag(CLI::App& app, const std::string& name, std::string& path,

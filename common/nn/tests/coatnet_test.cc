@@ -22,7 +22,6 @@
 #include "common/nn/token_grid.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
-#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 
 namespace course::nn {
@@ -120,7 +119,7 @@ TEST(Coatnet, SmallModelMatchesFiniteDifferencesThroughEveryParameter) {
     ModulePtr net = make_coatnet(small_config(), rng, kCpu);
     const Tensor images = map({3, 3, 16, 16}, 13, format);
     EXPECT_EQ(net->forward(images).shape(), Shape({3, 5}));
-    EXPECT_EQ(testing::parameter_count(*net), coatnet_parameter_count(small_config()));
+    EXPECT_EQ(net->parameter_count(), coatnet_parameter_count(small_config()));
     EXPECT_TRUE(check_gradients(*net, images, {.samples_per_tensor = 3, .step = 1e-3}));
   }
 }
@@ -129,8 +128,7 @@ TEST(Coatnet, BuiltModelsHoldTheCountedParameters) {
   std::mt19937 rng(14);
   for (const char* name : {"coatnet-micro", "coatnet-0"}) {
     ModulePtr net = make_coatnet(coatnet_preset(name), rng, kCpu);
-    EXPECT_EQ(testing::parameter_count(*net), coatnet_parameter_count(coatnet_preset(name)))
-        << name;
+    EXPECT_EQ(net->parameter_count(), coatnet_parameter_count(coatnet_preset(name))) << name;
   }
   ModulePtr micro =
       make_model({.name = "coatnet-micro", .in_channels = 1, .num_classes = 10}, kCpu);
@@ -138,6 +136,11 @@ TEST(Coatnet, BuiltModelsHoldTheCountedParameters) {
   const auto parameters = micro->state().parameters;
   EXPECT_EQ(parameters.front().first, "stem.conv1.weight");
   EXPECT_EQ(parameters.back().first, "head.fc.bias");
+  // Its pieces by name: the blocks' own count; a name it lacks lists the ones it has.
+  EXPECT_EQ(micro->child("blocks").children().size(), 6u);
+  EXPECT_THAT(testing::error_of([&] { micro->child("block"); }),
+              ::testing::HasSubstr("no child named block among this module's children (stem, "
+                                   "blocks, head)"));
 }
 
 // Dai et al. 2021, Table 3 and Table 14, at 224 px with 1,000 classes: within the rounding of

@@ -15,7 +15,6 @@
 #include "common/nn/self_attention.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
-#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -96,7 +95,7 @@ TEST(Llama, BuiltModelsHoldTheCountedParameters) {
     std::mt19937 rng(9);
     const GptConfig config = small_llama(tied);
     Gpt llama(config, rng, kCpu);
-    EXPECT_EQ(testing::parameter_count(llama), gpt_parameter_count(config)) << tied;
+    EXPECT_EQ(llama.parameter_count(), gpt_parameter_count(config)) << tied;
     const auto names = llama.state().parameters;
     EXPECT_EQ(names.front().first, "wte.weight");
     EXPECT_EQ(names[1].first, "h.0.attention.attention_norm.weight");
@@ -105,7 +104,7 @@ TEST(Llama, BuiltModelsHoldTheCountedParameters) {
   }
   std::mt19937 rng(10);
   Gpt tiny(gpt_preset("llama-tiny"), rng, kCpu);
-  EXPECT_EQ(testing::parameter_count(tiny), gpt_parameter_count(gpt_preset("llama-tiny")));
+  EXPECT_EQ(tiny.parameter_count(), gpt_parameter_count(gpt_preset("llama-tiny")));
 }
 
 TEST(Llama, ShapesThatDoNotFitGetOneMessage) {

@@ -7,7 +7,6 @@
 #include "common/kernels/elementwise.h"
 #include "common/nn/coatnet.h"
 #include "common/nn/vit.h"
-#include "common/testing/parameter_values.h"
 
 namespace course::nn {
 namespace {
@@ -16,10 +15,10 @@ TEST(Models, ParameterCountsMatchTorchvision) {
   // torchvision.models.resnet18() / resnet50(): 11,689,512 and 25,557,032 parameters.
   auto resnet18 =
       make_model({.name = "resnet18", .in_channels = 3, .num_classes = 1000}, Device::cpu());
-  EXPECT_EQ(testing::parameter_count(*resnet18), 11689512);
+  EXPECT_EQ(resnet18->parameter_count(), 11689512);
   auto resnet50 =
       make_model({.name = "resnet50", .in_channels = 3, .num_classes = 1000}, Device::cpu());
-  EXPECT_EQ(testing::parameter_count(*resnet50), 25557032);
+  EXPECT_EQ(resnet50->parameter_count(), 25557032);
 }
 
 TEST(Models, SmallNetworksParametersCountedByHand) {
@@ -27,9 +26,9 @@ TEST(Models, SmallNetworksParametersCountedByHand) {
   // smallnet 1x32x9 + 64, 32x64x9 + 128, 64x128x9 + 256, 128x10 + 10;
   // tinynet, a quarter as wide: 1x8x9 + 16, 8x16x9 + 32, 16x32x9 + 64, 32x10 + 10.
   auto smallnet = make_model({.name = "smallnet"}, Device::cpu());
-  EXPECT_EQ(testing::parameter_count(*smallnet), 352 + 18560 + 73984 + 1290);
+  EXPECT_EQ(smallnet->parameter_count(), 352 + 18560 + 73984 + 1290);
   auto tinynet = make_model({.name = "tinynet"}, Device::cpu());
-  EXPECT_EQ(testing::parameter_count(*tinynet), 88 + 1184 + 4672 + 330);
+  EXPECT_EQ(tinynet->parameter_count(), 88 + 1184 + 4672 + 330);
 }
 
 // Every model on its smallest image (the Vision Transformers built for it), but the ViTs of

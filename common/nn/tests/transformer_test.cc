@@ -16,7 +16,6 @@
 #include "common/nn/sequential.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
-#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -101,9 +100,9 @@ TEST(Transformer, ParameterCountsAreThePublishedGpt2Sizes) {
 TEST(Transformer, BuiltModelsHoldTheCountedParameters) {
   std::mt19937 rng(12);
   Gpt tiny(gpt_preset("gpt-tiny"), rng, kCpu);
-  EXPECT_EQ(testing::parameter_count(tiny), gpt_parameter_count(gpt_preset("gpt-tiny")));
+  EXPECT_EQ(tiny.parameter_count(), gpt_parameter_count(gpt_preset("gpt-tiny")));
   Gpt gpt2(gpt_preset("gpt2"), rng, kCpu);
-  EXPECT_EQ(testing::parameter_count(gpt2), 124'439'808);
+  EXPECT_EQ(gpt2.parameter_count(), 124'439'808);
   EXPECT_EQ(gpt2.state().parameters.front().first, "wte.weight");
   EXPECT_EQ(gpt2.state().parameters[2].first, "h.0.attention.ln_1.weight");
 }

@@ -14,7 +14,6 @@
 #include "common/nn/vit_tokens.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
-#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 
 namespace course::nn {
@@ -81,7 +80,7 @@ TEST(Vit, BuiltModelsHoldTheCountedParameters) {
   for (const char* name : {"vit-micro", "vit-ti16"}) {
     const VitConfig config = vit_preset(name);
     ModulePtr vit = make_vit(config, rng, kCpu);
-    EXPECT_EQ(testing::parameter_count(*vit), vit_parameter_count(config)) << name;
+    EXPECT_EQ(vit->parameter_count(), vit_parameter_count(config)) << name;
   }
   // Through make_model, for the labs' images: Fashion-MNIST's 28 px, CIFAR-10's 32 px.
   for (int64_t side : {28, 32}) {
