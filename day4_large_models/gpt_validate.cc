@@ -50,6 +50,14 @@ void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
                ")");
   COURSE_CHECK(o.timeline.empty() || o.pipeline_stages > 1,
                "--timeline draws the stages of a pipeline: add --pipeline-stages 2 or more");
+  const GptLabOptions defaults;
+  COURSE_CHECK(o.pipeline_stages > 1 ||
+                   (o.micro_batches == defaults.micro_batches && o.schedule == defaults.schedule &&
+                    o.virtual_stages == defaults.virtual_stages &&
+                    o.pipeline_balance == defaults.pipeline_balance),
+               "--micro-batches, --schedule, --virtual-stages and --pipeline-balance shape a "
+               "pipeline: add --pipeline-stages 2 or more (or --accumulate to accumulate "
+               "micro-batches on one stage)");
   if (!o.timeline.empty()) train::check_output_path("--timeline", o.timeline);
   COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
   COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);

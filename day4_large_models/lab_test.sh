@@ -139,6 +139,8 @@ expect_same_ending "vit-micro in 2 stages resumed as one process accumulating" \
 expect 0 "2-stage pipeline (1f1b, 4 micro-batches, cut by compute: blocks " "${mpirun[@]}" "$lab" \
   "${images[@]}" --model coatnet-micro --pipeline-stages 2 --micro-batches 4 --channels-last \
   --pipeline-balance compute --test --test-nsteps 2
+expect 1 "--schedule, --virtual-stages and --pipeline-balance shape a pipeline" "$lab" \
+  "${images[@]}" --model coatnet-micro --pipeline-balance compute
 expect 1 "--pipeline-stages 4 x --virtual-stages 2 cuts vit-micro's 4 blocks into stages of none" \
   "$lab" "${images[@]}" --model vit-micro --pipeline-stages 4 --virtual-stages 2 \
   --schedule interleaved --micro-batches 4

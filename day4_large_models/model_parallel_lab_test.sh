@@ -145,6 +145,11 @@ expect 1 "error: --pipeline-stages, --micro-batches and --virtual-stages must be
 expect 105 "--schedule" "$lab" "${run[@]}" --pipeline-stages 2 --schedule zigzag
 expect 1 "error: --timeline draws the stages of a pipeline" "$lab" "${run[@]}" \
   --timeline "$TEST_TMPDIR/t.png"
+for flag in "--micro-batches 8" "--schedule gpipe" "--pipeline-balance compute"; do
+  # shellcheck disable=SC2086
+  expect 1 "error: --micro-batches, --schedule, --virtual-stages and --pipeline-balance shape a pipeline" \
+    "$lab" "${run[@]}" $flag
+done
 expect 1 "--timeline" "$lab" "${run[@]}" --pipeline-stages 2 --timeline "$TEST_TMPDIR/no/t.png"
 expect 1 "error: --schedule interleaved runs 2 or more --virtual-stages per rank" "$lab" \
   "${run[@]}" --pipeline-stages 2 --schedule interleaved

@@ -132,6 +132,11 @@ gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sa
 record "day 4: GPT, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" --amp
 record "day 4: Llama, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --amp --model llama-tiny
+# CoAtNet on the embedded images: grouped convolutions, relative attention, channels-last.
+coatnet=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 16
+  --model coatnet-micro --channels-last --amp)
+record "day 4: CoAtNet, amp bf16, channels-last" "$device" "$labs/day4_large_models_lab" \
+  "${coatnet[@]}"
 
 multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cpu)
   local name=$1 np=$2
@@ -161,6 +166,9 @@ multi "day 4: interleaved pipeline, 2 x 2 stages" "$even" "$labs/day4_large_mode
   "${gpt[@]}" --pipeline-stages 2 --virtual-stages 2 --micro-batches 4 --schedule interleaved
 multi "day 4: tensor parallelism, 2 ranks" "$even" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --tensor-parallel 2
+# Stages whose activations change shape, channels-last on the wire.
+multi "day 4: CoAtNet in 2 pipeline stages" "$even" "$labs/day4_large_models_lab" \
+  "${coatnet[@]}" --pipeline-stages 2 --micro-batches 4 --pipeline-balance compute
 
 echo
 echo "GPU self-test on $(hostname) ($where)"
