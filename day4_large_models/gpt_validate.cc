@@ -108,12 +108,26 @@ void validate_tensor_parallel(const GptLabOptions& o, const nn::GptConfig& confi
   }
 }
 
-// An image model's run on the embedded images: data parallelism and pipeline stages.
+// An image model's tensor-parallel axis: a ViT's blocks, its tokens whole.
+void validate_image_tensor_parallel(const GptLabOptions& o) {
+  COURSE_CHECK(!o.sequence_parallel,
+               "--sequence-parallel cuts a language model's windows; an image model's tokens "
+               "stay whole (--tensor-parallel alone cuts a ViT's blocks)");
+  if (o.tensor_parallel == 1) return;
+  COURSE_CHECK(nn::is_vit(o.model),
+               "--tensor-parallel cuts transformer blocks (gpt-..., llama-..., vit-...); ", o.model,
+               " trains with data parallelism (DDP or --sharding) and --pipeline-stages");
+  const nn::VitConfig config = nn::vit_config({.name = o.model});
+  const int64_t t = o.tensor_parallel;
+  COURSE_CHECK(config.heads % t == 0 && config.mlp_width() % t == 0, "--tensor-parallel ", t,
+               " does not split ", o.model, "'s ", config.heads, " heads and ", config.mlp_width(),
+               "-wide MLP evenly over the ranks");
+}
+
+// An image model's run on the embedded images: data parallelism, pipeline stages and, for a
+// ViT, tensor parallelism.
 void validate_image_run(const GptLabOptions& o) {
-  COURSE_CHECK(o.tensor_parallel == 1 && !o.sequence_parallel,
-               "--tensor-parallel and --sequence-parallel cut the language models' layers "
-               "(gpt-..., llama-...); ",
-               o.model, " trains with data parallelism (DDP or --sharding) and --pipeline-stages");
+  validate_image_tensor_parallel(o);
   validate_pipeline(o, static_cast<int64_t>(nn::model_pieces({.name = o.model}).blocks.size()));
   COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
                " runs the trainee's ZeRO-1 on the GPT; ", o.model,

@@ -136,6 +136,13 @@ piped_images=$(image_resumed vit-piped "${mpirun[@]}" -- --pipeline-stages 2 --m
 accumulated_images=$(image_resumed vit-accumulated -- --accumulate 2)
 expect_same_ending "vit-micro in 2 stages resumed as one process accumulating" \
   "$accumulated_images" "$piped_images" "$TEST_TMPDIR/vit-piped.rank1-of-2.ckpt"
+# The same with its blocks cut over 2 tensor-parallel ranks instead, accumulating on one stage.
+sliced_images=$(image_resumed vit-sliced "${mpirun[@]}" -- --tensor-parallel 2 --accumulate 2)
+expect_same_ending "vit-micro over 2 tensor-parallel ranks resumed as one process" \
+  "$accumulated_images" "$sliced_images" "$TEST_TMPDIR/vit-sliced.rank1-of-2.ckpt"
+expect 0 "every layer cut over 2 tensor-parallel ranks x 2-stage pipeline" \
+  "${mpirun[@]:0:7}" -np 4 "$lab" "${images[@]}" --model vit-micro --tensor-parallel 2 \
+  --pipeline-stages 2 --micro-batches 2 --test --test-nsteps 2
 expect 0 "2-stage pipeline (1f1b, 4 micro-batches, cut by compute: blocks " "${mpirun[@]}" "$lab" \
   "${images[@]}" --model coatnet-micro --pipeline-stages 2 --micro-batches 4 --channels-last \
   --pipeline-balance compute --test --test-nsteps 2
@@ -144,8 +151,12 @@ expect 1 "--schedule, --virtual-stages and --pipeline-balance shape a pipeline" 
 expect 1 "--pipeline-stages 4 x --virtual-stages 2 cuts vit-micro's 4 blocks into stages of none" \
   "$lab" "${images[@]}" --model vit-micro --pipeline-stages 4 --virtual-stages 2 \
   --schedule interleaved --micro-batches 4
-expect 1 "error: --tensor-parallel and --sequence-parallel cut the language models' layers" \
-  "$lab" "${images[@]}" --model vit-micro --tensor-parallel 2
+expect 1 "error: --tensor-parallel cuts transformer blocks (gpt-..., llama-..., vit-...); coatnet-micro" \
+  "${mpirun[@]}" "$lab" "${images[@]}" --model coatnet-micro --tensor-parallel 2
+expect 1 "error: --sequence-parallel cuts a language model's windows; an image model's tokens" \
+  "${mpirun[@]}" "$lab" "${images[@]}" --model vit-micro --tensor-parallel 2 --sequence-parallel
+expect 1 "error: --tensor-parallel 8 does not split vit-micro's 4 heads and 256-wide MLP" \
+  "$lab" "${images[@]}" --model vit-micro --tensor-parallel 8
 expect 1 "error: the throughput model covers the language models; vit-micro is an image model" \
   "$lab" --model vit-micro --throughput-gpus 8
 expect 1 "--temperature feed the language models; coatnet-micro is an image" \

@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "common/kernels/elementwise.h"
-#include "common/nn/piece_stages.h"
 #include "common/nn/sequential.h"
 #include "common/parallel/data_parallel_training.h"
 #include "common/parallel/model_parallel_training.h"
@@ -116,8 +115,8 @@ std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
     nn::Module& model, const Tensor& sample, std::shared_ptr<parallel::Communicator> comm,
     const GptLabOptions& o) {
   if (model_parallel(o)) {
-    return std::make_unique<parallel::ModelParallelTraining>(
-        model, std::make_unique<nn::PieceStages>(model, sample), comm, model_parallel_options(o));
+    return std::make_unique<parallel::ModelParallelTraining>(model, sample, comm,
+                                                             model_parallel_options(o));
   }
   return std::make_unique<parallel::DataParallelTraining>(
       std::make_unique<parallel::DataParallelModel>(

@@ -22,8 +22,9 @@ Gpt::Gpt(const GptConfig& config, std::mt19937& rng, Device device, bool checkpo
                  device),
       checkpointed_blocks_(checkpoint_blocks) {
   for (int64_t l = 0; l < config.layers; ++l) {
-    ModulePtr block =
-        transformer_block(block_shape(config), rng, device, block_layers_.emplace_back());
+    auto whole_block = std::make_unique<TransformerBlock>(block_shape(config), rng, device);
+    block_layers_.push_back(whole_block->layers());
+    ModulePtr block = std::move(whole_block);
     if (checkpoint_blocks) block = std::make_unique<Checkpointed>(std::move(block));
     blocks_.add(std::move(block));
   }

@@ -10,7 +10,6 @@
 #include "common/nn/residual_branch.h"
 #include "common/nn/rms_norm.h"
 #include "common/nn/self_attention.h"
-#include "common/nn/sequential.h"
 
 namespace course::nn {
 
@@ -44,8 +43,8 @@ std::vector<int64_t> expansion_parts(const BlockShape& s) {
   return {s.hidden};
 }
 
-ModulePtr transformer_block(const BlockShape& s, std::mt19937& rng, Device device,
-                            GptBlockLayers& layers) {
+TransformerBlock::TransformerBlock(const BlockShape& s, std::mt19937& rng, Device device)
+    : shape_(s) {
   const BlockNames& names = block_names(s.family);
   const float std = 0.02f, projection_std = 0.02f / std::sqrt(2.0f * s.layers);
   const auto linear = [&](int64_t in, int64_t out, float deviation) {
@@ -58,29 +57,27 @@ ModulePtr transformer_block(const BlockShape& s, std::mt19937& rng, Device devic
   for (int64_t part : expansion_parts(s)) expanded += part;
 
   auto attention = std::make_unique<Sequential>();
-  layers.attention_norm =
+  layers_.attention_norm =
       &attention->add_named(make_norm(s.family, c, device), names.attention_norm);
   auto attn = std::make_unique<Sequential>();
-  layers.qkv = &attn->add_named(linear(c, s.heads.width(), std), names.qkv);
+  layers_.qkv = &attn->add_named(linear(c, s.heads.width(), std), names.qkv);
   attn->add(std::make_unique<SelfAttention>(s.heads, s.causal), "core");
-  layers.attention_projection =
+  layers_.attention_projection =
       &attn->add_named(linear(attended, c, projection_std), names.projection);
   attention->add(std::move(attn), "attn");
 
   auto feed_forward = std::make_unique<Sequential>();
-  layers.feed_forward_norm =
+  layers_.feed_forward_norm =
       &feed_forward->add_named(make_norm(s.family, c, device), names.feed_forward_norm);
   auto mlp = std::make_unique<Sequential>();
-  layers.expansion = &mlp->add_named(linear(c, expanded, std), names.expansion);
+  layers_.expansion = &mlp->add_named(linear(c, expanded, std), names.expansion);
   mlp->add(make_activation(s.family), names.activation);
-  layers.feed_forward_projection =
+  layers_.feed_forward_projection =
       &mlp->add_named(linear(s.hidden, c, projection_std), names.feed_forward_projection);
   feed_forward->add(std::move(mlp), "mlp");
 
-  auto block = std::make_unique<Sequential>();
-  block->add(std::make_unique<ResidualBranch>(std::move(attention)), "attention");
-  block->add(std::make_unique<ResidualBranch>(std::move(feed_forward)), "feed_forward");
-  return block;
+  add(std::make_unique<ResidualBranch>(std::move(attention)), "attention");
+  add(std::make_unique<ResidualBranch>(std::move(feed_forward)), "feed_forward");
 }
 
 }  // namespace course::nn

@@ -5,8 +5,8 @@
 //   Llama's: RMSNorm, grouped-query attention on rotary positions, a SwiGLU MLP (gate and up in
 //     one projection), no biases.
 // Weights Normal(0, 0.02) as GPT-2, the residual projections' scaled by 1/sqrt(2 layers). The
-// factories below are shared with the tensor-parallel cut of the same blocks
-// (common/parallel/tensor_parallel_gpt.h), so both build the same layers under the same names.
+// normalisation and activation factories below are shared with the tensor-parallel cut of the
+// same blocks (common/parallel/tensor_parallel_block.h), so both build the same layers.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "common/nn/gpt_config.h"
 #include "common/nn/linear.h"
 #include "common/nn/module.h"
+#include "common/nn/sequential.h"
 
 namespace course::nn {
 
@@ -52,11 +53,20 @@ struct BlockShape {
 // A decoder's block.
 BlockShape block_shape(const GptConfig& config);
 
-// Its layers by role go to `layers`. Names: attention.<attention_norm>,
-// attention.attn.{<qkv>, core, <projection>}, feed_forward.<feed_forward_norm>,
-// feed_forward.mlp.{<expansion>, <activation>, <feed_forward_projection>}.
-ModulePtr transformer_block(const BlockShape& shape, std::mt19937& rng, Device device,
-                            GptBlockLayers& layers);
+// A block that knows its layers by role and its shape (what the tensor-parallel cut reads).
+// Children: attention.<attention_norm>, attention.attn.{<qkv>, core, <projection>},
+// feed_forward.<feed_forward_norm>, feed_forward.mlp.{<expansion>, <activation>,
+// <feed_forward_projection>}.
+class TransformerBlock : public Sequential {
+ public:
+  TransformerBlock(const BlockShape& shape, std::mt19937& rng, Device device);
+  const GptBlockLayers& layers() const { return layers_; }
+  const BlockShape& shape() const { return shape_; }
+
+ private:
+  BlockShape shape_;
+  GptBlockLayers layers_{};
+};
 
 // The family's normalisation (ones, zeros) and activation.
 ModulePtr make_norm(DecoderFamily family, int64_t channels, Device device);

@@ -89,8 +89,7 @@ ModelPieces vit_pieces(const VitConfig& c) {
                          /*causal=*/false};
   for (int64_t l = 0; l < c.layers; ++l) {
     pieces.blocks.push_back({"block", [shape](std::mt19937& rng, Device device) {
-                               GptBlockLayers unused;
-                               return transformer_block(shape, rng, device, unused);
+                               return std::make_unique<TransformerBlock>(shape, rng, device);
                              }});
   }
   return pieces;

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/nn/autocast.h"
+#include "common/nn/piece_stages.h"
 #include "common/parallel/gradient_average.h"
 
 namespace course::parallel {
@@ -20,17 +21,17 @@ GridShape model_parallel_grid(const Communicator& world, int tp, int pp) {
   return {.dp = world.size() / (tp * pp), .tp = tp, .pp = pp};
 }
 
-// An image model's grid: its layers are not cut over tensor-parallel ranks.
-int without_tensor_parallelism(const ModelParallelOptions& o) {
-  COURSE_CHECK(o.tensor_parallel == 1 && !o.sequence_parallel,
-               "tensor parallelism cuts a GPT's or a Llama's layers; this model takes pipeline "
-               "stages and data parallelism only (--tensor-parallel ",
-               o.tensor_parallel, o.sequence_parallel ? ", --sequence-parallel" : "", ")");
-  return 1;
+// An image model's tensor-parallel ranks: its tokens are not cut along the sequence.
+int image_tensor_parallel(const ModelParallelOptions& o) {
+  COURSE_CHECK(!o.sequence_parallel,
+               "sequence parallelism cuts a language model's sequence; an image model's tokens "
+               "stay whole (--tensor-parallel alone cuts a ViT's blocks)");
+  return o.tensor_parallel;
 }
 
 // The model the stages are cut from: the whole one, or its slices on this tensor-parallel rank.
-nn::GptParts& parts(nn::Gpt& whole, const std::unique_ptr<TensorParallelGpt>& cut) {
+template <class Whole, class Cut>
+Whole& stages_source(Whole& whole, const std::unique_ptr<Cut>& cut) {
   if (cut) return *cut;
   return whole;
 }
@@ -83,23 +84,26 @@ ModelParallelTraining::ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Com
     : whole_(model),
       gpt_(&model),
       grid_(world, model_parallel_grid(*world, o.tensor_parallel, o.pipeline_stages)),
-      cut_(o.tensor_parallel > 1
-               ? std::make_unique<TensorParallelGpt>(
-                     model, grid_.tp(),
-                     o.sequence_parallel ? Activations::kSequenceSharded : Activations::kReplicated)
-               : nullptr),
-      pipeline_(parts(model, cut_), grid_.pp(), o.pipeline),
+      cut_gpt_(o.tensor_parallel > 1 ? std::make_unique<TensorParallelGpt>(
+                                           model, grid_.tp(),
+                                           o.sequence_parallel ? Activations::kSequenceSharded
+                                                               : Activations::kReplicated)
+                                     : nullptr),
+      pipeline_(stages_source<nn::GptParts>(model, cut_gpt_), grid_.pp(), o.pipeline),
       compute_(o.compute),
-      sequence_sharded_(cut_ ? cut_->sequence_sharded_parameters()
-                             : std::vector<nn::Parameter*>{}) {}
+      sequence_sharded_(cut_gpt_ ? cut_gpt_->sequence_sharded_parameters()
+                                 : std::vector<nn::Parameter*>{}) {}
 
-ModelParallelTraining::ModelParallelTraining(nn::Module& model,
-                                             std::unique_ptr<nn::StagedModel> staged,
+ModelParallelTraining::ModelParallelTraining(nn::Module& model, const Tensor& sample,
                                              std::shared_ptr<Communicator> world,
                                              const ModelParallelOptions& o)
     : whole_(model),
-      grid_(world, model_parallel_grid(*world, without_tensor_parallelism(o), o.pipeline_stages)),
-      pipeline_(std::move(staged), grid_.pp(), o.pipeline),
+      grid_(world, model_parallel_grid(*world, image_tensor_parallel(o), o.pipeline_stages)),
+      cut_vit_(o.tensor_parallel > 1 ? std::make_unique<TensorParallelVit>(model, grid_.tp())
+                                     : nullptr),
+      pipeline_(
+          std::make_unique<nn::PieceStages>(stages_source<nn::Module>(model, cut_vit_), sample),
+          grid_.pp(), o.pipeline),
       compute_(o.compute) {}
 
 Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
@@ -127,7 +131,8 @@ Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
 
 nn::Module& ModelParallelTraining::whole_model() {
   pipeline_.gather_model();
-  if (cut_) cut_->gather_into(*gpt_);
+  if (cut_gpt_) cut_gpt_->gather_into(*gpt_);
+  if (cut_vit_) cut_vit_->gather_into_whole();
   return whole_;
 }
 

@@ -3,9 +3,10 @@
 // tensor-parallel axis (tensor_parallel_gpt.h); the blocks are cut into P stages, each rank
 // training one stage (pipeline_parallel.h) over the micro-batches of its pipeline's batch; the
 // replicas' gradients are averaged over the data-parallel axis (3D parallelism). Without stages
-// the micro-batches are accumulated. An image model (a staged model: common/nn/piece_stages.h)
-// takes the pipeline and data axes, T = 1. Validation and sampling use the whole model, gathered
-// from the stages and slices on every rank.
+// the micro-batches are accumulated. An image model is cut into stages from its pieces
+// (common/nn/piece_stages.h); a ViT's blocks are cut over the T ranks as well
+// (tensor_parallel_vit.h), CoAtNet takes the pipeline and data axes only. Validation and sampling
+// use the whole model, gathered from the stages and slices on every rank.
 #pragma once
 
 #include <memory>
@@ -18,6 +19,7 @@
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/process_grid.h"
 #include "common/parallel/tensor_parallel_gpt.h"
+#include "common/parallel/tensor_parallel_vit.h"
 #include "common/parallel/training_parallelism.h"
 
 namespace course::parallel {
@@ -36,8 +38,9 @@ class ModelParallelTraining : public TrainingParallelism {
   // `model` built from the same seed.
   ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Communicator> world,
                         const ModelParallelOptions& options);
-  // Any staged view `staged` of `model` (its pipeline stages), without tensor parallelism.
-  ModelParallelTraining(nn::Module& model, std::unique_ptr<nn::StagedModel> staged,
+  // An image model as assembled from its pieces (stem, blocks, head); `sample` one input
+  // (1, C, H, W) in the run's memory format. No sequence parallelism.
+  ModelParallelTraining(nn::Module& model, const Tensor& sample,
                         std::shared_ptr<Communicator> world, const ModelParallelOptions& options);
 
   // This rank's stage's parameters (its slices of them).
@@ -68,7 +71,9 @@ class ModelParallelTraining : public TrainingParallelism {
   nn::Module& whole_;
   nn::Gpt* gpt_ = nullptr;  // a GPT's, whose slices a tensor-parallel run gathers into it
   ProcessGrid grid_;
-  std::unique_ptr<TensorParallelGpt> cut_;  // with tensor parallelism
+  // With tensor parallelism: the GPT's or the ViT's slices on this rank.
+  std::unique_ptr<TensorParallelGpt> cut_gpt_;
+  std::unique_ptr<TensorParallelVit> cut_vit_;
   PipelineParallel pipeline_;
   std::optional<DType> compute_;
   // Parameters applied to sequence slices: their gradients are summed over tp after each step.

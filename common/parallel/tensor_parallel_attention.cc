@@ -34,13 +34,13 @@ std::vector<int64_t> split_qkv_parts(const GroupedHeads& g, int ranks) {
 
 TensorParallelAttention::TensorParallelAttention(const nn::Linear& qkv,
                                                  const nn::Linear& projection,
-                                                 const GroupedHeads& heads,
+                                                 const GroupedHeads& heads, bool causal,
                                                  std::shared_ptr<Communicator> tp,
                                                  Activations between, AttentionNames names)
     : names_(std::move(names)),
       parts_(split_qkv_parts(heads, tp->size())),
       qkv_(grouped_by_rank(qkv, parts_, tp->size()), tp, /*gather_output=*/false, between),
-      core_(heads_per_rank(heads, tp->size()), /*causal=*/true),
+      core_(heads_per_rank(heads, tp->size()), causal),
       projection_(projection, tp, between) {}
 
 void TensorParallelAttention::gather_into(nn::Linear& qkv, nn::Linear& projection) {

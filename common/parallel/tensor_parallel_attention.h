@@ -1,10 +1,10 @@
-// Causal self-attention with its heads split over the tensor-parallel ranks (Megatron-LM):
-// the q|k|v projection column-parallel (rank r computes the q of heads [r H/p, (r+1) H/p) and
-// the k and v of key/value heads [r G/p, (r+1) G/p): with grouped-query attention a rank's query
-// heads are exactly the groups of its key/value heads), attention of those heads on the rank
-// alone, the output projection row-parallel (its partial products summed once). Cut from the
-// whole layers every rank built from the same seed, so it computes what the whole attention
-// computes.
+// Self-attention (causal for a decoder, bidirectional for an encoder) with its heads split over the
+// tensor-parallel ranks (Megatron-LM): the q|k|v projection column-parallel (rank r computes the q
+// of heads [r H/p, (r+1) H/p) and the k and v of key/value heads [r G/p, (r+1) G/p): with
+// grouped-query attention a rank's query heads are exactly the groups of its key/value heads),
+// attention of those heads on the rank alone, the output projection row-parallel (its partial
+// products summed once). Cut from the whole layers every rank built from the same seed, so it
+// computes what the whole attention computes.
 #pragma once
 
 #include <memory>
@@ -28,7 +28,7 @@ class TensorParallelAttention : public nn::Module {
   // key/value heads do not split over the ranks. `between`: the input and output whole on
   // every rank or cut along the sequence.
   TensorParallelAttention(const nn::Linear& qkv, const nn::Linear& projection,
-                          const GroupedHeads& heads, std::shared_ptr<Communicator> tp,
+                          const GroupedHeads& heads, bool causal, std::shared_ptr<Communicator> tp,
                           Activations between = Activations::kReplicated,
                           AttentionNames names = {});
 

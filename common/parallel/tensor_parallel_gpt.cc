@@ -1,68 +1,13 @@
 // Building the tensor-parallel GPT from the whole one's layers.
 #include "common/parallel/tensor_parallel_gpt.h"
 
-#include "common/kernels/elementwise.h"
-#include "common/nn/residual_branch.h"
 #include "common/nn/tied_head.h"
 #include "common/parallel/parallel_linear.h"
-#include "common/parallel/rank_groups.h"
 #include "common/parallel/sequence_parallel.h"
-#include "common/parallel/tensor_parallel_attention.h"
 
 namespace course::parallel {
 
 namespace {
-
-// `to` receives `from`'s parameter values (two normalisations of one family and width).
-void copy_parameters(nn::Module& to, nn::Module& from) {
-  const std::vector<nn::Parameter*> mine = to.parameters(), theirs = from.parameters();
-  for (size_t i = 0; i < mine.size(); ++i) copy_(mine[i]->value, theirs[i]->value);
-}
-
-nn::ModulePtr norm_copy(nn::DecoderFamily family, nn::Module& whole) {
-  const Tensor& weight = whole.parameters().front()->value;
-  nn::ModulePtr copy = nn::make_norm(family, weight.size(0), weight.device());
-  copy_parameters(*copy, whole);
-  return copy;
-}
-
-// One block cut from the whole one's layers: normalisation copies, head-parallel attention, the
-// column-then-row feed-forward (a SwiGLU's gate and up cut alike); `cut` records its layers by
-// role. The names are the whole block's.
-nn::ModulePtr tensor_parallel_block(const nn::GptBlockLayers& whole, const nn::BlockShape& shape,
-                                    const std::shared_ptr<Communicator>& tp, Activations between,
-                                    TensorParallelGpt::CutBlock& cut) {
-  const nn::BlockNames& names = nn::block_names(shape.family);
-  auto attention_branch = std::make_unique<nn::Sequential>();
-  cut.attention_norm = &attention_branch->add_named(norm_copy(shape.family, *whole.attention_norm),
-                                                    names.attention_norm);
-  cut.attention =
-      &attention_branch->add_named(std::make_unique<TensorParallelAttention>(
-                                       *whole.qkv, *whole.attention_projection, shape.heads, tp,
-                                       between, AttentionNames{names.qkv, names.projection}),
-                                   "attn");
-
-  auto parallel_mlp = std::make_unique<nn::Sequential>();
-  cut.expansion_parts = nn::expansion_parts(shape);
-  cut.expansion = &parallel_mlp->add_named(
-      std::make_unique<ColumnParallelLinear>(
-          grouped_by_rank(*whole.expansion, cut.expansion_parts, tp->size()), tp,
-          /*gather_output=*/false, between),
-      names.expansion);
-  parallel_mlp->add(nn::make_activation(shape.family), names.activation);
-  cut.feed_forward_projection = &parallel_mlp->add_named(
-      std::make_unique<RowParallelLinear>(*whole.feed_forward_projection, tp, between),
-      names.feed_forward_projection);
-  auto feed_forward_branch = std::make_unique<nn::Sequential>();
-  cut.feed_forward_norm = &feed_forward_branch->add_named(
-      norm_copy(shape.family, *whole.feed_forward_norm), names.feed_forward_norm);
-  feed_forward_branch->add(std::move(parallel_mlp), "mlp");
-
-  auto block = std::make_unique<nn::Sequential>();
-  block->add(std::make_unique<nn::ResidualBranch>(std::move(attention_branch)), "attention");
-  block->add(std::make_unique<nn::ResidualBranch>(std::move(feed_forward_branch)), "feed_forward");
-  return block;
-}
 
 // The output layer on the rank's rows of the tied table: f (or the all-gather along the
 // sequence), the rank's logits, all-gathered.
@@ -138,8 +83,8 @@ TensorParallelGpt::TensorParallelGpt(nn::Gpt& whole, std::shared_ptr<Communicato
                "a GPT whose blocks recompute their activations (checkpointed) cannot be cut over "
                "tensor-parallel ranks");
   for (const nn::GptBlockLayers& layers : whole.block_layers()) {
-    blocks_.add(tensor_parallel_block(layers, nn::block_shape(config_), tp, between,
-                                      cut_blocks_.emplace_back()));
+    cut_blocks_.push_back(&blocks_.add_named(
+        std::make_unique<TensorParallelBlock>(layers, nn::block_shape(config_), tp, between), ""));
   }
 }
 
@@ -153,19 +98,7 @@ std::vector<nn::Module::Child> TensorParallelGpt::children() {
 void TensorParallelGpt::gather_into(nn::Gpt& whole) {
   embedding_.gather_into(whole.embedding());
   for (size_t b = 0; b < cut_blocks_.size(); ++b) {
-    const CutBlock& mine = cut_blocks_[b];
-    const nn::GptBlockLayers& target = whole.block_layers()[b];
-    copy_parameters(*target.attention_norm, *mine.attention_norm);
-    mine.attention->gather_into(*target.qkv, *target.attention_projection);
-    copy_parameters(*target.feed_forward_norm, *mine.feed_forward_norm);
-    mine.expansion->gather_into(*target.expansion);  // grouped by rank
-    Tensor& expansion = target.expansion->weight.value;
-    copy_(expansion, rows_ungrouped(expansion.clone(), mine.expansion_parts, tp_->size()));
-    if (target.expansion->bias) {
-      Tensor& bias = target.expansion->bias->value;
-      copy_(bias, rows_ungrouped(bias.clone(), mine.expansion_parts, tp_->size()));
-    }
-    mine.feed_forward_projection->gather_into(*target.feed_forward_projection);
+    cut_blocks_[b]->gather_into(whole.block_layers()[b]);
   }
   copy_parameters(whole.final_norm(), *final_norm_);
   if (nn::Linear* own = whole.own_head())
@@ -175,19 +108,10 @@ void TensorParallelGpt::gather_into(nn::Gpt& whole) {
 std::vector<nn::Parameter*> TensorParallelGpt::sequence_sharded_parameters() {
   if (between_ != Activations::kSequenceSharded) return {};
   std::vector<nn::Parameter*> out;
-  const auto add_all = [&out](nn::Module& module) {
-    for (nn::Parameter* p : module.parameters()) out.push_back(p);
-  };
-  const auto add_bias = [&out](RowParallelLinear& layer) {
-    if (layer.bias) out.push_back(&*layer.bias);
-  };
-  for (const CutBlock& block : cut_blocks_) {
-    add_all(*block.attention_norm);
-    add_bias(block.attention->projection());
-    add_all(*block.feed_forward_norm);
-    add_bias(*block.feed_forward_projection);
+  for (TensorParallelBlock* block : cut_blocks_) {
+    for (nn::Parameter* p : block->position_wise_parameters()) out.push_back(p);
   }
-  add_all(*final_norm_);
+  for (nn::Parameter* p : final_norm_->parameters()) out.push_back(p);
   return out;
 }
 

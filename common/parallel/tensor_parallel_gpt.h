@@ -1,6 +1,6 @@
 // A GPT (either family) with every block cut over the tensor-parallel ranks (Megatron-LM): the
-// embedding over the vocabulary, attention over its query and key/value heads, the feed-forward
-// block as a column-then-row pair (a SwiGLU's gate and up cut alike), the output layer over the
+// embedding over the vocabulary, each block's attention over its heads and its feed-forward block
+// as a column-then-row pair (tensor_parallel_block.h), the output layer over the
 // vocabulary (on the rank's embedding rows when tied) with its logits gathered; the
 // normalisations and the position table replicated. Cut from a whole nn::Gpt every rank built from
 // the same seed, with the whole model's parameter names, so it trains as that model does (each rank
@@ -15,7 +15,7 @@
 #include "common/nn/gpt.h"
 #include "common/nn/sequential.h"
 #include "common/parallel/parallel_linear.h"
-#include "common/parallel/tensor_parallel_attention.h"
+#include "common/parallel/tensor_parallel_block.h"
 #include "common/parallel/vocab_parallel_embedding.h"
 
 namespace course::parallel {
@@ -48,16 +48,6 @@ class TensorParallelGpt : public nn::GptParts {
   // gradients are summed over the tensor-parallel ranks (sum_gradients) to be the whole batch's.
   std::vector<nn::Parameter*> sequence_sharded_parameters();
 
-  // One cut block's layers by role (what gather_into and sequence parallelism walk).
-  struct CutBlock {
-    nn::Module* attention_norm;
-    TensorParallelAttention* attention;
-    nn::Module* feed_forward_norm;
-    ColumnParallelLinear* expansion;       // its rows grouped by rank (rank_groups.h)
-    std::vector<int64_t> expansion_parts;  // {F}, or SwiGLU's gate and up {F, F}
-    RowParallelLinear* feed_forward_projection;
-  };
-
  protected:
   // tokens (B, T) i32 -> logits (B, T, V), the same on every rank.
   Tensor run_forward(const Tensor& tokens, nn::Context& ctx) override;
@@ -72,7 +62,7 @@ class TensorParallelGpt : public nn::GptParts {
   nn::Sequential blocks_;
   nn::ModulePtr final_norm_;
   nn::ModulePtr head_;
-  std::vector<CutBlock> cut_blocks_;
+  std::vector<TensorParallelBlock*> cut_blocks_;
 };
 
 }  // namespace course::parallel

@@ -195,15 +195,15 @@ TEST(VocabParallelEmbedding, IsTheWholeEmbeddingThroughAnAdamWStep) {
 
 // Heads split over the ranks, against the whole attention: the rank's q|k|v rows (grouped by
 // rank) and output-projection columns get the whole layers' gradients.
-void expect_whole_attention(const GroupedHeads& heads, bool biases) {
+void expect_whole_attention(const GroupedHeads& heads, bool biases, bool causal) {
   const auto tp = world();
   const int p = tp->size(), r = tp->rank();
   const int64_t c = heads.heads * heads.head_dim, rows = heads.width();
   std::mt19937 rng(13);
   nn::Linear c_attn(c, rows, rng, Device::cpu()), c_proj(c, c, rng, Device::cpu());
   if (!biases) c_attn.bias.reset(), c_proj.bias.reset();
-  nn::SelfAttention core(heads, /*causal=*/true);
-  TensorParallelAttention attention(c_attn, c_proj, heads, tp);
+  nn::SelfAttention core(heads, causal);
+  TensorParallelAttention attention(c_attn, c_proj, heads, causal, tp);
   const Tensor x = replicated(2 * 6, c, 8).view({2, 6, c});
   const Tensor dy = replicated(2 * 6, c, 9).view({2, 6, c});
   const Tensor y_whole = c_proj.forward(core.forward(c_attn.forward(x)));
@@ -234,24 +234,29 @@ void expect_whole_attention(const GroupedHeads& heads, bool biases) {
 
 // A GPT's attention: 16 channels, 4 heads; 3 heads do not split.
 TEST(TensorParallelAttention, IsTheWholeAttention) {
-  expect_whole_attention({4, 4, 4, 0.0f}, /*biases=*/true);
+  expect_whole_attention({4, 4, 4, 0.0f}, /*biases=*/true, /*causal=*/true);
   std::mt19937 rng(13);
   nn::Linear c_attn(15, 45, rng, Device::cpu()), c_proj(15, 15, rng, Device::cpu());
   if (world()->size() > 1) {
-    EXPECT_THROW(TensorParallelAttention(c_attn, c_proj, {3, 3, 5, 0.0f}, world()), Error);
+    EXPECT_THROW(TensorParallelAttention(c_attn, c_proj, {3, 3, 5, 0.0f}, true, world()), Error);
   }
+}
+
+// A Vision Transformer's: every token attends to every other, the later ones included.
+TEST(TensorParallelAttention, IsTheWholeBidirectionalAttention) {
+  expect_whole_attention({4, 4, 4, 0.0f}, /*biases=*/true, /*causal=*/false);
 }
 
 // A Llama's: 8 query heads over 4 key/value heads of 2, rotated, no biases; rank r holds the
 // queries of heads [2r, 2r + 2) on 4 ranks and the one key/value head they share. Key/value
 // heads that do not split over the ranks are refused.
 TEST(TensorParallelAttention, IsTheWholeGroupedRotaryAttention) {
-  expect_whole_attention({8, 4, 2, 10.0f}, /*biases=*/false);
+  expect_whole_attention({8, 4, 2, 10.0f}, /*biases=*/false, /*causal=*/true);
   std::mt19937 rng(14);
   nn::Linear c_attn(16, 20, rng, Device::cpu()), c_proj(16, 16, rng, Device::cpu());
   if (world()->size() > 1) {
     EXPECT_THAT(testing::error_of([&] {
-                  TensorParallelAttention(c_attn, c_proj, {8, 1, 2, 10.0f}, world());
+                  TensorParallelAttention(c_attn, c_proj, {8, 1, 2, 10.0f}, true, world());
                 }),
                 ::testing::HasSubstr("key/value heads do not split over"));
   }
