@@ -140,8 +140,7 @@ void validate_image_run(const GptLabOptions& o) {
                "--text-dir, --context, --val-fraction, --sample-tokens, --prompt and "
                "--temperature feed the language models; ",
                o.model, " is an image model and trains on the embedded Fashion-MNIST");
-  COURSE_CHECK(o.throughput_gpus == 0, "the throughput model covers the language models; ", o.model,
-               " is an image model");
+  COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   COURSE_CHECK(!o.checkpoint_activations || o.estimate_only,
                "--checkpoint-activations (but for --estimate-only) runs on the language models; ",
                o.model, " is an image model");

@@ -10,10 +10,7 @@
 #include "common/data/distributed_sampler.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
-#include "common/nn/coatnet.h"
 #include "common/nn/models.h"
-#include "common/nn/sequential.h"
-#include "common/nn/vit.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/rank_setup.h"
@@ -24,6 +21,7 @@
 #include "day4_large_models/memory_report.h"
 #include "day4_large_models/parallel_modes.h"
 #include "day4_large_models/pipeline_report.h"
+#include "day4_large_models/throughput_report.h"
 
 namespace day4 {
 
@@ -39,35 +37,18 @@ train::TrainingFlags image_flags(const GptLabOptions& o) {
   return flags;
 }
 
-// The model as a preset describes it (its own channels, classes and image size), and its
-// parameter count.
-struct Preset {
-  nn::ModelConfig model;
-  int64_t parameters;
-};
-
-Preset preset(const std::string& name) {
-  if (nn::is_vit(name)) {
-    const nn::VitConfig c = nn::vit_preset(name);
-    return {{.name = name,
-             .in_channels = c.in_channels,
-             .num_classes = c.classes,
-             .image_size = c.image},
-            nn::vit_parameter_count(c)};
+// --throughput-gpus: the throughput model's grids; --estimate-only: the preset's estimate for
+// --estimate-ranks (0: the run's ranks). Nothing is trained.
+void print_preset_figures(const GptLabOptions& o, int ranks) {
+  if (o.throughput_gpus > 0) {
+    print_throughput_table(o, o.throughput_gpus);
+    return;
   }
-  const nn::CoatnetConfig c = nn::coatnet_preset(name);
-  return {
-      {.name = name, .in_channels = c.in_channels, .num_classes = c.classes, .image_size = c.image},
-      nn::coatnet_parameter_count(c)};
-}
-
-// --estimate-only: the preset's estimate for --estimate-ranks (0: the run's ranks).
-void print_preset_estimate(const GptLabOptions& o, int ranks) {
   const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
-  const Preset p = preset(o.model);
+  const nn::ModelConfig preset = nn::preset_model_config(o.model);
   print_memory_estimate(o, estimated,
-                        parallel::estimate_image_memory(image_memory_plan(o, estimated, p.model)),
-                        p.parameters);
+                        parallel::estimate_image_memory(image_memory_plan(o, estimated, preset)),
+                        nn::pieces_parameter_count(preset));
 }
 
 }  // namespace
@@ -76,8 +57,8 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   validate(o);
   const auto comm = parallel::Communicator::world();
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
-  if (o.estimate_only) {
-    if (comm->rank() == 0) print_preset_estimate(o, comm->size());
+  if (o.throughput_gpus > 0 || o.estimate_only) {
+    if (comm->rank() == 0) print_preset_figures(o, comm->size());
     return {};
   }
   COURSE_CHECK(!o.sharding || comm->size() > 1, "--sharding ", sharding_flag(o),

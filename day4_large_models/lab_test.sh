@@ -157,8 +157,11 @@ expect 1 "error: --sequence-parallel cuts a language model's windows; an image m
   "${mpirun[@]}" "$lab" "${images[@]}" --model vit-micro --tensor-parallel 2 --sequence-parallel
 expect 1 "error: --tensor-parallel 8 does not split vit-micro's 4 heads and 256-wide MLP" \
   "$lab" "${images[@]}" --model vit-micro --tensor-parallel 8
-expect 1 "error: the throughput model covers the language models; vit-micro is an image model" \
-  "$lab" --model vit-micro --throughput-gpus 8
+# The throughput model of the image models: CoAtNet's blocks measured and never cut over
+# tensor-parallel ranks, a ViT's cut.
+expect 0 "dp 2 x tp 1 x pp 4     m  64" "$lab" --model coatnet-0 --batch-size 128 \
+  --throughput-gpus 8
+expect 0 "dp 1 x tp 2 x pp 4" "$lab" --model vit-b16 --batch-size 128 --throughput-gpus 8
 expect 1 "--temperature feed the language models; coatnet-micro is an image" \
   "$lab" --model coatnet-micro --context 32
 expect 1 "--temperature feed the language models; vit-micro is an image" "$lab" \

@@ -110,6 +110,22 @@ CoatnetConfig coatnet_config(const ModelConfig& config) {
   return sized(coatnet_preset(config.name), config);
 }
 
+ModelConfig preset_model_config(const std::string& name) {
+  const auto own = [&name](const auto& preset) {
+    return ModelConfig{.name = name,
+                       .in_channels = preset.in_channels,
+                       .num_classes = preset.classes,
+                       .image_size = preset.image};
+  };
+  if (is_vit(name)) return own(vit_preset(name));
+  return own(coatnet_preset(name));
+}
+
+int64_t pieces_parameter_count(const ModelConfig& config) {
+  if (is_vit(config.name)) return vit_parameter_count(vit_config(config));
+  return coatnet_parameter_count(coatnet_config(config));
+}
+
 ModelPieces model_pieces(const ModelConfig& config) {
   if (is_vit(config.name)) return vit_pieces(vit_config(config));
   COURSE_CHECK(is_coatnet(config.name), "the models in pieces are ViT's and CoAtNet's, not ",

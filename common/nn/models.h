@@ -40,6 +40,12 @@ ModulePtr make_model(const ModelConfig& config, Device device);
 VitConfig vit_config(const ModelConfig& config);
 CoatnetConfig coatnet_config(const ModelConfig& config);
 
+// A ViT or CoAtNet preset as the paper describes it: its own input channels, classes and
+// image size (ImageNet's 3, 1,000 and 224 px for the large ones).
+ModelConfig preset_model_config(const std::string& name);
+// Its parameters at `config`'s channels, classes and size.
+int64_t pieces_parameter_count(const ModelConfig& config);
+
 // The model's pieces (model_pieces.h), each buildable alone: a ViT's or a CoAtNet's (throws for
 // the others).
 ModelPieces model_pieces(const ModelConfig& config);

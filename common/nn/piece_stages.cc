@@ -23,9 +23,8 @@ int64_t attention_layers(Module& part) {
   return count;
 }
 
-// One sample's multiply-adds of `part` whose output is `y`: each weight once per position of
-// the output (a map's H x W, a sequence's T, one for a vector), and for each attention layer
-// over tokens (1, T, C) T^2 C for the scores and again for the values.
+}  // namespace
+
 double part_multiply_adds(Module& part, const Tensor& y) {
   const double weights = parameter_count(part);
   if (y.dim() == 4) return weights * static_cast<double>(y.size(2) * y.size(3));
@@ -35,8 +34,6 @@ double part_multiply_adds(Module& part, const Tensor& y) {
   }
   return weights;
 }
-
-}  // namespace
 
 PieceStages::PieceStages(Module& model, const Tensor& sample)
     : stem_(child_named(model, "stem")), head_(child_named(model, "head")) {

@@ -17,6 +17,11 @@
 
 namespace course::nn {
 
+// One image's multiply-adds in the forward of `part`, whose output on a batch is `y`: each
+// weight once per position of the output (a map's H x W, a sequence's T, one for a vector), and
+// for each attention layer over tokens (B, T, C) T^2 C for the scores and again for the values.
+double part_multiply_adds(Module& part, const Tensor& y);
+
 class PieceStages : public StagedModel {
  public:
   // `model` as assemble() builds it; `sample` one input (1, C, H, W) in the memory format the

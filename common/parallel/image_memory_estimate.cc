@@ -2,13 +2,8 @@
 #include "common/parallel/image_memory_estimate.h"
 
 #include <algorithm>
-#include <map>
-#include <string>
-#include <vector>
 
-#include "common/kernels/elementwise.h"
-#include "common/nn/autocast.h"
-#include "common/tensor/allocator.h"
+#include "common/parallel/piece_measurement.h"
 
 namespace course::parallel {
 
@@ -21,62 +16,16 @@ constexpr int64_t kF32 = 4;
 // tensors are large enough for the rounding not to matter).
 constexpr int64_t kMeasuredWhole = int64_t{2} << 30;
 
-// One piece at the measured batch: its parameters' element counts, the bytes its forward leaves
-// allocated (saved tensors and output), and its input's and output's bytes.
-struct PieceFigures {
-  std::vector<int64_t> parameters;
-  int64_t saved = 0, input = 0, output = 0;
-};
-
-struct MeasuredModel {
-  std::vector<PieceFigures> pieces;  // stem, each block, head
-  int64_t classes = 0;
-};
-
-MeasuredModel measure_pieces(const ImageMemoryPlan& plan, int64_t batch) {
-  const nn::ModelPieces pieces = nn::model_pieces(plan.model);
-  std::vector<const nn::ModelPiece*> order = {&pieces.stem};
-  for (const nn::ModelPiece& block : pieces.blocks) order.push_back(&block);
-  order.push_back(&pieces.head);
-  CachingAllocator& allocator = device_allocator(Device::cpu());
-  Shape input_shape = {batch};
-  input_shape.insert(input_shape.end(), pieces.sample.begin(), pieces.sample.end());
-  Tensor x = zeros(input_shape, DType::kF32, Device::cpu());
-  std::map<std::string, PieceFigures> measured;  // by key: equal keys, equal figures
-  MeasuredModel out;
-  for (const nn::ModelPiece* piece : order) {
-    auto known = measured.find(piece->key);
-    if (known == measured.end()) {
-      std::mt19937 rng(0);
-      nn::ModulePtr module = piece->build(rng, Device::cpu());
-      PieceFigures f;
-      for (const nn::Parameter* p : module->parameters()) f.parameters.push_back(p->value.numel());
-      f.input = static_cast<int64_t>(x.nbytes());
-      const int64_t before = allocator.stats().allocated;
-      nn::Autocast autocast(plan.compute == DType::kF32 ? DType::kBF16 : plan.compute,
-                            plan.compute != DType::kF32);
-      Tensor y = module->forward(x);
-      f.saved = allocator.stats().allocated - before;
-      f.output = static_cast<int64_t>(y.nbytes());
-      x = y.clone();  // the next piece's input, the module and what it saved released
-      known = measured.emplace(piece->key, f).first;
-    }
-    out.pieces.push_back(known->second);
-  }
-  out.classes = x.numel() / batch;
-  return out;
-}
-
 }  // namespace
 
 MemoryEstimate estimate_image_memory(const ImageMemoryPlan& plan) {
   COURSE_CHECK(plan.batch >= 1 && plan.state.ranks >= 1,
                "a memory estimate needs ranks and batch >= 1");
-  const MeasuredModel one = measure_pieces(plan, 1);
+  const MeasuredModel one = measure_pieces(plan.model, 1, plan.compute);
   int64_t per_image = 0;
   for (const PieceFigures& f : one.pieces) per_image += f.saved;
   const bool whole = per_image * plan.batch <= kMeasuredWhole;
-  const MeasuredModel m = whole ? measure_pieces(plan, plan.batch) : one;
+  const MeasuredModel m = whole ? measure_pieces(plan.model, plan.batch, plan.compute) : one;
   const int64_t scale = whole ? 1 : plan.batch;
   const size_t blocks = m.pieces.size() - 2;
   ParameterLayout layout{

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "common/core/error.h"
 
@@ -18,45 +20,74 @@ double bandwidth(int span, const Cluster& cluster) {
                                        : cluster.inter_node_bandwidth;
 }
 
+// Each stage's blocks [first, end), cut evenly, the first stages taking the remainder.
+std::vector<std::pair<int64_t, int64_t>> even_stages(int64_t blocks, int64_t stages) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t k = 0, first = 0; k < stages; ++k) {
+    const int64_t end = first + blocks / stages + (k < blocks % stages ? 1 : 0);
+    out.emplace_back(first, end);
+    first = end;
+  }
+  return out;
+}
+
+void check_fits(const StepPlan& plan) {
+  const Workload& w = plan.model;
+  const GridShape& g = plan.grid;
+  COURSE_CHECK(g.tp == 1 || w.heads > 0, w.name, " on ", g.str(),
+               ": its blocks are not cut over tensor-parallel ranks (tp 1)");
+  COURSE_CHECK(g.tp == 1 || (w.heads % g.tp == 0 && w.key_value_heads % g.tp == 0), w.name, " on ",
+               g.str(), ": its heads (", w.heads, ", ", w.key_value_heads,
+               " of keys and values) must split over tp");
+  COURSE_CHECK(g.pp <= static_cast<int64_t>(w.blocks.size()), w.name, " on ", g.str(), ": its ",
+               w.blocks.size(), " blocks do not fill ", g.pp, " stages");
+  COURSE_CHECK(plan.global_batch % (plan.micro_batch * g.dp) == 0, w.name, " on ", g.str(),
+               ": the batch of ", plan.global_batch, " does not split into micro-batches of ",
+               plan.micro_batch, " over dp");
+}
+
 }  // namespace
 
 StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
-  const nn::GptConfig& c = plan.model;
+  check_fits(plan);
+  const Workload& w = plan.model;
   const GridShape& g = plan.grid;
   const double n = g.size(), t = g.tp, p = g.pp, d = g.dp;
-  const double s = c.context, h = c.channels, L = c.layers, V = c.vocabulary, a = c.heads;
-  COURSE_CHECK(c.heads % g.tp == 0 && c.key_value_heads() % g.tp == 0 && c.layers % g.pp == 0 &&
-                   plan.global_batch % (plan.micro_batch * g.dp) == 0,
-               c.name, " on ", g.str(), ": the heads (", c.heads, ", ", c.key_value_heads(),
-               " of keys and values) must split over tp, the ", c.layers,
-               " layers over pp, and the batch of ", plan.global_batch, " into micro-batches of ",
-               plan.micro_batch, " over dp");
   StepPrediction out;
   const double B = plan.global_batch, b = plan.micro_batch;
   out.micro_batches = plan.global_batch / (plan.micro_batch * g.dp);
   const double m = out.micro_batches;
-  // Megatron-LM's count, 72 B s L h^2 (1 + s / 6h + V / 12 L h) for GPT-2, written for any
-  // block: 6 flops per weight-matrix element and token, plus attention's 12 B s^2 L h.
-  const double block_matrices = static_cast<double>(nn::gpt_parameter_parts(c).block_matrices);
-  out.flops = 6 * B * s * (L * block_matrices + V * h) + 12 * B * s * s * L * h;
+  // 2 flops a multiply-add forward, 4 backward (the input's gradient and the weights').
+  out.flops = 6 * B * w.multiply_adds;
   out.compute_s = out.flops / (n * cluster.peak_flops * cluster.efficiency);
   out.bubble_s = out.compute_s * (p - 1) / m;
-  const double activation_bytes = b * s * h * kBf16;
+  double all_outputs = 0;
+  for (const BlockWork& block : w.blocks) all_outputs += block.output_elements;
   out.tensor_parallel_s =
-      t > 1 ? 4 * (L / p) * m * 2 * (t - 1) / t * activation_bytes / bandwidth(g.tp, cluster) : 0;
-  out.pipeline_s = p > 1 ? 2 * m * activation_bytes / bandwidth(g.tp * g.dp * 2, cluster) : 0;
-  const double psi = static_cast<double>(nn::gpt_parameter_count(c));
+      t > 1 ? 4 * m * 2 * (t - 1) / t * kBf16 * b * all_outputs / p / bandwidth(g.tp, cluster) : 0;
+  const auto stages = even_stages(static_cast<int64_t>(w.blocks.size()), g.pp);
+  double crossing = 0;  // the largest output sent to the next stage
+  for (size_t k = 0; k + 1 < stages.size(); ++k) {
+    crossing = std::max(crossing, w.blocks[stages[k].second - 1].output_elements);
+  }
+  out.pipeline_s = p > 1 ? 2 * m * kBf16 * b * crossing / bandwidth(g.tp * g.dp * 2, cluster) : 0;
+  const double psi = w.parameters;
   out.data_parallel_s =
       d > 1 ? 2 * (d - 1) / d * kBf16 * psi / (t * p) / bandwidth(g.tp * g.dp, cluster) : 0;
   out.step_s =
       out.compute_s + out.bubble_s + out.tensor_parallel_s + out.pipeline_s + out.data_parallel_s;
-  // Korthikanti et al.'s activations per layer, s b h (10 + 24 / t + 5 a s / h t) for GPT-2,
-  // whose MLP saves 8 h bf16 values a token (16 of the 24); other MLPs save theirs.
-  const double mlp =
-      kBf16 * static_cast<double>(c.feed_forward_expansion() + c.feed_forward_width()) / h;
-  const double per_layer = s * b * h * (10 + (8 + mlp) / t + 5 * a * s / (h * t));
-  const double in_flight = std::min(p, m);
-  out.memory_bytes = 16 * psi / (t * p) + in_flight * (L / p) * per_layer + s * b * (h + 4 * V / t);
+  const auto kept = [t, b](const BlockWork& work) {
+    return b * (work.saved_whole_bytes + work.saved_cut_bytes / t);
+  };
+  double activations = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    double stage = 0;
+    for (int64_t block = stages[k].first; block < stages[k].second; ++block) {
+      stage += kept(w.blocks[block]);
+    }
+    activations = std::max(activations, std::min(p - static_cast<double>(k), m) * stage);
+  }
+  out.memory_bytes = 16 * psi / (t * p) + activations + kept(w.ends);
   out.mfu = out.flops / (out.step_s * n * cluster.peak_flops);
   return out;
 }

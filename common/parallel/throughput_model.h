@@ -1,18 +1,22 @@
-// A first-order model of a GPT training step on a GPU cluster under 3D parallelism
-// (dp x tp x pp), the back-of-the-envelope of the Megatron-LM papers, so a grid can be chosen
-// before a job is submitted. For mixed-precision Adam (bf16 compute, 16 bytes of model state per
-// parameter), 1F1B pipelines, no activation recomputation, no sequence parallelism:
-//   FLOPs per step       F = 72 B s L h^2 (1 + s / (6 h) + V / (12 L h))    (B sequences)
+// A first-order model of a training step on a GPU cluster under 3D parallelism (dp x tp x pp),
+// the back-of-the-envelope of the Megatron-LM papers, so a grid can be chosen before a job is
+// submitted. For any model whose workload is known (workload.h: the GPT and Llama presets, ViT,
+// CoAtNet), mixed-precision Adam (bf16 compute, 16 bytes of model state per parameter), 1F1B
+// pipelines whose stages take equal numbers of blocks (the first ones the remainder), no
+// activation recomputation, no sequence parallelism. B samples a step, b a micro-batch:
+//   FLOPs per step       F = 6 B x multiply-adds per sample (for a GPT:
+//                        72 B s L h^2 (1 + s / (6 h) + V / (12 L h)))
 //   compute              t_c = F / (n peak efficiency)
 //   pipeline bubble      t_c (p - 1) / m                                    (m micro-batches)
-//   tensor parallelism   4 all-reduces per layer and micro-batch (2 forward, 2 backward) of
-//                        b s h bf16 values: 2 (t - 1) / t of them sent, L / p layers a stage
-//   pipeline sends       2 (b s h) bf16 values per micro-batch and stage boundary
+//   tensor parallelism   4 all-reduces per block and micro-batch (2 forward, 2 backward) of the
+//                        block's b-sample output in bf16: 2 (t - 1) / t of them sent, a stage's
+//                        share (1 / p) of the blocks
+//   pipeline sends       2 per micro-batch of the largest output crossing a stage boundary
 //   data parallelism     one all-reduce of the stage's 2 Psi / (t p) bytes of bf16 gradients:
 //                        2 (d - 1) / d of them sent, not overlapped (an upper bound)
-//   memory per GPU       16 Psi / (t p) + activations of p micro-batches in flight on the
-//                        first stage: L / p layers of s b h (10 + 24 / t + 5 a s / (h t)) bytes
-//                        (Korthikanti et al.), plus the embedding's and logits' s b (h + 4V / t)
+//   memory per GPU       16 Psi / (t p) + the activations of the stage that holds the most:
+//                        stage k keeps min(p - k, m) micro-batches of its blocks' saved bytes
+//                        (whole, plus cut / t), plus the ends' (embedding, logits)
 //   MFU                  F / (step time n peak)
 // A collective's bandwidth is the intra-node one when its ranks fit in a node (tensor ranks are
 // innermost, then data, then pipeline, as in process_grid.h), else the inter-node one.
@@ -20,8 +24,8 @@
 
 #include <string>
 
-#include "common/nn/gpt.h"
 #include "common/parallel/process_grid.h"
+#include "common/parallel/workload.h"
 
 namespace course::parallel {
 
@@ -34,10 +38,10 @@ struct Cluster {
 };
 
 struct StepPlan {
-  nn::GptConfig model;
+  Workload model;
   GridShape grid;
-  int64_t global_batch = 512;  // sequences per step
-  int64_t micro_batch = 1;     // sequences per micro-batch and pipeline
+  int64_t global_batch = 512;  // samples (sequences, images) per step
+  int64_t micro_batch = 1;     // samples per micro-batch and pipeline
 };
 
 struct StepPrediction {
@@ -49,7 +53,8 @@ struct StepPrediction {
   int64_t micro_batches = 0;  // per pipeline and step
 };
 
-// Throws when the grid does not fit the model (heads, layers, batch not divisible).
+// Throws when the grid does not fit the model (heads not dividing over tp, or blocks not cut
+// over tp at all; fewer blocks than stages; a batch that does not divide).
 StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster);
 
 // "dp 2 x tp 4 x pp 1: step 1.23 s (compute 0.9, bubble 0, tp 0.2, pp 0, dp 0.1), 21.3 GiB, MFU
