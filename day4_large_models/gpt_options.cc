@@ -44,6 +44,12 @@ void add_choice(CLI::App& app, const std::string& flag, T& target,
 void add_training_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option("--text-dir", o.text_dir, "folder of fortune-format text files")
       ->capture_default_str();
+  app.add_option("--data-dir", o.image_dir,
+                 "image models: dataset folder (Fashion-MNIST, CIFAR-10, train.pack + val.pack, "
+                 "or train/ + val/), as days 1-3 read it")
+      ->capture_default_str();
+  app.add_option("--image-size", o.image_size, "image models: side the images are resized to")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of weights, windows and sampling")->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "optimizer")
       ->check(CLI::IsMember(optim::optimizer_names()))

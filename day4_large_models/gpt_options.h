@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/data/fashion_mnist.h"
 #include "common/data/text_corpus.h"
 #include "common/parallel/data_parallel_model.h"
 #include "common/parallel/pipeline_parallel.h"
@@ -24,8 +25,10 @@ inline constexpr const char* kExerciseZero1 = "exercise-zero1";
 struct GptLabOptions : course::train::RunFlags {
   GptLabOptions();
 
-  uint32_t seed = 0;                            // of weights, windows and sampling
-  std::string text_dir = course::kFortunesDir;  // fortune-format text files
+  uint32_t seed = 0;                                 // of weights, windows and sampling
+  std::string text_dir = course::kFortunesDir;       // fortune-format text files
+  std::string image_dir = course::kFashionMnistDir;  // the image models' dataset (days 1-3's)
+  int64_t image_size = 28;                           // side the images are resized to
   std::string optimizer = "adamw";
   int64_t context = 0;          // tokens per window; 0: the model's context
   double val_fraction = 0.05;   // documents held out for validation

@@ -124,7 +124,7 @@ void validate_image_tensor_parallel(const GptLabOptions& o) {
                "-wide MLP evenly over the ranks");
 }
 
-// An image model's run on the embedded images: data parallelism, pipeline stages and, for a
+// An image model's run on its images: data parallelism, pipeline stages and, for a
 // ViT, tensor parallelism.
 void validate_image_run(const GptLabOptions& o) {
   validate_image_tensor_parallel(o);
@@ -139,11 +139,22 @@ void validate_image_run(const GptLabOptions& o) {
                    o.prompt == text_defaults.prompt && o.temperature == text_defaults.temperature,
                "--text-dir, --context, --val-fraction, --sample-tokens, --prompt and "
                "--temperature feed the language models; ",
-               o.model, " is an image model and trains on the embedded Fashion-MNIST");
+               o.model, " is an image model and trains on --data-dir's images");
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   COURSE_CHECK(!o.checkpoint_activations || o.estimate_only,
                "--checkpoint-activations (but for --estimate-only) runs on the language models; ",
                o.model, " is an image model");
+  const GptLabOptions image_defaults;
+  if (o.estimate_only || o.throughput_gpus > 0) {
+    COURSE_CHECK(
+        o.image_dir == image_defaults.image_dir && o.image_size == image_defaults.image_size,
+        "--estimate-only and --throughput-gpus take ", o.model,
+        " at its preset's own size; --data-dir and --image-size are for training");
+    return;
+  }
+  const int64_t smallest = nn::min_image_size(o.model);
+  COURSE_CHECK(o.image_size >= smallest, "--image-size ", o.image_size, " is too small for ",
+               o.model, " (at least ", smallest, ")");
 }
 
 }  // namespace
@@ -162,6 +173,10 @@ void validate(const GptLabOptions& o) {
     validate_image_run(o);
     return;
   }
+  const GptLabOptions image_defaults;
+  COURSE_CHECK(o.image_dir == image_defaults.image_dir && o.image_size == image_defaults.image_size,
+               "--data-dir and --image-size feed the image models (vit-..., coatnet-...); ",
+               o.model, " reads --text-dir");
   const nn::GptConfig config = nn::gpt_preset(o.model);
   COURSE_CHECK(o.context >= 0 && o.context <= config.context, "--context ", o.context,
                " must be between 1 and ", o.model, "'s context of ", config.context);

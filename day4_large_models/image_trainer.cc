@@ -34,6 +34,8 @@ train::TrainingFlags image_flags(const GptLabOptions& o) {
   train::TrainingFlags flags;
   static_cast<train::RunFlags&>(flags) = o;
   flags.seed = o.seed;
+  flags.data_dir = o.image_dir;
+  flags.image_size = o.image_size;
   return flags;
 }
 
@@ -131,7 +133,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                            [&](const Batch& host) { return place(batches.place(host)); });
   };
   const nlohmann::json layout = parallelism->checkpoint_layout();
-  nlohmann::json identity = {{"model", o.model}};
+  nlohmann::json identity = {{"model", o.model}, {"image_size", o.image_size}};
   identity.update(layout);
   train::TrainingLoop loop(o,
                            {.device = device,

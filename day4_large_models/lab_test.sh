@@ -166,6 +166,14 @@ expect 1 "--temperature feed the language models; coatnet-micro is an image" \
   "$lab" --model coatnet-micro --context 32
 expect 1 "--temperature feed the language models; vit-micro is an image" "$lab" \
   --model vit-micro --sample-tokens 10
+expect 1 "error: --image-size 24 is too small for coatnet-0 (at least 31)" "$lab" \
+  --model coatnet-0 --image-size 24
+expect 1 "error: --data-dir and --image-size feed the image models (vit-..., coatnet-...); gpt-tiny" \
+  "$lab" --image-size 32
+expect 1 "error: --estimate-only and --throughput-gpus take coatnet-7 at its preset's own size" \
+  "$lab" --model coatnet-7 --estimate-only --image-size 64
+expect 1 "error: --data-dir /nonexistent does not exist" "$lab" "${images[@]}" --model vit-micro \
+  --data-dir /nonexistent
 # The image models' estimate, measured piece by piece, against the measured peak (within 15%),
 # and CoAtNet-7's on paper (its 2.44B parameters never built whole).
 for flags in coatnet-micro "coatnet-micro --channels-last" "coatnet-micro --amp --sharding zero3" \
