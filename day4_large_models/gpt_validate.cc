@@ -93,9 +93,6 @@ void validate_tensor_parallel(const GptLabOptions& o, const nn::GptConfig& confi
                  "--tensor-parallel ", t, " does not split ", o.model, "'s ", config.heads,
                  " heads", grouped, " and ", config.vocabulary,
                  "-token vocabulary evenly over the ranks");
-    COURSE_CHECK(!o.checkpoint_activations,
-                 "--tensor-parallel cuts the blocks' layers; it does not combine with "
-                 "--checkpoint-activations");
   }
   if (o.sequence_parallel) {
     const int64_t context = o.context > 0 ? o.context : config.context;
@@ -141,9 +138,6 @@ void validate_image_run(const GptLabOptions& o) {
                "--temperature feed the language models; ",
                o.model, " is an image model and trains on --data-dir's images");
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
-  COURSE_CHECK(!o.checkpoint_activations || o.estimate_only,
-               "--checkpoint-activations (but for --estimate-only) runs on the language models; ",
-               o.model, " is an image model");
   const GptLabOptions image_defaults;
   if (o.estimate_only || o.throughput_gpus > 0) {
     COURSE_CHECK(
@@ -169,6 +163,9 @@ void validate(const GptLabOptions& o) {
                "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
   validate_data_parallel(o);
+  COURSE_CHECK(o.tensor_parallel == 1 || !o.checkpoint_activations,
+               "--tensor-parallel cuts the blocks' layers; it does not combine with "
+               "--checkpoint-activations");
   if (image_model(o)) {
     validate_image_run(o);
     return;

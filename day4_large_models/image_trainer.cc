@@ -10,6 +10,7 @@
 #include "common/data/distributed_sampler.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
+#include "common/nn/model_pieces.h"
 #include "common/nn/models.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
@@ -84,6 +85,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                                                 image_memory_plan(o, comm->size(), model_config)));
   if (estimate) enforce_memory_budget(o, comm->size(), *estimate, device);
   const auto model = train::make_classifier(flags, *data.train, device);
+  if (o.checkpoint_activations) nn::checkpoint_blocks(*model);
   const int64_t parameters = model->parameter_count();  // before sharding frees the full values
   // One input as the model takes it (1, C, H, W), in the run's format: what sizes its stages.
   Shape one_image = nn::model_pieces(model_config).sample;
@@ -151,11 +153,12 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   if (lead) {
     if (estimate) print_memory_estimate(o, comm->size(), *estimate, parameters);
     std::printf(
-        "training %s (%.2fM parameters) on %s, %s: %lld images, batch %lld per micro-batch, "
-        "%lld micro-batch(es) per step, %lld steps per epoch, %s\n",
-        o.model.c_str(), parameters / 1e6, device.str().c_str(), parallelism->describe().c_str(),
-        static_cast<long long>(data.train->size()), static_cast<long long>(o.batch_size),
-        static_cast<long long>(parallelism->micro_batches()),
+        "training %s (%.2fM parameters%s) on %s, %s: %lld images of %lld px, batch %lld per "
+        "micro-batch, %lld micro-batch(es) per step, %lld steps per epoch, %s\n",
+        o.model.c_str(), parameters / 1e6, o.checkpoint_activations ? ", checkpointed blocks" : "",
+        device.str().c_str(), parallelism->describe().c_str(),
+        static_cast<long long>(data.train->size()), static_cast<long long>(o.image_size),
+        static_cast<long long>(o.batch_size), static_cast<long long>(parallelism->micro_batches()),
         static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
     std::fflush(stdout);
   }

@@ -136,6 +136,9 @@ piped_images=$(image_resumed vit-piped "${mpirun[@]}" -- --pipeline-stages 2 --m
 accumulated_images=$(image_resumed vit-accumulated -- --accumulate 2)
 expect_same_ending "vit-micro in 2 stages resumed as one process accumulating" \
   "$accumulated_images" "$piped_images" "$TEST_TMPDIR/vit-piped.rank1-of-2.ckpt"
+# Checkpointed blocks recompute their activations and train exactly as kept ones.
+expect_same_ending "vit-micro with checkpointed blocks as with kept activations" \
+  "$(image_ending --)" "$(image_ending -- --checkpoint-activations)" "$lab"
 # The same with its blocks cut over 2 tensor-parallel ranks instead, accumulating on one stage.
 sliced_images=$(image_resumed vit-sliced "${mpirun[@]}" -- --tensor-parallel 2 --accumulate 2)
 expect_same_ending "vit-micro over 2 tensor-parallel ranks resumed as one process" \
@@ -177,7 +180,7 @@ expect 1 "error: --data-dir /nonexistent does not exist" "$lab" "${images[@]}" -
 # The image models' estimate, measured piece by piece, against the measured peak (within 15%),
 # and CoAtNet-7's on paper (its 2.44B parameters never built whole).
 for flags in coatnet-micro "coatnet-micro --channels-last" "coatnet-micro --amp --sharding zero3" \
-  vit-micro; do
+  "coatnet-micro --checkpoint-activations" vit-micro; do
   # shellcheck disable=SC2086
   expect_estimate_near_peak "--model $flags" "${mpirun[@]}" "$lab" --no-progress --device cpu \
     --batch-size 16 --test --test-nsteps 2 --model $flags

@@ -3,8 +3,10 @@
 // block's activations to one block's plus the blocks' inputs, for one more forward per step.
 //
 // Gradients are bit for bit those of the plain module when its forward is deterministic (no
-// dropout, no batch statistics updated as a side effect): the recomputation repeats the same
-// arithmetic on the same values.
+// dropout): the recomputation repeats the same arithmetic on the same values, batch
+// normalisation included (the same batch, the same statistics). The running statistics the
+// recomputation would move a second time are put back, so they move once a step, as without
+// checkpointing.
 #pragma once
 
 #include "common/nn/module.h"

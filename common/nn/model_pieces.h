@@ -29,4 +29,8 @@ struct ModelPieces {
 // Sequential [stem, blocks (a Sequential of every block), head], built in that order from `rng`.
 ModulePtr assemble(const ModelPieces& pieces, std::mt19937& rng, Device device);
 
+// Activation checkpointing of an assembled model: each block wrapped in Checkpointed (its
+// parameters keep their names).
+void checkpoint_blocks(Module& assembled);
+
 }  // namespace course::nn
