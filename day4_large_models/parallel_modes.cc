@@ -53,6 +53,7 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   int shard_group_size() const override { return comm_->size(); }
   // The exercises' collectives are blocking: all of their time is exposed.
   double exposed_communication_seconds() override { return waited_seconds_; }
+  double bytes_sent() const override { return comm_->traffic().bytes; }
   std::string mode_name() const override { return kExerciseZero1; }
   std::string describe() const override {
     return "your ZeRO-1 (TP4.1-TP4.3) over " + std::to_string(comm_->size()) + " rank(s)";

@@ -6,7 +6,7 @@ namespace course::parallel {
 DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
                                      std::shared_ptr<Communicator> comm,
                                      const DataParallelOptions& o)
-    : model_(model), sharding_(o.sharding) {
+    : model_(model), comm_(comm), sharding_(o.sharding) {
   const std::string ranks = std::to_string(comm->size()) + " rank(s)";
   if (o.sharding) {
     const ShardingOptions options{.sharding = *o.sharding,
@@ -53,6 +53,10 @@ void DataParallelModel::after_step() {
 double DataParallelModel::exposed_communication_seconds() {
   if (sdp_) return sdp_->waited_seconds();
   return ddp_ ? ddp_->stats().exposed_seconds : 0;
+}
+
+double DataParallelModel::bytes_sent() const {
+  return sdp_ ? sdp_->bytes_sent() : comm_->traffic().bytes;
 }
 
 std::string DataParallelModel::describe() const { return description_; }

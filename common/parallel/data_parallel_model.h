@@ -48,6 +48,8 @@ class DataParallelStep {
   virtual int shard_group_size() const = 0;
   // Seconds spent waiting for communication (not hidden behind computation) so far.
   virtual double exposed_communication_seconds() = 0;
+  // Bytes this rank's collectives sent so far, over every group the mode uses.
+  virtual double bytes_sent() const = 0;
 };
 
 // What a checkpoint's files depend on in `step`'s mode: {"sharding", "shard_group_size"} when
@@ -72,9 +74,11 @@ class DataParallelModel : public DataParallelStep {
   std::string mode_name() const override { return data_parallel_mode_name(sharding_); }
   int shard_group_size() const override { return sdp_ ? sdp_->shard_group_size() : 0; }
   double exposed_communication_seconds() override;
+  double bytes_sent() const override;
 
  private:
   nn::Module& model_;
+  std::shared_ptr<Communicator> comm_;  // DDP's (the sharded modes count their own groups)
   std::optional<Sharding> sharding_;
   std::string description_;
   std::unique_ptr<DistributedDataParallel> ddp_;

@@ -33,7 +33,7 @@ class DataParallelTraining : public TrainingParallelism {
   nn::Module& whole_model() override { return step_->net(); }
   nlohmann::json checkpoint_layout() const override;
   std::string describe() const override { return step_->describe(); }
-  double bytes_sent() const override { return comm_->traffic().bytes; }
+  double bytes_sent() const override { return step_->bytes_sent(); }
   double exposed_communication_seconds() override { return step_->exposed_communication_seconds(); }
 
  private:

@@ -82,6 +82,12 @@ void ShardedDataParallel::gather_all() {
   for (ShardedUnit* unit : units()) unit->gather();
 }
 
+double ShardedDataParallel::bytes_sent() const {
+  double bytes = groups_.world->traffic().bytes;
+  if (groups_.shard != groups_.world) bytes += groups_.shard->traffic().bytes;
+  return bytes + groups_.replicate->traffic().bytes;
+}
+
 double ShardedDataParallel::waited_seconds() {
   double total = 0;
   for (ShardedUnit* unit : units()) total += unit->waited_seconds();

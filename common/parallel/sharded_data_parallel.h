@@ -49,6 +49,9 @@ class ShardedDataParallel : public nn::Module {
   void release_all();
   // Seconds every unit waited for its gathers and reductions since construction.
   double waited_seconds();
+  // Bytes this rank's collectives sent since construction, over every group the strategy uses
+  // (HYBRID_SHARD's and NO_SHARD's replicas reduce over their own group).
+  double bytes_sent() const;
 
  protected:
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;

@@ -327,6 +327,22 @@ TEST(ShardedParity, BF16ParametersAreGatheredInBF16) {
   EXPECT_DOUBLE_EQ(sdp.communicator().traffic().all_gather_bytes, padded_bytes * (n - 1) / n);
 }
 
+// NO_SHARD all-reduces whole gradients over a replica group of every rank, not over the world
+// communicator: a step's bytes are still counted, as the ring all-reduce's 2 (n - 1) / n of
+// them, as DDP's are.
+TEST(ShardedParity, NoShardCountsTheBytesOfItsReplicaGroup) {
+  Subject s = gpt_subject();
+  const std::vector<int64_t> sizes = unit_sizes(s);
+  ShardedDataParallel sdp(*s.model, *s.blocks, world(), {.sharding = Sharding::kNoShard});
+  const double before = sdp.bytes_sent();
+  sdp.zero_grad();
+  loss_and_backward(sdp, gpt_batch(0), s.classes);
+  const int n = world()->size();
+  double gradient_bytes = 0;
+  for (int64_t size : sizes) gradient_bytes += 4.0 * static_cast<double>(size);
+  EXPECT_DOUBLE_EQ(sdp.bytes_sent() - before, 2.0 * (n - 1) / n * gradient_bytes);
+}
+
 // Convolutions, batch norm (its running statistics stay per rank, as with DDP) and stages of
 // very different sizes.
 TEST(ShardedParity, ResNetTrainsAsDdpWithEveryStrategy) {
