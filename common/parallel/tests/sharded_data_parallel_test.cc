@@ -21,6 +21,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
 #include "common/nn/gpt.h"
+#include "common/nn/model_pieces.h"
 #include "common/nn/models.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/ddp.h"
@@ -376,6 +377,19 @@ TEST(ShardedParity, CoatnetTrainsAsDdpWithEveryStrategy) {
         train_sharded(coatnet_subject(), coatnet_batch,
                       {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup}),
         ddp, "coatnet, " + name);
+  }
+}
+
+// Its blocks checkpointed (each recomputed inside its unit's gathered parameters), sharded, as
+// DDP trains the kept ones (the statistics moved once: //common/nn/tests:micro_batches_test).
+TEST(ShardedParity, CheckpointedCoatnetTrainsAsDdp) {
+  const Trace ddp = train_ddp(coatnet_subject(), coatnet_batch);
+  for (const Sharding sharding : {Sharding::kZero3, Sharding::kShardGradOp}) {
+    Subject checkpointed = coatnet_subject();
+    nn::checkpoint_blocks(*checkpointed.model);
+    expect_same_training(
+        train_sharded(std::move(checkpointed), coatnet_batch, {.sharding = sharding}), ddp,
+        "checkpointed coatnet, " + sharding_name(sharding));
   }
 }
 
