@@ -67,6 +67,10 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option("--accumulate", o.accumulate,
                  "micro-batches of --batch-size per optimizer step (gradient accumulation)")
       ->capture_default_str();
+  app.add_option("--clip-grad-norm", o.clip_grad_norm,
+                 "clip the gradients to this global L2 norm before each optimizer step (0: off), "
+                 "every element counted once over the ranks' shards, slices and stages")
+      ->capture_default_str();
 }
 
 // The memory estimate, its budget and the throughput model.

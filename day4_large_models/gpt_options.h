@@ -36,6 +36,7 @@ struct GptLabOptions : course::train::RunFlags {
   int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
   bool checkpoint_activations = false;
   int64_t accumulate = 1;      // micro-batches of batch_size per optimizer step
+  float clip_grad_norm = 0;    // > 0: the gradients' global L2 norm clipped to it each step
   int64_t max_memory_mb = 0;   // > 0: refuse a run estimated above it, and cap the allocator
   bool estimate_only = false;  // print the memory estimate and exit (any preset)
   int estimate_ranks = 0;      // ranks of that estimate (0: the world's size)

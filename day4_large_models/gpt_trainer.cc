@@ -15,6 +15,7 @@
 #include "common/nn/gpt.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/parallel/gradient_clipping.h"
 #include "common/parallel/rank_setup.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
@@ -75,21 +76,23 @@ RunWindows run_windows(const TokenSplit& text, int64_t context, const GptLabOpti
 // The lab's step on the loop: this replica's next batch, forward and backward under the chosen
 // parallelism, the optimizer's step.
 train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism,
-                                optim::Optimizer& optimizer, RunWindows& windows, Device device,
-                                const GptLabOptions& o) {
+                                optim::Optimizer& optimizer, parallel::GradientClipping& clipping,
+                                RunWindows& windows, Device device, const GptLabOptions& o) {
   auto next_batch = std::make_shared<int64_t>(0);
   train::LoopHooks hooks;
   hooks.start_epoch = [&windows, next_batch](int64_t epoch, int64_t first_batch) {
     windows.train.set_epoch(epoch);
     *next_batch = first_batch;
   };
-  hooks.step = [&parallelism, &optimizer, &windows, next_batch, device](train::StepPhases& phases) {
+  hooks.step = [&parallelism, &optimizer, &clipping, &windows, next_batch,
+                device](train::StepPhases& phases) {
     phases.start(Phase::kLoad);
     const NextTokenBatch batch =
         next_token_batch(windows.train.batch((*next_batch)++ % windows.train.batches()), device);
     Tensor loss =
         parallelism.forward_backward(batch, [&phases](Phase phase) { phases.start(phase); });
     phases.start(Phase::kOptimizer);
+    clipping.apply(parallelism);
     optimizer.step();
     parallelism.after_step();
     return loss;
@@ -184,6 +187,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       parallelism->optimized());
+  parallel::GradientClipping clipping(o.clip_grad_norm);
   const int64_t total_steps = o.epochs * windows.steps_per_epoch;
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
@@ -200,7 +204,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                             .identity = checkpoint_identity(o, context, layout),
                             .comm = comm.get(),
                             .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer)},
-                           training_hooks(*parallelism, *optimizer, windows, device, o));
+                           training_hooks(*parallelism, *optimizer, clipping, windows, device, o));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.
   if (!o.resume.empty()) parallelism->after_step();
@@ -213,6 +217,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
 
   const train::LoopResult run = loop.run();
   print_parallel_reports(*parallelism, run, o, lead, comm->size());
+  if (lead && clipping.on()) std::printf("%s\n", clipping.describe().c_str());
   if (lead && run.steps > 0 && estimate) {
     print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }

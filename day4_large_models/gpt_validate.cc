@@ -162,6 +162,8 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(o.steps_per_epoch >= 0 && o.warmup_steps >= 0 && o.sample_tokens >= 0,
                "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
+  COURSE_CHECK(o.clip_grad_norm >= 0, "--clip-grad-norm must not be negative (0: off), got ",
+               o.clip_grad_norm);
   validate_data_parallel(o);
   COURSE_CHECK(o.tensor_parallel == 1 || !o.checkpoint_activations,
                "--tensor-parallel cuts the blocks' layers; it does not combine with "

@@ -14,6 +14,7 @@
 #include "common/nn/models.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/parallel/gradient_clipping.h"
 #include "common/parallel/rank_setup.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
@@ -113,6 +114,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
+  parallel::GradientClipping clipping(o.clip_grad_norm);
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     batches.start_epoch(
@@ -125,6 +127,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     Tensor loss = parallelism->forward_backward({batch.images, batch.labels},
                                                 [&phases](Phase phase) { phases.start(phase); });
     phases.start(train::Phase::kOptimizer);
+    clipping.apply(*parallelism);
     optimizer->step();
     parallelism->after_step();
     return loss;
@@ -164,6 +167,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   }
   const train::LoopResult run = loop.run();
   print_parallel_reports(*parallelism, run, o, lead, comm->size());
+  if (lead && clipping.on()) std::printf("%s\n", clipping.describe().c_str());
   if (lead && run.steps > 0 && estimate) {
     print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }

@@ -96,6 +96,23 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
   fi
   echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
 done
+# Clipped to a global norm below every step's, ZeRO-3 and HYBRID_SHARD end as DDP does (each
+# counting every gradient element once), and otherwise than without clipping.
+clipped=$("${mpirun[@]}" "$lab" "${ranks[@]}" --clip-grad-norm 0.5 2>&1 |
+  grep -E "^(validation loss|gradient norm)")
+for flags in "--sharding zero3" "--sharding hybrid-shard --shard-group-size 1"; do
+  # shellcheck disable=SC2086
+  got=$("${mpirun[@]}" "$lab" "${ranks[@]}" --clip-grad-norm 0.5 $flags 2>&1 |
+    grep -E "^(validation loss|gradient norm)")
+  if [[ $clipped != *"clipped to 0.5 in 4 of 4 steps"* || $got != "$clipped" ||
+    $(head -1 <<<"$reference") == $(grep "^validation" <<<"$clipped") ]]; then
+    echo "FAILED: --clip-grad-norm 0.5 $flags on 2 ranks ends otherwise than DDP (or as unclipped):"
+    echo "DDP: $clipped"
+    echo "$flags: $got"
+    exit 1
+  fi
+  echo "ok: --clip-grad-norm 0.5 $flags on 2 ranks: $(tr '\n' ' ' <<<"$got")"
+done
 # The image models on the embedded Fashion-MNIST: CoAtNet in both memory formats; ViT on 2
 # ranks, DDP and ZeRO-3 ending with the same test loss and accuracy after a checkpoint and a
 # resume; the language models' flags refused with one message.

@@ -55,6 +55,17 @@ for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --sc
   # shellcheck disable=SC2086
   expect_as_alone "$alone" $case
 done
+# Clipped to a global norm below every step's: the stages' and slices' gradients counted once
+# each (the tied table once, a replicated LayerNorm once), as one process clips.
+clipped_alone=$(ending "$lab" "${run[@]}" --accumulate 4 --clip-grad-norm 0.5)
+if [[ $clipped_alone == "$alone" ]]; then
+  echo "FAILED: --clip-grad-norm 0.5 trains as without clipping: $alone"
+  exit 1
+fi
+for case in "2 --pipeline-stages 2 --schedule 1f1b" "4 --tensor-parallel 2 --pipeline-stages 2"; do
+  # shellcheck disable=SC2086
+  expect_as_alone "$clipped_alone" $case --clip-grad-norm 0.5
+done
 # A Llama's pipeline (its output layer tied to the first stage's table) and its heads over 2
 # tensor-parallel ranks (a key/value head each, with its 2 query heads).
 llama_alone=$(ending "$lab" "${run[@]}" --model llama-tiny --accumulate 4)

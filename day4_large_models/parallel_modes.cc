@@ -6,6 +6,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/nn/sequential.h"
 #include "common/parallel/data_parallel_training.h"
+#include "common/parallel/gradient_average.h"
 #include "common/parallel/model_parallel_training.h"
 #include "day4_large_models/exercises.h"
 
@@ -54,6 +55,9 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   // The exercises' collectives are blocking: all of their time is exposed.
   double exposed_communication_seconds() override { return waited_seconds_; }
   double bytes_sent() const override { return comm_->traffic().bytes; }
+  float squared_gradient_norm() override {
+    return parallel::sum_over_ranks(parallel::squared_gradient_sum({&shard_}), *comm_);
+  }
   std::string mode_name() const override { return kExerciseZero1; }
   std::string describe() const override {
     return "your ZeRO-1 (TP4.1-TP4.3) over " + std::to_string(comm_->size()) + " rank(s)";

@@ -1,6 +1,8 @@
 // Choosing and driving a model's data parallelism.
 #include "common/parallel/data_parallel_model.h"
 
+#include "common/parallel/gradient_average.h"
+
 namespace course::parallel {
 
 DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
@@ -53,6 +55,11 @@ void DataParallelModel::after_step() {
 double DataParallelModel::exposed_communication_seconds() {
   if (sdp_) return sdp_->waited_seconds();
   return ddp_ ? ddp_->stats().exposed_seconds : 0;
+}
+
+float DataParallelModel::squared_gradient_norm() {
+  if (sdp_) return sdp_->squared_gradient_norm();
+  return squared_gradient_sum(model_.parameters());  // DDP: every rank holds the average
 }
 
 double DataParallelModel::bytes_sent() const {

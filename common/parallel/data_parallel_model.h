@@ -50,6 +50,9 @@ class DataParallelStep {
   virtual double exposed_communication_seconds() = 0;
   // Bytes this rank's collectives sent so far, over every group the mode uses.
   virtual double bytes_sent() const = 0;
+  // Collective: the squared L2 norm of the whole model's gradient once reduced (after
+  // finish_backward), each element counted once: over the shards a sharded mode keeps.
+  virtual float squared_gradient_norm() = 0;
 };
 
 // What a checkpoint's files depend on in `step`'s mode: {"sharding", "shard_group_size"} when
@@ -75,6 +78,7 @@ class DataParallelModel : public DataParallelStep {
   int shard_group_size() const override { return sdp_ ? sdp_->shard_group_size() : 0; }
   double exposed_communication_seconds() override;
   double bytes_sent() const override;
+  float squared_gradient_norm() override;
 
  private:
   nn::Module& model_;

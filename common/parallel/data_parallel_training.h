@@ -5,6 +5,7 @@
 // whole batch's mean's gradient.
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -29,6 +30,8 @@ class DataParallelTraining : public TrainingParallelism {
   Tensor forward_backward(const NextTokenBatch& batch,
                           const std::function<void(Phase)>& mark) override;
   void after_step() override { step_->after_step(); }
+  // DDP's averaged gradient on every rank, or a sharded mode's shards summed over a copy.
+  float gradient_norm() override { return std::sqrt(step_->squared_gradient_norm()); }
   // The wrapper: a sharded model gathers its blocks itself.
   nn::Module& whole_model() override { return step_->net(); }
   nlohmann::json checkpoint_layout() const override;

@@ -2,6 +2,7 @@
 #include "common/parallel/gradient_average.h"
 
 #include "common/kernels/elementwise.h"
+#include "common/kernels/reduce.h"
 
 namespace course::parallel {
 
@@ -26,6 +27,19 @@ void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicat
 
 void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm) {
   reduce_gradients(parameters, comm, 1.0f);
+}
+
+float squared_gradient_sum(const std::vector<nn::Parameter*>& parameters) {
+  float squares = 0;
+  for (const nn::Parameter* p : parameters) squares += sum(mul(p->grad, p->grad));
+  return squares;
+}
+
+float sum_over_ranks(float value, Communicator& comm) {
+  if (comm.size() == 1) return value;
+  Tensor total = Tensor::from_vector<float>({value}, {1});  // a host tensor: MPI's engine
+  comm.allreduce(total)->wait();
+  return total.to_vector<float>()[0];
 }
 
 }  // namespace course::parallel

@@ -1,6 +1,7 @@
 // The average of parameters' gradients over the ranks of a communicator: how replicas of a
 // model (data-parallel pipelines, tensor-parallel groups) agree on one gradient after each
-// computed its own batch's, all of them reduced at once; and their sum, for parts of one batch.
+// computed its own batch's, all of them reduced at once; their sum, for parts of one batch; and
+// the squares of a gradient spread over ranks, summed (gradient clipping's global norm).
 #pragma once
 
 #include <vector>
@@ -15,5 +16,10 @@ void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicat
 // The same without the division: parameters whose ranks each computed part of one batch's
 // gradient (sequence parallelism's LayerNorms) end with the whole gradient.
 void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm);
+// The sum of the squares of `parameters`' gradients on this rank.
+float squared_gradient_sum(const std::vector<nn::Parameter*>& parameters);
+// Collective over `comm`: `value` summed over its ranks (each rank's part of a global norm's
+// squares: its shards, its slices, its stage's, so that every element counts once).
+float sum_over_ranks(float value, Communicator& comm);
 
 }  // namespace course::parallel

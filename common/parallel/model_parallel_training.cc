@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "common/nn/autocast.h"
 #include "common/nn/piece_stages.h"
@@ -92,7 +93,11 @@ ModelParallelTraining::ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Com
       pipeline_(stages_source<nn::GptParts>(model, cut_gpt_), grid_.pp(), o.pipeline),
       compute_(o.compute),
       sequence_sharded_(cut_gpt_ ? cut_gpt_->sequence_sharded_parameters()
-                                 : std::vector<nn::Parameter*>{}) {}
+                                 : std::vector<nn::Parameter*>{}) {
+  if (cut_gpt_) {
+    for (const nn::Parameter* p : cut_gpt_->replicated_parameters()) replicated_over_tp_.insert(p);
+  }
+}
 
 ModelParallelTraining::ModelParallelTraining(nn::Module& model, const Tensor& sample,
                                              std::shared_ptr<Communicator> world,
@@ -104,7 +109,11 @@ ModelParallelTraining::ModelParallelTraining(nn::Module& model, const Tensor& sa
       pipeline_(
           std::make_unique<nn::PieceStages>(stages_source<nn::Module>(model, cut_vit_), sample),
           grid_.pp(), o.pipeline),
-      compute_(o.compute) {}
+      compute_(o.compute) {
+  if (cut_vit_) {
+    for (const nn::Parameter* p : cut_vit_->replicated_parameters()) replicated_over_tp_.insert(p);
+  }
+}
 
 Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
                                                const std::function<void(Phase)>& mark) {
@@ -134,6 +143,16 @@ nn::Module& ModelParallelTraining::whole_model() {
   if (cut_gpt_) cut_gpt_->gather_into(*gpt_);
   if (cut_vit_) cut_vit_->gather_into_whole();
   return whole_;
+}
+
+float ModelParallelTraining::gradient_norm() {
+  std::vector<nn::Parameter*> cut, whole;
+  for (nn::Parameter* p : pipeline_.parameters_counted_once()) {
+    (replicated_over_tp_.count(p) > 0 ? whole : cut).push_back(p);
+  }
+  const float stage =
+      sum_over_ranks(squared_gradient_sum(cut), *grid_.tp()) + squared_gradient_sum(whole);
+  return std::sqrt(sum_over_ranks(stage, *grid_.pp()));
 }
 
 void ModelParallelTraining::average_over_replicas() {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,9 @@ class ModelParallelTraining : public TrainingParallelism {
   Tensor forward_backward(const NextTokenBatch& batch,
                           const std::function<void(Phase)>& mark) override;
   void after_step() override {}
+  // Slices summed over tp (a replicated parameter counted once), stages over pp (the table
+  // shared by the ends once); the replicas hold the same averaged gradient.
+  float gradient_norm() override;
   // The model passed to the constructor, with every stage's and every slice's current values.
   nn::Module& whole_model() override;
   nlohmann::json checkpoint_layout() const override;
@@ -78,6 +82,8 @@ class ModelParallelTraining : public TrainingParallelism {
   std::optional<DType> compute_;
   // Parameters applied to sequence slices: their gradients are summed over tp after each step.
   std::vector<nn::Parameter*> sequence_sharded_;
+  // Parameters every tensor-parallel rank holds whole (none without tensor parallelism).
+  std::unordered_set<const nn::Parameter*> replicated_over_tp_;
   int64_t steps_ = 0;
   double compute_seconds_ = 0, step_seconds_ = 0;  // steps after the first
   double averaging_seconds_ = 0, step_bytes_sent_ = 0;

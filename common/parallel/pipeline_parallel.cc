@@ -64,6 +64,19 @@ std::vector<std::pair<std::string, nn::Parameter*>> PipelineParallel::parameters
   return out;
 }
 
+std::vector<nn::Parameter*> PipelineParallel::parameters_counted_once() {
+  bool holds_first = false;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    holds_first = holds_first || bounds_[virtual_stage(static_cast<int>(c))].first;
+  }
+  const nn::Parameter* shared = model_->shared_by_ends();
+  std::vector<nn::Parameter*> out;
+  for (const auto& [name, parameter] : parameters()) {
+    if (parameter != shared || holds_first) out.push_back(parameter);
+  }
+  return out;
+}
+
 void PipelineParallel::zero_grad() {
   for (const auto& chunk : chunks_) chunk->zero_grad();
 }

@@ -54,6 +54,9 @@ class PipelineParallel {
 
   // This rank's parameters (every chunk's), named as in the whole model.
   std::vector<std::pair<std::string, nn::Parameter*>> parameters();
+  // The same, less a parameter shared by the ends on a rank without the first part: over the
+  // pipeline's ranks every parameter of the model once (a global gradient norm's terms).
+  std::vector<nn::Parameter*> parameters_counted_once();
   void zero_grad();
   const PipelineOptions& options() const { return options_; }
   // Every (virtual) stage's blocks, in pipeline order.

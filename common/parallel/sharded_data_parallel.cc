@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "common/parallel/gradient_average.h"
+
 namespace course::parallel {
 
 ShardingUnits sharding_units(nn::Module& model, nn::Sequential& blocks) {
@@ -80,6 +82,12 @@ void ShardedDataParallel::after_step() {
 void ShardedDataParallel::gather_all() {
   for (ShardedUnit* unit : units()) unit->start_gather();
   for (ShardedUnit* unit : units()) unit->gather();
+}
+
+float ShardedDataParallel::squared_gradient_norm() {
+  std::vector<nn::Parameter*> shards;
+  for (const auto& named : shard_parameters()) shards.push_back(named.second);
+  return sum_over_ranks(squared_gradient_sum(shards), *groups_.shard);
 }
 
 double ShardedDataParallel::bytes_sent() const {

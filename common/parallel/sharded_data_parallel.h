@@ -52,6 +52,9 @@ class ShardedDataParallel : public nn::Module {
   // Bytes this rank's collectives sent since construction, over every group the strategy uses
   // (HYBRID_SHARD's and NO_SHARD's replicas reduce over their own group).
   double bytes_sent() const;
+  // Collective: the squared L2 norm of the whole model's reduced gradient, from the shards (each
+  // element once: summed over a shard group, whose replicas hold the same shards).
+  float squared_gradient_norm();
 
  protected:
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;

@@ -26,8 +26,8 @@ class TensorParallelBlock : public nn::Sequential {
   // Collective over the tensor-parallel ranks: `whole` (the layers this block was cut from, or
   // a block of the same shape) receives every rank's slices, in the whole layers' order.
   void gather_into(const nn::GptBlockLayers& whole);
-  // The normalisations and the row-parallel biases: applied to this rank's sequence positions
-  // only when the activations between are cut along the sequence.
+  // The normalisations and the row-parallel biases: whole on every rank, and applied to this
+  // rank's sequence positions only when the activations between are cut along the sequence.
   std::vector<nn::Parameter*> position_wise_parameters();
 
  private:

@@ -115,6 +115,16 @@ std::vector<nn::Parameter*> TensorParallelGpt::sequence_sharded_parameters() {
   return out;
 }
 
+std::vector<nn::Parameter*> TensorParallelGpt::replicated_parameters() {
+  std::vector<nn::Parameter*> out;
+  for (TensorParallelBlock* block : cut_blocks_) {
+    for (nn::Parameter* p : block->position_wise_parameters()) out.push_back(p);
+  }
+  for (nn::Parameter* p : final_norm_->parameters()) out.push_back(p);
+  if (embedding_.wpe) out.push_back(&*embedding_.wpe);
+  return out;
+}
+
 Tensor TensorParallelGpt::run_forward(const Tensor& tokens, nn::Context& ctx) {
   Tensor h = input_->forward(tokens, ctx.child(0));
   h = blocks_.forward(h, ctx.child(1));

@@ -47,6 +47,9 @@ class TensorParallelGpt : public nn::GptParts {
   // row-parallel biases, with sequence parallelism; none without): after a step's backwards their
   // gradients are summed over the tensor-parallel ranks (sum_gradients) to be the whole batch's.
   std::vector<nn::Parameter*> sequence_sharded_parameters();
+  // The parameters every rank holds whole (normalisations, row-parallel biases, the position
+  // table), with equal gradients on every rank after a step's backwards: the rest is cut.
+  std::vector<nn::Parameter*> replicated_parameters();
 
  protected:
   // tokens (B, T) i32 -> logits (B, T, V), the same on every rank.

@@ -27,6 +27,15 @@ void TensorParallelVit::gather_into_whole() {
   for (size_t b = 0; b < cut_blocks_.size(); ++b) cut_blocks_[b]->gather_into(whole_blocks_[b]);
 }
 
+std::vector<nn::Parameter*> TensorParallelVit::replicated_parameters() {
+  std::vector<nn::Parameter*> out = stem_.parameters();
+  for (TensorParallelBlock* block : cut_blocks_) {
+    for (nn::Parameter* p : block->position_wise_parameters()) out.push_back(p);
+  }
+  for (nn::Parameter* p : head_.parameters()) out.push_back(p);
+  return out;
+}
+
 Tensor TensorParallelVit::run_forward(const Tensor& images, nn::Context& ctx) {
   const Tensor tokens = blocks_.forward(stem_.forward(images, ctx.child(0)), ctx.child(1));
   return head_.forward(tokens, ctx.child(2));

@@ -29,6 +29,9 @@ class TensorParallelVit : public nn::Module {
   // Collective over the tensor-parallel ranks: the whole model's blocks receive every rank's
   // slices (its stem and head are this model's own).
   void gather_into_whole();
+  // The parameters every rank holds whole (the stem, the head, the blocks' normalisations and
+  // row-parallel biases), with equal gradients on every rank: the rest is cut.
+  std::vector<nn::Parameter*> replicated_parameters();
 
  protected:
   // images (B, C, H, W) -> logits (B, classes), the same on every rank.

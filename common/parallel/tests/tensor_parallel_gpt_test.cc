@@ -20,6 +20,7 @@
 #include "common/parallel/process_grid.h"
 #include "common/parallel/rank_groups.h"
 #include "common/parallel/tensor_parallel_attention.h"
+#include "common/parallel/tests/random_windows.h"
 #include "common/parallel/tp_mappings.h"
 #include "common/testing/tolerance.h"
 
@@ -47,18 +48,8 @@ struct Batch {
 
 // Sequences [first, first + count) of step `step`'s batch.
 Batch batch(int step, int64_t first, int64_t count) {
-  std::mt19937 rng(50 + step);
-  std::uniform_int_distribution<int32_t> token(0, kGpt.vocabulary - 1);
-  const int64_t all = 16 * kGpt.context;
-  std::vector<int32_t> tokens(all);
-  std::vector<int64_t> targets(all);
-  for (auto& t : tokens) t = token(rng);
-  for (auto& t : targets) t = token(rng);
-  const int64_t from = first * kGpt.context, to = (first + count) * kGpt.context;
-  return {
-      Tensor::from_vector<int32_t>({tokens.begin() + from, tokens.begin() + to},
-                                   {count, kGpt.context}),
-      Tensor::from_vector<int64_t>({targets.begin() + from, targets.begin() + to}, {to - from})};
+  const NextTokenBatch b = random_windows(50 + step, kGpt.context, kGpt.vocabulary, first, count);
+  return {b.inputs, b.targets};
 }
 
 // One step of `model` on `b`: the mean loss's gradients added into its parameters.
