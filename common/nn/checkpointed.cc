@@ -1,16 +1,13 @@
 // Activation checkpointing wrapper.
 #include "common/nn/checkpointed.h"
 
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "common/kernels/elementwise.h"
 
 namespace course::nn {
 
 Checkpointed::Checkpointed(ModulePtr inner) : inner_(std::move(inner)) {
   COURSE_CHECK(inner_ != nullptr, "a checkpointed module needs a module to wrap");
+  for (const auto& named : inner_->state().buffers) buffers_.push_back(named.second);
 }
 
 Tensor Checkpointed::run_forward(const Tensor& x, Context& ctx) {
@@ -21,12 +18,11 @@ Tensor Checkpointed::run_forward(const Tensor& x, Context& ctx) {
 }
 
 Tensor Checkpointed::run_backward(const Tensor& dy, Context& ctx) {
-  const std::vector<std::pair<std::string, Tensor*>> buffers = inner_->state().buffers;
   std::vector<Tensor> after_forward;
-  for (const auto& named : buffers) after_forward.push_back(named.second->clone());
+  for (const Tensor* buffer : buffers_) after_forward.push_back(buffer->clone());
   Context recomputed;
   inner_->forward(ctx.saved<Tensor>("Checkpointed"), recomputed);
-  for (size_t i = 0; i < buffers.size(); ++i) copy_(*buffers[i].second, after_forward[i]);
+  for (size_t i = 0; i < buffers_.size(); ++i) copy_(*buffers_[i], after_forward[i]);
   return inner_->backward(dy, recomputed);
 }
 

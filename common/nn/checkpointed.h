@@ -9,6 +9,8 @@
 // checkpointing.
 #pragma once
 
+#include <vector>
+
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -25,6 +27,7 @@ class Checkpointed : public Module {
 
  private:
   ModulePtr inner_;
+  std::vector<Tensor*> buffers_;  // the inner module's running statistics, if any
 };
 
 }  // namespace course::nn
