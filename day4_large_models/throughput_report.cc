@@ -42,10 +42,7 @@ void print_throughput_table(const GptLabOptions& o, int gpus) {
                                     .grid = {.dp = gpus / (tp * pp), .tp = tp, .pp = pp},
                                     .global_batch = o.batch_size,
                                     .micro_batch = 1};
-      if (gpus % (tp * pp) != 0 || model.heads % tp != 0 || model.key_value_heads % tp != 0 ||
-          pp > static_cast<int64_t>(model.blocks.size()) || o.batch_size % plan.grid.dp != 0) {
-        continue;
-      }
+      if (gpus % (tp * pp) != 0 || !grid_misfit(plan).empty()) continue;
       std::printf("  %s\n", describe(plan, predict_step(plan, cluster)).c_str());
     }
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,25 +32,33 @@ std::vector<std::pair<int64_t, int64_t>> even_stages(int64_t blocks, int64_t sta
   return out;
 }
 
-void check_fits(const StepPlan& plan) {
-  const Workload& w = plan.model;
-  const GridShape& g = plan.grid;
-  COURSE_CHECK(g.tp == 1 || w.heads > 0, w.name, " on ", g.str(),
-               ": its blocks are not cut over tensor-parallel ranks (tp 1)");
-  COURSE_CHECK(g.tp == 1 || (w.heads % g.tp == 0 && w.key_value_heads % g.tp == 0), w.name, " on ",
-               g.str(), ": its heads (", w.heads, ", ", w.key_value_heads,
-               " of keys and values) must split over tp");
-  COURSE_CHECK(g.pp <= static_cast<int64_t>(w.blocks.size()), w.name, " on ", g.str(), ": its ",
-               w.blocks.size(), " blocks do not fill ", g.pp, " stages");
-  COURSE_CHECK(plan.global_batch % (plan.micro_batch * g.dp) == 0, w.name, " on ", g.str(),
-               ": the batch of ", plan.global_batch, " does not split into micro-batches of ",
-               plan.micro_batch, " over dp");
-}
-
 }  // namespace
 
+std::string grid_misfit(const StepPlan& plan) {
+  const Workload& w = plan.model;
+  const GridShape& g = plan.grid;
+  const std::string where = w.name + " on " + g.str() + ": ";
+  if (g.tp > 1 && w.heads == 0) {
+    return where + "its blocks are not cut over tensor-parallel ranks (tp 1)";
+  }
+  if (g.tp > 1 && (w.heads % g.tp != 0 || w.key_value_heads % g.tp != 0)) {
+    return where + "its heads (" + std::to_string(w.heads) + ", " +
+           std::to_string(w.key_value_heads) + " of keys and values) must split over tp";
+  }
+  if (g.pp > static_cast<int64_t>(w.blocks.size())) {
+    return where + "its " + std::to_string(w.blocks.size()) + " blocks do not fill " +
+           std::to_string(g.pp) + " stages";
+  }
+  if (plan.global_batch % (plan.micro_batch * g.dp) != 0) {
+    return where + "the batch of " + std::to_string(plan.global_batch) +
+           " does not split into micro-batches of " + std::to_string(plan.micro_batch) + " over dp";
+  }
+  return "";
+}
+
 StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
-  check_fits(plan);
+  const std::string misfit = grid_misfit(plan);
+  COURSE_CHECK(misfit.empty(), misfit);
   const Workload& w = plan.model;
   const GridShape& g = plan.grid;
   const double n = g.size(), t = g.tp, p = g.pp, d = g.dp;

@@ -53,8 +53,12 @@ struct StepPrediction {
   int64_t micro_batches = 0;  // per pipeline and step
 };
 
-// Throws when the grid does not fit the model (heads not dividing over tp, or blocks not cut
-// over tp at all; fewer blocks than stages; a batch that does not divide).
+// Why `plan`'s grid cannot run its model (heads not splitting over tp, or blocks not cut over
+// tp at all; fewer blocks than stages; a batch that does not divide), or "" when it can.
+std::string grid_misfit(const StepPlan& plan);
+
+// Throws grid_misfit's message when the grid does not fit the model (heads not dividing over tp, or
+// blocks not cut over tp at all; fewer blocks than stages; a batch that does not divide).
 StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster);
 
 // "dp 2 x tp 4 x pp 1: step 1.23 s (compute 0.9, bubble 0, tp 0.2, pp 0, dp 0.1), 21.3 GiB, MFU
