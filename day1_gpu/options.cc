@@ -11,6 +11,7 @@ LabOptions parse_options(int argc, char** argv) {
       "Day 1: train a network on the CPU or the GPU, with mixed precision (--amp, TP1.2), "
       "channels-last (TP1.3), a profiler (--profile, TP1.4) and CUDA graphs (--cuda-graphs)");
   course::train::add_training_flags(app, o);
+  course::train::add_step_flags(app, o);
   app.add_option("--max-memory-mb", o.max_memory_mb, "cap the device memory (0: no cap)");
   app.add_flag("--model-memory", o.model_memory,
                "print the memory of parameters, gradients and optimizer state (TP1.5)");
@@ -31,6 +32,9 @@ void validate(const LabOptions& o) {
   COURSE_CHECK(!(o.cuda_graphs && o.amp && o.amp_dtype == course::DType::kF16),
                "--cuda-graphs does not take --amp-dtype f16: the loss scaler decides on the host "
                "whether to skip a step, which a graph cannot replay; use --amp-dtype bf16");
+  COURSE_CHECK(!(o.cuda_graphs && o.clip_grad_norm),
+               "--cuda-graphs does not take --clip-grad-norm: the clip reads the gradient norm "
+               "back to the host, which a graph cannot replay");
 }
 
 }  // namespace day1

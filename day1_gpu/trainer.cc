@@ -14,6 +14,7 @@
 #include "common/optim/schedule.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
+#include "common/train/gradient_accumulation.h"
 #include "common/train/step_graph.h"
 #include "common/train/training_loop.h"
 #include "day1_gpu/exercises.h"
@@ -32,8 +33,9 @@ DeviceBatches::Transfer batch_transfer(const LabOptions& o, Device device) {
   return {};
 }
 
-// The day-1 step after loading: forward, backward (scaled by TP1.2's loss scaler in f16) and
-// the update; with --cuda-graphs, after one eager step, the three replayed as one graph.
+// The day-1 step after loading: the forward and backward passes of its micro-batches (one
+// without --accumulate; scaled by TP1.2's loss scaler in f16), the clip (--clip-grad-norm) and
+// the update; with --cuda-graphs, after one eager step, the whole step replayed as one graph.
 class LabStep {
  public:
   LabStep(nn::Module& model, optim::Optimizer& optimizer, Device device, const LabOptions& o)
@@ -41,13 +43,13 @@ class LabStep {
         optimizer_(optimizer),
         params_(model.parameters()),
         o_(o),
-        loss_scaling_(o.amp && o.amp_dtype == DType::kF16) {
+        loss_scaling_(o.amp && o.amp_dtype == DType::kF16),
+        clipping_(o.clip_grad_norm) {
     if (!o.cuda_graphs) return;
     graph_.emplace(device, [this](const Tensor& images, const Tensor& labels) {
-      const train::ClassifierForward f = train::classifier_forward(model_, {images, labels}, o_);
-      train::classifier_backward(model_, f, labels, o_);
+      const Tensor loss = passes({images, labels}, 1.0f, [](train::Phase) {});
       optimizer_.update();
-      return f.loss.loss;
+      return loss;
     });
   }
 
@@ -60,40 +62,55 @@ class LabStep {
       optimizer_.count_step();
       return loss;
     }
-    phases.start(train::Phase::kForward);
-    const train::ClassifierForward f = train::classifier_forward(model_, batch, o_);
-    phases.start(train::Phase::kBackward);
-    train::classifier_backward(model_, f, batch.labels, o_, loss_scaling_ ? scaler_.scale() : 1.0f);
+    const float grad_scale = loss_scaling_ ? scaler_.scale() : 1.0f;
+    const Tensor loss =
+        passes(batch, grad_scale, [&phases](train::Phase phase) { phases.start(phase); });
     phases.start(train::Phase::kOptimizer);
+    clipping_.apply_to_whole(params_, grad_scale);
     if (loss_scaling_) {
       scaled_optimizer_step(scaler_, optimizer_, params_);
     } else {
       optimizer_.step();
     }
     eager_step_done_ = true;
-    return f.loss.loss;
+    return loss;
   }
 
   bool loss_scaling() const { return loss_scaling_; }
   const optim::LossScaler& scaler() const { return scaler_; }
+  const optim::GradientClipping& clipping() const { return clipping_; }
 
  private:
+  // Forward and backward of each micro-batch, the gradients accumulated.
+  Tensor passes(const Batch& batch, float grad_scale, const std::function<void(Phase)>& mark) {
+    return train::accumulate_gradients(
+        model_, batch, o_.accumulate, [&](const train::MicroBatch& m) {
+          mark(train::Phase::kForward);
+          const train::ClassifierForward f = train::classifier_forward(model_, m.batch, o_);
+          mark(train::Phase::kBackward);
+          train::classifier_backward(model_, f, m.batch.labels, o_, m.share * grad_scale);
+          return f.loss.loss;
+        });
+  }
+
   nn::Module& model_;
   optim::Optimizer& optimizer_;
   std::vector<nn::Parameter*> params_;
   const LabOptions& o_;
   bool loss_scaling_;
   optim::LossScaler scaler_;
+  optim::GradientClipping clipping_;
   std::optional<train::StepGraph> graph_;
   bool eager_step_done_ = false;
 };
 
 void print_run_header(const LabOptions& o, Device device, int64_t samples, int64_t steps_per_epoch,
                       const std::vector<nn::Parameter*>& params, optim::Optimizer& optimizer) {
-  std::printf("training %s on %s: %lld images of %lldx%lld, batch %lld, %lld steps per epoch%s%s\n",
+  std::printf("training %s on %s: %lld images of %lldx%lld, batch %s, %lld steps per epoch%s%s\n",
               o.model.c_str(), device.str().c_str(), static_cast<long long>(samples),
               static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
-              static_cast<long long>(o.batch_size), static_cast<long long>(steps_per_epoch),
+              train::describe_step_batch(o.batch_size, o.accumulate).c_str(),
+              static_cast<long long>(steps_per_epoch),
               o.amp ? (o.amp_dtype == DType::kF16 ? ", amp f16" : ", amp bf16") : "",
               o.channels_last ? ", channels-last" : "");
   if (o.model_memory) {
@@ -118,10 +135,12 @@ LabResult run_lab(const LabOptions& o) {
   }
 
   const LabDatasets data = open_dataset(o);
-  DataLoader loader(data.train, data.train_transform, loader_options(o, o.batch_size));
+  const int64_t step_batch = o.batch_size * o.accumulate;  // --accumulate's micro-batches
+  DataLoader loader(data.train, data.train_transform, loader_options(o, step_batch));
   const SamplerOptions sampler{.dataset_size = data.train->size(), .seed = o.seed};
   const int64_t samples = data.train->size();
-  const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
+  const int64_t steps_per_epoch = batches_per_epoch(samples, step_batch, o.drop_last);
+  train::check_micro_batches(samples, step_batch, o.accumulate, o.drop_last);
   DeviceBatches batches(loader, device, o.non_blocking, batch_transfer(o, device));
   const auto place = [&](const Batch& host) {
     Batch b = batches.place(host);
@@ -156,8 +175,9 @@ LabResult run_lab(const LabOptions& o) {
                             .optimizer = optimizer.get(),
                             .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
                             .steps_per_epoch = steps_per_epoch,
-                            .global_batch = o.batch_size,
-                            .identity = {{"model", o.model}}},
+                            .global_batch = step_batch,
+                            .identity = {{"model", o.model}},
+                            .clipping = &lab_step.clipping()},
                            hooks);
 
   print_run_header(o, device, samples, steps_per_epoch, params, *optimizer);

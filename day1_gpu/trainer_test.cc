@@ -1,7 +1,8 @@
 // The day-1 training run end to end on small synthetic data (with the solutions linked in):
 // resuming from a checkpoint continues bit-exactly, channels-last and mixed precision follow
-// the f32 NCHW run, graph replays (--cuda-graphs) match the eager run bit for bit, the profiler
-// writes the named phases, and bad input is a clear error.
+// the f32 NCHW run, accumulated micro-batches train as one batch, clipping acts on the unscaled
+// gradient, graph replays (--cuda-graphs) match the eager run bit for bit, the profiler writes
+// the named phases, and bad input is a clear error.
 #include "day1_gpu/trainer.h"
 
 #include <gmock/gmock.h>
@@ -128,6 +129,45 @@ TEST(Day1Lab, MixedPrecisionTrainsCloseToF32) {
   }
 }
 
+// --accumulate K: K micro-batches of b train as one batch of K x b (a Vision Transformer: no
+// batch norm, whose statistics are each micro-batch's), the epoch's short last batch (100 images
+// in steps of 24, its 4 in micro-batches of 2, 1, 1) included.
+LabOptions vit_micro(int64_t micro_batch, int64_t accumulate) {
+  LabOptions o = small(5);
+  o.model = "vit-micro";
+  o.synthetic = 100;
+  o.batch_size = micro_batch;
+  o.accumulate = accumulate;
+  return o;
+}
+
+TEST(Day1Lab, AccumulatedMicroBatchesTrainAsOneBatch) {
+  const LabResult whole = run_lab(vit_micro(24, 1));
+  const LabResult accumulated = run_lab(vit_micro(8, 3));
+  EXPECT_EQ(accumulated.steps, 5);
+  EXPECT_NEAR(accumulated.last_loss, whole.last_loss, 1e-5);
+  EXPECT_TRUE(course::testing::all_close(flat(accumulated), flat(whole), {1e-5, 1e-4}));
+}
+
+// --clip-grad-norm with f16's loss scaler clips the unscaled gradient: the run follows the
+// clipped f32 run (not the unclipped one), as bf16's does.
+TEST(Day1Lab, ClippingActsOnTheUnscaledGradient) {
+  LabOptions o = vit_micro(24, 1);
+  const LabResult unclipped = run_lab(o);
+  o.clip_grad_norm = 0.3f;
+  const LabResult f32 = run_lab(o);
+  ASSERT_FALSE(course::testing::all_close(flat(f32), flat(unclipped), {1e-3, 1e-2}))
+      << "the test's norm must clip";
+  for (course::DType dtype : {course::DType::kBF16, course::DType::kF16}) {
+    o.amp = true;
+    o.amp_dtype = dtype;
+    const LabResult amp = run_lab(o);
+    EXPECT_EQ(amp.skipped_steps, 0) << course::dtype_name(dtype);
+    EXPECT_TRUE(course::testing::all_close(flat(amp), flat(f32), {1e-3, 1e-2}))
+        << course::dtype_name(dtype);
+  }
+}
+
 // On the CPU a graph replays the recorded kernels on the captured memory: after the eager first
 // step it must follow the eager run exactly, through the one-cycle schedule, channels-last and
 // bf16 casts, and an eager smaller last batch (100 images in batches of 16).
@@ -150,6 +190,10 @@ TEST(Day1Lab, GraphReplaysMatchTheEagerRunBitExactly) {
       EXPECT_FALSE(eager.timing.timed[static_cast<int>(course::train::Phase::kGraphReplay)]);
     }
   }
+  LabOptions o = vit_micro(8, 2);  // the accumulated micro-batches in the graph
+  const LabResult eager = run_lab(o);
+  o.cuda_graphs = true;
+  EXPECT_EQ(flat(run_lab(o)), flat(eager)) << "--accumulate 2";
 }
 
 // The trace's duration events are the timed phases of the recorded steps; its one metadata event
@@ -207,6 +251,20 @@ TEST(Day1Lab, BadInputIsOneClearError) {
   o.cuda_graphs = o.amp = true;
   o.amp_dtype = course::DType::kF16;
   EXPECT_THAT(error_of(o), HasSubstr("--cuda-graphs does not take --amp-dtype f16"));
+  o = small(1);
+  o.cuda_graphs = true;
+  o.clip_grad_norm = 1.0f;
+  EXPECT_THAT(error_of(o), HasSubstr("--cuda-graphs does not take --clip-grad-norm"));
+  for (const float norm : {0.0f, -1.0f}) {
+    o = small(1);
+    o.clip_grad_norm = norm;
+    EXPECT_THAT(error_of(o), HasSubstr("--clip-grad-norm must be positive"));
+  }
+  o = small(1);
+  o.accumulate = 0;
+  EXPECT_THAT(error_of(o), HasSubstr("--accumulate must be at least 1"));
+  o = vit_micro(8, 6);  // 100 images in steps of 48: a last batch of 4
+  EXPECT_THAT(error_of(o), HasSubstr("the epoch's last batch of 4 image(s) does not split into 6"));
   o = small(1);
   o.resume = temp_path("absent.ckpt");
   EXPECT_THAT(error_of(o), HasSubstr("cannot open checkpoint"));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The day-2 lab as trainees and instructors meet it, on 1 and 2 MPI ranks: the untouched
 # trainee lab stops at TODO TP2.1; the solutions' lab runs every gradient synchronisation,
-# all-reduce, optimizer and data path; bad input ends with one message and a non-zero exit;
+# all-reduce, optimizer and data path, and accumulates and clips as one process; bad input ends with one message and a non-zero exit;
 # a rank that stalls or dies ends the job within the communication timeout; a preempted job
 # checkpoints and resumes to the uninterrupted result.
 set -uo pipefail
@@ -41,6 +41,34 @@ expect 1 "does not exist" "$solution" --data-dir "$TEST_TMPDIR/nowhere" --no-pro
 expect 1 "does not divide over 2 ranks" "${mpirun[@]}" -np 2 "$solution" "${small[@]}" \
   --global-batch-size 33
 expect 105 "--optimizer: adagrad not in" "$solution" --optimizer adagrad
+
+# --accumulate and --clip-grad-norm: 2 ranks of 3 micro-batches of 4 train as one process on
+# batches of 24 (a Vision Transformer: no batch norm), the epoch's short last batch included,
+# clipped alike, with the gradients all-reduced once per step (the same bytes per step).
+vit=(--synthetic 200 --model vit-micro --no-progress --device cpu --num-workers 1 --lr 0.05
+  --clip-grad-norm 0.3)
+ending() {
+  "$@" 2>&1 | grep -E "^epoch 1:|^gradient (norm|sync)" | sed 's/ per step, .*/ per step/'
+}
+alone=$(ending "$solution" "${vit[@]}" --batch-size 24)
+if ! grep -q "clipped to 0.3 in 9 of 9 steps" <<<"$alone"; then
+  echo "FAILED: the one-process run should clip every step: $alone"
+  exit 1
+fi
+for flags in "" "--ddp naive"; do
+  got=$(ending "${mpirun[@]}" -np 2 "$solution" "${vit[@]}" --batch-size 4 --accumulate 3 $flags)
+  if [[ "$got" != "$alone" ]]; then
+    echo "FAILED: 2 ranks --accumulate 3 $flags end otherwise than one process:"
+    echo "$got"
+    echo "one process:"
+    echo "$alone"
+    exit 1
+  fi
+  echo "ok: 2 ranks of 3 micro-batches $flags end as one process: $(tr '\n' ' ' <<<"$got")"
+done
+expect 1 "--clip-grad-norm must be positive" "$solution" "${small[@]}" --clip-grad-norm 0
+expect 1 "the epoch's last batch of 4 image(s) does not split into 8 micro-batches" \
+  "${mpirun[@]}" -np 2 "$solution" "${vit[@]}" --batch-size 3 --accumulate 8
 
 # signal_a_rank SIGNAL LOG COMMAND...: starts the job with a fresh LOG, sends SIGNAL to one of
 # its ranks once training runs (0.3 s after the "training" line), and waits at most 60 s for the

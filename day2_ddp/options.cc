@@ -11,8 +11,10 @@ LabOptions parse_options(int argc, char** argv) {
       "Day 2: feed the GPU, then use many of them: DataLoader tuning (TP2.1), data parallelism "
       "(TP2.2-TP2.4) and large batches (TP2.5). Run under mpirun or srun for several ranks.");
   course::train::add_training_flags(app, o);
+  course::train::add_step_flags(app, o);
   app.add_option("--global-batch-size", o.global_batch_size,
-                 "images per step over all ranks (instead of --batch-size per rank)");
+                 "images per forward pass over all ranks, instead of --batch-size per rank (a "
+                 "step of --accumulate K holds K of them)");
   app.add_option("--ddp", o.ddp, "gradient synchronisation")
       ->check(CLI::IsMember({"buckets", "naive"}))
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include "common/parallel/rank_setup.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
+#include "common/train/gradient_accumulation.h"
 #include "common/train/periodic_metrics.h"
 #include "common/train/training_loop.h"
 #include "day2_ddp/exercises.h"
@@ -33,10 +34,11 @@ void print_run_header(const LabOptions& o, const parallel::Communicator& comm, D
                       int64_t images, int64_t per_rank_batch, int64_t steps_per_epoch,
                       const parallel::DistributedDataParallel* ddp) {
   std::printf(
-      "training %s on %d rank(s) (%s): %lld images, global batch %lld (%lld per rank), %lld "
+      "training %s on %d rank(s) (%s): %lld images, global batch %lld (%s per rank), %lld "
       "steps per epoch, %s gradient sync%s, %s\n",
       o.model.c_str(), comm.size(), device.str().c_str(), static_cast<long long>(images),
-      static_cast<long long>(per_rank_batch * comm.size()), static_cast<long long>(per_rank_batch),
+      static_cast<long long>(per_rank_batch * o.accumulate * comm.size()),
+      train::describe_step_batch(per_rank_batch, o.accumulate).c_str(),
       static_cast<long long>(steps_per_epoch), o.ddp.c_str(),
       o.ddp == "buckets"
           ? (" (" + std::to_string(ddp->plan().size()) + " buckets, " + o.allreduce + ")").c_str()
@@ -46,8 +48,9 @@ void print_run_header(const LabOptions& o, const parallel::Communicator& comm, D
 }
 
 // The day-2 step after loading: forward (batch norm synchronised over the ranks with
-// --sync-bn), backward, the gradients synchronised (DDP's buckets, or the naive all-reduce of
-// TP2.2 timed here), the update and the periodic metrics.
+// --sync-bn) and backward of each micro-batch (one without --accumulate), the gradients
+// synchronised once, after the last (DDP's buckets, or the naive all-reduce of TP2.2 timed
+// here), the clip (--clip-grad-norm), the update and the periodic metrics.
 struct LabStep {
   nn::Module& model;
   optim::Optimizer& optimizer;
@@ -55,18 +58,25 @@ struct LabStep {
   const std::vector<nn::Parameter*>& params;
   std::shared_ptr<parallel::Communicator> comm;
   train::PeriodicMetrics& metrics;
+  optim::GradientClipping& clipping;
   const LabOptions& o;
   double naive_sync_seconds = 0;
 
   Tensor run(const Batch& batch, train::StepPhases& phases) {
-    phases.start(train::Phase::kForward);
-    train::ClassifierForward forward;
-    {
-      nn::SyncBatchNormScope sync_bn(parallel::sync_batch_norm(comm), o.sync_bn);
-      forward = train::classifier_forward(model, batch, o);
-    }
-    phases.start(train::Phase::kBackward);
-    train::classifier_backward(model, forward, batch.labels, o);
+    const Tensor loss =
+        train::accumulate_gradients(model, batch, o.accumulate, [&](const train::MicroBatch& m) {
+          phases.start(train::Phase::kForward);
+          train::ClassifierForward forward;
+          {
+            nn::SyncBatchNormScope sync_bn(parallel::sync_batch_norm(comm), o.sync_bn);
+            forward = train::classifier_forward(model, m.batch, o);
+          }
+          phases.start(train::Phase::kBackward);
+          if (ddp) ddp->set_sync(m.last);
+          train::classifier_backward(model, forward, m.batch.labels, o, m.share);
+          metrics.add_samples(forward.loss.loss, forward.logits, m.batch.labels);
+          return forward.loss.loss;
+        });
     if (ddp) {
       ddp->finish_backward();
     } else {
@@ -75,9 +85,10 @@ struct LabStep {
       naive_sync_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     }
     phases.start(train::Phase::kOptimizer);
+    clipping.apply_to_whole(params);  // every replica holds the average
     optimizer.step();
-    metrics.add(optimizer.steps(), forward.loss.loss, forward.logits, batch.labels, optimizer.lr());
-    return forward.loss.loss;
+    metrics.end_step(optimizer.steps(), optimizer.lr());
+    return loss;
   }
 };
 
@@ -100,9 +111,9 @@ void add_run_figures(LabResult& result, const train::LoopResult& run,
   result.timing = run.timing;
   result.host_memory_peak_mib = host_memory_peak_mib();
   if (ddp) {
-    const parallel::DdpStats& s = ddp->stats();
-    result.sync_bytes_per_step = s.steps ? s.bytes / s.steps : 0;
-    result.exposed_sync_ms_per_step = s.steps ? 1e3 * s.exposed_seconds / s.steps : 0;
+    const parallel::DdpStats& s = ddp->stats();  // per optimizer step: --accumulate's included
+    result.sync_bytes_per_step = run.steps ? s.bytes / run.steps : 0;
+    result.exposed_sync_ms_per_step = run.steps ? 1e3 * s.exposed_seconds / run.steps : 0;
   } else {
     for (const nn::Parameter* p : params)
       result.sync_bytes_per_step += static_cast<int64_t>(p->grad.nbytes());
@@ -131,14 +142,16 @@ LabResult run_lab(const LabOptions& o) {
   const int64_t per_rank_batch =
       o.global_batch_size > 0 ? o.global_batch_size / comm->size() : o.batch_size;
   const LabDatasets data = open_dataset(o);
-  DataLoader loader(data.train, data.train_transform, loader_options(o, per_rank_batch));
+  const int64_t rank_step_batch = per_rank_batch * o.accumulate;  // --accumulate's micro-batches
+  DataLoader loader(data.train, data.train_transform, loader_options(o, rank_step_batch));
   const SamplerOptions sampler{.dataset_size = data.train->size(),
                                .shuffle = true,
                                .seed = o.seed,
                                .drop_last = o.drop_last};
   const int64_t rank_samples =
       static_cast<int64_t>(rank_indices(sampler, comm->rank(), comm->size(), 0).size());
-  const int64_t steps_per_epoch = batches_per_epoch(rank_samples, per_rank_batch, o.drop_last);
+  const int64_t steps_per_epoch = batches_per_epoch(rank_samples, rank_step_batch, o.drop_last);
+  train::check_micro_batches(rank_samples, rank_step_batch, o.accumulate, o.drop_last);
   DeviceBatches batches(loader, device, o.non_blocking,
                         device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
   const auto layout = [&](Batch b) {
@@ -151,18 +164,20 @@ LabResult run_lab(const LabOptions& o) {
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       model->state().parameters);
-  const int64_t global_batch = per_rank_batch * comm->size();
+  const int64_t global_batch = rank_step_batch * comm->size();
   const auto ddp = make_ddp(o, *model, comm);
 
   LabResult result{.world_size = comm->size(), .global_batch = global_batch};
   bool first_load = true;
   train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm, device);
+  optim::GradientClipping clipping(o.clip_grad_norm);
   LabStep lab_step{.model = *model,
                    .optimizer = *optimizer,
                    .ddp = ddp.get(),
                    .params = params,
                    .comm = comm,
                    .metrics = metrics,
+                   .clipping = clipping,
                    .o = o};
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
@@ -191,7 +206,8 @@ LabResult run_lab(const LabOptions& o) {
                             .steps_per_epoch = steps_per_epoch,
                             .global_batch = global_batch,
                             .identity = {{"model", o.model}, {"global_batch", global_batch}},
-                            .comm = comm.get()},
+                            .comm = comm.get(),
+                            .clipping = &clipping},
                            hooks);
   if (lead) {
     print_run_header(o, *comm, device, data.train->size(), per_rank_batch, steps_per_epoch,

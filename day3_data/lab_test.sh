@@ -2,7 +2,8 @@
 # The lab binaries as trainees meet them: the untouched trainee lab runs its baseline and every
 # worker and device augmentation, and fails with the exercise's TODO (exit 3) only when mixing,
 # tar shards or packed files are asked for; the solutions' lab mixes on the host and on the
-# device and reads every storage format that //tools:make_dataset writes; bad flags and bad
+# device and reads every storage format that //tools:make_dataset writes, and accumulates
+# micro-batches as one batch; bad flags and bad
 # files end with one message and a non-zero exit.
 set -uo pipefail
 source "$1"  # expect
@@ -29,6 +30,28 @@ expect 0 "test accuracy" "$solution" --synthetic 64 --batch-size 16 --device cpu
 expect 0 "steps per epoch, channels-last" "$solution" "${small[@]}" --channels-last --cutmix 1 \
   --aug-device --translate 2
 expect 1 "--metrics" "$solution" "${small[@]}" --metrics "$TEST_TMPDIR/no/such/folder/m.jsonl"
+
+# --accumulate 4 of 6 images trains as batches of 24 (a Vision Transformer: no batch norm), mixed
+# on the host or the device or not, clipped alike, the epoch's short last batch of 4 included;
+# the clip's norm is in the metrics.
+vit=(--synthetic 100 --model vit-micro --no-progress --device cpu --num-workers 1 --lr 0.01
+  --clip-grad-norm 0.3)
+ending() { "$@" 2>&1 | grep -E "^epoch 1:|^gradient norm"; }
+for mix in "" "--mixup 0.8 --aug-device --translate 2" "--cutmix 1"; do
+  whole=$(ending "$solution" "${vit[@]}" --batch-size 24 $mix)
+  accumulated=$(ending "$solution" "${vit[@]}" --batch-size 6 --accumulate 4 $mix \
+    --metrics "$TEST_TMPDIR/accumulated.jsonl")
+  if [[ -z "$whole" || "$accumulated" != "$whole" ]] || ! grep -q "clipped to 0.3 in 5 of 5" <<<"$whole"; then
+    echo "FAILED: --accumulate 4 $mix ends otherwise than batches of 24 (or does not clip):"
+    echo "$accumulated"
+    echo "batches of 24:"
+    echo "$whole"
+    exit 1
+  fi
+  echo "ok: --accumulate 4 $mix trains as batches of 24: $(tr '\n' ' ' <<<"$whole")"
+done
+expect 0 '"grad_norm_max"' cat "$TEST_TMPDIR/accumulated.jsonl"
+expect 1 "--accumulate must be at least 1" "$solution" "${small[@]}" --accumulate 0
 
 data=$TEST_TMPDIR/data
 for format in folder tar packed; do

@@ -37,6 +37,7 @@ LabOptions parse_options(int argc, char** argv) {
 
 void add_lab_flags(CLI::App& app, LabOptions& o) {
   course::train::add_training_flags(app, o);
+  course::train::add_step_flags(app, o);
   app.add_option("--auto-augment", o.auto_augment, "automatic augmentation policy, per image")
       ->check(CLI::IsMember({"none", "randaugment", "trivialaugment"}));
   app.add_option("--ra-n", o.ra_n, "RandAugment: operations per image");

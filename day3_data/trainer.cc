@@ -25,6 +25,7 @@
 #include "common/parallel/rank_setup.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
+#include "common/train/gradient_accumulation.h"
 #include "common/train/training_loop.h"
 #include "day3_data/exercises.h"
 
@@ -134,9 +135,10 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   const int64_t classes = data.train->num_classes();
   const int64_t samples = rank_span_size(data.train->size(), ranks, o.drop_last);  // this rank's
   COURSE_CHECK(samples > 0, "--drop-last leaves no training image for each of ", ranks, " ranks");
-  COURSE_CHECK(!o.mixing() || o.drop_last || samples % o.batch_size % 2 == 0,
+  const int64_t step_batch = o.batch_size * o.accumulate;  // --accumulate's micro-batches
+  COURSE_CHECK(!o.mixing() || o.drop_last || samples % step_batch % 2 == 0,
                "--mixup and --cutmix need even batches, but the epoch's last batch has ",
-               samples % o.batch_size, " images", ranks > 1 ? " on each rank" : "",
+               samples % step_batch, " images", ranks > 1 ? " on each rank" : "",
                ": add --drop-last");
   const TransformOptions& t = data.train_transform;
   const MixOptions mix = o.mix_options();
@@ -156,8 +158,9 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
     return b;
   };
 
-  DataLoader loader(data.train, data.train_transform, loader_options(o, o.batch_size));
-  const int64_t steps_per_epoch = batches_per_epoch(samples, o.batch_size, o.drop_last);
+  DataLoader loader(data.train, data.train_transform, loader_options(o, step_batch));
+  const int64_t steps_per_epoch = batches_per_epoch(samples, step_batch, o.drop_last);
+  train::check_micro_batches(samples, step_batch, o.accumulate, o.drop_last);
   // Without --aug-device the batch stage runs on each loaded training batch on the host.
   DeviceBatches::Transfer transfer;
   if (!device.is_cpu()) transfer = copy_to_device;
@@ -170,6 +173,8 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       model->state().parameters);
   const auto ddp = comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr;
+  const std::vector<nn::Parameter*> params = model->parameters();
+  optim::GradientClipping clipping(o.clip_grad_norm);
   const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(
       o.schedule, o.lr, o.epochs * steps_per_epoch,
       static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
@@ -198,22 +203,29 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
       batch = batch_stage(batch);
     }
     if (o.channels_last) batch.images = to_channels_last(batch.images);
-    phases.start(train::Phase::kForward);
-    const bool mixed = batch.targets.defined();
-    const train::ClassifierForward f = mixed ? train::soft_target_forward(*model, batch, o)
-                                             : train::classifier_forward(*model, batch, o);
-    phases.start(train::Phase::kBackward);
-    if (mixed) {
-      train::backward_from_logits(*model, f, soft_target_gradient(f.loss, batch.targets, 1.0f), o);
-    } else {
-      train::classifier_backward(*model, f, batch.labels, o);
-      add_correct_(f.logits, batch.labels, epoch_correct);
-      epoch_training.samples += batch.labels.size(0);
-    }
+    const Tensor loss =
+        train::accumulate_gradients(*model, batch, o.accumulate, [&](const train::MicroBatch& m) {
+          phases.start(train::Phase::kForward);
+          const bool mixed = m.batch.targets.defined();
+          const train::ClassifierForward f = mixed ? train::soft_target_forward(*model, m.batch, o)
+                                                   : train::classifier_forward(*model, m.batch, o);
+          phases.start(train::Phase::kBackward);
+          if (ddp) ddp->set_sync(m.last);
+          if (mixed) {
+            train::backward_from_logits(*model, f,
+                                        soft_target_gradient(f.loss, m.batch.targets, m.share), o);
+          } else {
+            train::classifier_backward(*model, f, m.batch.labels, o, m.share);
+            add_correct_(f.logits, m.batch.labels, epoch_correct);
+            epoch_training.samples += m.batch.labels.size(0);
+          }
+          return f.loss.loss;
+        });
     if (ddp) ddp->finish_backward();
     phases.start(train::Phase::kOptimizer);
+    clipping.apply_to_whole(params);  // every replica holds the average
     optimizer->step();
-    return f.loss.loss;
+    return loss;
   };
   hooks.validate = [&] {
     return train::evaluate(*model, data.val, data.val_transform, o, rank, ranks,
@@ -243,11 +255,12 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
        .lr_at =
            run_hooks.lr_at ? run_hooks.lr_at : [&](int64_t step) { return schedule->lr_at(step); },
        .steps_per_epoch = steps_per_epoch,
-       .global_batch = o.batch_size * ranks,
+       .global_batch = step_batch * ranks,
        .identity = {{"model", o.model}},
        .comm = comm.get(),
        .recipe = "- optimizer: " + o.optimizer + ", " + describe_schedule(o, run_hooks) + "\n- " +
-                 describe(o, data.train_transform) + "\n- " + describe_storage(o, *data.train)},
+                 describe(o, data.train_transform) + "\n- " + describe_storage(o, *data.train),
+       .clipping = &clipping},
       hooks);
 
   if (lead) {
@@ -258,14 +271,14 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
     const char* per_rank = ranks == 1 ? "" : " per rank";
     std::printf("%s\n", describe_storage(o, *data.train).c_str());
     std::printf(
-        "training %s on %s: %lld images of %lldx%lld%s, batch %lld%s, %lld steps per epoch%s%s\n"
+        "training %s on %s: %lld images of %lldx%lld%s, batch %s%s, %lld steps per epoch%s%s\n"
         "%s\noptimizer: %s, %s\n",
         o.model.c_str(), where.c_str(), static_cast<long long>(samples),
         static_cast<long long>(o.image_size), static_cast<long long>(o.image_size), per_rank,
-        static_cast<long long>(o.batch_size), per_rank, static_cast<long long>(steps_per_epoch),
-        o.amp ? ", amp bf16" : "", o.channels_last ? ", channels-last" : "",
-        describe(o, data.train_transform).c_str(), o.optimizer.c_str(),
-        describe_schedule(o, run_hooks).c_str());
+        train::describe_step_batch(o.batch_size, o.accumulate).c_str(), per_rank,
+        static_cast<long long>(steps_per_epoch), o.amp ? ", amp bf16" : "",
+        o.channels_last ? ", channels-last" : "", describe(o, data.train_transform).c_str(),
+        o.optimizer.c_str(), describe_schedule(o, run_hooks).c_str());
     std::fflush(stdout);
   }
   const train::LoopResult run = loop.run();

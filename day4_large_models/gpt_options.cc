@@ -64,13 +64,7 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")->capture_default_str();
   app.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "recompute each block's activations in backward instead of keeping them");
-  app.add_option("--accumulate", o.accumulate,
-                 "micro-batches of --batch-size per optimizer step (gradient accumulation)")
-      ->capture_default_str();
-  app.add_option("--clip-grad-norm", o.clip_grad_norm,
-                 "clip the gradients to this global L2 norm before each optimizer step (0: off), "
-                 "every element counted once over the ranks' shards, slices and stages")
-      ->capture_default_str();
+  course::train::add_step_flags(app, o);
 }
 
 // The memory estimate, its budget and the throughput model.
@@ -214,7 +208,13 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   app.add_option("--sample-tokens", o.sample_tokens, "tokens generated after training")
       ->capture_default_str();
   app.add_option("--prompt", o.prompt, "text the sample starts from");
-  app.add_option("--temperature", o.temperature, "sampling temperature")->capture_default_str();
+  app.add_option("--temperature", o.sampling.temperature, "sampling temperature (0: greedy)")
+      ->capture_default_str();
+  app.add_option("--top-k", o.sampling.top_k, "sample from the k most likely tokens (0: all)")
+      ->capture_default_str();
+  app.add_option("--top-p", o.sampling.top_p,
+                 "sample from the fewest most likely tokens whose probability reaches p")
+      ->capture_default_str();
   train::parse_or_exit(app, argc, argv);
   return o;
 }

@@ -10,6 +10,7 @@
 
 #include "common/data/fashion_mnist.h"
 #include "common/data/text_corpus.h"
+#include "common/nn/sampling.h"
 #include "common/parallel/data_parallel_model.h"
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/sharding.h"
@@ -35,8 +36,6 @@ struct GptLabOptions : course::train::RunFlags {
   int64_t steps_per_epoch = 0;  // 0: every training window once
   int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
   bool checkpoint_activations = false;
-  int64_t accumulate = 1;      // micro-batches of batch_size per optimizer step
-  float clip_grad_norm = 0;    // > 0: the gradients' global L2 norm clipped to it each step
   int64_t max_memory_mb = 0;   // > 0: refuse a run estimated above it, and cap the allocator
   bool estimate_only = false;  // print the memory estimate and exit (any preset)
   int estimate_ranks = 0;      // ranks of that estimate (0: the world's size)
@@ -62,7 +61,7 @@ struct GptLabOptions : course::train::RunFlags {
   double comm_timeout = 300;    // seconds a rank waits for the others
   int64_t sample_tokens = 300;  // generated after training (0: none)
   std::string prompt = "\n";
-  float temperature = 0.8f;
+  course::nn::SamplingOptions sampling{.temperature = 0.8f};  // of the sample
 };
 
 // Parses argv; on --help prints the usage and exits 0, on bad flags prints one message and

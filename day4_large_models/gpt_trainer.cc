@@ -76,7 +76,7 @@ RunWindows run_windows(const TokenSplit& text, int64_t context, const GptLabOpti
 // The lab's step on the loop: this replica's next batch, forward and backward under the chosen
 // parallelism, the optimizer's step.
 train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism,
-                                optim::Optimizer& optimizer, parallel::GradientClipping& clipping,
+                                optim::Optimizer& optimizer, optim::GradientClipping& clipping,
                                 RunWindows& windows, Device device, const GptLabOptions& o) {
   auto next_batch = std::make_shared<int64_t>(0);
   train::LoopHooks hooks;
@@ -92,7 +92,7 @@ train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism,
     Tensor loss =
         parallelism.forward_backward(batch, [&phases](Phase phase) { phases.start(phase); });
     phases.start(Phase::kOptimizer);
-    clipping.apply(parallelism);
+    parallel::apply_clipping(clipping, parallelism);
     optimizer.step();
     parallelism.after_step();
     return loss;
@@ -138,10 +138,10 @@ std::string sample_text(nn::Module& model, const nn::GptConfig& config, Device d
                         const GptLabOptions& o) {
   const std::vector<int32_t> tokens =
       nn::generate(model, config, device, encode_bytes(o.prompt).to_vector<int32_t>(),
-                   {.tokens = o.sample_tokens, .temperature = o.temperature, .seed = o.seed});
+                   {.tokens = o.sample_tokens, .sampling = o.sampling, .seed = o.seed});
   const std::string text = decode_bytes(tokens);
   if (parallel::Communicator::world()->rank() == 0) {
-    std::printf("sample (temperature %.2f):\n%s\n", o.temperature, text.c_str());
+    std::printf("sample (temperature %.2f):\n%s\n", o.sampling.temperature, text.c_str());
   }
   return text;
 }
@@ -187,7 +187,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       parallelism->optimized());
-  parallel::GradientClipping clipping(o.clip_grad_norm);
+  optim::GradientClipping clipping(o.clip_grad_norm);
   const int64_t total_steps = o.epochs * windows.steps_per_epoch;
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
@@ -203,7 +203,8 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
                             .unit = "tokens",
                             .identity = checkpoint_identity(o, context, layout),
                             .comm = comm.get(),
-                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer)},
+                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer),
+                            .clipping = &clipping},
                            training_hooks(*parallelism, *optimizer, clipping, windows, device, o));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.
@@ -217,7 +218,6 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
 
   const train::LoopResult run = loop.run();
   print_parallel_reports(*parallelism, run, o, lead, comm->size());
-  if (lead && clipping.on()) std::printf("%s\n", clipping.describe().c_str());
   if (lead && run.steps > 0 && estimate) {
     print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }

@@ -60,7 +60,6 @@ void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
                "micro-batches on one stage)");
   if (!o.timeline.empty()) train::check_output_path("--timeline", o.timeline);
   COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
-  COURSE_CHECK(o.accumulate >= 1, "--accumulate must be at least 1, got ", o.accumulate);
   if (model_parallel(o)) {
     COURSE_CHECK(!o.sharding && !o.exercise_zero1 && o.param_dtype == DType::kF32,
                  "--tensor-parallel and --pipeline-stages average the replicas' gradients over "
@@ -133,9 +132,12 @@ void validate_image_run(const GptLabOptions& o) {
   COURSE_CHECK(o.text_dir == text_defaults.text_dir && o.context == text_defaults.context &&
                    o.val_fraction == text_defaults.val_fraction &&
                    o.sample_tokens == text_defaults.sample_tokens &&
-                   o.prompt == text_defaults.prompt && o.temperature == text_defaults.temperature,
-               "--text-dir, --context, --val-fraction, --sample-tokens, --prompt and "
-               "--temperature feed the language models; ",
+                   o.prompt == text_defaults.prompt &&
+                   o.sampling.temperature == text_defaults.sampling.temperature &&
+                   o.sampling.top_k == text_defaults.sampling.top_k &&
+                   o.sampling.top_p == text_defaults.sampling.top_p,
+               "--text-dir, --context, --val-fraction, --sample-tokens, --prompt, --temperature, "
+               "--top-k and --top-p feed the language models; ",
                o.model, " is an image model and trains on --data-dir's images");
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   const GptLabOptions image_defaults;
@@ -162,8 +164,6 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(o.steps_per_epoch >= 0 && o.warmup_steps >= 0 && o.sample_tokens >= 0,
                "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
-  COURSE_CHECK(o.clip_grad_norm >= 0, "--clip-grad-norm must not be negative (0: off), got ",
-               o.clip_grad_norm);
   validate_data_parallel(o);
   COURSE_CHECK(o.tensor_parallel == 1 || !o.checkpoint_activations,
                "--tensor-parallel cuts the blocks' layers; it does not combine with "
@@ -181,7 +181,7 @@ void validate(const GptLabOptions& o) {
                " must be between 1 and ", o.model, "'s context of ", config.context);
   COURSE_CHECK(o.val_fraction > 0 && o.val_fraction < 1, "--val-fraction must be in (0, 1), got ",
                o.val_fraction);
-  COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
+  nn::check_sampling(o.sampling);
   COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
   COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0 && o.shard_group_size >= 0,
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");

@@ -114,7 +114,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
       optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
-  parallel::GradientClipping clipping(o.clip_grad_norm);
+  optim::GradientClipping clipping(o.clip_grad_norm);
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     batches.start_epoch(
@@ -127,7 +127,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     Tensor loss = parallelism->forward_backward({batch.images, batch.labels},
                                                 [&phases](Phase phase) { phases.start(phase); });
     phases.start(train::Phase::kOptimizer);
-    clipping.apply(*parallelism);
+    parallel::apply_clipping(clipping, *parallelism);
     optimizer->step();
     parallelism->after_step();
     return loss;
@@ -149,7 +149,8 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                             .global_batch = images_per_step * parallelism->data_ranks(),
                             .identity = identity,
                             .comm = comm.get(),
-                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer)},
+                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer),
+                            .clipping = &clipping},
                            hooks);
   if (!o.resume.empty()) parallelism->after_step();
   const bool lead = comm->rank() == 0;
@@ -167,7 +168,6 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   }
   const train::LoopResult run = loop.run();
   print_parallel_reports(*parallelism, run, o, lead, comm->size());
-  if (lead && clipping.on()) std::printf("%s\n", clipping.describe().c_str());
   if (lead && run.steps > 0 && estimate) {
     print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }

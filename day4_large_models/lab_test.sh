@@ -182,10 +182,10 @@ expect 1 "error: --tensor-parallel 8 does not split vit-micro's 4 heads and 256-
 expect 0 "dp 2 x tp 1 x pp 4     m  64" "$lab" --model coatnet-0 --batch-size 128 \
   --throughput-gpus 8
 expect 0 "dp 1 x tp 2 x pp 4" "$lab" --model vit-b16 --batch-size 128 --throughput-gpus 8
-expect 1 "--temperature feed the language models; coatnet-micro is an image" \
+expect 1 "--top-p feed the language models; coatnet-micro is an image" \
   "$lab" --model coatnet-micro --context 32
-expect 1 "--temperature feed the language models; vit-micro is an image" "$lab" \
-  --model vit-micro --sample-tokens 10
+expect 1 "--top-p feed the language models; vit-micro is an image" "$lab" \
+  --model vit-micro --top-k 5
 expect 1 "error: --image-size 24 is too small for coatnet-0 (at least 31)" "$lab" \
   --model coatnet-0 --image-size 24
 expect 1 "error: --data-dir and --image-size feed the image models (vit-..., coatnet-...); gpt-tiny" \
@@ -262,7 +262,10 @@ expect 1 "error: --context 999 must be between 1 and gpt-tiny's context of 64" "
   "${base[@]}" --context 999
 expect 1 "error: --cpu-offload moves the shards of a sharded mode" "$lab" "${few[@]}" --cpu-offload
 expect 1 "error: --accumulate must be at least 1" "$lab" "${few[@]}" --accumulate 0
-expect 1 "error: --temperature must be positive" "$lab" "${few[@]}" --temperature 0
+expect 1 "error: the sampling temperature must not be negative" "$lab" "${few[@]}" \
+  --temperature -1
+expect 1 "error: top-p must be in (0, 1], got 1.5" "$lab" "${few[@]}" --top-p 1.5
+expect 1 "error: --clip-grad-norm must be positive" "$lab" "${few[@]}" --clip-grad-norm 0
 expect 1 "$TEST_TMPDIR/none" "$lab" "${few[@]}" --text-dir "$TEST_TMPDIR/none"
 expect 1 "not one batch of 4096" "$lab" "${text_run[@]}" --batch-size 4096
 expect 105 "--model" "$lab" --model resnet18

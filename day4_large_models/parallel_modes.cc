@@ -5,6 +5,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/nn/sequential.h"
+#include "common/optim/gradient_clipping.h"
 #include "common/parallel/data_parallel_training.h"
 #include "common/parallel/gradient_average.h"
 #include "common/parallel/model_parallel_training.h"
@@ -56,7 +57,7 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   double exposed_communication_seconds() override { return waited_seconds_; }
   double bytes_sent() const override { return comm_->traffic().bytes; }
   float squared_gradient_norm() override {
-    return parallel::sum_over_ranks(parallel::squared_gradient_sum({&shard_}), *comm_);
+    return parallel::sum_over_ranks(optim::squared_gradient_sum({&shard_}), *comm_);
   }
   std::string mode_name() const override { return kExerciseZero1; }
   std::string describe() const override {

@@ -5,15 +5,13 @@
 #include <random>
 
 #include "common/kernels/elementwise.h"
-#include "common/kernels/softmax.h"
 
 namespace course::nn {
 
 std::vector<int32_t> generate(Module& model, const GptConfig& config, Device device,
                               std::vector<int32_t> prompt, const GenerateOptions& options) {
   COURSE_CHECK(!prompt.empty(), "generation needs a prompt of at least one token");
-  COURSE_CHECK(options.temperature > 0, "the sampling temperature must be positive, got ",
-               options.temperature);
+  check_sampling(options.sampling);
   const bool was_training = model.training();
   model.set_training(false);
   const int64_t vocabulary = config.vocabulary, context = config.context;
@@ -26,10 +24,8 @@ std::vector<int32_t> generate(Module& model, const GptConfig& config, Device dev
     Context discarded;
     const Tensor logits =
         cast(model.forward(Tensor::from_vector(window, {1, t}, device), discarded), DType::kF32);
-    Tensor last = logits.view({t, vocabulary}).slice(t - 1, t).clone();
-    scale_(last, 1.0f / options.temperature);
-    const std::vector<float> p = softmax_forward(last).to_vector<float>();
-    tokens.push_back(std::discrete_distribution<int32_t>(p.begin(), p.end())(rng));
+    const std::vector<float> last = logits.view({t, vocabulary}).slice(t - 1, t).to_vector<float>();
+    tokens.push_back(sample_token(last, options.sampling, rng));
   }
   model.set_training(was_training);
   return tokens;

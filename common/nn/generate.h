@@ -1,19 +1,21 @@
-// Text generation from a language model: sample the next token from softmax(logits / T) of
-// the last position, append it, repeat (the context slides once it is full). No cache of keys
-// and values: each token costs a forward pass over the window, fine for the course's small
-// models.
+// Text generation from a language model: sample the next token from the last position's logits
+// (sampling.h: temperature, top-k, top-p), append it, repeat (the context slides once it is
+// full). No cache of keys and values: each token costs a forward pass over the window, which is
+// what lets it go past the context; generation_engine.h decodes within the context, one
+// position per token.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "common/nn/gpt.h"
+#include "common/nn/sampling.h"
 
 namespace course::nn {
 
 struct GenerateOptions {
-  int64_t tokens = 200;      // to generate
-  float temperature = 0.8f;  // > 0; lower is more conservative
+  int64_t tokens = 200;  // to generate
+  SamplingOptions sampling{.temperature = 0.8f};
   uint32_t seed = 0;
 };
 

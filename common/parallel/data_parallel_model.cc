@@ -1,6 +1,7 @@
 // Choosing and driving a model's data parallelism.
 #include "common/parallel/data_parallel_model.h"
 
+#include "common/optim/gradient_clipping.h"
 #include "common/parallel/gradient_average.h"
 
 namespace course::parallel {
@@ -59,7 +60,7 @@ double DataParallelModel::exposed_communication_seconds() {
 
 float DataParallelModel::squared_gradient_norm() {
   if (sdp_) return sdp_->squared_gradient_norm();
-  return squared_gradient_sum(model_.parameters());  // DDP: every rank holds the average
+  return optim::squared_gradient_sum(model_.parameters());  // DDP: every rank holds the average
 }
 
 double DataParallelModel::bytes_sent() const {

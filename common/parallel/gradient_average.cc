@@ -2,7 +2,6 @@
 #include "common/parallel/gradient_average.h"
 
 #include "common/kernels/elementwise.h"
-#include "common/kernels/reduce.h"
 
 namespace course::parallel {
 
@@ -27,12 +26,6 @@ void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicat
 
 void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm) {
   reduce_gradients(parameters, comm, 1.0f);
-}
-
-float squared_gradient_sum(const std::vector<nn::Parameter*>& parameters) {
-  float squares = 0;
-  for (const nn::Parameter* p : parameters) squares += sum(mul(p->grad, p->grad));
-  return squares;
 }
 
 float sum_over_ranks(float value, Communicator& comm) {

@@ -16,8 +16,6 @@ void average_gradients(const std::vector<nn::Parameter*>& parameters, Communicat
 // The same without the division: parameters whose ranks each computed part of one batch's
 // gradient (sequence parallelism's LayerNorms) end with the whole gradient.
 void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& comm);
-// The sum of the squares of `parameters`' gradients on this rank.
-float squared_gradient_sum(const std::vector<nn::Parameter*>& parameters);
 // Collective over `comm`: `value` summed over its ranks (each rank's part of a global norm's
 // squares: its shards, its slices, its stage's, so that every element counts once).
 float sum_over_ranks(float value, Communicator& comm);

@@ -1,44 +1,26 @@
-// The global norm's clip, and a run's clipping.
+// The global norm as a parallel scheme counts it, and the clip of the gradients it updates.
 #include "common/parallel/gradient_clipping.h"
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-
-#include "common/core/error.h"
-#include "common/kernels/elementwise.h"
 
 namespace course::parallel {
 
-ClippedStep clip_gradient_norm(TrainingParallelism& parallelism, float max_norm) {
-  COURSE_CHECK(max_norm > 0, "gradients are clipped to a positive norm, got ", max_norm);
-  const float norm = parallelism.gradient_norm();
-  if (!std::isfinite(norm) || norm <= max_norm) return {.norm = norm, .clipped = false};
-  const float factor = max_norm / (norm + 1e-6f);
-  for (const auto& named : parallelism.optimized()) scale_(named.second->grad, factor);
-  return {.norm = norm, .clipped = true};
+namespace {
+
+std::vector<nn::Parameter*> optimized_parameters(TrainingParallelism& parallelism) {
+  std::vector<nn::Parameter*> parameters;
+  for (const auto& named : parallelism.optimized()) parameters.push_back(named.second);
+  return parameters;
 }
 
-GradientClipping::GradientClipping(float max_norm) : max_norm_(max_norm) {
-  COURSE_CHECK(max_norm >= 0, "a clipping norm must not be negative (0: off), got ", max_norm);
+}  // namespace
+
+optim::ClippedStep clip_gradient_norm(TrainingParallelism& parallelism, float max_norm) {
+  return optim::clip_to_norm(parallelism.gradient_norm(), max_norm,
+                             optimized_parameters(parallelism));
 }
 
-void GradientClipping::apply(TrainingParallelism& parallelism) {
-  if (!on()) return;
-  const ClippedStep step = clip_gradient_norm(parallelism, max_norm_);
-  ++steps_;
-  if (step.clipped) ++clipped_;
-  last_norm_ = step.norm;
-  largest_norm_ = std::max(largest_norm_, step.norm);
-}
-
-std::string GradientClipping::describe() const {
-  char line[160];
-  std::snprintf(line, sizeof line,
-                "gradient norm: last %.4g, largest %.4g, clipped to %g in %lld of %lld steps",
-                last_norm_, largest_norm_, max_norm_, static_cast<long long>(clipped_),
-                static_cast<long long>(steps_));
-  return line;
+void apply_clipping(optim::GradientClipping& clipping, TrainingParallelism& parallelism) {
+  if (!clipping.on()) return;
+  clipping.apply([&] { return parallelism.gradient_norm(); }, optimized_parameters(parallelism));
 }
 
 }  // namespace course::parallel

@@ -8,6 +8,7 @@
 
 #include "common/nn/autocast.h"
 #include "common/nn/piece_stages.h"
+#include "common/optim/gradient_clipping.h"
 #include "common/parallel/gradient_average.h"
 
 namespace course::parallel {
@@ -150,8 +151,8 @@ float ModelParallelTraining::gradient_norm() {
   for (nn::Parameter* p : pipeline_.parameters_counted_once()) {
     (replicated_over_tp_.count(p) > 0 ? whole : cut).push_back(p);
   }
-  const float stage =
-      sum_over_ranks(squared_gradient_sum(cut), *grid_.tp()) + squared_gradient_sum(whole);
+  const float stage = sum_over_ranks(optim::squared_gradient_sum(cut), *grid_.tp()) +
+                      optim::squared_gradient_sum(whole);
   return std::sqrt(sum_over_ranks(stage, *grid_.pp()));
 }
 

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "common/optim/gradient_clipping.h"
 #include "common/parallel/gradient_average.h"
 
 namespace course::parallel {
@@ -87,7 +88,7 @@ void ShardedDataParallel::gather_all() {
 float ShardedDataParallel::squared_gradient_norm() {
   std::vector<nn::Parameter*> shards;
   for (const auto& named : shard_parameters()) shards.push_back(named.second);
-  return sum_over_ranks(squared_gradient_sum(shards), *groups_.shard);
+  return sum_over_ranks(optim::squared_gradient_sum(shards), *groups_.shard);
 }
 
 double ShardedDataParallel::bytes_sent() const {

@@ -1,7 +1,8 @@
 // The classifier every lab trains: the network its flags name, sized for its dataset, and the
 // forward and backward halves of its training step: the logits and the label-smoothed
 // (or, for a mixed batch, the soft-target) cross-entropy under the lab's autocast, then the
-// backward pass into fresh gradients (scaled by the loss scale with f16).
+// backward pass adding into the gradients (scaled by the loss scale with f16, and by a
+// micro-batch's share with --accumulate).
 #pragma once
 
 #include <memory>
@@ -26,7 +27,8 @@ struct ClassifierForward {
 ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
                                      const TrainingFlags& flags);
 
-// Zeroes the gradients, then back-propagates (loss * grad_scale).
+// Back-propagates (loss * grad_scale), adding to the gradients (gradient_accumulation.h zeroes
+// them once per step).
 void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
                          const TrainingFlags& flags, float grad_scale = 1.0f);
 
@@ -35,8 +37,8 @@ void classifier_backward(nn::Module& model, const ClassifierForward& forward, co
 ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,
                                       const TrainingFlags& flags);
 
-// Zeroes the gradients, then back-propagates the logits' gradient (f32, cast to the dtype of
-// `forward`'s logits).
+// Back-propagates the logits' gradient (f32, cast to the dtype of `forward`'s logits), adding to
+// the gradients.
 void backward_from_logits(nn::Module& model, const ClassifierForward& forward,
                           const Tensor& logits_grad, const TrainingFlags& flags);
 

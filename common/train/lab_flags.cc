@@ -93,6 +93,17 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::vector<std::string>& m
       "--no-progress", [&f] { f.progress = false; }, "no progress bar");
 }
 
+void add_step_flags(CLI::App& app, RunFlags& f) {
+  app.add_option("--accumulate", f.accumulate,
+                 "micro-batches of --batch-size per optimizer step (gradient accumulation; data "
+                 "parallelism reduces after the last only)")
+      ->capture_default_str();
+  app.add_option("--clip-grad-norm", f.clip_grad_norm,
+                 "clip the gradients to this global L2 norm before each optimizer step (after "
+                 "unscaling, skipped on an overflowed step), every element counted once over "
+                 "the ranks' replicas, shards, slices and stages");
+}
+
 void parse_or_exit(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -128,6 +139,10 @@ void validate_run_flags(const RunFlags& f) {
   COURSE_CHECK(f.wd >= 0 && f.mom >= 0, "--wd and --mom must not be negative");
   COURSE_CHECK(f.label_smoothing >= 0 && f.label_smoothing < 1,
                "--label-smoothing must be in [0, 1), got ", f.label_smoothing);
+  COURSE_CHECK(f.accumulate >= 1, "--accumulate must be at least 1, got ", f.accumulate);
+  COURSE_CHECK(!f.clip_grad_norm || *f.clip_grad_norm > 0,
+               "--clip-grad-norm must be positive (leave it out for no clipping), got ",
+               f.clip_grad_norm.value_or(0));
 }
 
 }  // namespace course::train

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct RunFlags {
   std::string device;        // "cpu", "cuda", "cuda:N"; empty: the GPU if one is visible
   std::string model = "smallnet";
   bool progress = true;
+  // The step's own flags (add_step_flags), for the labs whose step honours them:
+  int64_t accumulate = 1;               // micro-batches of batch_size per optimizer step
+  std::optional<float> clip_grad_norm;  // the gradients' global L2 norm clipped to it each step
 };
 
 // An image lab's flags: its data and its run.
@@ -48,6 +52,10 @@ void add_data_flags(CLI::App& app, DataFlags& flags);
 // The flags of the run alone (no data flags), --model taking one of `models`: for labs that
 // read other data than images.
 void add_run_flags(CLI::App& app, RunFlags& flags, const std::vector<std::string>& models);
+
+// Gradient accumulation (--accumulate) and clipping (--clip-grad-norm), for the labs whose
+// step honours them.
+void add_step_flags(CLI::App& app, RunFlags& flags);
 
 // A flag with an on and an off form (--pin-memory / --no-pin-memory), as the course's script.
 void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help);

@@ -21,12 +21,14 @@ PeriodicMetrics::PeriodicMetrics(int64_t every, std::string metrics_path, int64_
   COURSE_CHECK(every > 0, "--metric-step must be positive, got ", every);
 }
 
-void PeriodicMetrics::add(int64_t step, const Tensor& loss, const Tensor& logits,
-                          const Tensor& labels, float lr) {
+void PeriodicMetrics::add_samples(const Tensor& loss, const Tensor& logits, const Tensor& labels) {
   Tensor loss_sum = loss_and_correct_.slice(0, 1), correct = loss_and_correct_.slice(1, 2);
   axpy_(static_cast<float>(labels.numel()), loss.view({1}), loss_sum);
   add_correct_(logits, labels, correct);
   samples_ += labels.numel();
+}
+
+void PeriodicMetrics::end_step(int64_t step, float lr) {
   if (step % every_ != 0) return;
   const std::vector<float> mine = loss_and_correct_.to_vector<float>();
   const std::vector<float> sums =

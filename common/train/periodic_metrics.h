@@ -15,9 +15,11 @@ class PeriodicMetrics {
  public:
   PeriodicMetrics(int64_t every, std::string metrics_path, int64_t global_batch,
                   parallel::Communicator& comm, Device device);
-  // Adds optimizer step `step` (its (1,) mean loss, logits and labels, on the device); reports
-  // on every N-th step.
-  void add(int64_t step, const Tensor& loss, const Tensor& logits, const Tensor& labels, float lr);
+  // Adds a batch of the current step (its (1,) mean loss, logits and labels, on the device):
+  // the whole step's, or each of its micro-batches.
+  void add_samples(const Tensor& loss, const Tensor& logits, const Tensor& labels);
+  // After optimizer step `step`: reports on every N-th step.
+  void end_step(int64_t step, float lr);
 
  private:
   int64_t every_;

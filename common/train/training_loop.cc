@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -227,7 +228,19 @@ void TrainingLoop::write_metrics(int64_t epoch, const EpochSteps& steps, const L
       {"elapsed_s", elapsed_s()},
       {"peak_memory_bytes", device_allocator(config_.device).stats().peak_allocated}};
   if (training) record["train_accuracy"] = training->accuracy();
+  if (config_.clipping && config_.clipping->last_norm()) {
+    record["grad_norm"] = *config_.clipping->last_norm();
+    record["grad_norm_max"] = steps.largest_gradient_norm;
+  }
   std::ofstream(flags_.metrics, std::ios::app) << record.dump() << "\n";
+}
+
+void TrainingLoop::log_gradient_norm(EpochSteps& steps) {
+  if (!config_.clipping || !config_.clipping->last_norm()) return;
+  const float norm = *config_.clipping->last_norm();
+  if (std::isfinite(norm))
+    steps.largest_gradient_norm = std::max(steps.largest_gradient_norm, norm);
+  if (events_) events_->add_scalar("train/grad_norm", norm, config_.optimizer->steps());
 }
 
 LoopResult TrainingLoop::run() {
@@ -253,6 +266,7 @@ LoopResult TrainingLoop::run() {
       optimizer.set_lr(config_.lr_at(optimizer.steps()));
       losses.add(hooks_.step(phases));
       phases.finish(config_.global_batch);
+      log_gradient_norm(epoch_steps);
       ++result.steps;
       ++epoch_steps.steps;
       // The host waits for the device only here: every --log-every steps, at the epoch's end,
@@ -310,6 +324,9 @@ LoopResult TrainingLoop::run() {
   }
   result.timing = chrono.report();
   if (lead()) std::printf("%s", result.timing.table().c_str());
+  if (lead() && config_.clipping && config_.clipping->on()) {
+    std::printf("%s\n", config_.clipping->describe().c_str());
+  }
   if (profiler.enabled()) {
     profiler.write(flags_.profile, config_.comm);  // every rank's events in one file
     if (lead()) {

@@ -9,9 +9,11 @@
 //     exit 4 after the same step everywhere;
 //   - at each epoch's end: a checkpoint, validation summed over the ranks, the epoch line and
 //     a JSON line of metrics (losses, accuracies, rate, samples per second, the epoch's and the
-//     run's seconds, peak device memory);
-//   - with --logdir, TensorBoard's event file: the settings, each step's loss and rate, each
-//     epoch's test loss and accuracy and the elapsed time.
+//     run's seconds, peak device memory, with --clip-grad-norm the gradient norm's last and
+//     largest);
+//   - with --logdir, TensorBoard's event file: the settings, each step's loss and rate (and
+//     gradient norm with --clip-grad-norm), each epoch's test loss and accuracy and the
+//     elapsed time.
 // With a communicator, rank 0 alone prints and writes files.
 #pragma once
 
@@ -23,6 +25,7 @@
 #include <string>
 
 #include "common/nn/module.h"
+#include "common/optim/gradient_clipping.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/communicator.h"
 #include "common/tensor/host_waits.h"
@@ -81,6 +84,9 @@ struct LoopConfig {
   std::function<NamedTensors()> rank_state;
   // What the lab adds to the run's settings in --logdir's text summary (Markdown lines).
   std::string recipe;
+  // The step's clipping (--clip-grad-norm), when the lab's step applies one: the loop logs each
+  // step's norm and prints the run's summary of them.
+  const optim::GradientClipping* clipping = nullptr;
 };
 
 struct LoopResult {
@@ -108,7 +114,8 @@ class TrainingLoop {
   struct EpochSteps {
     int64_t steps = 0;
     double loss_sum = 0;
-    double seconds = 0;  // the steps' wall time, loading included
+    double seconds = 0;               // the steps' wall time, loading included
+    float largest_gradient_norm = 0;  // with clipping
   };
   // Validates, reports, and returns whether training goes on (after_epoch's answer).
   bool finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResult& result);
@@ -118,6 +125,8 @@ class TrainingLoop {
   // Seconds since the run started; a resumed run goes on from its metrics' last record (the
   // steps after that record and before the stop are not counted).
   double elapsed_s() const;
+  // With clipping on: the last step's gradient norm to TensorBoard and the epoch's largest.
+  void log_gradient_norm(EpochSteps& steps);
 
   const RunFlags& flags_;
   LoopConfig config_;

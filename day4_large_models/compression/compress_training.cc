@@ -52,6 +52,7 @@ std::optional<double> train_on_loop(const train::TrainingFlags& o, CompressData&
     Batch batch = in.batches().next();
     if (o.channels_last) batch.images = to_memory_format(batch.images, MemoryFormat::kChannelsLast);
     phases.start(train::Phase::kForward);
+    run.model.zero_grad();
     const train::ClassifierForward f = train::classifier_forward(run.model, batch, o);
     Tensor loss = f.loss.loss;
     if (run.loss_and_backward) {

@@ -93,7 +93,7 @@ Record train_parallel(TrainingParallelism& parallelism, const BatchOf& batch_of)
   for (int step = 0; step < kSteps; ++step) {
     const NextTokenBatch b = batch_of(step, parallelism.data_rank() * kPerReplica, kPerReplica);
     const float loss = parallelism.forward_backward(b, [](Phase) {}).to_vector<float>()[0];
-    const ClippedStep clipped = clip_gradient_norm(parallelism, kMaxNorm);
+    const optim::ClippedStep clipped = clip_gradient_norm(parallelism, kMaxNorm);
     EXPECT_TRUE(clipped.clipped);
     sgd.step();
     parallelism.after_step();

@@ -1,8 +1,11 @@
 // A tiny classifier (one linear layer on 32 fixed samples) trained by the shared training loop,
-// for the loop's own tests on one process and on several ranks.
+// optionally with its gradients clipped, for the loop's own tests on one process and on several
+// ranks.
 #pragma once
 
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "common/nn/linear.h"
@@ -24,6 +27,8 @@ struct TinyRun {
   std::function<bool(int64_t epoch, const EvalTally&)> after_epoch;
   std::function<EvalTally()> epoch_training_tally;
   std::vector<float> losses;  // of every step, in this run
+  std::optional<float> clip_grad_norm;
+  std::vector<float> gradient_norms;  // before clipping, summed by hand on the host
   nlohmann::json identity = {{"model", "tiny"}};
 
   explicit TinyRun(int64_t steps) {
@@ -39,6 +44,7 @@ struct TinyRun {
 
   // Batches of 4 of the 32 samples: 8 steps per epoch.
   LoopResult run(parallel::Communicator* comm = nullptr) {
+    optim::GradientClipping clipping(clip_grad_norm);
     LoopHooks hooks;
     int64_t batch = 0;
     hooks.start_epoch = [&](int64_t, int64_t first) { batch = first; };
@@ -47,8 +53,17 @@ struct TinyRun {
       const Batch b{data.images.slice(4 * batch, 4 * batch + 4),
                     data.labels.slice(4 * batch, 4 * batch + 4)};
       ++batch;
+      model.zero_grad();
       const ClassifierForward f = classifier_forward(model, b, flags);
       classifier_backward(model, f, b.labels, flags);
+      if (clipping.on()) {
+        double squares = 0;
+        for (const nn::Parameter* p : model.parameters()) {
+          for (float g : p->grad.to_vector<float>()) squares += static_cast<double>(g) * g;
+        }
+        gradient_norms.push_back(static_cast<float>(std::sqrt(squares)));
+      }
+      clipping.apply_to_whole(model.parameters());
       optimizer->step();
       ++steps_taken;
       return f.loss.loss;
@@ -72,7 +87,8 @@ struct TinyRun {
                        .steps_per_epoch = 8,
                        .global_batch = 4,
                        .identity = identity,
-                       .comm = comm},
+                       .comm = comm,
+                       .clipping = &clipping},
                       hooks);
     return loop.run();
   }

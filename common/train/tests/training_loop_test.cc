@@ -6,10 +6,11 @@
 // a stop signal writes the checkpoint after the step; the epoch hook can end a run early;
 // --test runs its steps across epochs; --logdir's event file holds every step's loss and rate
 // and each epoch's test metrics; --metrics has every epoch's record, and a resumed run's clock
-// goes on from it.
+// goes on from it; a clipped run logs every step's gradient norm.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "common/testing/errors_and_files.h"
 #include "common/testing/event_file_reader.h"
+#include "common/testing/tolerance.h"
 #include "common/train/stop_signal.h"
 #include "common/train/tests/loop_fixture.h"
 
@@ -254,6 +256,37 @@ TEST(TrainingLoop, MetricsHaveEachEpochsLossesAccuraciesSpeedTimesAndMemory) {
     previous_elapsed = r["elapsed_s"].get<double>();
   }
   EXPECT_DOUBLE_EQ(records[1]["test_accuracy"].get<double>(), *result.test_accuracy);
+}
+
+// With --clip-grad-norm, TensorBoard has every step's norm before clipping, and each epoch's
+// record its last and largest; the run ends with the summary line.
+TEST(TrainingLoop, ClippedRunsLogEveryStepsGradientNorm) {
+  TinyRun run(0);
+  run.flags.test = false;
+  run.flags.epochs = 2;
+  run.flags.logdir = course::testing::temp_path("clipped-logdir");
+  run.flags.metrics = course::testing::temp_path("clipped.jsonl");
+  run.clip_grad_norm = 0.2f;
+  ::testing::internal::CaptureStdout();
+  run.run();
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(run.gradient_norms.size(), 16u);
+  std::vector<float> logged;
+  for (const auto& entry : std::filesystem::directory_iterator(run.flags.logdir)) {
+    for (const course::testing::ScalarEvent& scalar : course::testing::read_scalars(entry.path())) {
+      if (scalar.tag == "train/grad_norm") logged.push_back(scalar.value);
+    }
+  }
+  EXPECT_TRUE(course::testing::all_close(logged, run.gradient_norms, DType::kF32));
+  const std::vector<nlohmann::json> records = read_records(run.flags.metrics);
+  ASSERT_EQ(records.size(), 2u);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const auto begin = run.gradient_norms.begin() + 8 * epoch;
+    EXPECT_NEAR(records[epoch]["grad_norm"].get<double>(), *(begin + 7), 1e-5);
+    EXPECT_NEAR(records[epoch]["grad_norm_max"].get<double>(), *std::max_element(begin, begin + 8),
+                1e-5);
+  }
+  EXPECT_THAT(out, HasSubstr("clipped to 0.2 in"));
 }
 
 TEST(TrainingLoop, AResumedRunsClockGoesOnFromItsMetricsLastRecord) {

@@ -1,0 +1,58 @@
+// Gradient clipping by global norm (torch.nn.utils.clip_grad_norm_): every gradient scaled by
+// min(1, max_norm / (norm + 1e-6)), where norm is the L2 norm of the whole model's gradient. A
+// norm that is not finite leaves the gradients as they are: an overflowed mixed-precision step,
+// which the loss scaler then skips. How the norm is counted depends on who holds the gradient:
+// here for gradients every rank holds whole (one process, DDP after its average); the parallel
+// schemes count theirs in common/parallel/gradient_clipping.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/nn/module.h"
+
+namespace course::optim {
+
+// The sum of the squares of `parameters`' gradients, accumulated on their device in f32: one
+// read back to the host, however many parameters.
+float squared_gradient_sum(const std::vector<nn::Parameter*>& parameters);
+
+struct ClippedStep {
+  float norm = 0;  // before clipping
+  bool clipped = false;
+};
+
+// Scales the gradients of `parameters` so that the whole gradient, of L2 norm `norm`, has at
+// most `max_norm` (> 0).
+ClippedStep clip_to_norm(float norm, float max_norm, const std::vector<nn::Parameter*>& parameters);
+
+// A lab's clipping over a run (--clip-grad-norm): off without a norm; the norms its steps saw.
+class GradientClipping {
+ public:
+  explicit GradientClipping(std::optional<float> max_norm);  // throws for a norm not above 0
+  bool on() const { return max_norm_ > 0; }
+  // When on (collective when `global_norm` is): clips `parameters` (those this rank updates)
+  // to the global norm `global_norm()` computed. Gradients still multiplied by a loss scale
+  // (`grad_scale`) are clipped to max_norm x grad_scale, which is clipping the unscaled ones to
+  // max_norm: the scale is a power of two, so the products are exact, and the norm recorded
+  // is the unscaled one. Between the backward pass and the optimizer's step.
+  void apply(const std::function<float()>& global_norm,
+             const std::vector<nn::Parameter*>& parameters, float grad_scale = 1.0f);
+  // The gradients of a model that every rank holds whole (one process, or DDP's replicas
+  // after the average): their own norm is the global one.
+  void apply_to_whole(const std::vector<nn::Parameter*>& parameters, float grad_scale = 1.0f);
+  // The last step's norm (none before the first clipped step, or when off).
+  std::optional<float> last_norm() const;
+  // "gradient norm: last 0.91, largest 3.2, clipped to 1 in 4 of 10 steps"
+  std::string describe() const;
+
+ private:
+  float max_norm_;
+  int64_t steps_ = 0, clipped_ = 0;
+  float last_norm_ = 0, largest_norm_ = 0;
+};
+
+}  // namespace course::optim
