@@ -1,6 +1,7 @@
 // The shared training loop.
 #include "common/train/training_loop.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -172,6 +173,23 @@ double TrainingLoop::elapsed_s() const {
          std::chrono::duration<double>(std::chrono::steady_clock::now() - run_started_).count();
 }
 
+EnergyReading TrainingLoop::energy_over_ranks() {
+  EnergyReading reading = energy_->read();
+  if (!config_.comm || config_.comm->size() == 1) return reading;
+  const std::vector<float> sums = parallel::allreduce_sum(
+      {static_cast<float>(reading.gpu_joules.value_or(0)), reading.gpu_joules ? 1.0f : 0.0f,
+       static_cast<float>(reading.core_hours), static_cast<float>(reading.gpu_hours)},
+      *config_.comm);
+  if (reading.gpu_joules && sums[1] == static_cast<float>(config_.comm->size())) {
+    reading.gpu_joules = sums[0];
+  } else {
+    reading.gpu_joules.reset();  // not every rank's GPU was measured
+  }
+  reading.core_hours = sums[2];
+  reading.gpu_hours = sums[3];
+  return reading;
+}
+
 bool TrainingLoop::finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResult& result) {
   const auto validation_started = std::chrono::steady_clock::now();
   const EvalTally v = summed_over_ranks(hooks_.validate(), config_.comm);
@@ -183,6 +201,7 @@ bool TrainingLoop::finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResu
   }
   result.test_accuracy = v.accuracy();
   result.test_loss = v.loss();
+  const EnergyReading energy = energy_over_ranks();
   if (events_) {
     const int64_t step = config_.optimizer->steps();
     events_->add_scalar("test/loss", static_cast<float>(v.loss()), step);
@@ -202,13 +221,15 @@ bool TrainingLoop::finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResu
   std::printf("epoch %lld: train loss %.4f, test loss %.4f, test accuracy %.2f%%\n",
               static_cast<long long>(epoch + 1), result.last_loss, v.loss(), 100 * v.accuracy());
   std::fflush(stdout);
-  if (!flags_.metrics.empty()) write_metrics(epoch, steps, result, v, training, validation_s);
+  if (!flags_.metrics.empty()) {
+    write_metrics(epoch, steps, result, v, training, validation_s, energy);
+  }
   return go_on;
 }
 
 void TrainingLoop::write_metrics(int64_t epoch, const EpochSteps& steps, const LoopResult& result,
                                  const EvalTally& validation, std::optional<EvalTally> training,
-                                 double validation_s) const {
+                                 double validation_s, const EnergyReading& energy) const {
   const int64_t step = config_.optimizer->steps();
   nlohmann::json record{
       {"epoch", epoch + 1},
@@ -226,7 +247,11 @@ void TrainingLoop::write_metrics(int64_t epoch, const EpochSteps& steps, const L
       {"epoch_s", steps.seconds},
       {"validation_s", validation_s},
       {"elapsed_s", elapsed_s()},
-      {"peak_memory_bytes", device_allocator(config_.device).stats().peak_allocated}};
+      {"peak_memory_bytes", device_allocator(config_.device).stats().peak_allocated},
+      {"energy_cpu_j", energy.cpu_joules ? nlohmann::json(*energy.cpu_joules) : nullptr},
+      {"energy_gpu_j", energy.gpu_joules ? nlohmann::json(*energy.gpu_joules) : nullptr},
+      {"core_hours", energy.core_hours},
+      {"gpu_hours", energy.gpu_hours}};
   if (training) record["train_accuracy"] = training->accuracy();
   if (config_.clipping && config_.clipping->last_norm()) {
     record["grad_norm"] = *config_.clipping->last_norm();
@@ -245,6 +270,8 @@ void TrainingLoop::log_gradient_norm(EpochSteps& steps) {
 
 LoopResult TrainingLoop::run() {
   run_started_ = std::chrono::steady_clock::now();
+  energy_ = std::make_unique<EnergyMeter>(
+      EnergySources{.device = config_.device, .cores = omp_get_max_threads()});
   optim::Optimizer& optimizer = *config_.optimizer;
   LoopResult result;
   Chronometer chrono(config_.device, config_.unit);
@@ -279,6 +306,7 @@ LoopResult TrainingLoop::run() {
                                                 ") by step ", optimizer.steps(), ": lower --lr"));
         }
         result.last_loss = read.last;
+        energy_->read();  // often enough for RAPL's counters to wrap at most once between reads
         epoch_steps.loss_sum += read.sum;
         if (events_) {
           events_->add_scalar("train/loss", static_cast<float>(read.sum / read.steps),
@@ -324,6 +352,11 @@ LoopResult TrainingLoop::run() {
   }
   result.timing = chrono.report();
   if (lead()) std::printf("%s", result.timing.table().c_str());
+  const EnergyReading energy = energy_over_ranks();
+  if (lead()) {
+    std::printf("%s\n", describe_energy(energy).c_str());
+    for (const std::string& why : energy_->unmeasured()) std::printf("  %s\n", why.c_str());
+  }
   if (lead() && config_.clipping && config_.clipping->on()) {
     std::printf("%s\n", config_.clipping->describe().c_str());
   }

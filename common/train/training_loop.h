@@ -9,8 +9,9 @@
 //     exit 4 after the same step everywhere;
 //   - at each epoch's end: a checkpoint, validation summed over the ranks, the epoch line and
 //     a JSON line of metrics (losses, accuracies, rate, samples per second, the epoch's and the
-//     run's seconds, peak device memory, with --clip-grad-norm the gradient norm's last and
-//     largest);
+//     run's seconds, peak device memory, the energy and core- and GPU-hours so far
+//     (energy_meter.h), with --clip-grad-norm the gradient norm's last and largest);
+//   - at the end: the timing table, the energy line (sources that cannot be read named once);
 //   - with --logdir, TensorBoard's event file: the settings, each step's loss and rate (and
 //     gradient norm with --clip-grad-norm), each epoch's test loss and accuracy and the
 //     elapsed time.
@@ -30,6 +31,7 @@
 #include "common/parallel/communicator.h"
 #include "common/tensor/host_waits.h"
 #include "common/train/chronometer.h"
+#include "common/train/energy_meter.h"
 #include "common/train/event_file.h"
 #include "common/train/lab_flags.h"
 #include "common/train/step_phases.h"
@@ -121,7 +123,10 @@ class TrainingLoop {
   bool finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResult& result);
   void write_metrics(int64_t epoch, const EpochSteps& steps, const LoopResult& result,
                      const EvalTally& validation, std::optional<EvalTally> training,
-                     double validation_s) const;
+                     double validation_s, const EnergyReading& energy) const;
+  // Collective: the run's energy so far, the GPUs' energy and the hours summed over the ranks
+  // (the CPU packages are rank 0's node's).
+  EnergyReading energy_over_ranks();
   // Seconds since the run started; a resumed run goes on from its metrics' last record (the
   // steps after that record and before the stop are not counted).
   double elapsed_s() const;
@@ -133,6 +138,7 @@ class TrainingLoop {
   LoopHooks hooks_;
   int64_t start_epoch_ = 0, start_batch_ = 0;
   std::unique_ptr<EventFileWriter> events_;  // with --logdir, on the lead rank
+  std::unique_ptr<EnergyMeter> energy_;      // while run() runs
   std::chrono::steady_clock::time_point run_started_;
   double resumed_elapsed_s_ = 0;
 };

@@ -39,6 +39,12 @@ EntryEpoch read_epoch(const nlohmann::json& line) {
                .test_accuracy = line.at("test_accuracy").get<double>(),
                .images_per_second = line.at("images_per_second").get<double>()};
   if (line.contains("train_accuracy")) e.train_accuracy = line["train_accuracy"].get<double>();
+  for (const char* source : {"energy_cpu_j", "energy_gpu_j"}) {
+    if (line.contains(source) && line[source].is_number()) {
+      e.energy_j = e.energy_j.value_or(0) + line[source].get<double>();
+    }
+  }
+  if (line.contains("core_hours")) e.core_hours = line["core_hours"].get<double>();
   return e;
 }
 
@@ -46,11 +52,13 @@ bool within_budget(const RaceEntry& entry, const EntryEpoch& e) {
   return e.elapsed_s <= entry.budget_s;
 }
 
-std::string seconds(double s) {
+std::string fixed(double value, int decimals) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.0f", s);
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
   return text;
 }
+
+std::string seconds(double s) { return fixed(s, 0); }
 
 std::string html_escaped(const std::string& text) {
   std::string out;
@@ -76,7 +84,7 @@ std::string html_escaped(const std::string& text) {
 }
 
 // The columns of every table: name, model, optimizer, batch, image size, lr, wd, best top-1 (%),
-// time to best (s), epochs run, images/s.
+// time to best (s), epochs run, images/s, the energy (kJ) and core-hours spent to the best.
 std::vector<std::string> row_cells(const BoardRow& row) {
   const RaceEntry& e = *row.entry;
   return {e.name,
@@ -89,13 +97,25 @@ std::vector<std::string> row_cells(const BoardRow& row) {
           row.best ? format_percent(row.best->test_accuracy) : "-",
           row.best ? seconds(row.best->elapsed_s) : "-",
           std::to_string(e.history.size()),
-          seconds(row.images_per_second)};
+          seconds(row.images_per_second),
+          row.best && row.best->energy_j ? fixed(*row.best->energy_j / 1e3, 1) : "-",
+          row.best && row.best->core_hours ? fixed(*row.best->core_hours, 3) : "-"};
 }
 
 const std::vector<std::string>& column_names() {
-  static const std::vector<std::string> names = {
-      "name", "model",          "optimizer",        "batch",  "image size", "lr",
-      "wd",   "best top-1 (%)", "time to best (s)", "epochs", "images/s"};
+  static const std::vector<std::string> names = {"name",
+                                                 "model",
+                                                 "optimizer",
+                                                 "batch",
+                                                 "image size",
+                                                 "lr",
+                                                 "wd",
+                                                 "best top-1 (%)",
+                                                 "time to best (s)",
+                                                 "epochs",
+                                                 "images/s",
+                                                 "energy to best (kJ)",
+                                                 "core-hours to best"};
   return names;
 }
 
@@ -211,7 +231,8 @@ std::string board_markdown(const std::vector<BoardRow>& rows) {
   std::ostringstream table;
   table << "| rank |";
   for (const std::string& name : column_names()) table << " " << name << " |";
-  table << "\n| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  table << "\n| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+           "---: | ---: |\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     table << "| " << (rows[i].best ? std::to_string(i + 1) : "-") << " |";
     for (const std::string& cell : row_cells(rows[i])) table << " " << cell << " |";
@@ -223,7 +244,7 @@ std::string board_markdown(const std::vector<BoardRow>& rows) {
 std::string board_csv(const std::vector<BoardRow>& rows) {
   std::ostringstream csv;
   csv << "name,model,optimizer,batch,image_size,lr,wd,best_top1,time_to_best_s,epochs,"
-         "images_per_s\n";
+         "images_per_s,energy_to_best_kj,core_hours_to_best\n";
   for (const BoardRow& row : rows) {
     const std::vector<std::string> cells = row_cells(row);
     for (size_t i = 0; i < cells.size(); ++i) csv << (i ? "," : "") << cells[i];

@@ -18,6 +18,9 @@ struct EntryEpoch {
   double test_accuracy = 0;
   std::optional<double> train_accuracy;  // not with MixUp / CutMix
   double images_per_second = 0;
+  // So far (the training loop's energy_meter.h): the measured energy (CPU packages and GPUs,
+  // none when neither was readable) and the core-hours (none in older metrics files).
+  std::optional<double> energy_j, core_hours;
 };
 
 struct RaceEntry {

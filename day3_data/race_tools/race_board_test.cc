@@ -1,6 +1,7 @@
 // The race's leaderboard from hand-written metrics files: entries ranked by their best test
 // accuracy within the budget (an epoch past it does not count), a resumed run's repeated epoch
-// counted once, an entry with no epoch in the budget last and unranked, the tables' cells, the
+// counted once, an entry with no epoch in the budget last and unranked, the tables' cells (with
+// the energy and core-hours to the best where the metrics have them), the
 // page's escaping, and the written files; a corrupt or foreign file is one clear error.
 #include "day3_data/race_tools/race_board.h"
 
@@ -35,6 +36,15 @@ std::string epoch(int number, double elapsed, double accuracy, double images_per
          "}";
 }
 
+// An epoch record of the current loop: with the energy so far (the GPU's unmeasured) and hours.
+std::string metered_epoch(int number, double elapsed, double accuracy, double images_per_second,
+                          double cpu_joules, double core_hours) {
+  std::string line = epoch(number, elapsed, accuracy, images_per_second);
+  line.pop_back();
+  return line + R"(, "energy_cpu_j": )" + std::to_string(cpu_joules) +
+         R"(, "energy_gpu_j": null, "core_hours": )" + std::to_string(core_hours) + "}";
+}
+
 std::string write_runs(const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) {
   const std::string folder = course::testing::temp_path("runs");
   std::filesystem::create_directories(folder);
@@ -48,7 +58,10 @@ std::string write_runs(const std::vector<std::pair<std::string, std::vector<std:
 std::vector<RaceEntry> three_entries() {
   return read_entries(write_runs({
       // fast: 80% at 50 s; 95% only at 120 s, past the 100 s budget.
-      {"fast", {header("sgd", 256, "0.2"), epoch(1, 50, 0.80, 1000), epoch(2, 120, 0.95, 3000)}},
+      // It measured its energy: 12,345 J and 0.0139 core-hours by its best.
+      {"fast",
+       {header("sgd", 256, "0.2"), metered_epoch(1, 50, 0.80, 1000, 12345, 0.0139),
+        metered_epoch(2, 120, 0.95, 3000, 30000, 0.0333)}},
       // steady: 85% at 90 s; resumed after epoch 1, which it wrote twice.
       {"steady",
        {header("adamw", 128, "0.003"), epoch(1, 40, 0.70), epoch(1, 41, 0.71), epoch(2, 90, 0.85)}},
@@ -88,15 +101,17 @@ TEST(RaceBoard, TablesHaveTheCoursesColumns) {
   const std::vector<BoardRow> rows = rank_entries(entries);
   const std::string markdown = board_markdown(rows);
   EXPECT_THAT(markdown, HasSubstr("| 1 | steady | smallnet | adamw | 128 | 28 | 0.003 | 0.0005 | "
-                                  "85.00 | 90 | 2 | 1000 |"));
+                                  "85.00 | 90 | 2 | 1000 | - | - |"));
+  EXPECT_THAT(markdown, HasSubstr("| 2 | fast | smallnet | sgd | 256 | 28 | 0.2 | 0.0005 | 80.00 | "
+                                  "50 | 2 | 2000 | 12.3 | 0.014 |"));
   EXPECT_THAT(markdown,
               HasSubstr("| - | late | smallnet | lars | 1024 | 28 | 4 | 0.0005 | - | - | 1 |"));
   EXPECT_EQ(board_csv(rows),
             "name,model,optimizer,batch,image_size,lr,wd,best_top1,time_to_best_s,epochs,"
-            "images_per_s\n"
-            "steady,smallnet,adamw,128,28,0.003,0.0005,85.00,90,2,1000\n"
-            "fast,smallnet,sgd,256,28,0.2,0.0005,80.00,50,2,2000\n"
-            "late,smallnet,lars,1024,28,4,0.0005,-,-,1,1000\n");
+            "images_per_s,energy_to_best_kj,core_hours_to_best\n"
+            "steady,smallnet,adamw,128,28,0.003,0.0005,85.00,90,2,1000,-,-\n"
+            "fast,smallnet,sgd,256,28,0.2,0.0005,80.00,50,2,2000,12.3,0.014\n"
+            "late,smallnet,lars,1024,28,4,0.0005,-,-,1,1000,-,-\n");
 }
 
 TEST(RaceBoard, ThePageEscapesTextAndShowsBothPlots) {

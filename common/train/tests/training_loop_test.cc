@@ -250,6 +250,9 @@ TEST(TrainingLoop, MetricsHaveEachEpochsLossesAccuraciesSpeedTimesAndMemory) {
     EXPECT_DOUBLE_EQ(r["train_accuracy"].get<double>(), 0.75) << "the lab's tally, 3 of 4";
     EXPECT_NEAR(r["images_per_second"].get<double>(), 32 / r["epoch_s"].get<double>(), 1e-6);
     EXPECT_GT(r["peak_memory_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(r["core_hours"].get<double>(), 0);
+    EXPECT_EQ(r["gpu_hours"].get<double>(), 0) << "a CPU run";
+    EXPECT_TRUE(r.contains("energy_cpu_j") && r.contains("energy_gpu_j"));
     EXPECT_GE(r["validation_s"].get<double>(), 0);
     EXPECT_GE(r["elapsed_s"].get<double>(),
               previous_elapsed + r["epoch_s"].get<double>() + r["validation_s"].get<double>());
@@ -287,6 +290,8 @@ TEST(TrainingLoop, ClippedRunsLogEveryStepsGradientNorm) {
                 1e-5);
   }
   EXPECT_THAT(out, HasSubstr("clipped to 0.2 in"));
+  EXPECT_THAT(out, HasSubstr("energy: CPU packages"));
+  EXPECT_THAT(out, HasSubstr("core-hours"));
 }
 
 TEST(TrainingLoop, AResumedRunsClockGoesOnFromItsMetricsLastRecord) {
