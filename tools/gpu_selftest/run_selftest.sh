@@ -112,6 +112,7 @@ for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
   common/kernels/tests/batch_augment_test \
   common/kernels/tests/batch_mix_test common/kernels/tests/fused_conv_test \
   common/kernels/tests/graph_test common/kernels/tests/norm_pool_optim_test \
+  common/optim/tests/gradient_clipping_test common/nn/tests/generation_test \
   common/data/tests/jitter_test; do
   record "$(basename "$t")" "$device" "$root/$t" --gtest_filter="$filter" --gtest_brief=1
 done
@@ -121,8 +122,8 @@ labs=$root/tools/gpu_selftest
 lab1=$labs/day1_gpu_lab
 short=(--synthetic 512 --batch-size 64 --test --test-nsteps 20 --no-progress --device "$device")
 record "day 1: f32" "$device" "$lab1" "${short[@]}"
-record "day 1: amp f16, channels-last" "$device" "$lab1" "${short[@]}" --amp --amp-dtype f16 \
-  --channels-last
+record "day 1: amp f16, channels-last, accumulated, clipped" "$device" "$lab1" "${short[@]}" \
+  --amp --amp-dtype f16 --channels-last --accumulate 2 --clip-grad-norm 1
 record "day 1: cuda graphs, bf16" "$device" "$lab1" "${short[@]}" --cuda-graphs --amp
 record "day 3: augmentation on the device" "$device" "$labs/day3_data_lab" \
   "${short[@]}" --augment --auto-augment randaugment --aug-device
