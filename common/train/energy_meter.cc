@@ -5,9 +5,11 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 namespace course::train {
 
@@ -43,6 +45,19 @@ struct EnergyMeter::Nvml {
   }
 };
 
+std::optional<NvmlDevice> nvml_device_of(int cuda_index, const char* visible_devices) {
+  if (visible_devices == nullptr || *visible_devices == '\0') {
+    return NvmlDevice{.id = std::to_string(cuda_index)};
+  }
+  std::vector<std::string> listed;
+  std::stringstream list(visible_devices);
+  for (std::string entry; std::getline(list, entry, ',');) listed.push_back(entry);
+  if (cuda_index < 0 || cuda_index >= static_cast<int>(listed.size())) return std::nullopt;
+  const std::string& entry = listed[cuda_index];
+  const bool digits = !entry.empty() && entry.find_first_not_of("0123456789") == std::string::npos;
+  return NvmlDevice{.by_uuid = !digits, .id = entry};
+}
+
 EnergyMeter::EnergyMeter(const EnergySources& sources)
     : sources_(sources), started_(std::chrono::steady_clock::now()) {
   namespace fs = std::filesystem;
@@ -67,11 +82,19 @@ EnergyMeter::EnergyMeter(const EnergySources& sources)
   const auto init = reinterpret_cast<int (*)()>(symbol("nvmlInit_v2"));
   const auto handle_by_index =
       reinterpret_cast<int (*)(unsigned, void**)>(symbol("nvmlDeviceGetHandleByIndex_v2"));
+  const auto handle_by_uuid =
+      reinterpret_cast<int (*)(const char*, void**)>(symbol("nvmlDeviceGetHandleByUUID"));
+  const std::optional<NvmlDevice> gpu =
+      nvml_device_of(sources.device.index, std::getenv("CUDA_VISIBLE_DEVICES"));
+  const auto find_handle = [&](void** handle) {
+    if (!gpu) return false;
+    if (gpu->by_uuid) return handle_by_uuid && handle_by_uuid(gpu->id.c_str(), handle) == 0;
+    return handle_by_index && handle_by_index(std::stoul(gpu->id), handle) == 0;
+  };
   Nvml nvml{.library = library,
             .total_energy = reinterpret_cast<int (*)(void*, unsigned long long*)>(
                 symbol("nvmlDeviceGetTotalEnergyConsumption"))};
-  if (init && handle_by_index && nvml.total_energy && init() == 0 &&
-      handle_by_index(static_cast<unsigned>(sources.device.index), &nvml.device) == 0 &&
+  if (init && nvml.total_energy && init() == 0 && find_handle(&nvml.device) &&
       nvml.total_energy(nvml.device, &nvml.start_mj) == 0) {
     nvml_ = new Nvml(nvml);
     return;

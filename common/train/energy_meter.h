@@ -57,6 +57,15 @@ class EnergyMeter {
   std::vector<std::string> unmeasured_;
 };
 
+// NVML numbers every GPU of the node; CUDA numbers the visible ones (CUDA_VISIBLE_DEVICES, as
+// Slurm sets it: indices or UUIDs). How NVML names CUDA device `cuda_index`: an index, or a UUID
+// ("GPU-..."/"MIG-..."); none when the list has no such entry.
+struct NvmlDevice {
+  bool by_uuid = false;
+  std::string id;  // the index's digits, or the UUID
+};
+std::optional<NvmlDevice> nvml_device_of(int cuda_index, const char* visible_devices);
+
 // "energy: CPU packages 1,234 J, GPU 5,678 J; 0.012 core-hours, 0.003 GPU-hours", with
 // "not measured" for a source without a reading.
 std::string describe_energy(const EnergyReading& reading);

@@ -57,5 +57,18 @@ TEST(EnergyMeter, ASourceThatCannotBeReadIsNamedOnceNotAnError) {
             "energy: CPU packages 1234 J, GPU not measured; 0.5 core-hours, 0 GPU-hours");
 }
 
+// CUDA's device N is the N-th of CUDA_VISIBLE_DEVICES in NVML's numbering (Slurm's GPUs 3 and 5
+// are CUDA's 0 and 1), or its UUID.
+TEST(EnergyMeter, FindsTheCudaDeviceInNvmlsNumbering) {
+  const auto device = [](int index, const char* visible) { return nvml_device_of(index, visible); };
+  EXPECT_EQ(device(1, nullptr)->id, "1");
+  EXPECT_EQ(device(1, "")->id, "1");
+  EXPECT_EQ(device(1, "3,5")->id, "5");
+  EXPECT_FALSE(device(1, "3,5")->by_uuid);
+  EXPECT_EQ(device(0, "GPU-8f2a,GPU-77c1")->id, "GPU-8f2a");
+  EXPECT_TRUE(device(0, "GPU-8f2a,GPU-77c1")->by_uuid);
+  EXPECT_FALSE(device(2, "3,5"));
+}
+
 }  // namespace
 }  // namespace course::train
