@@ -12,10 +12,29 @@ export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}
 # The exit code of a lab stopped by SIGUSR1/SIGTERM after writing its checkpoint.
 readonly LAB_PREEMPTED=4
 
-# lab_binary TARGET: the built binary of a lab target ("//day2_ddp:lab"), or a clear error.
+# A lab in a container (slurm/submit.sh --container): COURSE_CONTAINER is the image, whose
+# labs were built in /opt/course (container/); COURSE_CONTAINER_RUNTIME says how the ranks enter
+# it: `apptainer exec --nv` (default) or pyxis's `srun --container-image`. The job's folder is
+# bound at its own path, so checkpoints and logs land beside the job's as without a container.
+in_container=() srun_container=()
+if [[ -n ${COURSE_CONTAINER:-} ]]; then
+  case ${COURSE_CONTAINER_RUNTIME:-apptainer} in
+    apptainer) in_container=(apptainer exec --nv --bind "$repo" --pwd "$repo" "$COURSE_CONTAINER") ;;
+    pyxis) srun_container=(--container-image="$COURSE_CONTAINER" --container-mounts="$repo:$repo"
+      --container-workdir="$repo") ;;
+    *) echo "error: COURSE_CONTAINER_RUNTIME must be apptainer or pyxis" >&2; exit 1 ;;
+  esac
+fi
+
+# lab_binary TARGET: the built binary of a lab target ("//day2_ddp:lab"), or a clear error; in
+# a container, the image's.
 lab_binary() {
   local target=$1 path
   path="bazel-bin/$(sed -e 's|^//||' -e 's|:|/|' <<<"$target")"
+  if [[ -n ${COURSE_CONTAINER:-} ]]; then
+    echo "/opt/course/$path"
+    return
+  fi
   if [[ ! -x $path ]]; then
     echo "error: $path is not built: run 'bazel build $target' in $repo first" >&2
     exit 1
@@ -39,7 +58,8 @@ run_lab() {
     echo "resuming from $ckpt (restart ${SLURM_RESTART_COUNT:-0})"
   fi
   set +e
-  srun --mpi=pmix --kill-on-bad-exit=1 "$lab" --no-progress --chkpt "$ckpt" "${resume[@]}" "$@"
+  srun --mpi=pmix --kill-on-bad-exit=1 "${srun_container[@]}" "${in_container[@]}" "$lab" \
+    --no-progress --chkpt "$ckpt" "${resume[@]}" "$@"
   code=$?
   set -e
   if [[ $code -eq $LAB_PREEMPTED && -n ${SLURM_JOB_ID:-} ]]; then

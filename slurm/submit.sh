@@ -18,6 +18,9 @@
 #   --begin T         start no earlier than T (18:00, now+1hour, 2026-11-23T18:00)
 #   --name NAME       job name (default: the lab's)
 #   --sbatch OPTION   one more #SBATCH line, e.g. --sbatch --mail-type=END (repeatable)
+#   --container IMAGE run the lab inside IMAGE (container/: an Apptainer .sif, or with
+#                     --container-runtime pyxis an image srun's --container-image takes)
+#   --container-runtime apptainer|pyxis   how the ranks enter the container (apptainer)
 #   --dry-run         print the script, submit nothing
 # The script is kept in slurm/jobs/. Lab flags are written quoted: none reaches a shell as code.
 set -euo pipefail
@@ -31,7 +34,7 @@ fail() {
 source slurm/job_script.sh
 
 nodes=1 gpus=1 cpu=0 cpus=1 time=00:30:00 account="" partition="" constraint="" begin="" name=""
-extra=() dry=0 lab="" lab_flags=()
+extra=() dry=0 lab="" lab_flags=() container="" runtime=apptainer
 while (($#)); do
   case $1 in
     --queue)
@@ -58,6 +61,8 @@ while (($#)); do
     --begin) begin=${2-}; shift 2 ;;
     --name) name=${2-}; shift 2 ;;
     --sbatch) extra+=("${2-}"); shift 2 ;;
+    --container) container=${2-}; shift 2 ;;
+    --container-runtime) runtime=${2-}; shift 2 ;;
     --dry-run) dry=1; shift ;;
     --) shift; lab_flags=("$@"); break ;;
     -*) fail "unknown option '$1'" ;;
@@ -74,6 +79,8 @@ fi
 name=${name:-${lab//\//_}}
 check "$name" '[A-Za-z0-9_.-]+' "--name (letters, digits, _ . -)"
 [[ -z $constraint ]] || check "$constraint" '[A-Za-z0-9_.,&|*:()-]+' "--constraint"
+[[ -z $container ]] || check "$container" '[A-Za-z0-9_./:@+-]+' "--container (a path or an image name)"
+check "$runtime" 'apptainer|pyxis' "--container-runtime (apptainer or pyxis)"
 for option in "${extra[@]}"; do
   check "$option" '--[a-z][a-z-]*(=[^[:space:]"'"'"'`$;\\]*)?' "--sbatch option (one --name=value, no spaces or quotes)"
 done
@@ -86,6 +93,9 @@ body() {
   [[ -z $constraint ]] || echo "#SBATCH --constraint=$constraint"
   local option
   for option in "${extra[@]}"; do echo "#SBATCH $option"; done
+  if [[ -n $container ]]; then
+    echo "export COURSE_CONTAINER=$container COURSE_CONTAINER_RUNTIME=$runtime"
+  fi
   echo "source slurm/env.sh"
   printf 'run_lab //%s:lab' "$lab"
   ((${#lab_flags[@]} == 0)) || printf ' %q' "${lab_flags[@]}"

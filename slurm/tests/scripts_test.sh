@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The submit helper's and the race's job scripts without a cluster (--dry-run): one node and
-# several, the GPU request per node, the lab flags shell-quoted, the race's log names and
-# nightly line; bad node counts and a multi-rank day-1 job refused with one message.
+# several, the GPU request per node, the lab flags shell-quoted, a lab in a container, the race's
+# log names and nightly line; bad node counts, container runtimes and a multi-rank day-1 job
+# refused with one message.
 set -uo pipefail
 source "$1"  # expect
 submit=$2
@@ -17,6 +18,14 @@ script=$("$submit" --dry-run --cpu --gpus 2 solutions/day2_ddp)
 grep -qxF "#SBATCH --nodes=1" <<<"$script" || { echo "FAILED: one node by default"; exit 1; }
 if grep -q "gpus-per-node" <<<"$script"; then echo "FAILED: --cpu asked for GPUs"; exit 1; fi
 echo "ok: one node of CPU ranks"
+script=$("$submit" --dry-run --container course.sif solutions/day2_ddp)
+grep -qxF "export COURSE_CONTAINER=course.sif COURSE_CONTAINER_RUNTIME=apptainer" <<<"$script" ||
+  { echo "FAILED: no container line in:"; echo "$script"; exit 1; }
+echo "ok: a lab in a container"
+expect 1 "--container-runtime (apptainer or pyxis) 'docker' is not valid" "$submit" --dry-run \
+  --container course.sif --container-runtime docker day2_ddp
+expect 1 "--container (a path or an image name) 'a b' is not valid" "$submit" --dry-run \
+  --container "a b" day2_ddp
 expect 1 "--nodes (a positive number) '0' is not valid" "$submit" --dry-run --nodes 0 day2_ddp
 expect 1 "--nodes (a positive number) 'two' is not valid" "$submit" --dry-run --nodes two day2_ddp
 expect 1 "day 1's lab runs one process" "$submit" --dry-run --nodes 2 day1_gpu

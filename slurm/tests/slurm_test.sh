@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Slurm tooling against a real single-node cluster (slurm/local_cluster.sh; as root): jobs
 # submitted through slurm/submit.sh for the day-1 lab and a 2-task day-2 DDP job complete
-# with their reports; the helper refuses bad input and submits nothing; a job signalled
+# with their reports, and a lab in a container through apptainer's command line (a stand-in);
+# the helper refuses bad input and submits nothing; a job signalled
 # with SIGUSR1 checkpoints, requeues itself, resumes, and ends with the same checkpoint as an
 # uninterrupted run of the same lab; a hyper-parameter study's job array of workers shares one
 # database; the GPU self-test's job script runs its CPU cases. Needs the labs built (./test.sh
@@ -54,6 +55,31 @@ wait_for "$day2" COMPLETED 300
 output_of "$day2" | grep -q "on 2 rank(s)" || fail "day-2 job $day2 did not run on 2 ranks"
 output_of "$day2" | grep -q "test accuracy" || fail "day-2 job $day2 has no report"
 echo "ok: day-2 job $day2 completed on 2 ranks: $(output_of "$day2" | grep "^epoch 1")"
+
+# A lab in a container (--container): a stand-in for Apptainer on the job's PATH logs how the
+# ranks enter the image and runs the command with the image's /opt/course as this repository.
+stub=$(mktemp -d)
+cat >"$stub/apptainer" <<STUB
+#!/usr/bin/env bash
+echo "apptainer \$*" >>"$stub/calls.log"
+[[ \$1 == exec ]] && shift
+while [[ \$1 == --* ]]; do [[ \$1 == --nv ]] && shift || shift 2; done
+[[ -f \$1 ]] || { echo "apptainer stand-in: no image \$1" >&2; exit 1; }
+shift
+command=\${1/#\/opt\/course/$PWD}
+shift
+exec "\$command" "\$@"
+STUB
+chmod +x "$stub/apptainer"
+touch "$stub/course.sif"
+PATH="$stub:$PATH" submit --cpu --gpus 1 --time 10 --name ci_container --container \
+  "$stub/course.sif" solutions/day1_gpu -- --synthetic 256 --batch-size 32 --test --test-nsteps 3
+wait_for "$job" COMPLETED 300
+output_of "$job" | grep -q "training performance" || fail "container job $job has no report"
+grep -qF "apptainer exec --nv --bind $PWD --pwd $PWD $stub/course.sif /opt/course/bazel-bin/solutions/day1_gpu/lab" \
+  "$stub/calls.log" || fail "container job $job did not enter the image: $(cat "$stub/calls.log")"
+echo "ok: container job $job ran the image's lab through apptainer exec --nv"
+rm -rf "$stub"
 
 # The GPU self-test's job script, its CPU cases here (a GPU node runs the GPU ones).
 selftest=$(sbatch --parsable --job-name=ci_selftest --cpus-per-task=2 slurm/gpu_selftest.sbatch \
