@@ -56,19 +56,24 @@ void PagedKvCache::reserve(int sequence, int64_t positions) {
                allocator_.free_blocks(), " free blocks, a sequence of ", positions,
                " positions needs ", needed);
   for (int64_t b = 0; b < needed; ++b) table.push_back(allocator_.allocate());
+  device_table_ = Tensor();
 }
 
 void PagedKvCache::release(int sequence) {
   for (const int32_t block : tables_.at(sequence)) allocator_.free(block);
   tables_.at(sequence).clear();
+  device_table_ = Tensor();
 }
 
-Tensor PagedKvCache::block_table() const {
+const Tensor& PagedKvCache::block_table() {
+  if (device_table_.defined()) return device_table_;
   std::vector<int32_t> flat(tables_.size() * max_blocks_, 0);
   for (size_t s = 0; s < tables_.size(); ++s) {
     for (size_t b = 0; b < tables_[s].size(); ++b) flat[s * max_blocks_ + b] = tables_[s][b];
   }
-  return Tensor::from_vector(flat, {static_cast<int64_t>(tables_.size()), max_blocks_}).to(device_);
+  device_table_ =
+      Tensor::from_vector(flat, {static_cast<int64_t>(tables_.size()), max_blocks_}).to(device_);
+  return device_table_;
 }
 
 }  // namespace course::nn

@@ -53,8 +53,9 @@ class PagedKvCache {
   const std::vector<int32_t>& blocks_of(int sequence) const { return tables_.at(sequence); }
 
   KvBlocks& layer(int64_t l) { return layers_[l]; }
-  // The block table on the device ((sequences, blocks per sequence) i32; unused entries 0).
-  Tensor block_table() const;
+  // The block table on the device ((sequences, blocks per sequence) i32; unused entries 0),
+  // copied there again only after a reserve or a release changed it.
+  const Tensor& block_table();
 
  private:
   KvCacheOptions options_;
@@ -62,6 +63,7 @@ class PagedKvCache {
   Device device_;
   BlockAllocator allocator_;
   std::vector<std::vector<int32_t>> tables_;  // per slot
+  Tensor device_table_;                       // undefined: tables_ changed since the copy
   std::vector<KvBlocks> layers_;
 };
 
