@@ -5,7 +5,7 @@ load("//tools/labgen:day_lab.bzl", "day_lab")
 def day1_lab(check_tags = []):
     day_lab(
         day = "day1_gpu",
-        exercises = "exercises.cc",
+        exercises = ["exercises.cc"],
         srcs = ["options.cc", "trainer.cc"],
         check_tags = check_tags,
     )

@@ -5,7 +5,7 @@ load("//tools/labgen:day_lab.bzl", "day_lab")
 def day2_lab(check_tags = []):
     day_lab(
         day = "day2_ddp",
-        exercises = "exercises.cc",
+        exercises = ["exercises.cc"],
         srcs = ["options.cc", "parallel_setup.cc", "trainer.cc"],
         deps = [
             "//common/parallel",

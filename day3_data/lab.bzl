@@ -7,7 +7,7 @@ load("//tools/labgen:day_lab.bzl", "day_lab")
 def day3_lab(check_tags = []):
     day_lab(
         day = "day3_data",
-        exercises = "exercises.cc",
+        exercises = ["exercises.cc"],
         srcs = ["lr_finder.cc", "options.cc", "trainer.cc"],
         deps = [
             "//common/core:gnuplot",

@@ -58,6 +58,13 @@ void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
                "--micro-batches, --schedule, --virtual-stages and --pipeline-balance shape a "
                "pipeline: add --pipeline-stages 2 or more (or --accumulate to accumulate "
                "micro-batches on one stage)");
+  COURSE_CHECK(
+      !o.pipeline_exercises || (o.pipeline_stages > 1 &&
+                                (o.schedule == parallel::PipelineSchedule::kGpipe ||
+                                 o.schedule == parallel::PipelineSchedule::kOneForwardOneBackward)),
+      "--pipeline-exercises runs your TP4.18-TP4.20 in a pipeline of --pipeline-stages "
+      "2 or more with --schedule gpipe or 1f1b (got ",
+      o.pipeline_stages, " stages, --schedule ", parallel::pipeline_schedule_name(o.schedule), ")");
   if (!o.timeline.empty()) train::check_output_path("--timeline", o.timeline);
   COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
   if (model_parallel(o)) {

@@ -5,7 +5,7 @@ load("//tools/labgen:day_lab.bzl", "day_lab")
 def day4_lab(check_tags = []):
     day_lab(
         day = "day4_large_models",
-        exercises = "exercises.cc",
+        exercises = ["exercises.cc", "pipeline_exercises.cc"],
         srcs = ["gpt_options.cc", "gpt_trainer.cc", "gpt_validate.cc", "image_trainer.cc", "memory_report.cc", "parallel_modes.cc", "pipeline_report.cc", "throughput_report.cc"],
         deps = [
             "//common/parallel",
@@ -21,7 +21,11 @@ def day4_lab(check_tags = []):
         ],
         check_tags = check_tags,
         lab_deps = ["//common/parallel"],
-        check_srcs = ["check_test.cc", "tensor_parallel_check_test.cc"],
+        check_srcs = [
+            "check_test.cc",
+            "pipeline_check_test.cc",
+            "tensor_parallel_check_test.cc",
+        ],
         check_ranks = [2, 3, 4],
     )
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
-# schedule (interleaved 1F1B with 2 chunks per rank), both cuts, tensor parallelism over 2 and 4
+# schedule (interleaved 1F1B with 2 chunks per rank), both cuts, the pipeline of the exercises
+# TP4.18-TP4.20, tensor parallelism over 2 and 4
 # ranks (with sequence parallelism over 4), tensor-parallel stages (3D without replicas) and a
 # Llama's pipeline and tensor-parallel cut train as one process accumulating the same micro-batches (the same training loss and the same
 # sample from the gathered model);
@@ -51,7 +52,9 @@ for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --sc
   "2 --pipeline-stages 2 --schedule interleaved --virtual-stages 2" \
   "2 --tensor-parallel 2 --accumulate 4" "4 --tensor-parallel 4 --accumulate 4" \
   "4 --tensor-parallel 4 --sequence-parallel --accumulate 4" \
-  "4 --tensor-parallel 2 --pipeline-stages 2"; do
+  "4 --tensor-parallel 2 --pipeline-stages 2" \
+  "3 --pipeline-stages 3 --schedule 1f1b --pipeline-exercises" \
+  "2 --pipeline-stages 2 --schedule gpipe --pipeline-exercises"; do
   # shellcheck disable=SC2086
   expect_as_alone "$alone" $case
 done
@@ -154,6 +157,10 @@ expect 1 "error: the memory estimate covers data parallelism" "$lab" "${run[@]}"
 expect 1 "error: --pipeline-stages, --micro-batches and --virtual-stages must be at least 1" "$lab" "${run[@]}" \
   --micro-batches 0
 expect 105 "--schedule" "$lab" "${run[@]}" --pipeline-stages 2 --schedule zigzag
+expect 1 "error: --pipeline-exercises runs your TP4.18-TP4.20 in a pipeline of --pipeline-stages 2 or more with --schedule gpipe or 1f1b (got 2 stages, --schedule interleaved)" \
+  "$lab" "${run[@]}" --pipeline-stages 2 --schedule interleaved --virtual-stages 2 --pipeline-exercises
+expect 1 "error: --pipeline-exercises runs your TP4.18-TP4.20 in a pipeline of --pipeline-stages 2 or more" \
+  "$lab" "${run[@]}" --pipeline-exercises
 expect 1 "error: --timeline draws the stages of a pipeline" "$lab" "${run[@]}" \
   --timeline "$TEST_TMPDIR/t.png"
 for flag in "--micro-batches 8" "--schedule gpipe" "--pipeline-balance compute"; do

@@ -10,6 +10,7 @@
 #include "common/parallel/gradient_average.h"
 #include "common/parallel/model_parallel_training.h"
 #include "day4_large_models/exercises.h"
+#include "day4_large_models/pipeline_exercises.h"
 
 namespace day4 {
 
@@ -94,7 +95,9 @@ parallel::ModelParallelOptions model_parallel_options(const GptLabOptions& o) {
           .pipeline = {.schedule = o.schedule,
                        .micro_batches = micro_batches,
                        .balance = o.pipeline_balance,
-                       .virtual_stages = o.virtual_stages},
+                       .virtual_stages = o.virtual_stages,
+                       .hooks = o.pipeline_exercises ? pipeline_exercise_hooks()
+                                                     : parallel::PipelineHooks{}},
           .compute = compute_dtype(o)};
 }
 

@@ -184,7 +184,9 @@ std::string ModelParallelTraining::describe() const {
         std::to_string(shape.pp) + "-stage pipeline (" + pipeline_schedule_name(p.schedule) + ", " +
         std::to_string(p.micro_batches) + " micro-batches, " +
         (p.virtual_stages > 1 ? std::to_string(p.virtual_stages) + " chunks per rank, " : "") +
-        "cut by " + stage_balance_name(p.balance) + ": blocks " + block_runs(pipeline_) + ")");
+        (p.hooks.cut ? "cut by the exercises" : "cut by " + stage_balance_name(p.balance)) +
+        ": blocks " + block_runs(pipeline_) + (p.hooks.any() ? ", the exercises' schedule" : "") +
+        ")");
   }
   if (shape.dp > 1) {
     axes.push_back(std::to_string(shape.dp) + " data-parallel " +

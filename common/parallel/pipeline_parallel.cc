@@ -33,15 +33,24 @@ PipelineParallel::PipelineParallel(std::unique_ptr<nn::StagedModel> model,
   COURSE_CHECK(options.micro_batches >= 1 && options.virtual_stages >= 1,
                "a pipeline needs at least one micro-batch and one chunk per rank, got ",
                options.micro_batches, " and ", options.virtual_stages);
+  const PipelineHooks& hooks = options.hooks;
+  const int p = pp_->size();
+  COURSE_CHECK(!hooks.any() || options.virtual_stages == 1,
+               "a pipeline from the exercises runs one model chunk per rank (gpipe or 1f1b), not ",
+               options.virtual_stages);
+  bounds_ = hooks.cut ? stage_bounds_of(hooks.cut(model_->multiply_adds(), p), p, model_->blocks())
+                      : split_stages(*model_, p * options.virtual_stages, options.balance);
   // This rank's point-to-point timetable, from every stage's actions (the schedules check their
   // shape, micro-batches and virtual stages, before anything runs).
   std::vector<std::vector<PipelineAction>> every_stage;
-  for (int s = 0; s < pp_->size(); ++s) {
-    every_stage.push_back(schedule_actions(options.schedule, s, pp_->size(), options.micro_batches,
-                                           options.virtual_stages));
+  for (int s = 0; s < p; ++s) {
+    every_stage.push_back(hooks.actions
+                              ? hooks.actions(options.schedule, s, p, options.micro_batches)
+                              : schedule_actions(options.schedule, s, p, options.micro_batches,
+                                                 options.virtual_stages));
+    check_action_list(every_stage.back(), s, options.micro_batches, options.virtual_stages);
   }
   rounds_ = pipeline_rounds(every_stage, options.virtual_stages)[pp_->rank()];
-  bounds_ = split_stages(*model_, pp_->size() * options.virtual_stages, options.balance);
   for (int c = 0; c < options.virtual_stages; ++c) {
     chunks_.push_back(model_->stage(bounds_[virtual_stage(c)]));
   }
@@ -87,7 +96,7 @@ int PipelineParallel::tag(const StageMessage& message) const {
 }
 
 float PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& targets) {
-  const int m = options_.micro_batches, p = pp_->size();
+  const int m = options_.micro_batches;
   micro_inputs_.clear();
   micro_targets_.clear();
   for (int micro = 0; micro < m; ++micro) {
@@ -105,16 +114,11 @@ float PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& tar
   for (const PipelineRound& round : rounds_) {
     Tensor produced;
     if (round.action) produced = run(*round.action, inbox);
-    std::vector<PeerTransfer> group;
-    for (const StageMessage& out : round.sends) {
-      group.push_back(send_to(as_f32(produced), out.to % p, tag(out)));
+    if (options_.hooks.exchange) {
+      exchange_by_hook(round, produced, inbox);
+    } else {
+      exchange(round, produced, inbox);
     }
-    for (const StageMessage& in : round.receives) {
-      Tensor& arriving = inbox[in] = landing(in);
-      const int from = (in.gradient ? in.to + 1 : in.to - 1) % p;
-      group.push_back(receive_from(arriving, from, tag(in)));
-    }
-    if (!group.empty()) pp_->exchange(group)->wait();
   }
   step_seconds_ = std::chrono::duration<double>(Clock::now() - step_start_).count();
   add_shared_gradients();
@@ -126,6 +130,31 @@ Tensor PipelineParallel::landing(const StageMessage& message) const {
   const nn::StageBounds& receiver = bounds_[message.to];
   return model_->empty_activation(message.gradient ? receiver.end_block : receiver.first_block,
                                   micro_inputs_.front());
+}
+
+void PipelineParallel::exchange(const PipelineRound& round, const Tensor& produced,
+                                std::map<StageMessage, Tensor>& inbox) {
+  const int p = pp_->size();
+  std::vector<PeerTransfer> group;
+  for (const StageMessage& out : round.sends) {
+    group.push_back(send_to(as_f32(produced), out.to % p, tag(out)));
+  }
+  for (const StageMessage& in : round.receives) {
+    Tensor& arriving = inbox[in] = landing(in);
+    const int from = (in.gradient ? in.to + 1 : in.to - 1) % p;
+    group.push_back(receive_from(arriving, from, tag(in)));
+  }
+  if (!group.empty()) pp_->exchange(group)->wait();
+}
+
+void PipelineParallel::exchange_by_hook(const PipelineRound& round, const Tensor& produced,
+                                        std::map<StageMessage, Tensor>& inbox) {
+  RoundTraffic traffic{.ran = round.action,
+                       .produced = produced.defined() ? as_f32(produced) : produced};
+  for (const StageMessage& in : round.receives) {
+    (in.gradient ? traffic.gradient_in : traffic.activation_in) = inbox[in] = landing(in);
+  }
+  options_.hooks.exchange(traffic, *pp_);
 }
 
 Tensor PipelineParallel::run(const PipelineAction& a, std::map<StageMessage, Tensor>& inbox) {
@@ -149,7 +178,6 @@ Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& received
     losses_[micro] = softmax_cross_entropy(rows, micro_targets_[micro]);
     axpy_(1.0f / static_cast<float>(options_.micro_batches), losses_[micro].loss, loss_sum_);
     logits_[micro] = output;
-    output = Tensor();
   }
   record(a, start);
   return output;

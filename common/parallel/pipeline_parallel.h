@@ -28,6 +28,7 @@
 #include "common/nn/gpt_parts.h"
 #include "common/nn/staged_model.h"
 #include "common/parallel/communicator.h"
+#include "common/parallel/pipeline_hooks.h"
 #include "common/parallel/pipeline_measurement.h"
 #include "common/parallel/pipeline_rounds.h"
 #include "common/parallel/pipeline_schedule.h"
@@ -40,6 +41,7 @@ struct PipelineOptions {
   int micro_batches = 4;
   StageBalance balance = StageBalance::kLayers;
   int virtual_stages = 1;  // model chunks per rank: 2 or more for the interleaved schedule
+  PipelineHooks hooks;     // the cut, the action lists, the exchange from elsewhere (exercises)
 };
 
 class PipelineParallel {
@@ -82,7 +84,8 @@ class PipelineParallel {
 
  private:
   // Runs action `a` on its input from `inbox` (taken out of it); returns what it sends on (an
-  // activation or its gradient; undefined at the ends of the pipeline).
+  // activation or its gradient), or at the ends what it produced: the last stage's logits, the
+  // first stage's (undefined) input gradient.
   Tensor run(const PipelineAction& a, std::map<StageMessage, Tensor>& inbox);
   Tensor forward(const PipelineAction& a, const Tensor& received);
   Tensor backward(const PipelineAction& a, const Tensor& received);
@@ -94,6 +97,11 @@ class PipelineParallel {
   void record(const PipelineAction& action, std::chrono::steady_clock::time_point start);
   // Where a message lands: an empty tensor of the activation it carries (or its gradient).
   Tensor landing(const StageMessage& message) const;
+  // One round's sends and receives, posted as one group; or through options_.hooks.exchange.
+  void exchange(const PipelineRound& round, const Tensor& produced,
+                std::map<StageMessage, Tensor>& inbox);
+  void exchange_by_hook(const PipelineRound& round, const Tensor& produced,
+                        std::map<StageMessage, Tensor>& inbox);
   void add_shared_gradients();
 
   std::unique_ptr<nn::StagedModel> model_;

@@ -2,6 +2,8 @@
 #include "common/parallel/pipeline_schedule.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "common/core/error.h"
 
@@ -90,6 +92,30 @@ std::vector<PipelineAction> schedule_actions(PipelineSchedule schedule, int stag
       break;  // above
   }
   return actions;
+}
+
+void check_action_list(const std::vector<PipelineAction>& actions, int stage, int micro_batches,
+                       int virtual_stages) {
+  // runs[chunk][micro-batch]: how many forwards (first) and backwards (second) the list has.
+  std::vector<std::vector<std::pair<int, int>>> runs(
+      virtual_stages, std::vector<std::pair<int, int>>(micro_batches, {0, 0}));
+  for (const PipelineAction& a : actions) {
+    COURSE_CHECK(a.micro_batch >= 0 && a.micro_batch < micro_batches && a.chunk >= 0 &&
+                     a.chunk < virtual_stages,
+                 "stage ", stage, "'s actions name micro-batch ", a.micro_batch, " of chunk ",
+                 a.chunk, ", outside the step's ", micro_batches, " micro-batches and ",
+                 virtual_stages, " chunk(s)");
+    auto& [forwards, backwards] = runs[a.chunk][a.micro_batch];
+    ++(a.kind == Kind::kForward ? forwards : backwards);
+  }
+  for (int c = 0; c < virtual_stages; ++c) {
+    for (int m = 0; m < micro_batches; ++m) {
+      const auto [forwards, backwards] = runs[c][m];
+      COURSE_CHECK(forwards == 1 && backwards == 1, "stage ", stage, "'s actions run micro-batch ",
+                   m, (virtual_stages > 1 ? " of chunk " + std::to_string(c) : ""), " forward ",
+                   forwards, " time(s) and backward ", backwards, " time(s), not once each");
+    }
+  }
 }
 
 int micro_batches_in_flight(const std::vector<PipelineAction>& actions) {

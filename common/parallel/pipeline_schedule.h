@@ -34,6 +34,11 @@ struct PipelineAction {
 std::vector<PipelineAction> schedule_actions(PipelineSchedule schedule, int stage, int stages,
                                              int micro_batches, int virtual_stages = 1);
 
+// Throws unless `actions` run the forward and the backward of every (chunk, micro-batch) of
+// stage `stage` exactly once: the first check of an action list from elsewhere.
+void check_action_list(const std::vector<PipelineAction>& actions, int stage, int micro_batches,
+                       int virtual_stages);
+
 // The most activations (of one micro-batch through one chunk) a rank holds at once.
 int micro_batches_in_flight(const std::vector<PipelineAction>& actions);
 

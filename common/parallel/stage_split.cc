@@ -3,24 +3,35 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "common/core/error.h"
 
 namespace course::parallel {
 
-namespace {
-
-std::vector<nn::StageBounds> bounds_of(const std::vector<int64_t>& blocks) {
+std::vector<nn::StageBounds> stage_bounds_of(const std::vector<int64_t>& blocks_per_stage,
+                                             int stages, int64_t blocks) {
+  std::string counts;
+  int64_t total = 0;
+  bool each_has_one = true;
+  for (const int64_t n : blocks_per_stage) {
+    counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+    total += n;
+    each_has_one = each_has_one && n >= 1;
+  }
+  COURSE_CHECK(
+      static_cast<int>(blocks_per_stage.size()) == stages && each_has_one && total == blocks,
+      "a cut of ", blocks, " blocks into ", stages,
+      " stages needs that many counts of at least one block adding up to ", blocks, ", got {",
+      counts, "}");
   std::vector<nn::StageBounds> out;
   int64_t first = 0;
-  for (size_t s = 0; s < blocks.size(); ++s) {
-    out.push_back({first, first + blocks[s], s == 0, s + 1 == blocks.size()});
-    first += blocks[s];
+  for (int s = 0; s < stages; ++s) {
+    out.push_back({first, first + blocks_per_stage[s], s == 0, s + 1 == stages});
+    first += blocks_per_stage[s];
   }
   return out;
 }
-
-}  // namespace
 
 std::string stage_balance_name(StageBalance balance) {
   switch (balance) {
@@ -75,15 +86,15 @@ std::vector<nn::StageBounds> split_stages(nn::StagedModel& model, int stages,
                " blocks does not split into ", stages, " pipeline stages of at least one block");
   switch (balance) {
     case StageBalance::kParameters:
-      return bounds_of(cheapest_cut(model.parameters(stages), stages));
+      return stage_bounds_of(cheapest_cut(model.parameters(stages), stages), stages, blocks);
     case StageBalance::kCompute:
-      return bounds_of(cheapest_cut(model.multiply_adds(), stages));
+      return stage_bounds_of(cheapest_cut(model.multiply_adds(), stages), stages, blocks);
     case StageBalance::kLayers:
       break;
   }
   std::vector<int64_t> per_stage(stages, blocks / stages);
   for (int s = 0; s < blocks % stages; ++s) ++per_stage[s];
-  return bounds_of(per_stage);
+  return stage_bounds_of(per_stage, stages, blocks);
 }
 
 }  // namespace course::parallel

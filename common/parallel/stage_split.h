@@ -25,4 +25,9 @@ std::vector<nn::StageBounds> split_stages(nn::StagedModel& model, int stages, St
 // last) as cheap as possible: the number of blocks of each stage.
 std::vector<int64_t> cheapest_cut(const nn::PartCosts& costs, int stages);
 
+// The bounds of the stages of `blocks_per_stage` blocks each, over a model of `blocks` blocks.
+// Throws unless they are `stages` counts of at least one block that add up to `blocks`.
+std::vector<nn::StageBounds> stage_bounds_of(const std::vector<int64_t>& blocks_per_stage,
+                                             int stages, int64_t blocks);
+
 }  // namespace course::parallel

@@ -32,7 +32,7 @@ def day_lab(
 
     Args:
       day: the day's package ("day1_gpu").
-      exercises: the exercise source file of the calling package.
+      exercises: the exercise source files of the calling package.
       srcs: the lab's other sources, by file name in the day's package.
       deps: libraries of the lab beyond LAB_DEPS.
       lab_deps: further libraries of the lab program (lab.cc) itself.
@@ -42,7 +42,7 @@ def day_lab(
     """
     native.cc_library(
         name = "exercises",
-        srcs = [exercises] + ["//%s:%s" % (day, src) for src in srcs],
+        srcs = exercises + ["//%s:%s" % (day, src) for src in srcs],
         deps = LAB_DEPS + deps + ["//%s:lab_headers" % day],
     )
     native.cc_binary(
@@ -79,26 +79,26 @@ def lab_script(name, day):
         env = {"LAB": "solutions/%s/lab" % day},
     )
 
-def generated_exercises(day):
-    """In solutions/<day>: generates the trainee's exercises.cc and tests the checked-in copy."""
-    native.genrule(
-        name = "generated_exercises",
-        srcs = ["exercises.cc"],
-        outs = ["generated/exercises.cc"],
-        cmd = "$(location //tools/labgen) %s/README.md < $< | " % day +
-              "clang-format --assume-filename=exercises.cc --style='" + CLANG_FORMAT_STYLE +
-              "' > $@",
-        tools = ["//tools/labgen"],
-    )
+def generated_exercises(day, files = ["exercises.cc"]):
+    """In solutions/<day>: generates the trainee's copy of each exercise file, tests the checked-in."""
+    args = []
+    data = []
+    for f in files:
+        generated = "generated_" + f[:-len(".cc")]
+        native.genrule(
+            name = generated,
+            srcs = [f],
+            outs = ["generated/" + f],
+            cmd = "$(location //tools/labgen) %s/README.md < $< | " % day +
+                  "clang-format --assume-filename=%s --style='" % f + CLANG_FORMAT_STYLE +
+                  "' > $@",
+            tools = ["//tools/labgen"],
+        )
+        args += ["$(location :%s)" % generated, "$(location //%s:%s)" % (day, f)]
+        data += [":" + generated, "//%s:%s" % (day, f)]
     native.sh_test(
         name = "lab_files_up_to_date",
         srcs = ["//tools/labgen:check_generated.sh"],
-        args = [
-            "$(location :generated_exercises)",
-            "$(location //%s:exercises.cc)" % day,
-        ],
-        data = [
-            ":generated_exercises",
-            "//%s:exercises.cc" % day,
-        ],
+        args = args,
+        data = data,
     )
