@@ -1,10 +1,11 @@
 // Pipeline schedules measured against their formulas, side by side in one run:
 //   mpirun -np P bazel-bin/bench/pipeline_bench [micro-batch sequences]
 // gpt-tiny's blocks (4 x 128 channels, 64 tokens) cut into P stages train with the naive
-// schedule, GPipe, 1F1B and (on 2 ranks: 2 chunks each) interleaved 1F1B for m = 1, 2, 4, 8
-// micro-batches; after a warm-up step, 3 steps are timed. Each rank's bubble is 1 - (its
-// forwards' and backwards' compute) / (its step); the table gives the ranks' mean against
-// (p - 1) / p (naive), (p - 1) / (m + p - 1) and (p - 1) / (v m + p - 1) (interleaved), and the
+// schedule, GPipe, 1F1B, ZB-H1 and (on 2 ranks: 2 chunks each) interleaved 1F1B for m = 1, 2, 4,
+// 8 micro-batches (1F1B and ZB-H1 also 16); after a warm-up step, 3 steps are timed. Each rank's
+// bubble is 1 - (its passes' compute) / (its step); the table gives the ranks' mean against
+// (p - 1) / p (naive), (p - 1) / (m + p - 1), (p - 1) / (3 m + p - 1) (ZB-H1, m >= p) and
+// (p - 1) / (v m + p - 1) (interleaved), and the
 // first stage's peak memory in the step with the activations it held at once (interleaved: of
 // one chunk each).
 #include <cstdio>
@@ -82,11 +83,16 @@ void run(int argc, char** argv) {
   const int chunks = 4 / p;  // gpt-tiny's 4 blocks: interleaved where a rank gets 2 or more
   for (auto schedule : {parallel::PipelineSchedule::kNaive, parallel::PipelineSchedule::kGpipe,
                         parallel::PipelineSchedule::kOneForwardOneBackward,
+                        parallel::PipelineSchedule::kZeroBubbleH1,
                         parallel::PipelineSchedule::kInterleaved}) {
     const bool interleaved = schedule == parallel::PipelineSchedule::kInterleaved;
     if (interleaved && chunks < 2) continue;
     const int v = interleaved ? chunks : 1;
-    for (int m : {1, 2, 4, 8}) {
+    // 1F1B and ZB-H1, whose bubbles the zero-bubble paper compares, also at 16.
+    const bool compared = schedule == parallel::PipelineSchedule::kOneForwardOneBackward ||
+                          schedule == parallel::PipelineSchedule::kZeroBubbleH1;
+    for (int m : {1, 2, 4, 8, 16}) {
+      if (m == 16 && !compared) continue;
       if (interleaved && m % p != 0) continue;
       const Row row = measure(schedule, m, v, sequences, world);
       if (!lead) continue;

@@ -143,9 +143,11 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
              {{"naive", parallel::PipelineSchedule::kNaive},
               {"gpipe", parallel::PipelineSchedule::kGpipe},
               {"1f1b", parallel::PipelineSchedule::kOneForwardOneBackward},
+              {"zb-h1", parallel::PipelineSchedule::kZeroBubbleH1},
               {"interleaved", parallel::PipelineSchedule::kInterleaved}},
              "pipeline schedule: naive (one micro-batch at a time), gpipe (all forwards, then "
-             "all backwards), 1f1b (one forward one backward), interleaved (1F1B over "
+             "all backwards), 1f1b (one forward one backward), zb-h1 (1F1B with the weight "
+             "gradients split off into passes that fill the cool-down), interleaved (1F1B over "
              "--virtual-stages chunks per rank)");
   app.add_option("--virtual-stages", o.virtual_stages,
                  "interleaved schedule: model chunks per rank (the model is cut into stages x "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
-# schedule (interleaved 1F1B with 2 chunks per rank), both cuts, the pipeline of the exercises
+# schedule (interleaved 1F1B with 2 chunks per rank, ZB-H1 on 4 stages), both cuts, the pipeline of the exercises
 # TP4.18-TP4.20, tensor parallelism over 2 and 4
 # ranks (with sequence parallelism over 4), tensor-parallel stages (3D without replicas) and a
 # Llama's pipeline and tensor-parallel cut train as one process accumulating the same micro-batches (the same training loss and the same
@@ -46,7 +46,7 @@ expect_as_alone() {
 
 alone=$(ending "$lab" "${run[@]}" --accumulate 4)
 for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --schedule gpipe" \
-  "2 --pipeline-stages 2 --schedule 1f1b" \
+  "2 --pipeline-stages 2 --schedule 1f1b" "4 --pipeline-stages 4 --schedule zb-h1" \
   "4 --pipeline-stages 4 --schedule 1f1b --pipeline-balance parameters" \
   "3 --pipeline-stages 3 --schedule gpipe" \
   "2 --pipeline-stages 2 --schedule interleaved --virtual-stages 2" \

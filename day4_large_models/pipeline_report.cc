@@ -1,6 +1,7 @@
 // Printing the communication, and printing and drawing a pipeline's measurements.
 #include "day4_large_models/pipeline_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tools/plot/timeline_chart.h"
@@ -46,17 +47,18 @@ void print_pipeline_bubbles(const PipelineMeasurement& measured) {
 
 void write_timeline_png(const PipelineMeasurement& measured, const std::string& path,
                         const std::string& title) {
-  course::plot::TimelineChart chart{.title = title, .kinds = {"forward", "backward"}};
+  course::plot::TimelineChart chart{.title = title,
+                                    .kinds = {"forward", "backward", "weight gradients"}};
   for (size_t s = 0; s < measured.stages.size(); ++s) {
     const StageMeasurement& stage = measured.stages[s];
     const int lane = static_cast<int>(s);
     chart.lanes.push_back("stage " + std::to_string(s) + " (rank " +
                           std::to_string(stage.world_rank) + ")");
     for (const TimedAction& a : stage.last_step) {
-      const bool forward = a.action.kind == PipelineAction::Kind::kForward;
-      std::string label = (forward ? "F" : "B") + std::to_string(a.action.micro_batch);
-      if (measured.virtual_stages > 1) label += "c" + std::to_string(a.action.chunk);
-      chart.spans.push_back({lane, a.start_s, a.end_s, forward ? 0 : 1, label});
+      std::string label = action_name(a.action);
+      label.erase(std::remove(label.begin(), label.end(), ' '), label.end());  // "F3c1"
+      chart.spans.push_back(
+          {lane, a.start_s, a.end_s, static_cast<int>(a.action.kind), std::move(label)});
     }
   }
   course::plot::write_timeline_png(chart, path);

@@ -156,4 +156,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   return c;
 }
 
+void add_weight_gradient(const Tensor& grad_out, const Tensor& input, Tensor& weight_grad) {
+  if (input.dtype() == DType::kF32) {
+    gemm(grad_out, true, input, false, weight_grad, 1.0f, 1.0f);
+  } else {
+    axpy_(1.0f, cast(matmul(grad_out, input, true, false), DType::kF32), weight_grad);
+  }
+}
+
 }  // namespace course

@@ -18,6 +18,11 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
 void gemm_batched(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
                   float alpha = 1.0f, float beta = 0.0f);
 
+// weight_grad (out, in) f32 += grad_out^T input: the weight gradient of a fully connected layer
+// y = x W^T from its output gradient (rows, out) and its input (rows, in), both of one floating
+// dtype (16-bit: the product in that dtype, then added in f32).
+void add_weight_gradient(const Tensor& grad_out, const Tensor& input, Tensor& weight_grad);
+
 // op(a) @ op(b) as a new tensor.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 

@@ -3,9 +3,31 @@
 
 namespace course::nn {
 
+void WeightGradientQueue::run() {
+  std::vector<std::function<void()>> work;
+  work.swap(work_);
+  for (const auto& w : work) w();
+}
+
 Context& Context::child(size_t i) {
-  while (children_.size() <= i) children_.push_back(std::make_unique<Context>());
+  while (children_.size() <= i) {
+    children_.push_back(std::make_unique<Context>());
+    children_.back()->deferred_ = deferred_;
+  }
   return *children_[i];
+}
+
+void Context::defer_weight_gradients(WeightGradientQueue* queue) {
+  deferred_ = queue;
+  for (auto& c : children_) c->defer_weight_gradients(queue);
+}
+
+void Context::weight_gradient(std::function<void()> work) {
+  if (deferred_) {
+    deferred_->push(std::move(work));
+  } else {
+    work();
+  }
 }
 
 void Context::clear() {

@@ -4,15 +4,34 @@
 // flight (micro-batches of a pipeline schedule, the recomputation of activation checkpointing)
 // and back them up in any order: each call gets its own Context, and backward(dy, ctx) consumes
 // and releases it. Composite modules keep their children's calls in child contexts.
+//
+// A backward pass is two passes in one: the input's gradient (B), which the previous layer
+// waits for, and the parameters' gradients (W), which only the optimizer step needs. A
+// zero-bubble pipeline runs W later, in what would be idle time: with a WeightGradientQueue
+// attached to a call's context, the modules hand it their W work (holding what it reads) instead
+// of running it, and the pipeline runs the queue when its schedule says.
 #pragma once
 
 #include <any>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "common/core/error.h"
 
 namespace course::nn {
+
+// The W halves of the backward passes of one call, in the order the modules queued them.
+class WeightGradientQueue {
+ public:
+  void push(std::function<void()> work) { work_.push_back(std::move(work)); }
+  // Runs and drops the queued work, in order.
+  void run();
+  bool empty() const { return work_.empty(); }
+
+ private:
+  std::vector<std::function<void()>> work_;
+};
 
 class Context {
  public:
@@ -45,9 +64,17 @@ class Context {
   void clear();
   bool empty() const;
 
+  // While `queue` is set (not null), this context and its children hand parameter-gradient
+  // work to it; null runs it at once again.
+  void defer_weight_gradients(WeightGradientQueue* queue);
+  // A module's parameter-gradient work: queued, or run now. It must hold what it reads (the
+  // context's saved state is released when the backward call returns).
+  void weight_gradient(std::function<void()> work);
+
  private:
   std::any saved_;
   std::vector<std::unique_ptr<Context>> children_;
+  WeightGradientQueue* deferred_ = nullptr;
 };
 
 }  // namespace course::nn

@@ -19,10 +19,13 @@ Tensor Embedding::run_forward(const Tensor& tokens, Context& ctx) {
 }
 
 Tensor Embedding::run_backward(const Tensor& dy, Context& ctx) {
-  Tensor no_positions;
-  embedding_backward(dy, ctx.saved<Tensor>("Embedding"), wte.grad, wpe ? wpe->grad : no_positions);
-  if (wpe) grad_ready(*wpe);
-  grad_ready(wte);
+  // The tokens have no gradient: the whole backward is the tables' (W).
+  ctx.weight_gradient([this, dy, tokens = ctx.saved<Tensor>("Embedding")] {
+    Tensor no_positions;
+    embedding_backward(dy, tokens, wte.grad, wpe ? wpe->grad : no_positions);
+    if (wpe) grad_ready(*wpe);
+    grad_ready(wte);
+  });
   return Tensor();
 }
 

@@ -52,16 +52,14 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
 Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("Linear");
   const Tensor grad_out = as_rows(as_dtype(dy, saved.input.dtype()));
-  if (bias) {
-    add_column_sums_(grad_out, bias->grad);
-    grad_ready(*bias);
-  }
-  if (saved.input.dtype() == DType::kF32) {
-    gemm(grad_out, true, saved.input, false, weight.grad, 1.0f, 1.0f);  // dW += dy^T x
-  } else {
-    axpy_(1.0f, cast(matmul(grad_out, saved.input, true, false), DType::kF32), weight.grad);
-  }
-  grad_ready(weight);
+  ctx.weight_gradient([this, grad_out, input = saved.input] {
+    if (bias) {
+      add_column_sums_(grad_out, bias->grad);
+      grad_ready(*bias);
+    }
+    add_weight_gradient(grad_out, input, weight.grad);  // dW += dy^T x
+    grad_ready(weight);
+  });
   const Tensor w = as_dtype(weight.value, saved.input.dtype());
   return matmul(grad_out, w).view(saved.input_shape);  // dx = dy W
 }

@@ -20,9 +20,14 @@ Tensor RmsNorm::run_forward(const Tensor& x, Context& ctx) {
 
 Tensor RmsNorm::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("RmsNorm");
+  // The weight's sums join its gradient in the W half, as LayerNorm's.
+  Tensor weight_sums = zeros(weight.grad.shape(), DType::kF32, weight.grad.device());
   Tensor dx = rms_norm_backward(as_dtype(dy, saved.input.dtype()), saved.input, weight.f32_value(),
-                                saved.statistics, weight.grad);
-  grad_ready(weight);
+                                saved.statistics, weight_sums);
+  ctx.weight_gradient([this, weight_sums] {
+    axpy_(1.0f, weight_sums, weight.grad);
+    grad_ready(weight);
+  });
   return dx;
 }
 

@@ -27,11 +27,9 @@ Tensor TiedHead::run_backward(const Tensor& dlogits, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("TiedHead");
   const Tensor grad =
       as_dtype(dlogits, saved.rows.dtype()).view({saved.rows.size(0), weight_.value.size(0)});
-  if (grad.dtype() == DType::kF32) {
-    gemm(grad, true, saved.rows, false, weight_.grad, 1.0f, 1.0f);  // dW += dlogits^T h
-  } else {
-    axpy_(1.0f, cast(matmul(grad, saved.rows, true, false), DType::kF32), weight_.grad);
-  }
+  ctx.weight_gradient([this, grad, rows = saved.rows] {
+    add_weight_gradient(grad, rows, weight_.grad);  // dW += dlogits^T h
+  });
   return matmul(grad, as_dtype(weight_.value, grad.dtype())).view(saved.input_shape);
 }
 

@@ -39,17 +39,17 @@ Whole& stages_source(Whole& whole, const std::unique_ptr<Cut>& cut) {
 }
 
 // A stage's measurement as the numbers every rank's are gathered in: its bubble, then per
-// action its kind (0 forward), micro-batch, chunk, start and end in seconds (f32: microseconds
-// over a step of seconds).
+// action its kind (PipelineAction::Kind's value), micro-batch, chunk, start and end in seconds
+// (f32: microseconds over a step of seconds).
 constexpr int64_t kActionFields = 5;
 
 std::vector<float> measurement_fields(float bubble, const std::vector<TimedAction>& timeline) {
   std::vector<float> fields = {bubble};
   for (const TimedAction& a : timeline) {
     fields.insert(fields.end(),
-                  {a.action.kind == PipelineAction::Kind::kForward ? 0.0f : 1.0f,
-                   static_cast<float>(a.action.micro_batch), static_cast<float>(a.action.chunk),
-                   static_cast<float>(a.start_s), static_cast<float>(a.end_s)});
+                  {static_cast<float>(a.action.kind), static_cast<float>(a.action.micro_batch),
+                   static_cast<float>(a.action.chunk), static_cast<float>(a.start_s),
+                   static_cast<float>(a.end_s)});
   }
   return fields;
 }
@@ -57,8 +57,7 @@ std::vector<float> measurement_fields(float bubble, const std::vector<TimedActio
 std::vector<TimedAction> timed_actions(const float* fields, int64_t actions) {
   std::vector<TimedAction> out;
   for (int64_t k = 0; k < actions; ++k, fields += kActionFields) {
-    const auto kind =
-        fields[0] == 0.0f ? PipelineAction::Kind::kForward : PipelineAction::Kind::kBackward;
+    const auto kind = static_cast<PipelineAction::Kind>(static_cast<int>(fields[0]));
     out.push_back({.action = {.kind = kind,
                               .micro_batch = static_cast<int>(fields[1]),
                               .chunk = static_cast<int>(fields[2])},

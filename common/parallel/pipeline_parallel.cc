@@ -51,6 +51,7 @@ PipelineParallel::PipelineParallel(std::unique_ptr<nn::StagedModel> model,
     check_action_list(every_stage.back(), s, options.micro_batches, options.virtual_stages);
   }
   rounds_ = pipeline_rounds(every_stage, options.virtual_stages)[pp_->rank()];
+  split_backward_ = splits_backward(every_stage[pp_->rank()]);
   for (int c = 0; c < options.virtual_stages; ++c) {
     chunks_.push_back(model_->stage(bounds_[virtual_stage(c)]));
   }
@@ -105,6 +106,7 @@ float PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& tar
     micro_targets_.push_back(part.targets);
   }
   contexts_ = std::vector<nn::Context>(m * options_.virtual_stages);
+  weight_passes_ = std::vector<nn::WeightGradientQueue>(split_backward_ ? contexts_.size() : 0);
   logits_.assign(m, Tensor());
   losses_.assign(m, {});
   loss_sum_ = zeros({1}, DType::kF32, inputs.device());
@@ -112,6 +114,7 @@ float PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& tar
   step_start_ = Clock::now();
   std::map<StageMessage, Tensor> inbox;
   for (const PipelineRound& round : rounds_) {
+    for (const PipelineAction& w : round.weight_passes) run(w, inbox);
     Tensor produced;
     if (round.action) produced = run(*round.action, inbox);
     if (options_.hooks.exchange) {
@@ -164,7 +167,18 @@ Tensor PipelineParallel::run(const PipelineAction& a, std::map<StageMessage, Ten
     received = std::move(it->second);
     inbox.erase(it);
   }
-  return a.kind == PipelineAction::Kind::kForward ? forward(a, received) : backward(a, received);
+  switch (a.kind) {
+    case PipelineAction::Kind::kForward:
+      return forward(a, received);
+    case PipelineAction::Kind::kBackward:
+      return backward(a, received);
+    case PipelineAction::Kind::kWeight:
+      break;
+  }
+  const auto start = Clock::now();
+  weight_passes_[a.chunk * options_.micro_batches + a.micro_batch].run();
+  record(a, start);
+  return Tensor();
 }
 
 Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& received) {
@@ -195,7 +209,11 @@ Tensor PipelineParallel::backward(const PipelineAction& a, const Tensor& receive
     losses_[micro] = {};
   }
   const auto start = Clock::now();
-  Tensor dx = chunks_[a.chunk]->backward(dy, contexts_[a.chunk * options_.micro_batches + micro]);
+  const int call = a.chunk * options_.micro_batches + micro;
+  // A split backward leaves the parameters' gradients to the action's weight pass.
+  if (split_backward_) contexts_[call].defer_weight_gradients(&weight_passes_[call]);
+  Tensor dx = chunks_[a.chunk]->backward(dy, contexts_[call]);
+  if (split_backward_) contexts_[call].defer_weight_gradients(nullptr);
   record(a, start);
   return at > 0 ? dx : Tensor();
 }
@@ -206,10 +224,7 @@ void PipelineParallel::record(const PipelineAction& action, Clock::time_point st
     return std::chrono::duration<double>(t - step_start_).count();
   };
   timeline_.push_back({action, since_step(start), since_step(end)});
-  std::string name = (action.kind == PipelineAction::Kind::kForward ? "F" : "B") +
-                     std::to_string(action.micro_batch);
-  if (options_.virtual_stages > 1) name += " c" + std::to_string(action.chunk);
-  ActivityLog::instance().add({name, false, start, end});
+  ActivityLog::instance().add({action_name(action), false, start, end});
 }
 
 void PipelineParallel::add_shared_gradients() {

@@ -14,8 +14,10 @@
 // the backwards the first and last stages add their gradients of a parameter both train (a
 // tied token embedding).
 //
-// Each forward and backward is timed: the step's timeline gives the measured bubble, and while
-// a profiler listens (common/core/activity_log.h) the actions appear in its trace ("F3", "B3").
+// Each forward, backward and weight pass is timed: the step's timeline gives the measured
+// bubble, and while a profiler listens (common/core/activity_log.h) the actions appear in its
+// trace ("F3", "B3", "W3"). Under zb-h1 a backward computes the input's gradient only, its
+// modules queueing the parameters' (common/nn/context.h) for the action's weight pass.
 #pragma once
 
 #include <chrono>
@@ -113,10 +115,12 @@ class PipelineParallel {
   std::vector<PipelineRound> rounds_;  // this rank's, for every step (pipeline_rounds.h)
   // The step's micro-batches.
   std::vector<Tensor> micro_inputs_, micro_targets_;
-  std::vector<nn::Context> contexts_;       // one per chunk and micro-batch
-  std::vector<Tensor> logits_;              // the last stage's, until their backward
-  std::vector<CrossEntropyOutput> losses_;  // the last stage's, until their backward
-  Tensor loss_sum_;                         // the last stage's sum of micro-batch losses / m
+  std::vector<nn::Context> contexts_;                   // one per chunk and micro-batch
+  bool split_backward_ = false;                         // the schedule has weight passes (zb-h1)
+  std::vector<nn::WeightGradientQueue> weight_passes_;  // per context, until its weight pass
+  std::vector<Tensor> logits_;                          // the last stage's, until their backward
+  std::vector<CrossEntropyOutput> losses_;              // the last stage's, until their backward
+  Tensor loss_sum_;  // the last stage's sum of micro-batch losses / m
   std::vector<TimedAction> timeline_;
   std::chrono::steady_clock::time_point step_start_;
   double step_seconds_ = 0;

@@ -12,15 +12,11 @@ namespace {
 
 using Kind = PipelineAction::Kind;
 
-std::string describe(const PipelineAction& a) {
-  return (a.kind == Kind::kForward ? "F" : "B") + std::to_string(a.micro_batch) +
-         (a.chunk > 0 ? " of chunk " + std::to_string(a.chunk) : "");
-}
-
 }  // namespace
 
 std::optional<StageMessage> action_input(const PipelineAction& a, int stage, int stages,
                                          int virtual_stages) {
+  if (a.kind == Kind::kWeight) return std::nullopt;  // its backward's work, on this stage
   const int at = a.chunk * stages + stage, last = stages * virtual_stages - 1;
   if (a.kind == Kind::kForward) {
     if (at == 0) return std::nullopt;
@@ -32,6 +28,7 @@ std::optional<StageMessage> action_input(const PipelineAction& a, int stage, int
 
 std::optional<StageMessage> action_output(const PipelineAction& a, int stage, int stages,
                                           int virtual_stages) {
+  if (a.kind == Kind::kWeight) return std::nullopt;
   const int at = a.chunk * stages + stage, last = stages * virtual_stages - 1;
   if (a.kind == Kind::kForward) {
     if (at == last) return std::nullopt;
@@ -49,7 +46,8 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
   std::vector<std::vector<PipelineRound>> rounds(stages);
   std::vector<size_t> next(stages, 0);
   std::vector<std::set<StageMessage>> arrived(stages);
-  std::vector<std::set<std::pair<int, int>>> forwarded(stages);  // (chunk, micro-batch) done
+  // (chunk, micro-batch) whose forward, whose backward is done
+  std::vector<std::set<std::pair<int, int>>> forwarded(stages), backwarded(stages);
   const auto done = [&] {
     for (int s = 0; s < stages; ++s) {
       if (next[s] < actions[s].size()) return false;
@@ -61,18 +59,27 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
     std::vector<std::pair<int, StageMessage>> delivered;  // usable from the next round on
     bool progress = false;
     for (int s = 0; s < stages; ++s) {
+      while (next[s] < actions[s].size() && actions[s][next[s]].kind == Kind::kWeight) {
+        const PipelineAction& w = actions[s][next[s]++];
+        COURSE_CHECK(w.chunk >= 0 && w.chunk < virtual_stages &&
+                         backwarded[s].count({w.chunk, w.micro_batch}) > 0,
+                     "stage ", s, " runs ", action_name(w), " before its backward");
+        round[s].weight_passes.push_back(w);
+        progress = true;
+      }
       if (next[s] == actions[s].size()) continue;
       const PipelineAction& a = actions[s][next[s]];
-      COURSE_CHECK(a.chunk >= 0 && a.chunk < virtual_stages, "stage ", s, "'s action ", describe(a),
-                   " names a chunk it does not hold");
+      COURSE_CHECK(a.chunk >= 0 && a.chunk < virtual_stages, "stage ", s, "'s action ",
+                   action_name(a), " names a chunk it does not hold");
       if (a.kind == Kind::kBackward) {
         COURSE_CHECK(forwarded[s].count({a.chunk, a.micro_batch}) > 0, "stage ", s, " runs ",
-                     describe(a), " before its forward");
+                     action_name(a), " before its forward");
       }
       const std::optional<StageMessage> input = action_input(a, s, stages, virtual_stages);
       if (input && arrived[s].count(*input) == 0) continue;  // idles this round
       if (input) arrived[s].erase(*input);
       if (a.kind == Kind::kForward) forwarded[s].insert({a.chunk, a.micro_batch});
+      if (a.kind == Kind::kBackward) backwarded[s].insert({a.chunk, a.micro_batch});
       round[s].action = a;
       ++next[s];
       progress = true;
@@ -85,7 +92,7 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
       std::ostringstream stuck;
       for (int s = 0; s < stages; ++s) {
         if (next[s] < actions[s].size()) {
-          stuck << " stage " << s << " waits to run " << describe(actions[s][next[s]]) << ";";
+          stuck << " stage " << s << " waits to run " << action_name(actions[s][next[s]]) << ";";
         }
       }
       COURSE_FAIL(

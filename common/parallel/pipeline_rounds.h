@@ -31,6 +31,10 @@ struct StageMessage {
 };
 
 struct PipelineRound {
+  // Weight passes (a split backward's second half) the action list puts before this round's
+  // action: local work that needs no message, so they take no round of their own and fill what
+  // would be idle time.
+  std::vector<PipelineAction> weight_passes;
   std::optional<PipelineAction> action;  // run in this round (none: the stage idles)
   std::vector<StageMessage> sends;       // produced by the action, sent at the round's end
   std::vector<StageMessage> receives;    // produced by neighbours this round, for this stage

@@ -2,6 +2,7 @@
 #include "common/parallel/pipeline_schedule.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,27 @@ using Kind = PipelineAction::Kind;
 
 PipelineAction forward(int m) { return {Kind::kForward, m}; }
 PipelineAction backward(int m) { return {Kind::kBackward, m}; }
+PipelineAction weight(int m) { return {Kind::kWeight, m}; }
+
+// 1F1B's order, each backward's weight pass `delay` backwards after it (the last ones at the
+// end): ZB-H1 with delay = stage.
+std::vector<PipelineAction> zero_bubble_h1_actions(int stage, int stages, int micro_batches) {
+  std::vector<PipelineAction> actions;
+  const int warmup = std::min(stages - stage - 1, micro_batches), delay = stage;
+  int forwards = 0, backwards = 0, weights = 0;
+  const auto backward_then_due_weights = [&] {
+    actions.push_back(backward(backwards++));
+    while (weights < backwards - delay) actions.push_back(weight(weights++));
+  };
+  while (forwards < warmup) actions.push_back(forward(forwards++));
+  while (forwards < micro_batches) {
+    actions.push_back(forward(forwards++));
+    backward_then_due_weights();
+  }
+  while (backwards < micro_batches) backward_then_due_weights();
+  while (weights < micro_batches) actions.push_back(weight(weights++));
+  return actions;
+}
 
 // Megatron-LM's interleaved order: the k-th forward (or backward) of a rank takes micro-batches
 // in groups of p, one chunk after another (backwards through the chunks in reverse).
@@ -88,6 +110,8 @@ std::vector<PipelineAction> schedule_actions(PipelineSchedule schedule, int stag
       while (next_backward < micro_batches) actions.push_back(backward(next_backward++));
       break;
     }
+    case PipelineSchedule::kZeroBubbleH1:
+      return zero_bubble_h1_actions(stage, stages, micro_batches);
     case PipelineSchedule::kInterleaved:
       break;  // above
   }
@@ -96,32 +120,48 @@ std::vector<PipelineAction> schedule_actions(PipelineSchedule schedule, int stag
 
 void check_action_list(const std::vector<PipelineAction>& actions, int stage, int micro_batches,
                        int virtual_stages) {
-  // runs[chunk][micro-batch]: how many forwards (first) and backwards (second) the list has.
-  std::vector<std::vector<std::pair<int, int>>> runs(
-      virtual_stages, std::vector<std::pair<int, int>>(micro_batches, {0, 0}));
+  // runs[chunk][micro-batch][kind]: how many passes of each kind the list has.
+  std::vector<std::vector<std::array<int, 3>>> runs(
+      virtual_stages, std::vector<std::array<int, 3>>(micro_batches, {0, 0, 0}));
   for (const PipelineAction& a : actions) {
     COURSE_CHECK(a.micro_batch >= 0 && a.micro_batch < micro_batches && a.chunk >= 0 &&
                      a.chunk < virtual_stages,
                  "stage ", stage, "'s actions name micro-batch ", a.micro_batch, " of chunk ",
                  a.chunk, ", outside the step's ", micro_batches, " micro-batches and ",
                  virtual_stages, " chunk(s)");
-    auto& [forwards, backwards] = runs[a.chunk][a.micro_batch];
-    ++(a.kind == Kind::kForward ? forwards : backwards);
+    ++runs[a.chunk][a.micro_batch][static_cast<int>(a.kind)];
   }
+  const int weights = splits_backward(actions) ? 1 : 0;
   for (int c = 0; c < virtual_stages; ++c) {
     for (int m = 0; m < micro_batches; ++m) {
-      const auto [forwards, backwards] = runs[c][m];
-      COURSE_CHECK(forwards == 1 && backwards == 1, "stage ", stage, "'s actions run micro-batch ",
-                   m, (virtual_stages > 1 ? " of chunk " + std::to_string(c) : ""), " forward ",
-                   forwards, " time(s) and backward ", backwards, " time(s), not once each");
+      const auto [forwards, backwards, weight_passes] = runs[c][m];
+      COURSE_CHECK(forwards == 1 && backwards == 1 && weight_passes == weights, "stage ", stage,
+                   "'s actions run micro-batch ", m,
+                   (virtual_stages > 1 ? " of chunk " + std::to_string(c) : ""), " forward ",
+                   forwards, " time(s), backward ", backwards, " time(s) and its weight pass ",
+                   weight_passes, " time(s), not once each",
+                   (weights ? "" : " (the weight passes of a split backward, or none)"));
     }
   }
 }
 
+std::string action_name(const PipelineAction& a) {
+  const char* letter = a.kind == Kind::kForward ? "F" : a.kind == Kind::kBackward ? "B" : "W";
+  return letter + std::to_string(a.micro_batch) +
+         (a.chunk > 0 ? " c" + std::to_string(a.chunk) : "");
+}
+
+bool splits_backward(const std::vector<PipelineAction>& actions) {
+  return std::any_of(actions.begin(), actions.end(),
+                     [](const PipelineAction& a) { return a.kind == Kind::kWeight; });
+}
+
 int micro_batches_in_flight(const std::vector<PipelineAction>& actions) {
+  const Kind releases = splits_backward(actions) ? Kind::kWeight : Kind::kBackward;
   int in_flight = 0, most = 0;
   for (const PipelineAction& a : actions) {
-    in_flight += a.kind == Kind::kForward ? 1 : -1;
+    if (a.kind == Kind::kForward) ++in_flight;
+    if (a.kind == releases) --in_flight;
     most = std::max(most, in_flight);
   }
   return most;
@@ -132,6 +172,11 @@ double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
   const double p = stages, m = micro_batches, v = virtual_stages;
   if (schedule == PipelineSchedule::kNaive) return (p - 1) / p;
   if (schedule == PipelineSchedule::kInterleaved) return (p - 1) / (v * m + p - 1);
+  if (schedule == PipelineSchedule::kZeroBubbleH1) {
+    // Fewer micro-batches than stages: the last weight pass also waits for the gradient's trip.
+    const double idle = p - 1 + std::max(0.0, p - m);
+    return idle / (3 * m + idle);
+  }
   return (p - 1) / (m + p - 1);
 }
 
@@ -139,8 +184,10 @@ PipelineSchedule parse_pipeline_schedule(const std::string& name) {
   if (name == "naive") return PipelineSchedule::kNaive;
   if (name == "gpipe") return PipelineSchedule::kGpipe;
   if (name == "1f1b") return PipelineSchedule::kOneForwardOneBackward;
+  if (name == "zb-h1") return PipelineSchedule::kZeroBubbleH1;
   if (name == "interleaved") return PipelineSchedule::kInterleaved;
-  COURSE_FAIL("unknown pipeline schedule '", name, "' (known: naive, gpipe, 1f1b, interleaved)");
+  COURSE_FAIL("unknown pipeline schedule '", name,
+              "' (known: naive, gpipe, 1f1b, zb-h1, interleaved)");
 }
 
 std::string pipeline_schedule_name(PipelineSchedule schedule) {
@@ -151,6 +198,8 @@ std::string pipeline_schedule_name(PipelineSchedule schedule) {
       return "gpipe";
     case PipelineSchedule::kOneForwardOneBackward:
       return "1f1b";
+    case PipelineSchedule::kZeroBubbleH1:
+      return "zb-h1";
     case PipelineSchedule::kInterleaved:
       return "interleaved";
   }

@@ -5,12 +5,17 @@
 //          activations in flight at once
 //   1f1b   warm-up of min(p - stage - 1, m) forwards, then one forward one backward, then the
 //          remaining backwards: at most p - stage micro-batches in flight
+//   zb-h1  1F1B with each backward split into its input-gradient pass (B) and its weight-gradient
+//          pass (W, common/nn/context.h): the Bs keep 1F1B's places on the critical path and
+//          stage s runs each W s backwards late, so that the Ws fill what was 1F1B's
+//          cool-down bubble; every stage then holds at most p micro-batches (1F1B's peak, on
+//          its first stage). Qi et al., "Zero Bubble Pipeline Parallelism" (2024), ZB-H1
 //   interleaved  1F1B over v model chunks per rank (Megatron-LM's virtual stages): the model
 //          is cut into p v chunks, rank r holding chunks r, r + p, ...; forwards go through the
 //          chunks in groups of p micro-batches, so the pipeline fills v times faster and the
 //          bubble shrinks by v; needs m to be a multiple of p
-// Every chunk runs its backwards in micro-batch order, so each parameter's gradient adds up in
-// the order a single process accumulating the same micro-batches would use.
+// Every chunk runs its backwards (and weight passes) in micro-batch order, so each parameter's
+// gradient adds up in the order a single process accumulating the same micro-batches would use.
 #pragma once
 
 #include <string>
@@ -18,10 +23,11 @@
 
 namespace course::parallel {
 
-enum class PipelineSchedule { kNaive, kGpipe, kOneForwardOneBackward, kInterleaved };
+enum class PipelineSchedule { kNaive, kGpipe, kOneForwardOneBackward, kZeroBubbleH1, kInterleaved };
 
 struct PipelineAction {
-  enum class Kind { kForward, kBackward };
+  // kBackward: the whole backward, or with kWeight in the list its input-gradient half only.
+  enum class Kind { kForward, kBackward, kWeight };
   Kind kind;
   int micro_batch;
   int chunk = 0;  // the rank's model chunk (interleaved; else 0)
@@ -39,16 +45,26 @@ std::vector<PipelineAction> schedule_actions(PipelineSchedule schedule, int stag
 void check_action_list(const std::vector<PipelineAction>& actions, int stage, int micro_batches,
                        int virtual_stages);
 
-// The most activations (of one micro-batch through one chunk) a rank holds at once.
+// "F3", "B3", "W3" (" c1" added for chunk 1 of an interleaved schedule).
+std::string action_name(const PipelineAction& a);
+
+// Whether the list splits its backwards (it has weight passes).
+bool splits_backward(const std::vector<PipelineAction>& actions);
+
+// The most activations (of one micro-batch through one chunk) a rank holds at once: from a
+// forward to its backward, or to its weight pass where the backward is split.
 int micro_batches_in_flight(const std::vector<PipelineAction>& actions);
 
 // The idle share of a rank's step when forwards (and backwards) of every chunk take equal time:
 // naive (p - 1) / p, GPipe and 1F1B (p - 1) / (m + p - 1), interleaved (p - 1) / (v m + p - 1)
-// (Megatron-LM's bubble-to-compute ratio (p - 1) / (v m) as a share of the step).
+// (Megatron-LM's bubble-to-compute ratio (p - 1) / (v m) as a share of the step), ZB-H1 with
+// a backward's two halves each as long as a forward (p - 1) / (3 m + p - 1) once m >= p: its
+// bubble (p - 1)(T_F + T_B - T_W) against 1F1B's (p - 1)(T_F + T_B + T_W), a third (with
+// fewer micro-batches, p - m more idle slots: the first gradient's trip back is then exposed).
 double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
                        int virtual_stages = 1);
 
-// "naive", "gpipe", "1f1b", "interleaved"
+// "naive", "gpipe", "1f1b", "zb-h1", "interleaved"
 PipelineSchedule parse_pipeline_schedule(const std::string& name);
 std::string pipeline_schedule_name(PipelineSchedule schedule);
 

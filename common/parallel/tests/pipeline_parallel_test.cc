@@ -1,5 +1,6 @@
 // Pipeline parallelism against one process, on 2 and 4 ranks: a GPT of 5 blocks (cut unevenly)
-// trains 3 AdamW steps of 4 micro-batches with every schedule, and with the cut by parameters;
+// trains 3 AdamW steps of 4 micro-batches with every schedule, and with the cut by parameters
+// (ZB-H1 also bit for bit against 1F1B, whose sums it reorders in time, not in order);
 // every rank also trains the whole model alone, accumulating the same micro-batches in the same
 // order (interleaved 1F1B: an 8-block GPT, 2 chunks per rank; and a wide one whose activations
 // pass MPI's eager limit, with SGD). After each step the losses agree and
@@ -125,8 +126,9 @@ void expect_same_training(const Trace& pipelined, const Trace& alone, const std:
 TEST(PipelineParity, EveryScheduleTrainsAsOneProcess) {
   Communicator::world()->set_timeout(30);  // a mismatched send or receive fails, not hangs
   const Trace alone = train_alone();
-  for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
-                        PipelineSchedule::kOneForwardOneBackward}) {
+  for (auto schedule :
+       {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+        PipelineSchedule::kOneForwardOneBackward, PipelineSchedule::kZeroBubbleH1}) {
     expect_same_training(train_pipelined({.schedule = schedule, .micro_batches = kMicroBatches}),
                          alone, pipeline_schedule_name(schedule));
   }
@@ -145,6 +147,23 @@ TEST(PipelineParity, LlamaWithItsOwnOutputLayerTrainsAsOneProcess) {
                                           .balance = balance},
                                          kLlama),
                          alone, "llama, 1f1b cut by " + stage_balance_name(balance));
+  }
+}
+
+// ZB-H1 runs 1F1B's arithmetic with each backward's parameter gradients in a later weight pass:
+// the same sums in the same order, so the same bits, for the GPT (its tied table's gradient
+// split between the embedding's and the head's weight passes) and the Llama.
+TEST(PipelineParity, ZeroBubbleH1ComputesOneForwardOneBackwardsGradients) {
+  Communicator::world()->set_timeout(30);
+  for (const nn::GptConfig& config : {kGpt, kLlama}) {
+    const Trace one_f_one_b = train_pipelined(
+        {.schedule = PipelineSchedule::kOneForwardOneBackward, .micro_batches = kMicroBatches},
+        config);
+    const Trace zero_bubble = train_pipelined(
+        {.schedule = PipelineSchedule::kZeroBubbleH1, .micro_batches = kMicroBatches}, config);
+    EXPECT_EQ(zero_bubble.losses, one_f_one_b.losses) << config.name;
+    EXPECT_EQ(zero_bubble.parameters, one_f_one_b.parameters) << config.name;
+    EXPECT_EQ(zero_bubble.gathered, one_f_one_b.gathered) << config.name;
   }
 }
 
@@ -184,7 +203,8 @@ TEST(PipelineParity, TimelinesFollowTheSchedules) {
   auto gpt = make_gpt();
   const auto world = Communicator::world();
   const Batch b = batch_of_step(0);
-  for (auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneForwardOneBackward}) {
+  for (auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneForwardOneBackward,
+                        PipelineSchedule::kZeroBubbleH1}) {
     PipelineParallel pipeline(*gpt, world, {.schedule = schedule, .micro_batches = kMicroBatches});
     pipeline.forward_backward(b.tokens, b.targets);
     std::vector<PipelineAction> done;

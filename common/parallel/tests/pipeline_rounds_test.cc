@@ -1,9 +1,10 @@
 // The lockstep timetable of pipeline steps (pipeline_rounds.h), for every schedule over 1 to 4
 // stages, 1 to 8 micro-batches and 2 or 3 chunks: each stage runs exactly its schedule's actions
-// in order; each round's sends are received in the same round by their stage and nothing else
-// is; an action runs only after its input arrived in an earlier round; one message at most
-// per round between two stages (so a group's order is unambiguous). Schedules a trainee might
-// write wrong are errors naming the stage, never a hang.
+// in order (weight passes after their backward, in no round of their own); each round's sends are
+// received in the same round by their stage and nothing else is; an action runs only after its
+// input arrived in an earlier round; one message at most per round between two stages (so a group's
+// order is unambiguous). Schedules a trainee might write wrong are errors naming the stage, never a
+// hang.
 #include "common/parallel/pipeline_rounds.h"
 
 #include <gmock/gmock.h>
@@ -66,8 +67,18 @@ void expect_lockstep(PipelineSchedule schedule, int p, int m, int v) {
   }
   for (int s = 0; s < p; ++s) {
     std::vector<PipelineAction> ran;
+    std::set<std::pair<int, int>> backed_up;  // before this round
     for (const PipelineRound& r : rounds[s]) {
+      for (const PipelineAction& w : r.weight_passes) {
+        EXPECT_EQ(w.kind, Kind::kWeight) << what;
+        EXPECT_EQ(backed_up.count({w.chunk, w.micro_batch}), 1u)
+            << what << ": stage " << s << " runs " << action_name(w) << " before its backward";
+        ran.push_back(w);
+      }
       if (r.action) ran.push_back(*r.action);
+      if (r.action && r.action->kind == Kind::kBackward) {
+        backed_up.insert({r.action->chunk, r.action->micro_batch});
+      }
     }
     EXPECT_EQ(ran, actions[s]) << what << ": stage " << s;
   }
@@ -76,12 +87,41 @@ void expect_lockstep(PipelineSchedule schedule, int p, int m, int v) {
 TEST(PipelineRounds, EveryScheduleRunsInMatchedLockstepRounds) {
   for (int p = 1; p <= 4; ++p) {
     for (int m = 1; m <= 8; ++m) {
-      for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
-                            PipelineSchedule::kOneForwardOneBackward}) {
+      for (auto schedule :
+           {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+            PipelineSchedule::kOneForwardOneBackward, PipelineSchedule::kZeroBubbleH1}) {
         expect_lockstep(schedule, p, m, 1);
       }
       for (int v : {2, 3}) {
         if (m % p == 0) expect_lockstep(PipelineSchedule::kInterleaved, p, m, v);
+      }
+    }
+  }
+}
+
+// Weight passes take no round of their own: ZB-H1 sends and receives exactly 1F1B's messages in
+// 1F1B's rounds, its weight passes riding on them (the last ones in one more round at most).
+TEST(PipelineRounds, ZeroBubbleH1ExchangesInOneForwardOneBackwardsRounds) {
+  for (int p = 1; p <= 4; ++p) {
+    for (int m = 1; m <= 8; ++m) {
+      std::vector<std::vector<PipelineAction>> f1b1(p), zb(p);
+      for (int s = 0; s < p; ++s) {
+        f1b1[s] = schedule_actions(PipelineSchedule::kOneForwardOneBackward, s, p, m);
+        zb[s] = schedule_actions(PipelineSchedule::kZeroBubbleH1, s, p, m);
+      }
+      const auto f1b1_rounds = pipeline_rounds(f1b1, 1), zb_rounds = pipeline_rounds(zb, 1);
+      for (int s = 0; s < p; ++s) {
+        ASSERT_LE(zb_rounds[s].size(), f1b1_rounds[s].size() + 1) << "p " << p << " m " << m;
+        for (size_t t = 0; t < zb_rounds[s].size(); ++t) {
+          if (t == f1b1_rounds[s].size()) {
+            EXPECT_FALSE(zb_rounds[s][t].action || !zb_rounds[s][t].sends.empty() ||
+                         !zb_rounds[s][t].receives.empty());
+            continue;
+          }
+          EXPECT_EQ(zb_rounds[s][t].action, f1b1_rounds[s][t].action);
+          EXPECT_EQ(zb_rounds[s][t].sends, f1b1_rounds[s][t].sends);
+          EXPECT_EQ(zb_rounds[s][t].receives, f1b1_rounds[s][t].receives);
+        }
       }
     }
   }
@@ -102,6 +142,11 @@ TEST(PipelineRounds, ActionsThatCannotRunAreErrorsNamingTheStage) {
         pipeline_rounds({{f0, b0}, {f0, b0, f1, b1}}, 1);
       },
       ::testing::ThrowsMessage<Error>(HasSubstr("stage 1 waits to run F1")));
+  EXPECT_THAT(
+      [&] {
+        pipeline_rounds({{f0, {Kind::kWeight, 0}, b0}}, 1);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("stage 0 runs W0 before its backward")));
 }
 
 }  // namespace

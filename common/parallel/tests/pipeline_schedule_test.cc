@@ -1,12 +1,14 @@
 // The pipeline schedules against an independent reference: every schedule is run by a small
-// event simulation of p stages (forward 1 time unit, backward 2), which must finish (no stage
-// waits forever) in the time the course's formulas give.
+// event simulation of p stages (forward 1 time unit, backward 2, or 1 for its input-gradient
+// half and 1 for its weight pass where zb-h1 splits it), which must finish (no stage waits
+// forever) in the time the course's formulas give.
 #include "common/parallel/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "common/core/error.h"
 
@@ -41,17 +43,21 @@ Simulation simulate(PipelineSchedule schedule, int p, int m, int v = 1) {
       const int at = a.chunk * p + s;
       const int from = forward ? at - 1 : at + 1;
       double ready = free_at[s];
-      if (from >= 0 && from < p * v) {
+      if (a.kind != Kind::kWeight && from >= 0 && from < p * v) {
         const auto input = done.find({from, a.kind, a.micro_batch});
         if (input == done.end()) continue;
         ready = std::max(ready, input->second);
       }
-      if (!forward && !done.count({at, Kind::kForward, a.micro_batch})) {
-        ADD_FAILURE() << "stage " << s << " backs up micro-batch " << a.micro_batch
-                      << " before its forward";
+      const bool weight = a.kind == Kind::kWeight, split = splits_backward(actions[s]);
+      if (!forward && !done.count({at, weight ? Kind::kBackward : Kind::kForward, a.micro_batch})) {
+        ADD_FAILURE() << "stage " << s << " runs " << action_name(a) << " before its "
+                      << (weight ? "backward" : "forward");
         return sim;
       }
-      const double length = (forward ? kForwardTime : kBackwardTime) / v;
+      const double length = (forward ? kForwardTime
+                             : split ? kBackwardTime / 2
+                                     : kBackwardTime) /
+                            v;
       done[{at, a.kind, a.micro_batch}] = free_at[s] = ready + length;
       sim.busy[s] += length;
       sim.makespan = std::max(sim.makespan, free_at[s]);
@@ -163,9 +169,63 @@ TEST(PipelineSchedule, InterleavedSchedule) {
   EXPECT_THROW(schedule_actions(PipelineSchedule::kGpipe, 0, 2, 4, 2), Error);
 }
 
+// ZB-H1 on stage s: 1F1B's forwards and input-gradient passes, each weight pass s backwards
+// after its backward. By hand, then for every shape: every pass once and in micro-batch order,
+// at most p micro-batches held (1F1B's first stage's), and the simulated step 3 m + p - 1 units
+// (one unit per pass) once m >= p, against 1F1B's 3 (m + p - 1): a third of its bubble.
+TEST(PipelineSchedule, ZeroBubbleH1) {
+  const auto names = [](const std::vector<PipelineAction>& actions) {
+    std::string out;
+    for (const PipelineAction& a : actions) out += (out.empty() ? "" : " ") + action_name(a);
+    return out;
+  };
+  const auto zb = PipelineSchedule::kZeroBubbleH1;
+  EXPECT_EQ(names(schedule_actions(zb, 3, 4, 5)), "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 W2 W3 W4");
+  EXPECT_EQ(names(schedule_actions(zb, 1, 4, 5)), "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 B3 W2 B4 W3 W4");
+  EXPECT_EQ(names(schedule_actions(zb, 0, 4, 5)), "F0 F1 F2 F3 B0 W0 F4 B1 W1 B2 W2 B3 W3 B4 W4");
+  for (int p = 1; p <= 6; ++p) {
+    for (int m = 1; m <= 12; ++m) {
+      const Simulation sim = simulate(zb, p, m);
+      const double expected = 3 * m + p - 1 + std::max(0, p - m);
+      EXPECT_DOUBLE_EQ(sim.makespan, expected) << "p " << p << " m " << m;
+      for (int s = 0; s < p; ++s) {
+        const auto actions = schedule_actions(zb, s, p, m);
+        EXPECT_NO_THROW(check_action_list(actions, s, m, 1));
+        std::map<Kind, std::vector<int>> order;
+        for (const PipelineAction& a : actions) order[a.kind].push_back(a.micro_batch);
+        for (const auto& [kind, micro_batches] : order) {
+          EXPECT_TRUE(std::is_sorted(micro_batches.begin(), micro_batches.end()));
+        }
+        EXPECT_EQ(micro_batches_in_flight(actions), std::min(p, m)) << "p " << p << " stage " << s;
+        EXPECT_NEAR(1 - sim.busy[s] / sim.makespan, bubble_fraction(zb, p, m), 1e-12);
+      }
+      if (m >= p) {
+        const double one_f_one_b = (m + p - 1) * (kForwardTime + kBackwardTime);
+        EXPECT_DOUBLE_EQ(one_f_one_b - 3 * m, 3 * (sim.makespan - 3 * m));  // a third
+      }
+    }
+  }
+}
+
+// A list must hold each pass of every micro-batch once: weight passes for all or none.
+TEST(PipelineSchedule, ActionListsAreChecked) {
+  using A = PipelineAction;
+  EXPECT_NO_THROW(check_action_list({{Kind::kForward, 0}, {Kind::kBackward, 0}}, 0, 1, 1));
+  EXPECT_THROW(check_action_list({{Kind::kForward, 0}}, 0, 1, 1), Error);
+  EXPECT_THROW(check_action_list({{Kind::kForward, 0},
+                                  {Kind::kBackward, 0},
+                                  A{Kind::kForward, 1},
+                                  {Kind::kBackward, 1},
+                                  {Kind::kWeight, 1}},
+                                 0, 2, 1),
+               Error);  // W0 missing
+  EXPECT_THROW(check_action_list({{Kind::kForward, 2}, {Kind::kBackward, 2}}, 0, 2, 1), Error);
+}
+
 TEST(PipelineSchedule, NamesRoundTripAndUnknownOnesAreRefused) {
   for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
-                        PipelineSchedule::kOneForwardOneBackward, PipelineSchedule::kInterleaved}) {
+                        PipelineSchedule::kOneForwardOneBackward, PipelineSchedule::kZeroBubbleH1,
+                        PipelineSchedule::kInterleaved}) {
     EXPECT_EQ(parse_pipeline_schedule(pipeline_schedule_name(schedule)), schedule);
   }
   EXPECT_THROW(parse_pipeline_schedule("zero-bubble"), Error);

@@ -1,0 +1,100 @@
+// The backward split into its input-gradient half (B) and its weight-gradient half (W)
+// (common/nn/context.h), on a GPT (Linear, LayerNorm, the token and position tables, the tied
+// head) and a Llama (RMSNorm, an untied output layer): with a queue attached, backward leaves
+// every parameter's gradient untouched and returns the same input gradient; running the queue
+// then gives the same gradients as one undivided backward, bit for bit, ready hooks included.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+
+#include "common/kernels/elementwise.h"
+#include "common/nn/gpt.h"
+#include "common/nn/linear.h"
+#include "common/testing/random_tensor.h"
+
+namespace course::nn {
+namespace {
+
+using Gradients = std::map<std::string, std::vector<float>>;
+
+Gradients gradients_of(Module& model) {
+  Gradients out;
+  for (const auto& [name, p] : model.state().parameters) out[name] = p->grad.to_vector<float>();
+  return out;
+}
+
+void expect_split_backward_is_the_whole(const GptConfig& config) {
+  std::mt19937 rng(7);
+  Gpt gpt(config, rng, Device::cpu());
+  const Tensor tokens = testing::random_tokens(3, config.context, config.vocabulary, 8);
+  const Tensor dlogits =
+      testing::random_tensor({3, config.context, config.vocabulary}, DType::kF32, Device::cpu(), 9)
+          .tensor;
+
+  Context whole_ctx;
+  gpt.zero_grad();
+  gpt.forward(tokens, whole_ctx);
+  gpt.backward(dlogits, whole_ctx);
+  const Gradients whole = gradients_of(gpt);
+
+  std::map<std::string, int> ready;
+  const auto params = gpt.state().parameters;
+  gpt.set_grad_ready_hook([&](Parameter& p) {
+    for (const auto& [name, q] : params) {
+      if (q == &p) ++ready[name];
+    }
+  });
+  Context split_ctx;
+  WeightGradientQueue weight_pass;
+  gpt.zero_grad();
+  gpt.forward(tokens, split_ctx);
+  split_ctx.defer_weight_gradients(&weight_pass);
+  gpt.backward(dlogits, split_ctx);
+  split_ctx.defer_weight_gradients(nullptr);
+  for (const auto& [name, values] : gradients_of(gpt)) {
+    EXPECT_EQ(values, std::vector<float>(values.size(), 0.0f))
+        << config.name << ": " << name << "'s gradient changed in the input-gradient half";
+  }
+  EXPECT_TRUE(ready.empty()) << config.name << ": a gradient was ready before the weight pass";
+  ASSERT_FALSE(weight_pass.empty());
+  weight_pass.run();
+  EXPECT_TRUE(weight_pass.empty());
+  EXPECT_EQ(gradients_of(gpt), whole) << config.name;
+  for (const auto& [name, p] : params) {
+    EXPECT_GE(ready[name], 1) << config.name << ": " << name << " never ready";
+  }
+}
+
+TEST(WeightGradientQueue, GptBackwardSplitsIntoInputAndWeightHalves) {
+  expect_split_backward_is_the_whole({"gpt-split", 2, 2, 16, 9, 23});
+}
+
+TEST(WeightGradientQueue, LlamaBackwardSplitsIntoInputAndWeightHalves) {
+  expect_split_backward_is_the_whole(
+      {"llama-split", 2, 4, 16, 9, 23, DecoderFamily::kLlama, 2, 24, false, 100.0f});
+}
+
+// The input gradient does not depend on the weight pass: B alone gives the whole backward's.
+TEST(WeightGradientQueue, TheInputGradientIsTheWholeBackwards) {
+  std::mt19937 rng(3);
+  Linear linear(5, 4, rng, Device::cpu());
+  const Tensor x = testing::random_tensor({6, 5}, DType::kF32, Device::cpu(), 4).tensor;
+  const Tensor dy = testing::random_tensor({6, 4}, DType::kF32, Device::cpu(), 5).tensor;
+  Context whole, split;
+  linear.forward(x, whole);
+  const std::vector<float> dx = linear.backward(dy, whole).to_vector<float>();
+  const std::vector<float> dw = linear.weight.grad.to_vector<float>();
+  WeightGradientQueue queue;
+  linear.zero_grad();
+  linear.forward(x, split);
+  split.defer_weight_gradients(&queue);
+  EXPECT_EQ(linear.backward(dy, split).to_vector<float>(), dx);
+  EXPECT_EQ(linear.weight.grad.to_vector<float>(), std::vector<float>(dw.size(), 0.0f));
+  queue.run();
+  EXPECT_EQ(linear.weight.grad.to_vector<float>(), dw);
+}
+
+}  // namespace
+}  // namespace course::nn
