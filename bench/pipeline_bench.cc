@@ -7,7 +7,10 @@
 // (p - 1) / p (naive), (p - 1) / (m + p - 1), (p - 1) / (3 m + p - 1) (ZB-H1, m >= p) and
 // (p - 1) / (v m + p - 1) (interleaved), and the
 // first stage's peak memory in the step with the activations it held at once (interleaved: of
-// one chunk each).
+// one chunk each), and the mean length of a forward, a backward and a weight pass: ZB-H1's
+// bubble is (p - 1)(F + B - W) against 1F1B's (p - 1)(F + B + W) (its B then includes W), a
+// third only where the three take as long.
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -26,7 +29,20 @@ constexpr int kTimedSteps = 3;
 
 struct Row {
   double bubble = 0, step_seconds = 0, peak = 0;
+  std::array<double, 3> pass_seconds{};  // mean forward, backward, weight pass (0: none)
 };
+
+// The mean length of each kind of pass in a step's timeline.
+std::array<double, 3> mean_pass_seconds(const std::vector<parallel::TimedAction>& timeline) {
+  std::array<double, 3> total{}, count{};
+  for (const parallel::TimedAction& a : timeline) {
+    const auto kind = static_cast<size_t>(a.action.kind);
+    total[kind] += a.end_s - a.start_s;
+    ++count[kind];
+  }
+  for (size_t k = 0; k < total.size(); ++k) total[k] = count[k] > 0 ? total[k] / count[k] : 0.0;
+  return total;
+}
 
 Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_stages,
             int64_t sequences, const std::shared_ptr<parallel::Communicator>& world) {
@@ -58,12 +74,18 @@ Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_
     row.bubble += pipeline.measured_bubble() / kTimedSteps;
     row.step_seconds += pipeline.step_seconds() / kTimedSteps;
     row.peak = static_cast<double>(allocator.stats().peak_allocated - before);
+    const std::array<double, 3> passes = mean_pass_seconds(pipeline.timeline());
+    for (size_t k = 0; k < passes.size(); ++k) row.pass_seconds[k] += passes[k] / kTimedSteps;
   }
-  // The ranks' mean bubble and step; the first stage's peak.
-  const std::vector<float> sums = parallel::allreduce_sum(
-      {static_cast<float>(row.bubble), static_cast<float>(row.step_seconds)}, *world);
+  // The ranks' mean bubble, step and pass lengths; the first stage's peak.
+  std::vector<float> local = {static_cast<float>(row.bubble), static_cast<float>(row.step_seconds)};
+  for (const double seconds : row.pass_seconds) local.push_back(static_cast<float>(seconds));
+  const std::vector<float> sums = parallel::allreduce_sum(local, *world);
   row.bubble = sums[0] / world->size();
   row.step_seconds = sums[1] / world->size();
+  for (size_t k = 0; k < row.pass_seconds.size(); ++k) {
+    row.pass_seconds[k] = sums[2 + k] / world->size();
+  }
   return row;
 }
 
@@ -76,15 +98,15 @@ void run(int argc, char** argv) {
   if (lead) {
     std::printf("gpt-tiny in %d stage(s), micro-batches of %lld x 64 tokens, %d steps timed\n", p,
                 static_cast<long long>(sequences), kTimedSteps);
-    std::printf("%-15s %3s %10s %10s %10s %12s %9s\n", "schedule", "m", "bubble", "formula",
-                "step ms", "peak MiB", "in flight");
+    std::printf("%-15s %3s %10s %10s %10s %12s %9s %16s\n", "schedule", "m", "bubble", "formula",
+                "step ms", "peak MiB", "in flight", "F / B / W ms");
   }
   measure(parallel::PipelineSchedule::kGpipe, 2, 1, sequences, world);  // warm-up of the process
   const int chunks = 4 / p;  // gpt-tiny's 4 blocks: interleaved where a rank gets 2 or more
-  for (auto schedule : {parallel::PipelineSchedule::kNaive, parallel::PipelineSchedule::kGpipe,
-                        parallel::PipelineSchedule::kOneForwardOneBackward,
-                        parallel::PipelineSchedule::kZeroBubbleH1,
-                        parallel::PipelineSchedule::kInterleaved}) {
+  for (auto schedule :
+       {parallel::PipelineSchedule::kNaive, parallel::PipelineSchedule::kGpipe,
+        parallel::PipelineSchedule::kOneForwardOneBackward,
+        parallel::PipelineSchedule::kZeroBubbleH1, parallel::PipelineSchedule::kInterleaved}) {
     const bool interleaved = schedule == parallel::PipelineSchedule::kInterleaved;
     if (interleaved && chunks < 2) continue;
     const int v = interleaved ? chunks : 1;
@@ -99,10 +121,11 @@ void run(int argc, char** argv) {
       const std::string name = parallel::pipeline_schedule_name(schedule) +
                                (interleaved ? " v=" + std::to_string(v) : "");
       std::printf(
-          "%-15s %3d %10.3f %10.3f %10.1f %12.2f %9d\n", name.c_str(), m, row.bubble,
-          parallel::bubble_fraction(schedule, p, m, v), row.step_seconds * 1e3,
+          "%-15s %3d %10.3f %10.3f %10.1f %12.2f %9d %6.1f/%4.1f/%4.1f\n", name.c_str(), m,
+          row.bubble, parallel::bubble_fraction(schedule, p, m, v), row.step_seconds * 1e3,
           row.peak / 1048576.0,
-          parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m, v)));
+          parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m, v)),
+          row.pass_seconds[0] * 1e3, row.pass_seconds[1] * 1e3, row.pass_seconds[2] * 1e3);
     }
   }
 }

@@ -30,8 +30,10 @@ void print_pipeline_bubbles(const PipelineMeasurement& measured) {
   if (measured.steps_measured < 1) return;
   const int stages = static_cast<int>(measured.stages.size()), v = measured.virtual_stages;
   const char* formula = measured.schedule == PipelineSchedule::kNaive ? "(p-1)/p"
-                        : v > 1                                       ? "(p-1)/(v m+p-1)"
-                                                                      : "(p-1)/(m+p-1)";
+                        : measured.schedule == PipelineSchedule::kZeroBubbleH1
+                            ? "(p-1)/(3m+p-1), passes of equal length"
+                        : v > 1 ? "(p-1)/(v m+p-1)"
+                                : "(p-1)/(m+p-1)";
   std::printf(
       "pipeline bubble (idle share of a step, %lld steps after the first; formula %s %.3f):\n",
       static_cast<long long>(measured.steps_measured), formula,
