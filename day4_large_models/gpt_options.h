@@ -59,8 +59,8 @@ struct GptLabOptions : course::train::RunFlags {
   std::string timeline;    // pipeline: PNG of the last step's forwards and backwards
   course::parallel::StageBalance pipeline_balance = course::parallel::StageBalance::kLayers;
   bool pipeline_exercises = false;  // the pipeline cut, scheduled and connected by TP4.18-TP4.20
-  double comm_timeout = 300;    // seconds a rank waits for the others
-  int64_t sample_tokens = 300;  // generated after training (0: none)
+  double comm_timeout = 300;        // seconds a rank waits for the others
+  int64_t sample_tokens = 300;      // generated after training (0: none)
   std::string prompt = "\n";
   course::nn::SamplingOptions sampling{.temperature = 0.8f};  // of the sample
 };

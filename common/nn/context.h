@@ -70,6 +70,7 @@ class Context {
   // A module's parameter-gradient work: queued, or run now. It must hold what it reads (the
   // context's saved state is released when the backward call returns).
   void weight_gradient(std::function<void()> work);
+  bool defers_weight_gradients() const { return deferred_ != nullptr; }
 
  private:
   std::any saved_;

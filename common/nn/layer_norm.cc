@@ -22,17 +22,15 @@ Tensor LayerNorm::run_forward(const Tensor& x, Context& ctx) {
 
 Tensor LayerNorm::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("LayerNorm");
-  // One kernel pass gives the input's gradient and the parameters' sums; the sums join the
-  // parameters' gradients in the W half (context.h).
-  Tensor weight_sums = zeros(weight.grad.shape(), DType::kF32, weight.grad.device()),
-         bias_sums = zeros(bias.grad.shape(), DType::kF32, bias.grad.device());
+  // One kernel pass gives the input's gradient and the parameters' sums; a deferring context
+  // (context.h) gets the sums added to the gradients in its W half.
+  Tensor weight_sums = gradient_sums_target(weight, ctx),
+         bias_sums = gradient_sums_target(bias, ctx);
   Tensor dx = layer_norm_backward(as_dtype(dy, saved.input.dtype()), saved.input,
                                   weight.f32_value(), saved.statistics, weight_sums, bias_sums);
   ctx.weight_gradient([this, weight_sums, bias_sums] {
-    axpy_(1.0f, weight_sums, weight.grad);
-    grad_ready(weight);
-    axpy_(1.0f, bias_sums, bias.grad);
-    grad_ready(bias);
+    add_gradient_sums(weight, weight_sums);
+    add_gradient_sums(bias, bias_sums);
   });
   return dx;
 }

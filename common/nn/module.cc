@@ -17,6 +17,16 @@ Tensor Module::backward(const Tensor& dy, Context& ctx) {
   return dx;
 }
 
+Tensor Module::gradient_sums_target(const Parameter& p, const Context& ctx) {
+  return ctx.defers_weight_gradients() ? zeros(p.grad.shape(), DType::kF32, p.grad.device())
+                                       : p.grad;
+}
+
+void Module::add_gradient_sums(Parameter& p, const Tensor& target) const {
+  if (target.data() != p.grad.data()) axpy_(1.0f, target, p.grad);
+  grad_ready(p);
+}
+
 void Module::collect(const std::string& prefix, ModuleState& state) {
   for (const Child& c : children()) {
     c.module->collect(c.name.empty() ? prefix : prefix + c.name + ".", state);

@@ -85,6 +85,14 @@ class Module {
     if (hook_) hook_(p);
   }
 
+  // For a kernel that adds a parameter's gradient sums in the same pass as the input's gradient
+  // (the norms): where to add them. Usually the gradient itself; while `ctx` defers weight
+  // gradients, zeroed scratch, which add_gradient_sums adds to the gradient in the W half.
+  static Tensor gradient_sums_target(const Parameter& p, const Context& ctx);
+  // The W half of such a parameter: adds the scratch (not the gradient itself), then marks it
+  // ready.
+  void add_gradient_sums(Parameter& p, const Tensor& target) const;
+
   bool training_ = true;
   GradReadyHook hook_;
 

@@ -20,14 +20,11 @@ Tensor RmsNorm::run_forward(const Tensor& x, Context& ctx) {
 
 Tensor RmsNorm::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("RmsNorm");
-  // The weight's sums join its gradient in the W half, as LayerNorm's.
-  Tensor weight_sums = zeros(weight.grad.shape(), DType::kF32, weight.grad.device());
+  // The weight's sums reach its gradient as LayerNorm's do.
+  Tensor weight_sums = gradient_sums_target(weight, ctx);
   Tensor dx = rms_norm_backward(as_dtype(dy, saved.input.dtype()), saved.input, weight.f32_value(),
                                 saved.statistics, weight_sums);
-  ctx.weight_gradient([this, weight_sums] {
-    axpy_(1.0f, weight_sums, weight.grad);
-    grad_ready(weight);
-  });
+  ctx.weight_gradient([this, weight_sums] { add_gradient_sums(weight, weight_sums); });
   return dx;
 }
 

@@ -138,9 +138,10 @@ void check_action_list(const std::vector<PipelineAction>& actions, int stage, in
       COURSE_CHECK(forwards == 1 && backwards == 1 && weight_passes == weights, "stage ", stage,
                    "'s actions run micro-batch ", m,
                    (virtual_stages > 1 ? " of chunk " + std::to_string(c) : ""), " forward ",
-                   forwards, " time(s), backward ", backwards, " time(s) and its weight pass ",
-                   weight_passes, " time(s), not once each",
-                   (weights ? "" : " (the weight passes of a split backward, or none)"));
+                   forwards, " time(s), backward ", backwards, " time(s) and weight pass ",
+                   weight_passes,
+                   " time(s): each forward and backward runs once, and each "
+                   "weight pass once where the list splits its backwards");
     }
   }
 }
