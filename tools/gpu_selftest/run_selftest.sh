@@ -113,6 +113,7 @@ for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
   common/kernels/tests/batch_mix_test common/kernels/tests/fused_conv_test \
   common/kernels/tests/graph_test common/kernels/tests/norm_pool_optim_test \
   common/optim/tests/gradient_clipping_test common/nn/tests/generation_test \
+  common/nn/tests/weight_gradient_queue_test \
   common/data/tests/jitter_test; do
   record "$(basename "$t")" "$device" "$root/$t" --gtest_filter="$filter" --gtest_brief=1
 done
@@ -159,7 +160,7 @@ multi "day 2: DDP over NCCL" "$ranks" "$labs/day2_ddp_lab" --synthetic 512 -b 32
 multi "day 4: DDP" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}"
 multi "day 4: ZeRO-3, bf16 parameters" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --sharding zero3 --amp --param-dtype bf16
-for schedule in gpipe 1f1b; do
+for schedule in gpipe 1f1b zb-h1; do
   multi "day 4: $schedule pipeline, 2 stages" "$even" "$labs/day4_large_models_lab" \
     "${gpt[@]}" --pipeline-stages 2 --micro-batches 4 --schedule "$schedule"
 done
