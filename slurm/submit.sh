@@ -71,7 +71,8 @@ while (($#)); do
 done
 
 [[ -n $lab ]] || fail "which lab? (one of: ${labs[*]})"
-printf '%s\n' "${labs[@]}" | grep -qxF -- "$lab" || fail "unknown lab '$lab' (one of: ${labs[*]})"
+# grep without -q reads all its input: no SIGPIPE for printf under pipefail.
+printf '%s\n' "${labs[@]}" | grep -xF -- "$lab" >/dev/null || fail "unknown lab '$lab' (one of: ${labs[*]})"
 check_job_options
 if [[ $lab == *day1_gpu ]] && ((nodes > 1 || gpus > 1)); then
   fail "day 1's lab runs one process: no --nodes or --gpus above 1 (day2_ddp runs several)"

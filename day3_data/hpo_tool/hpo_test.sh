@@ -49,7 +49,7 @@ expect 0 "maximize lab" "$hpo" create --db "$db" --study lab --lab="$lab_flags" 
 expect 0 "trial 0: --lr 0.1" "$hpo" worker --db "$db" --study lab --trials 1
 expect 0 "trial 1 pruned" "$hpo" worker --db "$db" --study lab --trials 1
 expect 0 "2 trials: 1 complete, 1 pruned" "$hpo" status --db "$db" --study lab
-"$hpo" status --db "$db" --study lab --trials | grep -qE "^ +1 pruned +- +1 " ||
+grep -qE "^ +1 pruned +- +1 " <<<"$("$hpo" status --db "$db" --study lab --trials)" ||
   fail "the pruned trial does not show its one reported epoch"
 
 # A worker killed mid-trial: its trial is failed once its heartbeat is older than the grace.

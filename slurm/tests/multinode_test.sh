@@ -21,7 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 on_both_nodes() {  # on_both_nodes JOB: the job was given node1 and node2
-  scontrol show job "$1" | grep -q " NodeList=node\[1-2\]" ||
+  grep -q " NodeList=node\[1-2\]" <<<"$(scontrol show job "$1")" ||
     fail "job $1 was not placed on both nodes: $(scontrol show job "$1" | grep NodeList)"
 }
 

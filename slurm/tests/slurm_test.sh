@@ -49,11 +49,11 @@ submit --cpu --gpus 2 --time 10 --name ci_day2 solutions/day2_ddp -- --synthetic
   --batch-size 16 --num-workers 1
 day2=$job
 wait_for "$day1" COMPLETED 300
-output_of "$day1" | grep -q "epoch 2: .*test accuracy" || fail "day-1 job $day1 has no report"
+grep -q "epoch 2: .*test accuracy" <<<"$(output_of "$day1")" || fail "day-1 job $day1 has no report"
 echo "ok: day-1 job $day1 completed: $(output_of "$day1" | grep "^epoch 2")"
 wait_for "$day2" COMPLETED 300
-output_of "$day2" | grep -q "on 2 rank(s)" || fail "day-2 job $day2 did not run on 2 ranks"
-output_of "$day2" | grep -q "test accuracy" || fail "day-2 job $day2 has no report"
+grep -q "on 2 rank(s)" <<<"$(output_of "$day2")" || fail "day-2 job $day2 did not run on 2 ranks"
+grep -q "test accuracy" <<<"$(output_of "$day2")" || fail "day-2 job $day2 has no report"
 echo "ok: day-2 job $day2 completed on 2 ranks: $(output_of "$day2" | grep "^epoch 1")"
 
 # A lab in a container (--container): a stand-in for Apptainer on the job's PATH logs how the
@@ -75,7 +75,7 @@ touch "$stub/course.sif"
 PATH="$stub:$PATH" submit --cpu --gpus 1 --time 10 --name ci_container --container \
   "$stub/course.sif" solutions/day1_gpu -- --synthetic 256 --batch-size 32 --test --test-nsteps 3
 wait_for "$job" COMPLETED 300
-output_of "$job" | grep -q "training performance" || fail "container job $job has no report"
+grep -q "training performance" <<<"$(output_of "$job")" || fail "container job $job has no report"
 grep -qF "apptainer exec --nv --bind $PWD --pwd $PWD $stub/course.sif /opt/course/bazel-bin/solutions/day1_gpu/lab" \
   "$stub/calls.log" || fail "container job $job did not enter the image: $(cat "$stub/calls.log")"
 echo "ok: container job $job ran the image's lab through apptainer exec --nv"
@@ -99,7 +99,7 @@ submit --cpu --gpus 1 --cpus-per-rank 2 --time 10 --name ci_preempt solutions/da
 preempted=$job
 wait_for "$preempted" RUNNING 120
 deadline=$((SECONDS + 120))
-until output_of "$preempted" 2>/dev/null | grep -q "^training"; do
+until grep -q "^training" <<<"$(output_of "$preempted" 2>/dev/null)"; do
   ((SECONDS < deadline)) || fail "job $preempted did not start training"
   sleep 0.5
 done

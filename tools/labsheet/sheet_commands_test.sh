@@ -33,10 +33,13 @@ fail() {
   failures=$((failures + 1))
 }
 
+# A plain loop: `printf | grep -q` under pipefail fails when grep exits on its match before
+# printf has written the rest (SIGPIPE).
 is_in() {
-  local item=$1
+  local item=$1 candidate
   shift
-  printf '%s\n' "$@" | grep -qxF -- "$item"
+  for candidate in "$@"; do [[ $candidate == "$item" ]] && return 0; done
+  return 1
 }
 
 # The fenced shell lines of a sheet, continuation lines joined, comments and prompts removed,
