@@ -55,6 +55,72 @@ struct AttentionProbabilities {
   }
 };
 
+// Row r of a block's score gradient, in place over dP: dS_ij = P_ij (dP_ij - dots_r), the
+// softmax gradient with the row dot rowsum(dO O) of the whole attention (attention_heads.h).
+template <class T>
+struct AttentionScoreGradient {
+  T* dscores;  // (N, T, T): dP in, dS out
+  const T* probs;
+  const float* dots;
+  int64_t cols;
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t r, const Lanes& lanes) const {
+    const int64_t base = r * cols;
+    const float dot = dots[r];
+    lanes.for_each(cols, [&](int64_t j) {
+      dscores[base + j] =
+          T(static_cast<float>(probs[base + j]) * (static_cast<float>(dscores[base + j]) - dot));
+    });
+  }
+};
+
+// Row r of (N T, D): dots_r = sum_d dout_rd out_rd.
+template <class T>
+struct AttentionRowDot {
+  const T* out;
+  const T* dout;
+  float* dots;
+  int64_t head_dim;
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t r, const Lanes& lanes) const {
+    const int64_t base = r * head_dim;
+    const float dot = lanes.sum(head_dim, [&](int64_t d) {
+      return static_cast<float>(out[base + d]) * static_cast<float>(dout[base + d]);
+    });
+    if (lanes.first()) dots[r] = dot;
+  }
+};
+
+// Row r of (N T, D): the running (out, lse) merged with a block's (out_b, lse_b) by their
+// log-sum-exps, out in place and the merged lse to lse_out (not over lse, which other lanes of
+// the row may still be reading); a side at -inf (no key seen) weighs 0.
+template <class T>
+struct MergeAttentionBlock {
+  T* out;
+  const float* lse;
+  const T* out_b;
+  const float* lse_b;
+  float* lse_out;
+  int64_t head_dim;
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t r, const Lanes& lanes) const {
+    const float a = lse[r], b = lse_b[r], top = fmaxf(a, b);
+    if (top == -INFINITY) {
+      if (lanes.first()) lse_out[r] = top;
+      return;
+    }
+    const float weight_a = expf(a - top), weight_b = expf(b - top);
+    const float total = weight_a + weight_b;
+    const int64_t base = r * head_dim;
+    lanes.for_each(head_dim, [&](int64_t d) {
+      out[base + d] = T((weight_a * static_cast<float>(out[base + d]) +
+                         weight_b * static_cast<float>(out_b[base + d])) /
+                        total);
+    });
+    if (lanes.first()) lse_out[r] = top + logf(total);
+  }
+};
+
 // Element i of the (B H, T, T) scaled scores += bias[h, q, k], an (H, T, T) f32 score bias
 // shared by the batch (CoAtNet's relative positions), before the softmax.
 template <class T>

@@ -1,0 +1,193 @@
+// Ring attention: the blocks of a rank's two query chunks against the two key chunks it holds at
+// each hop, merged by log-sum-exp, with the next hop's keys and values already on their way.
+#include "common/parallel/ring_attention.h"
+
+#include "common/core/error.h"
+#include "common/kernels/attention_heads.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/permute.h"
+
+namespace course::parallel {
+
+namespace {
+
+// (B, 2, Tc, 3, H, D) -> (3, 2, B, H, Tc, D) and (2, B, H, Tc, D) -> (B, 2, Tc, H, D).
+const std::vector<int> kQkvToChunkHeads = {3, 1, 0, 4, 2, 5};
+const std::vector<int> kChunkHeadsToRows = {1, 0, 3, 2, 4};
+constexpr int kKeysAndValuesTag = 0, kGradientsTag = 1;
+
+struct RingDims {
+  int64_t batch, chunk, heads, head_dim;
+  int64_t matrices() const { return batch * heads; }
+};
+
+RingDims dims_of(const Tensor& qkv, int64_t heads) {
+  COURSE_CHECK(qkv.dim() == 3 && qkv.size(2) % 3 == 0 && qkv.size(1) % 2 == 0 &&
+                   qkv.memory_format() == MemoryFormat::kContiguous,
+               "ring attention needs a contiguous (B, 2 T_chunk, 3C) q|k|v tensor, got ",
+               qkv.str());
+  const int64_t channels = qkv.size(2) / 3;
+  COURSE_CHECK(heads > 0 && channels % heads == 0, "attention width ", channels,
+               " does not divide into ", heads, " heads");
+  return {qkv.size(0), qkv.size(1) / 2, heads, channels / heads};
+}
+
+// The sequence chunk that slot 0 or 1 of a rank holds.
+int chunk_of(int rank, int ranks, int slot) { return slot == 0 ? rank : 2 * ranks - 1 - rank; }
+
+// Matrix `index` of a contiguous (n, B H, Tc, D) stack, as (B H, Tc, D).
+Tensor block(const Tensor& stack, int64_t index, const RingDims& n) {
+  return stack
+      .view({stack.numel() / (n.matrices() * n.chunk * n.head_dim), n.matrices(), n.chunk,
+             n.head_dim})
+      .slice(index, index + 1)
+      .view({n.matrices(), n.chunk, n.head_dim});
+}
+
+// Whether query chunk i sees key chunk j, and whether only causally (the diagonal block).
+struct BlockMask {
+  bool seen, diagonal;
+};
+BlockMask mask_of(int query_chunk, int key_chunk, bool causal) {
+  if (!causal) return {true, false};
+  return {key_chunk <= query_chunk, key_chunk == query_chunk};
+}
+
+// The ring's neighbours: keys and values go from rank r to r + 1.
+struct Ring {
+  Communicator& comm;
+  int next() const { return (comm.rank() + 1) % comm.size(); }
+  int previous() const { return (comm.rank() + comm.size() - 1) % comm.size(); }
+  // Sends `outgoing` to the next rank and receives the previous one's into a new tensor.
+  WorkPtr pass(const Tensor& outgoing, Tensor& incoming, int tag) {
+    incoming = Tensor::empty(outgoing.shape(), outgoing.dtype(), outgoing.device());
+    return comm.exchange({send_to(outgoing, next(), tag), receive_from(incoming, previous(), tag)});
+  }
+};
+
+}  // namespace
+
+std::vector<int32_t> context_parallel_positions(int64_t seq, int rank, int ranks) {
+  COURSE_CHECK(ranks > 0 && rank >= 0 && rank < ranks, "context-parallel rank ", rank, " of ",
+               ranks);
+  COURSE_CHECK(seq > 0 && seq % (2 * ranks) == 0, "a sequence of ", seq,
+               " positions does not cut into 2 x ", ranks,
+               " equal chunks (context parallelism gives each rank two)");
+  const int64_t chunk = seq / (2 * ranks);
+  std::vector<int32_t> positions;
+  for (int slot = 0; slot < 2; ++slot) {
+    const int64_t first = chunk_of(rank, ranks, slot) * chunk;
+    for (int64_t t = 0; t < chunk; ++t) positions.push_back(static_cast<int32_t>(first + t));
+  }
+  return positions;
+}
+
+Tensor context_parallel_rows(const Tensor& full, int rank, int ranks) {
+  COURSE_CHECK(full.dim() >= 2 && full.memory_format() == MemoryFormat::kContiguous,
+               "context-parallel rows of a contiguous (B, T, ...) tensor, got ", full.str());
+  context_parallel_positions(full.size(1), rank, ranks);  // checks the cut
+  const int64_t batch = full.size(0), chunk = full.size(1) / (2 * ranks);
+  const int64_t row = full.numel() / (batch * full.size(1));
+  const Tensor chunks = permute(full.view({batch, 2 * ranks, chunk * row}), {1, 0, 2});
+  Tensor mine = Tensor::empty({2, batch, chunk * row}, full.dtype(), full.device());
+  for (int slot = 0; slot < 2; ++slot) {
+    const int c = chunk_of(rank, ranks, slot);
+    Tensor into = mine.slice(slot, slot + 1);
+    copy_(into, chunks.slice(c, c + 1));
+  }
+  Shape shape = full.shape();
+  shape[1] = 2 * chunk;
+  return permute(mine, {1, 0, 2}).view(shape);
+}
+
+Tensor ring_attention_forward(const Tensor& qkv, int64_t heads, bool causal, Communicator& cp,
+                              RingAttentionSaved& saved) {
+  const RingDims n = dims_of(qkv, heads);
+  saved.qkv_heads = permute(qkv.view({n.batch, 2, n.chunk, 3, n.heads, n.head_dim}),
+                            kQkvToChunkHeads);  // (3, 2, B, H, Tc, D)
+  saved.out = Tensor::empty({2, n.matrices(), n.chunk, n.head_dim}, qkv.dtype(), qkv.device());
+  std::array<bool, 2> started{false, false};
+  Ring ring{cp};
+  Tensor held = saved.qkv_heads.slice(1, 3).clone();  // k|v (2, 2, B, H, Tc, D)
+  for (int hop = 0; hop < cp.size(); ++hop) {
+    const int source = (cp.rank() - hop + cp.size()) % cp.size();
+    Tensor incoming;
+    WorkPtr passing = hop + 1 < cp.size() ? ring.pass(held, incoming, kKeysAndValuesTag) : nullptr;
+    for (int mine = 0; mine < 2; ++mine) {
+      for (int theirs = 0; theirs < 2; ++theirs) {
+        const BlockMask mask = mask_of(chunk_of(cp.rank(), cp.size(), mine),
+                                       chunk_of(source, cp.size(), theirs), causal);
+        if (!mask.seen) continue;
+        Tensor out, lse;
+        attention_heads_forward(block(saved.qkv_heads, mine, n), block(held, theirs, n),
+                                block(held, 2 + theirs, n), mask.diagonal, out, lse);
+        Tensor running = block(saved.out, mine, n);
+        if (started[mine]) {
+          merge_attention_block(running, saved.lse[mine], out, lse);
+        } else {
+          copy_(running, out);
+          saved.lse[mine] = lse;
+          started[mine] = true;
+        }
+      }
+    }
+    if (passing) {
+      passing->wait();
+      held = incoming;
+    }
+  }
+  return permute(saved.out.view({2, n.batch, n.heads, n.chunk, n.head_dim}), kChunkHeadsToRows)
+      .view({n.batch, 2 * n.chunk, n.heads * n.head_dim});
+}
+
+Tensor ring_attention_backward(const Tensor& dy, int64_t heads, bool causal, Communicator& cp,
+                               const RingAttentionSaved& saved) {
+  COURSE_CHECK(saved.qkv_heads.defined(), "ring attention backward without its forward");
+  const Tensor& qkv_heads = saved.qkv_heads;
+  const RingDims n{qkv_heads.size(2), qkv_heads.size(4), heads, qkv_heads.size(5)};
+  COURSE_CHECK(qkv_heads.size(3) == heads &&
+                   dy.shape() == Shape({n.batch, 2 * n.chunk, n.heads * n.head_dim}) &&
+                   dy.dtype() == qkv_heads.dtype(),
+               "ring attention backward got dy ", dy.str(), " for a forward of ", qkv_heads.str());
+  const Tensor dout = permute(dy.view({n.batch, 2, n.chunk, n.heads, n.head_dim}),
+                              inverse_permutation(kChunkHeadsToRows));  // (2, B, H, Tc, D)
+  const std::array<Tensor, 2> dots{attention_row_dots(block(saved.out, 0, n), block(dout, 0, n)),
+                                   attention_row_dots(block(saved.out, 1, n), block(dout, 1, n))};
+  Tensor dqkv_heads = zeros(qkv_heads.shape(), dy.dtype(), dy.device());  // (3, 2, B, H, Tc, D)
+  Ring ring{cp};
+  Tensor held = qkv_heads.slice(1, 3).clone();
+  Tensor held_grads = zeros(held.shape(), dy.dtype(), dy.device());
+  for (int hop = 0; hop < cp.size(); ++hop) {
+    const int source = (cp.rank() - hop + cp.size()) % cp.size();
+    Tensor incoming;
+    WorkPtr passing = hop + 1 < cp.size() ? ring.pass(held, incoming, kKeysAndValuesTag) : nullptr;
+    for (int mine = 0; mine < 2; ++mine) {
+      for (int theirs = 0; theirs < 2; ++theirs) {
+        const BlockMask mask = mask_of(chunk_of(cp.rank(), cp.size(), mine),
+                                       chunk_of(source, cp.size(), theirs), causal);
+        if (!mask.seen) continue;
+        AttentionHeadGradients grads{block(dqkv_heads, mine, n), block(held_grads, theirs, n),
+                                     block(held_grads, 2 + theirs, n), /*accumulate=*/true};
+        attention_heads_backward(block(qkv_heads, mine, n), block(held, theirs, n),
+                                 block(held, 2 + theirs, n), block(dout, mine, n), saved.lse[mine],
+                                 mask.diagonal, dots[mine], grads);
+      }
+    }
+    if (passing) {
+      passing->wait();
+      held = incoming;
+    }
+    // The gradients follow their keys and values; after the last hop they reach their owner.
+    if (cp.size() > 1) {
+      Tensor arriving;
+      ring.pass(held_grads, arriving, kGradientsTag)->wait();
+      held_grads = arriving;
+    }
+  }
+  Tensor own_grads = dqkv_heads.slice(1, 3);
+  copy_(own_grads, held_grads);
+  return permute(dqkv_heads, inverse_permutation(kQkvToChunkHeads))
+      .view({n.batch, 2 * n.chunk, 3 * n.heads * n.head_dim});
+}
+
+}  // namespace course::parallel
