@@ -107,6 +107,7 @@ for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
   common/kernels/tests/layout_test common/kernels/tests/gemm_test \
   common/kernels/tests/column_sums_test \
   common/kernels/tests/conv_library_test common/kernels/tests/cross_entropy_test \
+  common/kernels/tests/attention_blocks_test \
   common/kernels/tests/transformer_kernels_test common/kernels/tests/llama_kernels_test \
   common/kernels/tests/coatnet_kernels_test \
   common/kernels/tests/batch_augment_test \

@@ -2,15 +2,13 @@
 // whole sequence: each rank's output rows and q|k|v gradient rows must equal the same rows of the
 // single process's, causal and bidirectional, with chunks of 3 positions (odd, so an off-by-one
 // in a chunk's start shows) and signed scores large enough that a wrong merge cannot hide. The
-// load-balanced positions by hand, and the block merge against whole attention on one rank.
+// load-balanced positions by hand. (The blocks' kernels alone, on every device:
+// common/kernels/tests/attention_blocks_test.)
 #include "common/parallel/ring_attention.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "common/kernels/attention.h"
-#include "common/kernels/attention_heads.h"
 #include "common/kernels/elementwise.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/random_tensor.h"
@@ -39,43 +37,6 @@ TEST(ContextParallelPositions, ByHand) {
   const Tensor rows = context_parallel_rows(Tensor::from_vector<float>(full, {1, 8, 2}), 1, 2);
   EXPECT_EQ(rows.shape(), Shape({1, 4, 2}));
   EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{4, 5, 6, 7, 8, 9, 10, 11}));
-}
-
-// Whole attention cut into two blocks of keys, merged, equals the attention over all keys; a
-// block of keys merged into a running result that has seen none yet (lse -inf) is taken as is.
-TEST(AttentionBlocks, MergeEqualsWholeAttention) {
-  const int64_t n = 3, t = 5, d = 4;
-  const Tensor q = random_tensor({n, t, d}, DType::kF32, Device::cpu(), 1, -3, 3).tensor;
-  const Tensor k = random_tensor({n, 2 * t, d}, DType::kF32, Device::cpu(), 2, -3, 3).tensor;
-  const Tensor v = random_tensor({n, 2 * t, d}, DType::kF32, Device::cpu(), 3, -1, 1).tensor;
-  // The reference: queries padded to 2t rows so the block is square, bidirectional.
-  Tensor q_padded = zeros({n, 2 * t, d});
-  for (int64_t m = 0; m < n; ++m) {
-    Tensor into = q_padded.slice(m, m + 1).view({2 * t, d}).slice(0, t);
-    copy_(into, q.slice(m, m + 1).view({t, d}));
-  }
-  Tensor whole, whole_lse;
-  attention_heads_forward(q_padded, k, v, false, whole, whole_lse);
-  // Rows [h t, h t + t) of every matrix of an (n, 2t, w) tensor.
-  auto half = [&](const Tensor& x, int h) {
-    const int64_t w = x.size(2);
-    Tensor out = Tensor::empty({n, t, w});
-    for (int64_t m = 0; m < n; ++m) {
-      Tensor into = out.slice(m, m + 1).view({t, w});
-      copy_(into, x.slice(m, m + 1).view({2 * t, w}).slice(h * t, h * t + t));
-    }
-    return out;
-  };
-  Tensor out = zeros({n, t, d}), lse = zeros({n, t});
-  fill_(lse, -INFINITY);
-  for (int h = 0; h < 2; ++h) {
-    Tensor block_out, block_lse;
-    attention_heads_forward(q, half(k, h), half(v, h), false, block_out, block_lse);
-    merge_attention_block(out, lse, block_out, block_lse);
-  }
-  EXPECT_TRUE(testing::all_close(to_floats(out), to_floats(half(whole, 0)), kParity));
-  EXPECT_TRUE(testing::all_close(to_floats(lse.view({n, t, 1})),
-                                 to_floats(half(whole_lse.view({n, 2 * t, 1}), 0)), kParity));
 }
 
 struct RingCase {
