@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/kernels/attention.h"
+#include "common/nn/context_split.h"
 #include "common/parallel/ring_attention.h"
 #include "common/tensor/allocator.h"
 #include "common/testing/random_tensor.h"
@@ -74,8 +75,8 @@ void run(int argc, char** argv) {
         attention_backward(dy, kHeads, true, saved);
       });
     }
-    const Tensor my_qkv = parallel::context_parallel_rows(qkv, cp->rank(), n);
-    const Tensor my_dy = parallel::context_parallel_rows(dy, cp->rank(), n);
+    const Tensor my_qkv = nn::ContextSplit{cp->rank(), n}.rows_of(qkv);
+    const Tensor my_dy = nn::ContextSplit{cp->rank(), n}.rows_of(dy);
     cp->barrier();
     Pass ring = measure([&] {
       parallel::RingAttentionSaved saved;

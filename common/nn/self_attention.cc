@@ -18,17 +18,31 @@ SelfAttention::SelfAttention(const GroupedHeads& grouped, bool causal)
   if (grouped.kv_heads != grouped.heads || grouped.rope_theta > 0.0f) grouped_ = grouped;
 }
 
+void SelfAttention::set_core(std::shared_ptr<const AttentionCore> core) {
+  COURSE_CHECK(!core || !grouped_ || grouped_->rope_theta <= 0.0f,
+               "attention on rotary positions turns each row by its index among the rows it is "
+               "given; it cannot attend through another core (context parallelism needs a model "
+               "with learned positions)");
+  core_ = std::move(core);
+}
+
 Tensor SelfAttention::run_forward(const Tensor& qkv, Context& ctx) {
+  const Tensor packed = grouped_ ? grouped_qkv_forward(qkv, *grouped_) : qkv;
+  if (core_) return core_->forward(packed, heads_, causal_, ctx);
   AttentionSaved saved;
-  Tensor y = attention_forward(grouped_ ? grouped_qkv_forward(qkv, *grouped_) : qkv, heads_,
-                               causal_, saved);
+  Tensor y = attention_forward(packed, heads_, causal_, saved);
   ctx.save(std::move(saved));
   return y;
 }
 
 Tensor SelfAttention::run_backward(const Tensor& dy, Context& ctx) {
-  const AttentionSaved& saved = ctx.saved<AttentionSaved>("SelfAttention");
-  Tensor dqkv = attention_backward(as_dtype(dy, saved.qkv_heads.dtype()), heads_, causal_, saved);
+  Tensor dqkv;
+  if (core_) {
+    dqkv = core_->backward(dy, heads_, causal_, ctx);
+  } else {
+    const AttentionSaved& saved = ctx.saved<AttentionSaved>("SelfAttention");
+    dqkv = attention_backward(as_dtype(dy, saved.qkv_heads.dtype()), heads_, causal_, saved);
+  }
   return grouped_ ? grouped_qkv_backward(dqkv, *grouped_) : dqkv;
 }
 

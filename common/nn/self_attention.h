@@ -3,12 +3,15 @@
 // Causal for a GPT, bidirectional for an encoder. With grouped heads (Llama), the input is
 // (B, T, (H + 2 G) D): G key/value heads shared by groups of query heads, queries and keys
 // turned by rotary position embedding (common/kernels/grouped_qkv.h); otherwise (B, T, 3C)
-// (GroupedHeads with G = H and no rotation is that too).
+// (GroupedHeads with G = H and no rotation is that too). The attention itself is the layer's
+// core (attention_core.h): over the rows given, unless another core is set.
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include "common/kernels/grouped_qkv.h"
+#include "common/nn/attention_core.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -18,6 +21,10 @@ class SelfAttention : public Module {
   SelfAttention(int64_t heads, bool causal);
   SelfAttention(const GroupedHeads& grouped, bool causal);
 
+  // Attends through `core` from now on (null: over the rows given again). Throws for rotary
+  // positions, which turn each row by its index in the rows given.
+  void set_core(std::shared_ptr<const AttentionCore> core);
+
  protected:
   Tensor run_forward(const Tensor& qkv, Context& ctx) override;
   Tensor run_backward(const Tensor& dy, Context& ctx) override;
@@ -26,6 +33,7 @@ class SelfAttention : public Module {
   int64_t heads_;
   bool causal_;
   std::optional<GroupedHeads> grouped_;
+  std::shared_ptr<const AttentionCore> core_;
 };
 
 }  // namespace course::nn

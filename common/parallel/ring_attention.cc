@@ -6,6 +6,8 @@
 #include "common/kernels/attention_heads.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/permute.h"
+#include "common/nn/autocast.h"
+#include "common/nn/context_split.h"
 
 namespace course::parallel {
 
@@ -33,7 +35,7 @@ RingDims dims_of(const Tensor& qkv, int64_t heads) {
 }
 
 // The sequence chunk that slot 0 or 1 of a rank holds.
-int chunk_of(int rank, int ranks, int slot) { return slot == 0 ? rank : 2 * ranks - 1 - rank; }
+int chunk_of(int rank, int ranks, int slot) { return nn::ContextSplit{rank, ranks}.chunk(slot); }
 
 // Matrix `index` of a contiguous (n, B H, Tc, D) stack, as (B H, Tc, D).
 Tensor block(const Tensor& stack, int64_t index, const RingDims& n) {
@@ -66,39 +68,6 @@ struct Ring {
 };
 
 }  // namespace
-
-std::vector<int32_t> context_parallel_positions(int64_t seq, int rank, int ranks) {
-  COURSE_CHECK(ranks > 0 && rank >= 0 && rank < ranks, "context-parallel rank ", rank, " of ",
-               ranks);
-  COURSE_CHECK(seq > 0 && seq % (2 * ranks) == 0, "a sequence of ", seq,
-               " positions does not cut into 2 x ", ranks,
-               " equal chunks (context parallelism gives each rank two)");
-  const int64_t chunk = seq / (2 * ranks);
-  std::vector<int32_t> positions;
-  for (int slot = 0; slot < 2; ++slot) {
-    const int64_t first = chunk_of(rank, ranks, slot) * chunk;
-    for (int64_t t = 0; t < chunk; ++t) positions.push_back(static_cast<int32_t>(first + t));
-  }
-  return positions;
-}
-
-Tensor context_parallel_rows(const Tensor& full, int rank, int ranks) {
-  COURSE_CHECK(full.dim() >= 2 && full.memory_format() == MemoryFormat::kContiguous,
-               "context-parallel rows of a contiguous (B, T, ...) tensor, got ", full.str());
-  context_parallel_positions(full.size(1), rank, ranks);  // checks the cut
-  const int64_t batch = full.size(0), chunk = full.size(1) / (2 * ranks);
-  const int64_t row = full.numel() / (batch * full.size(1));
-  const Tensor chunks = permute(full.view({batch, 2 * ranks, chunk * row}), {1, 0, 2});
-  Tensor mine = Tensor::empty({2, batch, chunk * row}, full.dtype(), full.device());
-  for (int slot = 0; slot < 2; ++slot) {
-    const int c = chunk_of(rank, ranks, slot);
-    Tensor into = mine.slice(slot, slot + 1);
-    copy_(into, chunks.slice(c, c + 1));
-  }
-  Shape shape = full.shape();
-  shape[1] = 2 * chunk;
-  return permute(mine, {1, 0, 2}).view(shape);
-}
 
 Tensor ring_attention_forward(const Tensor& qkv, int64_t heads, bool causal, Communicator& cp,
                               RingAttentionSaved& saved) {
@@ -188,6 +157,21 @@ Tensor ring_attention_backward(const Tensor& dy, int64_t heads, bool causal, Com
   copy_(own_grads, held_grads);
   return permute(dqkv_heads, inverse_permutation(kQkvToChunkHeads))
       .view({n.batch, 2 * n.chunk, 3 * n.heads * n.head_dim});
+}
+
+Tensor RingAttentionCore::forward(const Tensor& qkv, int64_t heads, bool causal,
+                                  nn::Context& ctx) const {
+  RingAttentionSaved saved;
+  Tensor y = ring_attention_forward(qkv, heads, causal, *cp_, saved);
+  ctx.save(std::move(saved));
+  return y;
+}
+
+Tensor RingAttentionCore::backward(const Tensor& dy, int64_t heads, bool causal,
+                                   nn::Context& ctx) const {
+  const RingAttentionSaved& saved = ctx.saved<RingAttentionSaved>("ring attention");
+  return ring_attention_backward(nn::as_dtype(dy, saved.qkv_heads.dtype()), heads, causal, *cp_,
+                                 saved);
 }
 
 }  // namespace course::parallel

@@ -4,9 +4,9 @@
 // to the block it holds; the blocks' results merge by their log-sum-exps (attention_heads.h), so
 // no rank ever holds the whole sequence's keys or a (T, T) score matrix.
 //
-// Causal load balance (as Llama 3 and picotron): the sequence is cut into 2 cp chunks and rank r
-// holds chunks r and 2 cp - 1 - r, an early and a late one, so every rank has the same number of
-// (query, key) pairs to compute. Under a causal mask a query chunk i attends key chunk j fully
+// Causal load balance (common/nn/context_split.h): the sequence is cut into 2 cp chunks and rank
+// r holds chunks r and 2 cp - 1 - r, an early and a late one, so every rank has the same number
+// of (query, key) pairs to compute. Under a causal mask a query chunk i attends key chunk j fully
 // when j < i, causally when j = i, not at all when j > i.
 //
 // The backward is a ring too: the keys and values go round again, with their gradients
@@ -16,20 +16,13 @@
 
 #include <array>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
+#include "common/nn/attention_core.h"
 #include "common/parallel/communicator.h"
 #include "common/tensor/tensor.h"
 
 namespace course::parallel {
-
-// The positions (0 .. seq - 1) that rank `rank` of `ranks` holds, in its local order: chunk r,
-// then chunk 2 ranks - 1 - r. Throws unless 2 ranks divides seq.
-std::vector<int32_t> context_parallel_positions(int64_t seq, int rank, int ranks);
-
-// This rank's rows, in the order above, of a contiguous (B, T, ...) tensor of any dtype: its
-// tokens, targets or activations.
-Tensor context_parallel_rows(const Tensor& full, int rank, int ranks);
 
 struct RingAttentionSaved {
   Tensor qkv_heads;           // (3, 2, B H, T_chunk, D): this rank's q, k, v by chunk
@@ -45,5 +38,16 @@ Tensor ring_attention_forward(const Tensor& qkv, int64_t heads, bool causal, Com
 // d(qkv) (B, T_local, 3C) from dy (B, T_local, C). Collective over `cp`.
 Tensor ring_attention_backward(const Tensor& dy, int64_t heads, bool causal, Communicator& cp,
                                const RingAttentionSaved& saved);
+
+// A self-attention layer's core (nn::SelfAttention::set_core) that attends through the ring.
+class RingAttentionCore : public nn::AttentionCore {
+ public:
+  explicit RingAttentionCore(std::shared_ptr<Communicator> cp) : cp_(std::move(cp)) {}
+  Tensor forward(const Tensor& qkv, int64_t heads, bool causal, nn::Context& ctx) const override;
+  Tensor backward(const Tensor& dy, int64_t heads, bool causal, nn::Context& ctx) const override;
+
+ private:
+  std::shared_ptr<Communicator> cp_;
+};
 
 }  // namespace course::parallel

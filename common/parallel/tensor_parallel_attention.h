@@ -34,6 +34,7 @@ class TensorParallelAttention : public nn::Module {
 
   std::vector<Child> children() override;
   RowParallelLinear& projection() { return projection_; }
+  nn::SelfAttention& core() { return core_; }
   // Collective over the tensor-parallel ranks: the whole layers receive every rank's heads (the
   // q|k|v rows back in the whole layer's order).
   void gather_into(nn::Linear& qkv, nn::Linear& projection);

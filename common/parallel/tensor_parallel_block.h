@@ -29,6 +29,7 @@ class TensorParallelBlock : public nn::Sequential {
   // The normalisations and the row-parallel biases: whole on every rank, and applied to this
   // rank's sequence positions only when the activations between are cut along the sequence.
   std::vector<nn::Parameter*> position_wise_parameters();
+  TensorParallelAttention& attention() { return *attention_; }
 
  private:
   int ranks_;

@@ -3,6 +3,7 @@
 
 #include "common/nn/tied_head.h"
 #include "common/parallel/parallel_linear.h"
+#include "common/parallel/ring_attention.h"
 #include "common/parallel/sequence_parallel.h"
 
 namespace course::parallel {
@@ -103,6 +104,18 @@ void TensorParallelGpt::gather_into(nn::Gpt& whole) {
   copy_parameters(whole.final_norm(), *final_norm_);
   if (nn::Linear* own = whole.own_head())
     static_cast<ColumnParallelLinear&>(*head_).gather_into(*own);
+}
+
+void TensorParallelGpt::use_context_parallel(std::shared_ptr<Communicator> cp) {
+  COURSE_CHECK(config_.rope_theta <= 0.0f,
+               "context parallelism runs models with learned "
+               "positions (the GPT-2 family); ",
+               config_.name,
+               " turns its rows by rotary "
+               "positions, which need each row's position in the attention");
+  embedding_.set_context_split({cp->rank(), cp->size()});
+  const auto ring = std::make_shared<RingAttentionCore>(cp);
+  for (TensorParallelBlock* block : cut_blocks_) block->attention().core().set_core(ring);
 }
 
 std::vector<nn::Parameter*> TensorParallelGpt::sequence_sharded_parameters() {

@@ -7,7 +7,9 @@
 // holding a p-th of the large matrices). With sequence parallelism the residual stream and the
 // LayerNorms between the tensor-parallel layers are cut along the sequence (sequence_parallel.h).
 // Its parts are a GptParts, so pipeline stages can be cut from it (3D parallelism:
-// common/parallel/pipeline_parallel.h over a TensorParallelGpt).
+// common/parallel/pipeline_parallel.h over a TensorParallelGpt). Under context parallelism
+// (use_context_parallel) each rank holds its rows of the sequences (common/nn/context_split.h),
+// attends through the ring (ring_attention.h) and adds the position rows of its positions.
 #pragma once
 
 #include <memory>
@@ -42,6 +44,12 @@ class TensorParallelGpt : public nn::GptParts {
   // receives this model's current values, every cut parameter all-gathered and put back in the
   // whole model's order, so any rank can validate or sample with the whole model.
   void gather_into(nn::Gpt& whole);
+
+  // From now on the tokens are this rank's rows of sequences cut over `cp` (and its targets the
+  // same rows), the attention a ring over cp. Every parameter's gradient is then this rank's
+  // share: averaged over cp (with the data-parallel replicas) it is the whole batch's. Throws
+  // for a model on rotary positions.
+  void use_context_parallel(std::shared_ptr<Communicator> cp);
 
   // The parameters applied to this rank's sequence positions only (the LayerNorms and the
   // row-parallel biases, with sequence parallelism; none without): after a step's backwards their

@@ -58,15 +58,18 @@ Tensor VocabParallelEmbedding::extended_table() const {
   return table;
 }
 
+Tensor VocabParallelEmbedding::position_rows(const Tensor& tokens) const {
+  if (!wpe) return Tensor();
+  // Rank 0 adds the positions; the others look up zeros for them, so the sum holds them once.
+  const Tensor table = context_.active()
+                           ? context_.table_rows(wpe->value, context_.sequence_of(tokens.size(1)))
+                           : wpe->value;
+  return tp_->rank() == 0 ? table : zeros(table.shape(), DType::kF32, table.device());
+}
+
 Tensor VocabParallelEmbedding::run_forward(const Tensor& tokens, nn::Context& ctx) {
   const Tensor local = local_rows(tokens);
-  // Rank 0 adds the positions; the others look up zeros for them, so the sum holds them once.
-  Tensor positions;
-  if (wpe) {
-    positions =
-        tp_->rank() == 0 ? wpe->value : zeros(wpe->value.shape(), DType::kF32, wpe->value.device());
-  }
-  Tensor y = embedding_forward(local, extended_table(), positions);
+  Tensor y = embedding_forward(local, extended_table(), position_rows(tokens));
   if (tp_->size() > 1) tp_->allreduce(y)->wait();
   ctx.save(local);
   return y;
@@ -76,9 +79,20 @@ Tensor VocabParallelEmbedding::run_backward(const Tensor& dy, nn::Context& ctx) 
   const Tensor& local = ctx.saved<Tensor>("VocabParallelEmbedding");
   const int64_t rows = wte.value.size(0);
   Tensor table_grad = zeros({rows + 1, wte.value.size(1)}, DType::kF32, wte.value.device());
-  Tensor no_positions;
-  embedding_backward(dy, local, table_grad, wpe ? wpe->grad : no_positions);
-  if (wpe) grad_ready(*wpe);
+  Tensor positions_grad;
+  if (wpe) {
+    // Under context parallelism the rows of this rank's positions, added back into the table.
+    positions_grad = context_.active() ? zeros({local.size(1), wpe->value.size(1)}, DType::kF32,
+                                               wpe->value.device())
+                                       : wpe->grad;
+  }
+  embedding_backward(dy, local, table_grad, positions_grad);
+  if (wpe) {
+    if (context_.active()) {
+      context_.add_table_rows(positions_grad, context_.sequence_of(local.size(1)), wpe->grad);
+    }
+    grad_ready(*wpe);
+  }
   axpy_(1.0f, table_grad.slice(0, rows), wte.grad);  // the zero row's gradient is dropped
   grad_ready(wte);
   return Tensor();

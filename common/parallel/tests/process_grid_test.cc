@@ -1,4 +1,4 @@
-// The process grid on 8 ranks, for every factorisation dp x tp x pp = 8: each axis's
+// The process grid on 8 ranks, for every factorisation dp x cp x tp x pp = 8: each axis's
 // communicator holds exactly the ranks that differ from this one along that axis (checked by
 // all-reducing world ranks against the sets computed from the layout formula), its rank is
 // the coordinate, the pipeline neighbours are the adjacent stages, and a shape that does not
@@ -26,8 +26,24 @@ std::vector<GridShape> factorisations(int n) {
   std::vector<GridShape> out;
   for (int dp = 1; dp <= n; ++dp)
     for (int tp = 1; tp <= n; ++tp)
-      if (n % (dp * tp) == 0) out.push_back({dp, tp, n / (dp * tp)});
+      for (int cp = 1; cp <= n; ++cp)
+        if (n % (dp * tp * cp) == 0) out.push_back({dp, tp, n / (dp * tp * cp), cp});
   return out;
+}
+
+// The sum and the largest of the world ranks of the grid points that differ from `at` in the
+// coordinates `vary` sets (from the layout formula).
+template <class Vary>
+std::pair<int64_t, int64_t> expected_members(const ProcessGrid& grid, int count, Vary vary) {
+  int64_t sum = 0, max = 0;
+  for (int i = 0; i < count; ++i) {
+    GridCoordinates point = grid.coordinates();
+    vary(point, i);
+    const int w = grid.world_rank(point);
+    sum += w;
+    max = std::max<int64_t>(max, w);
+  }
+  return {sum, max};
 }
 
 TEST(ProcessGrid, EveryFactorisationGivesTheAxesOfTheLayout) {
@@ -39,33 +55,32 @@ TEST(ProcessGrid, EveryFactorisationGivesTheAxesOfTheLayout) {
     const GridCoordinates at = grid.coordinates();
     EXPECT_EQ(grid.world_rank(at), r);
     EXPECT_EQ(grid.tp()->size(), shape.tp);
+    EXPECT_EQ(grid.cp()->size(), shape.cp);
     EXPECT_EQ(grid.dp()->size(), shape.dp);
     EXPECT_EQ(grid.pp()->size(), shape.pp);
+    EXPECT_EQ(grid.replicas()->size(), shape.dp * shape.cp);
     EXPECT_EQ(grid.tp()->rank(), at.tp);
+    EXPECT_EQ(grid.cp()->rank(), at.cp);
     EXPECT_EQ(grid.dp()->rank(), at.dp);
     EXPECT_EQ(grid.pp()->rank(), at.pp);
-    // The expected members of each axis, from the layout formula.
-    int64_t tp_sum = 0, dp_sum = 0, pp_sum = 0, tp_max = 0, dp_max = 0, pp_max = 0;
-    for (int i = 0; i < shape.tp; ++i) {
-      const int w = grid.world_rank({at.dp, i, at.pp});
-      tp_sum += w;
-      tp_max = std::max<int64_t>(tp_max, w);
-    }
-    for (int i = 0; i < shape.dp; ++i) {
-      const int w = grid.world_rank({i, at.tp, at.pp});
-      dp_sum += w;
-      dp_max = std::max<int64_t>(dp_max, w);
-    }
-    for (int i = 0; i < shape.pp; ++i) {
-      const int w = grid.world_rank({at.dp, at.tp, i});
-      pp_sum += w;
-      pp_max = std::max<int64_t>(pp_max, w);
-    }
-    EXPECT_EQ(sum_and_max(*grid.tp(), r), std::make_pair(tp_sum, tp_max));
-    EXPECT_EQ(sum_and_max(*grid.dp(), r), std::make_pair(dp_sum, dp_max));
-    EXPECT_EQ(sum_and_max(*grid.pp(), r), std::make_pair(pp_sum, pp_max));
-    // Tensor parallelism is innermost: its ranks are consecutive.
+    EXPECT_EQ(grid.replicas()->rank(), at.cp + shape.cp * at.dp);
+    EXPECT_EQ(sum_and_max(*grid.tp(), r),
+              expected_members(grid, shape.tp, [](GridCoordinates& p, int i) { p.tp = i; }));
+    EXPECT_EQ(sum_and_max(*grid.cp(), r),
+              expected_members(grid, shape.cp, [](GridCoordinates& p, int i) { p.cp = i; }));
+    EXPECT_EQ(sum_and_max(*grid.dp(), r),
+              expected_members(grid, shape.dp, [](GridCoordinates& p, int i) { p.dp = i; }));
+    EXPECT_EQ(sum_and_max(*grid.pp(), r),
+              expected_members(grid, shape.pp, [](GridCoordinates& p, int i) { p.pp = i; }));
+    EXPECT_EQ(sum_and_max(*grid.replicas(), r),
+              expected_members(grid, shape.dp * shape.cp, [&](GridCoordinates& p, int i) {
+                p.cp = i % shape.cp;
+                p.dp = i / shape.cp;
+              }));
+    // Tensor parallelism is innermost: its ranks are consecutive; context parallelism's next.
+    const int64_t tp_sum = sum_and_max(*grid.tp(), r).first;
     EXPECT_EQ(tp_sum, int64_t{shape.tp} * (2 * (r - at.tp) + shape.tp - 1) / 2);
+    EXPECT_EQ(r / shape.tp % shape.cp, at.cp);
     EXPECT_EQ(grid.first_stage(), at.pp == 0);
     EXPECT_EQ(grid.last_stage(), at.pp == shape.pp - 1);
     EXPECT_EQ(grid.previous_stage(), at.pp == 0 ? -1 : at.pp - 1);

@@ -1,16 +1,16 @@
 // Ring attention (context parallelism) on 2 and 4 ranks against one process's attention over the
 // whole sequence: each rank's output rows and q|k|v gradient rows must equal the same rows of the
 // single process's, causal and bidirectional, with chunks of 3 positions (odd, so an off-by-one
-// in a chunk's start shows) and signed scores large enough that a wrong merge cannot hide. The
-// load-balanced positions by hand. (The blocks' kernels alone, on every device:
-// common/kernels/tests/attention_blocks_test.)
+// in a chunk's start shows) and signed scores large enough that a wrong merge cannot hide. (The
+// load-balanced positions: common/nn/tests/context_split_test; the blocks' kernels on every
+// device: common/kernels/tests/attention_blocks_test.)
 #include "common/parallel/ring_attention.h"
 
 #include <gtest/gtest.h>
 
 #include "common/kernels/attention.h"
 #include "common/kernels/elementwise.h"
-#include "common/testing/errors_and_files.h"
+#include "common/nn/context_split.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 
@@ -22,21 +22,9 @@ using testing::to_floats;
 
 const testing::Tolerance kParity = {2e-5, 2e-5};  // blockwise sums in another order
 
-TEST(ContextParallelPositions, ByHand) {
-  EXPECT_EQ(context_parallel_positions(8, 0, 2), (std::vector<int32_t>{0, 1, 6, 7}));
-  EXPECT_EQ(context_parallel_positions(8, 1, 2), (std::vector<int32_t>{2, 3, 4, 5}));
-  EXPECT_EQ(context_parallel_positions(8, 3, 4), (std::vector<int32_t>{3, 4}));
-  EXPECT_EQ(context_parallel_positions(6, 0, 1), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
-  EXPECT_NE(testing::error_of([] {
-              context_parallel_positions(12, 0, 4);
-            }).find("does not cut into 2 x 4 equal chunks"),
-            std::string::npos);
-  // The rows of a (1, 8, 2) tensor follow the positions.
-  std::vector<float> full(16);
-  for (int i = 0; i < 16; ++i) full[i] = static_cast<float>(i);
-  const Tensor rows = context_parallel_rows(Tensor::from_vector<float>(full, {1, 8, 2}), 1, 2);
-  EXPECT_EQ(rows.shape(), Shape({1, 4, 2}));
-  EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{4, 5, 6, 7, 8, 9, 10, 11}));
+// This rank's rows of a whole-sequence tensor.
+Tensor my_rows(const Tensor& whole, const Communicator& cp) {
+  return nn::ContextSplit{cp.rank(), cp.size()}.rows_of(whole);
 }
 
 struct RingCase {
@@ -58,15 +46,11 @@ void check_ring_against_one_process(const RingCase& c) {
   const Tensor dqkv = attention_backward(dy, c.heads, c.causal, whole);
 
   RingAttentionSaved saved;
-  const Tensor my_y = ring_attention_forward(context_parallel_rows(qkv, cp->rank(), cp->size()),
-                                             c.heads, c.causal, *cp, saved);
-  EXPECT_TRUE(testing::all_close(
-      to_floats(my_y), to_floats(context_parallel_rows(y, cp->rank(), cp->size())), kParity))
+  const Tensor my_y = ring_attention_forward(my_rows(qkv, *cp), c.heads, c.causal, *cp, saved);
+  EXPECT_TRUE(testing::all_close(to_floats(my_y), to_floats(my_rows(y, *cp)), kParity))
       << "output rows of rank " << cp->rank();
-  const Tensor my_dqkv = ring_attention_backward(context_parallel_rows(dy, cp->rank(), cp->size()),
-                                                 c.heads, c.causal, *cp, saved);
-  EXPECT_TRUE(testing::all_close(
-      to_floats(my_dqkv), to_floats(context_parallel_rows(dqkv, cp->rank(), cp->size())), kParity))
+  const Tensor my_dqkv = ring_attention_backward(my_rows(dy, *cp), c.heads, c.causal, *cp, saved);
+  EXPECT_TRUE(testing::all_close(to_floats(my_dqkv), to_floats(my_rows(dqkv, *cp)), kParity))
       << "q|k|v gradient rows of rank " << cp->rank();
 }
 
@@ -84,7 +68,7 @@ TEST(RingAttention, SendsEachBlockAroundTheRingOnce) {
   const int64_t seq = 2 * cp->size() * chunk;
   const Tensor qkv =
       random_tensor({batch, seq, 3 * channels}, DType::kF32, Device::cpu(), 5).tensor;
-  const Tensor local = context_parallel_rows(qkv, cp->rank(), cp->size());
+  const Tensor local = my_rows(qkv, *cp);
   const double kv_bytes = 2.0 * local.nbytes() / 3.0;
   cp->reset_traffic();
   RingAttentionSaved saved;

@@ -1,6 +1,7 @@
 // A GPT and a Llama cut over tensor-parallel ranks (with and without sequence parallelism), 2D
-// (data parallel x tensor parallel) and 3D parallelism (pipeline stages of the tensor-parallel
-// GPT as well), against one process training
+// (data parallel x tensor parallel), 3D parallelism (pipeline stages of the tensor-parallel
+// GPT as well) and 4D (the sequences cut over context-parallel ranks too, attention as a ring),
+// against one process training
 // the whole model on the whole batch, on 2, 4 and 8 ranks, every grid of the world: the loss of
 // every SGD step and, after each, every rank's parameters equal the same rows, columns or copies
 // of the whole model's (by the rule each layer is cut with); at the end the stages and slices
@@ -14,6 +15,7 @@
 
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
+#include "common/nn/context_split.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/gradient_average.h"
 #include "common/parallel/pipeline_parallel.h"
@@ -32,6 +34,8 @@ constexpr int64_t kSequencesPerReplica = 2;
 constexpr int kMicroBatches = 2;  // of a pipeline's step
 // 8 blocks (up to 8 stages), 8 heads and a vocabulary of 48 (up to 8 tensor-parallel ranks).
 const nn::GptConfig kGpt{"gpt-3d", 8, 8, 16, 8, 48};
+// The same on a context of 16: 2 chunks for each of up to 8 context-parallel ranks.
+const nn::GptConfig kGpt4d{"gpt-4d", 8, 8, 16, 16, 48};
 // A Llama of the same depth and vocabulary: 16 query heads over 8 key/value heads (2 query heads
 // a group, up to 8 ranks), a SwiGLU of 24, its own output layer.
 const nn::GptConfig kLlama{"llama-3d", 8,  16,    32,    8, 48, nn::DecoderFamily::kLlama,
@@ -46,10 +50,15 @@ struct Batch {
   Tensor tokens, targets;
 };
 
-// Sequences [first, first + count) of step `step`'s batch.
-Batch batch(int step, int64_t first, int64_t count) {
-  const NextTokenBatch b = random_windows(50 + step, kGpt.context, kGpt.vocabulary, first, count);
-  return {b.inputs, b.targets};
+// Sequences [first, first + count) of step `step`'s batch; under context parallelism, this
+// rank's rows of them (common/nn/context_split.h).
+Batch batch(const nn::GptConfig& config, int step, int64_t first, int64_t count,
+            const nn::ContextSplit& split = {}) {
+  const NextTokenBatch b =
+      random_windows(50 + step, config.context, config.vocabulary, first, count);
+  if (!split.active()) return {b.inputs, b.targets};
+  const Tensor targets = split.rows_of(b.targets.view({count, config.context}));
+  return {split.rows_of(b.inputs), targets.view({targets.numel()})};
 }
 
 // One step of `model` on `b`: the mean loss's gradients added into its parameters.
@@ -102,7 +111,8 @@ Replica train_alone(const nn::GptConfig& config, int replicas) {
   Replica out;
   for (int step = 0; step < kSteps; ++step) {
     gpt.zero_grad();
-    out.losses.push_back(forward_backward(gpt, batch(step, 0, replicas * kSequencesPerReplica)));
+    out.losses.push_back(
+        forward_backward(gpt, batch(config, step, 0, replicas * kSequencesPerReplica)));
     sgd.step();
     std::map<std::string, std::vector<float>> values;
     for (const auto& [name, p] : gpt.state().parameters) values[name] = p->value.to_vector<float>();
@@ -126,8 +136,9 @@ void expect_parameters(const nn::GptConfig& config,
 }
 
 // Trains the tensor-parallel GPT on `shape`'s grid: through a pipeline of its stages (1F1B over
-// kMicroBatches) when shape.pp > 1, the sequence-sharded parameters' gradients summed over the
-// tp axis, the replicas' gradients averaged over the dp axis.
+// kMicroBatches) when shape.pp > 1, each context-parallel rank on its rows of its replica's
+// sequences, the sequence-sharded parameters' gradients summed over the tp axis, the gradients
+// averaged over the replicas and the context-parallel ranks.
 void expect_training(const GridShape& shape, Activations between = Activations::kReplicated,
                      const nn::GptConfig& config = kGpt) {
   const ProcessGrid grid(Communicator::world(), shape);
@@ -138,6 +149,8 @@ void expect_training(const GridShape& shape, Activations between = Activations::
   std::map<std::string, Shape> whole_shapes;
   for (const auto& [name, p] : whole.state().parameters) whole_shapes[name] = p->value.shape();
   TensorParallelGpt model(whole, grid.tp(), between);
+  const nn::ContextSplit split{grid.coordinates().cp, shape.cp};
+  if (split.active()) model.use_context_parallel(grid.cp());
   std::unique_ptr<PipelineParallel> pipeline;
   if (shape.pp > 1) {
     pipeline = std::make_unique<PipelineParallel>(model, grid.pp(),
@@ -148,7 +161,7 @@ void expect_training(const GridShape& shape, Activations between = Activations::
   std::vector<nn::Parameter*> parameters;
   for (const auto& [name, p] : named) parameters.push_back(p);
   for (int step = 0; step < kSteps; ++step) {
-    const Batch b = batch(step, dp * kSequencesPerReplica, kSequencesPerReplica);
+    const Batch b = batch(config, step, dp * kSequencesPerReplica, kSequencesPerReplica, split);
     float loss = 0;
     if (pipeline) {
       pipeline->zero_grad();
@@ -158,11 +171,11 @@ void expect_training(const GridShape& shape, Activations between = Activations::
       loss = forward_backward(model, b);
     }
     sum_gradients(model.sequence_sharded_parameters(), *grid.tp());
-    average_gradients(parameters, *grid.dp());
+    average_gradients(parameters, *grid.replicas());
     sgd.step();
-    // The replicas' mean loss is the whole batch's (equal shares).
-    Tensor losses = Tensor::from_vector<float>({loss / shape.dp}, {1});
-    grid.dp()->allreduce(losses)->wait();
+    // The replicas' and context ranks' mean loss is the whole batch's (equal shares).
+    Tensor losses = Tensor::from_vector<float>({loss / (shape.dp * shape.cp)}, {1});
+    grid.replicas()->allreduce(losses)->wait();
     EXPECT_TRUE(testing::all_close(losses.to_vector<float>(), {alone.losses[step]}, kParity))
         << config.name << " on " << shape.str() << ", step " << step;
     expect_parameters(config, named, alone.parameters[step], whole_shapes, grid.coordinates().tp,
@@ -197,6 +210,38 @@ TEST(TensorParallelGpt, EveryThreeDimensionalGridOfTheWorldTrainsAsOneProcess) {
     for (int tp = 1; tp * pp <= n; tp *= 2) {
       expect_training({.dp = n / (tp * pp), .tp = tp, .pp = pp});
     }
+  }
+}
+
+// 4D: every grid of the world with a context-parallel axis (cp 2 up to the world), with and
+// without sequence parallelism on the tensor-parallel ranks.
+TEST(TensorParallelGpt, EveryFourDimensionalGridOfTheWorldTrainsAsOneProcess) {
+  Communicator::world()->set_timeout(30);
+  const int n = Communicator::world()->size();
+  for (int cp = 2; cp <= n; cp *= 2) {
+    for (int pp = 1; cp * pp <= n; pp *= 2) {
+      for (int tp = 1; cp * pp * tp <= n; tp *= 2) {
+        const GridShape shape{.dp = n / (cp * pp * tp), .tp = tp, .pp = pp, .cp = cp};
+        expect_training(shape, Activations::kReplicated, kGpt4d);
+        if (tp > 1 && pp == 1) expect_training(shape, Activations::kSequenceSharded, kGpt4d);
+      }
+    }
+  }
+}
+
+// Context parallelism needs each row's position in attention: a model on rotary positions is
+// refused with one message.
+TEST(TensorParallelGpt, ContextParallelismRefusesRotaryPositions) {
+  std::mt19937 rng(21);
+  nn::Gpt whole(kLlama, rng, Device::cpu());
+  const ProcessGrid grid(Communicator::world(),
+                         {.dp = 1, .tp = 1, .pp = 1, .cp = Communicator::world()->size()});
+  TensorParallelGpt model(whole, grid.tp());
+  try {
+    model.use_context_parallel(grid.cp());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("learned positions"), std::string::npos) << e.what();
   }
 }
 
