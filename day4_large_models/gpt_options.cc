@@ -132,6 +132,12 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
                "with --tensor-parallel: the residual stream and LayerNorms between the "
                "tensor-parallel layers cut over its ranks along the sequence (all-gather and "
                "reduce-scatter instead of all-reduce)");
+  app.add_option("--context-parallel", o.context_parallel,
+                 "context parallelism: each window's positions cut over this many ranks (2 "
+                 "chunks each, an early and a late one), attention a ring of key/value blocks "
+                 "around them; more ranks form data-parallel replicas (world = dp x "
+                 "context-parallel x tensor-parallel x stages)")
+      ->capture_default_str();
   app.add_option("--pipeline-stages", o.pipeline_stages,
                  "pipeline parallelism: the model's blocks cut into this many stages, one per "
                  "rank; more ranks form data-parallel pipelines (world = dp x stages)")

@@ -51,8 +51,9 @@ struct GptLabOptions : course::train::RunFlags {
   course::DType param_dtype = course::DType::kF32;  // sharded modes' gathered values
   int tensor_parallel = 1;         // > 1: each layer cut over this many ranks (the tp axis)
   bool sequence_parallel = false;  // and the activations between them along the sequence
-  int pipeline_stages = 1;         // > 1: pipeline parallelism, a stage per rank of the pp axis
-  int micro_batches = 4;           // of batch_size windows per pipeline and step
+  int context_parallel = 1;  // > 1: each window's positions cut over this many ranks (cp axis)
+  int pipeline_stages = 1;   // > 1: pipeline parallelism, a stage per rank of the pp axis
+  int micro_batches = 4;     // of batch_size windows per pipeline and step
   course::parallel::PipelineSchedule schedule =
       course::parallel::PipelineSchedule::kOneForwardOneBackward;
   int virtual_stages = 1;  // model chunks per rank (interleaved: 2 or more)
@@ -78,8 +79,13 @@ course::parallel::DataParallelOptions data_parallel_options(const GptLabOptions&
 // --model names an image model (vit-..., coatnet-...): day4_large_models/image_trainer.h.
 bool image_model(const GptLabOptions& options);
 
-// Model parallelism's flags are given (--tensor-parallel or --pipeline-stages above 1).
+// Model parallelism's flags are given (--tensor-parallel, --context-parallel or
+// --pipeline-stages above 1).
 bool model_parallel(const GptLabOptions& options);
+
+// The memory estimate covers the run: data parallelism, with or without context parallelism
+// (not --tensor-parallel or --pipeline-stages).
+bool memory_estimated(const GptLabOptions& options);
 
 // Checks value ranges and combinations that flags alone cannot (throws course::Error).
 void validate(const GptLabOptions& options);

@@ -166,10 +166,10 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     if (lead) print_models(o, comm->size());
     return {};
   }
-  // The memory estimate, once per run, of data parallelism.
-  const auto estimate =
-      model_parallel(o) ? std::nullopt
-                        : std::optional(parallel::estimate_memory(memory_plan(o, comm->size())));
+  // The memory estimate, once per run, of data (and context) parallelism.
+  const auto estimate = memory_estimated(o)
+                            ? std::optional(parallel::estimate_memory(memory_plan(o, comm->size())))
+                            : std::nullopt;
   COURSE_CHECK(!(o.sharding || o.exercise_zero1) || comm->size() > 1, "--sharding ",
                sharding_flag(o),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "

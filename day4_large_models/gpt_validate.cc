@@ -67,15 +67,19 @@ void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
       o.pipeline_stages, " stages, --schedule ", parallel::pipeline_schedule_name(o.schedule), ")");
   if (!o.timeline.empty()) train::check_output_path("--timeline", o.timeline);
   COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
+  COURSE_CHECK(o.context_parallel >= 1, "--context-parallel must be at least 1");
   if (model_parallel(o)) {
     COURSE_CHECK(!o.sharding && !o.exercise_zero1 && o.param_dtype == DType::kF32,
-                 "--tensor-parallel and --pipeline-stages average the replicas' gradients over "
-                 "the data-parallel ranks; they do not combine with --sharding ",
+                 "--tensor-parallel, --context-parallel and --pipeline-stages average the "
+                 "replicas' gradients over the data-parallel ranks; they do not combine with "
+                 "--sharding ",
                  sharding_flag(o), " or --param-dtype ", dtype_name(o.param_dtype));
+  }
+  if (!memory_estimated(o)) {
     COURSE_CHECK(!o.estimate_only && o.max_memory_mb == 0,
-                 "the memory estimate covers data parallelism; for --tensor-parallel and "
-                 "--pipeline-stages see --throughput-gpus (bench/pipeline_bench measures "
-                 "pipelines)");
+                 "the memory estimate covers data and context parallelism; for "
+                 "--tensor-parallel and --pipeline-stages see --throughput-gpus "
+                 "(bench/pipeline_bench measures pipelines)");
   }
   if (o.pipeline_stages > 1) {
     COURSE_CHECK(o.accumulate == 1,
@@ -105,10 +109,27 @@ void validate_tensor_parallel(const GptLabOptions& o, const nn::GptConfig& confi
     COURSE_CHECK(o.tensor_parallel > 1 && o.pipeline_stages == 1,
                  "--sequence-parallel cuts the activations between tensor-parallel layers: add "
                  "--tensor-parallel 2 or more, without --pipeline-stages");
-    COURSE_CHECK(context % o.tensor_parallel == 0, "--sequence-parallel cuts windows of ", context,
+    const std::string tokens = o.context_parallel > 1 ? "each rank's " : "windows of ";
+    COURSE_CHECK(context % (o.context_parallel * o.tensor_parallel) == 0,
+                 "--sequence-parallel cuts ", tokens, context / o.context_parallel,
                  " tokens over --tensor-parallel ", o.tensor_parallel,
                  " ranks: choose a --context they divide");
   }
+}
+
+// The context-parallel axis, against the language model whose windows it cuts.
+void validate_context_parallel(const GptLabOptions& o, const nn::GptConfig& config) {
+  if (o.context_parallel == 1) return;
+  const int64_t cp = o.context_parallel, context = o.context > 0 ? o.context : config.context;
+  COURSE_CHECK(context % (2 * cp) == 0, "--context-parallel ", cp, " cuts each window into ",
+               2 * cp, " chunks (2 per rank); a --context of ", context,
+               " does not divide: choose a multiple of ", 2 * cp);
+  COURSE_CHECK(config.rope_theta <= 0.0f,
+               "--context-parallel runs models with learned "
+               "positions (gpt-...); ",
+               o.model, " turns each row by its rotary position");
+  COURSE_CHECK(!o.checkpoint_activations,
+               "--context-parallel does not combine with --checkpoint-activations");
 }
 
 // An image model's tensor-parallel axis: a ViT's blocks, its tokens whole.
@@ -130,6 +151,8 @@ void validate_image_tensor_parallel(const GptLabOptions& o) {
 // An image model's run on its images: data parallelism, pipeline stages and, for a
 // ViT, tensor parallelism.
 void validate_image_run(const GptLabOptions& o) {
+  COURSE_CHECK(o.context_parallel == 1, "--context-parallel cuts a language model's windows; ",
+               o.model, "'s tokens stay whole");
   validate_image_tensor_parallel(o);
   validate_pipeline(o, static_cast<int64_t>(nn::model_pieces({.name = o.model}).blocks.size()));
   COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
@@ -163,7 +186,11 @@ void validate_image_run(const GptLabOptions& o) {
 }  // namespace
 
 bool model_parallel(const GptLabOptions& o) {
-  return o.tensor_parallel > 1 || o.pipeline_stages > 1;
+  return o.tensor_parallel > 1 || o.pipeline_stages > 1 || o.context_parallel > 1;
+}
+
+bool memory_estimated(const GptLabOptions& o) {
+  return o.tensor_parallel == 1 && o.pipeline_stages == 1;
 }
 
 void validate(const GptLabOptions& o) {
@@ -194,6 +221,7 @@ void validate(const GptLabOptions& o) {
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
   validate_pipeline(o, config.layers);
   validate_tensor_parallel(o, config);
+  validate_context_parallel(o, config);
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   if (o.estimate_only || o.throughput_gpus > 0) return;  // any preset: nothing is trained
   COURSE_CHECK(config.vocabulary == kByteVocabulary, o.model, " has a vocabulary of ",

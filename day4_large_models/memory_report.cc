@@ -27,6 +27,7 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
           .context = o.context,
           .compute = o.amp ? o.amp_dtype : DType::kF32,
           .checkpoint_activations = o.checkpoint_activations,
+          .context_parallel = o.context_parallel,
           .state = state_plan(o, ranks)};
 }
 
@@ -40,7 +41,10 @@ std::string run_name(const GptLabOptions& o, int ranks) {
          (o.param_dtype != DType::kF32
               ? ", " + std::string(dtype_name(o.param_dtype)) + " parameters"
               : "") +
-         (o.checkpoint_activations ? ", checkpointed" : "");
+         (o.checkpoint_activations ? ", checkpointed" : "") +
+         (o.context_parallel > 1
+              ? ", windows cut over " + std::to_string(o.context_parallel) + " context ranks"
+              : "");
 }
 
 std::string parameter_count(int64_t psi) {

@@ -2,7 +2,9 @@
 # The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
 # schedule (interleaved 1F1B with 2 chunks per rank, ZB-H1 on 4 stages), both cuts, the pipeline of the exercises
 # TP4.18-TP4.20, tensor parallelism over 2 and 4
-# ranks (with sequence parallelism over 4), tensor-parallel stages (3D without replicas) and a
+# ranks (with sequence parallelism over 4), tensor-parallel stages (3D without replicas), the
+# windows cut over 2 and 4 context-parallel ranks (with tensor parallelism, sequence parallelism
+# and stages: 4D on 8 ranks) and a
 # Llama's pipeline and tensor-parallel cut train as one process accumulating the same micro-batches (the same training loss and the same
 # sample from the gathered model);
 # 2 pipelines of 2 stages on 4 ranks, the measured bubble of every stage, one trace with every
@@ -54,7 +56,11 @@ for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --sc
   "4 --tensor-parallel 4 --sequence-parallel --accumulate 4" \
   "4 --tensor-parallel 2 --pipeline-stages 2" \
   "3 --pipeline-stages 3 --schedule 1f1b --pipeline-exercises" \
-  "2 --pipeline-stages 2 --schedule gpipe --pipeline-exercises"; do
+  "2 --pipeline-stages 2 --schedule gpipe --pipeline-exercises" \
+  "2 --context-parallel 2 --accumulate 4" "4 --context-parallel 4 --accumulate 4" \
+  "4 --context-parallel 2 --tensor-parallel 2 --sequence-parallel --accumulate 4" \
+  "4 --context-parallel 2 --pipeline-stages 2" \
+  "8 --context-parallel 2 --tensor-parallel 2 --pipeline-stages 2"; do
   # shellcheck disable=SC2086
   expect_as_alone "$alone" $case
 done
@@ -133,6 +139,14 @@ echo "ok: 2 tensor-parallel ranks, a checkpoint file per rank, resumed as one pr
 expect 1 "pipeline_balance" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-stages 2 \
   --pipeline-balance parameters --epochs 2 --resume "$TEST_TMPDIR/piped.ckpt"
 
+expect 1 "error: --context-parallel 3 cuts each window into 6 chunks (2 per rank); a --context of 16 does not divide" \
+  "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --context-parallel 3
+expect 1 "error: --context-parallel runs models with learned positions (gpt-...); llama-tiny" \
+  "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --context-parallel 2 --model llama-tiny
+expect 1 "error: --context-parallel 2 x --tensor-parallel 1 x --pipeline-stages 1 does not divide the 3 ranks" \
+  "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --context-parallel 2
+expect 1 "they do not combine with --sharding zero1" \
+  "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --context-parallel 2 --sharding zero1
 expect 1 "error: --tensor-parallel 1 x --pipeline-stages 2 does not divide the 3 ranks of this run" \
   "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --pipeline-stages 2
 expect 1 "error: --tensor-parallel 2 x --pipeline-stages 2 does not divide the 2 ranks of this run" \
@@ -142,17 +156,18 @@ expect 1 "error: --tensor-parallel 3 does not split gpt-tiny's 4 heads and 256-t
 expect 1 "error: --tensor-parallel cuts the blocks' layers; it does not combine with --checkpoint-activations" \
   "$lab" "${run[@]}" --tensor-parallel 2 --checkpoint-activations
 expect 1 "error: --tensor-parallel must be at least 1" "$lab" "${run[@]}" --tensor-parallel 0
+expect 1 "error: --context-parallel must be at least 1" "$lab" "${run[@]}" --context-parallel 0
 expect 1 "error: --sequence-parallel cuts the activations between tensor-parallel layers" "$lab" \
   "${run[@]}" --sequence-parallel
 expect 1 "error: --sequence-parallel cuts windows of 18 tokens over --tensor-parallel 4 ranks" \
   "$lab" --text-dir "$text" --context 18 --device cpu --tensor-parallel 4 --sequence-parallel
 expect 1 "error: --pipeline-stages 5 x --virtual-stages 1 cuts gpt-tiny's 4 blocks into stages of none" "$lab" \
   "${run[@]}" --pipeline-stages 5
-expect 1 "error: --tensor-parallel and --pipeline-stages average the replicas' gradients" "$lab" \
+expect 1 "error: --tensor-parallel, --context-parallel and --pipeline-stages average the replicas' gradients" "$lab" \
   "${run[@]}" --tensor-parallel 2 --sharding zero3
 expect 1 "error: --pipeline-stages accumulates over its --micro-batches" "$lab" "${run[@]}" \
   --pipeline-stages 2 --accumulate 2
-expect 1 "error: the memory estimate covers data parallelism" "$lab" "${run[@]}" \
+expect 1 "error: the memory estimate covers data and context parallelism" "$lab" "${run[@]}" \
   --pipeline-stages 2 --estimate-only
 expect 1 "error: --pipeline-stages, --micro-batches and --virtual-stages must be at least 1" "$lab" "${run[@]}" \
   --micro-batches 0

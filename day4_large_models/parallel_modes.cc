@@ -91,6 +91,7 @@ parallel::ModelParallelOptions model_parallel_options(const GptLabOptions& o) {
       o.pipeline_stages > 1 ? o.micro_batches : static_cast<int>(o.accumulate);
   return {.tensor_parallel = o.tensor_parallel,
           .sequence_parallel = o.sequence_parallel,
+          .context_parallel = o.context_parallel,
           .pipeline_stages = o.pipeline_stages,
           .pipeline = {.schedule = o.schedule,
                        .micro_batches = micro_batches,

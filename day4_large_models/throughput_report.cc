@@ -27,22 +27,25 @@ void print_throughput_table(const GptLabOptions& o, int gpus) {
       "micro-batches of 1, on %d GPUs (%d a node, %.0f TFLOP/s bf16 at %.0f%% efficiency, "
       "%.0f GB/s within a node, %.0f GB/s across):\n"
       "  compute F / (n peak eff), F = 6 B x multiply-adds a sample; bubble (p-1)/m of it;\n"
-      "  tp 4 all-reduces per block and micro-batch; pp 2 sends per micro-batch; dp one\n"
-      "  all-reduce of 2 Psi/(t p) bytes, not overlapped; memory 16 Psi/(t p) + activations of\n"
-      "  min(p - k, m) micro-batches on stage k (%s)\n",
+      "  tp 4 all-reduces per block and micro-batch; cp 3 (c-1) ring passes of a rank's keys\n"
+      "  and values per block and micro-batch; pp 2 sends per micro-batch; dp one all-reduce of\n"
+      "  2 Psi/(t p) bytes over dp x cp, not overlapped; memory 16 Psi/(t p) + activations of\n"
+      "  min(p - k, m) micro-batches on stage k, over c (%s)\n",
       o.model.c_str(), model.parameters / 1e9, model.multiply_adds / 1e9,
       static_cast<long long>(o.batch_size), model.sample.c_str(), gpus, cluster.gpus_per_node,
       cluster.peak_flops / 1e12, 100 * cluster.efficiency, cluster.intra_node_bandwidth / 1e9,
       cluster.inter_node_bandwidth / 1e9,
       model.heads > 0 ? "Korthikanti et al." : "measured block by block; tp 1: blocks not cut");
   const int max_tp = model.heads > 0 ? std::min(gpus, cluster.gpus_per_node) : 1;
+  const int cp = o.context_parallel;  // every grid's, from --context-parallel
   for (int tp = 1; tp <= max_tp; tp *= 2) {
-    for (int pp = 1; tp * pp <= gpus; pp *= 2) {
-      const parallel::StepPlan plan{.model = model,
-                                    .grid = {.dp = gpus / (tp * pp), .tp = tp, .pp = pp},
-                                    .global_batch = o.batch_size,
-                                    .micro_batch = 1};
-      if (gpus % (tp * pp) != 0 || !grid_misfit(plan).empty()) continue;
+    for (int pp = 1; tp * pp * cp <= gpus; pp *= 2) {
+      const parallel::StepPlan plan{
+          .model = model,
+          .grid = {.dp = gpus / (tp * pp * cp), .tp = tp, .pp = pp, .cp = cp},
+          .global_batch = o.batch_size,
+          .micro_batch = 1};
+      if (gpus % (tp * pp * cp) != 0 || !grid_misfit(plan).empty()) continue;
       std::printf("  %s\n", describe(plan, predict_step(plan, cluster)).c_str());
     }
   }

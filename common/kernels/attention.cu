@@ -10,7 +10,6 @@ using namespace course::ops;
 #define ATTENTION(T)                                         \
   COURSE_INSTANTIATE_FOR_EACH_ROW(AttentionSoftmax<T>)       \
   COURSE_INSTANTIATE_FOR_EACH_ROW(AttentionProbabilities<T>) \
-  COURSE_INSTANTIATE_FOR_EACH_ROW(AttentionScoreGradient<T>) \
   COURSE_INSTANTIATE_FOR_EACH_ROW(AttentionRowDot<T>)        \
   COURSE_INSTANTIATE_FOR_EACH_ROW(MergeAttentionBlock<T>)    \
   COURSE_INSTANTIATE_FOR_EACH(AddScoreBias<T>)

@@ -107,15 +107,11 @@ void attention_heads_backward(const Tensor& q, const Tensor& k, const Tensor& v,
     for_each_row(
         q.device(), n.rows(), n.seq,
         ops::AttentionProbabilities<T>{probs.data_as<T>(), lse.data_as<float>(), {n.seq, causal}});
-    if (row_dots.defined()) {
-      for_each_row(q.device(), n.rows(), n.seq,
-                   ops::AttentionScoreGradient<T>{dscores.data_as<T>(), probs.data_as<T>(),
-                                                  row_dots.data_as<float>(), n.seq});
-    } else {
-      for_each_row(q.device(), n.rows(), n.seq,
-                   ops::SoftmaxBackward<T>{dscores.data_as<T>(), probs.data_as<T>(),
-                                           dscores.data_as<T>(), n.seq});  // dS, in place
-    }
+    // dS, in place; the row dots from P and dP when the block holds every key.
+    for_each_row(
+        q.device(), n.rows(), n.seq,
+        ops::SoftmaxBackward<T>{dscores.data_as<T>(), probs.data_as<T>(), dscores.data_as<T>(),
+                                n.seq, row_dots.defined() ? row_dots.data_as<float>() : nullptr});
   });
   if (score_bias_grad) {
     Tensor bias_sums = score_bias_grad->view({score_bias_grad->numel()});

@@ -55,25 +55,6 @@ struct AttentionProbabilities {
   }
 };
 
-// Row r of a block's score gradient, in place over dP: dS_ij = P_ij (dP_ij - dots_r), the
-// softmax gradient with the row dot rowsum(dO O) of the whole attention (attention_heads.h).
-template <class T>
-struct AttentionScoreGradient {
-  T* dscores;  // (N, T, T): dP in, dS out
-  const T* probs;
-  const float* dots;
-  int64_t cols;
-  template <class Lanes>
-  COURSE_HD void operator()(int64_t r, const Lanes& lanes) const {
-    const int64_t base = r * cols;
-    const float dot = dots[r];
-    lanes.for_each(cols, [&](int64_t j) {
-      dscores[base + j] =
-          T(static_cast<float>(probs[base + j]) * (static_cast<float>(dscores[base + j]) - dot));
-    });
-  }
-};
-
 // Row r of (N T, D): dots_r = sum_d dout_rd out_rd.
 template <class T>
 struct AttentionRowDot {

@@ -32,17 +32,19 @@ struct SoftmaxForward {
   }
 };
 
-// Row i: dx = y (dy - sum_j dy_j y_j).
+// Row i: dx = y (dy - sum_j dy_j y_j). With `dots`, the row's sum is dots[i], given: a block
+// of a longer softmax (blockwise attention, attention_heads.h), whose sum spans every block.
 template <class T>
 struct SoftmaxBackward {
   const T* dy;
   const T* y;
   T* dx;
   int64_t cols;
+  const float* dots = nullptr;
   template <class Lanes>
   COURSE_HD void operator()(int64_t i, const Lanes& lanes) const {
     const int64_t base = i * cols;
-    const float dot = lanes.sum(cols, [&](int64_t j) {
+    const float dot = dots ? dots[i] : lanes.sum(cols, [&](int64_t j) {
       return static_cast<float>(dy[base + j]) * static_cast<float>(y[base + j]);
     });
     lanes.for_each(cols, [&](int64_t j) {

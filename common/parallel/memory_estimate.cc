@@ -55,7 +55,7 @@ ParameterLayout gpt_parameters(const nn::GptConfig& m) {
 }
 
 struct Sizes {
-  int64_t tokens;      // batch x context
+  int64_t tokens;      // batch x context (this rank's part of it under context parallelism)
   int64_t a;           // tokens x channels
   int64_t s;           // bytes of the compute dtype
   int64_t logits;      // tokens x vocabulary
@@ -66,7 +66,11 @@ struct Sizes {
 
 Sizes sizes_of(const MemoryPlan& p) {
   const int64_t context = p.context > 0 ? p.context : p.model.context;
-  const int64_t tokens = p.batch * context;
+  COURSE_CHECK(p.context_parallel == 1 ||
+                   (p.context_parallel > 1 && context % (2 * p.context_parallel) == 0),
+               "a context of ", context, " does not cut into 2 x ", p.context_parallel,
+               " chunks for context parallelism");
+  const int64_t tokens = p.batch * context / p.context_parallel;
   const bool llama = p.model.llama();
   return {.tokens = tokens,
           .a = tokens * p.model.channels,

@@ -5,7 +5,9 @@
 // shard-grad-op) on any number of ranks. The figures follow what this repository's layers and
 // wrappers hold at the step's peak (the start of the backward pass), so the day-4 lab can print
 // them before a run, refuse a run that would not fit, and be checked against the allocator's
-// measured peak (common/parallel/tests/memory_estimate_test.cc states the tolerance).
+// measured peak (common/parallel/tests/memory_estimate_test.cc states the tolerance). Under
+// context parallelism every activation is a rank's tokens' (ring attention keeps no (T, T)
+// matrix), so the activations are those of a context cp times shorter.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,7 @@ struct MemoryPlan {
   int64_t context = 0;          // tokens per sequence (0: the model's context)
   DType compute = DType::kF32;  // autocast's dtype (f32: no autocast)
   bool checkpoint_activations = false;
+  int context_parallel = 1;  // ranks each sequence is cut over: a rank holds context / cp tokens
   StatePlan state;
 };
 

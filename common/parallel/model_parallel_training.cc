@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/nn/autocast.h"
+#include "common/nn/context_split.h"
 #include "common/nn/piece_stages.h"
 #include "common/optim/gradient_clipping.h"
 #include "common/parallel/gradient_average.h"
@@ -15,16 +16,41 @@ namespace course::parallel {
 
 namespace {
 
-GridShape model_parallel_grid(const Communicator& world, int tp, int pp) {
-  COURSE_CHECK(world.size() % (tp * pp) == 0, "--tensor-parallel ", tp, " x --pipeline-stages ", pp,
-               " does not divide the ", world.size(),
-               " ranks of this run into model replicas (start it with mpirun -np ", tp * pp,
+GridShape model_parallel_grid(const Communicator& world, int tp, int pp, int cp = 1) {
+  const int replica = tp * pp * cp;
+  const std::string context = cp > 1 ? "--context-parallel " + std::to_string(cp) + " x " : "";
+  COURSE_CHECK(world.size() % replica == 0, context, "--tensor-parallel ", tp,
+               " x --pipeline-stages ", pp, " does not divide the ", world.size(),
+               " ranks of this run into model replicas (start it with mpirun -np ", replica,
                " or a multiple)");
-  return {.dp = world.size() / (tp * pp), .tp = tp, .pp = pp};
+  return {.dp = world.size() / replica, .tp = tp, .pp = pp, .cp = cp};
+}
+
+// The GPT cut over the tensor-parallel ranks and, with context parallelism, attending through
+// the ring of its context-parallel ranks; none when neither axis has more than one rank.
+std::unique_ptr<TensorParallelGpt> cut_gpt(nn::Gpt& model, const ProcessGrid& grid,
+                                           bool sequence_parallel) {
+  if (grid.shape().tp == 1 && grid.shape().cp == 1) return nullptr;
+  auto cut = std::make_unique<TensorParallelGpt>(
+      model, grid.tp(),
+      sequence_parallel ? Activations::kSequenceSharded : Activations::kReplicated);
+  if (grid.shape().cp > 1) cut->use_context_parallel(grid.cp());
+  return cut;
+}
+
+// This rank's positions of a replica's windows (inputs (B, T), targets (B T,)).
+NextTokenBatch context_rows(const NextTokenBatch& batch, const ProcessGrid& grid) {
+  const nn::ContextSplit split{grid.coordinates().cp, grid.shape().cp};
+  if (!split.active()) return batch;
+  const Tensor targets = split.rows_of(batch.targets.view(batch.inputs.shape()));
+  return {split.rows_of(batch.inputs), targets.view({targets.numel()})};
 }
 
 // An image model's tensor-parallel ranks: its tokens are not cut along the sequence.
 int image_tensor_parallel(const ModelParallelOptions& o) {
+  COURSE_CHECK(o.context_parallel == 1,
+               "context parallelism cuts a language model's windows; an image model's tokens "
+               "stay whole");
   COURSE_CHECK(!o.sequence_parallel,
                "sequence parallelism cuts a language model's sequence; an image model's tokens "
                "stay whole (--tensor-parallel alone cuts a ViT's blocks)");
@@ -84,12 +110,9 @@ ModelParallelTraining::ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Com
                                              const ModelParallelOptions& o)
     : whole_(model),
       gpt_(&model),
-      grid_(world, model_parallel_grid(*world, o.tensor_parallel, o.pipeline_stages)),
-      cut_gpt_(o.tensor_parallel > 1 ? std::make_unique<TensorParallelGpt>(
-                                           model, grid_.tp(),
-                                           o.sequence_parallel ? Activations::kSequenceSharded
-                                                               : Activations::kReplicated)
-                                     : nullptr),
+      grid_(world,
+            model_parallel_grid(*world, o.tensor_parallel, o.pipeline_stages, o.context_parallel)),
+      cut_gpt_(cut_gpt(model, grid_, o.sequence_parallel)),
       pipeline_(stages_source<nn::GptParts>(model, cut_gpt_), grid_.pp(), o.pipeline),
       compute_(o.compute),
       sequence_sharded_(cut_gpt_ ? cut_gpt_->sequence_sharded_parameters()
@@ -119,15 +142,19 @@ Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
                                                const std::function<void(Phase)>& mark) {
   mark(Phase::kPipeline);
   const auto bytes_sent = [&] {
-    return grid_.pp()->traffic().bytes + grid_.dp()->traffic().bytes + grid_.tp()->traffic().bytes;
+    return grid_.pp()->traffic().bytes + grid_.replicas()->traffic().bytes +
+           grid_.tp()->traffic().bytes + grid_.cp()->traffic().bytes;
   };
   const double bytes_before = bytes_sent();
   pipeline_.zero_grad();
+  const NextTokenBatch mine = context_rows(batch, grid_);
   float loss = 0;
   {
     nn::Autocast autocast(compute_.value_or(DType::kBF16), compute_.has_value());
-    loss = pipeline_.forward_backward(batch.inputs, batch.targets);
+    loss = pipeline_.forward_backward(mine.inputs, mine.targets);
   }
+  // Each context rank's mean over as many tokens: their mean is the replica's.
+  if (grid_.shape().cp > 1) loss = sum_over_ranks(loss, *grid_.cp()) / grid_.shape().cp;
   if (steps_++ > 0) {
     step_seconds_ += pipeline_.step_seconds();
     for (const TimedAction& a : pipeline_.timeline()) compute_seconds_ += a.end_s - a.start_s;
@@ -159,7 +186,7 @@ void ModelParallelTraining::average_over_replicas() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<nn::Parameter*> parameters;
   for (const auto& named : pipeline_.parameters()) parameters.push_back(named.second);
-  average_gradients(parameters, *grid_.dp());
+  average_gradients(parameters, *grid_.replicas());
   averaging_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -174,6 +201,10 @@ std::string ModelParallelTraining::describe() const {
   const PipelineOptions& p = pipeline_.options();
   const GridShape& shape = grid_.shape();
   std::vector<std::string> axes;
+  if (shape.cp > 1) {
+    axes.push_back("each window's positions cut over " + std::to_string(shape.cp) +
+                   " context-parallel ranks (ring attention)");
+  }
   if (shape.tp > 1) {
     axes.push_back("every layer cut over " + std::to_string(shape.tp) + " tensor-parallel ranks" +
                    (sequence_sharded_.empty() ? "" : " (and the sequence between)"));

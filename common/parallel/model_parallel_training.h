@@ -1,8 +1,10 @@
 // A model under model parallelism: the job's ranks as a process grid of
-// dp x tp x pp = (world / (T P)) x T x P. A GPT's every layer is cut over the T ranks of the
-// tensor-parallel axis (tensor_parallel_gpt.h); the blocks are cut into P stages, each rank
-// training one stage (pipeline_parallel.h) over the micro-batches of its pipeline's batch; the
-// replicas' gradients are averaged over the data-parallel axis (3D parallelism). Without stages
+// dp x cp x tp x pp = (world / (C T P)) x C x T x P. A GPT's every layer is cut over the T ranks
+// of the tensor-parallel axis (tensor_parallel_gpt.h); each window's positions are cut over the
+// C ranks of the context-parallel axis, attention a ring over them (ring_attention.h); the
+// blocks are cut into P stages, each rank training one stage (pipeline_parallel.h) over the
+// micro-batches of its pipeline's batch; the gradients are averaged over the data-parallel
+// replicas and the context-parallel ranks (3D parallelism, 4D with C > 1). Without stages
 // the micro-batches are accumulated. An image model is cut into stages from its pieces
 // (common/nn/piece_stages.h); a ViT's blocks are cut over the T ranks as well
 // (tensor_parallel_vit.h), CoAtNet takes the pipeline and data axes only. Validation and sampling
@@ -28,6 +30,7 @@ namespace course::parallel {
 struct ModelParallelOptions {
   int tensor_parallel = 1;         // T: ranks every layer is cut over
   bool sequence_parallel = false;  // and the activations between them along the sequence
+  int context_parallel = 1;        // C: ranks each window's positions are cut over (a GPT's)
   int pipeline_stages = 1;         // P: stages of blocks, a rank each
   PipelineOptions pipeline;        // its micro-batches: accumulated when P is 1
   std::optional<DType> compute;    // autocast's dtype (none: f32)
@@ -35,7 +38,7 @@ struct ModelParallelOptions {
 
 class ModelParallelTraining : public TrainingParallelism {
  public:
-  // Collective over `world`, whose size must be a multiple of T x P; every rank passes a
+  // Collective over `world`, whose size must be a multiple of C x T x P; every rank passes a
   // `model` built from the same seed.
   ModelParallelTraining(nn::Gpt& model, std::shared_ptr<Communicator> world,
                         const ModelParallelOptions& options);
@@ -51,8 +54,9 @@ class ModelParallelTraining : public TrainingParallelism {
   int data_rank() const override { return grid_.coordinates().dp; }
   int data_ranks() const override { return grid_.shape().dp; }
   int micro_batches() const override { return pipeline_.options().micro_batches; }
-  // Every micro-batch forward and backward through the pipeline (one "pipeline" phase), then
-  // the stage's gradients averaged over the data-parallel replicas.
+  // Every micro-batch forward and backward through the pipeline (one "pipeline" phase) on this
+  // rank's positions of the replica's windows, then the stage's gradients averaged over the
+  // data-parallel replicas and the context-parallel ranks; the loss is the replica's.
   Tensor forward_backward(const NextTokenBatch& batch,
                           const std::function<void(Phase)>& mark) override;
   void after_step() override {}

@@ -67,6 +67,32 @@ struct Ring {
   }
 };
 
+// One pass around the ring from this rank's keys and values `held` (2, 2, B, H, Tc, D): at each
+// hop `visit(mine, theirs, diagonal, held)` for every (query slot, key slot) block this rank
+// computes, the held block already passing to the next rank meanwhile; `after_hop()` once the
+// next hop's block has arrived.
+template <class Visit, class AfterHop>
+void around_the_ring(Communicator& cp, Tensor held, bool causal, Visit visit, AfterHop after_hop) {
+  Ring ring{cp};
+  for (int hop = 0; hop < cp.size(); ++hop) {
+    const int source = (cp.rank() - hop + cp.size()) % cp.size();
+    Tensor incoming;
+    WorkPtr passing = hop + 1 < cp.size() ? ring.pass(held, incoming, kKeysAndValuesTag) : nullptr;
+    for (int mine = 0; mine < 2; ++mine) {
+      for (int theirs = 0; theirs < 2; ++theirs) {
+        const BlockMask mask = mask_of(chunk_of(cp.rank(), cp.size(), mine),
+                                       chunk_of(source, cp.size(), theirs), causal);
+        if (mask.seen) visit(mine, theirs, mask.diagonal, held);
+      }
+    }
+    if (passing) {
+      passing->wait();
+      held = incoming;
+    }
+    after_hop();
+  }
+}
+
 }  // namespace
 
 Tensor ring_attention_forward(const Tensor& qkv, int64_t heads, bool causal, Communicator& cp,
@@ -76,35 +102,20 @@ Tensor ring_attention_forward(const Tensor& qkv, int64_t heads, bool causal, Com
                             kQkvToChunkHeads);  // (3, 2, B, H, Tc, D)
   saved.out = Tensor::empty({2, n.matrices(), n.chunk, n.head_dim}, qkv.dtype(), qkv.device());
   std::array<bool, 2> started{false, false};
-  Ring ring{cp};
-  Tensor held = saved.qkv_heads.slice(1, 3).clone();  // k|v (2, 2, B, H, Tc, D)
-  for (int hop = 0; hop < cp.size(); ++hop) {
-    const int source = (cp.rank() - hop + cp.size()) % cp.size();
-    Tensor incoming;
-    WorkPtr passing = hop + 1 < cp.size() ? ring.pass(held, incoming, kKeysAndValuesTag) : nullptr;
-    for (int mine = 0; mine < 2; ++mine) {
-      for (int theirs = 0; theirs < 2; ++theirs) {
-        const BlockMask mask = mask_of(chunk_of(cp.rank(), cp.size(), mine),
-                                       chunk_of(source, cp.size(), theirs), causal);
-        if (!mask.seen) continue;
-        Tensor out, lse;
-        attention_heads_forward(block(saved.qkv_heads, mine, n), block(held, theirs, n),
-                                block(held, 2 + theirs, n), mask.diagonal, out, lse);
-        Tensor running = block(saved.out, mine, n);
-        if (started[mine]) {
-          merge_attention_block(running, saved.lse[mine], out, lse);
-        } else {
-          copy_(running, out);
-          saved.lse[mine] = lse;
-          started[mine] = true;
-        }
-      }
+  const auto attend = [&](int mine, int theirs, bool diagonal, const Tensor& held) {
+    Tensor out, lse;
+    attention_heads_forward(block(saved.qkv_heads, mine, n), block(held, theirs, n),
+                            block(held, 2 + theirs, n), diagonal, out, lse);
+    Tensor running = block(saved.out, mine, n);
+    if (started[mine]) {
+      merge_attention_block(running, saved.lse[mine], out, lse);
+    } else {
+      copy_(running, out);
+      saved.lse[mine] = lse;
+      started[mine] = true;
     }
-    if (passing) {
-      passing->wait();
-      held = incoming;
-    }
-  }
+  };
+  around_the_ring(cp, saved.qkv_heads.slice(1, 3).clone(), causal, attend, [] {});
   return permute(saved.out.view({2, n.batch, n.heads, n.chunk, n.head_dim}), kChunkHeadsToRows)
       .view({n.batch, 2 * n.chunk, n.heads * n.head_dim});
 }
@@ -123,36 +134,23 @@ Tensor ring_attention_backward(const Tensor& dy, int64_t heads, bool causal, Com
   const std::array<Tensor, 2> dots{attention_row_dots(block(saved.out, 0, n), block(dout, 0, n)),
                                    attention_row_dots(block(saved.out, 1, n), block(dout, 1, n))};
   Tensor dqkv_heads = zeros(qkv_heads.shape(), dy.dtype(), dy.device());  // (3, 2, B, H, Tc, D)
+  Tensor held_grads = zeros(qkv_heads.slice(1, 3).shape(), dy.dtype(), dy.device());
+  const auto attend_back = [&](int mine, int theirs, bool diagonal, const Tensor& held) {
+    AttentionHeadGradients grads{block(dqkv_heads, mine, n), block(held_grads, theirs, n),
+                                 block(held_grads, 2 + theirs, n), /*accumulate=*/true};
+    attention_heads_backward(block(qkv_heads, mine, n), block(held, theirs, n),
+                             block(held, 2 + theirs, n), block(dout, mine, n), saved.lse[mine],
+                             diagonal, dots[mine], grads);
+  };
+  // The gradients follow their keys and values; after the last hop they reach their owner.
   Ring ring{cp};
-  Tensor held = qkv_heads.slice(1, 3).clone();
-  Tensor held_grads = zeros(held.shape(), dy.dtype(), dy.device());
-  for (int hop = 0; hop < cp.size(); ++hop) {
-    const int source = (cp.rank() - hop + cp.size()) % cp.size();
-    Tensor incoming;
-    WorkPtr passing = hop + 1 < cp.size() ? ring.pass(held, incoming, kKeysAndValuesTag) : nullptr;
-    for (int mine = 0; mine < 2; ++mine) {
-      for (int theirs = 0; theirs < 2; ++theirs) {
-        const BlockMask mask = mask_of(chunk_of(cp.rank(), cp.size(), mine),
-                                       chunk_of(source, cp.size(), theirs), causal);
-        if (!mask.seen) continue;
-        AttentionHeadGradients grads{block(dqkv_heads, mine, n), block(held_grads, theirs, n),
-                                     block(held_grads, 2 + theirs, n), /*accumulate=*/true};
-        attention_heads_backward(block(qkv_heads, mine, n), block(held, theirs, n),
-                                 block(held, 2 + theirs, n), block(dout, mine, n), saved.lse[mine],
-                                 mask.diagonal, dots[mine], grads);
-      }
-    }
-    if (passing) {
-      passing->wait();
-      held = incoming;
-    }
-    // The gradients follow their keys and values; after the last hop they reach their owner.
-    if (cp.size() > 1) {
-      Tensor arriving;
-      ring.pass(held_grads, arriving, kGradientsTag)->wait();
-      held_grads = arriving;
-    }
-  }
+  const auto pass_gradients = [&] {
+    if (cp.size() == 1) return;
+    Tensor arriving;
+    ring.pass(held_grads, arriving, kGradientsTag)->wait();
+    held_grads = arriving;
+  };
+  around_the_ring(cp, qkv_heads.slice(1, 3).clone(), causal, attend_back, pass_gradients);
   Tensor own_grads = dqkv_heads.slice(1, 3);
   copy_(own_grads, held_grads);
   return permute(dqkv_heads, inverse_permutation(kQkvToChunkHeads))

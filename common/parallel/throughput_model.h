@@ -1,4 +1,5 @@
-// A first-order model of a training step on a GPU cluster under 3D parallelism (dp x tp x pp),
+// A first-order model of a training step on a GPU cluster under 4D parallelism
+// (dp x cp x tp x pp),
 // the back-of-the-envelope of the Megatron-LM papers, so a grid can be chosen before a job is
 // submitted. For any model whose workload is known (workload.h: the GPT and Llama presets, ViT,
 // CoAtNet), mixed-precision Adam (bf16 compute, 16 bytes of model state per parameter), 1F1B
@@ -11,15 +12,24 @@
 //   tensor parallelism   4 all-reduces per block and micro-batch (2 forward, 2 backward) of the
 //                        block's b-sample output in bf16: 2 (t - 1) / t of them sent, a stage's
 //                        share (1 / p) of the blocks
+//   context parallelism  a window's s tokens cut over c ranks (ring attention): per block and
+//                        micro-batch the rank's keys and values (2 b s/c h_kv bf16) go c - 1
+//                        hops forward, and backward again with their gradients (3 (c - 1)
+//                        passes in all), a stage's share of the blocks, not overlapped
 //   pipeline sends       2 per micro-batch of the largest output crossing a stage boundary
-//   data parallelism     one all-reduce of the stage's 2 Psi / (t p) bytes of bf16 gradients:
-//                        2 (d - 1) / d of them sent, not overlapped (an upper bound)
+//                        (a rank's s/c tokens of it)
+//   data parallelism     one all-reduce of the stage's 2 Psi / (t p) bytes of bf16 gradients
+//                        over the d c ranks that hold them: 2 (dc - 1) / dc of them sent, not
+//                        overlapped (an upper bound)
 //   memory per GPU       16 Psi / (t p) + the activations of the stage that holds the most:
 //                        stage k keeps min(p - k, m) micro-batches of its blocks' saved bytes
-//                        (whole, plus cut / t), plus the ends' (embedding, logits)
+//                        (whole, plus cut / t), plus the ends' (embedding, logits); all of them
+//                        divided by c (a rank keeps its tokens' only; ring attention keeps no
+//                        (s, s) matrix, so the s^2 term is an upper bound)
 //   MFU                  F / (step time n peak)
 // A collective's bandwidth is the intra-node one when its ranks fit in a node (tensor ranks are
-// innermost, then data, then pipeline, as in process_grid.h), else the inter-node one.
+// innermost, then context, then data, then pipeline, as in process_grid.h), else the inter-node
+// one.
 #pragma once
 
 #include <string>
@@ -46,7 +56,8 @@ struct StepPlan {
 
 struct StepPrediction {
   double flops = 0;  // per step, every GPU together
-  double compute_s = 0, bubble_s = 0, tensor_parallel_s = 0, pipeline_s = 0, data_parallel_s = 0;
+  double compute_s = 0, bubble_s = 0, tensor_parallel_s = 0, context_parallel_s = 0, pipeline_s = 0,
+         data_parallel_s = 0;
   double step_s = 0;
   double memory_bytes = 0;  // per GPU, the first stage's
   double mfu = 0;
@@ -54,7 +65,8 @@ struct StepPrediction {
 };
 
 // Why `plan`'s grid cannot run its model (heads not splitting over tp, or blocks not cut over
-// tp at all; fewer blocks than stages; a batch that does not divide), or "" when it can.
+// tp at all; a window not cutting into 2 cp chunks, or samples that are not windows; fewer
+// blocks than stages; a batch that does not divide), or "" when it can.
 std::string grid_misfit(const StepPlan& plan);
 
 // Throws grid_misfit's message when the grid does not fit the model (heads not dividing over tp, or

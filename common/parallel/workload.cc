@@ -50,7 +50,8 @@ Workload gpt_workload(const nn::GptConfig& c) {
              // the embedding's dropout mask, a byte a value; the logits in f32, cut over tp
              .ends = {.saved_whole_bytes = s * h, .saved_cut_bytes = 4 * s * v},
              .heads = c.heads,
-             .key_value_heads = c.key_value_heads()};
+             .key_value_heads = c.key_value_heads(),
+             .sequence = c.context};
   w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads),
                                                    static_cast<double>(c.feed_forward_expansion()),
                                                    static_cast<double>(c.feed_forward_width())));

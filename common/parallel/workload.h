@@ -39,6 +39,8 @@ struct Workload {
   BlockWork ends;  // what the first and last parts keep (embedding, logits), together
   // The attention heads tensor parallelism splits (query, key/value); 0: blocks not cut.
   int64_t heads = 0, key_value_heads = 0;
+  // A language model's window, which context parallelism cuts; 0: samples are not cut.
+  int64_t sequence = 0;
 };
 
 Workload gpt_workload(const nn::GptConfig& config);

@@ -169,6 +169,9 @@ multi "day 4: interleaved pipeline, 2 x 2 stages" "$even" "$labs/day4_large_mode
   "${gpt[@]}" --pipeline-stages 2 --virtual-stages 2 --micro-batches 4 --schedule interleaved
 multi "day 4: tensor parallelism, 2 ranks" "$even" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --tensor-parallel 2
+# Ring attention: keys and values around the ranks over NCCL, the blocks on the GPU.
+multi "day 4: context parallelism, 2 ranks" "$even" "$labs/day4_large_models_lab" "${gpt[@]}" \
+  --context-parallel 2
 # Stages whose activations change shape, channels-last on the wire.
 multi "day 4: CoAtNet in 2 pipeline stages" "$even" "$labs/day4_large_models_lab" \
   "${coatnet[@]}" --pipeline-stages 2 --micro-batches 4 --pipeline-balance compute

@@ -78,6 +78,34 @@ const Cluster kHandCluster{.gpus_per_node = 4,
                            .intra_node_bandwidth = 100,
                            .inter_node_bandwidth = 10};
 
+// AStepWorkedOutByHand's GPT on 4D: dp 1 x cp 2 x tp 2 x pp 2. Each rank holds 4 of a window's 8
+// tokens, so its tensor-parallel all-reduces, pipeline sends and activations halve; the ring passes
+// its keys and values 3 (c - 1) times per block and micro-batch; the gradients are averaged over
+// the 2 context ranks.
+TEST(ThroughputModel, AFourDimensionalStepWorkedOutByHand) {
+  const StepPlan plan{.model = gpt_workload({"hand", 2, 2, 4, 8, 16}),
+                      .grid = {.dp = 1, .tp = 2, .pp = 2, .cp = 2},
+                      .global_batch = 8,
+                      .micro_batch = 1};
+  const StepPrediction r = predict_step(plan, kHandCluster);
+  EXPECT_EQ(r.micro_batches, 8);                 // 8 / (1 x 1)
+  EXPECT_DOUBLE_EQ(r.compute_s, 55.296);         // the same flops over the same 8 GPUs
+  EXPECT_DOUBLE_EQ(r.bubble_s, 6.912);           // x (2 - 1) / 8
+  EXPECT_DOUBLE_EQ(r.tensor_parallel_s, 10.24);  // 4 x 8 x 1/2 x 2 B x 64 / 2 (cp) / 2 (pp) / 100
+  EXPECT_DOUBLE_EQ(r.context_parallel_s, 7.68);  // 3 x 1 x 8 x 2 x 2 B x 64 / 2 / 2 / 2 / 100
+  EXPECT_DOUBLE_EQ(r.pipeline_s, 51.2);          // 2 x 8 x 2 B x 32 / 2 / 10 (stages 4 apart)
+  EXPECT_DOUBLE_EQ(r.data_parallel_s, 2.96);     // over the 2 context ranks: 1 x 2 B x 592 / 4
+  EXPECT_DOUBLE_EQ(r.step_s, 134.288);
+  EXPECT_DOUBLE_EQ(r.memory_bytes, 2368 + 1024 + 144);  // states, 2 x 1 layer x 512, ends / 2
+  // A window that does not cut into 2 cp chunks, and images, are refused.
+  StepPlan misfit = plan;
+  misfit.grid = {.dp = 1, .tp = 1, .pp = 1, .cp = 8};
+  EXPECT_NE(grid_misfit(misfit).find("does not cut into 2 x cp chunks"), std::string::npos);
+  misfit.model = vit_workload(nn::vit_config({.name = "vit-micro"}));
+  misfit.grid = {.dp = 1, .tp = 1, .pp = 1, .cp = 2};
+  EXPECT_NE(grid_misfit(misfit).find("not windows of tokens"), std::string::npos);
+}
+
 // A ViT of 8 px images in 4 px patches (s = 5 tokens with the class token), 2 blocks of h 4,
 // 2 heads and an MLP of 16, 1 channel in, 3 classes: 603 parameters.
 TEST(ThroughputModel, AVitStepWorkedOutByHand) {
