@@ -48,6 +48,13 @@ Tensor ContextSplit::rows_of(const Tensor& whole) const {
   return permute(mine, {1, 0, 2}).view(shape);
 }
 
+Tensor ContextSplit::flat_rows_of(const Tensor& flat, int64_t windows) const {
+  COURSE_CHECK(flat.dim() == 1 && windows > 0 && flat.numel() % windows == 0, "a flat tensor of ",
+               windows, " windows, got ", flat.str());
+  const Tensor rows = rows_of(flat.view({windows, flat.numel() / windows}));
+  return rows.view({rows.numel()});
+}
+
 Tensor ContextSplit::table_rows(const Tensor& table, int64_t seq) const {
   check_cut(*this, seq);
   COURSE_CHECK(table.dim() == 2 && table.size(0) >= seq, "a (rows, C) table of at least ", seq,

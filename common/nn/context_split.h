@@ -24,6 +24,8 @@ struct ContextSplit {
   std::vector<int32_t> positions(int64_t seq) const;
   // This rank's rows, in order, of a contiguous (B, T, ...) tensor of any dtype.
   Tensor rows_of(const Tensor& whole) const;
+  // The same of a flat (B T,) tensor of B windows (next-token targets), flat again.
+  Tensor flat_rows_of(const Tensor& flat, int64_t windows) const;
   // The rows of a (rows, C) table at this rank's positions of a seq-long sequence: (2 T/2cp, C).
   Tensor table_rows(const Tensor& table, int64_t seq) const;
   // table_grad[positions] += rows_grad, the adjoint of table_rows.

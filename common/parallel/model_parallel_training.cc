@@ -42,8 +42,7 @@ std::unique_ptr<TensorParallelGpt> cut_gpt(nn::Gpt& model, const ProcessGrid& gr
 NextTokenBatch context_rows(const NextTokenBatch& batch, const ProcessGrid& grid) {
   const nn::ContextSplit split{grid.coordinates().cp, grid.shape().cp};
   if (!split.active()) return batch;
-  const Tensor targets = split.rows_of(batch.targets.view(batch.inputs.shape()));
-  return {split.rows_of(batch.inputs), targets.view({targets.numel()})};
+  return {split.rows_of(batch.inputs), split.flat_rows_of(batch.targets, batch.inputs.size(0))};
 }
 
 // An image model's tensor-parallel ranks: its tokens are not cut along the sequence.

@@ -2,6 +2,8 @@
 // each hop, merged by log-sum-exp, with the next hop's keys and values already on their way.
 #include "common/parallel/ring_attention.h"
 
+#include <cmath>
+
 #include "common/core/error.h"
 #include "common/kernels/attention_heads.h"
 #include "common/kernels/elementwise.h"
@@ -34,9 +36,6 @@ RingDims dims_of(const Tensor& qkv, int64_t heads) {
   return {qkv.size(0), qkv.size(1) / 2, heads, channels / heads};
 }
 
-// The sequence chunk that slot 0 or 1 of a rank holds.
-int chunk_of(int rank, int ranks, int slot) { return nn::ContextSplit{rank, ranks}.chunk(slot); }
-
 // Matrix `index` of a contiguous (n, B H, Tc, D) stack, as (B H, Tc, D).
 Tensor block(const Tensor& stack, int64_t index, const RingDims& n) {
   return stack
@@ -67,21 +66,22 @@ struct Ring {
   }
 };
 
-// One pass around the ring from this rank's keys and values `held` (2, 2, B, H, Tc, D): at each
+// One pass around the ring from this rank's keys and values `held` (2, 2, B, H, Tc, D, only
+// read): at each
 // hop `visit(mine, theirs, diagonal, held)` for every (query slot, key slot) block this rank
 // computes, the held block already passing to the next rank meanwhile; `after_hop()` once the
 // next hop's block has arrived.
 template <class Visit, class AfterHop>
 void around_the_ring(Communicator& cp, Tensor held, bool causal, Visit visit, AfterHop after_hop) {
   Ring ring{cp};
+  const nn::ContextSplit me{cp.rank(), cp.size()};
   for (int hop = 0; hop < cp.size(); ++hop) {
-    const int source = (cp.rank() - hop + cp.size()) % cp.size();
+    const nn::ContextSplit source{(cp.rank() - hop + cp.size()) % cp.size(), cp.size()};
     Tensor incoming;
     WorkPtr passing = hop + 1 < cp.size() ? ring.pass(held, incoming, kKeysAndValuesTag) : nullptr;
     for (int mine = 0; mine < 2; ++mine) {
       for (int theirs = 0; theirs < 2; ++theirs) {
-        const BlockMask mask = mask_of(chunk_of(cp.rank(), cp.size(), mine),
-                                       chunk_of(source, cp.size(), theirs), causal);
+        const BlockMask mask = mask_of(me.chunk(mine), source.chunk(theirs), causal);
         if (mask.seen) visit(mine, theirs, mask.diagonal, held);
       }
     }
@@ -100,22 +100,20 @@ Tensor ring_attention_forward(const Tensor& qkv, int64_t heads, bool causal, Com
   const RingDims n = dims_of(qkv, heads);
   saved.qkv_heads = permute(qkv.view({n.batch, 2, n.chunk, 3, n.heads, n.head_dim}),
                             kQkvToChunkHeads);  // (3, 2, B, H, Tc, D)
-  saved.out = Tensor::empty({2, n.matrices(), n.chunk, n.head_dim}, qkv.dtype(), qkv.device());
-  std::array<bool, 2> started{false, false};
+  // Nothing seen yet: outputs 0, log-sum-exps -inf, which the first block's merge replaces.
+  saved.out = zeros({2, n.matrices(), n.chunk, n.head_dim}, qkv.dtype(), qkv.device());
+  for (Tensor& lse : saved.lse) {
+    lse = Tensor::empty({n.matrices(), n.chunk}, DType::kF32, qkv.device());
+    fill_(lse, -INFINITY);
+  }
   const auto attend = [&](int mine, int theirs, bool diagonal, const Tensor& held) {
     Tensor out, lse;
     attention_heads_forward(block(saved.qkv_heads, mine, n), block(held, theirs, n),
                             block(held, 2 + theirs, n), diagonal, out, lse);
     Tensor running = block(saved.out, mine, n);
-    if (started[mine]) {
-      merge_attention_block(running, saved.lse[mine], out, lse);
-    } else {
-      copy_(running, out);
-      saved.lse[mine] = lse;
-      started[mine] = true;
-    }
+    merge_attention_block(running, saved.lse[mine], out, lse);
   };
-  around_the_ring(cp, saved.qkv_heads.slice(1, 3).clone(), causal, attend, [] {});
+  around_the_ring(cp, saved.qkv_heads.slice(1, 3), causal, attend, [] {});
   return permute(saved.out.view({2, n.batch, n.heads, n.chunk, n.head_dim}), kChunkHeadsToRows)
       .view({n.batch, 2 * n.chunk, n.heads * n.head_dim});
 }
@@ -150,7 +148,7 @@ Tensor ring_attention_backward(const Tensor& dy, int64_t heads, bool causal, Com
     ring.pass(held_grads, arriving, kGradientsTag)->wait();
     held_grads = arriving;
   };
-  around_the_ring(cp, qkv_heads.slice(1, 3).clone(), causal, attend_back, pass_gradients);
+  around_the_ring(cp, qkv_heads.slice(1, 3), causal, attend_back, pass_gradients);
   Tensor own_grads = dqkv_heads.slice(1, 3);
   copy_(own_grads, held_grads);
   return permute(dqkv_heads, inverse_permutation(kQkvToChunkHeads))

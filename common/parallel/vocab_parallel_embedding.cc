@@ -61,10 +61,12 @@ Tensor VocabParallelEmbedding::extended_table() const {
 Tensor VocabParallelEmbedding::position_rows(const Tensor& tokens) const {
   if (!wpe) return Tensor();
   // Rank 0 adds the positions; the others look up zeros for them, so the sum holds them once.
-  const Tensor table = context_.active()
-                           ? context_.table_rows(wpe->value, context_.sequence_of(tokens.size(1)))
+  if (tp_->rank() != 0) {
+    const int64_t rows = context_.active() ? tokens.size(1) : wpe->value.size(0);
+    return zeros({rows, wpe->value.size(1)}, DType::kF32, wpe->value.device());
+  }
+  return context_.active() ? context_.table_rows(wpe->value, context_.sequence_of(tokens.size(1)))
                            : wpe->value;
-  return tp_->rank() == 0 ? table : zeros(table.shape(), DType::kF32, table.device());
 }
 
 Tensor VocabParallelEmbedding::run_forward(const Tensor& tokens, nn::Context& ctx) {

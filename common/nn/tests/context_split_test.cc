@@ -47,6 +47,11 @@ TEST(ContextSplit, RowsOfATensorFollowThePositions) {
   const Tensor tokens = Tensor::from_vector<int32_t>({0, 1, 2, 3, 4, 5, 6, 7}, {1, 8});
   const ContextSplit first{0, 2};
   EXPECT_EQ(first.rows_of(tokens).to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 6, 7}));
+  // Flat targets of 2 windows of 8: each window's rows, flat again.
+  std::vector<int64_t> targets(16);
+  for (int i = 0; i < 16; ++i) targets[i] = i;
+  EXPECT_EQ(first.flat_rows_of(Tensor::from_vector<int64_t>(targets, {16}), 2).to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 1, 6, 7, 8, 9, 14, 15}));
 }
 
 TEST(ContextSplit, TableRowsAndTheirAdjoint) {

@@ -72,9 +72,8 @@ TEST(ContextParallelMemory, EachRankHoldsAtMostOneCpthOfOneProcesssActivations) 
   TensorParallelGpt model(alone, grid.tp());
   model.use_context_parallel(grid.cp());
   const nn::ContextSplit split{grid.coordinates().cp, cp};
-  const Tensor targets = split.rows_of(whole_window.targets.view(whole_window.tokens.shape()));
-  const int64_t per_rank =
-      step_peak(model, {split.rows_of(whole_window.tokens), targets.view({targets.numel()})});
+  const int64_t per_rank = step_peak(model, {split.rows_of(whole_window.tokens),
+                                             split.flat_rows_of(whole_window.targets, kBatch)});
   Tensor largest = Tensor::from_vector<float>({static_cast<float>(per_rank)}, {1});
   world->allreduce(largest, ReduceOp::kMax)->wait();
   const double measured = largest.to_vector<float>()[0];

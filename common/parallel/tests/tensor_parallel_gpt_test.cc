@@ -57,8 +57,7 @@ Batch batch(const nn::GptConfig& config, int step, int64_t first, int64_t count,
   const NextTokenBatch b =
       random_windows(50 + step, config.context, config.vocabulary, first, count);
   if (!split.active()) return {b.inputs, b.targets};
-  const Tensor targets = split.rows_of(b.targets.view({count, config.context}));
-  return {split.rows_of(b.inputs), targets.view({targets.numel()})};
+  return {split.rows_of(b.inputs), split.flat_rows_of(b.targets, count)};
 }
 
 // One step of `model` on `b`: the mean loss's gradients added into its parameters.
