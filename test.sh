@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test: the full build (CUDA compiled in where nvcc is installed; without a GPU the
-# tests run its CPU path, as a trainee's machine does), then common/'s tests (fuzz tests
-# included) and the solutions' exercise checks of days 2-4 (the multi-rank ones on 2-4 ranks:
-# a read past a rank's shard fails there even where a sum hides it) on the CPU-only build under
-# AddressSanitizer and UndefinedBehaviorSanitizer, then
-# the GPU self-test's bundle (tools/gpu_selftest/bundle_test.sh), then the Slurm tooling, the
-# race and multi-node jobs on a local Slurm cluster (as root; slurm/tests/slurm_test.sh,
-# race_test.sh, multinode_test.sh).
-# Two builds: a third, `bazel test --config=cpu //...`, would compile every target again and
-# push a cold run on two cores past CI's time; common/ is where CUDA is compiled in or out.
+# tests run its CPU path, as a trainee's machine does); the CPU-only build of every target
+# (`--config=cpu`: only the files that see CUDA compile again, tools/cuda/cuda.bzl); common/'s
+# tests (fuzz tests included) and the solutions' exercise checks of days 2-4 (the multi-rank
+# ones on 2-4 ranks: a read past a rank's shard fails there even where a sum hides it) on the
+# CPU-only build under AddressSanitizer and UndefinedBehaviorSanitizer; the GPU self-test's
+# bundle (tools/gpu_selftest/bundle_test.sh); then the Slurm tooling, the race and multi-node
+# jobs on a local Slurm cluster (as root; slurm/tests/slurm_test.sh, race_test.sh,
+# multinode_test.sh).
 # Ends with one summary line over all of them: "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -19,6 +18,14 @@ status=0
 
 echo "== bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
 bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
+
+echo "== bazel build --config=cpu //... (every target without CUDA)"
+if bazel build --config=cpu //... "$@" 2>&1 | tee -a "$log"; then
+  echo "//...:cpu_only_build PASSED" | tee -a "$log"
+else
+  echo "//...:cpu_only_build FAILED" | tee -a "$log"
+  status=1
+fi
 
 sanitized_checks=(//solutions/day2_ddp:check //solutions/day3_data:check
   //solutions/day4_large_models:check //solutions/day4_large_models:compress_check)

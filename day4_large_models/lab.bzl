@@ -62,6 +62,7 @@ def day4_lab(check_tags = []):
         deps = [
             ":exercises",
             "//common/core:gnuplot",
+            "//common/kernels:int8",
             "//common/train:lab_support",
         ],
     )

@@ -5,11 +5,11 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch_plan.h"
-#include "common/kernels/library_handle.h"
 #include "common/kernels/math_mode.h"
 #include "common/tensor/capture.h"
 
 #if COURSE_WITH_CUDA
+#include "common/kernels/library_handle.h"
 #include "common/tensor/cuda_check.h"
 #endif
 

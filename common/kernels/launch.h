@@ -7,11 +7,12 @@
 // reducer.load(i) with reducer.combine, in fixed-size chunks combined in order, so a CPU
 // result does not depend on the number of threads. The kernel and reducer types are COURSE_HD
 // functors; the GPU launchers are templates defined in launch_cuda.cuh and explicitly
-// instantiated in the .cu file next to each kernel family (a missing instantiation is a link
-// error, never a silent CPU fallback). During a graph capture (capture.h) for_each_index is
-// recorded, not run, and reduce_index, whose result comes back to the host, refuses. The GPU's
-// grid is plan_launch(n, work_per_index) (launch_plan.h); while a LaunchLog records, launches
-// are logged instead of run.
+// instantiated in the .cu file next to each kernel family. A build without CUDA compiles those
+// lists against stubs that fail (launch_stubs.h), so this header has no #if, and a missing
+// instantiation is a link error in either build, never a silent CPU fallback. During a graph
+// capture (capture.h) for_each_index is recorded, not run, and reduce_index, whose result comes
+// back to the host, refuses. The GPU's grid is plan_launch(n, work_per_index) (launch_plan.h);
+// while a LaunchLog records, launches are logged instead of run.
 #pragma once
 
 #include <cstdint>
@@ -62,13 +63,9 @@ void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work
     });
     return;
   }
-#if COURSE_WITH_CUDA
   check_capture_device(device);
   set_current_device(device);
   cuda_for_each(n, kernel, work_per_index);
-#else
-  COURSE_FAIL("kernel on ", device.str(), " in a build without CUDA");
-#endif
 }
 
 // Rows of `row_length` elements each, reduced and written by a row kernel (row_lanes.h).
@@ -86,13 +83,9 @@ void for_each_row(Device device, int64_t rows, int64_t row_length, const Kernel&
     });
     return;
   }
-#if COURSE_WITH_CUDA
   check_capture_device(device);
   set_current_device(device);
   cuda_for_each_row(rows, kernel);
-#else
-  COURSE_FAIL("kernel on ", device.str(), " in a build without CUDA");
-#endif
 }
 
 template <class Reducer>
@@ -119,12 +112,8 @@ typename Reducer::Acc reduce_index(Device device, int64_t n, const Reducer& redu
     for (const Acc& p : partial) total = reducer.combine(total, p);
     return total;
   }
-#if COURSE_WITH_CUDA
   set_current_device(device);
   return cuda_reduce(n, reducer);
-#else
-  COURSE_FAIL("reduction on ", device.str(), " in a build without CUDA");
-#endif
 }
 
 }  // namespace course

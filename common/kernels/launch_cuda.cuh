@@ -3,7 +3,14 @@
 // Include only from .cu files, then instantiate each functor the .cc side launches:
 //   COURSE_INSTANTIATE_FOR_EACH(ReluForward<float>)
 //   COURSE_INSTANTIATE_REDUCE(SumReducer<float>)
+// Compiled as C++ in a build without CUDA, the same lists instantiate launch_stubs.h.
 #pragma once
+
+#ifndef __CUDACC__
+#include "common/kernels/launch_stubs.h"
+#endif
+
+#ifdef __CUDACC__
 
 #include <algorithm>
 #include <vector>
@@ -76,6 +83,8 @@ typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer) {
 }
 
 }  // namespace course
+
+#endif  // __CUDACC__
 
 #define COURSE_INSTANTIATE_FOR_EACH(...) \
   template void course::cuda_for_each<__VA_ARGS__>(int64_t, const __VA_ARGS__&, int64_t);

@@ -1,14 +1,12 @@
 // One library handle (cuBLAS, cuDNN) per thread and GPU, created on first use: handles are
 // not safe to share between threads, and each is bound to the device current at creation.
+// Include only from code compiled with COURSE_WITH_CUDA.
 #pragma once
 
 #include <map>
 
 #include "common/tensor/device.h"
-
-#if COURSE_WITH_CUDA
 #include "common/tensor/relaxed_capture.h"
-#endif
 
 namespace course {
 
@@ -21,11 +19,9 @@ Handle thread_handle(Device device, Create create) {
   set_current_device(device);
   Handle handle;
   {
-#if COURSE_WITH_CUDA
     // Creating a handle allocates device memory: allowed while a graph is captured (the first
     // product of a captured step makes its thread's handle), not part of the graph.
     const RelaxedCaptureMode relaxed;
-#endif
     create(&handle);
   }
   return handles[device.index] = handle;

@@ -3,7 +3,14 @@
 //
 // Include only from .cu files (through launch_cuda.cuh), then instantiate each row kernel:
 //   COURSE_INSTANTIATE_FOR_EACH_ROW(SoftmaxForward<float>)
+// Compiled as C++ in a build without CUDA, the same lists instantiate launch_stubs.h.
 #pragma once
+
+#ifndef __CUDACC__
+#include "common/kernels/launch_stubs.h"
+#endif
+
+#ifdef __CUDACC__
 
 #include "common/kernels/launch.h"
 #include "common/kernels/row_lanes.h"
@@ -61,6 +68,8 @@ void cuda_for_each_row(int64_t rows, const Kernel& kernel) {
 }
 
 }  // namespace course
+
+#endif  // __CUDACC__
 
 #define COURSE_INSTANTIATE_FOR_EACH_ROW(...) \
   template void course::cuda_for_each_row<__VA_ARGS__>(int64_t, const __VA_ARGS__&);

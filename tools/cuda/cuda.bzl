@@ -1,11 +1,23 @@
-"""`cuda_library`: a cc_library whose `.cu` sources are compiled by nvcc.
+"""`cuda_library`: a cc_library whose CUDA stays inside it.
 
-Each `.cu` file becomes one position-independent object (`nvcc -c`, one SASS per architecture
-plus PTX of the newest for forward compatibility) that is linked into an ordinary cc_library.
-Without a CUDA toolkit, or with `--config=cpu` (`--define=cuda=off`), the `.cu` files are
-skipped and only the C++ sources are built, so the same target serves both configurations.
+Its sources come in three kinds:
+  srcs       C++ that never sees CUDA: compiled alike in every build, so the CPU-only build and
+             the CUDA build share these objects (and Bazel's cache).
+  gpu_srcs   C++ with `#if COURSE_WITH_CUDA` parts (the runtime, cuBLAS, cuDNN, NCCL). With CUDA
+             they are compiled with COURSE_WITH_CUDA=1 against the toolkit's headers and
+             `gpu_deps` (as `cuda_srcs` are), privately: neither the define nor the toolkit's ~1,900 headers reach the
+             library's dependents. Without CUDA they are plain C++.
+  cuda_srcs  `.cu` files of explicit GPU instantiations (common/kernels/launch_cuda.cuh). With
+             CUDA, nvcc compiles each to one position-independent object (SASS per architecture
+             plus PTX of the newest). Without CUDA they are compiled as C++ in which every
+             launcher is a stub that fails, so launch.h calls the launchers with no `#if` (the
+             GPU launchers are chosen at link time) and a kernel missing from its .cu list is a
+             link error in both builds.
+`hdrs` must not include a CUDA header. "With CUDA" means a toolkit was found and the build is
+not `--config=cpu` (`--define=cuda=off`).
 """
 
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load("@local_cuda//:defs.bzl", "CUDA_FOUND", "DEFAULT_ARCHS", "NVCC")
 
 def _include_flags(contexts):
@@ -16,19 +28,13 @@ def _include_flags(contexts):
     return ["-I" + d for d in dirs]
 
 def _cuda_objects_impl(ctx):
-    if not ctx.attr.enabled:
-        return [DefaultInfo(files = depset())]
     contexts = [dep[CcInfo].compilation_context for dep in ctx.attr.deps]
     headers = depset(transitive = [cc.headers for cc in contexts])
-    defines = {}
-    for cc in contexts:
-        for d in cc.defines.to_list():
-            defines[d] = None
     archs = ctx.attr.archs
     flags = ["-std=c++20", "-O3", "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr"]
     flags += ["-gencode=arch=compute_%s,code=sm_%s" % (a, a) for a in archs]
     flags.append("-gencode=arch=compute_%s,code=compute_%s" % (archs[-1], archs[-1]))
-    flags += ["-D" + d for d in defines] + _include_flags(contexts) + ctx.attr.copts
+    flags += _include_flags(contexts)
     objects = []
     for src in ctx.files.srcs:
         stem = src.basename[:-len(src.extension) - 1]
@@ -50,10 +56,8 @@ _cuda_objects = rule(
     attrs = {
         "srcs": attr.label_list(allow_files = [".cu"]),
         "deps": attr.label_list(providers = [CcInfo]),
-        "copts": attr.string_list(),
         "archs": attr.string_list(),
         "nvcc": attr.string(),
-        "enabled": attr.bool(default = True),
         "_wrapper": attr.label(
             default = "//tools/cuda:nvcc_wrapper.sh",
             allow_single_file = True,
@@ -63,42 +67,115 @@ _cuda_objects = rule(
     },
 )
 
-def cuda_library(name, srcs = [], cuda_srcs = [], hdrs = [], deps = [], **kwargs):
-    """A cc_library with C++ `srcs` and CUDA `cuda_srcs`, the latter compiled only with CUDA.
+def _private_cc_objects_impl(ctx):
+    """Objects of `srcs` compiled as a cc_library would, whose headers and defines go nowhere."""
+    toolchain = find_cpp_toolchain(ctx)
+    features = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
+    _, outputs = cc_common.compile(
+        name = ctx.label.name,
+        actions = ctx.actions,
+        feature_configuration = features,
+        cc_toolchain = toolchain,
+        srcs = ctx.files.srcs,
+        local_defines = ctx.attr.local_defines,
+        user_compile_flags = ctx.fragments.cpp.copts + ctx.fragments.cpp.cxxopts + ctx.attr.copts,
+        compilation_contexts = [dep[CcInfo].compilation_context for dep in ctx.attr.deps],
+    )
+    return [DefaultInfo(files = depset(outputs.pic_objects + outputs.objects))]
+
+_private_cc_objects = rule(
+    implementation = _private_cc_objects_impl,
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".cc"]),
+        "deps": attr.label_list(providers = [CcInfo]),
+        "copts": attr.string_list(),
+        "local_defines": attr.string_list(),
+        "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
+    },
+    fragments = ["cpp"],
+    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+)
+
+def _with_cuda(cuda_value, cpu_value):
+    """cuda_value in a build with CUDA, cpu_value otherwise."""
+    if not CUDA_FOUND:
+        return cpu_value
+    return select({
+        "//tools/cuda:forced_off": cpu_value,
+        "//conditions:default": cuda_value,
+    })
+
+def cuda_library(
+        name,
+        srcs = [],
+        gpu_srcs = [],
+        cuda_srcs = [],
+        hdrs = [],
+        deps = [],
+        gpu_deps = [],
+        copts = [],
+        **kwargs):
+    """A cc_library of C++ `srcs`, `gpu_srcs` and `cuda_srcs` (see the file's comment).
 
     Args:
       name: the cc_library's name.
-      srcs: C++ sources.
-      cuda_srcs: `.cu` sources; they may include `hdrs` and the headers of `deps`.
-      hdrs: public headers.
-      deps: cc dependencies of both the C++ and the CUDA sources.
+      srcs: C++ sources that do not see CUDA.
+      gpu_srcs: C++ sources with `#if COURSE_WITH_CUDA` parts.
+      cuda_srcs: `.cu` files of explicit GPU instantiations.
+      hdrs: public headers (no CUDA header among what they include).
+      deps: cc dependencies of every source.
+      gpu_deps: further dependencies of `gpu_srcs` and `cuda_srcs` with CUDA (cuda_check.h's
+        target).
+      copts: compiler options of the C++ sources (gpu_srcs included).
       **kwargs: passed on to the cc_library.
     """
-    deps = deps + ["//tools/cuda:config"]
-    objects = []
+    # Built only through `name` (manual: `bazel build --config=cpu //...` must not compile the
+    # CUDA objects, nor a CUDA build the stubs).
+    private = {"visibility": ["//visibility:private"], "tags": ["manual"]}
+    interface = name + "_interface"
+    native.cc_library(name = interface, hdrs = hdrs, deps = deps, **private)
+    cuda_objects = []
+    if CUDA_FOUND and gpu_srcs:
+        _private_cc_objects(
+            name = name + "_gpu_objects",
+            srcs = gpu_srcs,
+            deps = [":" + interface, "@local_cuda//:headers"] + gpu_deps,
+            copts = copts,
+            local_defines = ["COURSE_WITH_CUDA=1"],
+            **private
+        )
+        cuda_objects.append(":" + name + "_gpu_objects")
     if CUDA_FOUND and cuda_srcs:
-        # The select is written twice on purpose: in srcs so the CPU build links no object, and
-        # in `enabled` so `bazel build --config=cpu //...` does not run nvcc for this target.
-        native.cc_library(name = name + "_cuda_headers", hdrs = hdrs, deps = deps)
         _cuda_objects(
             name = name + "_cuda_objects",
             srcs = cuda_srcs,
-            deps = [":" + name + "_cuda_headers"],
+            deps = [":" + interface, "@local_cuda//:headers"] + gpu_deps,
             archs = DEFAULT_ARCHS,
             nvcc = NVCC,
-            enabled = select({
-                "//tools/cuda:forced_off": False,
-                "//conditions:default": True,
-            }),
+            **private
         )
-        objects = [":" + name + "_cuda_objects"]
+        cuda_objects.append(":" + name + "_cuda_objects")
+    launcher_stubs = []
+    if cuda_srcs:
+        # `-x c++`: GCC takes a .cu file for a linker input otherwise.
+        native.cc_library(
+            name = name + "_launcher_stubs",
+            srcs = cuda_srcs,
+            copts = ["-x", "c++"],
+            deps = [":" + interface],
+            **private
+        )
+        launcher_stubs.append(":" + name + "_launcher_stubs")
     native.cc_library(
         name = name,
-        srcs = srcs + select({
-            "//tools/cuda:forced_off": [],
-            "//conditions:default": objects,
-        }),
+        srcs = srcs + _with_cuda(cuda_objects, gpu_srcs),
         hdrs = hdrs,
-        deps = deps,
+        deps = deps + ["//tools/cuda:libraries"] + _with_cuda([], launcher_stubs),
+        copts = copts,
         **kwargs
     )

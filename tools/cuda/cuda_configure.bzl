@@ -1,18 +1,14 @@
 """Repository rule that finds the CUDA toolkit at build time.
 
 It looks, in order, at $CUDA_HOME, $CUDA_PATH, the `nvcc` on $PATH and /usr/local/cuda. With a
-toolkit it exposes headers, cudart, cuBLAS(Lt), cuDNN and NCCL as cc_library targets and writes
-`defs.bzl` with CUDA_FOUND = True, the nvcc path and the default GPU architectures; without one
-the same targets exist but are empty, so every target still builds for the CPU.
+toolkit it exposes the headers as a cc_library target and writes `defs.bzl` with CUDA_FOUND =
+True, the nvcc path, the default GPU architectures and the link options of cudart, cuBLAS(Lt),
+cuDNN and NCCL; without one the headers target is empty, so every target still builds for the
+CPU.
 Set COURSE_CUDA=off (`--repo_env=COURSE_CUDA=off`) to pretend no toolkit is installed.
 """
 
-_LIBS = {
-    "cudart": ["cudart"],
-    "cublas": ["cublas", "cublasLt"],
-    "cudnn": ["cudnn"],
-    "nccl": ["nccl"],
-}
+_LIBS = ["cudart", "cublas", "cublasLt", "cudnn", "nccl"]
 
 def _find_cuda_home(rctx):
     if rctx.os.environ.get("COURSE_CUDA", "") in ["0", "off", "no", "false"]:
@@ -41,29 +37,19 @@ def _default_archs(version):
     major = int(version.split(".")[0])
     return ["70", "80", "90"] if major < 13 else ["75", "80", "90"]
 
-def _library_block(name, libs, lib_dir):
-    linkopts = ["-L" + lib_dir, "-Wl,-rpath," + lib_dir] + ["-l" + lib for lib in libs]
+def _empty_headers():
     return """
-cc_library(
-    name = "{name}",
-    linkopts = {linkopts},
-    deps = [":headers"],
-)
-""".format(name = name, linkopts = repr(linkopts))
-
-def _empty_block(name):
-    return """
-cc_library(name = "{name}")
-""".format(name = name)
+cc_library(name = "headers")
+"""
 
 def _cuda_configure_impl(rctx):
     home = _find_cuda_home(rctx)
     build = ['package(default_visibility = ["//visibility:public"])\n']
     if home == None:
-        build += [_empty_block("headers")] + [_empty_block(name) for name in _LIBS]
+        build.append(_empty_headers())
         rctx.file("BUILD", "".join(build))
         rctx.file("defs.bzl", "CUDA_FOUND = False\nNVCC = None\nCUDA_VERSION = None\n" +
-                              "DEFAULT_ARCHS = []\n")
+                              "DEFAULT_ARCHS = []\nLINKOPTS = []\n")
         return
     rctx.symlink(str(home) + "/include", "include")
     rctx.symlink(str(home) + "/bin/nvcc", "nvcc")
@@ -80,14 +66,15 @@ cc_library(
     includes = ["include"],
 )
 """)
-    build += [_library_block(name, libs, lib_dir) for name, libs in _LIBS.items()]
     rctx.file("BUILD", "".join(build))
+    linkopts = ["-L" + lib_dir, "-Wl,-rpath," + lib_dir] + ["-l" + lib for lib in _LIBS]
     rctx.file("defs.bzl", "\n".join([
         "CUDA_FOUND = True",
         "NVCC = %r" % (str(home) + "/bin/nvcc"),
         "CUDA_HOME = %r" % str(home),
         "CUDA_VERSION = %r" % version,
         "DEFAULT_ARCHS = %r" % archs,
+        "LINKOPTS = %r" % linkopts,
         "",
     ]))
 
