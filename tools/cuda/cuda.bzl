@@ -139,7 +139,7 @@ def cuda_library(
     private = {"visibility": ["//visibility:private"], "tags": ["manual"]}
     interface = name + "_interface"
     native.cc_library(name = interface, hdrs = hdrs, deps = deps, **private)
-    cuda_objects = []
+    objects_with_cuda = []
     if CUDA_FOUND and gpu_srcs:
         _private_cc_objects(
             name = name + "_gpu_objects",
@@ -149,7 +149,7 @@ def cuda_library(
             local_defines = ["COURSE_WITH_CUDA=1"],
             **private
         )
-        cuda_objects.append(":" + name + "_gpu_objects")
+        objects_with_cuda.append(":" + name + "_gpu_objects")
     if CUDA_FOUND and cuda_srcs:
         _cuda_objects(
             name = name + "_cuda_objects",
@@ -159,7 +159,7 @@ def cuda_library(
             nvcc = NVCC,
             **private
         )
-        cuda_objects.append(":" + name + "_cuda_objects")
+        objects_with_cuda.append(":" + name + "_cuda_objects")
     launcher_stubs = []
     if cuda_srcs:
         # `-x c++`: GCC takes a .cu file for a linker input otherwise.
@@ -173,7 +173,7 @@ def cuda_library(
         launcher_stubs.append(":" + name + "_launcher_stubs")
     native.cc_library(
         name = name,
-        srcs = srcs + _with_cuda(cuda_objects, gpu_srcs),
+        srcs = srcs + _with_cuda(objects_with_cuda, gpu_srcs),
         hdrs = hdrs,
         deps = deps + ["//tools/cuda:libraries"] + _with_cuda([], launcher_stubs),
         copts = copts,
