@@ -17,9 +17,9 @@ void chunk_column_sums(Device device, const Column& column, int64_t rows, int64_
                        int64_t rows_per_chunk, float* partial) {
   const int64_t chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
   if (runs_on_host(device)) {
-    for_each_index(device, chunks,
-                   ops::ChunkColumnSumsByRow<Column>{column, rows, cols, rows_per_chunk, partial},
-                   rows_per_chunk * cols);
+    for_each_host_index(
+        chunks, ops::ChunkColumnSumsByRow<Column>{column, rows, cols, rows_per_chunk, partial},
+        rows_per_chunk * cols);
     return;
   }
   for_each_index(device, chunks * cols,

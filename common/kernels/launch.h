@@ -47,8 +47,19 @@ inline bool runs_on_host(Device device) {
 // Elements per chunk of a CPU reduction (and the CPU's loop grain below which one thread runs).
 inline constexpr int64_t kCpuChunk = 4096;
 
+// kernel(i) for every i in [0, n) on the CPU's threads: for_each_index's CPU side, called
+// directly for a kernel that only ever runs on the host (it has no GPU instantiation).
 // `work_per_index` estimates the elements one kernel(i) touches (a row's length, a channel's
 // size), so loops over a few heavy indices still run on every CPU thread.
+template <class Kernel>
+void for_each_host_index(int64_t n, const Kernel& kernel, int64_t work_per_index = 1) {
+  if (n <= 0) return;
+  run_host_work([n, kernel, work_per_index] {
+#pragma omp parallel for schedule(static) if (n > 1 && n * work_per_index > kCpuChunk)
+    for (int64_t i = 0; i < n; ++i) kernel(i);
+  });
+}
+
 template <class Kernel>
 void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work_per_index = 1) {
   if (n <= 0) return;
@@ -57,10 +68,7 @@ void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work
     return;
   }
   if (device.is_cpu()) {
-    run_host_work([n, kernel, work_per_index] {
-#pragma omp parallel for schedule(static) if (n > 1 && n * work_per_index > kCpuChunk)
-      for (int64_t i = 0; i < n; ++i) kernel(i);
-    });
+    for_each_host_index(n, kernel, work_per_index);
     return;
   }
   check_capture_device(device);

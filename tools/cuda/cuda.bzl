@@ -83,7 +83,7 @@ def _private_cc_objects_impl(ctx):
         cc_toolchain = toolchain,
         srcs = ctx.files.srcs,
         local_defines = ctx.attr.local_defines,
-        user_compile_flags = ctx.fragments.cpp.copts + ctx.fragments.cpp.cxxopts + ctx.attr.copts,
+        user_compile_flags = ctx.attr.copts,  # --copt and --cxxopt come with the toolchain
         compilation_contexts = [dep[CcInfo].compilation_context for dep in ctx.attr.deps],
     )
     return [DefaultInfo(files = depset(outputs.pic_objects + outputs.objects))]
