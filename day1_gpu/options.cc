@@ -1,6 +1,8 @@
 // Command line of the day-1 lab.
 #include "day1_gpu/options.h"
 
+#include <CLI/CLI.hpp>
+
 #include "common/tensor/device.h"
 
 namespace day1 {

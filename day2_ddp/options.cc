@@ -1,6 +1,8 @@
 // Command line of the day-2 lab.
 #include "day2_ddp/options.h"
 
+#include <CLI/CLI.hpp>
+
 #include "common/optim/make_optimizer.h"
 
 namespace day2 {

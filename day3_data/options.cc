@@ -1,6 +1,7 @@
 // Command line of the day-3 lab.
 #include "day3_data/options.h"
 
+#include <CLI/CLI.hpp>
 #include <sstream>
 
 #include "common/optim/make_optimizer.h"

@@ -1,6 +1,7 @@
 // Command line of the GPT lab.
 #include "day4_large_models/gpt_options.h"
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 

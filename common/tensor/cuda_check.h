@@ -9,12 +9,27 @@
 
 #include "common/core/error.h"
 
-#define CUDA_CHECK(call)                                             \
-  do {                                                               \
-    const cudaError_t course_status = (call);                        \
-    COURSE_CHECK(course_status == cudaSuccess, #call,                \
-                 " failed: ", cudaGetErrorName(course_status), " (", \
-                 cudaGetErrorString(course_status), ")");            \
+namespace course::detail {
+
+// The fix for a binary without GPU code this GPU and driver can run (built for other
+// architectures, or its PTX newer than the driver); nothing for any other status.
+inline const char* cuda_status_advice(cudaError_t status) {
+  const bool no_code =
+      status == cudaErrorNoKernelImageForDevice || status == cudaErrorUnsupportedPtxVersion;
+  return no_code ? "; build for this GPU's compute capability (nvidia-smi --query-gpu="
+                   "compute_cap), e.g. bazel build --repo_env=COURSE_CUDA_ARCHS=90 ..."
+                 : "";
+}
+
+}  // namespace course::detail
+
+#define CUDA_CHECK(call)                                               \
+  do {                                                                 \
+    const cudaError_t course_status = (call);                          \
+    COURSE_CHECK(course_status == cudaSuccess, #call,                  \
+                 " failed: ", cudaGetErrorName(course_status), " (",   \
+                 cudaGetErrorString(course_status), ")",               \
+                 ::course::detail::cuda_status_advice(course_status)); \
   } while (0)
 
 #define CUBLAS_CHECK(call)                                              \

@@ -1,6 +1,7 @@
 // Shared training flags.
 #include "common/train/lab_flags.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
 

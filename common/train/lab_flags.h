@@ -5,13 +5,18 @@
 // adds its own flags to the same CLI11 app.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/data/open_dataset.h"
+
+// CLI11's app, declared only: its header costs seconds of compile time in every file that
+// includes it, so only the files that register or parse flags include <CLI/CLI.hpp>.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace course::train {
 

@@ -1,6 +1,7 @@
 // `bazel run //day3_data/race_tools:leaderboard -- --runs race/runs --out race/board`: the race's
 // leaderboard from every entry's metrics file (day3_data/race_tools/race_board.h): prints the table
 // and writes board.md, board.csv, validation.png, training.png and index.html.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>

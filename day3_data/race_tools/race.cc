@@ -5,6 +5,7 @@
 // train: --test stops there, a run asking for more is refused, and one within the budget trains,
 // after writing its recipe and the budget's figures as the first line of --metrics (the
 // leaderboard's input, day3_data/race_tools/race_board.h).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -4,6 +4,8 @@
 // (day4_large_models/compression/quantize_run.h); `prune` prunes and fine-tunes it
 // (day4_large_models/compression/prune_run.h). Built with the trainee's exercises
 // (//day4_large_models:compress) and with the solutions (//solutions/day4_large_models:compress).
+#include <CLI/CLI.hpp>
+
 #include "common/train/lab_main.h"
 #include "day4_large_models/compression/distill_trainer.h"
 #include "day4_large_models/compression/prune_run.h"

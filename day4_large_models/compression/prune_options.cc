@@ -1,6 +1,8 @@
 // Command line of `compress prune`.
 #include "day4_large_models/compression/prune_options.h"
 
+#include <CLI/CLI.hpp>
+
 #include "common/core/error.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/compression/trained_model.h"

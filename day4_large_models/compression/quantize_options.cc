@@ -1,6 +1,8 @@
 // Command line of `compress quantize`.
 #include "day4_large_models/compression/quantize_options.h"
 
+#include <CLI/CLI.hpp>
+
 #include "common/core/error.h"
 #include "common/nn/models.h"
 #include "day4_large_models/compression/trained_model.h"

@@ -1,6 +1,8 @@
 // Loading a lab's checkpoint into its network.
 #include "day4_large_models/compression/trained_model.h"
 
+#include <CLI/CLI.hpp>
+
 #include "common/core/error.h"
 #include "common/nn/models.h"
 #include "common/train/checkpoint.h"

@@ -3,12 +3,12 @@
 // that it is of the expected model.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
 #include "common/data/dataset.h"
 #include "common/nn/module.h"
+#include "common/train/lab_flags.h"
 
 namespace day4 {
 

@@ -8,8 +8,8 @@ Its sources come in three kinds:
              `gpu_deps` (as `cuda_srcs` are), privately: neither the define nor the toolkit's ~1,900 headers reach the
              library's dependents. Without CUDA they are plain C++.
   cuda_srcs  `.cu` files of explicit GPU instantiations (common/kernels/launch_cuda.cuh). With
-             CUDA, nvcc compiles each to one position-independent object (SASS per architecture
-             plus PTX of the newest). Without CUDA they are compiled as C++ in which every
+             CUDA, nvcc compiles them, a few files per run, to position-independent objects
+             (SASS per architecture plus PTX of the newest). Without CUDA they are compiled as C++ in which every
              launcher is a stub that fails, so launch.h calls the launchers with no `#if` (the
              GPU launchers are chosen at link time) and a kernel missing from its .cu list is a
              link error in both builds.
@@ -27,6 +27,18 @@ def _include_flags(contexts):
             dirs[d] = None
     return ["-I" + d for d in dirs]
 
+# Each nvcc run spends about four seconds before its first kernel (cudafe++ and the host
+# compiler over the CUDA runtime's headers), whatever the file, so a library's .cu files are
+# compiled in groups of at most this many: a generated file includes each group's files in
+# order and nvcc compiles it once. Diagnostics still name the file and line of the .cu source.
+_CUDA_FILES_PER_NVCC = 8
+
+def _groups(files, most):
+    """`files` in order, cut into the fewest groups of at most `most`, of near-equal size."""
+    count = (len(files) + most - 1) // most
+    size = (len(files) + count - 1) // count
+    return [files[i:i + size] for i in range(0, len(files), size)]
+
 def _cuda_objects_impl(ctx):
     contexts = [dep[CcInfo].compilation_context for dep in ctx.attr.deps]
     headers = depset(transitive = [cc.headers for cc in contexts])
@@ -36,16 +48,21 @@ def _cuda_objects_impl(ctx):
     flags.append("-gencode=arch=compute_%s,code=compute_%s" % (archs[-1], archs[-1]))
     flags += _include_flags(contexts)
     objects = []
-    for src in ctx.files.srcs:
-        stem = src.basename[:-len(src.extension) - 1]
-        obj = ctx.actions.declare_file("_cuda_objs/%s/%s.pic.o" % (ctx.label.name, stem))
+    for index, group in enumerate(_groups(ctx.files.srcs, _CUDA_FILES_PER_NVCC)):
+        stem = "_cuda_objs/%s/group_%d" % (ctx.label.name, index)
+        source = ctx.actions.declare_file(stem + ".cu")
+        ctx.actions.write(source, "".join(['#include "%s"\n' % src.path for src in group]))
+        obj = ctx.actions.declare_file(stem + ".pic.o")
         ctx.actions.run(
             executable = ctx.executable._wrapper,
-            arguments = [ctx.attr.nvcc, src.path, obj.path] + flags,
-            inputs = depset([src], transitive = [headers]),
+            arguments = [ctx.attr.nvcc, source.path, obj.path] + flags,
+            inputs = depset([source] + group, transitive = [headers]),
             outputs = [obj],
             mnemonic = "NvccCompile",
-            progress_message = "nvcc %s (sm_%s)" % (src.short_path, ",".join(archs)),
+            progress_message = "nvcc %s (sm_%s)" % (
+                " ".join([src.short_path for src in group]),
+                ",".join(archs),
+            ),
             use_default_shell_env = True,
         )
         objects.append(obj)

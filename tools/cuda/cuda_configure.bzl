@@ -2,7 +2,8 @@
 
 It looks, in order, at $CUDA_HOME, $CUDA_PATH, the `nvcc` on $PATH and /usr/local/cuda. With a
 toolkit it exposes the headers as a cc_library target and writes `defs.bzl` with CUDA_FOUND =
-True, the nvcc path, the default GPU architectures and the link options of cudart, cuBLAS(Lt),
+True, the nvcc path, the GPU architectures to compile for (COURSE_CUDA_ARCHS, else the
+machine's GPUs, else sm_80) and the link options of cudart, cuBLAS(Lt),
 cuDNN and NCCL; without one the headers target is empty, so every target still builds for the
 CPU.
 Set COURSE_CUDA=off (`--repo_env=COURSE_CUDA=off`) to pretend no toolkit is installed.
@@ -32,10 +33,26 @@ def _nvcc_version(rctx, nvcc):
             return line.split("release ")[1].split(",")[0]
     fail("cannot read the CUDA version from `%s --version`: %s" % (nvcc, result.stderr))
 
-def _default_archs(version):
-    # V100 (sm_70) left the toolkit in CUDA 13; A100 (sm_80) and H100 (sm_90) stay.
-    major = int(version.split(".")[0])
-    return ["70", "80", "90"] if major < 13 else ["75", "80", "90"]
+def _visible_gpu_archs(rctx):
+    # The compute capabilities of this machine's GPUs ("9.0" -> "90"), none without a driver.
+    smi = rctx.which("nvidia-smi")
+    if not smi:
+        return []
+    result = rctx.execute([smi, "--query-gpu=compute_cap", "--format=csv,noheader"])
+    if result.return_code != 0:
+        return []
+    archs = {}
+    for line in result.stdout.splitlines():
+        if line.strip():
+            archs[line.strip().replace(".", "")] = None
+    return sorted(archs.keys())
+
+def _default_archs(rctx):
+    # The GPUs this machine has: a build on a GPU node compiles for exactly those. Without one
+    # (a login node, a laptop, CI): SASS for sm_80 and its PTX, which A100s run as is and the
+    # newer GPUs (H100, H200, ...) compile once at load (the driver caches the result). One
+    # architecture costs half the compile time of three (README: How the build handles CUDA).
+    return _visible_gpu_archs(rctx) or ["80"]
 
 def _empty_headers():
     return """
@@ -56,7 +73,7 @@ def _cuda_configure_impl(rctx):
     lib_dir = str(home) + "/lib64"
     version = _nvcc_version(rctx, str(home) + "/bin/nvcc")
     archs = rctx.os.environ.get("COURSE_CUDA_ARCHS", "")
-    archs = archs.split(",") if archs else _default_archs(version)
+    archs = archs.split(",") if archs else _default_archs(rctx)
     build.append("""
 exports_files(["nvcc"])
 
