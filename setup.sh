@@ -7,8 +7,7 @@ packages=(
   bazel-bootstrap           # the build system, used offline
   g++ clang-format          # compiler and formatter
   libopenmpi-dev openmpi-bin  # the MPI engine of the communicator (CPU ranks)
-  libdnnl-dev               # oneDNN: convolutions, pooling, batch norm on the CPU
-  libopenblas-openmp-dev    # GEMM on the CPU (the OpenMP build: one thread pool)
+  libdnnl-dev               # oneDNN: GEMM, convolutions, pooling, batch norm on the CPU
   libopencv-dev             # image decoding and CPU transforms
   libgtest-dev libgmock-dev # tests
   libbenchmark-dev          # micro-benchmarks

@@ -1,4 +1,4 @@
-// GEMM throughput on the CPU (OpenBLAS sgemm through course::gemm): the compute ceiling that
+// GEMM throughput on the CPU (oneDNN sgemm through course::gemm): the compute ceiling that
 // later layer and training figures are stated against. Reports GFLOP/s = 2*M*N*K / time.
 #include <benchmark/benchmark.h>
 

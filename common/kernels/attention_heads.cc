@@ -1,4 +1,4 @@
-// Attention on (N, T, D) heads as batched GEMMs (cuBLAS on the GPU, OpenBLAS on the CPU) around
+// Attention on (N, T, D) heads as batched GEMMs (cuBLAS on the GPU, oneDNN on the CPU) around
 // the row kernels of attention_ops.h.
 //
 // Forward: S = scale Q K^T (+ B), P = softmax(S) (masked, lse kept), O = P V. Backward recomputes

@@ -1,7 +1,15 @@
-// GEMM dispatch: OpenBLAS sgemm on the CPU, cuBLAS on the GPU (TF32 as math_mode.h says).
+// GEMM dispatch: oneDNN's sgemm on the CPU, cuBLAS on the GPU (TF32 as math_mode.h says).
+//
+// oneDNN picks its CPU kernels from the instruction sets the CPU reports (AVX2, AVX-512, ...).
+// OpenBLAS 0.3.21 (Debian 12) picks them from the CPU's model number, and on a model it does not
+// know (Emerald Rapids, say) falls back to its SSE3 kernels: a fifth of the speed.
 #include "common/kernels/gemm.h"
 
-#include <cblas.h>
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <omp.h>
+
+#include <algorithm>
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch_plan.h"
@@ -49,17 +57,30 @@ GemmShape check_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const T
   return s;
 }
 
-// One sgemm per matrix of the batch.
+// One sgemm per matrix of the batch. A batch of at least one matrix per thread (attention's
+// heads) is spread over the threads, each product on one thread (oneDNN runs single-threaded
+// inside a parallel region): small products spread their own work thinly over the threads.
 void cpu_sgemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, GemmShape s,
                float alpha, float beta) {
   run_host_work([=, pa = a.data_as<float>(), lda = matrix_cols(a), stride_a = matrix_size(a),
                  pb = b.data_as<float>(), ldb = matrix_cols(b), stride_b = matrix_size(b),
                  pc = c.data_as<float>(), ldc = matrix_cols(c), stride_c = matrix_size(c)] {
-    for (int64_t i = 0; i < s.batch; ++i) {
-      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                  s.m, s.n, s.k, alpha, pa + i * stride_a, lda, pb + i * stride_b, ldb, beta,
-                  pc + i * stride_c, ldc);
+    const auto product = [&](int64_t i) -> int {
+      return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', s.m, s.n, s.k, alpha, pa + i * stride_a,
+                        lda, pb + i * stride_b, ldb, beta, pc + i * stride_c, ldc);
+    };
+    int status = dnnl_success;  // a failed product's status, if any (failures are positive)
+    // Not an `if` clause: a parallel region of one thread around oneDNN's own parallel region
+    // would make that one a nested team, whose threads then contend with the idle, spinning
+    // threads of the outer team for the cores.
+    if (s.batch >= omp_get_max_threads()) {
+#pragma omp parallel for reduction(max : status)
+      for (int64_t i = 0; i < s.batch; ++i) status = std::max(status, product(i));
+    } else {
+      for (int64_t i = 0; i < s.batch; ++i) status = std::max(status, product(i));
     }
+    COURSE_CHECK(status == dnnl_success, "oneDNN sgemm of ", s.m, "x", s.k, " by ", s.k, "x", s.n,
+                 " failed: ", dnnl_status2str(static_cast<dnnl_status_t>(status)));
   });
 }
 

@@ -1,4 +1,4 @@
-// Matrix products through the vendor libraries: OpenBLAS on the CPU, cuBLAS on the GPU.
+// Matrix products through the vendor libraries: oneDNN on the CPU, cuBLAS on the GPU.
 //
 // Row-major 2-D tensors; f32, f16 and bf16 with f32 accumulation (on the CPU, f16/bf16 inputs
 // are widened to f32 for sgemm and the result rounded once, as cuBLAS's 32F compute does).

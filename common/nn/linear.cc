@@ -1,4 +1,4 @@
-// Linear layer through GEMM (OpenBLAS / cuBLAS).
+// Linear layer through GEMM (oneDNN / cuBLAS).
 #include "common/nn/linear.h"
 
 #include <cmath>

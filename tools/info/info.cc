@@ -1,6 +1,5 @@
 // `bazel run //tools:info`: what this build and this machine have, the first command to run on
 // a new cluster (or laptop) before any lab.
-#include <cblas.h>
 #include <mpi.h>
 #include <omp.h>
 
@@ -61,7 +60,6 @@ int main() {
   print_row("oneDNN", std::to_string(dnnl->major) + "." + std::to_string(dnnl->minor) + "." +
                           std::to_string(dnnl->patch) +
                           (dnnl->cpu_runtime == DNNL_RUNTIME_OMP ? " (OpenMP)" : ""));
-  print_row("OpenBLAS", openblas_get_config());
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(mpi, &length);
