@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "common/core/host_device.h"
+#include "common/kernels/exp_poly.h"
 #include "common/tensor/half.h"
 
 namespace course::ops {
@@ -111,18 +112,18 @@ struct GeluTanh {
   static constexpr float kScale = 0.7978845608028654f;  // sqrt(2 / pi)
   static constexpr float kCubic = 0.044715f;
   COURSE_HD static float value(float x) {
-    return 0.5f * x * (1.0f + tanhf(kScale * (x + kCubic * x * x * x)));
+    return 0.5f * x * (1.0f + tanh_poly(kScale * (x + kCubic * x * x * x)));
   }
   // dy/dx = (1 + t)/2 + x/2 (1 - t^2) du/dx, t = tanh(u), du/dx = sqrt(2/pi) (1 + 3 0.044715 x^2)
   COURSE_HD static float derivative(float x) {
-    const float t = tanhf(kScale * (x + kCubic * x * x * x));
+    const float t = tanh_poly(kScale * (x + kCubic * x * x * x));
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kScale * (1.0f + 3.0f * kCubic * x * x);
   }
 };
 
 // SiLU, x sigmoid(x): the gate of Llama's SwiGLU feed-forward and of the squeeze-excitation.
 struct Silu {
-  COURSE_HD static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+  COURSE_HD static float sigmoid(float x) { return 1.0f / (1.0f + exp_poly(-x)); }
   COURSE_HD static float value(float x) { return x * sigmoid(x); }
   // d/dx = s (1 + x (1 - s)), s = sigmoid(x)
   COURSE_HD static float derivative(float x) {

@@ -20,8 +20,8 @@ void check_row_vector(const Tensor& matrix, const Tensor& vector, const char* op
 void add_row_bias_(Tensor& y, const Tensor& bias) {
   check_row_vector(y, bias, "add_row_bias_");
   visit_floating(y.dtype(), "add_row_bias_", [&]<class T>() {
-    for_each_index(y.device(), y.numel(),
-                   ops::AddRowBias<T>{y.data_as<T>(), bias.data_as<float>(), y.size(1)});
+    for_each_row(y.device(), y.size(0), y.size(1),
+                 ops::AddRowBias<T>{y.data_as<T>(), bias.data_as<float>(), y.size(1)});
   });
 }
 

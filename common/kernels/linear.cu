@@ -7,8 +7,8 @@
 
 using namespace course::ops;
 
-#define LINEAR(T)                            \
-  COURSE_INSTANTIATE_FOR_EACH(AddRowBias<T>) \
+#define LINEAR(T)                                \
+  COURSE_INSTANTIATE_FOR_EACH_ROW(AddRowBias<T>) \
   COURSE_INSTANTIATE_FOR_EACH(ChunkColumnSums<ColumnOf<T>>)
 COURSE_FLOAT_TYPES(LINEAR)
 COURSE_INSTANTIATE_FOR_EACH_ROW(AddChunkSums)

@@ -4,17 +4,22 @@
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/row_lanes.h"
 
 namespace course::ops {
 
-// y[i, j] += bias[j] over a contiguous (rows, cols) matrix; bias is f32.
+// y[i, j] += bias[j] over a contiguous (rows, cols) matrix; bias is f32. A row kernel
+// (row_lanes.h), so that the column is the loop's index, not a remainder per element: the CPU's
+// loop over a row vectorises, and a warp's lanes read neighbouring elements.
 template <class T>
 struct AddRowBias {
   T* y;
   const float* bias;
   int64_t cols;
-  COURSE_HD void operator()(int64_t i) const {
-    y[i] = T(static_cast<float>(y[i]) + bias[i % cols]);
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
+    T* y_row = y + row * cols;
+    lanes.for_each(cols, [&](int64_t j) { y_row[j] = T(static_cast<float>(y_row[j]) + bias[j]); });
   }
 };
 
