@@ -12,23 +12,26 @@
 #      project's readers of the same files;
 #   6. the race's reference recipe (day3_data/README.md) trained on Fashion-MNIST on both
 #      sides: test accuracy after every epoch and the time to reach 91%;
+#   7. day 4's GPT training tokens/s, gpt-tiny and gpt-mini, AdamW, batch 16;
 # and the numerical parity of one training step (forward logits, loss, every gradient) for the
 # small network, ResNet-18 and a 2-layer GPT (with one AdamW update) in f32: the project writes
 # its weights and batch, PyTorch loads them and runs the same step.
-#   bench/compare/compare.sh [--parity-only | --loaders-only | --race-only] [--threads N]
+#   bench/compare/compare.sh [--parity-only | --loaders-only | --race-only | --gpt-only]
+#                            [--threads N]
 # PyTorch and torchvision come from PyPI into .venv-compare/ (made on the first run; only this
 # comparison uses them, never the build or the tests).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-threads=2 parity_only=0 loaders_only=0 race_only=0
+threads=2 parity_only=0 loaders_only=0 race_only=0 gpt_only=0
 while (($#)); do
   case $1 in
     --parity-only) parity_only=1; shift ;;
     --loaders-only) loaders_only=1; shift ;;
     --race-only) race_only=1; shift ;;
+    --gpt-only) gpt_only=1; shift ;;
     --threads) threads=$2; shift 2 ;;
     *) echo "compare: unknown option '$1' (--parity-only, --loaders-only, --race-only," \
-      "--threads N)" >&2; exit 1 ;;
+      "--gpt-only, --threads N)" >&2; exit 1 ;;
   esac
 done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare: --threads takes a positive number" >&2; exit 1; }
@@ -47,7 +50,7 @@ mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 echo "== building the project's side"
 # A failed build stops here: comparing stale binaries would report figures of older code.
 if ! bazel build -c opt //bench/compare:all //solutions/day1_gpu:lab //solutions/day2_ddp:lab \
-  //solutions/day3_data:race \
+  //solutions/day3_data:race //solutions/day4_large_models:lab \
   //bench:allreduce_bench //bench:layers_bench //tools:make_image_folder //tools:make_dataset; then
   echo "compare: the build failed; nothing was measured" >&2
   exit 1
@@ -113,6 +116,26 @@ race_reference() {
     awk -v t="$t_theirs" -v p="$t_ours" 'BEGIN { printf "project / PyTorch time: %.2f\n", p / t }'
   fi
 }
+# Day 4's GPT presets: the same blocks, context, batch and AdamW on both sides. PyTorch trains on
+# random byte windows; the project on the lab's embedded text, loading excluded from its figure.
+gpt_rows() {
+  echo "== day 4's GPT training, batch 16 windows of the preset's context, AdamW, $threads threads"
+  echo "| measure | PyTorch | project | project / PyTorch |"
+  echo "|---|---:|---:|---:|"
+  local name theirs ours
+  for name in gpt-tiny gpt-mini; do
+    theirs=$(OMP_NUM_THREADS=$threads "${py[@]}" gpt-train --model "$name" --batch 16 --steps 20 \
+      --threads "$threads")
+    ours=$(OMP_NUM_THREADS=$threads "$bin/solutions/day4_large_models/lab" --model "$name" \
+      --batch-size 16 --test --test-nsteps 21 --device cpu --no-progress)
+    row "train $name b16" "tokens/s" "$(value gpt_train "$theirs")" \
+      "$(sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$ours")"
+  done
+}
+if ((gpt_only)); then
+  gpt_rows
+  exit 0
+fi
 if ((loaders_only)); then
   loader_formats
   exit 0
@@ -187,7 +210,10 @@ ours=$("${mpirun[@]}" -np 2 "$bin/solutions/day2_ddp/lab" --batch-size 64 --synt
 row "DDP step, small network, 2 ranks x b64" "ms" "$(value ddp_step "$theirs")" \
   "$(awk '$1 == "step" {print $2}' <<<"$ours")"
 echo
-echo "project / PyTorch above 1 means the project is faster for images/s, slower for us and ms."
+gpt_rows
+echo
+echo "project / PyTorch above 1 means the project is faster for images/s and tokens/s, slower"
+echo "for us and ms."
 echo
 loader_formats
 echo

@@ -449,6 +449,38 @@ def train_step(args):
     print(f"train_step: {args.batch * args.steps / (time.perf_counter() - start):.1f} images/s")
 
 
+# The day-4 lab's presets that the comparison trains (day4_large_models/README.md).
+GPT_PRESETS = {
+    "gpt-tiny": dict(layers=4, heads=4, channels=128, context=64, vocabulary=256),
+    "gpt-mini": dict(layers=6, heads=6, channels=384, context=256, vocabulary=256),
+}
+
+
+def gpt_train(args):
+    """Training tokens/s of a GPT preset: random byte windows of the preset's context, AdamW as
+    the day-4 lab's (lr 2e-3, weight decay 0.1), the first step excluded."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    config = GPT_PRESETS[args.model]
+    net = Gpt(**config)
+    opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=0.1)
+    tokens = torch.randint(0, config["vocabulary"], (args.batch, config["context"] + 1))
+    x, y = tokens[:, :-1], tokens[:, 1:]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = net(x)
+        nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).backward()
+        opt.step()
+
+    step()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    elapsed = time.perf_counter() - start
+    print(f"gpt_train: {args.batch * config['context'] * args.steps / elapsed:.1f} tokens/s")
+
+
 def layers(args):
     """Forward + backward time of the small network's second-stage layers (batch 128, 14 px,
     NCHW), as //bench:layers_bench times the project's."""
@@ -666,6 +698,12 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--amp", action="store_true", help="bf16 autocast, as the labs' --amp")
     p.set_defaults(run=train_step)
+    p = sub.add_parser("gpt-train")
+    p.add_argument("--model", choices=sorted(GPT_PRESETS), default="gpt-tiny")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    p.set_defaults(run=gpt_train)
     for name, run in (("layers", layers), ("profile", profile)):
         p = sub.add_parser(name)
         p.add_argument("--threads", type=int, default=2)
