@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
 
+#include "common/kernels/linear.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
@@ -58,6 +60,36 @@ TEST_P(ElementwiseTest, ReluForwardAndBackward) {
   }
   EXPECT_TRUE(all_close(to_floats(relu_forward(x.tensor)), y, dtype()));
   EXPECT_TRUE(all_close(to_floats(relu_backward(dy.tensor, x.tensor)), dx, dtype()));
+}
+
+// GELU's tanh form against its formula in double, over x in [-9, 9) (tanh saturating both
+// ways), and its derivative.
+TEST_P(ElementwiseTest, GeluMatchesTheTanhFormulaAndItsDerivative) {
+  auto x = random_tensor({n()}, dtype(), device(), 5, -9.0f, 9.0f);
+  auto dy = random_tensor({n()}, dtype(), device(), 6);
+  std::vector<double> y(n()), dx(n());
+  const double scale = std::sqrt(2.0 / M_PI), cubic = 0.044715;
+  for (int64_t i = 0; i < n(); ++i) {
+    const double v = x.values[i], t = std::tanh(scale * (v + cubic * v * v * v));
+    y[i] = 0.5 * v * (1.0 + t);
+    dx[i] = dy.values[i] *
+            (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * scale * (1.0 + 3.0 * cubic * v * v));
+  }
+  EXPECT_TRUE(all_close(to_floats(gelu_forward(x.tensor)), testing::rounded(y, dtype()), dtype()));
+  EXPECT_TRUE(all_close(to_floats(gelu_backward(dy.tensor, x.tensor)),
+                        testing::rounded(dx, dtype()), dtype()));
+}
+
+// A signed f32 bias added to each of n rows of 13 columns.
+TEST_P(ElementwiseTest, AddRowBiasAddsTheBiasToEveryRow) {
+  const int64_t cols = 13;
+  auto y = random_tensor({n(), cols}, dtype(), device(), 7);
+  auto bias = random_tensor({cols}, DType::kF32, device(), 8, -4.0f, 4.0f);
+  std::vector<double> expected(n() * cols);
+  for (int64_t i = 0; i < n() * cols; ++i) expected[i] = y.values[i] + bias.values[i % cols];
+  Tensor out = y.tensor.clone();
+  add_row_bias_(out, bias.tensor);
+  EXPECT_TRUE(all_close(to_floats(out), testing::rounded(expected, dtype()), dtype()));
 }
 
 TEST_P(ElementwiseTest, FillAndZeros) {
