@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/exp_poly.h"
 #include "common/kernels/row_lanes.h"
 #include "common/kernels/softmax_ops.h"
 
@@ -50,7 +51,7 @@ struct AttentionProbabilities {
     const int64_t seen = shape.keys_seen(r % shape.seq);
     const float row_lse = lse[r];
     lanes.for_each(shape.seq, [&](int64_t j) {
-      row[j] = T(j < seen ? expf(static_cast<float>(row[j]) - row_lse) : 0.0f);
+      row[j] = T(j < seen ? exp_poly(static_cast<float>(row[j]) - row_lse) : 0.0f);
     });
   }
 };

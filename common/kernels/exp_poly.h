@@ -4,9 +4,10 @@
 //
 // e^x = 2^n e^r with n = round(x / ln 2) and r = x - n ln 2 (ln 2 split in two parts, so r is
 // exact to float precision), |r| <= ln(2) / 2; e^r by its Taylor polynomial of degree 7
-// (truncation under 1e-8 relative), 2^n built in the exponent bits. x is clamped to
-// [-87, 88], where 2^n stays a normal float: e^x for x < -87 returns e^-87 (1.6e-38, not 0)
-// and for x > 88 returns e^88 (1.7e38, not inf). A NaN stays NaN. Within 2 ulp of e^x.
+// (truncation under 1e-8 relative), 2^n built in the exponent bits. The polynomial works on x
+// clamped to [-87, 88], where 2^n stays a normal float: e^x for x < -87 (below 1.6e-38, which
+// would be subnormal) is 0, so a masked score at -inf weighs exactly nothing, and e^x for x > 88
+// is e^88 (1.7e38, not inf). A NaN stays NaN. Within 2 ulp of e^x on [-87, 88].
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,8 @@
 namespace course::ops {
 
 COURSE_HD inline float exp_poly(float x) {
-  x = x < -87.0f ? -87.0f : x;  // comparisons, not fmaxf/fminf: they keep a NaN, and vectorise
+  const bool underflows = x < -87.0f;
+  x = underflows ? -87.0f : x;  // comparisons, not fmaxf/fminf: they keep a NaN, and vectorise
   x = x > 88.0f ? 88.0f : x;
   // Round-to-nearest by adding 1.5 * 2^23: the integer lands in the low mantissa bits.
   constexpr float kShift = 12582912.0f;
@@ -39,7 +41,7 @@ COURSE_HD inline float exp_poly(float x) {
   const uint32_t scale_bits = ((n_bits - 0x4B400000u) + 127u) << 23;
   float scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
-  return p * scale;
+  return underflows ? 0.0f : p * scale;
 }
 
 // tanh(x) = 1 - 2 / (e^(2x) + 1): +-1 beyond |x| = 44, within 2e-7 of tanh(x) everywhere

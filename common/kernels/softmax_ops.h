@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/exp_poly.h"
 
 namespace course::ops {
 
@@ -15,8 +16,8 @@ template <class T, class P, class Lanes>
 COURSE_HD inline float softmax_row(const Lanes& lanes, const T* x, P* p, int64_t count) {
   const auto value = [x](int64_t c) { return static_cast<float>(x[c]); };
   const float top = lanes.max(count, value);
-  const float total = lanes.sum(count, [&](int64_t c) { return expf(value(c) - top); });
-  lanes.for_each(count, [&](int64_t c) { p[c] = P(expf(value(c) - top) / total); });
+  const float total = lanes.sum(count, [&](int64_t c) { return exp_poly(value(c) - top); });
+  lanes.for_each(count, [&](int64_t c) { p[c] = P(exp_poly(value(c) - top) / total); });
   return top + logf(total);
 }
 

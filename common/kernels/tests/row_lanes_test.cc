@@ -73,5 +73,25 @@ TEST(RowLanes, MaximaAndPairs) {
   EXPECT_EQ(pair.second, -9900.0f);
 }
 
+// fmaxf's rule, a NaN losing to any number, wherever the NaN sits in the lane order: first in a
+// lane, between numbers, in the tail, and in the butterfly's partner lanes.
+TEST(RowLanes, MaximumIgnoresNaNLikeFmaxf) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(Maximum{}(nan, -2.0f), -2.0f);
+  EXPECT_EQ(Maximum{}(-2.0f, nan), -2.0f);
+  EXPECT_TRUE(std::isnan(Maximum{}(nan, nan)));
+  for (int nan_every : {1, 2, 3, 32, 33}) {
+    std::vector<float> row(71);
+    float expected = -INFINITY;
+    for (int j = 0; j < 71; ++j) {
+      row[j] = j % nan_every == 0 ? nan : std::sin(1.7f * j) * (j - 35);
+      if (j % nan_every != 0) expected = std::fmax(expected, row[j]);
+    }
+    const float top = HostRowLanes{}.max(71, [&](int64_t j) { return row[j]; });
+    // A row of NaN only leaves the fold's identity, -inf, as fmaxf would.
+    EXPECT_EQ(top, expected) << "a NaN every " << nan_every << " elements";
+  }
+}
+
 }  // namespace
 }  // namespace course::ops
