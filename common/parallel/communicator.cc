@@ -15,6 +15,7 @@
 #include "common/core/exit_codes.h"
 #include "common/core/mpi_check.h"
 #include "common/parallel/nccl_engine.h"
+#include "common/parallel/ring_allreduce.h"
 #include "common/parallel/traced_work.h"
 
 namespace course::parallel {
@@ -174,17 +175,23 @@ int finish_job(int code) {
   return code;
 }
 
-Communicator::Communicator(std::unique_ptr<MpiComm> comm, bool owned)
+Communicator::Communicator(std::unique_ptr<MpiComm> comm, bool owned, bool with_ring)
     : comm_(std::move(comm)), owned_(owned) {
   MPI_CHECK(MPI_Comm_set_errhandler(comm_->comm, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_->comm, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_->comm, &size_));
   std::tie(local_rank_, local_size_) = node_rank_and_size(comm_->comm);
+  if (with_ring && size_ == 2) {
+    auto ring = std::make_unique<MpiComm>();
+    MPI_CHECK(MPI_Comm_dup(comm_->comm, &ring->comm));
+    ring_.reset(new Communicator(std::move(ring), true, false));
+  }
 }
 
 void Communicator::set_timeout(double seconds) {
   COURSE_CHECK(seconds > 0, "the communication timeout must be positive, got ", seconds);
   timeout_ = seconds;
+  if (ring_) ring_->set_timeout(seconds);
 }
 
 Communicator::~Communicator() {
@@ -214,7 +221,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
   auto sub = std::make_unique<MpiComm>();
   MPI_CHECK(MPI_Comm_split(comm_->comm, color, key, &sub->comm));
   std::shared_ptr<Communicator> part(new Communicator(std::move(sub), true));
-  part->timeout_ = timeout_;                  // a stalled rank is found as fast in a sub-group
+  part->set_timeout(timeout_);                // a stalled rank is found as fast in a sub-group
   if (nccl_) part->use_gpu(nccl_->device());  // the rows of a GPU grid are GPU communicators too
   return part;
 }
@@ -249,6 +256,13 @@ void Communicator::count(double& kind, double bytes) {
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
   count(traffic_.allreduce_bytes, 2.0 * (size_ - 1) / size_ * static_cast<double>(t.nbytes()));
   if (on_gpu(t)) return traced(gpu(t, "allreduce").allreduce(t, op), "allreduce", t.nbytes());
+  if (ring_ && op == ReduceOp::kSum && t.dtype() == DType::kF32 && t.device().is_cpu() &&
+      t.nbytes() >= kRingAllreduceBytes) {
+    // One ring at a time, so every rank posts the rings' steps in the same order.
+    if (ring_in_flight_) ring_in_flight_->wait();
+    ring_in_flight_ = start_ring_allreduce_sum(t, *ring_);
+    return traced(ring_in_flight_, "allreduce", t.nbytes());
+  }
   auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
                            mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));

@@ -18,6 +18,13 @@
 // timeout with an error naming the operation, and the job is then aborted at exit (MPI cannot
 // recover a collective that one rank never joins).
 //
+// On two ranks the MPI engine sums f32 tensors of kRingAllreduceBytes and more with the course's
+// ring (ring_allreduce.h) instead of MPI_Iallreduce: there it took a third of Open MPI 4.1's time
+// from 1 MiB up over shared memory (bench/RESULTS.md). Only on two: a sum of two terms is the
+// same in any order, while on more ranks the ring adds in another order than MPI's
+// reduce-scatter, and ZeRO's and FSDP's updates would no longer equal DDP's to the last bits
+// (Adam's first step magnifies the difference where a gradient is near 0).
+//
 // All collectives work in place or into a caller's tensor of the documented size, on the
 // tensors' storage in order (every tensor is dense in its memory format: the ranks' tensors must
 // share it, as a pipeline's channels-last activations and their landing buffers do):
@@ -32,6 +39,8 @@
 #include "common/tensor/tensor.h"
 
 namespace course::parallel {
+
+inline constexpr int64_t kRingAllreduceBytes = 1 << 20;
 
 struct MpiComm;  // wraps an MPI_Comm, so users of this header need no MPI headers
 class NcclEngine;
@@ -96,7 +105,8 @@ class Communicator {
   bool has_gpu() const { return nccl_ != nullptr; }
 
  private:
-  Communicator(std::unique_ptr<MpiComm> comm, bool owned);  // owned: freed with this object
+  // owned: freed with this object. with_ring: makes ring_ (the ring's own communicator has none).
+  Communicator(std::unique_ptr<MpiComm> comm, bool owned, bool with_ring = true);
   void check_rank(int r, const char* what) const;
   // The NCCL engine of a GPU tensor's device (use_gpu() made it).
   NcclEngine& gpu(const Tensor& t, const char* op);
@@ -108,6 +118,10 @@ class Communicator {
   double timeout_ = 300;
   Traffic traffic_;
   WorkPtr last_group_;  // the MPI engine's point-to-point group in flight
+  // A duplicate of this communicator that carries only the ring all-reduce's messages (so they
+  // never match this one's point-to-point receives), and the ring in flight on it.
+  std::unique_ptr<Communicator> ring_;
+  WorkPtr ring_in_flight_;
   void count(double& kind, double bytes);
 };
 

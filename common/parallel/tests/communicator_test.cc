@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <numeric>
 #include <thread>
@@ -45,6 +46,55 @@ TEST(Communicator, AllreduceSumsMaxesAndMinsOverRanks) {
   Tensor low = Tensor::from_vector<int64_t>({world()->rank(), -world()->rank()}, {2});
   world()->allreduce(low, ReduceOp::kMin)->wait();
   EXPECT_EQ(low.to_vector<int64_t>(), (std::vector<int64_t>{0, -(p - 1)}));
+}
+
+// Sums of kRingAllreduceBytes and more go around the course's ring on 2 ranks (through MPI on
+// 4): just below and at the threshold, and a size the ranks do not divide, against the sums
+// each rank computes itself.
+TEST(Communicator, LargeSumsTakeTheRingAndStayExact) {
+  const int p = world()->size();
+  const int64_t threshold = kRingAllreduceBytes / 4;
+  for (int64_t n : {threshold - 1, threshold, 3 * threshold + 1}) {
+    Tensor t = Tensor::from_vector(rank_values(world()->rank(), n), {n});
+    world()->allreduce(t)->wait();
+    const std::vector<float> got = t.to_vector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], 100.0f * p * (p - 1) / 2 + p * i) << "element " << i << " of " << n;
+    }
+  }
+}
+
+// Moves `work` on for a while from this rank alone, as overlapping code does with test().
+void poll_for_a_while(Work& work) {
+  for (int poll = 0; poll < 100 && !work.test(); ++poll) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// Two rings in flight (on 2 ranks; MPI's all-reduces on 4) and a tagged exchange on the same
+// communicator, with rank 0 alone moving the rings on (test()) while the others only wait at the
+// end: rank 0 posts ring steps earlier than its peers, yet no ring's message may match another
+// ring's receive or the exchange's.
+TEST(Communicator, RingsInFlightKeepApartFromPointToPointTraffic) {
+  const int p = world()->size(), r = world()->rank();
+  const int64_t n = kRingAllreduceBytes / 4 + 3;
+  Tensor a = Tensor::from_vector(rank_values(r, n), {n});
+  Tensor b = Tensor::from_vector(rank_values(2 * r + 1, n), {n});
+  WorkPtr sum_a = world()->allreduce(a);
+  world()->barrier();  // every rank has posted a's first step
+  if (r == 0) poll_for_a_while(*sum_a);
+  WorkPtr sum_b = world()->allreduce(b);
+  if (r == 0) poll_for_a_while(*sum_b);
+  Tensor out = Tensor::from_vector(rank_values(r, 10), {10}), in = Tensor::empty({10});
+  world()->exchange({send_to(out, (r + 1) % p, 5), receive_from(in, (r + p - 1) % p, 5)})->wait();
+  sum_b->wait();
+  sum_a->wait();
+  EXPECT_EQ(in.to_vector<float>(), rank_values((r + p - 1) % p, 10));
+  const std::vector<float> got_a = a.to_vector<float>(), got_b = b.to_vector<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(got_a[i], 100.0f * p * (p - 1) / 2 + p * i) << "element " << i << " of a";
+    ASSERT_EQ(got_b[i], 100.0f * p * p + p * i) << "element " << i << " of b";
+  }
 }
 
 TEST(Communicator, BroadcastFromEveryRoot) {
