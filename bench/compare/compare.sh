@@ -118,18 +118,29 @@ race_reference() {
 }
 # Day 4's GPT presets: the same blocks, context, batch and AdamW on both sides. PyTorch trains on
 # random byte windows; the project on the lab's embedded text, loading excluded from its figure.
+# The sides take turns three times and each keeps its best run: a shared machine's speed drifts
+# over tens of seconds (one run after the other gave ratios from 0.82 to 1.24), and the drift
+# only ever slows a run down.
 gpt_rows() {
-  echo "== day 4's GPT training, batch 16 windows of the preset's context, AdamW, $threads threads"
+  echo "== day 4's GPT training, batch 16 windows of the preset's context, AdamW, $threads threads,"
+  echo "   the best of three turns each"
   echo "| measure | PyTorch | project | project / PyTorch |"
   echo "|---|---:|---:|---:|"
-  local name theirs ours
+  local name turn theirs ours best_theirs best_ours
   for name in gpt-tiny gpt-mini; do
-    theirs=$(OMP_NUM_THREADS=$threads "${py[@]}" gpt-train --model "$name" --batch 16 --steps 20 \
-      --threads "$threads")
-    ours=$(OMP_NUM_THREADS=$threads "$bin/solutions/day4_large_models/lab" --model "$name" \
-      --batch-size 16 --test --test-nsteps 21 --device cpu --no-progress)
-    row "train $name b16" "tokens/s" "$(value gpt_train "$theirs")" \
-      "$(sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$ours")"
+    best_theirs=0 best_ours=0
+    for turn in 1 2 3; do
+      theirs=$(OMP_NUM_THREADS=$threads "${py[@]}" gpt-train --model "$name" --batch 16 \
+        --steps 10 --threads "$threads")
+      ours=$(OMP_NUM_THREADS=$threads "$bin/solutions/day4_large_models/lab" --model "$name" \
+        --batch-size 16 --test --test-nsteps 11 --device cpu --no-progress)
+      best_theirs=$(awk -v a="$best_theirs" -v b="$(value gpt_train "$theirs")" \
+        'BEGIN { print (b > a ? b : a) }')
+      best_ours=$(awk -v a="$best_ours" \
+        -v b="$(sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$ours")" \
+        'BEGIN { print (b > a ? b : a) }')
+    done
+    row "train $name b16" "tokens/s" "$best_theirs" "$best_ours"
   done
 }
 if ((gpt_only)); then
