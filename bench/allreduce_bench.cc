@@ -1,4 +1,5 @@
-// All-reduce time on N ranks, MPI's against the ring of TP2.4 (its reference copy,
+// All-reduce time on N ranks, the communicator's (MPI's; on 2 ranks the ring from 1 MiB up,
+// communicator.h) against the ring of TP2.4 (its reference copy,
 // common/parallel/ring_allreduce.h), from 1 KiB to 64 MiB of f32, with the bus bandwidth of each:
 // size x 2(n-1)/n / time, the figure NCCL's tests print (what each link carries, comparable across
 // rank counts).
