@@ -63,6 +63,9 @@ echo "== machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo
 echo "   torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1)"
 
 value() { sed -n "s/^$1: \([0-9.]*\).*/\1/p" <<<"$2"; }
+# A lab's "training performance" figure (images/s or tokens/s) from its output.
+lab_rate() { sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$1"; }
+larger() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a ? b : a) }'; }
 row() {  # row MEASURE UNIT TORCH PROJECT: a table row with project / torch
   awk -v m="$1" -v u="$2" -v t="$3" -v p="$4" \
     'BEGIN { printf "| %-44s | %10.1f | %10.1f | %6.2f |\n", m " (" u ")", t, p, p / t }'
@@ -134,11 +137,8 @@ gpt_rows() {
         --steps 10 --threads "$threads")
       ours=$(OMP_NUM_THREADS=$threads "$bin/solutions/day4_large_models/lab" --model "$name" \
         --batch-size 16 --test --test-nsteps 11 --device cpu --no-progress)
-      best_theirs=$(awk -v a="$best_theirs" -v b="$(value gpt_train "$theirs")" \
-        'BEGIN { print (b > a ? b : a) }')
-      best_ours=$(awk -v a="$best_ours" \
-        -v b="$(sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$ours")" \
-        'BEGIN { print (b > a ? b : a) }')
+      best_theirs=$(larger "$best_theirs" "$(value gpt_train "$theirs")")
+      best_ours=$(larger "$best_ours" "$(lab_rate "$ours")")
     done
     row "train $name b16" "tokens/s" "$best_theirs" "$best_ours"
   done
@@ -190,7 +190,7 @@ for setting in "smallnet 128 28" "resnet18 32 64"; do
     ours=$("$bin/solutions/day1_gpu/lab" --model "$name" --batch-size "$batch" --image-size "$size" \
       --synthetic 4096 --test --test-nsteps 21 --device cpu --no-progress "${flag[@]}")
     row "train $name b$batch ${size}px $layout" "images/s" "$(value train_step "$theirs")" \
-      "$(sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$ours")"
+      "$(lab_rate "$ours")"
   done
 done
 

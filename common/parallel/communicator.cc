@@ -256,7 +256,7 @@ void Communicator::count(double& kind, double bytes) {
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
   count(traffic_.allreduce_bytes, 2.0 * (size_ - 1) / size_ * static_cast<double>(t.nbytes()));
   if (on_gpu(t)) return traced(gpu(t, "allreduce").allreduce(t, op), "allreduce", t.nbytes());
-  if (ring_ && op == ReduceOp::kSum && t.dtype() == DType::kF32 && t.device().is_cpu() &&
+  if (ring_ && op == ReduceOp::kSum && t.dtype() == DType::kF32 &&
       t.nbytes() >= kRingAllreduceBytes) {
     // One ring at a time, so every rank posts the rings' steps in the same order.
     if (ring_in_flight_) ring_in_flight_->wait();
