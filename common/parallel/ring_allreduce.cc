@@ -23,7 +23,11 @@ class RingAllreduce : public Work {
   }
   void wait() override {
     while (in_flight_) {
-      in_flight_->wait();
+      try {
+        in_flight_->wait();
+      } catch (const Error& e) {
+        COURSE_FAIL("the ring all-reduce's step ", step_ + 1, " of ", 2 * (p_ - 1), ": ", e.what());
+      }
       finish_step();
     }
   }

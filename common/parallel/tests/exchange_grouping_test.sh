@@ -2,7 +2,8 @@
 # Grouped and ungrouped point-to-point exchanges on 2 MPI ranks (exchange_grouping_main.cc):
 # past the eager limit (4 KiB over shared memory) an ungrouped send before a receive deadlocks
 # and ends within its 3 s timeout with the communicator's message, as on NCCL; below it, it
-# passes; a grouped exchange passes at every size.
+# passes; a grouped exchange passes at every size; a ring all-reduce that the other rank never
+# joins ends with the timeout's message too.
 #   exchange_grouping_test.sh EXPECT_SH BINARY
 set -uo pipefail
 source "$1"
@@ -21,3 +22,13 @@ if [[ $code -eq 0 || $code -eq 124 ]] || ! grep -q "did not complete within 3 s"
   exit 1
 fi
 echo "ok: an ungrouped 1 MiB exchange ends with the timeout's message (exit $code)"
+# A 4 MiB all-reduce (the communicator's ring) that rank 1 never joins.
+out=$(run --stalled-ring 1048576 3 2>&1)
+code=$?
+if [[ $code -eq 0 || $code -eq 124 ]] ||
+  ! grep -q "ring all-reduce's step 1 of 2: .*did not complete within 3 s" <<<"$out"; then
+  echo "FAILED: a ring all-reduce without rank 1 exited $code (expected the timeout's error):"
+  echo "$out"
+  exit 1
+fi
+echo "ok: a ring all-reduce without rank 1 ends with the timeout's message (exit $code)"
