@@ -17,6 +17,21 @@ struct Tf32Switches {
 void set_tf32_switches(Tf32Switches switches);
 Tf32Switches tf32_switches();
 
+// The switches set for one scope, the previous ones restored at its end (a test comparing f32
+// against an f32 reference runs strict: TF32's 10-bit mantissa is off by about 1e-3).
+class ScopedTf32Switches {
+ public:
+  explicit ScopedTf32Switches(Tf32Switches switches) : previous_(tf32_switches()) {
+    set_tf32_switches(switches);
+  }
+  ~ScopedTf32Switches() { set_tf32_switches(previous_); }
+  ScopedTf32Switches(const ScopedTf32Switches&) = delete;
+  ScopedTf32Switches& operator=(const ScopedTf32Switches&) = delete;
+
+ private:
+  Tf32Switches previous_;
+};
+
 enum class LibraryMath {
   kStrictF32,   // f32 in f32 (CUDNN_FMA_MATH, CUBLAS_COMPUTE_32F_PEDANTIC-like: no tensor cores)
   kTf32,        // f32 data, TF32 tensor cores (CUDNN_DEFAULT_MATH, CUBLAS_COMPUTE_32F_FAST_TF32)

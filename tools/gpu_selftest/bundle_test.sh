@@ -23,3 +23,9 @@ grep -q "^training gpt-tiny" "$work/logs/day_4__GPT__amp_bf16__one_process_.log"
   echo "bundle_test: day 4's one-process log shows no training" >&2
   exit 1
 }
+# The image models train on the bundle's own Fashion-MNIST subset, which a GPU node without
+# Debian's dataset package needs (the full set at /usr/share/datasets is not in the bundle).
+grep -q "1024 images of 28 px" "$work/logs/day_4__CoAtNet__amp_bf16__channels_last_.log" || {
+  echo "bundle_test: day 4's CoAtNet case did not train on the bundle's 1,024 images" >&2
+  exit 1
+}

@@ -34,6 +34,20 @@ cp tools/gpu_selftest/run_selftest.sh "$bundle/run_selftest.sh"
 # Day 4's text, which a node without Debian's fortunes lacks: one file of it is enough here.
 mkdir "$bundle/text"
 cp /usr/share/games/fortunes/computers "$bundle/text/"
+# Day 4's image models' data, which a node without Debian's dataset-fashion-mnist lacks too: the
+# first 1,024 training and 256 test images of Fashion-MNIST, as IDX files with the count patched.
+idx_head() {  # idx_head NAME COUNT
+  local name=$1 count=$2 header=8 item=1 out=$bundle/fashion-mnist/$1
+  [[ $name == *images* ]] && header=16 item=784
+  head -c $((header + count * item)) < <(zcat "/usr/share/datasets/fashion-mnist/$name.gz") >"$out"
+  printf "$(printf '\\x%02x' $((count >> 24 & 255)) $((count >> 16 & 255)) $((count >> 8 & 255)) \
+    $((count & 255)))" | dd of="$out" bs=1 seek=4 conv=notrunc status=none
+}
+mkdir "$bundle/fashion-mnist"
+for split in train:1024 t10k:256; do
+  idx_head "${split%:*}-images-idx3-ubyte" "${split#*:}"
+  idx_head "${split%:*}-labels-idx1-ubyte" "${split#*:}"
+done
 
 # Open MPI relocated under mpi/ (run_selftest.sh points OPAL_PREFIX there): its programs, its
 # plugins (Open MPI's and PMIx's, loaded at MPI_Init) and its help texts. It serves one node;

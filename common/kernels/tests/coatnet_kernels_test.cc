@@ -15,6 +15,7 @@
 #include "common/kernels/conv2d.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
+#include "common/kernels/math_mode.h"
 #include "common/kernels/relative_position.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
@@ -85,6 +86,7 @@ ConvReference reference_conv(const std::vector<float>& x, Nchw xs, const std::ve
 // 12 channels in 3 groups (4 -> 2 each), a depthwise 3x3 (stride 2 over an odd 9x7 map) and a
 // grouped strided 1x1 (oneDNN's subsampled weight-gradient path).
 TEST_P(MapKernelTest, GroupedConvolutionsMatchTheirSums) {
+  const ScopedTf32Switches strict({.conv = false});  // f32 in f32, as the tolerance assumes
   struct Case {
     int64_t in, out, k;
     Conv2dShape conv;

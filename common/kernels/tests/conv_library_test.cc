@@ -31,10 +31,13 @@ TEST(LibraryMath, SwitchesDefaultAsPyTorchs) {
   const Tf32Switches defaults;
   EXPECT_TRUE(defaults.conv);
   EXPECT_FALSE(defaults.matmul);
-  set_tf32_switches({.conv = false, .matmul = true});
-  EXPECT_FALSE(tf32_switches().conv);
-  EXPECT_TRUE(tf32_switches().matmul);
-  set_tf32_switches(defaults);
+  {
+    const ScopedTf32Switches changed({.conv = false, .matmul = true});
+    EXPECT_FALSE(tf32_switches().conv);
+    EXPECT_TRUE(tf32_switches().matmul);
+  }
+  EXPECT_TRUE(tf32_switches().conv) << "restored at the scope's end";
+  EXPECT_FALSE(tf32_switches().matmul);
 }
 
 TEST(AlgorithmChoice, TakesTheFastestUsableOneWhoseWorkspaceFits) {
@@ -73,7 +76,7 @@ testing::Tolerance conv_tolerance(DType dtype) {
 TEST_P(ConvCase, PassesMatchTheCpuNchwReferenceInF32) {
   const DType dtype = value<0>();
   const MemoryFormat format = value<1>();
-  set_tf32_switches({.conv = false, .matmul = false});  // f32 on the GPU in f32
+  const ScopedTf32Switches strict({.conv = false, .matmul = false});  // f32 on the GPU in f32
   const Conv2dShape conv{.stride = 2, .padding = 1};
   const auto x = testing::random_tensor({5, 7, 9, 11}, DType::kF32, Device::cpu(), 1);
   const auto w = testing::random_tensor({6, 7, 3, 3}, DType::kF32, Device::cpu(), 2);
@@ -109,7 +112,6 @@ TEST_P(ConvCase, PassesMatchTheCpuNchwReferenceInF32) {
   EXPECT_TRUE(testing::all_close(back(dx), testing::to_floats(dx_want), tol)) << "backward data";
   EXPECT_TRUE(testing::all_close(back(dwd), testing::to_floats(dw_want), tol))
       << "backward weights";
-  set_tf32_switches({});
 }
 
 COURSE_INSTANTIATE_DEVICE_CASES(ConvCase, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
