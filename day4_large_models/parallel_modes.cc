@@ -2,6 +2,7 @@
 #include "day4_large_models/parallel_modes.h"
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "common/kernels/elementwise.h"
 #include "common/nn/sequential.h"

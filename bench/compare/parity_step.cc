@@ -15,6 +15,7 @@
 // other side loads the weights and the batch, runs the same step and compares.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/coatnet.h"

@@ -19,7 +19,8 @@
 #pragma once
 
 #include <array>
-#include <opencv2/core.hpp>
+
+#include "common/data/cv_mat_fwd.h"
 
 namespace course {
 

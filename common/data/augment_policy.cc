@@ -2,6 +2,7 @@
 #include "common/data/augment_policy.h"
 
 #include <cmath>
+#include <opencv2/core.hpp>
 
 #include "common/core/error.h"
 

@@ -16,12 +16,12 @@
 //   Solarize (threshold)   255 linspace(1, 0)         255 linspace(1, 0)
 #pragma once
 
-#include <opencv2/core.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/data/augment_ops.h"
+#include "common/data/cv_mat_fwd.h"
 
 namespace course {
 

@@ -1,6 +1,8 @@
 // Jitter draws, and their application with RandAugment's own operations.
 #include "common/data/jitter.h"
 
+#include <opencv2/core.hpp>
+
 #include "common/core/error.h"
 #include "common/data/augment_ops.h"
 

@@ -4,8 +4,9 @@
 // places can be compared. Applied in that order: flip, move, brightness, contrast.
 #pragma once
 
-#include <opencv2/core.hpp>
 #include <random>
+
+#include "common/data/cv_mat_fwd.h"
 
 namespace course {
 

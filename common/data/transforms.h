@@ -11,11 +11,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <opencv2/core.hpp>
 #include <random>
 #include <vector>
 
 #include "common/data/augment_policy.h"
+#include "common/data/cv_mat_fwd.h"
 #include "common/data/jitter.h"
 #include "common/tensor/tensor.h"
 

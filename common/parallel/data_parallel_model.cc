@@ -1,6 +1,8 @@
 // Choosing and driving a model's data parallelism.
 #include "common/parallel/data_parallel_model.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/optim/gradient_clipping.h"
 #include "common/parallel/gradient_average.h"
 

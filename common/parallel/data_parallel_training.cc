@@ -1,6 +1,8 @@
 // Accumulated micro-batches through a data-parallel mode.
 #include "common/parallel/data_parallel_training.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/core/error.h"
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "common/nn/autocast.h"
 #include "common/nn/context_split.h"

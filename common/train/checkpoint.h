@@ -6,7 +6,7 @@
 // tensor: u32 name length, name, u8 dtype, u8 rank, i64 sizes, u64 byte count, raw bytes.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <utility>

@@ -1,6 +1,8 @@
 // Writing shards, and joining them into a whole model.
 #include "common/train/sharded_checkpoint.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/kernels/elementwise.h"
 
 namespace course::train {

@@ -2,6 +2,7 @@
 #include "day4_large_models/compression/trained_model.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/core/error.h"
 #include "common/nn/models.h"

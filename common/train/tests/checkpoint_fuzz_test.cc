@@ -4,6 +4,8 @@
 // or (under --config=asan) a sanitizer report.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/testing/errors_and_files.h"
 #include "common/testing/mutate.h"
 #include "common/train/checkpoint.h"

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
