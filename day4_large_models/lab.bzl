@@ -63,6 +63,7 @@ def day4_lab(check_tags = []):
             ":exercises",
             "//common/core:gnuplot",
             "//common/kernels:int8",
+            "//common/nn:weight_pruning",
             "//common/train:lab_support",
         ],
     )

@@ -64,10 +64,10 @@ std::vector<PruneRow> run_pruning(const PruneOptions& o) {
   std::vector<PruneRow> rows;
   {
     const auto dense = load_trained(o.trained, o.model, "--trained", train_set, device);
-    const std::vector<PrunedWeight> weights = prunable_weights(*dense);
+    const std::vector<nn::PrunedWeight> weights = nn::prunable_weights(*dense);
     int64_t count = 0;
-    for (const PrunedWeight& w : weights) count += w.weight->value.numel();
-    rows.push_back({"dense", measured_sparsity(weights), accuracy(*dense), {}});
+    for (const nn::PrunedWeight& w : weights) count += w.weight->value.numel();
+    rows.push_back({"dense", nn::measured_sparsity(weights), accuracy(*dense), {}});
     std::printf("%s (%s): %lld weights in %zu convolution and linear tensors, test accuracy %s\n",
                 o.model.c_str(), o.trained.c_str(), static_cast<long long>(count), weights.size(),
                 percent(rows.back().pruned_accuracy).c_str());
@@ -79,35 +79,35 @@ std::vector<PruneRow> run_pruning(const PruneOptions& o) {
   for (const std::optional<double>& target : targets) {
     const auto network = load_trained(o.trained, o.model, "--trained", train_set, device);
     network->set_training(true);
-    std::vector<PrunedWeight> weights = prunable_weights(*network);
+    std::vector<nn::PrunedWeight> weights = nn::prunable_weights(*network);
     PruneRow row{target ? "global " + format_number(100 * *target) + "%" : "2:4"};
     if (target) {
-      mask_by_global_magnitude(weights, *target);
+      nn::mask_by_global_magnitude(weights, *target);
     } else {
       mask_two_of_four(weights);
     }
-    apply_masks(weights);
+    nn::apply_masks(weights);
     row.pruned_accuracy = accuracy(*network);
     std::printf("-- %s: %s of the weights zero, test accuracy %s before fine-tuning\n",
-                row.pruning.c_str(), percent(measured_sparsity(weights)).c_str(),
+                row.pruning.c_str(), percent(nn::measured_sparsity(weights)).c_str(),
                 percent(row.pruned_accuracy).c_str());
-    for (const PrunedWeight& w : weights) {
+    for (const nn::PrunedWeight& w : weights) {
       if (w.dense) {
         std::printf("   %s stays dense: its rows do not divide by 4\n", w.name.c_str());
       } else {
         std::printf("   %s %s: %s pruned\n", w.name.c_str(),
                     shape_str(w.weight->value.shape()).c_str(),
-                    percent(measured_sparsity({w})).c_str());
+                    percent(nn::measured_sparsity({w})).c_str());
       }
     }
     std::fflush(stdout);
     row.tuned_accuracy =
         train_on_loop(o, in,
                       {.model = *network,
-                       .after_step = [&] { apply_masks(weights); },
+                       .after_step = [&] { nn::apply_masks(weights); },
                        .identity = {{"model", o.model}, {"pruning", row.pruning}},
                        .recipe = "- fine-tuned after pruning (" + row.pruning + ")"});
-    row.sparsity = measured_sparsity(weights);
+    row.sparsity = nn::measured_sparsity(weights);
     rows.push_back(row);
   }
 
