@@ -9,7 +9,7 @@
 
 namespace course::nn {
 
-std::vector<PrunedWeight> prunable_weights(nn::Module& model) {
+std::vector<PrunedWeight> prunable_weights(Module& model) {
   std::vector<PrunedWeight> out;
   for (const auto& [name, p] : model.state().parameters) {
     if (p->value.dim() >= 2) out.push_back({name, p, {}});

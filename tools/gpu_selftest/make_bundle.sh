@@ -38,8 +38,14 @@ cp /usr/share/games/fortunes/computers "$bundle/text/"
 # first 1,024 training and 256 test images of Fashion-MNIST, as IDX files with the count patched.
 idx_head() {  # idx_head NAME COUNT
   local name=$1 count=$2 header=8 item=1 out=$bundle/fashion-mnist/$1
+  local source=/usr/share/datasets/fashion-mnist/$1.gz
   [[ $name == *images* ]] && header=16 item=784
-  head -c $((header + count * item)) < <(zcat "/usr/share/datasets/fashion-mnist/$name.gz") >"$out"
+  head -c $((header + count * item)) < <(zcat "$source" 2>/dev/null) >"$out"
+  if (($(stat -c %s "$out") != header + count * item)); then
+    echo "make_bundle.sh: could not read $count items of $source" \
+      "(./setup.sh installs dataset-fashion-mnist)" >&2
+    exit 1
+  fi
   printf "$(printf '\\x%02x' $((count >> 24 & 255)) $((count >> 16 & 255)) $((count >> 8 & 255)) \
     $((count & 255)))" | dd of="$out" bs=1 seek=4 conv=notrunc status=none
 }

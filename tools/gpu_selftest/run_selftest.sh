@@ -135,7 +135,8 @@ gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sa
 record "day 4: GPT, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" --amp
 record "day 4: Llama, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --amp --model llama-tiny
-# CoAtNet on the embedded images (a bundle's first 1,024): grouped convolutions, relative attention, channels-last.
+# CoAtNet on the embedded images (a bundle's first 1,024): grouped convolutions, relative
+# attention, channels-last.
 coatnet=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 16
   --model coatnet-micro --channels-last --amp)
 [[ -d $root/fashion-mnist ]] && coatnet+=(--data-dir "$root/fashion-mnist")  # a bundle's own images
