@@ -1,4 +1,5 @@
-// Convolution: shape checks and dispatch to oneDNN (CPU) or cuDNN (GPU).
+// Convolution: shape checks and dispatch to oneDNN (CPU; one sgemm for the weight gradient of a
+// small output plane) or cuDNN (GPU).
 #include "common/kernels/conv2d.h"
 
 #include "common/kernels/elementwise.h"
@@ -84,6 +85,10 @@ void conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw, 
     return;
   }
   in_f32_on_cpu(dy, x, dw, true, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+    if (detail::gemm_weight_gradient_pays(a.shape(), conv)) {
+      detail::gemm_conv2d_backward_weights_add(a, b, out, conv);
+      return;
+    }
     Tensor fresh = Tensor::empty(out.shape(), DType::kF32, out.device());
     detail::onednn_conv2d_backward_weights(a, b, fresh, conv);
     axpy_(1.0f, fresh, out);

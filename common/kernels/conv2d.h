@@ -32,6 +32,11 @@ void onednn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dSh
 void onednn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv);
 void onednn_conv2d_backward_weights(const Tensor& dy, const Tensor& x, Tensor& dw,
                                     Conv2dShape conv);
+// The CPU's f32 weight gradient as one matrix product over the output positions, and whether
+// it beats oneDNN's direct kernel for dy's (N, O, OH, OW) shape (conv2d_gemm_weights.cc).
+bool gemm_weight_gradient_pays(const Shape& dy, Conv2dShape conv);
+void gemm_conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw,
+                                      Conv2dShape conv);
 void cudnn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv);
 void cudnn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv);
 void cudnn_conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw,

@@ -17,6 +17,12 @@ Context& Context::child(size_t i) {
   return *children_[i];
 }
 
+Context& Context::child_fed_input(size_t i) {
+  Context& c = child(i);
+  c.input_gradient_wanted_ = input_gradient_wanted_;
+  return c;
+}
+
 void Context::defer_weight_gradients(WeightGradientQueue* queue) {
   deferred_ = queue;
   for (auto& c : children_) c->defer_weight_gradients(queue);
@@ -32,6 +38,7 @@ void Context::weight_gradient(std::function<void()> work) {
 
 void Context::clear() {
   saved_.reset();
+  input_gradient_wanted_ = true;
   for (auto& c : children_) c->clear();
 }
 

@@ -59,8 +59,17 @@ class Context {
 
   // The context of child i of a composite module, created on first use.
   Context& child(size_t i);
+  // Child i's context where that child is fed this call's own input (a chain's first layer, a
+  // wrapper's inner module): it learns whether this call wants its input's gradient.
+  Context& child_fed_input(size_t i);
 
-  // Drops everything saved, this call's and its children's.
+  // Whether the caller uses the gradient of this call's input: yes unless set otherwise for one
+  // backward call (a network fed with data has no use for it). A module told no may skip
+  // computing it and return an undefined tensor.
+  void set_input_gradient_wanted(bool wanted) { input_gradient_wanted_ = wanted; }
+  bool input_gradient_wanted() const { return input_gradient_wanted_; }
+
+  // Drops everything saved, this call's and its children's, and wants input gradients again.
   void clear();
   bool empty() const;
 
@@ -76,6 +85,7 @@ class Context {
   std::any saved_;
   std::vector<std::unique_ptr<Context>> children_;
   WeightGradientQueue* deferred_ = nullptr;
+  bool input_gradient_wanted_ = true;
 };
 
 }  // namespace course::nn

@@ -54,6 +54,7 @@ Tensor Conv2d::run_backward(const Tensor& dy, Context& ctx) {
     add_channel_bias_grad_(grad_out, bias->grad);
     grad_ready(*bias);
   }
+  if (!ctx.input_gradient_wanted()) return Tensor();  // the image's gradient: of no use
   return conv2d_backward_data(grad_out, as_dtype(weight.value, input.dtype()), input, shape_);
 }
 

@@ -25,7 +25,7 @@ Tensor Hooked::run_forward(const Tensor& x, Context& ctx) {
 
 Tensor Hooked::run_backward(const Tensor& dy, Context& ctx) {
   call(hooks_.pre_backward, *inner_);
-  Tensor dx = inner_->backward(dy, ctx.child(0));
+  Tensor dx = inner_->backward(dy, ctx.child_fed_input(0));
   call(hooks_.post_backward, *inner_);
   return dx;
 }

@@ -17,6 +17,11 @@ Tensor Module::backward(const Tensor& dy, Context& ctx) {
   return dx;
 }
 
+void Module::backward_to_parameters(const Tensor& dy) {
+  context_.set_input_gradient_wanted(false);
+  backward(dy, context_);
+}
+
 Tensor Module::gradient_sums_target(const Parameter& p, const Context& ctx) {
   return ctx.defers_weight_gradients() ? zeros(p.grad.shape(), DType::kF32, p.grad.device())
                                        : p.grad;

@@ -23,7 +23,9 @@ template <class Layers, class ModuleOf>
 Tensor backward_in_reverse(const Layers& layers, ModuleOf module_of, const Tensor& dy,
                            Context& ctx) {
   Tensor g = dy;
-  for (size_t i = layers.size(); i-- > 0;) g = module_of(layers[i]).backward(g, ctx.child(i));
+  for (size_t i = layers.size(); i-- > 0;) {
+    g = module_of(layers[i]).backward(g, i == 0 ? ctx.child_fed_input(0) : ctx.child(i));
+  }
   return g;
 }
 

@@ -114,7 +114,7 @@ Tensor ShardedDataParallel::run_forward(const Tensor& x, nn::Context& ctx) {
 
 Tensor ShardedDataParallel::run_backward(const Tensor& dy, nn::Context& ctx) {
   if (root_) root_->allocate_gradients();
-  Tensor dx = model_.backward(dy, ctx.child(0));
+  Tensor dx = model_.backward(dy, ctx.child_fed_input(0));
   if (root_) root_->reduce_gradients(policy_.keep_full_gradients);
   for (ShardedUnit* unit : units()) unit->finish_reduction();
   if (root_ && policy_.reshard_after_backward) root_->release();

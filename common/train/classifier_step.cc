@@ -30,8 +30,8 @@ ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
 void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
                          const TrainingFlags& f, float grad_scale) {
   nn::Autocast autocast(f.amp_dtype, f.amp);
-  model.backward(softmax_cross_entropy_backward(forward.loss, labels, f.label_smoothing,
-                                                forward.logits.dtype(), grad_scale));
+  model.backward_to_parameters(softmax_cross_entropy_backward(
+      forward.loss, labels, f.label_smoothing, forward.logits.dtype(), grad_scale));
 }
 
 ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,
@@ -47,7 +47,8 @@ void backward_from_logits(nn::Module& model, const ClassifierForward& forward,
                           const Tensor& logits_grad, const TrainingFlags& f) {
   nn::Autocast autocast(f.amp_dtype, f.amp);
   const DType dtype = forward.logits.dtype();
-  model.backward(logits_grad.dtype() == dtype ? logits_grad : cast(logits_grad, dtype));
+  model.backward_to_parameters(logits_grad.dtype() == dtype ? logits_grad
+                                                            : cast(logits_grad, dtype));
 }
 
 }  // namespace course::train
