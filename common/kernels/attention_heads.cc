@@ -1,5 +1,6 @@
-// Attention on (N, T, D) heads as batched GEMMs (cuBLAS on the GPU, oneDNN on the CPU) around
-// the row kernels of attention_ops.h.
+// Attention on (N, T, D) heads as batched GEMMs (cuBLAS on the GPU, oneDNN on the CPU for 16-bit
+// heads and a score bias) around the row kernels of attention_ops.h; the CPU's f32 heads take
+// attention_heads_cpu.cc's banded loop.
 //
 // Forward: S = scale Q K^T (+ B), P = softmax(S) (masked, lse kept), O = P V. Backward recomputes
 // S and P from the lse (no (T, T) matrix is kept between the passes): dV = P^T dO, dP = dO V^T,
@@ -10,6 +11,7 @@
 
 #include <cmath>
 
+#include "common/kernels/attention_heads_cpu.h"
 #include "common/kernels/attention_ops.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/launch.h"
@@ -74,6 +76,10 @@ void attention_heads_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
   const HeadDims n = dims_of(q, k, v);
   out = Tensor::empty(q.shape(), q.dtype(), q.device());
   lse = Tensor::empty({n.matrices, n.seq}, DType::kF32, q.device());
+  if (detail::takes_cpu_banded_attention(q, score_bias)) {
+    detail::cpu_banded_attention_forward(q, k, v, causal, out, lse);
+    return;
+  }
   Tensor probs = scaled_scores(q, k, score_bias, n);
   visit_floating(q.dtype(), "attention_heads_forward", [&]<class T>() {
     for_each_row(
@@ -99,6 +105,10 @@ void attention_heads_backward(const Tensor& q, const Tensor& k, const Tensor& v,
     COURSE_CHECK(g->shape() == q.shape() && g->dtype() == q.dtype() && contiguous(*g),
                  "attention heads backward writes its gradients to ", g->str(), " for heads ",
                  q.str());
+  }
+  if (detail::takes_cpu_banded_attention(q, score_bias)) {
+    detail::cpu_banded_attention_backward(q, k, v, dout, lse, causal, row_dots, grads);
+    return;
   }
   Tensor probs = scaled_scores(q, k, score_bias, n);
   Tensor dscores = Tensor::empty(probs.shape(), probs.dtype(), probs.device());

@@ -26,7 +26,7 @@ class AttentionBlocksTest : public testing::DeviceCaseTest<DType> {
   DType dtype() const { return value<0>(); }
 };
 
-constexpr int64_t kMatrices = 3, kRows = 5, kHeadDim = 4;
+constexpr int64_t kMatrices = 3, kRows = 70, kHeadDim = 4;  // 140 rows: 3 bands of the CPU loop
 
 // Rows [h t, h t + t) of every matrix of an (n, 2t, w) tensor, and the inverse.
 Tensor half_of(const Tensor& x, int h) {

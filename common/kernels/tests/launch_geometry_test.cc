@@ -140,7 +140,8 @@ TEST(LaunchGeometry, RowKernelsFillTheGpu) {
 }
 
 // GPT-2's embedding gradients (a vocabulary of 50257, a context of 1024) and its attention's row
-// kernels (12 heads of 64; the batched GEMMs are cuBLAS's).
+// kernels (12 heads of 64; the batched GEMMs are cuBLAS's), in f16: the CPU runs f32 heads in its
+// own banded loop (attention_heads_cpu.h), and 16-bit ones through the GPU's row kernels.
 TEST(LaunchGeometry, EmbeddingAndAttentionFillTheGpu) {
   {
     const Tensor tokens = Tensor::from_vector(std::vector<int32_t>(8192, 50256), {8, 1024});
@@ -150,7 +151,8 @@ TEST(LaunchGeometry, EmbeddingAndAttentionFillTheGpu) {
     embedding_backward(dy, tokens, wte_grad, wpe_grad);
     expect_fills_the_gpu(log, "embedding gradients of 8 x 1024 tokens");
   }
-  const Tensor qkv = Tensor::empty({8, 1024, 3 * 768}), dy = Tensor::empty({8, 1024, 768});
+  const Tensor qkv = Tensor::empty({8, 1024, 3 * 768}, DType::kF16);
+  const Tensor dy = Tensor::empty({8, 1024, 768}, DType::kF16);
   AttentionSaved saved;
   LaunchLog log;
   attention_forward(qkv, 12, true, saved);
