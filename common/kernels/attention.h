@@ -3,8 +3,9 @@
 // causal (a query sees itself and earlier positions) or bidirectional. The heads are permuted
 // to (3, B, H, T, D) so each head's rows are contiguous, multiplied by batched GEMMs with the
 // row kernels of attention_ops.h between them, and permuted back to (B, T, C). Each pass holds
-// one (B H, T, T) score matrix while it runs; only the log-sum-exp of each query is kept for
-// the backward pass.
+// one (B H, T, T) score matrix while it runs (the CPU's f32 heads: one band of 64 query rows per
+// thread, attention_heads_cpu.h); only the log-sum-exp of each query is kept for the backward
+// pass.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Grouped q|k|v launches: one index per rotated pair.
+// Grouped q|k|v launches: the angles' table, then one index per rotated pair.
 #include "common/kernels/grouped_qkv.h"
 
 #include "common/kernels/grouped_qkv_ops.h"
@@ -11,6 +11,18 @@ namespace {
 ops::GroupedHeadShape shape_of(const Tensor& t, const GroupedHeads& g) {
   return {t.size(1), g.heads, g.kv_heads, g.head_dim, g.rope_theta};
 }
+
+// The (T, D / 2, 2) cosines and sines of t's positions' angles; undefined without rotation.
+Tensor rotation_table(const Tensor& t, const GroupedHeads& g) {
+  if (g.rope_theta <= 0.0f) return Tensor();
+  const ops::GroupedHeadShape shape = shape_of(t, g);
+  Tensor table = Tensor::empty({shape.seq, shape.pairs(), 2}, DType::kF32, t.device());
+  for_each_index(t.device(), shape.seq * shape.pairs(),
+                 ops::RotationTable{table.data_as<float>(), shape});
+  return table;
+}
+
+const float* data_or_null(const Tensor& t) { return t.defined() ? t.data_as<float>() : nullptr; }
 
 }  // namespace
 
@@ -32,9 +44,11 @@ Tensor grouped_qkv_forward(const Tensor& x, const GroupedHeads& g) {
       g.kv_heads, " key/value heads of ", g.head_dim, ", got ", x.str());
   Tensor packed =
       Tensor::empty({x.size(0), x.size(1), 3 * g.heads * g.head_dim}, x.dtype(), x.device());
+  const Tensor rotation = rotation_table(x, g);
   visit_floating(x.dtype(), "grouped_qkv_forward", [&]<class T>() {
     for_each_index(x.device(), packed.numel() / 2,
-                   ops::GroupedQkvForward<T>{x.data_as<T>(), packed.data_as<T>(), shape_of(x, g)});
+                   ops::GroupedQkvForward<T>{x.data_as<T>(), packed.data_as<T>(), shape_of(x, g),
+                                             data_or_null(rotation)});
   });
   return packed;
 }
@@ -47,11 +61,12 @@ Tensor grouped_qkv_backward(const Tensor& dpacked, const GroupedHeads& g) {
                ") gradient, got ", dpacked.str());
   Tensor dx = Tensor::empty({dpacked.size(0), dpacked.size(1), g.width()}, dpacked.dtype(),
                             dpacked.device());
+  const Tensor rotation = rotation_table(dpacked, g);
   visit_floating(dpacked.dtype(), "grouped_qkv_backward", [&]<class T>() {
-    for_each_index(
-        dpacked.device(), dx.numel() / 2,
-        ops::GroupedQkvBackward<T>{dpacked.data_as<T>(), dx.data_as<T>(), shape_of(dpacked, g)},
-        g.heads / g.kv_heads);
+    for_each_index(dpacked.device(), dx.numel() / 2,
+                   ops::GroupedQkvBackward<T>{dpacked.data_as<T>(), dx.data_as<T>(),
+                                              shape_of(dpacked, g), data_or_null(rotation)},
+                   g.heads / g.kv_heads);
   });
   return dx;
 }

@@ -9,3 +9,4 @@ using namespace course::ops;
   COURSE_INSTANTIATE_FOR_EACH(GroupedQkvForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(GroupedQkvBackward<T>)
 COURSE_FLOAT_TYPES(GROUPED_QKV)
+COURSE_INSTANTIATE_FOR_EACH(RotationTable)
