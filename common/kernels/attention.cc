@@ -1,8 +1,10 @@
 // Attention on the packed (B, T, 3C) q|k|v: permutes to and from the heads' layout around the
-// head-layout core of attention_heads.h.
+// head-layout core of attention_heads.h, or, for the CPU's f32 heads, the banded loop on the
+// packed rows themselves (attention_heads_cpu.h).
 #include "common/kernels/attention.h"
 
 #include "common/kernels/attention_heads.h"
+#include "common/kernels/attention_heads_cpu.h"
 #include "common/kernels/permute.h"
 
 namespace course {
@@ -44,6 +46,14 @@ Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, Attentio
   const Dims n = dims_of(qkv, heads);
   saved.score_bias = score_bias ? *score_bias : Tensor();
   if (score_bias) check_score_bias_shape(*score_bias, n, "the attention's score bias");
+  if (detail::takes_cpu_banded_attention(qkv, saved.score_bias)) {
+    saved.qkv = qkv;
+    Tensor out = Tensor::empty({n.batch, n.seq, n.heads * n.head_dim}, qkv.dtype(), qkv.device());
+    saved.lse = Tensor::empty({n.batch, n.heads, n.seq}, DType::kF32, qkv.device());
+    Tensor lse = saved.lse.view({n.batch * n.heads, n.seq});
+    detail::cpu_packed_attention_forward(qkv, heads, causal, out, lse);
+    return out;
+  }
   saved.qkv_heads = permute(qkv.view({n.batch, n.seq, 3, n.heads, n.head_dim}), kQkvToHeads);
   Tensor out, lse;
   attention_heads_forward(heads_of(saved.qkv_heads, 0, n), heads_of(saved.qkv_heads, 1, n),
@@ -53,8 +63,31 @@ Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, Attentio
       .view({n.batch, n.seq, n.heads * n.head_dim});
 }
 
+namespace {
+
+// The backward of cpu_packed_attention_forward: dqkv straight into the packed layout.
+Tensor packed_attention_backward(const Tensor& dy, int64_t heads, bool causal,
+                                 const AttentionSaved& saved) {
+  const Dims n = dims_of(saved.qkv, heads);
+  COURSE_CHECK(dy.shape() == Shape({n.batch, n.seq, n.heads * n.head_dim}) &&
+                   dy.dtype() == saved.qkv.dtype() &&
+                   dy.memory_format() == MemoryFormat::kContiguous,
+               "attention backward got dy ", dy.str(), " for a forward of ", saved.qkv.str());
+  Tensor dqkv = Tensor::empty(saved.qkv.shape(), dy.dtype(), dy.device());
+  detail::cpu_packed_attention_backward(saved.qkv, dy, saved.lse.view({n.batch * n.heads, n.seq}),
+                                        heads, causal, dqkv);
+  return dqkv;
+}
+
+}  // namespace
+
 Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal, const AttentionSaved& saved,
                           Tensor* score_bias_grad) {
+  if (saved.qkv.defined()) {
+    COURSE_CHECK(score_bias_grad == nullptr,
+                 "attention backward: a score bias's gradient goes with a forward that had one");
+    return packed_attention_backward(dy, heads, causal, saved);
+  }
   COURSE_CHECK(saved.qkv_heads.defined(), "attention backward without its forward");
   const Tensor& qkv_heads = saved.qkv_heads;
   const Dims n{qkv_heads.size(1), qkv_heads.size(3), heads, qkv_heads.size(4)};

@@ -2,10 +2,10 @@
 // GPT's attention layer computes it: C = H heads x D, softmax(q k^T / sqrt(D)) v per head,
 // causal (a query sees itself and earlier positions) or bidirectional. The heads are permuted
 // to (3, B, H, T, D) so each head's rows are contiguous, multiplied by batched GEMMs with the
-// row kernels of attention_ops.h between them, and permuted back to (B, T, C). Each pass holds
-// one (B H, T, T) score matrix while it runs (the CPU's f32 heads: one band of 64 query rows per
-// thread, attention_heads_cpu.h); only the log-sum-exp of each query is kept for the backward
-// pass.
+// row kernels of attention_ops.h between them, and permuted back to (B, T, C); each pass holds
+// one (B H, T, T) score matrix while it runs. The CPU's f32 heads without a score bias skip the
+// permutes: one band of 64 query rows per thread, read where q|k|v holds them
+// (attention_heads_cpu.h). Only the log-sum-exp of each query is kept for the backward pass.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +15,12 @@
 namespace course {
 
 struct AttentionSaved {
-  Tensor qkv_heads;   // (3, B, H, T, D) in the compute dtype
+  Tensor qkv;         // the packed (B, T, 3C) input where the CPU's banded loop read it, or
+  Tensor qkv_heads;   // (3, B, H, T, D) in the compute dtype otherwise
   Tensor lse;         // (B, H, T) f32 log-sum-exp of each query's scores
   Tensor score_bias;  // the forward's score bias, or undefined
+  // The dtype the forward computed in, which the backward's dy must have.
+  DType dtype() const { return qkv.defined() ? qkv.dtype() : qkv_heads.dtype(); }
 };
 
 // qkv (B, T, 3C) contiguous, any floating dtype; returns (B, T, C) in the same dtype. An optional

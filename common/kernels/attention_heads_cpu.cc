@@ -8,6 +8,10 @@
 // them. Under a causal mask a band of queries sees only the keys up to its last row, so its
 // products stop there: at T = 256, 5/8 of the full products' work. Every row computes what the
 // row kernels of attention_ops.h compute, with the same exp_poly and the same order of sums.
+//
+// The products take each matrix's rows with a leading dimension, so the loop reads the heads
+// where they are: in the (N, T, D) heads' layout, or straight from the packed (B, T, 3C) q|k|v
+// of attention.h, whose permutes to and from the heads' layout it then saves.
 #include "common/kernels/attention_heads_cpu.h"
 
 #include <dnnl.h>
@@ -31,11 +35,44 @@ constexpr int64_t kBandRows = 64;
 struct Heads {
   int64_t seq, dim;
   bool causal;
-  int64_t size() const { return seq * dim; }
   // The keys that queries [first, first + rows) see between them.
   int64_t band_keys(int64_t first, int64_t rows) const { return causal ? first + rows : seq; }
   int64_t keys_seen(int64_t query) const { return causal ? query + 1 : seq; }
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(dim)); }
+};
+
+// Where the (T, D) matrices of one operand lie: matrix m, head m % heads of sample m / heads,
+// starts `sample_stride` elements per sample and `head_stride` per head from the operand's
+// start, its rows `row_stride` apart.
+struct MatrixLayout {
+  int64_t heads, sample_stride, head_stride, row_stride;
+  int64_t start(int64_t m) const { return m / heads * sample_stride + m % heads * head_stride; }
+};
+
+// (N, T, D) contiguous heads.
+MatrixLayout heads_layout(const Heads& h) { return {1, h.seq * h.dim, 0, h.dim}; }
+
+// A packed (B, T, `width`) tensor whose row t holds head j's D values at j D (+ an operand's
+// offset, which the caller adds to the start).
+MatrixLayout packed_layout(const Heads& h, int64_t heads, int64_t width) {
+  return {heads, h.seq * width, h.dim, width};
+}
+
+// The forward's operands: q, k, v in one layout, out in another; lse (N, T) contiguous.
+struct ForwardOperands {
+  const float *q, *k, *v;
+  MatrixLayout in;
+  float* out;
+  MatrixLayout out_layout;
+  float* lse;
+};
+
+// The backward's: q, k, v and their gradients in one layout, dout in another.
+struct BackwardOperands {
+  const float *q, *k, *v, *dout, *lse, *row_dots;  // row_dots (N, T) or nullptr
+  MatrixLayout in, dout_layout;
+  float *dq, *dk, *dv;
+  bool accumulate;
 };
 
 // Row-major c (m, n) = alpha op(a) op(b) + beta c, on the calling thread (oneDNN runs
@@ -71,6 +108,72 @@ float softmax_in_place(float* row, int64_t count) {
   return top + std::log(total);
 }
 
+void forward_bands(const Heads& h, int64_t matrices, const ForwardOperands& o) {
+  const int64_t ld = o.in.row_stride, out_ld = o.out_layout.row_stride;
+  each_matrix(matrices, kBandRows * h.seq, [&](int64_t m, float* scores, int& status) {
+    const int64_t at = o.in.start(m);
+    const float *qm = o.q + at, *km = o.k + at, *vm = o.v + at;
+    float* om = o.out + o.out_layout.start(m);
+    for (int64_t first = 0; first < h.seq; first += kBandRows) {
+      const int64_t rows = std::min(kBandRows, h.seq - first);
+      const int64_t keys = h.band_keys(first, rows);
+      status = std::max(status, product(false, true, rows, keys, h.dim, h.scale(), qm + first * ld,
+                                        ld, km, ld, 0.0f, scores, keys));
+      for (int64_t i = 0; i < rows; ++i) {
+        float* row = scores + i * keys;
+        const int64_t seen = h.keys_seen(first + i);
+        o.lse[m * h.seq + first + i] = softmax_in_place(row, seen);
+        std::fill(row + seen, row + keys, 0.0f);
+      }
+      status = std::max(status, product(false, false, rows, h.dim, keys, 1.0f, scores, keys, vm, ld,
+                                        0.0f, om + first * out_ld, out_ld));
+    }
+  });
+}
+
+void backward_bands(const Heads& h, int64_t matrices, const BackwardOperands& o) {
+  const int64_t ld = o.in.row_stride, dout_ld = o.dout_layout.row_stride;
+  // Scratch: a band's probabilities P, then its dP turned into dS in place.
+  each_matrix(matrices, 2 * kBandRows * h.seq, [&](int64_t m, float* scratch, int& status) {
+    const int64_t at = o.in.start(m);
+    const float *qm = o.q + at, *km = o.k + at, *vm = o.v + at;
+    const float* dom = o.dout + o.dout_layout.start(m);
+    float *dqm = o.dq + at, *dkm = o.dk + at, *dvm = o.dv + at;
+    if (!o.accumulate) {
+      for (int64_t t = 0; t < h.seq; ++t) {
+        std::fill_n(dkm + t * ld, h.dim, 0.0f);
+        std::fill_n(dvm + t * ld, h.dim, 0.0f);
+      }
+    }
+    for (int64_t first = 0; first < h.seq; first += kBandRows) {
+      const int64_t rows = std::min(kBandRows, h.seq - first);
+      const int64_t keys = h.band_keys(first, rows);
+      float *probs = scratch, *dscores = scratch + kBandRows * h.seq;
+      const float *q_band = qm + first * ld, *do_band = dom + first * dout_ld;
+      status = std::max(status, product(false, true, rows, keys, h.dim, h.scale(), q_band, ld, km,
+                                        ld, 0.0f, probs, keys));
+      status = std::max(status, product(false, true, rows, keys, h.dim, 1.0f, do_band, dout_ld, vm,
+                                        ld, 0.0f, dscores, keys));  // dP
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t query = m * h.seq + first + i, seen = h.keys_seen(first + i);
+        float *p = probs + i * keys, *ds = dscores + i * keys;
+        const float row_lse = o.lse[query];
+        for (int64_t j = 0; j < keys; ++j) p[j] = j < seen ? ops::exp_poly(p[j] - row_lse) : 0.0f;
+        const float dot =
+            o.row_dots ? o.row_dots[query]
+                       : ops::HostRowLanes{}.sum(keys, [&](int64_t j) { return ds[j] * p[j]; });
+        for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot);
+      }
+      status = std::max(status, product(true, false, keys, h.dim, rows, 1.0f, probs, keys, do_band,
+                                        dout_ld, 1.0f, dvm, ld));
+      status = std::max(status, product(false, false, rows, h.dim, keys, h.scale(), dscores, keys,
+                                        km, ld, o.accumulate ? 1.0f : 0.0f, dqm + first * ld, ld));
+      status = std::max(status, product(true, false, keys, h.dim, rows, h.scale(), dscores, keys,
+                                        q_band, ld, 1.0f, dkm, ld));
+    }
+  });
+}
+
 }  // namespace
 
 bool takes_cpu_banded_attention(const Tensor& q, const Tensor& score_bias) {
@@ -80,76 +183,68 @@ bool takes_cpu_banded_attention(const Tensor& q, const Tensor& score_bias) {
 void cpu_banded_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                   Tensor& out, Tensor& lse) {
   const Heads h{q.size(1), q.size(2), causal};
-  run_host_work([=, matrices = q.size(0), pq = q.data_as<float>(), pk = k.data_as<float>(),
-                 pv = v.data_as<float>(), po = out.data_as<float>(), plse = lse.data_as<float>()] {
-    each_matrix(matrices, kBandRows * h.seq, [&](int64_t m, float* scores, int& status) {
-      const float *qm = pq + m * h.size(), *km = pk + m * h.size(), *vm = pv + m * h.size();
-      for (int64_t first = 0; first < h.seq; first += kBandRows) {
-        const int64_t rows = std::min(kBandRows, h.seq - first);
-        const int64_t keys = h.band_keys(first, rows);
-        status =
-            std::max(status, product(false, true, rows, keys, h.dim, h.scale(), qm + first * h.dim,
-                                     h.dim, km, h.dim, 0.0f, scores, keys));
-        for (int64_t i = 0; i < rows; ++i) {
-          float* row = scores + i * keys;
-          const int64_t seen = h.keys_seen(first + i);
-          plse[m * h.seq + first + i] = softmax_in_place(row, seen);
-          std::fill(row + seen, row + keys, 0.0f);
-        }
-        status = std::max(status, product(false, false, rows, h.dim, keys, 1.0f, scores, keys, vm,
-                                          h.dim, 0.0f, po + m * h.size() + first * h.dim, h.dim));
-      }
-    });
-  });
+  const MatrixLayout layout = heads_layout(h);
+  const ForwardOperands o{q.data_as<float>(),   k.data_as<float>(),
+                          v.data_as<float>(),   layout,
+                          out.data_as<float>(), layout,
+                          lse.data_as<float>()};
+  run_host_work([=, matrices = q.size(0)] { forward_bands(h, matrices, o); });
 }
 
 void cpu_banded_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                    const Tensor& dout, const Tensor& lse, bool causal,
                                    const Tensor& row_dots, AttentionHeadGradients& grads) {
   const Heads h{q.size(1), q.size(2), causal};
-  const float* given_dots = row_dots.defined() ? row_dots.data_as<float>() : nullptr;
-  run_host_work([=, matrices = q.size(0), accumulate = grads.accumulate, pq = q.data_as<float>(),
-                 pk = k.data_as<float>(), pv = v.data_as<float>(), pdo = dout.data_as<float>(),
-                 plse = lse.data_as<float>(), pdq = grads.dq.data_as<float>(),
-                 pdk = grads.dk.data_as<float>(), pdv = grads.dv.data_as<float>()] {
-    // Scratch: a band's probabilities P, then its dP turned into dS in place.
-    each_matrix(matrices, 2 * kBandRows * h.seq, [&](int64_t m, float* scratch, int& status) {
-      const int64_t at = m * h.size();
-      const float *qm = pq + at, *km = pk + at, *vm = pv + at, *dom = pdo + at;
-      float *dqm = pdq + at, *dkm = pdk + at, *dvm = pdv + at;
-      if (!accumulate) {
-        std::fill(dkm, dkm + h.size(), 0.0f);
-        std::fill(dvm, dvm + h.size(), 0.0f);
-      }
-      for (int64_t first = 0; first < h.seq; first += kBandRows) {
-        const int64_t rows = std::min(kBandRows, h.seq - first);
-        const int64_t keys = h.band_keys(first, rows);
-        float *probs = scratch, *dscores = scratch + kBandRows * h.seq;
-        const float *q_band = qm + first * h.dim, *do_band = dom + first * h.dim;
-        status = std::max(status, product(false, true, rows, keys, h.dim, h.scale(), q_band, h.dim,
-                                          km, h.dim, 0.0f, probs, keys));
-        status = std::max(status, product(false, true, rows, keys, h.dim, 1.0f, do_band, h.dim, vm,
-                                          h.dim, 0.0f, dscores, keys));  // dP
-        for (int64_t i = 0; i < rows; ++i) {
-          const int64_t query = m * h.seq + first + i, seen = h.keys_seen(first + i);
-          float *p = probs + i * keys, *ds = dscores + i * keys;
-          const float row_lse = plse[query];
-          for (int64_t j = 0; j < keys; ++j) p[j] = j < seen ? ops::exp_poly(p[j] - row_lse) : 0.0f;
-          const float dot =
-              given_dots ? given_dots[query]
-                         : ops::HostRowLanes{}.sum(keys, [&](int64_t j) { return ds[j] * p[j]; });
-          for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot);
-        }
-        status = std::max(status, product(true, false, keys, h.dim, rows, 1.0f, probs, keys,
-                                          do_band, h.dim, 1.0f, dvm, h.dim));
-        status =
-            std::max(status, product(false, false, rows, h.dim, keys, h.scale(), dscores, keys, km,
-                                     h.dim, accumulate ? 1.0f : 0.0f, dqm + first * h.dim, h.dim));
-        status = std::max(status, product(true, false, keys, h.dim, rows, h.scale(), dscores, keys,
-                                          q_band, h.dim, 1.0f, dkm, h.dim));
-      }
-    });
-  });
+  const MatrixLayout layout = heads_layout(h);
+  const BackwardOperands o{q.data_as<float>(),
+                           k.data_as<float>(),
+                           v.data_as<float>(),
+                           dout.data_as<float>(),
+                           lse.data_as<float>(),
+                           row_dots.defined() ? row_dots.data_as<float>() : nullptr,
+                           layout,
+                           layout,
+                           grads.dq.data_as<float>(),
+                           grads.dk.data_as<float>(),
+                           grads.dv.data_as<float>(),
+                           grads.accumulate};
+  run_host_work([=, matrices = q.size(0)] { backward_bands(h, matrices, o); });
+}
+
+void cpu_packed_attention_forward(const Tensor& qkv, int64_t heads, bool causal, Tensor& out,
+                                  Tensor& lse) {
+  const int64_t channels = qkv.size(2) / 3;
+  const Heads h{qkv.size(1), channels / heads, causal};
+  const float* packed = qkv.data_as<float>();
+  const ForwardOperands o{packed,
+                          packed + channels,
+                          packed + 2 * channels,
+                          packed_layout(h, heads, 3 * channels),
+                          out.data_as<float>(),
+                          packed_layout(h, heads, channels),
+                          lse.data_as<float>()};
+  run_host_work([=, matrices = qkv.size(0) * heads] { forward_bands(h, matrices, o); });
+}
+
+void cpu_packed_attention_backward(const Tensor& qkv, const Tensor& dy, const Tensor& lse,
+                                   int64_t heads, bool causal, Tensor& dqkv) {
+  const int64_t channels = qkv.size(2) / 3;
+  const Heads h{qkv.size(1), channels / heads, causal};
+  const float* packed = qkv.data_as<float>();
+  float* grads = dqkv.data_as<float>();
+  const BackwardOperands o{packed,
+                           packed + channels,
+                           packed + 2 * channels,
+                           dy.data_as<float>(),
+                           lse.data_as<float>(),
+                           nullptr,
+                           packed_layout(h, heads, 3 * channels),
+                           packed_layout(h, heads, channels),
+                           grads,
+                           grads + channels,
+                           grads + 2 * channels,
+                           false};
+  run_host_work([=, matrices = qkv.size(0) * heads] { backward_bands(h, matrices, o); });
 }
 
 }  // namespace course::detail

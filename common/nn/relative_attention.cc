@@ -33,7 +33,7 @@ Tensor RelativePositionAttention::run_forward(const Tensor& qkv, Context& ctx) {
 Tensor RelativePositionAttention::run_backward(const Tensor& dy, Context& ctx) {
   const AttentionSaved& saved = ctx.saved<AttentionSaved>("RelativePositionAttention");
   Tensor bias_grad = zeros(saved.score_bias.shape(), DType::kF32, dy.device());
-  Tensor dqkv = attention_backward(as_dtype(dy, saved.qkv_heads.dtype()), heads_,
+  Tensor dqkv = attention_backward(as_dtype(dy, saved.dtype()), heads_,
                                    /*causal=*/false, saved, &bias_grad);
   relative_position_bias_backward(bias_grad, table.grad, h_, w_);
   grad_ready(table);

@@ -41,7 +41,7 @@ Tensor SelfAttention::run_backward(const Tensor& dy, Context& ctx) {
     dqkv = core_->backward(dy, heads_, causal_, ctx);
   } else {
     const AttentionSaved& saved = ctx.saved<AttentionSaved>("SelfAttention");
-    dqkv = attention_backward(as_dtype(dy, saved.qkv_heads.dtype()), heads_, causal_, saved);
+    dqkv = attention_backward(as_dtype(dy, saved.dtype()), heads_, causal_, saved);
   }
   return grouped_ ? grouped_qkv_backward(dqkv, *grouped_) : dqkv;
 }
