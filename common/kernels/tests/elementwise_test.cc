@@ -80,6 +80,42 @@ TEST_P(ElementwiseTest, GeluMatchesTheTanhFormulaAndItsDerivative) {
                         testing::rounded(dx, dtype()), dtype()));
 }
 
+// SiLU, the sigmoid and tanh against their formulas in double over x in [-30, 30) (each
+// saturating both ways), forward and backward.
+TEST_P(ElementwiseTest, SmoothActivationsMatchTheirFormulasAndDerivatives) {
+  auto x = random_tensor({n()}, dtype(), device(), 7, -30.0f, 30.0f);
+  auto dy = random_tensor({n()}, dtype(), device(), 8);
+  struct Case {
+    const char* name;
+    Tensor (*forward)(const Tensor&);
+    Tensor (*backward)(const Tensor&, const Tensor&);
+    double (*value)(double), (*derivative)(double);
+  };
+  const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  const Case cases[] = {
+      {"silu", silu_forward, silu_backward, [](double v) { return v / (1.0 + std::exp(-v)); },
+       [](double v) {
+         const double s = 1.0 / (1.0 + std::exp(-v));
+         return s * (1.0 + v * (1.0 - s));
+       }},
+      {"sigmoid", sigmoid_forward, sigmoid_backward, sigmoid,
+       [](double v) { return std::exp(-v) / ((1.0 + std::exp(-v)) * (1.0 + std::exp(-v))); }},
+      {"tanh", tanh_forward, tanh_backward, [](double v) { return std::tanh(v); },
+       [](double v) { return 1.0 - std::tanh(v) * std::tanh(v); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<double> y(n()), dx(n());
+    for (int64_t i = 0; i < n(); ++i) {
+      y[i] = c.value(x.values[i]);
+      dx[i] = dy.values[i] * c.derivative(x.values[i]);
+    }
+    EXPECT_TRUE(all_close(to_floats(c.forward(x.tensor)), testing::rounded(y, dtype()), dtype()));
+    EXPECT_TRUE(all_close(to_floats(c.backward(dy.tensor, x.tensor)), testing::rounded(dx, dtype()),
+                          dtype()));
+  }
+}
+
 // A signed f32 bias added to each of n rows of 13 columns.
 TEST_P(ElementwiseTest, AddRowBiasAddsTheBiasToEveryRow) {
   const int64_t cols = 13;
