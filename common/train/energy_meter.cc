@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace course::train {
 
 namespace {
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
 
 std::optional<double> read_number(const std::string& path) {
   std::ifstream in(path);
@@ -54,17 +57,17 @@ std::optional<NvmlDevice> nvml_device_of(int cuda_index, const char* visible_dev
   for (std::string entry; std::getline(list, entry, ',');) listed.push_back(entry);
   if (cuda_index < 0 || cuda_index >= static_cast<int>(listed.size())) return std::nullopt;
   const std::string& entry = listed[cuda_index];
-  const bool digits = !entry.empty() && entry.find_first_not_of("0123456789") == std::string::npos;
-  return NvmlDevice{.by_uuid = !digits, .id = entry};
+  return NvmlDevice{.by_uuid = !all_digits(entry), .id = entry};
 }
 
 EnergyMeter::EnergyMeter(const EnergySources& sources)
     : sources_(sources), started_(std::chrono::steady_clock::now()) {
   namespace fs = std::filesystem;
   std::error_code error;
-  const std::regex package("intel-rapl:[0-9]+");  // a package, not one of its zones
+  const std::string package = "intel-rapl:";  // then digits: a package, not one of its zones
   for (const auto& entry : fs::directory_iterator(sources.powercap, error)) {
-    if (!std::regex_match(entry.path().filename().string(), package)) continue;
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(package) || !all_digits(name.substr(package.size()))) continue;
     const std::string file = (entry.path() / "energy_uj").string();
     const std::optional<double> start = read_number(file);
     const std::optional<double> range =
