@@ -97,44 +97,53 @@ void each_matrix(int64_t matrices, int64_t scratch_floats, const Band& band) {
                dnnl_status2str(static_cast<dnnl_status_t>(status)));
 }
 
-// softmax_row's probabilities and log-sum-exp of row[0, count), in place: the same sums in the
-// same order, each exponential taken once and kept, where softmax_row takes it twice.
-float softmax_in_place(float* row, int64_t count) {
+// A band's score rows are `padded(keys)` apart: whole groups of the row kernels' lanes.
+int64_t padded(int64_t keys) {
+  return (keys + ops::kRowLanes - 1) / ops::kRowLanes * ops::kRowLanes;
+}
+
+// softmax_row's probabilities and log-sum-exp of row[0, seen), in place, with row[seen, width)
+// set to 0 for the product that follows (`width` a whole number of lane groups). The same sums
+// in the same order, each exponential taken once and kept, where softmax_row takes it twice; the
+// padding holds -inf first, whose exponential is exactly 0, so the lanes fold whole groups and
+// skip their tail, to the same results (max(x, -inf) and x + 0 are x): at T = 64 the tail was
+// most of a causal row's work.
+float softmax_in_place(float* row, int64_t seen, int64_t width) {
   const ops::HostRowLanes lanes;
-  const float top = lanes.max(count, [row](int64_t j) { return row[j]; });
-  for (int64_t j = 0; j < count; ++j) row[j] = ops::exp_poly(row[j] - top);
-  const float total = lanes.sum(count, [row](int64_t j) { return row[j]; });
-  for (int64_t j = 0; j < count; ++j) row[j] /= total;
+  std::fill(row + seen, row + width, -INFINITY);
+  const float top = lanes.max(width, [row](int64_t j) { return row[j]; });
+  for (int64_t j = 0; j < width; ++j) row[j] = ops::exp_poly(row[j] - top);
+  const float total = lanes.sum(width, [row](int64_t j) { return row[j]; });
+  for (int64_t j = 0; j < seen; ++j) row[j] /= total;
   return top + std::log(total);
 }
 
 void forward_bands(const Heads& h, int64_t matrices, const ForwardOperands& o) {
   const int64_t ld = o.in.row_stride, out_ld = o.out_layout.row_stride;
-  each_matrix(matrices, kBandRows * h.seq, [&](int64_t m, float* scores, int& status) {
+  each_matrix(matrices, kBandRows * padded(h.seq), [&](int64_t m, float* scores, int& status) {
     const int64_t at = o.in.start(m);
     const float *qm = o.q + at, *km = o.k + at, *vm = o.v + at;
     float* om = o.out + o.out_layout.start(m);
     for (int64_t first = 0; first < h.seq; first += kBandRows) {
       const int64_t rows = std::min(kBandRows, h.seq - first);
-      const int64_t keys = h.band_keys(first, rows);
+      const int64_t keys = h.band_keys(first, rows), width = padded(keys);
       status = std::max(status, product(false, true, rows, keys, h.dim, h.scale(), qm + first * ld,
-                                        ld, km, ld, 0.0f, scores, keys));
+                                        ld, km, ld, 0.0f, scores, width));
       for (int64_t i = 0; i < rows; ++i) {
-        float* row = scores + i * keys;
-        const int64_t seen = h.keys_seen(first + i);
-        o.lse[m * h.seq + first + i] = softmax_in_place(row, seen);
-        std::fill(row + seen, row + keys, 0.0f);
+        o.lse[m * h.seq + first + i] =
+            softmax_in_place(scores + i * width, h.keys_seen(first + i), width);
       }
-      status = std::max(status, product(false, false, rows, h.dim, keys, 1.0f, scores, keys, vm, ld,
-                                        0.0f, om + first * out_ld, out_ld));
+      status = std::max(status, product(false, false, rows, h.dim, keys, 1.0f, scores, width, vm,
+                                        ld, 0.0f, om + first * out_ld, out_ld));
     }
   });
 }
 
 void backward_bands(const Heads& h, int64_t matrices, const BackwardOperands& o) {
   const int64_t ld = o.in.row_stride, dout_ld = o.dout_layout.row_stride;
+  const int64_t band_floats = kBandRows * padded(h.seq);
   // Scratch: a band's probabilities P, then its dP turned into dS in place.
-  each_matrix(matrices, 2 * kBandRows * h.seq, [&](int64_t m, float* scratch, int& status) {
+  each_matrix(matrices, 2 * band_floats, [&](int64_t m, float* scratch, int& status) {
     const int64_t at = o.in.start(m);
     const float *qm = o.q + at, *km = o.k + at, *vm = o.v + at;
     const float* dom = o.dout + o.dout_layout.start(m);
@@ -147,28 +156,31 @@ void backward_bands(const Heads& h, int64_t matrices, const BackwardOperands& o)
     }
     for (int64_t first = 0; first < h.seq; first += kBandRows) {
       const int64_t rows = std::min(kBandRows, h.seq - first);
-      const int64_t keys = h.band_keys(first, rows);
-      float *probs = scratch, *dscores = scratch + kBandRows * h.seq;
+      const int64_t keys = h.band_keys(first, rows), width = padded(keys);
+      float *probs = scratch, *dscores = scratch + band_floats;
       const float *q_band = qm + first * ld, *do_band = dom + first * dout_ld;
       status = std::max(status, product(false, true, rows, keys, h.dim, h.scale(), q_band, ld, km,
-                                        ld, 0.0f, probs, keys));
+                                        ld, 0.0f, probs, width));
       status = std::max(status, product(false, true, rows, keys, h.dim, 1.0f, do_band, dout_ld, vm,
-                                        ld, 0.0f, dscores, keys));  // dP
+                                        ld, 0.0f, dscores, width));  // dP
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t query = m * h.seq + first + i, seen = h.keys_seen(first + i);
-        float *p = probs + i * keys, *ds = dscores + i * keys;
+        float *p = probs + i * width, *ds = dscores + i * width;
         const float row_lse = o.lse[query];
-        for (int64_t j = 0; j < keys; ++j) p[j] = j < seen ? ops::exp_poly(p[j] - row_lse) : 0.0f;
+        // P is 0 past the keys seen, and so is dP past the band's keys: the row dot folds whole
+        // lane groups (as the forward's softmax does), adding only zeros past the row.
+        for (int64_t j = 0; j < width; ++j) p[j] = j < seen ? ops::exp_poly(p[j] - row_lse) : 0.0f;
+        std::fill(ds + keys, ds + width, 0.0f);
         const float dot =
             o.row_dots ? o.row_dots[query]
-                       : ops::HostRowLanes{}.sum(keys, [&](int64_t j) { return ds[j] * p[j]; });
+                       : ops::HostRowLanes{}.sum(width, [&](int64_t j) { return ds[j] * p[j]; });
         for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot);
       }
-      status = std::max(status, product(true, false, keys, h.dim, rows, 1.0f, probs, keys, do_band,
+      status = std::max(status, product(true, false, keys, h.dim, rows, 1.0f, probs, width, do_band,
                                         dout_ld, 1.0f, dvm, ld));
-      status = std::max(status, product(false, false, rows, h.dim, keys, h.scale(), dscores, keys,
+      status = std::max(status, product(false, false, rows, h.dim, keys, h.scale(), dscores, width,
                                         km, ld, o.accumulate ? 1.0f : 0.0f, dqm + first * ld, ld));
-      status = std::max(status, product(true, false, keys, h.dim, rows, h.scale(), dscores, keys,
+      status = std::max(status, product(true, false, keys, h.dim, rows, h.scale(), dscores, width,
                                         q_band, ld, 1.0f, dkm, ld));
     }
   });
