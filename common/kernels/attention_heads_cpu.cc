@@ -102,19 +102,21 @@ int64_t padded(int64_t keys) {
   return (keys + ops::kRowLanes - 1) / ops::kRowLanes * ops::kRowLanes;
 }
 
-// softmax_row's probabilities and log-sum-exp of row[0, seen), in place, with row[seen, width)
-// set to 0 for the product that follows (`width` a whole number of lane groups). The same sums
-// in the same order, each exponential taken once and kept, where softmax_row takes it twice; the
-// padding holds -inf first, whose exponential is exactly 0, so the lanes fold whole groups and
-// skip their tail, to the same results (max(x, -inf) and x + 0 are x): at T = 64 the tail was
-// most of a causal row's work.
-float softmax_in_place(float* row, int64_t seen, int64_t width) {
+// softmax_row's probabilities and log-sum-exp of row[0, seen), in place, with row[seen, keys)
+// set to 0 for the product that follows (the row has room for padded(keys)). The same sums in
+// the same order, each exponential taken once and kept, where softmax_row takes it twice. The
+// lanes fold the row up to the next whole group of lanes, padded(seen), whose padding holds
+// -inf first and then its exponential, exactly 0: they skip their tail, to the same results
+// (max(x, -inf) and x + 0 are x). At T = 64 the tail was most of a causal row's work.
+float softmax_in_place(float* row, int64_t seen, int64_t keys) {
   const ops::HostRowLanes lanes;
-  std::fill(row + seen, row + width, -INFINITY);
-  const float top = lanes.max(width, [row](int64_t j) { return row[j]; });
-  for (int64_t j = 0; j < width; ++j) row[j] = ops::exp_poly(row[j] - top);
-  const float total = lanes.sum(width, [row](int64_t j) { return row[j]; });
+  const int64_t folded = padded(seen);
+  std::fill(row + seen, row + folded, -INFINITY);
+  const float top = lanes.max(folded, [row](int64_t j) { return row[j]; });
+  for (int64_t j = 0; j < folded; ++j) row[j] = ops::exp_poly(row[j] - top);
+  const float total = lanes.sum(folded, [row](int64_t j) { return row[j]; });
   for (int64_t j = 0; j < seen; ++j) row[j] /= total;
+  for (int64_t j = folded; j < keys; ++j) row[j] = 0.0f;  // none where folded passes keys
   return top + std::log(total);
 }
 
@@ -131,7 +133,7 @@ void forward_bands(const Heads& h, int64_t matrices, const ForwardOperands& o) {
                                         ld, km, ld, 0.0f, scores, width));
       for (int64_t i = 0; i < rows; ++i) {
         o.lse[m * h.seq + first + i] =
-            softmax_in_place(scores + i * width, h.keys_seen(first + i), width);
+            softmax_in_place(scores + i * width, h.keys_seen(first + i), keys);
       }
       status = std::max(status, product(false, false, rows, h.dim, keys, 1.0f, scores, width, vm,
                                         ld, 0.0f, om + first * out_ld, out_ld));
@@ -167,13 +169,13 @@ void backward_bands(const Heads& h, int64_t matrices, const BackwardOperands& o)
         const int64_t query = m * h.seq + first + i, seen = h.keys_seen(first + i);
         float *p = probs + i * width, *ds = dscores + i * width;
         const float row_lse = o.lse[query];
-        // P is 0 past the keys seen, and so is dP past the band's keys: the row dot folds whole
-        // lane groups (as the forward's softmax does), adding only zeros past the row.
+        // P is 0 past the keys seen, and so is dP past the band's keys: the row dot folds up to
+        // a whole group of lanes (as the forward's softmax does), adding only zeros past the row.
         for (int64_t j = 0; j < width; ++j) p[j] = j < seen ? ops::exp_poly(p[j] - row_lse) : 0.0f;
         std::fill(ds + keys, ds + width, 0.0f);
-        const float dot =
-            o.row_dots ? o.row_dots[query]
-                       : ops::HostRowLanes{}.sum(width, [&](int64_t j) { return ds[j] * p[j]; });
+        const float dot = o.row_dots ? o.row_dots[query]
+                                     : ops::HostRowLanes{}.sum(
+                                           padded(seen), [&](int64_t j) { return ds[j] * p[j]; });
         for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot);
       }
       status = std::max(status, product(true, false, keys, h.dim, rows, 1.0f, probs, width, do_band,
