@@ -48,4 +48,12 @@ COURSE_HD inline float exp_poly(float x) {
 // (absolute: near 0 the result is a difference of two numbers near 1).
 COURSE_HD inline float tanh_poly(float x) { return 1.0f - 2.0f / (exp_poly(2.0f * x) + 1.0f); }
 
+// sigmoid(x) = 1 / (1 + e^-x), with e^-x capped at e^80: below x = -80 the result stays 1.8e-35
+// instead of falling to a subnormal float, which a CPU computes with slow microcode. A NaN stays
+// NaN (the comparison keeps it).
+COURSE_HD inline float sigmoid_poly(float x) {
+  const float minus_x = -x > 80.0f ? 80.0f : -x;
+  return 1.0f / (1.0f + exp_poly(minus_x));
+}
+
 }  // namespace course::ops

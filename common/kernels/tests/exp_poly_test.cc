@@ -1,5 +1,5 @@
-// exp_poly and tanh_poly against the double-precision library functions: every float in
-// steps across the whole range, the edges of its range, infinities and NaN.
+// exp_poly, tanh_poly and sigmoid_poly against the double-precision library functions: every
+// float in steps across the whole range, the edges of its range, infinities and NaN.
 #include "common/kernels/exp_poly.h"
 
 #include <gtest/gtest.h>
@@ -71,6 +71,23 @@ TEST(TanhPoly, WithinTwoTenMillionthsAndSaturates) {
   EXPECT_EQ(tanh_poly(std::numeric_limits<float>::infinity()), 1.0f);
   EXPECT_EQ(tanh_poly(-std::numeric_limits<float>::infinity()), -1.0f);
   EXPECT_TRUE(std::isnan(tanh_poly(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(SigmoidPoly, WithinTwoTenMillionthsAndNeverSubnormal) {
+  double worst = 0;
+  float worst_x = 0;
+  over_floats(80.0f, [&](float x) {
+    const double d = std::abs(sigmoid_poly(x) - 1.0 / (1.0 + std::exp(-static_cast<double>(x))));
+    if (d > worst) worst = d, worst_x = x;
+  });
+  EXPECT_LE(worst, 2e-7) << "at x = " << worst_x;
+  EXPECT_EQ(sigmoid_poly(0.0f), 0.5f);
+  EXPECT_EQ(sigmoid_poly(std::numeric_limits<float>::infinity()), 1.0f);
+  for (float x : {-80.5f, -100.0f, -1e30f, -std::numeric_limits<float>::infinity()}) {
+    EXPECT_GE(sigmoid_poly(x), std::numeric_limits<float>::min()) << x;  // a normal float
+    EXPECT_LE(sigmoid_poly(x), 2e-35f) << x;
+  }
+  EXPECT_TRUE(std::isnan(sigmoid_poly(std::numeric_limits<float>::quiet_NaN())));
 }
 
 }  // namespace
