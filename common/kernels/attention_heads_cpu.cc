@@ -49,11 +49,9 @@ struct MatrixLayout {
   int64_t start(int64_t m) const { return m / heads * sample_stride + m % heads * head_stride; }
 };
 
-// (N, T, D) contiguous heads.
-MatrixLayout heads_layout(const Heads& h) { return {1, h.seq * h.dim, 0, h.dim}; }
-
 // A packed (B, T, `width`) tensor whose row t holds head j's D values at j D (+ an operand's
-// offset, which the caller adds to the start).
+// offset, which the caller adds to the start). (N, T, D) contiguous heads are packed_layout(h, 1,
+// D): N samples of one head.
 MatrixLayout packed_layout(const Heads& h, int64_t heads, int64_t width) {
   return {heads, h.seq * width, h.dim, width};
 }
@@ -197,7 +195,7 @@ bool takes_cpu_banded_attention(const Tensor& q, const Tensor& score_bias) {
 void cpu_banded_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                   Tensor& out, Tensor& lse) {
   const Heads h{q.size(1), q.size(2), causal};
-  const MatrixLayout layout = heads_layout(h);
+  const MatrixLayout layout = packed_layout(h, 1, h.dim);
   const ForwardOperands o{q.data_as<float>(),   k.data_as<float>(),
                           v.data_as<float>(),   layout,
                           out.data_as<float>(), layout,
@@ -209,7 +207,7 @@ void cpu_banded_attention_backward(const Tensor& q, const Tensor& k, const Tenso
                                    const Tensor& dout, const Tensor& lse, bool causal,
                                    const Tensor& row_dots, AttentionHeadGradients& grads) {
   const Heads h{q.size(1), q.size(2), causal};
-  const MatrixLayout layout = heads_layout(h);
+  const MatrixLayout layout = packed_layout(h, 1, h.dim);
   const BackwardOperands o{q.data_as<float>(),
                            k.data_as<float>(),
                            v.data_as<float>(),
