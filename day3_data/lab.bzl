@@ -2,7 +2,7 @@
 the lab, its check, the race entry, and the hyper-parameter search and optimizer comparison
 tools on that lab."""
 
-load("//tools/labgen:day_lab.bzl", "day_lab")
+load("//tools/labgen:day_lab.bzl", "day_lab", "day_program")
 
 def day3_lab(check_tags = []):
     day_lab(
@@ -23,44 +23,36 @@ def day3_lab(check_tags = []):
     )
 
     # The hyper-parameter search tool, whose lab objective is this package's lab.
-    native.cc_binary(
-        name = "hpo",
-        srcs = [
-            "//day3_data/hpo_tool:hpo.cc",
-            "//day3_data/hpo_tool:hpo_objective.cc",
-            "//day3_data/hpo_tool:hpo_objective.h",
-        ],
-        deps = [
-            ":exercises",
-            "//common/hpo",
-            "//common/train:lab_support",
-        ],
-    )
+    day_program("day3_data", "hpo", [
+        "//day3_data/hpo_tool:hpo.cc",
+        "//day3_data/hpo_tool:hpo_objective.cc",
+        "//day3_data/hpo_tool:hpo_objective.h",
+    ], [
+        "//common/hpo",
+        "//common/train:lab_support",
+    ])
 
     # An entry of the race: this package's lab within the race's budget.
-    native.cc_binary(
-        name = "race",
-        srcs = ["//day3_data/race_tools:race.cc"],
-        deps = [
-            ":exercises",
-            "//common/parallel",
-            "//common/parallel:ddp",
-            "//common/train:lab_support",
-            "//day3_data/race_tools:race_budget",
-        ],
-    )
+    day_program("day3_data", "race", ["//day3_data/race_tools:race.cc"], [
+        "//common/parallel",
+        "//common/parallel:ddp",
+        "//common/train:lab_support",
+        "//day3_data/race_tools:race_budget",
+    ])
 
-    # The optimizer comparison, run after run of this package's lab.
-    native.cc_binary(
-        name = "optimizers",
-        srcs = [
-            "//day3_data:optimizer_comparison.cc",
-            "//day3_data:optimizer_comparison.h",
-            "//day3_data:optimizers.cc",
-        ],
-        deps = [
-            ":exercises",
-            "//common/core:gnuplot",
-            "//common/train:lab_support",
-        ],
-    )
+    # The optimizer comparison, run after run of this package's lab (its rates, flags and
+    # report are tested on the solutions: //solutions/day3_data:optimizer_comparison_test).
+    if native.package_name() == "day3_data":
+        native.cc_library(
+            name = "optimizer_comparison",
+            srcs = ["//day3_data:optimizer_comparison.cc"],
+            hdrs = ["//day3_data:optimizer_comparison.h"],
+            deps = [
+                ":lab_parts",
+                "//common/core:gnuplot",
+                "//common/train:lab_support",
+            ],
+        )
+    day_program("day3_data", "optimizers", ["//day3_data:optimizers.cc"], [
+        "//day3_data:optimizer_comparison",
+    ])

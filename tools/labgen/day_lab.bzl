@@ -30,6 +30,10 @@ def day_lab(
         check_srcs = ["check_test.cc"]):
     """Defines :exercises, :lab and :check in the calling package.
 
+    The day's own sources call the exercises declared in its exercises.h; which definitions they
+    get, the trainee's or the solutions', is chosen at link time by the package's :exercises
+    (linked whole). So those sources compile once, in the day's package, as :lab_parts.
+
     Args:
       day: the day's package ("day1_gpu").
       exercises: the exercise source files of the calling package.
@@ -40,16 +44,19 @@ def day_lab(
       check_ranks: numbers of MPI ranks to run the check on (none: an ordinary test).
       check_srcs: the check's test sources, by file name in the day's package.
     """
+    if native.package_name() == day:
+        native.cc_library(
+            name = "lab_parts",
+            srcs = srcs,
+            deps = LAB_DEPS + deps + [":lab_headers"],
+        )
     native.cc_library(
         name = "exercises",
-        srcs = exercises + ["//%s:%s" % (day, src) for src in srcs],
-        deps = LAB_DEPS + deps + ["//%s:lab_headers" % day],
+        srcs = exercises,
+        deps = ["//%s:lab_parts" % day],
+        alwayslink = True,
     )
-    native.cc_binary(
-        name = "lab",
-        srcs = ["//%s:lab.cc" % day],
-        deps = [":exercises", "//common/train:lab_support"] + lab_deps,
-    )
+    day_program(day, "lab", ["//%s:lab.cc" % day], ["//common/train:lab_support"] + lab_deps)
     check_deps = [
         ":exercises",
         "//common/testing",
@@ -68,6 +75,23 @@ def day_lab(
         deps = check_deps,
         ranks = check_ranks,
         tags = check_tags,
+    )
+
+def day_program(day, name, srcs, deps):
+    """The program :<name> on the calling package's exercises.
+
+    Its sources compile once, in the day's package, as :<name>_main (a library holding main);
+    each package links them with its own :exercises.
+    """
+    if native.package_name() == day:
+        native.cc_library(
+            name = name + "_main",
+            srcs = srcs,
+            deps = [":lab_parts"] + deps,
+        )
+    native.cc_binary(
+        name = name,
+        deps = [":exercises", "//%s:%s_main" % (day, name)],
     )
 
 def lab_script(name, day):
