@@ -8,7 +8,7 @@ def mpirun_gtest(name, srcs, deps, ranks = [], tags = [], size = "medium"):
       srcs: the test's sources.
       deps: its libraries (the main comes from //common/testing:mpi_gtest_main).
       ranks: numbers of ranks to run on (default: 2 and 4).
-      tags: the test's tags.
+      tags: the test's tags, and its binary's (a manual test's binary is built only for it).
       size: the test's size (its timeout).
     """
     native.cc_binary(
@@ -16,6 +16,7 @@ def mpirun_gtest(name, srcs, deps, ranks = [], tags = [], size = "medium"):
         testonly = True,
         srcs = srcs,
         deps = deps + ["//common/testing:mpi_gtest_main"],
+        tags = tags,
     )
     native.sh_test(
         name = name,
