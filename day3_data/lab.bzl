@@ -2,7 +2,7 @@
 the lab, its check, the race entry, and the hyper-parameter search and optimizer comparison
 tools on that lab."""
 
-load("//tools/labgen:day_lab.bzl", "day_lab", "day_program")
+load("//tools/labgen:day_lab.bzl", "day_lab", "day_library", "day_program")
 
 def day3_lab(check_tags = []):
     day_lab(
@@ -42,17 +42,17 @@ def day3_lab(check_tags = []):
 
     # The optimizer comparison, run after run of this package's lab (its rates, flags and
     # report are tested on the solutions: //solutions/day3_data:optimizer_comparison_test).
-    if native.package_name() == "day3_data":
-        native.cc_library(
-            name = "optimizer_comparison",
-            srcs = ["//day3_data:optimizer_comparison.cc"],
-            hdrs = ["//day3_data:optimizer_comparison.h"],
-            deps = [
-                ":lab_parts",
-                "//common/core:gnuplot",
-                "//common/train:lab_support",
-            ],
-        )
+    day_library(
+        "day3_data",
+        name = "optimizer_comparison",
+        srcs = ["//day3_data:optimizer_comparison.cc"],
+        hdrs = ["//day3_data:optimizer_comparison.h"],
+        deps = [
+            ":lab_parts",
+            "//common/core:gnuplot",
+            "//common/train:lab_support",
+        ],
+    )
     day_program("day3_data", "optimizers", ["//day3_data:optimizers.cc"], [
         "//day3_data:optimizer_comparison",
     ])

@@ -1,6 +1,6 @@
 """The day-4 lab's targets, in //day4_large_models (trainee) and //solutions/day4_large_models."""
 
-load("//tools/labgen:day_lab.bzl", "day_lab", "day_program")
+load("//tools/labgen:day_lab.bzl", "day_lab", "day_library", "day_program")
 
 def day4_lab(check_tags = []):
     day_lab(
@@ -31,43 +31,43 @@ def day4_lab(check_tags = []):
 
     # Part 3, making a trained model cheaper: `compress distill` (TP4.15), `compress quantize`
     # (TP4.16), `compress prune` (TP4.17).
-    if native.package_name() == "day4_large_models":
-        native.cc_library(
-            name = "compress_modes",
-            srcs = [
-                "//day4_large_models/compression:activation_range.cc",
-                "//day4_large_models/compression:compress_training.cc",
-                "//day4_large_models/compression:distill_options.cc",
-                "//day4_large_models/compression:distill_trainer.cc",
-                "//day4_large_models/compression:inference_network.cc",
-                "//day4_large_models/compression:prune_options.cc",
-                "//day4_large_models/compression:prune_run.cc",
-                "//day4_large_models/compression:pruning.cc",
-                "//day4_large_models/compression:quantize_options.cc",
-                "//day4_large_models/compression:quantize_run.cc",
-                "//day4_large_models/compression:trained_model.cc",
-            ],
-            hdrs = [
-                "//day4_large_models/compression:activation_range.h",
-                "//day4_large_models/compression:compress_training.h",
-                "//day4_large_models/compression:distill_options.h",
-                "//day4_large_models/compression:distill_trainer.h",
-                "//day4_large_models/compression:inference_network.h",
-                "//day4_large_models/compression:prune_options.h",
-                "//day4_large_models/compression:prune_run.h",
-                "//day4_large_models/compression:pruning.h",
-                "//day4_large_models/compression:quantize_options.h",
-                "//day4_large_models/compression:quantize_run.h",
-                "//day4_large_models/compression:trained_model.h",
-            ],
-            deps = [
-                ":lab_parts",
-                "//common/core:gnuplot",
-                "//common/kernels:int8",
-                "//common/nn:weight_pruning",
-                "//common/train:lab_support",
-            ],
-        )
+    day_library(
+        "day4_large_models",
+        name = "compress_modes",
+        srcs = [
+            "//day4_large_models/compression:activation_range.cc",
+            "//day4_large_models/compression:compress_training.cc",
+            "//day4_large_models/compression:distill_options.cc",
+            "//day4_large_models/compression:distill_trainer.cc",
+            "//day4_large_models/compression:inference_network.cc",
+            "//day4_large_models/compression:prune_options.cc",
+            "//day4_large_models/compression:prune_run.cc",
+            "//day4_large_models/compression:pruning.cc",
+            "//day4_large_models/compression:quantize_options.cc",
+            "//day4_large_models/compression:quantize_run.cc",
+            "//day4_large_models/compression:trained_model.cc",
+        ],
+        hdrs = [
+            "//day4_large_models/compression:activation_range.h",
+            "//day4_large_models/compression:compress_training.h",
+            "//day4_large_models/compression:distill_options.h",
+            "//day4_large_models/compression:distill_trainer.h",
+            "//day4_large_models/compression:inference_network.h",
+            "//day4_large_models/compression:prune_options.h",
+            "//day4_large_models/compression:prune_run.h",
+            "//day4_large_models/compression:pruning.h",
+            "//day4_large_models/compression:quantize_options.h",
+            "//day4_large_models/compression:quantize_run.h",
+            "//day4_large_models/compression:trained_model.h",
+        ],
+        deps = [
+            ":lab_parts",
+            "//common/core:gnuplot",
+            "//common/kernels:int8",
+            "//common/nn:weight_pruning",
+            "//common/train:lab_support",
+        ],
+    )
 
     day_program("day4_large_models", "compress", ["//day4_large_models/compression:compress.cc"], [
         "//day4_large_models:compress_modes",

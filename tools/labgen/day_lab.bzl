@@ -44,12 +44,7 @@ def day_lab(
       check_ranks: numbers of MPI ranks to run the check on (none: an ordinary test).
       check_srcs: the check's test sources, by file name in the day's package.
     """
-    if native.package_name() == day:
-        native.cc_library(
-            name = "lab_parts",
-            srcs = srcs,
-            deps = LAB_DEPS + deps + [":lab_headers"],
-        )
+    day_library(day, name = "lab_parts", srcs = srcs, deps = LAB_DEPS + deps + [":lab_headers"])
     native.cc_library(
         name = "exercises",
         srcs = exercises,
@@ -77,18 +72,18 @@ def day_lab(
         tags = check_tags,
     )
 
+def day_library(day, **kwargs):
+    """A cc_library of the day's package, defined only there (once for both copies of the day)."""
+    if native.package_name() == day:
+        native.cc_library(**kwargs)
+
 def day_program(day, name, srcs, deps):
     """The program :<name> on the calling package's exercises.
 
     Its sources compile once, in the day's package, as :<name>_main (a library holding main);
     each package links them with its own :exercises.
     """
-    if native.package_name() == day:
-        native.cc_library(
-            name = name + "_main",
-            srcs = srcs,
-            deps = [":lab_parts"] + deps,
-        )
+    day_library(day, name = name + "_main", srcs = srcs, deps = [":lab_parts"] + deps)
     native.cc_binary(
         name = name,
         deps = [":exercises", "//%s:%s_main" % (day, name)],
