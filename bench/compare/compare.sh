@@ -17,12 +17,14 @@
 # small network, ResNet-18 and a 2-layer GPT (with one AdamW update) in f32: the project writes
 # its weights and batch, PyTorch loads them and runs the same step.
 #   bench/compare/compare.sh [--parity-only | --loaders-only | --race-only | --gpt-only]
-#                            [--threads N]
+#                            [--threads N] [--seed N]
+# --seed is the race's seed on both sides (weights and order; 0 by default): one seed's run
+# crosses 91% at one epoch or the next by chance, so repeated comparisons take one seed each.
 # PyTorch and torchvision come from PyPI into .venv-compare/ (made on the first run; only this
 # comparison uses them, never the build or the tests).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-threads=2 parity_only=0 loaders_only=0 race_only=0 gpt_only=0
+threads=2 seed=0 parity_only=0 loaders_only=0 race_only=0 gpt_only=0
 while (($#)); do
   case $1 in
     --parity-only) parity_only=1; shift ;;
@@ -30,11 +32,13 @@ while (($#)); do
     --race-only) race_only=1; shift ;;
     --gpt-only) gpt_only=1; shift ;;
     --threads) threads=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
     *) echo "compare: unknown option '$1' (--parity-only, --loaders-only, --race-only," \
-      "--gpt-only, --threads N)" >&2; exit 1 ;;
+      "--gpt-only, --threads N, --seed N)" >&2; exit 1 ;;
   esac
 done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "compare: --threads takes a positive number" >&2; exit 1; }
+[[ $seed =~ ^[0-9]+$ ]] || { echo "compare: --seed takes a number from 0" >&2; exit 1; }
 
 venv=.venv-compare
 if [[ ! -x $venv/bin/python ]] ||
@@ -92,13 +96,14 @@ loader_formats() {
 race_reference() {
   local target=0.91
   echo "== the race's reference recipe on Fashion-MNIST: small network, batch 128, SGD, one-cycle"
-  echo "   to lr 0.1 over 10 epochs, label smoothing 0.1, $threads threads; test accuracy by epoch"
+  echo "   to lr 0.1 over 10 epochs, label smoothing 0.1, $threads threads, seed $seed; test"
+  echo "   accuracy by epoch"
   echo "   loading: PyTorch indexes normalised tensors in memory in the training thread; the"
   echo "   project's DataLoader normalises each batch in its default worker threads (the rank's"
   echo "   compute threads less one, 1 to 8: common/data/open_dataset.h)"
   local theirs ours
-  theirs=$("${py[@]}" race --threads "$threads" --epochs 10)
-  OMP_NUM_THREADS=$threads "$bin/solutions/day3_data/race" --epochs 10 --no-progress \
+  theirs=$("${py[@]}" race --threads "$threads" --epochs 10 --seed "$seed")
+  OMP_NUM_THREADS=$threads "$bin/solutions/day3_data/race" --epochs 10 --seed "$seed" --no-progress \
     --device cpu --metrics "$work/race.jsonl" >/dev/null
   ours=$(grep '"epoch"' "$work/race.jsonl" | sed -E \
     's/.*"elapsed_s":([0-9.]+).*"epoch":([0-9]+).*"test_accuracy":([0-9.]+).*/race epoch \2: \3 at \1 s/')
