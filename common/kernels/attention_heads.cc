@@ -9,8 +9,6 @@
 // when the block holds every key, which is how the whole attention gets it.
 #include "common/kernels/attention_heads.h"
 
-#include <cmath>
-
 #include "common/kernels/attention_heads_cpu.h"
 #include "common/kernels/attention_ops.h"
 #include "common/kernels/gemm.h"
@@ -27,7 +25,7 @@ bool contiguous(const Tensor& t) { return t.memory_format() == MemoryFormat::kCo
 struct HeadDims {
   int64_t matrices, seq, head_dim;
   int64_t rows() const { return matrices * seq; }
-  float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+  float scale() const { return attention_scale(head_dim); }
 };
 
 HeadDims dims_of(const Tensor& q, const Tensor& k, const Tensor& v) {

@@ -9,9 +9,17 @@
 // rowsum(dO * O) over the final output: dS = P (dP - rowsum(dO * O)).
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+
 #include "common/tensor/tensor.h"
 
 namespace course {
+
+// The scores' scale for heads of D values, 1 / sqrt(D), in every path (batched and banded).
+inline float attention_scale(int64_t head_dim) {
+  return 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
 
 // q, k, v (N, T, D) contiguous, one floating dtype (the same T: a square block). Writes out
 // (N, T, D) in that dtype and lse (N, T) f32. `causal`: query i sees keys j <= i (a block on the

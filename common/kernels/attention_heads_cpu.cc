@@ -38,7 +38,7 @@ struct Heads {
   // The keys that queries [first, first + rows) see between them.
   int64_t band_keys(int64_t first, int64_t rows) const { return causal ? first + rows : seq; }
   int64_t keys_seen(int64_t query) const { return causal ? query + 1 : seq; }
-  float scale() const { return 1.0f / std::sqrt(static_cast<float>(dim)); }
+  float scale() const { return attention_scale(dim); }
 };
 
 // Where the (T, D) matrices of one operand lie: matrix m, head m % heads of sample m / heads,
