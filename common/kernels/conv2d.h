@@ -27,6 +27,11 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& x, 
 void conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw, Conv2dShape conv);
 
 namespace detail {
+// Whether activations are NHWC in memory: the back ends' one question about the layout.
+inline bool is_channels_last(const Tensor& t) {
+  return t.memory_format() == MemoryFormat::kChannelsLast;
+}
+
 // Library back ends, one per device kind.
 void onednn_conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Conv2dShape conv);
 void onednn_conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Conv2dShape conv);

@@ -78,7 +78,7 @@ struct Descriptors {
   Descriptors(const Tensor& x_t, const Shape& w_shape, const Tensor& y_t, Conv2dShape shape) {
     const cudnnDataType_t type = cudnn_type(x_t.dtype());
     const cudnnTensorFormat_t format =
-        x_t.memory_format() == MemoryFormat::kChannelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+        is_channels_last(x_t) ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
@@ -188,9 +188,7 @@ int algorithm_of(const Plan& plan) { return plan.ranked[plan.chosen].algorithm; 
 
 // The weights in the activations' layout: KRSC for a channels-last convolution.
 Tensor filters_like(const Tensor& w, const Tensor& activations) {
-  return activations.memory_format() == MemoryFormat::kChannelsLast
-             ? to_memory_format(w, MemoryFormat::kChannelsLast)
-             : w;
+  return is_channels_last(activations) ? to_memory_format(w, MemoryFormat::kChannelsLast) : w;
 }
 
 }  // namespace
@@ -229,7 +227,7 @@ void cudnn_conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor
   LibraryWorkspace workspace(x.device());
   const Plan& plan = plan_for(Pass::kBackwardFilter, handle, x, dw.shape(), dy, conv, workspace);
   const Descriptors& d = *plan.descriptors;
-  const bool nhwc = x.memory_format() == MemoryFormat::kChannelsLast;
+  const bool nhwc = is_channels_last(x);
   // A channels-last convolution computes its KRSC gradient apart and adds it back in OIHW.
   Tensor target = nhwc ? Tensor::empty(dw.shape(), dw.dtype(), dw.device(), x.memory_format()) : dw;
   const float alpha = 1.0f, beta = nhwc ? 0.0f : 1.0f;

@@ -20,14 +20,12 @@ bool gemm_weight_gradient_pays(const Shape& dy, Conv2dShape conv) {
 
 namespace {
 
-bool channels_last(const Tensor& t) { return t.memory_format() == MemoryFormat::kChannelsLast; }
-
 // (N OH OW, C K K): each output position's window of the input, zero outside it.
 Tensor window_rows(const Tensor& x, const Shape& dy, int64_t kernel, Conv2dShape conv) {
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   const int64_t oh = dy[2], ow = dy[3], k = kernel;
   Tensor rows = Tensor::empty({n * oh * ow, c * k * k}, DType::kF32, x.device());
-  const bool nhwc = channels_last(x);
+  const bool nhwc = is_channels_last(x);
   // Host work: replayed, not run at capture, when a CPU graph records the step.
   run_host_work([=, in = x.data_as<float>(), out = rows.data_as<float>()] {
 #pragma omp parallel for
@@ -55,7 +53,7 @@ Tensor window_rows(const Tensor& x, const Shape& dy, int64_t kernel, Conv2dShape
 // (O, OH OW) block when NCHW.
 Tensor output_rows(const Tensor& dy) {
   const int64_t n = dy.size(0), o = dy.size(1), plane = dy.size(2) * dy.size(3);
-  if (channels_last(dy)) return dy.view({n * plane, o}, MemoryFormat::kContiguous);
+  if (is_channels_last(dy)) return dy.view({n * plane, o}, MemoryFormat::kContiguous);
   Tensor rows = Tensor::empty({n * plane, o}, DType::kF32, dy.device());
   run_host_work([=, in = dy.data_as<float>(), out = rows.data_as<float>()] {
 #pragma omp parallel for

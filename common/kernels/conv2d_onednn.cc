@@ -30,8 +30,6 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
-bool is_channels_last(const Tensor& t) { return t.memory_format() == MemoryFormat::kChannelsLast; }
-
 memory::desc activation_desc(const Tensor& t) {
   return {{t.size(0), t.size(1), t.size(2), t.size(3)},
           memory::data_type::f32,
