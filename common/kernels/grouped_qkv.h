@@ -23,12 +23,19 @@ struct GroupedHeads {
 // rotated.
 void check_grouped_heads(const GroupedHeads& heads);
 
-// x (B, T, (H + 2 G) D) contiguous, any floating dtype -> (B, T, 3 H D): q and k rotated, each
-// key/value head repeated for the query heads of its group.
-Tensor grouped_qkv_forward(const Tensor& x, const GroupedHeads& heads);
+// The (T, D / 2, 2) cosines and sines of positions 0 to T - 1's angles, f32 on `device`; undefined
+// where the heads are not rotated. It depends on T and the heads only: a layer makes it once
+// and hands it to both passes (the rotation's argument below).
+Tensor rotation_table(int64_t seq, const GroupedHeads& heads, Device device);
+
+// x (B, T, (H + 2 G) D) contiguous, any floating dtype -> (B, T, 3 H D): q and k turned by
+// rotation_table(T, heads, x's device), each key/value head repeated for the query heads of
+// its group.
+Tensor grouped_qkv_forward(const Tensor& x, const GroupedHeads& heads, const Tensor& rotation);
 
 // d(packed) (B, T, 3 H D) -> dx (B, T, (H + 2 G) D): the gradients of a group's repeated heads
 // summed, the rotation undone.
-Tensor grouped_qkv_backward(const Tensor& dpacked, const GroupedHeads& heads);
+Tensor grouped_qkv_backward(const Tensor& dpacked, const GroupedHeads& heads,
+                            const Tensor& rotation);
 
 }  // namespace course

@@ -4,6 +4,7 @@
 
 #include "common/kernels/attention.h"
 #include "common/nn/autocast.h"
+#include "common/tensor/capture.h"
 
 namespace course::nn {
 
@@ -26,8 +27,19 @@ void SelfAttention::set_core(std::shared_ptr<const AttentionCore> core) {
   core_ = std::move(core);
 }
 
+Tensor SelfAttention::rotation(int64_t seq, Device device) {
+  if (rotation_.defined() && rotation_.size(0) == seq && rotation_.device() == device) {
+    return rotation_;
+  }
+  Tensor table = rotation_table(seq, *grouped_, device);
+  // One made during a graph capture is filled only when the graph replays: not kept.
+  if (!capturing()) rotation_ = table;
+  return table;
+}
+
 Tensor SelfAttention::run_forward(const Tensor& qkv, Context& ctx) {
-  const Tensor packed = grouped_ ? grouped_qkv_forward(qkv, *grouped_) : qkv;
+  const Tensor packed =
+      grouped_ ? grouped_qkv_forward(qkv, *grouped_, rotation(qkv.size(1), qkv.device())) : qkv;
   if (core_) return core_->forward(packed, heads_, causal_, ctx);
   AttentionSaved saved;
   Tensor y = attention_forward(packed, heads_, causal_, saved);
@@ -43,7 +55,8 @@ Tensor SelfAttention::run_backward(const Tensor& dy, Context& ctx) {
     const AttentionSaved& saved = ctx.saved<AttentionSaved>("SelfAttention");
     dqkv = attention_backward(as_dtype(dy, saved.dtype()), heads_, causal_, saved);
   }
-  return grouped_ ? grouped_qkv_backward(dqkv, *grouped_) : dqkv;
+  return grouped_ ? grouped_qkv_backward(dqkv, *grouped_, rotation(dqkv.size(1), dqkv.device()))
+                  : dqkv;
 }
 
 }  // namespace course::nn

@@ -3,7 +3,8 @@
 // Causal for a GPT, bidirectional for an encoder. With grouped heads (Llama), the input is
 // (B, T, (H + 2 G) D): G key/value heads shared by groups of query heads, queries and keys
 // turned by rotary position embedding (common/kernels/grouped_qkv.h); otherwise (B, T, 3C)
-// (GroupedHeads with G = H and no rotation is that too). The attention itself is the layer's
+// (GroupedHeads with G = H and no rotation is that too); the rotation's table is made once per
+// sequence length. The attention itself is the layer's
 // core (attention_core.h): over the rows given, unless another core is set.
 #pragma once
 
@@ -30,9 +31,14 @@ class SelfAttention : public Module {
   Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
+  // The rotation table of `seq` positions on `device` (grouped_qkv.h), made once per length
+  // and device and shared by both passes.
+  Tensor rotation(int64_t seq, Device device);
+
   int64_t heads_;
   bool causal_;
   std::optional<GroupedHeads> grouped_;
+  Tensor rotation_;  // undefined until a rotated forward, and for unrotated heads
   std::shared_ptr<const AttentionCore> core_;
 };
 

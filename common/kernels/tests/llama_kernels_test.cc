@@ -146,13 +146,14 @@ TEST_P(LlamaKernelTest, GroupedQkvLooksUpRotatesAndIsAdjointToItsBackward) {
                                GroupedHeads{6, 3, D, 0.0f}}) {
     SCOPED_TRACE(::testing::Message() << g.heads << "/" << g.kv_heads << " theta " << g.rope_theta);
     const auto x = random_tensor({B, T, g.width()}, dtype(), device(), 26, -2.0f, 2.0f);
-    const Tensor packed = grouped_qkv_forward(x.tensor, g);
+    const Tensor rotation = rotation_table(T, g, device());
+    const Tensor packed = grouped_qkv_forward(x.tensor, g, rotation);
     ASSERT_EQ(packed.shape(), Shape({B, T, 3 * g.heads * D}));
     EXPECT_TRUE(all_close(to_floats(packed), rounded(grouped_reference(x.values, B, T, g), dtype()),
                           accumulated(dtype())));
     const auto d = random_tensor(packed.shape(), dtype(), device(), 27);
     const std::vector<float> forward = to_floats(packed),
-                             adjoint = to_floats(grouped_qkv_backward(d.tensor, g));
+                             adjoint = to_floats(grouped_qkv_backward(d.tensor, g, rotation));
     double lhs = 0, rhs = 0;
     for (size_t i = 0; i < forward.size(); ++i) lhs += double(forward[i]) * d.values[i];
     for (size_t i = 0; i < adjoint.size(); ++i) rhs += double(adjoint[i]) * x.values[i];
@@ -167,7 +168,7 @@ TEST_P(LlamaKernelTest, GroupedQkvBackwardSumsAGroupsHeads) {
   for (int64_t h : {2, 3}) d[(1 * 4 + h) * 2] = 1.0f;  // key heads 2 and 3, element 0
   d[(2 * 4 + 1) * 2 + 1] = 5.0f;                       // value head 1 (group 0), element 1
   const std::vector<float> dx =
-      to_floats(grouped_qkv_backward(Tensor::from_vector(d, {1, 1, 24}, device()), g));
+      to_floats(grouped_qkv_backward(Tensor::from_vector(d, {1, 1, 24}, device()), g, Tensor()));
   std::vector<float> expected(16, 0.0f);  // q 4 heads | k 2 | v 2, of 2 each
   expected[(4 + 1) * 2] = 2.0f;           // key head 1 gets both
   expected[(4 + 2 + 0) * 2 + 1] = 5.0f;   // value head 0
@@ -183,10 +184,29 @@ TEST(GroupedHeads, RefusesShapesThatDoNotGroupOrTurn) {
                 check_grouped_heads({4, 2, 3, 1.0f});
               }),
               ::testing::HasSubstr("head size 3 must be even"));
-  EXPECT_THAT(testing::error_of([] {
-                grouped_qkv_forward(zeros({1, 2, 10}), {2, 1, 4, 1.0f});  // 16 wide
+  const GroupedHeads turned{2, 1, 4, 1.0f};  // (B, T, 16), pairs of 4: (T, 2, 2) tables
+  EXPECT_THAT(
+      testing::error_of([&] {
+        grouped_qkv_forward(zeros({1, 2, 10}), turned, rotation_table(2, turned, Device::cpu()));
+      }),
+      ::testing::HasSubstr("(B, T, 16)"));
+  // The table of another length, none, or one where nothing turns.
+  EXPECT_THAT(
+      testing::error_of([&] {
+        grouped_qkv_forward(zeros({1, 2, 16}), turned, rotation_table(3, turned, Device::cpu()));
+      }),
+      ::testing::HasSubstr("(2, 2, 2) rotation table"));
+  EXPECT_THAT(testing::error_of([&] {
+                grouped_qkv_backward(zeros({1, 2, 24}), turned, Tensor());
               }),
-              ::testing::HasSubstr("(B, T, 16)"));
+              ::testing::HasSubstr("(2, 2, 2) rotation table"));
+  const GroupedHeads unturned{2, 1, 4, 0.0f};
+  EXPECT_FALSE(rotation_table(2, unturned, Device::cpu()).defined());
+  EXPECT_THAT(
+      testing::error_of([&] {
+        grouped_qkv_forward(zeros({1, 2, 16}), unturned, rotation_table(2, turned, Device::cpu()));
+      }),
+      ::testing::HasSubstr("unrotated heads take no rotation table"));
 }
 
 TEST_P(LlamaKernelTest, TokenEmbeddingWithoutPositionTable) {

@@ -55,6 +55,22 @@ TEST(Llama, GroupedRotaryAttentionMatchesFiniteDifferences) {
   }
 }
 
+// The layer keeps its rotation table between calls: run on 5 positions, then 9, then 5 again,
+// each call's output and input gradient are a fresh layer's, bit for bit.
+TEST(Llama, RotaryAttentionRemadeForEachSequenceLength) {
+  const GroupedHeads heads{4, 2, 2, 10.0f};
+  SelfAttention reused(heads, true);
+  int seed = 5;
+  for (int64_t seq : {5, 9, 5}) {
+    SCOPED_TRACE(::testing::Message() << seq << " positions");
+    SelfAttention fresh(heads, true);
+    const Tensor qkv = random_tensor({2, seq, 16}, DType::kF32, kCpu, seed++).tensor;
+    const Tensor dy = random_tensor({2, seq, 8}, DType::kF32, kCpu, seed++).tensor;
+    EXPECT_EQ(reused.forward(qkv).to_vector<float>(), fresh.forward(qkv).to_vector<float>());
+    EXPECT_EQ(reused.backward(dy).to_vector<float>(), fresh.backward(dy).to_vector<float>());
+  }
+}
+
 TEST(Llama, ModelMatchesFiniteDifferencesThroughEveryParameter) {
   for (bool tied : {true, false}) {
     SCOPED_TRACE(tied ? "tied" : "untied");
