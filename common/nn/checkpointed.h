@@ -6,7 +6,8 @@
 // dropout): the recomputation repeats the same arithmetic on the same values, batch
 // normalisation included (the same batch, the same statistics). The running statistics the
 // recomputation would move a second time are put back, so they move once a step, as without
-// checkpointing.
+// checkpointing. The recomputation runs in a child of the call's context, so a backward that
+// does not want its input's gradient, or that defers its weight gradients, does so inside too.
 #pragma once
 
 #include <vector>

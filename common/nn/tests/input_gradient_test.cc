@@ -1,7 +1,8 @@
 // A backward call that does not want its input's gradient (a network fed with data): the
 // network's first layer, found through nested chains and wrappers, skips it (a convolution's
 // backward-data pass) and returns an undefined tensor; every parameter gradient is that of a
-// full backward; only the layer fed the network's own input skips; the wish lasts one call.
+// full backward; only the layer fed the network's own input skips; the wish lasts one call and
+// reaches into activation checkpointing's recomputation.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -9,6 +10,7 @@
 
 #include "common/nn/activation.h"
 #include "common/nn/batch_norm.h"
+#include "common/nn/checkpointed.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/hooked.h"
 #include "common/nn/sequential.h"
@@ -68,6 +70,19 @@ TEST(InputGradient, TheFirstConvolutionSkipsItAndTheParameterGradientsAreTheFull
   by_name.forward(images());
   by_name.backward_to_parameters(output_gradient());
   EXPECT_EQ(gradients(by_name), gradients(full));
+}
+
+TEST(InputGradient, ACheckpointedNetworksFirstConvolutionSkipsIt) {
+  Sequential full = stem_network();
+  full.forward(images());
+  full.backward(output_gradient());
+
+  Checkpointed skipping(std::make_unique<Sequential>(stem_network()));
+  Context ctx;
+  skipping.forward(images(), ctx);
+  ctx.set_input_gradient_wanted(false);
+  EXPECT_FALSE(skipping.backward(output_gradient(), ctx).defined());
+  EXPECT_EQ(gradients(skipping), gradients(full));
 }
 
 TEST(InputGradient, OnlyTheLayerFedTheNetworksInputSkipsIt) {

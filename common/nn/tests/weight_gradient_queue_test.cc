@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/kernels/elementwise.h"
+#include "common/nn/checkpointed.h"
 #include "common/nn/gpt.h"
 #include "common/nn/linear.h"
 #include "common/testing/devices.h"
@@ -114,6 +115,38 @@ TEST(WeightGradientQueue, TheInputGradientIsTheWholeBackwards) {
   EXPECT_EQ(linear.weight.grad.to_vector<float>(), std::vector<float>(dw.size(), 0.0f));
   queue.run();
   EXPECT_EQ(linear.weight.grad.to_vector<float>(), dw);
+}
+
+// Activation checkpointing recomputes the forward in backward: the recomputation's weight
+// gradients go to the queue too, not into the gradients during the input-gradient half.
+TEST(WeightGradientQueue, ACheckpointedModuleDefersItsWeightGradients) {
+  const auto make = [] {
+    std::mt19937 rng(5);
+    return Checkpointed(std::make_unique<Linear>(5, 4, rng, Device::cpu()));
+  };
+  const Tensor x = testing::random_tensor({7, 5}, DType::kF32, Device::cpu(), 6).tensor;
+  const Tensor dy = testing::random_tensor({7, 4}, DType::kF32, Device::cpu(), 7).tensor;
+  Checkpointed whole = make(), split = make();
+  const std::vector<float> dx = [&] {
+    whole.forward(x);
+    return whole.backward(dy).to_vector<float>();
+  }();
+  Context ctx;
+  WeightGradientQueue queue;
+  split.forward(x, ctx);
+  ctx.defer_weight_gradients(&queue);
+  EXPECT_EQ(split.backward(dy, ctx).to_vector<float>(), dx);
+  for (Parameter* p : split.parameters()) {
+    EXPECT_EQ(p->grad.to_vector<float>(), std::vector<float>(p->grad.numel(), 0.0f))
+        << "a gradient changed in the input-gradient half";
+  }
+  ASSERT_FALSE(queue.empty());
+  queue.run();
+  const std::vector<Parameter*> got = split.parameters(), want = whole.parameters();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]->grad.to_vector<float>(), want[i]->grad.to_vector<float>());
+  }
 }
 
 }  // namespace
