@@ -70,7 +70,13 @@ struct MaxPoolForward {
         g.w + g.padding >= g.kernel ? (g.w + g.padding - g.kernel) / g.stride + 1 : 0;
     inside_begin = inside_begin < g.ow ? inside_begin : g.ow;
     inside_end = inside_end < inside_begin ? inside_begin : (inside_end < g.ow ? inside_end : g.ow);
+    const bool halving =
+        g.kernel == 2 && g.stride == 2 && g.padding == 0 && g.in.w == 1 && g.out.w == 1;
     for (int64_t oh = oh_first; oh < oh_first + rows; ++oh) {
+      if (halving) {
+        pool_2x2_row(n, ch, oh);
+        continue;
+      }
       for (int64_t ow = 0; ow < inside_begin; ++ow) pool_clipped(n, ch, oh, ow);
       for_blocks(inside_begin, inside_end,
                  [&](int64_t ow0, int64_t count) { pool_inside(n, ch, oh, ow0, count); });
@@ -81,6 +87,31 @@ struct MaxPoolForward {
     const int64_t h0 = oh * g.stride - g.padding;
     h_begin = h0 > 0 ? h0 : 0;
     h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
+  }
+  // Output row oh of the 2x2 window of stride 2 without padding (every max pooling of the
+  // course's networks): the windows' pairs of adjacent columns in two input rows, one loop over
+  // the row the compiler vectorises whatever its length (a 7- or 14-wide row is shorter than one
+  // block of pool_inside). The same maxima and positions: a, b, c, d in the window's order.
+  COURSE_HD void pool_2x2_row(int64_t n, int64_t ch, int64_t oh) const {
+    const T* top = x + g.in.at(n, ch, 2 * oh, 0);
+    const T* bottom = top + g.in.h;
+    const int64_t at = g.out.at(n, ch, oh, 0);
+    const int32_t row = static_cast<int32_t>(2 * oh * g.w), below = static_cast<int32_t>(g.w);
+    for (int64_t ow = 0; ow < g.ow; ++ow) {
+      const float a = static_cast<float>(top[2 * ow]), b = static_cast<float>(top[2 * ow + 1]);
+      const float c = static_cast<float>(bottom[2 * ow]);
+      const float d = static_cast<float>(bottom[2 * ow + 1]);
+      float best = a;
+      int32_t offset = 0;
+      offset = b > best ? 1 : offset;
+      best = b > best ? b : best;
+      offset = c > best ? below : offset;
+      best = c > best ? c : best;
+      offset = d > best ? below + 1 : offset;
+      best = d > best ? d : best;
+      y[at + ow] = T(best);
+      argmax[at + ow] = row + 2 * static_cast<int32_t>(ow) + offset;
+    }
   }
   // Outputs [ow0, ow0 + count), every window whole within the row.
   COURSE_HD void pool_inside(int64_t n, int64_t ch, int64_t oh, int64_t ow0, int64_t count) const {

@@ -148,13 +148,15 @@ TEST_P(LayerTest, ReluAndPoolingGradients) {
 
 TEST(MaxPooling, ChannelsLastAndInt8FindTheSameMaximaPositionsAndGradients) {
   // The channels-last kernel walks pixels with the channels innermost, the NCHW one rows of one
-  // channel: the same windows in the same order. Integer values make ties, so the first maximum
-  // of each window must win in both, and in i8 (int8 inference's activations).
+  // channel (2x2 windows of stride 2: a loop of its own over each output row): the same windows
+  // in the same order. Integer values make ties, so the first maximum of each window must win
+  // in both, and in i8 (int8 inference's activations). 7 x 9 planes: 2x2 windows leave the last
+  // row and column out.
   std::mt19937 rng(4);
-  std::uniform_int_distribution<int> level(0, 3);
-  std::vector<float> values(2 * 5 * 7 * 6);
+  std::uniform_int_distribution<int> level(-2, 1);
+  std::vector<float> values(2 * 5 * 7 * 9);
   for (float& v : values) v = static_cast<float>(level(rng));
-  const Tensor x = Tensor::from_vector(values, Shape{2, 5, 7, 6});
+  const Tensor x = Tensor::from_vector(values, Shape{2, 5, 7, 9});
   for (const auto& [kernel, stride, padding] : {std::tuple{3, 2, 1}, std::tuple{2, 2, 0}}) {
     const MaxPoolResult nchw = max_pool_forward(x, kernel, stride, padding);
     const MaxPoolResult nhwc =
@@ -178,7 +180,7 @@ TEST(MaxPooling, ChannelsLastAndInt8FindTheSameMaximaPositionsAndGradients) {
     const Tensor dy = random_tensor(nchw.y.shape(), DType::kF32, kCpu, 5).tensor;
     const std::vector<float> dys = dy.to_vector<float>();
     const std::vector<int32_t> where = nchw.argmax.to_vector<int32_t>();
-    const int64_t outputs_per_plane = nchw.y.size(2) * nchw.y.size(3), plane = 7 * 6;
+    const int64_t outputs_per_plane = nchw.y.size(2) * nchw.y.size(3), plane = 7 * 9;
     std::vector<float> expected(values.size(), 0.0f);
     for (size_t o = 0; o < dys.size(); ++o) {
       expected[o / outputs_per_plane * plane + where[o]] += dys[o];
