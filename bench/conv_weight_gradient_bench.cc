@@ -1,5 +1,6 @@
-// The weight gradient of ResNet-18's 3x3 convolutions at 64 px, batch 32, on the CPU, by either
-// route the dispatch can take: oneDNN's direct kernel (then its blocked result reordered and
+// The weight gradient of 3x3 convolutions on the CPU (ResNet-18's at 64 px, batch 32, and the
+// small network's first, one input channel at 28 px, batch 128), by either route the dispatch
+// can take: oneDNN's direct kernel (then its blocked result reordered and
 // added) or one sgemm over the output positions (conv2d_gemm_weights.cc). Where the second wins
 // is where common/kernels/conv2d.cc takes it.
 #include <benchmark/benchmark.h>
@@ -11,17 +12,19 @@
 namespace course {
 namespace {
 
-// Arguments: channels (in = out), the output plane's side, the route (0: oneDNN, 1: sgemm).
+// Arguments: input and output channels, the output plane's side, the batch, the route (0:
+// oneDNN, 1: sgemm).
 void BM_ConvWeightGradient(benchmark::State& state) {
-  const int64_t channels = state.range(0), side = state.range(1), batch = 32;
+  const int64_t in = state.range(0), out = state.range(1), side = state.range(2);
+  const int64_t batch = state.range(3);
   const Conv2dShape conv{.stride = 1, .padding = 1};
   const Tensor x =
-      testing::random_tensor({batch, channels, side, side}, DType::kF32, Device::cpu(), 1).tensor;
+      testing::random_tensor({batch, in, side, side}, DType::kF32, Device::cpu(), 1).tensor;
   const Tensor dy =
-      testing::random_tensor({batch, channels, side, side}, DType::kF32, Device::cpu(), 2).tensor;
-  Tensor dw = zeros({channels, channels, 3, 3}, DType::kF32, Device::cpu());
+      testing::random_tensor({batch, out, side, side}, DType::kF32, Device::cpu(), 2).tensor;
+  Tensor dw = zeros({out, in, 3, 3}, DType::kF32, Device::cpu());
   for (auto _ : state) {
-    if (state.range(2) == 1) {
+    if (state.range(4) == 1) {
       detail::gemm_conv2d_backward_weights_add(dy, x, dw, conv);
     } else {
       Tensor fresh = Tensor::empty(dw.shape(), DType::kF32, Device::cpu());
@@ -30,17 +33,20 @@ void BM_ConvWeightGradient(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(dw.data());
   }
-  state.SetLabel(state.range(2) == 1 ? "sgemm" : "oneDNN direct");
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * batch * side * side * channels * channels * 9,
-      benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.SetLabel(state.range(4) == 1 ? "sgemm" : "oneDNN direct");
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * batch * side * side * in * out * 9,
+                                                 benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
 }
 
 BENCHMARK(BM_ConvWeightGradient)
-    ->ArgsProduct({{64}, {16}, {0, 1}})
-    ->ArgsProduct({{128}, {8}, {0, 1}})
-    ->ArgsProduct({{256}, {4}, {0, 1}})
-    ->ArgsProduct({{512}, {2}, {0, 1}})
+    ->ArgsProduct({{64}, {64}, {16}, {32}, {0, 1}})
+    ->ArgsProduct({{128}, {128}, {8}, {32}, {0, 1}})
+    ->ArgsProduct({{256}, {256}, {4}, {32}, {0, 1}})
+    ->ArgsProduct({{512}, {512}, {2}, {32}, {0, 1}})
+    ->ArgsProduct({{1}, {32}, {28}, {128}, {0, 1}})
+    ->ArgsProduct({{32}, {64}, {14}, {128}, {0, 1}})
+    ->ArgsProduct({{64}, {128}, {7}, {128}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
