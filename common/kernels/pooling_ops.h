@@ -88,10 +88,11 @@ struct MaxPoolForward {
     h_begin = h0 > 0 ? h0 : 0;
     h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
   }
-  // Output row oh of the 2x2 window of stride 2 without padding (every max pooling of the
-  // course's networks): the windows' pairs of adjacent columns in two input rows, one loop over
-  // the row the compiler vectorises whatever its length (a 7- or 14-wide row is shorter than one
-  // block of pool_inside). The same maxima and positions: a, b, c, d in the window's order.
+  // Output row oh of the 2x2 window of stride 2 without padding (the small network's two
+  // poolings): the windows' pairs of adjacent columns in two input rows, one loop over the row
+  // that the compiler vectorises whatever its length (a 7- or 14-wide row is shorter than one
+  // block of pool_inside). The same maxima and positions as pool_inside: a, b, c, d in the
+  // window's order, a later one only when strictly greater.
   COURSE_HD void pool_2x2_row(int64_t n, int64_t ch, int64_t oh) const {
     const T* top = x + g.in.at(n, ch, 2 * oh, 0);
     const T* bottom = top + g.in.h;

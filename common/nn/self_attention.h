@@ -4,8 +4,8 @@
 // (B, T, (H + 2 G) D): G key/value heads shared by groups of query heads, queries and keys
 // turned by rotary position embedding (common/kernels/grouped_qkv.h); otherwise (B, T, 3C)
 // (GroupedHeads with G = H and no rotation is that too); the rotation's table is made once per
-// sequence length. The attention itself is the layer's
-// core (attention_core.h): over the rows given, unless another core is set.
+// sequence length. The attention itself is the layer's core (attention_core.h): over the rows
+// given, unless another core is set.
 #pragma once
 
 #include <memory>
