@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "common/kernels/batch_norm.h"
@@ -107,12 +108,19 @@ TEST_P(NormPoolOptim, BatchNormMatchesTheDoubleReference) {
 TEST_P(NormPoolOptim, PoolingOnAGpuMatchesTheCpu) {
   if (device().is_cpu()) GTEST_SKIP() << "compares a GPU with the CPU";
   const auto [x, x_values] = activations({3, 35, 11, 9}, 5);
-  const auto [dy, dy_values] = activations({3, 35, 6, 5}, 6);
-  const Tensor x_cpu = x.to(Device::cpu()), dy_cpu = dy.to(Device::cpu());
-  const MaxPoolResult gpu = max_pool_forward(x, 3, 2, 1), cpu = max_pool_forward(x_cpu, 3, 2, 1);
-  EXPECT_EQ(nchw_values(gpu.y), nchw_values(cpu.y));
-  EXPECT_EQ(nchw_values(max_pool_backward(dy, gpu, x, 3, 2, 1)),
-            nchw_values(max_pool_backward(dy_cpu, cpu, x_cpu, 3, 2, 1)));
+  const Tensor x_cpu = x.to(Device::cpu());
+  // A padded 3x3 window, and the 2x2 one of stride 2 with its own loop (odd sides left over).
+  for (const auto& [kernel, stride, padding, oh, ow] :
+       {std::tuple{3, 2, 1, 6, 5}, std::tuple{2, 2, 0, 5, 4}}) {
+    SCOPED_TRACE(::testing::Message() << kernel << "x" << kernel << " windows");
+    const auto [dy, dy_values] = activations({3, 35, oh, ow}, 6);
+    const Tensor dy_cpu = dy.to(Device::cpu());
+    const MaxPoolResult gpu = max_pool_forward(x, kernel, stride, padding),
+                        cpu = max_pool_forward(x_cpu, kernel, stride, padding);
+    EXPECT_EQ(nchw_values(gpu.y), nchw_values(cpu.y));
+    EXPECT_EQ(nchw_values(max_pool_backward(dy, gpu, x, kernel, stride, padding)),
+              nchw_values(max_pool_backward(dy_cpu, cpu, x_cpu, kernel, stride, padding)));
+  }
   const Tensor pooled = global_avg_pool_forward(x);
   EXPECT_TRUE(testing::all_close(to_floats(pooled), to_floats(global_avg_pool_forward(x_cpu)),
                                  DType::kF32));
