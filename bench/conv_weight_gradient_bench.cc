@@ -1,8 +1,8 @@
 // The weight gradient of 3x3 convolutions on the CPU (ResNet-18's at 64 px, batch 32, and the
-// small network's first, one input channel at 28 px, batch 128), by either route the dispatch
-// can take: oneDNN's direct kernel (then its blocked result reordered and
-// added) or one sgemm over the output positions (conv2d_gemm_weights.cc). Where the second wins
-// is where common/kernels/conv2d.cc takes it.
+// small network's at 28 px, batch 128), by either route: oneDNN's direct kernel (then its
+// blocked result reordered and added) or one sgemm over the output positions
+// (conv2d_gemm_weights.cc). The dispatch takes the sgemm at 2 x 2 output planes, where it won on
+// every machine measured (bench/RESULTS.md).
 #include <benchmark/benchmark.h>
 
 #include "common/kernels/conv2d.h"
