@@ -44,14 +44,8 @@ class LabStep {
         params_(model.parameters()),
         o_(o),
         loss_scaling_(o.amp && o.amp_dtype == DType::kF16),
-        clipping_(o.clip_grad_norm) {
-    if (!o.cuda_graphs) return;
-    graph_.emplace(device, [this](const Tensor& images, const Tensor& labels) {
-      const Tensor loss = passes({images, labels}, 1.0f, [](train::Phase) {});
-      optimizer_.update();
-      return loss;
-    });
-  }
+        clipping_(o.clip_grad_norm),
+        graph_(o.cuda_graphs ? captured_step(device) : std::nullopt) {}
 
   // Returns the batch's mean loss, a (1,) tensor on the device.
   Tensor run(const Batch& batch, train::StepPhases& phases) {
@@ -81,6 +75,18 @@ class LabStep {
   const optim::GradientClipping& clipping() const { return clipping_; }
 
  private:
+  // The step replayed under --cuda-graphs: the passes of one micro-batch and the update. Made in
+  // the member initialisers, not emplaced afterwards: GCC 12 then sees no engaged optional to
+  // destroy before construction (its -Wmaybe-uninitialized false positive under the sanitizers).
+  std::optional<train::StepGraph> captured_step(Device device) {
+    return std::optional<train::StepGraph>(
+        std::in_place, device, [this](const Tensor& images, const Tensor& labels) {
+          const Tensor loss = passes({images, labels}, 1.0f, [](train::Phase) {});
+          optimizer_.update();
+          return loss;
+        });
+  }
+
   // Forward and backward of each micro-batch, the gradients accumulated.
   Tensor passes(const Batch& batch, float grad_scale, const std::function<void(Phase)>& mark) {
     return train::accumulate_gradients(
