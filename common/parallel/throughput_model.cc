@@ -13,8 +13,6 @@ namespace course::parallel {
 
 namespace {
 
-constexpr double kBf16 = 2;  // bytes
-
 // Bandwidth of a collective whose ranks are `span` consecutive GPUs apart in the grid's order.
 double bandwidth(int span, const Cluster& cluster) {
   return span <= cluster.gpus_per_node ? cluster.intra_node_bandwidth
@@ -78,13 +76,13 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
   double all_outputs = 0;
   for (const BlockWork& block : w.blocks) all_outputs += block.output_elements;
   // A rank's share of each block's output: its tokens' (1/c of them).
-  out.tensor_parallel_s =
-      t > 1 ? 4 * m * 2 * (t - 1) / t * kBf16 * b * all_outputs / c / p / bandwidth(g.tp, cluster)
-            : 0;
+  out.tensor_parallel_s = t > 1 ? 4 * m * 2 * (t - 1) / t * kBf16Bytes * b * all_outputs / c / p /
+                                      bandwidth(g.tp, cluster)
+                                : 0;
   // Keys and values: the outputs' share of the key/value heads.
   const double key_value_share = w.heads > 0 ? static_cast<double>(w.key_value_heads) / w.heads : 1;
-  out.context_parallel_s = c > 1 ? 3 * (c - 1) * m * 2 * kBf16 * b * key_value_share * all_outputs /
-                                       c / t / p / bandwidth(g.tp * g.cp, cluster)
+  out.context_parallel_s = c > 1 ? 3 * (c - 1) * m * 2 * kBf16Bytes * b * key_value_share *
+                                       all_outputs / c / t / p / bandwidth(g.tp * g.cp, cluster)
                                  : 0;
   const auto stages = even_stages(static_cast<int64_t>(w.blocks.size()), g.pp);
   double crossing = 0;  // the largest output sent to the next stage
@@ -92,9 +90,10 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
     crossing = std::max(crossing, w.blocks[stages[k].second - 1].output_elements);
   }
   out.pipeline_s =
-      p > 1 ? 2 * m * kBf16 * b * crossing / c / bandwidth(g.tp * g.cp * g.dp * 2, cluster) : 0;
+      p > 1 ? 2 * m * kBf16Bytes * b * crossing / c / bandwidth(g.tp * g.cp * g.dp * 2, cluster)
+            : 0;
   const double psi = w.parameters, replicas = d * c;
-  out.data_parallel_s = replicas > 1 ? 2 * (replicas - 1) / replicas * kBf16 * psi / (t * p) /
+  out.data_parallel_s = replicas > 1 ? 2 * (replicas - 1) / replicas * kBf16Bytes * psi / (t * p) /
                                            bandwidth(g.tp * g.cp * g.dp, cluster)
                                      : 0;
   out.step_s = out.compute_s + out.bubble_s + out.tensor_parallel_s + out.context_parallel_s +

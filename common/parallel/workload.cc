@@ -7,13 +7,11 @@ namespace course::parallel {
 
 namespace {
 
-constexpr double kBf16 = 2;  // bytes
-
 // A transformer block's figures (Korthikanti et al.) at s tokens of width h, a heads and an MLP
 // of `mlp_expansion` outputs (its first matrix) into `mlp_width`.
 BlockWork transformer_block_work(double s, double h, double a, double mlp_expansion,
                                  double mlp_width) {
-  const double mlp = kBf16 * (mlp_expansion + mlp_width) / h;
+  const double mlp = kBf16Bytes * (mlp_expansion + mlp_width) / h;
   return {.output_elements = s * h,
           .saved_whole_bytes = 10 * s * h,
           .saved_cut_bytes = s * h * (8 + mlp) + 5 * a * s * s};
@@ -72,7 +70,7 @@ Workload vit_workload(const nn::VitConfig& c) {
                               h * classes,
              .blocks = {},
              // the image (bf16), a byte a token and channel, the logits in f32
-             .ends = {.saved_whole_bytes = kBf16 * pixels + s * h + 4 * classes},
+             .ends = {.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes},
              .heads = c.heads,
              .key_value_heads = c.heads};
   w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads), f, f));

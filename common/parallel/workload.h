@@ -23,6 +23,10 @@
 
 namespace course::parallel {
 
+// Bytes of a bf16 value: the activations, gradients and weights the model counts (as
+// Korthikanti et al. do).
+inline constexpr double kBf16Bytes = 2;
+
 // One block's figures per sample.
 struct BlockWork {
   double output_elements = 0;    // handed to the next block

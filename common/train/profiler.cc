@@ -1,4 +1,5 @@
-// Chrome-trace profiler with NVTX ranges and the collectives of the activity log.
+// Chrome-trace profiler: the events of its ranges (profiler_range.cc) and of the activity log's
+// collectives, written as one trace over the ranks.
 #include "common/train/profiler.h"
 
 #include <cstdio>
@@ -6,14 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "common/core/activity_log.h"
 #include "common/core/error.h"
 #include "common/parallel/gather_strings.h"
-
-#if COURSE_WITH_CUDA
-#include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
-#endif
 
 namespace course::train {
 
@@ -51,35 +46,6 @@ Profiler::Profiler(Device device, bool enabled)
       enabled_(enabled),
       origin_(std::chrono::steady_clock::now()),
       origin_unix_us_(unix_now_us()) {}
-
-Profiler::Range::Range(Profiler& profiler, std::string name, bool active)
-    : profiler_(profiler),
-      name_(std::move(name)),
-      active_(active),
-      start_(std::chrono::steady_clock::now()) {
-  if (!active_) return;
-  if (profiler_.open_ranges_++ == 0) ActivityLog::instance().listen(true);
-#if COURSE_WITH_CUDA
-  if (profiler_.device_.is_cuda()) nvtxRangePushA(name_.c_str());
-#endif
-}
-
-Profiler::Range::~Range() {
-  if (!active_) return;
-#if COURSE_WITH_CUDA
-  if (profiler_.device_.is_cuda()) {
-    cudaDeviceSynchronize();
-    nvtxRangePop();
-  }
-#endif
-  profiler_.add(name_, start_, std::chrono::steady_clock::now(), false);
-  if (--profiler_.open_ranges_ > 0) return;
-  ActivityLog& log = ActivityLog::instance();
-  log.listen(false);
-  for (const ActivitySpan& span : log.take()) {
-    profiler_.add(span.name, span.start, span.end, span.overlaps);
-  }
-}
 
 void Profiler::add(const std::string& name, std::chrono::steady_clock::time_point start,
                    std::chrono::steady_clock::time_point end, bool overlaps) {

@@ -17,7 +17,7 @@ Its sources come in three kinds:
 not `--config=cpu` (`--define=cuda=off`).
 """
 
-load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+load("//tools/cc:grouped_library.bzl", "files_per_unit", "grouped_objects", "groups")
 load("@local_cuda//:defs.bzl", "CUDA_FOUND", "DEFAULT_ARCHS", "NVCC")
 
 def _include_flags(contexts):
@@ -33,12 +33,6 @@ def _include_flags(contexts):
 # order and nvcc compiles it once. Diagnostics still name the file and line of the .cu source.
 _CUDA_FILES_PER_NVCC = 8
 
-def _groups(files, most):
-    """`files` in order, cut into the fewest groups of at most `most`, of near-equal size."""
-    count = (len(files) + most - 1) // most
-    size = (len(files) + count - 1) // count
-    return [files[i:i + size] for i in range(0, len(files), size)]
-
 def _cuda_objects_impl(ctx):
     contexts = [dep[CcInfo].compilation_context for dep in ctx.attr.deps]
     headers = depset(transitive = [cc.headers for cc in contexts])
@@ -52,7 +46,7 @@ def _cuda_objects_impl(ctx):
     flags.append("-gencode=arch=compute_%s,code=compute_%s" % (archs[-1], archs[-1]))
     flags += _include_flags(contexts)
     objects = []
-    for index, group in enumerate(_groups(ctx.files.srcs, _CUDA_FILES_PER_NVCC)):
+    for index, group in enumerate(groups(ctx.files.srcs, _CUDA_FILES_PER_NVCC)):
         stem = "_cuda_objs/%s/group_%d" % (ctx.label.name, index)
         source = ctx.actions.declare_file(stem + ".cu")
         ctx.actions.write(source, "".join(['#include "%s"\n' % src.path for src in group]))
@@ -88,40 +82,6 @@ _cuda_objects = rule(
     },
 )
 
-def _private_cc_objects_impl(ctx):
-    """Objects of `srcs` compiled as a cc_library would, whose headers and defines go nowhere."""
-    toolchain = find_cpp_toolchain(ctx)
-    features = cc_common.configure_features(
-        ctx = ctx,
-        cc_toolchain = toolchain,
-        requested_features = ctx.features,
-        unsupported_features = ctx.disabled_features,
-    )
-    _, outputs = cc_common.compile(
-        name = ctx.label.name,
-        actions = ctx.actions,
-        feature_configuration = features,
-        cc_toolchain = toolchain,
-        srcs = ctx.files.srcs,
-        local_defines = ctx.attr.local_defines,
-        user_compile_flags = ctx.attr.copts,  # --copt and --cxxopt come with the toolchain
-        compilation_contexts = [dep[CcInfo].compilation_context for dep in ctx.attr.deps],
-    )
-    return [DefaultInfo(files = depset(outputs.pic_objects + outputs.objects))]
-
-_private_cc_objects = rule(
-    implementation = _private_cc_objects_impl,
-    attrs = {
-        "srcs": attr.label_list(allow_files = [".cc"]),
-        "deps": attr.label_list(providers = [CcInfo]),
-        "copts": attr.string_list(),
-        "local_defines": attr.string_list(),
-        "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
-    },
-    fragments = ["cpp"],
-    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
-)
-
 def _with_cuda(cuda_value, cpu_value):
     """cuda_value in a build with CUDA, cpu_value otherwise."""
     if not CUDA_FOUND:
@@ -130,6 +90,20 @@ def _with_cuda(cuda_value, cpu_value):
         "//tools/cuda:forced_off": cpu_value,
         "//conditions:default": cuda_value,
     })
+
+def _grouped(name, suffix, sources, copts, extra_deps = [], defines = []):
+    """[the label of] `sources`' objects, compiled in groups against `name`'s interface."""
+    grouped_objects(
+        name = name + suffix,
+        srcs = sources,
+        deps = [":" + name + "_interface"] + extra_deps,
+        copts = copts,
+        local_defines = defines,
+        files_per_unit = files_per_unit(),
+        visibility = ["//visibility:private"],
+        tags = ["manual"],
+    )
+    return [":" + name + suffix]
 
 def cuda_library(
         name,
@@ -156,47 +130,43 @@ def cuda_library(
       **kwargs: passed on to the cc_library.
     """
     # Built only through `name` (manual: `bazel build --config=cpu //...` must not compile the
-    # CUDA objects, nor a CUDA build the stubs).
+    # CUDA objects, nor a CUDA build the stubs). Every C++ part is compiled in groups
+    # (tools/cc/grouped_library.bzl).
     private = {"visibility": ["//visibility:private"], "tags": ["manual"]}
     interface = name + "_interface"
     native.cc_library(name = interface, hdrs = hdrs, deps = deps, **private)
-    objects_with_cuda = []
-    if CUDA_FOUND and gpu_srcs:
-        _private_cc_objects(
-            name = name + "_gpu_objects",
-            srcs = gpu_srcs,
-            deps = [":" + interface, "@local_cuda//:headers"] + gpu_deps,
-            copts = copts,
-            local_defines = ["COURSE_WITH_CUDA=1"],
-            **private
-        )
-        objects_with_cuda.append(":" + name + "_gpu_objects")
-    if CUDA_FOUND and cuda_srcs:
-        _cuda_objects(
-            name = name + "_cuda_objects",
-            srcs = cuda_srcs,
-            deps = [":" + interface, "@local_cuda//:headers"] + gpu_deps,
-            archs = DEFAULT_ARCHS,
-            nvcc = NVCC,
-            **private
-        )
-        objects_with_cuda.append(":" + name + "_cuda_objects")
-    launcher_stubs = []
+
+    common_objects = _grouped(name, "_objects", srcs, copts) if srcs else []
+    with_cuda, without_cuda = [], []
+    if gpu_srcs:
+        without_cuda += _grouped(name, "_gpu_srcs_objects", gpu_srcs, copts)
+        if CUDA_FOUND:
+            cuda_deps = ["@local_cuda//:headers"] + gpu_deps
+            with_cuda += _grouped(
+                name,
+                "_gpu_objects",
+                gpu_srcs,
+                copts,
+                cuda_deps,
+                ["COURSE_WITH_CUDA=1"],
+            )
     if cuda_srcs:
-        # `-x c++`: GCC takes a .cu file for a linker input otherwise.
-        native.cc_library(
-            name = name + "_launcher_stubs",
-            srcs = cuda_srcs,
-            copts = ["-x", "c++"],
-            deps = [":" + interface],
-            **private
-        )
-        launcher_stubs.append(":" + name + "_launcher_stubs")
+        # Without CUDA, the .cu files compile as C++ against the failing stubs.
+        without_cuda += _grouped(name, "_launcher_stubs", cuda_srcs, [])
+        if CUDA_FOUND:
+            _cuda_objects(
+                name = name + "_cuda_objects",
+                srcs = cuda_srcs,
+                deps = [":" + interface, "@local_cuda//:headers"] + gpu_deps,
+                archs = DEFAULT_ARCHS,
+                nvcc = NVCC,
+                **private
+            )
+            with_cuda.append(":" + name + "_cuda_objects")
     native.cc_library(
         name = name,
-        srcs = srcs + _with_cuda(objects_with_cuda, gpu_srcs),
+        srcs = common_objects + _with_cuda(with_cuda, without_cuda),
         hdrs = hdrs,
-        deps = deps + ["//tools/cuda:libraries"] + _with_cuda([], launcher_stubs),
-        copts = copts,
+        deps = deps + ["//tools/cuda:libraries"],
         **kwargs
     )
