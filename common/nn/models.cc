@@ -29,16 +29,17 @@ ModulePtr resnet(const ModelConfig& c, const int (&blocks)[4], bool imagenet_ste
   std::mt19937 rng(c.seed);
   auto net = std::make_unique<Sequential>();
   auto stem = std::make_unique<Sequential>();
+  const int64_t width = c.resnet_width;
   if (imagenet_stem) {
-    conv_bn(*stem, c.in_channels, 64, 7, 2, true, rng, device);
+    conv_bn(*stem, c.in_channels, width, 7, 2, true, rng, device);
     stem->add(std::make_unique<MaxPool2d>(3, 2, 1));
   } else {
-    conv_bn(*stem, c.in_channels, 64, 3, 1, true, rng, device);
+    conv_bn(*stem, c.in_channels, width, 3, 1, true, rng, device);
   }
   net->add(std::move(stem), "stem");
-  int64_t channels = 64;
+  int64_t channels = width;
   for (int s = 0; s < 4; ++s) {
-    add_stage<Block>(*net, channels, 64 << s, blocks[s], s == 0 ? 1 : 2, rng, device,
+    add_stage<Block>(*net, channels, width << s, blocks[s], s == 0 ? 1 : 2, rng, device,
                      "layer" + std::to_string(s + 1));
   }
   net->add(std::make_unique<GlobalAvgPool2d>(), "pool");
@@ -76,6 +77,8 @@ const std::vector<std::string>& model_names() {
 ModulePtr make_model(const ModelConfig& config, Device device) {
   COURSE_CHECK(config.in_channels > 0 && config.num_classes > 0, "a model needs input channels ",
                "and classes, got ", config.in_channels, " and ", config.num_classes);
+  COURSE_CHECK(config.resnet_width > 0, "a ResNet's width must be positive, got ",
+               config.resnet_width);
   if (config.name == "smallnet") return smallnet(config, 32, device);
   if (config.name == "tinynet") return smallnet(config, 8, device);
   if (config.name == "resnet18-cifar")

@@ -28,6 +28,7 @@ struct ModelConfig {
   int64_t num_classes = 10;
   uint32_t seed = 0;
   int64_t image_size = 0;  // the input's side: a Vision Transformer's patch grid, CoAtNet's grids
+  int64_t resnet_width = 64;  // a ResNet's stem and first stage's channels, doubled per stage
 };
 
 const std::vector<std::string>& model_names();

@@ -5,6 +5,7 @@ library; solutions/<day> holds the complete exercise file that labgen turns into
 """
 
 load("//common/parallel/tests:mpirun_test.bzl", "mpirun_gtest")
+load("//tools/cc:grouped_library.bzl", "grouped_cc_library")
 load("//tools/labgen:style.bzl", "CLANG_FORMAT_STYLE")
 
 # What every lab is built from; days add their own (day 2: the communicator and DDP).
@@ -73,9 +74,10 @@ def day_lab(
     )
 
 def day_library(day, **kwargs):
-    """A cc_library of the day's package, defined only there (once for both copies of the day)."""
+    """A library of the day's package (sources compiled in groups), defined only there (once for
+    both copies of the day)."""
     if native.package_name() == day:
-        native.cc_library(**kwargs)
+        grouped_cc_library(**kwargs)
 
 def day_program(day, name, srcs, deps):
     """The program :<name> on the calling package's exercises.

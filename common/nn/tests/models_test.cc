@@ -31,6 +31,36 @@ TEST(Models, SmallNetworksParametersCountedByHand) {
   EXPECT_EQ(tinynet->parameter_count(), 88 + 1184 + 4672 + 330);
 }
 
+// ResNet-18 with the CIFAR stem counted layer by layer: a 3x3 stem convolution to w channels,
+// four stages of w, 2w, 4w and 8w channels of two basic blocks (two 3x3 convolutions, each with
+// batch norm; a 1x1 convolution with batch norm where the channels change), a linear head. At
+// the paper's w = 64: 11,173,962; the narrow one of the sharding tests: w = 16.
+int64_t resnet18_cifar_count(int64_t w, int64_t in_channels, int64_t classes) {
+  int64_t count = 9 * in_channels * w + 2 * w, channels = w;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t out = w << stage;
+    for (int block = 0; block < 2; ++block) {
+      count += 9 * channels * out + 2 * out + 9 * out * out + 2 * out;
+      if (channels != out) count += channels * out + 2 * out;
+      channels = out;
+    }
+  }
+  return count + channels * classes + classes;
+}
+
+TEST(Models, ResnetWidthScalesEveryStage) {
+  EXPECT_EQ(resnet18_cifar_count(64, 3, 10), 11173962);
+  for (const int64_t width : {64, 16, 5}) {
+    auto net = make_model(
+        {.name = "resnet18-cifar", .in_channels = 3, .num_classes = 10, .resnet_width = width},
+        Device::cpu());
+    EXPECT_EQ(net->parameter_count(), resnet18_cifar_count(width, 3, 10)) << "width " << width;
+    const Tensor out = net->forward(zeros({2, 3, 8, 8}));
+    EXPECT_EQ(out.shape(), (Shape{2, 10})) << "width " << width;
+  }
+  EXPECT_THROW(make_model({.name = "resnet18-cifar", .resnet_width = 0}, Device::cpu()), Error);
+}
+
 // Every model on its smallest image (the Vision Transformers built for it), but the ViTs of
 // hundreds of millions of parameters.
 TEST(Models, ForwardShapesAndSeededWeights) {
