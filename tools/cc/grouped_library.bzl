@@ -82,6 +82,36 @@ def files_per_unit():
         "//conditions:default": FILES_PER_UNIT,
     })
 
+def interface_library(name, hdrs, deps, testonly = False):
+    """`name`_interface: the headers and dependencies `name`'s sources compile against."""
+    native.cc_library(
+        name = name + "_interface",
+        hdrs = hdrs,
+        deps = deps,
+        testonly = testonly,
+        visibility = ["//visibility:private"],
+        tags = ["manual"],
+    )
+
+def interface_objects(name, suffix, srcs, copts, deps = [], defines = [], testonly = False):
+    """[the label of] `srcs`' objects, compiled in groups against `name`'s interface and `deps`.
+
+    Built only through `name` (manual: e.g. `bazel build --config=cpu //...` must not compile
+    objects meant for the CUDA build).
+    """
+    grouped_objects(
+        name = name + suffix,
+        srcs = srcs,
+        deps = [":" + name + "_interface"] + deps,
+        copts = copts,
+        local_defines = defines,
+        files_per_unit = files_per_unit(),
+        testonly = testonly,
+        visibility = ["//visibility:private"],
+        tags = ["manual"],
+    )
+    return [":" + name + suffix]
+
 def grouped_cc_library(name, srcs = [], hdrs = [], deps = [], copts = [], **kwargs):
     """A cc_library of `srcs` compiled in groups (see the file's comment).
 
@@ -93,22 +123,11 @@ def grouped_cc_library(name, srcs = [], hdrs = [], deps = [], copts = [], **kwar
       copts: compiler options of the sources.
       **kwargs: passed on to the cc_library (visibility, linkopts, testonly...).
     """
-    private = {"visibility": ["//visibility:private"], "tags": ["manual"]}
-    if "testonly" in kwargs:
-        private["testonly"] = kwargs["testonly"]
-    interface = name + "_interface"
-    native.cc_library(name = interface, hdrs = hdrs, deps = deps, **private)
-    grouped_objects(
-        name = name + "_objects",
-        srcs = srcs,
-        deps = [":" + interface],
-        copts = copts,
-        files_per_unit = files_per_unit(),
-        **private
-    )
+    testonly = kwargs.get("testonly", False)
+    interface_library(name, hdrs, deps, testonly)
     native.cc_library(
         name = name,
-        srcs = [":" + name + "_objects"],
+        srcs = interface_objects(name, "_objects", srcs, copts, testonly = testonly),
         hdrs = hdrs,
         deps = deps,
         **kwargs

@@ -17,7 +17,7 @@ Its sources come in three kinds:
 not `--config=cpu` (`--define=cuda=off`).
 """
 
-load("//tools/cc:grouped_library.bzl", "files_per_unit", "grouped_objects", "groups")
+load("//tools/cc:grouped_library.bzl", "groups", "interface_library", "interface_objects")
 load("@local_cuda//:defs.bzl", "CUDA_FOUND", "DEFAULT_ARCHS", "NVCC")
 
 def _include_flags(contexts):
@@ -91,20 +91,6 @@ def _with_cuda(cuda_value, cpu_value):
         "//conditions:default": cuda_value,
     })
 
-def _grouped(name, suffix, sources, copts, extra_deps = [], defines = []):
-    """[the label of] `sources`' objects, compiled in groups against `name`'s interface."""
-    grouped_objects(
-        name = name + suffix,
-        srcs = sources,
-        deps = [":" + name + "_interface"] + extra_deps,
-        copts = copts,
-        local_defines = defines,
-        files_per_unit = files_per_unit(),
-        visibility = ["//visibility:private"],
-        tags = ["manual"],
-    )
-    return [":" + name + suffix]
-
 def cuda_library(
         name,
         srcs = [],
@@ -129,20 +115,15 @@ def cuda_library(
       copts: compiler options of the C++ sources (gpu_srcs included).
       **kwargs: passed on to the cc_library.
     """
-    # Built only through `name` (manual: `bazel build --config=cpu //...` must not compile the
-    # CUDA objects, nor a CUDA build the stubs). Every C++ part is compiled in groups
-    # (tools/cc/grouped_library.bzl).
-    private = {"visibility": ["//visibility:private"], "tags": ["manual"]}
-    interface = name + "_interface"
-    native.cc_library(name = interface, hdrs = hdrs, deps = deps, **private)
-
-    common_objects = _grouped(name, "_objects", srcs, copts) if srcs else []
+    # Every C++ part is compiled in groups (tools/cc/grouped_library.bzl).
+    interface_library(name, hdrs, deps)
+    common_objects = interface_objects(name, "_objects", srcs, copts) if srcs else []
     with_cuda, without_cuda = [], []
+    cuda_deps = ["@local_cuda//:headers"] + gpu_deps
     if gpu_srcs:
-        without_cuda += _grouped(name, "_gpu_srcs_objects", gpu_srcs, copts)
+        without_cuda += interface_objects(name, "_gpu_srcs_objects", gpu_srcs, copts)
         if CUDA_FOUND:
-            cuda_deps = ["@local_cuda//:headers"] + gpu_deps
-            with_cuda += _grouped(
+            with_cuda += interface_objects(
                 name,
                 "_gpu_objects",
                 gpu_srcs,
@@ -152,15 +133,17 @@ def cuda_library(
             )
     if cuda_srcs:
         # Without CUDA, the .cu files compile as C++ against the failing stubs.
-        without_cuda += _grouped(name, "_launcher_stubs", cuda_srcs, [])
+        without_cuda += interface_objects(name, "_launcher_stubs", cuda_srcs, [])
         if CUDA_FOUND:
+            # Built only through `name` (manual: the CPU-only build must not compile it).
             _cuda_objects(
                 name = name + "_cuda_objects",
                 srcs = cuda_srcs,
-                deps = [":" + interface, "@local_cuda//:headers"] + gpu_deps,
+                deps = [":" + name + "_interface"] + cuda_deps,
                 archs = DEFAULT_ARCHS,
                 nvcc = NVCC,
-                **private
+                visibility = ["//visibility:private"],
+                tags = ["manual"],
             )
             with_cuda.append(":" + name + "_cuda_objects")
     native.cc_library(
