@@ -127,6 +127,11 @@ record "day 1: f32" "$device" "$lab1" "${short[@]}"
 record "day 1: amp f16, channels-last, accumulated, clipped" "$device" "$lab1" "${short[@]}" \
   --amp --amp-dtype f16 --channels-last --accumulate 2 --clip-grad-norm 1
 record "day 1: cuda graphs, bf16" "$device" "$lab1" "${short[@]}" --cuda-graphs --amp
+# The profiler's ranges (on a GPU NVTX ranges, each end synchronising it) in a Chrome trace.
+# shellcheck disable=SC2016  # the inner shell expands them
+record "day 1: profiled steps, their trace written" "$device" bash -c \
+  '"$1" "${@:3}" --profile "$2" && grep -q "\"ph\":\"X\"" "$2"' _ "$lab1" "$log/day1_trace.json" \
+  "${short[@]}"
 record "day 3: augmentation on the device" "$device" "$labs/day3_data_lab" \
   "${short[@]}" --augment --auto-augment randaugment --aug-device
 gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
