@@ -72,8 +72,8 @@ expect 0 "storage: a packed file of 13 page(s) of 4 KiB" "$solution" --data-dir 
 expect 0 "test accuracy" "$solution" --data-dir "$data/packed" --batch-size 16 --device cpu \
   --no-progress --auto-augment trivialaugment
 expect 0 "storage: $data/folder" "$solution" --data-dir "$data/folder" "${formats[@]}"
-expect 1 "--train-subset needs in-memory data" "$solution" --data-dir "$data/folder" \
-  "${formats[@]}" --train-subset 8
+expect 1 "--train-subset and --test-subset need in-memory data" "$solution" \
+  --data-dir "$data/folder" "${formats[@]}" --test-subset 8
 expect 0 "training smallnet on cpu: 48 images" "$solution" "${base[@]}" --device cpu --batch-size 4 \
   --train-subset 48
 expect 1 "--train-subset 65 is more than the 64 training images" "$solution" "${small[@]}" \

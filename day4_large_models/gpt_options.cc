@@ -51,6 +51,9 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
       ->capture_default_str();
   app.add_option("--image-size", o.image_size, "image models: side the images are resized to")
       ->capture_default_str();
+  app.add_option("--test-subset", o.test_subset,
+                 "image models: test on the first N test images only (in-memory data: quick "
+                 "runs)");
   app.add_option("--seed", o.seed, "seed of weights, windows and sampling")->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "optimizer")
       ->check(CLI::IsMember(optim::optimizer_names()))

@@ -30,6 +30,7 @@ struct GptLabOptions : course::train::RunFlags {
   std::string text_dir = course::kFortunesDir;       // fortune-format text files
   std::string image_dir = course::kFashionMnistDir;  // the image models' dataset (days 1-3's)
   int64_t image_size = 28;                           // side the images are resized to
+  int64_t test_subset = 0;  // > 0: the image models test on the first N test images only
   std::string optimizer = "adamw";
   int64_t context = 0;          // tokens per window; 0: the model's context
   double val_fraction = 0.05;   // documents held out for validation

@@ -14,6 +14,13 @@ using namespace course;
 
 namespace {
 
+// Whether `o` reads the image models' data as `other` does (--data-dir, --image-size,
+// --test-subset).
+bool same_image_data(const GptLabOptions& o, const GptLabOptions& other) {
+  return o.image_dir == other.image_dir && o.image_size == other.image_size &&
+         o.test_subset == other.test_subset;
+}
+
 // 16-bit compute and the sharded modes.
 void validate_data_parallel(const GptLabOptions& o) {
   COURSE_CHECK(!o.cpu_offload || o.sharding.has_value(),
@@ -172,10 +179,10 @@ void validate_image_run(const GptLabOptions& o) {
   COURSE_CHECK(o.throughput_gpus >= 0, "--throughput-gpus must not be negative");
   const GptLabOptions image_defaults;
   if (o.estimate_only || o.throughput_gpus > 0) {
-    COURSE_CHECK(
-        o.image_dir == image_defaults.image_dir && o.image_size == image_defaults.image_size,
-        "--estimate-only and --throughput-gpus take ", o.model,
-        " at its preset's own size; --data-dir and --image-size are for training");
+    COURSE_CHECK(same_image_data(o, image_defaults), "--estimate-only and --throughput-gpus take ",
+                 o.model,
+                 " at its preset's own size; --data-dir, --image-size and --test-subset are for "
+                 "training");
     return;
   }
   const int64_t smallest = nn::min_image_size(o.model);
@@ -207,8 +214,9 @@ void validate(const GptLabOptions& o) {
     return;
   }
   const GptLabOptions image_defaults;
-  COURSE_CHECK(o.image_dir == image_defaults.image_dir && o.image_size == image_defaults.image_size,
-               "--data-dir and --image-size feed the image models (vit-..., coatnet-...); ",
+  COURSE_CHECK(same_image_data(o, image_defaults),
+               "--data-dir, --image-size and --test-subset feed the image models (vit-..., "
+               "coatnet-...); ",
                o.model, " reads --text-dir");
   const nn::GptConfig config = nn::gpt_preset(o.model);
   COURSE_CHECK(o.context >= 0 && o.context <= config.context, "--context ", o.context,

@@ -38,6 +38,7 @@ train::TrainingFlags image_flags(const GptLabOptions& o) {
   flags.seed = o.seed;
   flags.data_dir = o.image_dir;
   flags.image_size = o.image_size;
+  flags.test_subset = o.test_subset;
   return flags;
 }
 

@@ -54,6 +54,9 @@ SlurmctldHost=$node
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+# A job step's credential lives 20 s (the default, 120 s, suits a busy cluster): a requeued job
+# waits that long before it may start again, and the tests requeue preempted jobs.
+AuthInfo=cred_expire=20
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres

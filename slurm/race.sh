@@ -53,8 +53,8 @@ enter() {
   local flag
   for flag in "$@"; do
     case ${flag%%=*} in
-      --test | --metrics | --logdir | --chkpt | --resume | --budget-s | --race-gpus | \
-        --validation-s | --findlr)
+      --test | --test-subset | --metrics | --logdir | --chkpt | --resume | --budget-s | \
+        --race-gpus | --validation-s | --findlr)
         fail "enter $name: $flag is the race's to set, not a recipe's" ;;
     esac
   done

@@ -42,14 +42,16 @@ LabelledImages all_in_memory_images(const DataFlags& f, const std::string& forma
                           kFashionMnistClasses, f.seed + (train ? 0 : 1));
 }
 
-// With --train-subset N, the training split's first N images.
+// With --train-subset N (--test-subset N), the training (test) split's first N images.
 LabelledImages in_memory_images(const DataFlags& f, const std::string& format, Split split) {
   LabelledImages data = all_in_memory_images(f, format, split);
+  const bool train = split == Split::kTrain;
+  const int64_t subset = train ? f.train_subset : f.test_subset;
+  if (subset == 0) return data;
   const int64_t n = data.labels.numel();
-  if (split == Split::kTest || f.train_subset == 0) return data;
-  COURSE_CHECK(f.train_subset <= n, "--train-subset ", f.train_subset, " is more than the ", n,
-               " training images");
-  return {data.images.slice(0, f.train_subset), data.labels.slice(0, f.train_subset)};
+  COURSE_CHECK(subset <= n, train ? "--train-subset " : "--test-subset ", subset,
+               " is more than the ", n, train ? " training images" : " test images");
+  return {data.images.slice(0, subset), data.labels.slice(0, subset)};
 }
 
 // Per-channel statistics: Fashion-MNIST's for grey images, CIFAR-10's, else ImageNet's.
@@ -114,7 +116,8 @@ std::string detect_format(const std::string& data_dir) {
 
 LabDatasets open_dataset(const DataFlags& f, const TarGrouper& group) {
   COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");
-  COURSE_CHECK(f.train_subset >= 0, "--train-subset must not be negative");
+  COURSE_CHECK(f.train_subset >= 0 && f.test_subset >= 0,
+               "--train-subset and --test-subset must not be negative");
   COURSE_CHECK(f.image_size > 0, "--image-size must be positive, got ", f.image_size);
   const std::string format =
       f.synthetic > 0 ? "idx" : (f.format == "auto" ? detect_format(f.data_dir) : f.format);
@@ -126,7 +129,8 @@ LabDatasets open_dataset(const DataFlags& f, const TarGrouper& group) {
     };
     return whole_images(f, images(Split::kTrain), images(Split::kTest), format == "cifar10");
   }
-  COURSE_CHECK(f.train_subset == 0, "--train-subset needs in-memory data (Fashion-MNIST, ",
+  COURSE_CHECK(f.train_subset == 0 && f.test_subset == 0,
+               "--train-subset and --test-subset need in-memory data (Fashion-MNIST, ",
                "CIFAR-10 or --synthetic), not ", format);
   if (format == "packed") {
     return whole_images(f, std::make_shared<PackedImages>((dir / "train.pack").string()),

@@ -27,6 +27,7 @@ struct DataFlags {
   std::string format = "auto";
   int64_t synthetic = 0;     // > 0: that many random images instead of the dataset
   int64_t train_subset = 0;  // > 0: the first N training images (in-memory formats)
+  int64_t test_subset = 0;   // > 0: the first N test images (in-memory formats)
   int64_t image_size = 28;
   bool augment = false;  // RandomResizedCrop + flip on in-memory images (always on folders)
   uint32_t seed = 0;     // of weights, shuffling and augmentation

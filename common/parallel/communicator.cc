@@ -207,6 +207,12 @@ std::shared_ptr<Communicator> Communicator::world() {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
+      // A process started without mpirun or srun runs as an isolated singleton. Open MPI 4
+      // would otherwise start a local daemon whose PMIx server tries munge first: 2-5 s lost
+      // per run where munge is installed but its daemon not running (as after ./setup.sh,
+      // which installs it for Slurm). A launched process never reads this setting, and one the
+      // user set is kept.
+      setenv("OMPI_MCA_ess_singleton_isolated", "1", /*overwrite=*/0);
       int provided = 0;
       MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
       std::atexit(finalize_at_exit);

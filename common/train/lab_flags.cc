@@ -22,6 +22,9 @@ void add_data_flags(CLI::App& app, DataFlags& f) {
   app.add_option("--train-subset", f.train_subset,
                  "train on the first N training images only (in-memory data: quick runs, "
                  "hyper-parameter trials)");
+  app.add_option("--test-subset", f.test_subset,
+                 "test on the first N test images only (in-memory data: quick runs, "
+                 "hyper-parameter trials)");
   app.add_option("--format", f.format, "the --data-dir's storage format (auto: detected)")
       ->check(CLI::IsMember({"auto", "idx", "cifar10", "folder", "tar", "packed"}));
   app.add_option("--image-size", f.image_size, "side of the (square) input images")

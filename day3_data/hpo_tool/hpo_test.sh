@@ -43,7 +43,8 @@ expect 0 "9 trials: 9 complete" "$hpo" status --db "$db" --study grid
 
 # The lab as objective: lr 0.1 first (the seed's grid order), then lr 1e-5, whose accuracy
 # after one epoch is below the first trial's, so the median pruner stops it there.
-lab_flags="--train-subset 1000 --epochs 2 --batch-size 50 --num-workers 1 --no-progress"
+lab_flags="--train-subset 1000 --test-subset 2000 --epochs 2 --batch-size 50 --num-workers 1"
+lab_flags+=" --no-progress"
 expect 0 "maximize lab" "$hpo" create --db "$db" --study lab --lab="$lab_flags" \
   --space "lr=float:0.00001:0.1:log" --sampler grid:2 --pruner median:startup=1 --seed 0
 expect 0 "trial 0: --lr 0.1" "$hpo" worker --db "$db" --study lab --trials 1

@@ -31,6 +31,7 @@ refused() {  # refused TEXT ARGS...: race.sh ARGS fails with TEXT and enters not
 refused "eligible to run" enter greedy -- "${data[@]}" --epochs 5000
 refused "Could not convert: --lr = abc" enter typo -- "${data[@]}" --lr abc
 refused "--metrics is the race's to set" enter sneaky -- --metrics x.jsonl
+refused "--test-subset=500 is the race's to set" enter narrow -- --test-subset=500
 refused "entry name" enter "bad name" -- "${data[@]}"
 [[ $(ls "$RACE_DIR/entries") == $'alice.flags\nbob.flags' ]] ||
   fail "entries: $(ls "$RACE_DIR/entries")"

@@ -37,12 +37,12 @@ fi
   exit 2
 }
 # A bundle carries its own shared libraries (the CUDA and driver libraries come from the node),
-# and Open MPI too when made --with-mpi: relocated here, its plugins found beside it, and a
-# process started without mpirun needing no daemon.
+# and Open MPI too when made --with-mpi: relocated here, its plugins found beside it (a process
+# started without mpirun needs no daemon: common/parallel/communicator.cc).
 [[ -d $root/lib ]] && export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [[ -d $root/mpi ]]; then
   export OPAL_PREFIX=$root/mpi PATH=$root/mpi/bin:$PATH
-  export PMIX_MCA_mca_base_component_path=$root/mpi/pmix OMPI_MCA_ess_singleton_isolated=1
+  export PMIX_MCA_mca_base_component_path=$root/mpi/pmix
 fi
 
 if [[ $device == cuda ]]; then

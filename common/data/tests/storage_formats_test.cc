@@ -308,6 +308,17 @@ TEST(TarShards, WebDatasetOrderShufflesShardsThenWithinTheBuffer) {
 
 // --- detection ------------------------------------------------------------------------------
 
+// A CIFAR-10 folder of 10 training images (5 batches of 2) and 3 test images.
+std::string write_cifar_dir(const std::string& name) {
+  const std::string dir = temp_path(name);
+  fs::create_directories(dir);
+  for (int b = 1; b <= 5; ++b) {
+    write_file(dir + "/data_batch_" + std::to_string(b) + ".bin", cifar_batch(2, b));
+  }
+  write_file(dir + "/test_batch.bin", cifar_batch(3, 0));
+  return dir;
+}
+
 TEST(OpenDataset, DetectsEachFormat) {
   const std::string tar_dir = temp_path("tar-data");
   write_shards(tar_dir + "/train");
@@ -330,18 +341,38 @@ TEST(OpenDataset, DetectsEachFormat) {
               HasSubstr("does not exist"));
   EXPECT_EQ(detect_format(kFashionMnistDir), "idx");
 
-  const std::string cifar_dir = temp_path("cifar-data");
-  fs::create_directories(cifar_dir);
-  for (int b = 1; b <= 5; ++b) {
-    write_file(cifar_dir + "/data_batch_" + std::to_string(b) + ".bin", cifar_batch(2, b));
-  }
-  write_file(cifar_dir + "/test_batch.bin", cifar_batch(3, 0));
+  const std::string cifar_dir = write_cifar_dir("cifar-data");
   EXPECT_EQ(detect_format(cifar_dir), "cifar10");
   const LabDatasets cifar = open_dataset({.data_dir = cifar_dir, .image_size = 32});
   EXPECT_EQ(cifar.train->size(), 10);
   EXPECT_EQ(cifar.val->channels(), 3);
   EXPECT_EQ(cifar.train->image(0).shape(), (Shape{32, 32, 3}));
   EXPECT_FLOAT_EQ(cifar.train_transform.mean[0], 0.4914f) << "CIFAR-10's own statistics";
+}
+
+TEST(OpenDataset, SubsetsAreEachSplitsFirstImages) {
+  const std::string dir = write_cifar_dir("cifar-subsets");
+  const LabDatasets whole = open_dataset({.data_dir = dir});
+  const LabDatasets part = open_dataset({.data_dir = dir, .train_subset = 4, .test_subset = 2});
+  ASSERT_EQ(part.train->size(), 4);
+  ASSERT_EQ(part.val->size(), 2);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(part.train->label(i), whole.train->label(i));
+    EXPECT_EQ(part.train->image(i).to_vector<uint8_t>(),
+              whole.train->image(i).to_vector<uint8_t>());
+  }
+  for (int64_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(part.val->label(i), whole.val->label(i));
+    EXPECT_EQ(part.val->image(i).to_vector<uint8_t>(), whole.val->image(i).to_vector<uint8_t>());
+  }
+  EXPECT_EQ(open_dataset({.data_dir = dir, .test_subset = 3}).train->size(), 10)
+      << "a test subset leaves the training split whole";
+  EXPECT_THAT(error_of([&] { open_dataset({.data_dir = dir, .test_subset = 4}); }),
+              HasSubstr("--test-subset 4 is more than the 3 test images"));
+  EXPECT_THAT(error_of([&] { open_dataset({.data_dir = dir, .train_subset = 11}); }),
+              HasSubstr("--train-subset 11 is more than the 10 training images"));
+  EXPECT_THAT(error_of([&] { open_dataset({.data_dir = dir, .test_subset = -1}); }),
+              HasSubstr("must not be negative"));
 }
 
 }  // namespace
