@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a multi-rank gtest binary under mpirun on each given number of ranks (default: 2 and 4;
-# CPU ranks stand in for GPUs).
+# CPU ranks stand in for GPUs). COURSE_TEST_MAX_RANKS, where set, leaves larger worlds to
+# another run (the sanitised stage's, .bazelrc).
 #   mpirun_test.sh BINARY [RANKS...]
 set -euo pipefail
 binary=$1
@@ -8,7 +9,12 @@ shift
 ranks_list=("${@:-2 4}")
 # One exit marker and one XML report per test, not per rank: the ranks must not share Bazel's.
 unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE
+max_ranks=${COURSE_TEST_MAX_RANKS:-0}
 for ranks in ${ranks_list[*]}; do
+  if ((max_ranks > 0 && ranks > max_ranks)); then
+    echo "== $ranks ranks: left out (COURSE_TEST_MAX_RANKS=$max_ranks)"
+    continue
+  fi
   echo "== $ranks ranks"
   mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks" \
     -x OMP_NUM_THREADS=1 "$binary"
