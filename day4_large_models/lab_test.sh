@@ -197,6 +197,8 @@ expect 1 "error: --estimate-only and --throughput-gpus take coatnet-7 at its pre
   "$lab" --model coatnet-7 --estimate-only --image-size 64
 expect 1 "error: --data-dir /nonexistent does not exist" "$lab" "${images[@]}" --model vit-micro \
   --data-dir /nonexistent
+expect 1 "error: --test-subset 10001 is more than the 10000 test images" "$lab" --no-progress \
+  --device cpu --model vit-micro --test-subset 10001
 # The image models' estimate, measured piece by piece, against the measured peak (within 15%),
 # and CoAtNet-7's on paper (its 2.44B parameters never built whole).
 for flags in coatnet-micro "coatnet-micro --channels-last" "coatnet-micro --amp --sharding zero3" \
