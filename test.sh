@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test: the full build (CUDA compiled in where nvcc is installed; without a GPU the
-# tests run its CPU path, as a trainee's machine does); the CPU-only build of every target
-# (`--config=cpu`: only the files that see CUDA compile again, tools/cuda/cuda.bzl); common/'s
-# tests (fuzz tests included) and the solutions' exercise checks of days 2-4 (the multi-rank
-# ones on 2-4 ranks: a read past a rank's shard fails there even where a sum hides it) on the
-# CPU-only build under AddressSanitizer and UndefinedBehaviorSanitizer; the GPU self-test's
-# bundle (tools/gpu_selftest/bundle_test.sh); then the Slurm tooling, the race and multi-node
-# jobs on a local Slurm cluster (as root; slurm/tests/slurm_test.sh, race_test.sh,
-# multinode_test.sh).
+# Runs every test: a check that no two sources compiled in one group name a local function alike
+# (tools/cc/unique_local_names.sh); the full build (CUDA compiled in where nvcc is installed;
+# without a GPU the tests run its CPU path, as a trainee's machine does); the CPU-only build of
+# every target (`--config=cpu`: only the files that see CUDA compile again, tools/cuda/cuda.bzl);
+# common/'s tests (fuzz tests included) and the solutions' exercise checks of days 2-4 (the
+# multi-rank ones on 2-4 ranks: a read past a rank's shard fails there even where a sum hides it)
+# on the CPU-only build under AddressSanitizer and UndefinedBehaviorSanitizer; the GPU self-test's
+# bundle (tools/gpu_selftest/bundle_test.sh); then the Slurm tooling, the race and multi-node jobs
+# on a local Slurm cluster (as root; slurm/tests/slurm_test.sh, race_test.sh, multinode_test.sh).
 # Ends with one summary line over all of them: "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -15,6 +15,14 @@ cd "$(dirname "$0")"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
+
+echo "== grouped compiles: no two sources of a target name a local function alike"
+if tools/cc/unique_local_names.sh 2>&1 | tee -a "$log"; then
+  echo "//tools/cc:unique_local_names PASSED" | tee -a "$log"
+else
+  echo "//tools/cc:unique_local_names FAILED" | tee -a "$log"
+  status=1
+fi
 
 echo "== bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
 bazel test //... "$@" 2>&1 | tee -a "$log" || status=1

@@ -13,6 +13,7 @@
 #include "common/data/permutation.h"
 #include "common/parallel/bucket_plan.h"
 #include "common/parallel/ring_allreduce.h"
+#include "common/testing/world.h"
 #include "day2_ddp/exercises.h"
 
 namespace day2 {
@@ -20,7 +21,7 @@ namespace {
 
 using course::Shape;
 
-std::shared_ptr<parallel::Communicator> world() { return parallel::Communicator::world(); }
+using course::testing::world;
 
 // TP2.1 ----------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/nn/linear.h"
+#include "common/testing/world.h"
 #include "day4_large_models/exercises.h"
 
 namespace day4 {
@@ -22,7 +23,7 @@ namespace {
 using course::Device;
 using course::DType;
 
-std::shared_ptr<parallel::Communicator> world() { return parallel::Communicator::world(); }
+using course::testing::world;
 
 // TP4.1 ----------------------------------------------------------------------------------
 

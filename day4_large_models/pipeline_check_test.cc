@@ -20,6 +20,7 @@
 #include "common/optim/optimizer.h"
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/pipeline_rounds.h"
+#include "common/testing/world.h"
 #include "day4_large_models/pipeline_exercises.h"
 
 namespace day4 {
@@ -31,7 +32,7 @@ using parallel::PipelineAction;
 using parallel::PipelineSchedule;
 using Kind = PipelineAction::Kind;
 
-std::shared_ptr<parallel::Communicator> world() { return parallel::Communicator::world(); }
+using course::testing::world;
 
 // TP4.18 ----------------------------------------------------------------------------------
 

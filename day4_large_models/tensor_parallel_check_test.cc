@@ -16,6 +16,7 @@
 #include "common/nn/activation.h"
 #include "common/nn/linear.h"
 #include "common/nn/self_attention.h"
+#include "common/testing/world.h"
 #include "day4_large_models/exercises.h"
 
 namespace day4 {
@@ -24,7 +25,7 @@ namespace {
 using course::Device;
 using course::DType;
 
-std::shared_ptr<parallel::Communicator> world() { return parallel::Communicator::world(); }
+using course::testing::world;
 
 // TP4.6 ----------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ struct HeadDims {
   float scale() const { return attention_scale(head_dim); }
 };
 
-HeadDims dims_of(const Tensor& q, const Tensor& k, const Tensor& v) {
+HeadDims head_dims_of(const Tensor& q, const Tensor& k, const Tensor& v) {
   COURSE_CHECK(q.dim() == 3 && contiguous(q) && k.shape() == q.shape() && v.shape() == q.shape() &&
                    k.dtype() == q.dtype() && v.dtype() == q.dtype() && contiguous(k) &&
                    contiguous(v),
@@ -71,7 +71,7 @@ Tensor scaled_scores(const Tensor& q, const Tensor& k, const Tensor& score_bias,
 
 void attention_heads_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                              Tensor& out, Tensor& lse, const Tensor& score_bias) {
-  const HeadDims n = dims_of(q, k, v);
+  const HeadDims n = head_dims_of(q, k, v);
   out = Tensor::empty(q.shape(), q.dtype(), q.device());
   lse = Tensor::empty({n.matrices, n.seq}, DType::kF32, q.device());
   if (detail::takes_cpu_banded_attention(q, score_bias)) {
@@ -91,7 +91,7 @@ void attention_heads_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& lse, bool causal, const Tensor& row_dots,
                               AttentionHeadGradients& grads, const Tensor& score_bias,
                               Tensor* score_bias_grad) {
-  const HeadDims n = dims_of(q, k, v);
+  const HeadDims n = head_dims_of(q, k, v);
   COURSE_CHECK(dout.shape() == q.shape() && dout.dtype() == q.dtype() && contiguous(dout),
                "attention heads backward got dout ", dout.str(), " for heads ", q.str());
   check_rows(lse, n, q.device(), "the attention's lse");

@@ -8,7 +8,7 @@
 // activations oneDNN 2.6 runs im2col and a GEMM, about twice as slow as its direct kernels. The
 // weight gradient of a strided 1x1 convolution (a ResNet's projection shortcut) is taken as that of
 // a stride-1 1x1 convolution of the subsampled input: oneDNN 2.6's strided 1x1 weight-gradient
-// kernel returns wrong values in some multi-threaded runs (//common/nn/tests:layers_test's strided
+// kernel returns wrong values in some multi-threaded runs (common/nn/tests/layers_test.cc's strided
 // pointwise case failed about one run in ten), and its plain-weights fallback is four times slower
 // than this.
 #include <dnnl.hpp>

@@ -27,7 +27,9 @@ void check_rotation(const Tensor& rotation, const Tensor& t, const GroupedHeads&
                "table of their positions on ", t.device().str(), ", got ", rotation.str());
 }
 
-const float* data_or_null(const Tensor& t) { return t.defined() ? t.data_as<float>() : nullptr; }
+const float* float_data_or_null(const Tensor& t) {
+  return t.defined() ? t.data_as<float>() : nullptr;
+}
 
 }  // namespace
 
@@ -63,7 +65,7 @@ Tensor grouped_qkv_forward(const Tensor& x, const GroupedHeads& g, const Tensor&
   visit_floating(x.dtype(), "grouped_qkv_forward", [&]<class T>() {
     for_each_index(x.device(), packed.numel() / 2,
                    ops::GroupedQkvForward<T>{x.data_as<T>(), packed.data_as<T>(),
-                                             shape_of(x.size(1), g), data_or_null(rotation)});
+                                             shape_of(x.size(1), g), float_data_or_null(rotation)});
   });
   return packed;
 }
@@ -78,10 +80,11 @@ Tensor grouped_qkv_backward(const Tensor& dpacked, const GroupedHeads& g, const 
                             dpacked.device());
   check_rotation(rotation, dpacked, g);
   visit_floating(dpacked.dtype(), "grouped_qkv_backward", [&]<class T>() {
-    for_each_index(dpacked.device(), dx.numel() / 2,
-                   ops::GroupedQkvBackward<T>{dpacked.data_as<T>(), dx.data_as<T>(),
-                                              shape_of(dpacked.size(1), g), data_or_null(rotation)},
-                   g.heads / g.kv_heads);
+    for_each_index(
+        dpacked.device(), dx.numel() / 2,
+        ops::GroupedQkvBackward<T>{dpacked.data_as<T>(), dx.data_as<T>(),
+                                   shape_of(dpacked.size(1), g), float_data_or_null(rotation)},
+        g.heads / g.kv_heads);
   });
   return dx;
 }

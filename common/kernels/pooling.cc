@@ -8,7 +8,7 @@ namespace course {
 
 namespace {
 
-ops::PoolGeometry geometry(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
+ops::PoolGeometry pool_geometry(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
   const Dims4 d = dims4(x, "max pooling");
   COURSE_CHECK(kernel > 0 && stride > 0 && padding >= 0 && padding < kernel,
                "max pooling needs kernel > padding >= 0 and stride > 0, got kernel ", kernel,
@@ -24,7 +24,7 @@ ops::PoolGeometry geometry(const Tensor& x, int64_t kernel, int64_t stride, int6
 }  // namespace
 
 MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
-  ops::PoolGeometry g = geometry(x, kernel, stride, padding);
+  ops::PoolGeometry g = pool_geometry(x, kernel, stride, padding);
   MaxPoolResult out{
       Tensor::empty({g.n, g.c, g.oh, g.ow}, x.dtype(), x.device(), x.memory_format()),
       Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::kI32, x.device(), x.memory_format())};
@@ -53,7 +53,7 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
 
 Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const Tensor& x,
                          int64_t kernel, int64_t stride, int64_t padding) {
-  ops::PoolGeometry g = geometry(x, kernel, stride, padding);
+  ops::PoolGeometry g = pool_geometry(x, kernel, stride, padding);
   check_same(dy, forward.y, "max pooling backward");
   g.out = dims4(dy, "max pooling backward").strides;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());

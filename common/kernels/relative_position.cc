@@ -8,7 +8,7 @@ namespace course {
 
 namespace {
 
-void check_table(const Tensor& t, int64_t h, int64_t w, const char* what) {
+void check_position_table(const Tensor& t, int64_t h, int64_t w, const char* what) {
   COURSE_CHECK(h > 0 && w > 0, "a relative position grid of ", h, "x", w);
   COURSE_CHECK(t.dim() == 2 && t.dtype() == DType::kF32 && t.size(1) == relative_offsets(h, w),
                what, " must be f32 (heads, ", relative_offsets(h, w), ") for a ", h, "x", w,
@@ -20,7 +20,7 @@ void check_table(const Tensor& t, int64_t h, int64_t w, const char* what) {
 int64_t relative_offsets(int64_t h, int64_t w) { return (2 * h - 1) * (2 * w - 1); }
 
 Tensor relative_position_bias(const Tensor& table, int64_t h, int64_t w) {
-  check_table(table, h, w, "the relative position table");
+  check_position_table(table, h, w, "the relative position table");
   const int64_t tokens = h * w;
   Tensor bias = Tensor::empty({table.size(0), tokens, tokens}, DType::kF32, table.device());
   for_each_index(table.device(), bias.numel(),
@@ -30,7 +30,7 @@ Tensor relative_position_bias(const Tensor& table, int64_t h, int64_t w) {
 
 void relative_position_bias_backward(const Tensor& bias_grad, Tensor& table_grad, int64_t h,
                                      int64_t w) {
-  check_table(table_grad, h, w, "the relative position table's gradient");
+  check_position_table(table_grad, h, w, "the relative position table's gradient");
   const int64_t tokens = h * w;
   COURSE_CHECK(bias_grad.dtype() == DType::kF32 &&
                    bias_grad.shape() == Shape({table_grad.size(0), tokens, tokens}) &&

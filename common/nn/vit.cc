@@ -40,7 +40,7 @@ int64_t vit_parameter_count(const VitConfig& c) {
 
 namespace {
 
-void check_config(const VitConfig& c) {
+void check_vit_config(const VitConfig& c) {
   COURSE_CHECK(c.image > 0 && c.patch > 0 && c.layers > 0 && c.heads > 0 && c.channels > 0 &&
                    c.in_channels > 0 && c.classes > 0,
                c.name, ": a size is not positive");
@@ -75,7 +75,7 @@ ModulePtr vit_head(const VitConfig& c, std::mt19937& rng, Device device) {
 }  // namespace
 
 ModelPieces vit_pieces(const VitConfig& c) {
-  check_config(c);
+  check_vit_config(c);
   ModelPieces pieces{
       .sample = {c.in_channels, c.image, c.image},
       .stem = {"stem", [c](std::mt19937& rng, Device device) { return vit_stem(c, rng, device); }},

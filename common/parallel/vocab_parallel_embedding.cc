@@ -8,7 +8,7 @@ namespace course::parallel {
 
 namespace {
 
-Tensor rows_of(const Tensor& table, int rank, int size) {
+Tensor table_rows_of(const Tensor& table, int rank, int size) {
   COURSE_CHECK(table.size(0) % size == 0, "a vocabulary of ", table.size(0),
                " tokens does not split over ", size, " tensor-parallel ranks");
   const int64_t n = table.size(0) / size;
@@ -25,7 +25,7 @@ std::optional<nn::Parameter> position_table(const nn::Embedding& whole) {
 
 VocabParallelEmbedding::VocabParallelEmbedding(const nn::Embedding& whole,
                                                std::shared_ptr<Communicator> tp)
-    : wte(rows_of(whole.wte.value, tp->rank(), tp->size())),
+    : wte(table_rows_of(whole.wte.value, tp->rank(), tp->size())),
       wpe(position_table(whole)),
       tp_(std::move(tp)),
       first_token_(tp_->rank() * wte.value.size(0)) {}

@@ -14,6 +14,9 @@
 
 namespace course::testing {
 
+// The CPU, for the cases that run only there.
+inline const Device kCpu = Device::cpu();
+
 std::vector<Device> test_devices();
 
 // Base fixture: GetParam() is the device; SetUp skips GPU cases without a GPU.

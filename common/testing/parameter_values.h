@@ -1,5 +1,5 @@
-// Every parameter value of a module, in parameters() order, as one host vector: what parity
-// tests compare between two ways of training the same model.
+// Every parameter value (or gradient) of a module, in parameters() order, as one host vector:
+// what parity tests compare between two ways of training the same model.
 #pragma once
 
 #include <cstdint>
@@ -10,5 +10,6 @@
 namespace course::testing {
 
 std::vector<float> parameter_values(nn::Module& model);
+std::vector<float> parameter_gradients(nn::Module& model);
 
 }  // namespace course::testing

@@ -1,4 +1,5 @@
-"""`grouped_cc_library`: a cc_library whose sources compile a few to one compiler run.
+"""`grouped_cc_library`, `grouped_cc_test`: a library or test whose sources compile a few to one
+compiler run.
 
 Each compiler run of this project spends about 2-3 s parsing the standard library's and
 common/'s headers before it reaches its own source (C++20's <memory> alone takes 0.8 s), and a
@@ -6,7 +7,9 @@ typical source then needs only 1-2 s more. So a library's sources are compiled i
 generated file includes each group's sources in order and the compiler runs once on it (a
 "unity" build; common/nn's 32 sources: 110 s one by one, 16 s as one). Diagnostics still name
 the source's file and line. Sources of one library therefore share a translation unit: a name
-in an anonymous namespace must be unique within its library.
+in an anonymous namespace must be unique within its library. A package's test files likewise
+make one test binary (`grouped_cc_test`), whose gtest cases are run alone with
+`--test_filter=Suite.*`.
 
 `--define=grouped_sources=off` compiles each source alone (to check that each includes what it
 uses).
@@ -34,7 +37,10 @@ def _grouped_objects_impl(ctx):
         if len(group) == 1 and group[0].extension == "cc":
             units.append(group[0])  # compiled as itself (a .cu file needs a .cc unit)
             continue
-        unit = ctx.actions.declare_file("_grouped/%s/unit_%d.cc" % (ctx.label.name, index))
+
+        # A unit of test files is named as one, so that .bazelrc's options for tests apply.
+        kind = "_test" if all([f.basename.endswith("_test.cc") for f in group]) else ""
+        unit = ctx.actions.declare_file("_grouped/%s/unit_%d%s.cc" % (ctx.label.name, index, kind))
         ctx.actions.write(unit, "".join(['#include "%s"\n' % src.path for src in group]))
         units.append(unit)
 
@@ -129,6 +135,23 @@ def grouped_cc_library(name, srcs = [], hdrs = [], deps = [], copts = [], **kwar
         name = name,
         srcs = interface_objects(name, "_objects", srcs, copts, testonly = testonly),
         hdrs = hdrs,
+        deps = deps,
+        **kwargs
+    )
+
+def grouped_cc_test(name, srcs, deps, **kwargs):
+    """A cc_test of several test files compiled in groups (see the file's comment).
+
+    Args:
+      name: the test's name.
+      srcs: its test files and private headers.
+      deps: cc dependencies (a gtest main among them).
+      **kwargs: passed on to the cc_test (size, tags, visibility...).
+    """
+    interface_library(name, [], deps, testonly = True)
+    native.cc_test(
+        name = name,
+        srcs = interface_objects(name, "_objects", srcs, [], testonly = True),
         deps = deps,
         **kwargs
     )

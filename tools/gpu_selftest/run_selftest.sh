@@ -100,23 +100,10 @@ record() {
   results+=("$(printf '%-44s %-10s %-5s %6d.%d' "$name" "$on" "$result" $((tenths / 10)) $((tenths % 10)))")
 }
 
-# Every test binary with device cases, filtered to this device's cases.
-for t in common/tensor/tests/tensor_test common/tensor/tests/stream_test \
-  common/tensor/tests/allocator_test \
-  common/kernels/tests/elementwise_test common/kernels/tests/reduce_test \
-  common/kernels/tests/layout_test common/kernels/tests/gemm_test \
-  common/kernels/tests/column_sums_test \
-  common/kernels/tests/conv_library_test common/kernels/tests/cross_entropy_test \
-  common/kernels/tests/attention_blocks_test \
-  common/kernels/tests/transformer_kernels_test common/kernels/tests/llama_kernels_test \
-  common/kernels/tests/coatnet_kernels_test \
-  common/kernels/tests/batch_augment_test \
-  common/kernels/tests/batch_mix_test common/kernels/tests/fused_conv_test \
-  common/kernels/tests/graph_test common/kernels/tests/norm_pool_optim_test \
-  common/optim/tests/gradient_clipping_test common/nn/tests/generation_test \
-  common/nn/tests/weight_gradient_queue_test \
-  common/data/tests/jitter_test; do
-  record "$(basename "$t")" "$device" "$root/$t" --gtest_filter="$filter" --gtest_brief=1
+# Every test binary with device cases (one per package), filtered to this device's cases.
+for package in common/tensor/tests common/kernels/tests common/optim/tests common/nn/tests \
+  common/data/tests; do
+  record "$package" "$device" "$root/$package/tests" --gtest_filter="$filter" --gtest_brief=1
 done
 
 # Each day's lab, short runs on this device.

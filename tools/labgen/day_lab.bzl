@@ -5,7 +5,7 @@ library; solutions/<day> holds the complete exercise file that labgen turns into
 """
 
 load("//common/parallel/tests:mpirun_test.bzl", "mpirun_gtest")
-load("//tools/cc:grouped_library.bzl", "grouped_cc_library")
+load("//tools/cc:grouped_library.bzl", "grouped_cc_library", "grouped_cc_test")
 load("//tools/labgen:style.bzl", "CLANG_FORMAT_STYLE")
 
 # What every lab is built from; days add their own (day 2: the communicator and DDP).
@@ -58,7 +58,7 @@ def day_lab(
         "//common/testing",
     ]
     if not check_ranks:
-        native.cc_test(
+        grouped_cc_test(
             name = "check",
             srcs = ["//%s:%s" % (day, src) for src in check_srcs],
             deps = check_deps + ["@system_headers//:gtest_main"],

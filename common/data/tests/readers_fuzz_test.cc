@@ -24,7 +24,7 @@ using testing::Mutator;
 
 constexpr int kMutants = 1500;
 
-std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims) {
+std::string idx_file_bytes(uint32_t magic, const std::vector<uint32_t>& dims) {
   std::string bytes;
   const auto put = [&](uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>(v >> shift));
@@ -74,7 +74,7 @@ void expect_well_formed(const Tensor& t) {
 }
 
 TEST(ReadersFuzz, IdxFilesRawAndCompressed) {
-  const std::string valid = idx_bytes(0x00000803, {5, 4, 4});
+  const std::string valid = idx_file_bytes(0x00000803, {5, 4, 4});
   const std::string path = testing::temp_path("fuzz.idx");
   const int64_t raw = fuzz(valid, path, 1, [&] { expect_well_formed(read_idx_u8(path)); });
   const std::string gz = testing::temp_path("fuzz.idx.gz");
@@ -87,8 +87,8 @@ TEST(ReadersFuzz, IdxFilesRawAndCompressed) {
 TEST(ReadersFuzz, FashionMnistLabelsThatDisagreeWithTheImages) {
   const std::string dir = testing::temp_path("fuzz-fmnist");
   fs::create_directories(dir);
-  testing::write_file(dir + "/t10k-images-idx3-ubyte", idx_bytes(0x00000803, {6, 28, 28}));
-  std::string labels = idx_bytes(0x00000801, {6});
+  testing::write_file(dir + "/t10k-images-idx3-ubyte", idx_file_bytes(0x00000803, {6, 28, 28}));
+  std::string labels = idx_file_bytes(0x00000801, {6});
   for (int i = 0; i < 6; ++i) labels[8 + i] = static_cast<char>(i);
   fuzz(labels, dir + "/t10k-labels-idx1-ubyte", 3, [&] {
     const LabelledImages data = load_fashion_mnist(dir, Split::kTest);

@@ -53,7 +53,7 @@ std::vector<uint8_t> decoded(const std::vector<uint8_t>& jpeg, int channels) {
 
 std::vector<uint8_t> bytes_of(const Tensor& t) { return t.to_vector<uint8_t>(); }
 
-void write_file(const std::string& path, const std::string& bytes) {
+void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
@@ -79,9 +79,9 @@ TEST(Cifar10, ReadsPlanarRecordsAsImages) {
   const std::string dir = temp_path("cifar");
   fs::create_directories(dir);
   for (int b = 1; b <= 5; ++b) {
-    write_file(dir + "/data_batch_" + std::to_string(b) + ".bin", cifar_batch(3, b));
+    write_bytes(dir + "/data_batch_" + std::to_string(b) + ".bin", cifar_batch(3, b));
   }
-  write_file(dir + "/test_batch.bin", cifar_batch(2, 7));
+  write_bytes(dir + "/test_batch.bin", cifar_batch(2, 7));
   ASSERT_TRUE(holds_cifar10(dir));
   const LabelledImages train = load_cifar10(dir, Split::kTrain);
   EXPECT_EQ(train.images.shape(), (Shape{15, 3, 32, 32}));
@@ -91,12 +91,12 @@ TEST(Cifar10, ReadsPlanarRecordsAsImages) {
   EXPECT_EQ(pixels[4 * 3072 + 1024 + 32 * 2 + 5], (1 + 1024 + 64 + 5) % 256);
   EXPECT_EQ(load_cifar10(dir, Split::kTest).labels.to_vector<int64_t>(),
             (std::vector<int64_t>{7, 8}));
-  write_file(dir + "/test_batch.bin", cifar_batch(2, 7).substr(0, 5000));
+  write_bytes(dir + "/test_batch.bin", cifar_batch(2, 7).substr(0, 5000));
   EXPECT_THAT(error_of([&] { load_cifar10(dir, Split::kTest); }),
               HasSubstr("not a whole number of 3073-byte records"));
   std::string bad = cifar_batch(1, 0);
   bad[0] = 10;
-  write_file(dir + "/test_batch.bin", bad);
+  write_bytes(dir + "/test_batch.bin", bad);
   EXPECT_THAT(error_of([&] { load_cifar10(dir, Split::kTest); }),
               HasSubstr("label 10 is not in [0, 10)"));
 }
@@ -158,7 +158,7 @@ TEST(PackedImages, BadFilesAreClearErrors) {
   const std::string good = read_file(path);
   const std::string copy = temp_path("copy.pack");
   const auto error_with = [&](std::string bytes) {
-    write_file(copy, bytes);
+    write_bytes(copy, bytes);
     return error_of([&] { PackedImages p(copy); });
   };
   EXPECT_THAT(error_with("short"), HasSubstr("too short for its header"));
@@ -207,9 +207,9 @@ TEST(TarShards, MemberOffsetsMatchGnuTarsArchive) {
   const std::string dir = temp_path("gnutar");
   fs::create_directories(dir + "/sub");
   const std::string long_name = "sub/" + std::string(120, 'n') + ".jpg";
-  write_file(dir + "/a.cls", "4");
-  write_file(dir + "/" + long_name, std::string(700, 'x') + "end");
-  write_file(dir + "/b.cls", "12345");
+  write_bytes(dir + "/a.cls", "4");
+  write_bytes(dir + "/" + long_name, std::string(700, 'x') + "end");
+  write_bytes(dir + "/b.cls", "12345");
   const std::string tar = dir + ".tar";
   ASSERT_EQ(
       std::system(("tar -cf " + tar + " -C " + dir + " a.cls " + long_name + " b.cls").c_str()), 0);
@@ -267,13 +267,13 @@ TEST(TarShards, BadShardsAreClearErrorsOrCountedSkips) {
   const std::string dir = temp_path("bad-shards");
   write_shards(dir);
   const std::string whole = read_file(dir + "/shard-000000.tar");
-  write_file(dir + "/shard-000000.tar", whole.substr(0, 1800));
+  write_bytes(dir + "/shard-000000.tar", whole.substr(0, 1800));
   EXPECT_THAT(error_of([&] { TarShards s(dir, 0, false); }),
               HasSubstr("shard-000000.tar is not a whole tar archive"));
-  write_file(dir + "/shard-000000.tar", "not a tar at all");
+  write_bytes(dir + "/shard-000000.tar", "not a tar at all");
   EXPECT_THAT(error_of([&] { TarShards s(dir, 0, false); }),
               HasSubstr("is not a whole tar archive"));
-  write_file(dir + "/shard-000000.tar", whole);
+  write_bytes(dir + "/shard-000000.tar", whole);
   EXPECT_THAT(error_of([&] { TarShards s(dir, 3, false); }), HasSubstr("class 3 is not in [0, 3)"));
 
   // A sample without its .cls: GNU tar deletes the member.
@@ -313,9 +313,9 @@ std::string write_cifar_dir(const std::string& name) {
   const std::string dir = temp_path(name);
   fs::create_directories(dir);
   for (int b = 1; b <= 5; ++b) {
-    write_file(dir + "/data_batch_" + std::to_string(b) + ".bin", cifar_batch(2, b));
+    write_bytes(dir + "/data_batch_" + std::to_string(b) + ".bin", cifar_batch(2, b));
   }
-  write_file(dir + "/test_batch.bin", cifar_batch(3, 0));
+  write_bytes(dir + "/test_batch.bin", cifar_batch(3, 0));
   return dir;
 }
 

@@ -22,8 +22,8 @@ using testing::to_floats;
 
 // Mean smoothed cross-entropy in double precision.
 template <class Real>
-double reference_loss(const std::vector<Real>& logits, const std::vector<int64_t>& labels,
-                      int64_t classes, double smoothing) {
+double reference_cross_entropy(const std::vector<Real>& logits, const std::vector<int64_t>& labels,
+                               int64_t classes, double smoothing) {
   const int64_t rows = static_cast<int64_t>(labels.size());
   double total = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -58,7 +58,8 @@ TEST_P(CrossEntropyTest, LossAndProbabilitiesMatchReference) {
     const auto labels = labels_for(rows, classes);
     Tensor label_tensor = Tensor::from_vector(labels, {rows}).to(device());
     const CrossEntropyOutput out = softmax_cross_entropy(logits.tensor, label_tensor, smoothing());
-    EXPECT_NEAR(out.host_loss(), reference_loss(logits.values, labels, classes, smoothing()), 1e-5);
+    EXPECT_NEAR(out.host_loss(),
+                reference_cross_entropy(logits.values, labels, classes, smoothing()), 1e-5);
     const std::vector<float> probs = to_floats(out.probs);
     for (int64_t r = 0; r < rows; ++r) {
       double row_sum = 0;
@@ -84,8 +85,8 @@ TEST_P(CrossEntropyTest, GradientMatchesCentralFiniteDifferences) {
     plus[i] += h;
     minus[i] -= h;
     numeric[i] = grad_loss *
-                 (reference_loss(plus, labels, classes, smoothing()) -
-                  reference_loss(minus, labels, classes, smoothing())) /
+                 (reference_cross_entropy(plus, labels, classes, smoothing()) -
+                  reference_cross_entropy(minus, labels, classes, smoothing())) /
                  (2 * h);
   }
   EXPECT_TRUE(all_close(grad, numeric, {1e-4, 1e-3}));
@@ -96,7 +97,8 @@ TEST_P(CrossEntropyTest, HalfPrecisionLogitsGiveTheF32Loss) {
   const auto labels = labels_for(9, 10);
   Tensor label_tensor = Tensor::from_vector(labels, {9}).to(device());
   const auto out = softmax_cross_entropy(logits.tensor, label_tensor, smoothing());
-  EXPECT_NEAR(out.host_loss(), reference_loss(logits.values, labels, 10, smoothing()), 1e-5);
+  EXPECT_NEAR(out.host_loss(), reference_cross_entropy(logits.values, labels, 10, smoothing()),
+              1e-5);
   EXPECT_EQ(softmax_cross_entropy_backward(out, label_tensor, smoothing(), DType::kBF16).dtype(),
             DType::kBF16);
 }

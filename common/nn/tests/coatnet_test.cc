@@ -20,6 +20,7 @@
 #include "common/nn/sequential.h"
 #include "common/nn/squeeze_excite.h"
 #include "common/nn/token_grid.h"
+#include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
 #include "common/testing/random_tensor.h"
@@ -30,7 +31,7 @@ namespace {
 using testing::check_gradients;
 using testing::random_tensor;
 
-const Device kCpu = Device::cpu();
+using testing::kCpu;
 const MemoryFormat kFormats[] = {MemoryFormat::kContiguous, MemoryFormat::kChannelsLast};
 
 Tensor map(const Shape& shape, uint32_t seed, MemoryFormat format) {

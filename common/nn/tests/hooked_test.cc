@@ -14,6 +14,7 @@
 #include "common/nn/activation.h"
 #include "common/nn/linear.h"
 #include "common/nn/sequential.h"
+#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 
 namespace course::nn {
@@ -29,18 +30,13 @@ Sequential network(const std::function<ModulePtr(ModulePtr, int)>& wrap) {
   return s;
 }
 
-std::vector<float> gradients(Sequential& s) {
+std::vector<float> step_gradients(Sequential& s) {
   const Tensor x = testing::random_tensor({3, 6}, DType::kF32, Device::cpu(), 1).tensor;
   const Tensor dy = testing::random_tensor({3, 4}, DType::kF32, Device::cpu(), 2).tensor;
   s.zero_grad();
   s.forward(x);
   s.backward(dy);
-  std::vector<float> out;
-  for (Parameter* p : s.parameters()) {
-    const std::vector<float> g = p->grad.to_vector<float>();
-    out.insert(out.end(), g.begin(), g.end());
-  }
-  return out;
+  return testing::parameter_gradients(s);
 }
 
 TEST(Hooked, HooksRunAroundEachBlockInTheOrderFsdpNeeds) {
@@ -55,7 +51,7 @@ TEST(Hooked, HooksRunAroundEachBlockInTheOrderFsdpNeeds) {
             .pre_backward = [&events, b](Module&) { events.push_back("pre-backward " + b); },
             .post_backward = [&events, b](Module&) { events.push_back("post-backward " + b); }});
   });
-  gradients(s);
+  step_gradients(s);
   EXPECT_EQ(events, (std::vector<std::string>{"pre-forward 0", "post-forward 0", "pre-forward 1",
                                               "post-forward 1", "pre-backward 1", "post-backward 1",
                                               "pre-backward 0", "post-backward 0"}));
@@ -84,7 +80,7 @@ TEST(Hooked, WeightsFreedAfterForwardAndGatheredBeforeBackwardGiveTheSameGradien
                                       .pre_backward = [&, block](Module& m) { gather(m, block); },
                                       .post_backward = release});
   });
-  EXPECT_EQ(gradients(sharded), gradients(plain));
+  EXPECT_EQ(step_gradients(sharded), step_gradients(plain));
   for (Parameter* p : sharded.parameters()) {
     for (float v : p->value.to_vector<float>()) ASSERT_EQ(v, 0.0f) << "released after backward";
   }

@@ -14,12 +14,15 @@
 #include "common/nn/conv2d.h"
 #include "common/nn/hooked.h"
 #include "common/nn/sequential.h"
+#include "common/testing/devices.h"
+#include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 
 namespace course::nn {
 namespace {
 
-const Device kCpu = Device::cpu();
+using testing::kCpu;
+using testing::parameter_gradients;
 
 // A ResNet's stem in miniature, wrapped as FSDP wraps it: Hooked(conv 3x3 of 3 -> 4, batch
 // norm), ReLU, conv 3x3 of 4 -> 5 with stride 2.
@@ -41,15 +44,6 @@ Tensor output_gradient() {
   return testing::random_tensor({3, 5, 4, 3}, DType::kF32, kCpu, 6).tensor;
 }
 
-std::vector<float> gradients(Module& net) {
-  std::vector<float> out;
-  for (Parameter* p : net.parameters()) {
-    const std::vector<float> g = p->grad.to_vector<float>();
-    out.insert(out.end(), g.begin(), g.end());
-  }
-  return out;
-}
-
 TEST(InputGradient, TheFirstConvolutionSkipsItAndTheParameterGradientsAreTheFullBackwards) {
   Sequential full = stem_network();
   full.forward(images());
@@ -62,14 +56,14 @@ TEST(InputGradient, TheFirstConvolutionSkipsItAndTheParameterGradientsAreTheFull
   skipping.forward(images(), ctx);
   ctx.set_input_gradient_wanted(false);
   EXPECT_FALSE(skipping.backward(output_gradient(), ctx).defined());
-  EXPECT_EQ(gradients(skipping), gradients(full));
-  EXPECT_GT(gradients(full).size(), 0u);
+  EXPECT_EQ(parameter_gradients(skipping), parameter_gradients(full));
+  EXPECT_GT(parameter_gradients(full).size(), 0u);
 
   // backward_to_parameters is that call on the network's own context.
   Sequential by_name = stem_network();
   by_name.forward(images());
   by_name.backward_to_parameters(output_gradient());
-  EXPECT_EQ(gradients(by_name), gradients(full));
+  EXPECT_EQ(parameter_gradients(by_name), parameter_gradients(full));
 }
 
 TEST(InputGradient, ACheckpointedNetworksFirstConvolutionSkipsIt) {
@@ -82,7 +76,7 @@ TEST(InputGradient, ACheckpointedNetworksFirstConvolutionSkipsIt) {
   skipping.forward(images(), ctx);
   ctx.set_input_gradient_wanted(false);
   EXPECT_FALSE(skipping.backward(output_gradient(), ctx).defined());
-  EXPECT_EQ(gradients(skipping), gradients(full));
+  EXPECT_EQ(parameter_gradients(skipping), parameter_gradients(full));
 }
 
 TEST(InputGradient, OnlyTheLayerFedTheNetworksInputSkipsIt) {
@@ -103,7 +97,7 @@ TEST(InputGradient, OnlyTheLayerFedTheNetworksInputSkipsIt) {
   const Tensor got = skipping.backward(output_gradient(), ctx);
   ASSERT_TRUE(got.defined());
   EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
-  EXPECT_EQ(gradients(skipping), gradients(full));
+  EXPECT_EQ(parameter_gradients(skipping), parameter_gradients(full));
 }
 
 TEST(InputGradient, TheWishLastsOneBackwardCall) {

@@ -18,6 +18,7 @@
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
 #include "common/nn/residual.h"
+#include "common/testing/devices.h"
 #include "common/testing/gradcheck.h"
 #include "common/testing/random_tensor.h"
 
@@ -27,7 +28,7 @@ namespace {
 using testing::check_gradients;
 using testing::random_tensor;
 
-const Device kCpu = Device::cpu();
+using testing::kCpu;
 
 class LayerTest : public ::testing::TestWithParam<MemoryFormat> {
  protected:

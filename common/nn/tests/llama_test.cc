@@ -13,6 +13,7 @@
 #include "common/nn/gpt.h"
 #include "common/nn/rms_norm.h"
 #include "common/nn/self_attention.h"
+#include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
 #include "common/testing/random_tensor.h"
@@ -25,7 +26,7 @@ using testing::check_gradients;
 using testing::random_tensor;
 using testing::random_tokens;
 
-const Device kCpu = Device::cpu();
+using testing::kCpu;
 
 // 2 layers, 4 query heads over 2 key/value heads of 4, a SwiGLU of 12, 13 tokens, 7 positions.
 GptConfig small_llama(bool tied) {

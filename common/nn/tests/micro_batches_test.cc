@@ -13,6 +13,7 @@
 #include "common/nn/model_pieces.h"
 #include "common/nn/models.h"
 #include "common/tensor/allocator.h"
+#include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
@@ -20,7 +21,7 @@
 namespace course::nn {
 namespace {
 
-const Device kCpu = Device::cpu();
+using testing::kCpu;
 const GptConfig kConfig{"test", 3, 2, 16, 12, 13};
 constexpr int kMicroBatches = 3;
 
@@ -101,7 +102,7 @@ struct StepRecord {
   int64_t peak_bytes;  // allocated during the step, above what was held before it
 };
 
-StepRecord step(bool checkpoint) {
+StepRecord recorded_step(bool checkpoint) {
   std::mt19937 rng(23);
   const GptConfig config{"deep", 6, 2, 32, 32, 13};
   Gpt gpt(config, rng, kCpu, checkpoint);
@@ -118,7 +119,7 @@ StepRecord step(bool checkpoint) {
 }
 
 TEST(ActivationCheckpointing, SameGradientsBitForBitWithALowerPeak) {
-  const StepRecord plain = step(false), checkpointed = step(true);
+  const StepRecord plain = recorded_step(false), checkpointed = recorded_step(true);
   EXPECT_EQ(checkpointed.logits, plain.logits);
   EXPECT_EQ(checkpointed.grads, plain.grads);
   EXPECT_LT(checkpointed.peak_bytes, plain.peak_bytes * 6 / 10)

@@ -14,6 +14,7 @@
 #include "common/nn/residual_branch.h"
 #include "common/nn/self_attention.h"
 #include "common/nn/sequential.h"
+#include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
 #include "common/testing/random_tensor.h"
@@ -26,7 +27,7 @@ using testing::check_gradients;
 using testing::random_tensor;
 using testing::random_tokens;
 
-const Device kCpu = Device::cpu();
+using testing::kCpu;
 
 const GptConfig kSmall{"test", 2, 2, 8, 6, 11};
 

@@ -12,6 +12,7 @@
 #include "common/kernels/layout.h"
 #include "common/nn/models.h"
 #include "common/nn/vit_tokens.h"
+#include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/gradcheck.h"
 #include "common/testing/random_tensor.h"
@@ -22,7 +23,7 @@ namespace {
 using testing::check_gradients;
 using testing::random_tensor;
 
-const Device kCpu = Device::cpu();
+using testing::kCpu;
 
 TEST(Vit, PatchTokensMatchFiniteDifferencesInBothFormats) {
   for (MemoryFormat format : {MemoryFormat::kContiguous, MemoryFormat::kChannelsLast}) {

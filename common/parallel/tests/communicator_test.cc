@@ -14,13 +14,14 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/parallel/rank_setup.h"
+#include "common/testing/world.h"
 
 namespace course::parallel {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::shared_ptr<Communicator> world() { return Communicator::world(); }
+using testing::world;
 
 // Rank r's vector: element i = 100 * r + i.
 std::vector<float> rank_values(int r, int64_t n) {

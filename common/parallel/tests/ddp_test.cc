@@ -21,6 +21,7 @@
 #include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
+#include "common/testing/world.h"
 
 namespace course::parallel {
 namespace {
@@ -30,7 +31,7 @@ using ::testing::HasSubstr;
 constexpr testing::Tolerance kParity{1e-5, 1e-4};
 constexpr int64_t kPerRank = 4, kClasses = 5, kSide = 8;
 
-std::shared_ptr<Communicator> world() { return Communicator::world(); }
+using testing::world;
 
 // A parameter the network holds but never uses (a classifier head switched off, say).
 class UnusedParameter : public nn::Module {

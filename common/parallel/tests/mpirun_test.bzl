@@ -1,21 +1,25 @@
 """A GoogleTest binary run on several MPI ranks inside `bazel test` (mpirun_test.sh)."""
 
+load("//tools/cc:grouped_library.bzl", "interface_library", "interface_objects")
+
 def mpirun_gtest(name, srcs, deps, ranks = [], tags = [], size = "medium"):
     """Defines <name>_ranks (the binary, with the multi-rank main) and the test <name>.
 
     Args:
       name: the test's name.
-      srcs: the test's sources.
+      srcs: the test's sources (compiled a few at a time: tools/cc/grouped_library.bzl).
       deps: its libraries (the main comes from //common/testing:mpi_gtest_main).
       ranks: numbers of ranks to run on (default: 2 and 4).
       tags: the test's tags, and its binary's (a manual test's binary is built only for it).
       size: the test's size (its timeout).
     """
+    binary_deps = deps + ["//common/testing:mpi_gtest_main"]
+    interface_library(name + "_ranks", [], binary_deps, testonly = True)
     native.cc_binary(
         name = name + "_ranks",
         testonly = True,
-        srcs = srcs,
-        deps = deps + ["//common/testing:mpi_gtest_main"],
+        srcs = interface_objects(name + "_ranks", "_objects", srcs, [], testonly = True),
+        deps = binary_deps,
         tags = tags,
     )
     native.sh_test(

@@ -28,6 +28,7 @@
 #include "common/testing/parameter_values.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
+#include "common/testing/world.h"
 
 namespace course::parallel {
 namespace {
@@ -37,7 +38,7 @@ constexpr int kSteps = 5;
 constexpr int kHybridGroup = 2;
 constexpr testing::Tolerance kParity{1e-6, 1e-5};
 
-std::shared_ptr<Communicator> world() { return Communicator::world(); }
+using testing::world;
 
 // A model, the Sequential of its blocks, and this rank's batch of a step.
 struct Subject {
@@ -384,7 +385,7 @@ TEST(ShardedParity, CoatnetTrainsAsDdpWithEveryStrategy) {
 }
 
 // Its blocks checkpointed (each recomputed inside its unit's gathered parameters), sharded, as
-// DDP trains the kept ones (the statistics moved once: //common/nn/tests:micro_batches_test).
+// DDP trains the kept ones (the statistics moved once: common/nn/tests/micro_batches_test.cc).
 TEST(ShardedParity, CheckpointedCoatnetTrainsAsDdp) {
   const Trace ddp = train_ddp(coatnet_subject(), coatnet_batch);
   for (const Sharding sharding : {Sharding::kZero3, Sharding::kShardGradOp}) {

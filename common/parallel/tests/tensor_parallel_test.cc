@@ -20,13 +20,14 @@
 #include "common/parallel/vocab_parallel_embedding.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/tolerance.h"
+#include "common/testing/world.h"
 
 namespace course::parallel {
 namespace {
 
 const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
 
-std::shared_ptr<Communicator> world() { return Communicator::world(); }
+using testing::world;
 
 // The same pseudo-random (rows, cols) values on every rank.
 Tensor replicated(int64_t rows, int64_t cols, int seed) {
