@@ -10,7 +10,7 @@
 // A model too large to build whole (CoAtNet-7's 2.44B parameters) is measured piece by piece; the
 // parameters, gradients, optimizer states and communication buffers follow from each piece's
 // parameter shapes. The day-4 lab checks the estimate against the allocator's measured peak
-// (lab_test).
+// (image_lab_test).
 #pragma once
 
 #include <cstdint>
