@@ -16,24 +16,27 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 
+# check LABEL COMMAND...: runs a check that is not a bazel test, its output kept in the log, and
+# adds its line, "LABEL PASSED" or "LABEL FAILED", as bazel test does.
+check() {
+  local label=$1
+  shift
+  if "$@" 2>&1 | tee -a "$log"; then
+    echo "$label PASSED" | tee -a "$log"
+  else
+    echo "$label FAILED" | tee -a "$log"
+    status=1
+  fi
+}
+
 echo "== grouped compiles: no two sources of a target name a local function alike"
-if tools/cc/unique_local_names.sh 2>&1 | tee -a "$log"; then
-  echo "//tools/cc:unique_local_names PASSED" | tee -a "$log"
-else
-  echo "//tools/cc:unique_local_names FAILED" | tee -a "$log"
-  status=1
-fi
+check //tools/cc:unique_local_names tools/cc/unique_local_names.sh
 
 echo "== bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
 bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
 
 echo "== bazel build --config=cpu //... (every target without CUDA)"
-if bazel build --config=cpu //... "$@" 2>&1 | tee -a "$log"; then
-  echo "//...:cpu_only_build PASSED" | tee -a "$log"
-else
-  echo "//...:cpu_only_build FAILED" | tee -a "$log"
-  status=1
-fi
+check //...:cpu_only_build bazel build --config=cpu //... "$@"
 
 sanitized_checks=(//solutions/day2_ddp:check //solutions/day3_data:check
   //solutions/day4_large_models:check //solutions/day4_large_models:compress_check)
@@ -43,22 +46,14 @@ bazel test --config=asan //common/... "${sanitized_checks[@]}" "$@" 2>&1 | tee -
   status=1
 
 echo "== the GPU self-test's bundle: made, unpacked in an empty folder, its CPU cases run there"
-if tools/gpu_selftest/bundle_test.sh 2>&1 | tee -a "$log"; then
-  echo "//tools/gpu_selftest:bundle_test PASSED" | tee -a "$log"
-else
-  echo "//tools/gpu_selftest:bundle_test FAILED" | tee -a "$log"
-  status=1
-fi
+check //tools/gpu_selftest:bundle_test tools/gpu_selftest/bundle_test.sh
 
 echo "== Slurm: sbatch jobs through slurm/submit.sh, the race and multi-node jobs, on a local cluster"
 for test in slurm_test race_test multinode_test; do
   if [[ $(id -u) -ne 0 ]] || ! command -v slurmctld >/dev/null; then
     echo "//slurm:$test SKIPPED (needs root and ./setup.sh's Slurm packages)" | tee -a "$log"
-  elif "slurm/tests/$test.sh"; then
-    echo "//slurm:$test PASSED" | tee -a "$log"
   else
-    echo "//slurm:$test FAILED" | tee -a "$log"
-    status=1
+    check "//slurm:$test" "slurm/tests/$test.sh"
   fi
 done
 
