@@ -9,7 +9,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 
 namespace course {
 
@@ -33,11 +32,8 @@ std::string concat(const Parts&... parts) {
   return out.str();
 }
 
-// `file` as the workspace names it: a grouped compile (tools/cc/grouped_library.bzl) reaches its
-// sources by an include that the preprocessor spells "./common/...".
 [[noreturn]] inline void fail_at(const char* file, int line, const std::string& message) {
-  const std::string_view path = std::string_view(file).starts_with("./") ? file + 2 : file;
-  throw Error(concat(message, " [", path, ":", line, "]"));
+  throw Error(concat(message, " [", file, ":", line, "]"));
 }
 
 }  // namespace detail

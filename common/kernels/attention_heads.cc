@@ -119,7 +119,7 @@ void attention_heads_backward(const Tensor& q, const Tensor& k, const Tensor& v,
     for_each_row(
         q.device(), n.rows(), n.seq,
         ops::SoftmaxBackward<T>{dscores.data_as<T>(), probs.data_as<T>(), dscores.data_as<T>(),
-                                n.seq, row_dots.defined() ? row_dots.data_as<float>() : nullptr});
+                                n.seq, row_dots.data_or_null<float>()});
   });
   if (score_bias_grad) {
     Tensor bias_sums = score_bias_grad->view({score_bias_grad->numel()});

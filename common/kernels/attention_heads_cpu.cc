@@ -213,7 +213,7 @@ void cpu_banded_attention_backward(const Tensor& q, const Tensor& k, const Tenso
                            v.data_as<float>(),
                            dout.data_as<float>(),
                            lse.data_as<float>(),
-                           row_dots.defined() ? row_dots.data_as<float>() : nullptr,
+                           row_dots.data_or_null<float>(),
                            layout,
                            layout,
                            grads.dq.data_as<float>(),

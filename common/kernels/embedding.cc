@@ -52,10 +52,10 @@ Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& 
   Tensor y =
       Tensor::empty({tokens.size(0), tokens.size(1), channels}, DType::kF32, tokens.device());
   visit_floating(wte.dtype(), "embedding_forward", [&]<class T>() {
-    for_each_index(tokens.device(), y.numel(),
-                   ops::EmbeddingForward<T>{tokens.data_as<int32_t>(), wte.data_as<T>(),
-                                            wpe.defined() ? wpe.data_as<T>() : nullptr,
-                                            y.data_as<float>(), tokens.size(1), channels});
+    for_each_index(
+        tokens.device(), y.numel(),
+        ops::EmbeddingForward<T>{tokens.data_as<int32_t>(), wte.data_as<T>(), wpe.data_or_null<T>(),
+                                 y.data_as<float>(), tokens.size(1), channels});
   });
   return y;
 }

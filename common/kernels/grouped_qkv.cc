@@ -27,10 +27,6 @@ void check_rotation(const Tensor& rotation, const Tensor& t, const GroupedHeads&
                "table of their positions on ", t.device().str(), ", got ", rotation.str());
 }
 
-const float* float_data_or_null(const Tensor& t) {
-  return t.defined() ? t.data_as<float>() : nullptr;
-}
-
 }  // namespace
 
 Tensor rotation_table(int64_t seq, const GroupedHeads& g, Device device) {
@@ -63,9 +59,10 @@ Tensor grouped_qkv_forward(const Tensor& x, const GroupedHeads& g, const Tensor&
       Tensor::empty({x.size(0), x.size(1), 3 * g.heads * g.head_dim}, x.dtype(), x.device());
   check_rotation(rotation, x, g);
   visit_floating(x.dtype(), "grouped_qkv_forward", [&]<class T>() {
-    for_each_index(x.device(), packed.numel() / 2,
-                   ops::GroupedQkvForward<T>{x.data_as<T>(), packed.data_as<T>(),
-                                             shape_of(x.size(1), g), float_data_or_null(rotation)});
+    for_each_index(
+        x.device(), packed.numel() / 2,
+        ops::GroupedQkvForward<T>{x.data_as<T>(), packed.data_as<T>(), shape_of(x.size(1), g),
+                                  rotation.data_or_null<float>()});
   });
   return packed;
 }
@@ -83,7 +80,7 @@ Tensor grouped_qkv_backward(const Tensor& dpacked, const GroupedHeads& g, const 
     for_each_index(
         dpacked.device(), dx.numel() / 2,
         ops::GroupedQkvBackward<T>{dpacked.data_as<T>(), dx.data_as<T>(),
-                                   shape_of(dpacked.size(1), g), float_data_or_null(rotation)},
+                                   shape_of(dpacked.size(1), g), rotation.data_or_null<float>()},
         g.heads / g.kv_heads);
   });
   return dx;

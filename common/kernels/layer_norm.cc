@@ -22,15 +22,6 @@ void check_parameters(const Tensor& x, std::initializer_list<const Tensor*> para
   }
 }
 
-template <class T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data_as<T>() : nullptr;
-}
-template <class T>
-T* data_or_null(Tensor& t) {
-  return t.defined() ? t.data_as<T>() : nullptr;
-}
-
 template <bool kCentered>
 Tensor normalise_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                          LayerNormSaved& saved) {
@@ -41,8 +32,8 @@ Tensor normalise_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
   visit_floating(x.dtype(), "normalisation forward", [&]<class T>() {
     for_each_row(x.device(), rows, cols,
                  ops::NormForward<T, kCentered>{x.data_as<T>(), weight.data_as<float>(),
-                                                data_or_null<float>(bias), y.data_as<T>(),
-                                                data_or_null<float>(saved.mean),
+                                                bias.data_or_null<float>(), y.data_as<T>(),
+                                                saved.mean.data_or_null<float>(),
                                                 saved.rstd.data_as<float>(), cols, eps});
   });
   return y;
@@ -54,7 +45,7 @@ Tensor normalise_backward(const Tensor& dy, const Tensor& x, const Tensor& weigh
   check_same(dy, x, "normalisation backward");
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-  const float* mean = data_or_null<float>(saved.mean);
+  const float* mean = saved.mean.data_or_null<float>();
   visit_floating(x.dtype(), "normalisation backward", [&]<class T>() {
     for_each_row(x.device(), rows, cols,
                  ops::NormBackwardInput<T, kCentered>{

@@ -29,11 +29,10 @@ Tensor embed_at_positions(const Tensor& tokens, const Tensor& positions, const T
   COURSE_CHECK(wte.dtype() == DType::kF32 && (!wpe.defined() || wpe.dtype() == DType::kF32),
                "the embedding tables must be f32");
   Tensor out = Tensor::empty({n, channels}, DType::kF32, wte.device());
-  for_each_index(
-      wte.device(), n * channels,
-      ops::EmbedAtPositions{tokens.data_as<int32_t>(), positions.data_as<int32_t>(),
-                            wte.data_as<float>(), wpe.defined() ? wpe.data_as<float>() : nullptr,
-                            out.data_as<float>(), channels});
+  for_each_index(wte.device(), n * channels,
+                 ops::EmbedAtPositions{tokens.data_as<int32_t>(), positions.data_as<int32_t>(),
+                                       wte.data_as<float>(), wpe.data_or_null<float>(),
+                                       out.data_as<float>(), channels});
   return out;
 }
 

@@ -43,9 +43,9 @@ Tensor scale_bias_activation(const Tensor& acc, int64_t channels, const Tensor& 
   const auto run = [&]<class Acc>() {
     for_each_index(
         acc.device(), out.numel(),
-        ops::ScaleBiasActivation<Acc>{
-            acc.data_as<Acc>(), minus.defined() ? minus.data_as<Acc>() : nullptr, acc.size(1),
-            scales.data_as<float>(), bias.data_as<float>(), out.data_as<float>(), channels, relu});
+        ops::ScaleBiasActivation<Acc>{acc.data_as<Acc>(), minus.data_or_null<Acc>(), acc.size(1),
+                                      scales.data_as<float>(), bias.data_as<float>(),
+                                      out.data_as<float>(), channels, relu});
   };
   if (acc.dtype() == DType::kI32) {
     run.operator()<int32_t>();

@@ -71,6 +71,11 @@ class Tensor {
                  dtype_name(DTypeOf<T>::value));
     return static_cast<T*>(data());
   }
+  // data_as<T>(), or null for an undefined tensor (an optional input such as a bias).
+  template <class T>
+  T* data_or_null() const {
+    return defined() ? data_as<T>() : nullptr;
+  }
 
   // The same storage seen with another shape of equal element count (contiguous tensors only).
   Tensor view(const Shape& shape) const;

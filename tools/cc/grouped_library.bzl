@@ -61,7 +61,10 @@ def _grouped_objects_impl(ctx):
         cc_toolchain = toolchain,
         srcs = units,
         local_defines = ctx.attr.local_defines,
-        user_compile_flags = ctx.attr.copts,  # --copt and --cxxopt come with the toolchain
+        # --copt and --cxxopt come with the toolchain. A unit reaches its sources through the
+        # include path ".", so __FILE__ would read "./common/..."; the map keeps the workspace's
+        # own path in messages (COURSE_CHECK's location, gtest's failures).
+        user_compile_flags = ["-fmacro-prefix-map=./="] + ctx.attr.copts,
         compilation_contexts = [own_files] + [dep[CcInfo].compilation_context for dep in ctx.attr.deps],
     )
     return [DefaultInfo(files = depset(outputs.pic_objects + outputs.objects))]
@@ -118,6 +121,11 @@ def interface_objects(name, suffix, srcs, copts, deps = [], defines = [], teston
     )
     return [":" + name + suffix]
 
+def grouped_objects_of(name, srcs, deps, hdrs = [], copts = [], testonly = False):
+    """[the label of] the objects of `name`'s `srcs`, compiled in groups against `hdrs` and `deps`."""
+    interface_library(name, hdrs, deps, testonly)
+    return interface_objects(name, "_objects", srcs, copts, testonly = testonly)
+
 def grouped_cc_library(name, srcs = [], hdrs = [], deps = [], copts = [], **kwargs):
     """A cc_library of `srcs` compiled in groups (see the file's comment).
 
@@ -129,11 +137,9 @@ def grouped_cc_library(name, srcs = [], hdrs = [], deps = [], copts = [], **kwar
       copts: compiler options of the sources.
       **kwargs: passed on to the cc_library (visibility, linkopts, testonly...).
     """
-    testonly = kwargs.get("testonly", False)
-    interface_library(name, hdrs, deps, testonly)
     native.cc_library(
         name = name,
-        srcs = interface_objects(name, "_objects", srcs, copts, testonly = testonly),
+        srcs = grouped_objects_of(name, srcs, deps, hdrs, copts, kwargs.get("testonly", False)),
         hdrs = hdrs,
         deps = deps,
         **kwargs
@@ -148,10 +154,9 @@ def grouped_cc_test(name, srcs, deps, **kwargs):
       deps: cc dependencies (a gtest main among them).
       **kwargs: passed on to the cc_test (size, tags, visibility...).
     """
-    interface_library(name, [], deps, testonly = True)
     native.cc_test(
         name = name,
-        srcs = interface_objects(name, "_objects", srcs, [], testonly = True),
+        srcs = grouped_objects_of(name, srcs, deps, testonly = True),
         deps = deps,
         **kwargs
     )

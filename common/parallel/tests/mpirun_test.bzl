@@ -1,6 +1,6 @@
 """A GoogleTest binary run on several MPI ranks inside `bazel test` (mpirun_test.sh)."""
 
-load("//tools/cc:grouped_library.bzl", "interface_library", "interface_objects")
+load("//tools/cc:grouped_library.bzl", "grouped_objects_of")
 
 def mpirun_gtest(name, srcs, deps, ranks = [], tags = [], size = "medium"):
     """Defines <name>_ranks (the binary, with the multi-rank main) and the test <name>.
@@ -14,11 +14,10 @@ def mpirun_gtest(name, srcs, deps, ranks = [], tags = [], size = "medium"):
       size: the test's size (its timeout).
     """
     binary_deps = deps + ["//common/testing:mpi_gtest_main"]
-    interface_library(name + "_ranks", [], binary_deps, testonly = True)
     native.cc_binary(
         name = name + "_ranks",
         testonly = True,
-        srcs = interface_objects(name + "_ranks", "_objects", srcs, [], testonly = True),
+        srcs = grouped_objects_of(name + "_ranks", srcs, binary_deps, testonly = True),
         deps = binary_deps,
         tags = tags,
     )

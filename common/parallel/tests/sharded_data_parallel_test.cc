@@ -15,18 +15,14 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
-#include "common/nn/gpt.h"
 #include "common/nn/model_pieces.h"
-#include "common/nn/models.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/ddp.h"
+#include "common/parallel/tests/parity_subjects.h"
 #include "common/testing/parameter_values.h"
-#include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
 #include "common/testing/world.h"
 
@@ -40,102 +36,7 @@ constexpr testing::Tolerance kParity{1e-6, 1e-5};
 
 using testing::world;
 
-// A model, the Sequential of its blocks, and this rank's batch of a step.
-struct Subject {
-  nn::ModulePtr model;
-  nn::Sequential* blocks;
-  int64_t classes;
-};
-
-struct Batch {
-  Tensor input, labels;  // labels (N,) i64
-};
-
-// GPT with 2 blocks, 3 heads of 9 channels, 61 tokens: 20,509 parameters, 9,099 per block.
-const nn::GptConfig kGpt{"gpt-test", 2, 3, 27, 16, 61};
-
-Subject gpt_subject() {
-  std::mt19937 rng(7);
-  auto gpt = std::make_unique<nn::Gpt>(kGpt, rng, Device::cpu());
-  nn::Sequential* blocks = &gpt->blocks();
-  return {std::move(gpt), blocks, kGpt.vocabulary};
-}
-
-// A Llama of the same vocabulary and context: grouped heads, no biases, its own output layer.
-const nn::GptConfig kLlama{"llama-test", 2,     4,     24, 16, 61, nn::DecoderFamily::kLlama, 2,
-                           40,           false, 100.0f};
-
-Subject llama_subject() {
-  std::mt19937 rng(8);
-  auto llama = std::make_unique<nn::Gpt>(kLlama, rng, Device::cpu());
-  nn::Sequential* blocks = &llama->blocks();
-  return {std::move(llama), blocks, kLlama.vocabulary};
-}
-
-Batch gpt_batch(int64_t step) {
-  std::mt19937 rng(1000 * step + world()->rank());
-  std::uniform_int_distribution<int32_t> token(0, kGpt.vocabulary - 1);
-  std::vector<int32_t> inputs(2 * kGpt.context);
-  std::vector<int64_t> labels(inputs.size());
-  for (auto& t : inputs) t = token(rng);
-  for (auto& t : labels) t = token(rng);
-  return {Tensor::from_vector<int32_t>(inputs, {2, kGpt.context}),
-          Tensor::from_vector<int64_t>(labels, {static_cast<int64_t>(labels.size())})};
-}
-
-// ResNet-18 (CIFAR stem) a quarter as wide (16, 32, 64 and 128 channels: every layer kind and
-// unit of the full one, a sixteenth of its 11.2M parameters), blocks = its stem, four stages
-// and head.
-Subject resnet_subject() {
-  nn::ModulePtr net = nn::make_model(
-      {.name = "resnet18-cifar", .in_channels = 3, .resnet_width = 16}, Device::cpu());
-  auto* blocks = dynamic_cast<nn::Sequential*>(net.get());
-  return {std::move(net), blocks, 10};
-}
-
-Batch resnet_batch(int64_t step) {
-  const uint32_t seed = 1000 * step + world()->rank();
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> label(0, 9);
-  return {testing::random_tensor({2, 3, 8, 8}, DType::kF32, Device::cpu(), seed).tensor,
-          Tensor::from_vector<int64_t>({label(rng), label(rng)}, {2})};
-}
-
-// vit-micro on 8 px images of 3 channels (4 patch tokens), units = its patch embedding, class
-// token, blocks, pool, norm and head.
-Subject vit_subject() {
-  nn::ModulePtr net = nn::make_model(
-      {.name = "vit-micro", .in_channels = 3, .num_classes = 10, .seed = 4, .image_size = 8},
-      Device::cpu());
-  auto* blocks = dynamic_cast<nn::Sequential*>(net.get());
-  return {std::move(net), blocks, 10};
-}
-
-Batch vit_batch(int64_t step) {
-  const uint32_t seed = 2000 * step + world()->rank();
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> label(0, 9);
-  return {testing::random_tensor({2, 3, 8, 8}, DType::kF32, Device::cpu(), seed).tensor,
-          Tensor::from_vector<int64_t>({label(rng), label(rng)}, {2})};
-}
-
-// coatnet-micro on 16 px images of 3 channels (stem to 8x8, MBConv to 4x4, transformers at 4x4
-// and pooled to 2x2), units = its stem, each block and the head: blocks of very unequal size.
-Subject coatnet_subject() {
-  nn::ModulePtr net = nn::make_model(
-      {.name = "coatnet-micro", .in_channels = 3, .num_classes = 10, .seed = 5, .image_size = 16},
-      Device::cpu());
-  auto* blocks = dynamic_cast<nn::Sequential*>(net->children()[1].module);
-  return {std::move(net), blocks, 10};
-}
-
-Batch coatnet_batch(int64_t step) {
-  const uint32_t seed = 3000 * step + world()->rank();
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> label(0, 9);
-  return {testing::random_tensor({2, 3, 16, 16}, DType::kF32, Device::cpu(), seed).tensor,
-          Tensor::from_vector<int64_t>({label(rng), label(rng)}, {2})};
-}
+using namespace parity;  // the models and their batches
 
 struct Trace {
   std::vector<float> losses;
