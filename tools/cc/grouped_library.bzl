@@ -9,7 +9,7 @@ generated file includes each group's sources in order and the compiler runs once
 the source's file and line. Sources of one library therefore share a translation unit: a name
 in an anonymous namespace must be unique within its library. A package's test files likewise
 make one test binary (`grouped_cc_test`), whose gtest cases are run alone with
-`--test_filter=Suite.*`.
+`--test_filter='*Suite*'` (a parametrised suite's name has a prefix).
 
 `--define=grouped_sources=off` compiles each source alone (to check that each includes what it
 uses).
