@@ -49,6 +49,22 @@ void expect_copied_to(Device device) {
 
 TEST(TP1_1, TheBatchIsCopiedIntoTheCpuDevicesMemory) { expect_copied_to(Device::cpu()); }
 
+// The simulated accelerator counts what a GPU would make the host wait for: a copy from the
+// loader's pinned buffer queued on the stream costs none, a synchronous one (to(device) without
+// the stream) stalls the host twice per batch.
+TEST(TP1_1, TheBatchIsCopiedToTheDeviceWithoutTheHostWaiting) {
+  expect_copied_to(Device::sim(0));
+  const Batch host{Tensor::empty_pinned({3, 1, 2, 2}), Tensor::empty_pinned({3}, DType::kI64)};
+  Stream stream(Device::sim(0));
+  const course::HostWaits before = course::host_waits();
+  const Batch moved = to_device(host, Device::sim(0), stream);
+  const course::HostWaits waits = course::host_waits() - before;
+  EXPECT_EQ(waits.total(), 0) << "the host waited " << waits.copies << " time(s) for a copy and "
+                              << waits.synchronizations
+                              << " time(s) for the stream: queue the copies on `stream` (the "
+                                 "caller orders the step after it)";
+}
+
 TEST(TP1_1, TheBatchIsCopiedToTheGpu) {
   if (course::cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible: " << course::cuda_status();
   expect_copied_to(Device::cuda(0));

@@ -19,9 +19,9 @@ struct LabOptions : course::train::TrainingFlags {
 LabOptions parse_options(int argc, char** argv);
 
 // Whether batches reach the device through the trainee's to_device (TP1.1): when --device names
-// a GPU, the exercise's feature. Otherwise (the CPU, or a GPU the lab chose because one is
-// visible) the course's copy (common/data/device_batches.h) moves them, so the quick start's
-// baseline never waits for an unfinished exercise.
+// a GPU or the simulated accelerator (sim), the exercise's feature. Otherwise (the CPU, or a GPU
+// the lab chose because one is visible) the course's copy (common/data/device_batches.h) moves
+// them, so the quick start's baseline never waits for an unfinished exercise.
 bool copies_with_to_device(const LabOptions& options);
 
 // Checks value ranges that flags alone cannot (throws course::Error).

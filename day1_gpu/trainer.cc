@@ -133,11 +133,12 @@ LabResult run_lab(const LabOptions& o) {
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   set_process_device(device);  // before the dataset's pinned buffers, in every thread
   if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);
-  if (o.cuda_graphs && device.is_cpu()) {
+  if (o.cuda_graphs && !device.is_cuda()) {
     std::fprintf(stderr,
-                 "--cuda-graphs: CUDA graphs need a GPU; on the CPU the step is recorded as a "
+                 "--cuda-graphs: CUDA graphs need a GPU; on %s the step is recorded as a "
                  "task graph and replayed instead (the same code path, no launch overhead to "
-                 "save)\n");
+                 "save)\n",
+                 device.str().c_str());
   }
 
   const LabDatasets data = open_dataset(o);
@@ -198,7 +199,8 @@ LabResult run_lab(const LabOptions& o) {
                    .last_loss = run.last_loss,
                    .test_accuracy = run.test_accuracy,
                    .timing = run.timing,
-                   .step_waits = run.step_waits};
+                   .step_waits = run.step_waits,
+                   .read_waits = run.read_waits};
   for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
   return result;
 }

@@ -17,7 +17,8 @@ struct LabResult {
   float last_loss = 0;                  // training loss of the last step
   std::optional<double> test_accuracy;  // after the last epoch (not with --test)
   course::train::ChronometerReport timing;
-  course::HostWaits step_waits;                // the host's waits for the device in the steps
+  course::HostWaits step_waits;  // the host's waits for the device in steps 2..N (loop's)
+  course::HostWaits read_waits;  // and in the loss reads every --log-every steps
   std::vector<std::vector<float>> parameters;  // final values, in model order
 };
 

@@ -28,8 +28,9 @@ FusedConv::FusedConv(const FusedConvWeights& w, float input_scale, Device device
   }
   COURSE_CHECK(output_scale == 0 || (int8_ && output_scale > 0 && std::isfinite(output_scale)),
                "FusedConv: an i8 output needs i8 weights and a positive scale, got ", output_scale);
-  backend_ = device.is_cpu() ? detail::onednn_fused_conv(w, input_scale, output_scale)
-                             : detail::cuda_fused_conv(w, input_scale, output_scale, device);
+  backend_ = device.runs_host_kernels()
+                 ? detail::onednn_fused_conv(w, input_scale, output_scale)
+                 : detail::cuda_fused_conv(w, input_scale, output_scale, device);
 }
 
 FusedConv::~FusedConv() = default;

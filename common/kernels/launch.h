@@ -1,18 +1,18 @@
 // The single-source launchers every hand-written kernel goes through.
 //
 // for_each_index(device, n, kernel[, work]) runs kernel(i) for every i in [0, n): an OpenMP loop on
-// the CPU, a grid-stride CUDA kernel on the GPU. for_each_row(device, rows, length, kernel) runs
-// kernel(row, lanes) for every row, the row shared by a warp's lanes on the GPU and played by
-// one thread on the CPU (row_lanes.h). reduce_index(device, n, reducer) folds
-// reducer.load(i) with reducer.combine, in fixed-size chunks combined in order, so a CPU
-// result does not depend on the number of threads. The kernel and reducer types are COURSE_HD
-// functors; the GPU launchers are templates defined in launch_cuda.cuh and explicitly
-// instantiated in the .cu file next to each kernel family. A build without CUDA compiles those
-// lists against stubs that fail (launch_stubs.h), so this header has no #if, and a missing
-// instantiation is a link error in either build, never a silent CPU fallback. During a graph
-// capture (capture.h) for_each_index is recorded, not run, and reduce_index, whose result comes
-// back to the host, refuses. The GPU's grid is plan_launch(n, work_per_index) (launch_plan.h);
-// while a LaunchLog records, launches are logged instead of run.
+// the CPU (and the simulated accelerator), a grid-stride CUDA kernel on the GPU.
+// for_each_row(device, rows, length, kernel) runs kernel(row, lanes) for every row, the row shared
+// by a warp's lanes on the GPU and played by one thread on the CPU (row_lanes.h).
+// reduce_index(device, n, reducer) folds reducer.load(i) with reducer.combine, in fixed-size chunks
+// combined in order, so a CPU result does not depend on the number of threads. The kernel and
+// reducer types are COURSE_HD functors; the GPU launchers are templates defined in launch_cuda.cuh
+// and explicitly instantiated in the .cu file next to each kernel family. A build without CUDA
+// compiles those lists against stubs that fail (launch_stubs.h), so this header has no #if, and a
+// missing instantiation is a link error in either build, never a silent CPU fallback. During a
+// graph capture (capture.h) for_each_index is recorded, not run, and reduce_index, whose result
+// comes back to the host, refuses. The GPU's grid is plan_launch(n, work_per_index)
+// (launch_plan.h); while a LaunchLog records, launches are logged instead of run.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +41,7 @@ typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer);
 // LaunchLog): for kernels that split their work one way for the CPU and another for a GPU, with
 // the same additions in the same order either way.
 inline bool runs_on_host(Device device) {
-  return device.is_cpu() && LaunchLog::active() == nullptr;
+  return device.runs_host_kernels() && LaunchLog::active() == nullptr;
 }
 
 // Elements per chunk of a CPU reduction (and the CPU's loop grain below which one thread runs).
@@ -67,7 +67,7 @@ void for_each_index(Device device, int64_t n, const Kernel& kernel, int64_t work
     log->record(typeid(Kernel).name(), n, work_per_index);
     return;
   }
-  if (device.is_cpu()) {
+  if (device.runs_host_kernels()) {
     for_each_host_index(n, kernel, work_per_index);
     return;
   }
@@ -84,7 +84,7 @@ void for_each_row(Device device, int64_t rows, int64_t row_length, const Kernel&
     log->record(typeid(Kernel).name(), rows, row_length, plan_row_launch(rows));
     return;
   }
-  if (device.is_cpu()) {
+  if (device.runs_host_kernels()) {
     run_host_work([rows, row_length, kernel] {
 #pragma omp parallel for schedule(static) if (rows > 1 && rows * row_length > kCpuChunk)
       for (int64_t row = 0; row < rows; ++row) kernel(row, ops::HostRowLanes{});
@@ -105,8 +105,8 @@ typename Reducer::Acc reduce_index(Device device, int64_t n, const Reducer& redu
     log->record(typeid(Reducer).name(), n, 1);
     return reducer.identity();
   }
-  note_host_read();
-  if (device.is_cpu()) {
+  note_host_read(device);
+  if (device.runs_host_kernels()) {
     const int64_t chunks = (n + kCpuChunk - 1) / kCpuChunk;
     std::vector<Acc> partial(chunks);
 #pragma omp parallel for schedule(static) if (chunks > 1)

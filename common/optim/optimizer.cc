@@ -19,12 +19,11 @@ void Optimizer::step() {
 void Optimizer::prepare_step() {
   const std::vector<float> scalars = step_scalars();
   const Device device = params_.empty() ? Device::cpu() : params_.front().second->value.device();
-  const Tensor host = Tensor::from_vector(scalars, {static_cast<int64_t>(scalars.size())});
-  if (!step_scalars_.defined() || step_scalars_.shape() != host.shape()) {
-    step_scalars_ = host.to(device);
-  } else {
-    copy_(step_scalars_, host);
+  const Shape shape{static_cast<int64_t>(scalars.size())};
+  if (!step_scalars_.defined() || step_scalars_.shape() != shape) {
+    step_scalars_ = Tensor::empty(shape, DType::kF32, device);
   }
+  scalar_uploads_.upload(scalars, step_scalars_);
 }
 
 std::vector<Tensor> Optimizer::zeros_like_params() const {

@@ -14,6 +14,7 @@
 
 #include "common/kernels/optimizer_kernels.h"
 #include "common/nn/module.h"
+#include "common/tensor/pinned_staging.h"
 
 namespace course::optim {
 
@@ -21,7 +22,7 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   void step();                // one update of every parameter from its gradient
-  void prepare_step();        // writes this step's scalars to the device (host work)
+  void prepare_step();        // queues this step's scalars to the device (no host wait)
   virtual void update() = 0;  // the update itself (device work for SGD and AdamW)
   void count_step() { ++steps_; }
   float lr() const { return lr_; }
@@ -44,7 +45,8 @@ class Optimizer {
   std::vector<std::pair<std::string, nn::Parameter*>> params_;
   float lr_;
   int64_t steps_ = 0;
-  Tensor step_scalars_;       // written by prepare_step(), on the parameters' device
+  Tensor step_scalars_;  // written by prepare_step(), on the parameters' device
+  PinnedStaging scalar_uploads_;
   UpdateTable update_table_;  // of the fused kernel, kept between steps
 };
 

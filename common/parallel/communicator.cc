@@ -29,8 +29,8 @@ namespace {
 // The MPI type of `t`'s elements. Operations that only move data (broadcast, all-gather, send,
 // receive) move 16-bit floats as 16-bit words; reductions need an arithmetic type.
 MPI_Datatype mpi_type(const Tensor& t, const char* op, bool moves_only = false) {
-  COURSE_CHECK(t.defined() && t.device().is_cpu(), op, ": the MPI engine takes CPU tensors, got ",
-               t.str());
+  COURSE_CHECK(t.defined() && t.device().runs_host_kernels(), op,
+               ": the MPI engine takes tensors in host memory, got ", t.str());
   switch (t.dtype()) {
     case DType::kF32:
       return MPI_FLOAT;
@@ -136,13 +136,18 @@ class MpiWork : public Work {
   std::vector<Tensor> keep_;
 };
 
-// GPU tensors go to the NCCL engine, CPU tensors to MPI.
-bool on_gpu(const Tensor& t) { return t.defined() && t.device().is_cuda(); }
+// Tensors on an accelerator go to the rank's device engine (communicator.h), CPU tensors to MPI.
+bool on_device(const Tensor& t) { return t.defined() && t.device().is_accelerator(); }
+
+Communicator* world_instance = nullptr;
 
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  // Every NCCL communicator of the world goes before MPI does (its destruction may talk to the
+  // other ranks); those of sub-communicators went with them, when the lab's objects did.
+  if (world_instance != nullptr) world_instance->release_device();
   if (timed_out) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Finalize();
 }
@@ -218,6 +223,7 @@ std::shared_ptr<Communicator> Communicator::world() {
       std::atexit(finalize_at_exit);
     }
     world.reset(new Communicator(std::make_unique<MpiComm>(MpiComm{MPI_COMM_WORLD}), false));
+    world_instance = world.get();
   });
   return world;
 }
@@ -227,26 +233,45 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
   auto sub = std::make_unique<MpiComm>();
   MPI_CHECK(MPI_Comm_split(comm_->comm, color, key, &sub->comm));
   std::shared_ptr<Communicator> part(new Communicator(std::move(sub), true));
-  part->set_timeout(timeout_);                // a stalled rank is found as fast in a sub-group
-  if (nccl_) part->use_gpu(nccl_->device());  // the rows of a GPU grid are GPU communicators too
+  part->set_timeout(timeout_);  // a stalled rank is found as fast in a sub-group
+  // The rows of a device grid are device communicators too.
+  if (device_.is_accelerator()) part->use_device(device_);
   return part;
 }
 
-void Communicator::use_gpu(Device device) {
-  if (nccl_ && nccl_->device() == device) return;
-  nccl_ = std::make_unique<NcclEngine>(rank_, size_, device, timeout_, [this](void* bytes, int n) {
-    MpiWork work("the NCCL unique id's broadcast", *this, {});
-    MPI_CHECK(MPI_Ibcast(bytes, n, MPI_BYTE, 0, comm_->comm, work.request()));
-    work.wait();
-  });
+void Communicator::use_device(Device device) {
+  COURSE_CHECK(device.is_accelerator(), "use_device(", device.str(),
+               "): CPU tensors always go to the MPI engine");
+  if (device_ == device) return;
+  nccl_.reset();
+  if (device.is_cuda()) {
+    nccl_ =
+        std::make_unique<NcclEngine>(rank_, size_, device, timeout_, [this](void* bytes, int n) {
+          MpiWork work("the NCCL unique id's broadcast", *this, {});
+          MPI_CHECK(MPI_Ibcast(bytes, n, MPI_BYTE, 0, comm_->comm, work.request()));
+          work.wait();
+        });
+  }
+  device_ = device;
 }
 
-NcclEngine& Communicator::gpu(const Tensor& t, const char* op) {
-  COURSE_CHECK(nccl_ && nccl_->device() == t.device(), op, " of ", t.str(),
-               ": this communicator has no NCCL communicator on ", t.device().str(),
-               "; every rank calls use_gpu(", t.device().str(),
-               ") at setup (parallel::setup_rank does)");
-  return *nccl_;
+void Communicator::release_device() {
+  nccl_.reset();
+  device_ = Device::cpu();
+}
+
+bool Communicator::device_engine(const Tensor& t, const char* op) const {
+  if (!on_device(t)) return false;
+  COURSE_CHECK(t.device() == device_, op, " of ", t.str(), ": this communicator's device is ",
+               device_.str(), "; every rank calls use_device(", t.device().str(),
+               ") at setup (parallel::set_up_rank does), and a collective's tensors live there");
+  return nccl_ != nullptr;
+}
+
+void Communicator::check_same_place(const Tensor& a, const Tensor& b, const char* op) const {
+  COURSE_CHECK(a.defined() && b.defined() && a.device() == b.device(), op,
+               ": the tensors of one operation are all on the CPU or all on this rank's device (",
+               device_.str(), "), got ", a.str(), " and ", b.str());
 }
 
 void Communicator::check_rank(int r, const char* what) const {
@@ -261,8 +286,10 @@ void Communicator::count(double& kind, double bytes) {
 
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
   count(traffic_.allreduce_bytes, 2.0 * (size_ - 1) / size_ * static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return traced(gpu(t, "allreduce").allreduce(t, op), "allreduce", t.nbytes());
-  if (ring_ && op == ReduceOp::kSum && t.dtype() == DType::kF32 &&
+  if (device_engine(t, "allreduce")) {
+    return traced(nccl_->allreduce(t, op), "allreduce", t.nbytes());
+  }
+  if (ring_ && t.device().is_cpu() && op == ReduceOp::kSum && t.dtype() == DType::kF32 &&
       t.nbytes() >= kRingAllreduceBytes) {
     // One ring at a time, so every rank posts the rings' steps in the same order.
     if (ring_in_flight_) ring_in_flight_->wait();
@@ -278,7 +305,9 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
   count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
-  if (on_gpu(t)) return traced(gpu(t, "broadcast").broadcast(t, root), "broadcast", t.nbytes());
+  if (device_engine(t, "broadcast")) {
+    return traced(nccl_->broadcast(t, root), "broadcast", t.nbytes());
+  }
   auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
   MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast", true), root,
                        comm_->comm, work->request()));
@@ -291,9 +320,10 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
                out.numel(), " elements), got ", in.numel());
   count(traffic_.reduce_scatter_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(in.nbytes()));
-  if (on_gpu(in))
-    return traced(gpu(in, "reduce_scatter").reduce_scatter(in, out, op), "reduce_scatter",
-                  in.nbytes());
+  check_same_place(in, out, "reduce_scatter");
+  if (device_engine(in, "reduce_scatter")) {
+    return traced(nccl_->reduce_scatter(in, out, op), "reduce_scatter", in.nbytes());
+  }
   const MPI_Datatype type = mpi_type(in, "reduce_scatter");
   mpi_type(out, "reduce_scatter");
   auto work = std::make_shared<MpiWork>("reduce_scatter", *this, std::vector<Tensor>{in, out});
@@ -308,8 +338,10 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
                in.numel(), " elements), got ", out.numel());
   count(traffic_.all_gather_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(out.nbytes()));
-  if (on_gpu(in))
-    return traced(gpu(in, "all_gather").all_gather(in, out), "all_gather", out.nbytes());
+  check_same_place(in, out, "all_gather");
+  if (device_engine(in, "all_gather")) {
+    return traced(nccl_->all_gather(in, out), "all_gather", out.nbytes());
+  }
   const MPI_Datatype type = mpi_type(in, "all_gather", true);
   mpi_type(out, "all_gather", true);
   auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
@@ -320,21 +352,19 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
 
 WorkPtr Communicator::exchange(const std::vector<PeerTransfer>& transfers) {
   if (transfers.empty()) return completed_work();
-  const bool gpu_group = on_gpu(transfers.front().tensor);
+  const Tensor& first = transfers.front().tensor;
   std::vector<Tensor> tensors;
   int64_t bytes = 0;
   for (const PeerTransfer& t : transfers) {
     const bool sending = t.kind == PeerTransfer::Kind::kSend;
     check_rank(t.peer, sending ? "send destination" : "receive source");
-    COURSE_CHECK(on_gpu(t.tensor) == gpu_group,
-                 "exchange: one group's tensors are all on the CPU or all on the GPU, got ",
-                 transfers.front().tensor.str(), " and ", t.tensor.str());
+    check_same_place(first, t.tensor, "exchange");
     if (sending) count(traffic_.other_bytes, static_cast<double>(t.tensor.nbytes()));
     bytes += t.tensor.nbytes();
     tensors.push_back(t.tensor);
   }
-  if (gpu_group) {
-    return traced(gpu(transfers.front().tensor, "exchange").exchange(transfers), "exchange", bytes);
+  if (device_engine(first, "exchange")) {
+    return traced(nccl_->exchange(transfers), "exchange", bytes);
   }
   // As on NCCL's one stream, this group starts when the previous one is complete.
   if (last_group_) last_group_->wait();

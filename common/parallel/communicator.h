@@ -1,8 +1,14 @@
 // Communicator: the collectives of data, tensor and pipeline parallelism over a group of
 // ranks (from mpirun or srun), over two engines: MPI for CPU tensors and NCCL for GPU tensors
-// (common/parallel/nccl_engine.h; its communicator is made by use_gpu(), at setup, on every
+// (common/parallel/nccl_engine.h; its communicator is made by use_device(), at setup, on every
 // rank together). Every call returns a Work handle, so communication can overlap computation
 // until wait().
+//
+// A rank's accelerator (its GPU, or a simulated one, device.h) is the communicator's device:
+// tensors on it go to its engine, and every tensor of one operation (a reduce-scatter's input
+// and output, a point-to-point group) is on it or on the CPU, never on both or on another
+// device, so a receive buffer made on the wrong device fails on CPU ranks in CI as on GPUs.
+// The simulated accelerator's engine is MPI on its host memory, under those rules.
 //
 // Point-to-point transfers go in groups (exchange()), as NCCL runs them: the sends and receives
 // of one group are posted together, so two ranks that send to each other in one group cannot
@@ -89,7 +95,7 @@ class Communicator {
   // out (size * n) = every rank's in (n), in rank order.
   WorkPtr all_gather(const Tensor& in, Tensor& out);
   // The transfers posted as one group (ncclGroupStart/End on the GPU); all on the CPU or all on
-  // this communicator's GPU.
+  // this communicator's device.
   WorkPtr exchange(const std::vector<PeerTransfer>& transfers);
   // A group of one transfer.
   WorkPtr send(const Tensor& t, int dst, int tag = 0) { return exchange({send_to(t, dst, tag)}); }
@@ -99,20 +105,27 @@ class Communicator {
   const Traffic& traffic() const { return traffic_; }
   void reset_traffic() { traffic_ = {}; }
 
-  // Creates the NCCL communicator of these ranks on `device` now (all ranks together, at setup:
-  // a GPU collective before it is an error, not a hidden collective inside the first one).
-  void use_gpu(Device device);
-  bool has_gpu() const { return nccl_ != nullptr; }
+  // Makes `device` (an accelerator) this communicator's device; on a GPU, creates the NCCL
+  // communicator of these ranks now (all ranks together, at setup: a GPU collective before it
+  // is an error, not a hidden collective inside the first one).
+  void use_device(Device device);
+  Device device() const { return device_; }  // the CPU until use_device()
+  bool has_nccl() const { return nccl_ != nullptr; }
+  // Destroys the NCCL communicator (before MPI is finalised: at exit, for the world's).
+  void release_device();
 
  private:
   // owned: freed with this object. with_ring: makes ring_ (the ring's own communicator has none).
   Communicator(std::unique_ptr<MpiComm> comm, bool owned, bool with_ring = true);
   void check_rank(int r, const char* what) const;
-  // The NCCL engine of a GPU tensor's device (use_gpu() made it).
-  NcclEngine& gpu(const Tensor& t, const char* op);
+  // Whether `t` goes to NCCL: false for a CPU tensor and on a simulated device (the MPI engine
+  // serves both); throws when `t` is on an accelerator other than this communicator's device.
+  bool device_engine(const Tensor& t, const char* op) const;
+  void check_same_place(const Tensor& a, const Tensor& b, const char* op) const;
 
   std::unique_ptr<MpiComm> comm_;
   std::unique_ptr<NcclEngine> nccl_;
+  Device device_;  // the CPU until use_device()
   bool owned_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_ = 300;

@@ -14,6 +14,7 @@ Device choose_rank_device(const std::string& requested, int local_rank, int gpus
     COURSE_CHECK(gpus > 0, "--device cuda requested, but ", cuda_status());
     return Device::cuda(local_rank % gpus);
   }
+  if (requested == "sim") return Device::sim(local_rank % kSimDevices);
   if (!requested.empty()) return parse_device(requested);
   return gpus > 0 ? Device::cuda(local_rank % gpus) : default_device();
 }
@@ -22,7 +23,7 @@ Device rank_device(const std::string& requested, Communicator& comm) {
   const Device device = choose_rank_device(requested, comm.local_rank(), cuda_device_count());
   require_device(device);
   set_process_device(device);
-  if (device.is_cuda()) comm.use_gpu(device);
+  if (device.is_accelerator()) comm.use_device(device);
   return device;
 }
 

@@ -11,14 +11,15 @@
 namespace course::parallel {
 
 // The device of the rank of node-local index `local_rank` among `gpus` visible GPUs:
-// `requested` "cpu" or "cuda:N" as named; "cuda" or nothing: GPU local_rank % gpus (nothing and
-// no GPU: the CPU). Throws when "cuda" is asked for and no GPU is visible.
+// `requested` "cpu", "cuda:N" or "sim:N" as named; "cuda" or nothing: GPU local_rank % gpus
+// (nothing and no GPU: the CPU); "sim": the simulated accelerator sim:local_rank (device.h), as
+// GPU ranks take theirs. Throws when "cuda" is asked for and no GPU is visible.
 Device choose_rank_device(const std::string& requested, int local_rank, int gpus);
 
 // This rank's device (choose_rank_device), made the process's device (current in every thread
-// that calls CUDA, from this first call on), with the communicator's NCCL communicator created
-// on it when it is a GPU (all ranks together: call it on every rank at setup, before any
-// dataset or pinned buffer is made). Throws when the device is not there.
+// that calls CUDA, from this first call on) and the communicator's device (use_device: its
+// NCCL communicator created when it is a GPU), all ranks together: call it on every rank at setup,
+// before any dataset or pinned buffer is made). Throws when the device is not there.
 Device rank_device(const std::string& requested, Communicator& comm);
 
 // OpenMP threads: the node's cores divided among its ranks, unless OMP_NUM_THREADS is set.

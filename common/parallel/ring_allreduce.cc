@@ -12,7 +12,7 @@ class RingAllreduce : public Work {
   RingAllreduce(const Tensor& data, Communicator& comm)
       : comm_(comm),
         flat_(data.view({data.numel()})),
-        scratch_(Tensor::empty({data.numel() / comm.size() + 1})),
+        scratch_(Tensor::empty({data.numel() / comm.size() + 1}, DType::kF32, data.device())),
         p_(comm.size()),
         r_(comm.rank()) {
     post_step();
@@ -72,8 +72,8 @@ class RingAllreduce : public Work {
 }  // namespace
 
 WorkPtr start_ring_allreduce_sum(Tensor& data, Communicator& comm) {
-  COURSE_CHECK(data.device().is_cpu() && data.dtype() == DType::kF32,
-               "the ring all-reduce takes f32 CPU tensors, got ", data.str());
+  COURSE_CHECK(data.dtype() == DType::kF32, "the ring all-reduce takes f32 tensors, got ",
+               data.str());
   if (comm.size() == 1 || data.numel() == 0) return completed_work();
   return std::make_shared<RingAllreduce>(data, comm);
 }

@@ -9,10 +9,10 @@
 
 namespace course::parallel {
 
-// Sums a contiguous f32 CPU tensor over the ranks in place: p chunks (sizes differing by at
-// most one element); p - 1 reduce-scatter steps in which rank r sends chunk r - s to rank r + 1
-// and adds chunk r - s - 1 from rank r - 1; then p - 1 all-gather steps that pass the reduced
-// chunks on around the same ring.
+// Sums a contiguous f32 tensor (on the CPU or the communicator's device) over the ranks in place: p
+// chunks (sizes differing by at most one element); p - 1 reduce-scatter steps in which rank r sends
+// chunk r - s to rank r + 1 and adds chunk r - s - 1 from rank r - 1; then p - 1 all-gather steps
+// that pass the reduced chunks on around the same ring.
 void ring_allreduce_sum(Tensor& data, Communicator& comm);
 
 // The same ring, started and not waited for: each test() or wait() of the returned Work moves

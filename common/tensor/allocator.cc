@@ -32,7 +32,8 @@ void* cuda_allocate(size_t bytes, int device) {
   bool failed = false;
   {
     const RelaxedCaptureMode relaxed;
-    failed = cudaSetDevice(device) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess;
+    set_current_device(Device::cuda(device));
+    failed = cudaMalloc(&ptr, bytes) != cudaSuccess;
   }
   if (failed) {
     cudaGetLastError();  // an out-of-memory error is not sticky: clear it and report nullptr
@@ -41,7 +42,7 @@ void* cuda_allocate(size_t bytes, int device) {
   return ptr;
 }
 void cuda_release(void* ptr, int device) {
-  cudaSetDevice(device);
+  set_current_device(Device::cuda(device));
   cudaFree(ptr);
 }
 
@@ -214,6 +215,17 @@ CachingAllocator& device_allocator(Device device) {
     return cpu;
   }
   require_device(device);
+  if (device.is_sim()) {
+    static std::mutex mutex;
+    static std::vector<std::unique_ptr<CachingAllocator>> sims(kSimDevices);
+    std::lock_guard lock(mutex);
+    auto& slot = sims[device.index];
+    if (!slot) {
+      slot = std::make_unique<CachingAllocator>(
+          device.str(), CachingAllocator::Backend{host_allocate, host_release, device.index});
+    }
+    return *slot;
+  }
 #if COURSE_WITH_CUDA
   static std::mutex mutex;
   static std::vector<std::unique_ptr<CachingAllocator>> gpus(cuda_device_count());
@@ -237,7 +249,9 @@ CachingAllocator& pinned_host_allocator() {
     return pinned;
   }
 #endif
-  static CachingAllocator plain("host (not page-locked: no GPU)", {host_allocate, host_release});
+  // Plain memory plays the part: the simulated accelerator copies from it without a host wait.
+  static CachingAllocator plain("pinned host (not page-locked: no GPU)",
+                                {host_allocate, host_release});
   return plain;
 }
 

@@ -97,7 +97,8 @@ class CachingAllocator {
 CachingAllocator& device_allocator(Device device);
 
 // Page-locked host memory for fast, asynchronous host-to-GPU copies; plain aligned host memory
-// when no GPU is visible (the copies are then ordinary CPU copies anyway).
+// when no GPU is visible, which the simulated accelerator treats as page-locked (its copies from
+// there are asynchronous, those from other host memory host waits).
 CachingAllocator& pinned_host_allocator();
 bool pinned_memory_is_page_locked();
 

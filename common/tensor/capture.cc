@@ -43,7 +43,10 @@ void begin_capture(const Capture& capture) {
 void end_capture() { active_capture.reset(); }
 
 void record_host_work(std::function<void()> work) {
-  check_capture_device(Device::cpu());
+  if (active_capture->host_work == nullptr) {
+    fail_capture(detail::concat("work on the host's cores (the graph is on ",
+                                active_capture->device.str(), ")"));
+  }
   active_capture->host_work->push_back(std::move(work));
 }
 

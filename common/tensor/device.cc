@@ -14,20 +14,40 @@
 
 namespace course {
 
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+std::string Device::str() const {
+  switch (kind) {
+    case DeviceKind::kCPU:
+      return "cpu";
+    case DeviceKind::kCUDA:
+      return "cuda:" + std::to_string(index);
+    case DeviceKind::kSim:
+      break;
+  }
+  return "sim:" + std::to_string(index);
+}
+
+namespace {
+
+// The N of "name:N", or -1 when `text` is not that.
+int indexed(std::string_view text, std::string_view name) {
+  if (!text.starts_with(name) || text.size() <= name.size() + 1 || text[name.size()] != ':') {
+    return -1;
+  }
+  int index = -1;
+  const std::string_view digits = text.substr(name.size() + 1);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  return error == std::errc() && end == digits.data() + digits.size() ? index : -1;
+}
+
+}  // namespace
 
 Device parse_device(std::string_view text) {
   if (text == "cpu") return Device::cpu();
   if (text == "cuda" || text == "gpu") return Device::cuda(0);
-  if (text.starts_with("cuda:")) {
-    int index = -1;
-    const std::string_view digits = text.substr(5);
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    if (error == std::errc() && end == digits.data() + digits.size() && index >= 0) {
-      return Device::cuda(index);
-    }
-  }
-  COURSE_FAIL("unknown device '", text, "' (expected cpu, cuda or cuda:N)");
+  if (text == "sim") return Device::sim(0);
+  if (const int gpu = indexed(text, "cuda"); gpu >= 0) return Device::cuda(gpu);
+  if (const int sim = indexed(text, "sim"); sim >= 0) return Device::sim(sim);
+  COURSE_FAIL("unknown device '", text, "' (expected cpu, cuda, cuda:N, sim or sim:N)");
 }
 
 bool cuda_compiled() {
@@ -83,31 +103,45 @@ Device default_device() {
 
 void require_device(Device device) {
   if (device.is_cpu()) return;
+  if (device.is_sim()) {
+    COURSE_CHECK(device.index >= 0 && device.index < kSimDevices, "device ", device.str(),
+                 " requested, but the simulated accelerators are sim:0 to sim:", kSimDevices - 1);
+    return;
+  }
   COURSE_CHECK(cuda_device_count() > 0, "device ", device.str(), " requested, but ", cuda_status());
   COURSE_CHECK(device.index < cuda_device_count(), "device ", device.str(), " requested, but only ",
                cuda_device_count(), " GPU(s) are visible");
 }
 
+namespace {
+// The GPU this thread made current through set_current_device (-1: none yet), so that a launch
+// on the current GPU costs no cudaSetDevice.
+thread_local int current_gpu = -1;
+}  // namespace
+
 void set_current_device(Device device) {
-  if (device.is_cpu()) return;
+  if (!device.is_cuda() || device.index == current_gpu) return;
   require_device(device);
 #if COURSE_WITH_CUDA
   CUDA_CHECK(cudaSetDevice(device.index));
 #endif
+  current_gpu = device.index;
 }
 
 namespace {
-std::atomic<int> process_gpu{-1};  // the process device's GPU index; -1: the CPU
+// The process's device, packed as kind * 1024 + index (one atomic word: read by every thread).
+std::atomic<int> process_device_code{0};
 }  // namespace
 
 void set_process_device(Device device) {
+  require_device(device);
   set_current_device(device);
-  process_gpu = device.is_cuda() ? device.index : -1;
+  process_device_code = static_cast<int>(device.kind) * 1024 + device.index;
 }
 
 Device process_device() {
-  const int gpu = process_gpu;
-  return gpu < 0 ? Device::cpu() : Device::cuda(gpu);
+  const int code = process_device_code;
+  return {static_cast<DeviceKind>(code / 1024), code % 1024};
 }
 
 void enter_process_device() { set_current_device(process_device()); }

@@ -1,8 +1,17 @@
-// Devices (the CPU, or one CUDA GPU) and what this build and machine can run.
+// Devices (the CPU, one CUDA GPU, or one simulated accelerator) and what this build and machine
+// can run.
 //
 // A build compiled with CUDA still runs where no GPU is visible: default_device() then falls
 // back to the CPU and says so once. Asking for a GPU explicitly where none is visible is a
 // user error with a clear message.
+//
+// The simulated accelerator (`sim:N`, kSimDevices of them on every machine) is how CI sees
+// what only a GPU would show: its memory is host memory but it is not the CPU. It has its own
+// caching allocator; a tensor on it and one on the CPU are different devices to every check, a
+// move between it and the host is an explicit copy, and every blocking read, stream or event
+// synchronisation and copy from pageable memory counts as a host wait (host_waits.h), as on a
+// GPU. Its kernels are the CPU's (runs_host_kernels()), run at once; the communicator treats
+// it as a GPU (one device per rank, device groups), over MPI.
 #pragma once
 
 #include <string>
@@ -10,7 +19,9 @@
 
 namespace course {
 
-enum class DeviceKind { kCPU, kCUDA };
+enum class DeviceKind { kCPU, kCUDA, kSim };
+
+inline constexpr int kSimDevices = 8;  // sim:0 .. sim:7, on any machine
 
 struct Device {
   DeviceKind kind = DeviceKind::kCPU;
@@ -18,13 +29,21 @@ struct Device {
 
   static Device cpu() { return {DeviceKind::kCPU, 0}; }
   static Device cuda(int index = 0) { return {DeviceKind::kCUDA, index}; }
+  static Device sim(int index = 0) { return {DeviceKind::kSim, index}; }
   bool is_cpu() const { return kind == DeviceKind::kCPU; }
   bool is_cuda() const { return kind == DeviceKind::kCUDA; }
-  std::string str() const;  // "cpu", "cuda:0"
+  bool is_sim() const { return kind == DeviceKind::kSim; }
+  // Memory apart from the host's (a GPU, or the simulated accelerator): reaching it from the
+  // host is a copy, and the host waits for it.
+  bool is_accelerator() const { return kind != DeviceKind::kCPU; }
+  // Its kernels run on the host's cores (the CPU, and the simulated accelerator).
+  bool runs_host_kernels() const { return kind != DeviceKind::kCUDA; }
+  std::string str() const;  // "cpu", "cuda:0", "sim:0"
   bool operator==(const Device&) const = default;
 };
 
-Device parse_device(std::string_view text);  // "cpu", "cuda", "cuda:N"; throws otherwise
+// "cpu", "cuda", "cuda:N", "sim", "sim:N"; throws otherwise.
+Device parse_device(std::string_view text);
 
 bool cuda_compiled();       // was this binary built with CUDA?
 int cuda_device_count();    // GPUs visible to this process (0 without CUDA or a driver)
@@ -36,13 +55,14 @@ Device default_device();
 // Throws course::Error when `device` cannot be used by this build on this machine.
 void require_device(Device device);
 
-// Makes `device` current for the calling thread (cudaSetDevice); no-op for the CPU.
+// Makes `device` current for the calling thread (cudaSetDevice, only when another GPU is
+// current in it); no-op for the CPU and the simulated accelerator.
 void set_current_device(Device device);
 
 // The device this process trains on (a rank's GPU: its local rank's), made current in the
 // calling thread. Set it at setup, before any other CUDA call, so that no rank opens a context
 // on GPU 0 by accident (parallel::rank_device does; a pinned allocation would otherwise
-// create one on whichever GPU is current). The CPU until set.
+// create one on whichever GPU is current). The CPU until set; a simulated device too.
 void set_process_device(Device device);
 Device process_device();
 // Makes the process's GPU current in the calling thread: every thread that calls CUDA (the

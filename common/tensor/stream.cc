@@ -1,4 +1,5 @@
-// Streams and events on the CPU and the GPU.
+// Streams and events on the CPU, the GPU and the simulated accelerator (whose work is done by
+// the time it is queued: a stream there is empty, an event a clock reading, as on the CPU).
 #include "common/tensor/stream.h"
 
 #include "common/core/error.h"
@@ -29,7 +30,7 @@ Stream::~Stream() {
 }
 
 void Stream::synchronize() const {
-  note_host_synchronization();
+  note_host_synchronization(device_);
 #if COURSE_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
 #endif
@@ -68,10 +69,21 @@ void Event::record(const Stream* stream) {
 }
 
 void Event::synchronize() const {
-  note_host_synchronization();
+  note_host_synchronization(device_);
 #if COURSE_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
 #endif
+}
+
+bool Event::query() const {
+#if COURSE_WITH_CUDA
+  if (handle_ && recorded_) {
+    const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(handle_));
+    if (status == cudaErrorNotReady) return false;
+    CUDA_CHECK(status);
+  }
+#endif
+  return true;
 }
 
 void Event::block(const Stream* stream) const {

@@ -1,7 +1,9 @@
 // Streams and events: ordered queues of GPU work and time stamps in them.
 //
-// On the CPU, work is synchronous, so a CPU stream is an empty queue and a CPU event is a wall
-// clock reading; the chronometers of the labs then time both devices with the same code.
+// On the CPU and the simulated accelerator, work is synchronous, so a stream there is an empty
+// queue and an event a wall clock reading; the chronometers of the labs then time every device
+// with the same code. Synchronising an accelerator's stream or event is a host wait
+// (host_waits.h).
 #pragma once
 
 #include <chrono>
@@ -33,8 +35,10 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 
+  Device device() const { return device_; }
   void record(const Stream* stream = nullptr);  // on `stream`, or the default stream
   void synchronize() const;                     // waits until the recorded work is done
+  bool query() const;  // whether the recorded work is done (never waits; true if never recorded)
   // Work queued on `stream` (or the default stream) from now on starts after the recorded
   // work: the order between a copy stream and the compute stream (nothing to do on the CPU).
   void block(const Stream* stream = nullptr) const;

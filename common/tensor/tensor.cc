@@ -39,8 +39,7 @@ Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
 }
 
 bool Tensor::is_pinned() const {
-  return defined() && &storage_->allocator() == &pinned_host_allocator() &&
-         pinned_memory_is_page_locked();
+  return defined() && &storage_->allocator() == &pinned_host_allocator();
 }
 
 void* Tensor::data() const {
@@ -97,7 +96,8 @@ Tensor Tensor::to(Device device) const {
 Tensor Tensor::to(Device device, const Stream& stream) const {
   COURSE_CHECK(defined(), "copy of an undefined tensor");
   Tensor t = empty(shape_, dtype_, device, format_);
-  copy_bytes_async(t.data(), device, data(), device_, nbytes(), stream);
+  copy_bytes_async(t.data(), device, data(), device_, nbytes(), stream,
+                   device_.is_cpu() ? is_pinned() : t.is_pinned());
   return t;
 }
 
@@ -107,17 +107,37 @@ std::string Tensor::str() const {
                         ", ", memory_format_name(format_), ")");
 }
 
+namespace {
+
+// Counts the host's wait in a copy between the host and an accelerator: a read when the host
+// receives, a copy when it sends. `blocking`: the copy returns only when done.
+void note_copy_wait(Device dst_device, Device src_device, bool blocking) {
+  if (!blocking || dst_device.is_accelerator() == src_device.is_accelerator()) return;
+  if (dst_device.is_cpu()) {
+    note_host_read(src_device);
+  } else {
+    note_host_copy(dst_device);
+  }
+}
+
+}  // namespace
+
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   if (bytes == 0) return;
-  if (dst_device.is_cpu() && src_device.is_cpu()) {
-    run_host_work([=] { std::memcpy(dst, src, bytes); });
-    return;
-  }
-#if COURSE_WITH_CUDA
   if (capturing()) {
     COURSE_CHECK(dst_device == src_device, "copy between ", src_device.str(), " and ",
                  dst_device.str(), " inside a graph capture: copy before or after the graph");
     check_capture_device(dst_device);
+  }
+  note_copy_wait(dst_device, src_device, /*blocking=*/true);
+  if (dst_device.runs_host_kernels() && src_device.runs_host_kernels()) {
+    run_host_work([=] { std::memcpy(dst, src, bytes); });
+    return;
+  }
+  COURSE_CHECK(!dst_device.is_sim() && !src_device.is_sim(), "copy between ", src_device.str(),
+               " and ", dst_device.str(), ": a simulated accelerator has no GPU peer");
+#if COURSE_WITH_CUDA
+  if (capturing()) {
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
                                static_cast<cudaStream_t>(current_cuda_stream())));
     return;
@@ -130,19 +150,39 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 }
 
 void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device,
-                      size_t bytes, const Stream& stream) {
+                      size_t bytes, const Stream& stream, bool host_end_pinned) {
   check_not_capturing("an asynchronous copy on a stream of its own");
   if (bytes == 0) return;
   if (stream.device().is_cpu()) {
     copy_bytes(dst, dst_device, src, src_device, bytes);
     return;
   }
-  COURSE_CHECK(stream.device() == (dst_device.is_cuda() ? dst_device : src_device), "a copy from ",
-               src_device.str(), " to ", dst_device.str(), " queued on a stream of ",
-               stream.device().str());
+  COURSE_CHECK(stream.device() == (dst_device.is_accelerator() ? dst_device : src_device),
+               "a copy from ", src_device.str(), " to ", dst_device.str(),
+               " queued on a stream of ", stream.device().str());
+  note_copy_wait(dst_device, src_device, /*blocking=*/!host_end_pinned);
+  if (stream.device().is_sim()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
 #if COURSE_WITH_CUDA
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
                              static_cast<cudaStream_t>(stream.handle())));
+#endif
+}
+
+void upload_pinned_async(void* dst, Device dst_device, const void* pinned_src, size_t bytes) {
+  check_not_capturing("a copy from the host");
+  if (bytes == 0) return;
+  if (dst_device.runs_host_kernels()) {
+    std::memcpy(dst, pinned_src, bytes);
+    return;
+  }
+#if COURSE_WITH_CUDA
+  CUDA_CHECK(cudaMemcpyAsync(dst, pinned_src, bytes, cudaMemcpyHostToDevice,
+                             static_cast<cudaStream_t>(current_cuda_stream())));
+#else
+  COURSE_FAIL("copy to ", dst_device.str(), " in a build without CUDA");
 #endif
 }
 

@@ -87,9 +87,9 @@ class Tensor {
   Tensor slice(int64_t begin, int64_t end) const;
   // A copy on `device` (same dtype and memory format).
   Tensor to(Device device) const;
-  // The same copy queued on `stream` (of the GPU end of the copy): asynchronous to the host
-  // when it copies between pinned host memory and a GPU; the caller orders its use of the
-  // result after the stream (an Event). Between CPU tensors it is an ordinary copy.
+  // The same copy queued on `stream` (of the accelerator end of the copy): asynchronous to the
+  // host when it copies between pinned host memory and an accelerator; the caller orders its
+  // use of the result after the stream (an Event). Between CPU tensors it is an ordinary copy.
   Tensor to(Device device, const Stream& stream) const;
   Tensor clone() const { return to(device_); }
   // A host copy of the elements in logical (row-major) order; contiguous tensors only.
@@ -112,11 +112,19 @@ class Tensor {
   MemoryFormat format_ = MemoryFormat::kContiguous;
 };
 
-// Copies `bytes` between host and device memory in either direction (synchronously).
+// Copies `bytes` between host and device memory in either direction (synchronously: a copy
+// between the host and an accelerator is a host wait, a copy within or between accelerators
+// is not).
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
-// The same, queued on `stream` (see Tensor::to(Device, const Stream&)).
+// The same, queued on `stream` (see Tensor::to(Device, const Stream&)): a host wait only when
+// its host end is pageable (not from Tensor::empty_pinned).
 void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device,
-                      size_t bytes, const Stream& stream);
+                      size_t bytes, const Stream& stream, bool host_end_pinned);
+
+// Copies `bytes` from pinned host memory (Tensor::empty_pinned) to a device, queued on the
+// thread's compute stream without a host wait: the caller leaves the source unchanged until the
+// copy is done (an Event recorded after it; pinned_staging.h does this).
+void upload_pinned_async(void* dst, Device dst_device, const void* pinned_src, size_t bytes);
 
 // Checks that tensors agree, for kernels: same shape, dtype, device and memory format.
 void check_same(const Tensor& a, const Tensor& b, const char* op);
@@ -136,8 +144,7 @@ std::vector<T> Tensor::to_vector() const {
   COURSE_CHECK(format_ == MemoryFormat::kContiguous, "to_vector of a ", memory_format_name(format_),
                " tensor: convert it to contiguous first");
   check_not_capturing("reading a tensor's values on the host");
-  note_host_read();
-  std::vector<T> values(numel_);
+  std::vector<T> values(numel_);  // copy_bytes counts the host's wait for an accelerator
   copy_bytes(values.data(), Device::cpu(), data_as<T>(), device_, nbytes());
   return values;
 }

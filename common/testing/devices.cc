@@ -4,7 +4,7 @@
 namespace course::testing {
 
 std::vector<Device> test_devices() {
-  std::vector<Device> devices{Device::cpu()};
+  std::vector<Device> devices{Device::cpu(), Device::sim(0)};
   if (cuda_compiled()) devices.push_back(Device::cuda(0));
   return devices;
 }
@@ -16,7 +16,8 @@ void DeviceTest::SetUp() {
 }
 
 std::string case_part(Device device) {
-  return device.is_cpu() ? "cpu" : "cuda" + std::to_string(device.index);
+  if (device.is_cpu()) return "cpu";
+  return (device.is_sim() ? "sim" : "cuda") + std::to_string(device.index);
 }
 
 std::string case_part(DType dtype) { return std::string(dtype_name(dtype)); }

@@ -1,5 +1,7 @@
-// Tests parametrised over the devices of this build: the CPU always, the GPU when CUDA is
-// compiled in. A GPU case where no GPU is visible is skipped with the reason, never passed.
+// Tests parametrised over the devices of this build: the CPU and the simulated accelerator
+// (device.h: the CPU's kernels on memory of its own, so a scratch buffer made on the wrong device
+// fails there) always, the GPU when CUDA is compiled in. A GPU case where no GPU is visible is
+// skipped with the reason, never passed.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -44,7 +46,7 @@ class DeviceCaseTest : public ::testing::TestWithParam<std::tuple<Device, More..
   }
 };
 
-// Readable case names: "cpu_f16_1023".
+// Readable case names: "cpu_f16_1023", "sim0_bf16_7".
 std::string case_part(Device device);
 std::string case_part(DType dtype);
 std::string case_part(MemoryFormat format);  // "nchw", "nhwc"

@@ -89,7 +89,9 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::vector<std::string>& m
   app.add_option("--logdir", f.logdir,
                  "folder of TensorBoard event files: loss and learning rate per step, test "
                  "loss and accuracy per epoch, the run's settings as text");
-  app.add_option("--device", f.device, "cpu, cuda or cuda:N (default: the GPU if visible)");
+  app.add_option("--device", f.device,
+                 "cpu, cuda, cuda:N, or sim (the simulated accelerator of CI: a GPU's copies and "
+                 "waits in host memory) (default: the GPU if visible)");
   app.add_option("--model", f.model, "network")
       ->check(CLI::IsMember(models))
       ->capture_default_str();

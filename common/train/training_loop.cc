@@ -283,7 +283,6 @@ LoopResult TrainingLoop::run() {
     const auto epoch_started = std::chrono::steady_clock::now();
     EpochSteps epoch_steps;
     LossWindow losses(config_.device);
-    const HostWaits waits_before = host_waits();
     int64_t b = first;
     for (; b < config_.steps_per_epoch && !(flags_.test && optimizer.steps() >= flags_.test_nsteps);
          ++b) {
@@ -291,14 +290,17 @@ LoopResult TrainingLoop::run() {
       auto step_range = profiler.range("step", recorded);
       StepPhases phases(chrono, profiler, recorded);
       optimizer.set_lr(config_.lr_at(optimizer.steps()));
+      const HostWaits before_step = host_waits();
       losses.add(hooks_.step(phases));
       phases.finish(config_.global_batch);
       log_gradient_norm(epoch_steps);
+      if (result.steps > 0) result.step_waits += host_waits() - before_step;
       ++result.steps;
       ++epoch_steps.steps;
       // The host waits for the device only here: every --log-every steps, at the epoch's end,
       // at a stop, and every step for a hook that wants each step's loss.
       const auto read_losses = [&] {
+        const HostWaits before_read = host_waits();
         chrono.collect();
         const LossWindow::Reading read = losses.read();
         if (!std::isfinite(read.last) || !std::isfinite(read.sum)) {
@@ -313,6 +315,7 @@ LoopResult TrainingLoop::run() {
                               optimizer.steps());
           events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
         }
+        result.read_waits += host_waits() - before_read;
         if (hooks_.after_step) hooks_.after_step(optimizer.steps(), read.last);
         progress.update(b + 1, read.last);
       };
@@ -328,9 +331,6 @@ LoopResult TrainingLoop::run() {
         stop_training(signal, optimizer.steps(), flags_.chkpt);
       }
     }
-    result.step_waits.reads += host_waits().reads - waits_before.reads;
-    result.step_waits.synchronizations +=
-        host_waits().synchronizations - waits_before.synchronizations;
     epoch_steps.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_started).count();
     if (config_.comm) {

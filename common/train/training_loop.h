@@ -98,7 +98,11 @@ struct LoopResult {
   std::optional<double> test_loss;
   bool ended_early = false;  // after_epoch said to stop
   ChronometerReport timing;
-  HostWaits step_waits;  // the host's waits for the device during the steps (host_waits.h)
+  // The host's waits for the device (host_waits.h) in the steps after the run's first (which
+  // sets up: allocations, library plans), and in the loss reads every --log-every steps (the
+  // chronometer's collection with them); a step's own should be none.
+  HostWaits step_waits;
+  HostWaits read_waits;
 };
 
 class TrainingLoop {

@@ -67,7 +67,7 @@ void ring_allreduce(Tensor& data, parallel::Communicator& comm) {
     return data.view({n}).slice(begin(chunk), begin(chunk + 1));
   };
   const int next = (r + 1) % p, previous = (r + p - 1) % p;
-  Tensor incoming = Tensor::empty({begin(1) + 1});
+  Tensor incoming = Tensor::empty({begin(1) + 1}, course::DType::kF32, data.device());
   for (int step = 0; step < p - 1; ++step) {  // after it, rank r holds the sum of chunk r + 1
     const int send_chunk = (r - step + p) % p, recv_chunk = (r - step - 1 + 2 * p) % p;
     Tensor received = chunk_of(recv_chunk);

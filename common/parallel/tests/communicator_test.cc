@@ -256,14 +256,15 @@ TEST(RankDevice, TheRanksDeviceIsTheProcesss) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible (the GPU self-test covers it)";
   EXPECT_EQ(rank_device("", *world()), Device::cpu());
   EXPECT_EQ(process_device(), Device::cpu());
-  EXPECT_FALSE(world()->has_gpu());
+  EXPECT_FALSE(world()->has_nccl());
+  EXPECT_EQ(world()->device(), Device::cpu());
   EXPECT_THAT([] { rank_device("cuda:0", *world()); },
               ::testing::ThrowsMessage<Error>(HasSubstr("requested")));
 }
 
 TEST(Communicator, TheGpuEngineNeedsAVisibleGpu) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
-  EXPECT_THROW(world()->use_gpu(Device::cuda(0)), Error);
+  EXPECT_THROW(world()->use_device(Device::cuda(0)), Error);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ class Nccl : public ::testing::TestWithParam<DType> {
 TEST_P(Nccl, EachRankHasItsOwnGpu) {
   EXPECT_EQ(device_, Device::cuda(comm_->local_rank() % cuda_device_count()));
   EXPECT_EQ(process_device(), device_);
-  EXPECT_TRUE(comm_->has_gpu());
+  EXPECT_TRUE(comm_->has_nccl());
 }
 
 TEST_P(Nccl, CollectivesMatchTheCpu) {
@@ -79,7 +79,7 @@ TEST_P(Nccl, GroupedRingExchangeOfAMebibyte) {
 TEST_P(Nccl, SplitCommunicatorsAreGpuCommunicators) {
   const int r = comm_->rank();
   const auto row = comm_->split(r % 2, r);
-  EXPECT_TRUE(row->has_gpu());
+  EXPECT_TRUE(row->has_nccl());
   Tensor t = values(r, 16);
   row->allreduce(t)->wait();
   std::vector<float> want(16, 0.0f);

@@ -107,9 +107,13 @@ TEST(CachingAllocator, TensorsReportToTheirDeviceAllocator) {
   EXPECT_EQ(cpu.stats().allocated, before);
 }
 
+// Without a GPU the pinned allocator's blocks are plain host memory, still told apart from the
+// CPU allocator's (the simulated accelerator copies from them without a host wait).
 TEST(PinnedHost, FallsBackToPlainHostMemoryWithoutAGpu) {
   Tensor pinned = Tensor::empty_pinned({16}, DType::kU8);
-  EXPECT_EQ(pinned.is_pinned(), cuda_device_count() > 0);
+  EXPECT_TRUE(pinned.is_pinned());
+  EXPECT_FALSE(Tensor::empty({16}, DType::kU8).is_pinned());
+  EXPECT_EQ(pinned_memory_is_page_locked(), cuda_device_count() > 0);
   EXPECT_EQ(pinned.device(), Device::cpu());
 }
 
