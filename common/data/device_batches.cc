@@ -20,9 +20,26 @@ DeviceBatches::DeviceBatches(DataLoader& loader, Device device, bool non_blockin
       copy_stream_(device),
       compute_queued_(device) {}
 
+namespace {
+// Handed-out batches whose copies may still be under way: the device is at most this many steps
+// behind the host before next() waits.
+constexpr size_t kMaxHandedOut = 4;
+}  // namespace
+
 DeviceBatches::~DeviceBatches() {
   retire(ahead_);
-  retire(handed_out_);
+  retire_handed_out(0);
+}
+
+void DeviceBatches::retire_handed_out(size_t keep) {
+  while (!handed_out_.empty()) {
+    const Event& copied = *handed_out_.front().copied;
+    if (!copied.query()) {
+      if (handed_out_.size() <= keep) return;
+      copied.synchronize();
+    }
+    handed_out_.pop_front();
+  }
 }
 
 void DeviceBatches::retire(std::optional<InFlight>& batch) {
@@ -72,12 +89,12 @@ Batch DeviceBatches::next() {
     now.copied->synchronize();
     return now.device;
   }
-  retire(handed_out_);  // its copy ended before the previous step could start
-  handed_out_ = ahead_ ? std::move(ahead_) : load_and_copy();
+  retire_handed_out(kMaxHandedOut - 1);
+  InFlight& now = handed_out_.emplace_back(ahead_ ? std::move(*ahead_) : load_and_copy());
   ahead_.reset();
-  handed_out_->copied->block();  // the compute stream waits for the copy, the host does not
+  now.copied->block();  // the compute stream waits for the copy, the host does not
   if (!loader_.done()) ahead_ = load_and_copy();
-  return handed_out_->device;
+  return now.device;
 }
 
 }  // namespace course

@@ -8,13 +8,15 @@
 //   - the copy stream in turn waits for the compute work queued so far before every copy
 //     (ahead, at an epoch's start, blocking, and place()), so a copy never lands in memory
 //     that an earlier step may still be reading;
-//   - a host batch is kept until its copy is known to be done (at the next call, when it has
-//     long finished), so the loader never refills pinned memory that is still being read.
+//   - a host batch is kept until its copy is known to be done (its event queried, never waited
+//     for, unless kMaxHandedOut batches are still being copied: the device is that far behind),
+//     so the loader never refills pinned memory that is still being read.
 // Without non_blocking each batch is copied when asked for and the host waits for the copy.
 // On the CPU there is no copy engine: the lab then passes no transfer and uses the loader's
 // batches where they are (the loader's workers already prepare them ahead).
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -62,6 +64,9 @@ class DeviceBatches {
   Batch fenced_transfer(const Batch& host);  // after the compute stream's queued work
   InFlight load_and_copy();
   void retire(std::optional<InFlight>& batch);  // waits for its copy, then frees its host side
+  // Frees the host side of the handed-out batches whose copies are done, waiting only for those
+  // beyond the newest `keep`.
+  void retire_handed_out(size_t keep);
 
   DataLoader& loader_;
   Device device_;
@@ -70,9 +75,8 @@ class DeviceBatches {
   Prepare prepare_;
   Stream copy_stream_;
   Event compute_queued_;
-  std::optional<InFlight> ahead_;       // the next batch, being copied
-  std::optional<InFlight> handed_out_;  // the current batch: its host side is kept until
-                                        // the next call
+  std::optional<InFlight> ahead_;    // the next batch, being copied
+  std::deque<InFlight> handed_out_;  // oldest first, their host sides kept until copied
 };
 
 }  // namespace course

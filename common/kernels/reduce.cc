@@ -1,6 +1,7 @@
 // Dispatch of the reductions to the single-source reducers.
 #include "common/kernels/reduce.h"
 
+#include "common/kernels/elementwise.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/linear.h"
 #include "common/kernels/reduce_ops.h"
@@ -42,7 +43,7 @@ bool all_finite(const Tensor& x) {
 bool all_finite(const std::vector<Tensor>& xs) {
   if (xs.empty()) return true;
   const Device device = xs.front().device();
-  Tensor flag = Tensor::from_vector<int32_t>({0}, {1}, device);
+  Tensor flag = zeros({1}, DType::kI32, device);
   for (const Tensor& x : xs) {
     COURSE_CHECK(x.device() == device, "all_finite: tensors on ", device.str(), " and ",
                  x.device().str());

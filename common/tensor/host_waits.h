@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "common/tensor/device.h"
 
@@ -22,6 +23,7 @@ struct HostWaits {
 
   int64_t total() const { return reads + synchronizations + copies; }
   bool operator==(const HostWaits&) const = default;
+  std::string str() const;  // "2 reads, 1 synchronisation, 0 copies"
   HostWaits operator-(const HostWaits& earlier) const {
     return {reads - earlier.reads, synchronizations - earlier.synchronizations,
             copies - earlier.copies};

@@ -151,6 +151,23 @@ void TrainingLoop::save(int64_t epoch, int64_t batch) {
   if (config_.comm) config_.comm->barrier();  // the checkpoint exists once every file does
 }
 
+void TrainingLoop::report_host_waits(const LoopResult& result) const {
+  if (!config_.device.is_accelerator() || result.steps < 2) return;
+  int64_t most = result.step_waits.total();
+  if (config_.comm && config_.comm->size() > 1) {
+    Tensor on_ranks = Tensor::from_vector<int64_t>({most}, {1});
+    config_.comm->allreduce(on_ranks, parallel::ReduceOp::kMax)->wait();
+    most = on_ranks.to_vector<int64_t>()[0];
+  }
+  if (!lead()) return;
+  std::printf(
+      "host waits for %s in steps 2..%lld: %lld at most on a rank (rank 0: %s); in the "
+      "loss reads: %s\n",
+      config_.device.str().c_str(), static_cast<long long>(result.steps),
+      static_cast<long long>(most), result.step_waits.str().c_str(),
+      result.read_waits.str().c_str());
+}
+
 int TrainingLoop::agreed_stop() const {
   return config_.comm ? parallel::agree_on_stop(stop_signal(), *config_.comm) : stop_signal();
 }
@@ -360,6 +377,7 @@ LoopResult TrainingLoop::run() {
   if (lead() && config_.clipping && config_.clipping->on()) {
     std::printf("%s\n", config_.clipping->describe().c_str());
   }
+  report_host_waits(result);
   if (profiler.enabled()) {
     profiler.write(flags_.profile, config_.comm);  // every rank's events in one file
     if (lead()) {

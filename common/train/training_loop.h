@@ -11,7 +11,8 @@
 //     a JSON line of metrics (losses, accuracies, rate, samples per second, the epoch's and the
 //     run's seconds, peak device memory, the energy and core- and GPU-hours so far
 //     (energy_meter.h), with --clip-grad-norm the gradient norm's last and largest);
-//   - at the end: the timing table, the energy line (sources that cannot be read named once);
+//   - at the end: the timing table, the energy line (sources that cannot be read named once),
+//     on an accelerator the host's waits for it in steps 2..N (none, in a wait-free step);
 //   - with --logdir, TensorBoard's event file: the settings, each step's loss and rate (and
 //     gradient norm with --clip-grad-norm), each epoch's test loss and accuracy and the
 //     elapsed time.
@@ -116,6 +117,8 @@ class TrainingLoop {
  private:
   void save(int64_t epoch, int64_t batch);
   int agreed_stop() const;
+  // Collective: on an accelerator, the step's and the loss reads' host waits (most over ranks).
+  void report_host_waits(const LoopResult& result) const;
   // What an epoch's steps measured, for its metrics.
   struct EpochSteps {
     int64_t steps = 0;
