@@ -72,7 +72,7 @@ class LabStep {
 
   bool loss_scaling() const { return loss_scaling_; }
   const optim::LossScaler& scaler() const { return scaler_; }
-  const optim::GradientClipping& clipping() const { return clipping_; }
+  optim::GradientClipping& clipping() { return clipping_; }
 
  private:
   // The step replayed under --cuda-graphs: the passes of one micro-batch and the update. Made in

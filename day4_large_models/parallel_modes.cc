@@ -58,7 +58,7 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   // The exercises' collectives are blocking: all of their time is exposed.
   double exposed_communication_seconds() override { return waited_seconds_; }
   double bytes_sent() const override { return comm_->traffic().bytes; }
-  float squared_gradient_norm() override {
+  Tensor squared_gradient_norm() override {
     return parallel::sum_over_ranks(optim::squared_gradient_sum({&shard_}), *comm_);
   }
   std::string mode_name() const override { return kExerciseZero1; }

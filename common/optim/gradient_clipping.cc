@@ -1,41 +1,23 @@
 // The squares summed on the device, the clip, and a run's clipping.
 #include "common/optim/gradient_clipping.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 #include "common/core/error.h"
+#include "common/kernels/device_factor.h"
 #include "common/kernels/elementwise.h"
-#include "common/kernels/linear.h"
 
 namespace course::optim {
 
-float squared_gradient_sum(const std::vector<nn::Parameter*>& parameters) {
-  float squares = 0;
-  Tensor on_device;  // (1,) f32 on the device of the gradients summed since the last read
-  const auto read = [&] {
-    if (on_device.defined()) squares += on_device.to_vector<float>()[0];
-  };
+Tensor squared_gradient_sum(const std::vector<nn::Parameter*>& parameters) {
+  const Device device = parameters.empty() ? Device::cpu() : parameters.front()->grad.device();
+  Tensor squares = zeros({1}, DType::kF32, device);
   for (const nn::Parameter* p : parameters) {
-    if (!on_device.defined() || on_device.device() != p->grad.device()) {
-      read();
-      on_device = zeros({1}, DType::kF32, p->grad.device());
-    }
-    const Tensor g = p->grad.dtype() == DType::kF32 ? p->grad : cast(p->grad, DType::kF32);
-    add_column_sums_(mul(g, g).view({g.numel(), 1}, MemoryFormat::kContiguous), on_device);
+    COURSE_CHECK(p->grad.device() == device, "gradients on ", device.str(), " and ",
+                 p->grad.device().str(), " in one norm");
+    add_squares_(p->grad, squares);
   }
-  read();
   return squares;
-}
-
-ClippedStep clip_to_norm(float norm, float max_norm,
-                         const std::vector<nn::Parameter*>& parameters) {
-  COURSE_CHECK(max_norm > 0, "gradients are clipped to a positive norm, got ", max_norm);
-  if (!std::isfinite(norm) || norm <= max_norm) return {.norm = norm, .clipped = false};
-  const float factor = max_norm / (norm + 1e-6f);
-  for (nn::Parameter* p : parameters) scale_(p->grad, factor);
-  return {.norm = norm, .clipped = true};
 }
 
 GradientClipping::GradientClipping(std::optional<float> max_norm)
@@ -44,32 +26,58 @@ GradientClipping::GradientClipping(std::optional<float> max_norm)
                max_norm_);
 }
 
-void GradientClipping::apply(const std::function<float()>& global_norm,
+void GradientClipping::apply(const std::function<Tensor()>& squared_global_norm,
                              const std::vector<nn::Parameter*>& parameters, float grad_scale) {
   if (!on()) return;
-  const ClippedStep step = clip_to_norm(global_norm(), max_norm_ * grad_scale, parameters);
-  ++steps_;
-  if (step.clipped) ++clipped_;
-  last_norm_ = step.norm / grad_scale;
-  if (std::isfinite(last_norm_)) largest_norm_ = std::max(largest_norm_, last_norm_);
+  const Tensor squared = squared_global_norm();
+  if (!record_.defined() || record_.device() != squared.device()) {
+    factor_ = zeros({1}, DType::kF32, squared.device());
+    record_ = zeros({4}, DType::kF32, squared.device());
+    norms_ = Tensor::empty({64}, DType::kF32, squared.device());
+    pending_ = 0;
+  }
+  if (pending_ == norms_.numel()) {  // more steps than ever between two reads: a larger log
+    Tensor larger = Tensor::empty({2 * pending_}, DType::kF32, norms_.device());
+    Tensor head = larger.slice(0, pending_);
+    copy_(head, norms_);
+    norms_ = larger;
+  }
+  Tensor slot = norms_.slice(pending_, pending_ + 1);
+  clip_factor(squared, max_norm_ * grad_scale, grad_scale, factor_, record_, slot);
+  ++pending_;
+  for (nn::Parameter* p : parameters) scale_by_(p->grad, factor_);
 }
 
 void GradientClipping::apply_to_whole(const std::vector<nn::Parameter*>& parameters,
                                       float grad_scale) {
-  apply([&] { return std::sqrt(squared_gradient_sum(parameters)); }, parameters, grad_scale);
+  apply([&] { return squared_gradient_sum(parameters); }, parameters, grad_scale);
+}
+
+std::vector<float> GradientClipping::record() const {
+  return record_.defined() ? record_.to_vector<float>() : std::vector<float>(4, 0.0f);
 }
 
 std::optional<float> GradientClipping::last_norm() const {
-  if (steps_ == 0) return std::nullopt;
-  return last_norm_;
+  const std::vector<float> r = record();
+  if (r[3] == 0) return std::nullopt;
+  return r[0];
 }
 
+std::vector<float> GradientClipping::take_norms() {
+  if (pending_ == 0) return {};
+  std::vector<float> norms = norms_.slice(0, pending_).to_vector<float>();
+  pending_ = 0;
+  return norms;
+}
+
+int64_t GradientClipping::clipped_steps() const { return static_cast<int64_t>(record()[2]); }
+
 std::string GradientClipping::describe() const {
+  const std::vector<float> r = record();
   char line[160];
   std::snprintf(line, sizeof line,
-                "gradient norm: last %.4g, largest %.4g, clipped to %g in %lld of %lld steps",
-                last_norm_, largest_norm_, max_norm_, static_cast<long long>(clipped_),
-                static_cast<long long>(steps_));
+                "gradient norm: last %.4g, largest %.4g, clipped to %g in %lld of %lld steps", r[0],
+                r[1], max_norm_, static_cast<long long>(r[2]), static_cast<long long>(r[3]));
   return line;
 }
 

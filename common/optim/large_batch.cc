@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/kernels/device_factor.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/optimizer_kernels.h"
 #include "common/kernels/reduce.h"
@@ -12,8 +13,29 @@ namespace course::optim {
 
 namespace {
 
-float trust_ratio(float numerator, float weight_norm, float denominator) {
-  return weight_norm > 0.0f && denominator > 0.0f ? numerator / denominator : 1.0f;
+// Scratch of the trust ratios: the squares of every parameter's pair of norms, and the ratios.
+void make_scratch(size_t parameters, Device device, Tensor& squares, Tensor& trust) {
+  const auto n = static_cast<int64_t>(parameters);
+  squares = Tensor::empty({2 * n}, DType::kF32, device);
+  trust = Tensor::empty({n}, DType::kF32, device);
+}
+
+// trust[i] from |a|^2 and |b|^2 summed into squares[2 i], squares[2 i + 1].
+Tensor trust_of(const Tensor& a, const Tensor& b, size_t i, float eta, float weight_decay,
+                Tensor& squares, Tensor& trust) {
+  const auto at = static_cast<int64_t>(i);
+  Tensor pair = squares.slice(2 * at, 2 * at + 2);
+  fill_(pair, 0.0);
+  Tensor first = pair.slice(0, 1), second = pair.slice(1, 2);
+  add_squares_(a, first);
+  add_squares_(b, second);
+  Tensor ratio = trust.slice(at, at + 1);
+  trust_ratio(pair, eta, weight_decay, ratio);
+  return ratio;
+}
+
+Device device_of(const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
+  return params.empty() ? Device::cpu() : params.front().second->value.device();
 }
 
 }  // namespace
@@ -25,24 +47,23 @@ Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lar
   COURSE_CHECK(options.momentum >= 0.0f && options.weight_decay >= 0.0f && options.eta > 0.0f,
                "LARS momentum and weight decay must not be negative, eta must be positive");
   momentum_ = zeros_like_params();
+  for (const auto& named : params_) directions_.push_back(named.second->value.clone());
+  make_scratch(params_.size(), device_of(params_), squares_, trust_);
 }
 
 std::vector<float> Lars::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
 
 void Lars::update() {
-  std::vector<Tensor> directions;  // trust * (g + wd w), per parameter
-  directions.reserve(params_.size());
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
-    const float w_norm = l2_norm(p.value), g_norm = l2_norm(p.grad);
-    const float trust = trust_ratio(options_.eta * w_norm, w_norm * g_norm,
-                                    g_norm + options_.weight_decay * w_norm);
-    Tensor d = p.grad.clone();
+    const Tensor trust =
+        trust_of(p.value, p.grad, i, options_.eta, options_.weight_decay, squares_, trust_);
+    Tensor& d = directions_[i];
+    copy_(d, p.grad);
     axpy_(options_.weight_decay, p.value, d);
-    scale_(d, trust);
-    directions.push_back(std::move(d));
-    slots.push_back({&p.value, &directions.back(), &momentum_[i]});
+    scale_by_(d, trust);
+    slots.push_back({&p.value, &d, &momentum_[i]});
   }
   sgd_update_(update_table_, slots, {options_.momentum, 0.0f, false}, step_scalars_);
 }
@@ -57,6 +78,8 @@ Lamb::Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lam
                "LAMB betas must be in [0, 1)");
   exp_avg_ = zeros_like_params();
   exp_avg_sq_ = zeros_like_params();
+  for (const auto& named : params_) moved_.push_back(named.second->value.clone());
+  make_scratch(params_.size(), device_of(params_), squares_, trust_);
 }
 
 AdamWHyper Lamb::hyper() const {
@@ -70,21 +93,19 @@ std::vector<float> Lamb::step_scalars() const {
 
 void Lamb::update() {
   // The AdamW kernel at lr 1 moves a copy of w by exactly -r (and updates the moments).
-  std::vector<Tensor> moved;
-  moved.reserve(params_.size());
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
-    moved.push_back(p.value.clone());
-    slots.push_back({&moved.back(), &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
+    copy_(moved_[i], p.value);
+    slots.push_back({&moved_[i], &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
   adamw_update_(update_table_, slots, hyper(), step_scalars_);
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& w = params_[i].second->value;
-    Tensor r = moved[i];
+    Tensor& r = moved_[i];
     axpy_(-1.0f, w, r);  // r = moved - w = -update
-    const float w_norm = l2_norm(w), r_norm = l2_norm(r);
-    axpy_(lr_ * trust_ratio(w_norm, w_norm * r_norm, r_norm), r, w);
+    scale_by_(r, trust_of(w, r, i, 1.0f, 0.0f, squares_, trust_));
+    axpy_(lr_, r, w);
   }
 }
 

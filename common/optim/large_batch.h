@@ -4,7 +4,10 @@
 //        trust = eta ||w|| / (||g|| + wd ||w||), buf = m buf + trust d, w -= lr buf.
 //   LAMB (You et al. 2019): r = AdamW direction (bias-corrected m / (sqrt(v) + eps) + wd w),
 //        trust = ||w|| / ||r||, w -= lr trust r.
-// A trust ratio is 1 when either norm is 0 (fresh zero weights, or no gradient).
+// A trust ratio is 1 when either norm is 0 (fresh zero weights, or no gradient). The norms and
+// ratios are computed on the parameters' device (common/kernels/device_factor.h): a step never
+// waits for the host, and the scratch directions are kept between steps, so the fused update's
+// pointer table is built once.
 #pragma once
 
 #include "common/optim/optimizer.h"
@@ -22,12 +25,14 @@ class Lars : public Optimizer {
  public:
   Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void update() override;  // norms read on the host: not capturable
+  void update() override;
 
  private:
   std::vector<float> step_scalars() const override;
   LarsOptions options_;
   std::vector<Tensor> momentum_;
+  std::vector<Tensor> directions_;  // trust (g + wd w), per parameter
+  Tensor squares_, trust_;          // (2 P,) {|w|^2, |g|^2} per parameter, (P,) ratios
 };
 
 struct LambOptions {
@@ -41,16 +46,18 @@ class Lamb : public Optimizer {
  public:
   Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void update() override;  // norms read on the host: not capturable
+  void update() override;
 
  private:
   std::vector<float> step_scalars() const override;
   AdamWHyper hyper() const;
   LambOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  std::vector<Tensor> moved_;  // w moved by the AdamW direction, then the direction itself
+  Tensor squares_, trust_;     // (2 P,) {|w|^2, |r|^2} per parameter, (P,) ratios
 };
 
-// Euclidean norm of a tensor (accumulated in f32).
+// Euclidean norm of a tensor (accumulated in f32; read on the host).
 float l2_norm(const Tensor& x);
 
 }  // namespace course::optim

@@ -60,7 +60,7 @@ double DataParallelModel::exposed_communication_seconds() {
   return ddp_ ? ddp_->stats().exposed_seconds : 0;
 }
 
-float DataParallelModel::squared_gradient_norm() {
+Tensor DataParallelModel::squared_gradient_norm() {
   if (sdp_) return sdp_->squared_gradient_norm();
   return optim::squared_gradient_sum(model_.parameters());  // DDP: every rank holds the average
 }

@@ -52,7 +52,7 @@ class DataParallelStep {
   virtual double bytes_sent() const = 0;
   // Collective: the squared L2 norm of the whole model's gradient once reduced (after
   // finish_backward), each element counted once: over the shards a sharded mode keeps.
-  virtual float squared_gradient_norm() = 0;
+  virtual Tensor squared_gradient_norm() = 0;
 };
 
 // What a checkpoint's files depend on in `step`'s mode: {"sharding", "shard_group_size"} when
@@ -78,7 +78,7 @@ class DataParallelModel : public DataParallelStep {
   int shard_group_size() const override { return sdp_ ? sdp_->shard_group_size() : 0; }
   double exposed_communication_seconds() override;
   double bytes_sent() const override;
-  float squared_gradient_norm() override;
+  Tensor squared_gradient_norm() override;
 
  private:
   nn::Module& model_;

@@ -31,7 +31,7 @@ class DataParallelTraining : public TrainingParallelism {
                           const std::function<void(Phase)>& mark) override;
   void after_step() override { step_->after_step(); }
   // DDP's averaged gradient on every rank, or a sharded mode's shards summed over a copy.
-  float gradient_norm() override { return std::sqrt(step_->squared_gradient_norm()); }
+  Tensor squared_gradient_norm() override { return step_->squared_gradient_norm(); }
   // The wrapper: a sharded model gathers its blocks itself.
   nn::Module& whole_model() override { return step_->net(); }
   nlohmann::json checkpoint_layout() const override;

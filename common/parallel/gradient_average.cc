@@ -28,6 +28,11 @@ void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& 
   reduce_gradients(parameters, comm, 1.0f);
 }
 
+Tensor sum_over_ranks(Tensor value, Communicator& comm) {
+  if (comm.size() > 1) comm.allreduce(value)->wait();
+  return value;
+}
+
 float sum_over_ranks(float value, Communicator& comm) {
   if (comm.size() == 1) return value;
   Tensor total = Tensor::from_vector<float>({value}, {1});  // a host tensor: MPI's engine

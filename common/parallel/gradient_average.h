@@ -19,5 +19,8 @@ void sum_gradients(const std::vector<nn::Parameter*>& parameters, Communicator& 
 // Collective over `comm`: `value` summed over its ranks (each rank's part of a global norm's
 // squares: its shards, its slices, its stage's, so that every element counts once).
 float sum_over_ranks(float value, Communicator& comm);
+// The same for a tensor on the CPU or the communicator's device, summed in place and returned
+// (stream-ordered on a GPU: the host does not wait).
+Tensor sum_over_ranks(Tensor value, Communicator& comm);
 
 }  // namespace course::parallel

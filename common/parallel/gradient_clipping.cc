@@ -13,14 +13,10 @@ std::vector<nn::Parameter*> optimized_parameters(TrainingParallelism& parallelis
 
 }  // namespace
 
-optim::ClippedStep clip_gradient_norm(TrainingParallelism& parallelism, float max_norm) {
-  return optim::clip_to_norm(parallelism.gradient_norm(), max_norm,
-                             optimized_parameters(parallelism));
-}
-
 void apply_clipping(optim::GradientClipping& clipping, TrainingParallelism& parallelism) {
   if (!clipping.on()) return;
-  clipping.apply([&] { return parallelism.gradient_norm(); }, optimized_parameters(parallelism));
+  clipping.apply([&] { return parallelism.squared_gradient_norm(); },
+                 optimized_parameters(parallelism));
 }
 
 }  // namespace course::parallel

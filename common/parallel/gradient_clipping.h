@@ -1,16 +1,13 @@
 // Gradient clipping by global norm (common/optim/gradient_clipping.h) under any of the course's
 // parallel schemes: the norm of the whole model's gradient as the scheme counts it
-// (TrainingParallelism::gradient_norm: every element once, however its ranks hold it), then
-// every gradient this rank's optimizer updates scaled by the same factor.
+// (TrainingParallelism::squared_gradient_norm: every element once, however its ranks hold it),
+// then every gradient this rank's optimizer updates scaled by the same factor.
 #pragma once
 
 #include "common/optim/gradient_clipping.h"
 #include "common/parallel/training_parallelism.h"
 
 namespace course::parallel {
-
-// Collective: between forward_backward and the optimizer's step. `max_norm` > 0.
-optim::ClippedStep clip_gradient_norm(TrainingParallelism& parallelism, float max_norm);
 
 // Collective when on: a run's clipping (--clip-grad-norm) of this step's gradients.
 void apply_clipping(optim::GradientClipping& clipping, TrainingParallelism& parallelism);

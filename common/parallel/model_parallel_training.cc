@@ -172,14 +172,14 @@ nn::Module& ModelParallelTraining::whole_model() {
   return whole_;
 }
 
-float ModelParallelTraining::gradient_norm() {
+Tensor ModelParallelTraining::squared_gradient_norm() {
   std::vector<nn::Parameter*> cut, whole;
   for (nn::Parameter* p : pipeline_.parameters_counted_once()) {
     (replicated_over_tp_.count(p) > 0 ? whole : cut).push_back(p);
   }
-  const float stage = sum_over_ranks(optim::squared_gradient_sum(cut), *grid_.tp()) +
-                      optim::squared_gradient_sum(whole);
-  return std::sqrt(sum_over_ranks(stage, *grid_.pp()));
+  Tensor stage = sum_over_ranks(optim::squared_gradient_sum(cut), *grid_.tp());
+  axpy_(1.0f, optim::squared_gradient_sum(whole), stage);
+  return sum_over_ranks(stage, *grid_.pp());
 }
 
 void ModelParallelTraining::average_over_replicas() {

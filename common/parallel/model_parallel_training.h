@@ -62,7 +62,7 @@ class ModelParallelTraining : public TrainingParallelism {
   void after_step() override {}
   // Slices summed over tp (a replicated parameter counted once), stages over pp (the table
   // shared by the ends once); the replicas hold the same averaged gradient.
-  float gradient_norm() override;
+  Tensor squared_gradient_norm() override;
   // The model passed to the constructor, with every stage's and every slice's current values.
   nn::Module& whole_model() override;
   nlohmann::json checkpoint_layout() const override;

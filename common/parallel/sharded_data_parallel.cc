@@ -85,7 +85,7 @@ void ShardedDataParallel::gather_all() {
   for (ShardedUnit* unit : units()) unit->gather();
 }
 
-float ShardedDataParallel::squared_gradient_norm() {
+Tensor ShardedDataParallel::squared_gradient_norm() {
   std::vector<nn::Parameter*> shards;
   for (const auto& named : shard_parameters()) shards.push_back(named.second);
   return sum_over_ranks(optim::squared_gradient_sum(shards), *groups_.shard);

@@ -54,7 +54,7 @@ class ShardedDataParallel : public nn::Module {
   double bytes_sent() const;
   // Collective: the squared L2 norm of the whole model's reduced gradient, from the shards (each
   // element once: summed over a shard group, whose replicas hold the same shards).
-  float squared_gradient_norm();
+  Tensor squared_gradient_norm();
 
  protected:
   Tensor run_forward(const Tensor& x, nn::Context& ctx) override;

@@ -43,10 +43,11 @@ class TrainingParallelism {
                                   const std::function<void(Phase)>& mark) = 0;
   // After the optimizer's step, and after a resumed run loaded its state.
   virtual void after_step() = 0;
-  // Collective, after forward_backward: the L2 norm of the whole model's gradient (of the
-  // batch's mean loss), every element counted once however the ranks hold it (shards, slices,
-  // stages, replicas). Gradient clipping's global norm (gradient_clipping.h).
-  virtual float gradient_norm() = 0;
+  // Collective, after forward_backward: the square of the L2 norm of the whole model's gradient
+  // (of the batch's mean loss), every element counted once however the ranks hold it (shards,
+  // slices, stages, replicas), as a (1,) f32 tensor on the device, the same on every rank.
+  // Gradient clipping's global norm (gradient_clipping.h).
+  virtual Tensor squared_gradient_norm() = 0;
 
   // Collective: the whole model with the current values, on every rank (validation, sampling).
   virtual nn::Module& whole_model() = 0;

@@ -278,11 +278,16 @@ void TrainingLoop::write_metrics(int64_t epoch, const EpochSteps& steps, const L
 }
 
 void TrainingLoop::log_gradient_norm(EpochSteps& steps) {
-  if (!config_.clipping || !config_.clipping->last_norm()) return;
-  const float norm = *config_.clipping->last_norm();
-  if (std::isfinite(norm))
-    steps.largest_gradient_norm = std::max(steps.largest_gradient_norm, norm);
-  if (events_) events_->add_scalar("train/grad_norm", norm, config_.optimizer->steps());
+  if (!config_.clipping || !config_.clipping->on()) return;
+  const std::vector<float> norms = config_.clipping->take_norms();
+  const int64_t first_step = config_.optimizer->steps() - static_cast<int64_t>(norms.size()) + 1;
+  for (size_t i = 0; i < norms.size(); ++i) {
+    if (std::isfinite(norms[i]))
+      steps.largest_gradient_norm = std::max(steps.largest_gradient_norm, norms[i]);
+    if (events_) {
+      events_->add_scalar("train/grad_norm", norms[i], first_step + static_cast<int64_t>(i));
+    }
+  }
 }
 
 LoopResult TrainingLoop::run() {
@@ -310,7 +315,6 @@ LoopResult TrainingLoop::run() {
       const HostWaits before_step = host_waits();
       losses.add(hooks_.step(phases));
       phases.finish(config_.global_batch);
-      log_gradient_norm(epoch_steps);
       if (result.steps > 0) result.step_waits += host_waits() - before_step;
       ++result.steps;
       ++epoch_steps.steps;
@@ -319,6 +323,7 @@ LoopResult TrainingLoop::run() {
       const auto read_losses = [&] {
         const HostWaits before_read = host_waits();
         chrono.collect();
+        log_gradient_norm(epoch_steps);
         const LossWindow::Reading read = losses.read();
         if (!std::isfinite(read.last) || !std::isfinite(read.sum)) {
           throw TrainingDiverged(detail::concat("the training loss diverged (", read.last,

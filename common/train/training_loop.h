@@ -89,7 +89,7 @@ struct LoopConfig {
   std::string recipe;
   // The step's clipping (--clip-grad-norm), when the lab's step applies one: the loop logs each
   // step's norm and prints the run's summary of them.
-  const optim::GradientClipping* clipping = nullptr;
+  optim::GradientClipping* clipping = nullptr;
 };
 
 struct LoopResult {
@@ -137,7 +137,8 @@ class TrainingLoop {
   // Seconds since the run started; a resumed run goes on from its metrics' last record (the
   // steps after that record and before the stop are not counted).
   double elapsed_s() const;
-  // With clipping on: the last step's gradient norm to TensorBoard and the epoch's largest.
+  // With clipping on, at a read of the losses: the norms of the steps since the last read to
+  // TensorBoard, and the epoch's largest.
   void log_gradient_norm(EpochSteps& steps);
 
   const RunFlags& flags_;

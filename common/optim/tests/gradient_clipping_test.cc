@@ -57,36 +57,50 @@ TEST_P(SquaredGradientSum, OfGradientsOfEveryLayoutAndDtype) {
     std::vector<nn::Parameter*> params;
     for (const auto& p : owned) params.push_back(p.get());
     const double expected = hand_squares({conv.values, bias.values, shard.values, big.values});
-    EXPECT_TRUE(all_close({squared_gradient_sum(params)}, {static_cast<float>(expected)},
-                          {.atol = 0, .rtol = 1e-5}))
+    const Tensor sum = squared_gradient_sum(params);
+    EXPECT_EQ(sum.device(), device);
+    EXPECT_TRUE(
+        all_close(to_floats(sum), {static_cast<float>(expected)}, {.atol = 0, .rtol = 1e-5}))
         << device.str();
   }
-  EXPECT_EQ(squared_gradient_sum({}), 0.0f);
+  EXPECT_EQ(to_floats(squared_gradient_sum({})), std::vector<float>{0.0f});
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, SquaredGradientSum, ::testing::ValuesIn(testing::test_devices()),
                          testing::device_test_name);
 
-TEST(GradientClipping, ClipsEveryGradientByTheGlobalFactor) {
-  auto a = with_grad(Tensor::from_vector<float>({3, -4}, {2}));
-  auto b = with_grad(Tensor::from_vector<float>({12}, {1}));
+// The global factor of a norm given as its square on the device (as a parallel scheme sums it).
+TEST_P(SquaredGradientSum, ClipsEveryGradientByTheGlobalFactor) {
+  const Device device = this->device();
+  auto a = with_grad(Tensor::from_vector<float>({3, -4}, {2}, device));
+  auto b = with_grad(Tensor::from_vector<float>({12}, {1}, device));
   // |(3, -4, 12)| = 13: clipped to 6.5, every element halved (up to the 1e-6 guard).
-  const ClippedStep step = clip_to_norm(13.0f, 6.5f, {a.get(), b.get()});
-  EXPECT_TRUE(step.clipped);
-  EXPECT_EQ(step.norm, 13.0f);
+  GradientClipping clipping(6.5f);
+  const auto squares = [&](float norm) {
+    return [=] { return Tensor::from_vector<float>({norm * norm}, {1}, device); };
+  };
+  clipping.apply(squares(13.0f), {a.get(), b.get()});
+  EXPECT_EQ(clipping.clipped_steps(), 1);
+  EXPECT_EQ(*clipping.last_norm(), 13.0f);
   const float factor = 6.5f / (13.0f + 1e-6f);
   EXPECT_TRUE(all_close(to_floats(a->grad), {3 * factor, -4 * factor}, DType::kF32));
   EXPECT_TRUE(all_close(to_floats(b->grad), {12 * factor}, DType::kF32));
   // At or under the limit: untouched.
-  EXPECT_FALSE(clip_to_norm(6.5f, 6.5f, {a.get()}).clipped);
+  clipping.apply(squares(6.5f), {a.get()});
+  EXPECT_EQ(clipping.clipped_steps(), 1);
   EXPECT_TRUE(all_close(to_floats(a->grad), {3 * factor, -4 * factor}, DType::kF32));
+  EXPECT_NE(clipping.describe().find("last 6.5, largest 13, clipped to 6.5 in 1 of 2 steps"),
+            std::string::npos)
+      << clipping.describe();
 }
 
 TEST(GradientClipping, AnOverflowedStepIsLeftToTheLossScaler) {
   for (const float norm : {std::numeric_limits<float>::infinity(), std::nanf("")}) {
     auto a =
         with_grad(Tensor::from_vector<float>({std::numeric_limits<float>::infinity(), 2}, {2}));
-    EXPECT_FALSE(clip_to_norm(norm, 1.0f, {a.get()}).clipped);
+    GradientClipping clipping(1.0f);
+    clipping.apply([=] { return Tensor::from_vector<float>({norm}, {1}); }, {a.get()});
+    EXPECT_EQ(clipping.clipped_steps(), 0);
     EXPECT_EQ(to_floats(a->grad)[1], 2.0f);
   }
   GradientClipping clipping(1.0f);

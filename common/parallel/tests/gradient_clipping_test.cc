@@ -93,11 +93,12 @@ Record train_parallel(TrainingParallelism& parallelism, const BatchOf& batch_of)
   for (int step = 0; step < kSteps; ++step) {
     const NextTokenBatch b = batch_of(step, parallelism.data_rank() * kPerReplica, kPerReplica);
     const float loss = parallelism.forward_backward(b, [](Phase) {}).to_vector<float>()[0];
-    const optim::ClippedStep clipped = clip_gradient_norm(parallelism, kMaxNorm);
-    EXPECT_TRUE(clipped.clipped);
+    optim::GradientClipping clipping(kMaxNorm);
+    apply_clipping(clipping, parallelism);
+    EXPECT_EQ(clipping.clipped_steps(), 1);
     sgd.step();
     parallelism.after_step();
-    r.norms.push_back(clipped.norm);
+    r.norms.push_back(*clipping.last_norm());
     // Every rank of a replica holds its loss: the world's mean is the replicas'.
     r.losses.push_back(sum_over_ranks(loss / static_cast<float>(world->size()), *world));
   }

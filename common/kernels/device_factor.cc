@@ -1,0 +1,58 @@
+// Launchers of the device-factor scalings.
+#include "common/kernels/device_factor.h"
+
+#include "common/kernels/device_factor_ops.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/launch.h"
+#include "common/kernels/linear.h"
+
+namespace course {
+
+namespace {
+
+void check_scalars(const Tensor& t, int64_t count, Device device, const char* op) {
+  COURSE_CHECK(t.defined() && t.dtype() == DType::kF32 && t.numel() == count &&
+                   t.device() == device && t.memory_format() == MemoryFormat::kContiguous,
+               op, ": expected (", count, ",) f32 on ", device.str(), ", got ", t.str());
+}
+
+}  // namespace
+
+void scale_by_(Tensor& x, const Tensor& factor) {
+  check_scalars(factor, 1, x.device(), "scale_by_");
+  visit_floating(x.dtype(), "scale_by_", [&]<class T>() {
+    for_each_index(x.device(), x.numel(),
+                   ops::ScaleByFactor<T>{x.data_as<T>(), factor.data_as<float>()});
+  });
+}
+
+void clip_factor(const Tensor& squared_norm, float max_norm, float grad_scale, Tensor& factor,
+                 Tensor& stats, Tensor& history_slot) {
+  const Device device = squared_norm.device();
+  check_scalars(squared_norm, 1, device, "clip_factor");
+  check_scalars(factor, 1, device, "clip_factor");
+  check_scalars(stats, 4, device, "clip_factor");
+  check_scalars(history_slot, 1, device, "clip_factor");
+  COURSE_CHECK(max_norm > 0 && grad_scale > 0, "clip_factor: max_norm ", max_norm,
+               " and grad_scale ", grad_scale, " must be positive");
+  for_each_index(
+      device, 1,
+      ops::ClipFactor{squared_norm.data_as<float>(), max_norm, grad_scale, factor.data_as<float>(),
+                      stats.data_as<float>(), history_slot.data_as<float>()});
+}
+
+void trust_ratio(const Tensor& squares, float eta, float weight_decay, Tensor& factor) {
+  check_scalars(squares, 2, squares.device(), "trust_ratio");
+  check_scalars(factor, 1, squares.device(), "trust_ratio");
+  for_each_index(
+      squares.device(), 1,
+      ops::TrustRatio{squares.data_as<float>(), eta, weight_decay, factor.data_as<float>()});
+}
+
+void add_squares_(const Tensor& x, Tensor& sum) {
+  check_scalars(sum, 1, x.device(), "add_squares_");
+  const Tensor f = x.dtype() == DType::kF32 ? x : cast(x, DType::kF32);
+  add_column_sums_(mul(f, f).view({f.numel(), 1}, MemoryFormat::kContiguous), sum);
+}
+
+}  // namespace course
