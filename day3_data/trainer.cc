@@ -11,6 +11,7 @@
 
 #include "common/core/format.h"
 #include "common/data/batch_augment.h"
+#include "common/data/batch_mix.h"
 #include "common/data/device_batches.h"
 #include "common/data/epoch_order.h"
 #include "common/data/packed_images.h"
@@ -149,11 +150,17 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
     if (o.mixing()) {
       const MixPlan plan = plan_batch_mix(b.images.size(0), b.images.size(2), b.images.size(3), mix,
                                           batch_rng, cutmix_cut);
-      b.images = mix_images(b.images, plan);
-      check_class_labels(b.labels, classes);
-      const std::vector<float> targets =
-          mixed_targets(b.labels.to_vector<int64_t>(), plan.lambdas, classes, o.label_smoothing);
-      b.targets = Tensor::from_vector(targets, {b.images.size(0), classes}).to(b.images.device());
+      if (b.images.device().is_cpu()) {  // the loader's batch: TP3.2's targets
+        b.images = mix_images(b.images, plan);
+        check_class_labels(b.labels, classes);
+        b.targets = Tensor::from_vector(
+            mixed_targets(b.labels.to_vector<int64_t>(), plan.lambdas, classes, o.label_smoothing),
+            {b.images.size(0), classes});
+      } else {  // on the device, the labels too (the reference copy of TP3.2, batch_mix.h)
+        MixedBatch mixed = mix_batch(b.images, b.labels, plan, classes, o.label_smoothing);
+        b.images = std::move(mixed.images);
+        b.targets = std::move(mixed.targets);
+      }
     }
     return b;
   };

@@ -3,6 +3,7 @@
 
 #include "common/core/error.h"
 #include "common/kernels/batch_augment.h"
+#include "common/tensor/pinned_staging.h"
 
 namespace course {
 
@@ -18,8 +19,8 @@ Tensor jitter_batch(const Tensor& images, const std::vector<JitterDraw>& draws,
     factors.insert(factors.end(), {d.brightness, d.contrast});
   }
   const Device device = images.device();
-  return augment_batch_on_device(images, Tensor::from_vector(geometry, {n, 3}).to(device),
-                                 Tensor::from_vector(factors, {n, 2}).to(device), mean, std);
+  return augment_batch_on_device(images, upload_to(device, geometry, {n, 3}),
+                                 upload_to(device, factors, {n, 2}), mean, std);
 }
 
 Tensor jitter_batch(const Tensor& images, const JitterOptions& options,

@@ -113,7 +113,7 @@ MixedBatch mix_batch(const Tensor& images, const Tensor& labels, const MixPlan& 
                "a mixing plan for ", plan.weights.size(), " samples, images ", images.str(),
                " and labels ", labels.str());
   const Device device = images.device();
-  const Tensor lambdas = Tensor::from_vector(plan.lambdas, {n}).to(device);
+  const Tensor lambdas = upload_to(device, plan.lambdas, {n});
   return {mix_images(images, plan),
           mixed_soft_targets(labels.to(device), lambdas, classes, label_smoothing)};
 }
@@ -121,8 +121,8 @@ MixedBatch mix_batch(const Tensor& images, const Tensor& labels, const MixPlan& 
 Tensor mix_images(const Tensor& images, const MixPlan& plan) {
   const int64_t n = static_cast<int64_t>(plan.weights.size());
   const Device device = images.device();
-  return mix_with_flipped(images, Tensor::from_vector(plan.weights, {n}).to(device),
-                          Tensor::from_vector(plan.boxes, {n, 4}).to(device));
+  return mix_with_flipped(images, upload_to(device, plan.weights, {n}),
+                          upload_to(device, plan.boxes, {n, 4}));
 }
 
 }  // namespace course

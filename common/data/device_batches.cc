@@ -2,6 +2,7 @@
 #include "common/data/device_batches.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace course {
 
@@ -47,7 +48,28 @@ void DeviceBatches::retire(std::optional<InFlight>& batch) {
   batch.reset();
 }
 
-Batch DeviceBatches::load() { return prepare_ ? prepare_(loader_.next()) : loader_.next(); }
+namespace {
+
+// A tensor the host made (MixUp's images and targets) in pinned memory, as PyTorch's pin-memory
+// thread puts it, so that its copy to the device is asynchronous too (host work, not a wait).
+Tensor pinned(const Tensor& t) {
+  if (!t.defined() || t.is_pinned() || !t.device().is_cpu() ||
+      t.memory_format() != MemoryFormat::kContiguous) {
+    return t;
+  }
+  Tensor copy = Tensor::empty_pinned(t.shape(), t.dtype());
+  std::memcpy(copy.data(), t.data(), t.nbytes());
+  return copy;
+}
+
+}  // namespace
+
+Batch DeviceBatches::load() {
+  if (!prepare_) return loader_.next();
+  Batch b = prepare_(loader_.next());
+  if (transfer_) b = {pinned(b.images), pinned(b.labels), pinned(b.targets)};
+  return b;
+}
 
 Batch DeviceBatches::fenced_transfer(const Batch& host) {
   // The copy's memory may come from blocks that work queued on the compute stream still reads:

@@ -45,9 +45,13 @@ struct MixedSoftTargets {
   COURSE_HD void operator()(int64_t index) const {
     const int64_t i = index / classes, c = index % classes;
     const float lambda = lambdas[i];
-    targets[index] =
-        lambda * smoothed_target(c, labels[i], classes, smoothing) +
-        (1.0f - lambda) * smoothed_target(c, labels[samples - 1 - i], classes, smoothing);
+    const int64_t own = labels[i], partner = labels[samples - 1 - i];
+    if (own < 0 || own >= classes || partner < 0 || partner >= classes) {
+      targets[index] = std::numeric_limits<float>::quiet_NaN();  // the loss shows it
+      return;
+    }
+    targets[index] = lambda * smoothed_target(c, own, classes, smoothing) +
+                     (1.0f - lambda) * smoothed_target(c, partner, classes, smoothing);
   }
 };
 

@@ -28,4 +28,9 @@ void PinnedStaging::upload_bytes(const void* values, Tensor& dst) {
   slot.done->record();
 }
 
+PinnedStaging& thread_staging() {
+  thread_local PinnedStaging staging(64);
+  return staging;
+}
+
 }  // namespace course

@@ -39,4 +39,16 @@ class PinnedStaging {
   size_t next_ = 0;
 };
 
+// This thread's staging ring for the small uploads of a step (augmentation draws, mixing plans):
+// enough slots for several uploads a step, several steps ahead of the device.
+PinnedStaging& thread_staging();
+
+// A new tensor of `shape` on `device` holding `values`, uploaded through thread_staging().
+template <class T>
+Tensor upload_to(Device device, const std::vector<T>& values, const Shape& shape) {
+  Tensor t = Tensor::empty(shape, DTypeOf<T>::value, device);
+  thread_staging().upload(values, t);
+  return t;
+}
+
 }  // namespace course
