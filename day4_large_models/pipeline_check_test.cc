@@ -208,9 +208,12 @@ PipelineRun train_pipeline(const parallel::PipelineOptions& options) {
     for (auto& t : tokens) t = token(rng);
     for (auto& t : targets) t = token(rng);
     pipeline.zero_grad();
-    run.losses.push_back(pipeline.forward_backward(
-        Tensor::from_vector<int32_t>(tokens, {kBatch, kWideGpt.context}),
-        Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())})));
+    run.losses.push_back(
+        pipeline
+            .forward_backward(
+                Tensor::from_vector<int32_t>(tokens, {kBatch, kWideGpt.context}),
+                Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())}))
+            .to_vector<float>()[0]);
     sgd.step();
   }
   run.bytes_sent = pp->traffic().bytes;

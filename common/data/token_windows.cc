@@ -1,6 +1,8 @@
 // Window cutting, dealing and batch assembly.
 #include "common/data/token_windows.h"
 
+#include "common/tensor/pinned_staging.h"
+
 #include <algorithm>
 
 #include "common/data/distributed_sampler.h"
@@ -70,8 +72,8 @@ NextTokenBatch next_token_batch(const Tensor& windows, Device device) {
       targets[b * seq + t] = w[b * (seq + 1) + t + 1];
     }
   }
-  return {Tensor::from_vector(inputs, {batch, seq}, device),
-          Tensor::from_vector(targets, {batch * seq}, device)};
+  // Through pinned slots: a copy from pageable memory would make the host wait every step.
+  return {upload_to(device, inputs, {batch, seq}), upload_to(device, targets, {batch * seq})};
 }
 
 }  // namespace course

@@ -10,3 +10,4 @@ using namespace course::ops;
   COURSE_INSTANTIATE_FOR_EACH(TokenEmbeddingBackward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(PositionEmbeddingBackward<T>)
 COURSE_FLOAT_TYPES(EMBEDDING)
+COURSE_INSTANTIATE_FOR_EACH(TokenRowInSlice)

@@ -13,4 +13,9 @@ Tensor embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& 
 // Adds into wte_grad (V, C) and wpe_grad (context, C) from dy (B, T, C) of any floating dtype.
 void embedding_backward(const Tensor& dy, const Tensor& tokens, Tensor& wte_grad, Tensor& wpe_grad);
 
+// tokens (any shape) i32 -> their rows in the vocabulary slice [first, first + rows), on their
+// device; a token outside the slice gets `rows` (the zero row a vocabulary-parallel embedding
+// appends to its slice).
+Tensor token_rows_in_slice(const Tensor& tokens, int64_t first, int64_t rows);
+
 }  // namespace course

@@ -61,4 +61,16 @@ struct PositionEmbeddingBackward {
   }
 };
 
+// A token id relative to a slice [first, first + rows) of the vocabulary (vocabulary-parallel
+// embedding): its row there, or `rows` (a zero row past the slice) for a token outside.
+struct TokenRowInSlice {
+  const int32_t* tokens;
+  int32_t* rows_out;
+  int64_t first, rows;
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t row = tokens[i] - first;
+    rows_out[i] = static_cast<int32_t>(row >= 0 && row < rows ? row : rows);
+  }
+};
+
 }  // namespace course::ops

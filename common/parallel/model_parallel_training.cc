@@ -148,13 +148,16 @@ Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
   const double bytes_before = bytes_sent();
   pipeline_.zero_grad();
   const NextTokenBatch mine = context_rows(batch, grid_);
-  float loss = 0;
+  Tensor loss;
   {
     nn::Autocast autocast(compute_.value_or(DType::kBF16), compute_.has_value());
     loss = pipeline_.forward_backward(mine.inputs, mine.targets);
   }
   // Each context rank's mean over as many tokens: their mean is the replica's.
-  if (grid_.shape().cp > 1) loss = sum_over_ranks(loss, *grid_.cp()) / grid_.shape().cp;
+  if (grid_.shape().cp > 1) {
+    loss = sum_over_ranks(loss, *grid_.cp());
+    scale_(loss, 1.0f / static_cast<float>(grid_.shape().cp));
+  }
   if (steps_++ > 0) {
     step_seconds_ += pipeline_.step_seconds();
     for (const TimedAction& a : pipeline_.timeline()) compute_seconds_ += a.end_s - a.start_s;
@@ -162,7 +165,7 @@ Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
   sum_gradients(sequence_sharded_, *grid_.tp());
   average_over_replicas();
   step_bytes_sent_ += bytes_sent() - bytes_before;
-  return Tensor::from_vector<float>({loss}, {1}).to(batch.inputs.device());
+  return loss;
 }
 
 nn::Module& ModelParallelTraining::whole_model() {

@@ -96,7 +96,7 @@ int PipelineParallel::tag(const StageMessage& message) const {
          (message.gradient ? 1 : 0);
 }
 
-float PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& targets) {
+Tensor PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& targets) {
   const int m = options_.micro_batches;
   micro_inputs_.clear();
   micro_targets_.clear();
@@ -126,7 +126,7 @@ float PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& tar
   step_seconds_ = std::chrono::duration<double>(Clock::now() - step_start_).count();
   add_shared_gradients();
   pp_->broadcast(loss_sum_, pp_->size() - 1)->wait();
-  return loss_sum_.to_vector<float>()[0];
+  return loss_sum_;
 }
 
 Tensor PipelineParallel::landing(const StageMessage& message) const {

@@ -69,9 +69,9 @@ class PipelineParallel {
   // One step's forwards and backwards over `inputs` and `targets`, the whole batch on every
   // stage (the first reads the inputs, the last the targets): tokens (B, T) i32 and their next
   // tokens (B * T,) i64, or images (B, C, H, W) and their labels (B,) i64. B must split into the
-  // micro-batches. Gradients add into the stage's parameters; returns the batch's mean loss, on
-  // every stage.
-  float forward_backward(const Tensor& inputs, const Tensor& targets);
+  // micro-batches. Gradients add into the stage's parameters; returns the batch's mean loss, a
+  // (1,) f32 tensor on every stage's device (broadcast from the last: no host wait).
+  Tensor forward_backward(const Tensor& inputs, const Tensor& targets);
 
   // Collective over the pipeline: every rank's model receives the current values of every stage's
   // parameters and buffers (each broadcast from the stage that trains it), so any rank can

@@ -41,13 +41,7 @@ void VocabParallelEmbedding::collect(const std::string& prefix, nn::ModuleState&
 }
 
 Tensor VocabParallelEmbedding::local_rows(const Tensor& tokens) const {
-  const int64_t rows = wte.value.size(0);
-  std::vector<int32_t> local = tokens.to_vector<int32_t>();
-  for (int32_t& t : local) {
-    const int64_t row = t - first_token_;
-    t = static_cast<int32_t>(row >= 0 && row < rows ? row : rows);  // the zero row
-  }
-  return Tensor::from_vector<int32_t>(local, tokens.shape(), tokens.device());
+  return token_rows_in_slice(tokens, first_token_, wte.value.size(0));
 }
 
 Tensor VocabParallelEmbedding::extended_table() const {

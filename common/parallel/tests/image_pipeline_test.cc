@@ -97,7 +97,7 @@ Trace train_pipelined(const Case& c, const PipelineOptions& options) {
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch_of_step(step, c.format);
     pipeline.zero_grad();
-    trace.losses.push_back(pipeline.forward_backward(b.images, b.labels));
+    trace.losses.push_back(pipeline.forward_backward(b.images, b.labels).to_vector<float>()[0]);
     sgd.step();
     trace.parameters.push_back(values_of(pipeline.parameters()));
   }

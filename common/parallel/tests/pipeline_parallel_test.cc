@@ -110,7 +110,7 @@ Trace train_pipelined(const PipelineOptions& options, const nn::GptConfig& confi
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch_of_step(step);
     pipeline.zero_grad();
-    trace.losses.push_back(pipeline.forward_backward(b.tokens, b.targets));
+    trace.losses.push_back(pipeline.forward_backward(b.tokens, b.targets).to_vector<float>()[0]);
     optimizer->step();
     trace.parameters.push_back(values_of(pipeline.parameters()));
   }

@@ -164,7 +164,7 @@ void expect_training(const GridShape& shape, Activations between = Activations::
     float loss = 0;
     if (pipeline) {
       pipeline->zero_grad();
-      loss = pipeline->forward_backward(b.tokens, b.targets);
+      loss = pipeline->forward_backward(b.tokens, b.targets).to_vector<float>()[0];
     } else {
       model.zero_grad();
       loss = forward_backward(model, b);
