@@ -15,11 +15,11 @@ Batch to_device(const Batch& batch, Device device, const Stream& stream) {
   // END EXERCISE
 }
 
-bool scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
+void scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
                            const std::vector<nn::Parameter*>& params) {
-  // BEGIN EXERCISE TP1.2: unscale the gradients, step only if they are finite, update the scale
+  // BEGIN EXERCISE TP1.2: unscale the gradients, step unless they overflowed, update the scale
   ::course::exercise_todo("TP1.2",
-                          "unscale the gradients, step only if they are finite, update the scale",
+                          "unscale the gradients, step unless they overflowed, update the scale",
                           "day1_gpu/README.md#tp12");
   // END EXERCISE
 }

@@ -27,9 +27,9 @@ namespace optim = course::optim;
 Batch to_device(const Batch& batch, Device device, const Stream& stream);
 
 // TP1.2: one mixed-precision optimizer step after a backward pass of (loss * scale): unscale
-// the gradients, skip the step if any is not finite, update the scaler. Returns whether the
-// optimizer stepped.
-bool scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
+// the gradients, step unless any is not finite, update the scaler. The decision stays on the
+// device (the scaler's found-inf flag, which the optimizer's step takes): the host never waits.
+void scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
                            const std::vector<nn::Parameter*>& params);
 
 // TP1.3: the input images in channels-last (NHWC) memory format.

@@ -41,6 +41,7 @@ class LabStep {
   LabStep(nn::Module& model, optim::Optimizer& optimizer, Device device, const LabOptions& o)
       : model_(model),
         optimizer_(optimizer),
+        device_(device),
         params_(model.parameters()),
         o_(o),
         loss_scaling_(o.amp && o.amp_dtype == DType::kF16),
@@ -56,16 +57,10 @@ class LabStep {
       optimizer_.count_step();
       return loss;
     }
-    const float grad_scale = loss_scaling_ ? scaler_.scale() : 1.0f;
-    const Tensor loss =
-        passes(batch, grad_scale, [&phases](train::Phase phase) { phases.start(phase); });
+    const Tensor loss = passes(batch, [&phases](train::Phase phase) { phases.start(phase); });
     phases.start(train::Phase::kOptimizer);
-    clipping_.apply_to_whole(params_, grad_scale);
-    if (loss_scaling_) {
-      scaled_optimizer_step(scaler_, optimizer_, params_);
-    } else {
-      optimizer_.step();
-    }
+    clipping_.apply_to_whole(params_, loss_scale());
+    update();
     eager_step_done_ = true;
     return loss;
   }
@@ -75,32 +70,48 @@ class LabStep {
   optim::GradientClipping& clipping() { return clipping_; }
 
  private:
+  // The loss scaler's scale on the device in f16 (TP1.2), else none.
+  Tensor loss_scale() { return loss_scaling_ ? scaler_.scale_tensor(device_) : Tensor(); }
+
+  // The update after the passes: TP1.2's scaled step in f16 (skipped on the device after an
+  // overflow), the optimizer's step otherwise; inside a capture, the update alone (the replay's
+  // caller prepares and counts the optimizer's step).
+  void update() {
+    if (loss_scaling_) {
+      scaled_optimizer_step(scaler_, optimizer_, params_);
+    } else {
+      optimizer_.step();
+    }
+  }
+
   // The step replayed under --cuda-graphs: the passes of one micro-batch and the update. Made in
   // the member initialisers, not emplaced afterwards: GCC 12 then sees no engaged optional to
   // destroy before construction (its -Wmaybe-uninitialized false positive under the sanitizers).
   std::optional<train::StepGraph> captured_step(Device device) {
     return std::optional<train::StepGraph>(
         std::in_place, device, [this](const Tensor& images, const Tensor& labels) {
-          const Tensor loss = passes({images, labels}, 1.0f, [](train::Phase) {});
-          optimizer_.update();
+          const Tensor loss = passes({images, labels}, [](train::Phase) {});
+          update();
           return loss;
         });
   }
 
   // Forward and backward of each micro-batch, the gradients accumulated.
-  Tensor passes(const Batch& batch, float grad_scale, const std::function<void(Phase)>& mark) {
+  Tensor passes(const Batch& batch, const std::function<void(Phase)>& mark) {
+    const Tensor scale = loss_scale();
     return train::accumulate_gradients(
         model_, batch, o_.accumulate, [&](const train::MicroBatch& m) {
           mark(train::Phase::kForward);
           const train::ClassifierForward f = train::classifier_forward(model_, m.batch, o_);
           mark(train::Phase::kBackward);
-          train::classifier_backward(model_, f, m.batch.labels, o_, m.share * grad_scale);
+          train::classifier_backward(model_, f, m.batch.labels, o_, m.share, scale);
           return f.loss.loss;
         });
   }
 
   nn::Module& model_;
   optim::Optimizer& optimizer_;
+  Device device_;
   std::vector<nn::Parameter*> params_;
   const LabOptions& o_;
   bool loss_scaling_;

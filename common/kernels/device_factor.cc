@@ -26,19 +26,19 @@ void scale_by_(Tensor& x, const Tensor& factor) {
   });
 }
 
-void clip_factor(const Tensor& squared_norm, float max_norm, float grad_scale, Tensor& factor,
-                 Tensor& stats, Tensor& history_slot) {
+void clip_factor(const Tensor& squared_norm, float max_norm, const Tensor& loss_scale,
+                 Tensor& factor, Tensor& stats, Tensor& history_slot) {
   const Device device = squared_norm.device();
   check_scalars(squared_norm, 1, device, "clip_factor");
   check_scalars(factor, 1, device, "clip_factor");
   check_scalars(stats, 4, device, "clip_factor");
   check_scalars(history_slot, 1, device, "clip_factor");
-  COURSE_CHECK(max_norm > 0 && grad_scale > 0, "clip_factor: max_norm ", max_norm,
-               " and grad_scale ", grad_scale, " must be positive");
-  for_each_index(
-      device, 1,
-      ops::ClipFactor{squared_norm.data_as<float>(), max_norm, grad_scale, factor.data_as<float>(),
-                      stats.data_as<float>(), history_slot.data_as<float>()});
+  if (loss_scale.defined()) check_scalars(loss_scale, 1, device, "clip_factor");
+  COURSE_CHECK(max_norm > 0, "clip_factor: max_norm must be positive, got ", max_norm);
+  for_each_index(device, 1,
+                 ops::ClipFactor{squared_norm.data_as<float>(), max_norm,
+                                 loss_scale.data_or_null<float>(), factor.data_as<float>(),
+                                 stats.data_as<float>(), history_slot.data_as<float>()});
 }
 
 void trust_ratio(const Tensor& squares, float eta, float weight_decay, Tensor& factor) {
@@ -47,6 +47,21 @@ void trust_ratio(const Tensor& squares, float eta, float weight_decay, Tensor& f
   for_each_index(
       squares.device(), 1,
       ops::TrustRatio{squares.data_as<float>(), eta, weight_decay, factor.data_as<float>()});
+}
+
+void unscale_and_mark_(Tensor& x, Tensor& state) {
+  check_scalars(state, ops::kLossScaleSlots, x.device(), "unscale_and_mark_");
+  visit_floating(x.dtype(), "unscale_and_mark_", [&]<class T>() {
+    for_each_index(x.device(), x.numel(),
+                   ops::UnscaleAndMark<T>{x.data_as<T>(), state.data_as<float>()});
+  });
+}
+
+void loss_scale_update_(Tensor& state, float growth, float backoff, int64_t interval) {
+  check_scalars(state, ops::kLossScaleSlots, state.device(), "loss_scale_update_");
+  for_each_index(
+      state.device(), 1,
+      ops::LossScaleUpdate{state.data_as<float>(), growth, backoff, static_cast<float>(interval)});
 }
 
 void add_squares_(const Tensor& x, Tensor& sum) {

@@ -1,9 +1,12 @@
 // Scalings whose factor is computed on the device from norms summed there, so a step that clips
-// its gradient or applies a trust ratio never reads a norm back to the host: bodies shared by the
-// CPU and the GPU (device_factor.h).
+// its gradient, applies a trust ratio or scales its loss never reads a value back to the host:
+// bodies shared by the CPU and the GPU (device_factor.h).
 #pragma once
 
 #include <cstdint>
+#ifndef __CUDA_ARCH__
+#include <atomic>
+#endif
 
 #include "common/core/host_device.h"
 
@@ -23,18 +26,22 @@ struct ScaleByFactor {
 // One index: gradient clipping by global norm (torch.nn.utils.clip_grad_norm_). The norm is
 // sqrt(squared_norm[0]); the factor min(1, max_norm / (norm + 1e-6)), or 1 for a norm that is not
 // finite (an overflowed mixed-precision step, which the loss scaler skips). stats: {last norm,
-// largest finite norm, clipped steps, steps}, the norms divided by grad_scale; the norm also goes
-// to *history (the step's slot in a log of norms read later).
+// largest finite norm, clipped steps, steps}, the norms divided by the loss scale (gradients
+// still scaled are clipped to max_norm x scale: the unscaled ones to max_norm); the norm also
+// goes to *history (the step's slot in a log of norms read later).
 struct ClipFactor {
   const float* squared_norm;
-  float max_norm, grad_scale;
+  float max_norm;
+  const float* loss_scale;  // null: 1
   float* factor;
   float* stats;
   float* history;
   COURSE_HD void operator()(int64_t) const {
     const float norm = sqrtf(squared_norm[0]);
-    const bool clip = finite(norm) && norm > max_norm;
-    factor[0] = clip ? max_norm / (norm + 1e-6f) : 1.0f;
+    const float grad_scale = loss_scale != nullptr ? loss_scale[0] : 1.0f;
+    const float limit = max_norm * grad_scale;
+    const bool clip = finite(norm) && norm > limit;
+    factor[0] = clip ? limit / (norm + 1e-6f) : 1.0f;
     const float unscaled = norm / grad_scale;
     stats[0] = unscaled;
     history[0] = unscaled;
@@ -55,6 +62,55 @@ struct TrustRatio {
     const float w = sqrtf(squares[0]), u = sqrtf(squares[1]);
     const float denominator = u + weight_decay * w;
     factor[0] = w > 0.0f && u > 0.0f && denominator > 0.0f ? eta * w / denominator : 1.0f;
+  }
+};
+
+// Dynamic loss scaling's state on the device: {scale, found_inf, clean steps in a row, skipped
+// steps}.
+enum LossScaleSlot {
+  kScale = 0,
+  kFoundInf = 1,
+  kCleanSteps = 2,
+  kSkipped = 3,
+  kLossScaleSlots = 4
+};
+
+// x[i] /= the scale; found_inf = 1 where the result is NaN or infinite.
+template <class T>
+struct UnscaleAndMark {
+  T* x;
+  float* state;
+  COURSE_HD void operator()(int64_t i) const {
+    const float v = static_cast<float>(x[i]) * (1.0f / state[kScale]);
+    x[i] = T(v);
+    if (!finite(v)) {
+#ifdef __CUDA_ARCH__
+      state[kFoundInf] = 1.0f;  // every writer stores the same value
+#else
+      std::atomic_ref<float>(state[kFoundInf]).store(1.0f, std::memory_order_relaxed);
+#endif
+    }
+  }
+};
+
+// One index: after an overflow, the scale times backoff, the run of clean steps restarted and the
+// step counted as skipped; after `interval` clean steps in a row, the scale times growth.
+struct LossScaleUpdate {
+  float* state;
+  float growth, backoff;
+  float interval;
+  COURSE_HD void operator()(int64_t) const {
+    if (state[kFoundInf] != 0.0f) {
+      state[kScale] *= backoff;
+      state[kCleanSteps] = 0.0f;
+      state[kSkipped] += 1.0f;
+      return;
+    }
+    state[kCleanSteps] += 1.0f;
+    if (state[kCleanSteps] >= interval) {
+      state[kScale] *= growth;
+      state[kCleanSteps] = 0.0f;
+    }
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "common/kernels/launch.h"
 #include "common/kernels/optimizer_ops.h"
+#include "common/tensor/pinned_staging.h"
 
 namespace course {
 
@@ -28,15 +29,15 @@ void refresh_table(UpdateTable& t, const std::vector<UpdateSlots>& params, int s
     offsets.push_back(offsets.back() + slots.front()->numel());
   }
   if (pointers == t.pointers && t.table.device() == device) return;
-  t.table = Tensor::from_vector(pointers, {static_cast<int64_t>(pointers.size())}, device);
-  t.offsets = Tensor::from_vector(offsets, {static_cast<int64_t>(offsets.size())}, device);
+  t.table = upload_to(device, pointers, {static_cast<int64_t>(pointers.size())});
+  t.offsets = upload_to(device, offsets, {static_cast<int64_t>(offsets.size())});
   t.pointers = std::move(pointers);
   t.elements = offsets.back();
 }
 
 template <class Update>
 void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor& step_scalars,
-           const Update& update, const char* name) {
+           const Tensor& skip_if, const Update& update, const char* name) {
   if (params.empty()) return;
   constexpr int K = Update::kSlots;
   refresh_table(t, params, K, name);
@@ -44,13 +45,17 @@ void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor&
                    step_scalars.numel() == Update::kStepScalars,
                name, ": needs ", Update::kStepScalars, " f32 step scalars on ",
                t.table.device().str(), ", got ", step_scalars.str());
+  COURSE_CHECK(!skip_if.defined() || (skip_if.dtype() == DType::kF32 && skip_if.numel() == 1 &&
+                                      skip_if.device() == t.table.device()),
+               name, ": the skip flag is a (1,) f32 on ", t.table.device().str(), ", got ",
+               skip_if.str());
   const int64_t count = static_cast<int64_t>(params.size());
   const int64_t span = runs_on_host(t.table.device()) ? kCpuChunk : 1;
-  for_each_index(
-      t.table.device(), (t.elements + span - 1) / span,
-      ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(t.table.data()),
-                                       t.offsets.data_as<int64_t>(), count, span, update},
-      span);
+  for_each_index(t.table.device(), (t.elements + span - 1) / span,
+                 ops::MultiTensorApply<K, Update>{reinterpret_cast<float* const*>(t.table.data()),
+                                                  t.offsets.data_as<int64_t>(), count, span, update,
+                                                  skip_if.data_or_null<float>()},
+                 span);
 }
 
 }  // namespace
@@ -60,8 +65,8 @@ std::vector<float> sgd_step_scalars(float lr, bool first_step) {
 }
 
 void sgd_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const SgdHyper& h,
-                 const Tensor& step_scalars) {
-  apply(table, params, step_scalars,
+                 const Tensor& step_scalars, const Tensor& skip_if) {
+  apply(table, params, step_scalars, skip_if,
         ops::SgdUpdate{step_scalars.data_as<float>(), h.momentum, h.weight_decay, h.nesterov},
         "sgd");
 }
@@ -73,15 +78,15 @@ std::vector<float> adamw_step_scalars(float lr, const AdamWHyper& h, int64_t ste
 }
 
 void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const AdamWHyper& h,
-                   const Tensor& step_scalars) {
-  apply(table, params, step_scalars,
+                   const Tensor& step_scalars, const Tensor& skip_if) {
+  apply(table, params, step_scalars, skip_if,
         ops::AdamWUpdate{step_scalars.data_as<float>(), h.beta1, h.beta2, h.eps, h.weight_decay},
         "adamw");
 }
 
 void lion_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const LionHyper& h,
-                  const Tensor& step_scalars) {
-  apply(table, params, step_scalars,
+                  const Tensor& step_scalars, const Tensor& skip_if) {
+  apply(table, params, step_scalars, skip_if,
         ops::LionUpdate{step_scalars.data_as<float>(), h.beta1, h.beta2, h.weight_decay}, "lion");
 }
 

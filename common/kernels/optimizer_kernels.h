@@ -4,7 +4,9 @@
 // The scalars that change from step to step (learning rate, first-step flag, bias corrections)
 // are read from a small device tensor, not passed by value, and the table of pointers is kept
 // between steps: a captured update (common/tensor/graph.h) then follows the schedule on every
-// replay, as PyTorch's capturable optimizers do.
+// replay, as PyTorch's capturable optimizers do. `skip_if`, when defined, is a (1,) f32 flag on
+// the device: non-zero skips the whole update (an overflowed mixed-precision step), with no host
+// wait, as PyTorch's fused optimizers take found_inf.
 #pragma once
 
 #include <vector>
@@ -33,7 +35,7 @@ struct SgdHyper {
 std::vector<float> sgd_step_scalars(float lr, bool first_step);
 // Slots: parameter, gradient, momentum buffer.
 void sgd_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const SgdHyper& hyper,
-                 const Tensor& step_scalars);
+                 const Tensor& step_scalars, const Tensor& skip_if = Tensor());
 
 struct AdamWHyper {
   float beta1, beta2, eps, weight_decay;
@@ -42,13 +44,15 @@ struct AdamWHyper {
 std::vector<float> adamw_step_scalars(float lr, const AdamWHyper& hyper, int64_t step);
 // Slots: parameter, gradient, first moment, second moment.
 void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
-                   const AdamWHyper& hyper, const Tensor& step_scalars);
+                   const AdamWHyper& hyper, const Tensor& step_scalars,
+                   const Tensor& skip_if = Tensor());
 
 struct LionHyper {
   float beta1, beta2, weight_decay;
 };
 // Slots: parameter, gradient, momentum. Step scalars: {lr}.
 void lion_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
-                  const LionHyper& hyper, const Tensor& step_scalars);
+                  const LionHyper& hyper, const Tensor& step_scalars,
+                  const Tensor& skip_if = Tensor());
 
 }  // namespace course

@@ -4,7 +4,9 @@
 // its first element by binary search over the offsets, then updates through a table of K
 // pointers per tensor, crossing into the next tensors as needed. The GPU runs a span of one
 // element per thread; the CPU a few thousand, a loop that vectorises. Parameters, gradients and
-// optimizer state are f32 (the master weights of mixed precision).
+// optimizer state are f32 (the master weights of mixed precision). A non-null `skip` that holds
+// a non-zero value (the loss scaler's found-inf flag) makes the whole update a no-op, decided on
+// the device.
 #pragma once
 
 #include <cmath>
@@ -21,7 +23,9 @@ struct MultiTensorApply {
   int64_t count;
   int64_t span;  // elements per index
   Update update;
+  const float* skip;  // null: never
   COURSE_HD void operator()(int64_t s) const {
+    if (skip != nullptr && skip[0] != 0.0f) return;
     const int64_t begin = s * span, total = offsets[count];
     const int64_t end = begin + span < total ? begin + span : total;
     // Locals the stores cannot alias: the compiler keeps them in registers.

@@ -27,7 +27,8 @@ GradientClipping::GradientClipping(std::optional<float> max_norm)
 }
 
 void GradientClipping::apply(const std::function<Tensor()>& squared_global_norm,
-                             const std::vector<nn::Parameter*>& parameters, float grad_scale) {
+                             const std::vector<nn::Parameter*>& parameters,
+                             const Tensor& loss_scale) {
   if (!on()) return;
   const Tensor squared = squared_global_norm();
   if (!record_.defined() || record_.device() != squared.device()) {
@@ -43,14 +44,14 @@ void GradientClipping::apply(const std::function<Tensor()>& squared_global_norm,
     norms_ = larger;
   }
   Tensor slot = norms_.slice(pending_, pending_ + 1);
-  clip_factor(squared, max_norm_ * grad_scale, grad_scale, factor_, record_, slot);
+  clip_factor(squared, max_norm_, loss_scale, factor_, record_, slot);
   ++pending_;
   for (nn::Parameter* p : parameters) scale_by_(p->grad, factor_);
 }
 
 void GradientClipping::apply_to_whole(const std::vector<nn::Parameter*>& parameters,
-                                      float grad_scale) {
-  apply([&] { return squared_gradient_sum(parameters); }, parameters, grad_scale);
+                                      const Tensor& loss_scale) {
+  apply([&] { return squared_gradient_sum(parameters); }, parameters, loss_scale);
 }
 
 std::vector<float> GradientClipping::record() const {

@@ -29,15 +29,17 @@ class GradientClipping {
   bool on() const { return max_norm_ > 0; }
   // When on (collective when `squared_global_norm` is): clips `parameters` (those this rank
   // updates) to the global norm whose square `squared_global_norm()` returns as a (1,) f32
-  // tensor on their device. Gradients still multiplied by a loss scale (`grad_scale`) are
-  // clipped to max_norm x grad_scale, which is clipping the unscaled ones to max_norm: the scale
-  // is a power of two, so the products are exact, and the norm recorded is the unscaled one.
-  // Between the backward pass and the optimizer's step.
+  // tensor on their device. Gradients still multiplied by a loss scale (`loss_scale`, a (1,) f32
+  // on the device, as the loss scaler keeps it) are clipped to max_norm x scale, which is
+  // clipping the unscaled ones to max_norm: the scale is a power of two, so the products are
+  // exact, and the norm recorded is the unscaled one. Between the backward pass and the
+  // optimizer's step.
   void apply(const std::function<Tensor()>& squared_global_norm,
-             const std::vector<nn::Parameter*>& parameters, float grad_scale = 1.0f);
+             const std::vector<nn::Parameter*>& parameters, const Tensor& loss_scale = Tensor());
   // The gradients of a model that every rank holds whole (one process, or DDP's replicas
   // after the average): their own norm is the global one.
-  void apply_to_whole(const std::vector<nn::Parameter*>& parameters, float grad_scale = 1.0f);
+  void apply_to_whole(const std::vector<nn::Parameter*>& parameters,
+                      const Tensor& loss_scale = Tensor());
   // The last step's norm (none before the first clipped step, or when off). Reads the device.
   std::optional<float> last_norm() const;
   // The norms of the steps since the last call, in order (one read of the device).

@@ -34,6 +34,10 @@ Tensor trust_of(const Tensor& a, const Tensor& b, size_t i, float eta, float wei
   return ratio;
 }
 
+constexpr const char* kNoSkip =
+    "LARS and LAMB cannot skip an overflowed step on the device (their trust ratio moves the "
+    "weights after the fused update): use f16 loss scaling with sgd, adamw or lion";
+
 Device device_of(const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
   return params.empty() ? Device::cpu() : params.front().second->value.device();
 }
@@ -54,6 +58,7 @@ Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lar
 std::vector<float> Lars::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
 
 void Lars::update() {
+  COURSE_CHECK(!skip_if_.defined(), kNoSkip);
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
@@ -86,12 +91,15 @@ AdamWHyper Lamb::hyper() const {
   return {options_.beta1, options_.beta2, options_.eps, options_.weight_decay};
 }
 
-// The AdamW kernel runs at lr 1 (the trust ratio and lr are applied afterwards).
+// The AdamW kernel's at lr 1 (the trust ratio and lr are applied afterwards), then lr.
 std::vector<float> Lamb::step_scalars() const {
-  return adamw_step_scalars(1.0f, hyper(), steps_ + 1);
+  std::vector<float> scalars = adamw_step_scalars(1.0f, hyper(), steps_ + 1);
+  scalars.push_back(lr_);
+  return scalars;
 }
 
 void Lamb::update() {
+  COURSE_CHECK(!skip_if_.defined(), kNoSkip);
   // The AdamW kernel at lr 1 moves a copy of w by exactly -r (and updates the moments).
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -99,13 +107,15 @@ void Lamb::update() {
     copy_(moved_[i], p.value);
     slots.push_back({&moved_[i], &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
-  adamw_update_(update_table_, slots, hyper(), step_scalars_);
+  adamw_update_(update_table_, slots, hyper(), step_scalars_.slice(0, 3));
+  const Tensor lr = step_scalars_.slice(3, 4);  // read on the device: a captured step follows it
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& w = params_[i].second->value;
     Tensor& r = moved_[i];
     axpy_(-1.0f, w, r);  // r = moved - w = -update
     scale_by_(r, trust_of(w, r, i, 1.0f, 0.0f, squares_, trust_));
-    axpy_(lr_, r, w);
+    scale_by_(r, lr);
+    axpy_(1.0f, r, w);
   }
 }
 

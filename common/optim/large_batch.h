@@ -5,9 +5,9 @@
 //   LAMB (You et al. 2019): r = AdamW direction (bias-corrected m / (sqrt(v) + eps) + wd w),
 //        trust = ||w|| / ||r||, w -= lr trust r.
 // A trust ratio is 1 when either norm is 0 (fresh zero weights, or no gradient). The norms and
-// ratios are computed on the parameters' device (common/kernels/device_factor.h): a step never
-// waits for the host, and the scratch directions are kept between steps, so the fused update's
-// pointer table is built once.
+// ratios are computed on the parameters' device (common/kernels/device_factor.h), and the
+// learning rate read there: a step never waits for the host and can be captured in a graph; the
+// scratch directions are kept between steps, so the fused update's pointer table is built once.
 #pragma once
 
 #include "common/optim/optimizer.h"

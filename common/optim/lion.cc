@@ -17,7 +17,7 @@ void Lion::update() {
     slots.push_back({&p.value, &p.grad, &momentum_[i]});
   }
   lion_update_(update_table_, slots, {options_.beta1, options_.beta2, options_.weight_decay},
-               step_scalars_);
+               step_scalars_, skip_if_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lion::state_tensors() {

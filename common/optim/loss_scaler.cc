@@ -1,39 +1,60 @@
-// Dynamic loss scaling.
+// Dynamic loss scaling on the device.
 #include "common/optim/loss_scaler.h"
 
-#include "common/kernels/elementwise.h"
-#include "common/kernels/reduce.h"
+#include "common/kernels/device_factor.h"
+#include "common/kernels/device_factor_ops.h"
+#include "common/tensor/pinned_staging.h"
 
 namespace course::optim {
 
-LossScaler::LossScaler(const LossScalerOptions& options)
-    : options_(options), loss_scale_(options.initial_scale) {
+LossScaler::LossScaler(const LossScalerOptions& options) : options_(options) {
   COURSE_CHECK(options.initial_scale > 0 && options.growth_factor > 1 &&
                    options.backoff_factor > 0 && options.backoff_factor < 1 &&
                    options.growth_interval > 0,
                "loss scaler needs scale > 0, growth > 1, 0 < backoff < 1, interval > 0");
 }
 
-bool LossScaler::unscale_and_check(const std::vector<nn::Parameter*>& params) {
-  std::vector<Tensor> grads;
-  for (nn::Parameter* p : params) {
-    scale_(p->grad, 1.0f / loss_scale_);
-    grads.push_back(p->grad);
+Tensor& LossScaler::state(Device device) {
+  if (!state_.defined()) {
+    state_ = upload_to(device, std::vector<float>{options_.initial_scale, 0, 0, 0},
+                       {ops::kLossScaleSlots});
+    scale_ = state_.slice(ops::kScale, ops::kScale + 1);
+    found_inf_ = state_.slice(ops::kFoundInf, ops::kFoundInf + 1);
   }
-  return all_finite(grads);  // one host wait per step, whatever the number of parameters
+  COURSE_CHECK(state_.device() == device, "the loss scaler lives on ", state_.device().str(),
+               ", not ", device.str());
+  return state_;
 }
 
-void LossScaler::update(bool found_inf) {
-  if (found_inf) {
-    loss_scale_ *= options_.backoff_factor;
-    clean_steps_ = 0;
-    ++skipped_;
-    return;
-  }
-  if (++clean_steps_ == options_.growth_interval) {
-    loss_scale_ *= options_.growth_factor;
-    clean_steps_ = 0;
-  }
+const Tensor& LossScaler::scale_tensor(Device device) {
+  state(device);
+  return scale_;
+}
+
+void LossScaler::unscale_and_check(const std::vector<nn::Parameter*>& params) {
+  if (params.empty()) return;
+  Tensor& s = state(params.front()->grad.device());
+  fill_(found_inf_, 0.0);
+  for (nn::Parameter* p : params) unscale_and_mark_(p->grad, s);
+}
+
+const Tensor& LossScaler::found_inf() const {
+  COURSE_CHECK(found_inf_.defined(), "found_inf() before the first unscale_and_check()");
+  return found_inf_;
+}
+
+void LossScaler::update() {
+  COURSE_CHECK(state_.defined(), "the loss scaler's update() before its first unscale_and_check()");
+  loss_scale_update_(state_, options_.growth_factor, options_.backoff_factor,
+                     options_.growth_interval);
+}
+
+float LossScaler::scale() const {
+  return state_.defined() ? scale_.to_vector<float>()[0] : options_.initial_scale;
+}
+
+int64_t LossScaler::skipped_steps() const {
+  return state_.defined() ? static_cast<int64_t>(state_.to_vector<float>()[ops::kSkipped]) : 0;
 }
 
 }  // namespace course::optim

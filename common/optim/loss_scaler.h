@@ -1,10 +1,13 @@
-// The dynamic loss scaler of mixed-precision training (as torch.cuda.amp.GradScaler).
+// The dynamic loss scaler of mixed-precision training (as torch.cuda.amp.GradScaler with a fused
+// optimizer), kept on the device so a step never waits for the host.
 //
-// The loss gradient is multiplied by scale() before backward, so small f16 gradients do not
-// flush to zero. Before the step, unscale_and_check() divides the gradients by the scale and
-// reports whether any is NaN or infinite; update() then skips that step's optimizer update
-// (the caller does), halves the scale after an overflow, and doubles it after
-// `growth_interval` clean steps in a row.
+// The loss gradient is multiplied by the scale (scale_tensor(), a (1,) tensor on the device)
+// before backward, so small f16 gradients do not flush to zero. Before the step,
+// unscale_and_check() divides the gradients by the scale and sets found_inf() on the device where
+// any is NaN or infinite; the optimizer's step(found_inf()) then skips itself there; update()
+// halves the scale after an overflow (counting the skipped step) and doubles it after
+// `growth_interval` clean steps in a row. Only scale() and skipped_steps() read the device, for
+// reports.
 #pragma once
 
 #include <cstdint>
@@ -25,18 +28,24 @@ class LossScaler {
  public:
   explicit LossScaler(const LossScalerOptions& options = {});
 
-  float scale() const { return loss_scale_; }
-  // Divides every gradient by the scale; true when all of them are finite.
-  bool unscale_and_check(const std::vector<nn::Parameter*>& params);
-  // Adjusts the scale after a step that `found_inf` or not.
-  void update(bool found_inf);
-  int64_t skipped_steps() const { return skipped_; }
+  // The scale, a (1,) f32 on `device` (the scaler's state is made there on first use).
+  const Tensor& scale_tensor(Device device);
+  // Divides every gradient by the scale and sets found_inf() when any of them is not finite.
+  void unscale_and_check(const std::vector<nn::Parameter*>& params);
+  // (1,) f32 on the device, non-zero after an overflow in the last unscale_and_check(): the
+  // optimizer's skip flag.
+  const Tensor& found_inf() const;
+  // Adjusts the scale after the step that found_inf() describes.
+  void update();
+
+  float scale() const;            // reads the device
+  int64_t skipped_steps() const;  // reads the device
 
  private:
+  Tensor& state(Device device);  // {scale, found_inf, clean steps, skipped} (device_factor.h)
+
   LossScalerOptions options_;
-  float loss_scale_;
-  int64_t clean_steps_ = 0;
-  int64_t skipped_ = 0;
+  Tensor state_, scale_, found_inf_;  // the state and its views
 };
 
 }  // namespace course::optim

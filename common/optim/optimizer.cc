@@ -10,10 +10,13 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
   COURSE_CHECK(lr >= 0.0f, "learning rate must not be negative, got ", lr);
 }
 
-void Optimizer::step() {
-  prepare_step();
+void Optimizer::step(const Tensor& skip_if) {
+  const bool recorded = capturing();  // the replay's caller prepares and counts (step_graph.h)
+  if (!recorded) prepare_step();
+  skip_if_ = skip_if;
   update();
-  count_step();
+  skip_if_ = Tensor();
+  if (!recorded) count_step();
 }
 
 void Optimizer::prepare_step() {
@@ -62,7 +65,7 @@ void Sgd::update() {
     slots.push_back({&p.value, &p.grad, &momentum_[i]});
   }
   sgd_update_(update_table_, slots, {options_.momentum, options_.weight_decay, options_.nesterov},
-              step_scalars_);
+              step_scalars_, skip_if_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::state_tensors() {
@@ -92,7 +95,7 @@ void AdamW::update() {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
-  adamw_update_(update_table_, slots, hyper(), step_scalars_);
+  adamw_update_(update_table_, slots, hyper(), step_scalars_, skip_if_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> AdamW::state_tensors() {

@@ -4,7 +4,13 @@
 //
 // step() is prepare_step() (this step's learning rate and other scalars to the device),
 // update() (device work only) and count_step(). A CUDA graph captures update() once and
-// replays it between prepare_step() and count_step(), so the schedule still applies.
+// replays it between prepare_step() and count_step(), so the schedule still applies; a step()
+// called while a graph is captured records its update() alone for that reason.
+//
+// step(skip_if) takes the loss scaler's found-inf flag (a (1,) f32 on the device): the fused
+// update then skips itself on the device after an overflow, and the host never reads the flag.
+// count_step() counts attempted steps (the schedule moves on after a skipped one, as PyTorch's
+// LR scheduler does); AdamW's bias correction counts them too.
 #pragma once
 
 #include <memory>
@@ -21,7 +27,9 @@ namespace course::optim {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  void step();                // one update of every parameter from its gradient
+  // One update of every parameter from its gradient, skipped on the device where skip_if (when
+  // defined) holds a non-zero value.
+  void step(const Tensor& skip_if = Tensor());
   void prepare_step();        // queues this step's scalars to the device (no host wait)
   virtual void update() = 0;  // the update itself (device work for SGD and AdamW)
   void count_step() { ++steps_; }
@@ -46,6 +54,7 @@ class Optimizer {
   float lr_;
   int64_t steps_ = 0;
   Tensor step_scalars_;  // written by prepare_step(), on the parameters' device
+  Tensor skip_if_;       // step()'s flag for update(), while it runs
   PinnedStaging scalar_uploads_;
   UpdateTable update_table_;  // of the fused kernel, kept between steps
 };

@@ -1,6 +1,7 @@
 // Forward and backward of a classifier under autocast.
 #include "common/train/classifier_step.h"
 
+#include "common/kernels/device_factor.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/soft_cross_entropy.h"
 #include "common/nn/autocast.h"
@@ -28,10 +29,18 @@ ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
 }
 
 void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
-                         const TrainingFlags& f, float grad_scale) {
+                         const TrainingFlags& f, float grad_scale, const Tensor& loss_scale) {
   nn::Autocast autocast(f.amp_dtype, f.amp);
-  model.backward_to_parameters(softmax_cross_entropy_backward(
-      forward.loss, labels, f.label_smoothing, forward.logits.dtype(), grad_scale));
+  if (!loss_scale.defined()) {
+    model.backward_to_parameters(softmax_cross_entropy_backward(
+        forward.loss, labels, f.label_smoothing, forward.logits.dtype(), grad_scale));
+    return;
+  }
+  Tensor scaled = softmax_cross_entropy_backward(forward.loss, labels, f.label_smoothing,
+                                                 DType::kF32, grad_scale);
+  scale_by_(scaled, loss_scale);
+  const DType dtype = forward.logits.dtype();
+  model.backward_to_parameters(dtype == DType::kF32 ? scaled : cast(scaled, dtype));
 }
 
 ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,

@@ -27,10 +27,12 @@ struct ClassifierForward {
 ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
                                      const TrainingFlags& flags);
 
-// Back-propagates (loss * grad_scale), adding to the gradients (gradient_accumulation.h zeroes
-// them once per step).
+// Back-propagates (loss * grad_scale * loss_scale), adding to the gradients
+// (gradient_accumulation.h zeroes them once per step). `loss_scale`, when defined, is the loss
+// scaler's (1,) f32 on the device: the logits' gradient is multiplied by it in f32 there.
 void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
-                         const TrainingFlags& flags, float grad_scale = 1.0f);
+                         const TrainingFlags& flags, float grad_scale = 1.0f,
+                         const Tensor& loss_scale = Tensor());
 
 // The forward half on a mixed batch (MixUp, CutMix): the cross-entropy against its soft
 // targets (batch.targets).

@@ -14,13 +14,12 @@ Batch to_device(const Batch& batch, Device device, const Stream& stream) {
   // END EXERCISE
 }
 
-bool scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
+void scaled_optimizer_step(optim::LossScaler& scaler, optim::Optimizer& optimizer,
                            const std::vector<nn::Parameter*>& params) {
-  // BEGIN EXERCISE TP1.2: unscale the gradients, step only if they are finite, update the scale
-  const bool finite = scaler.unscale_and_check(params);
-  if (finite) optimizer.step();
-  scaler.update(!finite);
-  return finite;
+  // BEGIN EXERCISE TP1.2: unscale the gradients, step unless they overflowed, update the scale
+  scaler.unscale_and_check(params);
+  optimizer.step(scaler.found_inf());
+  scaler.update();
   // END EXERCISE
 }
 

@@ -122,7 +122,7 @@ TEST(GradientClipping, AScaledGradientIsClippedAsItsUnscaledOne) {
   scale_(scaled->grad, scale);
   GradientClipping unscaled_clip(0.5f), scaled_clip(0.5f);
   unscaled_clip.apply_to_whole({plain.get()});
-  scaled_clip.apply_to_whole({scaled.get()}, scale);
+  scaled_clip.apply_to_whole({scaled.get()}, Tensor::from_vector<float>({scale}, {1}));
   scale_(scaled->grad, 1 / scale);
   EXPECT_TRUE(all_close(to_floats(scaled->grad), to_floats(plain->grad), DType::kF32));
   const float hand_norm = static_cast<float>(std::sqrt(hand_squares({g.values})));
