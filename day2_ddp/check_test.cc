@@ -151,6 +151,25 @@ TEST(TP2_4, RingAllreduceOfMegabytesEqualsTheReferenceRing) {
   ASSERT_EQ(ring.to_vector<float>(), reference.to_vector<float>());
 }
 
+// On GPU ranks the tensor and every buffer of the ring live on the rank's GPU: a receive buffer
+// made on the CPU is refused by the communicator (one exchange, two devices), here as there, on
+// the simulated accelerator (each rank its own, sim:local rank, as GPU ranks take theirs).
+TEST(TP2_4, RingAllreduceStaysOnTheRanksDevice) {
+  const course::Device device = course::Device::sim(world()->local_rank());
+  world()->use_device(device);
+  const int p = world()->size(), r = world()->rank();
+  const int64_t n = 1001;  // not divisible by 2, 3 or 4 ranks
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>((i * (r + 2)) % 13) - 6.0f;
+  Tensor ring = Tensor::from_vector(values, {n}, device);
+  Tensor reference = Tensor::from_vector(values, {n});
+  ring_allreduce(ring, *world());
+  world()->allreduce(reference)->wait();
+  EXPECT_EQ(ring.device(), device);
+  // Small integers: every order of addition gives the same exact sums.
+  ASSERT_EQ(ring.to_vector<float>(), reference.to_vector<float>()) << p << " ranks";
+}
+
 TEST(TP2_4, RingAllreduceOfAMatrixKeepsItsShape) {
   Tensor m = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   ring_allreduce(m, *world());

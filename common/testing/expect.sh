@@ -30,3 +30,20 @@ expect_trace_ranks() {
   done
   echo "ok: $trace has $* for ranks $ranks"
 }
+
+# `expect_wait_free COMMAND...`: runs a lab on the simulated accelerator (COMMAND names --device
+# sim) and fails the test unless it exits with 0 and its summary says that no step after the
+# first made the host wait for the device, on any rank (training_loop.h: the loss reads every
+# --log-every steps are the only waits allowed).
+expect_wait_free() {
+  local out got
+  out=$("$@" 2>&1)
+  got=$?
+  if [[ $got -ne 0 ]] ||
+    ! grep -qE 'host waits for sim:[0-9]+ in steps 2\.\.[0-9]+: 0 at most on a rank' <<<"$out"; then
+    echo "FAILED: $* -> exit $got, not wait-free:"
+    grep -E 'host waits|error' <<<"$out" || echo "$out"
+    exit 1
+  fi
+  echo "ok, wait-free: $*"
+}
