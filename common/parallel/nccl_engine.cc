@@ -3,7 +3,10 @@
 
 #if COURSE_WITH_CUDA
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -52,19 +55,35 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 
 }  // namespace
 
+// A collective in flight: its end event, when it must be done by, and the tensors it reads or
+// writes (kept alive until it is done: the caching allocator does not follow NCCL's stream).
+struct PendingCollective {
+  cudaEvent_t done = nullptr;
+  std::chrono::steady_clock::time_point deadline;
+  const char* op = "";
+  std::vector<Tensor> keep;
+};
+
+// The communicator, its stream, and the watchdog that ends what outlives the timeout (the host
+// never polls a collective itself: Work::wait() is stream-ordered).
 struct NcclEngine::State {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
+  int device = 0;
   int rank = 0;
   double timeout = 300;
-  bool aborted = false;
 
-  // Aborts the communicator (every rank's operations on it end) and throws `what`.
-  [[noreturn]] void abort(const std::string& what) {
-    aborted = true;
-    ncclCommAbort(comm);
-    COURSE_FAIL(what, " (NCCL) did not complete within ", timeout, " s on rank ", rank,
-                ": another rank died or stalled");
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::shared_ptr<PendingCollective>> pending;
+  std::string failure;  // set when the communicator was aborted
+  bool aborted = false, stopping = false;
+  std::thread watchdog;
+
+  // Throws the failure that aborted the communicator, if any.
+  void check() {
+    std::lock_guard lock(mutex);
+    COURSE_CHECK(failure.empty(), failure);
   }
 
   // A call's result on this non-blocking communicator: ncclInProgress means NCCL is still
@@ -80,17 +99,70 @@ struct NcclEngine::State {
     });
   }
 
-  // Polls `done` until it returns true, the communicator reports an error, or the timeout.
+  // Polls `done` on the host until it returns true, the communicator reports an error, or the
+  // timeout (then the communicator is aborted): a call's enqueueing, a Work's synchronize().
   template <typename Done>
   void poll(const std::string& what, Done done) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     while (!done()) {
+      check();
       ncclResult_t async = ncclSuccess;
       NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
       COURSE_CHECK(async == ncclSuccess || async == ncclInProgress, what, " (NCCL) on rank ", rank,
                    ": ", ncclGetErrorString(async));
-      if (std::chrono::steady_clock::now() > deadline) abort(what);
+      if (std::chrono::steady_clock::now() > deadline) {
+        abort(detail::concat(what, " (NCCL) did not complete within ", timeout, " s on rank ", rank,
+                             ": another rank died or stalled"));
+        check();
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  // Records `what` and aborts the communicator, once: every rank's operations on it end (its
+  // kernels too, so a stream waiting for them goes on), and its next call throws `what`.
+  void abort(const std::string& what) {
+    {
+      std::lock_guard lock(mutex);
+      if (aborted) return;
+      aborted = true;
+      failure = what;
+    }
+    std::fprintf(stderr, "error: %s\n", what.c_str());
+    ncclCommAbort(comm);
+  }
+
+  void watch(std::shared_ptr<PendingCollective> collective) {
+    std::lock_guard lock(mutex);
+    pending.push_back(std::move(collective));
+    wake.notify_one();
+  }
+
+  // The watchdog's loop (a thread per communicator, as PyTorch's): retires the collectives that
+  // are done, oldest first, and aborts the communicator at the first one past its deadline.
+  void run_watchdog() {
+    cudaSetDevice(device);
+    std::unique_lock lock(mutex);
+    while (!stopping) {
+      if (pending.empty()) {
+        wake.wait(lock, [this] { return stopping || !pending.empty(); });
+        continue;
+      }
+      const std::shared_ptr<PendingCollective> oldest = pending.front();
+      lock.unlock();
+      const cudaError_t status = cudaEventQuery(oldest->done);
+      const bool running = status == cudaErrorNotReady;
+      if (running && std::chrono::steady_clock::now() > oldest->deadline) {
+        abort(detail::concat(oldest->op, " (NCCL) did not complete within ", timeout, " s on rank ",
+                             rank, ": another rank died or stalled"));
+      } else if (running) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      lock.lock();
+      if (!running || aborted) {
+        cudaEventDestroy(oldest->done);
+        pending.pop_front();
+      }
     }
   }
 };
@@ -100,48 +172,48 @@ namespace {
 class NcclWork : public Work {
  public:
   NcclWork(std::shared_ptr<NcclEngine::State> state, const char* op, std::vector<Tensor> keep)
-      : state_(std::move(state)), op_(op), keep_(std::move(keep)) {
-    CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(done_, state_->stream));
-  }
-  ~NcclWork() override {
-    // A Work dropped unwaited is still waited for, under the timeout (never in a destructor's
-    // unbounded cudaEventSynchronize).
-    if (!state_->aborted) {
-      try {
-        wait();
-      } catch (const Error& e) {
-        std::fprintf(stderr, "%s\n", e.what());
-      }
-    }
-    cudaEventDestroy(done_);
+      : state_(std::move(state)), collective_(std::make_shared<PendingCollective>()) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&collective_->done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(collective_->done, state_->stream));
+    collective_->deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(state_->timeout));
+    collective_->op = op;
+    collective_->keep = std::move(keep);
+    state_->watch(collective_);
   }
   bool test() override {
-    const cudaError_t status = cudaEventQuery(done_);
+    state_->check();
+    const cudaError_t status = cudaEventQuery(collective_->done);
     if (status == cudaErrorNotReady) return false;
     CUDA_CHECK(status);
-    keep_.clear();
     return true;
   }
   void wait() override {
-    state_->poll(op_, [this] { return test(); });
-    // Later work on the default stream sees the result.
-    CUDA_CHECK(cudaStreamWaitEvent(nullptr, done_, 0));
+    state_->check();
+    // Later work on the compute stream sees the result; the host goes on.
+    CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(current_cuda_stream()),
+                                   collective_->done, 0));
+  }
+  void synchronize() override {
+    note_host_synchronization(Device::cuda(state_->device));
+    state_->poll(collective_->op, [this] { return test(); });
+    wait();
   }
 
  private:
   std::shared_ptr<NcclEngine::State> state_;
-  const char* op_;
-  std::vector<Tensor> keep_;
-  cudaEvent_t done_ = nullptr;
+  std::shared_ptr<PendingCollective> collective_;  // retired (its event destroyed) by the watchdog
 };
 
-// Orders the communication stream after the work queued so far on the default stream.
-void after_default_stream(cudaStream_t stream) {
+// Orders the communication stream after the work queued so far on the compute stream, once the
+// communicator is known not to have failed.
+void after_compute_stream(NcclEngine::State& state) {
+  state.check();
   cudaEvent_t ready;
   CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventRecord(ready, nullptr));
-  CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
+  CUDA_CHECK(cudaEventRecord(ready, static_cast<cudaStream_t>(current_cuda_stream())));
+  CUDA_CHECK(cudaStreamWaitEvent(state.stream, ready, 0));
   CUDA_CHECK(cudaEventDestroy(ready));
 }
 
@@ -153,6 +225,7 @@ NcclEngine::NcclEngine(int rank, int size, Device device, double timeout_seconds
   COURSE_CHECK(device.is_cuda(), "the NCCL engine needs a GPU device, got ", device.str());
   require_device(device);
   set_current_device(device);
+  state_->device = device.index;
   state_->rank = rank;
   state_->timeout = timeout_seconds;
   ncclUniqueId id{};
@@ -164,16 +237,34 @@ NcclEngine::NcclEngine(int rank, int size, Device device, double timeout_seconds
   state_->settle(ncclCommInitRankConfig(&state_->comm, size, id, rank, &config),
                  "ncclCommInitRankConfig");
   CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
+  state_->watchdog = std::thread([state = state_.get()] { state->run_watchdog(); });
 }
 
 NcclEngine::~NcclEngine() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+    state_->wake.notify_one();
+  }
+  state_->watchdog.join();
+  // The collectives still queued are waited for under the timeout before the communicator goes
+  // (an aborted one is never destroyed: its ranks are not all there to agree).
+  if (!state_->aborted) {
+    try {
+      state_->poll("the collectives before ncclCommDestroy",
+                   [this] { return cudaStreamQuery(state_->stream) != cudaErrorNotReady; });
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+  }
+  for (const auto& collective : state_->pending) cudaEventDestroy(collective->done);
   if (!state_->aborted) ncclCommDestroy(state_->comm);
   cudaStreamDestroy(state_->stream);
 }
 
 WorkPtr NcclEngine::allreduce(Tensor& t, ReduceOp op) {
   const ncclDataType_t type = nccl_type(t, device_, "allreduce");
-  after_default_stream(state_->stream);
+  after_compute_stream(*state_);
   state_->settle(
       ncclAllReduce(t.data(), t.data(), t.numel(), type, nccl_op(op), state_->comm, state_->stream),
       "ncclAllReduce");
@@ -182,7 +273,7 @@ WorkPtr NcclEngine::allreduce(Tensor& t, ReduceOp op) {
 
 WorkPtr NcclEngine::broadcast(Tensor& t, int root) {
   const ncclDataType_t type = nccl_type(t, device_, "broadcast");
-  after_default_stream(state_->stream);
+  after_compute_stream(*state_);
   state_->settle(
       ncclBroadcast(t.data(), t.data(), t.numel(), type, root, state_->comm, state_->stream),
       "ncclBroadcast");
@@ -192,7 +283,7 @@ WorkPtr NcclEngine::broadcast(Tensor& t, int root) {
 WorkPtr NcclEngine::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
   const ncclDataType_t type = nccl_type(in, device_, "reduce_scatter");
   nccl_type(out, device_, "reduce_scatter");
-  after_default_stream(state_->stream);
+  after_compute_stream(*state_);
   state_->settle(ncclReduceScatter(in.data(), out.data(), out.numel(), type, nccl_op(op),
                                    state_->comm, state_->stream),
                  "ncclReduceScatter");
@@ -202,7 +293,7 @@ WorkPtr NcclEngine::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) {
 WorkPtr NcclEngine::all_gather(const Tensor& in, Tensor& out) {
   const ncclDataType_t type = nccl_type(in, device_, "all_gather");
   nccl_type(out, device_, "all_gather");
-  after_default_stream(state_->stream);
+  after_compute_stream(*state_);
   state_->settle(
       ncclAllGather(in.data(), out.data(), in.numel(), type, state_->comm, state_->stream),
       "ncclAllGather");
@@ -210,7 +301,7 @@ WorkPtr NcclEngine::all_gather(const Tensor& in, Tensor& out) {
 }
 
 WorkPtr NcclEngine::exchange(const std::vector<PeerTransfer>& transfers) {
-  after_default_stream(state_->stream);
+  after_compute_stream(*state_);
   std::vector<Tensor> keep;
   NCCL_CHECK(ncclGroupStart());
   for (const PeerTransfer& t : transfers) {

@@ -2,10 +2,14 @@
 // Communicator and device, created collectively at setup (rank 0 makes the unique id, MPI
 // broadcasts it) in NCCL's non-blocking mode, so its initialisation too is bounded by the
 // communicator's timeout. Collectives run on a dedicated stream that first waits for the work
-// already queued on the default stream (so gradients are complete), and each returns a Work
-// whose wait() polls the collective's end event under the timeout; a timed-out communicator is
-// aborted (ncclCommAbort) so no rank hangs. Point-to-point transfers go in one NCCL group per
-// exchange. Built without CUDA, creating one is an error.
+// already queued on the compute stream (so gradients are complete), and each returns a Work
+// whose wait() makes the compute stream wait for the collective's end event: the host never
+// waits for a collective inside a step. A watchdog thread per communicator retires the events
+// and aborts the communicator (ncclCommAbort) when one outlives the timeout, so no rank hangs;
+// the next call on it throws the timeout's message. Work::synchronize() waits on the host.
+// Point-to-point transfers go in one NCCL group per exchange. The communicator is destroyed
+// before MPI is finalised (communicator.cc), never after an abort. Built without CUDA, creating
+// one is an error.
 #pragma once
 
 #include <functional>

@@ -12,14 +12,18 @@ namespace course::parallel {
 
 enum class ReduceOp { kSum, kMax, kMin };
 
-// An operation in flight; wait() returns when this rank's part is complete. MPI progresses
-// non-blocking collectives only inside MPI calls, so code that overlaps work with
-// communication calls test() now and then.
+// An operation in flight. wait() orders what follows after it: on the CPU (MPI) it returns when
+// this rank's part is complete; on a GPU (NCCL) the compute stream waits for it, not the host
+// (a watchdog ends a collective that outlives the communicator's timeout, and the next call
+// reports it). synchronize() waits on the host, under the timeout (a host wait: tests, the end
+// of a run). MPI progresses non-blocking collectives only inside MPI calls, so code that
+// overlaps work with communication calls test() now and then.
 class Work {
  public:
   virtual ~Work() = default;
   virtual void wait() = 0;
   virtual bool test() = 0;  // done yet? (never blocks)
+  virtual void synchronize() { wait(); }
 };
 using WorkPtr = std::shared_ptr<Work>;
 
