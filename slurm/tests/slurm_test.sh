@@ -56,6 +56,23 @@ grep -q "on 2 rank(s)" <<<"$(output_of "$day2")" || fail "day-2 job $day2 did no
 grep -q "test accuracy" <<<"$(output_of "$day2")" || fail "day-2 job $day2 has no report"
 echo "ok: day-2 job $day2 completed on 2 ranks: $(output_of "$day2" | grep "^epoch 1")"
 
+# The sheets' own job scripts ask for a GPU per task (the local cluster's stand-in GPUs here,
+# where the labs fall back to the CPU without a driver); the CPUs per task are this machine's.
+static1=$(LAB=//solutions/day1_gpu:lab sbatch --parsable --job-name=ci_static1 --cpus-per-task=1 \
+  --time=10 slurm/day1_gpu.sbatch --synthetic 256 -b 16 --test --test-nsteps 4 --no-progress \
+  --num-workers 1) || fail "sbatch slurm/day1_gpu.sbatch refused"
+static2=$(LAB=//solutions/day2_ddp:lab sbatch --parsable --job-name=ci_static2 --cpus-per-task=1 \
+  --ntasks-per-node=2 --gpus-per-node=2 --time=10 slurm/day2_ddp.sbatch --synthetic 256 -b 16 \
+  --test --test-nsteps 4 --no-progress --num-workers 1) || fail "sbatch slurm/day2_ddp.sbatch refused"
+for job in "$static1" "$static2"; do
+  scontrol show job "$job" | grep -qE "TresPerNode=(gres/|gres:)?gpu:[12]" ||
+    fail "job $job asks for no GPU: $(scontrol show job "$job" | grep -i tres)"
+done
+wait_for "$static1" COMPLETED 300
+wait_for "$static2" COMPLETED 300
+grep -q "on 2 rank(s)" <<<"$(output_of "$static2")" || fail "job $static2 did not run on 2 ranks"
+echo "ok: slurm/day1_gpu.sbatch and day2_ddp.sbatch ran with a GPU per task requested"
+
 # A lab in a container (--container): a stand-in for Apptainer on the job's PATH logs how the
 # ranks enter the image and runs the command with the image's /opt/course as this repository.
 stub=$(mktemp -d)

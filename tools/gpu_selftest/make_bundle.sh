@@ -6,7 +6,9 @@
 #     --with-mpi  carry the build's Open MPI too (its libraries, plugins, help texts and mpirun),
 #                 for a node that has none or another one; run_selftest.sh relocates it
 #     OUT         the archive (default: gpu_selftest_bundle.tar.xz)
-#     CUDA_ARCHS  the GPUs' compute capabilities, e.g. "80,90" (default: the build's)
+#     CUDA_ARCHS  the GPUs' compute capabilities (default 80,90: native code for A100 and
+#                 H100/H200, PTX of the last for newer GPUs: no JIT compile at any rank's start;
+#                 "build": the build's own, whose objects are already compiled)
 # On the node: tar xJf OUT && gpu_selftest/run_selftest.sh (MPI from the node, unless carried:
 # module load openmpi).
 set -euo pipefail
@@ -17,11 +19,11 @@ if [[ ${1:-} == --with-mpi ]]; then
   shift
 fi
 out=$(realpath -m "${1:-gpu_selftest_bundle.tar.xz}")
-archs=${2:-}
+archs=${2:-80,90}
 limit_mib=64
 
 build=(bazel build //tools/gpu_selftest)
-[[ -n $archs ]] && build+=(--repo_env=COURSE_CUDA_ARCHS="$archs")
+[[ $archs != build ]] && build+=(--repo_env=COURSE_CUDA_ARCHS="$archs")
 "${build[@]}" >&2
 
 stage=$(mktemp -d)

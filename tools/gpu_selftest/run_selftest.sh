@@ -46,11 +46,17 @@ if [[ -d $root/mpi ]]; then
 fi
 
 if [[ $device == cuda ]]; then
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-  ((gpus > 0)) || { echo "run_selftest.sh: no GPU visible (nvidia-smi -L lists none); --cpu runs the CPU cases" >&2; exit 2; }
+  # Before any case: the node's driver, cuDNN and NCCL against what the build needs (one message
+  # naming what is missing), then the GPUs CUDA may use (CUDA_VISIBLE_DEVICES, the job's cgroup:
+  # on a shared node nvidia-smi lists GPUs this job may not use, and two ranks would share one).
+  "$root/tools/info" --check-gpu >&2 || {
+    echo "run_selftest.sh: this node cannot run the bundle's GPU code (above); --cpu runs the CPU cases" >&2
+    exit 2
+  }
+  gpus=$("$root/tools/info" --gpus)
   ranks=$gpus
   filter='*cuda*:*Gpu*:*GPU*'
-  where="$gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs)"
+  where="$gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs)"
 else
   ranks=2
   filter='*cpu*'

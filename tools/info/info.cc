@@ -1,9 +1,15 @@
 // `bazel run //tools:info`: what this build and this machine have, the first command to run on
 // a new cluster (or laptop) before any lab.
+//   info --gpus         the number of GPUs CUDA may use here (CUDA_VISIBLE_DEVICES and the job's
+//                       cgroup honoured, unlike nvidia-smi -L), for scripts
+//   info --check-gpu    whether this node can run this build's GPU code: a driver new enough for
+//                       the CUDA it was built with, cuDNN and NCCL of the versions it was built
+//                       against; one line naming what is missing and exit 1 otherwise
 #include <mpi.h>
 #include <omp.h>
 
 #include <cstdio>
+#include <cstring>
 #include <dnnl.hpp>
 #include <opencv2/core/version.hpp>
 #include <string>
@@ -49,9 +55,59 @@ void print_gpus() {
 #endif
 }
 
+// What this node lacks to run the build's GPU code ("" when nothing).
+std::string missing_for_gpu() {
+#if COURSE_WITH_CUDA
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
+    return "no NVIDIA driver is loaded (cudaDriverGetVersion: none): not a GPU node";
+  }
+  // CUDA's minor version compatibility: any driver of the build's major version or newer.
+  if (driver / 1000 < CUDART_VERSION / 1000) {
+    return "the NVIDIA driver supports CUDA " + version_string(driver, 1000, 10) +
+           ", older than the CUDA " + version_string(CUDART_VERSION, 1000, 10) +
+           " this build needs: load a newer driver, or build with that node's toolkit";
+  }
+  const int cudnn = static_cast<int>(cudnnGetVersion());
+  if (cudnn / 10000 != CUDNN_MAJOR || cudnn < CUDNN_VERSION) {
+    return "cuDNN " + version_string(cudnn, 10000, 100) + " is loaded, this build needs " +
+           std::to_string(CUDNN_MAJOR) + ".x from " + version_string(CUDNN_VERSION, 10000, 100) +
+           " (module load cudnn, or LD_LIBRARY_PATH)";
+  }
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  if (nccl / 10000 != NCCL_MAJOR || nccl < NCCL_VERSION_CODE) {
+    return "NCCL " + version_string(nccl, 10000, 100) + " is loaded, this build needs " +
+           std::to_string(NCCL_MAJOR) + ".x from " + version_string(NCCL_VERSION_CODE, 10000, 100);
+  }
+  if (course::cuda_device_count() == 0) return course::cuda_status();
+  return "";
+#else
+  return "this build has no CUDA";
+#endif
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--gpus") == 0) {
+    std::printf("%d\n", course::cuda_device_count());
+    return 0;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--check-gpu") == 0) {
+    const std::string missing = missing_for_gpu();
+    if (missing.empty()) {
+      std::printf("ok: this node runs the build's GPU code (%d GPU(s))\n",
+                  course::cuda_device_count());
+      return 0;
+    }
+    std::fprintf(stderr, "error: %s\n", missing.c_str());
+    return 1;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "usage: info [--gpus | --check-gpu]\n");
+    return 2;
+  }
   std::printf("Build and machine\n");
   print_row("CUDA", course::cuda_status());
   print_row("default device", course::default_device().str());
