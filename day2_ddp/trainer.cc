@@ -15,6 +15,7 @@
 #include "common/nn/batch_norm.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/rank_setup.h"
+#include "common/tensor/device_timer.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
@@ -60,7 +61,7 @@ struct LabStep {
   train::PeriodicMetrics& metrics;
   optim::GradientClipping& clipping;
   const LabOptions& o;
-  double naive_sync_seconds = 0;
+  IntervalTimer naive_sync{process_device()};  // the device's wait for the naive all-reduce
 
   Tensor run(const Batch& batch, train::StepPhases& phases) {
     const Tensor loss =
@@ -80,9 +81,9 @@ struct LabStep {
     if (ddp) {
       ddp->finish_backward();
     } else {
-      const auto start = Clock::now();
+      naive_sync.start();
       allreduce_gradients(params, *comm);
-      naive_sync_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      naive_sync.stop();
     }
     phases.start(train::Phase::kOptimizer);
     clipping.apply_to_whole(params);  // every replica holds the average
@@ -103,7 +104,7 @@ double host_memory_peak_mib() {
 // bytes and exposed time per step (DDP's statistics, or the naive all-reduce's whole gradient
 // and measured time).
 void add_run_figures(LabResult& result, const train::LoopResult& run,
-                     const parallel::DistributedDataParallel* ddp,
+                     parallel::DistributedDataParallel* ddp,
                      const std::vector<nn::Parameter*>& params, double naive_sync_seconds) {
   result.steps = run.steps;
   result.last_loss = run.last_loss;
@@ -111,7 +112,7 @@ void add_run_figures(LabResult& result, const train::LoopResult& run,
   result.timing = run.timing;
   result.host_memory_peak_mib = host_memory_peak_mib();
   if (ddp) {
-    const parallel::DdpStats& s = ddp->stats();  // per optimizer step: --accumulate's included
+    const parallel::DdpStats s = ddp->stats();  // per optimizer step: --accumulate's included
     result.sync_bytes_per_step = run.steps ? s.bytes / run.steps : 0;
     result.exposed_sync_ms_per_step = run.steps ? 1e3 * s.exposed_seconds / run.steps : 0;
   } else {
@@ -215,7 +216,7 @@ LabResult run_lab(const LabOptions& o) {
   }
 
   const train::LoopResult run = loop.run();
-  add_run_figures(result, run, ddp.get(), params, lab_step.naive_sync_seconds);
+  add_run_figures(result, run, ddp.get(), params, lab_step.naive_sync.total_seconds());
   if (lead) print_run_report(result, loader.skipped_samples());
   for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
   return result;

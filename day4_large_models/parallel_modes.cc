@@ -1,7 +1,6 @@
 // Choosing the lab's parallelism; ZeRO-1 from the exercises.
 #include "day4_large_models/parallel_modes.h"
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "common/kernels/elementwise.h"
@@ -10,6 +9,7 @@
 #include "common/parallel/data_parallel_training.h"
 #include "common/parallel/gradient_average.h"
 #include "common/parallel/model_parallel_training.h"
+#include "common/tensor/device_timer.h"
 #include "day4_large_models/exercises.h"
 #include "day4_large_models/pipeline_exercises.h"
 
@@ -56,7 +56,7 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   }
   int shard_group_size() const override { return comm_->size(); }
   // The exercises' collectives are blocking: all of their time is exposed.
-  double exposed_communication_seconds() override { return waited_seconds_; }
+  double exposed_communication_seconds() override { return waits_.total_seconds(); }
   double bytes_sent() const override { return comm_->traffic().bytes; }
   Tensor squared_gradient_norm() override {
     return parallel::sum_over_ranks(optim::squared_gradient_sum({&shard_}), *comm_);
@@ -71,14 +71,13 @@ class ExerciseZero1 : public parallel::DataParallelStep {
   std::shared_ptr<parallel::Communicator> comm_;
   nn::FlatParameters flat_;
   nn::Parameter shard_;
-  double waited_seconds_ = 0;
+  IntervalTimer waits_{process_device()};
 
   template <class F>
   void timed(F&& run) {
-    const auto start = std::chrono::steady_clock::now();
+    waits_.start();
     run();
-    waited_seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    waits_.stop();
   }
 };
 

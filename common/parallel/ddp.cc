@@ -2,7 +2,6 @@
 #include "common/parallel/ddp.h"
 
 #include <algorithm>
-#include <chrono>
 #include <unordered_map>
 
 #include "common/kernels/elementwise.h"
@@ -159,9 +158,23 @@ std::string DistributedDataParallel::unready_parameters(const Bucket& bucket) co
   return names;
 }
 
+DdpStats DistributedDataParallel::stats() {
+  DdpStats s = stats_;
+  if (exposed_) s.exposed_seconds = exposed_->total_seconds();
+  return s;
+}
+
+void DistributedDataParallel::reset_stats() {
+  stats_ = {};
+  exposed_.reset();
+}
+
 void DistributedDataParallel::finish_backward() {
   if (!sync_) return;
-  const auto start = std::chrono::steady_clock::now();
+  if (!exposed_ && !buckets_.empty()) {
+    exposed_ = std::make_unique<IntervalTimer>(buckets_.front().flat.device());
+  }
+  if (exposed_) exposed_->start();
   for (; next_launch_ < buckets_.size(); ++next_launch_) {
     Bucket& bucket = buckets_[next_launch_];
     COURSE_CHECK(!options_.overlap || bucket.pending == 0 || options_.find_unused_parameters,
@@ -189,8 +202,7 @@ void DistributedDataParallel::finish_backward() {
   }
   next_launch_ = 0;
   ++stats_.steps;
-  stats_.exposed_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (exposed_) exposed_->stop();
 }
 
 }  // namespace course::parallel

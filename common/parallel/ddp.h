@@ -16,6 +16,7 @@
 #include "common/nn/module.h"
 #include "common/parallel/bucket_plan.h"
 #include "common/parallel/communicator.h"
+#include "common/tensor/device_timer.h"
 
 namespace course::parallel {
 
@@ -33,7 +34,7 @@ struct DdpStats {
   int64_t steps = 0;
   int64_t collectives = 0;
   int64_t bytes = 0;           // bucket bytes reduced by this rank
-  double exposed_seconds = 0;  // spent waiting for buckets after backward
+  double exposed_seconds = 0;  // the compute stream's wait for the buckets after backward
 };
 
 class DistributedDataParallel {
@@ -54,8 +55,9 @@ class DistributedDataParallel {
   void finish_backward();
 
   const BucketPlan& plan() const { return plan_; }
-  const DdpStats& stats() const { return stats_; }
-  void reset_stats() { stats_ = {}; }
+  // Reads the device's timer of the exposed waits (a host wait: for summaries).
+  DdpStats stats();
+  void reset_stats();
 
  private:
   struct Bucket {
@@ -83,6 +85,7 @@ class DistributedDataParallel {
   size_t next_launch_ = 0;
   bool sync_ = true;
   DdpStats stats_;
+  std::unique_ptr<IntervalTimer> exposed_;  // on the gradients' device, from the first sync
 };
 
 // The bytes of each parameter's gradient in parameters() order: what a bucket plan is made from.

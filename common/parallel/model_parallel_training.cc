@@ -3,7 +3,6 @@
 #include "common/parallel/model_parallel_training.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -158,10 +157,6 @@ Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
     loss = sum_over_ranks(loss, *grid_.cp());
     scale_(loss, 1.0f / static_cast<float>(grid_.shape().cp));
   }
-  if (steps_++ > 0) {
-    step_seconds_ += pipeline_.step_seconds();
-    for (const TimedAction& a : pipeline_.timeline()) compute_seconds_ += a.end_s - a.start_s;
-  }
   sum_gradients(sequence_sharded_, *grid_.tp());
   average_over_replicas();
   step_bytes_sent_ += bytes_sent() - bytes_before;
@@ -186,12 +181,11 @@ Tensor ModelParallelTraining::squared_gradient_norm() {
 }
 
 void ModelParallelTraining::average_over_replicas() {
-  const auto start = std::chrono::steady_clock::now();
+  averaging_.start();
   std::vector<nn::Parameter*> parameters;
   for (const auto& named : pipeline_.parameters()) parameters.push_back(named.second);
   average_gradients(parameters, *grid_.replicas());
-  averaging_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  averaging_.stop();
 }
 
 nlohmann::json ModelParallelTraining::checkpoint_layout() const {
@@ -233,7 +227,10 @@ std::string ModelParallelTraining::describe() const {
 std::optional<PipelineMeasurement> ModelParallelTraining::pipeline_measurement() {
   if (grid_.shape().pp == 1) return std::nullopt;
   Communicator& world = *grid_.world();
-  const float bubble = step_seconds_ > 0 ? 1.0f - compute_seconds_ / step_seconds_ : -1.0f;
+  const PipelineTotals totals = pipeline_.measured_totals();
+  const float bubble = totals.step_seconds > 0
+                           ? static_cast<float>(1.0 - totals.compute_seconds / totals.step_seconds)
+                           : -1.0f;
   // Every rank runs as many actions as the others (m forwards and m backwards per chunk).
   const std::vector<float> mine = measurement_fields(bubble, pipeline_.timeline());
   const auto per_rank = static_cast<int64_t>(mine.size());
@@ -244,7 +241,7 @@ std::optional<PipelineMeasurement> ModelParallelTraining::pipeline_measurement()
   PipelineMeasurement measured{.schedule = p.schedule,
                                .micro_batches = p.micro_batches,
                                .virtual_stages = p.virtual_stages,
-                               .steps_measured = std::max<int64_t>(steps_ - 1, 0)};
+                               .steps_measured = totals.steps};
   const int stages = grid_.shape().pp;
   for (int s = 0; s < stages; ++s) {
     const int rank = grid_.world_rank({.dp = 0, .tp = 0, .pp = s});

@@ -24,6 +24,7 @@
 #include "common/parallel/tensor_parallel_gpt.h"
 #include "common/parallel/tensor_parallel_vit.h"
 #include "common/parallel/training_parallelism.h"
+#include "common/tensor/device_timer.h"
 
 namespace course::parallel {
 
@@ -70,7 +71,7 @@ class ModelParallelTraining : public TrainingParallelism {
   // A stage's waits for its neighbours are its bubble: the exposed time is the replicas'
   // averaging. The bytes are what this rank's steps sent: activations, gradients and averages.
   double bytes_sent() const override { return step_bytes_sent_; }
-  double exposed_communication_seconds() override { return averaging_seconds_; }
+  double exposed_communication_seconds() override { return averaging_.total_seconds(); }
   std::optional<PipelineMeasurement> pipeline_measurement() override;
 
  private:
@@ -88,9 +89,8 @@ class ModelParallelTraining : public TrainingParallelism {
   std::vector<nn::Parameter*> sequence_sharded_;
   // Parameters every tensor-parallel rank holds whole (none without tensor parallelism).
   std::unordered_set<const nn::Parameter*> replicated_over_tp_;
-  int64_t steps_ = 0;
-  double compute_seconds_ = 0, step_seconds_ = 0;  // steps after the first
-  double averaging_seconds_ = 0, step_bytes_sent_ = 0;
+  double step_bytes_sent_ = 0;
+  IntervalTimer averaging_{process_device()};  // the replicas' gradient averaging
 };
 
 }  // namespace course::parallel

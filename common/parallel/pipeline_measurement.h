@@ -15,6 +15,12 @@ struct TimedAction {
   double start_s, end_s;  // seconds since the step began, the compute only
 };
 
+// A stage's steps after the first, summed: their lengths and the compute in them.
+struct PipelineTotals {
+  int64_t steps = 0;
+  double step_seconds = 0, compute_seconds = 0;
+};
+
 struct StageMeasurement {
   int world_rank = 0;
   double bubble = 0;  // idle share of the stage's steps after the first

@@ -110,8 +110,10 @@ Tensor PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& ta
   logits_.assign(m, Tensor());
   losses_.assign(m, {});
   loss_sum_ = zeros({1}, DType::kF32, inputs.device());
-  timeline_.clear();
-  step_start_ = Clock::now();
+  read_steps(false);  // the steps the device has finished, never waiting
+  StepRecord& step = unread_.emplace_back();
+  step.first = steps_run_++ == 0;
+  step.start = stamp(events_);
   std::map<StageMessage, Tensor> inbox;
   for (const PipelineRound& round : rounds_) {
     for (const PipelineAction& w : round.weight_passes) run(w, inbox);
@@ -123,7 +125,7 @@ Tensor PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& ta
       exchange(round, produced, inbox);
     }
   }
-  step_seconds_ = std::chrono::duration<double>(Clock::now() - step_start_).count();
+  unread_.back().end = stamp(events_);
   add_shared_gradients();
   pp_->broadcast(loss_sum_, pp_->size() - 1)->wait();
   return loss_sum_;
@@ -175,16 +177,18 @@ Tensor PipelineParallel::run(const PipelineAction& a, std::map<StageMessage, Ten
     case PipelineAction::Kind::kWeight:
       break;
   }
-  const auto start = Clock::now();
+  const auto launched = Clock::now();
+  std::unique_ptr<Event> start = stamp(events_);
   weight_passes_[a.chunk * options_.micro_batches + a.micro_batch].run();
-  record(a, start);
+  record(a, std::move(start), launched);
   return Tensor();
 }
 
 Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& received) {
   const int at = virtual_stage(a.chunk), micro = a.micro_batch;
   const Tensor input = at == 0 ? micro_inputs_[micro] : received;
-  const auto start = Clock::now();
+  const auto launched = Clock::now();
+  std::unique_ptr<Event> start = stamp(events_);
   Tensor output =
       chunks_[a.chunk]->forward(input, contexts_[a.chunk * options_.micro_batches + micro]);
   if (at == last_virtual_stage()) {
@@ -193,7 +197,7 @@ Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& received
     axpy_(1.0f / static_cast<float>(options_.micro_batches), losses_[micro].loss, loss_sum_);
     logits_[micro] = output;
   }
-  record(a, start);
+  record(a, std::move(start), launched);
   return output;
 }
 
@@ -208,23 +212,61 @@ Tensor PipelineParallel::backward(const PipelineAction& a, const Tensor& receive
     logits_[micro] = Tensor();
     losses_[micro] = {};
   }
-  const auto start = Clock::now();
+  const auto launched = Clock::now();
+  std::unique_ptr<Event> start = stamp(events_);
   const int call = a.chunk * options_.micro_batches + micro;
   // A split backward leaves the parameters' gradients to the action's weight pass.
   if (split_backward_) contexts_[call].defer_weight_gradients(&weight_passes_[call]);
   Tensor dx = chunks_[a.chunk]->backward(dy, contexts_[call]);
   if (split_backward_) contexts_[call].defer_weight_gradients(nullptr);
-  record(a, start);
+  record(a, std::move(start), launched);
   return at > 0 ? dx : Tensor();
 }
 
-void PipelineParallel::record(const PipelineAction& action, Clock::time_point start) {
-  const auto end = Clock::now();
-  const auto since_step = [&](Clock::time_point t) {
-    return std::chrono::duration<double>(t - step_start_).count();
-  };
-  timeline_.push_back({action, since_step(start), since_step(end)});
-  ActivityLog::instance().add({action_name(action), false, start, end});
+void PipelineParallel::record(const PipelineAction& action, std::unique_ptr<Event> start,
+                              Clock::time_point launched) {
+  unread_.back().actions.push_back(ActionEvents{action, std::move(start), stamp(events_)});
+  ActivityLog::instance().add({action_name(action), false, launched, Clock::now()});
+}
+
+void PipelineParallel::read_steps(bool wait) {
+  while (!unread_.empty() && unread_.front().end && (wait || unread_.front().end->query())) {
+    StepRecord& step = unread_.front();
+    if (!step.end->query()) step.end->synchronize();  // a summary's read
+    const auto since_start = [&](const Event& e) { return step.start->elapsed_ms(e) / 1000.0; };
+    timeline_.clear();
+    double compute = 0;
+    for (ActionEvents& a : step.actions) {
+      timeline_.push_back({a.action, since_start(*a.start), since_start(*a.end)});
+      compute += timeline_.back().end_s - timeline_.back().start_s;
+      events_.give(std::move(a.start));
+      events_.give(std::move(a.end));
+    }
+    step_seconds_ = since_start(*step.end);
+    if (!step.first) {
+      ++totals_.steps;
+      totals_.step_seconds += step_seconds_;
+      totals_.compute_seconds += compute;
+    }
+    events_.give(std::move(step.start));
+    events_.give(std::move(step.end));
+    unread_.pop_front();
+  }
+}
+
+const std::vector<TimedAction>& PipelineParallel::timeline() {
+  read_steps(true);
+  return timeline_;
+}
+
+double PipelineParallel::step_seconds() {
+  read_steps(true);
+  return step_seconds_;
+}
+
+PipelineTotals PipelineParallel::measured_totals() {
+  read_steps(true);
+  return totals_;
 }
 
 void PipelineParallel::add_shared_gradients() {
@@ -253,7 +295,8 @@ void PipelineParallel::gather_model() {
   }
 }
 
-double PipelineParallel::measured_bubble() const {
+double PipelineParallel::measured_bubble() {
+  read_steps(true);
   double compute = 0;
   for (const TimedAction& a : timeline_) compute += a.end_s - a.start_s;
   return step_seconds_ > 0 ? 1.0 - compute / step_seconds_ : 0.0;

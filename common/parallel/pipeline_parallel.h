@@ -14,13 +14,16 @@
 // the backwards the first and last stages add their gradients of a parameter both train (a
 // tied token embedding).
 //
-// Each forward, backward and weight pass is timed: the step's timeline gives the measured
-// bubble, and while a profiler listens (common/core/activity_log.h) the actions appear in its
-// trace ("F3", "B3", "W3"). Under zb-h1 a backward computes the input's gradient only, its
+// Each forward, backward and weight pass is timed by the device (common/tensor/device_timer.h:
+// events on the compute stream, read once the device has reached them, never inside a step):
+// the steps' timelines give the measured bubble, and while a profiler listens
+// (common/core/activity_log.h) the actions appear in its trace ("F3", "B3", "W3") with the host's
+// times of their launch. Under zb-h1 a backward computes the input's gradient only, its
 // modules queueing the parameters' (common/nn/context.h) for the action's weight pass.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +38,7 @@
 #include "common/parallel/pipeline_rounds.h"
 #include "common/parallel/pipeline_schedule.h"
 #include "common/parallel/stage_split.h"
+#include "common/tensor/device_timer.h"
 
 namespace course::parallel {
 
@@ -78,11 +82,14 @@ class PipelineParallel {
   // validate or sample with the whole model. The stage keeps training its own layers afterwards.
   void gather_model();
 
-  // The last step's actions, and its length (seconds, from its start to its last send).
-  const std::vector<TimedAction>& timeline() const { return timeline_; }
-  double step_seconds() const { return step_seconds_; }
+  // The last step's actions, and its length (seconds, from its start to its last send); they
+  // wait for the device to finish the step (for summaries and benchmarks).
+  const std::vector<TimedAction>& timeline();
+  double step_seconds();
   // The share of the last step this stage spent waiting: 1 - compute / step.
-  double measured_bubble() const;
+  double measured_bubble();
+  // The steps after the first, summed (waits for the device likewise).
+  PipelineTotals measured_totals();
 
  private:
   // Runs action `a` on its input from `inbox` (taken out of it); returns what it sends on (an
@@ -96,7 +103,11 @@ class PipelineParallel {
   int last_virtual_stage() const { return pp_->size() * options_.virtual_stages - 1; }
   // A message's MPI tag (checked on receipt): 2 (to M + micro-batch) + gradient, M micro-batches.
   int tag(const StageMessage& message) const;
-  void record(const PipelineAction& action, std::chrono::steady_clock::time_point start);
+  // The action's device interval in the step's record, and its launch in the activity log.
+  void record(const PipelineAction& action, std::unique_ptr<Event> start,
+              std::chrono::steady_clock::time_point launched);
+  // Reads the recorded steps the device has finished (all of them, waiting, when `wait`).
+  void read_steps(bool wait);
   // Where a message lands: an empty tensor of the activation it carries (or its gradient).
   Tensor landing(const StageMessage& message) const;
   // One round's sends and receives, posted as one group; or through options_.hooks.exchange.
@@ -121,9 +132,22 @@ class PipelineParallel {
   std::vector<Tensor> logits_;                          // the last stage's, until their backward
   std::vector<CrossEntropyOutput> losses_;              // the last stage's, until their backward
   Tensor loss_sum_;  // the last stage's sum of micro-batch losses / m
-  std::vector<TimedAction> timeline_;
-  std::chrono::steady_clock::time_point step_start_;
-  double step_seconds_ = 0;
+  // A step's events: its start and end, and each action's start and end.
+  struct ActionEvents {
+    PipelineAction action;
+    std::unique_ptr<Event> start, end;
+  };
+  struct StepRecord {
+    std::unique_ptr<Event> start, end;
+    std::vector<ActionEvents> actions;
+    bool first = false;  // the run's first step (not in the totals)
+  };
+  EventPool events_{process_device()};
+  std::deque<StepRecord> unread_;      // oldest first
+  std::vector<TimedAction> timeline_;  // of the last step read
+  double step_seconds_ = 0;            // of the last step read
+  PipelineTotals totals_;
+  int64_t steps_run_ = 0;
 };
 
 }  // namespace course::parallel

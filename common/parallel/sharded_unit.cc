@@ -1,8 +1,6 @@
 // Gathering, releasing and reducing one flat parameter's shards.
 #include "common/parallel/sharded_unit.h"
 
-#include <chrono>
-
 #include "common/kernels/elementwise.h"
 
 namespace course::parallel {
@@ -39,7 +37,8 @@ ShardedUnit::ShardedUnit(const std::vector<nn::Parameter*>& params, ShardGroups 
       flat_(params, groups_.shard->size()),
       offload_(offload),
       param_dtype_(param_dtype),
-      shard_(take_shard(flat_, groups_, offload)) {
+      shard_(take_shard(flat_, groups_, offload)),
+      waits_(flat_.values().device()) {
   COURSE_CHECK(is_floating(param_dtype), "sharded parameters compute in f32, f16 or bf16, not ",
                dtype_name(param_dtype));
   // The full values are what a gather would give: rank 0's, in the parameter dtype.
@@ -117,10 +116,9 @@ void ShardedUnit::finish_reduction() {
 }
 
 void ShardedUnit::wait_for(Work& work) {
-  const auto start = std::chrono::steady_clock::now();
+  waits_.start();
   work.wait();
-  waited_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  waits_.stop();
 }
 
 void ShardedUnit::zero_grad() {

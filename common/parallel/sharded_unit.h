@@ -26,6 +26,7 @@
 
 #include "common/nn/flat_parameters.h"
 #include "common/parallel/communicator.h"
+#include "common/tensor/device_timer.h"
 
 namespace course::parallel {
 
@@ -82,9 +83,9 @@ class ShardedUnit {
   // Zeroes the shard's gradient, and the full gradients when bound.
   void zero_grad();
 
-  // Seconds spent waiting for this unit's gathers and reductions: the communication that
-  // computation did not hide.
-  double waited_seconds() const { return waited_seconds_; }
+  // Seconds the compute stream waited for this unit's gathers and reductions: the communication
+  // that computation did not hide (device time; reads the device: for summaries).
+  double waited_seconds() { return waits_.total_seconds(); }
 
  private:
   ShardGroups groups_;
@@ -99,7 +100,7 @@ class ShardedUnit {
   Tensor reduced_;  // this rank's block of the gradient sum, being reduced
   WorkPtr reducing_;
   bool keep_gradients_ = false;
-  double waited_seconds_ = 0;
+  IntervalTimer waits_;
   void wait_for(Work& work);
 };
 
