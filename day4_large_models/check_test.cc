@@ -59,6 +59,7 @@ TEST(TP4_1, EqualShardsTileThePaddedBufferInRankOrder) {
 
 // TP4.2 ----------------------------------------------------------------------------------
 
+// On the CPU and on each rank's simulated accelerator (a GPU's rules: no scratch on the CPU).
 TEST(TP4_2, EachRankGetsTheAverageOfItsShard) {
   const int p = world()->size(), r = world()->rank();
   const int64_t s = 5;
@@ -66,16 +67,19 @@ TEST(TP4_2, EachRankGetsTheAverageOfItsShard) {
   // (p + 1) / 2 (i + 1).
   std::vector<float> mine(s * p);
   for (int64_t i = 0; i < s * p; ++i) mine[i] = static_cast<float>((r + 1) * (i + 1));
-  const Tensor full = Tensor::from_vector(mine, {s * p});
-  Tensor shard = Tensor::empty({s});
-  reduce_scatter_mean(full, shard, *world());
-  const std::vector<float> got = shard.to_vector<float>();
-  for (int64_t j = 0; j < s; ++j) {
-    const int64_t i = r * s + j;
-    EXPECT_FLOAT_EQ(got[j], (p + 1) / 2.0f * static_cast<float>(i + 1))
-        << "element " << i << " on rank " << r << " of " << p;
+  for (const Device device : course::testing::check_devices()) {
+    const Tensor full = Tensor::from_vector(mine, {s * p}, device);
+    Tensor shard = Tensor::empty({s}, course::DType::kF32, device);
+    reduce_scatter_mean(full, shard, *world());
+    EXPECT_EQ(shard.device(), device);
+    const std::vector<float> got = shard.to_vector<float>();
+    for (int64_t j = 0; j < s; ++j) {
+      const int64_t i = r * s + j;
+      EXPECT_FLOAT_EQ(got[j], (p + 1) / 2.0f * static_cast<float>(i + 1))
+          << "element " << i << " on rank " << r << " of " << p << ", " << device.str();
+    }
+    EXPECT_EQ(full.to_vector<float>(), mine) << "the full gradients are an input: leave them";
   }
-  EXPECT_EQ(full.to_vector<float>(), mine) << "the full gradients are an input: leave them";
 }
 
 // TP4.3 ----------------------------------------------------------------------------------
@@ -85,15 +89,17 @@ TEST(TP4_3, EveryRankGetsEveryShardInRankOrder) {
   const int64_t s = 4;
   std::vector<float> shard_values(s);
   for (int64_t j = 0; j < s; ++j) shard_values[j] = static_cast<float>(10 * r + j);
-  const Tensor shard = Tensor::from_vector(shard_values, {s});
-  Tensor full = Tensor::empty({s * p});
-  course::fill_(full, -1.0);
-  all_gather_shards(shard, full, *world());
   std::vector<float> expected;
   for (int q = 0; q < p; ++q) {
     for (int64_t j = 0; j < s; ++j) expected.push_back(static_cast<float>(10 * q + j));
   }
-  EXPECT_EQ(full.to_vector<float>(), expected) << "on rank " << r;
+  for (const Device device : course::testing::check_devices()) {
+    const Tensor shard = Tensor::from_vector(shard_values, {s}, device);
+    Tensor full = Tensor::empty({s * p}, course::DType::kF32, device);
+    course::fill_(full, -1.0);
+    all_gather_shards(shard, full, *world());
+    EXPECT_EQ(full.to_vector<float>(), expected) << "on rank " << r << ", " << device.str();
+  }
 }
 
 // TP4.4 and TP4.5 ------------------------------------------------------------------------

@@ -29,21 +29,25 @@ using course::testing::world;
 
 // TP4.6 ----------------------------------------------------------------------------------
 
+// On the CPU and on each rank's simulated accelerator (a GPU's rules: no scratch on the CPU).
 TEST(TP4_6, FAllReducesBackwardAndGForward) {
   const int p = world()->size(), r = world()->rank();
-  // Rank q holds [q + 1, 2]: the sum over the ranks is [p (p + 1) / 2, 2 p].
-  const Tensor t = Tensor::from_vector<float>({static_cast<float>(r + 1), 2.0f}, {2});
-  const std::vector<float> mine = t.to_vector<float>();
-  const std::vector<float> sum = {p * (p + 1) / 2.0f, 2.0f * p};
-  EXPECT_EQ(tp_mapping(TpMapping::kF, true, t, *world()).to_vector<float>(), mine)
-      << "f's forward is the identity";
-  EXPECT_EQ(tp_mapping(TpMapping::kF, false, t, *world()).to_vector<float>(), sum)
-      << "f's backward sums the ranks' gradients";
-  EXPECT_EQ(tp_mapping(TpMapping::kG, true, t, *world()).to_vector<float>(), sum)
-      << "g's forward sums the ranks' partial results";
-  EXPECT_EQ(tp_mapping(TpMapping::kG, false, t, *world()).to_vector<float>(), mine)
-      << "g's backward is the identity";
-  EXPECT_EQ(t.to_vector<float>(), mine) << "the input is not to be changed";
+  for (const Device device : course::testing::check_devices()) {
+    SCOPED_TRACE(device.str());
+    // Rank q holds [q + 1, 2]: the sum over the ranks is [p (p + 1) / 2, 2 p].
+    const Tensor t = Tensor::from_vector<float>({static_cast<float>(r + 1), 2.0f}, {2}, device);
+    const std::vector<float> mine = t.to_vector<float>();
+    const std::vector<float> sum = {p * (p + 1) / 2.0f, 2.0f * p};
+    EXPECT_EQ(tp_mapping(TpMapping::kF, true, t, *world()).to_vector<float>(), mine)
+        << "f's forward is the identity";
+    EXPECT_EQ(tp_mapping(TpMapping::kF, false, t, *world()).to_vector<float>(), sum)
+        << "f's backward sums the ranks' gradients";
+    EXPECT_EQ(tp_mapping(TpMapping::kG, true, t, *world()).to_vector<float>(), sum)
+        << "g's forward sums the ranks' partial results";
+    EXPECT_EQ(tp_mapping(TpMapping::kG, false, t, *world()).to_vector<float>(), mine)
+        << "g's backward is the identity";
+    EXPECT_EQ(t.to_vector<float>(), mine) << "the input is not to be changed";
+  }
 }
 
 // TP4.7 ----------------------------------------------------------------------------------
@@ -55,15 +59,18 @@ TEST(TP4_7, GatheredFeaturesAreEachRowsSlicesSideBySide) {
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 2; ++j) mine.push_back(static_cast<float>(100 * i + 10 * r + j));
   }
-  const Tensor gathered = gather_features(Tensor::from_vector(mine, {3, 2}), *world());
-  ASSERT_EQ(gathered.shape(), (course::Shape{3, 2 * p}));
   std::vector<float> expected;
   for (int i = 0; i < 3; ++i) {
     for (int q = 0; q < p; ++q) {
       for (int j = 0; j < 2; ++j) expected.push_back(static_cast<float>(100 * i + 10 * q + j));
     }
   }
-  EXPECT_EQ(gathered.to_vector<float>(), expected) << "on rank " << r;
+  for (const Device device : course::testing::check_devices()) {
+    const Tensor gathered = gather_features(Tensor::from_vector(mine, {3, 2}, device), *world());
+    ASSERT_EQ(gathered.shape(), (course::Shape{3, 2 * p}));
+    EXPECT_EQ(gathered.device(), device);
+    EXPECT_EQ(gathered.to_vector<float>(), expected) << "on rank " << r << ", " << device.str();
+  }
 }
 
 // A column-parallel layer: rank r computes output features [r o/p, (r+1) o/p) from its rows of
@@ -117,36 +124,38 @@ std::vector<float> signed_table(int64_t vocabulary, int64_t channels) {
 
 TEST(TP4_8, EveryRankGetsTheWholeEmbeddingOfEveryToken) {
   const int p = world()->size(), r = world()->rank();
-  for (const int64_t per_rank : {int64_t{1}, int64_t{3}}) {
-    const int64_t channels = 5, vocabulary = per_rank * p;
-    const std::vector<float> table = signed_table(vocabulary, channels);
-    const std::vector<float> mine(table.begin() + r * per_rank * channels,
-                                  table.begin() + (r + 1) * per_rank * channels);
-    // Every shard's first and last rows, then every token backwards, then token 0 again.
-    std::vector<int32_t> ids;
-    for (int rank = 0; rank < p; ++rank) {
-      ids.push_back(static_cast<int32_t>(rank * per_rank));
-      ids.push_back(static_cast<int32_t>((rank + 1) * per_rank - 1));
-    }
-    for (int64_t t = vocabulary; t-- > 0;) ids.push_back(static_cast<int32_t>(t));
-    ids.push_back(0);
-    const Tensor embedded = vocab_parallel_embed(
-        Tensor::from_vector<int32_t>(ids, {static_cast<int64_t>(ids.size())}),
-        Tensor::from_vector(mine, {per_rank, channels}), r * per_rank, *world());
-    ASSERT_EQ(embedded.shape(), (course::Shape{static_cast<int64_t>(ids.size()), channels}));
-    const std::vector<float> got = embedded.to_vector<float>();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      for (int64_t c = 0; c < channels; ++c) {
-        const float want = table[ids[i] * channels + c], have = got[i * channels + c];
-        ASSERT_EQ(have, want)
-            << std::setprecision(9) << "got " << have << ", not " << want << ": token " << ids[i]
-            << " (position " << i << "), channel " << c << ", on rank " << r << " of " << p
-            << " with " << per_rank
-            << " rows each: the rank whose rows hold the token gives its row, the others "
-               "zeros, and the ranks' lookups are summed (the values are signed)";
+  for (const Device device : course::testing::check_devices())
+    for (const int64_t per_rank : {int64_t{1}, int64_t{3}}) {
+      const int64_t channels = 5, vocabulary = per_rank * p;
+      const std::vector<float> table = signed_table(vocabulary, channels);
+      const std::vector<float> mine(table.begin() + r * per_rank * channels,
+                                    table.begin() + (r + 1) * per_rank * channels);
+      // Every shard's first and last rows, then every token backwards, then token 0 again.
+      std::vector<int32_t> ids;
+      for (int rank = 0; rank < p; ++rank) {
+        ids.push_back(static_cast<int32_t>(rank * per_rank));
+        ids.push_back(static_cast<int32_t>((rank + 1) * per_rank - 1));
+      }
+      for (int64_t t = vocabulary; t-- > 0;) ids.push_back(static_cast<int32_t>(t));
+      ids.push_back(0);
+      const Tensor embedded = vocab_parallel_embed(
+          Tensor::from_vector<int32_t>(ids, {static_cast<int64_t>(ids.size())}, device),
+          Tensor::from_vector(mine, {per_rank, channels}, device), r * per_rank, *world());
+      ASSERT_EQ(embedded.shape(), (course::Shape{static_cast<int64_t>(ids.size()), channels}));
+      ASSERT_EQ(embedded.device(), device) << "the embedding lives where the table does";
+      const std::vector<float> got = embedded.to_vector<float>();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        for (int64_t c = 0; c < channels; ++c) {
+          const float want = table[ids[i] * channels + c], have = got[i * channels + c];
+          ASSERT_EQ(have, want)
+              << std::setprecision(9) << "got " << have << ", not " << want << ": token " << ids[i]
+              << " (position " << i << "), channel " << c << ", on rank " << r << " of " << p
+              << " with " << per_rank
+              << " rows each: the rank whose rows hold the token gives its row, the others "
+                 "zeros, and the ranks' lookups are summed (the values are signed)";
+        }
       }
     }
-  }
 }
 
 // TP4.9 ----------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ Tensor vocab_parallel_embed(const Tensor& tokens, const Tensor& rows, int64_t fi
     if (row < 0 || row >= mine) continue;
     std::copy_n(table.begin() + row * channels, channels, lookup.begin() + i * channels);
   }
-  Tensor embedded = Tensor::from_vector(lookup, {n, channels});
+  Tensor embedded = Tensor::from_vector(lookup, {n, channels}, rows.device());
   comm.allreduce(embedded)->wait();
   return embedded;
   // END EXERCISE
