@@ -32,7 +32,7 @@ bundle=$stage/gpu_selftest
 mkdir -p "$bundle/lib"
 # The runfiles tree: every binary at its workspace path, the tests' shared objects beside them.
 cp -rL bazel-bin/tools/gpu_selftest/gpu_selftest.runfiles/course/. "$bundle/"
-cp tools/gpu_selftest/run_selftest.sh "$bundle/run_selftest.sh"
+cp tools/gpu_selftest/run_selftest.sh tools/gpu_selftest/host_waits_on_gpu.sh "$bundle/"
 # Day 4's text, which a node without Debian's fortunes lacks: one file of it is enough here.
 mkdir "$bundle/text"
 cp /usr/share/games/fortunes/computers "$bundle/text/"
