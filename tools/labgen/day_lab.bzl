@@ -100,6 +100,18 @@ def lab_script(name, day):
         env = {"LAB": "solutions/%s/lab" % day},
     )
 
+def solution_lab_test(name, day):
+    """A shell test `name`.sh of a day's complete lab: its arguments are the expect helpers
+    (common/testing/expect.sh) and the solutions' lab binary."""
+    lab = "//solutions/%s:lab" % day
+    native.sh_test(
+        name = name,
+        size = "large",
+        srcs = [name + ".sh"],
+        args = ["$(location //common/testing:expect.sh)", "$(location %s)" % lab],
+        data = ["//common/testing:expect.sh", lab],
+    )
+
 def generated_exercises(day, files = ["exercises.cc"]):
     """In solutions/<day>: generates the trainee's copy of each exercise file, tests the checked-in."""
     args = []
