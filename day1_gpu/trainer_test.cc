@@ -59,21 +59,23 @@ TEST(Day1Lab, OnlyAnExplicitGpuDeviceRunsTheTraineesCopy) {
 }
 
 // On the simulated accelerator, which counts a GPU's waits in host memory: after the first step
-// (allocations, plans), a step never waits for the device, in every precision and layout and
-// replayed as a graph; the host reads the loss (and the chronometer's events) only every
+// (allocations, plans), a step never waits for the device, in every precision and layout,
+// replayed as a graph and profiled; the host reads the loss (and the chronometer's events) only
+// every
 // --log-every steps, and on the CPU nothing is a wait.
 TEST(Day1Lab, StepsAfterTheFirstNeverWaitForTheDevice) {
   struct Variant {
     const char* name;
     bool amp = false;
     DType amp_dtype = DType::kBF16;
-    bool channels_last = false, cuda_graphs = false;
+    bool channels_last = false, cuda_graphs = false, profiled = false;
   };
   for (const Variant& v : {Variant{"f32"}, Variant{"bf16", true}, Variant{"f16", true, DType::kF16},
                            Variant{"channels-last", false, DType::kBF16, true},
                            Variant{"graph", false, DType::kBF16, false, true},
                            Variant{"bf16 channels-last graph", true, DType::kBF16, true, true},
-                           Variant{"f16 graph", true, DType::kF16, false, true}}) {
+                           Variant{"f16 graph", true, DType::kF16, false, true},
+                           Variant{"profiled", false, DType::kBF16, false, false, true}}) {
     LabOptions o = small(20);
     o.synthetic = 20 * 16;  // one epoch of 20 steps: no epoch end in between
     o.log_every = 10;
@@ -82,6 +84,7 @@ TEST(Day1Lab, StepsAfterTheFirstNeverWaitForTheDevice) {
     o.amp_dtype = v.amp_dtype;
     o.channels_last = v.channels_last;
     o.cuda_graphs = v.cuda_graphs;
+    if (v.profiled) o.profile = temp_path("waits-trace.json");  // its ranges timed by events
     const LabResult run = run_lab(o);
     EXPECT_EQ(run.steps, 20) << v.name;
     EXPECT_EQ(run.step_waits, HostWaits{})

@@ -44,8 +44,21 @@ void write_atomically(const std::string& path, const std::string& text) {
 Profiler::Profiler(Device device, bool enabled)
     : device_(device),
       enabled_(enabled),
+      device_events_(device),
+      device_origin_(enabled ? stamp(device_events_) : nullptr),
       origin_(std::chrono::steady_clock::now()),
       origin_unix_us_(unix_now_us()) {}
+
+void Profiler::read_ranges() {
+  for (UnreadRange& r : unread_) {
+    if (!r.end->query()) r.end->synchronize();
+    events_.push_back({r.name, 1e3 * device_origin_->elapsed_ms(*r.start),
+                       1e3 * r.start->elapsed_ms(*r.end), false});
+    device_events_.give(std::move(r.start));
+    device_events_.give(std::move(r.end));
+  }
+  unread_.clear();
+}
 
 void Profiler::add(const std::string& name, std::chrono::steady_clock::time_point start,
                    std::chrono::steady_clock::time_point end, bool overlaps) {
@@ -80,7 +93,8 @@ std::string Profiler::events_json(int pid, double shift_us) const {
   return events.dump();
 }
 
-void Profiler::write(const std::string& path, parallel::Communicator* comm) const {
+void Profiler::write(const std::string& path, parallel::Communicator* comm) {
+  read_ranges();
   std::vector<std::string> ranks;
   if (!comm || comm->size() == 1) {
     ranks.push_back(events_json(0, 0));
