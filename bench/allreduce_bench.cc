@@ -11,10 +11,12 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "common/core/format.h"
 #include "common/kernels/elementwise.h"
 #include "common/parallel/communicator.h"
+#include "common/parallel/rank_setup.h"
 #include "common/parallel/ring_allreduce.h"
 
 namespace {
@@ -37,8 +39,15 @@ double time_collective(parallel::Communicator& comm, int iterations,
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // --help, or anything else: it takes no arguments
+    std::printf(
+        "usage: mpirun -np N allreduce_bench\n"
+        "  times the communicator's all-reduce against the ring of TP2.4 from 1 KiB to 64 MiB\n");
+    return std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ? 0 : 2;
+  }
   const auto comm = parallel::Communicator::world();
+  parallel::share_cores(*comm);  // OpenMP threads: this node's cores over its ranks
   const int n = comm->size();
   if (comm->rank() == 0) {
     std::printf("all-reduce (sum, f32) on %d ranks; bus bandwidth = bytes x 2(n-1)/n / time\n", n);

@@ -14,6 +14,7 @@
 
 #include "common/kernels/attention.h"
 #include "common/nn/context_split.h"
+#include "common/parallel/rank_setup.h"
 #include "common/parallel/ring_attention.h"
 #include "common/tensor/allocator.h"
 #include "common/testing/random_tensor.h"
@@ -52,6 +53,7 @@ void run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) lengths.push_back(std::atoll(argv[i]));
   if (lengths.empty()) lengths = {1024, 2048, 4096};
   const auto cp = parallel::Communicator::world();
+  parallel::share_cores(*cp);  // OpenMP threads: this node's cores over its ranks
   const bool lead = cp->rank() == 0;
   const int n = cp->size();
   if (lead) {

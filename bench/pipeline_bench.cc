@@ -19,6 +19,7 @@
 #include "common/nn/gpt.h"
 #include "common/parallel/ddp.h"
 #include "common/parallel/pipeline_parallel.h"
+#include "common/parallel/rank_setup.h"
 #include "common/train/lab_main.h"
 
 namespace {
@@ -93,6 +94,7 @@ void run(int argc, char** argv) {
   const int64_t sequences = argc > 1 ? std::atoll(argv[1]) : 2;
   COURSE_CHECK(sequences >= 1, "micro-batch sequences must be at least 1");
   const auto world = parallel::Communicator::world();
+  parallel::share_cores(*world);  // OpenMP threads: this node's cores over its ranks
   const int p = world->size();
   const bool lead = world->rank() == 0;
   if (lead) {

@@ -20,6 +20,7 @@
 #include "common/optim/optimizer.h"
 #include "common/parallel/data_parallel_model.h"
 #include "common/parallel/memory_estimate.h"
+#include "common/parallel/rank_setup.h"
 #include "common/train/lab_main.h"
 
 namespace {
@@ -110,6 +111,7 @@ void run(int argc, char** argv) {
   const int64_t batch = argc > 1 ? std::atoll(argv[1]) : 1;
   COURSE_CHECK(batch >= 1, "batch must be at least 1");
   const auto comm = parallel::Communicator::world();
+  parallel::share_cores(*comm);  // OpenMP threads: this node's cores over its ranks
   const bool lead = comm->rank() == 0;
   const double psi = static_cast<double>(nn::gpt_parameter_count(kModel));
   const int n = comm->size();
