@@ -22,6 +22,13 @@ expect 0 "| tinynet from the labels | 6274 |" "$solution" distill --teacher "$te
 expect 0 "teacher smallnet ($teacher): 94186 parameters" "$solution" distill \
   --teacher "$teacher" "${data[@]}" --model smallnet --test --test-nsteps 3
 expect 3 "TODO TP4.15" "$trainee" distill --teacher "$teacher" "${data[@]}"
+# The exercise before the long work: --baseline trains nothing before TP4.15's TODO.
+out=$("$trainee" distill --teacher "$teacher" "${data[@]}" --baseline 2>&1)
+if [[ $? -ne 3 ]] || grep -q "from the labels alone" <<<"$out"; then
+  echo "FAILED: distill --baseline trained its baseline before TODO TP4.15:"
+  echo "$out"
+  exit 1
+fi
 
 expect 1 "is a smallnet checkpoint, not --teacher-model tinynet" "$solution" distill \
   --teacher "$teacher" --teacher-model tinynet "${data[@]}"
@@ -76,6 +83,13 @@ echo "ok: $plot is a PNG"
 expect 0 "| global 30% | 30.00% |" "$trainee" prune --trained "$teacher" "${data[@]}" \
   --sparsities 0.3 --no-two-four
 expect 3 "TODO TP4.17" "$trainee" prune --trained "$teacher" "${data[@]}" --sparsities 0.3
+# The exercise before the long work: no global sparsity pruned and fine-tuned before TP4.17's TODO.
+out=$("$trainee" prune --trained "$teacher" "${data[@]}" --sparsities 0.3 2>&1)
+if [[ $? -ne 3 ]] || grep -q "^-- global" <<<"$out"; then
+  echo "FAILED: prune fine-tuned a global sparsity before TODO TP4.17:"
+  echo "$out"
+  exit 1
+fi
 expect 1 "--sparsities are fractions in [0, 1), got 1" "$solution" prune --trained "$teacher" \
   "${data[@]}" --sparsities 0.5,1
 expect 105 "an empty fraction: give a list such as 0.5,0.9" "$solution" prune \

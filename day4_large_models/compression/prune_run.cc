@@ -74,6 +74,13 @@ std::vector<PruneRow> run_pruning(const PruneOptions& o) {
     std::printf("each pruned copy fine-tunes %lld epoch(s) at lr %s with its masks kept\n",
                 static_cast<long long>(o.epochs), format_number(o.lr).c_str());
   }
+  if (o.two_four) {
+    // TP4.17 on one small weight first: an unwritten exercise stops the run now, not after the
+    // global sparsities' fine-tuning.
+    nn::Parameter probe(Tensor::from_vector<float>({0.5f, -2.0f, 1.0f, 0.25f}, {1, 4}));
+    std::vector<nn::PrunedWeight> probe_weights{{.name = "probe", .weight = &probe}};
+    mask_two_of_four(probe_weights);
+  }
   std::vector<std::optional<double>> targets(o.sparsities.begin(), o.sparsities.end());
   if (o.two_four) targets.push_back(std::nullopt);  // the 2:4 pattern
   for (const std::optional<double>& target : targets) {
