@@ -26,7 +26,7 @@ on_both_nodes() {  # on_both_nodes JOB: the job was given node1 and node2
 }
 
 out=$(slurm/submit.sh --nodes 2 --gpus 1 --cpu --cpus-per-rank 1 --time 10 --name ci_nodes \
-  solutions/day2_ddp -- --synthetic 4096 --batch-size 16 --epochs 2 --num-workers 1) ||
+  solutions/day2_ddp -- --synthetic 8192 --batch-size 16 --epochs 2 --num-workers 1) ||
   fail "slurm/submit.sh --nodes 2 -> $out"
 day2=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
 [[ -n $day2 ]] || fail "no job id in: $out"
@@ -38,7 +38,7 @@ until grep -q "^training" "$log" 2>/dev/null; do
   sleep 0.5
 done
 on_both_nodes "$day2"
-sleep 2
+sleep 1  # mid-run: 1,024 steps take several seconds even on the fastest two cores seen
 scancel --signal=USR1 "$day2"
 wait_for "$day2" COMPLETED 400
 grep -q "on 2 rank(s)" "$log" || fail "day-2 job $day2 did not train on 2 ranks: $(cat "$log")"
