@@ -91,13 +91,17 @@ def day_program(day, name, srcs, deps):
         deps = [":exercises", "//%s:%s_main" % (day, name)],
     )
 
-def lab_script(name, day):
-    """`bazel run //<package>:<name>`: the script <name>.sh, run on the day's solutions' lab."""
+def lab_script(name, day, tools = {}):
+    """`bazel run //<package>:<name>`: the script <name>.sh, run on the day's solutions' lab
+    ($LAB), with more programs in the environment variables `tools` names ({"VAR": "//p:t"})."""
+    env = {"LAB": "solutions/%s/lab" % day}
+    for var, label in tools.items():
+        env[var] = label.replace("//", "").replace(":", "/")
     native.sh_binary(
         name = name,
         srcs = [name + ".sh"],
-        data = ["//solutions/%s:lab" % day],
-        env = {"LAB": "solutions/%s/lab" % day},
+        data = ["//solutions/%s:lab" % day] + tools.values(),
+        env = env,
     )
 
 def solution_lab_test(name, day):
