@@ -1,11 +1,10 @@
 // Window cutting, dealing and batch assembly.
 #include "common/data/token_windows.h"
 
-#include "common/tensor/pinned_staging.h"
-
 #include <algorithm>
 
 #include "common/data/distributed_sampler.h"
+#include "common/tensor/pinned_staging.h"
 
 namespace course {
 

@@ -87,9 +87,9 @@ Tensor token_rows_in_slice(const Tensor& tokens, int64_t first, int64_t rows) {
   COURSE_CHECK(tokens.dtype() == DType::kI32 && tokens.memory_format() == MemoryFormat::kContiguous,
                "token rows need contiguous i32 tokens, got ", tokens.str());
   Tensor out = Tensor::empty(tokens.shape(), DType::kI32, tokens.device());
-  for_each_index(tokens.device(), tokens.numel(),
-                 ops::TokenRowInSlice{tokens.data_as<int32_t>(), out.data_as<int32_t>(), first,
-                                      rows});
+  for_each_index(
+      tokens.device(), tokens.numel(),
+      ops::TokenRowInSlice{tokens.data_as<int32_t>(), out.data_as<int32_t>(), first, rows});
   return out;
 }
 
