@@ -3,6 +3,7 @@
 // bodies shared by the CPU and the GPU (device_factor.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #ifndef __CUDA_ARCH__
 #include <atomic>

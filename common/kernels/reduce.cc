@@ -1,7 +1,6 @@
 // Dispatch of the reductions to the single-source reducers.
 #include "common/kernels/reduce.h"
 
-#include "common/kernels/elementwise.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/linear.h"
 #include "common/kernels/reduce_ops.h"
@@ -38,21 +37,6 @@ bool all_finite(const Tensor& x) {
   return visit_floating(x.dtype(), "all_finite", [&]<class T>() {
     return reduce_index(x.device(), x.numel(), ops::NonFiniteCount<T>{x.data_as<T>()}) == 0;
   });
-}
-
-bool all_finite(const std::vector<Tensor>& xs) {
-  if (xs.empty()) return true;
-  const Device device = xs.front().device();
-  Tensor flag = zeros({1}, DType::kI32, device);
-  for (const Tensor& x : xs) {
-    COURSE_CHECK(x.device() == device, "all_finite: tensors on ", device.str(), " and ",
-                 x.device().str());
-    visit_floating(x.dtype(), "all_finite", [&]<class T>() {
-      for_each_index(device, x.numel(),
-                     ops::MarkNonFinite<T>{x.data_as<T>(), flag.data_as<int32_t>()});
-    });
-  }
-  return flag.to_vector<int32_t>()[0] == 0;
 }
 
 void add_correct_(const Tensor& logits, const Tensor& labels, Tensor& count) {

@@ -5,12 +5,11 @@
 
 using namespace course::ops;
 
-#define REDUCTIONS(T)                           \
-  COURSE_INSTANTIATE_REDUCE(SumReducer<T>)      \
-  COURSE_INSTANTIATE_REDUCE(MaxReducer<T>)      \
-  COURSE_INSTANTIATE_REDUCE(ArgMaxReducer<T>)   \
-  COURSE_INSTANTIATE_REDUCE(NonFiniteCount<T>)  \
-  COURSE_INSTANTIATE_FOR_EACH(MarkNonFinite<T>) \
-  COURSE_INSTANTIATE_FOR_EACH(ArgMaxRows<T>)    \
+#define REDUCTIONS(T)                          \
+  COURSE_INSTANTIATE_REDUCE(SumReducer<T>)     \
+  COURSE_INSTANTIATE_REDUCE(MaxReducer<T>)     \
+  COURSE_INSTANTIATE_REDUCE(ArgMaxReducer<T>)  \
+  COURSE_INSTANTIATE_REDUCE(NonFiniteCount<T>) \
+  COURSE_INSTANTIATE_FOR_EACH(ArgMaxRows<T>)   \
   COURSE_INSTANTIATE_FOR_EACH(CorrectRowFlag<T>)
 COURSE_FLOAT_TYPES(REDUCTIONS)

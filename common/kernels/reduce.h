@@ -17,8 +17,5 @@ Tensor argmax_rows(const Tensor& x);  // (N, C) -> (N,) i64 on x's device
 // on the device (no host wait: read the count when it is reported).
 void add_correct_(const Tensor& logits, const Tensor& labels, Tensor& count);
 bool all_finite(const Tensor& x);  // no NaN and no infinity
-// Whether every element of every tensor (all on one device) is finite, with one read of one
-// device flag: a loss scaler's single host wait per step, not one per gradient.
-bool all_finite(const std::vector<Tensor>& xs);
 
 }  // namespace course

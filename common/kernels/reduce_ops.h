@@ -1,7 +1,6 @@
 // Reducers (for reduce_index) and per-row reductions, shared by the CPU and the GPU.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <limits>
 
@@ -18,24 +17,6 @@ struct SumReducer {
   COURSE_HD Acc identity() const { return 0.0f; }
   COURSE_HD Acc load(int64_t i) const { return static_cast<float>(x[i]); }
   COURSE_HD Acc combine(Acc a, Acc b) const { return a + b; }
-};
-
-// Sets *flag to 1 when x[i] is NaN or infinite: one device flag for many tensors, read on the
-// host once (a loss scaler's found-inf check of every gradient).
-template <class T>
-struct MarkNonFinite {
-  const T* x;
-  int32_t* flag;
-  COURSE_HD void operator()(int64_t i) const {
-    const float v = static_cast<float>(x[i]);
-    if (v != v || v - v != 0.0f) {
-#ifdef __CUDA_ARCH__
-      *flag = 1;  // every writer stores the same value
-#else
-      std::atomic_ref<int32_t>(*flag).store(1, std::memory_order_relaxed);
-#endif
-    }
-  }
 };
 
 // The largest element; a NaN anywhere makes the result NaN.

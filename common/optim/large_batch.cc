@@ -1,13 +1,10 @@
 // LARS and LAMB on top of the fused SGD and AdamW kernels: the trust ratio of each parameter
-// needs two norms (one reduction each), then the fused update runs with it.
+// from two norms summed on the device, then the fused update with it.
 #include "common/optim/large_batch.h"
-
-#include <cmath>
 
 #include "common/kernels/device_factor.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/optimizer_kernels.h"
-#include "common/kernels/reduce.h"
 
 namespace course::optim {
 
@@ -44,8 +41,6 @@ Device device_of(const std::vector<std::pair<std::string, nn::Parameter*>>& para
 
 }  // namespace
 
-float l2_norm(const Tensor& x) { return std::sqrt(sum(mul(x, x))); }
-
 Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options)
     : Optimizer(std::move(params), options.lr), options_(options) {
   COURSE_CHECK(options.momentum >= 0.0f && options.weight_decay >= 0.0f && options.eta > 0.0f,
@@ -57,8 +52,8 @@ Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lar
 
 std::vector<float> Lars::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
 
-void Lars::update() {
-  COURSE_CHECK(!skip_if_.defined(), kNoSkip);
+void Lars::apply_update(const Tensor& skip_if) {
+  COURSE_CHECK(!skip_if.defined(), kNoSkip);
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
@@ -98,8 +93,8 @@ std::vector<float> Lamb::step_scalars() const {
   return scalars;
 }
 
-void Lamb::update() {
-  COURSE_CHECK(!skip_if_.defined(), kNoSkip);
+void Lamb::apply_update(const Tensor& skip_if) {
+  COURSE_CHECK(!skip_if.defined(), kNoSkip);
   // The AdamW kernel at lr 1 moves a copy of w by exactly -r (and updates the moments).
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {

@@ -25,7 +25,7 @@ class Lars : public Optimizer {
  public:
   Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void update() override;
+  void apply_update(const Tensor& skip_if) override;
 
  private:
   std::vector<float> step_scalars() const override;
@@ -46,7 +46,7 @@ class Lamb : public Optimizer {
  public:
   Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void update() override;
+  void apply_update(const Tensor& skip_if) override;
 
  private:
   std::vector<float> step_scalars() const override;
@@ -56,8 +56,5 @@ class Lamb : public Optimizer {
   std::vector<Tensor> moved_;  // w moved by the AdamW direction, then the direction itself
   Tensor squares_, trust_;     // (2 P,) {|w|^2, |r|^2} per parameter, (P,) ratios
 };
-
-// Euclidean norm of a tensor (accumulated in f32; read on the host).
-float l2_norm(const Tensor& x);
 
 }  // namespace course::optim

@@ -19,7 +19,7 @@ class Lion : public Optimizer {
  public:
   Lion(std::vector<std::pair<std::string, nn::Parameter*>> params, const LionOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void update() override;
+  void apply_update(const Tensor& skip_if) override;
 
  private:
   std::vector<float> step_scalars() const override { return {lr_}; }

@@ -13,9 +13,7 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
 void Optimizer::step(const Tensor& skip_if) {
   const bool recorded = capturing();  // the replay's caller prepares and counts (step_graph.h)
   if (!recorded) prepare_step();
-  skip_if_ = skip_if;
-  update();
-  skip_if_ = Tensor();
+  update(skip_if);
   if (!recorded) count_step();
 }
 
@@ -58,14 +56,14 @@ Sgd::Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOp
 
 std::vector<float> Sgd::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
 
-void Sgd::update() {
+void Sgd::apply_update(const Tensor& skip_if) {
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &momentum_[i]});
   }
   sgd_update_(update_table_, slots, {options_.momentum, options_.weight_decay, options_.nesterov},
-              step_scalars_, skip_if_);
+              step_scalars_, skip_if);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::state_tensors() {
@@ -89,13 +87,13 @@ std::vector<float> AdamW::step_scalars() const {
   return adamw_step_scalars(lr_, hyper(), steps_ + 1);
 }
 
-void AdamW::update() {
+void AdamW::apply_update(const Tensor& skip_if) {
   std::vector<UpdateSlots> slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
-  adamw_update_(update_table_, slots, hyper(), step_scalars_, skip_if_);
+  adamw_update_(update_table_, slots, hyper(), step_scalars_, skip_if);
 }
 
 std::vector<std::pair<std::string, Tensor*>> AdamW::state_tensors() {

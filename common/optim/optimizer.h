@@ -30,8 +30,9 @@ class Optimizer {
   // One update of every parameter from its gradient, skipped on the device where skip_if (when
   // defined) holds a non-zero value.
   void step(const Tensor& skip_if = Tensor());
-  void prepare_step();        // queues this step's scalars to the device (no host wait)
-  virtual void update() = 0;  // the update itself (device work for SGD and AdamW)
+  void prepare_step();  // queues this step's scalars to the device (no host wait)
+  // The update itself (device work), skipped on the device where skip_if is non-zero.
+  void update(const Tensor& skip_if = Tensor()) { apply_update(skip_if); }
   void count_step() { ++steps_; }
   float lr() const { return lr_; }
   void set_lr(float lr) { lr_ = lr; }
@@ -42,6 +43,7 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr);
+  virtual void apply_update(const Tensor& skip_if) = 0;
   // The scalars update() reads on the device at the current step (see optimizer_kernels.h).
   virtual std::vector<float> step_scalars() const = 0;
   // One zero tensor per parameter, shaped like it (a state slot such as a momentum buffer).
@@ -54,7 +56,6 @@ class Optimizer {
   float lr_;
   int64_t steps_ = 0;
   Tensor step_scalars_;  // written by prepare_step(), on the parameters' device
-  Tensor skip_if_;       // step()'s flag for update(), while it runs
   PinnedStaging scalar_uploads_;
   UpdateTable update_table_;  // of the fused kernel, kept between steps
 };
@@ -70,7 +71,7 @@ class Sgd : public Optimizer {
  public:
   Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void update() override;
+  void apply_update(const Tensor& skip_if) override;
 
  private:
   std::vector<float> step_scalars() const override;
@@ -89,7 +90,7 @@ class AdamW : public Optimizer {
  public:
   AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params, const AdamWOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void update() override;
+  void apply_update(const Tensor& skip_if) override;
 
  private:
   std::vector<float> step_scalars() const override;

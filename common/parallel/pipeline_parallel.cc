@@ -232,7 +232,6 @@ void PipelineParallel::record(const PipelineAction& action, std::unique_ptr<Even
 void PipelineParallel::read_steps(bool wait) {
   while (!unread_.empty() && unread_.front().end && (wait || unread_.front().end->query())) {
     StepRecord& step = unread_.front();
-    if (!step.end->query()) step.end->synchronize();  // a summary's read
     const auto since_start = [&](const Event& e) { return step.start->elapsed_ms(e) / 1000.0; };
     timeline_.clear();
     double compute = 0;

@@ -102,6 +102,9 @@ float Event::elapsed_ms(const Event& later) const {
   COURSE_CHECK(device_ == later.device_, "elapsed time between events on different devices");
 #if COURSE_WITH_CUDA
   if (handle_) {
+    for (const Event* e : {this, &later}) {
+      if (!e->query()) e->synchronize();
+    }
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(handle_),
                                     static_cast<cudaEvent_t>(later.handle_)));

@@ -42,7 +42,9 @@ class Event {
   // Work queued on `stream` (or the default stream) from now on starts after the recorded
   // work: the order between a copy stream and the compute stream (nothing to do on the CPU).
   void block(const Stream* stream = nullptr) const;
-  float elapsed_ms(const Event& later) const;  // time from this event to `later`
+  // Time from this event to `later`, waiting for either that the device has not reached yet (a
+  // host wait: read times when a summary is printed).
+  float elapsed_ms(const Event& later) const;
 
  private:
   Device device_;

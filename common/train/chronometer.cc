@@ -9,28 +9,27 @@
 namespace course::train {
 
 Chronometer::Chronometer(Device device, std::string unit)
-    : device_(device), unit_(std::move(unit)) {
+    : device_(device), unit_(std::move(unit)), events_(device) {
   device_allocator(device).reset_peak();
 }
 
-Event& Chronometer::mark(size_t i) {
-  while (marks_.size() <= i) marks_.push_back(std::make_unique<Event>(device_));
-  return *marks_[i];
+void Chronometer::recycle(Marks& marks) {
+  for (std::unique_ptr<Event>& event : marks) events_.give(std::move(event));
+  marks.clear();
 }
 
 void Chronometer::start(Phase phase) {
-  mark(sequence_.size()).record();
+  marks_.push_back(stamp(events_));
   sequence_.push_back(phase);
 }
 
 void Chronometer::end_step(int64_t batch_size) {
-  mark(sequence_.size()).record();
+  marks_.push_back(stamp(events_));
   // The first step pays for allocation and library set-up: it is not timed.
   if (steps_seen_++ > 0) {
     ended_.push_back({std::move(marks_), std::move(sequence_), batch_size});
-    marks_ = spare_marks_.empty() ? Marks{} : std::move(spare_marks_.back());
-    if (!spare_marks_.empty()) spare_marks_.pop_back();
   }
+  recycle(marks_);
   sequence_.clear();
 }
 
@@ -45,7 +44,7 @@ void Chronometer::collect() {
       timed_[p] = true;
     }
     images_ += step.batch_size;
-    spare_marks_.push_back(std::move(step.marks));
+    recycle(step.marks);
   }
   ended_.clear();
 }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/core/step_phase.h"
-#include "common/tensor/stream.h"
+#include "common/tensor/device_timer.h"
 
 namespace course::train {
 
@@ -52,14 +52,15 @@ class Chronometer {
     std::vector<Phase> phases;
     int64_t batch_size;
   };
-  Event& mark(size_t i);  // the i-th event of the current step (from a reused set)
+  // Gives the step's events back to the pool.
+  void recycle(Marks& marks);
 
   Device device_;
   std::string unit_;
+  EventPool events_;                   // reused from step to step
   Marks marks_;                        // the current step's
   std::vector<Phase> sequence_;        // the phases started in the current step
   std::vector<EndedStep> ended_;       // timed steps not collected yet
-  std::vector<Marks> spare_marks_;     // collected steps' events, for reuse
   std::array<bool, kPhases> timed_{};  // in any timed step
   std::array<double, kPhases> total_ms_{};
   int64_t steps_seen_ = 0, images_ = 0;

@@ -51,7 +51,6 @@ Profiler::Profiler(Device device, bool enabled)
 
 void Profiler::read_ranges() {
   for (UnreadRange& r : unread_) {
-    if (!r.end->query()) r.end->synchronize();
     events_.push_back({r.name, 1e3 * device_origin_->elapsed_ms(*r.start),
                        1e3 * r.start->elapsed_ms(*r.end), false});
     device_events_.give(std::move(r.start));

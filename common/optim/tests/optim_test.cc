@@ -112,7 +112,6 @@ TEST(Lamb, FirstStepByHand) {
   EXPECT_TRUE(all_close(m.value(), {1.0f - 0.01f * trust * 1.01f, -2.0f + 0.01f * trust * 1.02f},
                         {1e-6, 1e-5}));
   EXPECT_EQ(lamb.state_tensors().size(), 2u);
-  EXPECT_NEAR(l2_norm(Tensor::from_vector<float>({3, 4}, {2})), 5.0f, 1e-6f);
 }
 
 // One fused launch over several parameters gives each the update it gets alone.
