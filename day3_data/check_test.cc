@@ -1,5 +1,6 @@
 // `bazel test //day3_data:check`: the trainee's day-3 exercises against independent references.
-//   TP3.2: targets worked out by hand (partners, smoothing, the lambda on the right label);
+//   TP3.2: targets worked out by hand (partners, smoothing, the lambda on the right label), and
+//          the course's copy that mixes labels on the device;
 //   TP3.3: the gradient against central finite differences of a double-precision loss;
 //   TP3.4: samples formed by hand, and as the library groups a shard written by libarchive;
 //   TP3.5: a permutation that keeps to its groups of pages, shuffles the pages and the samples
@@ -17,6 +18,7 @@
 #include <set>
 #include <string>
 
+#include "common/kernels/batch_mix.h"
 #include "common/kernels/soft_cross_entropy.h"
 #include "day3_data/exercises.h"
 
@@ -54,6 +56,28 @@ TEST(TP3_2, NoSmoothingGivesTheMixedOneHots) {
   const std::vector<float> t = mixed_targets({4, 4}, {0.3f, 0.7f}, 5, 0.0f);
   EXPECT_EQ(t, (std::vector<float>{0, 0, 0, 0, 1, 0, 0, 0, 0, 1}))
       << "a sample mixed with its own class keeps a one-hot target";
+}
+
+// The lab mixes a batch's labels on the device with the course's copy (--aug-device): it must give
+// your targets. Labels on both ends of the classes, an odd count (the middle sample is its own
+// partner), lambdas of 0, 1 and between, smoothing.
+TEST(TP3_2, EqualsTheCoursesCopyOnTheDevice) {
+  const std::vector<int64_t> labels = {0, 6, 3, 6, 0, 2, 5};
+  const std::vector<float> lambdas = {1.0f, 0.0f, 0.37f, 0.5f, 0.81f, 0.05f, 0.66f};
+  const int64_t classes = 7, n = static_cast<int64_t>(labels.size());
+  for (const float smoothing : {0.0f, 0.2f}) {
+    const std::vector<float> yours = mixed_targets(labels, lambdas, classes, smoothing);
+    const std::vector<float> course =
+        course::mixed_soft_targets(Tensor::from_vector(labels, {n}).to(course::Device::sim(0)),
+                                   Tensor::from_vector(lambdas, {n}).to(course::Device::sim(0)),
+                                   classes, smoothing)
+            .to_vector<float>();
+    ASSERT_EQ(yours.size(), course.size());
+    for (size_t k = 0; k < yours.size(); ++k) {
+      EXPECT_NEAR(yours[k], course[k], 1e-6f)
+          << "row " << k / classes << ", class " << k % classes << ", smoothing " << smoothing;
+    }
+  }
 }
 
 // Mean over rows of -sum_c t log softmax(z), in double.
