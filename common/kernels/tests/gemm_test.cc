@@ -118,6 +118,20 @@ TEST_P(GemmTest, MatmulAllocatesTheResult) {
   EXPECT_EQ(c.dtype(), dtype());
 }
 
+// A layer's weight gradient in f32 from its 16-bit activations (add_weight_gradient): the products
+// of the dtype's values accumulated straight into the f32 gradient, nothing rounded to 16 bits.
+TEST_P(GemmTest, SixteenBitOperandsAccumulateIntoAnF32Gradient) {
+  const int64_t rows = 37, out = 5, in = 1023;
+  auto grad_out = random_tensor({rows, out}, dtype(), device(), 46);
+  auto input = random_tensor({rows, in}, dtype(), device(), 47);
+  auto grad = random_tensor({out, in}, DType::kF32, device(), 48);
+  const std::vector<float> reference = naive_product(grad_out.values, true, input.values, false,
+                                                     grad.values, {out, in, rows}, 0, 1.0f, 1.0f);
+  add_weight_gradient(grad_out.tensor, input.tensor, grad.tensor);
+  EXPECT_TRUE(
+      testing::all_close(to_floats(grad.tensor), reference, product_tolerance(DType::kF32, rows)));
+}
+
 TEST_P(GemmTest, ShapeAndDtypeMismatchesAreErrors) {
   Tensor a = zeros({3, 4}, dtype(), device());
   try {
