@@ -2,7 +2,8 @@
 # The GPU self-test of a cluster's GPU node: run it first on a new cluster. It runs every test
 # case parametrised on a device (the GPU's cases against the CPU path), the GPU-only tests, and
 # a short run of each day's lab on the GPU (day 1 f32, AMP f16 + channels-last, CUDA graphs;
-# DDP, ZeRO-3, 1F1B and tensor parallelism over NCCL on every visible GPU), then prints one
+# DDP, ZeRO-3, 1F1B and tensor parallelism over NCCL on every visible GPU; day 1's and day 4's
+# steps 2..N counted wait-free, with --cpu on the simulated accelerator), then prints one
 # table (case, device, result, seconds) and exits non-zero if any case failed. A GPU case that
 # skips for want of a GPU counts as failed here: on a GPU node it must run.
 # On a node of one GPU the multi-GPU cases are listed as skipped, and counted apart.
@@ -120,19 +121,37 @@ record "day 1: f32" "$device" "$lab1" "${short[@]}"
 record "day 1: amp f16, channels-last, accumulated, clipped" "$device" "$lab1" "${short[@]}" \
   --amp --amp-dtype f16 --channels-last --accumulate 2 --clip-grad-norm 1
 record "day 1: cuda graphs, bf16" "$device" "$lab1" "${short[@]}" --cuda-graphs --amp
-# The profiler's ranges (on a GPU NVTX ranges, each end synchronising it) in a Chrome trace.
+# The profiler's ranges (on a GPU NVTX ranges too, timed by device events) in a Chrome trace.
 # shellcheck disable=SC2016  # the inner shell expands them
 record "day 1: profiled steps, their trace written" "$device" bash -c \
   '"$1" "${@:3}" --profile "$2" && grep -q "\"ph\":\"X\"" "$2"' _ "$lab1" "$log/day1_trace.json" \
   "${short[@]}"
 record "day 3: augmentation on the device" "$device" "$labs/day3_data_lab" \
   "${short[@]}" --augment --auto-augment randaugment --aug-device
+# No host wait in steps 2..N: on the GPU as the labs count them (the simulated accelerator's count
+# with --cpu, as in CI); tools/gpu_selftest/host_waits_on_gpu.sh adds nsys's count of CUDA calls.
+accelerator=$([[ $device == cuda ]] && echo cuda || echo sim)
+wait_free() {  # wait_free NAME BINARY ARGS...: the run says "... steps 2..N: 0 at most on a rank"
+  local name=$1
+  shift
+  # shellcheck disable=SC2016  # the inner shell expands them
+  record "$name" "$accelerator" bash -c \
+    'out=$("$@" 2>&1); s=$?; echo "$out"; ((s == 0)) &&
+     grep -qE "host waits for .* steps 2\.\.[0-9]+: 0 at most on a rank" <<<"$out"' _ "$@"
+}
+wait_free "day 1: no host wait, f16 graph channels-last" "$lab1" --synthetic 1280 \
+  --batch-size 64 --test --test-nsteps 20 --no-progress --device "$accelerator" --amp \
+  --amp-dtype f16 --channels-last --cuda-graphs
+text=()
+[[ -d $root/text ]] && text=(--text-dir "$root/text")  # a bundle's own text
 gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
-  --context 64)
-[[ -d $root/text ]] && gpt+=(--text-dir "$root/text")  # a bundle's own text
+  --context 64 "${text[@]}")
 record "day 4: GPT, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" --amp
 record "day 4: Llama, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --amp --model llama-tiny
+wait_free "day 4: no host wait, GPT amp bf16" "$labs/day4_large_models_lab" --test \
+  --test-nsteps 12 --log-every 6 --no-progress --device "$accelerator" --batch-size 8 \
+  --sample-tokens 0 --context 64 --amp "${text[@]}"
 # CoAtNet on the embedded images (a bundle's first 1,024): grouped convolutions, relative
 # attention, channels-last.
 coatnet=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 16
