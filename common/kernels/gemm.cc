@@ -95,7 +95,7 @@ cublasHandle_t cublas_handle(Device device) {
     CUBLAS_CHECK(cublasCreate(h));
     int major = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index));
-    const size_t bytes = size_t{major >= 9 ? 32 : 4} << 20;
+    const size_t bytes = (major >= 9 ? size_t{32} : size_t{4}) << 20;
     CUBLAS_CHECK(cublasSetWorkspace(*h, device_allocator(device).allocate(bytes), bytes));
   });
   CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(current_cuda_stream())));

@@ -95,9 +95,11 @@ void* CachingAllocator::allocate(size_t bytes) {
   } else {
     ptr = allocate_from_system(block, bytes);
   }
-  in_use_[ptr] = {size, pool};
+  in_use_[ptr] = {size, bytes, pool};
   stats_.allocated += static_cast<int64_t>(size);
   stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+  stats_.requested += static_cast<int64_t>(bytes);
+  stats_.peak_requested = std::max(stats_.peak_requested, stats_.requested);
   return ptr;
 }
 
@@ -143,8 +145,9 @@ void CachingAllocator::deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   auto it = in_use_.find(ptr);
   COURSE_CHECK(it != in_use_.end(), "pointer was not allocated by the ", name_, " allocator");
-  const auto [size, pool] = it->second;
+  const auto [size, requested, pool] = it->second;
   stats_.allocated -= static_cast<int64_t>(size);
+  stats_.requested -= static_cast<int64_t>(requested);
   auto owner = pools_.find(pool);
   (owner != pools_.end() ? owner->second : cached_).emplace(size, ptr);
   in_use_.erase(it);
@@ -188,6 +191,7 @@ void CachingAllocator::reset_peak() {
   std::lock_guard lock(mutex_);
   stats_.peak_allocated = stats_.allocated;
   stats_.peak_reserved = stats_.reserved;
+  stats_.peak_requested = stats_.requested;
 }
 
 void CachingAllocator::empty_cache() {

@@ -4,8 +4,10 @@
 // PyTorch's CUDA allocator does, so a training loop that allocates the same activations every
 // step stops calling cudaMalloc after the first one. `allocated` counts blocks in use,
 // `reserved` adds the cached ones; both have peaks that reset_peak() restarts, which is what
-// "max memory allocated" reports. A limit makes a device behave as if it had less memory, so
-// out-of-memory handling can be exercised (and taught) on any machine.
+// "max memory allocated" reports. `requested` counts the bytes the blocks in use were asked for
+// (before rounding to the allocator's granularity: what an algorithm itself needs). A limit makes a
+// device behave as if it had less memory, so out-of-memory handling can be exercised (and taught)
+// on any machine.
 //
 // Private pools hold the memory of captured graphs (graph.h): a replay writes to the addresses
 // the capture was given, so those blocks must never be handed to other work. While a thread
@@ -31,6 +33,8 @@ struct MemoryStats {
   int64_t peak_allocated = 0;  // the most `allocated` has been since the last reset_peak()
   int64_t reserved = 0;        // allocated plus cached bytes obtained from the system
   int64_t peak_reserved = 0;
+  int64_t requested = 0;  // bytes asked for by the blocks in use (allocated before rounding)
+  int64_t peak_requested = 0;
   int64_t allocations = 0;  // allocate() calls since the start
   int64_t cache_hits = 0;   // of which were served from the cache
 };
@@ -73,6 +77,7 @@ class CachingAllocator {
   using FreeBlocks = std::multimap<size_t, void*>;  // by size
   struct Block {
     size_t size;
+    size_t requested;
     int64_t pool;  // 0: the shared cache
   };
   static void* take_cached(FreeBlocks& free, size_t block, size_t* size);

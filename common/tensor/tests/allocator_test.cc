@@ -25,12 +25,16 @@ TEST(CachingAllocator, CountsAllocatedReservedAndPeaks) {
   void* p = a.allocate(1000);     // rounds up to 1024
   void* q = a.allocate(3 << 20);  // 3 MiB: rounds up to 4 MiB
   EXPECT_EQ(a.stats().allocated, 1024 + (4 << 20));
+  EXPECT_EQ(a.stats().requested, 1000 + (3 << 20));
   a.deallocate(q);
   EXPECT_EQ(a.stats().allocated, 1024);
+  EXPECT_EQ(a.stats().requested, 1000);
+  EXPECT_EQ(a.stats().peak_requested, 1000 + (3 << 20));
   EXPECT_EQ(a.stats().reserved, 1024 + (4 << 20));  // the freed block stays cached
   EXPECT_EQ(a.stats().peak_allocated, 1024 + (4 << 20));
   a.reset_peak();
   EXPECT_EQ(a.stats().peak_allocated, 1024);
+  EXPECT_EQ(a.stats().peak_requested, 1000);
   a.empty_cache();
   EXPECT_EQ(a.stats().reserved, 1024);
   a.deallocate(p);
@@ -44,6 +48,7 @@ TEST(CachingAllocator, ReusesFreedBlocksOfTheSameSize) {
   a.deallocate(p);
   void* q = a.allocate(4900);  // same 5120-byte block
   EXPECT_EQ(q, p);
+  EXPECT_EQ(a.stats().requested, 4900);  // what was asked for, whichever block serves it
   EXPECT_EQ(a.stats().cache_hits, 1);
   void* big = a.allocate(100000);  // far larger: not served by the small cached block
   EXPECT_NE(big, p);
