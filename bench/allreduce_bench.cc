@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   const int n = comm->size();
   if (comm->rank() == 0) {
     std::printf("all-reduce (sum, f32) on %d ranks; bus bandwidth = bytes x 2(n-1)/n / time\n", n);
-    std::printf("%10s %12s %12s %10s %14s %14s\n", "size", "MPI us", "ring us", "ring/MPI",
+    std::printf("%10s %12s %12s %10s %16s %16s\n", "size", "MPI us", "ring us", "ring/MPI",
                 "MPI busbw GB/s", "ring busbw GB/s");
   }
   for (int64_t bytes = 1 << 10; bytes <= (64 << 20); bytes *= 4) {
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
         time_collective(*comm, iterations, [&] { parallel::ring_allreduce_sum(data, *comm); });
     const double factor = 2.0 * (n - 1) / n;
     if (comm->rank() == 0) {
-      std::printf("%10s %12.1f %12.1f %10.2f %14.2f %14.2f\n", format_bytes(bytes).c_str(),
+      std::printf("%10s %12.1f %12.1f %10.2f %16.2f %16.2f\n", format_bytes(bytes).c_str(),
                   1e6 * mpi, 1e6 * ring, ring / mpi, factor * bytes / mpi / 1e9,
                   factor * bytes / ring / 1e9);
     }

@@ -104,14 +104,22 @@ class MpiWork : public Work {
   void wait() override {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
-    for (int polls = 0; !test(); ++polls) {
-      if (Clock::now() > deadline) {
+    const auto yielding_until = Clock::now() + std::chrono::milliseconds(5);
+    while (!test()) {
+      const auto now = Clock::now();
+      if (now > deadline) {
         timed_out = true;
         COURSE_FAIL(op_, " did not complete within ", timeout_, " s on rank ", rank_,
                     ": another rank died or stalled, or its sends and receives are not grouped "
                     "with their peer's");
       }
-      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // A message due within a pass (a pipeline's neighbour) arrives while this rank spins,
+      // giving its core to any rank that shares it; a longer wait sleeps between polls.
+      if (now < yielding_until) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
     }
   }
 

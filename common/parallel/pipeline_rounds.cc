@@ -1,6 +1,7 @@
 // The lockstep timetable of a pipeline step.
 #include "common/parallel/pipeline_rounds.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -107,6 +108,50 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
     for (int s = 0; s < stages; ++s) rounds[s].push_back(std::move(round[s]));
   }
   return rounds;
+}
+
+double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
+                        const std::vector<PassCosts>& costs) {
+  const int stages = static_cast<int>(rounds.size());
+  COURSE_CHECK(stages > 0 && costs.size() == rounds.size(), "timetable_bubble got ", costs.size(),
+               " stages' pass costs for a timetable of ", stages);
+  const auto cost = [](const PipelineAction& a, const PassCosts& c) {
+    switch (a.kind) {
+      case Kind::kForward:
+        return c.forward;
+      case Kind::kBackward:
+        return c.backward;
+      case Kind::kWeight:
+        return c.weight;
+    }
+    return 0.0;
+  };
+  // When each stage enters the next round, and the compute it has done so far.
+  std::vector<double> clock(stages, 0.0), compute(stages, 0.0), passes_end(stages);
+  for (size_t r = 0; r < rounds[0].size(); ++r) {
+    for (int s = 0; s < stages; ++s) {
+      const PipelineRound& round = rounds[s].at(r);
+      double busy = round.action ? cost(*round.action, costs[s]) : 0.0;
+      for (const PipelineAction& w : round.weight_passes) busy += cost(w, costs[s]);
+      compute[s] += busy;
+      passes_end[s] = clock[s] + busy;
+    }
+    for (int s = 0; s < stages; ++s) {
+      clock[s] = passes_end[s];
+      for (const StageMessage& m : rounds[s][r].sends) {
+        clock[s] = std::max(clock[s], passes_end[m.to % stages]);
+      }
+      for (const StageMessage& m : rounds[s][r].receives) {
+        const int from = (m.gradient ? m.to + 1 : m.to - 1) % stages;
+        clock[s] = std::max(clock[s], passes_end[from]);
+      }
+    }
+  }
+  const double step = *std::max_element(clock.begin(), clock.end());
+  if (step <= 0) return 0;
+  double bubble = 0;
+  for (const double c : compute) bubble += (1 - c / step) / stages;
+  return bubble;
 }
 
 }  // namespace course::parallel

@@ -45,6 +45,21 @@ struct PipelineRound {
 std::vector<std::vector<PipelineRound>> pipeline_rounds(
     const std::vector<std::vector<PipelineAction>>& actions, int virtual_stages);
 
+// How long one stage's passes take (seconds): a forward, a backward (its input-gradient half
+// where the schedule splits off weight passes) and a weight pass.
+struct PassCosts {
+  double forward = 0, backward = 0, weight = 0;
+};
+
+// The bubble the timetable itself gives (the stages' mean of 1 - compute / step, the step ending
+// when the last stage's does, as the schedules' formulas count it) when the passes
+// take `costs` (one entry per stage) and messages take no time: a stage leaves a round's
+// exchange when every neighbour it sends to or receives from in that round has finished its
+// pass too, so a fast stage waits for its slower neighbour's pass, where the schedules'
+// formulas assume equal passes and a stage that starts as soon as its input arrives.
+double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
+                        const std::vector<PassCosts>& costs);
+
 // The message an action of `stage` needs first (none for the first stage's forwards and the
 // last one's backwards), and the one it produces.
 std::optional<StageMessage> action_input(const PipelineAction& a, int stage, int stages,

@@ -1,8 +1,8 @@
 // Context parallelism's activation memory per rank at a long context, measured: a GPT step
 // (forward and backward of a 512-token window) on one process and on each of cp ranks holding
 // 512/cp of its positions, the allocator's peak above what the step started with (parameters and
-// gradients already allocated). Each rank must hold at most 1/cp of one process's (one process
-// also holds (T, T) score matrices that the ring never builds), and the memory estimate's
+// gradients already allocated). Each rank must hold at most 1/cp of one process's, and the
+// memory estimate's
 // activations for the context-parallel run must be within 15% of the rank's measured ones.
 #include <gtest/gtest.h>
 

@@ -4,7 +4,8 @@
 // received in the same round by their stage and nothing else is; an action runs only after its
 // input arrived in an earlier round; one message at most per round between two stages (so a group's
 // order is unambiguous). Schedules a trainee might write wrong are errors naming the stage, never a
-// hang.
+// hang. The timetable's own bubble for given pass lengths equals each schedule's formula when the
+// passes take as long, and a hand-computed replay otherwise.
 #include "common/parallel/pipeline_rounds.h"
 
 #include <gmock/gmock.h>
@@ -147,6 +148,58 @@ TEST(PipelineRounds, ActionsThatCannotRunAreErrorsNamingTheStage) {
         pipeline_rounds({{f0, {Kind::kWeight, 0}, b0}}, 1);
       },
       ::testing::ThrowsMessage<Error>(HasSubstr("stage 0 runs W0 before its backward")));
+}
+
+std::vector<std::vector<PipelineRound>> rounds_of(PipelineSchedule schedule, int p, int m, int v) {
+  std::vector<std::vector<PipelineAction>> actions(p);
+  for (int s = 0; s < p; ++s) actions[s] = schedule_actions(schedule, s, p, m, v);
+  return pipeline_rounds(actions, v);
+}
+
+TEST(TimetableBubble, EqualPassesGiveEachSchedulesFormula) {
+  const std::vector<PassCosts> any_length = {{1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}};
+  for (int p : {2, 3, 4}) {
+    const std::vector<PassCosts> costs(any_length.begin(), any_length.begin() + p);
+    for (int m : {1, 2, 3, 4, 8}) {
+      for (auto schedule : {PipelineSchedule::kNaive, PipelineSchedule::kGpipe,
+                            PipelineSchedule::kOneForwardOneBackward}) {
+        EXPECT_NEAR(timetable_bubble(rounds_of(schedule, p, m, 1), costs),
+                    bubble_fraction(schedule, p, m, 1), 1e-12)
+            << pipeline_schedule_name(schedule) << " p=" << p << " m=" << m;
+      }
+      if (m % p == 0) {
+        EXPECT_NEAR(timetable_bubble(rounds_of(PipelineSchedule::kInterleaved, p, m, 2), costs),
+                    bubble_fraction(PipelineSchedule::kInterleaved, p, m, 2), 1e-12)
+            << "interleaved p=" << p << " m=" << m;
+      }
+    }
+  }
+}
+
+TEST(TimetableBubble, AStageWaitsForItsSlowerNeighbour) {
+  // Naive, 2 stages, 1 micro-batch, the second stage twice as slow: stage 0 forwards over [0, 1],
+  // stage 1 over [1, 3] and backwards over [3, 7], stage 0 backwards over [7, 9]; the stages
+  // compute 3 and 6 of the 9.
+  const auto rounds = rounds_of(PipelineSchedule::kNaive, 2, 1, 1);
+  EXPECT_NEAR(timetable_bubble(rounds, {{1, 2, 0}, {2, 4, 0}}), (6.0 / 9 + 3.0 / 9) / 2, 1e-12);
+  EXPECT_THAT(
+      [&] {
+        timetable_bubble(rounds, {{1, 2, 0}});
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("1 stages' pass costs for a timetable of 2")));
+}
+
+TEST(TimetableBubble, InterleavingPaysForABackwardLongerThanAForward) {
+  // Backwards twice as long as forwards: GPipe's and 1F1B's rounds pair like passes, so their
+  // bubbles stay the formula's; interleaved 1F1B's steady rounds pair one rank's forward with
+  // its neighbour's backward, so the forward's rank waits a forward's length every other round.
+  const std::vector<PassCosts> costs = {{1, 2, 0}, {1, 2, 0}};
+  for (auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneForwardOneBackward}) {
+    EXPECT_NEAR(timetable_bubble(rounds_of(schedule, 2, 8, 1), costs),
+                bubble_fraction(schedule, 2, 8, 1), 1e-12);
+  }
+  EXPECT_GT(timetable_bubble(rounds_of(PipelineSchedule::kInterleaved, 2, 8, 2), costs),
+            3 * bubble_fraction(PipelineSchedule::kInterleaved, 2, 8, 2));
 }
 
 }  // namespace

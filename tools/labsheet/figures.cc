@@ -1,0 +1,205 @@
+// The sheets' measured tables regenerated on the machine that runs this:
+//   bazel run //tools/labsheet:figures -- [--sheet day2] [--only TEXT] [--write] [--cheap]
+// For every figure a sheet declares (sheet_figures.h) it runs the figure's command from the
+// workspace, prints the table as measured with each figure that moved beyond the figure's
+// tolerance marked beside the sheet's, and whether a comparison the text draws (a claim) still
+// holds. --write puts the measured tables, with the command, this machine and the date, into
+// the sheets: what an instructor runs on their cluster before a course. It fails only when a
+// command fails or a sheet's table no longer has the shape the program prints, never for a
+// figure that moved.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "common/core/error.h"
+#include "tools/labsheet/sheet_figures.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace course;
+using namespace course::labsheet;
+
+const std::vector<std::pair<std::string, std::string>> kSheets = {
+    {"readme", "README.md"},
+    {"day1", "day1_gpu/README.md"},
+    {"day2", "day2_ddp/README.md"},
+    {"day3", "day3_data/README.md"},
+    {"day4", "day4_large_models/README.md"},
+    {"results", "bench/RESULTS.md"},
+};
+
+struct Options {
+  std::string root;                 // the workspace (bazel run: where it was started from)
+  std::string bin_dir;              // what the commands' bazel-bin/ stands for (default bazel-bin)
+  std::vector<std::string> sheets;  // readme, day1 ... day4, results (default all)
+  std::string only;                 // figures whose command contains this
+  bool write = false, cheap = false;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  COURSE_CHECK(in, "cannot read ", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Output (stdout and stderr) and exit status of a shell command.
+std::pair<std::string, int> run_shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  COURSE_CHECK(pipe != nullptr, "cannot run ", command);
+  std::string output;
+  std::array<char, 4096> buffer;
+  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe))
+    output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  return {output, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
+}
+
+// The sheet's command as this machine runs it: bazel-bin/ where the binaries are, and mpirun
+// allowed to run as root with more ranks than cores, as the sheets say it needs then.
+std::string as_run_here(std::string command, const Options& o) {
+  if (!o.bin_dir.empty()) {
+    for (size_t at = 0; (at = command.find("bazel-bin/", at)) != std::string::npos;) {
+      command.replace(at, 10, o.bin_dir + "/");
+      at += o.bin_dir.size() + 1;
+    }
+  }
+  if (command.rfind("mpirun ", 0) == 0) {
+    command.insert(7,
+                   "--oversubscribe " + std::string(geteuid() == 0 ? "--allow-run-as-root " : ""));
+  }
+  return "cd '" + o.root + "' && " + command;
+}
+
+// "2 cores of an Intel(R) Xeon(R) Processor, no GPU", from /proc/cpuinfo and nvidia-smi.
+std::string this_machine() {
+  std::string cpu = "an unnamed CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  auto [gpus, status] = run_shell("nvidia-smi --query-gpu=name --format=csv,noheader");
+  if (status != 0 || gpus.empty()) {
+    gpus = "no GPU";
+  } else {
+    const size_t count = std::count(gpus.begin(), gpus.end(), '\n');
+    gpus = std::to_string(count) + " x " + gpus.substr(0, gpus.find('\n'));
+  }
+  return std::to_string(std::thread::hardware_concurrency()) + " cores of " + cpu + ", " + gpus;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
+  return date;
+}
+
+// The measured table in markdown with each moved cell as "measured (sheet: was) !".
+void print_comparison(const Table& measured, const Comparison& c) {
+  Table shown = measured;
+  for (const Drift& d : c.drifts) {
+    shown.rows[d.row][d.column] = d.measured + " (sheet: " + d.sheet + ") !";
+  }
+  std::cout << markdown(shown);
+  for (const std::string& e : c.shape_errors) std::cout << "shape: " << e << "\n";
+  if (c.shape_errors.empty()) {
+    std::cout << c.drifts.size() << " of " << c.numbers << " figures moved beyond the tolerance\n";
+  }
+  if (c.claim) {
+    std::cout << "claim \"" << c.claim->claim << "\": the sheet's table says " << c.claim->sheet_row
+              << ", measured " << c.claim->measured_row
+              << (c.claim->changed() ? "  ! the text's comparison changed" : "") << "\n";
+  }
+}
+
+int run(const Options& o) {
+  const std::string machine = this_machine(), date = today();
+  int figures = 0, moved_tables = 0, changed_claims = 0, failures = 0;
+  for (const auto& [name, path] : kSheets) {
+    if (!o.sheets.empty() && std::find(o.sheets.begin(), o.sheets.end(), name) == o.sheets.end()) {
+      continue;
+    }
+    const fs::path file = fs::path(o.root) / path;
+    std::string text = read_text(file);
+    std::vector<Figure> found = find_figures(path, text);
+    // From the last, so that a rewritten figure leaves the line numbers above it as they were.
+    for (auto f = found.rbegin(); f != found.rend(); ++f) {
+      if (o.cheap && !f->cheap) continue;
+      if (!o.only.empty() && f->command.find(o.only) == std::string::npos) continue;
+      ++figures;
+      std::cout << "\n== " << path << ":" << f->open_line + 1 << "  " << f->command << "\n"
+                << std::flush;
+      const auto [output, status] = run_shell(as_run_here(f->command, o));
+      if (status != 0) {
+        std::cout << "the command failed (exit " << status << "):\n" << output;
+        ++failures;
+        continue;
+      }
+      Table measured;
+      try {
+        measured = table_from_output(output, f->table_start);
+      } catch (const Error& e) {
+        std::cout << e.what() << "; the output was:\n" << output;
+        ++failures;
+        continue;
+      }
+      const Comparison c = compare(*f, measured);
+      print_comparison(measured, c);
+      if (!c.shape_errors.empty() && !o.write) ++failures;
+      if (!c.drifts.empty()) ++moved_tables;
+      if (c.claim && c.claim->changed()) ++changed_claims;
+      if (o.write) {
+        text = replace_figure(text, *f,
+                              "Measured with `" + f->command + "` on " + machine + ", " + date +
+                                  ":\n\n" + markdown(measured));
+      }
+    }
+    if (o.write && !found.empty()) {
+      std::ofstream(file) << text;
+      std::cout << "wrote " << path << "\n";
+    }
+  }
+  std::cout << "\n"
+            << figures << " tables measured on " << machine << ": " << moved_tables
+            << " with figures beyond their tolerance, " << changed_claims << " claims changed, "
+            << failures << " failed\n";
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  o.root = workspace != nullptr ? workspace : ".";
+  CLI::App app("Regenerate the lab sheets' measured tables and compare them with the sheets'");
+  app.add_option("--root", o.root, "the course's checkout")->capture_default_str();
+  app.add_option("--bin-dir", o.bin_dir, "where the commands' bazel-bin/ binaries are");
+  app.add_option("--sheet", o.sheets, "readme, day1, day2, day3, day4 or results (default: all)")
+      ->check(CLI::IsMember({"readme", "day1", "day2", "day3", "day4", "results"}));
+  app.add_option("--only", o.only, "only the figures whose command contains this");
+  app.add_flag("--write", o.write, "put the measured tables into the sheets");
+  app.add_flag("--cheap", o.cheap, "only the figures marked cheap (the test suite's smoke run)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
