@@ -23,15 +23,15 @@ void expect_rates(const std::vector<float>& actual, const std::vector<double>& e
   }
 }
 
-TEST(Tp39SweepRates, DecadesFromFirstToLastBothIncluded) {
+TEST(TP3_9SweepRates, DecadesFromFirstToLastBothIncluded) {
   expect_rates(sweep_rates(1e-8f, 10.0f, 10),
                {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10});
   expect_rates(sweep_rates(1e-3f, 1.0f, 4), {1e-3, 1e-2, 1e-1, 1});
 }
 
-TEST(Tp39SweepRates, TwoRatesAreTheEnds) { expect_rates(sweep_rates(0.5f, 8.0f, 2), {0.5, 8}); }
+TEST(TP3_9SweepRates, TwoRatesAreTheEnds) { expect_rates(sweep_rates(0.5f, 8.0f, 2), {0.5, 8}); }
 
-TEST(Tp39SweepRates, EqualRatiosBetweenNeighbours) {
+TEST(TP3_9SweepRates, EqualRatiosBetweenNeighbours) {
   // 1e-4 to 1 in 9 rates: each sqrt(10) times the one before.
   const std::vector<float> rates = sweep_rates(1e-4f, 1.0f, 9);
   expect_rates(rates, {1e-4, 3.16228e-4, 1e-3, 3.16228e-3, 1e-2, 3.16228e-2, 0.1, 0.316228, 1});
@@ -39,14 +39,14 @@ TEST(Tp39SweepRates, EqualRatiosBetweenNeighbours) {
 
 const std::vector<float> kRates = {1e-4f, 3.16228e-4f, 1e-3f, 3.16228e-3f, 1e-2f, 3.16228e-2f};
 
-TEST(Tp310SuggestRate, ATenthOfTheLowestLossRate) {
+TEST(TP3_10SuggestRate, ATenthOfTheLowestLossRate) {
   const std::optional<float> rate = suggest_rate(kRates, {2.3, 2.2, 1.9, 1.4, 1.1, 1.6});
   ASSERT_TRUE(rate) << "TP3.10: a rate was measured";
   EXPECT_NEAR(*rate, 1e-3, 1e-9) << "TP3.10: a tenth of 0.01, where the loss is lowest (not the "
                                     "rate before it in the sweep, nor the rate itself)";
 }
 
-TEST(Tp310SuggestRate, NotMeasuredRatesAreLeftOut) {
+TEST(TP3_10SuggestRate, NotMeasuredRatesAreLeftOut) {
   const std::optional<float> first_nan = suggest_rate(kRates, {kNaN, 2.2, 1.9, 1.4, 1.5, kNaN});
   ASSERT_TRUE(first_nan);
   EXPECT_NEAR(*first_nan, 3.16228e-4, 1e-9) << "TP3.10: a NaN loss is not the lowest";
@@ -55,13 +55,13 @@ TEST(Tp310SuggestRate, NotMeasuredRatesAreLeftOut) {
   EXPECT_NEAR(*diverged, 1e-4, 1e-9) << "TP3.10: diverged rates are left out";
 }
 
-TEST(Tp310SuggestRate, TheLowerRateWinsATie) {
+TEST(TP3_10SuggestRate, TheLowerRateWinsATie) {
   const std::optional<float> rate = suggest_rate(kRates, {2.3, 1.0, 1.0, 1.2, 1.4, 1.6});
   ASSERT_TRUE(rate);
   EXPECT_NEAR(*rate, 3.16228e-5, 1e-10) << "TP3.10: on a tie the lower rate is the safer one";
 }
 
-TEST(Tp310SuggestRate, NoneWhenNothingWasMeasured) {
+TEST(TP3_10SuggestRate, NoneWhenNothingWasMeasured) {
   EXPECT_FALSE(suggest_rate(kRates, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}))
       << "TP3.10: no measured rate, no suggestion";
 }

@@ -1,0 +1,521 @@
+// The class grader: every trainee's exercises of one day checked in one command, with a
+// scorecard per exercise.
+//   bazel run //tools/grade -- --day day3_data TRAINEE...        grade a class here
+//   bazel run //tools/grade -- --day day2_ddp --slurm TRAINEE...  as a Slurm job array
+//   bazel run //tools/grade -- --day day1_gpu --practice          my own tree, with the sheet
+// Each TRAINEE is a folder, a git repository (repo@branch), or a .tar/.tar.gz/.zip of their files
+// (submission.h). The grader copies the course as committed into its own work tree, puts each
+// trainee's exercise files into a package of their own there (built like the solutions'
+// package, from the day's lab.bzl), builds them all at once, and where a trainee's exercise does
+// not compile puts that exercise's stub back and builds again, so their other exercises are still
+// graded. Then each exercise's suites of the day's check run alone (on every rank count of a
+// multi-rank check) under a time limit per exercise and per trainee, trainees in parallel.
+// Results: a terminal table, scorecard.csv and index.html (each cell linking to its log) in --out.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/core/error.h"
+#include "tools/grade/check_results.h"
+#include "tools/grade/exercise_regions.h"
+#include "tools/grade/scorecard.h"
+#include "tools/grade/submission.h"
+#include "tools/grade/system.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace course;
+using namespace course::grade;
+
+struct Options {
+  std::string day;
+  std::vector<std::string> trainees;
+  std::string out;
+  std::string root;  // the course's checkout (bazel run: where it was started from)
+  double exercise_limit = 120, trainee_limit = 1200;
+  int jobs = 0;
+  bool practice = false, slurm = false, keep_work = false, gather = false;
+  int array_task = -1;  // grade trainee N alone, into results/ (a Slurm array's task)
+  std::string slurm_options;
+};
+
+// The course as committed (git archive of HEAD), or the tree as it is where it is not a git
+// checkout; never its build outputs.
+void clean_copy(const fs::path& root, const fs::path& into) {
+  fs::create_directories(into);
+  if (fs::exists(root / ".git")) {
+    const TimedRun r =
+        run_with_limit("git -C " + shell_quoted(root.string()) +
+                           " archive --format=tar HEAD | tar -x -C " + shell_quoted(into.string()),
+                       600);
+    COURSE_CHECK(r.status == 0, "cannot copy the course from ", root.string(), ": ", r.output);
+    return;
+  }
+  for (const auto& e : fs::directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("bazel-", 0) == 0 || name == ".git") continue;
+    fs::copy(e.path(), into / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
+}
+
+// One trainee being graded.
+struct Trainee {
+  Submission submission;
+  std::string package;                            // "graded/t3/day2_ddp"
+  std::map<std::string, std::string> files;       // what the package builds, by name
+  std::map<std::string, ExerciseResult> decided;  // before the check runs
+};
+
+struct Course {
+  DaySpec day;
+  fs::path work;                                  // the clean copy the trainees build in
+  std::map<std::string, std::string> stubs;       // exercise file -> the course's stub text
+  std::vector<std::string> exercises;             // in file order
+  std::map<std::string, std::string> file_of;     // exercise id -> its file
+  std::map<std::string, ExerciseRegion> stub_of;  // exercise id -> the course's stub region
+};
+
+Course read_course(const DaySpec& day, const fs::path& work) {
+  Course c{day, work, {}, {}, {}, {}};
+  for (const std::string& f : day.files) {
+    c.stubs[f] = read_text(work / day.day / f);
+    for (const ExerciseRegion& r : exercise_regions(day.day + "/" + f, c.stubs[f])) {
+      c.exercises.push_back(r.id);
+      c.file_of[r.id] = f;
+      c.stub_of[r.id] = r;
+    }
+  }
+  return c;
+}
+
+// The trainee's files as the package gets them: missing ones are the stubs; a file whose
+// exercise markers are broken becomes the stub, its exercises not compiled.
+void prepare(Trainee& t, const Course& c) {
+  for (const std::string& f : c.day.files) {
+    const auto given = t.submission.files.find(f);
+    std::string text = given == t.submission.files.end() ? c.stubs.at(f) : given->second;
+    std::vector<ExerciseRegion> regions;
+    try {
+      regions = exercise_regions(f, text);
+    } catch (const Error& e) {
+      regions.clear();
+    }
+    for (const auto& [id, file] : c.file_of) {
+      if (file != f) continue;
+      const auto r = std::find_if(regions.begin(), regions.end(),
+                                  [&](const ExerciseRegion& x) { return x.id == id; });
+      if (r == regions.end()) {
+        t.decided[id] = {Verdict::kDidNotCompile,
+                         f + " lost the BEGIN/END EXERCISE markers of " + id, ""};
+      } else if (r->is_stub()) {
+        t.decided[id] = {Verdict::kNotAttempted, "", ""};
+      }
+    }
+    const bool markers_lost = std::any_of(c.file_of.begin(), c.file_of.end(), [&](const auto& e) {
+      const auto d = t.decided.find(e.first);
+      return e.second == f && d != t.decided.end() && d->second.verdict == Verdict::kDidNotCompile;
+    });
+    t.files[f] = markers_lost ? c.stubs.at(f) : text;
+  }
+}
+
+void write_package(const Trainee& t, const Course& c) {
+  const fs::path dir = c.work / t.package;
+  write_text(dir / "BUILD", "load(\"//" + c.day.day + ":lab.bzl\", \"" + c.day.lab_macro +
+                                "\")\n\n" + c.day.lab_macro + "()\n");
+  for (const auto& [f, text] : t.files) write_text(dir / f, text);
+}
+
+std::string bazel(const Course& c) {
+  return "cd " + shell_quoted(c.work.string()) + " && bazel --max_idle_secs=120 ";
+}
+
+// Builds every trainee's check binaries; an exercise that does not compile gets its stub back
+// (and its verdict) and the trainee is built again, until every package builds or nothing is
+// left to take out.
+void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& build_log) {
+  std::vector<Trainee*> pending = trainees;
+  std::string log;
+  for (int round = 0; !pending.empty() && round <= static_cast<int>(c.exercises.size()); ++round) {
+    std::string targets;
+    for (const Trainee* t : pending) {
+      for (const CheckBinary& b : c.day.checks) targets += " //" + t->package + ":" + b.target;
+    }
+    std::cout << "building " << pending.size() << " trainee(s)' checks"
+              << (round > 0 ? " again, without what did not compile" : "") << "\n"
+              << std::flush;
+    const TimedRun r = run_with_limit(
+        bazel(c) + "build --keep_going --color=no --curses=no" + targets + " 2>&1", 3600);
+    log += r.output;
+    if (r.status == 0) break;
+    std::vector<Trainee*> again;
+    for (Trainee* t : pending) {
+      // The first compiler error in one of the trainee's files, or the first failure of theirs.
+      const std::regex error("(?:^|\\n)[^\\n]*?" + t->package +
+                             "/([a-z_]+\\.cc):(\\d+):\\d+: error: ([^\\n]*)");
+      std::smatch m;
+      bool changed = false;
+      if (std::regex_search(r.output, m, error)) {
+        const std::string file = m[1], message = m[3];
+        const int line = std::stoi(m[2]);
+        const std::vector<ExerciseRegion> regions = exercise_regions(file, t->files.at(file));
+        const std::string where = file + ":" + std::to_string(line) + ": " + message;
+        if (const ExerciseRegion* broken = region_at_line(regions, line)) {
+          t->decided[broken->id] = {Verdict::kDidNotCompile, where, "build.log"};
+          t->files[file] = with_body(t->files[file], broken->id, c.stub_of.at(broken->id).body);
+        } else {
+          for (const ExerciseRegion& x : regions) {
+            if (!t->decided.count(x.id))
+              t->decided[x.id] = {Verdict::kDidNotCompile, where, "build.log"};
+          }
+          t->files[file] = c.stubs.at(file);
+        }
+        changed = true;
+      } else if (r.output.find("//" + t->package + ":") != std::string::npos &&
+                 std::regex_search(r.output, m, std::regex(t->package + "[^\\n]* failed[^\\n]*"))) {
+        // Not a compiler error in the trainee's file (a link error: a function removed).
+        for (const std::string& id : c.exercises) {
+          if (!t->decided.count(id)) {
+            t->decided[id] = {Verdict::kDidNotCompile, "the check does not link: " + m.str(0),
+                              "build.log"};
+          }
+        }
+      }
+      if (changed) {
+        write_package(*t, c);
+        again.push_back(t);
+      }
+    }
+    pending = again;
+  }
+  write_text(build_log, log);
+}
+
+// The check's suites of each exercise, per check binary, from the first trainee's binaries.
+std::map<std::string, std::map<std::string, std::string>> exercise_filters_of(const Trainee& t,
+                                                                              const Course& c) {
+  std::map<std::string, std::map<std::string, std::string>> filters;  // binary -> id -> filter
+  for (const CheckBinary& b : c.day.checks) {
+    const fs::path binary = c.work / "bazel-bin" / t.package / b.target;
+    const TimedRun r = run_with_limit(shell_quoted(binary.string()) + " --gtest_list_tests", 120);
+    COURSE_CHECK(r.status == 0, "cannot list the tests of ", binary.string(), ": ", r.output);
+    filters[b.target] = exercise_filters(r.output);
+  }
+  return filters;
+}
+
+std::string mpirun() {
+  return std::string("mpirun --oversubscribe --bind-to none ") +
+         (geteuid() == 0 ? "--allow-run-as-root " : "") + "-x OMP_NUM_THREADS=1 ";
+}
+
+// Runs each undecided exercise's suites; the logs go under out/logs/<trainee>/.
+void run_checks(const Trainee& t, const Course& c,
+                const std::map<std::string, std::map<std::string, std::string>>& filters,
+                const Options& o, TraineeScore& score) {
+  using Clock = std::chrono::steady_clock;
+  const auto trainee_deadline = Clock::now() + std::chrono::duration<double>(o.trainee_limit);
+  for (const std::string& id : c.exercises) {
+    if (const auto d = t.decided.find(id); d != t.decided.end()) {
+      score.results[id] = d->second;
+      continue;
+    }
+    const std::string log_name = "logs/" + t.submission.name + "/" + id + ".log";
+    std::string log;
+    ExerciseResult result{Verdict::kPassed, "", log_name};
+    bool ran = false;
+    const auto exercise_deadline = Clock::now() + std::chrono::duration<double>(o.exercise_limit);
+    for (const CheckBinary& b : c.day.checks) {
+      const auto f = filters.at(b.target).find(id);
+      if (f == filters.at(b.target).end()) continue;
+      const std::string binary =
+          shell_quoted((c.work / "bazel-bin" / t.package / b.target).string()) +
+          " --gtest_color=no --gtest_filter=" + shell_quoted(f->second);
+      std::vector<std::string> commands;
+      if (b.ranks.empty()) commands.push_back(binary);
+      for (const int ranks : b.ranks)
+        commands.push_back(mpirun() + "-np " + std::to_string(ranks) + " " + binary);
+      for (const std::string& command : commands) {
+        if (result.verdict != Verdict::kPassed) break;
+        const auto deadline = std::min(exercise_deadline, trainee_deadline);
+        const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+        if (left <= 0) {
+          result = {Verdict::kTimedOut,
+                    "no time left of the trainee's " +
+                        std::to_string(static_cast<int>(o.trainee_limit)) + " s",
+                    log_name};
+          break;
+        }
+        const TimedRun r = run_with_limit(command, left);
+        ran = true;
+        log += "$ " + command + "\n" + r.output + "\n";
+        if (r.timed_out) {
+          const bool theirs = deadline == trainee_deadline && trainee_deadline < exercise_deadline;
+          result = {
+              Verdict::kTimedOut,
+              "stopped after " +
+                  std::to_string(static_cast<int>(theirs ? o.trainee_limit : o.exercise_limit)) +
+                  " s (" + (theirs ? "the trainee's" : "the exercise's") + " limit)",
+              log_name};
+        } else {
+          result = read_check_run(r.output, r.status);
+          result.log = log_name;
+        }
+      }
+    }
+    if (!ran && result.verdict == Verdict::kPassed) {
+      result = {Verdict::kFailed, "the check has no test of " + id, log_name};
+    }
+    write_text(fs::path(o.out) / log_name, log);
+    score.results[id] = result;
+  }
+}
+
+// The sheet's section of an exercise (from its anchor to the next exercise or heading).
+std::string sheet_section(const fs::path& course, const std::string& anchor) {
+  const size_t hash = anchor.find('#');
+  const std::string sheet = read_text(course / anchor.substr(0, hash));
+  const std::string start = "<a id=\"" + anchor.substr(hash + 1) + "\"></a>";
+  const size_t begin = sheet.find(start);
+  if (begin == std::string::npos) return "";
+  size_t end = sheet.find("\n<a id=", begin + start.size());
+  end = std::min(end, sheet.find("\n## ", begin + start.size()));
+  return sheet.substr(begin + start.size(),
+                      end == std::string::npos ? std::string::npos : end - begin - start.size());
+}
+
+void write_scorecard(const Scorecard& card, const Options& o) {
+  const fs::path out(o.out);
+  write_text(out / "scorecard.csv", scorecard_csv(card));
+  write_text(out / "index.html", scorecard_html(card, card.day + ": the class's exercises"));
+  std::cout << "\n"
+            << scorecard_table(card) << "\nwrote " << (out / "scorecard.csv").string() << " and "
+            << (out / "index.html").string() << "\n";
+}
+
+// Grades the given trainees here and returns their scores (in the given order).
+std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>& specs,
+                                Course& course) {
+  const fs::path scratch = fs::path(o.out) / "work";
+  std::vector<Trainee> trainees;
+  std::vector<TraineeScore> scores(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Trainee t;
+    try {
+      t.submission = read_submission(specs[i], course.day, course.work.string(),
+                                     (scratch / "handed_in" / std::to_string(i)).string());
+    } catch (const Error& e) {
+      t.submission.name = specs[i];
+      t.submission.refused = e.what();
+    }
+    scores[i].name = t.submission.name;
+    if (!t.submission.refused.empty()) {
+      for (const std::string& id : course.exercises) {
+        scores[i].results[id] = {Verdict::kRefused, t.submission.refused, ""};
+      }
+      continue;
+    }
+    t.package = "graded/t" + std::to_string(i) + "/" + course.day.day;
+    prepare(t, course);
+    write_package(t, course);
+    trainees.push_back(std::move(t));
+  }
+  std::vector<Trainee*> building;
+  for (Trainee& t : trainees) building.push_back(&t);
+  if (!building.empty()) build(building, course, fs::path(o.out) / "build.log");
+  // Listed from a trainee whose every binary built.
+  std::map<std::string, std::map<std::string, std::string>> filters;
+  for (const Trainee& t : trainees) {
+    const bool built =
+        std::all_of(course.day.checks.begin(), course.day.checks.end(), [&](const CheckBinary& b) {
+          return fs::exists(course.work / "bazel-bin" / t.package / b.target);
+        });
+    if (built) {
+      filters = exercise_filters_of(t, course);
+      break;
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::mutex print;
+  const auto worker = [&] {
+    for (size_t k; (k = next++) < trainees.size();) {
+      const Trainee& t = trainees[k];
+      const size_t index = std::stoul(t.package.substr(std::string("graded/t").size()));
+      TraineeScore& score = scores[index];
+      if (filters.empty()) {
+        for (const std::string& id : course.exercises) {
+          score.results[id] = t.decided.count(id)
+                                  ? t.decided.at(id)
+                                  : ExerciseResult{Verdict::kDidNotCompile,
+                                                   "no trainee's check built", "build.log"};
+        }
+      } else {
+        run_checks(t, course, filters, o, score);
+      }
+      std::lock_guard lock(print);
+      std::cout << "graded " << t.submission.name << "\n" << std::flush;
+    }
+  };
+  std::vector<std::thread> workers;
+  const int max_ranks = std::max(1, [&] {
+    int most = 1;
+    for (const CheckBinary& b : course.day.checks) {
+      for (const int r : b.ranks) most = std::max(most, r);
+    }
+    return most;
+  }());
+  const int jobs =
+      o.jobs > 0 ? o.jobs
+                 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / max_ranks);
+  for (int j = 0; j < jobs; ++j) workers.emplace_back(worker);
+  for (std::thread& w : workers) w.join();
+  run_with_limit(bazel(course) + "shutdown", 120);
+  return scores;
+}
+
+int run(Options o) {
+  const DaySpec& day = day_spec(o.day);
+  if (o.gather) {
+    Scorecard card{o.day, {}, {}};
+    const fs::path results = fs::path(o.out) / "results";
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(results)) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      for (TraineeScore& t : trainees_from_csv(read_text(f))) card.trainees.push_back(std::move(t));
+    }
+    card.exercises = read_course(day, fs::path(o.root)).exercises;
+    write_scorecard(card, o);
+    return 0;
+  }
+  if (o.practice && o.trainees.empty()) o.trainees = {"you=" + o.root};
+  COURSE_CHECK(!o.trainees.empty(),
+               "no trainee to grade: give their folders, repositories or archives");
+  fs::create_directories(o.out);
+  o.out = fs::canonical(o.out).string();
+  if (o.slurm) {
+    const std::string self = fs::canonical("/proc/self/exe").string();
+    std::string args = "--day " + shell_quoted(o.day) + " --out " + shell_quoted(o.out) +
+                       " --root " + shell_quoted(o.root) + " --exercise-limit " +
+                       std::to_string(o.exercise_limit) + " --trainee-limit " +
+                       std::to_string(o.trainee_limit);
+    std::string trainees;
+    for (const std::string& t : o.trainees) {
+      const bool named = t.find('=') != std::string::npos;
+      trainees += " " + shell_quoted(named ? t : fs::absolute(t).string());
+    }
+    const std::string array = "sbatch --parsable --job-name=grade-" + o.day + " --array=0-" +
+                              std::to_string(o.trainees.size() - 1) +
+                              " --output=" + shell_quoted(o.out + "/slurm-%A_%a.out") + " " +
+                              o.slurm_options + " --wrap " +
+                              shell_quoted(shell_quoted(self) + " " + args +
+                                           " --array-task \"$SLURM_ARRAY_TASK_ID\"" + trainees);
+    const TimedRun submitted = run_with_limit(array, 120);
+    COURSE_CHECK(submitted.status == 0, "sbatch refused the array: ", submitted.output);
+    const std::string job = submitted.output.substr(0, submitted.output.find_first_of(";\n"));
+    const std::string gather =
+        "sbatch --parsable --job-name=grade-" + o.day + "-scorecard --dependency=afterany:" + job +
+        " --output=" + shell_quoted(o.out + "/slurm-scorecard-%j.out") + " " + o.slurm_options +
+        " --wrap " + shell_quoted(shell_quoted(self) + " " + args + " --gather");
+    const TimedRun gathered = run_with_limit(gather, 120);
+    COURSE_CHECK(gathered.status == 0, "sbatch refused the scorecard's job: ", gathered.output);
+    std::cout << "submitted job array " << job << " (" << o.trainees.size()
+              << " trainees) and the scorecard's job "
+              << gathered.output.substr(0, gathered.output.find_first_of(";\n"))
+              << "; the scorecard: " << o.out << "/index.html\n";
+    return 0;
+  }
+  std::vector<std::string> specs = o.trainees;
+  if (o.array_task >= 0) {
+    COURSE_CHECK(o.array_task < static_cast<int>(specs.size()), "array task ", o.array_task, " of ",
+                 specs.size(), " trainees");
+    specs = {specs[o.array_task]};
+  }
+  const fs::path work = fs::path(o.out) / "work" /
+                        (o.array_task >= 0 ? "task" + std::to_string(o.array_task) : "course");
+  fs::remove_all(work);
+  clean_copy(o.root, work);
+  Course course = read_course(day, work);
+  Scorecard card{o.day, course.exercises, grade(o, specs, course)};
+  if (!o.keep_work) fs::remove_all(fs::path(o.out) / "work");
+  if (o.array_task >= 0) {
+    write_text(
+        fs::path(o.out) / "results" / (std::to_string(1000000 + o.array_task).substr(1) + ".csv"),
+        scorecard_csv(card));
+    return 0;
+  }
+  write_scorecard(card, o);
+  if (o.practice) {
+    for (const TraineeScore& t : card.trainees) {
+      for (const std::string& id : card.exercises) {
+        const ExerciseResult& r = t.results.at(id);
+        if (r.verdict == Verdict::kPassed) continue;
+        std::cout << "\n== " << id << " " << verdict_name(r.verdict)
+                  << (r.message.empty() ? "" : ": " + r.message) << "\n";
+        std::cout << sheet_section(o.root, read_course(day, o.root).stub_of.at(id).sheet_anchor())
+                  << "\n";
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  const char* working = std::getenv("BUILD_WORKING_DIRECTORY");
+  o.root = workspace != nullptr ? workspace : ".";
+  CLI::App app("Grade a class's exercises of one day: a scorecard per exercise");
+  app.add_option("trainees", o.trainees,
+                 "each trainee's folder, git repository (repo@branch) or .tar/.tar.gz/.zip; "
+                 "name=SPEC names them");
+  app.add_option("--day", o.day, "day1_gpu, day2_ddp, day3_data or day4_large_models")->required();
+  app.add_option("--out", o.out, "where the scorecard, logs and work tree go (default grades/DAY)");
+  app.add_option("--root", o.root, "the course's checkout (default: the workspace)")
+      ->capture_default_str();
+  app.add_option("--exercise-limit", o.exercise_limit, "seconds for one exercise's checks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--trainee-limit", o.trainee_limit, "seconds for all of a trainee's checks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--jobs", o.jobs,
+                 "trainees checked at once (default: cores / the check's largest rank count)");
+  app.add_flag("--practice", o.practice,
+               "grade my own tree (default trainee: the workspace) and print the sheet of what did "
+               "not pass");
+  app.add_flag("--slurm", o.slurm,
+               "grade as a Slurm job array, one trainee per task, then gather the scorecard");
+  app.add_option("--slurm-options", o.slurm_options,
+                 "more sbatch options (partition, time, account)");
+  app.add_flag("--keep-work", o.keep_work, "keep the work tree the trainees were built in");
+  app.add_option("--array-task", o.array_task,
+                 "grade only trainee N into results/ (what each array task runs)")
+      ->group("");
+  app.add_flag("--gather", o.gather, "make the scorecard from results/ (the array's last job)")
+      ->group("");
+  CLI11_PARSE(app, argc, argv);
+  if (o.out.empty())
+    o.out = (fs::path(working != nullptr ? working : ".") / "grades" / o.day).string();
+  try {
+    o.root = fs::canonical(o.root).string();
+    return run(o);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,37 @@
+// A class's results: one row per trainee, one column per exercise, written as a terminal table,
+// a CSV (one line per trainee and exercise: what a spreadsheet or a test reads) and an HTML page
+// whose cells link to their logs. A Slurm array's tasks each write their trainee's CSV and the
+// gathering job reads them back.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tools/grade/check_results.h"
+
+namespace course::grade {
+
+struct TraineeScore {
+  std::string name;
+  std::map<std::string, ExerciseResult> results;  // by exercise id
+};
+
+struct Scorecard {
+  std::string day;
+  std::vector<std::string> exercises;  // in the sheet's order
+  std::vector<TraineeScore> trainees;  // in the order given
+};
+
+// Rows "trainee,exercise,verdict,message,log", quoted where needed, under a header line.
+std::string scorecard_csv(const Scorecard& card);
+// The trainees' rows of such a CSV (a task's own, or a whole scorecard's).
+std::vector<TraineeScore> trainees_from_csv(const std::string& csv);
+
+// Short cells ("ok", "FAIL", "TIME", "COMPILE", "todo", "REFUSED"), a legend, then each
+// trainee's messages for what did not pass.
+std::string scorecard_table(const Scorecard& card);
+
+std::string scorecard_html(const Scorecard& card, const std::string& title);
+
+}  // namespace course::grade

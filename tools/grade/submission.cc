@@ -1,0 +1,127 @@
+// A trainee's hand-in read into the day's exercise files (submission.h).
+#include "tools/grade/submission.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/core/error.h"
+#include "tools/grade/system.h"
+
+namespace course::grade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<DaySpec> kDays = {
+    {"day1_gpu", "day1_lab", {"exercises.cc"}, {{"check", {}}}},
+    {"day2_ddp", "day2_lab", {"exercises.cc"}, {{"check_ranks", {2, 3, 4}}}},
+    {"day3_data", "day3_lab", {"exercises.cc"}, {{"check", {}}}},
+    {"day4_large_models",
+     "day4_lab",
+     {"exercises.cc", "pipeline_exercises.cc"},
+     {{"check_ranks", {2, 3, 4}}, {"compress_check", {}}}},
+};
+
+void run_or_fail(const std::string& command, const std::string& what) {
+  COURSE_CHECK(std::system((command + " >/dev/null 2>&1").c_str()) == 0, "cannot ", what);
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The hand-in as a folder: itself, or what its archive or git tree unpacks to.
+fs::path unpacked(const std::string& path, const std::string& ref, const fs::path& into) {
+  if (fs::is_directory(path) && ref.empty() && !fs::exists(fs::path(path) / "HEAD")) return path;
+  fs::create_directories(into);
+  if (fs::is_directory(path)) {  // a git repository, its working tree's or a bare one
+    run_or_fail("git -C " + shell_quoted(path) + " archive --format=tar " +
+                    shell_quoted(ref.empty() ? "HEAD" : ref) + " | tar -x -C " +
+                    shell_quoted(into.string()),
+                "read " + (ref.empty() ? "HEAD" : ref) + " of the git repository " + path);
+  } else if (ends_with(path, ".zip")) {
+    run_or_fail("unzip -q " + shell_quoted(path) + " -d " + shell_quoted(into.string()),
+                "unzip " + path);
+  } else if (ends_with(path, ".tar") || ends_with(path, ".tar.gz") || ends_with(path, ".tgz")) {
+    run_or_fail("tar -xf " + shell_quoted(path) + " -C " + shell_quoted(into.string()),
+                "untar " + path);
+  } else {
+    COURSE_FAIL(path, " is not a folder, a git repository, a .tar, .tar.gz, .tgz or .zip");
+  }
+  // An archive of one folder: that folder.
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(into)) entries.push_back(e.path());
+  if (entries.size() == 1 && fs::is_directory(entries[0])) return entries[0];
+  return into;
+}
+
+std::string default_name(std::string path, const std::string& ref) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  std::string name = fs::path(path).filename().string();
+  for (const char* ext : {".tar.gz", ".tgz", ".tar", ".zip", ".git"}) {
+    if (ends_with(name, ext)) name = name.substr(0, name.size() - std::string(ext).size());
+  }
+  return ref.empty() ? name : name + "-" + ref;
+}
+
+}  // namespace
+
+const DaySpec& day_spec(const std::string& day) {
+  for (const DaySpec& d : kDays) {
+    if (d.day == day) return d;
+  }
+  COURSE_FAIL("no day ", day, ": day1_gpu, day2_ddp, day3_data or day4_large_models");
+}
+
+Submission read_submission(const std::string& spec, const DaySpec& day, const std::string& course,
+                           const std::string& scratch) {
+  Submission s;
+  s.source = spec;
+  std::string path = spec;
+  if (const size_t eq = spec.find('='); eq != std::string::npos && eq > 0) {
+    s.name = spec.substr(0, eq);
+    path = spec.substr(eq + 1);
+  }
+  std::string ref;
+  if (const size_t at = path.rfind('@'); at != std::string::npos && !fs::exists(path)) {
+    ref = path.substr(at + 1);
+    path = path.substr(0, at);
+  }
+  COURSE_CHECK(fs::exists(path), "the hand-in ", path, " does not exist");
+  if (s.name.empty()) s.name = default_name(path, ref);
+  const fs::path root = unpacked(path, ref, fs::path(scratch) / s.name);
+  const bool checkout = fs::exists(root / day.day);
+  for (const std::string& f : day.files) {
+    const fs::path file = checkout ? root / day.day / f : root / f;
+    if (fs::exists(file)) s.files[f] = read_text(file);
+  }
+  if (s.files.empty()) {
+    s.refused = "no exercise file of " + day.day + " in the hand-in (" + day.files.front() +
+                " or " + day.day + "/" + day.files.front() + ")";
+    return s;
+  }
+  // Every other file of the course the hand-in holds must be the course's.
+  const fs::path course_base = checkout ? fs::path(course) : fs::path(course) / day.day;
+  for (const auto& entry : fs::recursive_directory_iterator(course_base)) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path relative = fs::relative(entry.path(), course_base);
+    const std::string shown = checkout ? relative.string() : day.day + "/" + relative.string();
+    const bool exercise = std::any_of(day.files.begin(), day.files.end(),
+                                      [&](const auto& f) { return shown == day.day + "/" + f; });
+    const fs::path theirs = root / relative;
+    if (exercise || !fs::is_regular_file(theirs)) continue;
+    if (read_text(theirs) != read_text(entry.path())) {
+      s.refused = shown + " differs from the course's: only the exercise files (" + day.day + "/" +
+                  day.files.front() + (day.files.size() > 1 ? ", ..." : "") +
+                  ") are the trainee's to change";
+      return s;
+    }
+  }
+  return s;
+}
+
+}  // namespace course::grade

@@ -1,0 +1,42 @@
+// What a trainee hands in, as the grader takes it: a folder (their checkout of the course, or just
+// their exercise files), a git repository ("repo" or "repo@branch"), or a .tar, .tar.gz, .tgz or
+// .zip of their files; "name=SPEC" names the trainee (else the folder's or archive's name). Only
+// the day's exercise files are taken; any other file of the course that the hand-in holds must
+// be the course's own, or the trainee is refused with the file's name: the checks and the
+// library are not the trainee's to change.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace course::grade {
+
+// A day of the course as the grader builds and runs it.
+struct CheckBinary {
+  std::string target;      // in the trainee's package: "check", "check_ranks", "compress_check"
+  std::vector<int> ranks;  // mpirun -np for each (none: run as one process)
+};
+struct DaySpec {
+  std::string day;                 // "day2_ddp"
+  std::string lab_macro;           // its lab.bzl's macro: "day2_lab"
+  std::vector<std::string> files;  // the trainee's exercise files: "exercises.cc", ...
+  std::vector<CheckBinary> checks;
+};
+
+// The course's days; throws naming the known ones for another.
+const DaySpec& day_spec(const std::string& day);
+
+struct Submission {
+  std::string name;
+  std::string source;                        // the SPEC given
+  std::map<std::string, std::string> files;  // exercise file name -> text (the ones handed in)
+  std::string refused;                       // why it is not graded ("" when it is)
+};
+
+// Reads SPEC into a submission, unpacking archives and git trees under `scratch`; `course` is a
+// clean copy of the course, against whose files the hand-in's others are compared.
+Submission read_submission(const std::string& spec, const DaySpec& day, const std::string& course,
+                           const std::string& scratch);
+
+}  // namespace course::grade

@@ -1,0 +1,85 @@
+// The grader's shell commands and files (system.h).
+#include "tools/grade/system.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/core/error.h"
+
+namespace course::grade {
+
+TimedRun run_with_limit(const std::string& shell_command, double seconds) {
+  int pipe_fds[2];
+  COURSE_CHECK(pipe(pipe_fds) == 0, "cannot make a pipe for ", shell_command);
+  const pid_t child = fork();
+  COURSE_CHECK(child >= 0, "cannot start ", shell_command);
+  if (child == 0) {
+    setpgid(0, 0);
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    execl("/bin/sh", "sh", "-c", shell_command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(child, child);
+  close(pipe_fds[1]);
+  fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
+  TimedRun run;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  bool exited = false;
+  char buffer[4096];
+  for (;;) {
+    ssize_t n;
+    while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) run.output.append(buffer, n);
+    if (!exited && waitpid(child, &status, WNOHANG) == child) exited = true;
+    if (exited && n == 0) break;  // exited and the pipe drained (every writer gone)
+    if (exited && n < 0) {
+      // Exited, but something it started may still hold the pipe: give it the same limit.
+      if (std::chrono::steady_clock::now() > deadline) break;
+    }
+    if (!exited && std::chrono::steady_clock::now() > deadline) {
+      run.timed_out = true;
+      kill(-child, SIGKILL);
+      waitpid(child, &status, 0);
+      exited = true;
+      while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) run.output.append(buffer, n);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(-child, SIGKILL);  // whatever of its group is left
+  close(pipe_fds[0]);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+std::string shell_quoted(const std::string& word) {
+  std::string q = "'";
+  for (const char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  COURSE_CHECK(in, "cannot read ", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  COURSE_CHECK(out << text, "cannot write ", path.string());
+}
+
+}  // namespace course::grade
