@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The class grader on a synthetic class of day 2 (multi-rank checks), made from the solutions and
+# handed in every way a class does: `complete` (a git branch) has every exercise right, `stubs`
+# (a folder of the untouched file) none attempted, `broken` (a zip) an exercise that does not
+# compile, `deadlock` (a folder) a ring whose ranks all receive before they send, `edited` (a
+# checkout) a changed check file, `no_average` (a .tar.gz) the gradients summed but not averaged
+# (a wrong version TP2.2's check was written against). The scorecard is asserted cell by cell,
+# the deadlock ends in the exercise's time limit, and headless Chromium renders the page.
+# Run by ./test.sh outside `bazel test` (the grader runs bazel itself); the course is graded as
+# committed (git archive of HEAD).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PMIX_MCA_psec=native
+bazel build //tools/grade >/dev/null 2>&1 || { bazel build //tools/grade; exit 1; }
+grade=bazel-bin/tools/grade/grade
+
+class=$(mktemp -d)
+trap 'rm -rf "$class"' EXIT
+solution=solutions/day2_ddp/exercises.cc
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+# complete: a git repository whose branch `done` holds the solution.
+git init -q "$class/complete_repo"
+cp "$solution" "$class/complete_repo/exercises.cc"
+git -C "$class/complete_repo" -c user.name=t -c user.email=t@example.org commit -qm start --allow-empty
+git -C "$class/complete_repo" checkout -qb done
+git -C "$class/complete_repo" add exercises.cc
+git -C "$class/complete_repo" -c user.name=t -c user.email=t@example.org commit -qm done
+# stubs: the trainee's file as the course hands it out.
+mkdir "$class/stubs" && cp day2_ddp/exercises.cc "$class/stubs/"
+# broken: TP2.3 misses a semicolon (the first line after its marker that pushes an index).
+mkdir "$class/broken"
+sed 's/^    plan.back().push_back(i);$/    plan.back().push_back(i)/' "$solution" >"$class/broken/exercises.cc"
+grep -q 'push_back(i)$' "$class/broken/exercises.cc" || fail "the broken fixture did not apply"
+(cd "$class/broken" && zip -q ../broken.zip exercises.cc)
+# deadlock: every rank receives from its left before sending to its right.
+mkdir "$class/deadlock"
+awk '/comm.exchange\(\{parallel::send_to\(chunk_of\(send_chunk\), next\),$/ && !done {
+       print "    comm.recv(buffer, previous)->wait();";
+       print "    comm.send(chunk_of(send_chunk), next)->wait();";
+       getline; getline; done = 1; next } { print }' "$solution" >"$class/deadlock/exercises.cc"
+grep -q 'comm.recv(buffer, previous)' "$class/deadlock/exercises.cc" ||
+  fail "the deadlock fixture did not apply"
+# edited: a checkout whose check was changed.
+mkdir -p "$class/edited/day2_ddp"
+cp "$solution" "$class/edited/day2_ddp/exercises.cc"
+{ cat day2_ddp/check_test.cc; echo "// passes now"; } >"$class/edited/day2_ddp/check_test.cc"
+cp day2_ddp/lab.cc "$class/edited/day2_ddp/"  # the course's own: allowed
+# no_average: the gradients summed over the ranks, not averaged.
+mkdir "$class/no_average"
+grep -v 'course::scale_(p->grad, 1.0f / static_cast<float>(comm.size()));' "$solution" \
+  >"$class/no_average/exercises.cc"
+tar -czf "$class/no_average.tar.gz" -C "$class/no_average" exercises.cc
+
+out="$class/grades"
+start=$SECONDS
+"$grade" --day day2_ddp --out "$out" --exercise-limit 10 --root "$PWD" \
+  complete="$class/complete_repo@done" "$class/stubs" "$class/broken.zip" "$class/deadlock" \
+  "$class/edited" "$class/no_average.tar.gz" | tee "$class/grade.out"
+echo "graded 6 trainees in $((SECONDS - start)) s"
+
+csv="$out/scorecard.csv"
+cell() { # trainee exercise -> "verdict,message"
+  awk -F, -v t="$1" -v e="$2" '$1 == t && $2 == e { print $3 "," $4 }' "$csv"
+}
+expect() { # trainee exercise verdict [message part]
+  local got
+  got=$(cell "$1" "$2")
+  [[ ${got%%,*} == "$3" ]] || fail "$1 $2: expected $3, got '$got'"
+  [[ -z ${4:-} || $got == *"$4"* ]] || fail "$1 $2: the message '$got' does not say '$4'"
+}
+for e in TP2.1 TP2.2 TP2.3 TP2.4 TP2.5; do
+  expect complete $e passed
+  expect stubs $e "not attempted"
+  expect edited $e refused "day2_ddp/check_test.cc differs from the course's"
+done
+expect broken TP2.3 "did not compile" "exercises.cc:"
+for e in TP2.1 TP2.2 TP2.4 TP2.5; do expect broken $e passed; done
+expect deadlock TP2.4 "timed out" "the exercise's limit"
+for e in TP2.1 TP2.2 TP2.3 TP2.5; do expect deadlock $e passed; done
+expect no_average TP2.2 failed
+for e in TP2.1 TP2.3 TP2.4 TP2.5; do expect no_average $e passed; done
+[[ $(wc -l <"$csv") == 31 ]] || fail "the scorecard has $(wc -l <"$csv") lines, not 1 + 6 x 5"
+grep -q "^no_average  *ok  *FAIL  *ok  *ok  *ok  *4/5$" "$class/grade.out" ||
+  fail "the terminal table's no_average row"
+[[ -s $out/logs/deadlock/TP2.4.log ]] || fail "no log of the deadlock"
+echo "ok: every cell of the scorecard as expected"
+
+chromium=(chromium --headless --no-sandbox --disable-gpu --window-size=1400,1000)
+dom=$(timeout 120 "${chromium[@]}" --dump-dom "file://$out/index.html" 2>/dev/null) ||
+  fail "chromium could not open the scorecard"
+[[ $(grep -o "<tr" <<<"$dom" | wc -l) == 7 ]] || fail "the rendered table: $dom"
+grep -q '<td class="timed-out" title="[^"]*"><a href="logs/deadlock/TP2.4.log">timed out</a></td>' \
+  <<<"$dom" || fail "the deadlock's cell does not link its log: $dom"
+grep -q '<td class="trainee">no_average</td>' <<<"$dom" || fail "no_average is not on the page"
+echo "ok: headless Chromium renders the scorecard, its cells linking to their logs"
+echo "grade tests passed"
