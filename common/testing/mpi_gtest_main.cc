@@ -20,10 +20,15 @@ class AbortJobOnFailure : public ::testing::EmptyTestEventListener {
     test_ = std::string(test.test_suite_name()) + "." + test.name();
   }
   // gtest holds its own lock here: only this listener's state may be read.
+  // The failure's first line goes with the abort, and gtest's own report (printed to stdout just
+  // before, by the default printer) is flushed first, since the abort discards buffers.
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    std::fprintf(stderr, "rank %d failed %s: aborting every rank of the job\n", rank_,
-                 test_.c_str());
+    std::fflush(stdout);
+    const std::string message = result.message();
+    std::fprintf(stderr, "rank %d failed %s at %s:%d: %s; aborting every rank of the job\n", rank_,
+                 test_.c_str(), result.file_name() ? result.file_name() : "?", result.line_number(),
+                 message.substr(0, message.find('\n')).c_str());
     course::parallel::finish_job(1);
   }
 

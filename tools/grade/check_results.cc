@@ -70,20 +70,22 @@ std::string verdict_name(Verdict v) {
 ExerciseResult read_check_run(const std::string& output, int exit_status) {
   const std::vector<std::string> lines = lines_of(output);
   static const std::regex failure(R"(^(.*):(\d+): Failure$)");
-  static const std::regex aborted(R"(^rank \d+ failed .*: aborting every rank of the job$)");
+  static const std::regex aborted(R"(^rank \d+ failed .*; aborting every rank of the job$)");
   int passed = 0;
   std::string first_failure;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].rfind("[       OK ] ", 0) == 0) ++passed;
     if (!first_failure.empty()) continue;
-    if (std::regex_match(lines[i], failure)) {
-      // The assertion's own lines, up to the blank line or gtest's next marker.
+    std::smatch m;
+    if (std::regex_match(lines[i], m, failure)) {
+      // Where, then the assertion's own lines up to the blank line or gtest's next marker.
+      const std::string file = m[1];
+      first_failure = file.substr(file.rfind('/') + 1) + ":" + m[2].str() + ":";
       for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
         const std::string t = trimmed(lines[j]);
         if (t.empty() || t[0] == '[') break;
-        first_failure += (first_failure.empty() ? "" : " ") + t;
+        first_failure += " " + t;
       }
-      if (first_failure.empty()) first_failure = lines[i];
     } else if (std::regex_match(lines[i], aborted)) {
       first_failure = lines[i];
     }

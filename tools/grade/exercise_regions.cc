@@ -29,9 +29,11 @@ bool ExerciseRegion::is_stub() const { return !sheet_anchor().empty(); }
 std::string ExerciseRegion::sheet_anchor() const {
   std::string joined;
   for (const std::string& line : body) joined += line + "\n";
-  const std::regex stub("(?:::)?(?:course::)?exercise_todo\\(\\s*\"" +
-                        std::regex_replace(id, std::regex("\\."), "\\.") +
-                        "\"[^;]*?\"([^\"]+#[^\"]+)\"\\s*\\)\\s*;");
+  // exercise_todo("TPd.n", "what to do", "dayN/README.md#tpdn"); string literals may hold ';'.
+  const std::string literal = R"("(?:[^"\\]|\\.)*")";
+  const std::regex stub(R"((?:::)?(?:course::)?exercise_todo\(\s*")" +
+                        std::regex_replace(id, std::regex("\\."), "\\.") + R"("\s*,\s*)" + literal +
+                        R"(\s*,\s*"([^"]+#[^"]+)"\s *\)\s*;)");
   std::smatch found;
   if (!std::regex_search(joined, found, stub)) return "";
   // Only the stub: nothing else in the body but comments and blank lines.
