@@ -30,10 +30,10 @@ std::string ExerciseRegion::sheet_anchor() const {
   std::string joined;
   for (const std::string& line : body) joined += line + "\n";
   // exercise_todo("TPd.n", "what to do", "dayN/README.md#tpdn"); string literals may hold ';'.
-  const std::string literal = R"("(?:[^"\\]|\\.)*")";
-  const std::regex stub(R"((?:::)?(?:course::)?exercise_todo\(\s*")" +
-                        std::regex_replace(id, std::regex("\\."), "\\.") + R"("\s*,\s*)" + literal +
-                        R"(\s*,\s*"([^"]+#[^"]+)"\s *\)\s*;)");
+  const std::string literal = R"re("(?:[^"\\]|\\.)*")re";
+  const std::regex stub(R"re((?:::)?(?:course::)?exercise_todo\(\s*")re" +
+                        std::regex_replace(id, std::regex("\\."), "\\.") + R"re("\s*,\s*)re" +
+                        literal + R"re(\s*,\s*"([^"]+#[^"]+)"\s*\)\s*;)re");
   std::smatch found;
   if (!std::regex_search(joined, found, stub)) return "";
   // Only the stub: nothing else in the body but comments and blank lines.
