@@ -83,7 +83,7 @@ ExerciseResult read_check_run(const std::string& output, int exit_status) {
       first_failure = file.substr(file.rfind('/') + 1) + ":" + m[2].str() + ":";
       for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
         const std::string t = trimmed(lines[j]);
-        if (t.empty() || t[0] == '[') break;
+        if (t.empty() || t[0] == '[' || std::regex_match(lines[j], failure)) break;
         first_failure += " " + t;
       }
     } else if (std::regex_match(lines[i], aborted)) {

@@ -97,6 +97,10 @@ Course read_course(const DaySpec& day, const fs::path& work) {
       c.stub_of[r.id] = r;
     }
   }
+  // In the exercises' order (TP4.18 after TP4.17), whichever file holds them.
+  const auto number = [](const std::string& id) { return std::stoi(id.substr(id.find('.') + 1)); };
+  std::sort(c.exercises.begin(), c.exercises.end(),
+            [&](const std::string& a, const std::string& b) { return number(a) < number(b); });
   return c;
 }
 
@@ -283,17 +287,18 @@ void run_checks(const Trainee& t, const Course& c,
   }
 }
 
-// The sheet's section of an exercise (from its anchor to the next exercise or heading).
-std::string sheet_section(const fs::path& course, const std::string& anchor) {
-  const size_t hash = anchor.find('#');
-  const std::string sheet = read_text(course / anchor.substr(0, hash));
-  const std::string start = "<a id=\"" + anchor.substr(hash + 1) + "\"></a>";
+// The sheet's section of exercise TPd.n: from its anchor ("tpdn", as the stubs name it) to the
+// next exercise's anchor or the next part.
+std::string sheet_section(const fs::path& course, const std::string& day, const std::string& id) {
+  std::string anchor = "tp" + id.substr(2);
+  anchor.erase(std::remove(anchor.begin(), anchor.end(), '.'), anchor.end());
+  const std::string sheet = read_text(course / day / "README.md");
+  const std::string start = "<a id=\"" + anchor + "\"></a>";
   const size_t begin = sheet.find(start);
-  if (begin == std::string::npos) return "";
-  size_t end = sheet.find("\n<a id=", begin + start.size());
-  end = std::min(end, sheet.find("\n## ", begin + start.size()));
-  return sheet.substr(begin + start.size(),
-                      end == std::string::npos ? std::string::npos : end - begin - start.size());
+  if (begin == std::string::npos) return "(the sheet has no section " + anchor + ")";
+  const size_t from = begin + start.size();
+  const size_t end = std::min(sheet.find("\n<a id=", from), sheet.find("\n## ", from));
+  return sheet.substr(from, end == std::string::npos ? std::string::npos : end - from);
 }
 
 void write_scorecard(const Scorecard& card, const Options& o) {
@@ -308,7 +313,7 @@ void write_scorecard(const Scorecard& card, const Options& o) {
 // Grades the given trainees here and returns their scores (in the given order).
 std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>& specs,
                                 Course& course) {
-  const fs::path scratch = fs::path(o.out) / "work";
+  const fs::path scratch = course.work.parent_path();
   std::vector<Trainee> trainees;
   std::vector<TraineeScore> scores(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -443,13 +448,20 @@ int run(Options o) {
                  specs.size(), " trainees");
     specs = {specs[o.array_task]};
   }
-  const fs::path work = fs::path(o.out) / "work" /
-                        (o.array_task >= 0 ? "task" + std::to_string(o.array_task) : "course");
-  fs::remove_all(work);
+  // The work tree lies outside the course's checkout (where bazel would see its packages), on
+  // the machine that grades: a Slurm task's node.
+  std::string scratch_name = (fs::temp_directory_path() / "course-grade-XXXXXX").string();
+  COURSE_CHECK(mkdtemp(scratch_name.data()) != nullptr, "cannot make a work folder in ",
+               fs::temp_directory_path().string());
+  const fs::path work = fs::path(scratch_name) / "course";
   clean_copy(o.root, work);
   Course course = read_course(day, work);
   Scorecard card{o.day, course.exercises, grade(o, specs, course)};
-  if (!o.keep_work) fs::remove_all(fs::path(o.out) / "work");
+  if (o.keep_work) {
+    std::cout << "the work tree: " << work.string() << "\n";
+  } else {
+    fs::remove_all(scratch_name);
+  }
   if (o.array_task >= 0) {
     write_text(
         fs::path(o.out) / "results" / (std::to_string(1000000 + o.array_task).substr(1) + ".csv"),
@@ -464,8 +476,7 @@ int run(Options o) {
         if (r.verdict == Verdict::kPassed) continue;
         std::cout << "\n== " << id << " " << verdict_name(r.verdict)
                   << (r.message.empty() ? "" : ": " + r.message) << "\n";
-        std::cout << sheet_section(o.root, read_course(day, o.root).stub_of.at(id).sheet_anchor())
-                  << "\n";
+        std::cout << sheet_section(o.root, day.day, id) << "\n";
       }
     }
   }

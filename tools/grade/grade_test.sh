@@ -97,4 +97,17 @@ grep -q '<td class="timed-out" title="[^"]*"><a href="logs/deadlock/TP2.4.log">t
   <<<"$dom" || fail "the deadlock's cell does not link its log: $dom"
 grep -q '<td class="trainee">no_average</td>' <<<"$dom" || fail "no_average is not on the page"
 echo "ok: headless Chromium renders the scorecard, its cells linking to their logs"
+
+# Practice: a trainee's own clone, day 1 solved but TP1.4 off by one (the first recorded step
+# is the last warm-up one), graded from inside it: their scorecard, then the sheet's TP1.4.
+git clone -q . "$class/mine"
+sed 's/return step >= first \&\& step < first + schedule.active;/return step >= first - 1 \&\& step < first + schedule.active;/' \
+  solutions/day1_gpu/exercises.cc >"$class/mine/day1_gpu/exercises.cc"
+grep -q 'first - 1' "$class/mine/day1_gpu/exercises.cc" || fail "the practice fixture did not apply"
+practice=$(cd "$class/mine" && "$OLDPWD/$grade" --day day1_gpu --practice --root . --out "$class/mine/grades")
+grep -q "^you  *ok  *ok  *ok  *FAIL  *ok  *4/5$" <<<"$practice" || fail "practice scorecard: $practice"
+grep -q "^== TP1.4 failed: check_test.cc:[0-9]*:" <<<"$practice" || fail "practice: no TP1.4 message"
+grep -q "^### TP1.4: the profiler$" <<<"$practice" || fail "practice: no sheet section: $practice"
+! grep -q "^### TP1.5" <<<"$practice" || fail "practice: the section did not end at TP1.5's"
+echo "ok: practice mode grades the trainee's own tree and prints TP1.4's section of the sheet"
 echo "grade tests passed"

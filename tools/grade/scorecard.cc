@@ -155,6 +155,10 @@ std::string scorecard_table(const Scorecard& card) {
       if (r == nullptr || r->verdict == Verdict::kPassed || r->verdict == Verdict::kNotAttempted) {
         continue;
       }
+      if (r->verdict == Verdict::kRefused) {  // the whole hand-in, once
+        out << t.name << " refused: " << r->message << "\n";
+        break;
+      }
       out << t.name << " " << id << " " << verdict_name(r->verdict) << ": " << r->message << "\n";
     }
   }

@@ -1,0 +1,246 @@
+// The grader's parts, without building anything: the exercises of a file (stubs, a compiler
+// error's exercise, a stub put back), the checks' suites and output read per exercise, the
+// scorecard's CSV read back and its table, and hand-ins of every kind (a checkout, loose files,
+// an archive, a git branch) with a changed course file refused by name.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/core/error.h"
+#include "tools/grade/check_results.h"
+#include "tools/grade/exercise_regions.h"
+#include "tools/grade/scorecard.h"
+#include "tools/grade/submission.h"
+#include "tools/grade/system.h"
+
+namespace course::grade {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const char* kFile = R"(#include "x.h"
+
+int first() {
+  // BEGIN EXERCISE TP9.1: add; then return
+  ::course::exercise_todo("TP9.1", "add; then \"return\"",
+                          "day9/README.md#tp91");
+  // END EXERCISE
+}
+
+int second(int a) {
+  // BEGIN EXERCISE TP9.2: double it
+  // a comment the trainee kept
+  return 2 * a;
+  // END EXERCISE
+}
+)";
+
+TEST(ExerciseRegions, MarkersStubsAndTheirSheetSections) {
+  const std::vector<ExerciseRegion> regions = exercise_regions("f.cc", kFile);
+  ASSERT_EQ(regions.size(), 2u);
+  EXPECT_EQ(regions[0].id, "TP9.1");
+  EXPECT_EQ(regions[0].task, "add; then return");
+  EXPECT_EQ(regions[0].begin_line, 4);
+  EXPECT_EQ(regions[0].end_line, 7);
+  EXPECT_TRUE(regions[0].is_stub());  // its text holds ';' and escaped quotes
+  EXPECT_EQ(regions[0].sheet_anchor(), "day9/README.md#tp91");
+  EXPECT_FALSE(regions[1].is_stub());
+  ExerciseRegion started = regions[0];
+  started.body.push_back("  int x = 1;");  // the stub and a first line of their own
+  EXPECT_FALSE(started.is_stub());
+  ExerciseRegion other = regions[0];
+  other.id = "TP9.3";  // another exercise's stub is not this one's
+  EXPECT_FALSE(other.is_stub());
+}
+
+TEST(ExerciseRegions, AnErrorsLineFindsItsExerciseAndTheStubGoesBack) {
+  const std::vector<ExerciseRegion> regions = exercise_regions("f.cc", kFile);
+  EXPECT_EQ(region_at_line(regions, 13)->id, "TP9.2");
+  EXPECT_EQ(region_at_line(regions, 5)->id, "TP9.1");
+  EXPECT_EQ(region_at_line(regions, 11), nullptr);  // the marker itself
+  EXPECT_EQ(region_at_line(regions, 2), nullptr);
+  const std::string back = with_body(kFile, "TP9.2", regions[0].body);
+  const std::vector<ExerciseRegion> again = exercise_regions("f.cc", back);
+  EXPECT_EQ(again[1].body, regions[0].body);
+  EXPECT_EQ(again[0].body, regions[0].body);
+  EXPECT_THAT(back, HasSubstr("int second(int a) {\n  // BEGIN EXERCISE TP9.2: double it\n  "
+                              "::course::exercise_todo("));
+  EXPECT_THAT([&] { with_body(kFile, "TP9.7", {}); },
+              testing::ThrowsMessage<Error>(HasSubstr("no exercise TP9.7")));
+}
+
+TEST(ExerciseRegions, BrokenMarkersAreErrorsWithTheLine) {
+  EXPECT_THAT([] { exercise_regions("f.cc", "// BEGIN EXERCISE TP1.1: x\nint a;\n"); },
+              testing::ThrowsMessage<Error>(HasSubstr("f.cc:1: exercise TP1.1 has no END")));
+  EXPECT_THAT([] { exercise_regions("f.cc", "x\n  // END EXERCISE\n"); },
+              testing::ThrowsMessage<Error>(HasSubstr("f.cc:2: END EXERCISE without its BEGIN")));
+  EXPECT_THAT(
+      [] { exercise_regions("f.cc", "// BEGIN EXERCISE TP1.1: x\n// BEGIN EXERCISE TP1.2: y\n"); },
+      testing::ThrowsMessage<Error>(HasSubstr("f.cc:2: exercise TP1.2 begins inside TP1.1")));
+}
+
+TEST(CheckResults, SuitesNameTheirExercises) {
+  EXPECT_THAT(exercises_of_suite("TP2_4"), testing::ElementsAre("TP2.4"));
+  EXPECT_THAT(exercises_of_suite("TP4_15ByHand"), testing::ElementsAre("TP4.15"));
+  EXPECT_THAT(exercises_of_suite("TP4_18_20"), testing::ElementsAre("TP4.18", "TP4.19", "TP4.20"));
+  EXPECT_THAT(exercises_of_suite("Rates/TP3_10SuggestRate"), testing::ElementsAre("TP3.10"));
+  EXPECT_TRUE(exercises_of_suite("GemmTest").empty());
+  const auto filters = exercise_filters(
+      "TP2_1.\n  PaddedShards\n  DropLast\nTP4_18_20.\n  Pipeline\nTP4_19.\n  A\nHelper.\n  B\n"
+      "Seeds/TP3_9SweepRates.\n  Decades/0  # GetParam() = 1\n");
+  EXPECT_EQ(filters.at("TP2.1"), "TP2_1.*");
+  EXPECT_EQ(filters.at("TP4.18"), "TP4_18_20.*");
+  EXPECT_EQ(filters.at("TP4.19"), "TP4_18_20.*:TP4_19.*");
+  EXPECT_EQ(filters.at("TP3.9"), "Seeds/TP3_9SweepRates.*");
+  EXPECT_EQ(filters.size(), 5u);
+}
+
+TEST(CheckResults, ARunReadsAsPassedOrItsFirstFailure) {
+  const std::string passed =
+      "[ RUN      ] TP1_1.A\n[       OK ] TP1_1.A (0 ms)\n[  PASSED  ] 1 test.\n";
+  EXPECT_EQ(read_check_run(passed, 0).verdict, Verdict::kPassed);
+  // Exit 0 but nothing ran (a filter matching nothing): not a pass.
+  EXPECT_EQ(read_check_run("[==========] 0 tests ran.\n", 0).message,
+            "no test of the exercise ran");
+  const std::string failed =
+      "[ RUN      ] TP2_2.Avg\nday2_ddp/check_test.cc:93: Failure\nExpected equality of these "
+      "values:\n  a\n    Which is: 1\n\nday2_ddp/check_test.cc:93: Failure\nagain\n"
+      "rank 1 failed TP2_2.Avg at day2_ddp/check_test.cc:93: Expected; aborting every rank of the "
+      "job\n";
+  const ExerciseResult r = read_check_run(failed, 1);
+  EXPECT_EQ(r.verdict, Verdict::kFailed);
+  EXPECT_EQ(r.message, "check_test.cc:93: Expected equality of these values: a Which is: 1");
+  // Only the abort line (the rank's stdout lost): that line.
+  const ExerciseResult aborted = read_check_run(
+      "rank 0 failed TP2_3.X at c.cc:4: Value of: y; aborting every rank of the job\n", 1);
+  EXPECT_EQ(aborted.message,
+            "rank 0 failed TP2_3.X at c.cc:4: Value of: y; aborting every rank of the job");
+  // A crash: the exit and the last line said.
+  EXPECT_EQ(read_check_run("[ RUN      ] TP1_2.A\nSegmentation fault\n", 139).message,
+            "exit 139: Segmentation fault");
+}
+
+TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
+  Scorecard card{"day9", {"TP9.1", "TP9.2"}, {}};
+  card.trainees.push_back({"ann",
+                           {{"TP9.1", {Verdict::kPassed, "", "logs/ann/TP9.1.log"}},
+                            {"TP9.2", {Verdict::kFailed, "a, \"quoted\" message", "l"}}}});
+  card.trainees.push_back({"bob",
+                           {{"TP9.1", {Verdict::kRefused, "x.cc differs", ""}},
+                            {"TP9.2", {Verdict::kRefused, "x.cc differs", ""}}}});
+  const std::string csv = scorecard_csv(card);
+  EXPECT_THAT(csv, HasSubstr("ann,TP9.2,failed,\"a, \"\"quoted\"\" message\",l\n"));
+  const std::vector<TraineeScore> back = trainees_from_csv(csv);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].results.at("TP9.2").message, "a, \"quoted\" message");
+  EXPECT_EQ(back[0].results.at("TP9.1").log, "logs/ann/TP9.1.log");
+  EXPECT_EQ(back[1].results.at("TP9.1").verdict, Verdict::kRefused);
+  const std::string table = scorecard_table(card);
+  EXPECT_THAT(table, HasSubstr("ann      ok       FAIL     1/2\n"));
+  EXPECT_THAT(table, HasSubstr("bob      REFUSED  REFUSED  0/2\n"));
+  EXPECT_THAT(table, HasSubstr("ann TP9.2 failed: a, \"quoted\" message\n"));
+  EXPECT_THAT(table, HasSubstr("bob refused: x.cc differs\n"));  // once, not per exercise
+  EXPECT_THAT([] { trainees_from_csv("name,score\n"); },
+              testing::ThrowsMessage<Error>(HasSubstr("not a scorecard CSV")));
+  const std::string html = scorecard_html(card, "day9 <class>");
+  EXPECT_THAT(html, HasSubstr("<title>day9 &lt;class&gt;</title>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"failed\" title=\"a, &quot;quoted&quot; message\">"
+                              "<a href=\"l\">failed</a></td>"));
+}
+
+class Submissions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") /
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(root_);
+    write_text(root_ / "course/day1_gpu/exercises.cc", "stub\n");
+    write_text(root_ / "course/day1_gpu/check_test.cc", "check\n");
+    write_text(root_ / "course/common/lib.cc", "lib\n");
+  }
+  Submission read(const std::string& spec) {
+    return read_submission(spec, day_spec("day1_gpu"), (root_ / "course").string(),
+                           (root_ / "scratch").string());
+  }
+  fs::path root_;
+};
+
+TEST_F(Submissions, ACheckoutOrLooseFilesGiveTheExerciseFiles) {
+  write_text(root_ / "ann/day1_gpu/exercises.cc", "ann's\n");
+  write_text(root_ / "ann/day1_gpu/check_test.cc", "check\n");  // the course's own: fine
+  write_text(root_ / "ann/notes.txt", "mine\n");                // not the course's: ignored
+  const Submission ann = read((root_ / "ann").string());
+  EXPECT_EQ(ann.name, "ann");
+  EXPECT_EQ(ann.refused, "");
+  EXPECT_EQ(ann.files.at("exercises.cc"), "ann's\n");
+  write_text(root_ / "loose/exercises.cc", "loose\n");
+  const Submission loose = read("bob=" + (root_ / "loose").string());
+  EXPECT_EQ(loose.name, "bob");
+  EXPECT_EQ(loose.files.at("exercises.cc"), "loose\n");
+}
+
+TEST_F(Submissions, AChangedCourseFileIsRefusedByName) {
+  write_text(root_ / "eve/day1_gpu/exercises.cc", "eve's\n");
+  write_text(root_ / "eve/common/lib.cc", "lib, improved\n");
+  EXPECT_THAT(read((root_ / "eve").string()).refused,
+              HasSubstr("common/lib.cc differs from the course's"));
+  write_text(root_ / "flat/exercises.cc", "x\n");
+  write_text(root_ / "flat/check_test.cc", "always passes\n");
+  EXPECT_THAT(read((root_ / "flat").string()).refused,
+              HasSubstr("day1_gpu/check_test.cc differs from the course's"));
+  write_text(root_ / "empty/README", "nothing\n");
+  EXPECT_THAT(read((root_ / "empty").string()).refused, HasSubstr("no exercise file of day1_gpu"));
+  EXPECT_THAT([&] { read((root_ / "nobody").string()); },
+              testing::ThrowsMessage<Error>(HasSubstr("does not exist")));
+}
+
+TEST_F(Submissions, ArchivesAndGitBranchesAreUnpacked) {
+  write_text(root_ / "src/exercises.cc", "packed\n");
+  const std::string src = shell_quoted((root_ / "src").string());
+  ASSERT_EQ(std::system(("tar -czf " + shell_quoted((root_ / "tom.tar.gz").string()) + " -C " +
+                         src + " exercises.cc")
+                            .c_str()),
+            0);
+  const Submission tom = read((root_ / "tom.tar.gz").string());
+  EXPECT_EQ(tom.name, "tom");
+  EXPECT_EQ(tom.files.at("exercises.cc"), "packed\n");
+  ASSERT_EQ(std::system(("cd " + src +
+                         " && git init -q && git add exercises.cc && git -c "
+                         "user.name=t -c user.email=t@example.org commit -qm one && git branch "
+                         "first && echo second > exercises.cc && git -c user.name=t -c "
+                         "user.email=t@example.org commit -qam two")
+                            .c_str()),
+            0);
+  const Submission first = read((root_ / "src").string() + "@first");
+  EXPECT_EQ(first.name, "src-first");
+  EXPECT_EQ(first.files.at("exercises.cc"), "packed\n");
+  EXPECT_THAT([&] { read((root_ / "src").string() + "@nobranch"); },
+              testing::ThrowsMessage<Error>(HasSubstr("read nobranch of the git repository")));
+  write_text(root_ / "x.rar", "?");
+  EXPECT_THAT([&] { read((root_ / "x.rar").string()); },
+              testing::ThrowsMessage<Error>(HasSubstr("is not a folder, a git repository")));
+}
+
+TEST(Days, EachDayNamesItsFilesAndChecks) {
+  EXPECT_EQ(day_spec("day4_large_models").files.size(), 2u);
+  EXPECT_EQ(day_spec("day2_ddp").checks.at(0).ranks, (std::vector<int>{2, 3, 4}));
+  EXPECT_THAT([] { day_spec("day5"); }, testing::ThrowsMessage<Error>(HasSubstr("no day day5")));
+}
+
+TEST(TimedRuns, ALimitKillsTheWholeGroupAndKeepsTheOutput) {
+  const TimedRun quick = run_with_limit("echo out; echo err >&2; exit 3", 10);
+  EXPECT_EQ(quick.status, 3);
+  EXPECT_EQ(quick.output, "out\nerr\n");
+  EXPECT_FALSE(quick.timed_out);
+  const auto start = std::chrono::steady_clock::now();
+  const TimedRun slow = run_with_limit("echo started; sleep 30 & sleep 30; echo never", 1);
+  EXPECT_TRUE(slow.timed_out);
+  EXPECT_EQ(slow.output, "started\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+}  // namespace
+}  // namespace course::grade
