@@ -19,7 +19,8 @@ packages=(
   libsqlite3-dev            # hyper-parameter studies shared by many workers (day 3)
   dataset-fashion-mnist     # the embedded default dataset
   fortunes                  # the embedded default text corpus (transformer labs)
-  chromium                  # renders the race's leaderboard page in its test (day 3)
+  chromium                  # renders the race's leaderboard and the grader's scorecard in tests
+  git zip unzip             # the class grader's hand-ins: git branches and zip archives
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests
 )
 

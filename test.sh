@@ -6,8 +6,10 @@
 # common/'s tests (fuzz tests included) and the solutions' exercise checks of days 2-4 (the
 # multi-rank ones on 2-4 ranks: a read past a rank's shard fails there even where a sum hides it)
 # on the CPU-only build under AddressSanitizer and UndefinedBehaviorSanitizer; the GPU self-test's
-# bundle (tools/gpu_selftest/bundle_test.sh); then the Slurm tooling, the race and multi-node jobs
-# on a local Slurm cluster (as root; slurm/tests/slurm_test.sh, race_test.sh, multinode_test.sh).
+# bundle (tools/gpu_selftest/bundle_test.sh); the class grader on a synthetic class
+# (tools/grade/grade_test.sh); then the Slurm tooling, the race and multi-node jobs and the
+# grader's job array on a local Slurm cluster (as root; slurm/tests/slurm_test.sh, race_test.sh,
+# multinode_test.sh, tools/grade/grade_slurm_test.sh).
 # Ends with one summary line over all of them: "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -48,12 +50,21 @@ bazel test --config=asan //common/... "${sanitized_checks[@]}" "$@" 2>&1 | tee -
 echo "== the GPU self-test's bundle: made, unpacked in an empty folder, its CPU cases run there"
 check //tools/gpu_selftest:bundle_test tools/gpu_selftest/bundle_test.sh
 
-echo "== Slurm: sbatch jobs through slurm/submit.sh, the race and multi-node jobs, on a local cluster"
-for test in slurm_test race_test multinode_test; do
+echo "== the class grader: a synthetic class of day 2 graded, its scorecard cell by cell"
+check //tools/grade:grade_test tools/grade/grade_test.sh
+
+echo "== Slurm: sbatch jobs through slurm/submit.sh, the race and multi-node jobs, the grader's"
+echo "   job array, on a local cluster"
+for test in slurm/tests/slurm_test slurm/tests/race_test slurm/tests/multinode_test \
+  tools/grade/grade_slurm_test; do
+  case $test in
+    slurm/*) label="//slurm:$(basename "$test")" ;;
+    *) label="//tools/grade:$(basename "$test")" ;;
+  esac
   if [[ $(id -u) -ne 0 ]] || ! command -v slurmctld >/dev/null; then
-    echo "//slurm:$test SKIPPED (needs root and ./setup.sh's Slurm packages)" | tee -a "$log"
+    echo "$label SKIPPED (needs root and ./setup.sh's Slurm packages)" | tee -a "$log"
   else
-    check "//slurm:$test" "slurm/tests/$test.sh"
+    check "$label" "$test.sh"
   fi
 done
 

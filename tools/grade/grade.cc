@@ -48,7 +48,8 @@ struct Options {
   int jobs = 0;
   bool practice = false, slurm = false, keep_work = false, gather = false;
   int array_task = -1;  // grade trainee N alone, into results/ (a Slurm array's task)
-  std::string slurm_options;
+  std::string partition, account, slurm_options;
+  int time_minutes = 0;
 };
 
 // The course as committed (git archive of HEAD), or the tree as it is where it is not a git
@@ -411,6 +412,9 @@ int run(Options o) {
   fs::create_directories(o.out);
   o.out = fs::canonical(o.out).string();
   if (o.slurm) {
+    if (!o.partition.empty()) o.slurm_options += " --partition=" + shell_quoted(o.partition);
+    if (!o.account.empty()) o.slurm_options += " --account=" + shell_quoted(o.account);
+    if (o.time_minutes > 0) o.slurm_options += " --time=" + std::to_string(o.time_minutes);
     const std::string self = fs::canonical("/proc/self/exe").string();
     std::string args = "--day " + shell_quoted(o.day) + " --out " + shell_quoted(o.out) +
                        " --root " + shell_quoted(o.root) + " --exercise-limit " +
@@ -511,8 +515,11 @@ int main(int argc, char** argv) {
                "not pass");
   app.add_flag("--slurm", o.slurm,
                "grade as a Slurm job array, one trainee per task, then gather the scorecard");
-  app.add_option("--slurm-options", o.slurm_options,
-                 "more sbatch options (partition, time, account)");
+  app.add_option("--partition", o.partition, "--slurm: the partition");
+  app.add_option("--account", o.account, "--slurm: the account charged");
+  app.add_option("--time", o.time_minutes, "--slurm: each task's time limit in minutes")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--slurm-options", o.slurm_options, "--slurm: more sbatch options, as one word");
   app.add_flag("--keep-work", o.keep_work, "keep the work tree the trainees were built in");
   app.add_option("--array-task", o.array_task,
                  "grade only trainee N into results/ (what each array task runs)")

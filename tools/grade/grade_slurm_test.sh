@@ -20,7 +20,7 @@ mkdir "$class/complete" "$class/stubs"
 cp solutions/day1_gpu/exercises.cc "$class/complete/"
 cp day1_gpu/exercises.cc "$class/stubs/"
 out="$class/grades"
-submitted=$(bazel-bin/tools/grade/grade --day day1_gpu --slurm --slurm-options "--time=15" \
+submitted=$(bazel-bin/tools/grade/grade --day day1_gpu --slurm --time 15 \
   --out "$out" --root "$PWD" "$class/complete" "$class/stubs") || fail "grade --slurm: $submitted"
 echo "$submitted"
 array=$(sed -n 's/^submitted job array \([0-9]*\) .*/\1/p' <<<"$submitted")

@@ -4,8 +4,11 @@
 # (a folder of the untouched file) none attempted, `broken` (a zip) an exercise that does not
 # compile, `deadlock` (a folder) a ring whose ranks all receive before they send, `edited` (a
 # checkout) a changed check file, `no_average` (a .tar.gz) the gradients summed but not averaged
-# (a wrong version TP2.2's check was written against). The scorecard is asserted cell by cell,
-# the deadlock ends in the exercise's time limit, and headless Chromium renders the page.
+# (a wrong version TP2.2's check was written against), and two more wrong versions as folders:
+# `forward_buckets` (TP2.3's buckets filled from the first parameter, not the last) and
+# `no_padding` (TP2.1's shards cut to n / p even without --drop-last). The scorecard is asserted
+# cell by cell, the deadlock ends in the exercise's time limit, and headless Chromium renders
+# the page.
 # Run by ./test.sh outside `bazel test` (the grader runs bazel itself); the course is graded as
 # committed (git archive of HEAD).
 set -euo pipefail
@@ -54,13 +57,23 @@ mkdir "$class/no_average"
 grep -v 'course::scale_(p->grad, 1.0f / static_cast<float>(comm.size()));' "$solution" \
   >"$class/no_average/exercises.cc"
 tar -czf "$class/no_average.tar.gz" -C "$class/no_average" exercises.cc
+wrong_version() { # name 'sed expression' pattern-that-must-then-be-there
+  mkdir "$class/$1"
+  sed "$2" "$solution" >"$class/$1/exercises.cc"
+  grep -qF "$3" "$class/$1/exercises.cc" || fail "the $1 fixture did not apply"
+}
+wrong_version forward_buckets 's/for (size_t i = param_bytes.size(); i-- > 0;) {/for (size_t i = 0; i < param_bytes.size(); ++i) {/' \
+  'for (size_t i = 0; i < param_bytes.size(); ++i)'
+wrong_version no_padding 's|const int64_t per_rank = options.drop_last ? n / p : (n + p - 1) / p;|const int64_t per_rank = n / p;|' \
+  'const int64_t per_rank = n / p;'
 
 out="$class/grades"
 start=$SECONDS
 "$grade" --day day2_ddp --out "$out" --exercise-limit 10 --root "$PWD" \
   complete="$class/complete_repo@done" "$class/stubs" "$class/broken.zip" "$class/deadlock" \
-  "$class/edited" "$class/no_average.tar.gz" | tee "$class/grade.out"
-echo "graded 6 trainees in $((SECONDS - start)) s"
+  "$class/edited" "$class/no_average.tar.gz" "$class/forward_buckets" "$class/no_padding" |
+  tee "$class/grade.out"
+echo "graded 8 trainees in $((SECONDS - start)) s"
 
 csv="$out/scorecard.csv"
 cell() { # trainee exercise -> "verdict,message"
@@ -83,7 +96,11 @@ expect deadlock TP2.4 "timed out" "the exercise's limit"
 for e in TP2.1 TP2.2 TP2.3 TP2.5; do expect deadlock $e passed; done
 expect no_average TP2.2 failed
 for e in TP2.1 TP2.3 TP2.4 TP2.5; do expect no_average $e passed; done
-[[ $(wc -l <"$csv") == 31 ]] || fail "the scorecard has $(wc -l <"$csv") lines, not 1 + 6 x 5"
+expect forward_buckets TP2.3 failed check_test.cc
+for e in TP2.1 TP2.2 TP2.4 TP2.5; do expect forward_buckets $e passed; done
+expect no_padding TP2.1 failed check_test.cc
+for e in TP2.2 TP2.3 TP2.4 TP2.5; do expect no_padding $e passed; done
+[[ $(wc -l <"$csv") == 41 ]] || fail "the scorecard has $(wc -l <"$csv") lines, not 1 + 8 x 5"
 grep -q "^no_average  *ok  *FAIL  *ok  *ok  *ok  *4/5$" "$class/grade.out" ||
   fail "the terminal table's no_average row"
 [[ -s $out/logs/deadlock/TP2.4.log ]] || fail "no log of the deadlock"
@@ -92,7 +109,7 @@ echo "ok: every cell of the scorecard as expected"
 chromium=(chromium --headless --no-sandbox --disable-gpu --window-size=1400,1000)
 dom=$(timeout 120 "${chromium[@]}" --dump-dom "file://$out/index.html" 2>/dev/null) ||
   fail "chromium could not open the scorecard"
-[[ $(grep -o "<tr" <<<"$dom" | wc -l) == 7 ]] || fail "the rendered table: $dom"
+[[ $(grep -o "<tr" <<<"$dom" | wc -l) == 9 ]] || fail "the rendered table: $dom"
 grep -q '<td class="timed-out" title="[^"]*"><a href="logs/deadlock/TP2.4.log">timed out</a></td>' \
   <<<"$dom" || fail "the deadlock's cell does not link its log: $dom"
 grep -q '<td class="trainee">no_average</td>' <<<"$dom" || fail "no_average is not on the page"
