@@ -72,24 +72,29 @@ ExerciseResult read_check_run(const std::string& output, int exit_status) {
   static const std::regex failure(R"(^(.*):(\d+): Failure$)");
   static const std::regex aborted(R"(^rank \d+ failed .*; aborting every rank of the job$)");
   int passed = 0;
-  std::string first_failure;
+  std::string first_failure, first_abort;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].rfind("[       OK ] ", 0) == 0) ++passed;
-    if (!first_failure.empty()) continue;
     std::smatch m;
-    if (std::regex_match(lines[i], m, failure)) {
-      // Where, then the assertion's own lines up to the blank line or gtest's next marker.
+    if (first_failure.empty() && std::regex_match(lines[i], m, failure)) {
+      // Where, then the assertion's own lines up to the blank line, gtest's next marker or
+      // another rank's output.
       const std::string file = m[1];
       first_failure = file.substr(file.rfind('/') + 1) + ":" + m[2].str() + ":";
       for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
         const std::string t = trimmed(lines[j]);
-        if (t.empty() || t[0] == '[' || std::regex_match(lines[j], failure)) break;
+        if (t.empty() || t[0] == '[' || t.rfind("Note: ", 0) == 0 ||
+            std::regex_match(lines[j], failure) || std::regex_match(lines[j], aborted)) {
+          break;
+        }
         first_failure += " " + t;
       }
-    } else if (std::regex_match(lines[i], aborted)) {
-      first_failure = lines[i];
+    } else if (first_abort.empty() && std::regex_match(lines[i], aborted)) {
+      first_abort = lines[i];
     }
   }
+  // The assertion's report where a rank printed it; else the abort's line (its first line).
+  if (first_failure.empty()) first_failure = first_abort;
   if (exit_status == 0 && passed > 0 && first_failure.empty()) return {Verdict::kPassed, "", ""};
   if (first_failure.empty()) {
     if (exit_status == 0) return {Verdict::kFailed, "no test of the exercise ran", ""};
