@@ -11,11 +11,13 @@
 #include "common/core/error.h"
 #include "common/core/format.h"
 #include "common/core/gnuplot.h"
+#include "common/core/text.h"
 
 namespace day3 {
 
 using course::format_number;
 using course::format_percent;
+using course::html_escaped;
 
 namespace {
 
@@ -59,29 +61,6 @@ std::string fixed(double value, int decimals) {
 }
 
 std::string seconds(double s) { return fixed(s, 0); }
-
-std::string html_escaped(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // The columns of every table: name, model, optimizer, batch, image size, lr, wd, best top-1 (%),
 // time to best (s), epochs run, images/s, the energy (kJ) and core-hours spent to the best.

@@ -4,24 +4,11 @@
 #include <regex>
 #include <sstream>
 
+#include "common/core/text.h"
+
 namespace course::grade {
 
-namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::string trimmed(const std::string& s) {
-  const size_t begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::string> exercises_of_suite(const std::string& suite) {
   static const std::regex named(R"(^TP(\d+)_(\d+)(?:_(\d+))?)");
@@ -37,7 +24,7 @@ std::vector<std::string> exercises_of_suite(const std::string& suite) {
 
 std::map<std::string, std::string> exercise_filters(const std::string& listed_tests) {
   std::map<std::string, std::string> filters;
-  for (const std::string& line : lines_of(listed_tests)) {
+  for (const std::string& line : text_lines(listed_tests)) {
     // Suites are the unindented lines ending in '.', tests the indented ones.
     if (line.empty() || line[0] == ' ' || line.back() != '.') continue;
     const std::string suite = line.substr(0, line.size() - 1);
@@ -68,7 +55,7 @@ std::string verdict_name(Verdict v) {
 }
 
 ExerciseResult read_check_run(const std::string& output, int exit_status) {
-  const std::vector<std::string> lines = lines_of(output);
+  const std::vector<std::string> lines = text_lines(output);
   static const std::regex failure(R"(^(.*):(\d+): Failure$)");
   static const std::regex aborted(R"(^rank \d+ failed .*; aborting every rank of the job$)");
   int passed = 0;

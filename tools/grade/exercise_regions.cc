@@ -7,17 +7,11 @@
 #include <sstream>
 
 #include "common/core/error.h"
+#include "common/core/text.h"
 
 namespace course::grade {
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 const std::regex kBegin(R"(^\s*// BEGIN EXERCISE (TP\d+\.\d+):?\s*(.*)$)");
 const std::regex kEnd(R"(^\s*// END EXERCISE\s*$)");
@@ -47,7 +41,7 @@ std::string ExerciseRegion::sheet_anchor() const {
 }
 
 std::vector<ExerciseRegion> exercise_regions(const std::string& file, const std::string& text) {
-  const std::vector<std::string> lines = lines_of(text);
+  const std::vector<std::string> lines = text_lines(text);
   std::vector<ExerciseRegion> regions;
   std::optional<ExerciseRegion> open;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -80,7 +74,7 @@ const ExerciseRegion* region_at_line(const std::vector<ExerciseRegion>& regions,
 
 std::string with_body(const std::string& text, const std::string& id,
                       const std::vector<std::string>& body) {
-  const std::vector<std::string> lines = lines_of(text);
+  const std::vector<std::string> lines = text_lines(text);
   const std::vector<ExerciseRegion> regions = exercise_regions("the file", text);
   const auto it = std::find_if(regions.begin(), regions.end(),
                                [&](const ExerciseRegion& r) { return r.id == id; });

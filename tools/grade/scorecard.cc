@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/core/error.h"
+#include "common/core/text.h"
 
 namespace course::grade {
 
@@ -68,29 +69,6 @@ std::vector<std::string> csv_fields(const std::string& line) {
     }
   }
   return fields;
-}
-
-std::string html_escaped(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 const ExerciseResult* result_of(const TraineeScore& t, const std::string& id) {

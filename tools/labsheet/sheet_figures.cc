@@ -8,23 +8,11 @@
 #include <sstream>
 
 #include "common/core/error.h"
+#include "common/core/text.h"
 
 namespace course::labsheet {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // key="value" pairs and bare words of a marker.
 std::map<std::string, std::string> attributes(const std::string& marker, const std::string& where) {
@@ -54,11 +42,11 @@ double number_attribute(const std::map<std::string, std::string>& a, const std::
 
 // The cells of a markdown table row.
 std::vector<std::string> markdown_cells(const std::string& line) {
-  std::string inner = trim(line);
+  std::string inner = trimmed(line);
   inner = inner.substr(1, inner.size() - (inner.back() == '|' ? 2 : 1));
   std::vector<std::string> cells;
   std::istringstream in(inner);
-  for (std::string cell; std::getline(in, cell, '|');) cells.push_back(trim(cell));
+  for (std::string cell; std::getline(in, cell, '|');) cells.push_back(trimmed(cell));
   return cells;
 }
 
@@ -71,12 +59,12 @@ bool is_separator(const std::vector<std::string>& cells) {
 // Columns separated by two spaces or more.
 std::vector<std::string> printed_cells(const std::string& line) {
   static const std::regex gap(" {2,}|\t");
-  const std::string t = trim(line);
+  const std::string t = trimmed(line);
   if (t.empty()) return {};
   std::vector<std::string> cells;
   for (auto it = std::sregex_token_iterator(t.begin(), t.end(), gap, -1);
        it != std::sregex_token_iterator(); ++it) {
-    cells.push_back(trim(*it));
+    cells.push_back(trimmed(*it));
   }
   return cells;
 }
@@ -127,10 +115,10 @@ std::string first_row(const Table& t, const std::string& claim) {
 }  // namespace
 
 std::vector<Figure> find_figures(const std::string& sheet, const std::string& text) {
-  const std::vector<std::string> lines = lines_of(text);
+  const std::vector<std::string> lines = text_lines(text);
   std::vector<Figure> figures;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string line = trim(lines[i]);
+    const std::string line = trimmed(lines[i]);
     if (line.rfind("<!-- figure ", 0) != 0) continue;
     const std::string where = sheet + ":" + std::to_string(i + 1);
     COURSE_CHECK(line.size() > 3 && line.compare(line.size() - 3, 3, "-->") == 0, where,
@@ -146,10 +134,10 @@ std::vector<Figure> find_figures(const std::string& sheet, const std::string& te
     f.claim = a.count("claim") ? a.at("claim") : "";
     f.cheap = a.count("cheap") > 0;
     size_t j = i + 1;
-    for (; j < lines.size() && trim(lines[j]) != "<!-- /figure -->"; ++j) {
-      COURSE_CHECK(trim(lines[j]).rfind("<!-- figure ", 0) != 0, where,
+    for (; j < lines.size() && trimmed(lines[j]) != "<!-- /figure -->"; ++j) {
+      COURSE_CHECK(trimmed(lines[j]).rfind("<!-- figure ", 0) != 0, where,
                    ": the figure has no <!-- /figure --> before the next one");
-      const std::string row = trim(lines[j]);
+      const std::string row = trimmed(lines[j]);
       if (row.empty() || row[0] != '|') continue;
       std::vector<std::string> cells = markdown_cells(row);
       if (f.table.header.empty()) {
@@ -169,9 +157,9 @@ std::vector<Figure> find_figures(const std::string& sheet, const std::string& te
 }
 
 Table table_from_output(const std::string& output, const std::string& table_start) {
-  const std::vector<std::string> lines = lines_of(output);
+  const std::vector<std::string> lines = text_lines(output);
   const auto header = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
-    return trim(l).rfind(table_start, 0) == 0;
+    return trimmed(l).rfind(table_start, 0) == 0;
   });
   COURSE_CHECK(header != lines.end(), "the output has no table starting with \"", table_start,
                "\"");
@@ -261,7 +249,7 @@ Comparison compare(const Figure& figure, const Table& measured) {
 }
 
 std::string replace_figure(const std::string& text, const Figure& figure, const std::string& body) {
-  const std::vector<std::string> lines = lines_of(text);
+  const std::vector<std::string> lines = text_lines(text);
   COURSE_CHECK(figure.close_line < lines.size(), figure.sheet, " changed since it was read");
   std::ostringstream out;
   for (size_t i = 0; i <= figure.open_line; ++i) out << lines[i] << "\n";
