@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -114,8 +115,8 @@ void prepare(Trainee& t, const Course& c) {
     std::vector<ExerciseRegion> regions;
     try {
       regions = exercise_regions(f, text);
-    } catch (const Error& e) {
-      regions.clear();
+    } catch (const Error&) {
+      regions.clear();  // markers broken: every exercise of the file is decided below
     }
     for (const auto& [id, file] : c.file_of) {
       if (file != f) continue;
@@ -326,7 +327,22 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
       t.submission.name = specs[i];
       t.submission.refused = e.what();
     }
-    scores[i].name = t.submission.name;
+    // A name is a folder of the logs and a row of the scorecard: plain, and the trainee's own.
+    std::string& name = t.submission.name;
+    std::replace_if(
+        name.begin(), name.end(),
+        [](char ch) {
+          return !std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' &&
+                 ch != '.';
+        },
+        '_');
+    if (std::any_of(scores.begin(), scores.begin() + i,
+                    [&](const auto& s) { return s.name == name; })) {
+      t.submission.refused =
+          "another trainee is named " + name + ": name them (NAME=" + specs[i] + ")";
+      name += "-" + std::to_string(i);
+    }
+    scores[i].name = name;
     if (!t.submission.refused.empty()) {
       for (const std::string& id : course.exercises) {
         scores[i].results[id] = {Verdict::kRefused, t.submission.refused, ""};
