@@ -126,7 +126,7 @@ std::string scorecard_table(const Scorecard& card) {
     out << "  " << passed << "/" << card.exercises.size() << "\n";
   }
   out << "\nok passed, FAIL failed, TIME timed out, COMPILE did not compile, todo not attempted "
-         "(still the stub), REFUSED a file other than the exercises changed\n";
+         "(still the stub), REFUSED not graded (the reason below)\n";
   for (const TraineeScore& t : card.trainees) {
     for (const std::string& id : card.exercises) {
       const ExerciseResult* r = result_of(t, id);
