@@ -56,7 +56,7 @@ std::string verdict_name(Verdict v) {
 
 ExerciseResult read_check_run(const std::string& output, int exit_status) {
   const std::vector<std::string> lines = text_lines(output);
-  static const std::regex failure(R"(^(.*):(\d+): Failure$)");
+  static const std::regex failure(R"(^(.*?)(?::(\d+))?: Failure$)");  // "unknown file: Failure" too
   static const std::regex aborted(R"(^rank \d+ failed .*; aborting every rank of the job$)");
   int passed = 0;
   std::string first_failure, first_abort;
@@ -67,7 +67,8 @@ ExerciseResult read_check_run(const std::string& output, int exit_status) {
       // Where, then the assertion's own lines up to the blank line, gtest's next marker or
       // another rank's output.
       const std::string file = m[1];
-      first_failure = file.substr(file.rfind('/') + 1) + ":" + m[2].str() + ":";
+      first_failure =
+          file.substr(file.rfind('/') + 1) + (m[2].matched ? ":" + m[2].str() : "") + ":";
       for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
         const std::string t = trimmed(lines[j]);
         if (t.empty() || t[0] == '[' || t.rfind("Note: ", 0) == 0 ||

@@ -118,6 +118,12 @@ TEST(CheckResults, ARunReadsAsPassedOrItsFirstFailure) {
       "rank 0 failed TP2_3.X at c.cc:4: Value of: y; aborting every rank of the job\n", 1);
   EXPECT_EQ(aborted.message,
             "rank 0 failed TP2_3.X at c.cc:4: Value of: y; aborting every rank of the job");
+  // An exception the test did not expect: gtest knows no line.
+  EXPECT_EQ(read_check_run("[ RUN      ] TP3_4.A\nunknown file: Failure\nC++ exception with "
+                           "description \"x\" thrown in the test body.\n[  FAILED  ] TP3_4.A\n",
+                           1)
+                .message,
+            "unknown file: C++ exception with description \"x\" thrown in the test body.");
   // A crash: the exit and the last line said.
   EXPECT_EQ(read_check_run("[ RUN      ] TP1_2.A\nSegmentation fault\n", 139).message,
             "exit 139: Segmentation fault");
