@@ -91,4 +91,8 @@ bool memory_estimated(const GptLabOptions& options);
 // Checks value ranges and combinations that flags alone cannot (throws course::Error).
 void validate(const GptLabOptions& options);
 
+// Throws unless `ranks` (a run's, or --estimate-ranks) cut into whole grids of --context-parallel
+// x --tensor-parallel x --pipeline-stages ranks.
+void validate_grid_ranks(const GptLabOptions& options, int ranks);
+
 }  // namespace day4

@@ -128,6 +128,7 @@ void print_models(const GptLabOptions& o, int ranks) {
     return;
   }
   const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
+  validate_grid_ranks(o, estimated);
   print_memory_estimate(o, estimated, parallel::estimate_memory(memory_plan(o, estimated)),
                         nn::gpt_parameter_count(nn::gpt_preset(o.model)));
 }

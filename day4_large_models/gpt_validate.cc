@@ -225,6 +225,12 @@ void validate(const GptLabOptions& o) {
                o.val_fraction);
   nn::check_sampling(o.sampling);
   COURSE_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  const int64_t window = o.context > 0 ? o.context : config.context;
+  COURSE_CHECK(static_cast<int64_t>(o.prompt.size()) <= window, "--prompt holds ", o.prompt.size(),
+               " byte tokens, more than ", o.model, "'s window of ", window,
+               ": the sample would start from its last ", window,
+               " only (the generation "
+               "engine refuses it too)");
   COURSE_CHECK(o.max_memory_mb >= 0 && o.estimate_ranks >= 0 && o.shard_group_size >= 0,
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
   validate_pipeline(o, config.layers);
@@ -235,6 +241,15 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(config.vocabulary == kByteVocabulary, o.model, " has a vocabulary of ",
                config.vocabulary, " tokens; the lab's byte-level text needs ", kByteVocabulary,
                " (gpt-tiny)");
+}
+
+void validate_grid_ranks(const GptLabOptions& o, int ranks) {
+  const int64_t grid = o.context_parallel * o.tensor_parallel * o.pipeline_stages;
+  COURSE_CHECK(ranks > 0 && ranks % grid == 0, ranks, " ranks",
+               o.estimate_ranks > 0 ? " (--estimate-ranks)" : "",
+               " do not cut into --context-parallel ", o.context_parallel, " x --tensor-parallel ",
+               o.tensor_parallel, " x --pipeline-stages ", o.pipeline_stages, " = ", grid,
+               " ranks per replica");
 }
 
 }  // namespace day4

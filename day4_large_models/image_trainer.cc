@@ -50,6 +50,7 @@ void print_preset_figures(const GptLabOptions& o, int ranks) {
     return;
   }
   const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
+  validate_grid_ranks(o, estimated);
   const nn::ModelConfig preset = nn::preset_model_config(o.model);
   print_memory_estimate(o, estimated,
                         parallel::estimate_image_memory(image_memory_plan(o, estimated, preset)),

@@ -35,6 +35,12 @@ expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab
 expect 0 "dp 2 x tp 4 x pp 1     m 256" "$lab" --model gpt-1.3b --batch-size 512 \
   --throughput-gpus 8
 expect 1 "error: --throughput-gpus must not be negative" "$lab" --throughput-gpus -1
+expect 1 "error: --prompt holds 65 byte tokens, more than gpt-tiny's window of 64" "$lab" \
+  --prompt "$(printf 'x%.0s' {1..65})" --test
+expect 1 "error: --prompt holds 17 byte tokens, more than gpt-tiny's window of 16" "$lab" \
+  --context 16 --prompt "0123456789abcdefg" --test
+expect 1 "error: 3 ranks (--estimate-ranks) do not cut into --context-parallel 2 x --tensor-parallel 1 x --pipeline-stages 1 = 2 ranks per replica" \
+  "$lab" --model gpt2 --estimate-only --estimate-ranks 3 --context-parallel 2
 expect 1 "error: gpt-tiny, one process on 1 rank(s), batch 4, f32 needs an estimated" "$lab" \
   "${few[@]}" --max-memory-mb 8
 

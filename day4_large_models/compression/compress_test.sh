@@ -41,6 +41,10 @@ expect 1 "--alpha must be in [0, 1], got 1.5" "$solution" distill --teacher "$te
 expect 1 "--metrics $TEST_TMPDIR/no/m.jsonl: folder $TEST_TMPDIR/no does not exist" "$solution" \
   distill --teacher "$teacher" "${data[@]}" --baseline --metrics "$TEST_TMPDIR/no/m.jsonl"
 expect 106 "--teacher is required" "$solution" distill "${data[@]}"
+expect 1 "compress distill trains in f32: --amp and --amp-dtype do not apply" "$solution" \
+  distill --teacher "$teacher" "${data[@]}" --amp
+expect 1 "compress prune trains in f32: --amp and --amp-dtype do not apply" "$solution" \
+  prune --trained "$teacher" "${data[@]}" --amp-dtype f16
 
 quantized=$TEST_TMPDIR/quantize.out
 expect 0 "| smallnet int8, 99.9th percentile |" "$solution" quantize --trained "$teacher" \

@@ -83,4 +83,9 @@ std::optional<double> train_on_loop(const train::TrainingFlags& o, CompressData&
   return loop.run().test_accuracy;
 }
 
+void refuse_mixed_precision(const course::train::TrainingFlags& flags, const std::string& mode) {
+  COURSE_CHECK(!flags.amp && flags.amp_dtype == course::DType::kBF16, "compress ", mode,
+               " trains in f32: --amp and --amp-dtype do not apply");
+}
+
 }  // namespace day4

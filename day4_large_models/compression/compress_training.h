@@ -49,6 +49,9 @@ struct TrainingRun {
   std::string recipe;                // a line for the run's summary
 };
 
+// Part 3's training is in f32: refuses --amp and --amp-dtype, which `mode` would otherwise ignore.
+void refuse_mixed_precision(const course::train::TrainingFlags& flags, const std::string& mode);
+
 // The test accuracy after the last epoch (none with --test).
 std::optional<double> train_on_loop(const course::train::TrainingFlags& flags, CompressData& in,
                                     const TrainingRun& run);

@@ -5,6 +5,7 @@
 
 #include "common/core/error.h"
 #include "common/nn/models.h"
+#include "day4_large_models/compression/compress_training.h"
 #include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
@@ -26,6 +27,7 @@ void add_distill_flags(CLI::App& app, DistillOptions& o) {
 
 void validate(const DistillOptions& o) {
   course::train::validate_training_flags(o);
+  refuse_mixed_precision(o, "distill");
   COURSE_CHECK(o.temperature > 0, "--temperature must be positive, got ", o.temperature);
   COURSE_CHECK(o.alpha >= 0 && o.alpha <= 1, "--alpha must be in [0, 1], got ", o.alpha);
   COURSE_CHECK(o.resume.empty() || !o.baseline,

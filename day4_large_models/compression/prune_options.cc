@@ -5,6 +5,7 @@
 
 #include "common/core/error.h"
 #include "common/train/training_loop.h"
+#include "day4_large_models/compression/compress_training.h"
 #include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
@@ -29,6 +30,7 @@ void add_prune_flags(CLI::App& app, PruneOptions& o) {
 
 void validate(const PruneOptions& o) {
   course::train::validate_training_flags(o);
+  refuse_mixed_precision(o, "prune");
   if (!o.plot.empty()) {
     course::train::check_output_path("--plot", course::train::invocation_path(o.plot));
   }
