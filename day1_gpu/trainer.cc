@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/core/format.h"
+#include "common/core/launch_rank.h"
 #include "common/data/device_batches.h"
 #include "common/data/distributed_sampler.h"
 #include "common/optim/make_optimizer.h"
@@ -140,7 +141,7 @@ void print_run_header(const LabOptions& o, Device device, int64_t samples, int64
 }  // namespace
 
 LabResult run_lab(const LabOptions& o) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   set_process_device(device);  // before the dataset's pinned buffers, in every thread
   if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);

@@ -24,6 +24,21 @@ expect 0 "(1 buckets, ring)" "${mpirun[@]}" -np 2 "$solution" "${small[@]}" --al
 expect 0 "test accuracy" "${mpirun[@]}" -np 2 "$solution" --synthetic 256 --no-progress \
   --batch-size 16 --device cpu --global-batch-size 32 --no-persistent-workers --no-pin-memory
 
+# A refused flag, the same on every rank, is said once (by rank 0), whichever rank fails first.
+said_once() { # TEXT COMMAND...
+  local text=$1 out
+  shift
+  out=$("$@" 2>&1) && { echo "FAILED: $* was accepted"; exit 1; }
+  [[ $(grep -cF -- "$text" <<<"$out") == 1 ]] || {
+    echo "FAILED: '$text' is not said exactly once by $*:"
+    echo "$out"
+    exit 1
+  }
+  echo "ok: $* -> said once"
+}
+said_once "The following argument was not expected: --bogus" "${mpirun[@]}" -np 4 "$solution" --bogus
+said_once "error: --lr must be positive, got -1" "${mpirun[@]}" -np 4 "$solution" --lr -1
+
 # ImageFolder input, a corrupt JPEG in it, and folders that are not datasets.
 folder=$TEST_TMPDIR/images
 expect 0 "wrote 64 + 16 jpg" "$folder_tool" --out "$folder" --source synthetic --train 64 \

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/core/launch_rank.h"
 #include "common/data/device_batches.h"
 #include "common/kernels/layout.h"
 #include "common/nn/batch_norm.h"
@@ -136,7 +137,7 @@ void print_run_report(const LabResult& result, int64_t skipped) {
 
 LabResult run_lab(const LabOptions& o) {
   const auto comm = parallel::Communicator::world();
-  validate(o, comm->size());
+  course::check_alike_on_every_rank([&] { validate(o, comm->size()); });
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
   const bool lead = comm->rank() == 0;
 

@@ -12,6 +12,7 @@
 
 #include "common/core/format.h"
 #include "common/core/gnuplot.h"
+#include "common/core/launch_rank.h"
 #include "common/train/training_loop.h"
 #include "day3_data/exercises.h"
 #include "day3_data/trainer.h"
@@ -168,7 +169,7 @@ void plot(const LabOptions& o, const LrSweep& sweep, const std::string& path) {
 }  // namespace
 
 LrSweep find_lr(const LabOptions& o) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   const std::string plot_path = course::train::invocation_path(o.findlr_plot);
   course::train::check_output_path("--findlr-plot", plot_path);
   LrSweep sweep;

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#include "common/core/launch_rank.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 
@@ -125,7 +126,7 @@ LabOptions parse_lab_words(const std::vector<std::string>& words) {
   std::vector<char*> argv;
   for (const std::string& word : words) argv.push_back(const_cast<char*>(word.c_str()));
   LabOptions options = parse_options(static_cast<int>(argv.size()), argv.data());
-  validate(options);
+  course::check_alike_on_every_rank([&] { validate(options); });
   return options;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/core/format.h"
+#include "common/core/launch_rank.h"
 #include "common/data/batch_augment.h"
 #include "common/data/batch_mix.h"
 #include "common/data/device_batches.h"
@@ -125,7 +126,7 @@ Device rank_device(const LabOptions& o, parallel::Communicator* comm) {
 
 LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
                   const std::shared_ptr<parallel::Communicator>& comm) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   const Device device = rank_device(o, comm.get());
   require_device(device);
   const int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/core/launch_rank.h"
 #include "common/data/text_corpus.h"
 #include "common/data/token_windows.h"
 #include "common/kernels/cross_entropy.h"
@@ -159,7 +160,7 @@ nlohmann::json checkpoint_identity(const GptLabOptions& o, int64_t context,
 }  // namespace
 
 GptLabResult run_gpt_lab(const GptLabOptions& o) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   const auto comm = parallel::Communicator::world();
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
   const bool lead = comm->rank() == 0;

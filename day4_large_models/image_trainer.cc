@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "common/core/launch_rank.h"
 #include "common/data/device_batches.h"
 #include "common/data/distributed_sampler.h"
 #include "common/kernels/elementwise.h"
@@ -60,7 +61,7 @@ void print_preset_figures(const GptLabOptions& o, int ranks) {
 }  // namespace
 
 ImageLabResult run_image_lab(const GptLabOptions& o) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   const auto comm = parallel::Communicator::world();
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
   if (o.throughput_gpus > 0 || o.estimate_only) {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/core/exit_codes.h"
+#include "common/core/launch_rank.h"
 #include "common/core/mpi_check.h"
 #include "common/parallel/nccl_engine.h"
 #include "common/parallel/ring_allreduce.h"

@@ -4,7 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
+#include <sstream>
 
+#include "common/core/launch_rank.h"
 #include "common/nn/models.h"
 
 namespace course::train {
@@ -114,7 +116,12 @@ void parse_or_exit(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    std::exit(app.exit(e));
+    // Every rank of a launched job parses the same flags: rank 0 prints the help or the refusal.
+    if (prints_shared_messages()) std::exit(app.exit(e));
+    std::ostringstream discarded;
+    const int code = app.exit(e, discarded, discarded);
+    if (code != 0) yield_the_message_to_rank_zero();
+    std::exit(code);
   }
 }
 

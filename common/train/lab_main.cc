@@ -5,28 +5,37 @@
 
 #include "common/core/exercise.h"
 #include "common/core/exit_codes.h"
+#include "common/core/launch_rank.h"
 #include "common/train/stop_signal.h"
 
 namespace course::train {
 
 int lab_main(const std::function<void()>& run) {
+  // An error every rank meets alike (a refused flag) is said by rank 0 only.
+  const auto say = [](const char* prefix, const char* what) {
+    if (!error_alike_on_every_rank() || prints_shared_messages()) {
+      std::fprintf(stderr, "%s%s\n", prefix, what);
+    } else {
+      yield_the_message_to_rank_zero();
+    }
+  };
   try {
     install_stop_handlers();
     run();
   } catch (const ExerciseNotDone& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    say("", e.what());
     return kExitExerciseNotDone;
   } catch (const OutOfMemoryError& e) {
-    std::fprintf(stderr, "OOM: %s\n", e.what());
+    say("OOM: ", e.what());
     return kExitOutOfMemory;
   } catch (const PreemptedError& e) {
-    std::fprintf(stderr, "preempted: %s\n", e.what());
+    say("preempted: ", e.what());
     return kExitPreempted;
   } catch (const Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say("error: ", e.what());
     return kExitError;
   } catch (const std::exception& e) {  // from the standard library (a file system's refusal)
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say("error: ", e.what());
     return kExitError;
   }
   return kExitDone;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/core/format.h"
+#include "common/core/launch_rank.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
@@ -46,7 +47,7 @@ std::optional<double> train_student(const DistillOptions& o, CompressData& in,
 }  // namespace
 
 DistillReport run_distillation(const DistillOptions& o) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   train::check_output_flags(o);  // before the baseline's training, not after it
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);

@@ -7,6 +7,7 @@
 
 #include "common/core/format.h"
 #include "common/core/gnuplot.h"
+#include "common/core/launch_rank.h"
 #include "common/train/evaluate.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/compression/compress_training.h"
@@ -49,7 +50,7 @@ void plot(const std::vector<PruneRow>& rows, const std::string& model, const std
 }  // namespace
 
 std::vector<PruneRow> run_pruning(const PruneOptions& o) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   train::check_output_flags(o);
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);

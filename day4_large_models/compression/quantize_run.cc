@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "common/core/format.h"
+#include "common/core/launch_rank.h"
 #include "common/data/data_loader.h"
 #include "common/data/distributed_sampler.h"
 #include "common/train/evaluate.h"
@@ -65,7 +66,7 @@ std::vector<Calibration> methods(const std::string& name) {
 }  // namespace
 
 std::vector<QuantizeRow> run_quantization(const QuantizeOptions& o) {
-  validate(o);
+  course::check_alike_on_every_rank([&] { validate(o); });
   const Device device = o.device.empty() ? default_device() : parse_device(o.device);
   require_device(device);
   const LabDatasets data = open_dataset(o);
