@@ -82,6 +82,13 @@ check "$name" '[A-Za-z0-9_.-]+' "--name (letters, digits, _ . -)"
 [[ -z $constraint ]] || check "$constraint" '[A-Za-z0-9_.,&|*:()-]+' "--constraint"
 [[ -z $container ]] || check "$container" '[A-Za-z0-9_./:@+-]+' "--container (a path or an image name)"
 check "$runtime" 'apptainer|pyxis' "--container-runtime (apptainer or pyxis)"
+# An image file must be there before the job waits in the queue for it (pyxis also takes names;
+# a dry run only prints the script).
+if ((!dry)) && [[ -n $container && ($runtime == apptainer || $container == *.sqsh) ]] &&
+  [[ ! -f $container ]]; then
+  fail "--container $container: no such image file here (README.md, \"Running on a Slurm" \
+    "cluster\", builds one from container/course.def)"
+fi
 for option in "${extra[@]}"; do
   check "$option" '--[a-z][a-z-]*(=[^[:space:]"'"'"'`$;\\]*)?' "--sbatch option (one --name=value, no spaces or quotes)"
 done

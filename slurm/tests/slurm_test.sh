@@ -37,6 +37,8 @@ refused day9_nothing
 refused --account "x y" day1_gpu
 refused --account 'x"y' day1_gpu
 refused --account "x';reboot" day1_gpu
+refused --container /nonexistent/course.sif day1_gpu
+refused --container-runtime pyxis --container ./missing.sqsh day1_gpu
 [[ $(squeue -h | wc -l) -eq $before ]] || fail "a refused submission reached the queue"
 echo "ok: bad helper input refused, nothing submitted"
 
