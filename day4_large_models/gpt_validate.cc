@@ -131,10 +131,6 @@ void validate_context_parallel(const GptLabOptions& o, const nn::GptConfig& conf
   COURSE_CHECK(context % (2 * cp) == 0, "--context-parallel ", cp, " cuts each window into ",
                2 * cp, " chunks (2 per rank); a --context of ", context,
                " does not divide: choose a multiple of ", 2 * cp);
-  COURSE_CHECK(config.rope_theta <= 0.0f,
-               "--context-parallel runs models with learned "
-               "positions (gpt-...); ",
-               o.model, " turns each row by its rotary position");
   COURSE_CHECK(!o.checkpoint_activations,
                "--context-parallel does not combine with --checkpoint-activations");
 }

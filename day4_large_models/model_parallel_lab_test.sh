@@ -64,6 +64,13 @@ for case in "2 --pipeline-stages 2 --schedule naive" "2 --pipeline-stages 2 --sc
   # shellcheck disable=SC2086
   expect_as_alone "$alone" $case
 done
+# A Llama (rotary positions) with its windows cut over 2 and 4 context-parallel ranks: each
+# rank turns its two chunks by their own positions.
+llama_alone=$(ending "$lab" "${run[@]}" --model llama-tiny --accumulate 4)
+for case in "2 --context-parallel 2 --accumulate 4" "4 --context-parallel 4 --accumulate 4"; do
+  # shellcheck disable=SC2086
+  expect_as_alone "$llama_alone" $case --model llama-tiny
+done
 # Clipped to a global norm below every step's: the stages' and slices' gradients counted once
 # each (the tied table once, a replicated LayerNorm once), as one process clips.
 clipped_alone=$(ending "$lab" "${run[@]}" --accumulate 4 --clip-grad-norm 0.5)
@@ -141,8 +148,6 @@ expect 1 "pipeline_balance" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-s
 
 expect 1 "error: --context-parallel 3 cuts each window into 6 chunks (2 per rank); a --context of 16 does not divide" \
   "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --context-parallel 3
-expect 1 "error: --context-parallel runs models with learned positions (gpt-...); llama-tiny" \
-  "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --context-parallel 2 --model llama-tiny
 expect 1 "error: --context-parallel 2 x --tensor-parallel 1 x --pipeline-stages 1 does not divide the 3 ranks" \
   "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --context-parallel 2
 expect 1 "they do not combine with --sharding zero1" \

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "common/nn/context.h"
+#include "common/nn/context_split.h"
 #include "common/tensor/tensor.h"
 
 namespace course::nn {
@@ -17,6 +18,9 @@ class AttentionCore {
   virtual ~AttentionCore() = default;
   virtual Tensor forward(const Tensor& qkv, int64_t heads, bool causal, Context& ctx) const = 0;
   virtual Tensor backward(const Tensor& dy, int64_t heads, bool causal, Context& ctx) const = 0;
+  // Which part of the sequence the rows given are (rotary positions turn each row by its own
+  // position): all of it, unless the core is one rank's of a context-parallel ring.
+  virtual ContextSplit split() const { return {}; }
 };
 
 }  // namespace course::nn

@@ -20,18 +20,26 @@ SelfAttention::SelfAttention(const GroupedHeads& grouped, bool causal)
 }
 
 void SelfAttention::set_core(std::shared_ptr<const AttentionCore> core) {
-  COURSE_CHECK(!core || !grouped_ || grouped_->rope_theta <= 0.0f,
-               "attention on rotary positions turns each row by its index among the rows it is "
-               "given; it cannot attend through another core (context parallelism needs a model "
-               "with learned positions)");
   core_ = std::move(core);
+  rotation_ = Tensor();  // its rows follow the core's split
 }
 
 Tensor SelfAttention::rotation(int64_t seq, Device device) {
   if (rotation_.defined() && rotation_.size(0) == seq && rotation_.device() == device) {
     return rotation_;
   }
-  Tensor table = rotation_table(seq, *grouped_, device);
+  const ContextSplit split = core_ ? core_->split() : ContextSplit{};
+  Tensor table;
+  if (split.active()) {
+    // The whole sequence's table, then the rows at this rank's positions.
+    const int64_t whole = split.sequence_of(seq);
+    const Tensor full = rotation_table(whole, *grouped_, device);
+    const int64_t width = full.numel() / whole;
+    table =
+        split.table_rows(full.view({whole, width}), whole).view({seq, full.size(1), full.size(2)});
+  } else {
+    table = rotation_table(seq, *grouped_, device);
+  }
   // One made during a graph capture is filled only when the graph replays: not kept.
   if (!capturing()) rotation_ = table;
   return table;

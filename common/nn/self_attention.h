@@ -22,8 +22,9 @@ class SelfAttention : public Module {
   SelfAttention(int64_t heads, bool causal);
   SelfAttention(const GroupedHeads& grouped, bool causal);
 
-  // Attends through `core` from now on (null: over the rows given again). Throws for rotary
-  // positions, which turn each row by its index in the rows given.
+  // Attends through `core` from now on (null: over the rows given again). Rotary positions then
+  // turn each row by its position in the core's split of the sequence (a context-parallel
+  // rank's two chunks).
   void set_core(std::shared_ptr<const AttentionCore> core);
 
  protected:
@@ -31,8 +32,9 @@ class SelfAttention : public Module {
   Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
-  // The rotation table of `seq` positions on `device` (grouped_qkv.h), made once per length
-  // and device and shared by both passes.
+  // The rotation table of the `seq` rows given, on `device` (grouped_qkv.h): positions 0 to
+  // seq - 1, or under a core's split the rank's positions of the whole sequence; made once per
+  // length, device and core, and shared by both passes.
   Tensor rotation(int64_t seq, Device device);
 
   int64_t heads_;

@@ -45,6 +45,7 @@ class RingAttentionCore : public nn::AttentionCore {
   explicit RingAttentionCore(std::shared_ptr<Communicator> cp) : cp_(std::move(cp)) {}
   Tensor forward(const Tensor& qkv, int64_t heads, bool causal, nn::Context& ctx) const override;
   Tensor backward(const Tensor& dy, int64_t heads, bool causal, nn::Context& ctx) const override;
+  nn::ContextSplit split() const override { return {cp_->rank(), cp_->size()}; }
 
  private:
   std::shared_ptr<Communicator> cp_;

@@ -107,12 +107,6 @@ void TensorParallelGpt::gather_into(nn::Gpt& whole) {
 }
 
 void TensorParallelGpt::use_context_parallel(std::shared_ptr<Communicator> cp) {
-  COURSE_CHECK(config_.rope_theta <= 0.0f,
-               "context parallelism runs models with learned "
-               "positions (the GPT-2 family); ",
-               config_.name,
-               " turns its rows by rotary "
-               "positions, which need each row's position in the attention");
   embedding_.set_context_split({cp->rank(), cp->size()});
   const auto ring = std::make_shared<RingAttentionCore>(cp);
   for (TensorParallelBlock* block : cut_blocks_) block->attention().core().set_core(ring);

@@ -47,8 +47,8 @@ class TensorParallelGpt : public nn::GptParts {
 
   // From now on the tokens are this rank's rows of sequences cut over `cp` (and its targets the
   // same rows), the attention a ring over cp. Every parameter's gradient is then this rank's
-  // share: averaged over cp (with the data-parallel replicas) it is the whole batch's. Throws
-  // for a model on rotary positions.
+  // share: averaged over cp (with the data-parallel replicas) it is the whole batch's. On rotary
+  // positions (Llama) each rank turns its rows by their own positions in the window.
   void use_context_parallel(std::shared_ptr<Communicator> cp);
 
   // The parameters applied to this rank's sequence positions only (the LayerNorms and the

@@ -40,6 +40,9 @@ const nn::GptConfig kGpt4d{"gpt-4d", 8, 8, 16, 16, 48};
 // a group, up to 8 ranks), a SwiGLU of 24, its own output layer.
 const nn::GptConfig kLlama{"llama-3d", 8,  16,    32,    8, 48, nn::DecoderFamily::kLlama,
                            8,          24, false, 100.0f};
+// The same on a context of 16, for context parallelism.
+const nn::GptConfig kLlama4d{"llama-4d", 8,  16,    32,    16, 48, nn::DecoderFamily::kLlama,
+                             8,          24, false, 100.0f};
 const testing::Tolerance kParity = testing::tolerance_for(DType::kF32);
 // SGD with momentum, not AdamW: the key bias's true gradient is zero (a softmax ignores what
 // adds to a whole row of scores), so its computed gradient is rounding noise that AdamW would
@@ -228,19 +231,17 @@ TEST(TensorParallelGpt, EveryFourDimensionalGridOfTheWorldTrainsAsOneProcess) {
   }
 }
 
-// Context parallelism needs each row's position in attention: a model on rotary positions is
-// refused with one message.
-TEST(TensorParallelGpt, ContextParallelismRefusesRotaryPositions) {
-  std::mt19937 rng(21);
-  nn::Gpt whole(kLlama, rng, Device::cpu());
-  const ProcessGrid grid(Communicator::world(),
-                         {.dp = 1, .tp = 1, .pp = 1, .cp = Communicator::world()->size()});
-  TensorParallelGpt model(whole, grid.tp());
-  try {
-    model.use_context_parallel(grid.cp());
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("learned positions"), std::string::npos) << e.what();
+// A Llama under context parallelism: each rank turns its two chunks' queries and keys by their
+// own positions in the window (the rotation table's rows at the rank's positions), on every grid
+// with a context axis, with and without tensor parallelism.
+TEST(TensorParallelGpt, LlamaUnderContextParallelismTrainsAsOneProcess) {
+  Communicator::world()->set_timeout(30);
+  const int n = Communicator::world()->size();
+  for (int cp = 2; cp <= n; cp *= 2) {
+    for (int tp = 1; cp * tp <= n; tp *= 2) {
+      expect_training({.dp = n / (cp * tp), .tp = tp, .pp = 1, .cp = cp}, Activations::kReplicated,
+                      kLlama4d);
+    }
   }
 }
 
