@@ -148,6 +148,14 @@ expect 1 "pipeline_balance" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --pipeline-s
 
 expect 1 "error: --context-parallel 3 cuts each window into 6 chunks (2 per rank); a --context of 16 does not divide" \
   "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --context-parallel 3
+# A checkpoint records its dp x cp x tp x pp split: another split of the same ranks is refused
+# with both named.
+expect 0 "epoch 1" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --context-parallel 2 --epochs 1 \
+  --chkpt "$TEST_TMPDIR/cp.ckpt"
+expect 1 "is of grid dp 1 x cp 2 x tp 1 x pp 1, not dp 1 x tp 2 x pp 1" "${mpirun[@]}" -np 2 \
+  "$lab" "${run[@]}" --tensor-parallel 2 --epochs 2 --resume "$TEST_TMPDIR/cp.ckpt"
+expect 0 "resumed from" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" --context-parallel 2 --epochs 2 \
+  --resume "$TEST_TMPDIR/cp.ckpt"
 expect 1 "error: --context-parallel 2 x --tensor-parallel 1 x --pipeline-stages 1 does not divide the 3 ranks" \
   "${mpirun[@]}" -np 3 "$lab" "${run[@]}" --context-parallel 2
 expect 1 "they do not combine with --sharding zero1" \

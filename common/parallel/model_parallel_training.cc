@@ -189,7 +189,10 @@ void ModelParallelTraining::average_over_replicas() {
 }
 
 nlohmann::json ModelParallelTraining::checkpoint_layout() const {
-  return {{"tensor_parallel", grid_.shape().tp},
+  // The whole split first (the keys are checked in order): a resume under another one is
+  // refused with both named.
+  return {{"grid", grid_.shape().str()},
+          {"tensor_parallel", grid_.shape().tp},
           {"pipeline_stages", grid_.shape().pp},
           {"pipeline_balance", stage_balance_name(pipeline_.options().balance)}};
 }
