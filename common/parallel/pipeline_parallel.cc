@@ -116,13 +116,16 @@ Tensor PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& ta
   step.start = stamp(events_);
   std::map<StageMessage, Tensor> inbox;
   for (const PipelineRound& round : rounds_) {
-    for (const PipelineAction& w : round.weight_passes) run(w, inbox);
     Tensor produced;
     if (round.action) produced = run(*round.action, inbox);
     if (options_.hooks.exchange) {
       exchange_by_hook(round, produced, inbox);
+      for (const PipelineAction& w : round.weight_passes) run(w, inbox);
     } else {
-      exchange(round, produced, inbox);
+      // The weight passes run while the round's messages travel.
+      const WorkPtr in_flight = post_exchange(round, produced, inbox);
+      for (const PipelineAction& w : round.weight_passes) run(w, inbox);
+      if (in_flight) in_flight->wait();
     }
   }
   unread_.back().end = stamp(events_);
@@ -137,8 +140,8 @@ Tensor PipelineParallel::landing(const StageMessage& message) const {
                                   micro_inputs_.front());
 }
 
-void PipelineParallel::exchange(const PipelineRound& round, const Tensor& produced,
-                                std::map<StageMessage, Tensor>& inbox) {
+WorkPtr PipelineParallel::post_exchange(const PipelineRound& round, const Tensor& produced,
+                                        std::map<StageMessage, Tensor>& inbox) {
   const int p = pp_->size();
   std::vector<PeerTransfer> group;
   for (const StageMessage& out : round.sends) {
@@ -149,7 +152,7 @@ void PipelineParallel::exchange(const PipelineRound& round, const Tensor& produc
     const int from = (in.gradient ? in.to + 1 : in.to - 1) % p;
     group.push_back(receive_from(arriving, from, tag(in)));
   }
-  if (!group.empty()) pp_->exchange(group)->wait();
+  return group.empty() ? nullptr : pp_->exchange(group);
 }
 
 void PipelineParallel::exchange_by_hook(const PipelineRound& round, const Tensor& produced,

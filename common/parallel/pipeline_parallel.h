@@ -110,9 +110,10 @@ class PipelineParallel {
   void read_steps(bool wait);
   // Where a message lands: an empty tensor of the activation it carries (or its gradient).
   Tensor landing(const StageMessage& message) const;
-  // One round's sends and receives, posted as one group; or through options_.hooks.exchange.
-  void exchange(const PipelineRound& round, const Tensor& produced,
-                std::map<StageMessage, Tensor>& inbox);
+  // One round's sends and receives, posted as one group (null: none), or through
+  // options_.hooks.exchange (posted and waited for).
+  WorkPtr post_exchange(const PipelineRound& round, const Tensor& produced,
+                        std::map<StageMessage, Tensor>& inbox);
   void exchange_by_hook(const PipelineRound& round, const Tensor& produced,
                         std::map<StageMessage, Tensor>& inbox);
   void add_shared_gradients();

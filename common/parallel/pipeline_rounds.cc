@@ -59,7 +59,8 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
     std::vector<PipelineRound> round(stages);
     std::vector<std::pair<int, StageMessage>> delivered;  // usable from the next round on
     bool progress = false;
-    for (int s = 0; s < stages; ++s) {
+    // The weight passes that follow in stage s's list join its round (after its action).
+    const auto take_weight_passes = [&](int s) {
       while (next[s] < actions[s].size() && actions[s][next[s]].kind == Kind::kWeight) {
         const PipelineAction& w = actions[s][next[s]++];
         COURSE_CHECK(w.chunk >= 0 && w.chunk < virtual_stages &&
@@ -68,6 +69,9 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
         round[s].weight_passes.push_back(w);
         progress = true;
       }
+    };
+    for (int s = 0; s < stages; ++s) {
+      take_weight_passes(s);  // none but a list's wrong leading ones
       if (next[s] == actions[s].size()) continue;
       const PipelineAction& a = actions[s][next[s]];
       COURSE_CHECK(a.chunk >= 0 && a.chunk < virtual_stages, "stage ", s, "'s action ",
@@ -88,6 +92,7 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
         round[s].sends.push_back(*output);
         delivered.push_back({output->to % stages, *output});
       }
+      take_weight_passes(s);
     }
     if (!progress) {
       std::ostringstream stuck;
@@ -127,23 +132,25 @@ double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
     return 0.0;
   };
   // When each stage enters the next round, and the compute it has done so far.
-  std::vector<double> clock(stages, 0.0), compute(stages, 0.0), passes_end(stages);
+  std::vector<double> clock(stages, 0.0), compute(stages, 0.0), posted(stages), own_end(stages);
   for (size_t r = 0; r < rounds[0].size(); ++r) {
     for (int s = 0; s < stages; ++s) {
       const PipelineRound& round = rounds[s].at(r);
-      double busy = round.action ? cost(*round.action, costs[s]) : 0.0;
-      for (const PipelineAction& w : round.weight_passes) busy += cost(w, costs[s]);
-      compute[s] += busy;
-      passes_end[s] = clock[s] + busy;
+      const double action = round.action ? cost(*round.action, costs[s]) : 0.0;
+      double weights = 0;
+      for (const PipelineAction& w : round.weight_passes) weights += cost(w, costs[s]);
+      compute[s] += action + weights;
+      posted[s] = clock[s] + action;  // the round's messages leave here
+      own_end[s] = posted[s] + weights;
     }
     for (int s = 0; s < stages; ++s) {
-      clock[s] = passes_end[s];
+      clock[s] = own_end[s];
       for (const StageMessage& m : rounds[s][r].sends) {
-        clock[s] = std::max(clock[s], passes_end[m.to % stages]);
+        clock[s] = std::max(clock[s], posted[m.to % stages]);
       }
       for (const StageMessage& m : rounds[s][r].receives) {
         const int from = (m.gradient ? m.to + 1 : m.to - 1) % stages;
-        clock[s] = std::max(clock[s], passes_end[from]);
+        clock[s] = std::max(clock[s], posted[from]);
       }
     }
   }

@@ -31,13 +31,13 @@ struct StageMessage {
 };
 
 struct PipelineRound {
-  // Weight passes (a split backward's second half) the action list puts before this round's
-  // action: local work that needs no message, so they take no round of their own and fill what
-  // would be idle time.
-  std::vector<PipelineAction> weight_passes;
   std::optional<PipelineAction> action;  // run in this round (none: the stage idles)
   std::vector<StageMessage> sends;       // produced by the action, sent at the round's end
   std::vector<StageMessage> receives;    // produced by neighbours this round, for this stage
+  // Weight passes (a split backward's second half) the action list puts after this round's
+  // action: local work that needs no message, run once the round's messages are posted and
+  // while they travel, so they take no round of their own and fill the wait for the neighbours.
+  std::vector<PipelineAction> weight_passes;
 };
 
 // The rounds of every stage, from `actions[s]`, stage s's action list over `virtual_stages`
@@ -52,11 +52,12 @@ struct PassCosts {
 };
 
 // The bubble the timetable itself gives (the stages' mean of 1 - compute / step, the step ending
-// when the last stage's does, as the schedules' formulas count it) when the passes
-// take `costs` (one entry per stage) and messages take no time: a stage leaves a round's
-// exchange when every neighbour it sends to or receives from in that round has finished its
-// pass too, so a fast stage waits for its slower neighbour's pass, where the schedules'
-// formulas assume equal passes and a stage that starts as soon as its input arrives.
+// when the last stage's does, as the schedules' formulas count it) when the passes take `costs`
+// (one entry per stage) and messages take no time: a stage's round is its action, then its
+// weight passes while the round's messages travel; it leaves the round when those are done and
+// every neighbour it exchanges with has finished its action too. So a fast stage waits for its
+// slower neighbour's pass, where the schedules' formulas assume equal passes and a stage that
+// starts as soon as its input arrives.
 double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
                         const std::vector<PassCosts>& costs);
 
