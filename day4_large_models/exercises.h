@@ -2,7 +2,7 @@
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
 // `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.14 are the course's steps of
 // tensor parallelism up to 2D parallelism; //day4_large_models:check tests them all on 2, 3 and
-// 4 MPI ranks. TP4.15-TP4.17 are part 3, making a trained model cheaper (distillation, int8
+// 4 MPI ranks. TP4.15-TP4.17 are Part 7, making a trained model cheaper (distillation, int8
 // quantization, 2:4 sparsity), tested by //day4_large_models:compress_check.
 #pragma once
 

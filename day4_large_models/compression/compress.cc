@@ -1,4 +1,4 @@
-// `bazel run //day4_large_models:compress -- <mode> [flags]`: day 4's part 3, making a trained
+// `bazel run //day4_large_models:compress -- <mode> [flags]`: day 4's Part 7, making a trained
 // model cheaper to run. `distill` trains a small student from a trained teacher
 // (day4_large_models/compression/distill_trainer.h); `quantize` runs a trained network in int8
 // (day4_large_models/compression/quantize_run.h); `prune` prunes and fine-tunes it
@@ -12,7 +12,7 @@
 #include "day4_large_models/compression/quantize_run.h"
 
 int main(int argc, char** argv) {
-  CLI::App app("Day 4, part 3: making a trained model cheaper to run");
+  CLI::App app("Day 4, Part 7: making a trained model cheaper to run");
   app.require_subcommand(1);
   day4::DistillOptions distill;
   day4::add_distill_flags(

@@ -1,4 +1,4 @@
-// The check of day 4's part 3 (making a trained model cheaper): TP4.15's distillation loss
+// The check of day 4's Part 7 (making a trained model cheaper): TP4.15's distillation loss
 // against a double-precision reference written from the formula (log-sum-exp, no course
 // kernel), its gradient against central finite differences of that reference, and
 // hand-computed cases; TP4.16's per-channel int8 weights and TP4.17's 2:4 masks against

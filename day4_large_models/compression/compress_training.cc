@@ -1,4 +1,4 @@
-// The data and the training loop of part 3's modes.
+// The data and the training loop of Part 7's modes.
 #include "day4_large_models/compression/compress_training.h"
 
 #include "common/data/distributed_sampler.h"

@@ -1,4 +1,4 @@
-// Training on the shared loop for part 3's modes: distill's students and prune's fine-tuning.
+// Training on the shared loop for Part 7's modes: distill's students and prune's fine-tuning.
 // CompressData opens the lab's data once (loader, batches on the device, placing of validation
 // batches); train_on_loop runs --epochs of SGD with the one-cycle schedule over it, with the
 // step's loss and the work after each optimizer step given by the mode.
@@ -49,7 +49,7 @@ struct TrainingRun {
   std::string recipe;                // a line for the run's summary
 };
 
-// Part 3's training is in f32: refuses --amp and --amp-dtype, which `mode` would otherwise ignore.
+// Part 7's training is in f32: refuses --amp and --amp-dtype, which `mode` would otherwise ignore.
 void refuse_mixed_precision(const course::train::TrainingFlags& flags, const std::string& mode);
 
 // The test accuracy after the last epoch (none with --test).

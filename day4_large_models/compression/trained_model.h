@@ -1,4 +1,4 @@
-// A trained network for part 3's modes (distill's teacher, quantize's and prune's model): a
+// A trained network for Part 7's modes (distill's teacher, quantize's and prune's model): a
 // lab's checkpoint (--chkpt of day 1 or day 3) loaded into the network it names, after checking
 // that it is of the expected model.
 #pragma once
