@@ -20,15 +20,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <mutex>
-#include <regex>
-#include <sstream>
 #include <thread>
 
 #include "common/core/error.h"
 #include "tools/grade/check_results.h"
+#include "tools/grade/class_build.h"
 #include "tools/grade/exercise_regions.h"
 #include "tools/grade/scorecard.h"
 #include "tools/grade/submission.h"
@@ -52,162 +50,6 @@ struct Options {
   std::string partition, account, slurm_options;
   int time_minutes = 0;
 };
-
-// The course as committed (git archive of HEAD), or the tree as it is where it is not a git
-// checkout; never its build outputs.
-void clean_copy(const fs::path& root, const fs::path& into) {
-  fs::create_directories(into);
-  if (fs::exists(root / ".git")) {
-    const TimedRun r =
-        run_with_limit("git -C " + shell_quoted(root.string()) +
-                           " archive --format=tar HEAD | tar -x -C " + shell_quoted(into.string()),
-                       600);
-    COURSE_CHECK(r.status == 0, "cannot copy the course from ", root.string(), ": ", r.output);
-    return;
-  }
-  for (const auto& e : fs::directory_iterator(root)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("bazel-", 0) == 0 || name == ".git") continue;
-    fs::copy(e.path(), into / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  }
-}
-
-// One trainee being graded.
-struct Trainee {
-  Submission submission;
-  std::string package;                            // "graded/t3/day2_ddp"
-  std::map<std::string, std::string> files;       // what the package builds, by name
-  std::map<std::string, ExerciseResult> decided;  // before the check runs
-};
-
-struct Course {
-  DaySpec day;
-  fs::path work;                                  // the clean copy the trainees build in
-  std::map<std::string, std::string> stubs;       // exercise file -> the course's stub text
-  std::vector<std::string> exercises;             // in file order
-  std::map<std::string, std::string> file_of;     // exercise id -> its file
-  std::map<std::string, ExerciseRegion> stub_of;  // exercise id -> the course's stub region
-};
-
-Course read_course(const DaySpec& day, const fs::path& work) {
-  Course c{day, work, {}, {}, {}, {}};
-  for (const std::string& f : day.files) {
-    c.stubs[f] = read_text(work / day.day / f);
-    for (const ExerciseRegion& r : exercise_regions(day.day + "/" + f, c.stubs[f])) {
-      c.exercises.push_back(r.id);
-      c.file_of[r.id] = f;
-      c.stub_of[r.id] = r;
-    }
-  }
-  // In the exercises' order (TP4.18 after TP4.17), whichever file holds them.
-  const auto number = [](const std::string& id) { return std::stoi(id.substr(id.find('.') + 1)); };
-  std::sort(c.exercises.begin(), c.exercises.end(),
-            [&](const std::string& a, const std::string& b) { return number(a) < number(b); });
-  return c;
-}
-
-// The trainee's files as the package gets them: missing ones are the stubs; a file whose
-// exercise markers are broken becomes the stub, its exercises not compiled.
-void prepare(Trainee& t, const Course& c) {
-  for (const std::string& f : c.day.files) {
-    const auto given = t.submission.files.find(f);
-    std::string text = given == t.submission.files.end() ? c.stubs.at(f) : given->second;
-    std::vector<ExerciseRegion> regions;
-    try {
-      regions = exercise_regions(f, text);
-    } catch (const Error&) {
-      regions.clear();  // markers broken: every exercise of the file is decided below
-    }
-    for (const auto& [id, file] : c.file_of) {
-      if (file != f) continue;
-      const auto r = std::find_if(regions.begin(), regions.end(),
-                                  [&](const ExerciseRegion& x) { return x.id == id; });
-      if (r == regions.end()) {
-        t.decided[id] = {Verdict::kDidNotCompile,
-                         f + " lost the BEGIN/END EXERCISE markers of " + id, ""};
-      } else if (r->is_stub()) {
-        t.decided[id] = {Verdict::kNotAttempted, "", ""};
-      }
-    }
-    const bool markers_lost = std::any_of(c.file_of.begin(), c.file_of.end(), [&](const auto& e) {
-      const auto d = t.decided.find(e.first);
-      return e.second == f && d != t.decided.end() && d->second.verdict == Verdict::kDidNotCompile;
-    });
-    t.files[f] = markers_lost ? c.stubs.at(f) : text;
-  }
-}
-
-void write_package(const Trainee& t, const Course& c) {
-  const fs::path dir = c.work / t.package;
-  write_text(dir / "BUILD", "load(\"//" + c.day.day + ":lab.bzl\", \"" + c.day.lab_macro +
-                                "\")\n\n" + c.day.lab_macro + "()\n");
-  for (const auto& [f, text] : t.files) write_text(dir / f, text);
-}
-
-std::string bazel(const Course& c) {
-  return "cd " + shell_quoted(c.work.string()) + " && bazel --max_idle_secs=120 ";
-}
-
-// Builds every trainee's check binaries; an exercise that does not compile gets its stub back
-// (and its verdict) and the trainee is built again, until every package builds or nothing is
-// left to take out.
-void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& build_log) {
-  std::vector<Trainee*> pending = trainees;
-  std::string log;
-  for (int round = 0; !pending.empty() && round <= static_cast<int>(c.exercises.size()); ++round) {
-    std::string targets;
-    for (const Trainee* t : pending) {
-      for (const CheckBinary& b : c.day.checks) targets += " //" + t->package + ":" + b.target;
-    }
-    std::cout << "building " << pending.size() << " trainee(s)' checks"
-              << (round > 0 ? " again, without what did not compile" : "") << "\n"
-              << std::flush;
-    const TimedRun r = run_with_limit(
-        bazel(c) + "build --keep_going --color=no --curses=no" + targets + " 2>&1", 3600);
-    log += r.output;
-    if (r.status == 0) break;
-    std::vector<Trainee*> again;
-    for (Trainee* t : pending) {
-      // The first compiler error in one of the trainee's files, or the first failure of theirs.
-      const std::regex error("(?:^|\\n)[^\\n]*?" + t->package +
-                             "/([a-z_]+\\.cc):(\\d+):\\d+: error: ([^\\n]*)");
-      std::smatch m;
-      bool changed = false;
-      if (std::regex_search(r.output, m, error)) {
-        const std::string file = m[1], message = m[3];
-        const int line = std::stoi(m[2]);
-        const std::vector<ExerciseRegion> regions = exercise_regions(file, t->files.at(file));
-        const std::string where = file + ":" + std::to_string(line) + ": " + message;
-        if (const ExerciseRegion* broken = region_at_line(regions, line)) {
-          t->decided[broken->id] = {Verdict::kDidNotCompile, where, "build.log"};
-          t->files[file] = with_body(t->files[file], broken->id, c.stub_of.at(broken->id).body);
-        } else {
-          for (const ExerciseRegion& x : regions) {
-            if (!t->decided.count(x.id))
-              t->decided[x.id] = {Verdict::kDidNotCompile, where, "build.log"};
-          }
-          t->files[file] = c.stubs.at(file);
-        }
-        changed = true;
-      } else if (r.output.find("//" + t->package + ":") != std::string::npos &&
-                 std::regex_search(r.output, m, std::regex(t->package + "[^\\n]* failed[^\\n]*"))) {
-        // Not a compiler error in the trainee's file (a link error: a function removed).
-        for (const std::string& id : c.exercises) {
-          if (!t->decided.count(id)) {
-            t->decided[id] = {Verdict::kDidNotCompile, "the check does not link: " + m.str(0),
-                              "build.log"};
-          }
-        }
-      }
-      if (changed) {
-        write_package(*t, c);
-        again.push_back(t);
-      }
-    }
-    pending = again;
-  }
-  write_text(build_log, log);
-}
 
 // The check's suites of each exercise, per check binary, from the first trainee's binaries.
 std::map<std::string, std::map<std::string, std::string>> exercise_filters_of(const Trainee& t,
