@@ -11,7 +11,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -21,6 +20,7 @@
 #include <thread>
 
 #include "common/core/error.h"
+#include "tools/grade/system.h"
 #include "tools/labsheet/sheet_figures.h"
 
 namespace {
@@ -45,26 +45,6 @@ struct Options {
   std::string only;                 // figures whose command contains this
   bool write = false, cheap = false;
 };
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  COURSE_CHECK(in, "cannot read ", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Output (stdout and stderr) and exit status of a shell command.
-std::pair<std::string, int> run_shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  COURSE_CHECK(pipe != nullptr, "cannot run ", command);
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe))
-    output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {output, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
-}
 
 // The sheet's command as this machine runs it: bazel-bin/ where the binaries are, and mpirun
 // allowed to run as root with more ranks than cores, as the sheets say it needs then.
@@ -92,8 +72,10 @@ std::string this_machine() {
       break;
     }
   }
-  auto [gpus, status] = run_shell("nvidia-smi --query-gpu=name --format=csv,noheader");
-  if (status != 0 || gpus.empty()) {
+  const course::grade::TimedRun query =
+      course::grade::run_with_limit("nvidia-smi --query-gpu=name --format=csv,noheader", 60);
+  std::string gpus = query.output;
+  if (query.status != 0 || gpus.empty()) {
     gpus = "no GPU";
   } else {
     const size_t count = std::count(gpus.begin(), gpus.end(), '\n');
@@ -135,7 +117,7 @@ int run(const Options& o) {
       continue;
     }
     const fs::path file = fs::path(o.root) / path;
-    std::string text = read_text(file);
+    std::string text = course::grade::read_text(file);
     std::vector<Figure> found = find_figures(path, text);
     // From the last, so that a rewritten figure leaves the line numbers above it as they were.
     for (auto f = found.rbegin(); f != found.rend(); ++f) {
@@ -144,7 +126,11 @@ int run(const Options& o) {
       ++figures;
       std::cout << "\n== " << path << ":" << f->open_line + 1 << "  " << f->command << "\n"
                 << std::flush;
-      const auto [output, status] = run_shell(as_run_here(f->command, o));
+      // A benchmark or a sweep: minutes at most, an hour is a hang.
+      const course::grade::TimedRun run =
+          course::grade::run_with_limit(as_run_here(f->command, o), 3600);
+      const std::string& output = run.output;
+      const int status = run.timed_out ? 124 : run.status;
       if (status != 0) {
         std::cout << "the command failed (exit " << status << "):\n" << output;
         ++failures;
