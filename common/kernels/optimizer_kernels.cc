@@ -41,8 +41,9 @@ void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor&
   if (params.empty()) return;
   constexpr int K = Update::kSlots;
   refresh_table(t, params, K, name);
-  COURSE_CHECK(step_scalars.dtype() == DType::kF32 && step_scalars.device() == t.table.device() &&
-                   step_scalars.numel() == Update::kStepScalars,
+  COURSE_CHECK(Update::kStepScalars == 0 || (step_scalars.dtype() == DType::kF32 &&
+                                             step_scalars.device() == t.table.device() &&
+                                             step_scalars.numel() == Update::kStepScalars),
                name, ": needs ", Update::kStepScalars, " f32 step scalars on ",
                t.table.device().str(), ", got ", step_scalars.str());
   COURSE_CHECK(!skip_if.defined() || (skip_if.dtype() == DType::kF32 && skip_if.numel() == 1 &&
@@ -82,6 +83,19 @@ void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, c
   apply(table, params, step_scalars, skip_if,
         ops::AdamWUpdate{step_scalars.data_as<float>(), h.beta1, h.beta2, h.eps, h.weight_decay},
         "adamw");
+}
+
+void momentum_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, float beta1,
+                      const Tensor& skip_if) {
+  apply(table, params, Tensor(), skip_if, ops::MomentumUpdate{beta1}, "momentum");
+}
+
+void frozen_variance_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                             const AdamWHyper& h, const Tensor& step_scalars,
+                             const Tensor& skip_if) {
+  apply(table, params, step_scalars, skip_if,
+        ops::FrozenVarianceUpdate{step_scalars.data_as<float>(), h.eps, h.weight_decay},
+        "frozen-variance adam");
 }
 
 void lion_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, const LionHyper& h,

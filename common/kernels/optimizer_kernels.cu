@@ -7,3 +7,5 @@ using namespace course::ops;
 COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<SgdUpdate::kSlots, SgdUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<AdamWUpdate::kSlots, AdamWUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<LionUpdate::kSlots, LionUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<MomentumUpdate::kSlots, MomentumUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(MultiTensorApply<FrozenVarianceUpdate::kSlots, FrozenVarianceUpdate>)

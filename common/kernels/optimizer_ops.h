@@ -109,6 +109,39 @@ struct AdamWUpdate {
   }
 };
 
+// The local half of a 1-bit optimizer's compressed stage: the momentum alone follows the
+// gradient (the variance is frozen), before the momentum is averaged over the ranks compressed.
+// Slots: momentum, gradient. No step scalars.
+struct MomentumUpdate {
+  static constexpr int kSlots = 2;
+  static constexpr int kStepScalars = 0;
+  float beta1;
+  struct Step {};
+  COURSE_HD Step step() const { return {}; }
+  COURSE_HD void operator()(const Step&, float* const* slot, int64_t j) const {
+    float& m = slot[0][j];
+    m = beta1 * m + (1.0f - beta1) * slot[1][j];
+  }
+};
+
+// AdamW's step from a momentum already updated (and averaged) and a frozen variance: the
+// parameter moves as in AdamWUpdate, the moments stay. Slots: parameter, first moment, second
+// moment. Step scalars: lr, 1 - beta1^t, 1 - beta2^t at the step the variance froze.
+struct FrozenVarianceUpdate {
+  static constexpr int kSlots = 3;
+  static constexpr int kStepScalars = 3;
+  const float* step_scalars;
+  float eps, weight_decay;
+  using Step = AdamWUpdate::Step;
+  COURSE_HD Step step() const { return {step_scalars[0], step_scalars[1], step_scalars[2]}; }
+  COURSE_HD void operator()(const Step& s, float* const* slot, int64_t j) const {
+    float& param = slot[0][j];
+    param -= s.lr * weight_decay * param;
+    param -=
+        s.lr * (slot[1][j] / s.bias_correction1) / (sqrtf(slot[2][j] / s.bias_correction2) + eps);
+  }
+};
+
 // Lion: the step is the sign of an interpolation between the momentum and the gradient, with
 // decoupled weight decay; the momentum then tracks the gradient with the slower beta2.
 // Slots: parameter, gradient, momentum. Step scalars: lr.

@@ -108,10 +108,14 @@ void Lamb::apply_update(const Tensor& skip_if) {
     Tensor& w = params_[i].second->value;
     Tensor& r = moved_[i];
     axpy_(-1.0f, w, r);  // r = moved - w = -update
-    scale_by_(r, trust_of(w, r, i, 1.0f, 0.0f, squares_, trust_));
-    scale_by_(r, lr);
-    axpy_(1.0f, r, w);
+    step_along(w, r, trust_of(w, r, i, 1.0f, 0.0f, squares_, trust_), lr);
   }
+}
+
+void step_along(Tensor& w, Tensor& direction, const Tensor& trust, const Tensor& lr) {
+  scale_by_(direction, trust);
+  scale_by_(direction, lr);
+  axpy_(1.0f, direction, w);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lamb::state_tensors() {

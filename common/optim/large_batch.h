@@ -47,6 +47,8 @@ class Lamb : public Optimizer {
   Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
   void apply_update(const Tensor& skip_if) override;
+  // (P,) on the device: each parameter's trust ratio of the last step (1-bit LAMB freezes them).
+  const Tensor& trust_ratios() const { return trust_; }
 
  private:
   std::vector<float> step_scalars() const override;
@@ -56,5 +58,9 @@ class Lamb : public Optimizer {
   std::vector<Tensor> moved_;  // w moved by the AdamW direction, then the direction itself
   Tensor squares_, trust_;     // (2 P,) {|w|^2, |r|^2} per parameter, (P,) ratios
 };
+
+// LAMB's last move: w += lr trust direction, where direction is the negated AdamW update at lr 1
+// (overwritten) and trust and lr are (1,) tensors on the device.
+void step_along(Tensor& w, Tensor& direction, const Tensor& trust, const Tensor& lr);
 
 }  // namespace course::optim

@@ -11,6 +11,23 @@ const std::vector<std::string>& optimizer_names() {
   return names;
 }
 
+namespace {
+
+// AdamW's and LAMB's options share their fields and differ in their defaults.
+template <class Options>
+Options adam_like_options(const OptimizerFlags& f) {
+  Options o{.lr = f.lr, .weight_decay = f.weight_decay};
+  o.beta1 = f.beta1.value_or(o.beta1);
+  o.beta2 = f.beta2.value_or(o.beta2);
+  o.eps = f.eps.value_or(o.eps);
+  return o;
+}
+
+}  // namespace
+
+AdamWOptions adamw_options(const OptimizerFlags& f) { return adam_like_options<AdamWOptions>(f); }
+LambOptions lamb_options(const OptimizerFlags& f) { return adam_like_options<LambOptions>(f); }
+
 std::unique_ptr<Optimizer> make_optimizer(
     const OptimizerFlags& f, std::vector<std::pair<std::string, nn::Parameter*>> params) {
   if (f.name == "sgd") {
@@ -18,18 +35,20 @@ std::unique_ptr<Optimizer> make_optimizer(
         params, SgdOptions{.lr = f.lr, .momentum = f.momentum, .weight_decay = f.weight_decay});
   }
   if (f.name == "adamw") {
-    return std::make_unique<AdamW>(params,
-                                   AdamWOptions{.lr = f.lr, .weight_decay = f.weight_decay});
+    return std::make_unique<AdamW>(params, adamw_options(f));
   }
   if (f.name == "lars") {
     return std::make_unique<Lars>(
         params, LarsOptions{.lr = f.lr, .momentum = f.momentum, .weight_decay = f.weight_decay});
   }
   if (f.name == "lamb") {
-    return std::make_unique<Lamb>(params, LambOptions{.lr = f.lr, .weight_decay = f.weight_decay});
+    return std::make_unique<Lamb>(params, lamb_options(f));
   }
   if (f.name == "lion") {
-    return std::make_unique<Lion>(params, LionOptions{.lr = f.lr, .weight_decay = f.weight_decay});
+    LionOptions o{.lr = f.lr, .weight_decay = f.weight_decay};
+    o.beta1 = f.beta1.value_or(o.beta1);
+    o.beta2 = f.beta2.value_or(o.beta2);
+    return std::make_unique<Lion>(params, o);
   }
   COURSE_FAIL("unknown optimizer '", f.name, "' (sgd, adamw, lars, lamb or lion)");
 }

@@ -43,8 +43,19 @@ std::vector<std::pair<std::string, nn::Parameter*>> DataParallelModel::optimized
   return sdp_ ? sdp_->shard_parameters() : model_.state().parameters;
 }
 
+void DataParallelStep::keep_gradients_local_while(std::function<bool()>) {
+  COURSE_FAIL(describe(),
+              " reduces every gradient itself; an optimizer that averages its own "
+              "state over the ranks (1-bit Adam and LAMB) needs DDP or one process");
+}
+
 void DataParallelModel::set_sync(bool sync) {
-  if (ddp_) ddp_->set_sync(sync);
+  if (ddp_) ddp_->set_sync(sync && !(local_gradients_ && local_gradients_()));
+}
+
+void DataParallelModel::keep_gradients_local_while(std::function<bool()> local) {
+  if (sdp_) DataParallelStep::keep_gradients_local_while(std::move(local));
+  local_gradients_ = std::move(local);
 }
 
 void DataParallelModel::finish_backward() {

@@ -5,6 +5,7 @@
 // whichever the mode.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -39,6 +40,11 @@ class DataParallelStep {
   // Gradient accumulation: gradients of backward passes run with sync off stay local where the
   // mode allows it (DDP), and are reduced with the next synchronised one.
   virtual void set_sync(bool sync) = 0;
+  // While `local` returns true, backward passes leave each rank its own gradients (no
+  // reduction): an optimizer that averages its own state over the ranks instead asks for it (1-bit
+  // Adam's compressed momentum, common/parallel/onebit_optimizer.h). Only DDP (and one process)
+  // can; the other modes refuse.
+  virtual void keep_gradients_local_while(std::function<bool()> local);
   virtual void finish_backward() = 0;  // after the step's (last) backward pass
   virtual void after_step() = 0;       // after the optimizer's step
   virtual std::string describe() const = 0;
@@ -71,6 +77,7 @@ class DataParallelModel : public DataParallelStep {
   // DDP reduces only the backward passes run with sync on (the sharded modes reduce every
   // micro-batch into the shards, which add up).
   void set_sync(bool sync) override;
+  void keep_gradients_local_while(std::function<bool()> local) override;
   void finish_backward() override;        // DDP's average (the sharded modes reduce in backward)
   void after_step() override;             // ZeRO-1/2's all-gather of the updated shards
   std::string describe() const override;  // "zero3 over 4 ranks (backward prefetch pre)"
@@ -87,6 +94,7 @@ class DataParallelModel : public DataParallelStep {
   std::string description_;
   std::unique_ptr<DistributedDataParallel> ddp_;
   std::unique_ptr<ShardedDataParallel> sdp_;
+  std::function<bool()> local_gradients_;  // unset: always reduced
 };
 
 }  // namespace course::parallel

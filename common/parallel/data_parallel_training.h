@@ -29,6 +29,9 @@ class DataParallelTraining : public TrainingParallelism {
   int micro_batches() const override { return micro_batches_; }
   Tensor forward_backward(const NextTokenBatch& batch,
                           const std::function<void(Phase)>& mark) override;
+  void keep_gradients_local_while(std::function<bool()> local) override {
+    step_->keep_gradients_local_while(std::move(local));
+  }
   void after_step() override { step_->after_step(); }
   // DDP's averaged gradient on every rank, or a sharded mode's shards summed over a copy.
   Tensor squared_gradient_norm() override { return step_->squared_gradient_norm(); }

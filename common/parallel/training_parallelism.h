@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/core/error.h"
 #include "common/core/step_phase.h"
 #include "common/data/token_windows.h"
 #include "common/nn/module.h"
@@ -41,6 +42,15 @@ class TrainingParallelism {
   // tensor on the batch's device; `mark` hears where the step's time goes.
   virtual Tensor forward_backward(const NextTokenBatch& batch,
                                   const std::function<void(Phase)>& mark) = 0;
+  // While `local` returns true, forward_backward leaves each rank its own gradients (for an
+  // optimizer that averages its own state instead: data_parallel_model.h). Data parallelism
+  // without sharding can; the other schemes refuse with one message.
+  virtual void keep_gradients_local_while(std::function<bool()>) {
+    COURSE_FAIL(describe(),
+                " reduces gradients within its grid itself; an optimizer that "
+                "averages its own state over the ranks (1-bit Adam and LAMB) needs DDP or one "
+                "process");
+  }
   // After the optimizer's step, and after a resumed run loaded its state.
   virtual void after_step() = 0;
   // Collective, after forward_backward: the square of the L2 norm of the whole model's gradient
