@@ -12,6 +12,7 @@ def day3_lab(check_tags = []):
         deps = [
             "//common/core:gnuplot",
             "//common/hpo",
+            "//common/parallel:onebit",
         ],
         check_tags = check_tags,
         check_srcs = [

@@ -7,6 +7,7 @@
 #include "common/core/launch_rank.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/parallel/onebit_optimizer.h"
 
 namespace day3 {
 
@@ -64,8 +65,18 @@ void add_lab_flags(CLI::App& app, LabOptions& o) {
   app.add_option("--comm-timeout", o.comm_timeout,
                  "several ranks (mpirun, srun): seconds to wait for the other ranks")
       ->capture_default_str();
-  app.add_option("--optimizer", o.optimizer, "the optimizer (its own defaults for the rest)")
-      ->check(CLI::IsMember(course::optim::optimizer_names()))
+  std::vector<std::string> optimizers = course::optim::optimizer_names();
+  for (const std::string& name : course::parallel::onebit_optimizer_names()) {
+    optimizers.push_back(name);
+  }
+  app.add_option("--optimizer", o.optimizer,
+                 "the optimizer (its own defaults for the rest; onebit-adam, onebit-lamb: 1-bit "
+                 "Adam and LAMB, the momentum averaged over the ranks as signs after "
+                 "--freeze-step steps)")
+      ->check(CLI::IsMember(optimizers))
+      ->capture_default_str();
+  app.add_option("--freeze-step", o.freeze_step,
+                 "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes")
       ->capture_default_str();
   app.add_option("--schedule", o.schedule, "the learning rate's schedule, stepped every step")
       ->check(CLI::IsMember(course::optim::schedule_names()))
@@ -106,6 +117,13 @@ void validate(const LabOptions& o) {
                "from 0 to 1, got ", o.cosine_floor);
   COURSE_CHECK(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs,
                "--warmup-epochs must be from 0 to --epochs, got ", o.warmup_epochs);
+  if (o.optimizer.starts_with("onebit")) {
+    COURSE_CHECK(o.freeze_step >= 1, "--freeze-step must be at least 1, got ", o.freeze_step);
+    COURSE_CHECK(!o.clip_grad_norm,
+                 "--clip-grad-norm needs the gradients averaged over the "
+                 "ranks, which no rank holds once --optimizer ",
+                 o.optimizer, " keeps them local after --freeze-step");
+  }
   if (o.findlr) {
     COURSE_CHECK(o.findlr_rates >= 2 && o.findlr_steps >= 1,
                  "--findlr needs at least 2 rates of at least 1 step each");

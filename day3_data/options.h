@@ -27,7 +27,8 @@ struct LabOptions : course::train::TrainingFlags {
   int64_t pages_in_memory = 4;    // packed files: pages of the quasi-random order's groups
   double comm_timeout = 300;      // several ranks: seconds before a missing rank fails the others
   // The optimizer comparison: any optimizer under any schedule, with a warm-up.
-  std::string optimizer = "sgd";       // sgd, adamw, lars, lamb, lion
+  std::string optimizer = "sgd";       // sgd, adamw, lars, lamb, lion, onebit-adam, onebit-lamb
+  int64_t freeze_step = 100;           // the 1-bit optimizers' warm-up steps
   std::string schedule = "one-cycle";  // one-cycle, cosine, constant
   float cosine_floor = 0;              // cosine: down to this fraction of --lr (0.2: lr/5)
   double warmup_epochs = 0;

@@ -24,6 +24,7 @@
 #include "common/optim/schedule.h"
 #include "common/parallel/bucket_plan.h"
 #include "common/parallel/ddp.h"
+#include "common/parallel/onebit_optimizer.h"
 #include "common/parallel/rank_setup.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
@@ -177,10 +178,16 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   DeviceBatches batches(loader, device, o.non_blocking, transfer, prepare);
 
   const auto model = train::make_classifier(o, *data.train, device);
-  const auto optimizer = optim::make_optimizer(
-      {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      model->state().parameters);
   const auto ddp = comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr;
+  const auto optimizer = parallel::make_parallel_optimizer(
+      {.name = o.optimizer,
+       .lr = o.lr,
+       .momentum = o.mom,
+       .weight_decay = o.wd,
+       .freeze_step = o.freeze_step},
+      model->state().parameters, comm, [&](std::function<bool()> local) {
+        if (ddp) ddp->keep_gradients_local_while(std::move(local));
+      });
   const std::vector<nn::Parameter*> params = model->parameters();
   optim::GradientClipping clipping(o.clip_grad_norm);
   const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(

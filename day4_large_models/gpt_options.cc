@@ -9,6 +9,8 @@
 #include "common/nn/gpt.h"
 #include "common/nn/vit.h"
 #include "common/optim/make_optimizer.h"
+#include "common/optim/schedule.h"
+#include "common/parallel/onebit_optimizer.h"
 #include "common/parallel/sharding.h"
 #include "common/train/training_loop.h"
 
@@ -55,8 +57,32 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
                  "image models: test on the first N test images only (in-memory data: quick "
                  "runs)");
   app.add_option("--seed", o.seed, "seed of weights, windows and sampling")->capture_default_str();
-  app.add_option("--optimizer", o.optimizer, "optimizer")
-      ->check(CLI::IsMember(optim::optimizer_names()))
+  std::vector<std::string> optimizers = optim::optimizer_names();
+  for (const std::string& name : parallel::onebit_optimizer_names()) optimizers.push_back(name);
+  app.add_option("--optimizer", o.optimizer,
+                 "optimizer (onebit-adam, onebit-lamb: 1-bit Adam and LAMB, the momentum "
+                 "averaged over the data-parallel ranks as signs after --freeze-step steps)")
+      ->check(CLI::IsMember(optimizers))
+      ->capture_default_str();
+  app.add_option("--beta1", o.beta1, "the first moment's decay (AdamW, LAMB, Lion, 1-bit)");
+  app.add_option("--beta2", o.beta2, "the second moment's decay (AdamW, LAMB, Lion, 1-bit)");
+  app.add_option("--eps", o.eps, "Adam's epsilon (AdamW, LAMB, 1-bit)");
+  app.add_option("--freeze-step", o.freeze_step,
+                 "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes and "
+                 "the momentum travels compressed")
+      ->capture_default_str();
+  app.add_option("--lr-schedule", o.lr_schedule,
+                 "after the warm-up: cosine (down to lr / 10), constant, linear (down to 0), "
+                 "one-cycle")
+      ->check(CLI::IsMember(optim::schedule_names()))
+      ->capture_default_str();
+  app.add_option("--lr-decay-steps", o.lr_decay_steps,
+                 "steps the schedule decays over (0: the run's steps)")
+      ->capture_default_str();
+  app.add_option("--train-batch-size", o.train_batch_size,
+                 "check that a step's windows or images over every replica (--batch-size x "
+                 "micro-batches x data-parallel ranks) are this many, as DeepSpeed's "
+                 "train_batch_size (0: no check)")
       ->capture_default_str();
   app.add_option("--context", o.context, "tokens per training window (0: the model's context)")
       ->capture_default_str();
@@ -231,7 +257,22 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   app.add_option("--top-p", o.sampling.top_p,
                  "sample from the fewest most likely tokens whose probability reaches p")
       ->capture_default_str();
-  train::parse_or_exit(app, argc, argv);
+  o.config = std::make_shared<train::ResolvedConfig>();
+  train::add_deepspeed_config_flag(app, o.config);
+  // The file as the user named it, also under `bazel run` (which starts in the runfiles).
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      args[i + 1] = train::invocation_path(args[i + 1]);
+    } else if (args[i].starts_with("--config=")) {
+      args[i] = "--config=" + train::invocation_path(args[i].substr(9));
+    }
+  }
+  std::vector<char*> resolved_argv;
+  for (std::string& arg : args) resolved_argv.push_back(arg.data());
+  train::parse_or_exit(app, argc, resolved_argv.data());
+  o.config->file = app.get_option("--config")->as<std::string>();
+  train::resolve_config(*o.config, args);
   return o;
 }
 

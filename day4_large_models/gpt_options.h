@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "common/parallel/data_parallel_model.h"
 #include "common/parallel/pipeline_parallel.h"
 #include "common/parallel/sharding.h"
+#include "common/train/deepspeed_config.h"
 #include "common/train/lab_flags.h"
 
 namespace day4 {
@@ -32,6 +34,12 @@ struct GptLabOptions : course::train::RunFlags {
   int64_t image_size = 28;                           // side the images are resized to
   int64_t test_subset = 0;  // > 0: the image models test on the first N test images only
   std::string optimizer = "adamw";
+  std::optional<float> beta1, beta2, eps;  // the Adam family's (unset: the optimizer's defaults)
+  int64_t freeze_step = 100;               // the 1-bit optimizers' warm-up steps
+  std::string lr_schedule = "cosine";      // cosine (to lr / 10), constant, linear (to 0)
+  int64_t lr_decay_steps = 0;              // the schedule's length (0: the run's steps)
+  int64_t train_batch_size = 0;  // > 0: must equal batch x micro-batches x data-parallel ranks
+  std::shared_ptr<course::train::ResolvedConfig> config;  // what --config set (file empty: none)
   int64_t context = 0;          // tokens per window; 0: the model's context
   double val_fraction = 0.05;   // documents held out for validation
   int64_t steps_per_epoch = 0;  // 0: every training window once
@@ -90,6 +98,10 @@ bool memory_estimated(const GptLabOptions& options);
 
 // Checks value ranges and combinations that flags alone cannot (throws course::Error).
 void validate(const GptLabOptions& options);
+
+// Throws unless --train-batch-size (when given) is the windows or images of a step over every
+// replica: --batch-size x `micro_batches` x `data_ranks`.
+void validate_train_batch(const GptLabOptions& options, int64_t micro_batches, int data_ranks);
 
 // Throws unless `ranks` (a run's, or --estimate-ranks) cut into whole grids of --context-parallel
 // x --tensor-parallel x --pipeline-stages ranks.

@@ -14,8 +14,6 @@
 #include "common/nn/autocast.h"
 #include "common/nn/generate.h"
 #include "common/nn/gpt.h"
-#include "common/optim/make_optimizer.h"
-#include "common/optim/schedule.h"
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/rank_setup.h"
 #include "common/train/training_state.h"
@@ -118,6 +116,7 @@ void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Devic
       static_cast<long long>(text.val.numel()), static_cast<long long>(o.batch_size),
       static_cast<long long>(context), static_cast<long long>(parallelism.micro_batches()),
       static_cast<long long>(windows.steps_per_epoch), o.optimizer.c_str());
+  if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
   std::fflush(stdout);
 }
 
@@ -186,13 +185,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   nn::Gpt model(config, rng, device, o.checkpoint_activations);
   const auto parallelism = make_parallelism(model, comm, o);
   RunWindows windows = run_windows(text, context, o, *parallelism, *comm);
-  const auto optimizer = optim::make_optimizer(
-      {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      parallelism->optimized());
+  const auto [optimizer, schedule] =
+      make_lab_optimizer(o, *parallelism, comm, o.epochs * windows.steps_per_epoch);
   optim::GradientClipping clipping(o.clip_grad_norm);
-  const int64_t total_steps = o.epochs * windows.steps_per_epoch;
-  const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
-      optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
 
   const nlohmann::json layout = parallelism->checkpoint_layout();
   train::TrainingLoop loop(o,

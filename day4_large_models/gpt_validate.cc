@@ -46,6 +46,40 @@ void validate_data_parallel(const GptLabOptions& o) {
   }
 }
 
+// The optimizer's own flags, and what the 1-bit optimizers need: plain data parallelism (they
+// average their momentum over its ranks in place of the gradients) and no clipping by global
+// norm (no rank holds the averaged gradient after the warm-up).
+void validate_optimizer(const GptLabOptions& o) {
+  const bool adam_family = o.optimizer == "adamw" || o.optimizer == "lamb" ||
+                           o.optimizer == "lion" || o.optimizer.starts_with("onebit");
+  COURSE_CHECK(adam_family || !(o.beta1 || o.beta2 || o.eps),
+               "--beta1, --beta2 and --eps are the "
+               "Adam family's (adamw, lamb, lion, onebit-adam, onebit-lamb); --optimizer ",
+               o.optimizer, " has none");
+  for (const std::optional<float>& beta : {o.beta1, o.beta2}) {
+    COURSE_CHECK(!beta || (*beta >= 0 && *beta < 1), "--beta1 and --beta2 must be in [0, 1), got ",
+                 beta.value_or(0));
+  }
+  COURSE_CHECK(!o.eps || *o.eps > 0, "--eps must be positive, got ", o.eps.value_or(0));
+  COURSE_CHECK(o.lr_decay_steps >= 0 && o.train_batch_size >= 0,
+               "--lr-decay-steps and --train-batch-size must not be negative");
+  if (!o.optimizer.starts_with("onebit")) return;
+  COURSE_CHECK(o.freeze_step >= 1,
+               "--freeze-step must be at least 1: the 1-bit optimizers freeze "
+               "the variance their warm-up estimated, got ",
+               o.freeze_step);
+  COURSE_CHECK(!o.sharding && !o.exercise_zero1, "--optimizer ", o.optimizer,
+               " averages its momentum over the data-parallel ranks in place of DDP's gradients; "
+               "it needs --sharding none (DeepSpeed's 1-bit optimizers run at ZeRO stage 0 too)");
+  COURSE_CHECK(!model_parallel(o), "--optimizer ", o.optimizer,
+               " runs under data parallelism alone: leave --tensor-parallel, "
+               "--context-parallel and --pipeline-stages at 1");
+  COURSE_CHECK(!o.clip_grad_norm,
+               "--clip-grad-norm needs the gradients averaged over the ranks, "
+               "which no rank holds once --optimizer ",
+               o.optimizer, " keeps them local after --freeze-step");
+}
+
 // The pipeline axis, against the `blocks` of the model it cuts (any family).
 void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
   COURSE_CHECK(o.pipeline_stages >= 1 && o.micro_batches >= 1 && o.virtual_stages >= 1,
@@ -201,6 +235,7 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(o.steps_per_epoch >= 0 && o.warmup_steps >= 0 && o.sample_tokens >= 0,
                "--steps-per-epoch, --warmup-steps and --sample-tokens must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
+  validate_optimizer(o);
   validate_data_parallel(o);
   COURSE_CHECK(o.tensor_parallel == 1 || !o.checkpoint_activations,
                "--tensor-parallel cuts the blocks' layers; it does not combine with "
@@ -246,6 +281,14 @@ void validate_grid_ranks(const GptLabOptions& o, int ranks) {
                " do not cut into --context-parallel ", o.context_parallel, " x --tensor-parallel ",
                o.tensor_parallel, " x --pipeline-stages ", o.pipeline_stages, " = ", grid,
                " ranks per replica");
+}
+
+void validate_train_batch(const GptLabOptions& o, int64_t micro_batches, int data_ranks) {
+  const int64_t step = o.batch_size * micro_batches * data_ranks;
+  COURSE_CHECK(o.train_batch_size == 0 || o.train_batch_size == step, "--train-batch-size ",
+               o.train_batch_size, " (DeepSpeed's train_batch_size) is not --batch-size ",
+               o.batch_size, " x ", micro_batches, " micro-batch(es) x ", data_ranks,
+               " data-parallel rank(s) = ", step);
 }
 
 }  // namespace day4

@@ -13,7 +13,6 @@
 #include "common/kernels/layout.h"
 #include "common/nn/model_pieces.h"
 #include "common/nn/models.h"
-#include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/rank_setup.h"
@@ -110,12 +109,8 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                               false);
   DeviceBatches batches(loader, device, flags.non_blocking,
                         device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
-  const auto optimizer = optim::make_optimizer(
-      {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      parallelism->optimized());
-  const int64_t total_steps = o.epochs * steps_per_epoch;
-  const std::shared_ptr<const optim::Schedule> schedule = optim::with_warmup(
-      optim::cosine_schedule(o.lr, total_steps, o.lr / 10), std::min(o.warmup_steps, total_steps));
+  const auto [optimizer, schedule] =
+      make_lab_optimizer(o, *parallelism, comm, o.epochs * steps_per_epoch);
 
   optim::GradientClipping clipping(o.clip_grad_norm);
   train::LoopHooks hooks;
@@ -167,6 +162,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
         static_cast<long long>(data.train->size()), static_cast<long long>(o.image_size),
         static_cast<long long>(o.batch_size), static_cast<long long>(parallelism->micro_batches()),
         static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
+    if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
     std::fflush(stdout);
   }
   const train::LoopResult run = loop.run();

@@ -13,6 +13,7 @@ def day4_lab(check_tags = []):
             "//common/parallel:training_parallelism",
             "//common/parallel:image_memory_estimate",
             "//common/parallel:memory_estimate",
+            "//common/parallel:onebit",
             "//common/parallel:pipeline",
             "//common/parallel:tensor_parallel",
             "//common/parallel:sharded",

@@ -91,6 +91,53 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
   fi
   echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
 done
+# A DeepSpeed configuration file is the same run as its flags written out (README.md, Part 9);
+# the command line wins over the file, and train_batch_size is checked against the ranks.
+cat >"$TEST_TMPDIR/ds_config.json" <<'JSON'
+{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+ "zero_optimization": {"stage": 2},
+ "optimizer": {"type": "AdamW", "params": {"lr": 0.002, "weight_decay": 0.1}},
+ "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 0.002,
+               "warmup_num_steps": 2, "warmup_type": "linear"}}}
+JSON
+as_flags=$("${mpirun[@]}" "$lab" "${ranks[@]}" --accumulate 2 --sharding zero2 \
+  --optimizer adamw --lr 0.002 --wd 0.1 --lr-schedule constant --warmup-steps 2 2>&1 |
+  grep -A1 -E "^(validation loss|sample)")
+as_file=$("${mpirun[@]}" "$lab" "${ranks[@]}" --config "$TEST_TMPDIR/ds_config.json" 2>&1 |
+  grep -A1 -E "^(validation loss|sample)")
+if [[ -z $as_flags || $as_file != "$as_flags" ]]; then
+  echo "FAILED: --config ds_config.json ends otherwise than its flags:"
+  echo "flags: $as_flags"
+  echo "file: $as_file"
+  exit 1
+fi
+echo "ok: --config ds_config.json trains as its flags: $(head -1 <<<"$as_file")"
+expect 0 "(the command line's --batch-size --lr instead of the file's)" "${mpirun[@]}" "$lab" "${few[@]}" \
+  --config "$TEST_TMPDIR/ds_config.json" --lr 0.001
+expect 1 "error: --train-batch-size 16 (DeepSpeed's train_batch_size) is not --batch-size 4 x 2 micro-batch(es) x 1 data-parallel rank(s) = 8" \
+  "$lab" "${few[@]}" --config "$TEST_TMPDIR/ds_config.json" --sharding none
+sed 's/"stage": 2}/"stage": 2, "overlap_comm": true}/' "$TEST_TMPDIR/ds_config.json" \
+  >"$TEST_TMPDIR/ds_extra.json"
+expect 110 "unknown or unsupported key 'zero_optimization.overlap_comm'" "$lab" "${few[@]}" \
+  --config "$TEST_TMPDIR/ds_extra.json"
+expect 103 "missing.json was not readable" "$lab" "${few[@]}" --config "$TEST_TMPDIR/missing.json"
+printf '{"train_micro_batch_size_per_gpu": 4,' >"$TEST_TMPDIR/ds_cut.json"
+expect 110 "--config: not JSON" "$lab" "${few[@]}" --config "$TEST_TMPDIR/ds_cut.json"
+# 1-bit Adam and LAMB on 2 ranks (their parity: common/parallel/tests/onebit_test.cc), and what
+# they refuse.
+expect 0 "onebit-adam" "${mpirun[@]}" "$lab" "${ranks[@]}" --optimizer onebit-adam \
+  --freeze-step 2
+expect 0 "onebit-lamb" "${mpirun[@]}" "$lab" "${ranks[@]}" --optimizer onebit-lamb \
+  --freeze-step 2
+expect 1 "error: --optimizer onebit-adam averages its momentum over the data-parallel ranks in place of DDP's gradients" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --optimizer onebit-adam --sharding zero1
+expect 1 "error: --clip-grad-norm needs the gradients averaged over the ranks" "$lab" \
+  "${few[@]}" --optimizer onebit-lamb --clip-grad-norm 1
+expect 1 "error: --optimizer onebit-adam runs under data parallelism alone" "${mpirun[@]}" \
+  "$lab" "${few[@]}" --optimizer onebit-adam --tensor-parallel 2
+expect 1 "error: --beta1, --beta2 and --eps are the Adam family's" "$lab" "${few[@]}" \
+  --optimizer sgd --beta1 0.8
+
 # Clipped to a global norm below every step's, ZeRO-3 and HYBRID_SHARD end as DDP does (each
 # counting every gradient element once), and otherwise than without clipping.
 clipped=$("${mpirun[@]}" "$lab" "${ranks[@]}" --clip-grad-norm 0.5 2>&1 |

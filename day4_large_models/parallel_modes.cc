@@ -135,6 +135,28 @@ std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
       comm, static_cast<int>(o.accumulate), compute_dtype(o));
 }
 
+LabOptimizer make_lab_optimizer(const GptLabOptions& o, parallel::TrainingParallelism& parallelism,
+                                std::shared_ptr<parallel::Communicator> comm, int64_t total_steps) {
+  validate_train_batch(o, parallelism.micro_batches(), parallelism.data_ranks());
+  const optim::OptimizerFlags flags{.name = o.optimizer,
+                                    .lr = o.lr,
+                                    .momentum = o.mom,
+                                    .weight_decay = o.wd,
+                                    .beta1 = o.beta1,
+                                    .beta2 = o.beta2,
+                                    .eps = o.eps,
+                                    .freeze_step = o.freeze_step};
+  const int64_t length = o.lr_decay_steps > 0 ? o.lr_decay_steps : total_steps;
+  const float eta_min = o.lr_schedule == "cosine" ? o.lr / 10 : 0.0f;
+  return {.optimizer = parallel::make_parallel_optimizer(
+              flags, parallelism.optimized(), std::move(comm),
+              [&](std::function<bool()> local) {
+                parallelism.keep_gradients_local_while(std::move(local));
+              }),
+          .schedule = optim::make_schedule(o.lr_schedule, o.lr, length,
+                                           std::min(o.warmup_steps, length), eta_min)};
+}
+
 std::function<train::NamedTensors()> checkpoint_rank_state(
     const nlohmann::json& layout, parallel::TrainingParallelism& parallelism,
     optim::Optimizer& optimizer) {

@@ -10,6 +10,7 @@
 
 #include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
+#include "common/optim/schedule.h"
 #include "common/parallel/training_parallelism.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/gpt_options.h"
@@ -27,6 +28,18 @@ std::unique_ptr<course::parallel::TrainingParallelism> make_parallelism(
 std::unique_ptr<course::parallel::TrainingParallelism> make_image_parallelism(
     course::nn::Module& model, const course::Tensor& sample,
     std::shared_ptr<course::parallel::Communicator> comm, const GptLabOptions& options);
+
+// The optimizer the flags name for a run under `parallelism` over `comm` (a 1-bit one then
+// takes data parallelism's gradient exchange over after its warm-up), and its learning-rate
+// schedule over `total_steps` (--lr-decay-steps when given), behind --warmup-steps.
+struct LabOptimizer {
+  std::unique_ptr<course::optim::Optimizer> optimizer;
+  std::shared_ptr<const course::optim::Schedule> schedule;
+};
+LabOptimizer make_lab_optimizer(const GptLabOptions& options,
+                                course::parallel::TrainingParallelism& parallelism,
+                                std::shared_ptr<course::parallel::Communicator> comm,
+                                int64_t total_steps);
 
 // A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
 // slices, and its optimizer's state (none, for a `layout` that is empty: one file of the whole

@@ -66,6 +66,24 @@ class Cosine : public Schedule {
   float eta_min_;
 };
 
+// DeepSpeed's WarmupDecayLR after its warm-up: lr until `start`, then linearly to 0 at `total`.
+class LinearDecay : public Schedule {
+ public:
+  LinearDecay(float lr, int64_t start, int64_t total) : lr_(lr), start_(start), total_(total) {
+    COURSE_CHECK(total > start, "a linear decay needs steps after its warm-up: ", total,
+                 " step(s) with ", start, " of warm-up");
+  }
+  float lr_at(int64_t step) const override {
+    if (step <= start_) return lr_;
+    const float left = static_cast<float>(total_ - step) / static_cast<float>(total_ - start_);
+    return lr_ * std::max(left, 0.0f);
+  }
+
+ private:
+  float lr_;
+  int64_t start_, total_;
+};
+
 class Warmup : public Schedule {
  public:
   Warmup(std::unique_ptr<Schedule> inner, int64_t steps)
@@ -101,7 +119,7 @@ std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t w
 }
 
 const std::vector<std::string>& schedule_names() {
-  static const std::vector<std::string> names = {"one-cycle", "cosine", "constant"};
+  static const std::vector<std::string> names = {"one-cycle", "cosine", "constant", "linear"};
   return names;
 }
 
@@ -114,8 +132,10 @@ std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64
     schedule = cosine_schedule(lr, total_steps, eta_min);
   } else if (name == "constant") {
     schedule = constant_schedule(lr);
+  } else if (name == "linear") {
+    schedule = std::make_unique<LinearDecay>(lr, warmup_steps, total_steps);
   } else {
-    COURSE_FAIL("unknown schedule '", name, "' (known: one-cycle, cosine, constant)");
+    COURSE_FAIL("unknown schedule '", name, "' (known: one-cycle, cosine, constant, linear)");
   }
   return with_warmup(std::move(schedule), warmup_steps);
 }

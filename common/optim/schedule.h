@@ -2,7 +2,9 @@
 //   one-cycle: cosine from max_lr/div up to max_lr over pct_start of the steps, then cosine down
 //              to max_lr/(div*final_div) (PyTorch's OneCycleLR defaults: 0.3, 25, 1e4);
 //   cosine:    from lr down to eta_min over the steps;
-//   constant;  and any of them behind a linear warm-up from 0.
+//   constant;
+//   linear:    from lr after the warm-up down to 0 at the last step (DeepSpeed's WarmupDecayLR);
+//   and any of them behind a linear warm-up from 0.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +27,8 @@ std::unique_ptr<Schedule> one_cycle_schedule(float max_lr, int64_t total_steps,
 std::unique_ptr<Schedule> cosine_schedule(float lr, int64_t total_steps, float eta_min = 0.0f);
 std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps);
 
-// By name, as the labs' --schedule flag takes it: "one-cycle", "cosine" (down to eta_min) or
-// "constant".
+// By name, as the labs' --schedule flag takes it: "one-cycle", "cosine" (down to eta_min),
+// "constant" or "linear".
 std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64_t total_steps,
                                         int64_t warmup_steps, float eta_min = 0.0f);
 

@@ -50,12 +50,12 @@ void DataParallelStep::keep_gradients_local_while(std::function<bool()>) {
 }
 
 void DataParallelModel::set_sync(bool sync) {
-  if (ddp_) ddp_->set_sync(sync && !(local_gradients_ && local_gradients_()));
+  if (ddp_) ddp_->set_sync(sync);
 }
 
 void DataParallelModel::keep_gradients_local_while(std::function<bool()> local) {
   if (sdp_) DataParallelStep::keep_gradients_local_while(std::move(local));
-  local_gradients_ = std::move(local);
+  if (ddp_) ddp_->keep_gradients_local_while(std::move(local));
 }
 
 void DataParallelModel::finish_backward() {

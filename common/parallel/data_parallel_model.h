@@ -94,7 +94,6 @@ class DataParallelModel : public DataParallelStep {
   std::string description_;
   std::unique_ptr<DistributedDataParallel> ddp_;
   std::unique_ptr<ShardedDataParallel> sdp_;
-  std::function<bool()> local_gradients_;  // unset: always reduced
 };
 
 }  // namespace course::parallel

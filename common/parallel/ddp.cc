@@ -114,7 +114,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& model,
   for (size_t i = 0; i < n; ++i) index[params_[i].second] = i;
   model_.set_grad_ready_hook([this, index](nn::Parameter& p) {
     const auto it = index.find(&p);
-    if (it != index.end() && sync_ && options_.overlap) {
+    if (it != index.end() && reducing() && options_.overlap) {
       pack(it->second);
       launch_ready_buckets();
     }
@@ -170,7 +170,7 @@ void DistributedDataParallel::reset_stats() {
 }
 
 void DistributedDataParallel::finish_backward() {
-  if (!sync_) return;
+  if (!reducing()) return;
   if (!exposed_ && !buckets_.empty()) {
     exposed_ = std::make_unique<IntervalTimer>(buckets_.front().flat.device());
   }

@@ -49,6 +49,10 @@ class DistributedDataParallel {
   // the next synchronised step reduces everything accumulated.
   void set_sync(bool sync) { sync_ = sync; }
   bool sync() const { return sync_; }
+  // While `local` returns true, no backward pass is reduced either: each rank keeps its own
+  // gradients, for an optimizer that averages its own state over the ranks instead (1-bit Adam's
+  // compressed momentum, onebit_optimizer.h).
+  void keep_gradients_local_while(std::function<bool()> local) { local_ = std::move(local); }
 
   // Call after model.backward(): reduces what is left, waits for every bucket and writes the
   // average over ranks into each gradient. Does nothing while sync is off.
@@ -83,7 +87,10 @@ class DistributedDataParallel {
   std::vector<bool> packed_;                   // per parameter, this backward pass
   std::vector<Bucket> buckets_;
   size_t next_launch_ = 0;
+  bool reducing() const { return sync_ && !(local_ && local_()); }
+
   bool sync_ = true;
+  std::function<bool()> local_;  // unset: never local
   DdpStats stats_;
   std::unique_ptr<IntervalTimer> exposed_;  // on the gradients' device, from the first sync
 };

@@ -194,6 +194,8 @@ int64_t MemoryEstimate::total() const {
 int optimizer_states_per_parameter(const std::string& optimizer) {
   if (optimizer == "sgd" || optimizer == "lars") return 1;
   if (optimizer == "adamw" || optimizer == "lamb") return 2;
+  // 1-bit Adam and LAMB: the two moments and the worker's compression error.
+  if (optimizer == "onebit-adam" || optimizer == "onebit-lamb") return 3;
   COURSE_FAIL("no memory figures for optimizer '", optimizer, "'");
 }
 

@@ -147,13 +147,14 @@ const std::vector<std::string>& onebit_optimizer_names() {
   return names;
 }
 
-std::unique_ptr<optim::Optimizer> make_parallel_optimizer(const optim::OptimizerFlags& flags,
-                                                          TrainingParallelism& parallelism,
-                                                          std::shared_ptr<Communicator> comm) {
+std::unique_ptr<optim::Optimizer> make_parallel_optimizer(
+    const optim::OptimizerFlags& flags, std::vector<std::pair<std::string, nn::Parameter*>> params,
+    std::shared_ptr<Communicator> comm, const KeepGradientsLocal& keep_local) {
   const bool adam = flags.name == "onebit-adam";
-  if (!adam && flags.name != "onebit-lamb") {
-    return optim::make_optimizer(flags, parallelism.optimized());
-  }
+  if (!adam && flags.name != "onebit-lamb") return optim::make_optimizer(flags, std::move(params));
+  COURSE_CHECK(comm != nullptr, "--optimizer ", flags.name,
+               " averages its momentum over the ranks of a job: run the lab itself (one process, "
+               "mpirun or srun)");
   const auto onebit_options = [&](const auto& base) {
     return OneBitOptions{.base = adam ? OneBitBase::kAdam : OneBitBase::kLamb,
                          .lr = base.lr,
@@ -164,12 +165,12 @@ std::unique_ptr<optim::Optimizer> make_parallel_optimizer(const optim::Optimizer
                          .freeze_step = flags.freeze_step};
   };
   auto optimizer =
-      std::make_unique<OneBitOptimizer>(parallelism.optimized(),
+      std::make_unique<OneBitOptimizer>(std::move(params),
                                         adam ? onebit_options(optim::adamw_options(flags))
                                              : onebit_options(optim::lamb_options(flags)),
                                         std::move(comm));
   const OneBitOptimizer* onebit = optimizer.get();
-  parallelism.keep_gradients_local_while([onebit] { return onebit->compressed(); });
+  keep_local([onebit] { return onebit->compressed(); });
   return optimizer;
 }
 

@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/nn/module.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/compressed_allreduce.h"
-#include "common/parallel/training_parallelism.h"
 
 namespace course::parallel {
 
@@ -66,11 +66,15 @@ class OneBitOptimizer : public optim::Optimizer {
 // The names --optimizer takes for them: "onebit-adam", "onebit-lamb".
 const std::vector<std::string>& onebit_optimizer_names();
 
-// The optimizer `flags` name for a model trained under `parallelism` over `comm`: a 1-bit one
-// (which then keeps the gradients local after its warm-up: refused by the schemes that cannot),
-// or optim::make_optimizer's.
-std::unique_ptr<optim::Optimizer> make_parallel_optimizer(const optim::OptimizerFlags& flags,
-                                                          TrainingParallelism& parallelism,
-                                                          std::shared_ptr<Communicator> comm);
+// How a caller's data parallelism is told to keep the gradients local while `local` holds
+// (TrainingParallelism::keep_gradients_local_while, DistributedDataParallel's).
+using KeepGradientsLocal = std::function<void(std::function<bool()> local)>;
+
+// The optimizer `flags` name over `params`: a 1-bit one, averaging over `comm` (required) and
+// keeping the gradients local after its warm-up through `keep_local`, or optim::make_optimizer's
+// (`comm` unused, may be null).
+std::unique_ptr<optim::Optimizer> make_parallel_optimizer(
+    const optim::OptimizerFlags& flags, std::vector<std::pair<std::string, nn::Parameter*>> params,
+    std::shared_ptr<Communicator> comm, const KeepGradientsLocal& keep_local);
 
 }  // namespace course::parallel

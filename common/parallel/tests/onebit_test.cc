@@ -171,7 +171,9 @@ GptRun train_gpt(const optim::OptimizerFlags& flags, int steps) {
   auto step =
       std::make_unique<DataParallelModel>(*s.model, *s.blocks, world(), DataParallelOptions{});
   DataParallelTraining training(std::move(step), world(), 1, std::nullopt);
-  const auto optimizer = make_parallel_optimizer(flags, training, world());
+  const auto optimizer = make_parallel_optimizer(
+      flags, training.optimized(), world(),
+      [&](std::function<bool()> local) { training.keep_gradients_local_while(std::move(local)); });
   GptRun run;
   for (int i = 0; i < steps; ++i) {
     const double start = world()->traffic().bytes;
@@ -308,7 +310,7 @@ TEST(OneBitLamb, CompressedStepKeepsTheWarmUpsTrustRatio) {
   expect_hand_computed_steps(OneBitBase::kLamb);
 }
 
-TEST(OneBitAdam, ShardedDataParallelismRefusesIt) {
+TEST(OneBitAdam, ShardedModesRefuseToKeepGradientsLocal) {
   if (world()->size() == 1) GTEST_SKIP() << "sharding needs several ranks";
   parity::Subject s = parity::gpt_subject();
   DataParallelTraining training(
@@ -316,8 +318,8 @@ TEST(OneBitAdam, ShardedDataParallelismRefusesIt) {
                                           DataParallelOptions{.sharding = Sharding::kZero2}),
       world(), 1, std::nullopt);
   try {
-    make_parallel_optimizer({.name = "onebit-adam"}, training, world());
-    FAIL() << "ZeRO-2 took a 1-bit optimizer";
+    training.keep_gradients_local_while([] { return true; });
+    FAIL() << "ZeRO-2 kept its gradients local";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("needs DDP or one process"), std::string::npos)
         << e.what();

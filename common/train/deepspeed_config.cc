@@ -1,0 +1,289 @@
+// DeepSpeed's configuration keys as the course's flags, and --config reading them through
+// CLI11's configuration-file hook.
+#include "common/train/deepspeed_config.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/core/error.h"
+#include "common/train/lab_flags.h"
+
+namespace course::train {
+
+namespace {
+
+using nlohmann::json;
+
+// A number, rendered as the flag would be typed (integers without a decimal point).
+std::string number_text(const json& value, const std::string& key) {
+  COURSE_CHECK(value.is_number(), "DeepSpeed configuration: ", key, " must be a number, got ",
+               value.dump());
+  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+  std::ostringstream text;
+  text.precision(9);
+  text << value.get<double>();
+  return text.str();
+}
+
+bool flag_value(const json& value, const std::string& key) {
+  COURSE_CHECK(value.is_boolean(), "DeepSpeed configuration: ", key, " must be true or false, got ",
+               value.dump());
+  return value.get<bool>();
+}
+
+// Refuses every key of `object` (named `where`) outside `known`.
+void only_keys(const json& object, const std::string& where,
+               const std::vector<std::string>& known) {
+  COURSE_CHECK(object.is_object(), "DeepSpeed configuration: ", where, " must be an object, got ",
+               object.dump());
+  for (const auto& [key, value] : object.items()) {
+    const bool listed = std::find(known.begin(), known.end(), key) != known.end();
+    std::string names;
+    for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+    COURSE_CHECK(listed, "DeepSpeed configuration: unknown or unsupported key '",
+                 where.empty() ? key : where + "." + key, "' (the lab reads ", names, ")");
+  }
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// {"device": "cpu"} or {"device": "none"}: whether it offloads.
+bool offloads(const json& object, const std::string& where) {
+  only_keys(object, where, {"device"});
+  const std::string device = object.value("device", "none");
+  COURSE_CHECK(device == "cpu" || device == "none", "DeepSpeed configuration: ", where, ".device '",
+               device, "' is not supported (cpu or none: the lab has no NVMe tier)");
+  return device == "cpu";
+}
+
+void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
+  only_keys(zero, "zero_optimization", {"stage", "offload_optimizer", "offload_param"});
+  const int stage = zero.contains("stage") ? std::stoi(number_text(zero["stage"], "stage")) : 0;
+  COURSE_CHECK(stage >= 0 && stage <= 3, "DeepSpeed configuration: zero_optimization.stage ", stage,
+               " is not one of 0-3");
+  static const char* const kSharding[] = {"none", "zero1", "zero2", "zero3"};
+  flags.push_back({"sharding", kSharding[stage]});
+  const bool optimizer_offloaded =
+      zero.contains("offload_optimizer") &&
+      offloads(zero["offload_optimizer"], "zero_optimization.offload_optimizer");
+  const bool params_offloaded = zero.contains("offload_param") &&
+                                offloads(zero["offload_param"], "zero_optimization.offload_param");
+  COURSE_CHECK(!params_offloaded || stage == 3,
+               "DeepSpeed configuration: zero_optimization.offload_param needs stage 3 (only "
+               "ZeRO-3 shards the parameters)");
+  COURSE_CHECK(stage != 3 || params_offloaded == optimizer_offloaded,
+               "DeepSpeed configuration: at stage 3 the lab offloads the parameter shards with "
+               "the optimizer's state (--cpu-offload): set offload_optimizer and offload_param "
+               "alike");
+  COURSE_CHECK(!optimizer_offloaded || stage >= 1,
+               "DeepSpeed configuration: zero_optimization.offload_optimizer needs stage 1-3 "
+               "(stage 0 has no shards to offload)");
+  if (optimizer_offloaded) flags.push_back({"cpu-offload", "true"});
+}
+
+void map_precision(const json& config, std::vector<ConfigFlag>& flags) {
+  bool bf16 = false, fp16 = false;
+  if (config.contains("bf16")) {
+    only_keys(config["bf16"], "bf16", {"enabled"});
+    bf16 = flag_value(config["bf16"].value("enabled", json(false)), "bf16.enabled");
+  }
+  if (config.contains("fp16")) {
+    const json& fp16_config = config["fp16"];
+    only_keys(fp16_config, "fp16", {"enabled", "loss_scale"});
+    fp16 = flag_value(fp16_config.value("enabled", json(false)), "fp16.enabled");
+    COURSE_CHECK(!fp16_config.contains("loss_scale") ||
+                     number_text(fp16_config["loss_scale"], "fp16.loss_scale") == "0",
+                 "DeepSpeed configuration: fp16.loss_scale other than 0 (dynamic) is not "
+                 "supported: the course's loss scaler is dynamic");
+  }
+  COURSE_CHECK(!(bf16 && fp16),
+               "DeepSpeed configuration: bf16.enabled and fp16.enabled are both true");
+  if (bf16 || fp16) {
+    flags.push_back({"amp", "true"});
+    flags.push_back({"amp-dtype", bf16 ? "bf16" : "f16"});
+  }
+}
+
+void map_optimizer(const json& optimizer, std::vector<ConfigFlag>& flags) {
+  only_keys(optimizer, "optimizer", {"type", "params"});
+  COURSE_CHECK(optimizer.contains("type") && optimizer["type"].is_string(),
+               "DeepSpeed configuration: optimizer.type must name the optimizer");
+  const std::string type = optimizer["type"].get<std::string>();
+  static const std::vector<std::pair<std::string, std::string>> kTypes = {
+      {"adam", "adamw"},
+      {"adamw", "adamw"},
+      {"lamb", "lamb"},
+      {"onebitadam", "onebit-adam"},
+      {"onebitlamb", "onebit-lamb"}};
+  const auto found = std::find_if(kTypes.begin(), kTypes.end(),
+                                  [&](const auto& t) { return t.first == lower(type); });
+  COURSE_CHECK(found != kTypes.end(), "DeepSpeed configuration: optimizer.type '", type,
+               "' is not supported (Adam, AdamW, Lamb, OneBitAdam or OneBitLamb)");
+  flags.push_back({"optimizer", found->second});
+  if (!optimizer.contains("params")) return;
+  const json& params = optimizer["params"];
+  const bool onebit = found->second.starts_with("onebit");
+  std::vector<std::string> known = {"lr", "betas", "eps", "weight_decay"};
+  if (onebit) known.push_back("freeze_step");
+  only_keys(params, "optimizer.params", known);
+  if (params.contains("lr")) flags.push_back({"lr", number_text(params["lr"], "optimizer.lr")});
+  if (params.contains("betas")) {
+    const json& betas = params["betas"];
+    COURSE_CHECK(betas.is_array() && betas.size() == 2,
+                 "DeepSpeed configuration: optimizer.params.betas must be [beta1, beta2], got ",
+                 betas.dump());
+    flags.push_back({"beta1", number_text(betas[0], "optimizer.params.betas[0]")});
+    flags.push_back({"beta2", number_text(betas[1], "optimizer.params.betas[1]")});
+  }
+  if (params.contains("eps")) {
+    flags.push_back({"eps", number_text(params["eps"], "optimizer.params.eps")});
+  }
+  if (params.contains("weight_decay")) {
+    flags.push_back({"wd", number_text(params["weight_decay"], "optimizer.params.weight_decay")});
+  }
+  if (params.contains("freeze_step")) {
+    flags.push_back(
+        {"freeze-step", number_text(params["freeze_step"], "optimizer.params.freeze_step")});
+  }
+}
+
+void map_scheduler(const json& config, std::vector<ConfigFlag>& flags) {
+  if (!config.contains("scheduler")) {  // DeepSpeed without a scheduler: the optimizer's lr
+    flags.push_back({"lr-schedule", "constant"});
+    flags.push_back({"warmup-steps", "0"});
+    return;
+  }
+  const json& scheduler = config["scheduler"];
+  only_keys(scheduler, "scheduler", {"type", "params"});
+  const std::string type = scheduler.value("type", "");
+  COURSE_CHECK(type == "WarmupLR" || type == "WarmupDecayLR",
+               "DeepSpeed configuration: "
+               "scheduler.type '",
+               type, "' is not supported (WarmupLR or WarmupDecayLR)");
+  const bool decays = type == "WarmupDecayLR";
+  flags.push_back({"lr-schedule", decays ? "linear" : "constant"});
+  const json params = scheduler.value("params", json::object());
+  std::vector<std::string> known = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
+                                    "warmup_type"};
+  if (decays) known.push_back("total_num_steps");
+  only_keys(params, "scheduler.params", known);
+  COURSE_CHECK(!params.contains("warmup_min_lr") ||
+                   (params["warmup_min_lr"].is_number() && params["warmup_min_lr"] == 0),
+               "DeepSpeed configuration: scheduler.params.warmup_min_lr other than 0 is not "
+               "supported (the lab warms up from 0)");
+  COURSE_CHECK(params.value("warmup_type", "") == "linear",
+               "DeepSpeed configuration: the lab warms up linearly; write \"warmup_type\": "
+               "\"linear\" in scheduler.params (DeepSpeed's default is \"log\")");
+  if (params.contains("warmup_max_lr")) {
+    const std::string lr = number_text(params["warmup_max_lr"], "scheduler.params.warmup_max_lr");
+    const auto given = std::find_if(flags.begin(), flags.end(),
+                                    [](const ConfigFlag& f) { return f.flag == "lr"; });
+    COURSE_CHECK(given == flags.end() || given->value == lr,
+                 "DeepSpeed configuration: optimizer.params.lr ", given->value,
+                 " and scheduler.params.warmup_max_lr ", lr, " disagree");
+    if (given == flags.end()) flags.push_back({"lr", lr});
+  }
+  flags.push_back({"warmup-steps", params.contains("warmup_num_steps")
+                                       ? number_text(params["warmup_num_steps"],
+                                                     "scheduler.params.warmup_num_steps")
+                                       : "0"});
+  if (params.contains("total_num_steps")) {
+    flags.push_back({"lr-decay-steps",
+                     number_text(params["total_num_steps"], "scheduler.params.total_num_steps")});
+  }
+}
+
+// CLI11's configuration-file hook: the file's JSON as the flags above.
+class DeepSpeedConfigFile : public CLI::Config {
+ public:
+  explicit DeepSpeedConfigFile(std::shared_ptr<ResolvedConfig> resolved)
+      : resolved_(std::move(resolved)) {}
+
+  std::string to_config(const CLI::App*, bool, bool, std::string) const override {
+    throw CLI::ConfigError("the lab reads DeepSpeed configuration files; it does not write them");
+  }
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<ConfigFlag> flags;
+    try {
+      flags = deepspeed_flags(json::parse(input));
+    } catch (const json::parse_error& e) {
+      throw CLI::ConfigError(std::string("--config: not JSON: ") + e.what());
+    } catch (const Error& e) {
+      throw CLI::ConfigError(std::string("--config: ") + e.what());
+    }
+    resolved_->from_file = flags;
+    std::vector<CLI::ConfigItem> items;
+    for (const ConfigFlag& f : flags) items.push_back({.name = f.flag, .inputs = {f.value}});
+    return items;
+  }
+
+ private:
+  std::shared_ptr<ResolvedConfig> resolved_;
+};
+
+}  // namespace
+
+std::vector<ConfigFlag> deepspeed_flags(const nlohmann::json& config) {
+  only_keys(config, "",
+            {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+             "gradient_clipping", "steps_per_print", "zero_optimization", "bf16", "fp16",
+             "optimizer", "scheduler"});
+  std::vector<ConfigFlag> flags;
+  const auto integer = [&](const char* key, const char* flag) {
+    if (config.contains(key)) flags.push_back({flag, number_text(config[key], key)});
+  };
+  integer("train_batch_size", "train-batch-size");
+  integer("train_micro_batch_size_per_gpu", "batch-size");
+  integer("gradient_accumulation_steps", "accumulate");
+  if (config.contains("gradient_clipping")) {
+    const std::string norm = number_text(config["gradient_clipping"], "gradient_clipping");
+    if (config["gradient_clipping"] != 0) flags.push_back({"clip-grad-norm", norm});
+  }
+  integer("steps_per_print", "log-every");
+  if (config.contains("zero_optimization")) map_zero(config["zero_optimization"], flags);
+  map_precision(config, flags);
+  if (config.contains("optimizer")) map_optimizer(config["optimizer"], flags);
+  map_scheduler(config, flags);
+  return flags;
+}
+
+std::string ResolvedConfig::summary() const {
+  std::string text = "--config " + file + ":";
+  for (const ConfigFlag& f : from_file) {
+    text += " --" + f.flag + (f.value == "true" ? "" : " " + f.value);
+  }
+  if (!overridden.empty()) {
+    text += " (the command line's";
+    for (const ConfigFlag& f : overridden) text += " --" + f.flag;
+    text += " instead of the file's)";
+  }
+  return text;
+}
+
+void add_deepspeed_config_flag(CLI::App& app, std::shared_ptr<ResolvedConfig> resolved) {
+  app.config_formatter(std::make_shared<DeepSpeedConfigFile>(resolved));
+  app.set_config("--config", "",
+                 "a DeepSpeed configuration (ds_config.json): its keys as this lab's flags "
+                 "(README.md, Part 9); flags on the command line win over the file's");
+}
+
+void resolve_config(ResolvedConfig& resolved, const std::vector<std::string>& args) {
+  std::vector<ConfigFlag> taken;
+  for (const ConfigFlag& f : resolved.from_file) {
+    const std::string name = "--" + f.flag;
+    const bool given = std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+      return a == name || a.starts_with(name + "=");
+    });
+    (given ? resolved.overridden : taken).push_back(f);
+  }
+  resolved.from_file = std::move(taken);
+}
+
+}  // namespace course::train
