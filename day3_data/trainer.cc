@@ -298,6 +298,10 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   }
   const train::LoopResult run = loop.run();
   if (ddp) {
+    if (lead && run.steps > 0) {
+      std::printf("communication per step on rank 0: %.3f MiB sent (ring)\n",
+                  comm->traffic().bytes / static_cast<double>(run.steps) / (1 << 20));
+    }
     const float divergence = parallel::replica_divergence(*model, *comm);
     if (lead && divergence == 0) {
       std::printf("replicas: identical weights on all %d ranks\n", ranks);

@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.17 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.17 and TP4.22 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -165,6 +165,22 @@ Tensor mask_2_4(const Tensor& weight) {
                           "day4_large_models/README.md#tp417");
   // END EXERCISE
   return mask;
+}
+
+Tensor onebit_compress(const Tensor& values, Tensor& error, int64_t chunk) {
+  COURSE_CHECK(values.dtype() == course::DType::kF32 && values.device().is_cpu() &&
+                   error.dtype() == course::DType::kF32 && error.device().is_cpu() &&
+                   error.numel() == values.numel(),
+               "onebit_compress takes f32 CPU values and an error of their size, got ",
+               values.str(), " and ", error.str());
+  COURSE_CHECK(chunk > 0, "onebit_compress: chunks must hold elements, got ", chunk);
+  Tensor compressed = Tensor::empty(values.shape(), course::DType::kF32);
+  // BEGIN EXERCISE TP4.22: per chunk, the mean magnitude with each sign; the residual carried
+  ::course::exercise_todo("TP4.22",
+                          "per chunk, the mean magnitude with each sign; the residual carried",
+                          "day4_large_models/README.md#tp422");
+  // END EXERCISE
+  return compressed;
 }
 
 }  // namespace day4

@@ -1,9 +1,11 @@
-// The day-4 exercises (TP4.1-TP4.17): what the trainee writes in day4_large_models/exercises.cc.
+// The day-4 exercises (TP4.1-TP4.17, TP4.22): what the trainee writes in
+// day4_large_models/exercises.cc.
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
 // `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.14 are the course's steps of
 // tensor parallelism up to 2D parallelism; //day4_large_models:check tests them all on 2, 3 and
 // 4 MPI ranks. TP4.15-TP4.17 are Part 7, making a trained model cheaper (distillation, int8
-// quantization, 2:4 sparsity), tested by //day4_large_models:compress_check.
+// quantization, 2:4 sparsity), tested by //day4_large_models:compress_check. TP4.22 is Part 9's
+// 1-bit compression, tested by //day4_large_models:check.
 #pragma once
 
 #include <cstdint>
@@ -154,5 +156,16 @@ QuantizedWeight quantize_per_channel(const Tensor& weight);
 // kept (1) and the other 2 zeroed (0); of equal magnitudes the earlier is kept. Returns the mask,
 // f32, of the weight's shape. The GPU's sparse tensor cores skip the zeros of this pattern.
 Tensor mask_2_4(const Tensor& weight);
+
+// TP4.22: 1-bit compression with error feedback, what 1-bit Adam and 1-bit LAMB send of their
+// momentum (Part 9). `values` (n,) f32 on the CPU plus `error` (n,), the residual the last call
+// left, are compressed chunk by chunk, chunks of `chunk` elements from the first (the last one
+// shorter when `chunk` does not divide n): with v = values + error, a chunk becomes
+//   scale = the mean of |v| over the chunk's elements,
+//   compressed[i] = +scale where v[i] >= 0, else -scale,
+// one sign bit per element and one scale per chunk on the wire. Returns the compressed values
+// (what the receiver rebuilds) and leaves in `error` what compression lost, v - compressed, which
+// the next call adds back: over steps, nothing is lost for good.
+Tensor onebit_compress(const Tensor& values, Tensor& error, int64_t chunk);
 
 }  // namespace day4

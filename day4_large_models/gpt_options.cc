@@ -71,6 +71,10 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
                  "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes and "
                  "the momentum travels compressed")
       ->capture_default_str();
+  app.add_flag("--optimizer-in-backward", o.optimizer_in_backward,
+               "update each parameter (one process) or DDP bucket as soon as its gradient is "
+               "final, during the backward pass, and free the gradient: the step keeps no full "
+               "set of gradients (DeepSpeed's backward fusion)");
   app.add_option("--lr-schedule", o.lr_schedule,
                  "after the warm-up: cosine (down to lr / 10), constant, linear (down to 0), "
                  "one-cycle")

@@ -74,9 +74,9 @@ RunWindows run_windows(const TokenSplit& text, int64_t context, const GptLabOpti
 
 // The lab's step on the loop: this replica's next batch, forward and backward under the chosen
 // parallelism, the optimizer's step.
-train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism,
-                                optim::Optimizer& optimizer, optim::GradientClipping& clipping,
-                                RunWindows& windows, Device device, const GptLabOptions& o) {
+train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism, LabOptimizer& optimizer,
+                                optim::GradientClipping& clipping, RunWindows& windows,
+                                Device device, const GptLabOptions& o) {
   auto next_batch = std::make_shared<int64_t>(0);
   train::LoopHooks hooks;
   hooks.start_epoch = [&windows, next_batch](int64_t epoch, int64_t first_batch) {
@@ -88,13 +88,7 @@ train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism,
     phases.start(Phase::kLoad);
     const NextTokenBatch batch =
         next_token_batch(windows.train.batch((*next_batch)++ % windows.train.batches()), device);
-    Tensor loss =
-        parallelism.forward_backward(batch, [&phases](Phase phase) { phases.start(phase); });
-    phases.start(Phase::kOptimizer);
-    parallel::apply_clipping(clipping, parallelism);
-    optimizer.step();
-    parallelism.after_step();
-    return loss;
+    return train_step(optimizer, clipping, parallelism, batch, phases);
   };
   hooks.validate = [&parallelism, &windows, device, &o] {
     return validate_text(parallelism.whole_model(), windows.val, device, o);
@@ -185,24 +179,25 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   nn::Gpt model(config, rng, device, o.checkpoint_activations);
   const auto parallelism = make_parallelism(model, comm, o);
   RunWindows windows = run_windows(text, context, o, *parallelism, *comm);
-  const auto [optimizer, schedule] =
+  LabOptimizer optimizer =
       make_lab_optimizer(o, *parallelism, comm, o.epochs * windows.steps_per_epoch);
   optim::GradientClipping clipping(o.clip_grad_norm);
 
   const nlohmann::json layout = parallelism->checkpoint_layout();
-  train::TrainingLoop loop(o,
-                           {.device = device,
-                            .model = &model,
-                            .optimizer = optimizer.get(),
-                            .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
-                            .steps_per_epoch = windows.steps_per_epoch,
-                            .global_batch = windows.tokens_per_step,
-                            .unit = "tokens",
-                            .identity = checkpoint_identity(o, context, layout),
-                            .comm = comm.get(),
-                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer),
-                            .clipping = &clipping},
-                           training_hooks(*parallelism, *optimizer, clipping, windows, device, o));
+  train::TrainingLoop loop(
+      o,
+      {.device = device,
+       .model = &model,
+       .optimizer = optimizer.optimizer.get(),
+       .lr_at = [&](int64_t step) { return optimizer.schedule->lr_at(step); },
+       .steps_per_epoch = windows.steps_per_epoch,
+       .global_batch = windows.tokens_per_step,
+       .unit = "tokens",
+       .identity = checkpoint_identity(o, context, layout),
+       .comm = comm.get(),
+       .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
+       .clipping = &clipping},
+      training_hooks(*parallelism, optimizer, clipping, windows, device, o));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.
   if (!o.resume.empty()) parallelism->after_step();

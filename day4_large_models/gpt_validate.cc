@@ -63,6 +63,18 @@ void validate_optimizer(const GptLabOptions& o) {
   COURSE_CHECK(!o.eps || *o.eps > 0, "--eps must be positive, got ", o.eps.value_or(0));
   COURSE_CHECK(o.lr_decay_steps >= 0 && o.train_batch_size >= 0,
                "--lr-decay-steps and --train-batch-size must not be negative");
+  if (o.optimizer_in_backward) {
+    COURSE_CHECK(!o.optimizer.starts_with("onebit"),
+                 "--optimizer-in-backward updates the "
+                 "parameters group by group; --optimizer ",
+                 o.optimizer, " averages its whole momentum at once");
+    COURSE_CHECK(!o.clip_grad_norm,
+                 "--optimizer-in-backward updates each parameter before the "
+                 "others' gradients exist; --clip-grad-norm needs the norm of all of them first");
+    COURSE_CHECK(!o.sharding && !o.exercise_zero1 && !model_parallel(o),
+                 "--optimizer-in-backward runs under DDP or on one process: leave --sharding "
+                 "none and --tensor-parallel, --context-parallel and --pipeline-stages at 1");
+  }
   if (!o.optimizer.starts_with("onebit")) return;
   COURSE_CHECK(o.freeze_step >= 1,
                "--freeze-step must be at least 1: the 1-bit optimizers freeze "

@@ -109,8 +109,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                               false);
   DeviceBatches batches(loader, device, flags.non_blocking,
                         device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
-  const auto [optimizer, schedule] =
-      make_lab_optimizer(o, *parallelism, comm, o.epochs * steps_per_epoch);
+  LabOptimizer optimizer = make_lab_optimizer(o, *parallelism, comm, o.epochs * steps_per_epoch);
 
   optim::GradientClipping clipping(o.clip_grad_norm);
   train::LoopHooks hooks;
@@ -122,13 +121,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
     const Batch batch = place(batches.next());
-    Tensor loss = parallelism->forward_backward({batch.images, batch.labels},
-                                                [&phases](Phase phase) { phases.start(phase); });
-    phases.start(train::Phase::kOptimizer);
-    parallel::apply_clipping(clipping, *parallelism);
-    optimizer->step();
-    parallelism->after_step();
-    return loss;
+    return train_step(optimizer, clipping, *parallelism, {batch.images, batch.labels}, phases);
   };
   hooks.validate = [&] {
     return train::evaluate(parallelism->whole_model(), data.val, data.val_transform, flags,
@@ -138,18 +131,19 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   const nlohmann::json layout = parallelism->checkpoint_layout();
   nlohmann::json identity = {{"model", o.model}, {"image_size", o.image_size}};
   identity.update(layout);
-  train::TrainingLoop loop(o,
-                           {.device = device,
-                            .model = model.get(),
-                            .optimizer = optimizer.get(),
-                            .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
-                            .steps_per_epoch = steps_per_epoch,
-                            .global_batch = images_per_step * parallelism->data_ranks(),
-                            .identity = identity,
-                            .comm = comm.get(),
-                            .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer),
-                            .clipping = &clipping},
-                           hooks);
+  train::TrainingLoop loop(
+      o,
+      {.device = device,
+       .model = model.get(),
+       .optimizer = optimizer.optimizer.get(),
+       .lr_at = [&](int64_t step) { return optimizer.schedule->lr_at(step); },
+       .steps_per_epoch = steps_per_epoch,
+       .global_batch = images_per_step * parallelism->data_ranks(),
+       .identity = identity,
+       .comm = comm.get(),
+       .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
+       .clipping = &clipping},
+      hooks);
   if (!o.resume.empty()) parallelism->after_step();
   const bool lead = comm->rank() == 0;
   if (lead) {

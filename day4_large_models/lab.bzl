@@ -24,6 +24,7 @@ def day4_lab(check_tags = []):
         lab_deps = ["//common/parallel"],
         check_srcs = [
             "check_test.cc",
+            "onebit_check_test.cc",
             "pipeline_check_test.cc",
             "tensor_parallel_check_test.cc",
         ],

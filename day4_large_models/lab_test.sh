@@ -138,6 +138,28 @@ expect 1 "error: --optimizer onebit-adam runs under data parallelism alone" "${m
 expect 1 "error: --beta1, --beta2 and --eps are the Adam family's" "$lab" "${few[@]}" \
   --optimizer sgd --beta1 0.8
 
+# The optimizer in backward ends as the usual step does, on one process and under DDP (its
+# bit-for-bit parity: common/parallel/tests:optimizer_in_backward_test), and refuses what needs
+# every gradient first.
+for launch in "" "${mpirun[*]}"; do
+  # shellcheck disable=SC2086
+  usual=$($launch "$lab" "${ranks[@]}" 2>&1 | grep -A1 -E "^(validation loss|sample)")
+  # shellcheck disable=SC2086
+  fused=$($launch "$lab" "${ranks[@]}" --optimizer-in-backward 2>&1 |
+    grep -A1 -E "^(validation loss|sample)")
+  if [[ -z $usual || $fused != "$usual" ]]; then
+    echo "FAILED: --optimizer-in-backward ${launch:+under mpirun }ends otherwise than the usual step:"
+    echo "usual: $usual"
+    echo "in backward: $fused"
+    exit 1
+  fi
+  echo "ok: --optimizer-in-backward ${launch:+on 2 ranks }ends as the usual step: $(head -1 <<<"$fused")"
+done
+expect 1 "error: --optimizer-in-backward updates each parameter before the others' gradients exist" \
+  "$lab" "${few[@]}" --optimizer-in-backward --clip-grad-norm 1
+expect 1 "error: --optimizer-in-backward runs under DDP or on one process" "${mpirun[@]}" "$lab" \
+  "${few[@]}" --optimizer-in-backward --sharding zero2
+
 # Clipped to a global norm below every step's, ZeRO-3 and HYBRID_SHARD end as DDP does (each
 # counting every gradient element once), and otherwise than without clipping.
 clipped=$("${mpirun[@]}" "$lab" "${ranks[@]}" --clip-grad-norm 0.5 2>&1 |

@@ -148,13 +148,34 @@ LabOptimizer make_lab_optimizer(const GptLabOptions& o, parallel::TrainingParall
                                     .freeze_step = o.freeze_step};
   const int64_t length = o.lr_decay_steps > 0 ? o.lr_decay_steps : total_steps;
   const float eta_min = o.lr_schedule == "cosine" ? o.lr / 10 : 0.0f;
-  return {.optimizer = parallel::make_parallel_optimizer(
-              flags, parallelism.optimized(), std::move(comm),
-              [&](std::function<bool()> local) {
-                parallelism.keep_gradients_local_while(std::move(local));
-              }),
-          .schedule = optim::make_schedule(o.lr_schedule, o.lr, length,
-                                           std::min(o.warmup_steps, length), eta_min)};
+  LabOptimizer lab{.optimizer = parallel::make_parallel_optimizer(
+                       flags, parallelism.optimized(), std::move(comm),
+                       [&](std::function<bool()> local) {
+                         parallelism.keep_gradients_local_while(std::move(local));
+                       }),
+                   .schedule = optim::make_schedule(o.lr_schedule, o.lr, length,
+                                                    std::min(o.warmup_steps, length), eta_min)};
+  if (o.optimizer_in_backward) {
+    lab.in_backward = std::make_unique<parallel::OptimizerInBackward>(*lab.optimizer, parallelism);
+  }
+  return lab;
+}
+
+Tensor train_step(LabOptimizer& lab, optim::GradientClipping& clipping,
+                  parallel::TrainingParallelism& parallelism, const NextTokenBatch& batch,
+                  train::StepPhases& phases) {
+  if (lab.in_backward) lab.in_backward->begin_step();
+  Tensor loss =
+      parallelism.forward_backward(batch, [&phases](Phase phase) { phases.start(phase); });
+  phases.start(Phase::kOptimizer);
+  if (lab.in_backward) {
+    lab.in_backward->end_step();
+  } else {
+    parallel::apply_clipping(clipping, parallelism);
+    lab.optimizer->step();
+  }
+  parallelism.after_step();
+  return loss;
 }
 
 std::function<train::NamedTensors()> checkpoint_rank_state(

@@ -9,9 +9,12 @@
 #include <memory>
 
 #include "common/nn/gpt.h"
+#include "common/optim/gradient_clipping.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/parallel/optimizer_in_backward.h"
 #include "common/parallel/training_parallelism.h"
+#include "common/train/step_phases.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/gpt_options.h"
 
@@ -35,11 +38,19 @@ std::unique_ptr<course::parallel::TrainingParallelism> make_image_parallelism(
 struct LabOptimizer {
   std::unique_ptr<course::optim::Optimizer> optimizer;
   std::shared_ptr<const course::optim::Schedule> schedule;
+  // --optimizer-in-backward: the optimizer's updates inside the backward pass.
+  std::unique_ptr<course::parallel::OptimizerInBackward> in_backward;
 };
 LabOptimizer make_lab_optimizer(const GptLabOptions& options,
                                 course::parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<course::parallel::Communicator> comm,
                                 int64_t total_steps);
+
+// One training step on `batch`: forward and backward under `parallelism`, then the optimizer's
+// step (clipped first) or, in backward, its updates; returns the loss (forward_backward's).
+course::Tensor train_step(LabOptimizer& optimizer, course::optim::GradientClipping& clipping,
+                          course::parallel::TrainingParallelism& parallelism,
+                          const course::NextTokenBatch& batch, course::train::StepPhases& phases);
 
 // A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
 // slices, and its optimizer's state (none, for a `layout` that is empty: one file of the whole

@@ -13,7 +13,7 @@ using namespace course::parallel;
 void print_parallel_reports(TrainingParallelism& parallelism, const course::train::LoopResult& run,
                             const GptLabOptions& o, bool lead, int ranks) {
   if (lead && run.steps > 0 && ranks > 1) {
-    std::printf("communication per step on rank 0: %.2f MiB sent (ring), %.1f ms waited for\n",
+    std::printf("communication per step on rank 0: %.3f MiB sent (ring), %.1f ms waited for\n",
                 parallelism.bytes_sent() / run.steps / 1048576.0,
                 parallelism.exposed_communication_seconds() * 1e3 / run.steps);
   }

@@ -1,6 +1,8 @@
 // Module bookkeeping shared by every layer.
 #include "common/nn/module.h"
 
+#include <utility>
+
 #include "common/kernels/elementwise.h"
 
 namespace course::nn {
@@ -11,9 +13,43 @@ Parameter::Parameter(Tensor v)
                value.str());
 }
 
+namespace {
+
+int gradients_on_demand = 0;
+
+}  // namespace
+
+void Module::count_gradients_on_demand(int change) { gradients_on_demand += change; }
+
 Tensor Module::backward(const Tensor& dy, Context& ctx) {
-  Tensor dx = run_backward(dy, ctx);
+  if (gradients_on_demand > 0) {
+    // This module's own parameters: its subtree's less its children's, and those it borrows.
+    std::vector<Parameter*> own = parameters();
+    for (const Child& c : children()) {
+      for (Parameter* p : c.module->parameters()) std::erase(own, p);
+    }
+    for (Parameter* p : borrowed_parameters()) own.push_back(p);
+    for (Parameter* p : own) {
+      if (p->grad_on_demand && !p->grad.defined()) {
+        p->grad = zeros(p->value.shape(), DType::kF32, p->value.device());
+      }
+    }
+  }
+  ++backward_depth_;
+  Tensor dx;
+  try {
+    dx = run_backward(dy, ctx);
+  } catch (...) {
+    --backward_depth_;
+    ready_.clear();
+    throw;
+  }
+  --backward_depth_;
   ctx.clear();
+  if (backward_depth_ == 0) {
+    const std::vector<Parameter*> ready = std::exchange(ready_, {});
+    for (Parameter* p : ready) hook_(*p);
+  }
   return dx;
 }
 
@@ -27,7 +63,7 @@ Tensor Module::gradient_sums_target(const Parameter& p, const Context& ctx) {
                                        : p.grad;
 }
 
-void Module::add_gradient_sums(Parameter& p, const Tensor& target) const {
+void Module::add_gradient_sums(Parameter& p, const Tensor& target) {
   if (target.data() != p.grad.data()) axpy_(1.0f, target, p.grad);
   grad_ready(p);
 }
@@ -87,7 +123,9 @@ Module& Module::child(const std::string& name) {
 }
 
 void Module::zero_grad() {
-  for (Parameter* p : parameters()) fill_(p->grad, 0.0);
+  for (Parameter* p : parameters()) {
+    if (p->grad.defined()) fill_(p->grad, 0.0);
+  }
 }
 
 }  // namespace course::nn

@@ -22,6 +22,10 @@ namespace course::nn {
 struct Parameter {
   Tensor value;  // f32; 16-bit while sharded mixed precision binds a compute copy
   Tensor grad;   // f32, same shape, zero at creation
+  // The optimizer in backward frees the gradient once its update is done: backward then makes a
+  // zeroed one again when it first adds to it (Module::backward), so no step keeps a whole
+  // model's gradients between its updates.
+  bool grad_on_demand = false;
 
   explicit Parameter(Tensor value);
   Parameter(Tensor value, Tensor grad);  // e.g. views of a shard of flat parameters
@@ -46,6 +50,8 @@ class Module {
   virtual ~Module() = default;
 
   Tensor forward(const Tensor& x, Context& ctx) { return run_forward(x, ctx); }
+  // Makes the zeroed gradients of this module's parameters that are on demand and freed
+  // (Parameter::grad_on_demand), then runs its backward.
   Tensor backward(const Tensor& dy, Context& ctx);
   Tensor forward(const Tensor& x) { return forward(x, context_); }
   Tensor backward(const Tensor& dy) { return backward(dy, context_); }
@@ -66,9 +72,11 @@ class Module {
   virtual void collect(const std::string& prefix, ModuleState& state);
   void set_training(bool training);  // this module and every descendant
 
-  // Called with each parameter as soon as its gradient is complete during backward (used by
-  // data parallelism to start reducing it while the rest of the backward pass runs); set on
-  // this module and every descendant.
+  // Called with each parameter as soon as its gradient is complete and its layer's backward
+  // done with it (the calls a layer makes during its backward come when that backward returns,
+  // so the hook may change the parameter: the optimizer in backward): data parallelism starts
+  // reducing it while the rest of the backward pass runs. Set on this module and every
+  // descendant.
   using GradReadyHook = std::function<void(Parameter&)>;
   void set_grad_ready_hook(const GradReadyHook& hook);
 
@@ -78,15 +86,26 @@ class Module {
   int64_t parameter_count();
   // The child named `name`; throws naming the children there are.
   Module& child(const std::string& name);
-  virtual void zero_grad();  // sharded data parallelism zeroes its shards instead
+  virtual void zero_grad();  // sharded data parallelism zeroes its shards instead; freed ones stay
+  // While an optimizer runs in backward anywhere in the process, backward makes the freed
+  // gradients of on-demand parameters (counted: the optimizer in backward's lifetime).
+  static void count_gradients_on_demand(int change);
   bool training() const { return training_; }
 
  protected:
   virtual Tensor run_forward(const Tensor& x, Context& ctx) = 0;
   virtual Tensor run_backward(const Tensor& dy, Context& ctx) = 0;
+  // Parameters of other modules whose gradients this one's backward adds to (a tied output
+  // layer's embedding table).
+  virtual std::vector<Parameter*> borrowed_parameters() { return {}; }
 
-  void grad_ready(Parameter& p) const {
-    if (hook_) hook_(p);
+  void grad_ready(Parameter& p) {
+    if (!hook_) return;
+    if (backward_depth_ > 0) {
+      ready_.push_back(&p);
+    } else {
+      hook_(p);  // a weight-gradient pass deferred past the backward (ZB-H1's W)
+    }
   }
 
   // For a kernel that adds a parameter's gradient sums in the same pass as the input's gradient
@@ -95,13 +114,15 @@ class Module {
   static Tensor gradient_sums_target(const Parameter& p, const Context& ctx);
   // The W half of such a parameter: adds the scratch (not the gradient itself), then marks it
   // ready.
-  void add_gradient_sums(Parameter& p, const Tensor& target) const;
+  void add_gradient_sums(Parameter& p, const Tensor& target);
 
   bool training_ = true;
   GradReadyHook hook_;
 
  private:
-  Context context_;  // of forward(x) / backward(dy)
+  Context context_;                // of forward(x) / backward(dy)
+  int backward_depth_ = 0;         // run_backward calls of this module in progress
+  std::vector<Parameter*> ready_;  // grad_ready() calls made in them, passed on when they end
 };
 
 using ModulePtr = std::unique_ptr<Module>;

@@ -15,6 +15,7 @@ class TiedHead : public Module {
  protected:
   Tensor run_forward(const Tensor& h, Context& ctx) override;
   Tensor run_backward(const Tensor& dlogits, Context& ctx) override;
+  std::vector<Parameter*> borrowed_parameters() override { return {&weight_}; }
 
  private:
   // The weight is not saved: backward reads the parameter again, so sharded data parallelism

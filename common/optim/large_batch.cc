@@ -52,10 +52,11 @@ Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lar
 
 std::vector<float> Lars::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
 
-void Lars::apply_update(const Tensor& skip_if) {
+void Lars::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                        UpdateTable& table) {
   COURSE_CHECK(!skip_if.defined(), kNoSkip);
   std::vector<UpdateSlots> slots;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i : indices) {
     nn::Parameter& p = *params_[i].second;
     const Tensor trust =
         trust_of(p.value, p.grad, i, options_.eta, options_.weight_decay, squares_, trust_);
@@ -65,7 +66,7 @@ void Lars::apply_update(const Tensor& skip_if) {
     scale_by_(d, trust);
     slots.push_back({&p.value, &d, &momentum_[i]});
   }
-  sgd_update_(update_table_, slots, {options_.momentum, 0.0f, false}, step_scalars_);
+  sgd_update_(table, slots, {options_.momentum, 0.0f, false}, step_scalars_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lars::state_tensors() {
@@ -93,18 +94,19 @@ std::vector<float> Lamb::step_scalars() const {
   return scalars;
 }
 
-void Lamb::apply_update(const Tensor& skip_if) {
+void Lamb::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                        UpdateTable& table) {
   COURSE_CHECK(!skip_if.defined(), kNoSkip);
   // The AdamW kernel at lr 1 moves a copy of w by exactly -r (and updates the moments).
   std::vector<UpdateSlots> slots;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i : indices) {
     nn::Parameter& p = *params_[i].second;
     copy_(moved_[i], p.value);
     slots.push_back({&moved_[i], &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
-  adamw_update_(update_table_, slots, hyper(), step_scalars_.slice(0, 3));
+  adamw_update_(table, slots, hyper(), step_scalars_.slice(0, 3));
   const Tensor lr = step_scalars_.slice(3, 4);  // read on the device: a captured step follows it
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i : indices) {
     Tensor& w = params_[i].second->value;
     Tensor& r = moved_[i];
     axpy_(-1.0f, w, r);  // r = moved - w = -update

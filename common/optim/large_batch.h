@@ -25,7 +25,8 @@ class Lars : public Optimizer {
  public:
   Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void apply_update(const Tensor& skip_if) override;
+  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                    UpdateTable& table) override;
 
  private:
   std::vector<float> step_scalars() const override;
@@ -46,7 +47,8 @@ class Lamb : public Optimizer {
  public:
   Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void apply_update(const Tensor& skip_if) override;
+  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                    UpdateTable& table) override;
   // (P,) on the device: each parameter's trust ratio of the last step (1-bit LAMB freezes them).
   const Tensor& trust_ratios() const { return trust_; }
 

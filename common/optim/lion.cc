@@ -10,14 +10,15 @@ Lion::Lion(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lio
   momentum_ = zeros_like_params();
 }
 
-void Lion::apply_update(const Tensor& skip_if) {
+void Lion::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                        UpdateTable& table) {
   std::vector<UpdateSlots> slots;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i : indices) {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &momentum_[i]});
   }
-  lion_update_(update_table_, slots, {options_.beta1, options_.beta2, options_.weight_decay},
-               step_scalars_, skip_if);
+  lion_update_(table, slots, {options_.beta1, options_.beta2, options_.weight_decay}, step_scalars_,
+               skip_if);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lion::state_tensors() {

@@ -19,7 +19,8 @@ class Lion : public Optimizer {
  public:
   Lion(std::vector<std::pair<std::string, nn::Parameter*>> params, const LionOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void apply_update(const Tensor& skip_if) override;
+  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                    UpdateTable& table) override;
 
  private:
   std::vector<float> step_scalars() const override { return {lr_}; }

@@ -1,6 +1,8 @@
 // SGD and AdamW.
 #include "common/optim/optimizer.h"
 
+#include <algorithm>
+
 #include "common/kernels/elementwise.h"
 
 namespace course::optim {
@@ -8,6 +10,26 @@ namespace course::optim {
 Optimizer::Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr)
     : params_(std::move(params)), lr_(lr) {
   COURSE_CHECK(lr >= 0.0f, "learning rate must not be negative, got ", lr);
+  for (size_t i = 0; i < params_.size(); ++i) all_.push_back(i);
+}
+
+void Optimizer::set_update_groups(std::vector<std::vector<size_t>> groups) {
+  std::vector<int> seen(params_.size(), 0);
+  for (const std::vector<size_t>& group : groups) {
+    for (size_t i : group) {
+      COURSE_CHECK(i < params_.size() && seen[i]++ == 0, "update groups must name each of the ",
+                   params_.size(), " parameters once; ", i, " is out of range or repeated");
+    }
+  }
+  COURSE_CHECK(std::find(seen.begin(), seen.end(), 0) == seen.end(),
+               "update groups must name every parameter");
+  groups_ = std::move(groups);
+  group_tables_.assign(groups_.size(), UpdateTable{});
+}
+
+void Optimizer::update_group(size_t group, const Tensor& skip_if) {
+  COURSE_CHECK(group < groups_.size(), "update group ", group, " of ", groups_.size());
+  apply_update(skip_if, groups_[group], group_tables_[group]);
 }
 
 void Optimizer::step(const Tensor& skip_if) {
@@ -56,13 +78,14 @@ Sgd::Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOp
 
 std::vector<float> Sgd::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
 
-void Sgd::apply_update(const Tensor& skip_if) {
+void Sgd::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                       UpdateTable& table) {
   std::vector<UpdateSlots> slots;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i : indices) {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &momentum_[i]});
   }
-  sgd_update_(update_table_, slots, {options_.momentum, options_.weight_decay, options_.nesterov},
+  sgd_update_(table, slots, {options_.momentum, options_.weight_decay, options_.nesterov},
               step_scalars_, skip_if);
 }
 
@@ -87,13 +110,14 @@ std::vector<float> AdamW::step_scalars() const {
   return adamw_step_scalars(lr_, hyper(), steps_ + 1);
 }
 
-void AdamW::apply_update(const Tensor& skip_if) {
+void AdamW::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                         UpdateTable& table) {
   std::vector<UpdateSlots> slots;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i : indices) {
     nn::Parameter& p = *params_[i].second;
     slots.push_back({&p.value, &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
   }
-  adamw_update_(update_table_, slots, hyper(), step_scalars_, skip_if);
+  adamw_update_(table, slots, hyper(), step_scalars_, skip_if);
 }
 
 std::vector<std::pair<std::string, Tensor*>> AdamW::state_tensors() {

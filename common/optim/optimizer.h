@@ -11,6 +11,11 @@
 // update then skips itself on the device after an overflow, and the host never reads the flag.
 // count_step() counts attempted steps (the schedule moves on after a skipped one, as PyTorch's
 // LR scheduler does); AdamW's bias correction counts them too.
+//
+// The optimizer in backward (optimizer_in_backward.h) updates the parameters in groups, each as
+// soon as its gradients are final: set_update_groups(), then per step prepare_step(),
+// update_group() once for every group in any order, count_step(). The elements are updated as
+// update() updates them, one launch per group instead of one for all.
 #pragma once
 
 #include <memory>
@@ -32,7 +37,13 @@ class Optimizer {
   void step(const Tensor& skip_if = Tensor());
   void prepare_step();  // queues this step's scalars to the device (no host wait)
   // The update itself (device work), skipped on the device where skip_if is non-zero.
-  void update(const Tensor& skip_if = Tensor()) { apply_update(skip_if); }
+  void update(const Tensor& skip_if = Tensor()) { apply_update(skip_if, all_, update_table_); }
+  // Groups of parameter indices (into the optimizer's list, each index once).
+  void set_update_groups(std::vector<std::vector<size_t>> groups);
+  void update_group(size_t group, const Tensor& skip_if = Tensor());
+  const std::vector<std::vector<size_t>>& update_groups() const { return groups_; }
+  // The parameters, named, in the optimizer's order (what the group indices count).
+  const std::vector<std::pair<std::string, nn::Parameter*>>& parameters() const { return params_; }
   void count_step() { ++steps_; }
   float lr() const { return lr_; }
   void set_lr(float lr) { lr_ = lr; }
@@ -43,7 +54,10 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<std::pair<std::string, nn::Parameter*>> params, float lr);
-  virtual void apply_update(const Tensor& skip_if) = 0;
+  // One update of the parameters at `indices` (into params_), its fused launches through `table`
+  // (kept by the caller between steps).
+  virtual void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                            UpdateTable& table) = 0;
   // The scalars update() reads on the device at the current step (see optimizer_kernels.h).
   virtual std::vector<float> step_scalars() const = 0;
   // One zero tensor per parameter, shaped like it (a state slot such as a momentum buffer).
@@ -58,6 +72,9 @@ class Optimizer {
   Tensor step_scalars_;  // written by prepare_step(), on the parameters' device
   PinnedStaging scalar_uploads_;
   UpdateTable update_table_;  // of the fused kernel, kept between steps
+  std::vector<size_t> all_;   // every index: update()'s group
+  std::vector<std::vector<size_t>> groups_;
+  std::vector<UpdateTable> group_tables_;  // one per group
 };
 
 struct SgdOptions {
@@ -71,7 +88,8 @@ class Sgd : public Optimizer {
  public:
   Sgd(std::vector<std::pair<std::string, nn::Parameter*>> params, const SgdOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void apply_update(const Tensor& skip_if) override;
+  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                    UpdateTable& table) override;
 
  private:
   std::vector<float> step_scalars() const override;
@@ -90,7 +108,8 @@ class AdamW : public Optimizer {
  public:
   AdamW(std::vector<std::pair<std::string, nn::Parameter*>> params, const AdamWOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void apply_update(const Tensor& skip_if) override;
+  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                    UpdateTable& table) override;
 
  private:
   std::vector<float> step_scalars() const override;

@@ -2,6 +2,7 @@
 #include "common/parallel/data_parallel_model.h"
 
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "common/optim/gradient_clipping.h"
 #include "common/parallel/gradient_average.h"
@@ -50,7 +51,40 @@ void DataParallelStep::keep_gradients_local_while(std::function<bool()>) {
 }
 
 void DataParallelModel::set_sync(bool sync) {
+  sync_ = sync;
   if (ddp_) ddp_->set_sync(sync);
+}
+
+std::vector<std::vector<size_t>> DataParallelStep::gradient_groups() {
+  COURSE_FAIL(describe(),
+              " reduces its gradients into shards; the optimizer in backward needs "
+              "DDP or one process");
+}
+
+void DataParallelStep::when_gradients_final(std::function<void(size_t)>) { gradient_groups(); }
+
+std::vector<std::vector<size_t>> DataParallelModel::gradient_groups() {
+  if (sdp_) return DataParallelStep::gradient_groups();
+  if (ddp_) return ddp_->plan();
+  std::vector<std::vector<size_t>> one_each;
+  for (size_t i = 0; i < model_.parameters().size(); ++i) one_each.push_back({i});
+  return one_each;
+}
+
+void DataParallelModel::when_gradients_final(std::function<void(size_t)> final) {
+  if (sdp_) DataParallelStep::when_gradients_final(std::move(final));
+  if (ddp_) {
+    ddp_->when_bucket_reduced(std::move(final));
+    return;
+  }
+  // One process: a parameter's gradient is final when its backward completes it, in the
+  // micro-batch that ends the step.
+  std::unordered_map<const nn::Parameter*, size_t> index;
+  const std::vector<nn::Parameter*> params = model_.parameters();
+  for (size_t i = 0; i < params.size(); ++i) index[params[i]] = i;
+  model_.set_grad_ready_hook([this, index, final](nn::Parameter& p) {
+    if (sync_) final(index.at(&p));
+  });
 }
 
 void DataParallelModel::keep_gradients_local_while(std::function<bool()> local) {

@@ -45,6 +45,13 @@ class DataParallelStep {
   // Adam's compressed momentum, common/parallel/onebit_optimizer.h). Only DDP (and one process)
   // can; the other modes refuse.
   virtual void keep_gradients_local_while(std::function<bool()> local);
+  // The optimizer in backward (optimizer_in_backward.h): the optimized() parameters in the groups
+  // whose gradients become final together, and `final(group)` called for each group once per
+  // synchronised step as soon as they are (DDP: after each bucket's all-reduce; one process:
+  // each parameter as its backward completes it). Only DDP and one process can; the sharded
+  // modes refuse.
+  virtual std::vector<std::vector<size_t>> gradient_groups();
+  virtual void when_gradients_final(std::function<void(size_t group)> final);
   virtual void finish_backward() = 0;  // after the step's (last) backward pass
   virtual void after_step() = 0;       // after the optimizer's step
   virtual std::string describe() const = 0;
@@ -78,6 +85,8 @@ class DataParallelModel : public DataParallelStep {
   // micro-batch into the shards, which add up).
   void set_sync(bool sync) override;
   void keep_gradients_local_while(std::function<bool()> local) override;
+  std::vector<std::vector<size_t>> gradient_groups() override;
+  void when_gradients_final(std::function<void(size_t group)> final) override;
   void finish_backward() override;        // DDP's average (the sharded modes reduce in backward)
   void after_step() override;             // ZeRO-1/2's all-gather of the updated shards
   std::string describe() const override;  // "zero3 over 4 ranks (backward prefetch pre)"
@@ -94,6 +103,7 @@ class DataParallelModel : public DataParallelStep {
   std::string description_;
   std::unique_ptr<DistributedDataParallel> ddp_;
   std::unique_ptr<ShardedDataParallel> sdp_;
+  bool sync_ = true;  // one process: whether this backward pass ends the step
 };
 
 }  // namespace course::parallel

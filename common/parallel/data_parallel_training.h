@@ -32,6 +32,10 @@ class DataParallelTraining : public TrainingParallelism {
   void keep_gradients_local_while(std::function<bool()> local) override {
     step_->keep_gradients_local_while(std::move(local));
   }
+  std::vector<std::vector<size_t>> gradient_groups() override { return step_->gradient_groups(); }
+  void when_gradients_final(std::function<void(size_t group)> final) override {
+    step_->when_gradients_final(std::move(final));
+  }
   void after_step() override { step_->after_step(); }
   // DDP's averaged gradient on every rank, or a sharded mode's shards summed over a copy.
   Tensor squared_gradient_norm() override { return step_->squared_gradient_norm(); }

@@ -83,7 +83,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& model,
       plan_(std::move(plan)),
       options_(options),
       reduce_(std::move(reduce)),
-      params_(model.state().parameters) {
+      params_(model.state().parameters),
+      device_(params_.empty() ? Device::cpu() : params_.front().second->value.device()) {
   if (!reduce_) reduce_ = [this](Tensor& t) { return comm_->allreduce(t); };
   const size_t n = params_.size();
   bucket_of_.assign(n, plan_.size());
@@ -102,7 +103,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& model,
       numel += params_[i].second->value.numel();
     }
     bucket.params = plan_[b];
-    bucket.flat = Tensor::empty({numel}, DType::kF32, params_[plan_[b][0]].second->value.device());
+    bucket.numel = numel;
+    bucket.flat = Tensor::empty({numel}, DType::kF32, device_);
     buckets_.push_back(std::move(bucket));
   }
   for (size_t i = 0; i < n; ++i) {
@@ -124,13 +126,21 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& model,
 
 DistributedDataParallel::~DistributedDataParallel() { model_.set_grad_ready_hook({}); }
 
+void DistributedDataParallel::when_bucket_reduced(std::function<void(size_t)> reduced) {
+  reduced_ = std::move(reduced);
+  for (Bucket& bucket : buckets_) bucket.flat = Tensor();
+}
+
 void DistributedDataParallel::pack(size_t i) {
   COURSE_CHECK(!packed_[i], "the gradient of ", params_[i].first,
                " became ready twice in one backward pass (a parameter used twice is not "
                "supported by DDP)");
   packed_[i] = true;
-  const Tensor& grad = params_[i].second->grad;
+  nn::Parameter& p = *params_[i].second;
+  if (!p.grad.defined()) p.grad = zeros(p.value.shape(), DType::kF32, p.value.device());  // unused
+  const Tensor& grad = p.grad;
   Bucket& bucket = buckets_[bucket_of_[i]];
+  if (!bucket.flat.defined()) bucket.flat = Tensor::empty({bucket.numel}, DType::kF32, device_);
   copy_bytes(static_cast<float*>(bucket.flat.data()) + offset_of_[i], bucket.flat.device(),
              grad.data(), grad.device(), grad.nbytes());
   --bucket.pending;
@@ -172,7 +182,7 @@ void DistributedDataParallel::reset_stats() {
 void DistributedDataParallel::finish_backward() {
   if (!reducing()) return;
   if (!exposed_ && !buckets_.empty()) {
-    exposed_ = std::make_unique<IntervalTimer>(buckets_.front().flat.device());
+    exposed_ = std::make_unique<IntervalTimer>(device_);
   }
   if (exposed_) exposed_->start();
   for (; next_launch_ < buckets_.size(); ++next_launch_) {
@@ -187,7 +197,8 @@ void DistributedDataParallel::finish_backward() {
     launch(bucket);
   }
   const float inverse_size = 1.0f / static_cast<float>(comm_->size());
-  for (Bucket& bucket : buckets_) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
     bucket.work->wait();
     bucket.work.reset();
     scale_(bucket.flat, inverse_size);
@@ -199,6 +210,10 @@ void DistributedDataParallel::finish_backward() {
       packed_[i] = false;
     }
     bucket.pending = bucket.params.size();
+    if (reduced_) {
+      reduced_(b);
+      bucket.flat = Tensor();
+    }
   }
   next_launch_ = 0;
   ++stats_.steps;

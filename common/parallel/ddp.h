@@ -53,6 +53,11 @@ class DistributedDataParallel {
   // gradients, for an optimizer that averages its own state over the ranks instead (1-bit Adam's
   // compressed momentum, onebit_optimizer.h).
   void keep_gradients_local_while(std::function<bool()> local) { local_ = std::move(local); }
+  // Called with each bucket's index (into plan()) once its average is in the gradients, in
+  // finish_backward while the later buckets are still in flight: the optimizer in backward
+  // updates the bucket's parameters there (optimizer_in_backward.h). The buckets' buffers then
+  // live only from their first gradient to that call, as the gradients do.
+  void when_bucket_reduced(std::function<void(size_t bucket)> reduced);
 
   // Call after model.backward(): reduces what is left, waits for every bucket and writes the
   // average over ranks into each gradient. Does nothing while sync is off.
@@ -66,9 +71,11 @@ class DistributedDataParallel {
  private:
   struct Bucket {
     std::vector<size_t> params;  // indices into params_
-    Tensor flat;                 // the gradients, packed
-    size_t pending = 0;          // gradients not yet packed in this backward pass
-    WorkPtr work;                // in flight once launched
+    Tensor flat;                 // the gradients, packed (while the optimizer is in backward:
+                                 // from the first packed gradient to the bucket's update)
+    int64_t numel = 0;
+    size_t pending = 0;  // gradients not yet packed in this backward pass
+    WorkPtr work;        // in flight once launched
   };
 
   void on_grad_ready(const nn::Parameter& p);
@@ -91,8 +98,10 @@ class DistributedDataParallel {
 
   bool sync_ = true;
   std::function<bool()> local_;  // unset: never local
+  std::function<void(size_t)> reduced_;
   DdpStats stats_;
   std::unique_ptr<IntervalTimer> exposed_;  // on the gradients' device, from the first sync
+  Device device_;                           // the gradients'
 };
 
 // The bytes of each parameter's gradient in parameters() order: what a bucket plan is made from.

@@ -25,20 +25,18 @@ Device device_of(const std::vector<std::pair<std::string, nn::Parameter*>>& para
 
 std::unique_ptr<optim::Optimizer> warmup_optimizer(
     const std::vector<std::pair<std::string, nn::Parameter*>>& params, const OneBitOptions& o) {
+  const auto options = [&o](auto base) {
+    base.lr = o.lr;
+    base.beta1 = o.beta1;
+    base.beta2 = o.beta2;
+    base.eps = o.eps;
+    base.weight_decay = o.weight_decay;
+    return base;
+  };
   if (o.base == OneBitBase::kLamb) {
-    return std::make_unique<optim::Lamb>(params,
-                                         optim::LambOptions{.lr = o.lr,
-                                                            .beta1 = o.beta1,
-                                                            .beta2 = o.beta2,
-                                                            .eps = o.eps,
-                                                            .weight_decay = o.weight_decay});
+    return std::make_unique<optim::Lamb>(params, options(optim::LambOptions{}));
   }
-  return std::make_unique<optim::AdamW>(params,
-                                        optim::AdamWOptions{.lr = o.lr,
-                                                            .beta1 = o.beta1,
-                                                            .beta2 = o.beta2,
-                                                            .eps = o.eps,
-                                                            .weight_decay = o.weight_decay});
+  return std::make_unique<optim::AdamW>(params, options(optim::AdamWOptions{}));
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -102,7 +100,11 @@ AdamWHyper OneBitOptimizer::hyper() const {
   return {options_.beta1, options_.beta2, options_.eps, options_.weight_decay};
 }
 
-void OneBitOptimizer::apply_update(const Tensor& skip_if) {
+void OneBitOptimizer::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                                   UpdateTable&) {
+  COURSE_CHECK(indices.size() == params_.size(),
+               "1-bit optimizers update every parameter at once (their momentum travels whole): "
+               "they do not run in the backward pass");
   if (!compressed()) {
     warmup_->set_lr(lr_);
     warmup_->set_steps(steps_);
@@ -130,7 +132,7 @@ void OneBitOptimizer::compressed_update() {
   }
   momentum_update_(momentum_table_, momentum_slots, options_.beta1);
   allreduce_.average_(momentum_);
-  frozen_variance_update_(update_table_, update_slots, hyper(), step_scalars_.slice(0, 3));
+  frozen_variance_update_(frozen_table_, update_slots, hyper(), step_scalars_.slice(0, 3));
   if (moved_.empty()) return;
   // 1-bit LAMB: each parameter along its direction at its frozen trust ratio.
   const Tensor lr = step_scalars_.slice(3, 4);

@@ -43,7 +43,8 @@ class OneBitOptimizer : public optim::Optimizer {
   OneBitOptimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
                   const OneBitOptions& options, std::shared_ptr<Communicator> comm);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
-  void apply_update(const Tensor& skip_if) override;
+  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                    UpdateTable& table) override;
   // From the step that counts freeze_step on: the gradients stay local, the momentum travels.
   bool compressed() const { return steps_ >= options_.freeze_step; }
   const CompressedAllreduce& allreduce() const { return allreduce_; }
@@ -60,7 +61,7 @@ class OneBitOptimizer : public optim::Optimizer {
   std::vector<Tensor> momentum_of_, variance_of_;  // those slices, shaped as the parameters
   std::vector<Tensor> moved_;                      // 1-bit LAMB: w moved by the direction
   Tensor frozen_trust_;                            // 1-bit LAMB: (P,) ratios of the warm-up's end
-  UpdateTable momentum_table_, update_table_;
+  UpdateTable momentum_table_, frozen_table_;
 };
 
 // The names --optimizer takes for them: "onebit-adam", "onebit-lamb".

@@ -51,6 +51,15 @@ class TrainingParallelism {
                 "averages its own state over the ranks (1-bit Adam and LAMB) needs DDP or one "
                 "process");
   }
+  // The optimizer in backward (optimizer_in_backward.h): optimized()'s parameters in the groups
+  // whose gradients become final together, and `final(group)` called for each once per step as
+  // soon as they are. Data parallelism without sharding can; the other schemes refuse.
+  virtual std::vector<std::vector<size_t>> gradient_groups() {
+    COURSE_FAIL(describe(),
+                " reduces gradients within its grid itself; the optimizer in "
+                "backward needs DDP or one process");
+  }
+  virtual void when_gradients_final(std::function<void(size_t group)>) { gradient_groups(); }
   // After the optimizer's step, and after a resumed run loaded its state.
   virtual void after_step() = 0;
   // Collective, after forward_backward: the square of the L2 norm of the whole model's gradient

@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.1-TP4.17 (the lab sheet is day4_large_models/README.md).
+// Day 4 exercises TP4.1-TP4.17 and TP4.22 (the lab sheet is day4_large_models/README.md).
 // solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
 // exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
 // trainees edit that one.
@@ -258,6 +258,34 @@ Tensor mask_2_4(const Tensor& weight) {
   }
   // END EXERCISE
   return mask;
+}
+
+Tensor onebit_compress(const Tensor& values, Tensor& error, int64_t chunk) {
+  COURSE_CHECK(values.dtype() == course::DType::kF32 && values.device().is_cpu() &&
+                   error.dtype() == course::DType::kF32 && error.device().is_cpu() &&
+                   error.numel() == values.numel(),
+               "onebit_compress takes f32 CPU values and an error of their size, got ",
+               values.str(), " and ", error.str());
+  COURSE_CHECK(chunk > 0, "onebit_compress: chunks must hold elements, got ", chunk);
+  Tensor compressed = Tensor::empty(values.shape(), course::DType::kF32);
+  // BEGIN EXERCISE TP4.22: per chunk, the mean magnitude with each sign; the residual carried
+  const float* x = values.data_as<float>();
+  float* e = error.data_as<float>();
+  float* out = compressed.data_as<float>();
+  const int64_t n = values.numel();
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t end = std::min(begin + chunk, n);
+    float total = 0;
+    for (int64_t i = begin; i < end; ++i) total += std::fabs(x[i] + e[i]);
+    const float scale = total / static_cast<float>(end - begin);
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = x[i] + e[i];
+      out[i] = v >= 0.0f ? scale : -scale;
+      e[i] = v - out[i];
+    }
+  }
+  // END EXERCISE
+  return compressed;
 }
 
 }  // namespace day4

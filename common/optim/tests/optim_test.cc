@@ -11,6 +11,7 @@
 #include "common/optim/large_batch.h"
 #include "common/optim/lion.h"
 #include "common/optim/loss_scaler.h"
+#include "common/optim/make_optimizer.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/tensor/graph.h"
@@ -193,7 +194,16 @@ TEST(Schedule, CosineWarmupAndNames) {
   EXPECT_FLOAT_EQ(named->lr_at(0), 0.1f);  // warm-up step 1 of 10 towards lr_at(0) = 1
   EXPECT_NEAR(named->lr_at(50), 0.6f, 1e-6);
   EXPECT_FLOAT_EQ(named->lr_at(100), 0.2f);
-  EXPECT_THROW(make_schedule("linear", 1.0f, 10, 0), Error);
+  EXPECT_THROW(make_schedule("step", 1.0f, 10, 0), Error);
+  // DeepSpeed's WarmupDecayLR: up over 2 steps, then linearly to 0 at step 10.
+  auto linear = make_schedule("linear", 1.0f, 10, 2);
+  EXPECT_FLOAT_EQ(linear->lr_at(0), 0.5f);
+  EXPECT_FLOAT_EQ(linear->lr_at(2), 1.0f);
+  EXPECT_FLOAT_EQ(linear->lr_at(6), 0.5f);
+  EXPECT_FLOAT_EQ(linear->lr_at(9), 0.125f);
+  EXPECT_FLOAT_EQ(linear->lr_at(10), 0.0f);
+  EXPECT_FLOAT_EQ(linear->lr_at(12), 0.0f);
+  EXPECT_THROW(make_schedule("linear", 1.0f, 10, 10), Error);
   EXPECT_THROW(one_cycle_schedule(1.0f, 2), Error);
   const std::string error = course::testing::error_of([] { one_cycle_schedule(1.0f, 3); });
   EXPECT_NE(error.find("3 step(s)"), std::string::npos) << error;
@@ -282,6 +292,62 @@ TEST(CapturedUpdate, FollowsTheScheduleSetBetweenReplays) {
     }
     EXPECT_EQ(graphed->steps(), 6);
   }
+}
+
+// Updating the parameters group by group (the optimizer in backward: one launch per bucket, or
+// one per parameter in one process) is the one fused update, element for element: five
+// parameters of uneven sizes in groups of 2, 1 and 2 and in groups of one each, every optimizer,
+// over four steps of new gradients.
+TEST(UpdateGroups, GroupByGroupIsTheFusedUpdateBitForBit) {
+  const std::vector<int64_t> sizes = {7, 300, 1, 64, 33};
+  const std::vector<std::vector<std::vector<size_t>>> groupings = {{{4, 1}, {0}, {2, 3}},
+                                                                   {{0}, {1}, {2}, {3}, {4}}};
+  for (const std::string name : {"sgd", "adamw", "lars", "lamb", "lion"}) {
+    for (const auto& grouping : groupings) {
+      std::vector<std::unique_ptr<nn::Parameter>> fused, grouped;
+      std::vector<std::pair<std::string, nn::Parameter*>> fused_list, grouped_list;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        const Tensor start =
+            testing::random_tensor({sizes[i]}, DType::kF32, Device::cpu(), 50 + i).tensor;
+        fused.push_back(std::make_unique<nn::Parameter>(start.clone()));
+        grouped.push_back(std::make_unique<nn::Parameter>(start.clone()));
+        fused_list.emplace_back("p" + std::to_string(i), fused.back().get());
+        grouped_list.emplace_back("p" + std::to_string(i), grouped.back().get());
+      }
+      const OptimizerFlags flags{.name = name, .lr = 0.01f, .weight_decay = 0.05f};
+      const auto one = course::optim::make_optimizer(flags, fused_list);
+      const auto by_group = course::optim::make_optimizer(flags, grouped_list);
+      by_group->set_update_groups(grouping);
+      for (uint32_t step = 0; step < 4; ++step) {
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          const Tensor grad =
+              testing::random_tensor({sizes[i]}, DType::kF32, Device::cpu(), 90 + 7 * step + i)
+                  .tensor;
+          copy_(fused[i]->grad, grad);
+          copy_(grouped[i]->grad, grad);
+        }
+        one->step();
+        by_group->prepare_step();
+        for (size_t g = grouping.size(); g-- > 0;) by_group->update_group(g);  // any order
+        by_group->count_step();
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          ASSERT_EQ(grouped[i]->value.to_vector<float>(), fused[i]->value.to_vector<float>())
+              << name << ", " << grouping.size() << " groups, step " << step << ", parameter " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(UpdateGroups, RefuseAParameterLeftOutOrNamedTwice) {
+  nn::Parameter a(zeros({3})), b(zeros({2}));
+  AdamW adamw({{"a", &a}, {"b", &b}}, AdamWOptions{});
+  EXPECT_NE(testing::error_of([&] { adamw.set_update_groups({{0}}); }).find("every parameter"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              adamw.set_update_groups({{0, 1}, {1}});
+            }).find("once"),
+            std::string::npos);
 }
 
 }  // namespace

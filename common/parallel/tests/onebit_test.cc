@@ -194,27 +194,21 @@ GptRun train_gpt(const optim::OptimizerFlags& flags, int steps) {
   return run;
 }
 
-TEST(OneBitAdam, WarmUpIsAdamWBitForBit) {
-  const optim::OptimizerFlags adamw{.name = "adamw", .lr = 3e-3f, .weight_decay = 0.1f};
-  optim::OptimizerFlags onebit = adamw;
-  onebit.name = "onebit-adam";
-  onebit.freeze_step = 100;
-  const GptRun want = train_gpt(adamw, 3), got = train_gpt(onebit, 3);
+// The 1-bit optimizer `onebit` during its warm-up (freeze_step past the run) against `base`.
+void expect_warm_up_is_its_base(const std::string& base, const std::string& onebit) {
+  const optim::OptimizerFlags flags{.name = base, .lr = 3e-3f, .weight_decay = 0.1f};
+  optim::OptimizerFlags onebit_flags = flags;
+  onebit_flags.name = onebit;
+  onebit_flags.freeze_step = 100;
+  const GptRun want = train_gpt(flags, 3), got = train_gpt(onebit_flags, 3);
   for (size_t step = 0; step < want.parameters.size(); ++step) {
-    ASSERT_EQ(got.parameters[step], want.parameters[step]) << "step " << step;
+    ASSERT_EQ(got.parameters[step], want.parameters[step]) << onebit << " step " << step;
   }
 }
 
-TEST(OneBitLamb, WarmUpIsLambBitForBit) {
-  const optim::OptimizerFlags lamb{.name = "lamb", .lr = 3e-3f, .weight_decay = 0.1f};
-  optim::OptimizerFlags onebit = lamb;
-  onebit.name = "onebit-lamb";
-  onebit.freeze_step = 100;
-  const GptRun want = train_gpt(lamb, 3), got = train_gpt(onebit, 3);
-  for (size_t step = 0; step < want.parameters.size(); ++step) {
-    ASSERT_EQ(got.parameters[step], want.parameters[step]) << "step " << step;
-  }
-}
+TEST(OneBitAdam, WarmUpIsAdamWBitForBit) { expect_warm_up_is_its_base("adamw", "onebit-adam"); }
+
+TEST(OneBitLamb, WarmUpIsLambBitForBit) { expect_warm_up_is_its_base("lamb", "onebit-lamb"); }
 
 // After the warm-up DDP stops reducing gradients, the momentum travels as signs, and every rank
 // still applies the same update.
