@@ -3,8 +3,9 @@
 # of 2 ranks: GPT and Llama under DDP, ZeRO 1-3 and the FSDP strategies, tensor and sequence
 # parallelism (the vocabulary slice's rows remapped on the device), every pipeline schedule (the
 # loss broadcast from the last stage, never read), context parallelism, clipping with
-# accumulation, bf16 gathers; ViT and CoAtNet. (--cpu-offload waits by design: the optimizer's
-# step runs on the host, on the gradients the device sent.)
+# accumulation, the optimizer in backward, 1-bit Adam's compressed steps, bf16 gathers; ViT and
+# CoAtNet. (--cpu-offload waits by design: the optimizer's step runs on the host, on the
+# gradients the device sent.)
 set -uo pipefail
 source "$1"  # expect
 solution=$2
@@ -27,6 +28,8 @@ expect_wait_free "${run[@]}" --pipeline-stages 2 --schedule interleaved --virtua
 expect_wait_free "${run[@]}" --pipeline-stages 2 --pipeline-exercises  # TP4.18-TP4.20's pipeline
 expect_wait_free "${run[@]}" --context-parallel 2
 expect_wait_free "${run[@]}" --clip-grad-norm 0.5 --accumulate 2 --checkpoint-activations
+expect_wait_free "${run[@]}" --optimizer-in-backward --accumulate 2
+expect_wait_free "${run[@]}" --optimizer onebit-adam --freeze-step 3
 expect_wait_free "${run[@]}" --model llama-tiny --tensor-parallel 2
 for model in vit-micro coatnet-micro; do
   expect_wait_free "${lab[@]}" --model "$model" --test-subset 64

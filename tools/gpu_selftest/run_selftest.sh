@@ -149,6 +149,8 @@ gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sa
 record "day 4: GPT, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" --amp
 record "day 4: Llama, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --amp --model llama-tiny
+record "day 4: optimizer in backward, one process" "$device" "$labs/day4_large_models_lab" \
+  "${gpt[@]}" --amp --optimizer-in-backward
 wait_free "day 4: no host wait, GPT amp bf16" "$labs/day4_large_models_lab" --test \
   --test-nsteps 12 --log-every 6 --no-progress --device "$accelerator" --batch-size 8 \
   --sample-tokens 0 --context 64 --amp "${text[@]}"
@@ -180,6 +182,11 @@ multi "day 2: DDP over NCCL" "$ranks" "$labs/day2_ddp_lab" --synthetic 512 -b 32
 multi "day 4: DDP" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}"
 multi "day 4: ZeRO-3, bf16 parameters" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}" \
   --sharding zero3 --amp --param-dtype bf16
+multi "day 4: DDP, optimizer in backward" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}" \
+  --optimizer-in-backward
+# The compressed all-reduce's all-to-all and all-gather of sign bits over NCCL.
+multi "day 4: 1-bit Adam, compressed after 2 steps" "$ranks" "$labs/day4_large_models_lab" \
+  "${gpt[@]}" --optimizer onebit-adam --freeze-step 2
 for schedule in gpipe 1f1b zb-h1; do
   multi "day 4: $schedule pipeline, 2 stages" "$even" "$labs/day4_large_models_lab" \
     "${gpt[@]}" --pipeline-stages 2 --micro-batches 4 --schedule "$schedule"
