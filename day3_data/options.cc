@@ -65,15 +65,11 @@ void add_lab_flags(CLI::App& app, LabOptions& o) {
   app.add_option("--comm-timeout", o.comm_timeout,
                  "several ranks (mpirun, srun): seconds to wait for the other ranks")
       ->capture_default_str();
-  std::vector<std::string> optimizers = course::optim::optimizer_names();
-  for (const std::string& name : course::parallel::onebit_optimizer_names()) {
-    optimizers.push_back(name);
-  }
   app.add_option("--optimizer", o.optimizer,
                  "the optimizer (its own defaults for the rest; onebit-adam, onebit-lamb: 1-bit "
                  "Adam and LAMB, the momentum averaged over the ranks as signs after "
                  "--freeze-step steps)")
-      ->check(CLI::IsMember(optimizers))
+      ->check(CLI::IsMember(course::parallel::parallel_optimizer_names()))
       ->capture_default_str();
   app.add_option("--freeze-step", o.freeze_step,
                  "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes")

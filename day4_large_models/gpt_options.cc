@@ -57,12 +57,10 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
                  "image models: test on the first N test images only (in-memory data: quick "
                  "runs)");
   app.add_option("--seed", o.seed, "seed of weights, windows and sampling")->capture_default_str();
-  std::vector<std::string> optimizers = optim::optimizer_names();
-  for (const std::string& name : parallel::onebit_optimizer_names()) optimizers.push_back(name);
   app.add_option("--optimizer", o.optimizer,
                  "optimizer (onebit-adam, onebit-lamb: 1-bit Adam and LAMB, the momentum "
                  "averaged over the data-parallel ranks as signs after --freeze-step steps)")
-      ->check(CLI::IsMember(optimizers))
+      ->check(CLI::IsMember(parallel::parallel_optimizer_names()))
       ->capture_default_str();
   app.add_option("--beta1", o.beta1, "the first moment's decay (AdamW, LAMB, Lion, 1-bit)");
   app.add_option("--beta2", o.beta2, "the second moment's decay (AdamW, LAMB, Lion, 1-bit)");

@@ -144,8 +144,12 @@ void OneBitOptimizer::compressed_update() {
   }
 }
 
-const std::vector<std::string>& onebit_optimizer_names() {
-  static const std::vector<std::string> names = {"onebit-adam", "onebit-lamb"};
+const std::vector<std::string>& parallel_optimizer_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all = optim::optimizer_names();
+    all.insert(all.end(), {"onebit-adam", "onebit-lamb"});
+    return all;
+  }();
   return names;
 }
 

@@ -64,8 +64,9 @@ class OneBitOptimizer : public optim::Optimizer {
   UpdateTable momentum_table_, frozen_table_;
 };
 
-// The names --optimizer takes for them: "onebit-adam", "onebit-lamb".
-const std::vector<std::string>& onebit_optimizer_names();
+// The names make_parallel_optimizer takes: optim::optimizer_names() and the 1-bit ones,
+// "onebit-adam" and "onebit-lamb" (what the labs' --optimizer lists).
+const std::vector<std::string>& parallel_optimizer_names();
 
 // How a caller's data parallelism is told to keep the gradients local while `local` holds
 // (TrainingParallelism::keep_gradients_local_while, DistributedDataParallel's).
