@@ -2,8 +2,6 @@
 // stage on the flat moments.
 #include "common/parallel/onebit_optimizer.h"
 
-#include <cmath>
-
 #include "common/kernels/elementwise.h"
 #include "common/kernels/optimizer_kernels.h"
 #include "common/optim/large_batch.h"
@@ -39,11 +37,6 @@ std::unique_ptr<optim::Optimizer> warmup_optimizer(
   return std::make_unique<optim::AdamW>(params, options(optim::AdamWOptions{}));
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 OneBitOptimizer::OneBitOptimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
@@ -69,8 +62,8 @@ OneBitOptimizer::OneBitOptimizer(std::vector<std::pair<std::string, nn::Paramete
   // The warm-up optimizer's moments become the slices: its steps then fill the flat buffers.
   size_t param = 0;
   for (auto& [name, t] : warmup_->state_tensors()) {
-    const bool first = ends_with(name, ".exp_avg");
-    COURSE_CHECK(first || ends_with(name, ".exp_avg_sq"), "unexpected state ", name);
+    const bool first = name.ends_with(".exp_avg");
+    COURSE_CHECK(first || name.ends_with(".exp_avg_sq"), "unexpected state ", name);
     *t = first ? momentum_of_[param] : variance_of_[param];
     if (!first) ++param;
   }
