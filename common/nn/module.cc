@@ -13,26 +13,35 @@ Parameter::Parameter(Tensor v)
                value.str());
 }
 
-namespace {
+Module::Module(Module&& other) noexcept
+    : training_(other.training_),
+      hook_(std::move(other.hook_)),
+      context_(std::move(other.context_)) {}
 
-int gradients_on_demand = 0;
+Module& Module::operator=(Module&& other) noexcept {
+  training_ = other.training_;
+  hook_ = std::move(other.hook_);
+  context_ = std::move(other.context_);
+  own_parameters_.reset();
+  return *this;
+}
 
-}  // namespace
-
-void Module::count_gradients_on_demand(int change) { gradients_on_demand += change; }
-
-Tensor Module::backward(const Tensor& dy, Context& ctx) {
-  if (gradients_on_demand > 0) {
-    // This module's own parameters: its subtree's less its children's, and those it borrows.
+const std::vector<Parameter*>& Module::own_parameters() {
+  if (!own_parameters_) {
     std::vector<Parameter*> own = parameters();
     for (const Child& c : children()) {
       for (Parameter* p : c.module->parameters()) std::erase(own, p);
     }
     for (Parameter* p : borrowed_parameters()) own.push_back(p);
-    for (Parameter* p : own) {
-      if (p->grad_on_demand && !p->grad.defined()) {
-        p->grad = zeros(p->value.shape(), DType::kF32, p->value.device());
-      }
+    own_parameters_ = std::move(own);
+  }
+  return *own_parameters_;
+}
+
+Tensor Module::backward(const Tensor& dy, Context& ctx) {
+  for (Parameter* p : own_parameters()) {
+    if (p->grad_on_demand && !p->grad.defined()) {
+      p->grad = zeros(p->value.shape(), DType::kF32, p->value.device());
     }
   }
   ++backward_depth_;

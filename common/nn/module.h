@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,8 +46,9 @@ struct ModuleState {
 class Module {
  public:
   Module() = default;
-  Module(Module&&) = default;
-  Module& operator=(Module&&) = default;
+  // A moved module finds its own parameters again (their addresses moved with it).
+  Module(Module&& other) noexcept;
+  Module& operator=(Module&& other) noexcept;
   virtual ~Module() = default;
 
   Tensor forward(const Tensor& x, Context& ctx) { return run_forward(x, ctx); }
@@ -87,9 +89,6 @@ class Module {
   // The child named `name`; throws naming the children there are.
   Module& child(const std::string& name);
   virtual void zero_grad();  // sharded data parallelism zeroes its shards instead; freed ones stay
-  // While an optimizer runs in backward anywhere in the process, backward makes the freed
-  // gradients of on-demand parameters (counted: the optimizer in backward's lifetime).
-  static void count_gradients_on_demand(int change);
   bool training() const { return training_; }
 
  protected:
@@ -120,7 +119,12 @@ class Module {
   GradReadyHook hook_;
 
  private:
-  Context context_;                // of forward(x) / backward(dy)
+  // The parameters this module's own backward adds to: its subtree's less its children's, and
+  // those it borrows (found once, at the first backward).
+  const std::vector<Parameter*>& own_parameters();
+
+  Context context_;  // of forward(x) / backward(dy)
+  std::optional<std::vector<Parameter*>> own_parameters_;
   int backward_depth_ = 0;         // run_backward calls of this module in progress
   std::vector<Parameter*> ready_;  // grad_ready() calls made in them, passed on when they end
 };

@@ -36,11 +36,6 @@ CompressedAllreduce::CompressedAllreduce(int64_t numel, std::shared_ptr<Communic
   gathered_scales_ = Tensor::empty({ranks}, DType::kF32, device);
 }
 
-void CompressedAllreduce::reset_errors() {
-  fill_(worker_error_, 0.0);
-  fill_(server_error_, 0.0);
-}
-
 void CompressedAllreduce::average_(Tensor& x) {
   COURSE_CHECK(x.dtype() == DType::kF32 && x.numel() == padded_numel() &&
                    x.device() == worker_error_.device(),

@@ -32,9 +32,6 @@ class CompressedAllreduce {
   // numel() values (the padding is ignored and overwritten). Returns once its messages arrived.
   void average_(Tensor& x);
 
-  // Forgets the carried errors (a resumed run starts them again from zero, as DeepSpeed does).
-  void reset_errors();
-
  private:
   int64_t numel_, chunk_;
   std::shared_ptr<Communicator> comm_;

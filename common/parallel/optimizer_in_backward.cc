@@ -14,7 +14,6 @@ OptimizerInBackward::OptimizerInBackward(optim::Optimizer& optimizer,
     p->grad_on_demand = true;
     p->grad = Tensor();  // made again by the first backward that adds to it
   }
-  nn::Module::count_gradients_on_demand(+1);
   parallelism.when_gradients_final([this](size_t group) {
     optimizer_.update_group(group);
     ++updated_.at(group);
@@ -25,7 +24,6 @@ OptimizerInBackward::OptimizerInBackward(optim::Optimizer& optimizer,
 }
 
 OptimizerInBackward::~OptimizerInBackward() {
-  nn::Module::count_gradients_on_demand(-1);
   for (const auto& [name, p] : optimizer_.parameters()) {
     p->grad_on_demand = false;
     if (!p->grad.defined()) p->grad = zeros(p->value.shape(), DType::kF32, p->value.device());
