@@ -37,9 +37,11 @@ export PMIX_MCA_psec=${PMIX_MCA_psec:-native}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for optimizer in $optimizers; do
+  warmup=()
+  [[ $optimizer == onebit-* ]] && warmup=(--freeze-step "$freeze")
   # shellcheck disable=SC2086
   $launcher -np "$ranks" "$lab" "${flags[@]}" --epochs "$epochs" --optimizer "$optimizer" \
-    --lr 2e-3 --wd 0.01 --freeze-step "$freeze" --no-progress --metrics "$work/$optimizer.jsonl" \
+    --lr 2e-3 --wd 0.01 "${warmup[@]}" --no-progress --metrics "$work/$optimizer.jsonl" \
     "${extra[@]}" >"$work/$optimizer.out" 2>&1 || {
     echo "onebit_curves: the $optimizer run failed:" >&2
     tail -5 "$work/$optimizer.out" >&2

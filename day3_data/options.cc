@@ -72,8 +72,8 @@ void add_lab_flags(CLI::App& app, LabOptions& o) {
       ->check(CLI::IsMember(course::parallel::parallel_optimizer_names()))
       ->capture_default_str();
   app.add_option("--freeze-step", o.freeze_step,
-                 "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes")
-      ->capture_default_str();
+                 "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes "
+                 "(default 100)");
   app.add_option("--schedule", o.schedule, "the learning rate's schedule, stepped every step")
       ->check(CLI::IsMember(course::optim::schedule_names()))
       ->capture_default_str();
@@ -113,8 +113,12 @@ void validate(const LabOptions& o) {
                "from 0 to 1, got ", o.cosine_floor);
   COURSE_CHECK(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs,
                "--warmup-epochs must be from 0 to --epochs, got ", o.warmup_epochs);
+  COURSE_CHECK(!o.freeze_step || o.optimizer.starts_with("onebit"),
+               "--freeze-step is the 1-bit optimizers' warm-up; --optimizer ", o.optimizer,
+               " has none");
   if (o.optimizer.starts_with("onebit")) {
-    COURSE_CHECK(o.freeze_step >= 1, "--freeze-step must be at least 1, got ", o.freeze_step);
+    COURSE_CHECK(o.freeze_step.value_or(1) >= 1, "--freeze-step must be at least 1, got ",
+                 *o.freeze_step);
     COURSE_CHECK(!o.clip_grad_norm,
                  "--clip-grad-norm needs the gradients averaged over the "
                  "ranks, which no rank holds once --optimizer ",

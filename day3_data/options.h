@@ -28,7 +28,7 @@ struct LabOptions : course::train::TrainingFlags {
   double comm_timeout = 300;      // several ranks: seconds before a missing rank fails the others
   // The optimizer comparison: any optimizer under any schedule, with a warm-up.
   std::string optimizer = "sgd";       // sgd, adamw, lars, lamb, lion, onebit-adam, onebit-lamb
-  int64_t freeze_step = 100;           // the 1-bit optimizers' warm-up steps
+  std::optional<int64_t> freeze_step;  // the 1-bit optimizers' warm-up (unset: 100 steps)
   std::string schedule = "one-cycle";  // one-cycle, cosine, constant
   float cosine_floor = 0;              // cosine: down to this fraction of --lr (0.2: lr/5)
   double warmup_epochs = 0;

@@ -35,7 +35,7 @@ struct GptLabOptions : course::train::RunFlags {
   int64_t test_subset = 0;  // > 0: the image models test on the first N test images only
   std::string optimizer = "adamw";
   std::optional<float> beta1, beta2, eps;  // the Adam family's (unset: the optimizer's defaults)
-  int64_t freeze_step = 100;               // the 1-bit optimizers' warm-up steps
+  std::optional<int64_t> freeze_step;      // the 1-bit optimizers' warm-up (unset: 100 steps)
   bool optimizer_in_backward = false;      // each group updated as its gradients become final
   std::string lr_schedule = "cosine";      // cosine (to lr / 10), constant, linear (to 0)
   int64_t lr_decay_steps = 0;              // the schedule's length (0: the run's steps)

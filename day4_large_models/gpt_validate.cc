@@ -75,11 +75,14 @@ void validate_optimizer(const GptLabOptions& o) {
                  "--optimizer-in-backward runs under DDP or on one process: leave --sharding "
                  "none and --tensor-parallel, --context-parallel and --pipeline-stages at 1");
   }
+  COURSE_CHECK(!o.freeze_step || o.optimizer.starts_with("onebit"),
+               "--freeze-step is the 1-bit optimizers' warm-up; --optimizer ", o.optimizer,
+               " has none");
   if (!o.optimizer.starts_with("onebit")) return;
-  COURSE_CHECK(o.freeze_step >= 1,
+  COURSE_CHECK(o.freeze_step.value_or(1) >= 1,
                "--freeze-step must be at least 1: the 1-bit optimizers freeze "
                "the variance their warm-up estimated, got ",
-               o.freeze_step);
+               *o.freeze_step);
   COURSE_CHECK(!o.sharding && !o.exercise_zero1, "--optimizer ", o.optimizer,
                " averages its momentum over the data-parallel ranks in place of DDP's gradients; "
                "it needs --sharding none (DeepSpeed's 1-bit optimizers run at ZeRO stage 0 too)");

@@ -137,6 +137,8 @@ expect 1 "error: --optimizer onebit-adam runs under data parallelism alone" "${m
   "$lab" "${few[@]}" --optimizer onebit-adam --tensor-parallel 2
 expect 1 "error: --beta1, --beta2 and --eps are the Adam family's" "$lab" "${few[@]}" \
   --optimizer sgd --beta1 0.8
+expect 1 "error: --freeze-step is the 1-bit optimizers' warm-up; --optimizer adamw has none" \
+  "$lab" "${few[@]}" --freeze-step 10
 
 # The optimizer in backward ends as the usual step does, on one process and under DDP (its
 # bit-for-bit parity: common/parallel/tests:optimizer_in_backward_test), and refuses what needs

@@ -1,6 +1,8 @@
 // Dispatch of the 1-bit compression kernels, with their argument checks.
 #include "common/kernels/sign_compression.h"
 
+#include <algorithm>
+
 #include "common/kernels/launch.h"
 #include "common/kernels/sign_compression_ops.h"
 
@@ -32,9 +34,19 @@ void compress_signs_(const Tensor& x, Tensor& error, Tensor& bits, Tensor& scale
   check_compressed(bits, scales, x.numel(), chunk, x.device(), "compress_signs_");
   COURSE_CHECK(valid >= 0 && valid <= x.numel(), "compress_signs_: ", valid, " valid elements of ",
                x.numel());
-  for_each_row(x.device(), x.numel() / chunk, chunk,
-               ops::CompressSigns{x.data_as<float>(), error.data_as<float>(),
-                                  bits.data_as<uint8_t>(), scales.data_as<float>(), chunk, valid});
+  const int64_t chunks = x.numel() / chunk;
+  const int64_t pieces = (chunk + ops::kSignPiece - 1) / ops::kSignPiece;
+  Tensor partial = Tensor::empty({chunks * pieces}, DType::kF32, x.device());
+  for_each_row(x.device(), chunks * pieces, std::min(chunk, ops::kSignPiece),
+               ops::PieceMagnitudes{x.data_as<float>(), error.data_as<float>(),
+                                    partial.data_as<float>(), chunk, pieces, valid});
+  for_each_row(
+      x.device(), chunks, pieces,
+      ops::ChunkScales{partial.data_as<float>(), scales.data_as<float>(), chunk, pieces, valid});
+  for_each_index(x.device(), x.numel() / 8,
+                 ops::SignBytes{x.data_as<float>(), error.data_as<float>(), bits.data_as<uint8_t>(),
+                                scales.data_as<float>(), chunk, valid},
+                 8);
 }
 
 void average_signs(const Tensor& bits, const Tensor& scales, Tensor& out, int64_t chunk) {

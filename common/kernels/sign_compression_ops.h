@@ -11,39 +11,73 @@
 
 namespace course::ops {
 
-// Row r = chunk r of `chunk` elements (a multiple of 8) of x: v = x + error; scales[r] = mean |v|
-// over the chunk's elements below `valid`; bits = v >= 0; error = v - scale sign. Elements at and
-// past `valid` are padding: not counted, their error kept at 0.
-struct CompressSigns {
+// Elements per piece: a chunk (a rank's share of a buffer, millions of elements) is summed in
+// pieces of this many, a row each, so every warp of a GPU (every thread of the CPU) has work.
+inline constexpr int64_t kSignPiece = 4096;
+
+// Row r = piece r % pieces of chunk r / pieces: partial[r] = the sum of |x + error| over the
+// piece's elements below `valid` (the rest is padding).
+struct PieceMagnitudes {
   const float* x;
-  float* error;
-  uint8_t* bits;
-  float* scales;
-  int64_t chunk, valid;
+  const float* error;
+  float* partial;
+  int64_t chunk, pieces, valid;
 
   template <class Lanes>
   COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
-    const int64_t begin = row * chunk;
-    const int64_t count = valid - begin < chunk ? (valid > begin ? valid - begin : 0) : chunk;
+    const int64_t chunk_begin = (row / pieces) * chunk;
+    const int64_t begin = chunk_begin + (row % pieces) * kSignPiece;
+    int64_t end =
+        begin + kSignPiece < chunk_begin + chunk ? begin + kSignPiece : chunk_begin + chunk;
+    end = end < valid ? end : valid;
+    const int64_t count = end > begin ? end - begin : 0;
     const float total =
         lanes.sum(count, [&](int64_t j) { return fabsf(x[begin + j] + error[begin + j]); });
-    const float scale = count > 0 ? total / static_cast<float>(count) : 0.0f;
-    if (lanes.first()) scales[row] = scale;
-    lanes.for_each(chunk / 8, [&](int64_t b) {
-      unsigned byte = 0;
-      for (int k = 0; k < 8; ++k) {
-        const int64_t i = begin + 8 * b + k;
-        if (i >= valid) {
-          byte |= 1u << k;
-          continue;
-        }
-        const float v = x[i] + error[i];
-        const bool positive = v >= 0.0f;
-        byte |= static_cast<unsigned>(positive) << k;
-        error[i] = v - (positive ? scale : -scale);
+    if (lanes.first()) partial[row] = total;
+  }
+};
+
+// Row c = chunk c: scales[c] = its pieces' partial sums, added in order, over its elements below
+// `valid` (0 for a chunk of padding alone).
+struct ChunkScales {
+  const float* partial;
+  float* scales;
+  int64_t chunk, pieces, valid;
+
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const float total = lanes.sum(pieces, [&](int64_t j) { return partial[row * pieces + j]; });
+    const int64_t left = valid - row * chunk;
+    const int64_t count = left < chunk ? (left > 0 ? left : 0) : chunk;
+    if (lanes.first()) scales[row] = count > 0 ? total / static_cast<float>(count) : 0.0f;
+  }
+};
+
+// Byte b: the sign bits of elements 8 b .. 8 b + 7 (set for x + error >= 0) and their errors,
+// x + error - the chunk's scale with that sign. Elements at and past `valid` are padding: their
+// bits set, their error kept 0.
+struct SignBytes {
+  const float* x;
+  float* error;
+  uint8_t* bits;
+  const float* scales;
+  int64_t chunk, valid;
+
+  COURSE_HD void operator()(int64_t b) const {
+    unsigned byte = 0;
+    for (int k = 0; k < 8; ++k) {
+      const int64_t i = 8 * b + k;
+      if (i >= valid) {
+        byte |= 1u << k;
+        continue;
       }
-      bits[begin / 8 + b] = static_cast<uint8_t>(byte);
-    });
+      const float scale = scales[i / chunk];
+      const float v = x[i] + error[i];
+      const bool positive = v >= 0.0f;
+      byte |= static_cast<unsigned>(positive) << k;
+      error[i] = v - (positive ? scale : -scale);
+    }
+    bits[b] = static_cast<uint8_t>(byte);
   }
 };
 

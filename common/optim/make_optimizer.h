@@ -23,7 +23,8 @@ struct OptimizerFlags {
   // The moments' decay rates and Adam's epsilon (AdamW, LAMB, Lion's betas; unset: each
   // optimizer's default).
   std::optional<float> beta1, beta2, eps;
-  int64_t freeze_step = 100;  // the 1-bit optimizers' warm-up (common/parallel/onebit_optimizer.h)
+  // The 1-bit optimizers' warm-up (common/parallel/onebit_optimizer.h; unset: 100 steps).
+  std::optional<int64_t> freeze_step;
 };
 
 const std::vector<std::string>& optimizer_names();

@@ -161,7 +161,7 @@ std::unique_ptr<optim::Optimizer> make_parallel_optimizer(
                          .beta2 = base.beta2,
                          .eps = base.eps,
                          .weight_decay = base.weight_decay,
-                         .freeze_step = flags.freeze_step};
+                         .freeze_step = flags.freeze_step.value_or(100)};
   };
   auto optimizer =
       std::make_unique<OneBitOptimizer>(std::move(params),

@@ -81,6 +81,29 @@ TEST_P(SignCompressionTest, ChunksCompressToTheirMeanMagnitudeAndCarryTheirError
   EXPECT_GT(scales.to(Device::cpu()).to_vector<float>()[2], 0.1f);
 }
 
+// Chunks of several pieces (a rank's share of a large buffer is summed in pieces of 4096), the
+// valid elements ending inside the second chunk's second piece.
+TEST_P(SignCompressionTest, ChunksOfSeveralPiecesMatchTheReference) {
+  constexpr int64_t kChunk = 8200, kN = 2 * kChunk, kValid = kChunk + 5000;
+  auto x = random_tensor({kN}, DType::kF32, device(), 43, -1.0f, 2.0f);
+  Tensor error = random_tensor({kN}, DType::kF32, device(), 44, -0.5f, 0.5f).tensor;
+  std::vector<float> carried = error.to(Device::cpu()).to_vector<float>();
+  for (int64_t i = kValid; i < kN; ++i) carried[i] = 0.0f;
+  error = Tensor::from_vector(carried, {kN}).to(device());
+  Tensor bits = Tensor::empty({kN / 8}, DType::kU8, device());
+  Tensor scales = Tensor::empty({2}, DType::kF32, device());
+  const Reference want = compress_reference(x.values, carried, kChunk, kValid);
+  compress_signs_(x.tensor, error, bits, scales, kChunk, kValid);
+  const std::vector<float> got_scales = scales.to(Device::cpu()).to_vector<float>();
+  for (int64_t c = 0; c < 2; ++c) {
+    EXPECT_NEAR(got_scales[c], want.scales[c], 1e-5f * want.scales[c]) << "chunk " << c;
+  }
+  const std::vector<float> got_error = error.to(Device::cpu()).to_vector<float>();
+  for (int64_t i = 0; i < kN; ++i) {
+    ASSERT_NEAR(got_error[i], want.error[i], 1e-4f) << "element " << i;
+  }
+}
+
 TEST_P(SignCompressionTest, AverageSignsIsTheMeanOfTheRanksExpandedCopies) {
   constexpr int64_t kChunk = 16;
   constexpr int kRanks = 3;
