@@ -21,6 +21,7 @@ packages=(
   fortunes                  # the embedded default text corpus (transformer labs)
   chromium                  # renders the race's leaderboard and the grader's scorecard in tests
   git zip unzip             # the class grader's hand-ins: git branches and zip archives
+  python3-pip               # fetches the pinned nvJPEG wheel where CUDA lacks it (below)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests
 )
 
@@ -38,4 +39,26 @@ if ((${#missing[@]})); then
     "${missing[@]}"
 else
   echo "setup: all packages present"
+fi
+
+# nvJPEG (day 3's decoding on the GPU), where the CUDA toolkit is but lacks it: NVIDIA's
+# redistributable wheel from PyPI, pinned to the toolkit's major version, unpacked (not
+# installed into any Python) where tools/cuda/cuda_configure.bzl finds it. Without a registry it
+# is left out, said once: the build then refuses --decode-device gpu with that reason.
+nvjpeg_version=13.0.2.28
+nvjpeg_home=${COURSE_NVJPEG_HOME:-$HOME/.cache/course/nvjpeg-$nvjpeg_version}
+cuda_home=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc 2>/dev/null || echo /nonexistent/bin/nvcc)")")")
+if [[ -x $cuda_home/bin/nvcc && ! -e $cuda_home/include/nvjpeg.h && ! -e $nvjpeg_home/include/nvjpeg.h ]]; then
+  wheels=$(mktemp -d)
+  if python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$wheels" \
+    "nvidia-nvjpeg==$nvjpeg_version" 2>"$wheels/log"; then
+    mkdir -p "$nvjpeg_home"
+    python3 -m zipfile -e "$wheels"/nvidia_nvjpeg-*.whl "$wheels/unpacked"
+    cp -r "$wheels"/unpacked/nvidia/cu*/include "$wheels"/unpacked/nvidia/cu*/lib "$nvjpeg_home/"
+    echo "setup: nvJPEG $nvjpeg_version in $nvjpeg_home"
+  else
+    echo "setup: nvJPEG not installed (pip download failed: $(tail -1 "$wheels/log"));" \
+      "--decode-device gpu will be refused" >&2
+  fi
+  rm -rf "$wheels"
 fi

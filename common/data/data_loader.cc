@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "common/data/device_decode.h"
+
 namespace course {
 
 int64_t batches_per_epoch(int64_t samples, int64_t batch_size, bool drop_last) {
@@ -26,6 +28,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> source, const TransformOpt
   COURSE_CHECK(options.prefetch_factor > 0, "--prefetch-factor must be positive, got ",
                options.prefetch_factor);
   COURSE_CHECK(source_->size() > 0, "the dataset is empty");
+  if (options.decode_on_device) check_device_transforms(transform);
 }
 
 DataLoader::~DataLoader() { stop_workers(); }
@@ -60,6 +63,13 @@ void DataLoader::start_epoch(std::vector<int64_t> indices, int64_t epoch) {
   changed_.notify_all();
 }
 
+void DataLoader::skip_or_rethrow(const CorruptSampleError& e) const {
+  if (!options_.skip_corrupt) throw e;
+  std::fprintf(stderr, "warning: skipping a sample: %s\n", e.what());
+  std::lock_guard lock(mutex_);
+  ++skipped_;
+}
+
 DataLoader::Slot DataLoader::make_batch(int64_t index, const Indices& indices,
                                         int64_t epoch) const {
   Slot slot;
@@ -68,23 +78,43 @@ DataLoader::Slot DataLoader::make_batch(int64_t index, const Indices& indices,
     const int64_t count =
         std::min<int64_t>(options_.batch_size, static_cast<int64_t>(indices->size()) - begin);
     const int64_t c = source_->channels(), side = transform_.size;
+    const auto sample_rng = [&](int64_t sample) {
+      std::seed_seq seeds{options_.seed, static_cast<uint32_t>(epoch),
+                          static_cast<uint32_t>(sample), static_cast<uint32_t>(sample >> 32)};
+      return std::mt19937(seeds);
+    };
+    if (options_.decode_on_device) {
+      auto encoded = std::make_shared<EncodedBatch>();
+      encoded->channels = c;
+      encoded->size = side;
+      encoded->mean = transform_.mean;
+      encoded->std = transform_.std;
+      encoded->skip_corrupt = options_.skip_corrupt;
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t sample = (*indices)[begin + i];
+        std::mt19937 rng = sample_rng(sample);
+        try {
+          encoded->samples.push_back(plan_encoded_sample(*source_, sample, transform_, rng));
+        } catch (const CorruptSampleError& e) {
+          skip_or_rethrow(e);
+        }
+      }
+      COURSE_CHECK(!encoded->samples.empty(), "every sample of batch ", index, " is unreadable");
+      slot.batch.encoded = std::move(encoded);
+      return slot;
+    }
     const Shape shape{count, c, side, side};
     Tensor images = options_.pin_memory ? Tensor::empty_pinned(shape) : Tensor::empty(shape);
     std::vector<int64_t> labels;
     int64_t kept = 0;
     for (int64_t i = 0; i < count; ++i) {
       const int64_t sample = (*indices)[begin + i];
-      std::seed_seq seeds{options_.seed, static_cast<uint32_t>(epoch),
-                          static_cast<uint32_t>(sample), static_cast<uint32_t>(sample >> 32)};
-      std::mt19937 rng(seeds);
+      std::mt19937 rng = sample_rng(sample);
       try {
         transform_image(source_->image(sample), steps_, transform_, rng,
                         images.data_as<float>() + kept * c * side * side);
       } catch (const CorruptSampleError& e) {
-        if (!options_.skip_corrupt) throw;
-        std::fprintf(stderr, "warning: skipping a sample: %s\n", e.what());
-        std::lock_guard lock(mutex_);
-        ++skipped_;
+        skip_or_rethrow(e);
         continue;
       }
       labels.push_back(source_->label(sample));

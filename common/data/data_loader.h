@@ -9,6 +9,7 @@
 //     asynchronous (non_blocking);
 //   - each sample's random augmentation is seeded from (seed, epoch, index), so batches do
 //     not depend on the number of workers or on timing.
+// With decode_on_device the workers read and plan instead of decoding (device_decode.h).
 // A sample that cannot be decoded fails the epoch with its path, or with skip_corrupt is
 // reported on stderr and left out of its batch. An error in a worker reaches the caller from
 // next(); it never ends the program silently.
@@ -37,6 +38,9 @@ struct LoaderOptions {
   bool pin_memory = true;
   bool drop_last = false;
   bool skip_corrupt = false;
+  // Batches of JPEG bytes with their crops and flips drawn (device_decode.h), for the training
+  // device to decode, instead of decoded images.
+  bool decode_on_device = false;
   uint32_t seed = 0;
 };
 
@@ -71,6 +75,8 @@ class DataLoader {
 
   using Indices = std::shared_ptr<const std::vector<int64_t>>;
   Slot make_batch(int64_t index, const Indices& indices, int64_t epoch) const;
+  // A sample the batch leaves out (skip_corrupt), reported; rethrows otherwise.
+  void skip_or_rethrow(const CorruptSampleError& e) const;
   void worker_loop(int worker);
   void start_workers();
   void stop_workers();

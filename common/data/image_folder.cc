@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -13,11 +15,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_image(const fs::path& file) {
+std::string lower_extension(const fs::path& file) {
   std::string ext = file.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+bool is_jpeg(const fs::path& file) {
+  const std::string ext = lower_extension(file);
+  return ext == ".jpg" || ext == ".jpeg";
+}
+
+bool is_image(const fs::path& file) {
+  const std::string ext = lower_extension(file);
+  return is_jpeg(file) || ext == ".png" || ext == ".bmp";
 }
 
 }  // namespace
@@ -54,6 +66,16 @@ Tensor ImageFolder::image(int64_t index) const {
   cv::Mat out(bgr.rows, bgr.cols, CV_8UC3, rgb.data());
   cv::cvtColor(bgr, out, cv::COLOR_BGR2RGB);
   return rgb;
+}
+
+std::optional<Dataset::Encoded> ImageFolder::encoded(int64_t index) const {
+  if (!is_jpeg(files_[index])) return std::nullopt;
+  std::ifstream in(files_[index], std::ios::binary);
+  if (!in) throw CorruptSampleError("cannot read image " + files_[index]);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad()) throw CorruptSampleError("cannot read image " + files_[index]);
+  return Encoded{std::move(bytes), files_[index]};
 }
 
 }  // namespace course

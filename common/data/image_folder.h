@@ -19,6 +19,8 @@ class ImageFolder : public Dataset {
   int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
   int64_t label(int64_t index) const override { return labels_[index]; }
   Tensor image(int64_t index) const override;
+  std::optional<Encoded> encoded(int64_t index) const override;  // .jpg/.jpeg files
+  bool stores_encoded() const override { return true; }
 
   const std::vector<std::string>& classes() const { return classes_; }
   const std::string& path(int64_t index) const { return files_[index]; }

@@ -150,6 +150,13 @@ PackedImages::~PackedImages() {
   if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), map_size_);
 }
 
+std::optional<Dataset::Encoded> PackedImages::encoded(int64_t index) const {
+  if (layout_.encoding != PackedEncoding::kJpeg) return std::nullopt;
+  const uint8_t* bytes = map_ + offsets_[index];
+  return Encoded{{bytes, bytes + sizes_[index]},
+                 "packed file " + path_ + ": sample " + std::to_string(index)};
+}
+
 Tensor PackedImages::image(int64_t index) const {
   const uint8_t* bytes = map_ + offsets_[index];
   const int64_t c = layout_.channels;

@@ -61,6 +61,8 @@ class PackedImages : public Dataset {
   int64_t num_classes() const override { return layout_.classes; }
   int64_t label(int64_t index) const override { return labels_[index]; }
   Tensor image(int64_t index) const override;
+  std::optional<Encoded> encoded(int64_t index) const override;  // with JPEG bytes
+  bool stores_encoded() const override { return layout_.encoding == PackedEncoding::kJpeg; }
 
   const PackedLayout& layout() const { return layout_; }
   // The page each sample lies in, for quasi_random_order.

@@ -229,6 +229,12 @@ TarShards::TarShards(const std::string& dir, int64_t classes, bool skip_corrupt,
   channels_ = image(0).size(2);
 }
 
+std::optional<Dataset::Encoded> TarShards::encoded(int64_t index) const {
+  const Sample& s = samples_[index];
+  return Encoded{ShardFile(shards_[s.shard]).read(s.offset, s.size),
+                 "shard " + shards_[s.shard] + ": sample " + std::to_string(index)};
+}
+
 Tensor TarShards::image(int64_t index) const {
   const Sample& s = samples_[index];
   const std::vector<uint8_t> bytes = ShardFile(shards_[s.shard]).read(s.offset, s.size);

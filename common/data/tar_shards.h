@@ -81,6 +81,8 @@ class TarShards : public Dataset {
   int64_t num_classes() const override { return classes_; }
   int64_t label(int64_t index) const override { return samples_[index].label; }
   Tensor image(int64_t index) const override;
+  std::optional<Encoded> encoded(int64_t index) const override;
+  bool stores_encoded() const override { return true; }
 
   int64_t skipped() const { return skipped_; }
   // Samples per shard, in the dataset's order (shard 0's first).

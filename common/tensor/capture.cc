@@ -8,6 +8,7 @@ namespace course {
 namespace {
 
 thread_local std::optional<detail::Capture> active_capture;
+thread_local void* scoped_stream = nullptr;
 
 [[noreturn]] void fail_capture(std::string_view what) {
   throw GraphCaptureError(detail::concat(
@@ -31,7 +32,14 @@ void check_capture_device(Device device) {
   }
 }
 
-void* current_cuda_stream() { return capturing() ? active_capture->cuda_stream : nullptr; }
+void* current_cuda_stream() { return capturing() ? active_capture->cuda_stream : scoped_stream; }
+
+StreamScope::StreamScope(void* cuda_stream) : previous_(scoped_stream) {
+  check_not_capturing("a change of stream");
+  scoped_stream = cuda_stream;
+}
+
+StreamScope::~StreamScope() { scoped_stream = previous_; }
 
 namespace detail {
 

@@ -31,9 +31,24 @@ void check_not_capturing(std::string_view what);
 // Throws GraphCaptureError when this thread is capturing a graph of another device than `device`.
 void check_capture_device(Device device);
 
-// The stream this thread's GPU work goes to: the capture stream during a GPU capture, else
-// nullptr (the legacy default stream). A cudaStream_t.
+// The stream this thread's GPU work goes to: the capture stream during a GPU capture, else the
+// stream of the innermost StreamScope, else nullptr (the legacy default stream). A cudaStream_t.
 void* current_cuda_stream();
+
+// While it lives, the kernels this thread launches go to `stream` (a GPU's; nothing changes
+// on the CPU and the simulated accelerator, whose work runs at once), as PyTorch's
+// `with torch.cuda.stream(s):` does: the data path's decoding kernels run on the copy stream,
+// beside the step's work, not after it. Not during a graph capture.
+class StreamScope {
+ public:
+  explicit StreamScope(void* cuda_stream);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  void* previous_;
+};
 
 namespace detail {
 

@@ -5,7 +5,10 @@ toolkit it exposes the headers as a cc_library target and writes `defs.bzl` with
 True, the nvcc path, the GPU architectures to compile for (COURSE_CUDA_ARCHS, else the
 machine's GPUs, else sm_80) and the link options of cudart, cuBLAS(Lt),
 cuDNN and NCCL; without one the headers target is empty, so every target still builds for the
-CPU.
+CPU. nvJPEG (day 3's GPU decoding) comes from the toolkit when it has it, else from the wheel
+setup.sh unpacks ($COURSE_NVJPEG_HOME, else ~/.cache/course/nvjpeg-*): `:nvjpeg` then carries
+its header and COURSE_WITH_NVJPEG=1, and its library joins the link options; without it
+`:nvjpeg` is empty and the GPU decoder refuses to run, saying why.
 Set COURSE_CUDA=off (`--repo_env=COURSE_CUDA=off`) to pretend no toolkit is installed.
 """
 
@@ -54,6 +57,35 @@ def _default_archs(rctx):
     # architecture costs half the compile time of three (README: How the build handles CUDA).
     return _visible_gpu_archs(rctx) or ["80"]
 
+def _find_nvjpeg(rctx, home):
+    # (include dir, lib dir) of nvJPEG, or None.
+    candidates = [str(home)]
+    if rctx.os.environ.get("COURSE_NVJPEG_HOME", ""):
+        candidates.insert(0, rctx.os.environ["COURSE_NVJPEG_HOME"])
+    cache = rctx.path(rctx.os.environ.get("HOME", "/nonexistent") + "/.cache/course")
+    if cache.exists:
+        candidates += sorted([str(d) for d in cache.readdir() if d.basename.startswith("nvjpeg-")])
+    for c in candidates:
+        for lib in ["lib64", "lib"]:
+            if rctx.path(c + "/include/nvjpeg.h").exists and rctx.path(c + "/" + lib).exists:
+                for so in rctx.path(c + "/" + lib).readdir():
+                    if so.basename.startswith("libnvjpeg.so"):
+                        return (c + "/include", c + "/" + lib, so.basename)
+    return None
+
+def _nvjpeg_target(rctx, found):
+    if found == None:
+        return 'cc_library(name = "nvjpeg")\n'
+    rctx.symlink(found[0] + "/nvjpeg.h", "nvjpeg_include/nvjpeg.h")
+    return """
+cc_library(
+    name = "nvjpeg",
+    hdrs = ["nvjpeg_include/nvjpeg.h"],
+    includes = ["nvjpeg_include"],
+    defines = ["COURSE_WITH_NVJPEG=1"],
+)
+"""
+
 def _empty_headers():
     return """
 cc_library(name = "headers")
@@ -64,6 +96,7 @@ def _cuda_configure_impl(rctx):
     build = ['package(default_visibility = ["//visibility:public"])\n']
     if home == None:
         build.append(_empty_headers())
+        build.append(_nvjpeg_target(rctx, None))
         rctx.file("BUILD", "".join(build))
         rctx.file("defs.bzl", "CUDA_FOUND = False\nNVCC = None\nCUDA_VERSION = None\n" +
                               "DEFAULT_ARCHS = []\nLINKOPTS = []\n")
@@ -83,8 +116,12 @@ cc_library(
     includes = ["include"],
 )
 """)
+    nvjpeg = _find_nvjpeg(rctx, home)
+    build.append(_nvjpeg_target(rctx, nvjpeg))
     rctx.file("BUILD", "".join(build))
     linkopts = ["-L" + lib_dir, "-Wl,-rpath," + lib_dir] + ["-l" + lib for lib in _LIBS]
+    if nvjpeg != None:
+        linkopts += ["-L" + nvjpeg[1], "-Wl,-rpath," + nvjpeg[1], "-l:" + nvjpeg[2]]
     rctx.file("defs.bzl", "\n".join([
         "CUDA_FOUND = True",
         "NVCC = %r" % (str(home) + "/bin/nvcc"),
@@ -97,6 +134,14 @@ cc_library(
 
 cuda_configure = repository_rule(
     implementation = _cuda_configure_impl,
-    environ = ["COURSE_CUDA", "COURSE_CUDA_ARCHS", "CUDA_HOME", "CUDA_PATH", "PATH"],
+    environ = [
+        "COURSE_CUDA",
+        "COURSE_CUDA_ARCHS",
+        "COURSE_NVJPEG_HOME",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "HOME",
+        "PATH",
+    ],
     local = True,
 )

@@ -1,0 +1,226 @@
+// The workers' half (read, plan, draw) and the device's half (decode, fall back, crop) of the
+// GPU data path.
+#include "common/data/device_decode.h"
+
+#include <cstdio>
+#include <cstring>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "common/data/jitter.h"
+#include "common/data/nvjpeg_decoder.h"
+#include "common/kernels/crop_resize.h"
+#include "common/tensor/capture.h"
+
+namespace course {
+
+void check_device_transforms(const TransformOptions& o) {
+  COURSE_CHECK(o.mean.size() == o.std.size() && !o.mean.empty() && o.mean.size() <= 3,
+               "decoding on the device normalises 1 to 3 channels, got ", o.mean.size());
+  const char* extra = o.policy.kind != AugmentPolicyKind::kNone ? "an automatic augmentation policy"
+                      : o.jitter.active()                       ? "the jitter in the workers"
+                      : !o.extra_steps.empty()                  ? "a lab's own per-image steps"
+                                                                : nullptr;
+  COURSE_CHECK(extra == nullptr, "decoding on the device crops, flips and normalises; ", extra,
+               " needs the images on the host (--decode-device cpu), or the batch stage on the "
+               "device (--aug-device) for the jitter");
+}
+
+namespace {
+
+// `image` (H, W, C) u8 decoded by OpenCV from `jpeg` with `channels` channels in RGB order,
+// written into `out` (H * W * C bytes); false when OpenCV cannot decode it.
+bool decode_on_host(const std::vector<uint8_t>& jpeg, int channels, int height, int width,
+                    uint8_t* out) {
+  const cv::Mat decoded =
+      cv::imdecode(jpeg, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  if (decoded.empty() || decoded.rows != height || decoded.cols != width) return false;
+  cv::Mat view(height, width, CV_8UC(channels), out);
+  if (channels == 3) {
+    cv::cvtColor(decoded, view, cv::COLOR_BGR2RGB);
+  } else {
+    decoded.copyTo(view);
+  }
+  return true;
+}
+
+Tensor pinned_copy(const Tensor& pixels) {
+  Tensor out = Tensor::empty_pinned(pixels.shape(), DType::kU8);
+  std::memcpy(out.data(), pixels.data(), pixels.nbytes());
+  return out;
+}
+
+}  // namespace
+
+EncodedSample plan_encoded_sample(const Dataset& data, int64_t index, const TransformOptions& o,
+                                  std::mt19937& rng) {
+  EncodedSample s;
+  s.label = data.label(index);
+  std::optional<Dataset::Encoded> encoded = data.encoded(index);
+  if (encoded) {
+    s.name = std::move(encoded->name);
+    s.header = read_jpeg_header(encoded->bytes, s.name);
+    s.height = s.header.height;
+    s.width = s.header.width;
+    if (choose_jpeg_decoder(s.header, false) != JpegDecoder::kHost)
+      s.jpeg = std::move(encoded->bytes);
+  }
+  if (s.jpeg.empty()) {  // stored decoded, not a JPEG, or a JPEG the device cannot decode
+    s.pixels = pinned_copy(data.image(index));
+    s.height = static_cast<int>(s.pixels.size(0));
+    s.width = static_cast<int>(s.pixels.size(1));
+    if (s.name.empty()) s.name = "sample " + std::to_string(index);
+  }
+  // The draws of transform_image's steps, in their order: the crop, then the flip.
+  s.crop = {0, 0, s.width, s.height};
+  if (o.train && o.random_crop) s.crop = random_resized_crop_box(s.width, s.height, rng);
+  if (!o.train) s.crop = center_crop_box(s.width, s.height, o.eval_crop_fraction);
+  if (o.train) s.flip = draw_jitter(o.jitter, o.flip, rng).flip;
+  return s;
+}
+
+DeviceDecoder::DeviceDecoder(Device device) : device_(device) {
+  COURSE_CHECK(device.is_accelerator(),
+               "--decode-device gpu decodes on the training device, but it is the CPU: train on "
+               "a GPU (--device cuda) or decode on the host (--decode-device cpu)");
+  if (device.is_cuda()) nvjpeg_ = std::make_unique<detail::Nvjpeg>(device);
+}
+
+DeviceDecoder::~DeviceDecoder() {
+  for (auto& [done, scratch] : in_use_) done->synchronize();
+}
+
+std::string DeviceDecoder::describe() const {
+  if (!nvjpeg_) return "OpenCV into " + device_.str() + "'s memory (the simulated nvJPEG)";
+  return nvjpeg_->has_hardware() ? "nvJPEG: the hardware decoder, the CUDA decoder for the rest"
+                                 : "nvJPEG: the CUDA decoder (this GPU has no JPEG engine)";
+}
+
+void DeviceDecoder::keep_until_done(std::vector<Tensor> scratch, const Stream& stream) {
+  while (!in_use_.empty() && in_use_.front().first->query()) in_use_.pop_front();
+  auto done = std::make_unique<Event>(device_);
+  done->record(&stream);
+  in_use_.emplace_back(std::move(done), std::move(scratch));
+}
+
+Batch DeviceDecoder::decode(const Batch& host, const Stream& stream) {
+  COURSE_CHECK(host.encoded != nullptr, "a batch for the device decoder has no JPEG bytes");
+  const EncodedBatch& batch = *host.encoded;
+  const int channels = static_cast<int>(batch.channels);
+  const size_t n = batch.samples.size();
+  // Every image's place in one device buffer, 16-byte aligned.
+  std::vector<int64_t> offsets(n);
+  int64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    offsets[i] = total;
+    const EncodedSample& s = batch.samples[i];
+    total += (static_cast<int64_t>(s.height) * s.width * channels + 15) / 16 * 16;
+  }
+  Tensor pixels = Tensor::empty({total}, DType::kU8, device_);
+  uint8_t* base = pixels.data_as<uint8_t>();
+
+  // Decode: the worker's pixels copied, the JPEGs by nvJPEG per decoder (OpenCV on the
+  // simulated accelerator); what nvJPEG refuses goes to the host here.
+  std::vector<size_t> on_host;
+  std::vector<size_t> by_decoder[2];  // hardware, CUDA
+  for (size_t i = 0; i < n; ++i) {
+    const EncodedSample& s = batch.samples[i];
+    if (s.pixels.defined()) {
+      copy_bytes_async(base + offsets[i], device_, s.pixels.data(), Device::cpu(),
+                       s.pixels.nbytes(), stream, true);
+      ++counts_.host;
+    } else if (!nvjpeg_) {
+      by_decoder[1].push_back(i);
+    } else {
+      const bool hardware =
+          choose_jpeg_decoder(s.header, nvjpeg_->has_hardware()) == JpegDecoder::kHardware;
+      by_decoder[hardware ? 0 : 1].push_back(i);
+    }
+  }
+  for (int d = 0; d < 2; ++d) {
+    if (by_decoder[d].empty()) continue;
+    const size_t failed_before = on_host.size();
+    if (nvjpeg_) {
+      std::vector<detail::Nvjpeg::Job> jobs;
+      for (size_t i : by_decoder[d]) {
+        const EncodedSample& s = batch.samples[i];
+        jobs.push_back({s.jpeg.data(), s.jpeg.size(), base + offsets[i], s.width});
+      }
+      std::string why;
+      if (!nvjpeg_->decode(d == 0, jobs, channels, stream.handle(), why)) {
+        if (counts_.retried_on_host == 0) {
+          std::fprintf(stderr,
+                       "warning: nvJPEG refused a batch of %zu JPEG(s) (%s); "
+                       "decoding them on the host\n",
+                       jobs.size(), why.c_str());
+        }
+        on_host.insert(on_host.end(), by_decoder[d].begin(), by_decoder[d].end());
+      }
+    } else {
+      for (size_t i : by_decoder[d]) {
+        const EncodedSample& s = batch.samples[i];
+        if (!decode_on_host(s.jpeg, channels, s.height, s.width, base + offsets[i])) {
+          on_host.push_back(i);  // the simulated nvJPEG failed on it: the host tries too
+        }
+      }
+    }
+    (d == 0 ? counts_.hardware : counts_.cuda) +=
+        static_cast<int64_t>(by_decoder[d].size() - (on_host.size() - failed_before));
+  }
+  // The host's second try; a file it cannot decode either is corrupt.
+  std::vector<bool> dropped(n, false);
+  std::vector<Tensor> scratch{pixels};
+  for (size_t i : on_host) {
+    const EncodedSample& s = batch.samples[i];
+    Tensor staged = Tensor::empty_pinned({s.height, s.width, channels}, DType::kU8);
+    if (decode_on_host(s.jpeg, channels, s.height, s.width, staged.data_as<uint8_t>())) {
+      copy_bytes_async(base + offsets[i], device_, staged.data(), Device::cpu(), staged.nbytes(),
+                       stream, true);
+      scratch.push_back(staged);
+      ++counts_.retried_on_host;
+      continue;
+    }
+    const std::string message = s.name + " cannot be decoded (its header reads, its data does not)";
+    if (!batch.skip_corrupt) throw CorruptSampleError(message);
+    std::fprintf(stderr, "warning: skipping a sample: %s\n", message.c_str());
+    dropped[i] = true;
+    ++counts_.skipped;
+  }
+
+  // The tables of the kept images, and their labels; then the one kernel.
+  std::vector<int64_t> images, labels;
+  std::vector<int32_t> crops;
+  for (size_t i = 0; i < n; ++i) {
+    if (dropped[i]) continue;
+    const EncodedSample& s = batch.samples[i];
+    COURSE_CHECK(s.crop.x >= 0 && s.crop.y >= 0 && s.crop.width > 0 && s.crop.height > 0 &&
+                     s.crop.x + s.crop.width <= s.width && s.crop.y + s.crop.height <= s.height,
+                 "the crop of ", s.name, " is outside its ", s.width, " x ", s.height, " pixels");
+    images.insert(images.end(), {offsets[i], s.height, s.width});
+    crops.insert(crops.end(), {s.crop.x, s.crop.y, s.crop.width, s.crop.height, s.flip ? 1 : 0});
+    labels.push_back(s.label);
+  }
+  const int64_t kept = static_cast<int64_t>(labels.size());
+  COURSE_CHECK(kept > 0, "every sample of a batch is unreadable");
+  const auto upload = [&](const auto& values, Shape shape, DType dtype) {
+    Tensor staged = Tensor::empty_pinned(shape, dtype);
+    std::memcpy(staged.data(), values.data(), staged.nbytes());
+    scratch.push_back(staged);
+    Tensor placed = staged.to(device_, stream);
+    scratch.push_back(placed);
+    return placed;
+  };
+  const Tensor image_table = upload(images, {kept, 3}, DType::kI64);
+  const Tensor crop_table = upload(crops, {kept, 5}, DType::kI32);
+  Batch out;
+  out.labels = upload(labels, {kept}, DType::kI64);
+  {
+    StreamScope on_copy_stream(stream.handle());
+    out.images = crop_resize_normalize(pixels, image_table, crop_table, channels, batch.size,
+                                       batch.mean, batch.std, DType::kF32, format_);
+  }
+  keep_until_done(std::move(scratch), stream);
+  return out;
+}
+
+}  // namespace course
