@@ -72,6 +72,26 @@ expect 0 "storage: a packed file of 13 page(s) of 4 KiB" "$solution" --data-dir 
 expect 0 "test accuracy" "$solution" --data-dir "$data/packed" --batch-size 16 --device cpu \
   --no-progress --auto-augment trivialaugment
 expect 0 "storage: $data/folder" "$solution" --data-dir "$data/folder" "${formats[@]}"
+# Decoding on the device (the simulated accelerator stands in for a GPU, OpenCV for nvJPEG):
+# ImageNet-shaped JPEGs in 20 classes, every training and validation image decoded there, no
+# host wait in a step; what the device path cannot do is refused with one message.
+expect 0 "train: 40 images" "$make_dataset" --imagenet-shaped 20 --to folder --out "$data/inet" \
+  --train 40 --val 16
+inet=(--data-dir "$data/inet" --image-size 64 --batch-size 8 --epochs 1 --no-progress --device sim)
+expect 0 "decoded on sim:0: 56 by the simulated decoder (OpenCV), 0 by the loader's workers" \
+  "$solution" "${inet[@]}" --decode-device gpu
+expect 0 "host waits for sim:0 in steps 2..5: 0 at most" "$trainee" "${inet[@]}" \
+  --decode-device gpu
+expect 0 "batch flip, jitter on the device" "$solution" "${inet[@]}" --decode-device gpu \
+  --channels-last --aug-device --translate 4 --brightness 0.2
+expect 1 "holds decoded images: write the data as JPEGs" "$solution" "${base[@]}" \
+  --decode-device gpu --device sim
+expect 1 "but it is the CPU" "$solution" "${formats[@]}" --data-dir "$data/inet" \
+  --decode-device gpu
+expect 1 "--auto-augment works on decoded images" "$solution" "${inet[@]}" --decode-device gpu \
+  --auto-augment randaugment
+expect 1 "need --aug-device" "$solution" "${inet[@]}" --decode-device gpu --brightness 0.2
+expect 105 "--decode-device" "$solution" "${inet[@]}" --decode-device tpu
 expect 1 "--train-subset and --test-subset need in-memory data" "$solution" \
   --data-dir "$data/folder" "${formats[@]}" --test-subset 8
 expect 0 "training smallnet on cpu: 48 images" "$solution" "${base[@]}" --device cpu --batch-size 4 \

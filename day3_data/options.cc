@@ -41,6 +41,7 @@ LabOptions parse_options(int argc, char** argv) {
 void add_lab_flags(CLI::App& app, LabOptions& o) {
   course::train::add_training_flags(app, o);
   course::train::add_step_flags(app, o);
+  course::train::add_decode_device_flag(app, o);
   app.add_option("--auto-augment", o.auto_augment, "automatic augmentation policy, per image")
       ->check(CLI::IsMember({"none", "randaugment", "trivialaugment"}));
   app.add_option("--ra-n", o.ra_n, "RandAugment: operations per image");
@@ -131,6 +132,15 @@ void validate(const LabOptions& o) {
                  "--findlr-start up to --lr: need 0 < ", o.findlr_start, " < ", o.lr);
     COURSE_CHECK(o.chkpt.empty() && o.resume.empty(),
                  "--findlr trains nothing worth keeping: drop --chkpt and --resume");
+  }
+  if (o.decode_device == course::DecodeDevice::kGpu) {
+    COURSE_CHECK(o.auto_augment == "none",
+                 "--auto-augment works on decoded images in the loader's workers; with "
+                 "--decode-device gpu the images are decoded on the device: use --decode-device "
+                 "cpu");
+    COURSE_CHECK(o.aug_device || (!o.jitter().active() && !o.mixing()),
+                 "--translate, --brightness, --contrast, --mixup and --cutmix with "
+                 "--decode-device gpu need --aug-device: the batch exists only on the device");
   }
   if (!o.mixing()) return;
   COURSE_CHECK(o.batch_size % 2 == 0,

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "common/data/batch_augment.h"
 #include "common/data/batch_mix.h"
 #include "common/data/device_batches.h"
+#include "common/data/device_decode.h"
 #include "common/data/epoch_order.h"
 #include "common/data/packed_images.h"
 #include "common/data/tar_shards.h"
@@ -134,6 +136,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   const bool lead = rank == 0;
 
   LabDatasets data = open_dataset(o, group_members);
+  check_decode_device(o, *data.train);
   set_worker_augmentation(o, data.train_transform);
   const int64_t classes = data.train->num_classes();
   const int64_t samples = rank_span_size(data.train->size(), ranks, o.drop_last);  // this rank's
@@ -173,6 +176,14 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   // Without --aug-device the batch stage runs on each loaded training batch on the host.
   DeviceBatches::Transfer transfer;
   if (!device.is_cpu()) transfer = copy_to_device;
+  std::optional<DeviceDecoder> decoder;  // --decode-device gpu: the loader's batches are JPEGs
+  if (o.decode_device == DecodeDevice::kGpu) {
+    decoder.emplace(device);
+    if (o.channels_last) decoder->set_memory_format(MemoryFormat::kChannelsLast);
+    transfer = [&decoder](const Batch& host, Device to, const Stream& stream) {
+      return host.encoded ? decoder->decode(host, stream) : copy_to_device(host, to, stream);
+    };
+  }
   DeviceBatches::Prepare prepare;
   if (o.mixing() && !o.aug_device) prepare = batch_stage;
   DeviceBatches batches(loader, device, o.non_blocking, transfer, prepare);
@@ -285,6 +296,8 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
                                                " buckets)";
     const char* per_rank = ranks == 1 ? "" : " per rank";
     std::printf("%s\n", describe_storage(o, *data.train).c_str());
+    if (decoder)
+      std::printf("decoding: on %s, %s\n", device.str().c_str(), decoder->describe().c_str());
     std::printf(
         "training %s on %s: %lld images of %lldx%lld%s, batch %s%s, %lld steps per epoch%s%s\n"
         "%s\noptimizer: %s, %s\n",
@@ -297,6 +310,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
     std::fflush(stdout);
   }
   const train::LoopResult run = loop.run();
+  if (decoder && lead) std::printf("%s\n", decoder->summary().c_str());
   if (ddp) {
     if (lead && run.steps > 0) {
       std::printf("communication per step on rank 0: %.3f MiB sent (ring)\n",

@@ -2,15 +2,19 @@
 // ImageFolder, tar shards, a packed file): persistent workers, --epochs passes in the format's
 // own epoch order, the first a warm-up. Per epoch it prints the first batch's latency (from the
 // epoch's start), images/s, and the stored training split's megabytes per second; the last
-// epoch's figures end the output ("loader: ..." for compare.sh and loader_formats.sh).
+// epoch's figures end the output ("loader: ..." for compare.sh and loader_formats.sh). With
+// --decode-device gpu the workers only read and plan, and the batches are decoded, cropped and
+// normalised on --device (device_decode.h): an epoch ends when the device has finished it.
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "common/data/data_loader.h"
+#include "common/data/device_decode.h"
 #include "common/data/epoch_order.h"
 #include "common/data/open_dataset.h"
 #include "common/train/lab_flags.h"
@@ -56,6 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--auto-augment", policy, "none, randaugment, trivialaugment");
   app.add_option("--shuffle-buffer", order.shuffle_buffer);
   app.add_option("--pages-in-memory", order.pages_in_memory);
+  std::string device_name = "cpu";
+  app.add_option("--device", device_name, "where --decode-device gpu decodes (cuda, sim)");
+  train::add_decode_device_flag(app, data);
   train::parse_or_exit(app, argc, argv);
   return train::lab_main([&] {
     const std::string format = data.format == "auto" ? detect_format(data.data_dir) : data.format;
@@ -64,11 +71,27 @@ int main(int argc, char** argv) {
     sets.train_transform.train = data.augment || policy != "none";
     sets.train_transform.random_crop = data.augment;
     sets.train_transform.eval_crop_fraction = 1.0f;  // without --augment: the whole image
+    check_decode_device(data, *sets.train);
+    const Device device = parse_device(device_name);
+    require_device(device);
+    set_process_device(device);
+    std::optional<DeviceDecoder> decoder;
+    std::optional<Stream> stream;
+    if (data.decode_device == DecodeDevice::kGpu) {
+      decoder.emplace(device);
+      stream.emplace(device);
+    }
     DataLoader loader(sets.train, sets.train_transform, loader_options(data, batch));
+    const auto next_batch = [&] {
+      Batch b = loader.next();
+      return decoder ? decoder->decode(b, *stream) : b;
+    };
     const double megabytes = stored_bytes(data.data_dir, format) / 1e6;
-    std::printf("%s: %lld training images, %.1f MB stored, %d workers, batch %lld\n",
+    std::printf("%s: %lld training images, %.1f MB stored, %d workers, batch %lld, decoded %s\n",
                 format.c_str(), static_cast<long long>(sets.train->size()), megabytes,
-                data.num_workers, static_cast<long long>(batch));
+                data.num_workers, static_cast<long long>(batch),
+                decoder ? ("on " + device.str() + " (" + decoder->describe() + ")").c_str()
+                        : "by the workers");
     double rate = 0, first_ms = 0;
     for (int64_t epoch = 0; epoch < epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
@@ -76,15 +99,18 @@ int main(int argc, char** argv) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       };
       loader.start_epoch(epoch_order(*sets.train, order, data.seed, epoch), epoch);
-      int64_t images = loader.next().labels.numel();
+      int64_t images = next_batch().labels.numel();
+      if (stream) stream->synchronize();
       first_ms = 1e3 * since_start();
-      while (!loader.done()) images += loader.next().labels.numel();
+      while (!loader.done()) images += next_batch().labels.numel();
+      if (stream) stream->synchronize();
       const double seconds = since_start();
       rate = images / seconds;
       std::printf("epoch %lld%s: first batch %.1f ms, %.1f images/s, %.1f MB/s\n",
                   static_cast<long long>(epoch), epoch == 0 && epochs > 1 ? " (warm-up)" : "",
                   first_ms, rate, megabytes / seconds);
     }
+    if (decoder) std::printf("%s\n", decoder->summary().c_str());
     std::printf("loader: %.1f images/s\nfirst_batch_ms: %.1f\n", rate, first_ms);
   });
 }

@@ -96,6 +96,16 @@ std::string DeviceDecoder::describe() const {
                                  : "nvJPEG: the CUDA decoder (this GPU has no JPEG engine)";
 }
 
+std::string DeviceDecoder::summary() const {
+  const auto n = [](int64_t count) { return std::to_string(count); };
+  const std::string device_part = nvjpeg_ ? n(counts_.hardware) + " by nvJPEG's hardware engine, " +
+                                                n(counts_.cuda) + " by its CUDA decoder"
+                                          : n(counts_.cuda) + " by the simulated decoder (OpenCV)";
+  return "decoded on " + device_.str() + ": " + device_part + ", " + n(counts_.host) +
+         " by the loader's workers (not decodable there), " + n(counts_.retried_on_host) +
+         " on the host after nvJPEG refused them, " + n(counts_.skipped) + " skipped";
+}
+
 void DeviceDecoder::keep_until_done(std::vector<Tensor> scratch, const Stream& stream) {
   while (!in_use_.empty() && in_use_.front().first->query()) in_use_.pop_front();
   auto done = std::make_unique<Event>(device_);

@@ -84,6 +84,7 @@ class DeviceDecoder {
   };
   const Counts& counts() const { return counts_; }
   std::string describe() const;  // which decoders this device has
+  std::string summary() const;   // the counts, in a line
 
  private:
   void keep_until_done(std::vector<Tensor> scratch, const Stream& stream);

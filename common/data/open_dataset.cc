@@ -162,7 +162,16 @@ LoaderOptions loader_options(const DataFlags& f, int64_t batch_size) {
           .pin_memory = f.pin_memory,
           .drop_last = f.drop_last,
           .skip_corrupt = f.skip_corrupt,
+          .decode_on_device = f.decode_device == DecodeDevice::kGpu,
           .seed = f.seed};
+}
+
+void check_decode_device(const DataFlags& f, const Dataset& train) {
+  if (f.decode_device != DecodeDevice::kGpu) return;
+  COURSE_CHECK(train.stores_encoded(), "--decode-device gpu decodes JPEG files, but ",
+               f.synthetic > 0 ? std::string("--synthetic images") : f.data_dir,
+               " holds decoded images: write the data as JPEGs with //tools:make_dataset "
+               "(--to folder, tar or packed), or use --decode-device cpu");
 }
 
 }  // namespace course

@@ -16,6 +16,10 @@
 
 namespace course {
 
+// Where the training images are decoded, cropped and normalised: by the loader's workers on
+// the host (OpenCV), or on the training device (device_decode.h).
+enum class DecodeDevice { kCpu, kGpu };
+
 // --num-workers's default: the course's 8 loader threads, fitted to the rank (loader_workers).
 inline constexpr int kFittedWorkers = -1;
 
@@ -38,6 +42,7 @@ struct DataFlags {
   bool non_blocking = true;  // host-to-device copies on a copy stream, one batch ahead
   bool drop_last = false;
   bool skip_corrupt = false;  // a corrupt image is reported and left out instead of failing
+  DecodeDevice decode_device = DecodeDevice::kCpu;  // --decode-device (day 3, the loader bench)
 };
 
 struct LabDatasets {
@@ -49,6 +54,10 @@ struct LabDatasets {
 // are missing or corrupt; nothing is trained before the data is known to be there.
 // `group` forms the samples of tar shards (the day-3 lab passes the trainee's).
 LabDatasets open_dataset(const DataFlags& flags, const TarGrouper& group = group_tar_members);
+
+// Throws, saying what to use instead, when --decode-device gpu meets data that is not stored
+// as JPEG files (Fashion-MNIST, CIFAR-10, packed pixels, synthetic images).
+void check_decode_device(const DataFlags& flags, const Dataset& train);
 
 // The storage format of --data-dir under --format auto (throws when it is none of them).
 std::string detect_format(const std::string& data_dir);

@@ -49,6 +49,19 @@ void add_data_flags(CLI::App& app, DataFlags& f) {
   app.add_flag("--skip-corrupt", f.skip_corrupt, "report and skip unreadable images");
 }
 
+void add_decode_device_flag(CLI::App& app, DataFlags& f) {
+  app.add_option_function<std::string>(
+         "--decode-device",
+         [&f](const std::string& where) {
+           f.decode_device = where == "gpu" ? DecodeDevice::kGpu : DecodeDevice::kCpu;
+         },
+         "where JPEGs are decoded, cropped and normalised: cpu (the loader's workers, OpenCV) "
+         "or gpu (the training device: nvJPEG on a GPU, OpenCV into the simulated sim:N's "
+         "memory)")
+      ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->default_str("cpu");
+}
+
 void add_training_flags(CLI::App& app, TrainingFlags& f) {
   add_data_flags(app, f);
   add_run_flags(app, f, nn::model_names());

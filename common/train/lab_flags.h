@@ -54,6 +54,8 @@ struct TrainingFlags : DataFlags, RunFlags {};
 void add_training_flags(CLI::App& app, TrainingFlags& flags);
 // The data flags alone, for tools that read images without training (day 4's quantization).
 void add_data_flags(CLI::App& app, DataFlags& flags);
+// --decode-device cpu|gpu, for the programs that decode on the device (day 3, the loader bench).
+void add_decode_device_flag(CLI::App& app, DataFlags& flags);
 // The flags of the run alone (no data flags), --model taking one of `models`: for labs that
 // read other data than images.
 void add_run_flags(CLI::App& app, RunFlags& flags, const std::vector<std::string>& models);

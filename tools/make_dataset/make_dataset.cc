@@ -4,7 +4,9 @@
 //   folder  DIR/{train,val}/<class>/<index>.jpg      an ImageFolder of JPEG files
 //   tar     DIR/{train,val}/shard-NNNNNN.tar         WebDataset shards (<key>.jpg + <key>.cls)
 //   packed  DIR/{train,val}.pack                     pages of JPEG bytes or decoded pixels
-// Grey images stay grey. Every file is written under a temporary name and renamed when whole.
+// Grey images stay grey, unless --imagenet-shaped 100|1000 makes each one a colour image of
+// 200-500 pixels a side at JPEG quality 75-95 in 100 or 1000 classes (imagenet_shaped.h). Every
+// file is written under a temporary name and renamed when whole.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "common/data/tar_shards.h"
 #include "common/train/lab_flags.h"
 #include "common/train/lab_main.h"
+#include "tools/make_dataset/imagenet_shaped.h"
 
 namespace {
 
@@ -29,7 +32,13 @@ struct Options {
   int64_t train = 0, val = 0;  // 0: all
   int64_t shard_samples = 10000, shard_mb = 1024, page_kb = 8192;
   int quality = 90;
+  int64_t imagenet_shaped = 0;  // classes; 0: the source's images as they are
 };
+
+// Image i's JPEG quality: --quality, or ImageNet-shaped's own spread.
+int quality_of(const Options& o, int64_t index) {
+  return o.imagenet_shaped > 0 ? ImageNetShaped::jpeg_quality(index) : o.quality;
+}
 
 std::vector<uint8_t> jpeg_of(const Tensor& image, int quality) {
   cv::Mat pixels(static_cast<int>(image.size(0)), static_cast<int>(image.size(1)),
@@ -64,18 +73,23 @@ void write_split(const Dataset& data, int64_t limit, const std::string& split, c
   const fs::path out(o.out);
   char name[32];
   if (o.to == "folder") {
+    // Every class's folder, even one this split has no image of: classes are the folders.
+    for (int64_t c = 0; c < data.num_classes(); ++c) {
+      std::snprintf(name, sizeof name, "%04lld", static_cast<long long>(c));
+      make_folder(out / split / name);
+    }
     for (int64_t i = 0; i < n; ++i) {
       std::snprintf(name, sizeof name, "%04lld", static_cast<long long>(data.label(i)));
       const fs::path dir = out / split / name;
       make_folder(dir);
-      write_file(dir / (std::to_string(i) + ".jpg"), jpeg_of(data.image(i), o.quality));
+      write_file(dir / (std::to_string(i) + ".jpg"), jpeg_of(data.image(i), quality_of(o, i)));
     }
   } else if (o.to == "tar") {
     make_folder(out / split);
     TarShardWriter shards((out / split).string(), "shard", o.shard_samples, o.shard_mb << 20);
     for (int64_t i = 0; i < n; ++i) {
       std::snprintf(name, sizeof name, "%08lld", static_cast<long long>(i));
-      shards.add(name, jpeg_of(data.image(i), o.quality), data.label(i));
+      shards.add(name, jpeg_of(data.image(i), quality_of(o, i)), data.label(i));
     }
     shards.finish();
   } else {
@@ -94,7 +108,8 @@ void write_split(const Dataset& data, int64_t limit, const std::string& split, c
                    "--encoding pixels needs images "
                    "of one shape: image ",
                    i, " is ", image.str(), ", the first ", first.str());
-      packed.add(pixels ? image.to_vector<uint8_t>() : jpeg_of(image, o.quality), data.label(i));
+      packed.add(pixels ? image.to_vector<uint8_t>() : jpeg_of(image, quality_of(o, i)),
+                 data.label(i));
     }
     packed.finish();
   }
@@ -123,15 +138,24 @@ int main(int argc, char** argv) {
   app.add_option("--shard-mb", o.shard_mb, "tar: MiB per shard at most")->capture_default_str();
   app.add_option("--page-kb", o.page_kb, "packed: page size in KiB (a power of two)")
       ->capture_default_str();
-  app.add_option("--quality", o.quality, "JPEG quality")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
+  CLI::Option* quality = app.add_option("--quality", o.quality, "JPEG quality")
+                             ->check(CLI::Range(1, 100))
+                             ->capture_default_str();
+  app.add_option("--imagenet-shaped", o.imagenet_shaped,
+                 "CLASSES (a multiple of the source's, e.g. 100 or 1000): colour images of "
+                 "200-500 px a side at JPEG quality 75-95, as ImageNet's are")
+      ->check(CLI::PositiveNumber)
+      ->excludes(quality);
   train::parse_or_exit(app, argc, argv);
   return train::lab_main([&] {
     COURSE_CHECK(o.train >= 0 && o.val >= 0, "--train and --val must not be negative");
     COURSE_CHECK(o.shard_samples > 0 && o.shard_mb > 0 && o.page_kb > 0,
                  "--shard-samples, --shard-mb and --page-kb must be positive");
-    const LabDatasets data = open_dataset({.data_dir = o.from, .synthetic = o.synthetic});
+    LabDatasets data = open_dataset({.data_dir = o.from, .synthetic = o.synthetic});
+    if (o.imagenet_shaped > 0) {
+      data.train = std::make_shared<ImageNetShaped>(data.train, o.imagenet_shaped);
+      data.val = std::make_shared<ImageNetShaped>(data.val, o.imagenet_shaped);
+    }
     make_folder(o.out);
     write_split(*data.train, o.train, "train", o);
     write_split(*data.val, o.val, "val", o);
