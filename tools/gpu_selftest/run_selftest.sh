@@ -142,6 +142,20 @@ wait_free() {  # wait_free NAME BINARY ARGS...: the run says "... steps 2..N: 0 
 wait_free "day 1: no host wait, f16 graph channels-last" "$lab1" --synthetic 1280 \
   --batch-size 64 --test --test-nsteps 20 --no-progress --device "$accelerator" --amp \
   --amp-dtype f16 --channels-last --cuda-graphs
+# Day 3's GPU data path: ImageNet-shaped JPEGs (200-500 px) decoded by nvJPEG and cropped to
+# 224 px on the device, every image counted by its decoder; no host wait in a step. (With --cpu:
+# the simulated accelerator, OpenCV standing in for nvJPEG.) The decoders against OpenCV's are
+# common/data/tests' DeviceDecodeTest cases above.
+"$root/tools/make_dataset" --imagenet-shaped 100 --to folder --train 256 --val 64 \
+  --out "$log/imagenet_shaped" >/dev/null
+jpegs=(--data-dir "$log/imagenet_shaped" --image-size 224 --batch-size 32 --no-progress
+  --device "$accelerator" --decode-device gpu --amp --channels-last)
+# shellcheck disable=SC2016  # the inner shell expands them
+record "day 3: JPEGs decoded on the device, counted" "$accelerator" bash -c \
+  'out=$("$@" 2>&1); s=$?; echo "$out"; ((s == 0)) && grep -qE "decoded on .*: [0-9]+ by .*, 0 by the loader.s workers" <<<"$out"' \
+  _ "$labs/day3_data_lab" "${jpegs[@]}" --epochs 1
+wait_free "day 3: no host wait, JPEGs decoded on the device" "$labs/day3_data_lab" "${jpegs[@]}" \
+  --test --test-nsteps 12
 text=()
 [[ -d $root/text ]] && text=(--text-dir "$root/text")  # a bundle's own text
 gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
