@@ -2,10 +2,10 @@
 // OpenCV's crop, INTER_LINEAR resize and flip on boxes of every kind (whole image, one pixel,
 // upscaled, downscaled, exactly halved, on the right and bottom edges); the loader's planned
 // batches decoded on the device against the workers' decoded batches on the same seeds, from an
-// ImageFolder of irregular JPEGs with a progressive one, a grey one and a PNG; corrupt files;
-// refusals. On the simulated accelerator OpenCV stands in for nvJPEG (1 level apart at most,
-// the kernel's rounding against OpenCV's fixed point); on a GPU nvJPEG's IDCT differs from
-// libjpeg's by a few levels.
+// ImageFolder of irregular JPEGs with a progressive one, a grey one and a PNG, and from tar
+// shards and a packed file of the same JPEGs; corrupt files; refusals. On the simulated accelerator
+// OpenCV stands in for nvJPEG (1 level apart at most, the kernel's rounding against OpenCV's fixed
+// point); on a GPU nvJPEG's IDCT differs from libjpeg's by a few levels.
 #include "common/data/device_decode.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,9 @@
 
 #include "common/data/data_loader.h"
 #include "common/data/image_folder.h"
+#include "common/data/open_dataset.h"
+#include "common/data/packed_images.h"
+#include "common/data/tar_shards.h"
 #include "common/kernels/crop_resize.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
@@ -185,42 +188,104 @@ TwoPaths both_paths(const std::shared_ptr<const Dataset>& data, const TransformO
   return out;
 }
 
+// The device path's batches against the workers': the same labels, pixels within the decoders'
+// difference. On the simulated accelerator OpenCV's fixed-point resize rounds about one value
+// in ten the other way; on a GPU nvJPEG's IDCT and chroma upsampling differ from libjpeg's.
+void expect_paths_agree(const TwoPaths& paths, bool train, Device device) {
+  const double max_levels = device.is_cuda() ? 12.0 : 1.01,
+               mean_levels = device.is_cuda() ? 1.5 : 0.25;
+  ASSERT_EQ(paths.cpu.size(), paths.device.size());
+  const std::vector<float> std = transform(train).std;
+  double total = 0;
+  int64_t count = 0;
+  for (size_t b = 0; b < paths.cpu.size(); ++b) {
+    EXPECT_EQ(paths.device[b].images.device(), device);
+    EXPECT_EQ(paths.device[b].labels.to(Device::cpu()).to_vector<int64_t>(),
+              paths.cpu[b].labels.to_vector<int64_t>());
+    const std::vector<float> expected = paths.cpu[b].images.to_vector<float>();
+    const std::vector<float> actual = paths.device[b].images.to(Device::cpu()).to_vector<float>();
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t k = 0; k < actual.size(); ++k) {
+      const double levels = std::abs(actual[k] - expected[k]) * std[k / (24 * 24) % 3] * 255.0;
+      ASSERT_LE(levels, max_levels)
+          << (train ? "training" : "validation") << " batch " << b << ", element " << k;
+      total += levels;
+      ++count;
+    }
+  }
+  EXPECT_LT(total / count, mean_levels) << (train ? "training" : "validation");
+}
+
 using DeviceDecodeTest = testing::DeviceTest;
 
 TEST_P(DeviceDecodeTest, BatchesMatchTheWorkersDecodedOnTheSameDraws) {
   if (device().is_cpu()) GTEST_SKIP() << "the CPU is no decoding device (see RefusesTheCpu)";
   const auto data = std::make_shared<ImageFolder>(make_folder("irregular"));
-  // nvJPEG and libjpeg differ by their IDCTs and chroma upsampling.
-  // OpenCV's fixed-point resize rounds about one value in ten the other way.
-  const double max_levels = device().is_cuda() ? 12.0 : 1.01,
-               mean_levels = device().is_cuda() ? 1.5 : 0.25;
   for (const bool train : {true, false}) {
     const TwoPaths paths = both_paths(data, transform(train), device(), train ? 2 : 0);
-    ASSERT_EQ(paths.cpu.size(), paths.device.size());
-    double total = 0;
-    int64_t count = 0;
-    for (size_t b = 0; b < paths.cpu.size(); ++b) {
-      EXPECT_EQ(paths.device[b].images.device(), device());
-      EXPECT_EQ(paths.device[b].labels.to(Device::cpu()).to_vector<int64_t>(),
-                paths.cpu[b].labels.to_vector<int64_t>());
-      const std::vector<float> expected = paths.cpu[b].images.to_vector<float>();
-      const std::vector<float> actual = paths.device[b].images.to(Device::cpu()).to_vector<float>();
-      ASSERT_EQ(actual.size(), expected.size());
-      for (size_t k = 0; k < actual.size(); ++k) {
-        const size_t channel = k / (24 * 24) % 3;
-        const double levels =
-            std::abs(actual[k] - expected[k]) * transform(train).std[channel] * 255.0;
-        ASSERT_LE(levels, max_levels)
-            << (train ? "training" : "validation") << " batch " << b << ", element " << k;
-        total += levels;
-        ++count;
-      }
-    }
-    EXPECT_LT(total / count, mean_levels) << (train ? "training" : "validation");
+    expect_paths_agree(paths, train, device());
     EXPECT_EQ(paths.counts.host, 1) << "the PNG, decoded by a worker";
     EXPECT_EQ(paths.counts.hardware + paths.counts.cuda, 7);
     EXPECT_EQ(paths.counts.retried_on_host + paths.counts.skipped, 0);
   }
+}
+
+// The stored formats hand out their JPEG bytes as they were written, and the device path over
+// each decodes as the workers do; formats that hold pixels give none.
+TEST_P(DeviceDecodeTest, TarShardsAndPackedFilesGiveTheirJpegBytes) {
+  if (device().is_cpu()) GTEST_SKIP() << "the CPU is no decoding device";
+  const auto folder = std::make_shared<ImageFolder>(make_folder("formats"));
+  const fs::path root = testing::temp_path("formats-stored");
+  fs::remove_all(root);
+  fs::create_directories(root / "tar");
+  std::vector<std::vector<uint8_t>> written;
+  {
+    TarShardWriter shards((root / "tar").string(), "shard", 3, 1 << 20);
+    PackedWriter packed(
+        (root / "train.pack").string(),
+        {.page_size = 1 << 16, .classes = 2, .height = 1, .width = 1, .channels = 3});
+    for (int64_t i = 0; i < folder->size(); ++i) {
+      std::optional<Dataset::Encoded> jpeg = folder->encoded(i);
+      if (!jpeg) continue;  // the PNG
+      shards.add(std::to_string(100 + i), jpeg->bytes, folder->label(i));
+      packed.add(jpeg->bytes, folder->label(i));
+      written.push_back(std::move(jpeg->bytes));
+    }
+    shards.finish();
+    packed.finish();
+  }
+  const std::vector<std::pair<std::shared_ptr<const Dataset>, std::string>> stored = {
+      {std::make_shared<TarShards>((root / "tar").string(), 2, false), "shard "},
+      {std::make_shared<PackedImages>((root / "train.pack").string()), "packed file "}};
+  for (const auto& [data, name] : stored) {
+    ASSERT_TRUE(data->stores_encoded());
+    ASSERT_EQ(data->size(), static_cast<int64_t>(written.size()));
+    for (int64_t i = 0; i < data->size(); ++i) {
+      const std::optional<Dataset::Encoded> jpeg = data->encoded(i);
+      ASSERT_TRUE(jpeg.has_value());
+      EXPECT_EQ(jpeg->bytes, written[i]) << name << i;
+      EXPECT_EQ(jpeg->name.find(name), 0u) << jpeg->name;
+    }
+    expect_paths_agree(both_paths(data, transform(true), device(), 1), true, device());
+  }
+  // Pixels, packed or in memory: nothing to hand out, and the lab's check says so.
+  {
+    PackedWriter pixels((root / "pixels.pack").string(), {.encoding = PackedEncoding::kPixels,
+                                                          .page_size = 1 << 16,
+                                                          .classes = 2,
+                                                          .height = 2,
+                                                          .width = 2,
+                                                          .channels = 1});
+    pixels.add({1, 2, 3, 4}, 1);
+    pixels.finish();
+  }
+  const PackedImages pixels((root / "pixels.pack").string());
+  EXPECT_FALSE(pixels.stores_encoded());
+  EXPECT_FALSE(pixels.encoded(0).has_value());
+  EXPECT_NE(error_of([&] {
+              check_decode_device({.decode_device = DecodeDevice::kGpu}, pixels);
+            }).find("holds decoded images"),
+            std::string::npos);
 }
 
 // A JPEG whose header reads but whose Huffman table is bogus: no decoder can decode it.
