@@ -156,6 +156,19 @@ record "day 3: JPEGs decoded on the device, counted" "$accelerator" bash -c \
   _ "$labs/day3_data_lab" "${jpegs[@]}" --epochs 1
 wait_free "day 3: no host wait, JPEGs decoded on the device" "$labs/day3_data_lab" "${jpegs[@]}" \
   --test --test-nsteps 12
+# The loader's ceiling at 224 px (day 3's DALI section): the workers decoding with every core
+# against nvJPEG on the device, on the same JPEGs, and on a GPU the ResNet-50 step fed by the
+# device path; their images/s close the output.
+ceiling=(--data-dir "$log/imagenet_shaped" --augment --image-size 224 --batch-size 64 --epochs 2)
+record "day 3: loader, CPU workers" cpu "$root/bench/compare/loader_throughput" "${ceiling[@]}" \
+  --num-workers "$(nproc)"
+record "day 3: loader, decoded on the device" "$accelerator" \
+  "$root/bench/compare/loader_throughput" "${ceiling[@]}" --num-workers 1 --decode-device gpu \
+  --device "$accelerator"
+if [[ $device == cuda ]]; then
+  record "day 3: ResNet-50 step, decoded on the device" cuda "$labs/day3_data_lab" \
+    "${jpegs[@]}" --model resnet50 --batch-size 64 --test --test-nsteps 12
+fi
 text=()
 [[ -d $root/text ]] && text=(--text-dir "$root/text")  # a bundle's own text
 gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
@@ -220,5 +233,15 @@ echo
 echo "GPU self-test on $(hostname) ($where)"
 printf '%-44s %-10s %-5s %8s\n' case device result seconds
 printf '%s\n' "${results[@]}"
+figure() {  # figure CASE PATTERN FIELD: a number from a case's log, or "-"
+  local file
+  file="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$1").log"
+  awk -v pattern="$2" -v field="$3" '$0 ~ pattern { value = $field } END { print value == "" ? "-" : value }' \
+    "$file" 2>/dev/null || echo -
+}
+echo "day 3's loader at 224 px, images/s: $(figure "day 3: loader, CPU workers" "^loader:" 2)" \
+  "with $(nproc) CPU workers, $(figure "day 3: loader, decoded on the device" "^loader:" 2)" \
+  "decoded on $accelerator; the ResNet-50 step fed by it" \
+  "$(figure "day 3: ResNet-50 step, decoded on the device" "^training performance" 3)"
 echo "selftest: $((${#results[@]} - failed - skipped)) passed, $skipped skipped (one GPU), $failed failed"
 ((failed == 0))
