@@ -113,24 +113,53 @@ for package in common/tensor/tests common/kernels/tests common/optim/tests commo
   record "$package" "$device" "$root/$package/tests" --gtest_filter="$filter" --gtest_brief=1
 done
 
-# Each day's lab, short runs on this device.
+# Each day's lab, short runs on this device; those with a loss to compare run once more on the
+# CPU with the same flags and pass only when both end their epoch with train and test losses
+# within the case's relative tolerance. The GPU sums in other orders, convolves in TF32 and
+# rounds bf16/f16 otherwise, which moves a short run's losses by well under a percent; a wrong
+# kernel moves them by far more (or to NaN). With --cpu the simulated accelerator stands in.
 labs=$root/tools/gpu_selftest
 lab1=$labs/day1_gpu_lab
+accelerator=$([[ $device == cuda ]] && echo cuda || echo sim)
+compared() {  # compared NAME TOLERANCE BINARY ARGS...: on the accelerator and on the CPU
+  local name=$1 tolerance=$2
+  shift 2
+  # shellcheck disable=SC2016  # the inner shell expands them
+  record "$name" "$accelerator/cpu" bash -c '
+    accelerator=$1 tolerance=$2
+    shift 2
+    last_losses() {  # the last "epoch N: train loss A, test loss B, ..." line as "A B"
+      sed -n "s/^epoch [0-9]*: train loss \([^,]*\), test loss \([^,]*\),.*/\1 \2/p" | tail -n 1
+    }
+    on_device=$("$@" --device "$accelerator" 2>&1) || { echo "$on_device"; exit 1; }
+    echo "$on_device"
+    on_cpu=$("$@" --device cpu 2>&1) || { echo "on the CPU:"; echo "$on_cpu"; exit 1; }
+    read -r a b <<<"$(last_losses <<<"$on_device")"
+    read -r c d <<<"$(last_losses <<<"$on_cpu")"
+    echo "losses: on $accelerator train ${a:-none}, test ${b:-none}; on the CPU train ${c:-none}," \
+      "test ${d:-none}; relative tolerance $tolerance"
+    awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v t="$tolerance" "
+      function number(x) { return x ~ /^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?\$/ }
+      function close_to(x, y) { return (x > y ? x - y : y - x) <= t * (y < 0 ? -y : y) }
+      BEGIN { exit !(number(a) && number(b) && number(c) && number(d) &&
+                     close_to(a + 0, c + 0) && close_to(b + 0, d + 0)) }"
+  ' _ "$accelerator" "$tolerance" "$@"
+}
+epoch=(--synthetic 512 --batch-size 64 --epochs 1 --no-progress)
 short=(--synthetic 512 --batch-size 64 --test --test-nsteps 20 --no-progress --device "$device")
-record "day 1: f32" "$device" "$lab1" "${short[@]}"
-record "day 1: amp f16, channels-last, accumulated, clipped" "$device" "$lab1" "${short[@]}" \
+compared "day 1: f32" 0.02 "$lab1" "${epoch[@]}"
+compared "day 1: amp f16, channels-last, accumulated, clipped" 0.05 "$lab1" "${epoch[@]}" \
   --amp --amp-dtype f16 --channels-last --accumulate 2 --clip-grad-norm 1
-record "day 1: cuda graphs, bf16" "$device" "$lab1" "${short[@]}" --cuda-graphs --amp
+compared "day 1: cuda graphs, bf16" 0.05 "$lab1" "${epoch[@]}" --cuda-graphs --amp
 # The profiler's ranges (on a GPU NVTX ranges too, timed by device events) in a Chrome trace.
 # shellcheck disable=SC2016  # the inner shell expands them
 record "day 1: profiled steps, their trace written" "$device" bash -c \
   '"$1" "${@:3}" --profile "$2" && grep -q "\"ph\":\"X\"" "$2"' _ "$lab1" "$log/day1_trace.json" \
   "${short[@]}"
-record "day 3: augmentation on the device" "$device" "$labs/day3_data_lab" \
-  "${short[@]}" --augment --auto-augment randaugment --aug-device
+compared "day 3: augmentation on the device" 0.02 "$labs/day3_data_lab" "${epoch[@]}" --augment \
+  --auto-augment randaugment --aug-device --translate 2 --brightness 0.2
 # No host wait in steps 2..N: on the GPU as the labs count them (the simulated accelerator's count
 # with --cpu, as in CI); tools/gpu_selftest/host_waits_on_gpu.sh adds nsys's count of CUDA calls.
-accelerator=$([[ $device == cuda ]] && echo cuda || echo sim)
 wait_free() {  # wait_free NAME BINARY ARGS...: the run says "... steps 2..N: 0 at most on a rank"
   local name=$1
   shift
@@ -173,21 +202,24 @@ text=()
 [[ -d $root/text ]] && text=(--text-dir "$root/text")  # a bundle's own text
 gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
   --context 64 "${text[@]}")
-record "day 4: GPT, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" --amp
-record "day 4: Llama, amp bf16, one process" "$device" "$labs/day4_large_models_lab" "${gpt[@]}" \
-  --amp --model llama-tiny
-record "day 4: optimizer in backward, one process" "$device" "$labs/day4_large_models_lab" \
-  "${gpt[@]}" --amp --optimizer-in-backward
+gpt_epoch=(--steps-per-epoch 6 --epochs 1 --no-progress --batch-size 8 --sample-tokens 0
+  --context 64 "${text[@]}")
+compared "day 4: GPT, amp bf16, one process" 0.05 "$labs/day4_large_models_lab" \
+  "${gpt_epoch[@]}" --amp
+compared "day 4: Llama, amp bf16, one process" 0.05 "$labs/day4_large_models_lab" \
+  "${gpt_epoch[@]}" --amp --model llama-tiny
+compared "day 4: optimizer in backward, one process" 0.05 "$labs/day4_large_models_lab" \
+  "${gpt_epoch[@]}" --amp --optimizer-in-backward
 wait_free "day 4: no host wait, GPT amp bf16" "$labs/day4_large_models_lab" --test \
   --test-nsteps 12 --log-every 6 --no-progress --device "$accelerator" --batch-size 8 \
   --sample-tokens 0 --context 64 --amp "${text[@]}"
 # CoAtNet on the embedded images (a bundle's first 1,024): grouped convolutions, relative
 # attention, channels-last.
-coatnet=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 16
-  --model coatnet-micro --channels-last --amp)
-[[ -d $root/fashion-mnist ]] && coatnet+=(--data-dir "$root/fashion-mnist")  # a bundle's own images
-record "day 4: CoAtNet, amp bf16, channels-last" "$device" "$labs/day4_large_models_lab" \
-  "${coatnet[@]}"
+coatnet_model=(--no-progress --batch-size 16 --model coatnet-micro --channels-last --amp)
+[[ -d $root/fashion-mnist ]] && coatnet_model+=(--data-dir "$root/fashion-mnist")  # a bundle's own
+coatnet=(--test --test-nsteps 6 --device "$device" "${coatnet_model[@]}")
+compared "day 4: CoAtNet, amp bf16, channels-last" 0.05 "$labs/day4_large_models_lab" \
+  "${coatnet_model[@]}" --steps-per-epoch 6 --epochs 1
 
 multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cpu)
   local name=$1 np=$2
