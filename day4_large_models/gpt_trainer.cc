@@ -16,6 +16,8 @@
 #include "common/nn/gpt.h"
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/rank_setup.h"
+#include "common/parallel/workload.h"
+#include "common/train/model_flops.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
 #include "day4_large_models/parallel_modes.h"
@@ -27,6 +29,13 @@ namespace day4 {
 using namespace course;
 
 namespace {
+
+// The GPT's training FLOPs per token at this context, attention's included (model_flops.h).
+double training_flops_per_token(nn::GptConfig config, int64_t context) {
+  config.context = context;
+  return train::training_flops(parallel::gpt_workload(config).multiply_adds) /
+         static_cast<double>(context);
+}
 
 // Validation over every window of the held-out text: loss and next-token accuracy per token.
 train::EvalTally validate_text(nn::Module& net, const TokenWindows& windows, Device device,
@@ -193,6 +202,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
        .steps_per_epoch = windows.steps_per_epoch,
        .global_batch = windows.tokens_per_step,
        .unit = "tokens",
+       .flops_per_unit = training_flops_per_token(config, context),
        .identity = checkpoint_identity(o, context, layout),
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),

@@ -16,8 +16,10 @@
 #include "common/optim/schedule.h"
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/rank_setup.h"
+#include "common/parallel/workload.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
+#include "common/train/model_flops.h"
 #include "common/train/training_loop.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
@@ -139,6 +141,8 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
        .lr_at = [&](int64_t step) { return optimizer.schedule->lr_at(step); },
        .steps_per_epoch = steps_per_epoch,
        .global_batch = images_per_step * parallelism->data_ranks(),
+       .flops_per_unit =
+           train::training_flops(parallel::image_workload(model_config).multiply_adds),
        .identity = identity,
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),

@@ -91,6 +91,19 @@ int cuda_device_count() { return probe().count; }
 
 std::string cuda_status() { return probe().status; }
 
+std::string device_model(Device device) {
+  if (device.is_cpu()) return "CPU";
+  if (device.is_sim()) return "simulated accelerator";
+  require_device(device);
+#if COURSE_WITH_CUDA
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device.index));
+  return prop.name;
+#else
+  return "GPU";
+#endif
+}
+
 Device default_device() {
   if (cuda_device_count() > 0) return Device::cuda(0);
   static std::once_flag said;

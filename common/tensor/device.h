@@ -49,6 +49,9 @@ bool cuda_compiled();       // was this binary built with CUDA?
 int cuda_device_count();    // GPUs visible to this process (0 without CUDA or a driver)
 std::string cuda_status();  // one line: why GPUs are or are not usable
 
+// What `device` is: the GPU's model ("NVIDIA H200"), "simulated accelerator" or "CPU".
+std::string device_model(Device device);
+
 // The GPU when one is visible, else the CPU (printing once why it falls back).
 Device default_device();
 

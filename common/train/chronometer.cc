@@ -5,6 +5,7 @@
 
 #include "common/core/format.h"
 #include "common/tensor/allocator.h"
+#include "common/train/model_flops.h"
 
 namespace course::train {
 
@@ -91,7 +92,11 @@ std::string ChronometerReport::table() const {
                 "step", step_ms, static_cast<long long>(steps), images_per_second, unit.c_str(),
                 augmented, total_images_per_second, unit.c_str(), augmented,
                 format_bytes(max_memory_allocated).c_str());
-  return out + line;
+  out += line;
+  if (flops_per_unit > 0 && images_per_second > 0) {
+    out += model_flops_line(images_per_second, flops_per_unit, devices, device_model);
+  }
+  return out;
 }
 
 }  // namespace course::train

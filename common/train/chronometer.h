@@ -30,6 +30,11 @@ struct ChronometerReport {
   double total_images_per_second = 0;     // batch / step, loading and augmentation included
   int64_t max_memory_allocated = 0;       // bytes, on the training device
   std::string unit = "images";            // what the batch sizes count
+  // With flops_per_unit > 0 the summary adds the model's TFLOP/s and MFU (model_flops.h) at
+  // images_per_second over `devices` devices of `device_model`.
+  double flops_per_unit = 0;
+  int devices = 1;
+  std::string device_model;
 
   std::string table() const;  // the printed summary
 };

@@ -373,6 +373,9 @@ LoopResult TrainingLoop::run() {
     }
   }
   result.timing = chrono.report();
+  result.timing.flops_per_unit = config_.flops_per_unit;
+  result.timing.devices = config_.comm ? config_.comm->size() : 1;
+  result.timing.device_model = device_model(config_.device);
   if (lead()) std::printf("%s", result.timing.table().c_str());
   const EnergyReading energy = energy_over_ranks();
   if (lead()) {

@@ -78,6 +78,9 @@ struct LoopConfig {
   int64_t steps_per_epoch = 0;
   int64_t global_batch = 0;     // samples per step over all ranks, counted in `unit`
   std::string unit = "images";  // or "tokens" for a language model
+  // The model's training FLOPs per unit (model_flops.h's training_flops of a sample's forward,
+  // divided by its units): the summary then reports TFLOP/s and MFU; 0: not reported.
+  double flops_per_unit = 0;
   // What a checkpoint records and a resumed run must match ({"model": ..., ...}).
   nlohmann::json identity;
   parallel::Communicator* comm = nullptr;  // none: a single process

@@ -221,6 +221,22 @@ coatnet=(--test --test-nsteps 6 --device "$device" "${coatnet_model[@]}")
 compared "day 4: CoAtNet, amp bf16, channels-last" 0.05 "$labs/day4_large_models_lab" \
   "${coatnet_model[@]}" --steps-per-epoch 6 --epochs 1
 
+# The course's reference workloads at full size, on a GPU only (a CPU takes minutes a step):
+# their figures go to the performance table at the end.
+if [[ $device == cuda ]]; then
+  record "day 1: ResNet-50 b128 224 px bf16 channels-last" cuda "$lab1" --synthetic 1536 \
+    --model resnet50 --image-size 224 --batch-size 128 --amp --channels-last --test \
+    --test-nsteps 10 --no-progress --device cuda
+  record "day 4: gpt-mini b32, 256 tokens, bf16" cuda "$labs/day4_large_models_lab" \
+    --model gpt-mini --batch-size 32 --amp --test --test-nsteps 20 --epochs 50 --no-progress \
+    --sample-tokens 0 --device cuda "${text[@]}"
+  images=()
+  [[ -d $root/fashion-mnist ]] && images=(--data-dir "$root/fashion-mnist")
+  record "day 4: ViT-B/16 224 px bf16" cuda "$labs/day4_large_models_lab" --model vit-b16 \
+    --image-size 224 --batch-size 64 --amp --test --test-nsteps 12 --epochs 20 --no-progress \
+    --device cuda "${images[@]}"
+fi
+
 multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cpu)
   local name=$1 np=$2
   shift 2
@@ -271,6 +287,27 @@ figure() {  # figure CASE PATTERN FIELD: a number from a case's log, or "-"
   awk -v pattern="$2" -v field="$3" '$0 ~ pattern { value = $field } END { print value == "" ? "-" : value }' \
     "$file" 2>/dev/null || echo -
 }
+# The performance table: each timed case's rate, its MFU where the lab reports one, its host
+# waits in steps 2..N, and what bench/RESULTS.md measured or aims at, beside it.
+echo
+printf '%-48s %22s %7s %18s  %s\n' case "rate (compute)" MFU "host waits" "bench/RESULTS.md"
+perf_row() {  # perf_row CASE EXPECTED
+  local file steps
+  file="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$1").log"
+  [[ -f $file ]] || return 0
+  steps=$(figure "$1" "^host waits for" 7)
+  printf '%-48s %22s %7s %18s  %s\n' "$1" \
+    "$(figure "$1" "^training performance" 3) $(figure "$1" "^training performance" 4)" \
+    "$(figure "$1" "MFU [0-9]" 8)" "$(figure "$1" "^host waits for" 8) in steps ${steps%:}" "$2"
+}
+perf_row "day 1: ResNet-50 b128 224 px bf16 channels-last" \
+  "2,779 images/s on an H200 (PyTorch 4,284); aim: PyTorch's"
+perf_row "day 4: gpt-mini b32, 256 tokens, bf16" "818,208 tokens/s on an H200 (f32: 359,834)"
+perf_row "day 4: ViT-B/16 224 px bf16" "aim: PyTorch's images/s"
+perf_row "day 3: ResNet-50 step, decoded on the device" "aim: the step's own rate (day 1's row)"
+perf_row "day 1: no host wait, f16 graph channels-last" "0 host waits"
+perf_row "day 4: no host wait, GPT amp bf16" "0 host waits"
+echo
 echo "day 3's loader at 224 px, images/s: $(figure "day 3: loader, CPU workers" "^loader:" 2)" \
   "with $(nproc) CPU workers, $(figure "day 3: loader, decoded on the device" "^loader:" 2)" \
   "decoded on $accelerator; the ResNet-50 step fed by it" \

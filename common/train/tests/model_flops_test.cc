@@ -1,0 +1,61 @@
+// MFU's parts: the peak by the GPU's name (variants before the default of the same GPU, none
+// for an unknown GPU or the CPU), the summary line's arithmetic, and GPT-2's training FLOPs per
+// token against llm.c's formula written out by hand (6 N + 12 L C T, N the matrices' weights).
+#include "common/train/model_flops.h"
+
+#include <gtest/gtest.h>
+
+#include "common/nn/gpt_config.h"
+#include "common/parallel/workload.h"
+
+namespace course::train {
+namespace {
+
+TEST(ModelFlops, PeaksByTheGpusName) {
+  const auto tflops = [](const std::string& name) {
+    const std::optional<PeakFlops> peak = peak_flops(name);
+    return peak ? peak->flops_per_second / 1e12 : -1.0;
+  };
+  EXPECT_DOUBLE_EQ(tflops("NVIDIA H200"), 989.4);
+  EXPECT_DOUBLE_EQ(tflops("NVIDIA H100 80GB HBM3"), 989.4);
+  EXPECT_DOUBLE_EQ(tflops("NVIDIA H100 PCIe"), 756.0);
+  EXPECT_DOUBLE_EQ(tflops("NVIDIA H200 NVL"), 835.0);
+  EXPECT_EQ(peak_flops("NVIDIA GH200 480GB")->what, "GH200, dense bf16");
+  EXPECT_DOUBLE_EQ(tflops("NVIDIA A100-SXM4-80GB"), 312.0);
+  EXPECT_DOUBLE_EQ(tflops("NVIDIA L40S"), 362.1);
+  EXPECT_DOUBLE_EQ(tflops("NVIDIA L4"), 121.0);
+  EXPECT_DOUBLE_EQ(tflops("Tesla V100-SXM2-16GB"), 125.0);
+  EXPECT_EQ(tflops("NVIDIA GeForce RTX 4090"), -1.0);
+  EXPECT_EQ(tflops("CPU"), -1.0);
+  EXPECT_EQ(tflops("simulated accelerator"), -1.0);
+}
+
+TEST(ModelFlops, TheLineSaysTflopsAndMfuPerDevice) {
+  // 1,000 units/s of 1 TFLOP each over 2 H200s: 500 TFLOP/s a device, 50.5% of 989.4.
+  const std::string h200 = model_flops_line(1000, 1e12, 2, "NVIDIA H200");
+  EXPECT_NE(h200.find("500.00 TFLOP/s per device, MFU 50.5% of the H200 SXM, dense bf16 peak "
+                      "(989 TFLOP/s)"),
+            std::string::npos)
+      << h200;
+  const std::string cpu = model_flops_line(2000, 5e6, 1, "CPU");
+  EXPECT_NE(cpu.find("0.010 TFLOP/s per device (no MFU: no peak figure for the CPU)"),
+            std::string::npos)
+      << cpu;
+}
+
+TEST(ModelFlops, Gpt2PerTokenIsLlmCsFormula) {
+  const nn::GptConfig gpt2 = nn::gpt_preset("gpt2");
+  const double L = 12, C = 768, T = 1024, V = static_cast<double>(gpt2.vocabulary);
+  ASSERT_EQ(gpt2.layers, 12);
+  ASSERT_EQ(gpt2.channels, 768);
+  ASSERT_EQ(gpt2.context, 1024);
+  // Per block: the query/key/value (3 C^2), projection (C^2) and MLP (8 C^2) matrices; the
+  // logits' (V C); attention's scores and weighted sum, 2 T C multiply-adds per token a block.
+  const double matrices = L * 12 * C * C + V * C;
+  const double by_hand = 6 * matrices + 12 * L * C * T;
+  const double per_token = training_flops(parallel::gpt_workload(gpt2).multiply_adds) / T;
+  EXPECT_NEAR(per_token / by_hand, 1.0, 1e-9) << per_token << " against " << by_hand;
+}
+
+}  // namespace
+}  // namespace course::train
