@@ -91,6 +91,25 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
   fi
   echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
 done
+# Two ranks that share one device (a node with fewer GPUs than ranks; here both on sim:0):
+# NCCL cannot serve them, the MPI engine stages the device's tensors through host memory, and
+# DDP and ZeRO-3 end exactly as on the CPU.
+on_sim0=()
+for word in "${ranks[@]}"; do
+  [[ $word == cpu ]] && word=sim:0  # --device cpu's value
+  on_sim0+=("$word")
+done
+for sharding in none zero3; do
+  got=$("${mpirun[@]}" "$lab" "${on_sim0[@]}" --sharding $sharding 2>&1)
+  if ! grep -q "ranks of one node share sim:0" <<<"$got" ||
+    [[ $(grep -A1 -E "^(validation loss|sample)" <<<"$got") != "$reference" ]]; then
+    echo "FAILED: --sharding $sharding on 2 ranks sharing sim:0 ends otherwise than on the CPU:"
+    echo "CPU: $reference"
+    echo "$got"
+    exit 1
+  fi
+  echo "ok: --sharding $sharding on 2 ranks sharing sim:0, staged through host memory"
+done
 # A DeepSpeed configuration file is the same run as its flags written out (README.md, Part 9);
 # the command line wins over the file, and train_batch_size is checked against the ranks.
 cat >"$TEST_TMPDIR/ds_config.json" <<'JSON'

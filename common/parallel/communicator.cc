@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "common/core/exit_codes.h"
 #include "common/core/launch_rank.h"
 #include "common/core/mpi_check.h"
+#include "common/parallel/mpi_work.h"
 #include "common/parallel/nccl_engine.h"
 #include "common/parallel/ring_allreduce.h"
 #include "common/parallel/traced_work.h"
@@ -64,87 +66,6 @@ MPI_Op mpi_op(ReduceOp op) {
   return MPI_SUM;
 }
 
-// Set when a wait timed out: the job cannot finish cleanly (MPI_Finalize would wait for the
-// missing rank), so it is aborted at exit instead.
-std::atomic<bool> timed_out{false};
-
-// Non-blocking MPI requests (one, or a point-to-point group); it keeps the tensors they read or
-// write alive until done, and checks that each receive of a group matched a message of the tag
-// it expects.
-class MpiWork : public Work {
- public:
-  MpiWork(const char* op, const Communicator& comm, std::vector<Tensor> keep)
-      : op_(op), rank_(comm.rank()), timeout_(comm.timeout()), keep_(std::move(keep)) {}
-  MPI_Request* request() { return &requests_.emplace_back(MPI_REQUEST_NULL); }
-  // A receive whose message must carry `tag` (posted with MPI_ANY_TAG: matched in order).
-  MPI_Request* tagged_request(int peer, int tag) {
-    expected_.push_back({requests_.size(), peer, tag});
-    return request();
-  }
-
-  bool test() override {
-    if (done_) return true;
-    int done = 0;
-    std::vector<MPI_Status> statuses(requests_.size());
-    MPI_CHECK(
-        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, statuses.data()));
-    if (!done) return false;
-    done_ = true;
-    keep_.clear();
-    const std::vector<Expected> expected = std::exchange(expected_, {});
-    for (const Expected& e : expected) {
-      COURSE_CHECK(statuses[e.index].MPI_TAG == e.tag, op_, " on rank ", rank_,
-                   ": the message from rank ", e.peer, " has tag ", statuses[e.index].MPI_TAG,
-                   " where tag ", e.tag,
-                   " was expected: point-to-point messages match in posting order (as NCCL's "
-                   "do), and the two ranks posted theirs in different orders");
-    }
-    return true;
-  }
-
-  void wait() override {
-    using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
-    const auto yielding_until = Clock::now() + std::chrono::milliseconds(5);
-    while (!test()) {
-      const auto now = Clock::now();
-      if (now > deadline) {
-        timed_out = true;
-        COURSE_FAIL(op_, " did not complete within ", timeout_, " s on rank ", rank_,
-                    ": another rank died or stalled, or its sends and receives are not grouped "
-                    "with their peer's");
-      }
-      // A message due within a pass (a pipeline's neighbour) arrives while this rank spins,
-      // giving its core to any rank that shares it; a longer wait sleeps between polls.
-      if (now < yielding_until) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-    }
-  }
-
-  ~MpiWork() override {
-    if (timed_out) return;
-    for (MPI_Request& r : requests_) {
-      if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
-    }
-  }
-
- private:
-  struct Expected {
-    size_t index;
-    int peer, tag;
-  };
-  const char* op_;
-  int rank_;
-  double timeout_;
-  std::vector<MPI_Request> requests_;
-  std::vector<Expected> expected_;
-  bool done_ = false;
-  std::vector<Tensor> keep_;
-};
-
 // Tensors on an accelerator go to the rank's device engine (communicator.h), CPU tensors to MPI.
 bool on_device(const Tensor& t) { return t.defined() && t.device().is_accelerator(); }
 
@@ -157,7 +78,7 @@ void finalize_at_exit() {
   // Every NCCL communicator of the world goes before MPI does (its destruction may talk to the
   // other ranks); those of sub-communicators went with them, when the lab's objects did.
   if (world_instance != nullptr) world_instance->release_device();
-  if (timed_out) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (mpi_timed_out) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Finalize();
 }
 
@@ -248,15 +169,54 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) const {
   return part;
 }
 
+std::shared_ptr<MpiWork> Communicator::mpi_work(const char* op, std::vector<Tensor> keep) const {
+  return std::make_shared<MpiWork>(op, rank_, timeout_, std::move(keep), staged_);
+}
+
+bool Communicator::ranks_share(Device device) const {
+  MPI_Comm node;
+  MPI_CHECK(MPI_Comm_split_type(comm_->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int node_size = 1;
+  MPI_CHECK(MPI_Comm_size(node, &node_size));
+  std::vector<int> devices(static_cast<size_t>(node_size));
+  int mine = static_cast<int>(device.kind) * 1024 + device.index, shared = 0;
+  {
+    MpiWork gather("the ranks' devices", rank_, timeout_, {});
+    MPI_CHECK(
+        MPI_Iallgather(&mine, 1, MPI_INT, devices.data(), 1, MPI_INT, node, gather.request()));
+    gather.wait();
+  }
+  MPI_CHECK(MPI_Comm_free(&node));
+  std::sort(devices.begin(), devices.end());
+  shared = std::adjacent_find(devices.begin(), devices.end()) != devices.end();
+  MpiWork agree("the ranks' agreement on sharing devices", rank_, timeout_, {});
+  MPI_CHECK(
+      MPI_Iallreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_LOR, comm_->comm, agree.request()));
+  agree.wait();
+  return shared != 0;
+}
+
 void Communicator::use_device(Device device) {
   COURSE_CHECK(device.is_accelerator(), "use_device(", device.str(),
                "): CPU tensors always go to the MPI engine");
   if (device_ == device) return;
+  require_device(device);
   nccl_.reset();
-  if (device.is_cuda()) {
+  staged_ = ranks_share(device);
+  if (staged_) {
+    static std::once_flag said;
+    if (rank_ == 0) {
+      std::call_once(said, [&] {
+        std::fprintf(stderr,
+                     "note: ranks of one node share %s: their collectives go through MPI, staged "
+                     "through pinned host memory (NCCL needs a device per rank)\n",
+                     device.str().c_str());
+      });
+    }
+  } else if (device.is_cuda()) {
     nccl_ =
         std::make_unique<NcclEngine>(rank_, size_, device, timeout_, [this](void* bytes, int n) {
-          MpiWork work("the NCCL unique id's broadcast", *this, {});
+          MpiWork work("the NCCL unique id's broadcast", rank_, timeout_, {});
           MPI_CHECK(MPI_Ibcast(bytes, n, MPI_BYTE, 0, comm_->comm, work.request()));
           work.wait();
         });
@@ -305,9 +265,11 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
     ring_in_flight_ = start_ring_allreduce_sum(t, *ring_);
     return traced(ring_in_flight_, "allreduce", t.nbytes());
   }
-  auto work = std::make_shared<MpiWork>("allreduce", *this, std::vector<Tensor>{t});
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.numel()),
-                           mpi_type(t, "allreduce"), mpi_op(op), comm_->comm, work->request()));
+  auto work = mpi_work("allreduce", {t});
+  const Tensor buffer = work->staged(t, true, true);
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(t.numel()),
+                           mpi_type(buffer, "allreduce"), mpi_op(op), comm_->comm,
+                           work->request()));
   return traced(work, "allreduce", t.nbytes());
 }
 
@@ -317,9 +279,10 @@ WorkPtr Communicator::broadcast(Tensor& t, int root) {
   if (device_engine(t, "broadcast")) {
     return traced(nccl_->broadcast(t, root), "broadcast", t.nbytes());
   }
-  auto work = std::make_shared<MpiWork>("broadcast", *this, std::vector<Tensor>{t});
-  MPI_CHECK(MPI_Ibcast(t.data(), static_cast<int>(t.numel()), mpi_type(t, "broadcast", true), root,
-                       comm_->comm, work->request()));
+  auto work = mpi_work("broadcast", {t});
+  const Tensor buffer = work->staged(t, rank_ == root, rank_ != root);
+  MPI_CHECK(MPI_Ibcast(buffer.data(), static_cast<int>(t.numel()),
+                       mpi_type(buffer, "broadcast", true), root, comm_->comm, work->request()));
   return traced(work, "broadcast", t.nbytes());
 }
 
@@ -333,10 +296,11 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
   if (device_engine(in, "reduce_scatter")) {
     return traced(nccl_->reduce_scatter(in, out, op), "reduce_scatter", in.nbytes());
   }
-  const MPI_Datatype type = mpi_type(in, "reduce_scatter");
-  mpi_type(out, "reduce_scatter");
-  auto work = std::make_shared<MpiWork>("reduce_scatter", *this, std::vector<Tensor>{in, out});
-  MPI_CHECK(MPI_Ireduce_scatter_block(in.data(), out.data(), static_cast<int>(out.numel()), type,
+  auto work = mpi_work("reduce_scatter", {in, out});
+  const Tensor from = work->staged(in, true, false), to = work->staged(out, false, true);
+  const MPI_Datatype type = mpi_type(from, "reduce_scatter");
+  mpi_type(to, "reduce_scatter");
+  MPI_CHECK(MPI_Ireduce_scatter_block(from.data(), to.data(), static_cast<int>(out.numel()), type,
                                       mpi_op(op), comm_->comm, work->request()));
   return traced(work, "reduce_scatter", in.nbytes());
 }
@@ -351,10 +315,11 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
   if (device_engine(in, "all_gather")) {
     return traced(nccl_->all_gather(in, out), "all_gather", out.nbytes());
   }
-  const MPI_Datatype type = mpi_type(in, "all_gather", true);
-  mpi_type(out, "all_gather", true);
-  auto work = std::make_shared<MpiWork>("all_gather", *this, std::vector<Tensor>{in, out});
-  MPI_CHECK(MPI_Iallgather(in.data(), static_cast<int>(in.numel()), type, out.data(),
+  auto work = mpi_work("all_gather", {in, out});
+  const Tensor from = work->staged(in, true, false), to = work->staged(out, false, true);
+  const MPI_Datatype type = mpi_type(from, "all_gather", true);
+  mpi_type(to, "all_gather", true);
+  MPI_CHECK(MPI_Iallgather(from.data(), static_cast<int>(in.numel()), type, to.data(),
                            static_cast<int>(in.numel()), type, comm_->comm, work->request()));
   return traced(work, "all_gather", out.nbytes());
 }
@@ -377,14 +342,16 @@ WorkPtr Communicator::exchange(const std::vector<PeerTransfer>& transfers) {
   }
   // As on NCCL's one stream, this group starts when the previous one is complete.
   if (last_group_) last_group_->wait();
-  auto work = std::make_shared<MpiWork>("point-to-point exchange", *this, std::move(tensors));
+  auto work = mpi_work("point-to-point exchange", std::move(tensors));
   for (const PeerTransfer& t : transfers) {
     const auto count = static_cast<int>(t.tensor.numel());
     if (t.kind == PeerTransfer::Kind::kRecv) {
-      MPI_CHECK(MPI_Irecv(t.tensor.data(), count, mpi_type(t.tensor, "recv", true), t.peer,
-                          MPI_ANY_TAG, comm_->comm, work->tagged_request(t.peer, t.tag)));
+      const Tensor buffer = work->staged(t.tensor, false, true);
+      MPI_CHECK(MPI_Irecv(buffer.data(), count, mpi_type(buffer, "recv", true), t.peer, MPI_ANY_TAG,
+                          comm_->comm, work->tagged_request(t.peer, t.tag)));
     } else {
-      MPI_CHECK(MPI_Isend(t.tensor.data(), count, mpi_type(t.tensor, "send", true), t.peer, t.tag,
+      const Tensor buffer = work->staged(t.tensor, true, false);
+      MPI_CHECK(MPI_Isend(buffer.data(), count, mpi_type(buffer, "send", true), t.peer, t.tag,
                           comm_->comm, work->request()));
     }
   }
@@ -393,7 +360,7 @@ WorkPtr Communicator::exchange(const std::vector<PeerTransfer>& transfers) {
 }
 
 void Communicator::barrier() {
-  MpiWork work("barrier", *this, {});
+  MpiWork work("barrier", rank_, timeout_, {});
   MPI_CHECK(MPI_Ibarrier(comm_->comm, work.request()));
   work.wait();
 }

@@ -8,7 +8,10 @@
 // tensors on it go to its engine, and every tensor of one operation (a reduce-scatter's input
 // and output, a point-to-point group) is on it or on the CPU, never on both or on another
 // device, so a receive buffer made on the wrong device fails on CPU ranks in CI as on GPUs.
-// The simulated accelerator's engine is MPI on its host memory, under those rules.
+// The simulated accelerator's engine is MPI on its host memory, under those rules. Ranks of a
+// node that share one device (more ranks than GPUs: a one-GPU machine's self-test) cannot use
+// NCCL, which needs a device per rank: their device tensors then go to MPI through pinned host
+// twins (mpi_work.h), on a GPU and on a shared simulated accelerator alike.
 //
 // Point-to-point transfers go in groups (exchange()), as NCCL runs them: the sends and receives
 // of one group are posted together, so two ranks that send to each other in one group cannot
@@ -49,6 +52,7 @@ namespace course::parallel {
 inline constexpr int64_t kRingAllreduceBytes = 1 << 20;
 
 struct MpiComm;  // wraps an MPI_Comm, so users of this header need no MPI headers
+class MpiWork;
 class NcclEngine;
 
 // The exit code of a rank's main(): a failure in a job of several ranks aborts the whole job at
@@ -107,10 +111,12 @@ class Communicator {
 
   // Makes `device` (an accelerator) this communicator's device; on a GPU, creates the NCCL
   // communicator of these ranks now (all ranks together, at setup: a GPU collective before it
-  // is an error, not a hidden collective inside the first one).
+  // is an error, not a hidden collective inside the first one), unless two ranks of one node
+  // share the device: then the MPI engine serves its tensors through host twins.
   void use_device(Device device);
   Device device() const { return device_; }  // the CPU until use_device()
   bool has_nccl() const { return nccl_ != nullptr; }
+  bool stages_device_tensors() const { return staged_; }
   // Destroys the NCCL communicator (before MPI is finalised: at exit, for the world's).
   void release_device();
 
@@ -122,10 +128,15 @@ class Communicator {
   // serves both); throws when `t` is on an accelerator other than this communicator's device.
   bool device_engine(const Tensor& t, const char* op) const;
   void check_same_place(const Tensor& a, const Tensor& b, const char* op) const;
+  // Whether two ranks of this communicator on one node use `device` (all ranks together).
+  bool ranks_share(Device device) const;
+  // A work handle of the MPI engine, staging device tensors when the ranks share a device.
+  std::shared_ptr<MpiWork> mpi_work(const char* op, std::vector<Tensor> keep) const;
 
   std::unique_ptr<MpiComm> comm_;
   std::unique_ptr<NcclEngine> nccl_;
-  Device device_;  // the CPU until use_device()
+  Device device_;        // the CPU until use_device()
+  bool staged_ = false;  // device tensors through host twins (ranks share the device)
   bool owned_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_ = 300;

@@ -240,12 +240,16 @@ fi
 multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cpu)
   local name=$1 np=$2
   shift 2
-  if ((np < 2)); then
+  if ((np >= 2)); then
+    record "$name" "$device x$np" "${mpirun_cmd[@]}" -np "$np" "$@"
+  elif [[ $name == NCCL* ]]; then  # NCCL needs a GPU per rank
     results+=("$(printf '%-44s %-10s %-5s %8s' "$name" "$device" "SKIP" "1 GPU")")
     skipped=$((skipped + 1))
-    return
+  else
+    # One GPU: two ranks share it, the MPI engine staging its tensors through host memory
+    # (communicator.h), so the parallel schemes' GPU code runs here too.
+    record "$name" "$device x2, shared" "${mpirun_cmd[@]}" -np 2 "$@"
   fi
-  record "$name" "$device x$np" "${mpirun_cmd[@]}" -np "$np" "$@"
 }
 # gpt-tiny's 4 blocks and 4 heads cut in two: pipeline and tensor-parallel cases on an even
 # number of GPUs, the rest of them data-parallel replicas.

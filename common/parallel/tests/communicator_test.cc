@@ -14,6 +14,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/parallel/rank_setup.h"
+#include "common/tensor/host_waits.h"
 #include "common/testing/world.h"
 
 namespace course::parallel {
@@ -121,6 +122,57 @@ TEST(Communicator, ReduceScatterAndAllGatherComposeToAllreduce) {
   Tensor reference = Tensor::from_vector(rank_values(r, block * p), {block * p});
   world()->allreduce(reference)->wait();
   EXPECT_EQ(all.to_vector<float>(), reference.to_vector<float>());
+}
+
+// Ranks that share a device (more ranks than GPUs: NCCL needs one per rank) reach each other
+// through MPI, the device's tensors staged through pinned host twins: here every rank's own
+// simulated sim:0 stands for the GPU they share. Every collective's result lands in the device
+// tensors, each staging copy is a host wait; ranks on devices of their own do not stage.
+TEST(Communicator, RanksSharingADeviceStageThroughHostTwins) {
+  const int p = world()->size(), r = world()->rank();
+  const auto own = world()->split(0, r);
+  own->use_device(Device::sim(r));
+  EXPECT_FALSE(own->stages_device_tensors());
+  const auto shared = world()->split(0, r);
+  shared->use_device(Device::sim(0));
+  ASSERT_TRUE(shared->stages_device_tensors());
+  const Device sim = Device::sim(0);
+  const HostWaits before = host_waits();
+
+  Tensor sum = Tensor::from_vector(rank_values(r, 1023), {1023}).to(sim);
+  shared->allreduce(sum)->wait();
+  const std::vector<float> got = sum.to(Device::cpu()).to_vector<float>();
+  for (int64_t i = 0; i < 1023; ++i) {
+    ASSERT_EQ(got[i], 100.0f * p * (p - 1) / 2 + p * i) << "element " << i;
+  }
+  Tensor from_last = Tensor::from_vector(rank_values(r, 5), {5}).to(sim);
+  shared->broadcast(from_last, p - 1)->wait();
+  EXPECT_EQ(from_last.to(Device::cpu()).to_vector<float>(), rank_values(p - 1, 5));
+
+  const int64_t block = 3;
+  Tensor in = Tensor::from_vector(rank_values(r, block * p), {block * p}).to(sim);
+  Tensor mine = Tensor::empty({block}, DType::kF32, sim);
+  shared->reduce_scatter(in, mine)->wait();
+  const std::vector<float> scattered = mine.to(Device::cpu()).to_vector<float>();
+  for (int64_t i = 0; i < block; ++i) {
+    EXPECT_EQ(scattered[i], 100.0f * p * (p - 1) / 2 + p * (r * block + i));
+  }
+  Tensor all = Tensor::empty({block * p}, DType::kF32, sim);
+  shared->all_gather(mine, all)->wait();
+  Tensor reference = Tensor::from_vector(rank_values(r, block * p), {block * p});
+  world()->allreduce(reference)->wait();
+  EXPECT_EQ(all.to(Device::cpu()).to_vector<float>(), reference.to_vector<float>());
+
+  Tensor out = cast(Tensor::from_vector(rank_values(r, 100), {100}), DType::kBF16).to(sim);
+  Tensor received = Tensor::empty({100}, DType::kBF16, sim);
+  shared->exchange({send_to(out, (r + 1) % p, 3), receive_from(received, (r + p - 1) % p, 3)})
+      ->wait();
+  EXPECT_EQ(cast(received, DType::kF32).to(Device::cpu()).to_vector<float>(),
+            cast(cast(Tensor::from_vector(rank_values((r + p - 1) % p, 100), {100}), DType::kBF16),
+                 DType::kF32)
+                .to_vector<float>());
+  // The staging copies: to the host before each operation, back after each result.
+  EXPECT_GE((host_waits() - before).total(), 10);
 }
 
 // What a ring moves per rank, by hand: reduce-scatter and all-gather (p-1)/p of the full
