@@ -147,9 +147,11 @@ Batch DeviceDecoder::decode(const Batch& host, const Stream& stream) {
       by_decoder[hardware ? 0 : 1].push_back(i);
     }
   }
+  // A batch the hardware engine refuses goes to the CUDA decoder, one the CUDA decoder refuses
+  // to the host.
   for (int d = 0; d < 2; ++d) {
     if (by_decoder[d].empty()) continue;
-    const size_t failed_before = on_host.size();
+    size_t failed = 0;
     if (nvjpeg_) {
       std::vector<detail::Nvjpeg::Job> jobs;
       for (size_t i : by_decoder[d]) {
@@ -158,24 +160,27 @@ Batch DeviceDecoder::decode(const Batch& host, const Stream& stream) {
       }
       std::string why;
       if (!nvjpeg_->decode(d == 0, jobs, channels, stream.handle(), why)) {
-        if (counts_.retried_on_host == 0) {
-          std::fprintf(stderr,
-                       "warning: nvJPEG refused a batch of %zu JPEG(s) (%s); "
-                       "decoding them on the host\n",
-                       jobs.size(), why.c_str());
+        if (!said_refusal_) {
+          std::fprintf(stderr, "warning: nvJPEG's %s refused a batch of %zu JPEG(s) (%s); %s\n",
+                       d == 0 ? "hardware engine" : "CUDA decoder", jobs.size(), why.c_str(),
+                       d == 0 ? "its CUDA decoder takes them" : "the host decodes them");
+          said_refusal_ = true;
         }
-        on_host.insert(on_host.end(), by_decoder[d].begin(), by_decoder[d].end());
+        failed = jobs.size();
+        std::vector<size_t>& retry = d == 0 ? by_decoder[1] : on_host;
+        retry.insert(retry.end(), by_decoder[d].begin(), by_decoder[d].end());
       }
     } else {
       for (size_t i : by_decoder[d]) {
         const EncodedSample& s = batch.samples[i];
         if (!decode_on_host(s.jpeg, channels, s.height, s.width, base + offsets[i])) {
           on_host.push_back(i);  // the simulated nvJPEG failed on it: the host tries too
+          ++failed;
         }
       }
     }
     (d == 0 ? counts_.hardware : counts_.cuda) +=
-        static_cast<int64_t>(by_decoder[d].size() - (on_host.size() - failed_before));
+        static_cast<int64_t>(by_decoder[d].size() - failed);
   }
   // The host's second try; a file it cannot decode either is corrupt.
   std::vector<bool> dropped(n, false);

@@ -11,8 +11,9 @@
 //     crops, resizes, flips, normalises and lays the batch out (common/kernels/crop_resize.h),
 //     all queued on the copy stream. On the simulated accelerator OpenCV stands in for nvJPEG,
 //     writing into device memory, so CI runs every other part of the path.
-// A file nvJPEG fails on is decoded on the host in its place (said once); one no decoder reads
-// is a CorruptSampleError, or with skip_corrupt is reported and left out of its batch.
+// A batch nvJPEG's hardware engine refuses goes to its CUDA decoder, one that refuses to the
+// host (said once); a file no decoder reads is a CorruptSampleError, or with skip_corrupt is
+// reported and left out of its batch.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +94,7 @@ class DeviceDecoder {
   MemoryFormat format_ = MemoryFormat::kContiguous;
   std::unique_ptr<detail::Nvjpeg> nvjpeg_;
   Counts counts_;
+  bool said_refusal_ = false;  // nvJPEG's refusals are said once
   // Device buffers the copy stream may still read, freed once their event has passed.
   std::deque<std::pair<std::unique_ptr<Event>, std::vector<Tensor>>> in_use_;
 };
