@@ -2,7 +2,6 @@
 #include "common/data/device_batches.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace course {
 
@@ -57,9 +56,7 @@ Tensor pinned(const Tensor& t) {
       t.memory_format() != MemoryFormat::kContiguous) {
     return t;
   }
-  Tensor copy = Tensor::empty_pinned(t.shape(), t.dtype());
-  std::memcpy(copy.data(), t.data(), t.nbytes());
-  return copy;
+  return pinned_copy(t);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include "common/data/device_decode.h"
 
 #include <cstdio>
-#include <cstring>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -11,6 +10,7 @@
 #include "common/data/nvjpeg_decoder.h"
 #include "common/kernels/crop_resize.h"
 #include "common/tensor/capture.h"
+#include "common/tensor/pinned_staging.h"
 
 namespace course {
 
@@ -42,12 +42,6 @@ bool decode_on_host(const std::vector<uint8_t>& jpeg, int channels, int height, 
     decoded.copyTo(view);
   }
   return true;
-}
-
-Tensor pinned_copy(const Tensor& pixels) {
-  Tensor out = Tensor::empty_pinned(pixels.shape(), DType::kU8);
-  std::memcpy(out.data(), pixels.data(), pixels.nbytes());
-  return out;
 }
 
 }  // namespace
@@ -217,23 +211,15 @@ Batch DeviceDecoder::decode(const Batch& host, const Stream& stream) {
   }
   const int64_t kept = static_cast<int64_t>(labels.size());
   COURSE_CHECK(kept > 0, "every sample of a batch is unreadable");
-  const auto upload = [&](const auto& values, Shape shape, DType dtype) {
-    Tensor staged = Tensor::empty_pinned(shape, dtype);
-    std::memcpy(staged.data(), values.data(), staged.nbytes());
-    scratch.push_back(staged);
-    Tensor placed = staged.to(device_, stream);
-    scratch.push_back(placed);
-    return placed;
-  };
-  const Tensor image_table = upload(images, {kept, 3}, DType::kI64);
-  const Tensor crop_table = upload(crops, {kept, 5}, DType::kI32);
+  // The tables go up through the thread's pinned staging ring, on the copy stream as the kernel.
+  StreamScope on_copy_stream(stream.handle());
+  const Tensor image_table = upload_to(device_, images, {kept, 3});
+  const Tensor crop_table = upload_to(device_, crops, {kept, 5});
   Batch out;
-  out.labels = upload(labels, {kept}, DType::kI64);
-  {
-    StreamScope on_copy_stream(stream.handle());
-    out.images = crop_resize_normalize(pixels, image_table, crop_table, channels, batch.size,
-                                       batch.mean, batch.std, DType::kF32, format_);
-  }
+  out.labels = upload_to(device_, labels, {kept});
+  out.images = crop_resize_normalize(pixels, image_table, crop_table, channels, batch.size,
+                                     batch.mean, batch.std, DType::kF32, format_);
+  scratch.insert(scratch.end(), {image_table, crop_table});
   keep_until_done(std::move(scratch), stream);
   return out;
 }

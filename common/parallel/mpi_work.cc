@@ -34,8 +34,7 @@ MPI_Request* MpiWork::tagged_request(int peer, int tag) {
 
 Tensor MpiWork::staged(const Tensor& t, bool read, bool written) {
   if (!stage_ || !t.device().is_accelerator()) return t;
-  Tensor twin = Tensor::empty_pinned(t.shape(), t.dtype());
-  if (read) copy_bytes(twin.data(), Device::cpu(), t.data(), t.device(), t.nbytes());
+  Tensor twin = read ? pinned_copy(t) : Tensor::empty_pinned(t.shape(), t.dtype());
   if (written) copy_back_.emplace_back(t, twin);
   keep_.push_back(twin);
   return twin;

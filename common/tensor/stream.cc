@@ -3,6 +3,7 @@
 #include "common/tensor/stream.h"
 
 #include "common/core/error.h"
+#include "common/tensor/capture.h"
 #include "common/tensor/host_waits.h"
 
 #if COURSE_WITH_CUDA
@@ -54,14 +55,24 @@ Event::~Event() {
 #endif
 }
 
+#if COURSE_WITH_CUDA
+namespace {
+// `stream`, or without one the thread's current stream outside a capture (a StreamScope's, else
+// the legacy default stream); during a capture the default stream, as before the scope existed.
+cudaStream_t stream_or_current(const Stream* stream) {
+  if (stream) return static_cast<cudaStream_t>(stream->handle());
+  return static_cast<cudaStream_t>(capturing() ? nullptr : current_cuda_stream());
+}
+}  // namespace
+#endif
+
 void Event::record(const Stream* stream) {
   COURSE_CHECK(stream == nullptr || stream->device() == device_, "event on ", device_.str(),
                " recorded on a stream of ", stream->device().str());
   recorded_ = true;
 #if COURSE_WITH_CUDA
   if (handle_) {
-    cudaStream_t s = stream ? static_cast<cudaStream_t>(stream->handle()) : nullptr;
-    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), s));
+    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), stream_or_current(stream)));
     return;
   }
 #endif
@@ -90,8 +101,8 @@ void Event::block(const Stream* stream) const {
   COURSE_CHECK(recorded_, "a stream cannot wait for an event never recorded");
 #if COURSE_WITH_CUDA
   if (handle_) {
-    cudaStream_t s = stream ? static_cast<cudaStream_t>(stream->handle()) : nullptr;
-    CUDA_CHECK(cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(handle_), 0));
+    CUDA_CHECK(
+        cudaStreamWaitEvent(stream_or_current(stream), static_cast<cudaEvent_t>(handle_), 0));
   }
 #endif
   (void)stream;

@@ -36,10 +36,11 @@ class Event {
   Event& operator=(const Event&) = delete;
 
   Device device() const { return device_; }
-  void record(const Stream* stream = nullptr);  // on `stream`, or the default stream
-  void synchronize() const;                     // waits until the recorded work is done
+  // On `stream`, or the thread's current one: a StreamScope's (capture.h), else the default.
+  void record(const Stream* stream = nullptr);
+  void synchronize() const;  // waits until the recorded work is done
   bool query() const;  // whether the recorded work is done (never waits; true if never recorded)
-  // Work queued on `stream` (or the default stream) from now on starts after the recorded
+  // Work queued on `stream` (or the thread's current one) from now on starts after the recorded
   // work: the order between a copy stream and the compute stream (nothing to do on the CPU).
   void block(const Stream* stream = nullptr) const;
   // Time from this event to `later`, waiting for either that the device has not reached yet (a

@@ -171,6 +171,12 @@ void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_
 #endif
 }
 
+Tensor pinned_copy(const Tensor& t) {
+  Tensor copy = Tensor::empty_pinned(t.shape(), t.dtype());
+  copy_bytes(copy.data(), Device::cpu(), t.data(), t.device(), t.nbytes());
+  return copy;
+}
+
 void upload_pinned_async(void* dst, Device dst_device, const void* pinned_src, size_t bytes) {
   check_not_capturing("a copy from the host");
   if (bytes == 0) return;

@@ -121,6 +121,10 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device,
                       size_t bytes, const Stream& stream, bool host_end_pinned);
 
+// A copy of `t`'s bytes (from any device) in pinned host memory, same shape and dtype: what a
+// copy to a device can read without the host waiting, or what MPI can read of device memory.
+Tensor pinned_copy(const Tensor& t);
+
 // Copies `bytes` from pinned host memory (Tensor::empty_pinned) to a device, queued on the
 // thread's compute stream without a host wait: the caller leaves the source unchanged until the
 // copy is done (an Event recorded after it; pinned_staging.h does this).
