@@ -27,22 +27,21 @@ Tensor crop_resize_normalize(const Tensor& pixels, const Tensor& images, const T
     COURSE_CHECK(std[c] > 0, "crop-resize needs positive deviations, got ", std[c]);
   }
   Tensor out = Tensor::empty({n, channels, size, size}, dtype, pixels.device(), format);
-  const Dims4 d = dims4(out, "crop-resize");
   visit_floating(dtype, "crop-resize", [&]<class T>() {
-    ops::CropResizeRows<T> rows{pixels.data_as<uint8_t>(),
-                                images.data_as<int64_t>(),
-                                crops.data_as<int32_t>(),
-                                out.data_as<T>(),
-                                d.strides,
-                                channels,
-                                size,
-                                {},
-                                {}};
+    ops::CropResizeElements<T> elements{pixels.data_as<uint8_t>(),
+                                        images.data_as<int64_t>(),
+                                        crops.data_as<int32_t>(),
+                                        out.data_as<T>(),
+                                        format == MemoryFormat::kChannelsLast,
+                                        channels,
+                                        size,
+                                        {},
+                                        {}};
     for (int64_t c = 0; c < channels; ++c) {
-      rows.scale[c] = 1.0f / (255.0f * std[c]);
-      rows.shift[c] = -mean[c] / std[c];
+      elements.scale[c] = 1.0f / (255.0f * std[c]);
+      elements.shift[c] = -mean[c] / std[c];
     }
-    for_each_index(pixels.device(), n * channels * size, rows, size);
+    for_each_index(pixels.device(), out.numel(), elements);
   });
   return out;
 }

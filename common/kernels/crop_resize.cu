@@ -5,5 +5,5 @@
 
 using namespace course::ops;
 
-#define CROP_RESIZE(T) COURSE_INSTANTIATE_FOR_EACH(CropResizeRows<T>)
+#define CROP_RESIZE(T) COURSE_INSTANTIATE_FOR_EACH(CropResizeElements<T>)
 COURSE_FLOAT_TYPES(CROP_RESIZE)
