@@ -82,10 +82,16 @@ void finalize_at_exit() {
   MPI_Finalize();
 }
 
-// This rank's place among the ranks that share its node, and their number.
-std::pair<int, int> node_rank_and_size(MPI_Comm comm) {
+// The ranks of `comm` that share this rank's node (the caller frees it).
+MPI_Comm node_of(MPI_Comm comm) {
   MPI_Comm node;
   MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  return node;
+}
+
+// This rank's place among the ranks that share its node, and their number.
+std::pair<int, int> node_rank_and_size(MPI_Comm comm) {
+  MPI_Comm node = node_of(comm);
   int local = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(node, &local));
   MPI_CHECK(MPI_Comm_size(node, &size));
@@ -174,12 +180,11 @@ std::shared_ptr<MpiWork> Communicator::mpi_work(const char* op, std::vector<Tens
 }
 
 bool Communicator::ranks_share(Device device) const {
-  MPI_Comm node;
-  MPI_CHECK(MPI_Comm_split_type(comm_->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_Comm node = node_of(comm_->comm);
   int node_size = 1;
   MPI_CHECK(MPI_Comm_size(node, &node_size));
   std::vector<int> devices(static_cast<size_t>(node_size));
-  int mine = static_cast<int>(device.kind) * 1024 + device.index, shared = 0;
+  int mine = static_cast<int>(device.kind) * 1024 + device.index;
   {
     MpiWork gather("the ranks' devices", rank_, timeout_, {});
     MPI_CHECK(
@@ -188,7 +193,7 @@ bool Communicator::ranks_share(Device device) const {
   }
   MPI_CHECK(MPI_Comm_free(&node));
   std::sort(devices.begin(), devices.end());
-  shared = std::adjacent_find(devices.begin(), devices.end()) != devices.end();
+  int shared = std::adjacent_find(devices.begin(), devices.end()) != devices.end();
   MpiWork agree("the ranks' agreement on sharing devices", rank_, timeout_, {});
   MPI_CHECK(
       MPI_Iallreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_LOR, comm_->comm, agree.request()));

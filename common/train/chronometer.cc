@@ -9,8 +9,12 @@
 
 namespace course::train {
 
-Chronometer::Chronometer(Device device, std::string unit)
-    : device_(device), unit_(std::move(unit)), events_(device) {
+Chronometer::Chronometer(Device device, std::string unit, double flops_per_unit, int devices)
+    : device_(device),
+      unit_(std::move(unit)),
+      flops_per_unit_(flops_per_unit),
+      devices_(devices),
+      events_(device) {
   device_allocator(device).reset_peak();
 }
 
@@ -54,6 +58,9 @@ ChronometerReport Chronometer::report() {
   collect();
   ChronometerReport r;
   r.unit = unit_;
+  r.flops_per_unit = flops_per_unit_;
+  r.devices = devices_;
+  if (flops_per_unit_ > 0) r.device_model = device_model(device_);
   r.steps = steps_seen_ > 0 ? steps_seen_ - 1 : 0;
   r.max_memory_allocated = device_allocator(device_).stats().peak_allocated;
   if (r.steps == 0) return r;

@@ -41,7 +41,10 @@ struct ChronometerReport {
 
 class Chronometer {
  public:
-  explicit Chronometer(Device device, std::string unit = "images");
+  // `flops_per_unit` > 0: the model's training FLOPs per unit over `devices` devices, for the
+  // report's TFLOP/s and MFU (model_flops.h).
+  explicit Chronometer(Device device, std::string unit = "images", double flops_per_unit = 0,
+                       int devices = 1);
 
   // The previous phase (if any) ends here. A phase may come back within a step (the load,
   // forward and backward of each micro-batch): its times add up.
@@ -62,6 +65,8 @@ class Chronometer {
 
   Device device_;
   std::string unit_;
+  double flops_per_unit_;
+  int devices_;
   EventPool events_;                   // reused from step to step
   Marks marks_;                        // the current step's
   std::vector<Phase> sequence_;        // the phases started in the current step

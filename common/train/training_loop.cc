@@ -296,7 +296,8 @@ LoopResult TrainingLoop::run() {
       EnergySources{.device = config_.device, .cores = omp_get_max_threads()});
   optim::Optimizer& optimizer = *config_.optimizer;
   LoopResult result;
-  Chronometer chrono(config_.device, config_.unit);
+  Chronometer chrono(config_.device, config_.unit, config_.flops_per_unit,
+                     config_.comm ? config_.comm->size() : 1);
   Profiler profiler(config_.device, !flags_.profile.empty());
   for (int64_t epoch = start_epoch_; epoch < flags_.epochs; ++epoch) {
     const int64_t first = epoch == start_epoch_ ? start_batch_ : 0;
@@ -373,9 +374,6 @@ LoopResult TrainingLoop::run() {
     }
   }
   result.timing = chrono.report();
-  result.timing.flops_per_unit = config_.flops_per_unit;
-  result.timing.devices = config_.comm ? config_.comm->size() : 1;
-  result.timing.device_model = device_model(config_.device);
   if (lead()) std::printf("%s", result.timing.table().c_str());
   const EnergyReading energy = energy_over_ranks();
   if (lead()) {
