@@ -21,7 +21,7 @@ packages=(
   fortunes                  # the embedded default text corpus (transformer labs)
   chromium                  # renders the race's leaderboard and the grader's scorecard in tests
   git zip unzip             # the class grader's hand-ins: git branches and zip archives
-  python3-pip               # fetches the pinned nvJPEG wheel where CUDA lacks it (below)
+  python3-pip               # fetches the pinned nvJPEG and cuDNN-frontend wheels (below)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests
 )
 
@@ -59,6 +59,26 @@ if [[ -x $cuda_home/bin/nvcc && ! -e $cuda_home/include/nvjpeg.h && ! -e $nvjpeg
   else
     echo "setup: nvJPEG not installed (pip download failed: $(tail -1 "$wheels/log"));" \
       "--decode-device gpu will be refused" >&2
+  fi
+  rm -rf "$wheels"
+fi
+
+# The cuDNN frontend's C++ headers (cuDNN's graph API: flash attention on the GPU), header-only,
+# from NVIDIA's wheel on PyPI, pinned, unpacked beside nvJPEG; without a registry attention on
+# the GPU keeps the course's kernels, said once when it runs.
+cudnn_frontend_version=1.32.0
+cudnn_frontend_home=${COURSE_CUDNN_FRONTEND_HOME:-$HOME/.cache/course/cudnn-frontend-$cudnn_frontend_version}
+if [[ -x $cuda_home/bin/nvcc && ! -e $cudnn_frontend_home/include/cudnn_frontend.h ]]; then
+  wheels=$(mktemp -d)
+  if python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$wheels" \
+    "nvidia-cudnn-frontend==$cudnn_frontend_version" 2>"$wheels/log"; then
+    mkdir -p "$cudnn_frontend_home"
+    python3 -m zipfile -e "$wheels"/nvidia_cudnn_frontend-*.whl "$wheels/unpacked"
+    cp -r "$wheels"/unpacked/include "$cudnn_frontend_home/"
+    echo "setup: the cuDNN frontend $cudnn_frontend_version in $cudnn_frontend_home"
+  else
+    echo "setup: the cuDNN frontend not installed (pip download failed: $(tail -1 "$wheels/log"));" \
+      "attention on the GPU will run the course's kernels" >&2
   fi
   rm -rf "$wheels"
 fi

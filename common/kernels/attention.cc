@@ -1,10 +1,12 @@
-// Attention on the packed (B, T, 3C) q|k|v: permutes to and from the heads' layout around the
-// head-layout core of attention_heads.h, or, for the CPU's f32 heads, the banded loop on the
-// packed rows themselves (attention_heads_cpu.h).
+// Attention on the packed (B, T, 3C) q|k|v: cuDNN's flash attention where it takes the call
+// (flash_attention.h), the CPU's banded loop on the packed rows for f32 heads
+// (attention_heads_cpu.h), else permutes to and from the heads' layout around the head-layout
+// core of attention_heads.h.
 #include "common/kernels/attention.h"
 
 #include "common/kernels/attention_heads.h"
 #include "common/kernels/attention_heads_cpu.h"
+#include "common/kernels/flash_attention.h"
 #include "common/kernels/permute.h"
 
 namespace course {
@@ -46,6 +48,13 @@ Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, Attentio
   const Dims n = dims_of(qkv, heads);
   saved.score_bias = score_bias ? *score_bias : Tensor();
   if (score_bias) check_score_bias_shape(*score_bias, n, "the attention's score bias");
+  Tensor flash_out;
+  if (!score_bias && flash_attention_forward(qkv, heads, causal, attention_scale(n.head_dim),
+                                             flash_out, saved.lse)) {
+    saved.qkv = qkv;
+    saved.out = flash_out;
+    return flash_out;
+  }
   if (detail::takes_cpu_banded_attention(qkv, saved.score_bias)) {
     saved.qkv = qkv;
     Tensor out = Tensor::empty({n.batch, n.seq, n.heads * n.head_dim}, qkv.dtype(), qkv.device());
@@ -79,17 +88,9 @@ Tensor packed_attention_backward(const Tensor& dy, int64_t heads, bool causal,
   return dqkv;
 }
 
-}  // namespace
-
-Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal, const AttentionSaved& saved,
-                          Tensor* score_bias_grad) {
-  if (saved.qkv.defined()) {
-    COURSE_CHECK(score_bias_grad == nullptr,
-                 "attention backward: a score bias's gradient goes with a forward that had one");
-    return packed_attention_backward(dy, heads, causal, saved);
-  }
-  COURSE_CHECK(saved.qkv_heads.defined(), "attention backward without its forward");
-  const Tensor& qkv_heads = saved.qkv_heads;
+// The backward on the heads' layout (3, B, H, T, D), dqkv permuted back to (B, T, 3C).
+Tensor heads_attention_backward(const Tensor& dy, const Tensor& qkv_heads, int64_t heads,
+                                bool causal, const AttentionSaved& saved, Tensor* score_bias_grad) {
   const Dims n{qkv_heads.size(1), qkv_heads.size(3), heads, qkv_heads.size(4)};
   COURSE_CHECK(qkv_heads.size(2) == heads &&
                    dy.shape() == Shape({n.batch, n.seq, n.heads * n.head_dim}) &&
@@ -107,6 +108,35 @@ Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal, const At
                            saved.score_bias, score_bias_grad);
   return permute(dqkv_heads, inverse_permutation(kQkvToHeads))
       .view({n.batch, n.seq, 3 * n.heads * n.head_dim});
+}
+
+// The backward of a forward that cuDNN's flash attention ran; should cuDNN have no engine for
+// the backward of the shape, the course's kernels run it on the same lse.
+Tensor backward_after_flash_attention(const Tensor& dy, int64_t heads, bool causal,
+                                      const AttentionSaved& saved) {
+  const Dims n = dims_of(saved.qkv, heads);
+  Tensor dqkv;
+  if (flash_attention_backward(saved.qkv, saved.out, dy, saved.lse, heads, causal,
+                               attention_scale(n.head_dim), dqkv)) {
+    return dqkv;
+  }
+  const Tensor qkv_heads =
+      permute(saved.qkv.view({n.batch, n.seq, 3, n.heads, n.head_dim}), kQkvToHeads);
+  return heads_attention_backward(dy, qkv_heads, heads, causal, saved, nullptr);
+}
+
+}  // namespace
+
+Tensor attention_backward(const Tensor& dy, int64_t heads, bool causal, const AttentionSaved& saved,
+                          Tensor* score_bias_grad) {
+  if (saved.qkv.defined()) {
+    COURSE_CHECK(score_bias_grad == nullptr,
+                 "attention backward: a score bias's gradient goes with a forward that had one");
+    return saved.out.defined() ? backward_after_flash_attention(dy, heads, causal, saved)
+                               : packed_attention_backward(dy, heads, causal, saved);
+  }
+  COURSE_CHECK(saved.qkv_heads.defined(), "attention backward without its forward");
+  return heads_attention_backward(dy, saved.qkv_heads, heads, causal, saved, score_bias_grad);
 }
 
 }  // namespace course

@@ -3,9 +3,11 @@
 // causal (a query sees itself and earlier positions) or bidirectional. The heads are permuted
 // to (3, B, H, T, D) so each head's rows are contiguous, multiplied by batched GEMMs with the
 // row kernels of attention_ops.h between them, and permuted back to (B, T, C); each pass holds
-// one (B H, T, T) score matrix while it runs. The CPU's f32 heads without a score bias skip the
-// permutes: one band of 64 query rows per thread, read where q|k|v holds them
-// (attention_heads_cpu.h). Only the log-sum-exp of each query is kept for the backward pass.
+// one (B H, T, T) score matrix while it runs. Two fused paths skip the permutes and the score
+// matrix: on a GPU, cuDNN's flash attention for bf16/f16 heads (flash_attention.h); on the CPU,
+// one band of 64 query rows per thread for f32 heads without a score bias, read where q|k|v
+// holds them (attention_heads_cpu.h). Only the log-sum-exp of each query is kept for the
+// backward pass.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +17,9 @@
 namespace course {
 
 struct AttentionSaved {
-  Tensor qkv;         // the packed (B, T, 3C) input where the CPU's banded loop read it, or
+  Tensor qkv;         // the packed (B, T, 3C) input where a fused path read it, or
   Tensor qkv_heads;   // (3, B, H, T, D) in the compute dtype otherwise
+  Tensor out;         // the (B, T, C) output where cuDNN's flash attention made it, or undefined
   Tensor lse;         // (B, H, T) f32 log-sum-exp of each query's scores
   Tensor score_bias;  // the forward's score bias, or undefined
   // The dtype the forward computed in, which the backward's dy must have.

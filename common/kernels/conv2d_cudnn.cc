@@ -32,15 +32,6 @@ namespace course::detail {
 #if COURSE_WITH_CUDA
 namespace {
 
-// This thread's handle, issuing its work on the thread's current stream.
-cudnnHandle_t cudnn_handle(Device device) {
-  check_capture_device(device);
-  cudnnHandle_t handle =
-      thread_handle<cudnnHandle_t>(device, [](cudnnHandle_t* h) { CUDNN_CHECK(cudnnCreate(h)); });
-  CUDNN_CHECK(cudnnSetStream(handle, static_cast<cudaStream_t>(current_cuda_stream())));
-  return handle;
-}
-
 cudnnDataType_t cudnn_type(DType dtype) {
   switch (dtype) {
     case DType::kF32:

@@ -8,7 +8,10 @@ cuDNN and NCCL; without one the headers target is empty, so every target still b
 CPU. nvJPEG (day 3's GPU decoding) comes from the toolkit when it has it, else from the wheel
 setup.sh unpacks ($COURSE_NVJPEG_HOME, else ~/.cache/course/nvjpeg-*): `:nvjpeg` then carries
 its header and COURSE_WITH_NVJPEG=1, and its library joins the link options; without it
-`:nvjpeg` is empty and the GPU decoder refuses to run, saying why.
+`:nvjpeg` is empty and the GPU decoder refuses to run, saying why. The cuDNN frontend's headers
+(cuDNN's graph API in C++: flash attention) come the same way from the wheel setup.sh unpacks
+($COURSE_CUDNN_FRONTEND_HOME, else ~/.cache/course/cudnn-frontend-*): `:cudnn_frontend` carries
+them and COURSE_WITH_CUDNN_FRONTEND=1, or is empty and attention keeps the course's kernels.
 Set COURSE_CUDA=off (`--repo_env=COURSE_CUDA=off`) to pretend no toolkit is installed.
 """
 
@@ -73,6 +76,41 @@ def _find_nvjpeg(rctx, home):
                         return (c + "/include", c + "/" + lib, so.basename)
     return None
 
+def _find_cudnn_frontend(rctx):
+    # The include dir holding cudnn_frontend.h, or None.
+    candidates = []
+    if rctx.os.environ.get("COURSE_CUDNN_FRONTEND_HOME", ""):
+        candidates.append(rctx.os.environ["COURSE_CUDNN_FRONTEND_HOME"])
+    cache = rctx.path(rctx.os.environ.get("HOME", "/nonexistent") + "/.cache/course")
+    if cache.exists:
+        candidates += sorted([str(d) for d in cache.readdir() if d.basename.startswith("cudnn-frontend-")])
+    for c in candidates:
+        if rctx.path(c + "/include/cudnn_frontend.h").exists:
+            return c + "/include"
+    return None
+
+def _cudnn_frontend_target(rctx, include_dir):
+    if include_dir == None:
+        return 'cc_library(name = "cudnn_frontend")\n'
+    # In a folder named include: the headers include each other as "../include/...".
+    rctx.symlink(include_dir, "cudnn_frontend/include")
+    # Header-only; its JSON serialisation of graphs is not used (and costs compile time). It
+    # finds cuDNN's functions (and NVRTC's, for its own engines) at run time: libcudnn is
+    # already loaded by then, and NVRTC is needed only by engines the course does not build.
+    return """
+cc_library(
+    name = "cudnn_frontend",
+    hdrs = glob(["cudnn_frontend/include/**/*.h", "cudnn_frontend/include/**/*.hpp"]),
+    includes = ["cudnn_frontend/include"],
+    defines = [
+        "COURSE_WITH_CUDNN_FRONTEND=1",
+        "CUDNN_FRONTEND_SKIP_JSON_LIB",
+        "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING",
+    ],
+    deps = [":headers"],
+)
+"""
+
 def _nvjpeg_target(rctx, found):
     if found == None:
         return 'cc_library(name = "nvjpeg")\n'
@@ -97,6 +135,7 @@ def _cuda_configure_impl(rctx):
     if home == None:
         build.append(_empty_headers())
         build.append(_nvjpeg_target(rctx, None))
+        build.append(_cudnn_frontend_target(rctx, None))
         rctx.file("BUILD", "".join(build))
         rctx.file("defs.bzl", "CUDA_FOUND = False\nNVCC = None\nCUDA_VERSION = None\n" +
                               "DEFAULT_ARCHS = []\nLINKOPTS = []\n")
@@ -118,6 +157,7 @@ cc_library(
 """)
     nvjpeg = _find_nvjpeg(rctx, home)
     build.append(_nvjpeg_target(rctx, nvjpeg))
+    build.append(_cudnn_frontend_target(rctx, _find_cudnn_frontend(rctx)))
     rctx.file("BUILD", "".join(build))
     linkopts = ["-L" + lib_dir, "-Wl,-rpath," + lib_dir] + ["-l" + lib for lib in _LIBS]
     if nvjpeg != None:
@@ -138,6 +178,7 @@ cuda_configure = repository_rule(
         "COURSE_CUDA",
         "COURSE_CUDA_ARCHS",
         "COURSE_NVJPEG_HOME",
+        "COURSE_CUDNN_FRONTEND_HOME",
         "CUDA_HOME",
         "CUDA_PATH",
         "HOME",
