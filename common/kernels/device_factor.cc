@@ -41,11 +41,11 @@ void clip_factor(const Tensor& squared_norm, float max_norm, const Tensor& loss_
                                  stats.data_as<float>(), history_slot.data_as<float>()});
 }
 
-void trust_ratio(const Tensor& squares, float eta, float weight_decay, Tensor& factor) {
-  check_scalars(squares, 2, squares.device(), "trust_ratio");
-  check_scalars(factor, 1, squares.device(), "trust_ratio");
+void trust_ratios(const Tensor& squares, float eta, float weight_decay, Tensor& factor) {
+  check_scalars(squares, 2 * factor.numel(), squares.device(), "trust_ratios");
+  check_scalars(factor, factor.numel(), squares.device(), "trust_ratios");
   for_each_index(
-      squares.device(), 1,
+      squares.device(), factor.numel(),
       ops::TrustRatio{squares.data_as<float>(), eta, weight_decay, factor.data_as<float>()});
 }
 

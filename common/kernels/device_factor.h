@@ -18,9 +18,9 @@ void scale_by_(Tensor& x, const Tensor& factor);
 void clip_factor(const Tensor& squared_norm, float max_norm, const Tensor& loss_scale,
                  Tensor& factor, Tensor& stats, Tensor& history_slot);
 
-// factor (1,) = eta |w| / (|u| + weight_decay |w|) where both norms are positive, else 1, from
-// squares (2,) = {|w|^2, |u|^2}.
-void trust_ratio(const Tensor& squares, float eta, float weight_decay, Tensor& factor);
+// factor[i] = eta |w| / (|u| + weight_decay |w|) where both norms are positive, else 1, from
+// squares[2 i], squares[2 i + 1] = |w|^2, |u|^2: factor (P,), squares (2 P,), one launch.
+void trust_ratios(const Tensor& squares, float eta, float weight_decay, Tensor& factor);
 
 // Dynamic loss scaling with its state (4,) f32 on the device {scale, found_inf, clean steps,
 // skipped steps}: unscale_and_mark_ divides x by the scale and sets found_inf where a result is

@@ -52,17 +52,17 @@ struct ClipFactor {
   }
 };
 
-// One index: the layer-wise trust ratio of LARS (You et al. 2017) and LAMB (You et al. 2019)
-// from squares {|w|^2, |u|^2} of a weight and its update direction: eta |w| / (|u| + wd |w|)
-// where both norms are positive, else 1. LAMB is eta 1, wd 0.
+// Index i: the layer-wise trust ratio of LARS (You et al. 2017) and LAMB (You et al. 2019) of
+// tensor i from squares {|w|^2, |u|^2} at 2 i, 2 i + 1 of a weight and its update direction:
+// eta |w| / (|u| + wd |w|) where both norms are positive, else 1. LAMB is eta 1, wd 0.
 struct TrustRatio {
   const float* squares;
   float eta, weight_decay;
   float* factor;
-  COURSE_HD void operator()(int64_t) const {
-    const float w = sqrtf(squares[0]), u = sqrtf(squares[1]);
+  COURSE_HD void operator()(int64_t i) const {
+    const float w = sqrtf(squares[2 * i]), u = sqrtf(squares[2 * i + 1]);
     const float denominator = u + weight_decay * w;
-    factor[0] = w > 0.0f && u > 0.0f && denominator > 0.0f ? eta * w / denominator : 1.0f;
+    factor[i] = w > 0.0f && u > 0.0f && denominator > 0.0f ? eta * w / denominator : 1.0f;
   }
 };
 

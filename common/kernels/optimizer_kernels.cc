@@ -2,6 +2,7 @@
 // for a GPU) and launches one kernel over all the parameters' elements.
 #include "common/kernels/optimizer_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/kernels/launch.h"
@@ -12,18 +13,31 @@ namespace course {
 
 namespace {
 
+// The per-tensor scalars that end an update's slots (optimizer_ops.h), 0 for most updates.
+template <class Update>
+constexpr int scalar_slots() {
+  if constexpr (requires { Update::kScalarSlots; }) {
+    return Update::kScalarSlots;
+  } else {
+    return 0;
+  }
+}
+
 void refresh_table(UpdateTable& t, const std::vector<UpdateSlots>& params, int slots_per_param,
-                   const char* name) {
+                   int scalar_slots, const char* name) {
   const Device device = params.front().front()->device();
   std::vector<int64_t> pointers, offsets{0};  // pointers travel as i64 tensors
   for (const UpdateSlots& slots : params) {
     COURSE_CHECK(static_cast<int>(slots.size()) == slots_per_param, name, " needs ",
                  slots_per_param, " tensors per parameter");
-    for (Tensor* s : slots) {
+    for (int k = 0; k < slots_per_param; ++k) {
+      const Tensor* s = slots[k];
+      const bool scalar = k >= slots_per_param - scalar_slots;
       COURSE_CHECK(s->dtype() == DType::kF32 && s->device() == device &&
-                       s->shape() == slots.front()->shape(),
-                   name, ": every tensor of a parameter must be f32 of its shape on ", device.str(),
-                   ", got ", s->str());
+                       (scalar ? s->numel() == 1 : s->shape() == slots.front()->shape()),
+                   name, ": every tensor of a parameter must be f32 ",
+                   scalar ? "of one element" : "of its shape", " on ", device.str(), ", got ",
+                   s->str());
       pointers.push_back(reinterpret_cast<int64_t>(s->data()));
     }
     offsets.push_back(offsets.back() + slots.front()->numel());
@@ -40,7 +54,7 @@ void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor&
            const Tensor& skip_if, const Update& update, const char* name) {
   if (params.empty()) return;
   constexpr int K = Update::kSlots;
-  refresh_table(t, params, K, name);
+  refresh_table(t, params, K, scalar_slots<Update>(), name);
   COURSE_CHECK(Update::kStepScalars == 0 || (step_scalars.dtype() == DType::kF32 &&
                                              step_scalars.device() == t.table.device() &&
                                              step_scalars.numel() == Update::kStepScalars),
@@ -58,6 +72,10 @@ void apply(UpdateTable& t, const std::vector<UpdateSlots>& params, const Tensor&
                                                   skip_if.data_or_null<float>()},
                  span);
 }
+
+// Elements per chunk of sums_of_squares_: a row of the row kernels, long enough that a warp's
+// 32 lanes each add 512 elements, short enough that a large tensor still gives many rows.
+constexpr int64_t kSquaresChunk = 16384;
 
 }  // namespace
 
@@ -102,6 +120,72 @@ void lion_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, co
                   const Tensor& step_scalars, const Tensor& skip_if) {
   apply(table, params, step_scalars, skip_if,
         ops::LionUpdate{step_scalars.data_as<float>(), h.beta1, h.beta2, h.weight_decay}, "lion");
+}
+
+void lars_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, float momentum,
+                  float weight_decay, const Tensor& step_scalars) {
+  apply(table, params, step_scalars, Tensor(),
+        ops::LarsUpdate{step_scalars.data_as<float>(), momentum, weight_decay}, "lars");
+}
+
+void lamb_direction_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                     const AdamWHyper& h, const Tensor& step_scalars) {
+  apply(table, params, step_scalars, Tensor(),
+        ops::LambDirection{step_scalars.data_as<float>(), h.beta1, h.beta2, h.eps, h.weight_decay},
+        "lamb");
+}
+
+void trust_step_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                 const Tensor& step_scalars) {
+  apply(table, params, step_scalars, Tensor(), ops::TrustStep{step_scalars.data_as<float>()},
+        "trust step");
+}
+
+void sums_of_squares_(SquaresTable& t, const std::vector<const Tensor*>& tensors,
+                      const std::vector<int64_t>& targets, Tensor& sums) {
+  COURSE_CHECK(targets.size() == tensors.size(), "sums_of_squares_: ", tensors.size(), " tensors, ",
+               targets.size(), " targets");
+  if (tensors.empty()) return;
+  const Device device = sums.device();
+  COURSE_CHECK(sums.dtype() == DType::kF32 && sums.memory_format() == MemoryFormat::kContiguous,
+               "sums_of_squares_ writes to a contiguous f32 tensor, got ", sums.str());
+  std::vector<int64_t> key;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& x = *tensors[i];
+    COURSE_CHECK(x.dtype() == DType::kF32 && x.device() == device &&
+                     x.memory_format() == MemoryFormat::kContiguous,
+                 "sums_of_squares_ takes contiguous f32 tensors on ", device.str(), ", got ",
+                 x.str());
+    COURSE_CHECK(targets[i] >= 0 && targets[i] < sums.numel(), "sums_of_squares_: target ",
+                 targets[i], " outside the ", sums.numel(), " sums");
+    const int64_t address = x.numel() > 0 ? reinterpret_cast<int64_t>(x.data()) : 0;
+    key.insert(key.end(), {address, x.numel(), targets[i]});
+  }
+  if (key != t.key || t.chunks.device() != device) {
+    std::vector<int64_t> chunks, firsts{0};
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const int64_t address = key[3 * i], length = key[3 * i + 1];
+      for (int64_t begin = 0; begin < length; begin += kSquaresChunk) {
+        chunks.push_back(address + begin * static_cast<int64_t>(sizeof(float)));
+        chunks.push_back(std::min(kSquaresChunk, length - begin));
+      }
+      firsts.push_back(static_cast<int64_t>(chunks.size() / 2));
+    }
+    // Every tensor empty: no chunk, and no tensor of chunks (an empty one has no storage).
+    const bool none = chunks.empty();
+    t.chunks = none ? Tensor() : upload_to(device, chunks, {static_cast<int64_t>(chunks.size())});
+    t.firsts = upload_to(device, firsts, {static_cast<int64_t>(firsts.size())});
+    t.targets = upload_to(device, targets, {static_cast<int64_t>(targets.size())});
+    t.partial = none ? Tensor() : Tensor::empty({firsts.back()}, DType::kF32, device);
+    t.key = std::move(key);
+  }
+  // No chunk at all where every tensor is empty: their sums are 0.
+  for_each_row(
+      device, t.partial.defined() ? t.partial.numel() : 0, kSquaresChunk,
+      ops::ChunkSquares{t.chunks.data_or_null<int64_t>(), t.partial.data_or_null<float>()});
+  for_each_index(device, static_cast<int64_t>(tensors.size()),
+                 ops::SumChunks{t.partial.data_or_null<float>(), t.firsts.data_as<int64_t>(),
+                                t.targets.data_as<int64_t>(), sums.data_as<float>()});
 }
 
 }  // namespace course

@@ -18,12 +18,21 @@ namespace course {
 // One parameter's tensors, in the order of the update's slots.
 using UpdateSlots = std::vector<Tensor*>;
 
+// The chunks of a sums_of_squares_ launch on the device, rebuilt only when a tensor changes.
+struct SquaresTable {
+  std::vector<int64_t> key;        // each tensor's address, length and target
+  Tensor chunks, firsts, targets;  // i64: (address, length) per chunk; chunks per tensor; targets
+  Tensor partial;                  // f32 per chunk
+};
 // The device-side pointer table and offsets of a multi-tensor update, rebuilt (a host-to-device
 // copy) only when a pointer changes.
 struct UpdateTable {
   std::vector<int64_t> pointers;
   Tensor table, offsets;
   int64_t elements = 0;  // of all the parameters together
+  // Kept with it for an update of several launches: LARS's and LAMB's norms, LAMB's step.
+  SquaresTable squares;
+  std::vector<UpdateTable> further;
 };
 
 struct SgdHyper {
@@ -64,5 +73,23 @@ struct LionHyper {
 void lion_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
                   const LionHyper& hyper, const Tensor& step_scalars,
                   const Tensor& skip_if = Tensor());
+
+// LARS (optimizer_ops.h). Slots: parameter, gradient, momentum buffer, the parameter's trust
+// ratio (a (1,) f32). Step scalars as SGD's.
+void lars_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, float momentum,
+                  float weight_decay, const Tensor& step_scalars);
+// LAMB's moments and negated direction. Slots: parameter, gradient, first moment, second moment,
+// direction. Step scalars: {1 - beta1^t, 1 - beta2^t}.
+void lamb_direction_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                     const AdamWHyper& hyper, const Tensor& step_scalars);
+// w += lr trust r. Slots: parameter, negated direction, trust ratio (a (1,) f32). Step scalars:
+// {lr}.
+void trust_step_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                 const Tensor& step_scalars);
+
+// sums[targets[t]] = the sum of the squares of *tensors[t] (f32, contiguous, one device; written,
+// not added), every tensor in the same two launches (optimizer_ops.h: ChunkSquares, SumChunks).
+void sums_of_squares_(SquaresTable& table, const std::vector<const Tensor*>& tensors,
+                      const std::vector<int64_t>& targets, Tensor& sums);
 
 }  // namespace course

@@ -6,13 +6,22 @@
 // element per thread; the CPU a few thousand, a loop that vectorises. Parameters, gradients and
 // optimizer state are f32 (the master weights of mixed precision). A non-null `skip` that holds
 // a non-zero value (the loss scaler's found-inf flag) makes the whole update a no-op, decided on
-// the device.
+// the device. An update may end its slots with per-tensor scalars (kScalarSlots of them: a
+// (1,) tensor per parameter read at [0], LARS's and LAMB's trust ratios), so each tensor's
+// factor reaches its elements without a launch per tensor.
+//
+// The squares of many tensors are summed in two launches (ChunkSquares, SumChunks): each tensor
+// cut into chunks from its own start, each chunk a row of the row kernels (row_lanes.h), then
+// each tensor's chunks added in order. A tensor's sum therefore depends on neither the device's
+// threads nor the other tensors of the launch (LARS's norms are the same updated alone or with
+// the others).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/row_lanes.h"
 
 namespace course::ops {
 
@@ -164,6 +173,97 @@ struct LionUpdate {
     param -= lr * weight_decay * param;
     param -= lr * sign;
     m = beta2 * m + (1.0f - beta2) * g;
+  }
+};
+
+// LARS (You et al. 2017, as NVIDIA's LARC applies it to SGD): d = trust (g + wd w) with the
+// tensor's trust ratio, buf = d on the first step else mom buf + d, w -= lr buf.
+// Slots: parameter, gradient, momentum buffer, trust ratio (a scalar slot). Step scalars: lr,
+// first step (1 or 0).
+struct LarsUpdate {
+  static constexpr int kSlots = 4;
+  static constexpr int kScalarSlots = 1;
+  static constexpr int kStepScalars = 2;
+  const float* step_scalars;
+  float momentum, weight_decay;
+  using Step = SgdUpdate::Step;
+  COURSE_HD Step step() const { return {step_scalars[0], step_scalars[1] != 0.0f}; }
+  COURSE_HD void operator()(const Step& s, float* const* slot, int64_t j) const {
+    float& param = slot[0][j];
+    const float d = (slot[1][j] + weight_decay * param) * slot[3][0];
+    float direction = d;
+    if (momentum != 0.0f) {
+      direction = s.first_step ? d : momentum * slot[2][j] + d;
+      slot[2][j] = direction;
+    }
+    param -= s.lr * direction;
+  }
+};
+
+// LAMB's direction (You et al. 2019): the moments as AdamW moves them, and the negated update
+// r = -(m^ / (sqrt(v^) + eps) + wd w) written to the direction slot, whose norm makes the trust
+// ratio before TrustStep moves w. Slots: parameter, gradient, first moment, second moment,
+// direction. Step scalars: 1 - beta1^t, 1 - beta2^t.
+struct LambDirection {
+  static constexpr int kSlots = 5;
+  static constexpr int kStepScalars = 2;
+  const float* step_scalars;
+  float beta1, beta2, eps, weight_decay;
+  struct Step {
+    float bias_correction1, bias_correction2;
+  };
+  COURSE_HD Step step() const { return {step_scalars[0], step_scalars[1]}; }
+  COURSE_HD void operator()(const Step& s, float* const* slot, int64_t j) const {
+    const float param = slot[0][j], g = slot[1][j];
+    float& m = slot[2][j];
+    float& v = slot[3][j];
+    m = beta1 * m + (1.0f - beta1) * g;
+    v = beta2 * v + (1.0f - beta2) * g * g;
+    slot[4][j] =
+        -((m / s.bias_correction1) / (sqrtf(v / s.bias_correction2) + eps) + weight_decay * param);
+  }
+};
+
+// w += lr trust r: a parameter along its (negated) direction at its trust ratio (LAMB, 1-bit
+// LAMB). Slots: parameter, direction, trust ratio (a scalar slot). Step scalars: lr.
+struct TrustStep {
+  static constexpr int kSlots = 3;
+  static constexpr int kScalarSlots = 1;
+  static constexpr int kStepScalars = 1;
+  const float* step_scalars;
+  struct Step {
+    float lr;
+  };
+  COURSE_HD Step step() const { return {step_scalars[0]}; }
+  COURSE_HD void operator()(const Step& s, float* const* slot, int64_t j) const {
+    slot[0][j] += s.lr * (slot[2][0] * slot[1][j]);
+  }
+};
+
+// Row r: the sum of the squares of chunk r, chunks[2 r] its address (as an integer) and
+// chunks[2 r + 1] its length.
+struct ChunkSquares {
+  const int64_t* chunks;
+  float* partial;
+  template <class Lanes>
+  COURSE_HD void operator()(int64_t r, const Lanes& lanes) const {
+    const float* x = reinterpret_cast<const float*>(chunks[2 * r]);
+    const float sum = lanes.sum(chunks[2 * r + 1], [&](int64_t j) { return x[j] * x[j]; });
+    if (lanes.first()) partial[r] = sum;
+  }
+};
+
+// Index t: sums[targets[t]] = the partial sums of tensor t's chunks, firsts[t] to
+// firsts[t + 1], added in order.
+struct SumChunks {
+  const float* partial;
+  const int64_t* firsts;
+  const int64_t* targets;
+  float* sums;
+  COURSE_HD void operator()(int64_t t) const {
+    float total = 0.0f;
+    for (int64_t r = firsts[t]; r < firsts[t + 1]; ++r) total += partial[r];
+    sums[targets[t]] = total;
   }
 };
 

@@ -1,9 +1,9 @@
-// LARS and LAMB on top of the fused SGD and AdamW kernels: the trust ratio of each parameter
-// from two norms summed on the device, then the fused update with it.
+// LARS and LAMB as fused launches over all their parameters: the norms summed by
+// sums_of_squares_, the trust ratios of every parameter in one launch, and updates that read
+// each parameter's ratio from its scalar slot (common/kernels/optimizer_ops.h).
 #include "common/optim/large_batch.h"
 
 #include "common/kernels/device_factor.h"
-#include "common/kernels/elementwise.h"
 #include "common/kernels/optimizer_kernels.h"
 
 namespace course::optim {
@@ -17,18 +17,20 @@ void make_scratch(size_t parameters, Device device, Tensor& squares, Tensor& tru
   trust = Tensor::empty({n}, DType::kF32, device);
 }
 
-// trust[i] from |a|^2 and |b|^2 summed into squares[2 i], squares[2 i + 1].
-Tensor trust_of(const Tensor& a, const Tensor& b, size_t i, float eta, float weight_decay,
-                Tensor& squares, Tensor& trust) {
-  const auto at = static_cast<int64_t>(i);
-  Tensor pair = squares.slice(2 * at, 2 * at + 2);
-  fill_(pair, 0.0);
-  Tensor first = pair.slice(0, 1), second = pair.slice(1, 2);
-  add_squares_(a, first);
-  add_squares_(b, second);
-  Tensor ratio = trust.slice(at, at + 1);
-  trust_ratio(pair, eta, weight_decay, ratio);
-  return ratio;
+// The norms' squares of (a_i, b_i) for the parameters i at `indices`, into squares[2 i] and
+// squares[2 i + 1], then every parameter's trust ratio from its pair: three launches.
+void trust_ratios_of(UpdateTable& table, const std::vector<size_t>& indices,
+                     const std::vector<const Tensor*>& a, const std::vector<const Tensor*>& b,
+                     float eta, float weight_decay, Tensor& squares, Tensor& trust) {
+  std::vector<const Tensor*> tensors;
+  std::vector<int64_t> targets;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const auto at = static_cast<int64_t>(indices[k]);
+    tensors.insert(tensors.end(), {a[k], b[k]});
+    targets.insert(targets.end(), {2 * at, 2 * at + 1});
+  }
+  sums_of_squares_(table.squares, tensors, targets, squares);
+  trust_ratios(squares, eta, weight_decay, trust);
 }
 
 constexpr const char* kNoSkip =
@@ -41,13 +43,19 @@ Device device_of(const std::vector<std::pair<std::string, nn::Parameter*>>& para
 
 }  // namespace
 
+std::vector<Tensor> scalar_slots_of(const Tensor& scalars) {
+  std::vector<Tensor> slots;
+  for (int64_t i = 0; i < scalars.numel(); ++i) slots.push_back(scalars.slice(i, i + 1));
+  return slots;
+}
+
 Lars::Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options)
     : Optimizer(std::move(params), options.lr), options_(options) {
   COURSE_CHECK(options.momentum >= 0.0f && options.weight_decay >= 0.0f && options.eta > 0.0f,
                "LARS momentum and weight decay must not be negative, eta must be positive");
   momentum_ = zeros_like_params();
-  for (const auto& named : params_) directions_.push_back(named.second->value.clone());
   make_scratch(params_.size(), device_of(params_), squares_, trust_);
+  trust_slots_ = scalar_slots_of(trust_);
 }
 
 std::vector<float> Lars::step_scalars() const { return sgd_step_scalars(lr_, steps_ == 0); }
@@ -55,18 +63,17 @@ std::vector<float> Lars::step_scalars() const { return sgd_step_scalars(lr_, ste
 void Lars::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
                         UpdateTable& table) {
   COURSE_CHECK(!skip_if.defined(), kNoSkip);
+  std::vector<const Tensor*> weights, gradients;
   std::vector<UpdateSlots> slots;
   for (size_t i : indices) {
     nn::Parameter& p = *params_[i].second;
-    const Tensor trust =
-        trust_of(p.value, p.grad, i, options_.eta, options_.weight_decay, squares_, trust_);
-    Tensor& d = directions_[i];
-    copy_(d, p.grad);
-    axpy_(options_.weight_decay, p.value, d);
-    scale_by_(d, trust);
-    slots.push_back({&p.value, &d, &momentum_[i]});
+    weights.push_back(&p.value);
+    gradients.push_back(&p.grad);
+    slots.push_back({&p.value, &p.grad, &momentum_[i], &trust_slots_[i]});
   }
-  sgd_update_(table, slots, {options_.momentum, 0.0f, false}, step_scalars_);
+  trust_ratios_of(table, indices, weights, gradients, options_.eta, options_.weight_decay, squares_,
+                  trust_);
+  lars_update_(table, slots, options_.momentum, options_.weight_decay, step_scalars_);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lars::state_tensors() {
@@ -79,45 +86,38 @@ Lamb::Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const Lam
                "LAMB betas must be in [0, 1)");
   exp_avg_ = zeros_like_params();
   exp_avg_sq_ = zeros_like_params();
-  for (const auto& named : params_) moved_.push_back(named.second->value.clone());
+  directions_ = zeros_like_params();
   make_scratch(params_.size(), device_of(params_), squares_, trust_);
+  trust_slots_ = scalar_slots_of(trust_);
 }
 
 AdamWHyper Lamb::hyper() const {
   return {options_.beta1, options_.beta2, options_.eps, options_.weight_decay};
 }
 
-// The AdamW kernel's at lr 1 (the trust ratio and lr are applied afterwards), then lr.
+// {1 - beta1^t, 1 - beta2^t, lr}: AdamW's bias corrections for the direction, lr for the step.
 std::vector<float> Lamb::step_scalars() const {
-  std::vector<float> scalars = adamw_step_scalars(1.0f, hyper(), steps_ + 1);
-  scalars.push_back(lr_);
-  return scalars;
+  const std::vector<float> adamw = adamw_step_scalars(lr_, hyper(), steps_ + 1);
+  return {adamw[1], adamw[2], lr_};
 }
 
 void Lamb::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
                         UpdateTable& table) {
   COURSE_CHECK(!skip_if.defined(), kNoSkip);
-  // The AdamW kernel at lr 1 moves a copy of w by exactly -r (and updates the moments).
-  std::vector<UpdateSlots> slots;
+  std::vector<const Tensor*> weights, directions;
+  std::vector<UpdateSlots> direction_slots, step_slots;
   for (size_t i : indices) {
     nn::Parameter& p = *params_[i].second;
-    copy_(moved_[i], p.value);
-    slots.push_back({&moved_[i], &p.grad, &exp_avg_[i], &exp_avg_sq_[i]});
+    weights.push_back(&p.value);
+    directions.push_back(&directions_[i]);
+    direction_slots.push_back({&p.value, &p.grad, &exp_avg_[i], &exp_avg_sq_[i], &directions_[i]});
+    step_slots.push_back({&p.value, &directions_[i], &trust_slots_[i]});
   }
-  adamw_update_(table, slots, hyper(), step_scalars_.slice(0, 3));
-  const Tensor lr = step_scalars_.slice(3, 4);  // read on the device: a captured step follows it
-  for (size_t i : indices) {
-    Tensor& w = params_[i].second->value;
-    Tensor& r = moved_[i];
-    axpy_(-1.0f, w, r);  // r = moved - w = -update
-    step_along(w, r, trust_of(w, r, i, 1.0f, 0.0f, squares_, trust_), lr);
-  }
-}
-
-void step_along(Tensor& w, Tensor& direction, const Tensor& trust, const Tensor& lr) {
-  scale_by_(direction, trust);
-  scale_by_(direction, lr);
-  axpy_(1.0f, direction, w);
+  // Read on the device: a captured step follows the bias corrections and the learning rate.
+  lamb_direction_(table, direction_slots, hyper(), step_scalars_.slice(0, 2));
+  trust_ratios_of(table, indices, weights, directions, 1.0f, 0.0f, squares_, trust_);
+  table.further.resize(1);
+  trust_step_(table.further[0], step_slots, step_scalars_.slice(2, 3));
 }
 
 std::vector<std::pair<std::string, Tensor*>> Lamb::state_tensors() {

@@ -5,9 +5,11 @@
 //   LAMB (You et al. 2019): r = AdamW direction (bias-corrected m / (sqrt(v) + eps) + wd w),
 //        trust = ||w|| / ||r||, w -= lr trust r.
 // A trust ratio is 1 when either norm is 0 (fresh zero weights, or no gradient). The norms and
-// ratios are computed on the parameters' device (common/kernels/device_factor.h), and the
-// learning rate read there: a step never waits for the host and can be captured in a graph; the
-// scratch directions are kept between steps, so the fused update's pointer table is built once.
+// ratios are computed on the parameters' device, and the learning rate read there: a step never
+// waits for the host and can be captured in a graph. Every launch covers all the parameters
+// (common/kernels/optimizer_kernels.h): LARS is four (the norms' chunks, their sums, the ratios,
+// the update with each parameter's ratio), LAMB five (its direction first, the step last),
+// whatever the number of parameters; their pointer tables are built once.
 #pragma once
 
 #include "common/optim/optimizer.h"
@@ -32,8 +34,8 @@ class Lars : public Optimizer {
   std::vector<float> step_scalars() const override;
   LarsOptions options_;
   std::vector<Tensor> momentum_;
-  std::vector<Tensor> directions_;  // trust (g + wd w), per parameter
-  Tensor squares_, trust_;          // (2 P,) {|w|^2, |g|^2} per parameter, (P,) ratios
+  Tensor squares_, trust_;           // (2 P,) {|w|^2, |g|^2} per parameter, (P,) ratios
+  std::vector<Tensor> trust_slots_;  // (1,) views of trust_, one per parameter
 };
 
 struct LambOptions {
@@ -57,12 +59,13 @@ class Lamb : public Optimizer {
   AdamWHyper hyper() const;
   LambOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
-  std::vector<Tensor> moved_;  // w moved by the AdamW direction, then the direction itself
-  Tensor squares_, trust_;     // (2 P,) {|w|^2, |r|^2} per parameter, (P,) ratios
+  std::vector<Tensor> directions_;   // the negated AdamW direction r, per parameter
+  Tensor squares_, trust_;           // (2 P,) {|w|^2, |r|^2} per parameter, (P,) ratios
+  std::vector<Tensor> trust_slots_;  // (1,) views of trust_, one per parameter
 };
 
-// LAMB's last move: w += lr trust direction, where direction is the negated AdamW update at lr 1
-// (overwritten) and trust and lr are (1,) tensors on the device.
-void step_along(Tensor& w, Tensor& direction, const Tensor& trust, const Tensor& lr);
+// The (1,) views of a (P,) tensor of per-parameter scalars, as the scalar slots of a fused
+// update take them.
+std::vector<Tensor> scalar_slots_of(const Tensor& scalars);
 
 }  // namespace course::optim

@@ -70,6 +70,7 @@ OneBitOptimizer::OneBitOptimizer(std::vector<std::pair<std::string, nn::Paramete
   if (options.base == OneBitBase::kLamb) {
     for (const auto& [name, p] : params_) moved_.push_back(p->value.clone());
     frozen_trust_ = zeros({static_cast<int64_t>(params_.size())}, DType::kF32, device);
+    frozen_trust_slots_ = optim::scalar_slots_of(frozen_trust_);
   }
 }
 
@@ -127,14 +128,14 @@ void OneBitOptimizer::compressed_update() {
   allreduce_.average_(momentum_);
   frozen_variance_update_(frozen_table_, update_slots, hyper(), step_scalars_.slice(0, 3));
   if (moved_.empty()) return;
-  // 1-bit LAMB: each parameter along its direction at its frozen trust ratio.
-  const Tensor lr = step_scalars_.slice(3, 4);
+  // 1-bit LAMB: each parameter along its direction at its frozen trust ratio, in one launch.
+  std::vector<UpdateSlots> step_slots;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& w = params_[i].second->value;
     axpy_(-1.0f, w, moved_[i]);  // the direction, negated
-    const auto at = static_cast<int64_t>(i);
-    optim::step_along(w, moved_[i], frozen_trust_.slice(at, at + 1), lr);
+    step_slots.push_back({&w, &moved_[i], &frozen_trust_slots_[i]});
   }
+  trust_step_(step_table_, step_slots, step_scalars_.slice(3, 4));
 }
 
 const std::vector<std::string>& parallel_optimizer_names() {

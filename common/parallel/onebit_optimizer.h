@@ -61,7 +61,8 @@ class OneBitOptimizer : public optim::Optimizer {
   std::vector<Tensor> momentum_of_, variance_of_;  // those slices, shaped as the parameters
   std::vector<Tensor> moved_;                      // 1-bit LAMB: w moved by the direction
   Tensor frozen_trust_;                            // 1-bit LAMB: (P,) ratios of the warm-up's end
-  UpdateTable momentum_table_, frozen_table_;
+  std::vector<Tensor> frozen_trust_slots_;         // (1,) views of frozen_trust_
+  UpdateTable momentum_table_, frozen_table_, step_table_;
 };
 
 // The names make_parallel_optimizer takes: optim::optimizer_names() and the 1-bit ones,

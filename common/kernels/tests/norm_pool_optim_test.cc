@@ -1,7 +1,7 @@
-// Batch norm, pooling and the fused optimizer on every device. Batch norm against a double
-// reference, in both layouts, with channels and planes of more than a warp's 32 lanes and not a
-// multiple of it; pooling and the AdamW update on a GPU against the same call on the CPU (those
-// cases skip without a GPU, with the reason).
+// Batch norm, pooling, the fused optimizer and the multi-tensor sums of squares on every device.
+// Batch norm against a double reference, in both layouts, with channels and planes of more than a
+// warp's 32 lanes and not a multiple of it; pooling and the AdamW update on a GPU against the same
+// call on the CPU (those cases skip without a GPU, with the reason).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -158,6 +158,63 @@ TEST_P(NormPoolOptim, FusedAdamWOnAGpuMatchesTheCpu) {
   };
   EXPECT_TRUE(testing::all_close(run(device()), run(Device::cpu()), {1e-6, 1e-5}));
 }
+
+class SumsOfSquares : public testing::DeviceTest {};
+
+// The squares of tensors of 0, 1, one chunk less one, one chunk, one chunk and one, and several
+// chunks of elements, written to targets out of order: each against a double reference, each
+// equal bit for bit to its sum alone (a tensor's chunks start at its own start) and to the CPU's
+// (the row lanes add in the same order on every device), and new values summed again through
+// the kept table.
+TEST_P(SumsOfSquares, EachTensorInChunksOfItsOwnBitForBit) {
+  const std::vector<int64_t> sizes = {0, 1, 16383, 16384, 16385, 40001};
+  const std::vector<int64_t> targets = {5, 0, 3, 1, 4, 2};
+  const auto sums_of = [&](Device on, float scale, const std::vector<size_t>& which) {
+    std::vector<Tensor> tensors;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      tensors.push_back(
+          random_tensor({sizes[i]}, DType::kF32, on, 7 + i, -3.0f * scale, scale).tensor);
+    }
+    std::vector<const Tensor*> listed;
+    std::vector<int64_t> listed_targets;
+    for (size_t i : which) {
+      listed.push_back(&tensors[i]);
+      listed_targets.push_back(targets[i]);
+    }
+    Tensor sums = Tensor::from_vector(std::vector<float>(7, 7.0f), {7}, on);
+    SquaresTable table;
+    sums_of_squares_(table, listed, listed_targets, sums);
+    return to_floats(sums);
+  };
+  const std::vector<size_t> all = {0, 1, 2, 3, 4, 5};
+  const std::vector<float> sums = sums_of(device(), 1.0f, all);
+  EXPECT_EQ(sums[6], 7.0f) << "a sum no tensor targets is left as it was";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const std::vector<float> values =
+        to_floats(random_tensor({sizes[i]}, DType::kF32, Device::cpu(), 7 + i, -3.0f, 1.0f).tensor);
+    double reference = 0.0;
+    for (float v : values) reference += double(v) * v;
+    EXPECT_NEAR(sums[targets[i]], reference, 1e-5 * reference) << sizes[i] << " elements";
+    EXPECT_EQ(sums_of(device(), 1.0f, {i})[targets[i]], sums[targets[i]]) << sizes[i] << " alone";
+  }
+  EXPECT_EQ(sums, sums_of(Device::cpu(), 1.0f, all)) << "the CPU's additions in the same order";
+  // One table, new values at the same addresses: summed again, not remembered.
+  std::vector<Tensor> tensors;
+  std::vector<const Tensor*> listed;
+  for (int64_t size : sizes) tensors.push_back(zeros({size}, DType::kF32, device()));
+  for (const Tensor& t : tensors) listed.push_back(&t);
+  SquaresTable table;
+  Tensor out = zeros({7}, DType::kF32, device());
+  sums_of_squares_(table, listed, targets, out);
+  EXPECT_EQ(to_floats(out), std::vector<float>(7, 0.0f));
+  for (Tensor& t : tensors) fill_(t, 2.0);
+  sums_of_squares_(table, listed, targets, out);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(to_floats(out)[targets[i]], 4.0f * static_cast<float>(sizes[i]));
+  }
+}
+
+COURSE_INSTANTIATE_DEVICE_TESTS(SumsOfSquares);
 
 COURSE_INSTANTIATE_DEVICE_CASES(NormPoolOptim, ::testing::Values(MemoryFormat::kContiguous,
                                                                  MemoryFormat::kChannelsLast));
