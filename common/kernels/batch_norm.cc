@@ -38,21 +38,22 @@ template <class Terms>
 void channel_sums(const Tensor& x, const ops::ChannelLoop& loop, const Terms& terms,
                   const std::array<Tensor*, Terms::kSums>& totals) {
   const Device device = x.device();
+  // The finishing pass writes every total (the batch is never empty): no zero fill first.
   std::array<float*, Terms::kSums> outs;
   for (int s = 0; s < Terms::kSums; ++s) {
     Tensor& total = *totals[s];
-    total = zeros({loop.c}, DType::kF32, device);
+    total = Tensor::empty({loop.c}, DType::kF32, device);
     outs[s] = total.data_as<float>();
   }
   if (loop.channels_last) {
-    add_column_sums(device, ops::PixelColumns<Terms>{terms, loop.c}, loop.n * loop.hw, loop.c,
-                    outs);
+    add_column_sums(device, ops::PixelColumns<Terms>{terms, loop.c}, loop.n * loop.hw, loop.c, outs,
+                    /*accumulate=*/false);
     return;
   }
   Tensor partial = Tensor::empty({loop.n, Terms::kSums, loop.c}, DType::kF32, device);
   float* p = partial.data_as<float>();
   for_each_row(device, loop.n * loop.c, loop.hw, ops::PlaneSums<Terms>{terms, loop.c, loop.hw, p});
-  add_chunk_sums<Terms::kSums>(device, p, loop.n, loop.c, outs);
+  add_chunk_sums<Terms::kSums>(device, p, loop.n, loop.c, outs, /*accumulate=*/false);
 }
 
 // out = map(channel, a, b) elementwise, over dense tensors of x's layout: 16-byte packets for

@@ -27,12 +27,13 @@ void chunk_column_sums(Device device, const Column& column, int64_t rows, int64_
                  rows_per_chunk);
 }
 
-// outs[s][col] += the sum over chunks of partial[chunk][s][col] (the second pass).
+// outs[s][col] += the sum over chunks of partial[chunk][s][col] (the second pass); without
+// `accumulate`, = (a buffer the sums overwrite needs no zero fill first).
 template <int kSums>
 void add_chunk_sums(Device device, const float* partial, int64_t chunks, int64_t cols,
-                    const std::array<float*, kSums>& outs) {
+                    const std::array<float*, kSums>& outs, bool accumulate = true) {
   static_assert(kSums <= ops::kMaxColumnSums);
-  ops::AddChunkSums finish{partial, {}, kSums, chunks, cols};
+  ops::AddChunkSums finish{partial, {}, kSums, chunks, cols, accumulate};
   for (int s = 0; s < kSums; ++s) finish.out[s] = outs[s];
   for_each_row(device, kSums * cols, chunks, finish);
 }
@@ -42,10 +43,15 @@ void add_chunk_sums(Device device, const float* partial, int64_t chunks, int64_t
 // chunks are left, sums of kPartialsPerChunk of their partials (a tall matrix, such as the
 // pixels of an NHWC batch with its 64 channels as columns, would otherwise leave each finishing
 // warp thousands of partials to add), then the finishing pass.
+// Without `accumulate`, outs[s][col] = the sum (rows > 0).
 template <class Column>
 void add_column_sums(Device device, const Column& column, int64_t rows, int64_t cols,
-                     const std::array<float*, Column::kSums>& outs) {
-  if (rows <= 0 || cols <= 0) return;
+                     const std::array<float*, Column::kSums>& outs, bool accumulate = true) {
+  if (cols <= 0) return;
+  if (rows <= 0) {
+    COURSE_CHECK(accumulate, "column sums of no rows cannot be written over their outputs");
+    return;
+  }
   const int64_t width = Column::kSums * cols;  // a partial-sum matrix's row: (sum, column)
   int64_t chunks = (rows + ops::kRowsPerChunk - 1) / ops::kRowsPerChunk;
   Tensor partial = Tensor::empty({chunks * width}, DType::kF32, device);
@@ -58,7 +64,7 @@ void add_column_sums(Device device, const Column& column, int64_t rows, int64_t 
     partial = std::move(sums);
     chunks = fewer;
   }
-  add_chunk_sums<Column::kSums>(device, partial.data_as<float>(), chunks, cols, outs);
+  add_chunk_sums<Column::kSums>(device, partial.data_as<float>(), chunks, cols, outs, accumulate);
 }
 
 }  // namespace course

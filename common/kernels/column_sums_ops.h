@@ -81,16 +81,17 @@ struct ChunkColumnSumsByRow {
 
 struct AddChunkSums {
   const float* partial;
-  float* out[kMaxColumnSums];  // out[s][col] += the column's total of sum s
+  float* out[kMaxColumnSums];  // out[s][col] += the column's total of sum s (= without accumulate)
   int sums;
   int64_t chunks, cols;
+  bool accumulate;
   // Row (s, col) of a row kernel: the lanes share the column's chunks.
   template <class Lanes>
   COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
     const int64_t s = row / cols, col = row % cols;
     const float total =
         lanes.sum(chunks, [&](int64_t chunk) { return partial[(chunk * sums + s) * cols + col]; });
-    if (lanes.first()) out[s][col] += total;
+    if (lanes.first()) out[s][col] = accumulate ? out[s][col] + total : total;
   }
 };
 

@@ -3,6 +3,7 @@
 #include "common/kernels/conv2d.h"
 
 #include "common/kernels/elementwise.h"
+#include "common/kernels/layout.h"
 
 namespace course {
 
@@ -77,11 +78,23 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& x, 
 }
 
 void conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw, Conv2dShape conv) {
-  check_operands(x, dw);
+  const bool mixed = dw.dtype() == DType::kF32 && is_floating(x.dtype()) && x.dtype() != dw.dtype();
+  if (mixed) {
+    COURSE_CHECK(x.device() == dw.device() && dw.memory_format() == MemoryFormat::kContiguous,
+                 "conv2d weight gradient ", dw.str(), " for ", x.str());
+  } else {
+    check_operands(x, dw);
+  }
   COURSE_CHECK(dy.shape() == conv2d_output_shape(x.shape(), dw.shape(), conv),
                "conv2d backward: dy ", dy.str(), " does not match the output of ", x.str());
   if (x.device().is_cuda()) {
     detail::cudnn_conv2d_backward_weights_add(dy, x, dw, conv);
+    return;
+  }
+  if (mixed) {  // the gradient rounded to x's dtype, as cuDNN's, then added in f32
+    Tensor low = zeros(dw.shape(), x.dtype(), x.device());
+    conv2d_backward_weights_add(dy, x, low, conv);
+    accumulate_f32_(dw, low);
     return;
   }
   in_f32_on_cpu(dy, x, dw, true, [&](const Tensor& a, const Tensor& b, Tensor& out) {

@@ -23,7 +23,9 @@ Shape conv2d_output_shape(const Shape& x, const Shape& w, Conv2dShape conv);
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, Conv2dShape conv);
 // dx for dy = conv(x, w), with x's shape and memory format.
 Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& x, Conv2dShape conv);
-// dw += gradient of the weights.
+// dw += gradient of the weights: dw in x's dtype, or f32 for 16-bit x (mixed precision: the
+// gradient in x's dtype added to the f32 master gradient in the same pass, on a GPU with no zero
+// fill, relayout or cast apart).
 void conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor& dw, Conv2dShape conv);
 
 namespace detail {

@@ -219,14 +219,21 @@ void cudnn_conv2d_backward_weights_add(const Tensor& dy, const Tensor& x, Tensor
   const Plan& plan = plan_for(Pass::kBackwardFilter, handle, x, dw.shape(), dy, conv, workspace);
   const Descriptors& d = *plan.descriptors;
   const bool nhwc = is_channels_last(x);
-  // A channels-last convolution computes its KRSC gradient apart and adds it back in OIHW.
-  Tensor target = nhwc ? Tensor::empty(dw.shape(), dw.dtype(), dw.device(), x.memory_format()) : dw;
-  const float alpha = 1.0f, beta = nhwc ? 0.0f : 1.0f;
+  // A channels-last convolution computes its KRSC gradient apart, and a 16-bit one with an f32
+  // dw its gradient in 16 bits: written over (no zero fill), then added back to dw in OIHW.
+  const bool apart = nhwc || dw.dtype() != x.dtype();
+  Tensor target = apart ? Tensor::empty(dw.shape(), x.dtype(), dw.device(), x.memory_format()) : dw;
+  const float alpha = 1.0f, beta = apart ? 0.0f : 1.0f;
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       handle, &alpha, d.x, x.data(), d.y, dy.data(), d.conv,
       static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm_of(plan)), workspace.data(),
       workspace.bytes(), &beta, d.w, target.data()));
-  if (nhwc) axpy_(1.0f, to_memory_format(target, MemoryFormat::kContiguous), dw);
+  if (!apart) return;
+  if (dw.dtype() == DType::kF32) {
+    accumulate_f32_(dw, target);  // relayout, cast and add in one pass
+  } else {
+    axpy_(1.0f, to_memory_format(target, MemoryFormat::kContiguous), dw);
+  }
 }
 
 #else

@@ -1,4 +1,4 @@
-// Memory-format conversion, dispatched by element size.
+// Memory-format conversion, dispatched by element size, and the relaid f32 accumulation.
 #include "common/kernels/layout.h"
 
 #include <cstdint>
@@ -44,6 +44,19 @@ Tensor to_memory_format(const Tensor& x, MemoryFormat format) {
       COURSE_FAIL("no relayout for ", dtype_name(x.dtype()));
   }
   return out;
+}
+
+void accumulate_f32_(Tensor& out, const Tensor& x) {
+  const Dims4 d = dims4(x, "accumulate_f32_");
+  COURSE_CHECK(out.dtype() == DType::kF32 && out.shape() == x.shape() &&
+                   out.memory_format() == MemoryFormat::kContiguous && out.device() == x.device(),
+               "accumulate_f32_ adds ", x.str(), " into a contiguous f32 tensor of its shape on ",
+               x.device().str(), ", got ", out.str());
+  visit_floating(x.dtype(), "accumulate_f32_", [&]<class T>() {
+    for_each_index(
+        x.device(), x.numel(),
+        ops::AccumulateRelaid<T>{x.data_as<T>(), out.data_as<float>(), d.c, d.h, d.w, d.strides});
+  });
 }
 
 }  // namespace course

@@ -1,4 +1,4 @@
-// Per-element body of memory-format conversion (NCHW <-> NHWC), shared by CPU and GPU.
+// Per-element bodies of memory-format conversion (NCHW <-> NHWC), shared by CPU and GPU.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,24 @@ struct Relayout {
       n = i / (width * height * channels);
     }
     out[i] = in[in_strides.at(n, c, h, w)];
+  }
+};
+
+// For each index i of a contiguous (N, C, H, W) f32 output: out[i] += the element of the same
+// logical (n, c, h, w) of `in` (any floating type, either format). A convolution's weight
+// gradient, computed in 16 bits in the convolution's layout, joins its f32 master gradient in
+// this one pass (no relayout, cast and add apart).
+template <class T>
+struct AccumulateRelaid {
+  const T* in;
+  float* out;
+  int64_t channels, height, width;
+  Strides4 in_strides;
+
+  COURSE_HD void operator()(int64_t i) const {
+    const int64_t w = i % width, h = (i / width) % height;
+    const int64_t c = (i / (width * height)) % channels, n = i / (width * height * channels);
+    out[i] += static_cast<float>(in[in_strides.at(n, c, h, w)]);
   }
 };
 

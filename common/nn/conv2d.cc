@@ -42,13 +42,8 @@ Tensor Conv2d::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("Conv2d");
   const Tensor& input = saved.input;
   const Tensor grad_out = as_dtype(dy, input.dtype());
-  if (input.dtype() == DType::kF32) {
-    conv2d_backward_weights_add(grad_out, input, weight.grad, shape_);
-  } else {
-    Tensor low = zeros(weight.value.shape(), input.dtype(), input.device());
-    conv2d_backward_weights_add(grad_out, input, low, shape_);
-    axpy_(1.0f, cast(low, DType::kF32), weight.grad);
-  }
+  // In 16 bits, the gradient joins the f32 master gradient in the same pass.
+  conv2d_backward_weights_add(grad_out, input, weight.grad, shape_);
   grad_ready(weight);
   if (bias) {
     add_channel_bias_grad_(grad_out, bias->grad);

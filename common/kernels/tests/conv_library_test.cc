@@ -71,8 +71,9 @@ testing::Tolerance conv_tolerance(DType dtype) {
   }
 }
 
-// Forward, backward-data and backward-weights (accumulating onto a non-zero gradient) of a 3x3
-// convolution, stride 2, padding 1, on 5 x 7 x 9 x 11 inputs.
+// Forward, backward-data and backward-weights (accumulating onto a non-zero gradient, of the
+// operands' dtype or, for 16-bit operands, f32) of a 3x3 convolution, stride 2, padding 1, on
+// 5 x 7 x 9 x 11 inputs.
 TEST_P(ConvCase, PassesMatchTheCpuNchwReferenceInF32) {
   const DType dtype = value<0>();
   const MemoryFormat format = value<1>();
@@ -112,6 +113,18 @@ TEST_P(ConvCase, PassesMatchTheCpuNchwReferenceInF32) {
   EXPECT_TRUE(testing::all_close(back(dx), testing::to_floats(dx_want), tol)) << "backward data";
   EXPECT_TRUE(testing::all_close(back(dwd), testing::to_floats(dw_want), tol))
       << "backward weights";
+  // Mixed precision: 16-bit operands, the gradient added to the f32 master gradient.
+  if (dtype != DType::kF32) {
+    Tensor gradient = zeros(w.tensor.shape());
+    conv2d_backward_weights_add(dyr, xr, gradient, conv);
+    Tensor master_want = prior.tensor.clone();
+    axpy_(1.0f, gradient, master_want);
+    Tensor master = prior.tensor.to(device());
+    conv2d_backward_weights_add(dyd, xd, master, conv);
+    EXPECT_EQ(master.dtype(), DType::kF32);
+    EXPECT_TRUE(testing::all_close(back(master), testing::to_floats(master_want), tol))
+        << "backward weights into an f32 gradient";
+  }
 }
 
 COURSE_INSTANTIATE_DEVICE_CASES(ConvCase, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),

@@ -165,7 +165,7 @@ TEST(LaunchGeometry, EmbeddingAndAttentionFillTheGpu) {
 }
 
 // Batch norm's statistics, normalisation and gradients at ResNet-50's first stage (64 channels
-// of 56 x 56) and last (2048 channels of 7 x 7), batch 256, NCHW and NHWC.
+// of 56 x 56) and last (2048 channels of 7 x 7), batch 256, NCHW and NHWC, with no zero fill.
 TEST(LaunchGeometry, BatchNormFillsTheGpuInBothLayouts) {
   for (const Shape& shape : {Shape{256, 64, 56, 56}, Shape{256, 2048, 7, 7}}) {
     for (const MemoryFormat format : {MemoryFormat::kContiguous, MemoryFormat::kChannelsLast}) {
@@ -180,6 +180,10 @@ TEST(LaunchGeometry, BatchNormFillsTheGpuInBothLayouts) {
       batch_norm_train(x, gamma, beta, running_mean, running_var, 0.1f, 1e-5f, saved);
       batch_norm_backward(dy, x, gamma, saved, dgamma, dbeta);
       expect_fills_the_gpu(log, "batch norm of " + x.str());
+      // Its channel sums are written, not added to a buffer filled with zeros first.
+      for (const RecordedLaunch& l : log.launches()) {
+        EXPECT_EQ(l.kernel.find("Fill"), std::string::npos) << x.str() << ": " << l.kernel;
+      }
     }
   }
 }

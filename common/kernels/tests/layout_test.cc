@@ -1,4 +1,5 @@
-// NCHW <-> NHWC conversion: element positions against the stride formula, and round trips.
+// NCHW <-> NHWC conversion: element positions against the stride formula, and round trips; the
+// relaid f32 accumulation against the logical sums.
 #include "common/kernels/layout.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,31 @@ TEST_P(LayoutTest, ConvertingToTheSameFormatIsFreeAndOthersNeed4D) {
   EXPECT_EQ(to_memory_format(x, MemoryFormat::kContiguous).data(), x.data());
   EXPECT_THROW(to_memory_format(zeros({2, 3}, DType::kF32, device()), MemoryFormat::kChannelsLast),
                Error);
+}
+
+// f32 += a 16-bit or f32 tensor in either format, element (n, c, h, w) onto element (n, c, h, w):
+// against the sums of the logical values, exactly (each sum is one f32 addition).
+TEST_P(LayoutTest, AccumulateF32AddsEachLogicalElement) {
+  const Shape shape{3, 5, 2, 7};
+  const auto prior = testing::random_tensor(shape, DType::kF32, device(), 40, -4.0f, 4.0f);
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (MemoryFormat format : {MemoryFormat::kContiguous, MemoryFormat::kChannelsLast}) {
+      const Tensor x = to_memory_format(
+          cast(testing::random_tensor(shape, DType::kF32, device(), 41, -2.0f, 2.0f).tensor, dtype),
+          format);
+      const std::vector<float> addend =
+          testing::to_floats(cast(to_memory_format(x, MemoryFormat::kContiguous), DType::kF32));
+      Tensor out = prior.tensor.clone();
+      accumulate_f32_(out, x);
+      const std::vector<float> got = testing::to_floats(out);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i], prior.values[i] + addend[i])
+            << dtype_name(dtype) << " " << memory_format_name(format) << " element " << i;
+      }
+    }
+  }
+  Tensor half_out = zeros(shape, DType::kBF16, device());
+  EXPECT_THROW(accumulate_f32_(half_out, prior.tensor), Error) << "the sum is f32";
 }
 
 COURSE_INSTANTIATE_DEVICE_TESTS(LayoutTest);
