@@ -85,6 +85,16 @@ Tensor relu_forward(const Tensor& x) {
   return y;
 }
 
+Tensor add_relu(const Tensor& a, const Tensor& b) {
+  check_same(a, b, "add_relu");
+  Tensor y = like(a);
+  visit_floating(a.dtype(), "add_relu", [&]<class T>() {
+    for_each_index(a.device(), a.numel(),
+                   ops::AddRelu<T>{a.data_as<T>(), b.data_as<T>(), y.data_as<T>()});
+  });
+  return y;
+}
+
 Tensor relu_backward(const Tensor& dy, const Tensor& x) {
   check_same(dy, x, "relu_backward");
   Tensor dx = like(x);

@@ -14,6 +14,7 @@ using namespace course::ops;
   COURSE_INSTANTIATE_FOR_EACH(Axpy<T>)          \
   COURSE_INSTANTIATE_FOR_EACH(Scale<T>)         \
   COURSE_INSTANTIATE_FOR_EACH(ReluForward<T>)   \
+  COURSE_INSTANTIATE_FOR_EACH(AddRelu<T>)       \
   COURSE_INSTANTIATE_FOR_EACH(ReluBackward<T>)  \
   POINTWISE(T, GeluTanh)                        \
   POINTWISE(T, Silu)                            \

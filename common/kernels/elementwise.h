@@ -20,6 +20,7 @@ void axpy_(float alpha, const Tensor& x, Tensor& y);  // y += alpha * x
 void scale_(Tensor& x, float alpha);                  // x *= alpha
 
 Tensor relu_forward(const Tensor& x);
+Tensor add_relu(const Tensor& a, const Tensor& b);  // relu(a + b) in one pass (a residual's end)
 Tensor relu_backward(const Tensor& dy, const Tensor& x);  // dy masked by x > 0
 Tensor gelu_forward(const Tensor& x);                     // the tanh form, as GPT-2
 Tensor gelu_backward(const Tensor& dy, const Tensor& x);  // dy * gelu'(x)

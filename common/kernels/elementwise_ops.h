@@ -95,6 +95,19 @@ struct ReluForward {
   }
 };
 
+// y = relu(a + b) in one pass, the end of a residual block; the same value, bit for bit, as
+// ReluForward of Add's rounded sum (a positive sum rounds alike once or twice).
+template <class T>
+struct AddRelu {
+  const T* a;
+  const T* b;
+  T* y;
+  COURSE_HD void operator()(int64_t i) const {
+    const float v = static_cast<float>(a[i]) + static_cast<float>(b[i]);
+    y[i] = T(v > 0.0f ? v : 0.0f);
+  }
+};
+
 // dx = dy where the forward input was positive, else 0.
 template <class T>
 struct ReluBackward {

@@ -2,6 +2,7 @@
 #include "common/nn/residual.h"
 
 #include "common/kernels/elementwise.h"
+#include "common/nn/activation.h"
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 
@@ -14,22 +15,25 @@ void conv_bn(Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t s
   if (relu) seq.add(std::make_unique<ReLU>());
 }
 
-// Child contexts of a call: 0 the main path, 1 the shortcut, 2 the final ReLU.
+// Child contexts of a call: 0 the main path, 1 the shortcut. The sum and the ReLU are one pass,
+// whose output (positive exactly where the sum is) masks the gradient.
 Tensor ResidualBlock::run_forward(const Tensor& x, Context& ctx) {
   const Tensor main = main_.forward(x, ctx.child(0));
   const Tensor shortcut = shortcut_.size() > 0 ? shortcut_.forward(x, ctx.child(1)) : x;
-  return relu_.forward(add(main, shortcut), ctx.child(2));
+  Tensor y = add_relu(main, shortcut);
+  ctx.save(y);
+  return y;
 }
 
 Tensor ResidualBlock::run_backward(const Tensor& dy, Context& ctx) {
-  const Tensor g = relu_.backward(dy, ctx.child(2));
+  const Tensor g = relu_backward(dy, ctx.saved<Tensor>("ResidualBlock"));
   const Tensor dx_main = main_.backward(g, ctx.child(0));
   const Tensor dx_shortcut = shortcut_.size() > 0 ? shortcut_.backward(g, ctx.child(1)) : g;
   return add(dx_main, dx_shortcut);
 }
 
 std::vector<Module::Child> ResidualBlock::children() {
-  return {{"", &main_}, {"downsample", &shortcut_}, {"", &relu_}};
+  return {{"", &main_}, {"downsample", &shortcut_}};
 }
 
 void ResidualBlock::add_shortcut(int64_t in_channels, int64_t out_channels, int64_t stride,

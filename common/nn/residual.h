@@ -1,11 +1,11 @@
 // Residual blocks of ResNets: BasicBlock (two 3x3 convolutions, ResNet-18/34) and Bottleneck
 // (1x1, 3x3, 1x1 with 4x expansion, ResNet-50+). The shortcut is the identity, or a strided
-// 1x1 convolution + batch norm when the shape changes; out = relu(main(x) + shortcut(x)).
+// 1x1 convolution + batch norm when the shape changes; out = relu(main(x) + shortcut(x)), the
+// sum and the ReLU in one pass.
 #pragma once
 
 #include <random>
 
-#include "common/nn/activation.h"
 #include "common/nn/sequential.h"
 
 namespace course::nn {
@@ -28,7 +28,6 @@ class ResidualBlock : public Module {
 
   Sequential main_;
   Sequential shortcut_;  // empty: identity
-  ReLU relu_;
 };
 
 class BasicBlock : public ResidualBlock {

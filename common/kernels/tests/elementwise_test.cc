@@ -62,6 +62,23 @@ TEST_P(ElementwiseTest, ReluForwardAndBackward) {
   EXPECT_TRUE(all_close(to_floats(relu_backward(dy.tensor, x.tensor)), dx, dtype()));
 }
 
+// relu(a + b) in one pass equals the two passes bit for bit, with sums of both signs, zeros of
+// both signs, infinities of both signs meeting and NaN among the inputs.
+TEST_P(ElementwiseTest, AddReluIsReluOfTheSumBitForBit) {
+  auto a = random_tensor({n()}, dtype(), device(), 5, -2.0f, 2.0f);
+  std::vector<float> b_values = to_floats(random_tensor({n()}, dtype(), device(), 6).tensor);
+  const std::vector<float> edges = {-0.0f, INFINITY, -INFINITY, NAN, 0.0f, -1e-30f};
+  for (size_t i = 0; i < edges.size() && i < b_values.size(); ++i) b_values[i] = edges[i];
+  const Tensor b = cast(Tensor::from_vector(b_values, {n()}), dtype()).to(device());
+  Tensor a_edges = a.tensor;
+  if (n() > 2) {  // +inf meets -inf: NaN, which ReLU maps to 0
+    std::vector<float> av = to_floats(a.tensor);
+    av[2] = INFINITY;
+    a_edges = cast(Tensor::from_vector(av, {n()}), dtype()).to(device());
+  }
+  EXPECT_EQ(to_floats(add_relu(a_edges, b)), to_floats(relu_forward(add(a_edges, b))));
+}
+
 // GELU's tanh form against its formula in double, over x in [-9, 9) (tanh saturating both
 // ways), and its derivative.
 TEST_P(ElementwiseTest, GeluMatchesTheTanhFormulaAndItsDerivative) {
