@@ -1,9 +1,7 @@
 // cuDNN's flash attention (flash_attention.h): the layout and the refusals, which every build
-// has, and the graphs, which a CUDA build with the cuDNN frontend's headers has. A graph is one
-// scaled-dot-product operation (forward with its statistics, or backward) of one shape, built
-// the cuDNN frontend's way: describe the tensors by dims and strides, validate, lower to the
-// backend's operation graph, ask the heuristics (mode A) for engine configurations, keep those
-// this GPU supports, build their plans; execute then needs only the pointers and a workspace.
+// has, and the graphs, which a CUDA build with the cuDNN frontend's headers has: one
+// scaled-dot-product operation (forward with its statistics, or backward) per shape
+// (cudnn_graph.h builds and runs it).
 #include "common/kernels/flash_attention.h"
 
 #include <atomic>
@@ -12,17 +10,7 @@
 #include "common/core/error.h"
 
 #if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
-#include <cudnn_frontend.h>
-#include <dlfcn.h>
-
-#include <compare>
-#include <memory>
-#include <unordered_map>
-
-#include "common/kernels/library_handle.h"
-#include "common/kernels/library_workspace.h"
-#include "common/kernels/plan_cache.h"
-#include "common/tensor/relaxed_capture.h"
+#include "common/kernels/cudnn_graph.h"
 #endif
 
 namespace course {
@@ -80,22 +68,14 @@ std::string flash_attention_refusal(const Tensor& qkv, int64_t heads, bool has_s
 }
 
 #if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
-}  // namespace course
-
-// The frontend calls cuDNN through the functions it finds by this handle: the process's own
-// symbols, where libcudnn already is (the course links it).
-namespace cudnn_frontend {
-void* cudnn_dlhandle = RTLD_DEFAULT;
-}  // namespace cudnn_frontend
-
-namespace course {
 namespace {
 
 namespace fe = cudnn_frontend;
-using TensorAttributes = std::shared_ptr<fe::graph::Tensor_attributes>;
+using cudnn_graph::as_vector;
+using cudnn_graph::TensorAttributes;
 
 // The graph's tensors by uid, as the variant pack names them.
-enum Uid : int64_t { kQ = 1, kK, kV, kOut, kLse, kDOut, kDQ, kDK, kDV };
+enum AttentionUid : int64_t { kQ = 1, kK, kV, kOut, kLse, kDOut, kDQ, kDK, kDV };
 
 struct AttentionKey {
   int device;
@@ -112,36 +92,19 @@ struct AttentionKey {
   }
 };
 
-struct AttentionPlan {
-  std::shared_ptr<fe::graph::Graph> graph;
-  int64_t workspace_bytes = 0;
-};
-
-void refuse_unless_good(fe::error_t status, const char* step) {
-  if (status.is_bad()) throw PlanRefused(detail::concat(step, ": ", status.get_message()));
-}
-
-std::vector<int64_t> as_vector(const std::array<int64_t, 4>& values) {
-  return {values.begin(), values.end()};
-}
-
-AttentionPlan build_plan(const AttentionKey& key, cudnnHandle_t handle) {
+cudnn_graph::GraphPtr describe_attention(const AttentionKey& key) {
   const PackedAttentionLayout layout =
       packed_attention_layout(key.batch, key.seq, key.heads, key.head_dim);
-  auto graph = std::make_shared<fe::graph::Graph>();
-  graph
-      ->set_io_data_type(key.dtype == DType::kBF16 ? fe::DataType_t::BFLOAT16
-                                                   : fe::DataType_t::HALF)
-      .set_intermediate_data_type(fe::DataType_t::FLOAT)
-      .set_compute_data_type(fe::DataType_t::FLOAT);
-  const auto tensor = [&](const char* name, Uid uid, const std::array<int64_t, 4>& strides) {
+  cudnn_graph::GraphPtr graph = cudnn_graph::new_graph(key.dtype);
+  const auto tensor = [&](const char* name, AttentionUid uid,
+                          const std::array<int64_t, 4>& strides) {
     return graph->tensor(fe::graph::Tensor_attributes()
                              .set_name(name)
                              .set_uid(uid)
                              .set_dim(as_vector(layout.dims))
                              .set_stride(as_vector(strides)));
   };
-  const auto mark_output = [&](const TensorAttributes& t, Uid uid,
+  const auto mark_output = [&](const TensorAttributes& t, AttentionUid uid,
                                const std::array<int64_t, 4>& strides) {
     t->set_output(true).set_uid(uid).set_dim(as_vector(layout.dims)).set_stride(as_vector(strides));
   };
@@ -179,45 +142,11 @@ AttentionPlan build_plan(const AttentionKey& key, cudnnHandle_t handle) {
     mark_output(dk, kDK, layout.qkv_strides);
     mark_output(dv, kDV, layout.qkv_strides);
   }
-  // Building queries the device and may allocate: allowed while a step is captured (its first
-  // replay-to-be builds the plan), not part of the graph.
-  const RelaxedCaptureMode relaxed;
-  refuse_unless_good(graph->validate(), "validating the graph");
-  refuse_unless_good(graph->build_operation_graph(handle), "lowering it");
-  refuse_unless_good(graph->create_execution_plans({fe::HeurMode_t::A}), "the heuristics");
-  refuse_unless_good(graph->check_support(), "no engine supports it");
-  refuse_unless_good(graph->build_plans(), "building its plan");
-  AttentionPlan plan{graph};
-  refuse_unless_good(graph->get_workspace_size(plan.workspace_bytes), "its workspace");
-  return plan;
-}
-
-// This thread's plan of `key` on `device`, or nullptr when cuDNN has none (said once).
-AttentionPlan* plan_of(const AttentionKey& key, Device device, cudnnHandle_t handle) {
-  thread_local PlanCache<AttentionKey, AttentionPlan> plans;
-  return plans.find_or_build(
-      key, [&](const AttentionKey& k) { return build_plan(k, handle); },
-      [&](const std::string& reason) {
-        std::fprintf(stderr,
-                     "note: cuDNN has no flash attention for the %s on %s (%s); the course's "
-                     "attention kernels run it\n",
-                     key.str().c_str(), device.str().c_str(), reason.c_str());
-      });
+  return graph;
 }
 
 bool run_plan(const AttentionKey& key, Device device, std::unordered_map<int64_t, void*> pointers) {
-  cudnnHandle_t handle = cudnn_handle(device);
-  AttentionPlan* plan = plan_of(key, device, handle);
-  if (!plan) return false;
-  LibraryWorkspace workspace(device);
-  if (plan->workspace_bytes > 0 && !workspace.take(static_cast<size_t>(plan->workspace_bytes))) {
-    throw OutOfMemoryError(detail::concat("no memory for cuDNN's flash attention workspace (",
-                                          plan->workspace_bytes, " bytes)"));
-  }
-  fe::error_t status = plan->graph->execute(handle, pointers, workspace.data());
-  COURSE_CHECK(status.is_good(), "cuDNN's flash attention (", key.str(),
-               ") failed: ", status.get_message());
-  return true;
+  return cudnn_graph::run(key, device, "flash attention", describe_attention, std::move(pointers));
 }
 
 AttentionKey key_of(const Tensor& qkv, int64_t heads, bool causal, float scale, bool backward) {

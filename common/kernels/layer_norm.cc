@@ -1,7 +1,10 @@
-// LayerNorm and RMSNorm launches: one path for both, RMSNorm's without the mean and the bias.
+// LayerNorm and RMSNorm launches: one path for both, RMSNorm's without the mean and the bias;
+// LayerNorm on a GPU through cuDNN's graph where it has an engine (cudnn_layer_norm.h).
 #include "common/kernels/layer_norm.h"
 
 #include "common/kernels/column_sums.h"
+#include "common/kernels/cudnn_layer_norm.h"
+#include "common/kernels/elementwise.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/layer_norm_ops.h"
 
@@ -68,12 +71,21 @@ Tensor normalise_backward(const Tensor& dy, const Tensor& x, const Tensor& weigh
 Tensor layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                           LayerNormSaved& saved) {
   check_parameters(x, {&weight, &bias});
+  Tensor y;
+  if (cudnn_layer_norm_forward(x, weight, bias, eps, y, saved.mean, saved.rstd)) return y;
   return normalise_forward<true>(x, weight, bias, eps, saved);
 }
 
 Tensor layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                            const LayerNormSaved& saved, Tensor& weight_grad, Tensor& bias_grad) {
   check_parameters(x, {&weight_grad, &bias_grad});
+  check_same(dy, x, "normalisation backward");
+  Tensor dx, dweight, dbias;
+  if (cudnn_layer_norm_backward(dy, x, weight, saved.mean, saved.rstd, dx, dweight, dbias)) {
+    axpy_(1.0f, dweight, weight_grad);
+    axpy_(1.0f, dbias, bias_grad);
+    return dx;
+  }
   return normalise_backward<true>(dy, x, weight, saved, weight_grad, &bias_grad);
 }
 

@@ -4,6 +4,7 @@
 // thread (a plan is bound to the handle that built it, and handles are per thread).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,5 +48,9 @@ class PlanCache {
  private:
   std::map<Key, std::optional<Plan>> plans_;
 };
+
+// How many cuDNN graphs (flash attention, layer normalisation: cudnn_graph.h) this process has
+// run: the tests' way to see that a fused path ran.
+int64_t cudnn_graph_executions();
 
 }  // namespace course

@@ -2,7 +2,7 @@
 // index arithmetic, softmax by its formula, attention with its full (T, T) score matrix
 // (causal and bidirectional, forward and backward), embedding by table look-up, the class
 // token by index arithmetic. On a GPU in 16 bits, attention with heads of a multiple of 8 values
-// is cuDNN's flash attention, checked against the same reference.
+// is cuDNN's flash attention, and LayerNorm cuDNN's graph, checked against the same references.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,12 +13,15 @@
 
 #include "common/kernels/attention.h"
 #include "common/kernels/class_token.h"
+#include "common/kernels/cudnn_layer_norm.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/embedding.h"
 #include "common/kernels/embedding_ops.h"
 #include "common/kernels/flash_attention.h"
 #include "common/kernels/launch.h"
+#include "common/kernels/layer_norm.h"
 #include "common/kernels/permute.h"
+#include "common/kernels/plan_cache.h"
 #include "common/kernels/softmax.h"
 #include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
@@ -176,6 +179,86 @@ TEST_P(TransformerKernelTest, AttentionMatchesTheFullScoreMatrixForwardAndBackwa
     const Tensor dqkv = attention_backward(dout.tensor, H, causal, saved);
     ASSERT_EQ(dqkv.shape(), qkv.tensor.shape());
     EXPECT_TRUE(all_close(to_floats(dqkv), rounded(ref.dqkv, dtype()), accumulated(dtype())));
+  }
+}
+
+// One row of LayerNorm in double: (x - mean) / sqrt(var + eps) w + b.
+std::vector<double> layer_norm_row(const std::vector<double>& x, const std::vector<float>& w,
+                                   const std::vector<float>& b, float eps) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v / static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean) / static_cast<double>(x.size());
+  std::vector<double> y;
+  for (size_t j = 0; j < x.size(); ++j)
+    y.push_back((x[j] - mean) / std::sqrt(var + eps) * w[j] + b[j]);
+  return y;
+}
+
+// Rows of 37 values (not a multiple of the 32 lanes), of 3 (fewer) and of 768 (GPT-2's), signed
+// values and a shift: the output by its formula, the input gradient against central differences
+// of sum(dy . y), the parameters' gradients (added to what they held) against their sums over the
+// rows. On a GPU, cuDNN's graph runs it (the fused path counted), and the course's kernels then
+// run the same forward and backward to the same values.
+TEST_P(TransformerKernelTest, LayerNormMatchesItsFormulaAndItsDerivative) {
+  const float eps = 1e-5f;
+  for (const int64_t cols : {37, 3, 768}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = 6;
+    const auto x = random_tensor({2, rows / 2, cols}, dtype(), device(), 31, -2.0f, 4.0f);
+    const auto w = random_tensor({cols}, DType::kF32, device(), 32, 0.5f, 1.5f);
+    const auto b = random_tensor({cols}, DType::kF32, device(), 33, -1.0f, 1.0f);
+    const auto dy = random_tensor({2, rows / 2, cols}, dtype(), device(), 34);
+    std::vector<double> expected, dx_expected, dw_expected(cols, 1.0), db_expected(cols, 1.0);
+    for (int64_t i = 0; i < rows; ++i) {
+      std::vector<double> row(x.values.begin() + i * cols, x.values.begin() + (i + 1) * cols);
+      const std::vector<double> out = layer_norm_row(row, w.values, b.values, eps);
+      expected.insert(expected.end(), out.begin(), out.end());
+      const auto loss = [&](const std::vector<double>& v) {
+        const std::vector<double> o = layer_norm_row(v, w.values, b.values, eps);
+        double l = 0;
+        for (int64_t j = 0; j < cols; ++j) l += dy.values[i * cols + j] * o[j];
+        return l;
+      };
+      for (int64_t j = 0; j < cols; ++j) {
+        std::vector<double> up = row, down = row;
+        up[j] += 1e-5;
+        down[j] -= 1e-5;
+        dx_expected.push_back((loss(up) - loss(down)) / 2e-5);
+        dw_expected[j] += dy.values[i * cols + j] * (out[j] - b.values[j]) / w.values[j];
+        db_expected[j] += dy.values[i * cols + j];
+      }
+    }
+    const auto run = [&] {
+      LayerNormSaved saved;
+      const Tensor y = layer_norm_forward(x.tensor, w.tensor, b.tensor, eps, saved);
+      Tensor dw = Tensor::from_vector(std::vector<float>(cols, 1.0f), {cols}).to(device());
+      Tensor db = Tensor::from_vector(std::vector<float>(cols, 1.0f), {cols}).to(device());
+      const Tensor dx = layer_norm_backward(dy.tensor, x.tensor, w.tensor, saved, dw, db);
+      return std::vector<std::vector<float>>{to_floats(y), to_floats(dx), to_floats(dw),
+                                             to_floats(db)};
+    };
+    const int64_t fused_before = cudnn_graph_executions();
+    const std::vector<std::vector<float>> got = run();
+    if (flash_attention_compiled() && device().is_cuda()) {
+      EXPECT_EQ(cudnn_graph_executions() - fused_before, 2) << "cuDNN's forward and backward";
+    }
+    const testing::Tolerance tolerance = accumulated(dtype());
+    EXPECT_TRUE(all_close(got[0], rounded(expected, dtype()), tolerance)) << "y";
+    EXPECT_TRUE(all_close(got[1], rounded(dx_expected, dtype()), tolerance)) << "dx";
+    EXPECT_TRUE(
+        all_close(got[2], std::vector<float>(dw_expected.begin(), dw_expected.end()), tolerance))
+        << "dweight";
+    EXPECT_TRUE(
+        all_close(got[3], std::vector<float>(db_expected.begin(), db_expected.end()), tolerance))
+        << "dbias";
+    if (device().is_cuda()) {
+      set_cudnn_layer_norm(false);
+      const std::vector<std::vector<float>> kernels = run();
+      set_cudnn_layer_norm(true);
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_TRUE(all_close(got[k], kernels[k], tolerance)) << "output " << k;
+      }
+    }
   }
 }
 
