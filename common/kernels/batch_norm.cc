@@ -1,4 +1,6 @@
-// Dispatch of batch normalisation to its single-source kernels (see batch_norm_ops.h).
+// Dispatch of batch normalisation to its single-source kernels (see batch_norm_ops.h), or on a
+// GPU to cuDNN's graph where it has an engine (cudnn_norms.h; not for synchronised batch norm,
+// whose sums cross the ranks between the passes).
 #include "common/kernels/batch_norm.h"
 
 #include <array>
@@ -7,6 +9,7 @@
 #include "common/kernels/batch_norm_ops.h"
 #include "common/kernels/channel_map_ops.h"
 #include "common/kernels/column_sums.h"
+#include "common/kernels/cudnn_norms.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/index4.h"
 #include "common/kernels/launch.h"
@@ -96,6 +99,12 @@ Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta
   check_same(gamma, beta, "batch norm parameters");
   check_same(gamma, running_mean, "batch norm running mean");
   check_same(gamma, running_var, "batch norm running variance");
+  Tensor y;
+  if (!reduce && cudnn_batch_norm_forward(x, gamma, beta, running_mean, running_var, momentum, eps,
+                                          y, saved.mean, saved.invstd)) {
+    saved.count = loop.count();
+    return y;
+  }
   saved = {Tensor(), channel_vector(x), loop.count()};
   Tensor squares;
   const Device device = x.device();
@@ -135,6 +144,13 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
   check_same(dy, x, "batch norm backward");
   check_same(gamma, dgamma, "batch norm gamma gradient");
   check_same(gamma, dbeta, "batch norm beta gradient");
+  Tensor cudnn_dx, cudnn_dgamma, cudnn_dbeta;
+  if (!reduce && cudnn_batch_norm_backward(dy, x, gamma, saved.mean, saved.invstd, cudnn_dx,
+                                           cudnn_dgamma, cudnn_dbeta)) {
+    axpy_(1.0f, cudnn_dgamma, dgamma);
+    axpy_(1.0f, cudnn_dbeta, dbeta);
+    return cudnn_dx;
+  }
   Tensor sum_dy, sum_dy_xhat;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "batch norm backward", [&]<class T>() {

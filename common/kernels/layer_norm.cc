@@ -1,9 +1,9 @@
 // LayerNorm and RMSNorm launches: one path for both, RMSNorm's without the mean and the bias;
-// LayerNorm on a GPU through cuDNN's graph where it has an engine (cudnn_layer_norm.h).
+// LayerNorm on a GPU through cuDNN's graph where it has an engine (cudnn_norms.h).
 #include "common/kernels/layer_norm.h"
 
 #include "common/kernels/column_sums.h"
-#include "common/kernels/cudnn_layer_norm.h"
+#include "common/kernels/cudnn_norms.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/layer_norm_ops.h"

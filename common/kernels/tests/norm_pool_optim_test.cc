@@ -1,4 +1,5 @@
-// Batch norm, pooling, the fused optimizer and the multi-tensor sums of squares on every device.
+// Batch norm, pooling, the fused optimizer and the multi-tensor sums of squares on every device
+// (batch norm on a GPU through cuDNN's graph, counted).
 // Batch norm against a double reference, in both layouts, with channels and planes of more than a
 // warp's 32 lanes and not a multiple of it; pooling and the AdamW update on a GPU against the same
 // call on the CPU (those cases skip without a GPU, with the reason).
@@ -10,8 +11,10 @@
 
 #include "common/kernels/batch_norm.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/flash_attention.h"
 #include "common/kernels/layout.h"
 #include "common/kernels/optimizer_kernels.h"
+#include "common/kernels/plan_cache.h"
 #include "common/kernels/pooling.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
@@ -40,6 +43,7 @@ class NormPoolOptim : public testing::DeviceCaseTest<MemoryFormat> {
 // y, dx, dgamma and dbeta of training-mode batch norm, in double, NCHW order.
 struct BatchNormReference {
   std::vector<double> y, dx, dgamma, dbeta;
+  std::vector<double> running_mean, running_var;  // from zeros, momentum 0.1 (unbiased variance)
 };
 
 BatchNormReference batch_norm_reference(const std::vector<float>& x, const std::vector<float>& dy,
@@ -57,6 +61,8 @@ BatchNormReference batch_norm_reference(const std::vector<float>& x, const std::
     for (int64_t s = 0; s < n; ++s)
       for (int64_t k = 0; k < hw; ++k) var += (x[at(s, k)] - mean) * (x[at(s, k)] - mean) / m;
     const double invstd = 1.0 / std::sqrt(var + eps);
+    r.running_mean.push_back(0.1 * mean);
+    r.running_var.push_back(0.1 * var * m / (m - 1));
     double sum_dy = 0, sum_dy_xhat = 0;
     for (int64_t s = 0; s < n; ++s)
       for (int64_t k = 0; k < hw; ++k) {
@@ -93,15 +99,21 @@ TEST_P(NormPoolOptim, BatchNormMatchesTheDoubleReference) {
     Tensor running_var = zeros({c}, DType::kF32, device());
     Tensor dgamma = zeros({c}, DType::kF32, device()), dbeta = zeros({c}, DType::kF32, device());
     BatchNormSaved saved;
+    const int64_t fused_before = cudnn_graph_executions();
     const Tensor y = batch_norm_train(x, gamma.tensor, beta.tensor, running_mean, running_var, 0.1f,
                                       1e-5f, saved);
     const Tensor dx = batch_norm_backward(dy, x, gamma.tensor, saved, dgamma, dbeta);
+    if (flash_attention_compiled() && device().is_cuda()) {
+      EXPECT_EQ(cudnn_graph_executions() - fused_before, 2) << "cuDNN's forward and backward";
+    }
     const BatchNormReference ref =
         batch_norm_reference(x_values, dy_values, gamma.values, beta.values, n, c, hw, 1e-5);
     EXPECT_TRUE(close_to(nchw_values(y), ref.y, 1e-4));
     EXPECT_TRUE(close_to(nchw_values(dx), ref.dx, 1e-4));
     EXPECT_TRUE(close_to(to_floats(dgamma), ref.dgamma, 1e-3));
     EXPECT_TRUE(close_to(to_floats(dbeta), ref.dbeta, 1e-3));
+    EXPECT_TRUE(close_to(to_floats(running_mean), ref.running_mean, 1e-5));
+    EXPECT_TRUE(close_to(to_floats(running_var), ref.running_var, 1e-4));
   }
 }
 

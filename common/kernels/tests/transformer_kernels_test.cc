@@ -13,7 +13,7 @@
 
 #include "common/kernels/attention.h"
 #include "common/kernels/class_token.h"
-#include "common/kernels/cudnn_layer_norm.h"
+#include "common/kernels/cudnn_norms.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/embedding.h"
 #include "common/kernels/embedding_ops.h"
@@ -252,9 +252,9 @@ TEST_P(TransformerKernelTest, LayerNormMatchesItsFormulaAndItsDerivative) {
         all_close(got[3], std::vector<float>(db_expected.begin(), db_expected.end()), tolerance))
         << "dbias";
     if (device().is_cuda()) {
-      set_cudnn_layer_norm(false);
+      set_cudnn_norms(false);
       const std::vector<std::vector<float>> kernels = run();
-      set_cudnn_layer_norm(true);
+      set_cudnn_norms(true);
       for (size_t k = 0; k < got.size(); ++k) {
         EXPECT_TRUE(all_close(got[k], kernels[k], tolerance)) << "output " << k;
       }

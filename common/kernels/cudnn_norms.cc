@@ -1,0 +1,299 @@
+// Normalisations through cuDNN's graph API (cudnn_norms.h). LayerNorm: a (rows, C, 1, 1) input
+// with (1, C, 1, 1) f32 weight and bias and (rows, 1, 1, 1) f32 statistics. Batch norm: the
+// (N, C, H, W) input by its own strides (either memory format), (1, C, 1, 1) f32 parameters and
+// statistics; the running statistics come out as new tensors, copied back onto the module's (a
+// captured step replays onto fixed addresses). In a build without CUDA or the frontend's headers
+// neither runs.
+#include "common/kernels/cudnn_norms.h"
+
+#include <atomic>
+
+#if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
+#include "common/kernels/cudnn_graph.h"
+#endif
+
+namespace course {
+
+namespace {
+
+std::atomic<bool> cudnn_norms_on{true};
+}  // namespace
+
+void set_cudnn_norms(bool enabled) { cudnn_norms_on = enabled; }
+bool cudnn_norms_enabled() { return cudnn_norms_on; }
+
+#if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
+namespace {
+
+namespace fe = cudnn_frontend;
+using cudnn_graph::TensorAttributes;
+
+bool takes(const Tensor& x) {
+  return cudnn_norms_on && x.device().is_cuda() && x.dim() >= 1 && x.numel() > 0;
+}
+
+enum NormUid : int64_t {
+  kX = 1,
+  kScale,
+  kBias,
+  kY,
+  kMean,
+  kRstd,
+  kDy,
+  kDx,
+  kDScale,
+  kDBias,
+  kRunningMean,
+  kRunningVar,
+  kNextRunningMean,
+  kNextRunningVar
+};
+
+struct NormKey {
+  int device;
+  std::array<int64_t, 4> dims, strides;  // LayerNorm: (rows, C, 1, 1); batch norm: x's
+  DType dtype;
+  float eps, momentum;  // the forward's (batch norm's momentum)
+  bool batch, backward;
+  auto operator<=>(const NormKey&) const = default;
+
+  std::string str() const {
+    return detail::concat(batch ? "batch norm " : "layer norm ", backward ? "backward" : "forward",
+                          " of ", dims[0], " x ", dims[1], " x ", dims[2], " x ", dims[3], ", ",
+                          dtype_name(dtype));
+  }
+};
+
+cudnn_graph::GraphPtr describe_norm(const NormKey& key) {
+  cudnn_graph::GraphPtr graph = cudnn_graph::new_graph(key.dtype);
+  const fe::DataType_t io = cudnn_graph::data_type(key.dtype), f32 = fe::DataType_t::FLOAT;
+  const int64_t c = key.dims[1];
+  const std::vector<int64_t> channel_dims{1, c, 1, 1}, channel_strides{c, 1, c, c};
+  // LayerNorm's statistics are per row, batch norm's per channel.
+  const std::vector<int64_t> row_dims{key.dims[0], 1, 1, 1}, row_strides{1, 1, 1, 1};
+  const auto tensor = [&](const char* name, NormUid uid) {
+    fe::graph::Tensor_attributes t;
+    t.set_name(name).set_uid(uid).set_data_type(f32);
+    if (uid == kX || uid == kDy) {
+      t.set_dim(cudnn_graph::as_vector(key.dims))
+          .set_stride(cudnn_graph::as_vector(key.strides))
+          .set_data_type(io);
+    } else if (key.batch || uid == kScale || uid == kBias) {
+      t.set_dim(channel_dims).set_stride(channel_strides);
+    } else {
+      t.set_dim(row_dims).set_stride(row_strides);
+    }
+    return graph->tensor(t);
+  };
+  const auto output = [](const TensorAttributes& t, NormUid uid, fe::DataType_t type) {
+    t->set_output(true).set_uid(uid).set_data_type(type);
+  };
+  const TensorAttributes x = tensor("x", kX);
+  const TensorAttributes scale = tensor("scale", kScale);
+  if (!key.backward) {
+    const TensorAttributes bias = tensor("bias", kBias);
+    if (key.batch) {
+      TensorAttributes running_mean = tensor("running_mean", kRunningMean);
+      TensorAttributes running_var = tensor("running_var", kRunningVar);
+      TensorAttributes momentum = std::make_shared<fe::graph::Tensor_attributes>(key.momentum);
+      TensorAttributes epsilon = std::make_shared<fe::graph::Tensor_attributes>(key.eps);
+      const auto [y, mean, invstd, next_mean, next_var] =
+          graph->batchnorm(x, scale, bias,
+                           fe::graph::Batchnorm_attributes()
+                               .set_name("batch_norm")
+                               .set_epsilon(epsilon)
+                               .set_previous_running_stats(running_mean, running_var, momentum));
+      output(y, kY, io);
+      output(mean, kMean, f32);
+      output(invstd, kRstd, f32);
+      output(next_mean, kNextRunningMean, f32);
+      output(next_var, kNextRunningVar, f32);
+    } else {
+      const auto [y, mean, rstd] =
+          graph->layernorm(x, scale, bias,
+                           fe::graph::Layernorm_attributes()
+                               .set_name("layer_norm")
+                               .set_forward_phase(fe::NormFwdPhase_t::TRAINING)
+                               .set_epsilon(key.eps));
+      output(y, kY, io);
+      output(mean, kMean, f32);
+      output(rstd, kRstd, f32);
+    }
+    return graph;
+  }
+  const TensorAttributes dy = tensor("dy", kDy);
+  const TensorAttributes mean = tensor("mean", kMean);
+  const TensorAttributes rstd = tensor("rstd", kRstd);
+  std::array<TensorAttributes, 3> grads;
+  if (key.batch) {
+    grads = graph->batchnorm_backward(dy, x, scale,
+                                      fe::graph::Batchnorm_backward_attributes()
+                                          .set_name("batch_norm_backward")
+                                          .set_saved_mean_and_inv_variance(mean, rstd));
+  } else {
+    grads = graph->layernorm_backward(dy, x, scale,
+                                      fe::graph::Layernorm_backward_attributes()
+                                          .set_name("layer_norm_backward")
+                                          .set_saved_mean_and_inv_variance(mean, rstd));
+  }
+  output(grads[0], kDx, io);
+  output(grads[1], kDScale, f32);
+  output(grads[2], kDBias, f32);
+  return graph;
+}
+
+// LayerNorm's key: the rows of x (contiguous) as (rows, C, 1, 1).
+NormKey layer_norm_key(const Tensor& x, float eps, bool backward) {
+  const int64_t c = x.size(-1);
+  return {x.device().index, {x.numel() / c, c, 1, 1}, {c, 1, c, c}, x.dtype(), eps, 0.0f, false,
+          backward};
+}
+
+NormKey batch_norm_key(const Tensor& x, float eps, float momentum, bool backward) {
+  const auto& s = x.strides();
+  return {x.device().index,
+          {x.size(0), x.size(1), x.size(2), x.size(3)},
+          {s[0], s[1], s[2], s[3]},
+          x.dtype(),
+          eps,
+          momentum,
+          true,
+          backward};
+}
+
+// The forward or backward of `key` on the pointers (its outputs made by the caller).
+bool run_norm(const NormKey& key, Device device, std::unordered_map<int64_t, void*> pointers) {
+  return cudnn_graph::run(key, device, key.batch ? "batch normalisation" : "layer normalisation",
+                          describe_norm, std::move(pointers));
+}
+
+// A backward's outputs: dx like x, and the two (C,) f32 parameter gradients.
+struct NormGrads {
+  Tensor dx, dscale, dshift;
+  NormGrads(const Tensor& x, int64_t channels)
+      : dx(Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format())),
+        dscale(Tensor::empty({channels}, DType::kF32, x.device())),
+        dshift(Tensor::empty({channels}, DType::kF32, x.device())) {}
+
+  bool run(const NormKey& key, const Tensor& dy, const Tensor& x, const Tensor& scale,
+           const Tensor& mean, const Tensor& rstd) {
+    return run_norm(key, x.device(),
+                    {{kX, x.data()},
+                     {kScale, scale.data()},
+                     {kDy, dy.data()},
+                     {kMean, mean.data()},
+                     {kRstd, rstd.data()},
+                     {kDx, dx.data()},
+                     {kDScale, dscale.data()},
+                     {kDBias, dshift.data()}});
+  }
+};
+
+}  // namespace
+
+bool cudnn_layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                              Tensor& y, Tensor& mean, Tensor& rstd) {
+  if (!takes(x) || x.memory_format() != MemoryFormat::kContiguous) return false;
+  const NormKey key = layer_norm_key(x, eps, false);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor means = Tensor::empty({key.dims[0]}, DType::kF32, x.device());
+  Tensor rstds = Tensor::empty({key.dims[0]}, DType::kF32, x.device());
+  if (!run_norm(key, x.device(),
+                {{kX, x.data()},
+                 {kScale, weight.data()},
+                 {kBias, bias.data()},
+                 {kY, out.data()},
+                 {kMean, means.data()},
+                 {kRstd, rstds.data()}})) {
+    return false;
+  }
+  y = out;
+  mean = means;
+  rstd = rstds;
+  return true;
+}
+
+bool cudnn_layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                               const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dweight,
+                               Tensor& dbias) {
+  if (!takes(x) || x.memory_format() != MemoryFormat::kContiguous) return false;
+  // The backward's graph does not depend on eps: the statistics already hold it.
+  const NormKey key = layer_norm_key(x, 0.0f, true);
+  NormGrads grads(x, key.dims[1]);
+  if (!grads.run(key, dy, x, weight, mean, rstd)) return false;
+  dx = grads.dx;
+  dweight = grads.dscale;
+  dbias = grads.dshift;
+  return true;
+}
+
+bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                              Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                              Tensor& y, Tensor& mean, Tensor& invstd) {
+  if (!takes(x) || x.dim() != 4) return false;
+  const NormKey key = batch_norm_key(x, eps, momentum, false);
+  const int64_t c = key.dims[1];
+  const auto channel_vector = [&] { return Tensor::empty({c}, DType::kF32, x.device()); };
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
+  Tensor means = channel_vector(), invstds = channel_vector();
+  Tensor next_mean = channel_vector(), next_var = channel_vector();
+  if (!run_norm(key, x.device(),
+                {{kX, x.data()},
+                 {kScale, gamma.data()},
+                 {kBias, beta.data()},
+                 {kRunningMean, running_mean.data()},
+                 {kRunningVar, running_var.data()},
+                 {kY, out.data()},
+                 {kMean, means.data()},
+                 {kRstd, invstds.data()},
+                 {kNextRunningMean, next_mean.data()},
+                 {kNextRunningVar, next_var.data()}})) {
+    return false;
+  }
+  const size_t bytes = static_cast<size_t>(c) * sizeof(float);
+  copy_bytes(running_mean.data(), x.device(), next_mean.data(), x.device(), bytes);
+  copy_bytes(running_var.data(), x.device(), next_var.data(), x.device(), bytes);
+  y = out;
+  mean = means;
+  invstd = invstds;
+  return true;
+}
+
+bool cudnn_batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                               const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma,
+                               Tensor& dbeta) {
+  if (!takes(x) || x.dim() != 4 || dy.strides() != x.strides()) return false;
+  const NormKey key = batch_norm_key(x, 0.0f, 0.0f, true);
+  NormGrads grads(x, key.dims[1]);
+  if (!grads.run(key, dy, x, gamma, mean, invstd)) return false;
+  dx = grads.dx;
+  dgamma = grads.dscale;
+  dbeta = grads.dshift;
+  return true;
+}
+
+#else
+
+bool cudnn_layer_norm_forward(const Tensor&, const Tensor&, const Tensor&, float, Tensor&, Tensor&,
+                              Tensor&) {
+  return false;
+}
+
+bool cudnn_layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                               const Tensor&, Tensor&, Tensor&, Tensor&) {
+  return false;
+}
+
+bool cudnn_batch_norm_forward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&, float,
+                              float, Tensor&, Tensor&, Tensor&) {
+  return false;
+}
+
+bool cudnn_batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                               const Tensor&, Tensor&, Tensor&, Tensor&) {
+  return false;
+}
+
+#endif
+
+}  // namespace course
