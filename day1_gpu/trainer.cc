@@ -16,6 +16,7 @@
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
+#include "common/train/model_flops.h"
 #include "common/train/step_graph.h"
 #include "common/train/training_loop.h"
 #include "day1_gpu/exercises.h"
@@ -195,6 +196,8 @@ LabResult run_lab(const LabOptions& o) {
                             .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
                             .steps_per_epoch = steps_per_epoch,
                             .global_batch = step_batch,
+                            .flops_per_unit = train::training_flops(train::classifier_multiply_adds(
+                                *model, data.train->channels(), o, device)),
                             .identity = {{"model", o.model}},
                             .clipping = &lab_step.clipping()},
                            hooks);

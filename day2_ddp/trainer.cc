@@ -20,6 +20,7 @@
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
+#include "common/train/model_flops.h"
 #include "common/train/periodic_metrics.h"
 #include "common/train/training_loop.h"
 #include "day2_ddp/exercises.h"
@@ -207,6 +208,8 @@ LabResult run_lab(const LabOptions& o) {
                             .lr_at = learning_rate(o, steps_per_epoch, global_batch),
                             .steps_per_epoch = steps_per_epoch,
                             .global_batch = global_batch,
+                            .flops_per_unit = train::training_flops(train::classifier_multiply_adds(
+                                *model, data.train->channels(), o, device)),
                             .identity = {{"model", o.model}, {"global_batch", global_batch}},
                             .comm = comm.get(),
                             .clipping = &clipping},

@@ -31,6 +31,7 @@
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
+#include "common/train/model_flops.h"
 #include "common/train/training_loop.h"
 #include "day3_data/exercises.h"
 
@@ -282,6 +283,8 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
            run_hooks.lr_at ? run_hooks.lr_at : [&](int64_t step) { return schedule->lr_at(step); },
        .steps_per_epoch = steps_per_epoch,
        .global_batch = step_batch * ranks,
+       .flops_per_unit = train::training_flops(
+           train::classifier_multiply_adds(*model, data.train->channels(), o, device)),
        .identity = {{"model", o.model}},
        .comm = comm.get(),
        .recipe = "- optimizer: " + o.optimizer + ", " + describe_schedule(o, run_hooks) + "\n- " +

@@ -7,6 +7,7 @@
 #include "common/kernels/attention_heads.h"
 #include "common/kernels/attention_heads_cpu.h"
 #include "common/kernels/flash_attention.h"
+#include "common/kernels/multiply_adds.h"
 #include "common/kernels/permute.h"
 
 namespace course {
@@ -46,6 +47,8 @@ void check_score_bias_shape(const Tensor& bias, const Dims& n, const char* what)
 Tensor attention_forward(const Tensor& qkv, int64_t heads, bool causal, AttentionSaved& saved,
                          const Tensor* score_bias) {
   const Dims n = dims_of(qkv, heads);
+  // Q K^T and P V over every (query, key) pair, as llm.c and Megatron count them (causal or not).
+  MultiplyAddCount::add(2.0 * n.batch * n.heads * n.seq * n.seq * n.head_dim);
   saved.score_bias = score_bias ? *score_bias : Tensor();
   if (score_bias) check_score_bias_shape(*score_bias, n, "the attention's score bias");
   Tensor flash_out;

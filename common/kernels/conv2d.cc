@@ -4,6 +4,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
+#include "common/kernels/multiply_adds.h"
 
 namespace course {
 
@@ -52,6 +53,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, Conv2dShape conv) {
   check_operands(x, w);
   Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), w.shape(), conv), x.dtype(), x.device(),
                            x.memory_format());
+  MultiplyAddCount::add(static_cast<double>(y.numel()) * w.size(1) * w.size(2) * w.size(3));
   if (x.device().is_cuda()) {
     detail::cudnn_conv2d_forward(x, w, y, conv);
   } else {

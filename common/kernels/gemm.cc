@@ -14,6 +14,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch_plan.h"
 #include "common/kernels/math_mode.h"
+#include "common/kernels/multiply_adds.h"
 #include "common/tensor/capture.h"
 
 #if COURSE_WITH_CUDA
@@ -174,6 +175,8 @@ void run_gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
           float alpha, float beta) {
   run_gemm(a, transpose_a, b, transpose_b, c, alpha, beta, 2);
+  // (M, N) outputs of K products each; attention's batched products count as attention.
+  MultiplyAddCount::add(static_cast<double>(c.numel()) * a.size(transpose_a ? 0 : 1));
 }
 
 void gemm_batched(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,

@@ -3,6 +3,7 @@
 
 #include "common/kernels/device_factor.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/multiply_adds.h"
 #include "common/kernels/soft_cross_entropy.h"
 #include "common/nn/autocast.h"
 #include "common/nn/models.h"
@@ -17,6 +18,20 @@ std::unique_ptr<nn::Module> make_classifier(const TrainingFlags& f, const Datase
                          .seed = f.seed,
                          .image_size = f.image_size},
                         device);
+}
+
+double classifier_multiply_adds(nn::Module& model, int64_t channels, const TrainingFlags& f,
+                                Device device) {
+  const Tensor image = zeros({1, channels, f.image_size, f.image_size}, DType::kF32, device);
+  const bool training = model.training();
+  model.set_training(false);  // no batch statistics, no dropout: the model's state unchanged
+  MultiplyAddCount count;
+  {
+    nn::Autocast autocast(f.amp_dtype, f.amp);
+    model.forward(image);
+  }
+  model.set_training(training);
+  return count.total();
 }
 
 ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,

@@ -19,6 +19,12 @@ namespace course::train {
 std::unique_ptr<nn::Module> make_classifier(const TrainingFlags& flags, const Dataset& data,
                                             Device device);
 
+// The multiply-adds of one sample's forward through `model`, counted by running it once in
+// evaluation mode on a zero image of `channels` x --image-size^2 under the lab's autocast
+// (common/kernels/multiply_adds.h): what MFU's training FLOPs are 6 times (model_flops.h).
+double classifier_multiply_adds(nn::Module& model, int64_t channels, const TrainingFlags& flags,
+                                Device device);
+
 struct ClassifierForward {
   Tensor logits;            // (B, classes)
   CrossEntropyOutput loss;  // the batch's mean loss, on the device

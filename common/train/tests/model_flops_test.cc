@@ -1,12 +1,22 @@
 // MFU's parts: the peak by the GPU's name (variants before the default of the same GPU, none
-// for an unknown GPU or the CPU), the summary line's arithmetic, and GPT-2's training FLOPs per
-// token against llm.c's formula written out by hand (6 N + 12 L C T, N the matrices' weights).
+// for an unknown GPU or the CPU), the summary line's arithmetic, GPT-2's training FLOPs per
+// token against llm.c's formula written out by hand (6 N + 12 L C T, N the matrices' weights),
+// and the image models' multiply-adds as counted by running them (by hand, and ResNet-50's
+// published figure).
 #include "common/train/model_flops.h"
 
 #include <gtest/gtest.h>
 
+#include "common/core/error.h"
+#include "common/kernels/attention.h"
+#include "common/kernels/conv2d.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/gemm.h"
+#include "common/kernels/multiply_adds.h"
 #include "common/nn/gpt_config.h"
+#include "common/nn/models.h"
 #include "common/parallel/workload.h"
+#include "common/train/classifier_step.h"
 
 namespace course::train {
 namespace {
@@ -55,6 +65,42 @@ TEST(ModelFlops, Gpt2PerTokenIsLlmCsFormula) {
   const double by_hand = 6 * matrices + 12 * L * C * T;
   const double per_token = training_flops(parallel::gpt_workload(gpt2).multiply_adds) / T;
   EXPECT_NEAR(per_token / by_hand, 1.0, 1e-9) << per_token << " against " << by_hand;
+}
+
+// The counter's own arithmetic, by hand: a 3 -> 4 channel 3 x 3 convolution over 8 x 8 (2
+// images), a (7, 5) x (5, 3) product, attention of 2 x 5 tokens in 3 heads of 4; nothing is
+// counted outside a count, and two counts cannot nest.
+TEST(MultiplyAddCount, ConvolutionProductAndAttentionAddTheirs) {
+  const Tensor x = zeros({2, 3, 8, 8}), w = zeros({4, 3, 3, 3});
+  const Tensor a = zeros({7, 5}), b = zeros({5, 3});
+  const Tensor qkv = zeros({2, 5, 3 * 3 * 4});
+  conv2d_forward(x, w, {.stride = 1, .padding = 1});  // not counting
+  MultiplyAddCount count;
+  EXPECT_THROW(MultiplyAddCount nested, Error);
+  conv2d_forward(x, w, {.stride = 1, .padding = 1});
+  EXPECT_EQ(count.total(), 2.0 * 4 * 8 * 8 * 3 * 9);
+  matmul(a, b);
+  EXPECT_EQ(count.total(), 2.0 * 4 * 8 * 8 * 3 * 9 + 7 * 3 * 5);
+  AttentionSaved saved;
+  attention_forward(qkv, 3, true, saved);
+  EXPECT_EQ(count.total(), 2.0 * 4 * 8 * 8 * 3 * 9 + 7 * 3 * 5 + 2.0 * 2 * 3 * 5 * 5 * 4);
+}
+
+// ResNet-50 at 224 px: 4.09 G multiply-adds per image, the figure torchvision publishes for it
+// ("GFLOPS 4.09", convolutions and the classifier); the model is left in training mode with its
+// running statistics as they were.
+TEST(MultiplyAddCount, ResNet50At224IsItsPublishedFigure) {
+  const auto model =
+      nn::make_model({.name = "resnet50", .in_channels = 3, .num_classes = 1000, .image_size = 224},
+                     Device::cpu());
+  TrainingFlags flags;
+  flags.image_size = 224;
+  const std::vector<float> running_mean_before =
+      model->state().buffers.front().second->to_vector<float>();
+  const double macs = classifier_multiply_adds(*model, 3, flags, Device::cpu());
+  EXPECT_NEAR(macs / 1e9, 4.09, 0.01);
+  EXPECT_TRUE(model->training());
+  EXPECT_EQ(model->state().buffers.front().second->to_vector<float>(), running_mean_before);
 }
 
 }  // namespace
