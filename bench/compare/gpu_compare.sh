@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Day 1's training step on one GPU, the lab's against PyTorch's, side by side in one run with
 # ratios: ResNet-50 on 224x224 single-channel images at batch 128 in f32 (TF32 convolutions on
-# both sides, their default), under bf16 autocast, and bf16 + channels-last; then the small
-# network at batch 512, where kernel launches dominate, eager on both sides and as the lab's
-# CUDA graph. Images/s exclude the first step and loading on both sides; PyTorch reuses one
-# random batch, the lab draws --synthetic images through its loader.
+# both sides, their default), under bf16 autocast, and bf16 + channels-last; ViT-B/16 at batch
+# 64 under bf16 autocast (PyTorch's attention through scaled_dot_product_attention, the lab's
+# through cuDNN's flash attention); then the small network at batch 512 and at batch 32, where
+# kernel launches dominate, eager on both sides and as the lab's CUDA graph. Images/s exclude
+# the first step and loading on both sides; PyTorch reuses one random batch, the lab draws
+# --synthetic images through its loader.
 #   bench/compare/gpu_compare.sh [--lab BINARY] [--python PYTHON] [--steps N]
 #     --lab     the day-1 lab (default: bazel-bin/solutions/day1_gpu/lab, made by
 #               `bazel build //solutions/day1_gpu:lab`; a bundle's
@@ -61,5 +63,8 @@ measure() {
 measure resnet50 128 224 f32 nchw eager
 measure resnet50 128 224 bf16 nchw eager
 measure resnet50 128 224 bf16 channels-last eager
+measure vit-b16 64 224 bf16 nchw eager
 measure smallnet 512 28 f32 nchw eager
 measure smallnet 512 28 f32 nchw graph
+measure smallnet 32 28 f32 nchw eager
+measure smallnet 32 28 f32 nchw graph

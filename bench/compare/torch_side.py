@@ -51,6 +51,10 @@ def model(name, channels, classes=10):
         return nn.Sequential(*stage(channels, 32), nn.MaxPool2d(2, 2), *stage(32, 64),
                              nn.MaxPool2d(2, 2), *stage(64, 128), nn.AdaptiveAvgPool2d(1),
                              nn.Flatten(), nn.Linear(128, classes))
+    if name == "vit-b16":  # torchvision's ViT-B/16 (its attention through SDPA), patches of `channels`
+        net = torchvision.models.vit_b_16(num_classes=classes)
+        net.conv_proj = nn.Conv2d(channels, 768, 16, 16)
+        return net
     factory = {"resnet18": torchvision.models.resnet18, "resnet18-cifar": torchvision.models.resnet18,
                "resnet50": torchvision.models.resnet50}[name]
     net = factory(num_classes=classes)
