@@ -65,14 +65,12 @@ void channel_sums(const Tensor& x, const ops::ChannelLoop& loop, const Terms& te
 template <class T, class Map>
 void map_channels(const Tensor& a, const Tensor& b, const Tensor& out, const ops::ChannelLoop& loop,
                   const Map& map) {
-  const auto aligned = [](const Tensor& t) {
-    return reinterpret_cast<uintptr_t>(t.data_as<T>()) % ops::kPacketBytes == 0;
-  };
   const Device device = a.device();
   const T* pa = a.data_as<T>();
   const T* pb = b.data_as<T>();
   T* pout = out.data_as<T>();
-  if (runs_on_host(device) || loop.channels_last || !aligned(a) || !aligned(b) || !aligned(out)) {
+  if (runs_on_host(device) || loop.channels_last || !ops::packet_aligned(pa) ||
+      !ops::packet_aligned(pb) || !ops::packet_aligned(pout)) {
     for_each_row(device, loop.rows(), loop.row_length(),
                  ops::ChannelRows<T, Map>{pa, pb, pout, loop, map});
     return;

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/packet.h"
 
 namespace course::ops {
 
@@ -55,14 +56,6 @@ struct ChannelRows {
     lanes.for_each(length,
                    [&](int64_t j) { out[base + j] = map.apply(a[base + j], b[base + j], k); });
   }
-};
-
-inline constexpr int kPacketBytes = 16;
-
-template <class T>
-struct alignas(kPacketBytes) Packet {
-  static constexpr int kSize = kPacketBytes / static_cast<int>(sizeof(T));
-  T v[kSize];
 };
 
 // The channel of storage index `at` of a dense NCHW tensor with planes of hw elements, advanced

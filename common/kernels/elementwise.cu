@@ -5,21 +5,24 @@
 
 using namespace course::ops;
 
-#define POINTWISE(T, F)                               \
-  COURSE_INSTANTIATE_FOR_EACH(PointwiseForward<T, F>) \
-  COURSE_INSTANTIATE_FOR_EACH(PointwiseBackward<T, F>)
+#define MAP(T, M)                                \
+  COURSE_INSTANTIATE_FOR_EACH(MapElements<T, M>) \
+  COURSE_INSTANTIATE_FOR_EACH(MapPackets<T, M>)
+#define ACTIVATION(T, F)   \
+  MAP(T, ActivationMap<F>) \
+  MAP(T, ActivationGradMap<F>)
 #define FLOAT_KERNELS(T)                        \
-  COURSE_INSTANTIATE_FOR_EACH(Add<T>)           \
-  COURSE_INSTANTIATE_FOR_EACH(Mul<T>)           \
-  COURSE_INSTANTIATE_FOR_EACH(Axpy<T>)          \
-  COURSE_INSTANTIATE_FOR_EACH(Scale<T>)         \
-  COURSE_INSTANTIATE_FOR_EACH(ReluForward<T>)   \
-  COURSE_INSTANTIATE_FOR_EACH(AddRelu<T>)       \
-  COURSE_INSTANTIATE_FOR_EACH(ReluBackward<T>)  \
-  POINTWISE(T, GeluTanh)                        \
-  POINTWISE(T, Silu)                            \
-  POINTWISE(T, Sigmoid)                         \
-  POINTWISE(T, Tanh)                            \
+  MAP(T, AddMap)                                \
+  MAP(T, MulMap)                                \
+  MAP(T, AxpyMap)                               \
+  MAP(T, ScaleMap)                              \
+  MAP(T, ReluMap)                               \
+  MAP(T, AddReluMap)                            \
+  MAP(T, ReluGradMap)                           \
+  ACTIVATION(T, GeluTanh)                       \
+  ACTIVATION(T, Silu)                           \
+  ACTIVATION(T, Sigmoid)                        \
+  ACTIVATION(T, Tanh)                           \
   COURSE_INSTANTIATE_FOR_EACH(SwigluForward<T>) \
   COURSE_INSTANTIATE_FOR_EACH(SwigluBackward<T>)
 COURSE_FLOAT_TYPES(FLOAT_KERNELS)

@@ -11,6 +11,7 @@
 
 #include "common/core/host_device.h"
 #include "common/kernels/exp_poly.h"
+#include "common/kernels/packet.h"
 #include "common/tensor/half.h"
 
 namespace course::ops {
@@ -46,77 +47,82 @@ struct Cast {
   COURSE_HD void operator()(int64_t i) const { out[i] = convert<To>(in[i]); }
 };
 
-template <class T>
-struct Add {
+// The elementwise maps: out = map(a, b) per element, computed in float (a unary map ignores b,
+// which is a again). MapElements applies one to an element per index, MapPackets to a 16-byte
+// packet per index (elementwise.cc takes it on a GPU when every operand is aligned to packets).
+
+struct AddMap {
+  COURSE_HD float operator()(float a, float b) const { return a + b; }
+};
+
+struct MulMap {
+  COURSE_HD float operator()(float a, float b) const { return a * b; }
+};
+
+// y + alpha x, with a = x and b = y.
+struct AxpyMap {
+  float alpha;
+  COURSE_HD float operator()(float x, float y) const { return y + alpha * x; }
+};
+
+struct ScaleMap {
+  float alpha;
+  COURSE_HD float operator()(float x, float) const { return alpha * x; }
+};
+
+struct ReluMap {
+  COURSE_HD float operator()(float x, float) const { return x > 0.0f ? x : 0.0f; }
+};
+
+// relu(a + b) in one pass, the end of a residual block; the same value, bit for bit, as
+// ReluMap of AddMap's rounded sum (a positive sum rounds alike once or twice).
+struct AddReluMap {
+  COURSE_HD float operator()(float a, float b) const {
+    const float v = a + b;
+    return v > 0.0f ? v : 0.0f;
+  }
+};
+
+// dx = dy where the forward input (or output) was positive, else 0; a = dy, b = x.
+struct ReluGradMap {
+  COURSE_HD float operator()(float dy, float x) const { return x > 0.0f ? dy : 0.0f; }
+};
+
+template <class T, class Map>
+struct MapElements {
   const T* a;
   const T* b;
   T* out;
+  Map map;
   COURSE_HD void operator()(int64_t i) const {
-    out[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+    out[i] = T(map(static_cast<float>(a[i]), static_cast<float>(b[i])));
   }
 };
 
-template <class T>
-struct Mul {
+template <class T, class Map>
+struct MapPackets {
   const T* a;
   const T* b;
   T* out;
-  COURSE_HD void operator()(int64_t i) const {
-    out[i] = T(static_cast<float>(a[i]) * static_cast<float>(b[i]));
-  }
-};
-
-// y += alpha * x
-template <class T>
-struct Axpy {
-  float alpha;
-  const T* x;
-  T* y;
-  COURSE_HD void operator()(int64_t i) const {
-    y[i] = T(static_cast<float>(y[i]) + alpha * static_cast<float>(x[i]));
-  }
-};
-
-// x *= alpha
-template <class T>
-struct Scale {
-  float alpha;
-  T* x;
-  COURSE_HD void operator()(int64_t i) const { x[i] = T(alpha * static_cast<float>(x[i])); }
-};
-
-template <class T>
-struct ReluForward {
-  const T* x;
-  T* y;
-  COURSE_HD void operator()(int64_t i) const {
-    const float v = static_cast<float>(x[i]);
-    y[i] = T(v > 0.0f ? v : 0.0f);
-  }
-};
-
-// y = relu(a + b) in one pass, the end of a residual block; the same value, bit for bit, as
-// ReluForward of Add's rounded sum (a positive sum rounds alike once or twice).
-template <class T>
-struct AddRelu {
-  const T* a;
-  const T* b;
-  T* y;
-  COURSE_HD void operator()(int64_t i) const {
-    const float v = static_cast<float>(a[i]) + static_cast<float>(b[i]);
-    y[i] = T(v > 0.0f ? v : 0.0f);
-  }
-};
-
-// dx = dy where the forward input was positive, else 0.
-template <class T>
-struct ReluBackward {
-  const T* dy;
-  const T* x;
-  T* dx;
-  COURSE_HD void operator()(int64_t i) const {
-    const T gradient = dy[i];  // loaded unconditionally, so the CPU loop vectorises as a select
-    dx[i] = static_cast<float>(x[i]) > 0.0f ? gradient : T(0.0f);
+  int64_t n;
+  Map map;
+  static constexpr int kSize = Packet<T>::kSize;
+  COURSE_HD int64_t packets() const { return (n + kSize - 1) / kSize; }
+  COURSE_HD void operator()(int64_t packet) const {
+    const int64_t first = packet * kSize;
+    if (first + kSize <= n) {
+      const Packet<T> pa = *reinterpret_cast<const Packet<T>*>(a + first);
+      const Packet<T> pb = *reinterpret_cast<const Packet<T>*>(b + first);
+      Packet<T> result;
+      for (int j = 0; j < kSize; ++j) {
+        result.v[j] = T(map(static_cast<float>(pa.v[j]), static_cast<float>(pb.v[j])));
+      }
+      *reinterpret_cast<Packet<T>*>(out + first) = result;
+      return;
+    }
+    for (int64_t e = first; e < n; ++e) {
+      out[e] = T(map(static_cast<float>(a[e]), static_cast<float>(b[e])));
+    }
   }
 };
 
@@ -168,22 +174,16 @@ struct Tanh {
   }
 };
 
-// y = F(x) and dx = dy F'(x) of a smooth activation F (GeluTanh, Silu, Sigmoid, Tanh).
-template <class T, class F>
-struct PointwiseForward {
-  const T* x;
-  T* y;
-  COURSE_HD void operator()(int64_t i) const { y[i] = T(F::value(static_cast<float>(x[i]))); }
+// y = F(x) and dx = dy F'(x) of a smooth activation F (GeluTanh, Silu, Sigmoid, Tanh), as maps:
+// the forward's a = x, the backward's a = dy and b = x.
+template <class F>
+struct ActivationMap {
+  COURSE_HD float operator()(float x, float) const { return F::value(x); }
 };
 
-template <class T, class F>
-struct PointwiseBackward {
-  const T* dy;
-  const T* x;
-  T* dx;
-  COURSE_HD void operator()(int64_t i) const {
-    dx[i] = T(static_cast<float>(dy[i]) * F::derivative(static_cast<float>(x[i])));
-  }
+template <class F>
+struct ActivationGradMap {
+  COURSE_HD float operator()(float dy, float x) const { return dy * F::derivative(x); }
 };
 
 // SwiGLU on a packed (rows, 2F) gate | up input: element i of the (rows, F) output is

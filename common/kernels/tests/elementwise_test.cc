@@ -1,12 +1,17 @@
-// Elementwise kernels against naive float references, over odd sizes, dtypes and devices.
+// Elementwise kernels against naive float references, over odd sizes, dtypes and devices; their
+// 16-byte packets against the element maps, and which of the two a GPU launch takes.
 #include "common/kernels/elementwise.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <tuple>
 
+#include "common/kernels/elementwise_ops.h"
+#include "common/kernels/launch.h"
+#include "common/kernels/launch_plan.h"
 #include "common/kernels/linear.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
@@ -155,6 +160,57 @@ TEST_P(ElementwiseTest, FillAndZeros) {
 COURSE_INSTANTIATE_DEVICE_CASES(ElementwiseTest,
                                 ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                                 ::testing::Values<int64_t>(1, 7, 1023, 4097, 100003));
+
+// One packet per index, the last one element by element, gives every element the map's value
+// bit for bit, at counts on each side of a packet's (8 16-bit or 4 f32 elements), for maps of
+// one and two inputs and one that writes over an input; run here on the CPU, as a GPU runs it.
+template <class Map>
+void expect_packets_map_each_element(const Map& map, DType dtype) {
+  for (int64_t n : {1, 3, 4, 5, 7, 8, 9, 16, 17, 1023}) {
+    SCOPED_TRACE(std::to_string(n) + " elements");
+    const Tensor a = random_tensor({n}, dtype, Device::cpu(), 70, -3.0f, 3.0f).tensor;
+    const Tensor b = random_tensor({n}, dtype, Device::cpu(), 71, -3.0f, 3.0f).tensor;
+    visit_floating(dtype, "packets", [&]<class T>() {
+      Tensor by_element = Tensor::empty({n}, dtype), by_packet = b.clone();
+      for_each_index(
+          Device::cpu(), n,
+          ops::MapElements<T, Map>{a.data_as<T>(), b.data_as<T>(), by_element.data_as<T>(), map});
+      const ops::MapPackets<T, Map> packets{a.data_as<T>(), by_packet.data_as<T>(),
+                                            by_packet.data_as<T>(), n, map};
+      for_each_index(Device::cpu(), packets.packets(), packets);
+      EXPECT_EQ(to_floats(by_packet), to_floats(by_element));
+    });
+  }
+}
+
+TEST(MapPackets, EveryElementAsTheElementMapBitForBit) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    expect_packets_map_each_element(ops::AddReluMap{}, dtype);
+    expect_packets_map_each_element(ops::ReluGradMap{}, dtype);
+    expect_packets_map_each_element(ops::AxpyMap{-0.5f}, dtype);
+    expect_packets_map_each_element(ops::ActivationGradMap<ops::GeluTanh>{}, dtype);
+  }
+}
+
+// A GPU's launch (planned here under a LaunchLog) takes packets when every operand is aligned
+// to them, and an element per index for a view that starts inside a packet.
+TEST(MapPackets, AGpuTakesPacketsOfAlignedOperandsOnly) {
+  const Tensor a = zeros({1001}, DType::kBF16), b = zeros({1001}, DType::kBF16);
+  {
+    LaunchLog log;
+    add(a, b);
+    ASSERT_EQ(log.launches().size(), 1u);
+    EXPECT_NE(log.launches()[0].kernel.find("MapPackets"), std::string::npos);
+    EXPECT_EQ(log.launches()[0].n, (1001 + 7) / 8);
+  }
+  const Tensor a_view = a.slice(1, 1001), b_view = b.slice(1, 1001);
+  LaunchLog log;
+  add(a_view, b_view);
+  ASSERT_EQ(log.launches().size(), 1u);
+  EXPECT_NE(log.launches()[0].kernel.find("MapElements"), std::string::npos);
+  EXPECT_EQ(log.launches()[0].n, 1000);
+}
 
 using CastTest = testing::DeviceTest;
 
