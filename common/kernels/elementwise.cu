@@ -42,3 +42,10 @@ COURSE_ALL_TYPES(FILL)
   CAST_TO(int8_t, From)
 COURSE_ALL_TYPES(CAST_FROM)
 // clang-format on
+
+#define CAST_PACKETS_TO(To, From) COURSE_INSTANTIATE_FOR_EACH(CastPackets<To, From>)
+#define CAST_PACKETS_FROM(From)         \
+  CAST_PACKETS_TO(float, From)          \
+  CAST_PACKETS_TO(::course::Half, From) \
+  CAST_PACKETS_TO(::course::BFloat16, From)
+COURSE_FLOAT_TYPES(CAST_PACKETS_FROM)

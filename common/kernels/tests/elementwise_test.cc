@@ -193,6 +193,29 @@ TEST(MapPackets, EveryElementAsTheElementMapBitForBit) {
   }
 }
 
+// Casts between the floating types by packets of the input, the same bits as element by element.
+TEST(MapPackets, CastsEveryElementAsTheElementCastBitForBit) {
+  for (int64_t n : {1, 3, 4, 5, 8, 9, 17, 1023}) {
+    SCOPED_TRACE(std::to_string(n) + " elements");
+    for (DType from : {DType::kF32, DType::kBF16, DType::kF16}) {
+      const Tensor x = random_tensor({n}, from, Device::cpu(), 72, -300.0f, 300.0f).tensor;
+      for (DType to : {DType::kF32, DType::kBF16, DType::kF16}) {
+        visit_floating(from, "from", [&]<class From>() {
+          visit_floating(to, "to", [&]<class To>() {
+            Tensor by_element = Tensor::empty({n}, to), by_packet = Tensor::empty({n}, to);
+            for_each_index(Device::cpu(), n,
+                           ops::Cast<To, From>{x.data_as<From>(), by_element.data_as<To>()});
+            const ops::CastPackets<To, From> packets{x.data_as<From>(), by_packet.data_as<To>(), n};
+            for_each_index(Device::cpu(), packets.packets(), packets);
+            EXPECT_EQ(to_floats(by_packet), to_floats(by_element))
+                << dtype_name(from) << " to " << dtype_name(to);
+          });
+        });
+      }
+    }
+  }
+}
+
 // A GPU's launch (planned here under a LaunchLog) takes packets when every operand is aligned
 // to them, and an element per index for a view that starts inside a packet.
 TEST(MapPackets, AGpuTakesPacketsOfAlignedOperandsOnly) {
@@ -204,12 +227,21 @@ TEST(MapPackets, AGpuTakesPacketsOfAlignedOperandsOnly) {
     EXPECT_NE(log.launches()[0].kernel.find("MapPackets"), std::string::npos);
     EXPECT_EQ(log.launches()[0].n, (1001 + 7) / 8);
   }
+  {
+    LaunchLog log;
+    cast(a, DType::kF32);
+    ASSERT_EQ(log.launches().size(), 1u);
+    EXPECT_NE(log.launches()[0].kernel.find("CastPackets"), std::string::npos);
+  }
   const Tensor a_view = a.slice(1, 1001), b_view = b.slice(1, 1001);
   LaunchLog log;
   add(a_view, b_view);
-  ASSERT_EQ(log.launches().size(), 1u);
+  cast(a_view, DType::kF32);
+  ASSERT_EQ(log.launches().size(), 2u);
   EXPECT_NE(log.launches()[0].kernel.find("MapElements"), std::string::npos);
   EXPECT_EQ(log.launches()[0].n, 1000);
+  EXPECT_NE(log.launches()[1].kernel.find("Cast"), std::string::npos);
+  EXPECT_EQ(log.launches()[1].kernel.find("CastPackets"), std::string::npos);
 }
 
 using CastTest = testing::DeviceTest;
