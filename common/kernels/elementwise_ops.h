@@ -147,9 +147,8 @@ struct MapPackets {
       *reinterpret_cast<Packet<T>*>(out + first) = result;
       return;
     }
-    for (int64_t e = first; e < n; ++e) {
-      out[e] = T(map(static_cast<float>(a[e]), static_cast<float>(b[e])));
-    }
+    const MapElements<T, Map> element{a, b, out, map};
+    for (int64_t e = first; e < n; ++e) element(e);
   }
 };
 
