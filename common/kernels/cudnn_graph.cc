@@ -25,6 +25,14 @@ namespace {
 std::atomic<int64_t> graph_executions{0};
 }  // namespace
 
+bool cudnn_graphs_compiled() {
+#if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
+  return true;
+#else
+  return false;
+#endif
+}
+
 int64_t cudnn_graph_executions() { return graph_executions; }
 
 #if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
@@ -78,14 +86,15 @@ Plan finish(GraphPtr graph, cudnnHandle_t handle) {
 }
 
 void execute(const Plan& plan, Device device, cudnnHandle_t handle,
-             std::unordered_map<int64_t, void*>& pointers, const std::string& what) {
+             std::unordered_map<int64_t, void*>& pointers,
+             const std::function<std::string()>& what) {
   LibraryWorkspace workspace(device);
   if (plan.workspace_bytes > 0 && !workspace.take(static_cast<size_t>(plan.workspace_bytes))) {
-    throw OutOfMemoryError(detail::concat("no memory for the workspace of cuDNN's ", what, " (",
+    throw OutOfMemoryError(detail::concat("no memory for the workspace of cuDNN's ", what(), " (",
                                           plan.workspace_bytes, " bytes)"));
   }
   fe::error_t status = plan.graph->execute(handle, pointers, workspace.data());
-  COURSE_CHECK(status.is_good(), "cuDNN's ", what, " failed: ", status.get_message());
+  COURSE_CHECK(status.is_good(), "cuDNN's ", what(), " failed: ", status.get_message());
   ++graph_executions;
 }
 

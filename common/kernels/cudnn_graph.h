@@ -10,6 +10,7 @@
 #include <cudnn_frontend.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -41,9 +42,11 @@ struct Plan {
 // found no way.
 Plan finish(GraphPtr graph, cudnnHandle_t handle);
 
-// Runs the plan on the thread's stream, its workspace from the device's allocator.
+// Runs the plan on the thread's stream, its workspace from the device's allocator; what() names
+// the operation in an error (formatted only then: a step runs this on every call).
 void execute(const Plan& plan, Device device, cudnnHandle_t handle,
-             std::unordered_map<int64_t, void*>& pointers, const std::string& what);
+             std::unordered_map<int64_t, void*>& pointers,
+             const std::function<std::string()>& what);
 
 // "note: cuDNN has no <what> for the <shape> on <device> (<reason>); the course's kernels run it"
 void report_refusal(const char* what, const std::string& shape, Device device,
@@ -60,7 +63,8 @@ bool run(const Key& key, Device device, const char* what, Describe&& describe,
       key, [&](const Key& k) { return finish(describe(k), handle); },
       [&](const std::string& reason) { report_refusal(what, key.str(), device, reason); });
   if (plan == nullptr) return false;
-  execute(*plan, device, handle, pointers, detail::concat(what, " (", key.str(), ")"));
+  execute(*plan, device, handle, pointers,
+          [&] { return detail::concat(what, " (", key.str(), ")"); });
   return true;
 }
 

@@ -22,14 +22,6 @@ std::atomic<bool> flash_attention_on{true};
 void set_flash_attention(bool enabled) { flash_attention_on = enabled; }
 bool flash_attention_enabled() { return flash_attention_on; }
 
-bool flash_attention_compiled() {
-#if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
-  return true;
-#else
-  return false;
-#endif
-}
-
 PackedAttentionLayout packed_attention_layout(int64_t batch, int64_t seq, int64_t heads,
                                               int64_t head_dim) {
   const int64_t channels = heads * head_dim;

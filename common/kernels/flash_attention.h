@@ -48,9 +48,6 @@ bool flash_attention_backward(const Tensor& qkv, const Tensor& out, const Tensor
                               const Tensor& lse, int64_t heads, bool causal, float scale,
                               Tensor& dqkv);
 
-// Whether this build has cuDNN's flash attention (CUDA with the cuDNN frontend's headers).
-bool flash_attention_compiled();
-
 // On by default, as PyTorch's torch.backends.cuda.enable_cudnn_sdp; off, attention runs the
 // course's kernels (the tests compare the two). For the whole process.
 void set_flash_attention(bool enabled);

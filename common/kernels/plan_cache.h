@@ -49,8 +49,10 @@ class PlanCache {
   std::map<Key, std::optional<Plan>> plans_;
 };
 
-// How many cuDNN graphs (flash attention, layer normalisation: cudnn_graph.h) this process has
-// run: the tests' way to see that a fused path ran.
+// Whether this build has cuDNN's graphs (CUDA with the cuDNN frontend's headers), and how many
+// of them (flash attention, normalisations: cudnn_graph.h) this process has run: the tests' way
+// to see that a fused path ran.
+bool cudnn_graphs_compiled();
 int64_t cudnn_graph_executions();
 
 }  // namespace course

@@ -172,7 +172,7 @@ TEST_P(TransformerKernelTest, AttentionMatchesTheFullScoreMatrixForwardAndBackwa
     AttentionSaved saved;
     const Tensor out = attention_forward(qkv.tensor, H, causal, saved);
     const bool flash =
-        flash_attention_compiled() && device().is_cuda() && dtype() != DType::kF32 && D % 8 == 0;
+        cudnn_graphs_compiled() && device().is_cuda() && dtype() != DType::kF32 && D % 8 == 0;
     EXPECT_EQ(saved.out.defined(), flash) << "cuDNN's flash attention ran the forward";
     const AttentionReference ref = reference_attention(qkv.values, dout.values, B, T, H, D, causal);
     EXPECT_TRUE(all_close(to_floats(out), rounded(ref.out, dtype()), accumulated(dtype())));
@@ -239,7 +239,7 @@ TEST_P(TransformerKernelTest, LayerNormMatchesItsFormulaAndItsDerivative) {
     };
     const int64_t fused_before = cudnn_graph_executions();
     const std::vector<std::vector<float>> got = run();
-    if (flash_attention_compiled() && device().is_cuda()) {
+    if (cudnn_graphs_compiled() && device().is_cuda()) {
       EXPECT_EQ(cudnn_graph_executions() - fused_before, 2) << "cuDNN's forward and backward";
     }
     const testing::Tolerance tolerance = accumulated(dtype());
