@@ -103,5 +103,21 @@ TEST(MultiplyAddCount, ResNet50At224IsItsPublishedFigure) {
   EXPECT_EQ(model->state().buffers.front().second->to_vector<float>(), running_mean_before);
 }
 
+// The two ways the labs get an image model's multiply-adds agree: day 4's workload model (which
+// plans model parallelism) and the count of days 1-3 (which runs the model), for a Vision
+// Transformer and a CoAtNet.
+TEST(MultiplyAddCount, RunningAModelCountsWhatItsWorkloadModelSays) {
+  for (const char* name : {"vit-micro", "coatnet-micro"}) {
+    SCOPED_TRACE(name);
+    const nn::ModelConfig config{
+        .name = name, .in_channels = 1, .num_classes = 10, .image_size = 28};
+    const auto model = nn::make_model(config, Device::cpu());
+    TrainingFlags flags;
+    flags.image_size = 28;
+    const double counted = classifier_multiply_adds(*model, 1, flags, Device::cpu());
+    EXPECT_NEAR(counted / parallel::image_workload(config).multiply_adds, 1.0, 0.02);
+  }
+}
+
 }  // namespace
 }  // namespace course::train
