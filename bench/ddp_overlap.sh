@@ -4,7 +4,7 @@
 # then hidden = 1 - exposed(overlap) / exposed(no overlap).
 #   bazel run //bench:ddp_overlap -- [ranks, default 4] [lab flags]
 set -euo pipefail
-lab=${LAB:?the lab binary}
+lab=${LAB:-solutions/day2_ddp/lab}
 [[ -x $lab ]] || lab="${RUNFILES_DIR:-$0.runfiles}/course/$lab"
 ranks=${1:-4}
 [[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "ddp_overlap: the first argument is a rank count" >&2; exit 1; }

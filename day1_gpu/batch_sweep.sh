@@ -7,8 +7,8 @@
 # Runs that run out of memory (e.g. under --max-memory-mb) are kept in the table as OOM.
 set -euo pipefail
 
-lab=${LAB:-$(dirname "$0")/lab}
-[[ -x "$lab" ]] || lab="$0.runfiles/course/day1_gpu/lab"
+lab=${LAB:-solutions/day1_gpu/lab}
+[[ -x $lab ]] || lab="${RUNFILES_DIR:-$0.runfiles}/course/$lab"
 sizes=8,16,32,64,128,256,512
 out=${BUILD_WORKING_DIRECTORY:-.}/batch_sweep
 steps=10

@@ -4,11 +4,12 @@
 # batch, warms up, and uses a layer-wise adaptive optimizer. Writes both runs' metrics, a
 # table of test accuracy per epoch and a PNG of training accuracy against images seen.
 #   bazel run //day2_ddp:large_batch -- [--ranks 4] [--epochs 2] [--small 128] [--large 1024]
-#                                        [--optimizer lars|lamb|sgd] [--out DIR]
+#                                        [--optimizer lars|lamb|sgd] [--out DIR] [-- LAB FLAGS]
 set -euo pipefail
-lab=${LAB:?the lab binary}
+lab=${LAB:-solutions/day2_ddp/lab}
 [[ -x $lab ]] || lab="${RUNFILES_DIR:-$0.runfiles}/course/$lab"
 ranks=4 epochs=2 small=128 large=1024 optimizer=lars out=${BUILD_WORKING_DIRECTORY:-.}/large_batch
+lab_flags=()
 while (($#)); do
   case $1 in
     --ranks) ranks=$2; shift 2 ;;
@@ -17,6 +18,7 @@ while (($#)); do
     --large) large=$2; shift 2 ;;
     --optimizer) optimizer=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --) shift; lab_flags=("$@"); break ;;
     *) echo "large_batch: unknown option '$1'" >&2; exit 1 ;;
   esac
 done
@@ -31,7 +33,7 @@ run() {  # run NAME FLAGS...
   shift
   echo "== $name: $*"
   mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks" "$lab" --no-progress \
-    --epochs "$epochs" --num-workers 1 --metric-step 10 --metrics "$out/$name.jsonl" "$@" 2>/dev/null |
+    --epochs "$epochs" --num-workers 1 --metric-step 10 --metrics "$out/$name.jsonl" "$@" "${lab_flags[@]}" 2>/dev/null |
     grep -E "^(training|epoch|total performance)"
 }
 run small --global-batch-size "$small" --lr 0.1

@@ -9,11 +9,11 @@
 # of 64. Lab flags given replace these.
 set -euo pipefail
 runfiles="${RUNFILES_DIR:-$0.runfiles}/course"
-lab=${LAB:?the lab binary}
+lab=${LAB:-solutions/day2_ddp/lab}
 [[ -x $lab ]] || lab="$runfiles/$lab"
 extra=("$@")
 if ((${#extra[@]} == 0)); then
-  make_folder=${MAKE_IMAGE_FOLDER:?the image folder tool}
+  make_folder=${MAKE_IMAGE_FOLDER:-tools/make_image_folder}
   [[ -x $make_folder ]] || make_folder="$runfiles/$make_folder"
   images=$(mktemp -d)
   trap 'rm -rf "$images"' EXIT

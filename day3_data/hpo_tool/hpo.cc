@@ -70,6 +70,9 @@ void create(const std::string& db, const std::string& name, const CreateFlags& f
   hpo::make_sampler(config.sampler);
   hpo::make_pruner(config.pruner, name);
   day3::check_objective(config);
+  // The database's folder made as a login node's first `create` needs it (studies/lab.db).
+  const std::filesystem::path folder = std::filesystem::path(db).parent_path();
+  if (!folder.empty()) std::filesystem::create_directories(folder);
   hpo::StudyStorage storage(
       db, f.journal == "wal" ? hpo::JournalMode::kWal : hpo::JournalMode::kDelete);
   storage.create_study(config);

@@ -91,17 +91,15 @@ def day_program(day, name, srcs, deps):
         deps = [":exercises", "//%s:%s_main" % (day, name)],
     )
 
-def lab_script(name, day, tools = {}):
+def lab_script(name, day, tools = []):
     """`bazel run //<package>:<name>`: the script <name>.sh, run on the day's solutions' lab
-    ($LAB), with more programs in the environment variables `tools` names ({"VAR": "//p:t"})."""
-    env = {"LAB": "solutions/%s/lab" % day}
-    for var, label in tools.items():
-        env[var] = label.replace("//", "").replace(":", "/")
+    (its runfiles path the script's default, $LAB another), with more programs, `tools`, in its
+    runfiles. The script finds them under $RUNFILES_DIR, or its own runfiles, so that it also
+    runs from bazel-bin and from another program's runfiles."""
     native.sh_binary(
         name = name,
         srcs = [name + ".sh"],
-        data = ["//solutions/%s:lab" % day] + tools.values(),
-        env = env,
+        data = ["//solutions/%s:lab" % day] + tools,
     )
 
 def solution_lab_test(name, day):
