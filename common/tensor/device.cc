@@ -72,7 +72,8 @@ const CudaProbe& probe() {
     const cudaError_t error = cudaGetDeviceCount(&p.count);
     if (error != cudaSuccess) {
       p.count = 0;
-      p.status = std::string("built with CUDA, but no GPU is usable: ") + cudaGetErrorString(error);
+      p.status =
+          std::string("no GPU is usable (built with CUDA; ") + cudaGetErrorString(error) + ")";
       cudaGetLastError();  // clear the sticky error so later calls report their own
     } else {
       p.status = "built with CUDA, " + std::to_string(p.count) + " GPU(s) visible";
