@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The course's image built by a real container engine and run: Debian 12 bootstrapped from its
+# mirror (container/make_rootfs.sh) and imported into Podman as the base image (no registry is
+# reached), container/Containerfile built over a clean copy of the committed course with the
+# host's Bazel disk cache lent to the build (it reuses what ./test.sh compiled), then the day-1 lab
+# on its embedded data and the quick tests run inside the image. Prints each stage's time and the
+# image's size; exits non-zero when a stage fails. Skipped (exit 0, with the reason) where Podman
+# cannot run: not root, no podman, or an engine that starts no container here.
+#   container/image_test.sh [--cuda-toolkit]
+#     --cuda-toolkit  also the CUDA variant's toolkit (container/install_cuda.sh, NVIDIA's wheels
+#                     from PyPI, about 2 GB) in an image over the same base, where nvcc compiles
+#                     and links a program against the runtime, cuBLAS, cuDNN and NCCL
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cuda_toolkit=false
+[[ ${1:-} == --cuda-toolkit ]] && cuda_toolkit=true
+skip() {
+  echo "SKIPPED: $*"
+  exit 0
+}
+[[ $(id -u) -eq 0 ]] || skip "needs root (debootstrap, Podman's storage)"
+command -v podman >/dev/null || skip "no podman (./setup.sh installs it)"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+stage() { # stage NAME COMMAND...: runs it, prints its time
+  local start=$SECONDS
+  echo "== $1"
+  shift
+  "$@"
+  echo "== done in $((SECONDS - start)) s"
+}
+base=localhost/course-debian:bookworm image=localhost/course:test
+
+stage "debootstrap Debian 12 (minbase) and import it as $base" \
+  bash -c "container/make_rootfs.sh '$work/rootfs' --tar '$work/rootfs.tar' >/dev/null &&
+    podman import --quiet '$work/rootfs.tar' $base >/dev/null && rm -rf '$work/rootfs' '$work/rootfs.tar'"
+
+# Podman's defaults (crun, systemd's cgroups, raised limits) fail in some VMs and on hybrid
+# cgroup trees: then runc with cgroupfs and half the shell's limits, which such hosts accept.
+ulimits=()
+if ! podman run --rm "$base" true 2>"$work/first_run"; then
+  cat >"$work/containers.conf" <<CONF
+[containers]
+default_ulimits = ["nofile=$(($(ulimit -Hn) / 2)):$(($(ulimit -Hn) / 2))", "nproc=$(($(ulimit -Hu) / 2)):$(($(ulimit -Hu) / 2))"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+CONF
+  export CONTAINERS_CONF=$work/containers.conf
+  podman run --rm "$base" true 2>>"$work/first_run" ||
+    skip "Podman starts no container here: $(tail -1 "$work/first_run")"
+  echo "note: Podman's defaults start no container here ($(head -1 "$work/first_run")):" \
+    "runc, cgroupfs and half the shell's limits instead"
+  # podman build's RUN steps take their limits from the command line, not the configuration.
+  ulimits=(--ulimit "nofile=$(($(ulimit -Hn) / 2))" --ulimit "nproc=$(($(ulimit -Hu) / 2))")
+fi
+
+mkdir "$work/context"
+git archive HEAD | tar -x -C "$work/context"
+cache=$HOME/.cache/course-bazel
+mkdir -p "$cache"
+stage "podman build container/Containerfile (./setup.sh, the eight labs built)" \
+  podman build --quiet "${ulimits[@]}" -v "$cache:/root/.cache/course-bazel" \
+  -f "$work/context/container/Containerfile" -t "$image" "$work/context"
+echo "image $image: $(podman image inspect "$image" --format '{{.Size}}' | numfmt --to=iec-i)B"
+
+inside() { podman run --rm -v "$cache:/root/.cache/course-bazel" "$image" bash -c "$1"; }
+stage "the day-1 lab on its embedded data, in the image" \
+  inside "bazel-bin/day1_gpu/lab --test --test-nsteps 5 --no-progress"
+stage "the quick tests, in the image" \
+  inside "bazel test --test_output=errors //solutions/day1_gpu:check //common/tensor/..."
+
+if $cuda_toolkit; then
+  cat >"$work/Containerfile.cuda" <<'CONTAINERFILE'
+ARG BASE
+FROM ${BASE}
+COPY install_cuda.sh probe.cu /tmp/
+RUN /tmp/install_cuda.sh && apt-get update -qq && apt-get install -y -qq --no-install-recommends g++ >/dev/null && \
+    /usr/local/cuda/bin/nvcc -o /tmp/probe /tmp/probe.cu -lcublas -lcudnn -lnccl && ldd /tmp/probe
+CONTAINERFILE
+  cp container/install_cuda.sh "$work/"
+  cat >"$work/probe.cu" <<'PROBE'
+#include <cstdio>
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include <nccl.h>
+__global__ void nothing() {}
+int main() {
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  std::printf("cuDNN %zu, NCCL %d, cuBLAS %d\n", cudnnGetVersion(), nccl, CUBLAS_VER_MAJOR);
+  nothing<<<1, 1>>>();
+}
+PROBE
+  stage "the CUDA variant's toolkit (wheels from PyPI) compiles and links against cuDNN and NCCL" \
+    podman build --quiet "${ulimits[@]}" --build-arg BASE="$base" -f "$work/Containerfile.cuda" \
+    -t localhost/course-cuda-toolkit:test "$work"
+  podman run --rm localhost/course-cuda-toolkit:test /tmp/probe
+  echo "image localhost/course-cuda-toolkit:test: $(podman image inspect localhost/course-cuda-toolkit:test --format '{{.Size}}' | numfmt --to=iec-i)B"
+fi
