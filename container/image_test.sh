@@ -36,13 +36,17 @@ stage "debootstrap Debian 12 (minbase) and import it as $base" \
   bash -c "container/make_rootfs.sh '$work/rootfs' --tar '$work/rootfs.tar' >/dev/null &&
     podman import --quiet '$work/rootfs.tar' $base >/dev/null && rm -rf '$work/rootfs' '$work/rootfs.tar'"
 
-# Podman's defaults (crun, systemd's cgroups, raised limits) fail in some VMs and on hybrid
-# cgroup trees: then runc with cgroupfs and half the shell's limits, which such hosts accept.
+# Podman's defaults (crun, systemd's cgroups, limits raised to a million) fail in some VMs and on
+# hybrid cgroup trees: then runc with cgroupfs and the shell's own limits (processes at most the
+# kernel's pid_max, which such a VM also refuses above), which these hosts accept.
 ulimits=()
 if ! podman run --rm "$base" true 2>"$work/first_run"; then
+  nofile=$(ulimit -Hn) nproc=$(ulimit -Hu) pid_max=$(cat /proc/sys/kernel/pid_max)
+  [[ $nofile == unlimited ]] && nofile=1048576
+  [[ $nproc == unlimited ]] || ((nproc > pid_max)) && nproc=$pid_max
   cat >"$work/containers.conf" <<CONF
 [containers]
-default_ulimits = ["nofile=$(($(ulimit -Hn) / 2)):$(($(ulimit -Hn) / 2))", "nproc=$(($(ulimit -Hu) / 2)):$(($(ulimit -Hu) / 2))"]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
 [engine]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
@@ -51,9 +55,9 @@ CONF
   podman run --rm "$base" true 2>>"$work/first_run" ||
     skip "Podman starts no container here: $(tail -1 "$work/first_run")"
   echo "note: Podman's defaults start no container here ($(head -1 "$work/first_run")):" \
-    "runc, cgroupfs and half the shell's limits instead"
+    "runc, cgroupfs and the shell's limits instead"
   # podman build's RUN steps take their limits from the command line, not the configuration.
-  ulimits=(--ulimit "nofile=$(($(ulimit -Hn) / 2))" --ulimit "nproc=$(($(ulimit -Hu) / 2))")
+  ulimits=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
 fi
 
 mkdir "$work/context"
