@@ -23,6 +23,7 @@ packages=(
   git zip unzip             # the class grader's hand-ins: git branches and zip archives
   python3-pip               # fetches the pinned nvJPEG and cuDNN-frontend wheels (below)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests
+  podman runc debootstrap   # the course's container image built and run (container/image_test.sh)
 )
 
 missing=()

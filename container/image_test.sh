@@ -3,9 +3,9 @@
 # mirror (container/make_rootfs.sh) and imported into Podman as the base image (no registry is
 # reached), container/Containerfile built over a clean copy of the committed course with the
 # host's Bazel disk cache lent to the build (it reuses what ./test.sh compiled), then the day-1 lab
-# on its embedded data and the quick tests run inside the image. Prints each stage's time and the
-# image's size; exits non-zero when a stage fails. Skipped (exit 0, with the reason) where Podman
-# cannot run: not root, no podman, or an engine that starts no container here.
+# on its embedded data, two ranks of day 2 and the quick tests run inside the image. Prints each
+# stage's time and the image's size; exits non-zero when a stage fails, 77 (skipped, with the
+# reason) where Podman cannot run: not root, no podman, or an engine that starts no container.
 #   container/image_test.sh [--cuda-toolkit]
 #     --cuda-toolkit  also the CUDA variant's toolkit (container/install_cuda.sh, NVIDIA's wheels
 #                     from PyPI, about 2 GB) in an image over the same base, where nvcc compiles
@@ -16,7 +16,7 @@ cuda_toolkit=false
 [[ ${1:-} == --cuda-toolkit ]] && cuda_toolkit=true
 skip() {
   echo "SKIPPED: $*"
-  exit 0
+  exit 77
 }
 [[ $(id -u) -eq 0 ]] || skip "needs root (debootstrap, Podman's storage)"
 command -v podman >/dev/null || skip "no podman (./setup.sh installs it)"
@@ -72,8 +72,12 @@ echo "image $image: $(podman image inspect "$image" --format '{{.Size}}' | numfm
 inside() { podman run --rm -v "$cache:/root/.cache/course-bazel" "$image" bash -c "$1"; }
 stage "the day-1 lab on its embedded data, in the image" \
   inside "bazel-bin/day1_gpu/lab --test --test-nsteps 5 --no-progress"
+stage "two ranks of day 2's solutions under the image's Open MPI" \
+  inside "mpirun --allow-run-as-root --oversubscribe -np 2 bazel-bin/solutions/day2_ddp/lab \
+    --test --test-nsteps 3 --no-progress"
 stage "the quick tests, in the image" \
-  inside "bazel test --test_output=errors //solutions/day1_gpu:check //common/tensor/..."
+  inside "bazel test --test_output=errors //solutions/day1_gpu:check //common/tensor/... \
+    //common/nn/... //tools:info_test"
 
 if $cuda_toolkit; then
   cat >"$work/Containerfile.cuda" <<'CONTAINERFILE'
