@@ -60,12 +60,19 @@ CONF
   ulimits=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
 fi
 
-mkdir "$work/context"
-git archive HEAD | tar -x -C "$work/context"
+# Lent to the builds' RUN steps: this machine's Bazel cache, and its certificate authorities in
+# place of the image's (a site whose traffic to PyPI passes a TLS-inspecting proxy trusts that
+# proxy's authority there).
 cache=$HOME/.cache/course-bazel
 mkdir -p "$cache"
+lent=(-v "$cache:/root/.cache/course-bazel")
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] &&
+  lent+=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
+
+mkdir "$work/context"
+git archive HEAD | tar -x -C "$work/context"
 stage "podman build container/Containerfile (./setup.sh, the eight labs built)" \
-  podman build --quiet "${ulimits[@]}" -v "$cache:/root/.cache/course-bazel" \
+  podman build --quiet "${ulimits[@]}" "${lent[@]}" \
   -f "$work/context/container/Containerfile" -t "$image" "$work/context"
 echo "image $image: $(podman image inspect "$image" --format '{{.Size}}' | numfmt --to=iec-i)B"
 
@@ -102,7 +109,7 @@ int main() {
 }
 PROBE
   stage "the CUDA variant's toolkit (wheels from PyPI) compiles and links against cuDNN and NCCL" \
-    podman build --quiet "${ulimits[@]}" --build-arg BASE="$base" -f "$work/Containerfile.cuda" \
+    podman build --quiet "${ulimits[@]}" "${lent[@]}" --build-arg BASE="$base" -f "$work/Containerfile.cuda" \
     -t localhost/course-cuda-toolkit:test "$work"
   podman run --rm localhost/course-cuda-toolkit:test /tmp/probe
   echo "image localhost/course-cuda-toolkit:test: $(podman image inspect localhost/course-cuda-toolkit:test --format '{{.Size}}' | numfmt --to=iec-i)B"
