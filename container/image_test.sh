@@ -86,6 +86,34 @@ stage "the quick tests, in the image" \
   inside "bazel test --test_output=errors //solutions/day1_gpu:check //common/tensor/... \
     //common/nn/... //tools:info_test"
 
+# slurm/submit.sh --container-runtime podman against the built image on the local cluster (as
+# ./test.sh's Slurm tests start it): a job of one rank and one of two, each rank entering the
+# image through podman run.
+jobs_in_image() {
+  source slurm/tests/cluster_helpers.sh
+  trap 'rm -f ./ci_image_*_[0-9]*.out ./ci_image_*_[0-9]*.err checkpoints/ci_image_*.ckpt \
+    slurm/jobs/ci_image_*.sbatch; slurm/local_cluster.sh stop >/dev/null' EXIT
+  local lab ranks out job log
+  for lab in solutions/day1_gpu:1 solutions/day2_ddp:2; do
+    ranks=${lab#*:} lab=${lab%:*}
+    out=$(slurm/submit.sh --cpu --gpus "$ranks" --time 10 --name "ci_image_$ranks" \
+      --container "$image" --container-runtime podman "$lab" -- --synthetic 256 --batch-size 16 \
+      --num-workers 1 --test --test-nsteps 3) || fail "slurm/submit.sh: $out"
+    job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
+    wait_for "$job" COMPLETED 300
+    log=$(slurm/submit.sh --logs "$job" | head -1)
+    grep -q "training performance" "$log" || fail "job $job in the image has no report: $(tail -3 "$log")"
+    ((ranks == 1)) || grep -q "on $ranks rank(s)" "$log" || fail "job $job ran on one rank, not $ranks"
+    echo "ok: job $job ($lab, $ranks rank(s)) ran in $image: $(grep -m1 '^training perf' "$log")"
+  done
+}
+if command -v slurmctld >/dev/null; then
+  stage "Slurm jobs in the image (slurm/submit.sh --container-runtime podman)" \
+    bash -c "$(declare -f jobs_in_image); image=$image; jobs_in_image"
+else
+  echo "Slurm jobs in the image: skipped (no slurmctld; ./setup.sh installs it)"
+fi
+
 if $cuda_toolkit; then
   cat >"$work/Containerfile.cuda" <<'CONTAINERFILE'
 ARG BASE

@@ -14,15 +14,24 @@ readonly LAB_PREEMPTED=4
 
 # A lab in a container (slurm/submit.sh --container): COURSE_CONTAINER is the image, whose
 # labs were built in /opt/course (container/); COURSE_CONTAINER_RUNTIME says how the ranks enter
-# it: `apptainer exec --nv` (default) or pyxis's `srun --container-image`. The job's folder is
-# bound at its own path, so checkpoints and logs land beside the job's as without a container.
+# it: `apptainer exec --nv` (default), pyxis's `srun --container-image`, or `podman run` with the
+# node's network, IPC and process namespaces, the job's variables and the GPUs the NVIDIA
+# container toolkit's CDI names. The job's folder is bound at its own path, so checkpoints and
+# logs land beside the job's as without a container.
 in_container=() srun_container=()
 if [[ -n ${COURSE_CONTAINER:-} ]]; then
   case ${COURSE_CONTAINER_RUNTIME:-apptainer} in
     apptainer) in_container=(apptainer exec --nv --bind "$repo" --pwd "$repo" "$COURSE_CONTAINER") ;;
     pyxis) srun_container=(--container-image="$COURSE_CONTAINER" --container-mounts="$repo:$repo"
       --container-workdir="$repo") ;;
-    *) echo "error: COURSE_CONTAINER_RUNTIME must be apptainer or pyxis" >&2; exit 1 ;;
+    podman)
+      in_container=(podman run --rm --network host --ipc host --pid host --volume "$repo:$repo"
+        --workdir "$repo" --env 'SLURM_*' --env 'PMIX_*' --env OMP_NUM_THREADS)
+      [[ -e /etc/cdi/nvidia.yaml || -e /var/run/cdi/nvidia.yaml ]] &&
+        in_container+=(--device nvidia.com/gpu=all)
+      in_container+=("$COURSE_CONTAINER")
+      ;;
+    *) echo "error: COURSE_CONTAINER_RUNTIME must be apptainer, pyxis or podman" >&2; exit 1 ;;
   esac
 fi
 

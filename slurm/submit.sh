@@ -18,9 +18,10 @@
 #   --begin T         start no earlier than T (18:00, now+1hour, 2026-11-23T18:00)
 #   --name NAME       job name (default: the lab's)
 #   --sbatch OPTION   one more #SBATCH line, e.g. --sbatch --mail-type=END (repeatable)
-#   --container IMAGE run the lab inside IMAGE (container/: an Apptainer .sif, or with
-#                     --container-runtime pyxis an image srun's --container-image takes)
-#   --container-runtime apptainer|pyxis   how the ranks enter the container (apptainer)
+#   --container IMAGE run the lab inside IMAGE (container/: an Apptainer .sif, with
+#                     --container-runtime pyxis an image srun's --container-image takes, with
+#                     podman an image of the nodes' Podman storage)
+#   --container-runtime apptainer|pyxis|podman   how the ranks enter the container (apptainer)
 #   --dry-run         print the script, submit nothing
 # The script is kept in slurm/jobs/. Lab flags are written quoted: none reaches a shell as code.
 set -euo pipefail
@@ -81,13 +82,17 @@ name=${name:-${lab//\//_}}
 check "$name" '[A-Za-z0-9_.-]+' "--name (letters, digits, _ . -)"
 [[ -z $constraint ]] || check "$constraint" '[A-Za-z0-9_.,&|*:()-]+' "--constraint"
 [[ -z $container ]] || check "$container" '[A-Za-z0-9_./:@+-]+' "--container (a path or an image name)"
-check "$runtime" 'apptainer|pyxis' "--container-runtime (apptainer or pyxis)"
+check "$runtime" 'apptainer|pyxis|podman' "--container-runtime (apptainer, pyxis or podman)"
 # An image file must be there before the job waits in the queue for it (pyxis also takes names;
-# a dry run only prints the script).
+# Podman's images are in its storage; a dry run only prints the script).
 if ((!dry)) && [[ -n $container && ($runtime == apptainer || $container == *.sqsh) ]] &&
   [[ ! -f $container ]]; then
   fail "--container $container: no such image file here (README.md, \"Running on a Slurm" \
     "cluster\", builds one from container/course.def)"
+fi
+if ((!dry)) && [[ -n $container && $runtime == podman ]] && ! podman image exists "$container"; then
+  fail "--container $container: no such image in Podman's storage (README.md builds one from" \
+    "container/Containerfile)"
 fi
 for option in "${extra[@]}"; do
   check "$option" '--[a-z][a-z-]*(=[^[:space:]"'"'"'`$;\\]*)?' "--sbatch option (one --name=value, no spaces or quotes)"
