@@ -90,7 +90,8 @@ if ((!dry)) && [[ -n $container && ($runtime == apptainer || $container == *.sqs
   fail "--container $container: no such image file here (README.md, \"Running on a Slurm" \
     "cluster\", builds one from container/course.def)"
 fi
-if ((!dry)) && [[ -n $container && $runtime == podman ]] && ! podman image exists "$container"; then
+if ((!dry)) && [[ -n $container && $runtime == podman ]] &&
+  ! { command -v podman >/dev/null && podman image exists "$container"; }; then
   fail "--container $container: no such image in Podman's storage (README.md builds one from" \
     "container/Containerfile)"
 fi

@@ -39,6 +39,8 @@ refused --account 'x"y' day1_gpu
 refused --account "x';reboot" day1_gpu
 refused --container /nonexistent/course.sif day1_gpu
 refused --container-runtime pyxis --container ./missing.sqsh day1_gpu
+refused --container-runtime podman --container localhost/missing:none day1_gpu
+refused --container-runtime docker --container localhost/course:test day1_gpu
 [[ $(squeue -h | wc -l) -eq $before ]] || fail "a refused submission reached the queue"
 echo "ok: bad helper input refused, nothing submitted"
 
