@@ -3,9 +3,11 @@
 # mirror (container/make_rootfs.sh) and imported into Podman as the base image (no registry is
 # reached), container/Containerfile built over a clean copy of the committed course with the
 # host's Bazel disk cache lent to the build (it reuses what ./test.sh compiled), then the day-1 lab
-# on its embedded data, two ranks of day 2 and the quick tests run inside the image. Prints each
-# stage's time and the image's size; exits non-zero when a stage fails, 77 (skipped, with the
-# reason) where Podman cannot run: not root, no podman, or an engine that starts no container.
+# on its embedded data, two ranks of day 2 and the quick tests run inside the image, and, where
+# Slurm is installed, a one-rank and a two-rank job through slurm/submit.sh --container-runtime
+# podman on the local cluster. Prints each stage's time and the image's size; removes its images
+# at the end; exits non-zero when a stage fails, 77 (skipped, with the reason) where Podman cannot
+# run: not root, no podman, or an engine that starts no container.
 #   container/image_test.sh [--cuda-toolkit]
 #     --cuda-toolkit  also the CUDA variant's toolkit (container/install_cuda.sh, NVIDIA's wheels
 #                     from PyPI, about 2 GB) in an image over the same base, where nvcc compiles
@@ -21,8 +23,10 @@ skip() {
 [[ $(id -u) -eq 0 ]] || skip "needs root (debootstrap, Podman's storage)"
 command -v podman >/dev/null || skip "no podman (./setup.sh installs it)"
 
+base=localhost/course-debian:bookworm image=localhost/course:test
+cuda_image=localhost/course-cuda-toolkit:test
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'podman rmi --force "$image" "$cuda_image" "$base" >/dev/null 2>&1; rm -rf "$work"' EXIT
 stage() { # stage NAME COMMAND...: runs it, prints its time
   local start=$SECONDS
   echo "== $1"
@@ -30,8 +34,6 @@ stage() { # stage NAME COMMAND...: runs it, prints its time
   "$@"
   echo "== done in $((SECONDS - start)) s"
 }
-base=localhost/course-debian:bookworm image=localhost/course:test
-
 stage "debootstrap Debian 12 (minbase) and import it as $base" \
   bash -c "container/make_rootfs.sh '$work/rootfs' --tar '$work/rootfs.tar' >/dev/null &&
     podman import --quiet '$work/rootfs.tar' $base >/dev/null && rm -rf '$work/rootfs' '$work/rootfs.tar'"
@@ -138,7 +140,7 @@ int main() {
 PROBE
   stage "the CUDA variant's toolkit (wheels from PyPI) compiles and links against cuDNN and NCCL" \
     podman build --quiet "${ulimits[@]}" "${lent[@]}" --build-arg BASE="$base" -f "$work/Containerfile.cuda" \
-    -t localhost/course-cuda-toolkit:test "$work"
-  podman run --rm localhost/course-cuda-toolkit:test /tmp/probe
-  echo "image localhost/course-cuda-toolkit:test: $(podman image inspect localhost/course-cuda-toolkit:test --format '{{.Size}}' | numfmt --to=iec-i)B"
+    -t "$cuda_image" "$work"
+  podman run --rm "$cuda_image" /tmp/probe
+  echo "image $cuda_image: $(podman image inspect "$cuda_image" --format '{{.Size}}' | numfmt --to=iec-i)B"
 fi
