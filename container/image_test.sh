@@ -34,9 +34,11 @@ stage() { # stage NAME COMMAND...: runs it, prints its time
   "$@"
   echo "== done in $((SECONDS - start)) s"
 }
+size_of() { podman image inspect "$1" --format '{{.Size}}' | numfmt --to=iec-i; }
 stage "debootstrap Debian 12 (minbase) and import it as $base" \
   bash -c "container/make_rootfs.sh '$work/rootfs' --tar '$work/rootfs.tar' >/dev/null &&
-    podman import --quiet '$work/rootfs.tar' $base >/dev/null && rm -rf '$work/rootfs' '$work/rootfs.tar'"
+    podman import --quiet '$work/rootfs.tar' $base >/dev/null &&
+    rm -rf '$work/rootfs' '$work/rootfs.tar'"
 
 # Podman's defaults (crun, systemd's cgroups, limits raised to a million) fail in some VMs and on
 # hybrid cgroup trees: then runc with cgroupfs and the shell's own limits (processes at most the
@@ -76,7 +78,7 @@ git archive HEAD | tar -x -C "$work/context"
 stage "podman build container/Containerfile (./setup.sh, the eight labs built)" \
   podman build --quiet "${ulimits[@]}" "${lent[@]}" \
   -f "$work/context/container/Containerfile" -t "$image" "$work/context"
-echo "image $image: $(podman image inspect "$image" --format '{{.Size}}' | numfmt --to=iec-i)B"
+echo "image $image: $(size_of "$image")B"
 
 inside() { podman run --rm -v "$cache:/root/.cache/course-bazel" "$image" bash -c "$1"; }
 stage "the day-1 lab on its embedded data, in the image" \
@@ -104,8 +106,10 @@ jobs_in_image() {
     job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
     wait_for "$job" COMPLETED 300
     log=$(slurm/submit.sh --logs "$job" | head -1)
-    grep -q "training performance" "$log" || fail "job $job in the image has no report: $(tail -3 "$log")"
-    ((ranks == 1)) || grep -q "on $ranks rank(s)" "$log" || fail "job $job ran on one rank, not $ranks"
+    grep -q "training performance" "$log" ||
+      fail "job $job in the image has no report: $(tail -3 "$log")"
+    ((ranks == 1)) || grep -q "on $ranks rank(s)" "$log" ||
+      fail "job $job ran on one rank, not $ranks"
     echo "ok: job $job ($lab, $ranks rank(s)) ran in $image: $(grep -m1 '^training perf' "$log")"
   done
 }
@@ -121,7 +125,8 @@ if $cuda_toolkit; then
 ARG BASE
 FROM ${BASE}
 COPY install_cuda.sh probe.cu /tmp/
-RUN /tmp/install_cuda.sh && apt-get update -qq && apt-get install -y -qq --no-install-recommends g++ >/dev/null && \
+RUN /tmp/install_cuda.sh && apt-get update -qq && \
+    apt-get install -y -qq --no-install-recommends g++ >/dev/null && \
     /usr/local/cuda/bin/nvcc -o /tmp/probe /tmp/probe.cu -lcublas -lcudnn -lnccl && ldd /tmp/probe
 CONTAINERFILE
   cp container/install_cuda.sh "$work/"
@@ -139,8 +144,8 @@ int main() {
 }
 PROBE
   stage "the CUDA variant's toolkit (wheels from PyPI) compiles and links against cuDNN and NCCL" \
-    podman build --quiet "${ulimits[@]}" "${lent[@]}" --build-arg BASE="$base" -f "$work/Containerfile.cuda" \
-    -t "$cuda_image" "$work"
+    podman build --quiet "${ulimits[@]}" "${lent[@]}" --build-arg BASE="$base" \
+    -f "$work/Containerfile.cuda" -t "$cuda_image" "$work"
   podman run --rm "$cuda_image" /tmp/probe
-  echo "image $cuda_image: $(podman image inspect "$cuda_image" --format '{{.Size}}' | numfmt --to=iec-i)B"
+  echo "image $cuda_image: $(size_of "$cuda_image")B"
 fi
