@@ -21,8 +21,11 @@ echo "ok: one node of CPU ranks"
 script=$("$submit" --dry-run --container course.sif solutions/day2_ddp)
 grep -qxF "export COURSE_CONTAINER=course.sif COURSE_CONTAINER_RUNTIME=apptainer" <<<"$script" ||
   { echo "FAILED: no container line in:"; echo "$script"; exit 1; }
+script=$("$submit" --dry-run --container localhost/course --container-runtime podman day2_ddp)
+grep -qxF "export COURSE_CONTAINER=localhost/course COURSE_CONTAINER_RUNTIME=podman" <<<"$script" ||
+  { echo "FAILED: no Podman container line in:"; echo "$script"; exit 1; }
 echo "ok: a lab in a container"
-expect 1 "--container-runtime (apptainer or pyxis) 'docker' is not valid" "$submit" --dry-run \
+expect 1 "--container-runtime (apptainer, pyxis or podman) 'docker' is not valid" "$submit" --dry-run \
   --container course.sif --container-runtime docker day2_ddp
 expect 1 "--container (a path or an image name) 'a b' is not valid" "$submit" --dry-run \
   --container "a b" day2_ddp
