@@ -35,8 +35,11 @@ stage() { # stage NAME COMMAND...: runs it, prints its time
   echo "== done in $((SECONDS - start)) s"
 }
 size_of() { podman image inspect "$1" --format '{{.Size}}' | numfmt --to=iec-i; }
+# A stage that downloads from the Debian mirror gets a second try when the first fails.
+twice() { "$@" || { echo "== failed once, trying again"; "$@"; }; }
 stage "debootstrap Debian 12 (minbase) and import it as $base" \
-  bash -c "container/make_rootfs.sh '$work/rootfs' --tar '$work/rootfs.tar' >/dev/null &&
+  twice bash -c "rm -rf '$work/rootfs' &&
+    container/make_rootfs.sh '$work/rootfs' --tar '$work/rootfs.tar' >/dev/null &&
     podman import --quiet '$work/rootfs.tar' $base >/dev/null &&
     rm -rf '$work/rootfs' '$work/rootfs.tar'"
 
@@ -76,7 +79,7 @@ lent=(-v "$cache:/root/.cache/course-bazel")
 mkdir "$work/context"
 git archive HEAD | tar -x -C "$work/context"
 stage "podman build container/Containerfile (./setup.sh, the eight labs built)" \
-  podman build --quiet "${ulimits[@]}" "${lent[@]}" \
+  twice podman build --quiet "${ulimits[@]}" "${lent[@]}" \
   -f "$work/context/container/Containerfile" -t "$image" "$work/context"
 echo "image $image: $(size_of "$image")B"
 
