@@ -72,7 +72,10 @@ void create(const std::string& db, const std::string& name, const CreateFlags& f
   day3::check_objective(config);
   // The database's folder made as a login node's first `create` needs it (studies/lab.db).
   const std::filesystem::path folder = std::filesystem::path(db).parent_path();
-  if (!folder.empty()) std::filesystem::create_directories(folder);
+  std::error_code error;
+  if (!folder.empty()) std::filesystem::create_directories(folder, error);
+  COURSE_CHECK(!error, "cannot make the study database's folder ", folder.string(), ": ",
+               error.message());
   hpo::StudyStorage storage(
       db, f.journal == "wal" ? hpo::JournalMode::kWal : hpo::JournalMode::kDelete);
   storage.create_study(config);

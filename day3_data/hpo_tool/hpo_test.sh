@@ -81,8 +81,15 @@ expect 0 "10 trials: 10 complete, 0 pruned, 0 failed" "$trainee" status --db "$d
 expect 0 "0 trials" "$trainee" create --db "$db" --study todo7 --lab="$lab_flags" \
   --space "lr=float:0.01:0.1" --pruner sh:min=1
 expect 3 "TODO TP3.7" "$trainee" worker --db "$db" --study todo7 --trials 1
+# A database in a folder not made yet (a login node's first `create --db studies/lab.db`).
+expect 0 "0 trials" "$hpo" create --db "$dir/studies/nested/lab.db" --study him \
+  --function himmelblau
+[[ -f $dir/studies/nested/lab.db ]] || { echo "FAILED: no database in the made folder"; exit 1; }
 
 # Bad input: one message, a non-zero exit, nothing created.
+touch "$dir/a_file"
+expect 1 "cannot make the study database's folder" "$hpo" create --db "$dir/a_file/lab.db" \
+  --study him --function himmelblau
 expect 1 "already exists" "$hpo" create --db "$db" --study him --function himmelblau
 expect 105 "not in {rosenbrock,himmelblau}" "$hpo" create --db "$db" --study x --function nope
 expect 1 "unknown TPE setting 'foo'" "$hpo" create --db "$db" --study x --function himmelblau \
