@@ -67,8 +67,8 @@ CONF
   ulimits=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
 fi
 
-# Lent to the builds' RUN steps: this machine's Bazel cache, and its certificate authorities in
-# place of the image's (a site whose traffic to PyPI passes a TLS-inspecting proxy trusts that
+# Lent to the builds' RUN steps and the runs: this machine's Bazel cache, and its certificate
+# authorities in place of the image's (a site whose traffic to PyPI passes a TLS-inspecting proxy trusts that
 # proxy's authority there).
 cache=$HOME/.cache/course-bazel
 mkdir -p "$cache"
@@ -83,7 +83,7 @@ stage "podman build container/Containerfile (./setup.sh, the eight labs built)" 
   -f "$work/context/container/Containerfile" -t "$image" "$work/context"
 echo "image $image: $(size_of "$image")B"
 
-inside() { podman run --rm -v "$cache:/root/.cache/course-bazel" "$image" bash -c "$1"; }
+inside() { podman run --rm "${lent[@]}" "$image" bash -c "$1"; }
 stage "the day-1 lab on its embedded data, in the image" \
   inside "bazel-bin/day1_gpu/lab --test --test-nsteps 5 --no-progress"
 stage "two ranks of day 2's solutions under the image's Open MPI" \
@@ -100,20 +100,20 @@ jobs_in_image() {
   source slurm/tests/cluster_helpers.sh
   trap 'rm -f ./ci_image_*_[0-9]*.out ./ci_image_*_[0-9]*.err checkpoints/ci_image_*.ckpt \
     slurm/jobs/ci_image_*.sbatch; slurm/local_cluster.sh stop >/dev/null' EXIT
-  local lab ranks out job log
+  local lab ranks output
   for lab in solutions/day1_gpu:1 solutions/day2_ddp:2; do
     ranks=${lab#*:} lab=${lab%:*}
-    out=$(slurm/submit.sh --cpu --gpus "$ranks" --time 10 --name "ci_image_$ranks" \
-      --container "$image" --container-runtime podman "$lab" -- --synthetic 256 --batch-size 16 \
-      --num-workers 1 --test --test-nsteps 3) || fail "slurm/submit.sh: $out"
-    job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
+    submit --cpu --gpus "$ranks" --time 10 --name "ci_image_$ranks" --container "$image" \
+      --container-runtime podman "$lab" -- --synthetic 256 --batch-size 16 --num-workers 1 \
+      --test --test-nsteps 3
     wait_for "$job" COMPLETED 300
-    log=$(slurm/submit.sh --logs "$job" | head -1)
-    grep -q "training performance" "$log" ||
-      fail "job $job in the image has no report: $(tail -3 "$log")"
-    ((ranks == 1)) || grep -q "on $ranks rank(s)" "$log" ||
+    output=$(output_of "$job")
+    grep -q "training performance" <<<"$output" ||
+      fail "job $job in the image has no report: $(tail -3 <<<"$output")"
+    ((ranks == 1)) || grep -q "on $ranks rank(s)" <<<"$output" ||
       fail "job $job ran on one rank, not $ranks"
-    echo "ok: job $job ($lab, $ranks rank(s)) ran in $image: $(grep -m1 '^training perf' "$log")"
+    echo "ok: job $job ($lab, $ranks rank(s)) ran in $image:" \
+      "$(grep -m1 '^training perf' <<<"$output")"
   done
 }
 if command -v slurmctld >/dev/null; then

@@ -40,6 +40,4 @@ ln -sfn lib "$prefix/lib64"
 ln -sfn "$prefix" /usr/local/cuda
 echo "$prefix/lib" >/etc/ld.so.conf.d/course-cuda.conf
 ldconfig
-nvcc_build=$("$prefix/bin/nvcc" --version | tail -1 | sed 's/^Build //')
-echo "install_cuda: $nvcc_build, cuDNN 9.19, NCCL 2.28" \
-  "in $prefix ($(du -sh "$prefix" | cut -f1))"
+echo "install_cuda: ${wheels[*]} in $prefix ($(du -sh "$prefix" | cut -f1))"

@@ -1,6 +1,7 @@
-# Sourced by the tests on the local cluster (slurm_test.sh, race_test.sh, multinode_test.sh):
-# starts the cluster (CLUSTER_NODES nodes, default 1) and gives the helpers to fail with a
-# message and to wait for a job's state.
+# Sourced by the tests on the local cluster (slurm_test.sh, race_test.sh, multinode_test.sh,
+# container/image_test.sh): starts the cluster (CLUSTER_NODES nodes, default 1) and gives the
+# helpers to fail with a message, to submit through slurm/submit.sh, to wait for a job's state and
+# to read its output.
 
 fail() {
   echo "FAILED: $*"
@@ -15,3 +16,10 @@ wait_for() {  # wait_for JOB STATE SECONDS
     sleep 1
   done
 }
+submit() {  # submit ARGS...: submits through the helper and sets $job
+  local out
+  out=$(slurm/submit.sh "$@") || fail "slurm/submit.sh $* -> $out"
+  job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
+  [[ -n $job ]] || fail "no job id in: $out"
+}
+output_of() { cat "$(slurm/submit.sh --logs "$1" | head -1)"; }

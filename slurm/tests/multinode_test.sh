@@ -25,11 +25,9 @@ on_both_nodes() {  # on_both_nodes JOB: the job was given node1 and node2
     fail "job $1 was not placed on both nodes: $(scontrol show job "$1" | grep NodeList)"
 }
 
-out=$(slurm/submit.sh --nodes 2 --gpus 1 --cpu --cpus-per-rank 1 --time 10 --name ci_nodes \
-  solutions/day2_ddp -- --synthetic 8192 --batch-size 16 --epochs 2 --num-workers 1) ||
-  fail "slurm/submit.sh --nodes 2 -> $out"
-day2=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
-[[ -n $day2 ]] || fail "no job id in: $out"
+submit --nodes 2 --gpus 1 --cpu --cpus-per-rank 1 --time 10 --name ci_nodes \
+  solutions/day2_ddp -- --synthetic 8192 --batch-size 16 --epochs 2 --num-workers 1
+day2=$job
 log=./ci_nodes_$day2.out
 wait_for "$day2" RUNNING 120
 deadline=$((SECONDS + 120))

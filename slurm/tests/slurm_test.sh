@@ -18,13 +18,6 @@ cleanup() {  # the test's jobs are all named ci_*
 }
 trap cleanup EXIT
 
-submit() {  # submit ARGS...: submits through the helper and sets $job
-  local out
-  out=$(slurm/submit.sh "$@") || fail "slurm/submit.sh $* -> $out"
-  job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
-  [[ -n $job ]] || fail "no job id in: $out"
-}
-output_of() { cat "$(slurm/submit.sh --logs "$1" | head -1)"; }
 
 # Bad input: a clear message, nothing submitted.
 refused() {

@@ -2,8 +2,8 @@
 # The lab sheets' commands, run: every fenced command of the sheets that runs a program of this
 # repository (bazel run //pkg:name, bazel-bin/pkg/name under mpirun or not, $hpo, slurm/race.sh
 # enter, the sbatch scripts and slurm/submit.sh with a lab's flags) runs here from the test's
-# runfiles, in the sheets' order, on the trainee tree, with the course's small step count appended
-# (sheet_runs.txt's "quick" lines), and must:
+# runfiles, in the sheets' order, on the trainee tree, with the course's small step count in place
+# of the sheet's values of the same flags (sheet_runs.txt's "quick" lines), and must:
 #   - exit 0; or
 #   - on the trainee tree, stop at an unwritten exercise with its message ("TODO TPd.n: ...
 #     (exercise not written yet ...)"), and then the solutions' program of the same command must
@@ -269,21 +269,20 @@ run_command() {
     echo "ran (${seconds} s): $line"
     return
   fi
-  if ! $gpu_visible && [[ " ${args[*]} " == *" --device cuda"* ]]; then
-    if ((status < 124)) && grep -qE '^error: .*(CUDA|cuda)' <<<"$output"; then
-      refused=$((refused + 1))
-      echo "refused without a GPU: $line"
-      echo "    $(grep -m1 '^error:' <<<"$output")"
-      return
-    fi
+  if ! $gpu_visible && [[ " ${args[*]} " == *" --device cuda"* ]] && ((status < 124)) &&
+    grep -qE '^error: .*(CUDA|cuda)' <<<"$output"; then
+    refused=$((refused + 1))
+    echo "refused without a GPU: $line"
+    echo "    $(grep -m1 '^error:' <<<"$output")"
+    return
   fi
   stub=$(grep -oE -m1 'TODO TP[0-9]+\.[0-9]+: .*\(exercise not written yet' <<<"$output")
   if [[ -n $stub && $program != solutions/* && -x $root/solutions/$program ]] &&
     ((status < 124)); then
-    stubs=$((stubs + 1))
     local trainee_seconds=$seconds
     execute "$ranks" "solutions/$program" "${args[@]}"
     if ((status == 0)); then
+      stubs=$((stubs + 1))
       echo "stops at ${stub%%:*} (${trainee_seconds} s), the solutions' program runs" \
         "(${seconds} s): $line"
       return
