@@ -3,10 +3,13 @@
 
 namespace course::nn {
 
-void WeightGradientQueue::run() {
+void WeightGradientQueue::run(const std::function<void()>& between) {
   std::vector<std::function<void()>> work;
   work.swap(work_);
-  for (const auto& w : work) w();
+  for (const auto& w : work) {
+    w();
+    if (between) between();
+  }
 }
 
 Context& Context::child(size_t i) {

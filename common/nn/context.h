@@ -25,8 +25,9 @@ namespace course::nn {
 class WeightGradientQueue {
  public:
   void push(std::function<void()> work) { work_.push_back(std::move(work)); }
-  // Runs and drops the queued work, in order.
-  void run();
+  // Runs and drops the queued work, in order, calling `between` (if set) after each item: a
+  // caller whose messages travel meanwhile lets MPI move them (it progresses only in its calls).
+  void run(const std::function<void()>& between = {});
   bool empty() const { return work_.empty(); }
 
  private:

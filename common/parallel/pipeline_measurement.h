@@ -15,6 +15,13 @@ struct TimedAction {
   double start_s, end_s;  // seconds since the step began, the compute only
 };
 
+// One round's exchange on a stage: posted when the round's action had finished, done when its
+// sends and receives had (after the round's weight passes where it has some).
+struct TimedExchange {
+  int round = 0;
+  double posted_s = 0, done_s = 0;  // seconds since the step began
+};
+
 // A stage's steps after the first, summed: their lengths and the compute in them.
 struct PipelineTotals {
   int64_t steps = 0;

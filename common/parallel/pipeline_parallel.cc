@@ -113,19 +113,31 @@ Tensor PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& ta
   read_steps(false);  // the steps the device has finished, never waiting
   StepRecord& step = unread_.emplace_back();
   step.first = steps_run_++ == 0;
+  step.launched = Clock::now();
   step.start = stamp(events_);
   std::map<StageMessage, Tensor> inbox;
-  for (const PipelineRound& round : rounds_) {
+  for (size_t r = 0; r < rounds_.size(); ++r) {
+    const PipelineRound& round = rounds_[r];
     Tensor produced;
     if (round.action) produced = run(*round.action, inbox);
+    const bool exchanges = !round.sends.empty() || !round.receives.empty();
+    std::unique_ptr<Event> posted = exchanges ? stamp(events_) : nullptr;
     if (options_.hooks.exchange) {
       exchange_by_hook(round, produced, inbox);
       for (const PipelineAction& w : round.weight_passes) run(w, inbox);
     } else {
-      // The weight passes run while the round's messages travel.
+      // The weight passes run while the round's messages travel. MPI moves a message larger
+      // than its eager limit only inside its calls (NCCL's stream needs none), so the passes
+      // test the exchange between their layers: else a neighbour waits for them to end.
       const WorkPtr in_flight = post_exchange(round, produced, inbox);
-      for (const PipelineAction& w : round.weight_passes) run(w, inbox);
+      const auto progress = [&] {
+        if (in_flight) in_flight->test();
+      };
+      for (const PipelineAction& w : round.weight_passes) run(w, inbox, progress);
       if (in_flight) in_flight->wait();
+    }
+    if (exchanges) {
+      step.exchanges.push_back({static_cast<int>(r), std::move(posted), stamp(events_)});
     }
   }
   unread_.back().end = stamp(events_);
@@ -165,7 +177,8 @@ void PipelineParallel::exchange_by_hook(const PipelineRound& round, const Tensor
   options_.hooks.exchange(traffic, *pp_);
 }
 
-Tensor PipelineParallel::run(const PipelineAction& a, std::map<StageMessage, Tensor>& inbox) {
+Tensor PipelineParallel::run(const PipelineAction& a, std::map<StageMessage, Tensor>& inbox,
+                             const std::function<void()>& progress) {
   Tensor received;
   if (const auto input = action_input(a, pp_->rank(), pp_->size(), options_.virtual_stages)) {
     const auto it = inbox.find(*input);
@@ -182,7 +195,7 @@ Tensor PipelineParallel::run(const PipelineAction& a, std::map<StageMessage, Ten
   }
   const auto launched = Clock::now();
   std::unique_ptr<Event> start = stamp(events_);
-  weight_passes_[a.chunk * options_.micro_batches + a.micro_batch].run();
+  weight_passes_[a.chunk * options_.micro_batches + a.micro_batch].run(progress);
   record(a, std::move(start), launched);
   return Tensor();
 }
@@ -206,6 +219,8 @@ Tensor PipelineParallel::forward(const PipelineAction& a, const Tensor& received
 
 Tensor PipelineParallel::backward(const PipelineAction& a, const Tensor& received) {
   const int at = virtual_stage(a.chunk), micro = a.micro_batch;
+  const auto launched = Clock::now();
+  std::unique_ptr<Event> start = stamp(events_);
   Tensor dy = received;
   if (at == last_virtual_stage()) {
     const Tensor& logits = logits_[micro];
@@ -215,8 +230,6 @@ Tensor PipelineParallel::backward(const PipelineAction& a, const Tensor& receive
     logits_[micro] = Tensor();
     losses_[micro] = {};
   }
-  const auto launched = Clock::now();
-  std::unique_ptr<Event> start = stamp(events_);
   const int call = a.chunk * options_.micro_batches + micro;
   // A split backward leaves the parameters' gradients to the action's weight pass.
   if (split_backward_) contexts_[call].defer_weight_gradients(&weight_passes_[call]);
@@ -244,6 +257,13 @@ void PipelineParallel::read_steps(bool wait) {
       events_.give(std::move(a.start));
       events_.give(std::move(a.end));
     }
+    step_launched_ = step.launched;
+    exchanges_.clear();
+    for (ExchangeEvents& e : step.exchanges) {
+      exchanges_.push_back({e.round, since_start(*e.posted), since_start(*e.done)});
+      events_.give(std::move(e.posted));
+      events_.give(std::move(e.done));
+    }
     step_seconds_ = since_start(*step.end);
     if (!step.first) {
       ++totals_.steps;
@@ -259,6 +279,16 @@ void PipelineParallel::read_steps(bool wait) {
 const std::vector<TimedAction>& PipelineParallel::timeline() {
   read_steps(true);
   return timeline_;
+}
+
+const std::vector<TimedExchange>& PipelineParallel::exchanges() {
+  read_steps(true);
+  return exchanges_;
+}
+
+std::chrono::steady_clock::time_point PipelineParallel::step_launched() {
+  read_steps(true);
+  return step_launched_;
 }
 
 double PipelineParallel::step_seconds() {

@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,6 +86,11 @@ class PipelineParallel {
   // The last step's actions, and its length (seconds, from its start to its last send); they
   // wait for the device to finish the step (for summaries and benchmarks).
   const std::vector<TimedAction>& timeline();
+  // The last step's exchanges, one per round that sends or receives, in round order.
+  const std::vector<TimedExchange>& exchanges();
+  // When the host launched the last step: on the CPU, where the device is the host, the origin
+  // of its timeline on the node's clock (to put several ranks' timelines on one axis).
+  std::chrono::steady_clock::time_point step_launched();
   double step_seconds();
   // The share of the last step this stage spent waiting: 1 - compute / step.
   double measured_bubble();
@@ -95,7 +101,9 @@ class PipelineParallel {
   // Runs action `a` on its input from `inbox` (taken out of it); returns what it sends on (an
   // activation or its gradient), or at the ends what it produced: the last stage's logits, the
   // first stage's (undefined) input gradient.
-  Tensor run(const PipelineAction& a, std::map<StageMessage, Tensor>& inbox);
+  // A weight pass calls `progress` between its items (the round's messages travelling).
+  Tensor run(const PipelineAction& a, std::map<StageMessage, Tensor>& inbox,
+             const std::function<void()>& progress = {});
   Tensor forward(const PipelineAction& a, const Tensor& received);
   Tensor backward(const PipelineAction& a, const Tensor& received);
   // The virtual stage of this rank's chunk.
@@ -138,15 +146,23 @@ class PipelineParallel {
     PipelineAction action;
     std::unique_ptr<Event> start, end;
   };
+  struct ExchangeEvents {
+    int round;
+    std::unique_ptr<Event> posted, done;
+  };
   struct StepRecord {
+    std::chrono::steady_clock::time_point launched;
     std::unique_ptr<Event> start, end;
     std::vector<ActionEvents> actions;
+    std::vector<ExchangeEvents> exchanges;
     bool first = false;  // the run's first step (not in the totals)
   };
   EventPool events_{process_device()};
-  std::deque<StepRecord> unread_;      // oldest first
-  std::vector<TimedAction> timeline_;  // of the last step read
-  double step_seconds_ = 0;            // of the last step read
+  std::deque<StepRecord> unread_;                        // oldest first
+  std::vector<TimedAction> timeline_;                    // of the last step read
+  std::vector<TimedExchange> exchanges_;                 // of the last step read
+  std::chrono::steady_clock::time_point step_launched_;  // of the last step read
+  double step_seconds_ = 0;                              // of the last step read
   PipelineTotals totals_;
   int64_t steps_run_ = 0;
 };

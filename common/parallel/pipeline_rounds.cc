@@ -115,42 +115,60 @@ std::vector<std::vector<PipelineRound>> pipeline_rounds(
   return rounds;
 }
 
-double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
-                        const std::vector<PassCosts>& costs) {
+double replayed_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
+                       const std::vector<std::vector<double>>& action_seconds,
+                       const ReplayMachine& machine) {
   const int stages = static_cast<int>(rounds.size());
-  COURSE_CHECK(stages > 0 && costs.size() == rounds.size(), "timetable_bubble got ", costs.size(),
-               " stages' pass costs for a timetable of ", stages);
-  const auto cost = [](const PipelineAction& a, const PassCosts& c) {
-    switch (a.kind) {
-      case Kind::kForward:
-        return c.forward;
-      case Kind::kBackward:
-        return c.backward;
-      case Kind::kWeight:
-        return c.weight;
+  COURSE_CHECK(stages > 0 && action_seconds.size() == rounds.size(), "a replay got ",
+               action_seconds.size(), " stages' pass lengths for a timetable of ", stages);
+  COURSE_CHECK(machine.message_seconds >= 0 && machine.cores >= 0,
+               "a replay needs messages of 0 seconds or more and 0 or more cores, got ",
+               machine.message_seconds, " s and ", machine.cores);
+  // When each core is free again: only where stages share them.
+  std::vector<double> core_free(machine.cores < stages ? machine.cores : 0, 0.0);
+  const auto start_on_a_core = [&](double ready, double length) {
+    if (core_free.empty() || length == 0) return ready;
+    // The core freed last before `ready`, else the first to be free.
+    auto core = core_free.begin();
+    for (auto c = core_free.begin(); c != core_free.end(); ++c) {
+      const bool fits = *c <= ready, core_fits = *core <= ready;
+      if ((fits && (!core_fits || *c > *core)) || (!fits && !core_fits && *c < *core)) core = c;
     }
-    return 0.0;
+    const double start = std::max(ready, *core);
+    *core = start + length;
+    return start;
+  };
+  // The length of stage s's next action in its list.
+  std::vector<size_t> next(stages, 0);
+  const auto next_length = [&](int s) {
+    COURSE_CHECK(next[s] < action_seconds[s].size(), "a replay got ", action_seconds[s].size(),
+                 " pass lengths for stage ", s, ", whose timetable runs more actions");
+    return action_seconds[s][next[s]++];
   };
   // When each stage enters the next round, and the compute it has done so far.
   std::vector<double> clock(stages, 0.0), compute(stages, 0.0), posted(stages), own_end(stages);
+  std::vector<int> by_readiness(stages);
   for (size_t r = 0; r < rounds[0].size(); ++r) {
-    for (int s = 0; s < stages; ++s) {
+    for (int s = 0; s < stages; ++s) by_readiness[s] = s;
+    std::stable_sort(by_readiness.begin(), by_readiness.end(),
+                     [&](int a, int b) { return clock[a] < clock[b]; });
+    for (const int s : by_readiness) {
       const PipelineRound& round = rounds[s].at(r);
-      const double action = round.action ? cost(*round.action, costs[s]) : 0.0;
+      const double action = round.action ? next_length(s) : 0.0;
       double weights = 0;
-      for (const PipelineAction& w : round.weight_passes) weights += cost(w, costs[s]);
+      for (size_t w = 0; w < round.weight_passes.size(); ++w) weights += next_length(s);
       compute[s] += action + weights;
-      posted[s] = clock[s] + action;  // the round's messages leave here
+      posted[s] = start_on_a_core(clock[s], action + weights) + action;  // messages leave here
       own_end[s] = posted[s] + weights;
     }
     for (int s = 0; s < stages; ++s) {
       clock[s] = own_end[s];
-      for (const StageMessage& m : rounds[s][r].sends) {
-        clock[s] = std::max(clock[s], posted[m.to % stages]);
-      }
+      const auto exchanged_with = [&](int peer) {
+        clock[s] = std::max(clock[s], std::max(posted[s], posted[peer]) + machine.message_seconds);
+      };
+      for (const StageMessage& m : rounds[s][r].sends) exchanged_with(m.to % stages);
       for (const StageMessage& m : rounds[s][r].receives) {
-        const int from = (m.gradient ? m.to + 1 : m.to - 1) % stages;
-        clock[s] = std::max(clock[s], posted[from]);
+        exchanged_with((m.gradient ? m.to + 1 : m.to - 1) % stages);
       }
     }
   }
@@ -159,6 +177,25 @@ double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
   double bubble = 0;
   for (const double c : compute) bubble += (1 - c / step) / stages;
   return bubble;
+}
+
+double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
+                        const std::vector<PassCosts>& costs, const ReplayMachine& machine) {
+  COURSE_CHECK(costs.size() == rounds.size(), "timetable_bubble got ", costs.size(),
+               " stages' pass costs for a timetable of ", rounds.size());
+  std::vector<std::vector<double>> action_seconds(rounds.size());
+  for (size_t s = 0; s < rounds.size(); ++s) {
+    const auto length = [&](const PipelineAction& a) {
+      return a.kind == Kind::kForward    ? costs[s].forward
+             : a.kind == Kind::kBackward ? costs[s].backward
+                                         : costs[s].weight;
+    };
+    for (const PipelineRound& round : rounds[s]) {
+      if (round.action) action_seconds[s].push_back(length(*round.action));
+      for (const PipelineAction& w : round.weight_passes) action_seconds[s].push_back(length(w));
+    }
+  }
+  return replayed_bubble(rounds, action_seconds, machine);
 }
 
 }  // namespace course::parallel

@@ -45,21 +45,32 @@ struct PipelineRound {
 std::vector<std::vector<PipelineRound>> pipeline_rounds(
     const std::vector<std::vector<PipelineAction>>& actions, int virtual_stages);
 
-// How long one stage's passes take (seconds): a forward, a backward (its input-gradient half
-// where the schedule splits off weight passes) and a weight pass.
-struct PassCosts {
-  double forward = 0, backward = 0, weight = 0;
+// What a replay of the timetable charges beyond the passes: the seconds one round's exchange
+// takes once both of its ends have posted it, and how many stages can compute at once (the cores
+// of a node whose ranks share them; 0: every stage has its own device).
+struct ReplayMachine {
+  double message_seconds = 0;
+  int cores = 0;
 };
 
 // The bubble the timetable itself gives (the stages' mean of 1 - compute / step, the step ending
 // when the last stage's does, as the schedules' formulas count it) when the passes take `costs`
-// (one entry per stage) and messages take no time: a stage's round is its action, then its
-// weight passes while the round's messages travel; it leaves the round when those are done and
-// every neighbour it exchanges with has finished its action too. So a fast stage waits for its
-// slower neighbour's pass, where the schedules' formulas assume equal passes and a stage that
-// starts as soon as its input arrives.
+// (one entry per stage), replayed on `machine` (by default: free messages, a device per stage).
+// A stage's round is its action, then its weight passes while the round's messages travel; it
+// leaves the round when those are done and each exchange with a neighbour has taken
+// `message_seconds` from the later of the two postings. So a fast stage waits for its slower
+// neighbour's pass, where the schedules' formulas assume equal passes and a stage that starts
+// as soon as its input arrives. With fewer cores than stages, a stage's work waits for a free
+// core (the one that became free last before the stage is ready, else the first to be free).
 double timetable_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
-                        const std::vector<PassCosts>& costs);
+                        const std::vector<PassCosts>& costs, const ReplayMachine& machine = {});
+
+// The same replay with each action's own length: `action_seconds[s][k]` is the k-th action of
+// stage s's list (a step's measured timeline). Passes of one kind that vary cost a lockstep
+// timetable more than their mean says: each round waits for the longer of two neighbours'.
+double replayed_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
+                       const std::vector<std::vector<double>>& action_seconds,
+                       const ReplayMachine& machine = {});
 
 // The message an action of `stage` needs first (none for the first stage's forwards and the
 // last one's backwards), and the one it produces.

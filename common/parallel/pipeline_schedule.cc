@@ -168,15 +168,15 @@ int micro_batches_in_flight(const std::vector<PipelineAction>& actions) {
   return most;
 }
 
-double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
-                       int virtual_stages) {
+double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches, int virtual_stages,
+                       const PassCosts& costs) {
   const double p = stages, m = micro_batches, v = virtual_stages;
   if (schedule == PipelineSchedule::kNaive) return (p - 1) / p;
   if (schedule == PipelineSchedule::kInterleaved) return (p - 1) / (v * m + p - 1);
   if (schedule == PipelineSchedule::kZeroBubbleH1) {
-    // Fewer micro-batches than stages: the last weight pass also waits for the gradient's trip.
-    const double idle = p - 1 + std::max(0.0, p - m);
-    return idle / (3 * m + idle);
+    const auto [f, b, w] = costs;
+    const double idle = (p - 1) * (f + b) - (std::min(m, p) - 1) * std::min({f, b, w});
+    return idle / (m * (f + b + w) + idle);
   }
   return (p - 1) / (m + p - 1);
 }

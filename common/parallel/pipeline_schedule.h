@@ -55,14 +55,23 @@ bool splits_backward(const std::vector<PipelineAction>& actions);
 // forward to its backward, or to its weight pass where the backward is split.
 int micro_batches_in_flight(const std::vector<PipelineAction>& actions);
 
-// The idle share of a rank's step when forwards (and backwards) of every chunk take equal time:
-// naive (p - 1) / p, GPipe and 1F1B (p - 1) / (m + p - 1), interleaved (p - 1) / (v m + p - 1)
-// (Megatron-LM's bubble-to-compute ratio (p - 1) / (v m) as a share of the step), ZB-H1 with
-// a backward's two halves each as long as a forward (p - 1) / (3 m + p - 1) once m >= p: its
-// bubble (p - 1)(T_F + T_B - T_W) against 1F1B's (p - 1)(T_F + T_B + T_W), a third (with
-// fewer micro-batches, p - m more idle slots: the first gradient's trip back is then exposed).
+// How long one stage's passes take (any unit): a forward, a backward (its input-gradient half
+// where the schedule splits off weight passes) and a weight pass.
+struct PassCosts {
+  double forward = 0, backward = 0, weight = 0;
+};
+
+// The idle share of a rank's step when every stage's passes take `costs` (a chunk's 1/v of
+// them): naive (p - 1) / p, GPipe and 1F1B (p - 1) / (m + p - 1), interleaved
+// (p - 1) / (v m + p - 1) (Megatron-LM's bubble-to-compute ratio (p - 1) / (v m) as a share of
+// the step), whatever the passes' lengths. ZB-H1 idles (p - 1)(F + B) - (min(m, p) - 1) min(F,
+// B, W) of a step m (F + B + W) longer: each of the first weight passes fills a slot the length
+// of the shortest pass. With F = B = W (the default) that is the paper's (p - 1) / (3 m + p - 1)
+// once m >= p, its bubble (p - 1)(F + B - W) against 1F1B's (p - 1)(F + B + W): a third; with
+// fewer micro-batches p - m slots more (the first gradient's trip back is exposed), and with W
+// shorter than F and B less than a third is gained.
 double bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches,
-                       int virtual_stages = 1);
+                       int virtual_stages = 1, const PassCosts& costs = {1, 1, 1});
 
 // "naive", "gpipe", "1f1b", "zb-h1", "interleaved"
 PipelineSchedule parse_pipeline_schedule(const std::string& name);

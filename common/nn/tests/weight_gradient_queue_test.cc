@@ -2,11 +2,13 @@
 // (common/nn/context.h), on a GPT (Linear, LayerNorm, the token and position tables, the tied
 // head) and a Llama (RMSNorm, an untied output layer): with a queue attached, backward leaves
 // every parameter's gradient untouched and returns the same input gradient; running the queue
-// then gives the same gradients as one undivided backward, ready hooks included: bit for bit on
+// then gives the same gradients as one undivided backward, ready hooks included (a caller's
+// `between` called after each of its items): bit for bit on
 // the CPU; on a GPU within the f32 rule (its embedding backward adds with atomics, in no fixed
 // order). The GPU cases run in the GPU self-test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -76,8 +78,22 @@ void expect_split_backward_is_the_whole(const GptConfig& config, Device device) 
   }
   EXPECT_TRUE(ready.empty()) << config.name << ": a gradient was ready before the weight pass";
   ASSERT_FALSE(weight_pass.empty());
-  weight_pass.run();
+  // The caller's `between` runs after each queued item (a pipeline lets MPI move its messages
+  // there): the calls see gradients get ready along the way (a tied table's only once both of
+  // its halves are in), the last call all of them.
+  std::vector<int> ready_at_each_call;
+  const auto ready_count = [&] {
+    int count = 0;
+    for (const auto& [name, times] : ready) count += times;
+    return count;
+  };
+  weight_pass.run([&] { ready_at_each_call.push_back(ready_count()); });
   EXPECT_TRUE(weight_pass.empty());
+  ASSERT_GT(ready_at_each_call.size(), 2u) << config.name;
+  EXPECT_TRUE(std::is_sorted(ready_at_each_call.begin(), ready_at_each_call.end())) << config.name;
+  EXPECT_LT(ready_at_each_call[ready_at_each_call.size() / 2], ready_at_each_call.back())
+      << config.name << ": the gradients were all ready halfway through the queue";
+  EXPECT_EQ(ready_at_each_call.back(), ready_count()) << config.name;
   expect_same_gradients(gradients_of(gpt), whole, device, config.name);
   for (const auto& [name, p] : params) {
     EXPECT_GE(ready[name], 1) << config.name << ": " << name << " never ready";

@@ -213,6 +213,25 @@ TEST(PipelineParity, TimelinesFollowTheSchedules) {
       done.push_back(a.action);
     }
     EXPECT_EQ(done, schedule_actions(schedule, world->rank(), world->size(), kMicroBatches));
+    // One exchange per round that sends or receives, in round order, done after it was posted.
+    std::vector<std::vector<PipelineAction>> actions;
+    for (int s = 0; s < world->size(); ++s) {
+      actions.push_back(schedule_actions(schedule, s, world->size(), kMicroBatches));
+    }
+    const std::vector<PipelineRound> rounds = pipeline_rounds(actions, 1)[world->rank()];
+    std::vector<int> exchanging;
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      if (!rounds[r].sends.empty() || !rounds[r].receives.empty()) {
+        exchanging.push_back(static_cast<int>(r));
+      }
+    }
+    std::vector<int> recorded;
+    for (const TimedExchange& e : pipeline.exchanges()) {
+      EXPECT_LE(e.posted_s, e.done_s);
+      EXPECT_LE(e.done_s, pipeline.step_seconds());
+      recorded.push_back(e.round);
+    }
+    EXPECT_EQ(recorded, exchanging) << pipeline_schedule_name(schedule);
     EXPECT_GE(pipeline.measured_bubble(), 0.0);
     EXPECT_LT(pipeline.measured_bubble(), 1.0);
   }

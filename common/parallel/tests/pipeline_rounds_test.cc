@@ -5,7 +5,7 @@
 // input arrived in an earlier round; one message at most per round between two stages (so a group's
 // order is unambiguous). Schedules a trainee might write wrong are errors naming the stage, never a
 // hang. The timetable's own bubble for given pass lengths equals each schedule's formula when the
-// passes take as long, and a hand-computed replay otherwise.
+// passes take as long, and a hand-computed replay otherwise, with messages and shared cores too.
 #include "common/parallel/pipeline_rounds.h"
 
 #include <gmock/gmock.h>
@@ -189,6 +189,50 @@ TEST(TimetableBubble, AStageWaitsForItsSlowerNeighbour) {
         timetable_bubble(rounds, {{1, 2, 0}});
       },
       testing::ThrowsMessage<Error>(HasSubstr("1 stages' pass costs for a timetable of 2")));
+}
+
+TEST(TimetableBubble, MessagesAndSharedCores) {
+  const auto naive = rounds_of(PipelineSchedule::kNaive, 2, 1, 1);
+  const std::vector<PassCosts> uneven = {{1, 2, 0}, {2, 4, 0}};
+  // Messages of 0.5: the activation lands at 1.5, stage 1 forwards over [1.5, 3.5] and backwards
+  // over [3.5, 7.5], its gradient lands at 8, stage 0 backwards over [8, 10].
+  EXPECT_NEAR(timetable_bubble(naive, uneven, {.message_seconds = 0.5}), (7.0 / 10 + 4.0 / 10) / 2,
+              1e-12);
+  // The same on 2 stages sharing one core and free messages: the core is never idle, so
+  // the step is the 8 units of both stages' work and each stage idles half of it (4 units of
+  // the 6 a device per stage gives would be the formula's 1/3).
+  const std::vector<PassCosts> unit = {{1, 1, 0}, {1, 1, 0}};
+  const auto gpipe = rounds_of(PipelineSchedule::kGpipe, 2, 2, 1);
+  // GPipe, 2 stages, 2 micro-batches of unit passes: the formula's 6 units plus the 4 exchanges
+  // on the way (F0's activation, F1's with F0 running, B0's gradient, B1's with B0 running), the
+  // sender leaving an exchange when the receiver has it too: 4 units of compute in 8.
+  EXPECT_NEAR(timetable_bubble(gpipe, unit, {.message_seconds = 0.5}), 0.5, 1e-12);
+  EXPECT_NEAR(timetable_bubble(gpipe, unit, {.cores = 1}), 0.5, 1e-12);
+  for (int p : {2, 3, 4}) {
+    for (int m : {1, 4, 8}) {
+      for (auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneForwardOneBackward,
+                            PipelineSchedule::kZeroBubbleH1}) {
+        const auto rounds = rounds_of(schedule, p, m, 1);
+        const std::vector<PassCosts> costs(p, PassCosts{1, 1, 1});
+        const std::string what = pipeline_schedule_name(schedule) + " p=" + std::to_string(p) +
+                                 " m=" + std::to_string(m);
+        // As many cores as stages (or more) change nothing; one core for all idles (p - 1) / p.
+        EXPECT_NEAR(timetable_bubble(rounds, costs, {.cores = p}), timetable_bubble(rounds, costs),
+                    1e-12)
+            << what;
+        EXPECT_NEAR(timetable_bubble(rounds, costs, {.cores = 1}), (p - 1.0) / p, 1e-12) << what;
+        // Fewer cores than stages never shorten the step; messages lengthen it.
+        EXPECT_GE(timetable_bubble(rounds, costs, {.cores = p - 1}) + 1e-12,
+                  timetable_bubble(rounds, costs))
+            << what;
+        EXPECT_GT(timetable_bubble(rounds, costs, {.message_seconds = 0.1}),
+                  timetable_bubble(rounds, costs))
+            << what;
+      }
+    }
+  }
+  EXPECT_THAT([&] { timetable_bubble(naive, uneven, {.message_seconds = -1}); },
+              testing::ThrowsMessage<Error>(HasSubstr("0 seconds or more")));
 }
 
 TEST(TimetableBubble, InterleavingPaysForABackwardLongerThanAForward) {

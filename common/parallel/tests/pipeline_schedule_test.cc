@@ -1,7 +1,7 @@
 // The pipeline schedules against an independent reference: every schedule is run by a small
 // event simulation of p stages (forward 1 time unit, backward 2, or 1 for its input-gradient
-// half and 1 for its weight pass where zb-h1 splits it), which must finish (no stage waits
-// forever) in the time the course's formulas give.
+// half and 1 for its weight pass where zb-h1 splits it; zb-h1 also with other lengths), which
+// must finish (no stage waits forever) in the time the course's formulas give.
 #include "common/parallel/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,8 @@ namespace {
 using Kind = PipelineAction::Kind;
 
 constexpr double kForwardTime = 1, kBackwardTime = 2;
+// A backward split in two halves as long as a forward each.
+constexpr PassCosts kEqualPasses = {kForwardTime, kBackwardTime / 2, kBackwardTime / 2};
 
 struct Simulation {
   double makespan = 0;
@@ -26,8 +28,10 @@ struct Simulation {
 
 // Runs every rank's actions in order; an action starts once its rank is free and its input
 // exists: the forward of the virtual stage before (chunk c of rank r is virtual stage c p + r),
-// the backward of the one after. A chunk's passes take 1/v of a stage's. Fails on a deadlock.
-Simulation simulate(PipelineSchedule schedule, int p, int m, int v = 1) {
+// the backward of the one after. A pass takes its `costs` (an unsplit backward: its two halves),
+// a chunk's 1/v of a stage's. Fails on a deadlock.
+Simulation simulate(PipelineSchedule schedule, int p, int m, int v = 1,
+                    const PassCosts& costs = kEqualPasses) {
   std::vector<std::vector<PipelineAction>> actions(p);
   for (int s = 0; s < p; ++s) actions[s] = schedule_actions(schedule, s, p, m, v);
   std::map<std::tuple<int, Kind, int>, double> done;  // (virtual stage, kind, micro) -> end
@@ -54,9 +58,10 @@ Simulation simulate(PipelineSchedule schedule, int p, int m, int v = 1) {
                       << (weight ? "backward" : "forward");
         return sim;
       }
-      const double length = (forward ? kForwardTime
-                             : split ? kBackwardTime / 2
-                                     : kBackwardTime) /
+      const double length = (forward  ? costs.forward
+                             : weight ? costs.weight
+                             : split  ? costs.backward
+                                      : costs.backward + costs.weight) /
                             v;
       done[{at, a.kind, a.micro_batch}] = free_at[s] = ready + length;
       sim.busy[s] += length;
@@ -205,6 +210,41 @@ TEST(PipelineSchedule, ZeroBubbleH1) {
       }
     }
   }
+}
+
+// With passes of other lengths (W shorter than B as on CPUs, longer, the shortest of all),
+// ZB-H1 idles (p - 1)(F + B) - (min(m, p) - 1) min(F, B, W): its bubble for those costs, which
+// the pipeline benchmark prints beside the measured one. GPipe and 1F1B (whose backward is
+// B + W) keep (p - 1) / (m + p - 1) whatever the lengths.
+TEST(PipelineSchedule, ZeroBubbleH1WithUnequalPasses) {
+  const auto zb = PipelineSchedule::kZeroBubbleH1;
+  for (const PassCosts costs : {PassCosts{1, 1, 0.5}, PassCosts{1, 2, 1}, PassCosts{1, 0.6, 0.4},
+                                PassCosts{0.5, 1, 1.5}, PassCosts{1, 0.3, 0.9}}) {
+    for (int p = 1; p <= 6; ++p) {
+      for (int m = 1; m <= 12; ++m) {
+        const std::string what =
+            "F " + std::to_string(costs.forward) + " B " + std::to_string(costs.backward) + " W " +
+            std::to_string(costs.weight) + " p " + std::to_string(p) + " m " + std::to_string(m);
+        const Simulation sim = simulate(zb, p, m, 1, costs);
+        for (int s = 0; s < p; ++s) {
+          EXPECT_NEAR(1 - sim.busy[s] / sim.makespan, bubble_fraction(zb, p, m, 1, costs), 1e-12)
+              << what;
+        }
+        const Simulation one_f_one_b =
+            simulate(PipelineSchedule::kOneForwardOneBackward, p, m, 1, costs);
+        EXPECT_NEAR(1 - one_f_one_b.busy[0] / one_f_one_b.makespan,
+                    bubble_fraction(PipelineSchedule::kOneForwardOneBackward, p, m, 1, costs),
+                    1e-12)
+            << what;
+      }
+    }
+  }
+  // On these CPUs (F 3.1, B 2.9, W 1.8 ms on 2 stages) the bubble at m = 8 is 0.57 of 1F1B's, by
+  // hand: idle 6.0 - 1.8 = 4.2 of a step 8 x 7.8 + 4.2, against 1 / 9.
+  const PassCosts measured = {3.1, 2.9, 1.8};
+  EXPECT_NEAR(bubble_fraction(zb, 2, 8, 1, measured) /
+                  bubble_fraction(PipelineSchedule::kOneForwardOneBackward, 2, 8, 1, measured),
+              (4.2 / (8 * 7.8 + 4.2)) / (1.0 / 9), 1e-12);
 }
 
 // A list must hold each pass of every micro-batch once: weight passes for all or none.
