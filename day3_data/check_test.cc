@@ -7,7 +7,7 @@
 //          within each group, on pages of equal and of uneven sizes (one-sample pages, gaps in
 //          the page numbers, a file of one page, an empty file).
 // CutMix's cut (TP3.1) is checked in cutmix_check_test.cc, the hyper-parameter search's
-// exercises (TP3.6-TP3.8) in hpo_check_test.cc.
+// exercises (TP3.8-TP3.10) in hpo_check_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -60,28 +60,28 @@ course::hpo::TrialSplit split_trials(const std::vector<course::hpo::Trial>& tria
                                      bool include_running) {
   using course::hpo::Trial;
   using course::hpo::TrialState;
-  // BEGIN EXERCISE TP3.6: rank complete, then pruned trials; the first n_below are below
-  ::course::exercise_todo("TP3.6", "rank complete, then pruned trials; the first n_below are below",
-                          "day3_data/README.md#tp36");
+  // BEGIN EXERCISE TP3.8: rank complete, then pruned trials; the first n_below are below
+  ::course::exercise_todo("TP3.8", "rank complete, then pruned trials; the first n_below are below",
+                          "day3_data/README.md#tp38");
   // END EXERCISE
 }
 
 bool promotable_to_next_rung(double value, std::vector<double> competing, int reduction_factor,
                              course::hpo::Direction direction) {
-  // BEGIN EXERCISE TP3.7: at least as good as the floor(n / eta)-th best (the best when 0)
-  ::course::exercise_todo("TP3.7",
+  // BEGIN EXERCISE TP3.9: at least as good as the floor(n / eta)-th best (the best when 0)
+  ::course::exercise_todo("TP3.9",
                           "at least as good as the floor(n / eta)-th best (the best when 0)",
-                          "day3_data/README.md#tp37");
+                          "day3_data/README.md#tp39");
   // END EXERCISE
 }
 
 bool median_prunes(const course::hpo::Trial& trial, int step,
                    const std::vector<const course::hpo::Trial*>& complete,
                    course::hpo::Direction direction) {
-  // BEGIN EXERCISE TP3.8: the trial's best so far against the complete trials' median at step
-  ::course::exercise_todo("TP3.8",
+  // BEGIN EXERCISE TP3.10: the trial's best so far against the complete trials' median at step
+  ::course::exercise_todo("TP3.10",
                           "the trial's best so far against the complete trials' median at step",
-                          "day3_data/README.md#tp38");
+                          "day3_data/README.md#tp310");
   // END EXERCISE
 }
 
@@ -90,17 +90,17 @@ course::hpo::SearchRules search_rules() {
 }
 
 std::vector<float> sweep_rates(float first, float last, int64_t count) {
-  // BEGIN EXERCISE TP3.9: geometric steps from first to last, both ends included
-  ::course::exercise_todo("TP3.9", "geometric steps from first to last, both ends included",
-                          "day3_data/README.md#tp39");
+  // BEGIN EXERCISE TP3.6: geometric steps from first to last, both ends included
+  ::course::exercise_todo("TP3.6", "geometric steps from first to last, both ends included",
+                          "day3_data/README.md#tp36");
   // END EXERCISE
 }
 
 std::optional<float> suggest_rate(const std::vector<float>& rates,
                                   const std::vector<double>& mean_losses) {
-  // BEGIN EXERCISE TP3.10: a tenth of the rate of the lowest finite loss
-  ::course::exercise_todo("TP3.10", "a tenth of the rate of the lowest finite loss",
-                          "day3_data/README.md#tp310");
+  // BEGIN EXERCISE TP3.7: a tenth of the rate of the lowest finite loss
+  ::course::exercise_todo("TP3.7", "a tenth of the rate of the lowest finite loss",
+                          "day3_data/README.md#tp37");
   // END EXERCISE
 }
 

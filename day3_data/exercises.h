@@ -50,7 +50,7 @@ std::vector<course::TarSample> group_members(const std::vector<course::TarMember
 std::vector<int64_t> quasi_random_pages(const std::vector<int64_t>& sample_pages,
                                         int64_t pages_in_memory, std::mt19937& rng);
 
-// TP3.6: TPE's split of a study's trials into the n_below best ("below") and the rest
+// TP3.8: TPE's split of a study's trials into the n_below best ("below") and the rest
 // ("above"): complete trials ranked by value in the study's direction, then pruned trials, the
 // furthest-trained first (largest last step), ties by the value they last reported; with
 // include_running (the constant liar) running trials are added above; failed trials are left
@@ -59,13 +59,13 @@ course::hpo::TrialSplit split_trials(const std::vector<course::hpo::Trial>& tria
                                      course::hpo::Direction direction, int n_below,
                                      bool include_running);
 
-// TP3.7: successive halving's promotion rule: `value` goes on to the next rung when it is
+// TP3.9: successive halving's promotion rule: `value` goes on to the next rung when it is
 // among the top floor(n / reduction_factor) of the n `competing` values recorded at the rung
 // (itself included), or the best of them when floor(n / reduction_factor) is 0. Ties promote.
 bool promotable_to_next_rung(double value, std::vector<double> competing, int reduction_factor,
                              course::hpo::Direction direction);
 
-// TP3.8: the median pruner's rule at `step`: prune when the trial's best value so far (NaNs
+// TP3.10: the median pruner's rule at `step`: prune when the trial's best value so far (NaNs
 // ignored; no value at all prunes) is worse than the median of the complete trials' values at
 // `step` (NaNs ignored); never when none of them has a value there.
 bool median_prunes(const course::hpo::Trial& trial, int step,
@@ -75,11 +75,11 @@ bool median_prunes(const course::hpo::Trial& trial, int step,
 // The three as the HPO tool's rules.
 course::hpo::SearchRules search_rules();
 
-// TP3.9: the learning-rate finder's `count` rates, log-spaced from `first` to `last`, both
+// TP3.6: the learning-rate finder's `count` rates, log-spaced from `first` to `last`, both
 // included (first * (last / first)^(i / (count - 1))).
 std::vector<float> sweep_rates(float first, float last, int64_t count);
 
-// TP3.10: the rate the finder suggests: one tenth of the rate whose mean loss is the lowest
+// TP3.7: the rate the finder suggests: one tenth of the rate whose mean loss is the lowest
 // (NaN losses, diverged or not reached, left out; the lower rate wins a tie); none when every
 // loss is NaN.
 std::optional<float> suggest_rate(const std::vector<float>& rates,

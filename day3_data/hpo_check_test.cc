@@ -1,10 +1,10 @@
 // The hyper-parameter search's exercises in `bazel test //day3_data:check`, against
 // hand-worked cases and the library's reference rules (common/hpo/rules.h):
-//   TP3.6: a split worked out by hand (pruned trials, running ones, failed ones, both
+//   TP3.8: a split worked out by hand (pruned trials, running ones, failed ones, both
 //          directions, NaN and infinite reports), then against the reference on random studies;
-//   TP3.7: promotions by hand (floor(n / eta), the first trial of a rung, ties, direction),
+//   TP3.9: promotions by hand (floor(n / eta), the first trial of a rung, ties, direction),
 //          then against the reference on random rungs with ties and infinities;
-//   TP3.8: decisions by hand (best so far, NaNs, even counts, no value at the step), then
+//   TP3.10: decisions by hand (best so far, NaNs, even counts, no value at the step), then
 //          against the reference on random studies.
 // The random studies come in two kinds: values drawn from an interval, and values drawn from a
 // handful with repeats (ties), +-inf and, for reports and failed trials, NaN.
@@ -68,7 +68,7 @@ std::vector<Trial> random_study(std::mt19937& rng, int n, bool special) {
   return trials;
 }
 
-TEST(TP3_6, SplitByHand) {
+TEST(TP3_8, SplitByHand) {
   std::vector<Trial> trials = {study_trial(0, TrialState::kComplete, 5.0),
                                study_trial(1, TrialState::kComplete, 1.0),
                                study_trial(2, TrialState::kPruned, 0, {{1, 0.5}}),
@@ -93,7 +93,7 @@ TEST(TP3_6, SplitByHand) {
   EXPECT_TRUE(split.above.empty());
 }
 
-TEST(TP3_6, NaNReportsRankLastInEitherDirection) {
+TEST(TP3_8, NaNReportsRankLastInEitherDirection) {
   // Pruned at step 2 with NaN, 0.3, +inf and -inf, and a complete trial at +inf. A NaN report
   // ranks as +inf does when minimising, so with the +inf trial it is last.
   const std::vector<Trial> trials = {study_trial(0, TrialState::kPruned, 0, {{1, 0.1}, {2, NAN}}),
@@ -110,7 +110,7 @@ TEST(TP3_6, NaNReportsRankLastInEitherDirection) {
       << "minimising: the complete trial, then -inf, then 0.3";
 }
 
-TEST(TP3_6, TiesKeepTrialNumberOrder) {
+TEST(TP3_8, TiesKeepTrialNumberOrder) {
   // Twenty complete trials of equal value: the first n_below by number are below.
   std::vector<Trial> trials;
   for (int n = 0; n < 20; ++n) trials.push_back(study_trial(n, TrialState::kComplete, 0.5));
@@ -120,7 +120,7 @@ TEST(TP3_6, TiesKeepTrialNumberOrder) {
       << "ties keep the study's order (a stable sort): the earliest trials win";
 }
 
-TEST(TP3_6, SplitMatchesTheReferenceOnRandomStudies) {
+TEST(TP3_8, SplitMatchesTheReferenceOnRandomStudies) {
   std::mt19937 rng(36);
   for (int round = 0; round < 400; ++round) {
     const bool special = round % 4 >= 2;
@@ -136,7 +136,7 @@ TEST(TP3_6, SplitMatchesTheReferenceOnRandomStudies) {
   }
 }
 
-TEST(TP3_7, PromotionsByHand) {
+TEST(TP3_9, PromotionsByHand) {
   // 8 values at a rung, eta 4: the top 2 go on.
   const std::vector<double> rung = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8};
   EXPECT_TRUE(day3::promotable_to_next_rung(0.2, rung, 4, Direction::kMinimize)) << "second best";
@@ -156,7 +156,7 @@ TEST(TP3_7, PromotionsByHand) {
   EXPECT_TRUE(day3::promotable_to_next_rung(0.3, {0.3, 0.3, 0.1, 0.9}, 2, Direction::kMaximize));
 }
 
-TEST(TP3_7, PromotionsMatchTheReferenceOnRandomRungs) {
+TEST(TP3_9, PromotionsMatchTheReferenceOnRandomRungs) {
   std::mt19937 rng(37);
   for (int round = 0; round < 400; ++round) {
     const bool special = round % 2 == 1;
@@ -173,7 +173,7 @@ TEST(TP3_7, PromotionsMatchTheReferenceOnRandomRungs) {
   }
 }
 
-TEST(TP3_8, DecisionsByHand) {
+TEST(TP3_10, DecisionsByHand) {
   std::vector<Trial> done;
   for (int n = 0; n < 4; ++n) {
     done.push_back(study_trial(n, TrialState::kComplete, 0, {{1, 0.1 * n}, {2, 0.1 * n}}));
@@ -202,7 +202,7 @@ TEST(TP3_8, DecisionsByHand) {
       << "a trial with no value at all is pruned";
 }
 
-TEST(TP3_8, DecisionsMatchTheReferenceOnRandomStudies) {
+TEST(TP3_10, DecisionsMatchTheReferenceOnRandomStudies) {
   std::mt19937 rng(38);
   for (int round = 0; round < 600; ++round) {
     const bool special = round % 4 >= 2;

@@ -124,7 +124,7 @@ expect 105 "--auto-augment" "$solution" "${small[@]}" --auto-augment autoaugment
 expect 0 "--aug-device" "$solution" --help
 
 # The optimizer and schedule flags, the learning-rate finder as trainees run it (through
-# bazel run: the plot lands where they started), and the trainee's TODO TP3.9.
+# bazel run: the plot lands where they started), and the trainee's TODO TP3.6.
 expect 0 "optimizer: lion, cosine schedule to lr 0.001 down to 0.0002, warm-up 0.5 epochs" \
   "$solution" "${small[@]}" --optimizer lion --lr 1e-3 --schedule cosine --cosine-floor 0.2 \
   --epochs 2 --warmup-epochs 0.5
@@ -136,7 +136,7 @@ expect 0 "suggested learning rate: " env BUILD_WORKING_DIRECTORY="$TEST_TMPDIR" 
   --findlr-rates 4 --findlr-steps 3 --lr 1 --findlr-plot sweep.png
 [[ $(head -c 4 "$TEST_TMPDIR/sweep.png" | tail -c 3) == PNG ]] || { echo "FAILED: no sweep.png"; exit 1; }
 [[ $(wc -l <"$TEST_TMPDIR/sweep.csv") == 5 ]] || { echo "FAILED: sweep.csv rows"; exit 1; }
-expect 3 "TODO TP3.9" "$trainee" --synthetic 64 --batch-size 16 --device cpu --no-progress \
+expect 3 "TODO TP3.6" "$trainee" --synthetic 64 --batch-size 16 --device cpu --no-progress \
   --findlr --findlr-plot "$TEST_TMPDIR/todo.png"
 expect 0 "test accuracy" "$solution" --synthetic 64 --batch-size 16 --device cpu --no-progress \
   --logdir "$TEST_TMPDIR/tensorboard"

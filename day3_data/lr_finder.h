@@ -1,6 +1,6 @@
 // The learning-rate finder of the course's race script (--findlr): the lab trained for
 // --findlr-steps steps at each of --findlr-rates rates log-spaced from --findlr-start up to
-// --lr (TP3.9), then the rate one tenth of the best one suggested (TP3.10).
+// --lr (TP3.6), then the rate one tenth of the best one suggested (TP3.7).
 //   correlated:   one run, the rate raised every --findlr-steps steps (fast; each rate starts
 //                 from what the lower ones trained);
 //   decorrelated: a fresh model for each rate (each rate judged alone; rates times slower).

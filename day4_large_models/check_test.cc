@@ -1,9 +1,9 @@
-// The day-4 check of sharding and the process grid: TP4.1-TP4.5 and TP4.12-TP4.14 against
+// The day-4 check of sharding and the process grid: TP4.1-TP4.5 and TP4.15-TP4.17 against
 // hand-computed values and single-process references, on 2, 3 and 4 MPI ranks, with cases
 // chosen so that plausible wrong answers fail (shards without padding or at wrong offsets, a sum
 // instead of an average, a rank keeping only its own shard, parameters or gradients not freed,
 // gradients not reduced, tensor parallelism as the outer axis, replicas averaged over the whole
-// world). The tensor-parallel steps TP4.6-TP4.11 are in tensor_parallel_check_test.cc; both
+// world). The tensor-parallel steps TP4.9-TP4.14 are in tensor_parallel_check_test.cc; both
 // files make one test. A failure on one rank ends every rank at once with its message. Built on
 // the trainee's exercises (bazel test //day4_large_models:check) and on the solutions
 // (//solutions/day4_large_models:check).
@@ -177,9 +177,9 @@ TEST(TP4_5, BackwardAveragesTheGradientsIntoTheShardAndFreesEverything) {
   EXPECT_FALSE(unit.has_gradients()) << "the full gradients must be freed after the reduction";
 }
 
-// TP4.12 ---------------------------------------------------------------------------------
+// TP4.15 ---------------------------------------------------------------------------------
 
-TEST(TP4_12, CoordinatesByHand) {
+TEST(TP4_15, CoordinatesByHand) {
   // dp 2 x tp 2 x pp 2: world rank 6 = tp 0 + 2 (dp 1 + 2 pp 1).
   const parallel::GridShape shape{.dp = 2, .tp = 2, .pp = 2};
   const parallel::GridCoordinates at = grid_coordinates(6, shape);
@@ -192,7 +192,7 @@ TEST(TP4_12, CoordinatesByHand) {
   EXPECT_EQ(b.pp, 0);
 }
 
-TEST(TP4_12, EveryRankOfEveryGridOfEightHasItsOwnPoint) {
+TEST(TP4_15, EveryRankOfEveryGridOfEightHasItsOwnPoint) {
   for (const parallel::GridShape& shape : {parallel::GridShape{.dp = 2, .tp = 2, .pp = 2},
                                            parallel::GridShape{.dp = 1, .tp = 4, .pp = 2},
                                            parallel::GridShape{.dp = 4, .tp = 1, .pp = 2},
@@ -206,12 +206,12 @@ TEST(TP4_12, EveryRankOfEveryGridOfEightHasItsOwnPoint) {
   }
 }
 
-// TP4.13 ---------------------------------------------------------------------------------
+// TP4.16 ---------------------------------------------------------------------------------
 
 // The grid the check runs on: tensor parallelism over 2 ranks when the world is even.
 int check_tp() { return world()->size() % 2 == 0 ? 2 : 1; }
 
-TEST(TP4_13, EachGroupHoldsTheRanksOfOneAxisInOrder) {
+TEST(TP4_16, EachGroupHoldsTheRanksOfOneAxisInOrder) {
   const int tp = check_tp(), r = world()->rank();
   const int dp = world()->size() / tp;
   const SubGroups groups = tensor_and_data_groups(*world(), tp);
@@ -233,9 +233,9 @@ TEST(TP4_13, EachGroupHoldsTheRanksOfOneAxisInOrder) {
   EXPECT_EQ(dp_sum.to_vector<float>()[0], want_dp) << "sum over rank " << r << "'s dp group";
 }
 
-// TP4.14 ---------------------------------------------------------------------------------
+// TP4.17 ---------------------------------------------------------------------------------
 
-TEST(TP4_14, GradientsAreAveragedOverTheReplicasOnly) {
+TEST(TP4_17, GradientsAreAveragedOverTheReplicasOnly) {
   const int tp = check_tp(), r = world()->rank();
   const int dp = world()->size() / tp;
   const parallel::ProcessGrid grid(world(), {.dp = dp, .tp = tp, .pp = 1});

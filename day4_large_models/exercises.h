@@ -1,9 +1,9 @@
-// The day-4 exercises (TP4.1-TP4.17, TP4.22): what the trainee writes in
+// The day-4 exercises (TP4.1-TP4.5, TP4.9-TP4.17, TP4.19-TP4.22): what the trainee writes in
 // day4_large_models/exercises.cc.
 // The complete versions are in solutions/day4_large_models/exercises.cc. The lab's
-// `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.6-TP4.14 are the course's steps of
+// `--sharding exercise-zero1` trains through TP4.1-TP4.3; TP4.9-TP4.17 are the course's steps of
 // tensor parallelism up to 2D parallelism; //day4_large_models:check tests them all on 2, 3 and
-// 4 MPI ranks. TP4.15-TP4.17 are Part 7, making a trained model cheaper (distillation, int8
+// 4 MPI ranks. TP4.19-TP4.21 are Part 7, making a trained model cheaper (distillation, int8
 // quantization, 2:4 sparsity), tested by //day4_large_models:compress_check. TP4.22 is Part 9's
 // 1-bit compression, tested by //day4_large_models:check.
 #pragma once
@@ -55,7 +55,7 @@ Tensor fsdp_forward(parallel::ShardedUnit& unit, nn::Module& block, const Tensor
 Tensor fsdp_backward(parallel::ShardedUnit& unit, nn::Module& block, const Tensor& dy,
                      nn::Context& ctx);
 
-// TP4.6: tensor parallelism's two mappings (step 1 of the course). f sits where a replicated
+// TP4.9: tensor parallelism's two mappings (step 1 of the course). f sits where a replicated
 // input enters rank-local work: identity forward, its gradients summed over the ranks backward.
 // g sits where the ranks' partial results become one replicated value: summed forward,
 // identity backward. Returns what `t` becomes through `mapping` in that direction: `t` itself
@@ -63,33 +63,33 @@ Tensor fsdp_backward(parallel::ShardedUnit& unit, nn::Module& block, const Tenso
 enum class TpMapping { kF, kG };
 Tensor tp_mapping(TpMapping mapping, bool forward, const Tensor& t, parallel::Communicator& comm);
 
-// TP4.7: the output of a column-parallel linear layer gathered (step 2): every rank holds
+// TP4.10: the output of a column-parallel linear layer gathered (step 2): every rank holds
 // x (..., n), its slice of the output features; returns (..., n p) with rank r's values at
 // features [r n, (r + 1) n) of every row, on every rank. comm.all_gather() puts the ranks' whole
 // tensors one after the other.
 Tensor gather_features(const Tensor& x, parallel::Communicator& comm);
 
-// TP4.8: the token embedding cut over the vocabulary (step 3). Rank r of `comm` holds `rows`
+// TP4.11: the token embedding cut over the vocabulary (step 3). Rank r of `comm` holds `rows`
 // (V/p, C), rows [first_token, first_token + V/p) of the table. Returns the (n, C) embedding of
 // `tokens` (n,) i32 on every rank: each rank looks up the tokens in its range (the others get
 // zeros), then the ranks' lookups are summed.
 Tensor vocab_parallel_embed(const Tensor& tokens, const Tensor& rows, int64_t first_token,
                             parallel::Communicator& comm);
 
-// TP4.9: attention's heads split over the ranks (step 4). The q|k|v projection's weight has 3C
+// TP4.12: attention's heads split over the ranks (step 4). The q|k|v projection's weight has 3C
 // rows: q's C rows, then k's, then v's, each head h owning rows [h d, (h + 1) d) of each part
 // (d = C / heads). Rank `rank` of `ranks` computes heads [r H/p, (r + 1) H/p): returns the rows
 // of the weight it keeps, its q rows, then its k rows, then its v rows, in order.
 std::vector<int64_t> qkv_rows_of_rank(int64_t channels, int rank, int ranks);
 
-// TP4.10: a row-parallel linear layer (steps 5-6: after a column-parallel one, a single
+// TP4.13: a row-parallel linear layer (steps 5-6: after a column-parallel one, a single
 // all-reduce). Every rank holds x_slice (n, i/p), its slice of the input features, the matching
 // columns of the weight (o, i/p) and the whole bias (o,). Returns y = x W^T + b (n, o) on every
 // rank: the ranks' partial products summed, the bias added once.
 Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, const Tensor& bias,
                            parallel::Communicator& comm);
 
-// TP4.11: the classifier cut over the vocabulary (step 7: the column-then-row pair in every block,
+// TP4.14: the classifier cut over the vocabulary (step 7: the column-then-row pair in every block,
 // and the output layer, whose logits (B T, V) are the largest activation of a language model:
 // Megatron-LM never gathers them). Rank r holds `logits` (n, V/p) f32, the logits of classes
 // [first_class, first_class + V/p) of every row; `targets` (n,) i64 are classes of the whole
@@ -100,11 +100,11 @@ Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, 
 float vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t first_class,
                                    parallel::Communicator& comm);
 
-// TP4.12: a rank's place in the process grid (step 8). Ranks are numbered with tensor parallelism
+// TP4.15: a rank's place in the process grid (step 8). Ranks are numbered with tensor parallelism
 // innermost, then data, then pipeline: world rank = tp + T (dp + D pp) for a grid of D x T x P.
 parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape);
 
-// TP4.13: the sub-groups of a dp x tp grid (steps 9-10): the ranks of `world` that share this
+// TP4.16: the sub-groups of a dp x tp grid (steps 9-10): the ranks of `world` that share this
 // rank's dp coordinate (its tensor-parallel group, numbered by tp) and those that share its tp
 // coordinate (its data-parallel group, numbered by dp). world.split(colour, key) makes one
 // communicator of the ranks that pass the same colour, ranked by key.
@@ -113,13 +113,13 @@ struct SubGroups {
 };
 SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp);
 
-// TP4.14: DDP over the data-parallel groups (step 11, 2D parallelism). Each replica's ranks
+// TP4.17: DDP over the data-parallel groups (step 11, 2D parallelism). Each replica's ranks
 // hold different slices of the model; replicas hold the same slices. Every parameter's gradient
 // becomes its average over the ranks of `data_parallel` (the replicas).
 void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
                            parallel::Communicator& data_parallel);
 
-// TP4.15: knowledge distillation's loss. The student's logits z_s (N, C) learn from the
+// TP4.19: knowledge distillation's loss. The student's logits z_s (N, C) learn from the
 // teacher's z_t (N, C), both softened by the temperature T, and from the labels y (N,) i64:
 //   L = alpha T^2 KL(softmax(z_t / T) || softmax(z_s / T)) + (1 - alpha) CE(y, z_s),
 // each term a mean over the rows. The soft term's gradient shrinks as 1 / T^2 when T grows: T^2
@@ -137,7 +137,7 @@ struct DistillationLoss {
 DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& teacher_logits,
                                    const Tensor& labels, float temperature, float alpha);
 
-// TP4.16: symmetric int8 quantization of a weight with one scale per output channel. Row o of a
+// TP4.20: symmetric int8 quantization of a weight with one scale per output channel. Row o of a
 // weight (O, ...) f32 on the CPU (all its elements after the first axis) gets
 //   scale[o] = max_i |w[o, i]| / 127   (1 for a row of zeros),
 //   q[o, i]  = clamp(round(w[o, i] / scale[o]), -127, 127),
@@ -150,7 +150,7 @@ struct QuantizedWeight {
 };
 QuantizedWeight quantize_per_channel(const Tensor& weight);
 
-// TP4.17: the 2:4 sparsity mask of a weight (O, ...) f32 on the CPU, whose rows (all elements
+// TP4.21: the 2:4 sparsity mask of a weight (O, ...) f32 on the CPU, whose rows (all elements
 // after the first axis: the input dimension, the one a GEMM sums over) have a multiple of 4
 // elements. In every group of 4 consecutive elements of a row the 2 of largest magnitude are
 // kept (1) and the other 2 zeroed (0); of equal magnitudes the earlier is kept. Returns the mask,

@@ -200,9 +200,9 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
              "pipeline: cut the blocks evenly by layers, by parameters (the embedding and output "
              "layer or stem and head counted), or by the forward's multiply-adds");
   app.add_flag("--pipeline-exercises", o.pipeline_exercises,
-               "pipeline: your exercises cut it (TP4.18, by multiply-adds), order each stage's "
-               "actions (TP4.19: --schedule gpipe or 1f1b) and exchange each round's messages "
-               "(TP4.20)");
+               "pipeline: your exercises cut it (TP4.6, by multiply-adds), order each stage's "
+               "actions (TP4.7: --schedule gpipe or 1f1b) and exchange each round's messages "
+               "(TP4.8)");
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ struct GptLabOptions : course::train::RunFlags {
   int virtual_stages = 1;  // model chunks per rank (interleaved: 2 or more)
   std::string timeline;    // pipeline: PNG of the last step's forwards and backwards
   course::parallel::StageBalance pipeline_balance = course::parallel::StageBalance::kLayers;
-  bool pipeline_exercises = false;  // the pipeline cut, scheduled and connected by TP4.18-TP4.20
+  bool pipeline_exercises = false;  // the pipeline cut, scheduled and connected by TP4.6-TP4.8
   double comm_timeout = 300;        // seconds a rank waits for the others
   int64_t sample_tokens = 300;      // generated after training (0: none)
   std::string prompt = "\n";

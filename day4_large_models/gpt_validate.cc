@@ -118,7 +118,7 @@ void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
       !o.pipeline_exercises || (o.pipeline_stages > 1 &&
                                 (o.schedule == parallel::PipelineSchedule::kGpipe ||
                                  o.schedule == parallel::PipelineSchedule::kOneForwardOneBackward)),
-      "--pipeline-exercises runs your TP4.18-TP4.20 in a pipeline of --pipeline-stages "
+      "--pipeline-exercises runs your TP4.6-TP4.8 in a pipeline of --pipeline-stages "
       "2 or more with --schedule gpipe or 1f1b (got ",
       o.pipeline_stages, " stages, --schedule ", parallel::pipeline_schedule_name(o.schedule), ")");
   if (!o.timeline.empty()) train::check_output_path("--timeline", o.timeline);

@@ -25,7 +25,7 @@ for schedule in naive gpipe 1f1b zb-h1; do
   expect_wait_free "${run[@]}" --pipeline-stages 2 --schedule "$schedule"
 done
 expect_wait_free "${run[@]}" --pipeline-stages 2 --schedule interleaved --virtual-stages 2
-expect_wait_free "${run[@]}" --pipeline-stages 2 --pipeline-exercises  # TP4.18-TP4.20's pipeline
+expect_wait_free "${run[@]}" --pipeline-stages 2 --pipeline-exercises  # TP4.6-TP4.8's pipeline
 expect_wait_free "${run[@]}" --context-parallel 2
 expect_wait_free "${run[@]}" --clip-grad-norm 0.5 --accumulate 2 --checkpoint-activations
 expect_wait_free "${run[@]}" --optimizer-in-backward --accumulate 2

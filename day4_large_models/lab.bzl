@@ -31,8 +31,8 @@ def day4_lab(check_tags = []):
         check_ranks = [2, 3, 4],
     )
 
-    # Part 7, making a trained model cheaper: `compress distill` (TP4.15), `compress quantize`
-    # (TP4.16), `compress prune` (TP4.17).
+    # Part 7, making a trained model cheaper: `compress distill` (TP4.19), `compress quantize`
+    # (TP4.20), `compress prune` (TP4.21).
     day_library(
         "day4_large_models",
         name = "compress_modes",
@@ -75,7 +75,7 @@ def day4_lab(check_tags = []):
         "//day4_large_models:compress_modes",
     ])
 
-    # Part 7's exercises (TP4.15 on), single-process.
+    # Part 7's exercises (TP4.19 on), single-process.
     native.cc_test(
         name = "compress_check",
         srcs = ["//day4_large_models/compression:compress_check_test.cc"],

@@ -70,14 +70,14 @@ echo "ok: --batch-size 2 --accumulate 4 trains as --batch-size 8 ($whole)"
 
 # Data parallelism on 2 ranks: DDP, every sharding and the exercises' ZeRO-1 train the same
 # model; the trainee's lab runs everything but stops at TODO TP4.1 in --sharding exercise-zero1
-# and at TODO TP4.18 in --pipeline-exercises.
+# and at TODO TP4.6 in --pipeline-exercises.
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 2)
 ranks=("${small[@]}" --steps-per-epoch 4 --sample-tokens 12)
 expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$lab" "${ranks[@]}"
 reference=$("${mpirun[@]}" "$lab" "${ranks[@]}" 2>&1 | grep -A1 -E "^(validation loss|sample)")
 expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$trainee" "${ranks[@]}"
 expect 3 "TODO TP4.1" "${mpirun[@]}" "$trainee" "${ranks[@]}" --sharding exercise-zero1
-expect 3 "TODO TP4.18" "${mpirun[@]}" "$trainee" "${ranks[@]}" --pipeline-stages 2 --pipeline-exercises
+expect 3 "TODO TP4.6" "${mpirun[@]}" "$trainee" "${ranks[@]}" --pipeline-stages 2 --pipeline-exercises
 for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-zero1 \
   "zero3 --cpu-offload"; do
   # shellcheck disable=SC2086

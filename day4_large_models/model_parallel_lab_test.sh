@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPT lab's tensor and pipeline parallelism as a trainee runs it: on 2, 3 and 4 ranks every
 # schedule (interleaved 1F1B with 2 chunks per rank, ZB-H1 on 4 stages), both cuts, the pipeline of the exercises
-# TP4.18-TP4.20, tensor parallelism over 2 and 4
+# TP4.6-TP4.8, tensor parallelism over 2 and 4
 # ranks (with sequence parallelism over 4), tensor-parallel stages (3D without replicas), the
 # windows cut over 2 and 4 context-parallel ranks (with tensor parallelism, sequence parallelism
 # and stages: 4D on 8 ranks) and a
@@ -185,9 +185,9 @@ expect 1 "error: the memory estimate covers data and context parallelism" "$lab"
 expect 1 "error: --pipeline-stages, --micro-batches and --virtual-stages must be at least 1" "$lab" "${run[@]}" \
   --micro-batches 0
 expect 105 "--schedule" "$lab" "${run[@]}" --pipeline-stages 2 --schedule zigzag
-expect 1 "error: --pipeline-exercises runs your TP4.18-TP4.20 in a pipeline of --pipeline-stages 2 or more with --schedule gpipe or 1f1b (got 2 stages, --schedule interleaved)" \
+expect 1 "error: --pipeline-exercises runs your TP4.6-TP4.8 in a pipeline of --pipeline-stages 2 or more with --schedule gpipe or 1f1b (got 2 stages, --schedule interleaved)" \
   "$lab" "${run[@]}" --pipeline-stages 2 --schedule interleaved --virtual-stages 2 --pipeline-exercises
-expect 1 "error: --pipeline-exercises runs your TP4.18-TP4.20 in a pipeline of --pipeline-stages 2 or more" \
+expect 1 "error: --pipeline-exercises runs your TP4.6-TP4.8 in a pipeline of --pipeline-stages 2 or more" \
   "$lab" "${run[@]}" --pipeline-exercises
 expect 1 "error: --timeline draws the stages of a pipeline" "$lab" "${run[@]}" \
   --timeline "$TEST_TMPDIR/t.png"

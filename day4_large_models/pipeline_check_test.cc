@@ -1,6 +1,6 @@
-// The day-4 check of pipeline and context parallelism, TP4.18-TP4.21, on 2, 3 and 4 MPI ranks:
-// the cut against every cut tried by brute force on irregular costs, the action lists by hand
-// and against the pipeline's own schedules for every shape up to 6 stages, the exchange in a
+// The day-4 check of pipeline and context parallelism, TP4.6-TP4.8 and TP4.18, on 2, 3 and 4 MPI
+// ranks: the cut against every cut tried by brute force on irregular costs, the action lists by
+// hand and against the pipeline's own schedules for every shape up to 6 stages, the exchange in a
 // GPT's pipeline whose activations pass MPI's eager limit (against the pipeline's own exchange:
 // losses, parameters and the bytes each stage sends), and the merge against attention over
 // both key sets computed in double, with log-sum-exps past exp's range and queries that see no
@@ -34,7 +34,7 @@ using Kind = PipelineAction::Kind;
 
 using course::testing::world;
 
-// TP4.18 ----------------------------------------------------------------------------------
+// TP4.6 ----------------------------------------------------------------------------------
 
 double costliest_stage(const nn::PartCosts& costs, const std::vector<int64_t>& cut) {
   double worst = 0;
@@ -73,7 +73,7 @@ std::string describe_cut(const std::vector<int64_t>& cut) {
   return out.str() + "}";
 }
 
-TEST(TP4_18, TheEndsPartsCountByHand) {
+TEST(TP4_6, TheEndsPartsCountByHand) {
   // Four equal blocks; a heavy first part (the embeddings) makes the first stage's run shorter,
   // a heavy last part (the output layer) the last's.
   EXPECT_EQ(balanced_stages({.first = 3, .blocks = {1, 1, 1, 1}, .last = 0}, 2),
@@ -88,7 +88,7 @@ TEST(TP4_18, TheEndsPartsCountByHand) {
             (std::vector<int64_t>{3}));
 }
 
-TEST(TP4_18, TheCostliestStageIsAsCheapAsAnyCut) {
+TEST(TP4_6, TheCostliestStageIsAsCheapAsAnyCut) {
   std::mt19937 rng(418);
   std::uniform_int_distribution<int> block_count(1, 9), cost(0, 40), end_cost(0, 90);
   for (int trial = 0; trial < 400; ++trial) {
@@ -118,7 +118,7 @@ TEST(TP4_18, TheCostliestStageIsAsCheapAsAnyCut) {
   }
 }
 
-// TP4.19 ----------------------------------------------------------------------------------
+// TP4.7 ----------------------------------------------------------------------------------
 
 std::string describe_actions(const std::vector<PipelineAction>& actions) {
   std::string out;
@@ -133,7 +133,7 @@ std::string actions_of(PipelineSchedule schedule, int stage, int stages, int mic
   return describe_actions(stage_actions(schedule, stage, stages, micro_batches));
 }
 
-TEST(TP4_19, OneForwardOneBackwardByHand) {
+TEST(TP4_7, OneForwardOneBackwardByHand) {
   const auto f1b1 = PipelineSchedule::kOneForwardOneBackward;
   EXPECT_EQ(actions_of(f1b1, 0, 4, 6), "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
   EXPECT_EQ(actions_of(f1b1, 1, 4, 6), "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 B4 B5");
@@ -142,7 +142,7 @@ TEST(TP4_19, OneForwardOneBackwardByHand) {
   EXPECT_EQ(actions_of(f1b1, 0, 1, 3), "F0 B0 F1 B1 F2 B2") << "one stage";
 }
 
-TEST(TP4_19, GpipeByHand) {
+TEST(TP4_7, GpipeByHand) {
   EXPECT_EQ(actions_of(PipelineSchedule::kGpipe, 0, 3, 3), "F0 F1 F2 B0 B1 B2");
   EXPECT_EQ(actions_of(PipelineSchedule::kGpipe, 2, 3, 5), "F0 F1 F2 F3 F4 B0 B1 B2 B3 B4");
 }
@@ -150,7 +150,7 @@ TEST(TP4_19, GpipeByHand) {
 // For every shape: the pipeline's own lists, the activations each stage holds at most, and the
 // lockstep step of every stage's lists in 2 (m + p - 1) rounds (pipeline_rounds.h), without a
 // backward before its forward or a stage waiting forever.
-TEST(TP4_19, EveryShapeRunsInTheSchedulesTime) {
+TEST(TP4_7, EveryShapeRunsInTheSchedulesTime) {
   for (const auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneForwardOneBackward}) {
     for (int stages = 1; stages <= 6; ++stages) {
       for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
@@ -177,7 +177,7 @@ TEST(TP4_19, EveryShapeRunsInTheSchedulesTime) {
   }
 }
 
-// TP4.20 (and TP4.18-TP4.19 in the pipeline) ---------------------------------------------
+// TP4.8 (and TP4.6-TP4.7 in the pipeline) ---------------------------------------------
 
 // 4 blocks of width 96 on a 12-token context: a micro-batch of 2 sequences sends 9 KiB
 // activations, past MPI's eager limit (4 KiB over shared memory), where a send completes only
@@ -235,7 +235,7 @@ void expect_same_run(const PipelineRun& got, const PipelineRun& expected, const 
   EXPECT_EQ(got.gathered, expected.gathered) << what << ": the trained model on stage " << rank;
 }
 
-TEST(TP4_20, TheExchangeTrainsAsThePipelinesOwn) {
+TEST(TP4_8, TheExchangeTrainsAsThePipelinesOwn) {
   for (const auto schedule : {PipelineSchedule::kOneForwardOneBackward, PipelineSchedule::kGpipe}) {
     const parallel::PipelineOptions own{.schedule = schedule, .micro_batches = kMicroBatches};
     parallel::PipelineOptions yours = own;
@@ -245,7 +245,7 @@ TEST(TP4_20, TheExchangeTrainsAsThePipelinesOwn) {
   }
 }
 
-TEST(TP4_18_20, YourPipelineTrainsAsThePipelinesOwnOnYourCut) {
+TEST(TP4_6_8, YourPipelineTrainsAsThePipelinesOwnOnYourCut) {
   parallel::PipelineOptions own{.schedule = PipelineSchedule::kOneForwardOneBackward,
                                 .micro_batches = kMicroBatches};
   own.hooks.cut = balanced_stages;  // both on the same cut
@@ -255,7 +255,7 @@ TEST(TP4_18_20, YourPipelineTrainsAsThePipelinesOwnOnYourCut) {
                   train_pipeline(own), "your cut, 1F1B's action lists and exchange");
 }
 
-// TP4.21 ----------------------------------------------------------------------------------
+// TP4.18 ----------------------------------------------------------------------------------
 
 constexpr double kNoKey = -std::numeric_limits<double>::infinity();
 
@@ -284,7 +284,7 @@ Attended attend(const std::vector<double>& scores, const std::vector<std::vector
   return a;
 }
 
-TEST(TP4_21, MergingTwoKeySetsIsAttentionOverBoth) {
+TEST(TP4_18, MergingTwoKeySetsIsAttentionOverBoth) {
   // 9 queries of 5 values over 11 keys, each key in set A or B at random; scores of every size:
   // query 3's near 1000 (exp overflows f32 and f64), query 4's near -1000, query 5 sees none
   // of A's keys, query 6 none of B's, query 7 none at all (a causal chunk wholly in the future).

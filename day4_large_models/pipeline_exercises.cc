@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.18-TP4.21, pipeline and context parallelism (the lab sheet is
+// Day 4 exercises TP4.6-TP4.8 and TP4.18, pipeline and context parallelism (the lab sheet is
 // day4_large_models/README.md). solutions/day4_large_models/pipeline_exercises.cc is the complete
 // version; day4_large_models/pipeline_exercises.cc is generated from it by tools/labgen with
 // every exercise replaced by a stub: trainees edit that one.
@@ -15,27 +15,27 @@ namespace day4 {
 using Kind = parallel::PipelineAction::Kind;
 
 std::vector<int64_t> balanced_stages(const nn::PartCosts& costs, int stages) {
-  // BEGIN EXERCISE TP4.18: the cheapest limit on a stage's cost that a greedy fill meets
-  ::course::exercise_todo("TP4.18", "the cheapest limit on a stage's cost that a greedy fill meets",
-                          "day4_large_models/README.md#tp418");
+  // BEGIN EXERCISE TP4.6: the cheapest limit on a stage's cost that a greedy fill meets
+  ::course::exercise_todo("TP4.6", "the cheapest limit on a stage's cost that a greedy fill meets",
+                          "day4_large_models/README.md#tp46");
   // END EXERCISE
 }
 
 std::vector<parallel::PipelineAction> stage_actions(parallel::PipelineSchedule schedule, int stage,
                                                     int stages, int micro_batches) {
   std::vector<parallel::PipelineAction> actions;
-  // BEGIN EXERCISE TP4.19: GPipe, then 1F1B's warm-up, steady state and cool-down
-  ::course::exercise_todo("TP4.19", "GPipe, then 1F1B's warm-up, steady state and cool-down",
-                          "day4_large_models/README.md#tp419");
+  // BEGIN EXERCISE TP4.7: GPipe, then 1F1B's warm-up, steady state and cool-down
+  ::course::exercise_todo("TP4.7", "GPipe, then 1F1B's warm-up, steady state and cool-down",
+                          "day4_large_models/README.md#tp47");
   // END EXERCISE
   return actions;
 }
 
 void exchange_with_neighbours(parallel::RoundTraffic& traffic, parallel::Communicator& pp) {
-  // BEGIN EXERCISE TP4.20: the round's sends and receives with both neighbours in one group
-  ::course::exercise_todo("TP4.20",
+  // BEGIN EXERCISE TP4.8: the round's sends and receives with both neighbours in one group
+  ::course::exercise_todo("TP4.8",
                           "the round's sends and receives with both neighbours in one group",
-                          "day4_large_models/README.md#tp420");
+                          "day4_large_models/README.md#tp48");
   // END EXERCISE
 }
 
@@ -51,10 +51,10 @@ PartialAttention merge_partial_attention(const PartialAttention& a, const Partia
                "partial attention results to merge must be (n, d) and (n,) alike, got ",
                a.out.str(), " ", a.lse.str(), " and ", b.out.str(), " ", b.lse.str());
   PartialAttention merged{Tensor::empty({n, d}), Tensor::empty({n})};
-  // BEGIN EXERCISE TP4.21: rescale both by their share of the larger log-sum-exp, then add
-  ::course::exercise_todo("TP4.21",
+  // BEGIN EXERCISE TP4.18: rescale both by their share of the larger log-sum-exp, then add
+  ::course::exercise_todo("TP4.18",
                           "rescale both by their share of the larger log-sum-exp, then add",
-                          "day4_large_models/README.md#tp421");
+                          "day4_large_models/README.md#tp418");
   // END EXERCISE
   return merged;
 }

@@ -1,7 +1,7 @@
-// The day-4 exercises of pipeline and context parallelism (TP4.18-TP4.21): what the trainee
-// writes in day4_large_models/pipeline_exercises.cc; the complete versions are in
+// The day-4 exercises of pipeline and context parallelism (TP4.6-TP4.8 and TP4.18): what the
+// trainee writes in day4_large_models/pipeline_exercises.cc; the complete versions are in
 // solutions/day4_large_models/pipeline_exercises.cc. The lab's `--pipeline-exercises` runs a
-// pipeline cut, scheduled and connected by TP4.18-TP4.20; //day4_large_models:check tests
+// pipeline cut, scheduled and connected by TP4.6-TP4.8; //day4_large_models:check tests
 // them all on 2, 3 and 4 MPI ranks.
 #pragma once
 
@@ -19,7 +19,7 @@ using course::Tensor;
 namespace nn = course::nn;
 namespace parallel = course::parallel;
 
-// TP4.18: the stages of balanced cost. A model's blocks (costs.blocks[b], the cost of block b)
+// TP4.6: the stages of balanced cost. A model's blocks (costs.blocks[b], the cost of block b)
 // go to `stages` stages in order, each stage a contiguous run of at least one block; the first
 // stage also runs the first part (costs.first: a GPT's embeddings) and the last stage the last
 // part (costs.last: its final LayerNorm and output layer). Returns the number of blocks of each
@@ -27,7 +27,7 @@ namespace parallel = course::parallel;
 // that do, when there are several). 1 <= stages <= the number of blocks.
 std::vector<int64_t> balanced_stages(const nn::PartCosts& costs, int stages);
 
-// TP4.19: the actions of stage `stage` (0 = first) of `stages` over `micro_batches`
+// TP4.7: the actions of stage `stage` (0 = first) of `stages` over `micro_batches`
 // micro-batches, in the order it runs them, for two schedules:
 //   kGpipe                  every forward (F0, F1, ...), then every backward (B0, B1, ...);
 //   kOneForwardOneBackward  a warm-up of forwards, as many as there are later stages (but no
@@ -37,7 +37,7 @@ std::vector<int64_t> balanced_stages(const nn::PartCosts& costs, int stages);
 std::vector<parallel::PipelineAction> stage_actions(parallel::PipelineSchedule schedule, int stage,
                                                     int stages, int micro_batches);
 
-// TP4.20: one lockstep round's point-to-point exchange of stage pp.rank() of pp.size(). The
+// TP4.8: one lockstep round's point-to-point exchange of stage pp.rank() of pp.size(). The
 // stage ran `traffic.ran` (or idled), which produced `traffic.produced`: a forward's output
 // activation goes to the next stage, a backward's gradient of its input to the previous one;
 // at the ends of the pipeline there is no such neighbour and nothing is sent. The neighbours'
@@ -46,7 +46,7 @@ std::vector<parallel::PipelineAction> stage_actions(parallel::PipelineSchedule s
 // of the round as one group (pp.exchange(), tag 0) and wait for it.
 void exchange_with_neighbours(parallel::RoundTraffic& traffic, parallel::Communicator& pp);
 
-// TP4.21: ring attention's merge. Two partial attention results for the same n queries over
+// TP4.18: ring attention's merge. Two partial attention results for the same n queries over
 // two disjoint sets of keys: out_a (n, d) is softmax-weighted over set A's keys alone and
 // lse_a (n,) its log-sum-exp of the scaled scores (-infinity where a query sees none of A's
 // keys, its out row then 0); likewise out_b and lse_b. Returns the attention over both sets:
@@ -59,7 +59,7 @@ struct PartialAttention {
 };
 PartialAttention merge_partial_attention(const PartialAttention& a, const PartialAttention& b);
 
-// TP4.18-TP4.20 as the pipeline's hooks (common/parallel/pipeline_hooks.h).
+// TP4.6-TP4.8 as the pipeline's hooks (common/parallel/pipeline_hooks.h).
 parallel::PipelineHooks pipeline_exercise_hooks();
 
 }  // namespace day4

@@ -1,4 +1,4 @@
-// The day-4 check of tensor parallelism in the course's steps, TP4.6-TP4.11, against
+// The day-4 check of tensor parallelism in the course's steps, TP4.9-TP4.14, against
 // single-process references on 2, 3 and 4 MPI ranks (with check_test.cc, one test), with cases
 // chosen so that plausible wrong answers fail: a mapping reducing in the wrong direction,
 // gathered features left in rank order, tokens of other ranks not masked, an embedding combined
@@ -27,10 +27,10 @@ using course::DType;
 
 using course::testing::world;
 
-// TP4.6 ----------------------------------------------------------------------------------
+// TP4.9 ----------------------------------------------------------------------------------
 
 // On the CPU and on each rank's simulated accelerator (a GPU's rules: no scratch on the CPU).
-TEST(TP4_6, FAllReducesBackwardAndGForward) {
+TEST(TP4_9, FAllReducesBackwardAndGForward) {
   const int p = world()->size(), r = world()->rank();
   for (const Device device : course::testing::check_devices()) {
     SCOPED_TRACE(device.str());
@@ -50,9 +50,9 @@ TEST(TP4_6, FAllReducesBackwardAndGForward) {
   }
 }
 
-// TP4.7 ----------------------------------------------------------------------------------
+// TP4.10 ----------------------------------------------------------------------------------
 
-TEST(TP4_7, GatheredFeaturesAreEachRowsSlicesSideBySide) {
+TEST(TP4_10, GatheredFeaturesAreEachRowsSlicesSideBySide) {
   const int p = world()->size(), r = world()->rank();
   // 3 rows of 2 features on each rank: rank q's feature j of row i is 100 i + 10 q + j.
   std::vector<float> mine;
@@ -75,7 +75,7 @@ TEST(TP4_7, GatheredFeaturesAreEachRowsSlicesSideBySide) {
 
 // A column-parallel layer: rank r computes output features [r o/p, (r+1) o/p) from its rows of
 // the weight; gathered, they are the whole layer's output.
-TEST(TP4_7, AColumnParallelLayerGatheredIsTheWholeLayer) {
+TEST(TP4_10, AColumnParallelLayerGatheredIsTheWholeLayer) {
   const int p = world()->size(), r = world()->rank();
   std::mt19937 rng(23);
   nn::Linear whole(4, 3 * p, rng, Device::cpu());
@@ -110,7 +110,7 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want,
   }
 }
 
-// TP4.8 ----------------------------------------------------------------------------------
+// TP4.11 ----------------------------------------------------------------------------------
 
 // Row t of a whole (vocabulary, channels) table of signed values, drawn from a seed every rank
 // shares, so each rank can cut its own rows and compute the whole answer.
@@ -122,7 +122,7 @@ std::vector<float> signed_table(int64_t vocabulary, int64_t channels) {
   return table;
 }
 
-TEST(TP4_8, EveryRankGetsTheWholeEmbeddingOfEveryToken) {
+TEST(TP4_11, EveryRankGetsTheWholeEmbeddingOfEveryToken) {
   const int p = world()->size(), r = world()->rank();
   for (const Device device : course::testing::check_devices())
     for (const int64_t per_rank : {int64_t{1}, int64_t{3}}) {
@@ -158,9 +158,9 @@ TEST(TP4_8, EveryRankGetsTheWholeEmbeddingOfEveryToken) {
     }
 }
 
-// TP4.9 ----------------------------------------------------------------------------------
+// TP4.12 ----------------------------------------------------------------------------------
 
-TEST(TP4_9, RowsByHand) {
+TEST(TP4_12, RowsByHand) {
   // 4 channels on 2 ranks: rank 1 keeps q rows 2-3, k rows 6-7, v rows 10-11.
   EXPECT_EQ(qkv_rows_of_rank(4, 1, 2), (std::vector<int64_t>{2, 3, 6, 7, 10, 11}));
   EXPECT_EQ(qkv_rows_of_rank(4, 0, 1),
@@ -169,7 +169,7 @@ TEST(TP4_9, RowsByHand) {
 
 // Rank r's rows of the q|k|v projection, run through attention over its heads, give the whole
 // attention's output features of those heads.
-TEST(TP4_9, TheRanksRowsComputeItsHeadsOfTheWholeAttention) {
+TEST(TP4_12, TheRanksRowsComputeItsHeadsOfTheWholeAttention) {
   const int p = world()->size(), r = world()->rank();
   const int64_t heads = 2 * p, channels = 2 * heads, per_rank = channels / p;
   std::mt19937 rng(29);
@@ -202,7 +202,7 @@ TEST(TP4_9, TheRanksRowsComputeItsHeadsOfTheWholeAttention) {
   expect_near(mine.to_vector<float>(), expected, "rank " + std::to_string(r) + "'s heads");
 }
 
-// TP4.10 ---------------------------------------------------------------------------------
+// TP4.13 ---------------------------------------------------------------------------------
 
 // Columns [r n, (r + 1) n) of a (rows, n p) matrix.
 Tensor columns_of(const Tensor& w, int r, int p) {
@@ -217,7 +217,7 @@ Tensor columns_of(const Tensor& w, int r, int p) {
 
 // The feed-forward block cut over the ranks: column-parallel c_fc (the rank's rows), GELU on the
 // rank's features, row-parallel c_proj (the rank's columns): the whole block's output.
-TEST(TP4_10, AColumnThenRowParallelPairIsTheWholeFeedForwardBlock) {
+TEST(TP4_13, AColumnThenRowParallelPairIsTheWholeFeedForwardBlock) {
   const int p = world()->size(), r = world()->rank();
   const int64_t channels = 3, hidden = 2 * p;
   std::mt19937 rng(31);
@@ -238,9 +238,9 @@ TEST(TP4_10, AColumnThenRowParallelPairIsTheWholeFeedForwardBlock) {
   expect_near(y.to_vector<float>(), expected, "the block's output on rank " + std::to_string(r));
 }
 
-// TP4.11 ---------------------------------------------------------------------------------
+// TP4.14 ---------------------------------------------------------------------------------
 
-TEST(TP4_11, TheLossOfTheRanksLogitsIsTheWholeLayersLoss) {
+TEST(TP4_14, TheLossOfTheRanksLogitsIsTheWholeLayersLoss) {
   const int p = world()->size(), r = world()->rank();
   const int64_t rows = 6, per_rank = 3, classes = per_rank * p;
   // Logits far from zero (a softmax without its maximum overflows float's exp), the largest on

@@ -1,4 +1,4 @@
-// The reference versions of the search's rules (see rules.h); the day-3 exercises TP3.6-TP3.8
+// The reference versions of the search's rules (see rules.h); the day-3 exercises TP3.8-TP3.10
 // write the same, and the check compares both.
 #include "common/hpo/rules.h"
 

@@ -1,4 +1,4 @@
-// The three rules of the search a trainee writes on day 3 (TP3.6-TP3.8), as replaceable
+// The three rules of the search a trainee writes on day 3 (TP3.8-TP3.10), as replaceable
 // functions: the samplers and pruners take them from here, so the day-3 HPO tool runs the
 // trainee's versions and everything else the reference ones below.
 #pragma once

@@ -3,7 +3,7 @@
 // magnitude (the fraction `sparsity` of smallest |w| over all those weights together, so layers
 // lose different shares), and the masks applied and measured. A mask is re-applied after every
 // optimizer step while the network fine-tunes, so pruned weights stay zero. Other patterns (day
-// 4's 2:4 masks, TP4.17) fill the same masks.
+// 4's 2:4 masks, TP4.21) fill the same masks.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The three algorithms of a pipeline that day 4's trainee writes (TP4.18-TP4.20), as functions
+// The three algorithms of a pipeline that day 4's trainee writes (TP4.6-TP4.8), as functions
 // PipelineParallel can take in place of its own: the cut of the blocks into stages, one
 // stage's action list, and one lockstep round's exchange with the neighbouring stages. Left
 // empty, the pipeline uses its own (stage_split.h, pipeline_schedule.h, pipeline_rounds.h).

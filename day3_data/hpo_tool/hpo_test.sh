@@ -70,17 +70,17 @@ expect 0 "trial 1 complete" "$hpo" worker --db "$db" --study killed --trials 1 \
   --heartbeat 0.2 --grace 1
 expect 0 "2 trials: 1 complete, 0 pruned, 1 failed" "$hpo" status --db "$db" --study killed
 
-# The trainee's tool: random sampling works; TPE needs TP3.6 after its 10 start-up trials, the
-# median pruner TP3.8 once 5 trials are complete, successive halving TP3.7 at its first rung.
+# The trainee's tool: random sampling works; TPE needs TP3.8 after its 10 start-up trials, the
+# median pruner TP3.10 once 5 trials are complete, successive halving TP3.9 at its first rung.
 expect 0 "0 trials" "$trainee" create --db "$db" --study random --function rosenbrock \
   --sampler random
 expect 0 "trial 11 complete" "$trainee" worker --db "$db" --study random --trials 12
-expect 0 "0 trials" "$trainee" create --db "$db" --study todo6 --function rosenbrock
-expect 3 "TODO TP3.6" "$trainee" worker --db "$db" --study todo6 --trials 12
-expect 0 "10 trials: 10 complete, 0 pruned, 0 failed" "$trainee" status --db "$db" --study todo6
-expect 0 "0 trials" "$trainee" create --db "$db" --study todo7 --lab="$lab_flags" \
+expect 0 "0 trials" "$trainee" create --db "$db" --study todo_tpe --function rosenbrock
+expect 3 "TODO TP3.8" "$trainee" worker --db "$db" --study todo_tpe --trials 12
+expect 0 "10 trials: 10 complete, 0 pruned, 0 failed" "$trainee" status --db "$db" --study todo_tpe
+expect 0 "0 trials" "$trainee" create --db "$db" --study todo_halving --lab="$lab_flags" \
   --space "lr=float:0.01:0.1" --pruner sh:min=1
-expect 3 "TODO TP3.7" "$trainee" worker --db "$db" --study todo7 --trials 1
+expect 3 "TODO TP3.9" "$trainee" worker --db "$db" --study todo_halving --trials 1
 # A database in a folder not made yet (a login node's first `create --db studies/lab.db`).
 expect 0 "0 trials" "$hpo" create --db "$dir/studies/nested/lab.db" --study him \
   --function himmelblau

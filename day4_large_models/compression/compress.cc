@@ -18,18 +18,18 @@ int main(int argc, char** argv) {
   day4::add_distill_flags(
       *app.add_subcommand("distill",
                           "train a small student (--model, default tinynet) from a trained "
-                          "teacher's softened outputs and the labels (TP4.15)"),
+                          "teacher's softened outputs and the labels (TP4.19)"),
       distill);
   day4::QuantizeOptions quantize;
   CLI::App* quantize_command = app.add_subcommand(
       "quantize",
       "post-training int8 quantization of a trained network: calibrated input scales, "
-      "per-channel weights (TP4.16), accuracy and speed against f32");
+      "per-channel weights (TP4.20), accuracy and speed against f32");
   day4::add_quantize_flags(*quantize_command, quantize);
   day4::PruneOptions prune;
   CLI::App* prune_command = app.add_subcommand(
       "prune",
-      "prune a trained network (global magnitude, and 2:4 with TP4.17), fine-tune it with its "
+      "prune a trained network (global magnitude, and 2:4 with TP4.21), fine-tune it with its "
       "masks kept, and tabulate accuracy against sparsity");
   day4::add_prune_flags(*prune_command, prune);
   course::train::parse_or_exit(app, argc, argv);

@@ -1,7 +1,7 @@
-// The check of day 4's Part 7 (making a trained model cheaper): TP4.15's distillation loss
+// The check of day 4's Part 7 (making a trained model cheaper): TP4.19's distillation loss
 // against a double-precision reference written from the formula (log-sum-exp, no course
 // kernel), its gradient against central finite differences of that reference, and
-// hand-computed cases; TP4.16's per-channel int8 weights and TP4.17's 2:4 masks against
+// hand-computed cases; TP4.20's per-channel int8 weights and TP4.21's 2:4 masks against
 // hand-computed values and a direct reference. The cases are chosen so that plausible wrong
 // answers fail: T^2 forgotten or applied to the gradient unchanged, the KL reversed, the
 // student not softened, the teacher's entropy left in, a sum instead of a mean; one scale for
@@ -74,9 +74,9 @@ struct Case {
   double temperature, alpha;
 };
 
-class TP4_15 : public ::testing::TestWithParam<Case> {};
+class TP4_19 : public ::testing::TestWithParam<Case> {};
 
-TEST_P(TP4_15, LossAndGradientMatchTheFormula) {
+TEST_P(TP4_19, LossAndGradientMatchTheFormula) {
   const auto [t, alpha] = GetParam();
   const Logits student = random_logits(6, 7, 2.0, 1), teacher = random_logits(6, 7, 3.0, 2);
   const std::vector<int64_t> y = {0, 3, 6, 2, 2, 5};
@@ -103,11 +103,11 @@ TEST_P(TP4_15, LossAndGradientMatchTheFormula) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Temperatures, TP4_15,
+INSTANTIATE_TEST_SUITE_P(Temperatures, TP4_19,
                          ::testing::Values(Case{4.0, 0.9}, Case{2.0, 0.5}, Case{1.0, 0.3},
                                            Case{8.0, 1.0}));
 
-TEST(TP4_15ByHand, AStudentAgreeingWithItsTeacherLearnsOnlyFromTheLabels) {
+TEST(TP4_19ByHand, AStudentAgreeingWithItsTeacherLearnsOnlyFromTheLabels) {
   // Two classes, equal logits everywhere: the KL is 0 and CE = log 2; the soft term's gradient
   // is zero, the hard one's (softmax - one-hot) / N = (-0.5, 0.5) / 2 per row, times 1 - alpha.
   const Tensor same = Tensor::from_vector(std::vector<float>{0, 0, 0, 0}, Shape{2, 2});
@@ -122,7 +122,7 @@ TEST(TP4_15ByHand, AStudentAgreeingWithItsTeacherLearnsOnlyFromTheLabels) {
   }
 }
 
-TEST(TP4_15ByHand, AtTemperatureOneTheSoftGradientIsTheDifferenceOfTheSoftmaxes) {
+TEST(TP4_19ByHand, AtTemperatureOneTheSoftGradientIsTheDifferenceOfTheSoftmaxes) {
   // alpha = 1, T = 1: dL/dz_s = (softmax(z_s) - softmax(z_t)) / N. One row: z_s = (0, ln 3) gives
   // (1/4, 3/4), z_t = (ln 3, 0) gives (3/4, 1/4); the gradient is (-1/2, 1/2) and the KL
   // 3/4 ln 3 + 1/4 ln(1/3) = ln(3) / 2.
@@ -149,7 +149,7 @@ std::vector<float> random_rows(int64_t rows, int64_t row_size, uint32_t seed) {
   return w;
 }
 
-TEST(TP4_16ByHand, OneScalePerRowRoundedToNearestEven) {
+TEST(TP4_20ByHand, OneScalePerRowRoundedToNearestEven) {
   // Row 0's largest magnitude 127 gives scale 1: 0.5, 1.5 and -2.5 are ties, to even: 0, 2, -2.
   // Row 1's 63.5 gives 0.5: 1 / 0.5 = 2, -0.75 / 0.5 = -1.5 -> -2, 0.2 / 0.5 = 0.4 -> 0. A row of
   // zeros gets scale 1 (not 0 / 127, which would divide by zero).
@@ -166,7 +166,7 @@ TEST(TP4_16ByHand, OneScalePerRowRoundedToNearestEven) {
       << "round to nearest, ties to even (std::nearbyint)";
 }
 
-TEST(TP4_16, MatchesADirectReferenceOnAConvolutionWeight) {
+TEST(TP4_20, MatchesADirectReferenceOnAConvolutionWeight) {
   const int64_t rows = 5, row_size = 3 * 3 * 3;
   const std::vector<float> w = random_rows(rows, row_size, 7);
   const QuantizedWeight q = quantize_per_channel(Tensor::from_vector(w, Shape{rows, 3, 3, 3}));
@@ -191,7 +191,7 @@ TEST(TP4_16, MatchesADirectReferenceOnAConvolutionWeight) {
   }
 }
 
-TEST(TP4_17ByHand, KeepsTheTwoLargestMagnitudesOfEachGroupOfFour) {
+TEST(TP4_21ByHand, KeepsTheTwoLargestMagnitudesOfEachGroupOfFour) {
   // Row 0: (1, -4, 3, 2) keeps -4 and 3; four equal zeros keep the first two. Row 1: (0.5, 0.1,
   // -0.2, -0.9) keeps 0.5 and -0.9 (magnitudes, not signed values); (5, 6, 7, 8) keeps 7 and 8.
   // Row 2, ties of signed values: (1, -3, 3, -3) keeps -3 and the 3 after it, the earlier two
@@ -209,7 +209,7 @@ TEST(TP4_17ByHand, KeepsTheTwoLargestMagnitudesOfEachGroupOfFour) {
       << "the two largest magnitudes of each group of four, the earlier of equal ones";
 }
 
-TEST(TP4_17, EveryGroupOfFourAlongTheInputDimensionKeepsItsTwoLargest) {
+TEST(TP4_21, EveryGroupOfFourAlongTheInputDimensionKeepsItsTwoLargest) {
   // A convolution weight (8, 3, 2, 2): rows of 12 inputs, 3 groups each. Groups along the
   // output dimension (4 channels at one input) would not give 2 of 4 along the rows.
   const int64_t rows = 8, row_size = 12;

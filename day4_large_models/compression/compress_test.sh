@@ -3,8 +3,8 @@
 # lab and saved with --chkpt is distilled into tinynet, with the baseline from the labels alone
 # and the comparison table; quantized to int8 with both calibrations (the folded f32 network
 # must score what the trained one does); pruned globally and 2:4, the sparsity measured in the
-# weights after fine-tuning, with the plot. The untouched trainee copy stops at TODO TP4.15 /
-# TP4.16 / TP4.17 (exit 3); a missing or mismatched network, bad values (an empty list of
+# weights after fine-tuning, with the plot. The untouched trainee copy stops at TODO TP4.19 /
+# TP4.20 / TP4.21 (exit 3); a missing or mismatched network, bad values (an empty list of
 # sparsities) and an unwritable --plot (before any fine-tuning) end with one message.
 set -uo pipefail
 source "$1"  # expect
@@ -21,11 +21,11 @@ expect 0 "| tinynet from the labels | 6274 |" "$solution" distill --teacher "$te
   "${data[@]}" --baseline
 expect 0 "teacher smallnet ($teacher): 94186 parameters" "$solution" distill \
   --teacher "$teacher" "${data[@]}" --model smallnet --test --test-nsteps 3
-expect 3 "TODO TP4.15" "$trainee" distill --teacher "$teacher" "${data[@]}"
-# The exercise before the long work: --baseline trains nothing before TP4.15's TODO.
+expect 3 "TODO TP4.19" "$trainee" distill --teacher "$teacher" "${data[@]}"
+# The exercise before the long work: --baseline trains nothing before TP4.19's TODO.
 out=$("$trainee" distill --teacher "$teacher" "${data[@]}" --baseline 2>&1)
 if [[ $? -ne 3 ]] || grep -q "from the labels alone" <<<"$out"; then
-  echo "FAILED: distill --baseline trained its baseline before TODO TP4.15:"
+  echo "FAILED: distill --baseline trained its baseline before TODO TP4.19:"
   echo "$out"
   exit 1
 fi
@@ -61,7 +61,7 @@ fi
 echo "ok: the folded f32 network scores ${folded// /}, as trained"
 expect 0 "layer 4, linear 128 -> 10: inputs up to" cat "$quantized"
 expect 0 "| smallnet int8, min/max |" cat "$quantized"
-expect 3 "TODO TP4.16" "$trainee" quantize --trained "$teacher" "${data[@]}"
+expect 3 "TODO TP4.20" "$trainee" quantize --trained "$teacher" "${data[@]}"
 expect 1 "--trained $teacher is a smallnet checkpoint, not --model tinynet" "$solution" \
   quantize --trained "$teacher" --model tinynet "${data[@]}"
 expect 1 "--percentile must be in (0, 100], got 0" "$solution" quantize --trained "$teacher" \
@@ -86,11 +86,11 @@ fi
 echo "ok: $plot is a PNG"
 expect 0 "| global 30% | 30.00% |" "$trainee" prune --trained "$teacher" "${data[@]}" \
   --sparsities 0.3 --no-two-four
-expect 3 "TODO TP4.17" "$trainee" prune --trained "$teacher" "${data[@]}" --sparsities 0.3
-# The exercise before the long work: no global sparsity pruned and fine-tuned before TP4.17's TODO.
+expect 3 "TODO TP4.21" "$trainee" prune --trained "$teacher" "${data[@]}" --sparsities 0.3
+# The exercise before the long work: no global sparsity pruned and fine-tuned before TP4.21's TODO.
 out=$("$trainee" prune --trained "$teacher" "${data[@]}" --sparsities 0.3 2>&1)
 if [[ $? -ne 3 ]] || grep -q "^-- global" <<<"$out"; then
-  echo "FAILED: prune fine-tuned a global sparsity before TODO TP4.17:"
+  echo "FAILED: prune fine-tuned a global sparsity before TODO TP4.21:"
   echo "$out"
   exit 1
 fi

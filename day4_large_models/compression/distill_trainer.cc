@@ -1,5 +1,5 @@
 // The distillation run: the teacher loaded from its checkpoint and frozen, the student's steps
-// on the shared training loop with TP4.15's loss, the optional baseline from the labels alone.
+// on the shared training loop with TP4.19's loss, the optional baseline from the labels alone.
 #include "day4_large_models/compression/distill_trainer.h"
 
 #include <cstdio>
@@ -70,7 +70,7 @@ DistillReport run_distillation(const DistillOptions& o) {
               static_cast<long long>(o.epochs), static_cast<long long>(data.train->size()),
               static_cast<long long>(o.batch_size), device.str().c_str());
   if (o.baseline) {
-    // TP4.15 on two rows first: an unwritten exercise stops the run now, not after the baseline.
+    // TP4.19 on two rows first: an unwritten exercise stops the run now, not after the baseline.
     distillation_loss(Tensor::from_vector<float>({1, -1, 0.5f, 2}, {2, 2}),
                       Tensor::from_vector<float>({0, 1, -0.5f, 1}, {2, 2}),
                       Tensor::from_vector<int64_t>({0, 1}, {2}), o.temperature, o.alpha);

@@ -1,7 +1,7 @@
 // `bazel run //day4_large_models:compress -- distill`: knowledge distillation on the labs' data.
 // A trained teacher (a lab's checkpoint, e.g. day 1's smallnet) is loaded and evaluated; a
 // student a fraction of its size (tinynet) trains on the shared training loop from the
-// teacher's softened outputs and the labels (TP4.15's loss); with --baseline the same student
+// teacher's softened outputs and the labels (TP4.19's loss); with --baseline the same student
 // first trains from the labels alone, and a table compares the three.
 #pragma once
 

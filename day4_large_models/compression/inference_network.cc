@@ -101,7 +101,7 @@ InferenceNetwork InferenceNetwork::quantized(const std::vector<float>& input_sca
   for (size_t i = 0; i < out.stages_.size(); ++i) {
     Stage& stage = out.stages_[i];
     if (stage.borrowed) continue;
-    const QuantizedWeight q = quantize_per_channel(stage.weights.weight);  // TP4.16
+    const QuantizedWeight q = quantize_per_channel(stage.weights.weight);  // TP4.20
     FusedConvWeights int8 = stage.weights;
     int8.weight = q.values;
     int8.scales = q.scales;

@@ -3,7 +3,7 @@
 // b' = beta - mean gamma / sqrt(var + eps)) and the ReLU after it fused, as one FusedConv; the
 // linear layer as a 1x1 FusedConv; the poolings borrowed from the trained network. Built in f32,
 // or in int8 from the f32 network's calibrated input scales with the weights quantized per
-// output channel by TP4.16; int8 activations stay 8-bit from a convolution through the max
+// output channel by TP4.20; int8 activations stay 8-bit from a convolution through the max
 // pooling to the next convolution. Activations run channels-last; the module is inference-only.
 #pragma once
 

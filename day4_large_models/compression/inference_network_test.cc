@@ -1,6 +1,6 @@
 // compress quantize's pieces on smallnet with random weights and batch-norm statistics (so that
 // folding has something to fold): the folded, fused f32 network against the trained network's
-// own forward pass; the int8 networks (both calibrations, TP4.16's solution) against the f32
+// own forward pass; the int8 networks (both calibrations, TP4.20's solution) against the f32
 // one; networks that are not a plain sequence refused; the calibration ranges by hand.
 #include "day4_large_models/compression/inference_network.h"
 

@@ -24,7 +24,7 @@ void add_prune_flags(CLI::App& app, PruneOptions& o) {
           "FRACTIONS"))
       ->capture_default_str();
   course::train::add_switch(app, "two-four", o.two_four,
-                            "also prune to the 2:4 pattern (2 zeros in every 4 inputs, TP4.17)");
+                            "also prune to the 2:4 pattern (2 zeros in every 4 inputs, TP4.21)");
   app.add_option("--plot", o.plot, "PNG of test accuracy against sparsity");
 }
 

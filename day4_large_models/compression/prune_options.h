@@ -14,7 +14,7 @@ struct PruneOptions : course::train::TrainingFlags {
   PruneOptions() { lr = 0.01f; }
   std::string trained;  // a checkpoint of a lab's --chkpt
   std::vector<double> sparsities = {0.5, 0.75, 0.9, 0.95};
-  bool two_four = true;  // also the 2:4 pattern (TP4.17)
+  bool two_four = true;  // also the 2:4 pattern (TP4.21)
   std::string plot;      // PNG of accuracy against sparsity
 };
 

@@ -76,7 +76,7 @@ std::vector<PruneRow> run_pruning(const PruneOptions& o) {
                 static_cast<long long>(o.epochs), format_number(o.lr).c_str());
   }
   if (o.two_four) {
-    // TP4.17 on one small weight first: an unwritten exercise stops the run now, not after the
+    // TP4.21 on one small weight first: an unwritten exercise stops the run now, not after the
     // global sparsities' fine-tuning.
     nn::Parameter probe(Tensor::from_vector<float>({0.5f, -2.0f, 1.0f, 0.25f}, {1, 4}));
     std::vector<nn::PrunedWeight> probe_weights{{.name = "probe", .weight = &probe}};

@@ -1,4 +1,4 @@
-// The 2:4 masks of a whole network (TP4.17's exercise on each weight).
+// The 2:4 masks of a whole network (TP4.21's exercise on each weight).
 #include "day4_large_models/compression/pruning.h"
 
 #include "day4_large_models/exercises.h"
@@ -13,7 +13,7 @@ void mask_two_of_four(std::vector<nn::PrunedWeight>& weights) {
     w.dense = (value.numel() / value.size(0)) % 4 != 0;
     const Tensor mask =
         w.dense ? Tensor::from_vector(std::vector<float>(value.numel(), 1.0f), value.shape())
-                : mask_2_4(value);  // TP4.17
+                : mask_2_4(value);  // TP4.21
     w.mask = mask.to(w.weight->value.device());
   }
 }

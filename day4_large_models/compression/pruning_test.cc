@@ -1,4 +1,4 @@
-// compress prune's 2:4 masks of a whole network (TP4.17's solution; rows that do not divide by 4
+// compress prune's 2:4 masks of a whole network (TP4.21's solution; rows that do not divide by 4
 // stay dense), applied and measured.
 #include "day4_large_models/compression/pruning.h"
 

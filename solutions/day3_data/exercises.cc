@@ -107,7 +107,7 @@ course::hpo::TrialSplit split_trials(const std::vector<course::hpo::Trial>& tria
                                      bool include_running) {
   using course::hpo::Trial;
   using course::hpo::TrialState;
-  // BEGIN EXERCISE TP3.6: rank complete, then pruned trials; the first n_below are below
+  // BEGIN EXERCISE TP3.8: rank complete, then pruned trials; the first n_below are below
   // A trial's rank: complete before pruned; complete by value, pruned by last step (larger
   // first) then last value; values negated when maximising, so smaller is always better.
   const double sign = direction == course::hpo::Direction::kMinimize ? 1.0 : -1.0;
@@ -146,7 +146,7 @@ course::hpo::TrialSplit split_trials(const std::vector<course::hpo::Trial>& tria
 
 bool promotable_to_next_rung(double value, std::vector<double> competing, int reduction_factor,
                              course::hpo::Direction direction) {
-  // BEGIN EXERCISE TP3.7: at least as good as the floor(n / eta)-th best (the best when 0)
+  // BEGIN EXERCISE TP3.9: at least as good as the floor(n / eta)-th best (the best when 0)
   const size_t kept = std::max<size_t>(competing.size() / static_cast<size_t>(reduction_factor), 1);
   std::sort(competing.begin(), competing.end());
   if (direction == course::hpo::Direction::kMaximize)
@@ -158,7 +158,7 @@ bool promotable_to_next_rung(double value, std::vector<double> competing, int re
 bool median_prunes(const course::hpo::Trial& trial, int step,
                    const std::vector<const course::hpo::Trial*>& complete,
                    course::hpo::Direction direction) {
-  // BEGIN EXERCISE TP3.8: the trial's best so far against the complete trials' median at step
+  // BEGIN EXERCISE TP3.10: the trial's best so far against the complete trials' median at step
   std::vector<double> own;
   for (const auto& [reported_step, value] : trial.intermediate) {
     if (!std::isnan(value)) own.push_back(value);
@@ -188,7 +188,7 @@ course::hpo::SearchRules search_rules() {
 }
 
 std::vector<float> sweep_rates(float first, float last, int64_t count) {
-  // BEGIN EXERCISE TP3.9: geometric steps from first to last, both ends included
+  // BEGIN EXERCISE TP3.6: geometric steps from first to last, both ends included
   std::vector<float> rates(count);
   const double ratio = static_cast<double>(last) / first;
   for (int64_t i = 0; i < count; ++i) {
@@ -200,7 +200,7 @@ std::vector<float> sweep_rates(float first, float last, int64_t count) {
 
 std::optional<float> suggest_rate(const std::vector<float>& rates,
                                   const std::vector<double>& mean_losses) {
-  // BEGIN EXERCISE TP3.10: a tenth of the rate of the lowest finite loss
+  // BEGIN EXERCISE TP3.7: a tenth of the rate of the lowest finite loss
   std::optional<size_t> lowest;
   for (size_t i = 0; i < rates.size(); ++i) {
     if (std::isnan(mean_losses[i])) continue;

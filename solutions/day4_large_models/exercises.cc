@@ -1,7 +1,7 @@
-// Day 4 exercises TP4.1-TP4.17 and TP4.22 (the lab sheet is day4_large_models/README.md).
-// solutions/day4_large_models/exercises.cc is the complete version; day4_large_models/
-// exercises.cc is generated from it by tools/labgen with every exercise replaced by a stub:
-// trainees edit that one.
+// Day 4 exercises TP4.1-TP4.5, TP4.9-TP4.17 and TP4.19-TP4.22 (the lab sheet is
+// day4_large_models/README.md). solutions/day4_large_models/exercises.cc is the complete version;
+// day4_large_models/ exercises.cc is generated from it by tools/labgen with every exercise replaced
+// by a stub: trainees edit that one.
 #include "day4_large_models/exercises.h"
 
 #include <algorithm>
@@ -64,7 +64,7 @@ Tensor fsdp_backward(parallel::ShardedUnit& unit, nn::Module& block, const Tenso
 }
 
 Tensor tp_mapping(TpMapping mapping, bool forward, const Tensor& t, parallel::Communicator& comm) {
-  // BEGIN EXERCISE TP4.6: f all-reduces backward, g forward; the other direction is the identity
+  // BEGIN EXERCISE TP4.9: f all-reduces backward, g forward; the other direction is the identity
   const bool sum = (mapping == TpMapping::kF) != forward;
   if (!sum) return t;
   Tensor total = t.clone();
@@ -74,7 +74,7 @@ Tensor tp_mapping(TpMapping mapping, bool forward, const Tensor& t, parallel::Co
 }
 
 Tensor gather_features(const Tensor& x, parallel::Communicator& comm) {
-  // BEGIN EXERCISE TP4.7: all-gather, then put each row's slices side by side
+  // BEGIN EXERCISE TP4.10: all-gather, then put each row's slices side by side
   const int p = comm.size();
   const int64_t n = x.size(-1), rows = x.numel() / n;
   Tensor by_rank = Tensor::empty({p, rows, n}, x.dtype(), x.device());
@@ -87,7 +87,7 @@ Tensor gather_features(const Tensor& x, parallel::Communicator& comm) {
 
 Tensor vocab_parallel_embed(const Tensor& tokens, const Tensor& rows, int64_t first_token,
                             parallel::Communicator& comm) {
-  // BEGIN EXERCISE TP4.8: look up the tokens in this rank's range, zeros for the others, then sum
+  // BEGIN EXERCISE TP4.11: look up the tokens in this rank's range, zeros for the others, then sum
   const int64_t n = tokens.numel(), mine = rows.size(0), channels = rows.size(1);
   const std::vector<int32_t> ids = tokens.to_vector<int32_t>();
   const std::vector<float> table = rows.to_vector<float>();
@@ -104,7 +104,7 @@ Tensor vocab_parallel_embed(const Tensor& tokens, const Tensor& rows, int64_t fi
 }
 
 std::vector<int64_t> qkv_rows_of_rank(int64_t channels, int rank, int ranks) {
-  // BEGIN EXERCISE TP4.9: this rank's slice of q, then of k, then of v
+  // BEGIN EXERCISE TP4.12: this rank's slice of q, then of k, then of v
   const int64_t per_rank = channels / ranks;
   std::vector<int64_t> rows;
   for (int64_t part = 0; part < 3; ++part) {
@@ -116,7 +116,7 @@ std::vector<int64_t> qkv_rows_of_rank(int64_t channels, int rank, int ranks) {
 
 Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, const Tensor& bias,
                            parallel::Communicator& comm) {
-  // BEGIN EXERCISE TP4.10: partial product, summed over the ranks, then the bias once
+  // BEGIN EXERCISE TP4.13: partial product, summed over the ranks, then the bias once
   Tensor y = course::matmul(x_slice, weight_columns, false, /*transpose_b=*/true);
   comm.allreduce(y)->wait();
   course::add_row_bias_(y, bias);
@@ -126,7 +126,7 @@ Tensor row_parallel_linear(const Tensor& x_slice, const Tensor& weight_columns, 
 
 float vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, int64_t first_class,
                                    parallel::Communicator& comm) {
-  // BEGIN EXERCISE TP4.11: the global max, the global sum of exponentials, the target's logit
+  // BEGIN EXERCISE TP4.14: the global max, the global sum of exponentials, the target's logit
   const int64_t n = logits.size(0), mine = logits.size(1);
   const std::vector<float> z = logits.to_vector<float>();
   const std::vector<int64_t> y = targets.to_vector<int64_t>();
@@ -154,7 +154,7 @@ float vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, 
 }
 
 parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridShape& shape) {
-  // BEGIN EXERCISE TP4.12: tp innermost, then dp, then pp
+  // BEGIN EXERCISE TP4.15: tp innermost, then dp, then pp
   return {.dp = (world_rank / shape.tp) % shape.dp,
           .tp = world_rank % shape.tp,
           .pp = world_rank / (shape.tp * shape.dp)};
@@ -162,7 +162,7 @@ parallel::GridCoordinates grid_coordinates(int world_rank, const parallel::GridS
 }
 
 SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
-  // BEGIN EXERCISE TP4.13: colour by the other axis' coordinate, key by this axis'
+  // BEGIN EXERCISE TP4.16: colour by the other axis' coordinate, key by this axis'
   const int tp_rank = world.rank() % tp, dp_rank = world.rank() / tp;
   return {.tensor_parallel = world.split(dp_rank, tp_rank),
           .data_parallel = world.split(tp_rank, dp_rank)};
@@ -171,7 +171,7 @@ SubGroups tensor_and_data_groups(parallel::Communicator& world, int tp) {
 
 void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
                            parallel::Communicator& data_parallel) {
-  // BEGIN EXERCISE TP4.14: all-reduce each gradient over the replicas, divide by their count
+  // BEGIN EXERCISE TP4.17: all-reduce each gradient over the replicas, divide by their count
   for (nn::Parameter* p : parameters) {
     data_parallel.allreduce(p->grad)->wait();
     course::scale_(p->grad, 1.0f / static_cast<float>(data_parallel.size()));
@@ -181,7 +181,7 @@ void average_over_replicas(const std::vector<nn::Parameter*>& parameters,
 
 DistillationLoss distillation_loss(const Tensor& student_logits, const Tensor& teacher_logits,
                                    const Tensor& labels, float temperature, float alpha) {
-  // BEGIN EXERCISE TP4.15: soften both by T, weight the KL by alpha T^2 and the CE by 1 - alpha
+  // BEGIN EXERCISE TP4.19: soften both by T, weight the KL by alpha T^2 and the CE by 1 - alpha
   const auto softened = [temperature](const Tensor& logits) {
     Tensor x = course::cast(logits, course::DType::kF32);
     course::scale_(x, 1.0f / temperature);
@@ -214,7 +214,7 @@ QuantizedWeight quantize_per_channel(const Tensor& weight) {
   const int64_t rows = weight.size(0);
   QuantizedWeight out{Tensor::empty(weight.shape(), course::DType::kI8),
                       Tensor::empty({rows}, course::DType::kF32)};
-  // BEGIN EXERCISE TP4.16: one scale per output channel (row), then round to nearest even and clamp
+  // BEGIN EXERCISE TP4.20: one scale per output channel (row), then round to nearest even and clamp
   const int64_t row_size = weight.numel() / rows;
   const float* w = weight.data_as<float>();
   int8_t* q = out.values.data_as<int8_t>();
@@ -241,7 +241,7 @@ Tensor mask_2_4(const Tensor& weight) {
   COURSE_CHECK(row_size % 4 == 0, "2:4 sparsity needs rows of a multiple of 4 elements, got ",
                row_size, " in ", weight.str());
   Tensor mask = Tensor::empty(weight.shape(), course::DType::kF32);
-  // BEGIN EXERCISE TP4.17: in each group of 4 along a row, keep the 2 largest magnitudes
+  // BEGIN EXERCISE TP4.21: in each group of 4 along a row, keep the 2 largest magnitudes
   const float* w = weight.data_as<float>();
   float* m = mask.data_as<float>();
   for (int64_t start = 0; start < weight.numel(); start += 4) {

@@ -1,4 +1,4 @@
-// Day 4 exercises TP4.18-TP4.21, pipeline and context parallelism (the lab sheet is
+// Day 4 exercises TP4.6-TP4.8 and TP4.18, pipeline and context parallelism (the lab sheet is
 // day4_large_models/README.md). solutions/day4_large_models/pipeline_exercises.cc is the complete
 // version; day4_large_models/pipeline_exercises.cc is generated from it by tools/labgen with
 // every exercise replaced by a stub: trainees edit that one.
@@ -15,7 +15,7 @@ namespace day4 {
 using Kind = parallel::PipelineAction::Kind;
 
 std::vector<int64_t> balanced_stages(const nn::PartCosts& costs, int stages) {
-  // BEGIN EXERCISE TP4.18: the cheapest limit on a stage's cost that a greedy fill meets
+  // BEGIN EXERCISE TP4.6: the cheapest limit on a stage's cost that a greedy fill meets
   const auto blocks = static_cast<int64_t>(costs.blocks.size());
   // Can the stages each cost at most `limit`? Fills them from the first, each with as many
   // blocks as fit (leaving one for each later stage): no cut covers more of the model with as
@@ -59,7 +59,7 @@ std::vector<int64_t> balanced_stages(const nn::PartCosts& costs, int stages) {
 std::vector<parallel::PipelineAction> stage_actions(parallel::PipelineSchedule schedule, int stage,
                                                     int stages, int micro_batches) {
   std::vector<parallel::PipelineAction> actions;
-  // BEGIN EXERCISE TP4.19: GPipe, then 1F1B's warm-up, steady state and cool-down
+  // BEGIN EXERCISE TP4.7: GPipe, then 1F1B's warm-up, steady state and cool-down
   const auto forward = [&](int m) { actions.push_back({Kind::kForward, m}); };
   const auto backward = [&](int m) { actions.push_back({Kind::kBackward, m}); };
   if (schedule == parallel::PipelineSchedule::kGpipe) {
@@ -80,7 +80,7 @@ std::vector<parallel::PipelineAction> stage_actions(parallel::PipelineSchedule s
 }
 
 void exchange_with_neighbours(parallel::RoundTraffic& traffic, parallel::Communicator& pp) {
-  // BEGIN EXERCISE TP4.20: the round's sends and receives with both neighbours in one group
+  // BEGIN EXERCISE TP4.8: the round's sends and receives with both neighbours in one group
   const int stage = pp.rank(), last = pp.size() - 1;
   std::vector<parallel::PeerTransfer> group;
   if (traffic.ran && traffic.ran->kind == Kind::kForward && stage < last) {
@@ -111,7 +111,7 @@ PartialAttention merge_partial_attention(const PartialAttention& a, const Partia
                "partial attention results to merge must be (n, d) and (n,) alike, got ",
                a.out.str(), " ", a.lse.str(), " and ", b.out.str(), " ", b.lse.str());
   PartialAttention merged{Tensor::empty({n, d}), Tensor::empty({n})};
-  // BEGIN EXERCISE TP4.21: rescale both by their share of the larger log-sum-exp, then add
+  // BEGIN EXERCISE TP4.18: rescale both by their share of the larger log-sum-exp, then add
   const float *out_a = a.out.data_as<float>(), *out_b = b.out.data_as<float>();
   const float *lse_a = a.lse.data_as<float>(), *lse_b = b.lse.data_as<float>();
   float* out = merged.out.data_as<float>();

@@ -1,5 +1,5 @@
 // A day's check, read per exercise: its GoogleTest suites are named after the exercises
-// (TP2_4 tests TP2.4; TP4_15ByHand TP4.15; TP4_18_20 the three of TP4.18-TP4.20), so the
+// (TP2_4 tests TP2.4; TP4_19ByHand TP4.19; TP4_6_8 the three of TP4.6-TP4.8), so the
 // grader runs each exercise's suites alone and reads their output into one result.
 #pragma once
 
@@ -9,8 +9,8 @@
 
 namespace course::grade {
 
-// The exercises a suite tests ("TP4_18_20" -> TP4.18, TP4.19, TP4.20; a parameterised
-// "Rates/TP3_9SweepRates" -> TP3.9); none for a suite not named after an exercise.
+// The exercises a suite tests ("TP4_6_8" -> TP4.6, TP4.7, TP4.8; a parameterised
+// "Rates/TP3_6SweepRates" -> TP3.6); none for a suite not named after an exercise.
 std::vector<std::string> exercises_of_suite(const std::string& suite);
 
 // Each exercise's --gtest_filter, from a binary's --gtest_list_tests output.

@@ -39,7 +39,8 @@ Course read_course(const DaySpec& day, const fs::path& work) {
       c.stub_of[r.id] = r;
     }
   }
-  // In the exercises' order (TP4.18 after TP4.17), whichever file holds them.
+  // In the exercises' numbers' order (day 4's TP4.5 in exercises.cc, then TP4.6 in
+  // pipeline_exercises.cc), whichever file holds them.
   const auto number = [](const std::string& id) { return std::stoi(id.substr(id.find('.') + 1)); };
   std::sort(c.exercises.begin(), c.exercises.end(),
             [&](const std::string& a, const std::string& b) { return number(a) < number(b); });
