@@ -181,8 +181,7 @@ StepReplay replay_step(parallel::PipelineParallel& pipeline,
         later = std::max<double>(later, all[exchange_slot(m.to % p, r)]);
       }
       for (const parallel::StageMessage& m : round.receives) {
-        later =
-            std::max<double>(later, all[exchange_slot((m.gradient ? m.to + 1 : m.to - 1) % p, r)]);
+        later = std::max<double>(later, all[exchange_slot(parallel::sender_of(m, p), r)]);
       }
       message_sum += all[exchange_slot(s, r) + 1] - later;
       ++messages;

@@ -161,8 +161,7 @@ WorkPtr PipelineParallel::post_exchange(const PipelineRound& round, const Tensor
   }
   for (const StageMessage& in : round.receives) {
     Tensor& arriving = inbox[in] = landing(in);
-    const int from = (in.gradient ? in.to + 1 : in.to - 1) % p;
-    group.push_back(receive_from(arriving, from, tag(in)));
+    group.push_back(receive_from(arriving, sender_of(in, p), tag(in)));
   }
   return group.empty() ? nullptr : pp_->exchange(group);
 }

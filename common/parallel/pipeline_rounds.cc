@@ -15,6 +15,10 @@ using Kind = PipelineAction::Kind;
 
 }  // namespace
 
+int sender_of(const StageMessage& message, int stages) {
+  return (message.gradient ? message.to + 1 : message.to - 1) % stages;
+}
+
 std::optional<StageMessage> action_input(const PipelineAction& a, int stage, int stages,
                                          int virtual_stages) {
   if (a.kind == Kind::kWeight) return std::nullopt;  // its backward's work, on this stage
@@ -168,7 +172,7 @@ double replayed_bubble(const std::vector<std::vector<PipelineRound>>& rounds,
       };
       for (const StageMessage& m : rounds[s][r].sends) exchanged_with(m.to % stages);
       for (const StageMessage& m : rounds[s][r].receives) {
-        exchanged_with((m.gradient ? m.to + 1 : m.to - 1) % stages);
+        exchanged_with(sender_of(m, stages));
       }
     }
   }

@@ -30,6 +30,10 @@ struct StageMessage {
   auto operator<=>(const StageMessage&) const = default;
 };
 
+// The rank that sends `message` among `stages` ranks: its receiver's predecessor for an
+// activation, its successor for a gradient.
+int sender_of(const StageMessage& message, int stages);
+
 struct PipelineRound {
   std::optional<PipelineAction> action;  // run in this round (none: the stage idles)
   std::vector<StageMessage> sends;       // produced by the action, sent at the round's end
