@@ -120,18 +120,6 @@ MicroBatchMemory micro_batch_memory(nn::Gpt& gpt, const nn::StageBounds& first,
   return memory;
 }
 
-// The mean length of each kind of pass in a step's timeline.
-std::array<double, 3> mean_pass_seconds(const std::vector<parallel::TimedAction>& timeline) {
-  std::array<double, 3> total{}, count{};
-  for (const parallel::TimedAction& a : timeline) {
-    const auto kind = static_cast<size_t>(a.action.kind);
-    total[kind] += a.end_s - a.start_s;
-    ++count[kind];
-  }
-  for (size_t k = 0; k < total.size(); ++k) total[k] = count[k] > 0 ? total[k] / count[k] : 0.0;
-  return total;
-}
-
 // The last step replayed (pipeline_rounds.h's replayed_bubble) with what every stage measured:
 // each of its passes' lengths, and the time its exchanges took once both ends had posted them
 // (a round's done minus the later posting of the stage and its peers, on the node's clock from
@@ -244,8 +232,10 @@ Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_
     compute_seconds.push_back(
         static_cast<float>((1 - pipeline.measured_bubble()) * pipeline.step_seconds()));
     row.peak = static_cast<double>(allocator.stats().peak_allocated - before);
-    const std::array<double, 3> passes = mean_pass_seconds(pipeline.timeline());
-    for (size_t k = 0; k < passes.size(); ++k) row.pass_seconds[k] += passes[k] / kTimedSteps;
+    const parallel::PassCosts passes = parallel::mean_pass_costs(pipeline.timeline());
+    row.pass_seconds[0] += passes.forward / kTimedSteps;
+    row.pass_seconds[1] += passes.backward / kTimedSteps;
+    row.pass_seconds[2] += passes.weight / kTimedSteps;
     const StepReplay replay = replay_step(
         pipeline, rounds, seconds_since_boot(pipeline.step_launched()) - clock_base, *world);
     row.replayed_bubble += replay.bubble / kTimedSteps;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "tools/plot/timeline_chart.h"
 
@@ -38,6 +39,17 @@ void print_pipeline_bubbles(const PipelineMeasurement& measured) {
       "pipeline bubble (idle share of a step, %lld steps after the first; formula %s %.3f):\n",
       static_cast<long long>(measured.steps_measured), formula,
       bubble_fraction(measured.schedule, stages, measured.micro_batches, v));
+  if (measured.schedule == PipelineSchedule::kZeroBubbleH1) {
+    // Its formula depends on the passes' lengths: (p-1)(F+B) - (min(m,p)-1) min(F,B,W) idle.
+    std::vector<TimedAction> every_stage;
+    for (const StageMeasurement& stage : measured.stages) {
+      every_stage.insert(every_stage.end(), stage.last_step.begin(), stage.last_step.end());
+    }
+    const PassCosts passes = mean_pass_costs(every_stage);
+    std::printf("  for the measured passes (F %.2f, B %.2f, W %.2f ms): %.3f\n",
+                passes.forward * 1e3, passes.backward * 1e3, passes.weight * 1e3,
+                bubble_fraction(measured.schedule, stages, measured.micro_batches, v, passes));
+  }
   for (int s = 0; s < stages; ++s) {
     const StageMeasurement& stage = measured.stages[s];
     std::printf("  stage %d: %.3f measured, at most %d micro-batch(es) of activations held", s,

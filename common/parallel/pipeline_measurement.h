@@ -1,6 +1,7 @@
 // What a pipeline-parallel run measured, gathered from its stages as numbers for a lab to print
 // and draw: each stage's bubble over the steps after the first, the most micro-batches of
-// activations it held, and the last step's timed forwards and backwards.
+// activations it held, and the last step's timed forwards and backwards (with their mean
+// lengths, pipeline_measurement.cc).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ struct TimedExchange {
   int round = 0;
   double posted_s = 0, done_s = 0;  // seconds since the step began
 };
+
+// The mean length of a forward, a backward and a weight pass in `timeline` (seconds; 0 for a
+// kind it has none of): the costs bubble_fraction takes.
+PassCosts mean_pass_costs(const std::vector<TimedAction>& timeline);
 
 // A stage's steps after the first, summed: their lengths and the compute in them.
 struct PipelineTotals {

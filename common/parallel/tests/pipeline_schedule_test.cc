@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/core/error.h"
+#include "common/parallel/pipeline_measurement.h"
 
 namespace course::parallel {
 namespace {
@@ -245,6 +246,17 @@ TEST(PipelineSchedule, ZeroBubbleH1WithUnequalPasses) {
   EXPECT_NEAR(bubble_fraction(zb, 2, 8, 1, measured) /
                   bubble_fraction(PipelineSchedule::kOneForwardOneBackward, 2, 8, 1, measured),
               (4.2 / (8 * 7.8 + 4.2)) / (1.0 / 9), 1e-12);
+}
+
+// The costs the formula takes, from a measured timeline: each kind's mean length, 0 for none.
+TEST(PipelineSchedule, MeanPassCostsOfATimeline) {
+  const std::vector<TimedAction> timeline = {{{Kind::kForward, 0}, 0.0, 1.0},
+                                             {{Kind::kForward, 1}, 1.0, 3.5},
+                                             {{Kind::kBackward, 0}, 4.0, 6.0}};
+  const PassCosts costs = mean_pass_costs(timeline);
+  EXPECT_DOUBLE_EQ(costs.forward, 1.75);
+  EXPECT_DOUBLE_EQ(costs.backward, 2.0);
+  EXPECT_DOUBLE_EQ(costs.weight, 0.0);
 }
 
 // A list must hold each pass of every micro-batch once: weight passes for all or none.
