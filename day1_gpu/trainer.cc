@@ -139,12 +139,11 @@ void print_run_header(const LabOptions& o, Device device, int64_t samples, int64
   std::fflush(stdout);
 }
 
-}  // namespace
-
-LabResult run_lab(const LabOptions& o) {
-  course::check_alike_on_every_rank([&] { validate(o); });
-  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
-  set_process_device(device);  // before the dataset's pinned buffers, in every thread
+// The lab's device, made the process's (before the dataset's pinned buffers, in every thread),
+// with its memory limit; what --cuda-graphs becomes without a GPU is said.
+Device set_up_device(const LabOptions& o) {
+  const Device device = named_or_default_device(o.device);
+  set_process_device(device);
   if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);
   if (o.cuda_graphs && !device.is_cuda()) {
     std::fprintf(stderr,
@@ -153,6 +152,31 @@ LabResult run_lab(const LabOptions& o) {
                  "save)\n",
                  device.str().c_str());
   }
+  return device;
+}
+
+LabResult lab_result(const train::LoopResult& run, LabStep& lab_step,
+                     const std::vector<nn::Parameter*>& params) {
+  if (lab_step.loss_scaling()) {
+    std::printf("loss scale %.0f, %lld step(s) skipped\n", lab_step.scaler().scale(),
+                static_cast<long long>(lab_step.scaler().skipped_steps()));
+  }
+  LabResult result{.steps = run.steps,
+                   .skipped_steps = lab_step.scaler().skipped_steps(),
+                   .last_loss = run.last_loss,
+                   .test_accuracy = run.test_accuracy,
+                   .timing = run.timing,
+                   .step_waits = run.step_waits,
+                   .read_waits = run.read_waits};
+  for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
+  return result;
+}
+
+}  // namespace
+
+LabResult run_lab(const LabOptions& o) {
+  course::check_alike_on_every_rank([&] { validate(o); });
+  const Device device = set_up_device(o);
 
   const LabDatasets data = open_dataset(o);
   const int64_t step_batch = o.batch_size * o.accumulate;  // --accumulate's micro-batches
@@ -204,20 +228,7 @@ LabResult run_lab(const LabOptions& o) {
 
   print_run_header(o, device, samples, steps_per_epoch, params, *optimizer);
 
-  const train::LoopResult run = loop.run();
-  if (lab_step.loss_scaling()) {
-    std::printf("loss scale %.0f, %lld step(s) skipped\n", lab_step.scaler().scale(),
-                static_cast<long long>(lab_step.scaler().skipped_steps()));
-  }
-  LabResult result{.steps = run.steps,
-                   .skipped_steps = lab_step.scaler().skipped_steps(),
-                   .last_loss = run.last_loss,
-                   .test_accuracy = run.test_accuracy,
-                   .timing = run.timing,
-                   .step_waits = run.step_waits,
-                   .read_waits = run.read_waits};
-  for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
-  return result;
+  return lab_result(loop.run(), lab_step, params);
 }
 
 }  // namespace day1

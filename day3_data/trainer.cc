@@ -121,7 +121,7 @@ std::string describe_schedule(const LabOptions& o, const RunHooks& run_hooks) {
 // This process's device: a rank's (parallel::set_up_rank), or the one of --device alone.
 Device rank_device(const LabOptions& o, parallel::Communicator* comm) {
   if (comm) return parallel::set_up_rank(*comm, o.comm_timeout, o.device);
-  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+  const Device device = named_or_default_device(o.device);
   set_process_device(device);
   return device;
 }

@@ -115,6 +115,10 @@ Device default_device() {
   return Device::cpu();
 }
 
+Device named_or_default_device(std::string_view name) {
+  return name.empty() ? default_device() : parse_device(name);
+}
+
 void require_device(Device device) {
   if (device.is_cpu()) return;
   if (device.is_sim()) {

@@ -55,6 +55,9 @@ std::string device_model(Device device);
 // The GPU when one is visible, else the CPU (printing once why it falls back).
 Device default_device();
 
+// The device a --device flag names (parse_device), or default_device() when none is named.
+Device named_or_default_device(std::string_view name);
+
 // Throws course::Error when `device` cannot be used by this build on this machine.
 void require_device(Device device);
 

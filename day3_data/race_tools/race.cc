@@ -36,8 +36,7 @@ struct RaceFlags {
 };
 
 RaceBudget resolve(const RaceFlags& flags, const LabOptions& o, int ranks) {
-  const course::Device device =
-      o.device.empty() ? course::default_device() : course::parse_device(o.device);
+  const course::Device device = course::named_or_default_device(o.device);
   RaceBudget b = device.is_cpu() ? day3::cpu_budget(ranks) : day3::cluster_budget(ranks);
   if (flags.budget_s != -1) b.budget_s = flags.budget_s;
   if (flags.race_gpus != -1) b.race_gpus = flags.race_gpus;

@@ -49,7 +49,7 @@ std::optional<double> train_student(const DistillOptions& o, CompressData& in,
 DistillReport run_distillation(const DistillOptions& o) {
   course::check_alike_on_every_rank([&] { validate(o); });
   train::check_output_flags(o);  // before the baseline's training, not after it
-  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
+  const Device device = named_or_default_device(o.device);
   require_device(device);
   CompressData in(o, device);
   const LabDatasets& data = in.datasets();

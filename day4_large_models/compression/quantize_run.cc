@@ -63,31 +63,51 @@ std::vector<Calibration> methods(const std::string& name) {
   return {Calibration::kMinMax, Calibration::kPercentile};
 }
 
-}  // namespace
-
-std::vector<QuantizeRow> run_quantization(const QuantizeOptions& o) {
-  course::check_alike_on_every_rank([&] { validate(o); });
-  const Device device = o.device.empty() ? default_device() : parse_device(o.device);
-  require_device(device);
-  const LabDatasets data = open_dataset(o);
-  const auto trained = load_trained(o.trained, o.model, "--trained", *data.train, device);
-  InferenceNetwork fused(*trained, device);
-
-  const std::vector<Tensor> images = calibration_images(o, data, device);
+// Each fused layer's input range over the calibration images, printed.
+std::vector<ActivationRange> calibrate(InferenceNetwork& fused, const std::vector<Tensor>& images,
+                                       const QuantizeOptions& o) {
   std::vector<ActivationRange> ranges(fused.fused_layers());
   fused.set_input_observer([&](size_t layer, const Tensor& x) { ranges[layer].observe(x); });
   for (const Tensor& x : images) fused.forward(x);
   fused.set_input_observer({});
-  std::printf("%s (%s), %s parameters; calibration on %zu training batches of %lld, on %s\n",
-              o.model.c_str(), o.trained.c_str(),
-              std::to_string(trained->parameter_count()).c_str(), images.size(),
-              static_cast<long long>(o.batch_size), device.str().c_str());
   for (size_t layer = 0; layer < ranges.size(); ++layer) {
     std::printf("  layer %zu, %s: inputs up to %s, %s of |x| %s\n", layer + 1,
                 fused.describe(layer).c_str(), format_number(ranges[layer].largest()).c_str(),
                 calibration_name(Calibration::kPercentile, o.percentile).c_str(),
                 format_number(ranges[layer].percentile(o.percentile)).c_str());
   }
+  return ranges;
+}
+
+// The rows against the second (f32 folded and fused: the same kernels as int8's).
+void print_quantize_table(const std::vector<QuantizeRow>& rows) {
+  const double reference = rows[1].images_per_second;
+  std::printf(
+      "\n| network | test accuracy | images/s | speed-up over f32 fused |\n"
+      "| --- | ---: | ---: | ---: |\n");
+  for (const QuantizeRow& r : rows) {
+    std::printf("| %s | %s%% | %.0f | %.2fx |\n", r.network.c_str(),
+                format_percent(r.accuracy).c_str(), r.images_per_second,
+                r.images_per_second / reference);
+  }
+}
+
+}  // namespace
+
+std::vector<QuantizeRow> run_quantization(const QuantizeOptions& o) {
+  course::check_alike_on_every_rank([&] { validate(o); });
+  const Device device = named_or_default_device(o.device);
+  require_device(device);
+  const LabDatasets data = open_dataset(o);
+  const auto trained = load_trained(o.trained, o.model, "--trained", *data.train, device);
+  InferenceNetwork fused(*trained, device);
+
+  const std::vector<Tensor> images = calibration_images(o, data, device);
+  std::printf("%s (%s), %s parameters; calibration on %zu training batches of %lld, on %s\n",
+              o.model.c_str(), o.trained.c_str(),
+              std::to_string(trained->parameter_count()).c_str(), images.size(),
+              static_cast<long long>(o.batch_size), device.str().c_str());
+  const std::vector<ActivationRange> ranges = calibrate(fused, images, o);
 
   struct Candidate {
     std::string name;
@@ -116,15 +136,7 @@ std::vector<QuantizeRow> run_quantization(const QuantizeOptions& o) {
         {c.name, train::evaluate(*c.model, data.val, data.val_transform, o, 0, 1, place).accuracy(),
          images_per_second(*c.model, images, o.timing_passes)});
   }
-  const double reference = rows[1].images_per_second;  // f32 folded and fused: the same kernels
-  std::printf(
-      "\n| network | test accuracy | images/s | speed-up over f32 fused |\n"
-      "| --- | ---: | ---: | ---: |\n");
-  for (const QuantizeRow& r : rows) {
-    std::printf("| %s | %s%% | %.0f | %.2fx |\n", r.network.c_str(),
-                format_percent(r.accuracy).c_str(), r.images_per_second,
-                r.images_per_second / reference);
-  }
+  print_quantize_table(rows);
   return rows;
 }
 
