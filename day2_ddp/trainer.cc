@@ -134,6 +134,67 @@ void print_run_report(const LabResult& result, int64_t skipped) {
     std::printf("skipped %lld unreadable image(s) on rank 0\n", static_cast<long long>(skipped));
 }
 
+// A rank's training data: its share of each step's batch, a loader over its samples (the
+// distributed sampler's), and the batches it places on the device.
+struct RankData {
+  RankData(const LabOptions& o, const parallel::Communicator& comm, Device device)
+      : per_rank_batch(o.global_batch_size > 0 ? o.global_batch_size / comm.size() : o.batch_size),
+        rank_step_batch(per_rank_batch * o.accumulate),  // --accumulate's micro-batches
+        data(open_dataset(o)),
+        loader(data.train, data.train_transform, loader_options(o, rank_step_batch)),
+        sampler{.dataset_size = data.train->size(),
+                .shuffle = true,
+                .seed = o.seed,
+                .drop_last = o.drop_last},
+        batches(loader, device, o.non_blocking,
+                device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device)) {
+    const int64_t rank_samples =
+        static_cast<int64_t>(rank_indices(sampler, comm.rank(), comm.size(), 0).size());
+    steps_per_epoch = batches_per_epoch(rank_samples, rank_step_batch, o.drop_last);
+    train::check_micro_batches(rank_samples, rank_step_batch, o.accumulate, o.drop_last);
+  }
+
+  int64_t per_rank_batch, rank_step_batch;
+  LabDatasets data;
+  DataLoader loader;
+  SamplerOptions sampler;
+  DeviceBatches batches;
+  int64_t steps_per_epoch = 0;
+};
+
+// A batch in the memory format the lab trains in.
+Batch in_lab_layout(Batch b, const LabOptions& o) {
+  if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
+  return b;
+}
+
+// The loop's hooks: each epoch the rank's samples, each step a batch through the lab's step (the
+// first load timed into `first_batch_ms`), validation over the ranks' shares of the test set.
+train::LoopHooks lab_hooks(const LabOptions& o, RankData& rank, const parallel::Communicator& comm,
+                           LabStep& lab_step, nn::Module& model, double& first_batch_ms) {
+  train::LoopHooks hooks;
+  hooks.start_epoch = [&rank, &comm](int64_t epoch, int64_t first_batch) {
+    rank.batches.start_epoch(rank_indices(rank.sampler, comm.rank(), comm.size(), epoch), epoch,
+                             first_batch);
+  };
+  hooks.step = [&o, &rank, &lab_step, &first_batch_ms,
+                first_load = true](train::StepPhases& phases) mutable {
+    phases.start(train::Phase::kLoad);
+    const auto load_start = Clock::now();
+    const Batch batch = in_lab_layout(rank.batches.next(), o);
+    if (std::exchange(first_load, false)) {
+      first_batch_ms = 1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
+    }
+    return lab_step.run(batch, phases);
+  };
+  hooks.validate = [&o, &rank, &comm, &model] {
+    return train::evaluate(
+        model, rank.data.val, rank.data.val_transform, o, comm.rank(), comm.size(),
+        [&](const Batch& host) { return in_lab_layout(rank.batches.place(host), o); });
+  };
+  return hooks;
+}
+
 }  // namespace
 
 LabResult run_lab(const LabOptions& o) {
@@ -142,36 +203,18 @@ LabResult run_lab(const LabOptions& o) {
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
   const bool lead = comm->rank() == 0;
 
-  const int64_t per_rank_batch =
-      o.global_batch_size > 0 ? o.global_batch_size / comm->size() : o.batch_size;
-  const LabDatasets data = open_dataset(o);
-  const int64_t rank_step_batch = per_rank_batch * o.accumulate;  // --accumulate's micro-batches
-  DataLoader loader(data.train, data.train_transform, loader_options(o, rank_step_batch));
-  const SamplerOptions sampler{.dataset_size = data.train->size(),
-                               .shuffle = true,
-                               .seed = o.seed,
-                               .drop_last = o.drop_last};
-  const int64_t rank_samples =
-      static_cast<int64_t>(rank_indices(sampler, comm->rank(), comm->size(), 0).size());
-  const int64_t steps_per_epoch = batches_per_epoch(rank_samples, rank_step_batch, o.drop_last);
-  train::check_micro_batches(rank_samples, rank_step_batch, o.accumulate, o.drop_last);
-  DeviceBatches batches(loader, device, o.non_blocking,
-                        device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
-  const auto layout = [&](Batch b) {
-    if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
-    return b;
-  };
+  RankData rank_data(o, *comm, device);
+  const LabDatasets& data = rank_data.data;
 
   const auto model = train::make_classifier(o, *data.train, device);
   const std::vector<nn::Parameter*> params = model->parameters();
   const auto optimizer = optim::make_optimizer(
       {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       model->state().parameters);
-  const int64_t global_batch = rank_step_batch * comm->size();
+  const int64_t global_batch = rank_data.rank_step_batch * comm->size();
   const auto ddp = make_ddp(o, *model, comm);
 
   LabResult result{.world_size = comm->size(), .global_batch = global_batch};
-  bool first_load = true;
   train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm, device);
   optim::GradientClipping clipping(o.clip_grad_norm);
   LabStep lab_step{.model = *model,
@@ -182,46 +225,27 @@ LabResult run_lab(const LabOptions& o) {
                    .metrics = metrics,
                    .clipping = clipping,
                    .o = o};
-  train::LoopHooks hooks;
-  hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    batches.start_epoch(rank_indices(sampler, comm->rank(), comm->size(), epoch), epoch,
-                        first_batch);
-  };
-  hooks.step = [&](train::StepPhases& phases) {
-    phases.start(train::Phase::kLoad);
-    const auto load_start = Clock::now();
-    const Batch batch = layout(batches.next());
-    if (std::exchange(first_load, false)) {
-      result.first_batch_ms =
-          1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
-    }
-    return lab_step.run(batch, phases);
-  };
-  hooks.validate = [&] {
-    return train::evaluate(*model, data.val, data.val_transform, o, comm->rank(), comm->size(),
-                           [&](const Batch& host) { return layout(batches.place(host)); });
-  };
   train::TrainingLoop loop(o,
                            {.device = device,
                             .model = model.get(),
                             .optimizer = optimizer.get(),
-                            .lr_at = learning_rate(o, steps_per_epoch, global_batch),
-                            .steps_per_epoch = steps_per_epoch,
+                            .lr_at = learning_rate(o, rank_data.steps_per_epoch, global_batch),
+                            .steps_per_epoch = rank_data.steps_per_epoch,
                             .global_batch = global_batch,
                             .flops_per_unit = train::training_flops(train::classifier_multiply_adds(
                                 *model, data.train->channels(), o, device)),
                             .identity = {{"model", o.model}, {"global_batch", global_batch}},
                             .comm = comm.get(),
                             .clipping = &clipping},
-                           hooks);
+                           lab_hooks(o, rank_data, *comm, lab_step, *model, result.first_batch_ms));
   if (lead) {
-    print_run_header(o, *comm, device, data.train->size(), per_rank_batch, steps_per_epoch,
-                     ddp.get());
+    print_run_header(o, *comm, device, data.train->size(), rank_data.per_rank_batch,
+                     rank_data.steps_per_epoch, ddp.get());
   }
 
   const train::LoopResult run = loop.run();
   add_run_figures(result, run, ddp.get(), params, lab_step.naive_sync.total_seconds());
-  if (lead) print_run_report(result, loader.skipped_samples());
+  if (lead) print_run_report(result, rank_data.loader.skipped_samples());
   for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
   return result;
 }
