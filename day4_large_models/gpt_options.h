@@ -104,6 +104,9 @@ void validate(const GptLabOptions& options);
 // replica: --batch-size x `micro_batches` x `data_ranks`.
 void validate_train_batch(const GptLabOptions& options, int64_t micro_batches, int data_ranks);
 
+// Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks.
+void validate_sharding_ranks(const GptLabOptions& options, int ranks);
+
 // Throws unless `ranks` (a run's, or --estimate-ranks) cut into whole grids of --context-parallel
 // x --tensor-parallel x --pipeline-stages ranks.
 void validate_grid_ranks(const GptLabOptions& options, int ranks);

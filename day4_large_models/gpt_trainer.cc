@@ -159,6 +159,37 @@ nlohmann::json checkpoint_identity(const GptLabOptions& o, int64_t context,
   return identity;
 }
 
+// The memory estimate, once per run, of data (and context) parallelism (none where the run is
+// not one it estimates), enforced against --max-memory-gb; sharding on one rank refused.
+std::optional<parallel::MemoryEstimate> checked_memory_estimate(const GptLabOptions& o, int ranks,
+                                                                Device device) {
+  const auto estimate = memory_estimated(o)
+                            ? std::optional(parallel::estimate_memory(memory_plan(o, ranks)))
+                            : std::nullopt;
+  validate_sharding_ranks(o, ranks);
+  if (estimate) enforce_memory_budget(o, ranks, *estimate, device);
+  return estimate;
+}
+
+// The run's result: its losses (the validation loss printed beside the text's unigram entropy)
+// and, with --sample-tokens, a sample from the whole model.
+GptLabResult gpt_lab_result(const train::LoopResult& run, const TokenSplit& text,
+                            parallel::TrainingParallelism& parallelism, const nn::GptConfig& config,
+                            Device device, const GptLabOptions& o, bool lead) {
+  GptLabResult result{.steps = run.steps,
+                      .last_loss = run.last_loss,
+                      .val_loss = run.test_loss,
+                      .unigram_entropy = unigram_entropy(text.val),
+                      .timing = run.timing};
+  if (run.test_loss && lead) {
+    std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",
+                *run.test_loss, result.unigram_entropy, *run.test_loss / std::log(2.0));
+  }
+  if (o.sample_tokens > 0)
+    result.sample = sample_text(parallelism.whole_model(), config, device, o);
+  return result;
+}
+
 }  // namespace
 
 GptLabResult run_gpt_lab(const GptLabOptions& o) {
@@ -170,15 +201,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
     if (lead) print_models(o, comm->size());
     return {};
   }
-  // The memory estimate, once per run, of data (and context) parallelism.
-  const auto estimate = memory_estimated(o)
-                            ? std::optional(parallel::estimate_memory(memory_plan(o, comm->size())))
-                            : std::nullopt;
-  COURSE_CHECK(!(o.sharding || o.exercise_zero1) || comm->size() > 1, "--sharding ",
-               sharding_flag(o),
-               " shards over the data-parallel ranks and needs at least 2; this run has 1 "
-               "(start it with mpirun -np N, or srun)");
-  if (estimate) enforce_memory_budget(o, comm->size(), *estimate, device);
+  const auto estimate = checked_memory_estimate(o, comm->size(), device);
   const nn::GptConfig config = nn::gpt_preset(o.model);
   const int64_t context = o.context > 0 ? o.context : config.context;
 
@@ -223,18 +246,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   if (lead && run.steps > 0 && estimate) {
     print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }
-  GptLabResult result{.steps = run.steps,
-                      .last_loss = run.last_loss,
-                      .val_loss = run.test_loss,
-                      .unigram_entropy = unigram_entropy(text.val),
-                      .timing = run.timing};
-  if (run.test_loss && lead) {
-    std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",
-                *run.test_loss, result.unigram_entropy, *run.test_loss / std::log(2.0));
-  }
-  if (o.sample_tokens > 0)
-    result.sample = sample_text(parallelism->whole_model(), config, device, o);
-  return result;
+  return gpt_lab_result(run, text, *parallelism, config, device, o, lead);
 }
 
 }  // namespace day4

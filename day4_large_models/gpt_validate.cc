@@ -289,6 +289,12 @@ void validate(const GptLabOptions& o) {
                " (gpt-tiny)");
 }
 
+void validate_sharding_ranks(const GptLabOptions& o, int ranks) {
+  COURSE_CHECK(!(o.sharding || o.exercise_zero1) || ranks > 1, "--sharding ", sharding_flag(o),
+               " shards over the data-parallel ranks and needs at least 2; this run has 1 "
+               "(start it with mpirun -np N, or srun)");
+}
+
 void validate_grid_ranks(const GptLabOptions& o, int ranks) {
   const int64_t grid = o.context_parallel * o.tensor_parallel * o.pipeline_stages;
   COURSE_CHECK(ranks > 0 && ranks % grid == 0, ranks, " ranks",

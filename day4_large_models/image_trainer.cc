@@ -59,6 +59,112 @@ void print_preset_figures(const GptLabOptions& o, int ranks) {
                         nn::pieces_parameter_count(preset));
 }
 
+// The model the flags name, for the dataset's images.
+nn::ModelConfig image_model_config(const GptLabOptions& o, const Dataset& images,
+                                   const train::TrainingFlags& flags) {
+  return {.name = o.model,
+          .in_channels = images.channels(),
+          .num_classes = images.num_classes(),
+          .image_size = flags.image_size};
+}
+
+// A batch in the memory format the lab trains in.
+Batch in_run_layout(Batch b, const GptLabOptions& o) {
+  if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
+  return b;
+}
+
+// One input as the model takes it (1, C, H, W), in the run's format: what sizes its stages.
+Tensor one_image(const nn::ModelConfig& config, Device device, const GptLabOptions& o) {
+  Shape shape = nn::model_pieces(config).sample;
+  shape.insert(shape.begin(), 1);
+  return to_memory_format(zeros(shape, DType::kF32, device), o.channels_last
+                                                                 ? MemoryFormat::kChannelsLast
+                                                                 : MemoryFormat::kContiguous);
+}
+
+// The run's images: each replica's step takes the micro-batches of its share (all of a
+// pipeline's stages the same), from a loader over its data-parallel rank's samples.
+struct ImageBatches {
+  ImageBatches(const train::TrainingFlags& flags, const GptLabOptions& o, const LabDatasets& data,
+               const parallel::TrainingParallelism& parallelism, Device device)
+      : images_per_step(o.batch_size * parallelism.micro_batches()),
+        loader(data.train, data.train_transform, loader_options(flags, images_per_step)),
+        sampler{.dataset_size = data.train->size(), .shuffle = true, .seed = o.seed},
+        steps_per_epoch(o.steps_per_epoch > 0
+                            ? o.steps_per_epoch
+                            : batches_per_epoch(samples_per_rank(sampler, parallelism.data_ranks()),
+                                                images_per_step, false)),
+        batches(loader, device, flags.non_blocking,
+                device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device)) {}
+
+  int64_t images_per_step;
+  DataLoader loader;
+  SamplerOptions sampler;
+  int64_t steps_per_epoch;
+  DeviceBatches batches;
+};
+
+// The loop's hooks: each epoch the data-parallel rank's samples, each step a batch through the
+// parallelism, validation of the whole model over the ranks' shares of the test set.
+train::LoopHooks image_hooks(const GptLabOptions& o, const train::TrainingFlags& flags,
+                             const LabDatasets& data, ImageBatches& images,
+                             parallel::TrainingParallelism& parallelism, LabOptimizer& optimizer,
+                             optim::GradientClipping& clipping,
+                             const parallel::Communicator& comm) {
+  train::LoopHooks hooks;
+  hooks.start_epoch = [&images, &parallelism](int64_t epoch, int64_t first_batch) {
+    images.batches.start_epoch(distributed_sample(images.sampler, parallelism.data_rank(),
+                                                  parallelism.data_ranks(), epoch),
+                               epoch, first_batch);
+  };
+  hooks.step = [&o, &images, &parallelism, &optimizer, &clipping](train::StepPhases& phases) {
+    phases.start(train::Phase::kLoad);
+    const Batch batch = in_run_layout(images.batches.next(), o);
+    return train_step(optimizer, clipping, parallelism, {batch.images, batch.labels}, phases);
+  };
+  hooks.validate = [&o, &flags, &data, &images, &parallelism, &comm] {
+    return train::evaluate(
+        parallelism.whole_model(), data.val, data.val_transform, flags, comm.rank(), comm.size(),
+        [&](const Batch& host) { return in_run_layout(images.batches.place(host), o); });
+  };
+  return hooks;
+}
+
+// The memory estimate of data parallelism, once per run, for the lab's images (none for model
+// parallelism), enforced against --max-memory-mb.
+std::optional<parallel::MemoryEstimate> checked_image_memory_estimate(const GptLabOptions& o,
+                                                                      int ranks,
+                                                                      const nn::ModelConfig& config,
+                                                                      Device device) {
+  if (model_parallel(o)) return std::nullopt;
+  const auto estimate = parallel::estimate_image_memory(image_memory_plan(o, ranks, config));
+  enforce_memory_budget(o, ranks, estimate, device);
+  return estimate;
+}
+
+// What a checkpoint of the run must match to be resumed: the model, the image size, the split.
+nlohmann::json image_checkpoint_identity(const GptLabOptions& o, const nlohmann::json& layout) {
+  nlohmann::json identity = {{"model", o.model}, {"image_size", o.image_size}};
+  identity.update(layout);
+  return identity;
+}
+
+void print_image_run_header(const GptLabOptions& o, int64_t parameters, Device device,
+                            parallel::TrainingParallelism& parallelism, int64_t images,
+                            int64_t steps_per_epoch) {
+  std::printf(
+      "training %s (%.2fM parameters%s) on %s, %s: %lld images of %lld px, batch %lld per "
+      "micro-batch, %lld micro-batch(es) per step, %lld steps per epoch, %s\n",
+      o.model.c_str(), parameters / 1e6, o.checkpoint_activations ? ", checkpointed blocks" : "",
+      device.str().c_str(), parallelism.describe().c_str(), static_cast<long long>(images),
+      static_cast<long long>(o.image_size), static_cast<long long>(o.batch_size),
+      static_cast<long long>(parallelism.micro_batches()), static_cast<long long>(steps_per_epoch),
+      o.optimizer.c_str());
+  if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 ImageLabResult run_image_lab(const GptLabOptions& o) {
@@ -69,99 +175,45 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     if (comm->rank() == 0) print_preset_figures(o, comm->size());
     return {};
   }
-  COURSE_CHECK(!o.sharding || comm->size() > 1, "--sharding ", sharding_flag(o),
-               " shards over the data-parallel ranks and needs at least 2; this run has 1 "
-               "(start it with mpirun -np N, or srun)");
+  validate_sharding_ranks(o, comm->size());
   const train::TrainingFlags flags = image_flags(o);
   const LabDatasets data = open_dataset(flags);
-  const auto place = [&o](Batch b) {
-    if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
-    return b;
-  };
 
-  // The memory estimate of data parallelism, once per run, for the lab's images.
   const int64_t resident = device_allocator(device).stats().allocated;  // the images, on the CPU
-  const nn::ModelConfig model_config{.name = o.model,
-                                     .in_channels = data.train->channels(),
-                                     .num_classes = data.train->num_classes(),
-                                     .image_size = flags.image_size};
-  const auto estimate = model_parallel(o) ? std::nullopt
-                                          : std::optional(parallel::estimate_image_memory(
-                                                image_memory_plan(o, comm->size(), model_config)));
-  if (estimate) enforce_memory_budget(o, comm->size(), *estimate, device);
+  const nn::ModelConfig model_config = image_model_config(o, *data.train, flags);
+  const auto estimate = checked_image_memory_estimate(o, comm->size(), model_config, device);
   const auto model = train::make_classifier(flags, *data.train, device);
   if (o.checkpoint_activations) nn::checkpoint_blocks(*model);
   const int64_t parameters = model->parameter_count();  // before sharding frees the full values
-  // One input as the model takes it (1, C, H, W), in the run's format: what sizes its stages.
-  Shape one_image = nn::model_pieces(model_config).sample;
-  one_image.insert(one_image.begin(), 1);
-  const Tensor sample =
-      to_memory_format(zeros(one_image, DType::kF32, device),
-                       o.channels_last ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous);
-  const auto parallelism = make_image_parallelism(*model, sample, comm, o);
+  const auto parallelism =
+      make_image_parallelism(*model, one_image(model_config, device, o), comm, o);
 
-  // Each replica's step takes the micro-batches of its share (all of a pipeline's stages the same).
-  const int64_t images_per_step = o.batch_size * parallelism->micro_batches();
-  DataLoader loader(data.train, data.train_transform, loader_options(flags, images_per_step));
-  const SamplerOptions sampler{.dataset_size = data.train->size(), .shuffle = true, .seed = o.seed};
-  const int64_t steps_per_epoch =
-      o.steps_per_epoch > 0
-          ? o.steps_per_epoch
-          : batches_per_epoch(samples_per_rank(sampler, parallelism->data_ranks()), images_per_step,
-                              false);
-  DeviceBatches batches(loader, device, flags.non_blocking,
-                        device.is_cpu() ? nullptr : DeviceBatches::Transfer(copy_to_device));
-  LabOptimizer optimizer = make_lab_optimizer(o, *parallelism, comm, o.epochs * steps_per_epoch);
-
+  ImageBatches images(flags, o, data, *parallelism, device);
+  LabOptimizer optimizer =
+      make_lab_optimizer(o, *parallelism, comm, o.epochs * images.steps_per_epoch);
   optim::GradientClipping clipping(o.clip_grad_norm);
-  train::LoopHooks hooks;
-  hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    batches.start_epoch(
-        distributed_sample(sampler, parallelism->data_rank(), parallelism->data_ranks(), epoch),
-        epoch, first_batch);
-  };
-  hooks.step = [&](train::StepPhases& phases) {
-    phases.start(train::Phase::kLoad);
-    const Batch batch = place(batches.next());
-    return train_step(optimizer, clipping, *parallelism, {batch.images, batch.labels}, phases);
-  };
-  hooks.validate = [&] {
-    return train::evaluate(parallelism->whole_model(), data.val, data.val_transform, flags,
-                           comm->rank(), comm->size(),
-                           [&](const Batch& host) { return place(batches.place(host)); });
-  };
   const nlohmann::json layout = parallelism->checkpoint_layout();
-  nlohmann::json identity = {{"model", o.model}, {"image_size", o.image_size}};
-  identity.update(layout);
   train::TrainingLoop loop(
       o,
       {.device = device,
        .model = model.get(),
        .optimizer = optimizer.optimizer.get(),
        .lr_at = [&](int64_t step) { return optimizer.schedule->lr_at(step); },
-       .steps_per_epoch = steps_per_epoch,
-       .global_batch = images_per_step * parallelism->data_ranks(),
+       .steps_per_epoch = images.steps_per_epoch,
+       .global_batch = images.images_per_step * parallelism->data_ranks(),
        .flops_per_unit =
            train::training_flops(parallel::image_workload(model_config).multiply_adds),
-       .identity = identity,
+       .identity = image_checkpoint_identity(o, layout),
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
        .clipping = &clipping},
-      hooks);
+      image_hooks(o, flags, data, images, *parallelism, optimizer, clipping, *comm));
   if (!o.resume.empty()) parallelism->after_step();
   const bool lead = comm->rank() == 0;
   if (lead) {
     if (estimate) print_memory_estimate(o, comm->size(), *estimate, parameters);
-    std::printf(
-        "training %s (%.2fM parameters%s) on %s, %s: %lld images of %lld px, batch %lld per "
-        "micro-batch, %lld micro-batch(es) per step, %lld steps per epoch, %s\n",
-        o.model.c_str(), parameters / 1e6, o.checkpoint_activations ? ", checkpointed blocks" : "",
-        device.str().c_str(), parallelism->describe().c_str(),
-        static_cast<long long>(data.train->size()), static_cast<long long>(o.image_size),
-        static_cast<long long>(o.batch_size), static_cast<long long>(parallelism->micro_batches()),
-        static_cast<long long>(steps_per_epoch), o.optimizer.c_str());
-    if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
-    std::fflush(stdout);
+    print_image_run_header(o, parameters, device, *parallelism, data.train->size(),
+                           images.steps_per_epoch);
   }
   const train::LoopResult run = loop.run();
   print_parallel_reports(*parallelism, run, o, lead, comm->size());
