@@ -38,10 +38,10 @@ LabOptions parse_options(int argc, char** argv) {
   return o;
 }
 
-void add_lab_flags(CLI::App& app, LabOptions& o) {
-  course::train::add_training_flags(app, o);
-  course::train::add_step_flags(app, o);
-  course::train::add_decode_device_flag(app, o);
+namespace {
+
+// Part 1's flags: augmentation on the host or the device, MixUp and CutMix; and the formats'.
+void add_augmentation_flags(CLI::App& app, LabOptions& o) {
   app.add_option("--auto-augment", o.auto_augment, "automatic augmentation policy, per image")
       ->check(CLI::IsMember({"none", "randaugment", "trivialaugment"}));
   app.add_option("--ra-n", o.ra_n, "RandAugment: operations per image");
@@ -63,9 +63,10 @@ void add_lab_flags(CLI::App& app, LabOptions& o) {
                  "tar shards: samples in WebDataset's shuffle buffer");
   app.add_option("--pages-in-memory", o.pages_in_memory,
                  "packed files: pages read together in the quasi-random order");
-  app.add_option("--comm-timeout", o.comm_timeout,
-                 "several ranks (mpirun, srun): seconds to wait for the other ranks")
-      ->capture_default_str();
+}
+
+// Part 3's flags: the optimizer, its schedule and the learning-rate finder.
+void add_optimization_flags(CLI::App& app, LabOptions& o) {
   app.add_option("--optimizer", o.optimizer,
                  "the optimizer (its own defaults for the rest; onebit-adam, onebit-lamb: 1-bit "
                  "Adam and LAMB, the momentum averaged over the ranks as signs after "
@@ -98,6 +99,19 @@ void add_lab_flags(CLI::App& app, LabOptions& o) {
                  "the sweep's PNG (its table goes beside it as .csv); relative to the folder "
                  "bazel run started in")
       ->capture_default_str();
+}
+
+}  // namespace
+
+void add_lab_flags(CLI::App& app, LabOptions& o) {
+  course::train::add_training_flags(app, o);
+  course::train::add_step_flags(app, o);
+  course::train::add_decode_device_flag(app, o);
+  add_augmentation_flags(app, o);
+  app.add_option("--comm-timeout", o.comm_timeout,
+                 "several ranks (mpirun, srun): seconds to wait for the other ranks")
+      ->capture_default_str();
+  add_optimization_flags(app, o);
 }
 
 void validate(const LabOptions& o) {
