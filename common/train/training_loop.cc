@@ -294,7 +294,7 @@ LoopResult TrainingLoop::run() {
   run_started_ = std::chrono::steady_clock::now();
   energy_ = std::make_unique<EnergyMeter>(
       EnergySources{.device = config_.device, .cores = omp_get_max_threads()});
-  optim::Optimizer& optimizer = *config_.optimizer;
+  const optim::Optimizer& optimizer = *config_.optimizer;
   LoopResult result;
   Chronometer chrono(config_.device, config_.unit, config_.flops_per_unit,
                      config_.comm ? config_.comm->size() : 1);
@@ -302,66 +302,12 @@ LoopResult TrainingLoop::run() {
   for (int64_t epoch = start_epoch_; epoch < flags_.epochs; ++epoch) {
     const int64_t first = epoch == start_epoch_ ? start_batch_ : 0;
     hooks_.start_epoch(epoch, first);
-    Progress progress(flags_.progress && lead(), epoch, flags_.epochs, config_.steps_per_epoch);
     const auto epoch_started = std::chrono::steady_clock::now();
     EpochSteps epoch_steps;
-    LossWindow losses(config_.device);
-    int64_t b = first;
-    for (; b < config_.steps_per_epoch && !(flags_.test && optimizer.steps() >= flags_.test_nsteps);
-         ++b) {
-      const bool recorded = profiler.enabled() && hooks_.profiled(result.steps);
-      auto step_range = profiler.range("step", recorded);
-      StepPhases phases(chrono, profiler, recorded);
-      optimizer.set_lr(config_.lr_at(optimizer.steps()));
-      const HostWaits before_step = host_waits();
-      losses.add(hooks_.step(phases));
-      phases.finish(config_.global_batch);
-      if (result.steps > 0) result.step_waits += host_waits() - before_step;
-      ++result.steps;
-      ++epoch_steps.steps;
-      // The host waits for the device only here: every --log-every steps, at the epoch's end,
-      // at a stop, and every step for a hook that wants each step's loss.
-      const auto read_losses = [&] {
-        const HostWaits before_read = host_waits();
-        chrono.collect();
-        log_gradient_norm(epoch_steps);
-        const LossWindow::Reading read = losses.read();
-        if (!std::isfinite(read.last) || !std::isfinite(read.sum)) {
-          throw TrainingDiverged(detail::concat("the training loss diverged (", read.last,
-                                                ") by step ", optimizer.steps(), ": lower --lr"));
-        }
-        result.last_loss = read.last;
-        energy_->read();  // often enough for RAPL's counters to wrap at most once between reads
-        epoch_steps.loss_sum += read.sum;
-        if (events_) {
-          events_->add_scalar("train/loss", static_cast<float>(read.sum / read.steps),
-                              optimizer.steps());
-          events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
-        }
-        result.read_waits += host_waits() - before_read;
-        if (hooks_.after_step) hooks_.after_step(optimizer.steps(), read.last);
-        progress.update(b + 1, read.last);
-      };
-      const bool last = b + 1 == config_.steps_per_epoch ||
-                        (flags_.test && optimizer.steps() >= flags_.test_nsteps);
-      const bool read_now = hooks_.after_step || optimizer.steps() % flags_.log_every == 0 || last;
-      if (read_now) read_losses();
-      const int signal = agreed_stop();
-      if (signal && !read_now) read_losses();
-      if (signal) {
-        save(epoch, b + 1);
-        if (config_.comm) config_.comm->barrier();  // the checkpoint is whole before any exit
-        stop_training(signal, optimizer.steps(), flags_.chkpt);
-      }
-    }
+    const int64_t b = run_steps(epoch, first, chrono, profiler, epoch_steps, result);
     epoch_steps.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_started).count();
-    if (config_.comm) {
-      const std::vector<float> means = parallel::allreduce_sum(
-          {result.last_loss, static_cast<float>(epoch_steps.loss_sum)}, *config_.comm);
-      result.last_loss = means[0] / static_cast<float>(config_.comm->size());
-      epoch_steps.loss_sum = means[1] / config_.comm->size();
-    }
+    average_over_ranks(epoch_steps, result);
     if (flags_.test) {
       if (optimizer.steps() < flags_.test_nsteps && epoch + 1 < flags_.epochs) continue;
       save(epoch, b);
@@ -373,6 +319,75 @@ LoopResult TrainingLoop::run() {
       break;
     }
   }
+  report_run(result, chrono, profiler);
+  return result;
+}
+
+int64_t TrainingLoop::run_steps(int64_t epoch, int64_t first, Chronometer& chrono,
+                                Profiler& profiler, EpochSteps& epoch_steps, LoopResult& result) {
+  optim::Optimizer& optimizer = *config_.optimizer;
+  Progress progress(flags_.progress && lead(), epoch, flags_.epochs, config_.steps_per_epoch);
+  LossWindow losses(config_.device);
+  int64_t b = first;
+  for (; b < config_.steps_per_epoch && !(flags_.test && optimizer.steps() >= flags_.test_nsteps);
+       ++b) {
+    const bool recorded = profiler.enabled() && hooks_.profiled(result.steps);
+    auto step_range = profiler.range("step", recorded);
+    StepPhases phases(chrono, profiler, recorded);
+    optimizer.set_lr(config_.lr_at(optimizer.steps()));
+    const HostWaits before_step = host_waits();
+    losses.add(hooks_.step(phases));
+    phases.finish(config_.global_batch);
+    if (result.steps > 0) result.step_waits += host_waits() - before_step;
+    ++result.steps;
+    ++epoch_steps.steps;
+    // The host waits for the device only here: every --log-every steps, at the epoch's end,
+    // at a stop, and every step for a hook that wants each step's loss.
+    const auto read_losses = [&] {
+      const HostWaits before_read = host_waits();
+      chrono.collect();
+      log_gradient_norm(epoch_steps);
+      const LossWindow::Reading read = losses.read();
+      if (!std::isfinite(read.last) || !std::isfinite(read.sum)) {
+        throw TrainingDiverged(detail::concat("the training loss diverged (", read.last,
+                                              ") by step ", optimizer.steps(), ": lower --lr"));
+      }
+      result.last_loss = read.last;
+      energy_->read();  // often enough for RAPL's counters to wrap at most once between reads
+      epoch_steps.loss_sum += read.sum;
+      if (events_) {
+        events_->add_scalar("train/loss", static_cast<float>(read.sum / read.steps),
+                            optimizer.steps());
+        events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
+      }
+      result.read_waits += host_waits() - before_read;
+      if (hooks_.after_step) hooks_.after_step(optimizer.steps(), read.last);
+      progress.update(b + 1, read.last);
+    };
+    const bool last = b + 1 == config_.steps_per_epoch ||
+                      (flags_.test && optimizer.steps() >= flags_.test_nsteps);
+    const bool read_now = hooks_.after_step || optimizer.steps() % flags_.log_every == 0 || last;
+    if (read_now) read_losses();
+    const int signal = agreed_stop();
+    if (signal && !read_now) read_losses();
+    if (signal) {
+      save(epoch, b + 1);
+      if (config_.comm) config_.comm->barrier();  // the checkpoint is whole before any exit
+      stop_training(signal, optimizer.steps(), flags_.chkpt);
+    }
+  }
+  return b;
+}
+
+void TrainingLoop::average_over_ranks(EpochSteps& epoch_steps, LoopResult& result) const {
+  if (!config_.comm) return;
+  const std::vector<float> means = parallel::allreduce_sum(
+      {result.last_loss, static_cast<float>(epoch_steps.loss_sum)}, *config_.comm);
+  result.last_loss = means[0] / static_cast<float>(config_.comm->size());
+  epoch_steps.loss_sum = means[1] / config_.comm->size();
+}
+
+void TrainingLoop::report_run(LoopResult& result, Chronometer& chrono, Profiler& profiler) {
   result.timing = chrono.report();
   if (lead()) std::printf("%s", result.timing.table().c_str());
   const EnergyReading energy = energy_over_ranks();
@@ -393,7 +408,6 @@ LoopResult TrainingLoop::run() {
                   flags_.profile.c_str());
     }
   }
-  return result;
 }
 
 }  // namespace course::train

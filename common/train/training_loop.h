@@ -129,8 +129,16 @@ class TrainingLoop {
     double seconds = 0;               // the steps' wall time, loading included
     float largest_gradient_norm = 0;  // with clipping
   };
+  // The steps of `epoch` from batch `first` to the epoch's end, --test's last step or a stop (which
+  // saves and exits); returns the batch they ended before.
+  int64_t run_steps(int64_t epoch, int64_t first, Chronometer& chrono, Profiler& profiler,
+                    EpochSteps& steps, LoopResult& result);
+  // Collective: the epoch's last loss and loss sum averaged over the ranks.
+  void average_over_ranks(EpochSteps& steps, LoopResult& result) const;
   // Validates, reports, and returns whether training goes on (after_epoch's answer).
   bool finish_epoch(int64_t epoch, const EpochSteps& steps, LoopResult& result);
+  // The run's closing reports: the timing table, energy, clipping, host waits, the profile.
+  void report_run(LoopResult& result, Chronometer& chrono, Profiler& profiler);
   void write_metrics(int64_t epoch, const EpochSteps& steps, const LoopResult& result,
                      const EvalTally& validation, std::optional<EvalTally> training,
                      double validation_s, const EnergyReading& energy) const;
