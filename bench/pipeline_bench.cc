@@ -12,9 +12,10 @@
 //   as long; the others' formulas do not depend on the lengths;
 // - the timetable: the rounds the stages run (pipeline_rounds.h) replayed with each stage's own
 //   measured pass lengths (the stages are not equal), messages free, a core per stage;
-// - the machine: that replay with each exchange taking the time measured for one activation
-//   between two ranks, and the stages sharing the node's cores where there are fewer cores than
-//   ranks (4 ranks on 2 cores: a stage computes while another waits).
+// - the replay: each timed step's rounds with every pass as long as it took and every exchange
+//   as long as it took in the step once both ends had posted it (msg ms); where there are fewer
+//   cores than ranks (4 ranks on 2 cores), the stages take turns on the cores and an exchange
+//   costs what one took alone.
 // Memory: the first stage's peak in the step beside its formula, the micro-batches it holds at
 // once (in flight) times what one micro-batch's forward keeps, plus the most one backward needs
 // on top (where the backward is split: until its weight pass has run), both measured on one
@@ -131,19 +132,14 @@ struct StepReplay {
 };
 
 StepReplay replay_step(parallel::PipelineParallel& pipeline,
+                       const std::vector<std::vector<parallel::PipelineAction>>& actions,
                        const std::vector<std::vector<parallel::PipelineRound>>& rounds,
                        double step_launched, parallel::Communicator& world) {
   const int p = world.size(), me = world.rank();
   const size_t round_count = rounds[0].size();
   // Every stage's actions in one flat list; every stage's (posted, done) per round after them.
   std::vector<size_t> first_action_of(p + 1, 0);
-  for (int s = 0; s < p; ++s) {
-    size_t actions = 0;
-    for (const parallel::PipelineRound& round : rounds[s]) {
-      actions += (round.action ? 1 : 0) + round.weight_passes.size();
-    }
-    first_action_of[s + 1] = first_action_of[s] + actions;
-  }
+  for (int s = 0; s < p; ++s) first_action_of[s + 1] = first_action_of[s] + actions[s].size();
   const size_t exchanges_at = first_action_of[p];
   const auto exchange_slot = [&](int s, size_t r) {
     return exchanges_at + 2 * (s * round_count + r);
@@ -236,8 +232,9 @@ Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_
     row.pass_seconds[0] += passes.forward / kTimedSteps;
     row.pass_seconds[1] += passes.backward / kTimedSteps;
     row.pass_seconds[2] += passes.weight / kTimedSteps;
-    const StepReplay replay = replay_step(
-        pipeline, rounds, seconds_since_boot(pipeline.step_launched()) - clock_base, *world);
+    const StepReplay replay =
+        replay_step(pipeline, actions, rounds,
+                    seconds_since_boot(pipeline.step_launched()) - clock_base, *world);
     row.replayed_bubble += replay.bubble / kTimedSteps;
     row.message_seconds += replay.message_seconds / kTimedSteps;
   }

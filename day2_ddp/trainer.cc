@@ -12,7 +12,6 @@
 
 #include "common/core/launch_rank.h"
 #include "common/data/device_batches.h"
-#include "common/kernels/layout.h"
 #include "common/nn/batch_norm.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/rank_setup.h"
@@ -162,12 +161,6 @@ struct RankData {
   int64_t steps_per_epoch = 0;
 };
 
-// A batch in the memory format the lab trains in.
-Batch in_lab_layout(Batch b, const LabOptions& o) {
-  if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
-  return b;
-}
-
 // The loop's hooks: each epoch the rank's samples, each step a batch through the lab's step (the
 // first load timed into `first_batch_ms`), validation over the ranks' shares of the test set.
 train::LoopHooks lab_hooks(const LabOptions& o, RankData& rank, const parallel::Communicator& comm,
@@ -181,7 +174,7 @@ train::LoopHooks lab_hooks(const LabOptions& o, RankData& rank, const parallel::
                 first_load = true](train::StepPhases& phases) mutable {
     phases.start(train::Phase::kLoad);
     const auto load_start = Clock::now();
-    const Batch batch = in_lab_layout(rank.batches.next(), o);
+    const Batch batch = train::in_training_layout(rank.batches.next(), o);
     if (std::exchange(first_load, false)) {
       first_batch_ms = 1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
     }
@@ -190,7 +183,7 @@ train::LoopHooks lab_hooks(const LabOptions& o, RankData& rank, const parallel::
   hooks.validate = [&o, &rank, &comm, &model] {
     return train::evaluate(
         model, rank.data.val, rank.data.val_transform, o, comm.rank(), comm.size(),
-        [&](const Batch& host) { return in_lab_layout(rank.batches.place(host), o); });
+        [&](const Batch& host) { return train::in_training_layout(rank.batches.place(host), o); });
   };
   return hooks;
 }

@@ -68,12 +68,6 @@ nn::ModelConfig image_model_config(const GptLabOptions& o, const Dataset& images
           .image_size = flags.image_size};
 }
 
-// A batch in the memory format the lab trains in.
-Batch in_run_layout(Batch b, const GptLabOptions& o) {
-  if (o.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
-  return b;
-}
-
 // One input as the model takes it (1, C, H, W), in the run's format: what sizes its stages.
 Tensor one_image(const nn::ModelConfig& config, Device device, const GptLabOptions& o) {
   Shape shape = nn::model_pieces(config).sample;
@@ -120,13 +114,14 @@ train::LoopHooks image_hooks(const GptLabOptions& o, const train::TrainingFlags&
   };
   hooks.step = [&o, &images, &parallelism, &optimizer, &clipping](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
-    const Batch batch = in_run_layout(images.batches.next(), o);
+    const Batch batch = train::in_training_layout(images.batches.next(), o);
     return train_step(optimizer, clipping, parallelism, {batch.images, batch.labels}, phases);
   };
   hooks.validate = [&o, &flags, &data, &images, &parallelism, &comm] {
-    return train::evaluate(
-        parallelism.whole_model(), data.val, data.val_transform, flags, comm.rank(), comm.size(),
-        [&](const Batch& host) { return in_run_layout(images.batches.place(host), o); });
+    return train::evaluate(parallelism.whole_model(), data.val, data.val_transform, flags,
+                           comm.rank(), comm.size(), [&](const Batch& host) {
+                             return train::in_training_layout(images.batches.place(host), o);
+                           });
   };
   return hooks;
 }

@@ -3,12 +3,20 @@
 
 #include "common/kernels/device_factor.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/layout.h"
 #include "common/kernels/multiply_adds.h"
 #include "common/kernels/soft_cross_entropy.h"
 #include "common/nn/autocast.h"
 #include "common/nn/models.h"
 
 namespace course::train {
+
+Batch in_training_layout(Batch batch, const RunFlags& flags) {
+  if (flags.channels_last) {
+    batch.images = to_memory_format(batch.images, MemoryFormat::kChannelsLast);
+  }
+  return batch;
+}
 
 std::unique_ptr<nn::Module> make_classifier(const TrainingFlags& f, const Dataset& data,
                                             Device device) {

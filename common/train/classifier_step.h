@@ -19,6 +19,9 @@ namespace course::train {
 std::unique_ptr<nn::Module> make_classifier(const TrainingFlags& flags, const Dataset& data,
                                             Device device);
 
+// The batch in the memory format the run trains in (--channels-last).
+Batch in_training_layout(Batch batch, const RunFlags& flags);
+
 // The multiply-adds of one sample's forward through `model`, counted by running it once in
 // evaluation mode on a zero image of `channels` x --image-size^2 under the lab's autocast
 // (common/kernels/multiply_adds.h): what MFU's training FLOPs are 6 times (model_flops.h).

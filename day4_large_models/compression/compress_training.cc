@@ -2,7 +2,6 @@
 #include "day4_large_models/compression/compress_training.h"
 
 #include "common/data/distributed_sampler.h"
-#include "common/kernels/layout.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/train/evaluate.h"
@@ -28,9 +27,7 @@ CompressData::CompressData(const train::TrainingFlags& flags, Device device)
       batches_(loader_, device, flags.non_blocking, transfer_to(device)) {}
 
 Batch CompressData::place(const Batch& host) {
-  Batch b = batches_.place(host);
-  if (flags_.channels_last) b.images = to_memory_format(b.images, MemoryFormat::kChannelsLast);
-  return b;
+  return train::in_training_layout(batches_.place(host), flags_);
 }
 
 std::optional<double> train_on_loop(const train::TrainingFlags& o, CompressData& in,
@@ -49,8 +46,7 @@ std::optional<double> train_on_loop(const train::TrainingFlags& o, CompressData&
   };
   hooks.step = [&](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
-    Batch batch = in.batches().next();
-    if (o.channels_last) batch.images = to_memory_format(batch.images, MemoryFormat::kChannelsLast);
+    const Batch batch = train::in_training_layout(in.batches().next(), o);
     phases.start(train::Phase::kForward);
     run.model.zero_grad();
     const train::ClassifierForward f = train::classifier_forward(run.model, batch, o);
