@@ -22,4 +22,5 @@ submit() {  # submit ARGS...: submits through the helper and sets $job
   job=$(sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out")
   [[ -n $job ]] || fail "no job id in: $out"
 }
-output_of() { cat "$(slurm/submit.sh --logs "$1" | head -1)"; }
+log_of() { slurm/submit.sh --logs "$1" | head -1; }  # the output file Slurm names for a job
+output_of() { cat "$(log_of "$1")"; }

@@ -54,7 +54,7 @@ carol=$(sed -n 's/^launched carol: job \([0-9]*\)$/\1/p' <<<"$out")
 [[ -n $carol ]] || fail "no job id in: $out"
 wait_for "$carol" COMPLETED 300
 on_both_nodes "$carol"
-log="$RACE_DIR/logs/carol@course_${carol}_2nodes_2tasks_$(date +%Y-%m-%d).out"
+log=$(log_of "$carol")
 grep -q "replicas: identical weights on all 2 ranks" "$log" ||
   fail "carol did not train on 2 ranks in step: $(cat "$log")"
 grep -q '"epoch":1,' "$RACE_DIR/runs/carol.jsonl" || fail "carol has no epoch record"

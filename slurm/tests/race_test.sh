@@ -42,7 +42,7 @@ out=$(slurm/race.sh launch --cpu --gpus 2 --cpus-per-rank 1 --time 10) ||
 alice=$(sed -n 's/^launched alice: job \([0-9]*\)$/\1/p' <<<"$out")
 bob=$(sed -n 's/^launched bob: job \([0-9]*\)$/\1/p' <<<"$out")
 [[ -n $alice && -n $bob ]] || fail "no job ids in: $out"
-log="$RACE_DIR/logs/alice@course_${alice}_1nodes_2tasks_$(date +%Y-%m-%d).out"
+log=$(log_of "$alice")
 wait_for "$alice" RUNNING 120
 deadline=$((SECONDS + 120))
 until (($(grep -c "^training" "$log" 2>/dev/null) >= 2)); do  # the timing run's, then the race's
@@ -59,7 +59,7 @@ grep -q "resuming from" "$log" || fail "alice did not resume: $(cat "$log")"
 for epoch in 1 2 3; do
   grep -q "\"epoch\":$epoch," "$RACE_DIR/runs/alice.jsonl" || fail "alice has no epoch $epoch"
 done
-bob_log="$RACE_DIR/logs/bob@course_${bob}_1nodes_2tasks_$(date +%Y-%m-%d).out"
+bob_log=$(log_of "$bob")
 grep -q "replicas: identical weights on all 2 ranks" "$bob_log" ||
   fail "bob did not train on 2 ranks in step: $(cat "$bob_log")"
 echo "ok: jobs $alice and $bob ran on 2 ranks each; alice was preempted, resumed and ran its 3 epochs"
