@@ -1,8 +1,8 @@
 // All-reduce time on N ranks, the communicator's (MPI's; on 2 ranks the ring from 1 MiB up,
 // communicator.h) against the ring of TP2.4 (its reference copy,
-// common/parallel/ring_allreduce.h), from 1 KiB to 64 MiB of f32, with the bus bandwidth of each:
-// size x 2(n-1)/n / time, the figure NCCL's tests print (what each link carries, comparable across
-// rank counts).
+// common/parallel/comm/ring_allreduce.h), from 1 KiB to 64 MiB of f32, with the bus bandwidth of
+// each: size x 2(n-1)/n / time, the figure NCCL's tests print (what each link carries, comparable
+// across rank counts).
 //   bazel build //bench:allreduce_bench
 //   mpirun --oversubscribe -np 4 bazel-bin/bench/allreduce_bench
 // Google Benchmark is not used: its adaptive iteration counts differ between ranks, and a
@@ -15,9 +15,9 @@
 
 #include "common/core/format.h"
 #include "common/kernels/elementwise.h"
-#include "common/parallel/communicator.h"
-#include "common/parallel/rank_setup.h"
-#include "common/parallel/ring_allreduce.h"
+#include "common/parallel/comm/communicator.h"
+#include "common/parallel/comm/rank_setup.h"
+#include "common/parallel/comm/ring_allreduce.h"
 
 namespace {
 

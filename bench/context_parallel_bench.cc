@@ -17,8 +17,8 @@
 
 #include "common/kernels/attention.h"
 #include "common/nn/context_split.h"
-#include "common/parallel/rank_setup.h"
-#include "common/parallel/ring_attention.h"
+#include "common/parallel/comm/rank_setup.h"
+#include "common/parallel/context_parallel/ring_attention.h"
 #include "common/tensor/allocator.h"
 #include "common/testing/random_tensor.h"
 #include "common/train/lab_main.h"

@@ -34,9 +34,9 @@
 #include "common/kernels/elementwise.h"
 #include "common/nn/gpt.h"
 #include "common/nn/gpt_stage.h"
-#include "common/parallel/ddp.h"
-#include "common/parallel/pipeline_parallel.h"
-#include "common/parallel/rank_setup.h"
+#include "common/parallel/comm/rank_setup.h"
+#include "common/parallel/data_parallel/ddp.h"
+#include "common/parallel/pipeline/pipeline_parallel.h"
 #include "common/train/lab_main.h"
 
 namespace {

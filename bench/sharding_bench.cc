@@ -5,7 +5,7 @@
 // between steps (parameters, gradients, optimizer states: the allocator's bytes in use), the
 // same in f32 by formula (the allocator rounds blocks of 1 MiB and more up to 2 MiB multiples,
 // which the formula does not), the peak during a step against the memory estimate, the bytes its
-// collectives moved per step (ring algorithm, common/parallel/communicator.h) against DDP's,
+// collectives moved per step (ring algorithm, common/parallel/comm/communicator.h) against DDP's,
 // and the time per step. The ZeRO stages then run again with FSDP's mixed precision: bf16
 // parameters gathered for bf16 autocast compute, f32 masters, gradients and reductions.
 #include <chrono>
@@ -18,9 +18,9 @@
 #include "common/nn/autocast.h"
 #include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
-#include "common/parallel/data_parallel_model.h"
-#include "common/parallel/memory_estimate.h"
-#include "common/parallel/rank_setup.h"
+#include "common/parallel/comm/rank_setup.h"
+#include "common/parallel/data_parallel/data_parallel_model.h"
+#include "common/parallel/planning/memory_estimate.h"
 #include "common/train/lab_main.h"
 
 namespace {

@@ -11,8 +11,8 @@
 #include <numeric>
 
 #include "common/data/permutation.h"
-#include "common/parallel/bucket_plan.h"
-#include "common/parallel/ring_allreduce.h"
+#include "common/parallel/comm/ring_allreduce.h"
+#include "common/parallel/data_parallel/bucket_plan.h"
 #include "common/testing/world.h"
 #include "day2_ddp/exercises.h"
 

@@ -8,8 +8,8 @@
 
 #include "common/data/distributed_sampler.h"
 #include "common/nn/module.h"
-#include "common/parallel/communicator.h"
-#include "common/parallel/ddp.h"
+#include "common/parallel/comm/communicator.h"
+#include "common/parallel/data_parallel/ddp.h"
 
 namespace day2 {
 

@@ -8,10 +8,10 @@ def day2_lab(check_tags = []):
         exercises = ["exercises.cc"],
         srcs = ["options.cc", "parallel_setup.cc", "trainer.cc"],
         deps = [
-            "//common/parallel",
-            "//common/parallel:ddp",
+            "//common/parallel/comm",
+            "//common/parallel/data_parallel:ddp",
         ],
         check_tags = check_tags,
-        lab_deps = ["//common/parallel"],
+        lab_deps = ["//common/parallel/comm"],
         check_ranks = [2, 3, 4],
     )

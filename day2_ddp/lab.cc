@@ -2,7 +2,7 @@
 // (four ranks): the day-2 lab (see day2_ddp/README.md). Built with the trainee's exercises
 // (//day2_ddp:lab) and with the solutions (//solutions/day2_ddp:lab). A rank that fails ends
 // the whole job.
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/train/lab_main.h"
 #include "day2_ddp/trainer.h"
 

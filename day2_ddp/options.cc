@@ -30,9 +30,9 @@ LabOptions parse_options(int argc, char** argv) {
   app.add_flag("--find-unused-parameters", o.find_unused_parameters,
                "reduce zeros for parameters without a gradient");
   app.add_flag("--sync-bn", o.sync_bn, "batch norm statistics over all ranks (SyncBatchNorm)");
-  app.add_option("--optimizer", o.optimizer)
-      ->check(CLI::IsMember(course::optim::optimizer_names()))
-      ->capture_default_str();
+  course::train::add_choice(app, "--optimizer", o.optimizer,
+                            course::optim::optimizer_choices(false),
+                            "the optimizer (its own defaults for the rest)");
   app.add_option("--base-batch", o.base_batch,
                  "large-batch schedule (TP2.5): --lr is for this global batch");
   app.add_option("--warmup-epochs", o.warmup_epochs, "warm-up of the large-batch schedule")

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/optim/make_optimizer.h"
 #include "common/train/lab_flags.h"
 
 namespace day2 {
@@ -17,9 +18,9 @@ struct LabOptions : course::train::TrainingFlags {
   double first_bucket_mb = 1;
   bool overlap = true;
   bool find_unused_parameters = false;
-  bool sync_bn = false;           // batch statistics over the global batch (SyncBatchNorm)
-  std::string optimizer = "sgd";  // sgd, adamw, lars, lamb, lion
-  int64_t base_batch = 0;         // > 0: large-batch schedule (TP2.5) scaled from this batch
+  bool sync_bn = false;  // batch statistics over the global batch (SyncBatchNorm)
+  course::optim::OptimizerKind optimizer = course::optim::OptimizerKind::kSgd;
+  int64_t base_batch = 0;  // > 0: large-batch schedule (TP2.5) scaled from this batch
   double warmup_epochs = 0;
   int64_t metric_step = 100;  // training metrics synchronised and printed every this many steps
   double comm_timeout = 300;  // seconds before a missing rank makes the others fail

@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "common/parallel/ddp.h"
+#include "common/parallel/data_parallel/ddp.h"
 #include "day2_ddp/options.h"
 
 namespace day2 {

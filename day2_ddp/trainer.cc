@@ -14,7 +14,7 @@
 #include "common/data/device_batches.h"
 #include "common/nn/batch_norm.h"
 #include "common/optim/make_optimizer.h"
-#include "common/parallel/rank_setup.h"
+#include "common/parallel/comm/rank_setup.h"
 #include "common/tensor/device_timer.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
@@ -45,7 +45,7 @@ void print_run_header(const LabOptions& o, const parallel::Communicator& comm, D
       o.ddp == "buckets"
           ? (" (" + std::to_string(ddp->plan().size()) + " buckets, " + o.allreduce + ")").c_str()
           : "",
-      o.optimizer.c_str());
+      optim::optimizer_name(o.optimizer));
   std::fflush(stdout);
 }
 
@@ -202,7 +202,7 @@ LabResult run_lab(const LabOptions& o) {
   const auto model = train::make_classifier(o, *data.train, device);
   const std::vector<nn::Parameter*> params = model->parameters();
   const auto optimizer = optim::make_optimizer(
-      {.name = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
+      {.kind = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
       model->state().parameters);
   const int64_t global_batch = rank_data.rank_step_batch * comm->size();
   const auto ddp = make_ddp(o, *model, comm);

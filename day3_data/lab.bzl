@@ -12,7 +12,7 @@ def day3_lab(check_tags = []):
         deps = [
             "//common/core:gnuplot",
             "//common/hpo",
-            "//common/parallel:onebit",
+            "//common/parallel/data_parallel:onebit",
         ],
         check_tags = check_tags,
         check_srcs = [
@@ -35,8 +35,8 @@ def day3_lab(check_tags = []):
 
     # An entry of the race: this package's lab within the race's budget.
     day_program("day3_data", "race", ["//day3_data/race_tools:race.cc"], [
-        "//common/parallel",
-        "//common/parallel:ddp",
+        "//common/parallel/comm",
+        "//common/parallel/data_parallel:ddp",
         "//common/train:lab_support",
         "//day3_data/race_tools:race_budget",
     ])

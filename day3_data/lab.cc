@@ -3,7 +3,7 @@
 // same program is built with the trainee's exercises (//day3_data:lab) and with the solutions
 // (//solutions/day3_data:lab).
 #include "common/core/error.h"
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/train/lab_main.h"
 #include "day3_data/lr_finder.h"
 #include "day3_data/trainer.h"

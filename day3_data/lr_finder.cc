@@ -119,7 +119,8 @@ void run_decorrelated(const LabOptions& o, LrSweep& sweep) {
 
 std::string title(const LabOptions& o) {
   return "learning-rate finder: " + o.findlr_mode + ", " + std::to_string(o.findlr_steps) +
-         " steps per rate, " + o.optimizer + ", batch " + std::to_string(o.batch_size);
+         " steps per rate, " + std::string(course::optim::optimizer_name(o.optimizer)) +
+         ", batch " + std::to_string(o.batch_size);
 }
 
 void write_csv(const LrSweep& sweep, const std::string& path) {

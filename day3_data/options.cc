@@ -7,7 +7,7 @@
 #include "common/core/launch_rank.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
-#include "common/parallel/onebit_optimizer.h"
+#include "common/parallel/data_parallel/onebit_optimizer.h"
 
 namespace day3 {
 
@@ -67,12 +67,10 @@ void add_augmentation_flags(CLI::App& app, LabOptions& o) {
 
 // Part 3's flags: the optimizer, its schedule and the learning-rate finder.
 void add_optimization_flags(CLI::App& app, LabOptions& o) {
-  app.add_option("--optimizer", o.optimizer,
-                 "the optimizer (its own defaults for the rest; onebit-adam, onebit-lamb: 1-bit "
-                 "Adam and LAMB, the momentum averaged over the ranks as signs after "
-                 "--freeze-step steps)")
-      ->check(CLI::IsMember(course::parallel::parallel_optimizer_names()))
-      ->capture_default_str();
+  course::train::add_choice(app, "--optimizer", o.optimizer, course::optim::optimizer_choices(true),
+                            "the optimizer (its own defaults for the rest; onebit-adam, "
+                            "onebit-lamb: 1-bit Adam and LAMB, the momentum averaged over the "
+                            "ranks as signs after --freeze-step steps)");
   app.add_option("--freeze-step", o.freeze_step,
                  "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes "
                  "(default 100)");
@@ -128,16 +126,17 @@ void validate(const LabOptions& o) {
                "from 0 to 1, got ", o.cosine_floor);
   COURSE_CHECK(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs,
                "--warmup-epochs must be from 0 to --epochs, got ", o.warmup_epochs);
-  COURSE_CHECK(!o.freeze_step || o.optimizer.starts_with("onebit"),
-               "--freeze-step is the 1-bit optimizers' warm-up; --optimizer ", o.optimizer,
-               " has none");
-  if (o.optimizer.starts_with("onebit")) {
+  const bool onebit = course::optim::is_onebit(o.optimizer);
+  COURSE_CHECK(!o.freeze_step || onebit, "--freeze-step is the 1-bit optimizers' warm-up; ",
+               "--optimizer ", course::optim::optimizer_name(o.optimizer), " has none");
+  if (onebit) {
     COURSE_CHECK(o.freeze_step.value_or(1) >= 1, "--freeze-step must be at least 1, got ",
                  *o.freeze_step);
     COURSE_CHECK(!o.clip_grad_norm,
                  "--clip-grad-norm needs the gradients averaged over the "
                  "ranks, which no rank holds once --optimizer ",
-                 o.optimizer, " keeps them local after --freeze-step");
+                 course::optim::optimizer_name(o.optimizer),
+                 " keeps them local after --freeze-step");
   }
   if (o.findlr) {
     COURSE_CHECK(o.findlr_rates >= 2 && o.findlr_steps >= 1,

@@ -10,6 +10,7 @@
 #include "common/data/augment_policy.h"
 #include "common/data/batch_mix.h"
 #include "common/data/jitter.h"
+#include "common/optim/make_optimizer.h"
 #include "common/train/lab_flags.h"
 
 namespace day3 {
@@ -27,7 +28,7 @@ struct LabOptions : course::train::TrainingFlags {
   int64_t pages_in_memory = 4;    // packed files: pages of the quasi-random order's groups
   double comm_timeout = 300;      // several ranks: seconds before a missing rank fails the others
   // The optimizer comparison: any optimizer under any schedule, with a warm-up.
-  std::string optimizer = "sgd";       // sgd, adamw, lars, lamb, lion, onebit-adam, onebit-lamb
+  course::optim::OptimizerKind optimizer = course::optim::OptimizerKind::kSgd;
   std::optional<int64_t> freeze_step;  // the 1-bit optimizers' warm-up (unset: 100 steps)
   std::string schedule = "one-cycle";  // one-cycle, cosine, constant
   float cosine_floor = 0;              // cosine: down to this fraction of --lr (0.2: lr/5)

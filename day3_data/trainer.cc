@@ -24,10 +24,10 @@
 #include "common/kernels/reduce.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
-#include "common/parallel/bucket_plan.h"
-#include "common/parallel/ddp.h"
-#include "common/parallel/onebit_optimizer.h"
-#include "common/parallel/rank_setup.h"
+#include "common/parallel/comm/rank_setup.h"
+#include "common/parallel/data_parallel/bucket_plan.h"
+#include "common/parallel/data_parallel/ddp.h"
+#include "common/parallel/data_parallel/onebit_optimizer.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
@@ -192,7 +192,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   const auto model = train::make_classifier(o, *data.train, device);
   const auto ddp = comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr;
   const auto optimizer = parallel::make_parallel_optimizer(
-      {.name = o.optimizer,
+      {.kind = o.optimizer,
        .lr = o.lr,
        .momentum = o.mom,
        .weight_decay = o.wd,
@@ -287,8 +287,9 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
            train::classifier_multiply_adds(*model, data.train->channels(), o, device)),
        .identity = {{"model", o.model}},
        .comm = comm.get(),
-       .recipe = "- optimizer: " + o.optimizer + ", " + describe_schedule(o, run_hooks) + "\n- " +
-                 describe(o, data.train_transform) + "\n- " + describe_storage(o, *data.train),
+       .recipe = "- optimizer: " + std::string(optim::optimizer_name(o.optimizer)) + ", " +
+                 describe_schedule(o, run_hooks) + "\n- " + describe(o, data.train_transform) +
+                 "\n- " + describe_storage(o, *data.train),
        .clipping = &clipping},
       hooks);
 
@@ -309,7 +310,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
         train::describe_step_batch(o.batch_size, o.accumulate).c_str(), per_rank,
         static_cast<long long>(steps_per_epoch), o.amp ? ", amp bf16" : "",
         o.channels_last ? ", channels-last" : "", describe(o, data.train_transform).c_str(),
-        o.optimizer.c_str(), describe_schedule(o, run_hooks).c_str());
+        optim::optimizer_name(o.optimizer), describe_schedule(o, run_hooks).c_str());
     std::fflush(stdout);
   }
   const train::LoopResult run = loop.run();

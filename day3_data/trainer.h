@@ -13,7 +13,7 @@
 #include <memory>
 #include <optional>
 
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/train/chronometer.h"
 #include "day3_data/options.h"
 

@@ -15,9 +15,9 @@
 #include "common/nn/context.h"
 #include "common/nn/flat_parameters.h"
 #include "common/nn/module.h"
-#include "common/parallel/communicator.h"
-#include "common/parallel/process_grid.h"
-#include "common/parallel/sharded_unit.h"
+#include "common/parallel/comm/communicator.h"
+#include "common/parallel/comm/process_grid.h"
+#include "common/parallel/data_parallel/sharded_unit.h"
 
 namespace day4 {
 

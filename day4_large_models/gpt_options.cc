@@ -10,8 +10,8 @@
 #include "common/nn/vit.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
-#include "common/parallel/onebit_optimizer.h"
-#include "common/parallel/sharding.h"
+#include "common/parallel/data_parallel/onebit_optimizer.h"
+#include "common/parallel/data_parallel/sharding.h"
 #include "common/train/training_loop.h"
 
 namespace day4 {
@@ -19,29 +19,6 @@ namespace day4 {
 using namespace course;
 
 namespace {
-
-// A flag whose names map to a type's values, parsed into `target` once; the help lists the
-// names and the default's.
-template <class T>
-void add_choice(CLI::App& app, const std::string& flag, T& target,
-                const std::vector<std::pair<std::string, T>>& choices, const std::string& help) {
-  std::vector<std::string> names;
-  std::string shown_default;
-  for (const auto& [name, value] : choices) {
-    names.push_back(name);
-    if (value == target) shown_default = name;
-  }
-  app.add_option_function<std::string>(
-         flag,
-         [&target, choices](const std::string& chosen) {
-           for (const auto& [name, value] : choices) {
-             if (name == chosen) target = value;
-           }
-         },
-         help)
-      ->check(CLI::IsMember(names))
-      ->default_str(shown_default);
-}
 
 // The text, the model's windows and the optimizer.
 void add_training_flags(CLI::App& app, GptLabOptions& o) {
@@ -57,11 +34,9 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
                  "image models: test on the first N test images only (in-memory data: quick "
                  "runs)");
   app.add_option("--seed", o.seed, "seed of weights, windows and sampling")->capture_default_str();
-  app.add_option("--optimizer", o.optimizer,
-                 "optimizer (onebit-adam, onebit-lamb: 1-bit Adam and LAMB, the momentum "
-                 "averaged over the data-parallel ranks as signs after --freeze-step steps)")
-      ->check(CLI::IsMember(parallel::parallel_optimizer_names()))
-      ->capture_default_str();
+  train::add_choice(app, "--optimizer", o.optimizer, optim::optimizer_choices(true),
+                    "optimizer (onebit-adam, onebit-lamb: 1-bit Adam and LAMB, the momentum "
+                    "averaged over the data-parallel ranks as signs after --freeze-step steps)");
   app.add_option("--beta1", o.beta1, "the first moment's decay (AdamW, LAMB, Lion, 1-bit)");
   app.add_option("--beta2", o.beta2, "the second moment's decay (AdamW, LAMB, Lion, 1-bit)");
   app.add_option("--eps", o.eps, "Adam's epsilon (AdamW, LAMB, 1-bit)");
@@ -131,23 +106,23 @@ void add_data_parallel_flags(CLI::App& app, GptLabOptions& o) {
          "(ZeRO-1 from your TP4.1-TP4.3)")
       ->check(CLI::IsMember(shardings))
       ->default_str("none");
-  add_choice(app, "--backward-prefetch", o.backward_prefetch,
-             {{"pre", parallel::BackwardPrefetch::kPre},
-              {"post", parallel::BackwardPrefetch::kPost},
-              {"none", parallel::BackwardPrefetch::kNone}},
-             "when the previous block's all-gather starts in backward: pre (before this "
-             "block's gradients), post (after), none");
+  train::add_choice(app, "--backward-prefetch", o.backward_prefetch,
+                    {{"pre", parallel::BackwardPrefetch::kPre},
+                     {"post", parallel::BackwardPrefetch::kPost},
+                     {"none", parallel::BackwardPrefetch::kNone}},
+                    "when the previous block's all-gather starts in backward: pre (before this "
+                    "block's gradients), post (after), none");
   app.add_option("--shard-group-size", o.shard_group_size,
                  "hybrid-shard: ranks one copy of the model is cut over (0: the ranks of a "
                  "node); the copies are replicated across the groups")
       ->capture_default_str();
   app.add_flag("--cpu-offload", o.cpu_offload,
                "sharded modes: keep the shards and the optimizer's step in host memory");
-  add_choice(app, "--param-dtype", o.param_dtype,
-             {{"f32", DType::kF32}, {"bf16", DType::kBF16}, {"f16", DType::kF16}},
-             "sharded modes: the dtype of the gathered parameters the layers compute from "
-             "(bf16: FSDP's mixed precision, with --amp --amp-dtype bf16; f16 is refused; "
-             "master shards, gradients and reductions stay f32)");
+  train::add_choice(app, "--param-dtype", o.param_dtype,
+                    {{"f32", DType::kF32}, {"bf16", DType::kBF16}, {"f16", DType::kF16}},
+                    "sharded modes: the dtype of the gathered parameters the layers compute from "
+                    "(bf16: FSDP's mixed precision, with --amp --amp-dtype bf16; f16 is refused; "
+                    "master shards, gradients and reductions stay f32)");
   app.add_flag("--forward-prefetch", o.forward_prefetch,
                "start the next block's all-gather before this block's forward");
 }
@@ -176,16 +151,17 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option("--micro-batches", o.micro_batches,
                  "pipeline: micro-batches of --batch-size windows per pipeline and step")
       ->capture_default_str();
-  add_choice(app, "--schedule", o.schedule,
-             {{"naive", parallel::PipelineSchedule::kNaive},
-              {"gpipe", parallel::PipelineSchedule::kGpipe},
-              {"1f1b", parallel::PipelineSchedule::kOneForwardOneBackward},
-              {"zb-h1", parallel::PipelineSchedule::kZeroBubbleH1},
-              {"interleaved", parallel::PipelineSchedule::kInterleaved}},
-             "pipeline schedule: naive (one micro-batch at a time), gpipe (all forwards, then "
-             "all backwards), 1f1b (one forward one backward), zb-h1 (1F1B with the weight "
-             "gradients split off into passes that fill the cool-down), interleaved (1F1B over "
-             "--virtual-stages chunks per rank)");
+  train::add_choice(
+      app, "--schedule", o.schedule,
+      {{"naive", parallel::PipelineSchedule::kNaive},
+       {"gpipe", parallel::PipelineSchedule::kGpipe},
+       {"1f1b", parallel::PipelineSchedule::kOneForwardOneBackward},
+       {"zb-h1", parallel::PipelineSchedule::kZeroBubbleH1},
+       {"interleaved", parallel::PipelineSchedule::kInterleaved}},
+      "pipeline schedule: naive (one micro-batch at a time), gpipe (all forwards, then "
+      "all backwards), 1f1b (one forward one backward), zb-h1 (1F1B with the weight "
+      "gradients split off into passes that fill the cool-down), interleaved (1F1B over "
+      "--virtual-stages chunks per rank)");
   app.add_option("--virtual-stages", o.virtual_stages,
                  "interleaved schedule: model chunks per rank (the model is cut into stages x "
                  "this; micro-batches must be a multiple of the stages)")
@@ -193,12 +169,13 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option("--timeline", o.timeline,
                  "pipeline: write the last step's forwards and backwards of every stage to this "
                  "PNG (the schedule diagram, measured)");
-  add_choice(app, "--pipeline-balance", o.pipeline_balance,
-             {{"layers", parallel::StageBalance::kLayers},
-              {"parameters", parallel::StageBalance::kParameters},
-              {"compute", parallel::StageBalance::kCompute}},
-             "pipeline: cut the blocks evenly by layers, by parameters (the embedding and output "
-             "layer or stem and head counted), or by the forward's multiply-adds");
+  train::add_choice(
+      app, "--pipeline-balance", o.pipeline_balance,
+      {{"layers", parallel::StageBalance::kLayers},
+       {"parameters", parallel::StageBalance::kParameters},
+       {"compute", parallel::StageBalance::kCompute}},
+      "pipeline: cut the blocks evenly by layers, by parameters (the embedding and output "
+      "layer or stem and head counted), or by the forward's multiply-adds");
   app.add_flag("--pipeline-exercises", o.pipeline_exercises,
                "pipeline: your exercises cut it (TP4.6, by multiply-adds), order each stage's "
                "actions (TP4.7: --schedule gpipe or 1f1b) and exchange each round's messages "

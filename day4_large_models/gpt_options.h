@@ -12,9 +12,10 @@
 #include "common/data/fashion_mnist.h"
 #include "common/data/text_corpus.h"
 #include "common/nn/sampling.h"
-#include "common/parallel/data_parallel_model.h"
-#include "common/parallel/pipeline_parallel.h"
-#include "common/parallel/sharding.h"
+#include "common/optim/make_optimizer.h"
+#include "common/parallel/data_parallel/data_parallel_model.h"
+#include "common/parallel/data_parallel/sharding.h"
+#include "common/parallel/pipeline/pipeline_parallel.h"
 #include "common/train/deepspeed_config.h"
 #include "common/train/lab_flags.h"
 
@@ -33,7 +34,7 @@ struct GptLabOptions : course::train::RunFlags {
   std::string image_dir = course::kFashionMnistDir;  // the image models' dataset (days 1-3's)
   int64_t image_size = 28;                           // side the images are resized to
   int64_t test_subset = 0;  // > 0: the image models test on the first N test images only
-  std::string optimizer = "adamw";
+  course::optim::OptimizerKind optimizer = course::optim::OptimizerKind::kAdamW;
   std::optional<float> beta1, beta2, eps;  // the Adam family's (unset: the optimizer's defaults)
   std::optional<int64_t> freeze_step;      // the 1-bit optimizers' warm-up (unset: 100 steps)
   bool optimizer_in_backward = false;      // each group updated as its gradients become final

@@ -14,9 +14,9 @@
 #include "common/nn/autocast.h"
 #include "common/nn/generate.h"
 #include "common/nn/gpt.h"
+#include "common/parallel/comm/rank_setup.h"
 #include "common/parallel/gradient_clipping.h"
-#include "common/parallel/rank_setup.h"
-#include "common/parallel/workload.h"
+#include "common/parallel/planning/workload.h"
 #include "common/train/model_flops.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
@@ -118,7 +118,7 @@ void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Devic
       parallelism.describe().c_str(), static_cast<long long>(text.train.numel()),
       static_cast<long long>(text.val.numel()), static_cast<long long>(o.batch_size),
       static_cast<long long>(context), static_cast<long long>(parallelism.micro_batches()),
-      static_cast<long long>(windows.steps_per_epoch), o.optimizer.c_str());
+      static_cast<long long>(windows.steps_per_epoch), optim::optimizer_name(o.optimizer));
   if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
   std::fflush(stdout);
 }

@@ -39,10 +39,10 @@ void validate_data_parallel(const GptLabOptions& o) {
                  name, ": add --amp --amp-dtype ", name);
   }
   if (o.sharding.has_value() || o.exercise_zero1) {
-    COURSE_CHECK(o.optimizer == "adamw" || o.optimizer == "sgd", "--sharding ", sharding_flag(o),
+    COURSE_CHECK(optim::updates_elementwise(o.optimizer), "--sharding ", sharding_flag(o),
                  " updates each rank's shard on its own, which needs an element-wise optimizer "
-                 "(adamw, sgd); ",
-                 o.optimizer, "'s trust ratio spans whole parameters");
+                 "(sgd, adamw, lion); ",
+                 optim::optimizer_name(o.optimizer), "'s trust ratio spans whole parameters");
   }
 }
 
@@ -50,12 +50,14 @@ void validate_data_parallel(const GptLabOptions& o) {
 // average their momentum over its ranks in place of the gradients) and no clipping by global
 // norm (no rank holds the averaged gradient after the warm-up).
 void validate_optimizer(const GptLabOptions& o) {
-  const bool adam_family = o.optimizer == "adamw" || o.optimizer == "lamb" ||
-                           o.optimizer == "lion" || o.optimizer.starts_with("onebit");
-  COURSE_CHECK(adam_family || !(o.beta1 || o.beta2 || o.eps),
-               "--beta1, --beta2 and --eps are the "
-               "Adam family's (adamw, lamb, lion, onebit-adam, onebit-lamb); --optimizer ",
-               o.optimizer, " has none");
+  const char* name = optim::optimizer_name(o.optimizer);
+  COURSE_CHECK(optim::has_betas(o.optimizer) || !(o.beta1 || o.beta2),
+               "--beta1 and --beta2 are the Adam family's (adamw, lamb, lion, onebit-adam, "
+               "onebit-lamb); --optimizer ",
+               name, " has none");
+  COURSE_CHECK(optim::has_eps(o.optimizer) || !o.eps,
+               "--eps is Adam's (adamw, lamb, onebit-adam, onebit-lamb); --optimizer ", name,
+               " has none");
   for (const std::optional<float>& beta : {o.beta1, o.beta2}) {
     COURSE_CHECK(!beta || (*beta >= 0 && *beta < 1), "--beta1 and --beta2 must be in [0, 1), got ",
                  beta.value_or(0));
@@ -64,10 +66,10 @@ void validate_optimizer(const GptLabOptions& o) {
   COURSE_CHECK(o.lr_decay_steps >= 0 && o.train_batch_size >= 0,
                "--lr-decay-steps and --train-batch-size must not be negative");
   if (o.optimizer_in_backward) {
-    COURSE_CHECK(!o.optimizer.starts_with("onebit"),
+    COURSE_CHECK(!optim::is_onebit(o.optimizer),
                  "--optimizer-in-backward updates the "
                  "parameters group by group; --optimizer ",
-                 o.optimizer, " averages its whole momentum at once");
+                 name, " averages its whole momentum at once");
     COURSE_CHECK(!o.clip_grad_norm,
                  "--optimizer-in-backward updates each parameter before the "
                  "others' gradients exist; --clip-grad-norm needs the norm of all of them first");
@@ -75,24 +77,23 @@ void validate_optimizer(const GptLabOptions& o) {
                  "--optimizer-in-backward runs under DDP or on one process: leave --sharding "
                  "none and --tensor-parallel, --context-parallel and --pipeline-stages at 1");
   }
-  COURSE_CHECK(!o.freeze_step || o.optimizer.starts_with("onebit"),
-               "--freeze-step is the 1-bit optimizers' warm-up; --optimizer ", o.optimizer,
-               " has none");
-  if (!o.optimizer.starts_with("onebit")) return;
+  COURSE_CHECK(!o.freeze_step || optim::is_onebit(o.optimizer),
+               "--freeze-step is the 1-bit optimizers' warm-up; --optimizer ", name, " has none");
+  if (!optim::is_onebit(o.optimizer)) return;
   COURSE_CHECK(o.freeze_step.value_or(1) >= 1,
                "--freeze-step must be at least 1: the 1-bit optimizers freeze "
                "the variance their warm-up estimated, got ",
                *o.freeze_step);
-  COURSE_CHECK(!o.sharding && !o.exercise_zero1, "--optimizer ", o.optimizer,
+  COURSE_CHECK(!o.sharding && !o.exercise_zero1, "--optimizer ", name,
                " averages its momentum over the data-parallel ranks in place of DDP's gradients; "
                "it needs --sharding none (DeepSpeed's 1-bit optimizers run at ZeRO stage 0 too)");
-  COURSE_CHECK(!model_parallel(o), "--optimizer ", o.optimizer,
+  COURSE_CHECK(!model_parallel(o), "--optimizer ", name,
                " runs under data parallelism alone: leave --tensor-parallel, "
                "--context-parallel and --pipeline-stages at 1");
   COURSE_CHECK(!o.clip_grad_norm,
                "--clip-grad-norm needs the gradients averaged over the ranks, "
                "which no rank holds once --optimizer ",
-               o.optimizer, " keeps them local after --freeze-step");
+               name, " keeps them local after --freeze-step");
 }
 
 // The pipeline axis, against the `blocks` of the model it cuts (any family).

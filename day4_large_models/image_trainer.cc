@@ -14,9 +14,9 @@
 #include "common/nn/model_pieces.h"
 #include "common/nn/models.h"
 #include "common/optim/schedule.h"
+#include "common/parallel/comm/rank_setup.h"
 #include "common/parallel/gradient_clipping.h"
-#include "common/parallel/rank_setup.h"
-#include "common/parallel/workload.h"
+#include "common/parallel/planning/workload.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/model_flops.h"
@@ -155,7 +155,7 @@ void print_image_run_header(const GptLabOptions& o, int64_t parameters, Device d
       device.str().c_str(), parallelism.describe().c_str(), static_cast<long long>(images),
       static_cast<long long>(o.image_size), static_cast<long long>(o.batch_size),
       static_cast<long long>(parallelism.micro_batches()), static_cast<long long>(steps_per_epoch),
-      o.optimizer.c_str());
+      optim::optimizer_name(o.optimizer));
   if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
   std::fflush(stdout);
 }

@@ -1,8 +1,8 @@
 // Day 4's image models on the shared training loop: `--model vit-...` or `coatnet-...` trains
 // the Vision Transformer or CoAtNet (common/nn) on the embedded Fashion-MNIST, under the data
 // parallelism the flags choose (one process, DDP, ZeRO 1-3, FSDP's strategies:
-// common/parallel/data_parallel_model.h), sharded one unit per block, with AdamW, warm-up and
-// cosine decay as the GPT's run.
+// common/parallel/data_parallel/data_parallel_model.h), sharded one unit per block, with AdamW,
+// warm-up and cosine decay as the GPT's run.
 #pragma once
 
 #include <optional>

@@ -91,6 +91,21 @@ for sharding in zero1 zero2 zero3 shard-grad-op hybrid-shard no-shard exercise-z
   fi
   echo "ok: --sharding $sharding on 2 ranks: $(head -1 <<<"$got")"
 done
+# Lion updates each element from that element alone, so a rank updates its shard alone: ZeRO-3
+# ends as DDP does (LARS and LAMB are refused: their trust ratios span whole parameters).
+lion_ddp=$("${mpirun[@]}" "$lab" "${ranks[@]}" --optimizer lion --lr 3e-4 2>&1 |
+  grep -A1 -E "^(validation loss|sample)")
+lion_zero3=$("${mpirun[@]}" "$lab" "${ranks[@]}" --optimizer lion --lr 3e-4 --sharding zero3 2>&1 |
+  grep -A1 -E "^(validation loss|sample)")
+if [[ -z $lion_ddp || $lion_zero3 != "$lion_ddp" ]]; then
+  echo "FAILED: Lion under --sharding zero3 ends otherwise than under DDP:"
+  echo "DDP: $lion_ddp"
+  echo "zero3: $lion_zero3"
+  exit 1
+fi
+echo "ok: Lion under --sharding zero3 on 2 ranks: $(head -1 <<<"$lion_zero3")"
+expect 1 "error: --sharding zero2 updates each rank's shard on its own, which needs an element-wise optimizer (sgd, adamw, lion); lamb's trust ratio" \
+  "${mpirun[@]}" "$lab" "${ranks[@]}" --optimizer lamb --sharding zero2
 # Two ranks that share one device (a node with fewer GPUs than ranks; here both on sim:0):
 # NCCL cannot serve them, the MPI engine stages the device's tensors through host memory, and
 # DDP and ZeRO-3 end exactly as on the CPU.
@@ -154,8 +169,10 @@ expect 1 "error: --clip-grad-norm needs the gradients averaged over the ranks" "
   "${few[@]}" --optimizer onebit-lamb --clip-grad-norm 1
 expect 1 "error: --optimizer onebit-adam runs under data parallelism alone" "${mpirun[@]}" \
   "$lab" "${few[@]}" --optimizer onebit-adam --tensor-parallel 2
-expect 1 "error: --beta1, --beta2 and --eps are the Adam family's" "$lab" "${few[@]}" \
-  --optimizer sgd --beta1 0.8
+expect 1 "error: --beta1 and --beta2 are the Adam family's (adamw, lamb, lion, onebit-adam, onebit-lamb); --optimizer sgd has none" \
+  "$lab" "${few[@]}" --optimizer sgd --beta1 0.8
+expect 1 "error: --eps is Adam's (adamw, lamb, onebit-adam, onebit-lamb); --optimizer lion has none" \
+  "$lab" "${few[@]}" --optimizer lion --eps 1e-6
 expect 1 "error: --freeze-step is the 1-bit optimizers' warm-up; --optimizer adamw has none" \
   "$lab" "${few[@]}" --freeze-step 10
 

@@ -1,12 +1,12 @@
-// The day-4 lab's memory estimate (common/parallel/memory_estimate.h, image_memory_estimate.h)
-// for its flags: printed per
-// rank before a run, alone with --estimate-only (any preset, any number of ranks, next to the
-// ZeRO paper's formulas), and the --max-memory-mb budget: a run estimated above it is refused
-// before anything is allocated, and the allocator is capped there.
+// The day-4 lab's memory estimate (common/parallel/planning/memory_estimate.h,
+// image_memory_estimate.h) for its flags: printed per rank before a run, alone with --estimate-only
+// (any preset, any number of ranks, next to the ZeRO paper's formulas), and the --max-memory-mb
+// budget: a run estimated above it is refused before anything is allocated, and the allocator is
+// capped there.
 #pragma once
 
-#include "common/parallel/image_memory_estimate.h"
-#include "common/parallel/memory_estimate.h"
+#include "common/parallel/planning/image_memory_estimate.h"
+#include "common/parallel/planning/memory_estimate.h"
 #include "common/tensor/device.h"
 #include "day4_large_models/gpt_options.h"
 

@@ -6,8 +6,8 @@
 #include "common/kernels/elementwise.h"
 #include "common/nn/sequential.h"
 #include "common/optim/gradient_clipping.h"
+#include "common/parallel/data_parallel/gradient_average.h"
 #include "common/parallel/data_parallel_training.h"
-#include "common/parallel/gradient_average.h"
 #include "common/parallel/model_parallel_training.h"
 #include "common/tensor/device_timer.h"
 #include "day4_large_models/exercises.h"
@@ -138,7 +138,7 @@ std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
 LabOptimizer make_lab_optimizer(const GptLabOptions& o, parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<parallel::Communicator> comm, int64_t total_steps) {
   validate_train_batch(o, parallelism.micro_batches(), parallelism.data_ranks());
-  const optim::OptimizerFlags flags{.name = o.optimizer,
+  const optim::OptimizerFlags flags{.kind = o.optimizer,
                                     .lr = o.lr,
                                     .momentum = o.mom,
                                     .weight_decay = o.wd,

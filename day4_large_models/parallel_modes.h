@@ -1,9 +1,9 @@
 // The day-4 lab's choice of parallelism from its flags: model parallelism on the dp x tp x pp
 // grid (--tensor-parallel, --pipeline-stages: common/parallel/model_parallel_training.h), or
 // data parallelism: the library's modes (one process, DDP, ZeRO 1-3, FSDP's strategies:
-// common/parallel/data_parallel_model.h) or, for the GPT, "exercise-zero1", ZeRO-1 built from the
-// trainee's TP4.1-TP4.3 over the whole model as one flat parameter. And what a checkpoint of
-// the chosen parallelism holds per rank.
+// common/parallel/data_parallel/data_parallel_model.h) or, for the GPT, "exercise-zero1", ZeRO-1
+// built from the trainee's TP4.1-TP4.3 over the whole model as one flat parameter. And what a
+// checkpoint of the chosen parallelism holds per rank.
 #pragma once
 
 #include <memory>

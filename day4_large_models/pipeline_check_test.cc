@@ -18,8 +18,8 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
-#include "common/parallel/pipeline_parallel.h"
-#include "common/parallel/pipeline_rounds.h"
+#include "common/parallel/pipeline/pipeline_parallel.h"
+#include "common/parallel/pipeline/pipeline_rounds.h"
 #include "common/testing/world.h"
 #include "day4_large_models/pipeline_exercises.h"
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/nn/staged_model.h"
-#include "common/parallel/communicator.h"
-#include "common/parallel/pipeline_hooks.h"
-#include "common/parallel/pipeline_schedule.h"
+#include "common/parallel/comm/communicator.h"
+#include "common/parallel/pipeline/pipeline_hooks.h"
+#include "common/parallel/pipeline/pipeline_schedule.h"
 
 namespace day4 {
 
@@ -59,7 +59,7 @@ struct PartialAttention {
 };
 PartialAttention merge_partial_attention(const PartialAttention& a, const PartialAttention& b);
 
-// TP4.6-TP4.8 as the pipeline's hooks (common/parallel/pipeline_hooks.h).
+// TP4.6-TP4.8 as the pipeline's hooks (common/parallel/pipeline/pipeline_hooks.h).
 parallel::PipelineHooks pipeline_exercise_hooks();
 
 }  // namespace day4

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "common/parallel/throughput_model.h"
+#include "common/parallel/planning/throughput_model.h"
 
 namespace day4 {
 

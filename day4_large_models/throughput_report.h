@@ -1,5 +1,5 @@
-// The lab's --throughput-gpus: the throughput model (common/parallel/throughput_model.h) over
-// every 3D grid of N GPUs, so a trainee sees which grid a model wants before submitting a job.
+// The lab's --throughput-gpus: the throughput model (common/parallel/planning/throughput_model.h)
+// over every 3D grid of N GPUs, so a trainee sees which grid a model wants before submitting a job.
 #pragma once
 
 #include "day4_large_models/gpt_options.h"

@@ -56,8 +56,8 @@ void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
                    const AdamWHyper& hyper, const Tensor& step_scalars,
                    const Tensor& skip_if = Tensor());
 
-// 1-bit Adam's and LAMB's compressed stage (common/parallel/onebit_optimizer.h). Slots of
-// momentum_update_: momentum, gradient (m = beta1 m + (1 - beta1) g). Slots of
+// 1-bit Adam's and LAMB's compressed stage (common/parallel/data_parallel/onebit_optimizer.h).
+// Slots of momentum_update_: momentum, gradient (m = beta1 m + (1 - beta1) g). Slots of
 // frozen_variance_update_: parameter, first moment, second moment, with AdamW's step scalars
 // (the second bias correction that of the step the variance froze).
 void momentum_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, float beta1,

@@ -1,8 +1,8 @@
 // How a self-attention layer attends its packed q|k|v (B, T, 3C) to (B, T, C): by default over
 // the T rows it is given (common/kernels/attention.h); under context parallelism the rows are
 // this rank's part of a longer sequence and a core that reaches the other ranks' keys takes its
-// place (ring attention, common/parallel/ring_attention.h). What a core saves goes in the call's
-// context, as a layer's does.
+// place (ring attention, common/parallel/context_parallel/ring_attention.h). What a core saves goes
+// in the call's context, as a layer's does.
 #pragma once
 
 #include <cstdint>

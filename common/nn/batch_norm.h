@@ -2,8 +2,8 @@
 // training and running statistics in evaluation (momentum 0.1, eps 1e-5, as PyTorch).
 //
 // SyncBatchNorm: inside a SyncBatchNormScope, every BatchNorm2d in training takes its batch
-// statistics over all the ranks the scope's reducer spans (common/parallel: sync_batch_norm); a
-// layer's backward pass uses the reducer its forward pass used.
+// statistics over all the ranks the scope's reducer spans (common/parallel/data_parallel/ddp.h:
+// sync_batch_norm); a layer's backward pass uses the reducer its forward pass used.
 #pragma once
 
 #include "common/kernels/batch_norm.h"

@@ -1,8 +1,8 @@
 // A GPT seen as its parts in forward order (token and position embedding, the blocks, the final
 // LayerNorm, the output layer tied to the token table), so that a pipeline stage can run any
 // run of them: the whole model (gpt.h) and the model cut over tensor-parallel ranks
-// (common/parallel/tensor_parallel_gpt.h) are both GptParts, which is what lets pipeline
-// parallelism run over tensor-parallel stages (3D parallelism).
+// (common/parallel/tensor_parallel/tensor_parallel_gpt.h) are both GptParts, which is what lets
+// pipeline parallelism run over tensor-parallel stages (3D parallelism).
 #pragma once
 
 #include "common/nn/gpt_config.h"

@@ -1,7 +1,7 @@
 // A model as the pieces it is built from, each buildable alone: its stem (before the repeated
 // blocks), each block, and its head. make_coatnet assembles them; the image models' memory
-// estimate (common/parallel/image_memory_estimate.h) builds them one at a time, so a model too
-// large to build whole on the CPU can still be measured block by block. Blocks with equal keys
+// estimate (common/parallel/planning/image_memory_estimate.h) builds them one at a time, so a model
+// too large to build whole on the CPU can still be measured block by block. Blocks with equal keys
 // are built alike (the same shapes, only their weights differ).
 #pragma once
 

@@ -1,7 +1,7 @@
-// A model as pipeline parallelism cuts it (common/parallel/pipeline_parallel.h): a first part
-// (a GPT's embeddings, an image model's stem), a run of blocks, then a last part (a GPT's final
-// norm and output layer, a classifier's head). A stage is a contiguous run of blocks, with the
-// first part on the first stage and the last part on the last. A GPT (gpt_stage.h) and a model
+// A model as pipeline parallelism cuts it (common/parallel/pipeline/pipeline_parallel.h): a first
+// part (a GPT's embeddings, an image model's stem), a run of blocks, then a last part (a GPT's
+// final norm and output layer, a classifier's head). A stage is a contiguous run of blocks, with
+// the first part on the first stage and the last part on the last. A GPT (gpt_stage.h) and a model
 // assembled from pieces (piece_stages.h) are staged models; the pipeline knows only this.
 #pragma once
 

@@ -6,7 +6,8 @@
 //     one projection), no biases.
 // Weights Normal(0, 0.02) as GPT-2, the residual projections' scaled by 1/sqrt(2 layers). The
 // normalisation and activation factories below are shared with the tensor-parallel cut of the
-// same blocks (common/parallel/tensor_parallel_block.h), so both build the same layers.
+// same blocks (common/parallel/tensor_parallel/tensor_parallel_block.h), so both build the same
+// layers.
 #pragma once
 
 #include <cstdint>

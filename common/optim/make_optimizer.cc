@@ -1,4 +1,4 @@
-// Optimizers by name.
+// Optimizer kinds: their names, their traits, and the optimizers they build.
 #include "common/optim/make_optimizer.h"
 
 #include "common/optim/large_batch.h"
@@ -6,9 +6,65 @@
 
 namespace course::optim {
 
-const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names = {"sgd", "adamw", "lars", "lamb", "lion"};
-  return names;
+const char* optimizer_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return "sgd";
+    case OptimizerKind::kAdamW:
+      return "adamw";
+    case OptimizerKind::kLars:
+      return "lars";
+    case OptimizerKind::kLamb:
+      return "lamb";
+    case OptimizerKind::kLion:
+      return "lion";
+    case OptimizerKind::kOneBitAdam:
+      return "onebit-adam";
+    case OptimizerKind::kOneBitLamb:
+      return "onebit-lamb";
+  }
+  COURSE_FAIL("optimizer kind ", static_cast<int>(kind), " has no name");
+}
+
+std::vector<std::pair<std::string, OptimizerKind>> optimizer_choices(bool with_onebit) {
+  std::vector<std::pair<std::string, OptimizerKind>> choices;
+  for (OptimizerKind kind :
+       {OptimizerKind::kSgd, OptimizerKind::kAdamW, OptimizerKind::kLars, OptimizerKind::kLamb,
+        OptimizerKind::kLion, OptimizerKind::kOneBitAdam, OptimizerKind::kOneBitLamb}) {
+    if (with_onebit || !is_onebit(kind)) choices.emplace_back(optimizer_name(kind), kind);
+  }
+  return choices;
+}
+
+bool is_onebit(OptimizerKind kind) {
+  return kind == OptimizerKind::kOneBitAdam || kind == OptimizerKind::kOneBitLamb;
+}
+
+bool has_eps(OptimizerKind kind) {
+  return kind == OptimizerKind::kAdamW || kind == OptimizerKind::kLamb || is_onebit(kind);
+}
+
+bool has_betas(OptimizerKind kind) { return has_eps(kind) || kind == OptimizerKind::kLion; }
+
+bool updates_elementwise(OptimizerKind kind) {
+  return kind == OptimizerKind::kSgd || kind == OptimizerKind::kAdamW ||
+         kind == OptimizerKind::kLion;
+}
+
+int state_tensors_per_parameter(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kLars:
+    case OptimizerKind::kLion:
+      return 1;
+    case OptimizerKind::kAdamW:
+    case OptimizerKind::kLamb:
+      return 2;
+    case OptimizerKind::kOneBitAdam:
+    case OptimizerKind::kOneBitLamb:
+      return 3;
+  }
+  COURSE_FAIL("optimizer kind ", static_cast<int>(kind), " has no state figures");
 }
 
 namespace {
@@ -30,27 +86,30 @@ LambOptions lamb_options(const OptimizerFlags& f) { return adam_like_options<Lam
 
 std::unique_ptr<Optimizer> make_optimizer(
     const OptimizerFlags& f, std::vector<std::pair<std::string, nn::Parameter*>> params) {
-  if (f.name == "sgd") {
-    return std::make_unique<Sgd>(
-        params, SgdOptions{.lr = f.lr, .momentum = f.momentum, .weight_decay = f.weight_decay});
+  switch (f.kind) {
+    case OptimizerKind::kSgd:
+      return std::make_unique<Sgd>(
+          params, SgdOptions{.lr = f.lr, .momentum = f.momentum, .weight_decay = f.weight_decay});
+    case OptimizerKind::kAdamW:
+      return std::make_unique<AdamW>(params, adamw_options(f));
+    case OptimizerKind::kLars:
+      return std::make_unique<Lars>(
+          params, LarsOptions{.lr = f.lr, .momentum = f.momentum, .weight_decay = f.weight_decay});
+    case OptimizerKind::kLamb:
+      return std::make_unique<Lamb>(params, lamb_options(f));
+    case OptimizerKind::kLion: {
+      LionOptions o{.lr = f.lr, .weight_decay = f.weight_decay};
+      o.beta1 = f.beta1.value_or(o.beta1);
+      o.beta2 = f.beta2.value_or(o.beta2);
+      return std::make_unique<Lion>(params, o);
+    }
+    case OptimizerKind::kOneBitAdam:
+    case OptimizerKind::kOneBitLamb:
+      break;
   }
-  if (f.name == "adamw") {
-    return std::make_unique<AdamW>(params, adamw_options(f));
-  }
-  if (f.name == "lars") {
-    return std::make_unique<Lars>(
-        params, LarsOptions{.lr = f.lr, .momentum = f.momentum, .weight_decay = f.weight_decay});
-  }
-  if (f.name == "lamb") {
-    return std::make_unique<Lamb>(params, lamb_options(f));
-  }
-  if (f.name == "lion") {
-    LionOptions o{.lr = f.lr, .weight_decay = f.weight_decay};
-    o.beta1 = f.beta1.value_or(o.beta1);
-    o.beta2 = f.beta2.value_or(o.beta2);
-    return std::make_unique<Lion>(params, o);
-  }
-  COURSE_FAIL("unknown optimizer '", f.name, "' (sgd, adamw, lars, lamb or lion)");
+  COURSE_FAIL("--optimizer ", optimizer_name(f.kind),
+              " averages its momentum over data-parallel ranks: build it with "
+              "parallel::make_parallel_optimizer");
 }
 
 }  // namespace course::optim

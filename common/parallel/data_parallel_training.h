@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "common/parallel/data_parallel_model.h"
+#include "common/parallel/data_parallel/data_parallel_model.h"
 #include "common/parallel/training_parallelism.h"
 
 namespace course::parallel {

@@ -10,7 +10,7 @@
 #include "common/nn/context_split.h"
 #include "common/nn/piece_stages.h"
 #include "common/optim/gradient_clipping.h"
-#include "common/parallel/gradient_average.h"
+#include "common/parallel/data_parallel/gradient_average.h"
 
 namespace course::parallel {
 

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "common/nn/gpt.h"
-#include "common/parallel/pipeline_parallel.h"
-#include "common/parallel/process_grid.h"
-#include "common/parallel/tensor_parallel_gpt.h"
-#include "common/parallel/tensor_parallel_vit.h"
+#include "common/parallel/comm/process_grid.h"
+#include "common/parallel/pipeline/pipeline_parallel.h"
+#include "common/parallel/tensor_parallel/tensor_parallel_gpt.h"
+#include "common/parallel/tensor_parallel/tensor_parallel_vit.h"
 #include "common/parallel/training_parallelism.h"
 #include "common/tensor/device_timer.h"
 

@@ -18,7 +18,7 @@
 #include "common/core/step_phase.h"
 #include "common/data/token_windows.h"
 #include "common/nn/module.h"
-#include "common/parallel/pipeline_measurement.h"
+#include "common/parallel/pipeline/pipeline_measurement.h"
 
 namespace course::parallel {
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 
 namespace {
 

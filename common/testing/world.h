@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 
 namespace course::testing {
 

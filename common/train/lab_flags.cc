@@ -15,6 +15,14 @@ void add_switch(CLI::App& app, const std::string& name, bool& value, const std::
   app.add_flag("--" + name + ",!--no-" + name, value, help)->default_str(value ? "on" : "off");
 }
 
+void add_named_choice(CLI::App& app, const std::string& flag, const std::vector<std::string>& names,
+                      const std::string& shown_default, std::function<void(const std::string&)> set,
+                      const std::string& help) {
+  app.add_option_function<std::string>(flag, std::move(set), help)
+      ->check(CLI::IsMember(names))
+      ->default_str(shown_default);
+}
+
 void add_data_flags(CLI::App& app, DataFlags& f) {
   app.add_option("--data-dir", f.data_dir,
                  "dataset folder: Fashion-MNIST, CIFAR-10's binary batches, train.pack + "

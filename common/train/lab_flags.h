@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/data/open_dataset.h"
@@ -66,6 +68,32 @@ void add_step_flags(CLI::App& app, RunFlags& flags);
 
 // A flag with an on and an off form (--pin-memory / --no-pin-memory), as the course's script.
 void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help);
+
+// A flag that takes one of `names`, handed to `set` once parsed; the help shows `shown_default`.
+void add_named_choice(CLI::App& app, const std::string& flag, const std::vector<std::string>& names,
+                      const std::string& shown_default, std::function<void(const std::string&)> set,
+                      const std::string& help);
+
+// A flag whose names map to a type's values (an enum), parsed into `target` once, so that no
+// code after the flags compares the name; the help lists the names and the default's.
+template <class T>
+void add_choice(CLI::App& app, const std::string& flag, T& target,
+                const std::vector<std::pair<std::string, T>>& choices, const std::string& help) {
+  std::vector<std::string> names;
+  std::string shown_default;
+  for (const auto& [name, value] : choices) {
+    names.push_back(name);
+    if (value == target) shown_default = name;
+  }
+  add_named_choice(
+      app, flag, names, shown_default,
+      [&target, choices](const std::string& chosen) {
+        for (const auto& [name, value] : choices) {
+          if (name == chosen) target = value;
+        }
+      },
+      help);
+}
 
 // Parses argv; --help prints the usage and exits 0, a bad flag prints one message and exits
 // non-zero (CLI11's behaviour, the same in every lab).

@@ -7,7 +7,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/reduce.h"
-#include "common/parallel/ddp.h"
+#include "common/parallel/data_parallel/ddp.h"
 
 namespace course::train {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/tensor/tensor.h"
 
 namespace course::train {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/core/error.h"
-#include "common/parallel/gather_strings.h"
+#include "common/parallel/comm/gather_strings.h"
 
 namespace course::train {
 

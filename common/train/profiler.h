@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/tensor/device.h"
 #include "common/tensor/device_timer.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/nn/sequential.h"
-#include "common/parallel/sharded_data_parallel.h"
+#include "common/parallel/data_parallel/sharded_data_parallel.h"
 #include "common/train/checkpoint.h"
 
 namespace course::train {

@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "common/kernels/math_mode.h"
-#include "common/parallel/ddp.h"
-#include "common/parallel/rank_setup.h"
+#include "common/parallel/comm/rank_setup.h"
+#include "common/parallel/data_parallel/ddp.h"
 #include "common/tensor/allocator.h"
 #include "common/train/checkpoint.h"
 #include "common/train/loss_window.h"

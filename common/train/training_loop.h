@@ -29,7 +29,7 @@
 #include "common/nn/module.h"
 #include "common/optim/gradient_clipping.h"
 #include "common/optim/optimizer.h"
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/tensor/host_waits.h"
 #include "common/train/chronometer.h"
 #include "common/train/energy_meter.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "common/parallel/ddp.h"
+#include "common/parallel/data_parallel/ddp.h"
 #include "common/tensor/allocator.h"
 #include "common/train/training_loop.h"
 

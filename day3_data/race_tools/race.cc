@@ -13,8 +13,8 @@
 
 #include "common/core/error.h"
 #include "common/core/format.h"
-#include "common/parallel/communicator.h"
-#include "common/parallel/ddp.h"
+#include "common/parallel/comm/communicator.h"
+#include "common/parallel/data_parallel/ddp.h"
 #include "common/tensor/device.h"
 #include "common/train/lab_main.h"
 #include "common/train/training_loop.h"
@@ -55,7 +55,7 @@ nlohmann::json recipe_json(const LabOptions& o) {
           {"lr", decimal(o.lr)},
           {"wd", decimal(o.wd)},
           {"mom", decimal(o.mom)},
-          {"optimizer", o.optimizer},
+          {"optimizer", course::optim::optimizer_name(o.optimizer)},
           {"schedule", o.schedule},
           {"auto_augment", o.auto_augment},
           {"mixup", decimal(o.mixup)},

@@ -39,7 +39,7 @@ fi
 }
 # A bundle carries its own shared libraries (the CUDA and driver libraries come from the node),
 # and Open MPI too when made --with-mpi: relocated here, its plugins found beside it (a process
-# started without mpirun needs no daemon: common/parallel/communicator.cc).
+# started without mpirun needs no daemon: common/parallel/comm/communicator.cc).
 [[ -d $root/lib ]] && export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [[ -d $root/mpi ]]; then
   export OPAL_PREFIX=$root/mpi PATH=$root/mpi/bin:$PATH

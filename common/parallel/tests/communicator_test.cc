@@ -1,6 +1,6 @@
 // The MPI communicator on 2 and 4 CPU ranks (run under mpirun by communicator_test.sh): every
 // collective against values each rank can compute on its own, sub-communicators, and misuse.
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "common/kernels/elementwise.h"
-#include "common/parallel/rank_setup.h"
+#include "common/parallel/comm/rank_setup.h"
 #include "common/tensor/host_waits.h"
 #include "common/testing/world.h"
 

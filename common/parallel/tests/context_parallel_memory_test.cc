@@ -12,9 +12,9 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/context_split.h"
 #include "common/nn/gpt.h"
-#include "common/parallel/memory_estimate.h"
-#include "common/parallel/process_grid.h"
-#include "common/parallel/tensor_parallel_gpt.h"
+#include "common/parallel/comm/process_grid.h"
+#include "common/parallel/planning/memory_estimate.h"
+#include "common/parallel/tensor_parallel/tensor_parallel_gpt.h"
 #include "common/tensor/allocator.h"
 
 namespace course::parallel {

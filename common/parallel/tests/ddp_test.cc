@@ -4,7 +4,7 @@
 // parameters. With batch norm, only synchronised batch norm keeps that parity. Sums over ranks
 // happen in another order than sums over the batch, so the comparison allows f32 rounding: |ddp -
 // reference| <= 1e-5 + 1e-4 |reference|.
-#include "common/parallel/ddp.h"
+#include "common/parallel/data_parallel/ddp.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/core/error.h"
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 
 using namespace course;
 using namespace course::parallel;

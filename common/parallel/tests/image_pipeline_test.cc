@@ -16,7 +16,7 @@
 #include "common/nn/models.h"
 #include "common/nn/piece_stages.h"
 #include "common/optim/optimizer.h"
-#include "common/parallel/pipeline_parallel.h"
+#include "common/parallel/pipeline/pipeline_parallel.h"
 #include "common/parallel/tests/training_trace.h"
 #include "common/testing/tolerance.h"
 

@@ -5,7 +5,7 @@
 // holds, so the estimate must account for the whole step. Tolerance: within 15% of the measured
 // peak (f32 runs land within 4%, bf16 within 13%: the 16-bit casts of weights and gradients in
 // backward are not itemised). The ZeRO paper's formulas are checked by hand values.
-#include "common/parallel/memory_estimate.h"
+#include "common/parallel/planning/memory_estimate.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/autocast.h"
 #include "common/optim/optimizer.h"
-#include "common/parallel/data_parallel_model.h"
+#include "common/parallel/data_parallel/data_parallel_model.h"
 
 namespace course::parallel {
 namespace {

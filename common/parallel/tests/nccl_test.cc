@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "common/kernels/elementwise.h"
-#include "common/parallel/communicator.h"
-#include "common/parallel/rank_setup.h"
+#include "common/parallel/comm/communicator.h"
+#include "common/parallel/comm/rank_setup.h"
 
 namespace course::parallel {
 namespace {

@@ -11,9 +11,9 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
 #include "common/optim/large_batch.h"
+#include "common/parallel/data_parallel/ddp.h"
+#include "common/parallel/data_parallel/onebit_optimizer.h"
 #include "common/parallel/data_parallel_training.h"
-#include "common/parallel/ddp.h"
-#include "common/parallel/onebit_optimizer.h"
 #include "common/parallel/tests/parity_subjects.h"
 #include "common/testing/parameter_values.h"
 #include "common/testing/world.h"
@@ -195,27 +195,34 @@ GptRun train_gpt(const optim::OptimizerFlags& flags, int steps) {
 }
 
 // The 1-bit optimizer `onebit` during its warm-up (freeze_step past the run) against `base`.
-void expect_warm_up_is_its_base(const std::string& base, const std::string& onebit) {
-  const optim::OptimizerFlags flags{.name = base, .lr = 3e-3f, .weight_decay = 0.1f};
+void expect_warm_up_is_its_base(optim::OptimizerKind base, optim::OptimizerKind onebit) {
+  const optim::OptimizerFlags flags{.kind = base, .lr = 3e-3f, .weight_decay = 0.1f};
   optim::OptimizerFlags onebit_flags = flags;
-  onebit_flags.name = onebit;
+  onebit_flags.kind = onebit;
   onebit_flags.freeze_step = 100;
   const GptRun want = train_gpt(flags, 3), got = train_gpt(onebit_flags, 3);
   for (size_t step = 0; step < want.parameters.size(); ++step) {
-    ASSERT_EQ(got.parameters[step], want.parameters[step]) << onebit << " step " << step;
+    ASSERT_EQ(got.parameters[step], want.parameters[step])
+        << optim::optimizer_name(onebit) << " step " << step;
   }
 }
 
-TEST(OneBitAdam, WarmUpIsAdamWBitForBit) { expect_warm_up_is_its_base("adamw", "onebit-adam"); }
+TEST(OneBitAdam, WarmUpIsAdamWBitForBit) {
+  expect_warm_up_is_its_base(optim::OptimizerKind::kAdamW, optim::OptimizerKind::kOneBitAdam);
+}
 
-TEST(OneBitLamb, WarmUpIsLambBitForBit) { expect_warm_up_is_its_base("lamb", "onebit-lamb"); }
+TEST(OneBitLamb, WarmUpIsLambBitForBit) {
+  expect_warm_up_is_its_base(optim::OptimizerKind::kLamb, optim::OptimizerKind::kOneBitLamb);
+}
 
 // After the warm-up DDP stops reducing gradients, the momentum travels as signs, and every rank
 // still applies the same update.
 TEST(OneBitAdam, CompressedStepsKeepGradientsLocalAndSendAThirtySecondOfTheBytes) {
   if (world()->size() == 1) GTEST_SKIP() << "needs several ranks";
-  const optim::OptimizerFlags flags{
-      .name = "onebit-adam", .lr = 3e-3f, .weight_decay = 0.1f, .freeze_step = 2};
+  const optim::OptimizerFlags flags{.kind = optim::OptimizerKind::kOneBitAdam,
+                                    .lr = 3e-3f,
+                                    .weight_decay = 0.1f,
+                                    .freeze_step = 2};
   const GptRun run = train_gpt(flags, 5);
   for (int step = 0; step < 5; ++step) {
     EXPECT_EQ(run.local_gradients[step], step >= 2) << "step " << step;

@@ -25,13 +25,13 @@ struct Run {
 
 // `subject` trained 3 steps over `comm` (one process: a communicator of this rank alone).
 Run train(parity::Subject (*subject)(), std::shared_ptr<Communicator> comm,
-          const std::string& optimizer_name, int micro_batches, bool in_backward) {
+          optim::OptimizerKind optimizer_kind, int micro_batches, bool in_backward) {
   parity::Subject s = subject();
   DataParallelTraining training(
       std::make_unique<DataParallelModel>(*s.model, *s.blocks, comm, DataParallelOptions{}), comm,
       micro_batches, std::nullopt);
   const auto optimizer = optim::make_optimizer(
-      {.name = optimizer_name, .lr = 3e-3f, .weight_decay = 0.1f}, training.optimized());
+      {.kind = optimizer_kind, .lr = 3e-3f, .weight_decay = 0.1f}, training.optimized());
   std::unique_ptr<OptimizerInBackward> fused;
   if (in_backward) fused = std::make_unique<OptimizerInBackward>(*optimizer, training);
   Run run;
@@ -69,10 +69,12 @@ Run train(parity::Subject (*subject)(), std::shared_ptr<Communicator> comm,
 
 void expect_same_steps(parity::Subject (*subject)(), std::shared_ptr<Communicator> comm,
                        const std::string& what) {
-  for (const std::string optimizer : {"adamw", "lamb"}) {
+  for (const optim::OptimizerKind kind :
+       {optim::OptimizerKind::kAdamW, optim::OptimizerKind::kLamb}) {
+    const char* optimizer = optim::optimizer_name(kind);
     for (int micro_batches : {1, 2}) {
-      const Run usual = train(subject, comm, optimizer, micro_batches, false);
-      const Run fused = train(subject, comm, optimizer, micro_batches, true);
+      const Run usual = train(subject, comm, kind, micro_batches, false);
+      const Run fused = train(subject, comm, kind, micro_batches, true);
       EXPECT_FALSE(fused.gradients_kept) << what << " " << optimizer;
       for (size_t step = 0; step < usual.parameters.size(); ++step) {
         ASSERT_EQ(fused.parameters[step], usual.parameters[step])
@@ -100,7 +102,8 @@ TEST(OptimizerInBackward, ShardedModesRefuseIt) {
       std::make_unique<DataParallelModel>(*s.model, *s.blocks, world(),
                                           DataParallelOptions{.sharding = Sharding::kZero3}),
       world(), 1, std::nullopt);
-  const auto optimizer = optim::make_optimizer({.name = "adamw"}, training.optimized());
+  const auto optimizer =
+      optim::make_optimizer({.kind = optim::OptimizerKind::kAdamW}, training.optimized());
   const std::string error =
       testing::error_of([&] { OptimizerInBackward fused(*optimizer, training); });
   EXPECT_NE(error.find("needs DDP or one process"), std::string::npos) << error;

@@ -6,7 +6,7 @@
 // pass MPI's eager limit, with SGD). After each step the losses agree and
 // each stage's parameters equal the single process's of the same name, the last stage's copy of the
 // tied token embedding included; at the end every rank's gathered model is the single process's.
-#include "common/parallel/pipeline_parallel.h"
+#include "common/parallel/pipeline/pipeline_parallel.h"
 
 #include <gtest/gtest.h>
 

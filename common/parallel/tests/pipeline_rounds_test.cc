@@ -6,7 +6,7 @@
 // order is unambiguous). Schedules a trainee might write wrong are errors naming the stage, never a
 // hang. The timetable's own bubble for given pass lengths equals each schedule's formula when the
 // passes take as long, and a hand-computed replay otherwise, with messages and shared cores too.
-#include "common/parallel/pipeline_rounds.h"
+#include "common/parallel/pipeline/pipeline_rounds.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // event simulation of p stages (forward 1 time unit, backward 2, or 1 for its input-gradient
 // half and 1 for its weight pass where zb-h1 splits it; zb-h1 also with other lengths), which
 // must finish (no stage waits forever) in the time the course's formulas give.
-#include "common/parallel/pipeline_schedule.h"
+#include "common/parallel/pipeline/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/core/error.h"
-#include "common/parallel/pipeline_measurement.h"
+#include "common/parallel/pipeline/pipeline_measurement.h"
 
 namespace course::parallel {
 namespace {

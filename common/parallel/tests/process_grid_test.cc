@@ -3,7 +3,7 @@
 // all-reducing world ranks against the sets computed from the layout formula), its rank is
 // the coordinate, the pipeline neighbours are the adjacent stages, and a shape that does not
 // multiply to the world's size is one clear error on every rank.
-#include "common/parallel/process_grid.h"
+#include "common/parallel/comm/process_grid.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

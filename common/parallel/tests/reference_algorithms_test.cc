@@ -6,8 +6,8 @@
 
 #include "common/data/distributed_sampler.h"
 #include "common/data/permutation.h"
-#include "common/parallel/bucket_plan.h"
-#include "common/parallel/ring_allreduce.h"
+#include "common/parallel/comm/ring_allreduce.h"
+#include "common/parallel/data_parallel/bucket_plan.h"
 
 namespace course::parallel {
 namespace {

@@ -4,7 +4,7 @@
 // in a chunk's start shows) and signed scores large enough that a wrong merge cannot hide. (The
 // load-balanced positions: common/nn/tests/context_split_test; the blocks' kernels on every
 // device: common/kernels/tests/attention_blocks_test.)
-#include "common/parallel/ring_attention.h"
+#include "common/parallel/context_parallel/ring_attention.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 // reference: DDP whose layers compute, under bf16 autocast, from the parameters rounded to bf16
 // while the optimizer updates the f32 masters, which is what the sharded ranks compute from.
 // There the f32 masters gathered from every shard are compared, and they match bit for bit too.
-#include "common/parallel/sharded_data_parallel.h"
+#include "common/parallel/data_parallel/sharded_data_parallel.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@
 #include "common/nn/autocast.h"
 #include "common/nn/model_pieces.h"
 #include "common/optim/optimizer.h"
-#include "common/parallel/ddp.h"
+#include "common/parallel/data_parallel/ddp.h"
 #include "common/parallel/tests/parity_subjects.h"
 #include "common/testing/parameter_values.h"
 #include "common/testing/tolerance.h"

@@ -3,7 +3,7 @@
 // activations between blocks against the shapes its design gives (28 px: the stem halves to
 // 14, the first MBConv to 7, the tokens 49, the last stage halves them to 9), in both memory
 // formats, and its cut by compute against its cut by parameters.
-#include "common/parallel/stage_split.h"
+#include "common/parallel/pipeline/stage_split.h"
 
 #include <gtest/gtest.h>
 

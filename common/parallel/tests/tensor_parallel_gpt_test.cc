@@ -6,7 +6,7 @@
 // every SGD step and, after each, every rank's parameters equal the same rows, columns or copies
 // of the whole model's (by the rule each layer is cut with); at the end the stages and slices
 // gathered back into a whole model on every rank equal the single process's model.
-#include "common/parallel/tensor_parallel_gpt.h"
+#include "common/parallel/tensor_parallel/tensor_parallel_gpt.h"
 
 #include <gtest/gtest.h>
 
@@ -17,13 +17,13 @@
 #include "common/kernels/elementwise.h"
 #include "common/nn/context_split.h"
 #include "common/optim/optimizer.h"
-#include "common/parallel/gradient_average.h"
-#include "common/parallel/pipeline_parallel.h"
-#include "common/parallel/process_grid.h"
-#include "common/parallel/rank_groups.h"
-#include "common/parallel/tensor_parallel_attention.h"
+#include "common/parallel/comm/process_grid.h"
+#include "common/parallel/data_parallel/gradient_average.h"
+#include "common/parallel/pipeline/pipeline_parallel.h"
+#include "common/parallel/tensor_parallel/rank_groups.h"
+#include "common/parallel/tensor_parallel/tensor_parallel_attention.h"
+#include "common/parallel/tensor_parallel/tp_mappings.h"
 #include "common/parallel/tests/random_windows.h"
-#include "common/parallel/tp_mappings.h"
 #include "common/testing/tolerance.h"
 
 namespace course::parallel {

@@ -3,7 +3,7 @@
 // FLOP/s at half efficiency, 100 B/s within a node, 10 across), a 2-layer Llama, a 2-block ViT,
 // and a made-up model of unequal blocks; CoAtNet's measured workload against its parameter
 // count, the ViT's closed form against the measured pieces.
-#include "common/parallel/throughput_model.h"
+#include "common/parallel/planning/throughput_model.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "common/core/error.h"
 #include "common/nn/coatnet.h"
-#include "common/parallel/piece_measurement.h"
+#include "common/parallel/planning/piece_measurement.h"
 
 namespace course::parallel {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/nn/module.h"
-#include "common/parallel/communicator.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/testing/tolerance.h"
 
 namespace course::parallel {

@@ -15,7 +15,7 @@
 #include "common/kernels/multiply_adds.h"
 #include "common/nn/gpt_config.h"
 #include "common/nn/models.h"
-#include "common/parallel/workload.h"
+#include "common/parallel/planning/workload.h"
 #include "common/train/classifier_step.h"
 
 namespace course::train {

@@ -1,0 +1,124 @@
+// Wrapping the blocks, the root unit, and the step's collective bookkeeping.
+#include "common/parallel/data_parallel/sharded_data_parallel.h"
+
+#include <set>
+
+#include "common/optim/gradient_clipping.h"
+#include "common/parallel/data_parallel/gradient_average.h"
+
+namespace course::parallel {
+
+ShardingUnits sharding_units(nn::Module& model, nn::Sequential& blocks) {
+  ShardingUnits units;
+  std::set<const nn::Parameter*> in_blocks;
+  for (const nn::Module::Child& child : blocks.children()) {
+    std::vector<nn::Parameter*> params = child.module->parameters();
+    if (params.empty()) continue;
+    in_blocks.insert(params.begin(), params.end());
+    units.emplace_back(child.name, std::move(params));
+  }
+  std::vector<nn::Parameter*> rest;
+  for (nn::Parameter* p : model.parameters()) {
+    if (!in_blocks.count(p)) rest.push_back(p);
+  }
+  if (!rest.empty()) units.emplace(units.begin(), "root", std::move(rest));
+  return units;
+}
+
+ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& blocks,
+                                         std::shared_ptr<Communicator> comm,
+                                         const ShardingOptions& options)
+    : model_(model),
+      groups_(make_shard_groups(
+          comm, parallel::shard_group_size(options, comm->size(), comm->local_size()))),
+      policy_(policy_of(options.sharding)) {
+  blocks.wrap_children([&](nn::ModulePtr block) -> nn::ModulePtr {
+    if (block->parameters().empty()) return block;
+    return std::make_unique<ShardedBlock>(std::move(block), groups_, options);
+  });
+  for (const nn::Module::Child& child : blocks.children()) {
+    if (auto* block = dynamic_cast<ShardedBlock*>(child.module))
+      blocks_.emplace_back(child.name, block);
+  }
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    blocks_[i].second->set_neighbours(i > 0 ? blocks_[i - 1].second : nullptr,
+                                      i + 1 < blocks_.size() ? blocks_[i + 1].second : nullptr);
+  }
+  const ShardingUnits units = sharding_units(model_, blocks);
+  const std::vector<nn::Parameter*> rest = !units.empty() && units.front().first == "root"
+                                               ? units.front().second
+                                               : std::vector<nn::Parameter*>{};
+  if (!rest.empty()) {
+    root_ = std::make_unique<ShardedUnit>(rest, groups_, options.cpu_offload, options.param_dtype);
+    if (policy_.keep_full_gradients) root_->allocate_gradients();
+  }
+  // Between steps a unit holds what its strategy keeps: zero3 and shard-grad-op only shards.
+  if (policy_.reshard_after_backward) release_all();
+}
+
+std::vector<ShardedUnit*> ShardedDataParallel::units() {
+  std::vector<ShardedUnit*> out;
+  if (root_) out.push_back(root_.get());
+  for (auto& [name, block] : blocks_) out.push_back(&block->unit());
+  return out;
+}
+
+std::vector<std::pair<std::string, nn::Parameter*>> ShardedDataParallel::shard_parameters() {
+  std::vector<std::pair<std::string, nn::Parameter*>> out;
+  if (root_) out.emplace_back("root.shard", &root_->shard());
+  for (auto& [name, block] : blocks_) out.emplace_back(name + ".shard", &block->unit().shard());
+  return out;
+}
+
+void ShardedDataParallel::zero_grad() {
+  for (ShardedUnit* unit : units()) unit->zero_grad();
+}
+
+void ShardedDataParallel::after_step() {
+  if (policy_.reshard_after_backward) return;
+  for (ShardedUnit* unit : units()) unit->start_refresh();
+  for (ShardedUnit* unit : units()) unit->finish_refresh();
+}
+
+void ShardedDataParallel::gather_all() {
+  for (ShardedUnit* unit : units()) unit->start_gather();
+  for (ShardedUnit* unit : units()) unit->gather();
+}
+
+Tensor ShardedDataParallel::squared_gradient_norm() {
+  std::vector<nn::Parameter*> shards;
+  for (const auto& named : shard_parameters()) shards.push_back(named.second);
+  return sum_over_ranks(optim::squared_gradient_sum(shards), *groups_.shard);
+}
+
+double ShardedDataParallel::bytes_sent() const {
+  double bytes = groups_.world->traffic().bytes;
+  if (groups_.shard != groups_.world) bytes += groups_.shard->traffic().bytes;
+  return bytes + groups_.replicate->traffic().bytes;
+}
+
+double ShardedDataParallel::waited_seconds() {
+  double total = 0;
+  for (ShardedUnit* unit : units()) total += unit->waited_seconds();
+  return total;
+}
+
+void ShardedDataParallel::release_all() {
+  for (ShardedUnit* unit : units()) unit->release();
+}
+
+Tensor ShardedDataParallel::run_forward(const Tensor& x, nn::Context& ctx) {
+  if (root_) root_->gather();
+  return model_.forward(x, ctx.child(0));
+}
+
+Tensor ShardedDataParallel::run_backward(const Tensor& dy, nn::Context& ctx) {
+  if (root_) root_->allocate_gradients();
+  Tensor dx = model_.backward(dy, ctx.child_fed_input(0));
+  if (root_) root_->reduce_gradients(policy_.keep_full_gradients);
+  for (ShardedUnit* unit : units()) unit->finish_reduction();
+  if (root_ && policy_.reshard_after_backward) root_->release();
+  return dx;
+}
+
+}  // namespace course::parallel

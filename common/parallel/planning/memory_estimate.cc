@@ -1,0 +1,247 @@
+// The memory estimate, component by component. a = batch x tokens x channels: the size of one
+// activation of the residual stream; s = bytes of the compute dtype. What each layer saves is
+// what its forward puts in its context (common/nn): LayerNorm and RMSNorm their f32 input and
+// per-token statistics, Linear its input in the compute dtype, attention q, k, v and its output
+// by head plus a per-query log-sum-exp, GELU and SwiGLU their input.
+#include "common/parallel/planning/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "common/core/error.h"
+#include "common/core/format.h"
+#include "common/parallel/data_parallel/bucket_plan.h"
+#include "common/parallel/data_parallel/sharding.h"
+#include "common/tensor/allocator.h"
+
+namespace course::parallel {
+
+namespace {
+
+constexpr int64_t kF32 = 4;
+
+int64_t blocks(int64_t count, int64_t bytes) { return allocator_bytes(count, bytes); }
+
+int64_t padded(int64_t numel, int ranks) { return (numel + ranks - 1) / ranks * ranks; }
+
+int64_t sum(const std::vector<int64_t>& numels) {
+  return std::accumulate(numels.begin(), numels.end(), int64_t{0});
+}
+
+// The element counts of a GPT's parameters in parameters() order: the embeddings before the
+// blocks, each block's, the rest after. GPT-2: wte, wpe, each block's ln_1, c_attn, attention
+// c_proj, ln_2, c_fc, MLP c_proj (weight then bias), the final LayerNorm (the output layer's
+// weight is the token embedding). Llama: wte, each block's attention_norm, wqkv, wo, ffn_norm,
+// w13, w2, the final RMSNorm, and lm_head when untied.
+ParameterLayout gpt_parameters(const nn::GptConfig& m) {
+  const int64_t c = m.channels;
+  std::vector<int64_t> block;
+  ParameterLayout p;
+  if (m.llama()) {
+    const int64_t f = m.feed_forward_width();
+    const int64_t qkv = (m.heads + 2 * m.key_value_heads()) * m.head_dim();
+    p.before = {m.vocabulary * c};
+    block = {c, qkv * c, c * c, c, 2 * f * c, f * c};
+    p.after = {c};
+    if (!m.tied_head) p.after.push_back(m.vocabulary * c);
+  } else {
+    p.before = {m.vocabulary * c, m.context * c};
+    block = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c};
+    p.after = {c, c};
+  }
+  p.units.assign(m.layers, block);
+  return p;
+}
+
+struct Sizes {
+  int64_t tokens;      // batch x context (this rank's part of it under context parallelism)
+  int64_t a;           // tokens x channels
+  int64_t s;           // bytes of the compute dtype
+  int64_t logits;      // tokens x vocabulary
+  int64_t statistics;  // bytes of a normalisation's per-token statistics
+  int64_t expanded;    // elements of the MLP's expansion (GELU's or SwiGLU's input)
+  int64_t hidden;      // elements of the MLP projection's input
+};
+
+Sizes sizes_of(const MemoryPlan& p) {
+  const int64_t context = p.context > 0 ? p.context : p.model.context;
+  COURSE_CHECK(p.context_parallel == 1 ||
+                   (p.context_parallel > 1 && context % (2 * p.context_parallel) == 0),
+               "a context of ", context, " does not cut into 2 x ", p.context_parallel,
+               " chunks for context parallelism");
+  const int64_t tokens = p.batch * context / p.context_parallel;
+  const bool llama = p.model.llama();
+  return {.tokens = tokens,
+          .a = tokens * p.model.channels,
+          .s = static_cast<int64_t>(dtype_size(p.compute)),
+          .logits = tokens * p.model.vocabulary,
+          .statistics = (llama ? 1 : 2) * kF32 * tokens,  // rstd (and LayerNorm's mean)
+          .expanded = tokens * p.model.feed_forward_expansion(),
+          .hidden = tokens * p.model.feed_forward_width()};
+}
+
+// The output of a normalisation (f32) as the next Linear saves it: itself under f32, else its
+// cast.
+int64_t linear_input(const Sizes& z) { return blocks(1, z.s * z.a); }
+
+// What one block's forward saves, beyond its input: per normalisation its per-token statistics
+// and the Linear's copy of its output; q, k, v and the attention's output by head, its
+// per-query log-sum-exp, the attention's output (the output projection's input); the residual
+// stream after attention (the second normalisation's input); the activation's input (GELU's,
+// or SwiGLU's gate | up) and output (the MLP projection's input); the block's output.
+int64_t block_activations(const Sizes& z, int64_t heads) {
+  return 2 * (blocks(1, z.statistics) + linear_input(z)) + blocks(1, 3 * z.s * z.a) +
+         2 * blocks(1, z.s * z.a) + blocks(1, kF32 * z.tokens * heads) + 2 * blocks(1, kF32 * z.a) +
+         blocks(1, z.s * z.expanded) + blocks(1, z.s * z.hidden);
+}
+
+void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
+  const int64_t layers = p.model.layers;
+  const std::string each = " (each of " + std::to_string(layers) + ")";
+  std::vector<std::pair<std::string, int64_t>> per_layer = {
+      {"embedding (tokens and its output)", blocks(1, 4 * z.tokens) + blocks(1, kF32 * z.a)}};
+  const int64_t block = block_activations(z, p.model.heads);
+  if (p.checkpoint_activations) {
+    // Each block keeps its input; the one being backed up recomputes everything it saves.
+    per_layer.emplace_back("checkpointed block output" + each, blocks(1, kF32 * z.a));
+    per_layer.emplace_back("recomputed block", block);
+  } else {
+    per_layer.emplace_back("block" + each, block);
+  }
+  per_layer.emplace_back("final normalisation and output layer",
+                         blocks(1, z.statistics) + linear_input(z));
+  per_layer.emplace_back("logits and loss probabilities",
+                         blocks(1, z.s * z.logits) + blocks(1, kF32 * z.logits));
+  for (const auto& [name, bytes] : per_layer) {
+    e.activations += name.find("(each") != std::string::npos ? bytes * layers : bytes;
+  }
+  e.activation_layers = std::move(per_layer);
+}
+
+}  // namespace
+
+int64_t allocator_bytes(int64_t count, int64_t bytes) {
+  return count * static_cast<int64_t>(CachingAllocator::rounded_size(static_cast<size_t>(bytes)));
+}
+
+void add_model_state(const StatePlan& p, const ParameterLayout& layout, MemoryEstimate& e) {
+  const int64_t states = optim::state_tensors_per_parameter(p.optimizer);
+  const int64_t units = static_cast<int64_t>(layout.units.size());
+  if (!p.sharding) {
+    // Every parameter its own value, gradient and states; DDP's buckets hold every gradient.
+    std::vector<int64_t> bytes;
+    for (int64_t numel : layout.before) bytes.push_back(kF32 * numel);
+    for (const std::vector<int64_t>& unit : layout.units) {
+      for (int64_t numel : unit) bytes.push_back(kF32 * numel);
+    }
+    for (int64_t numel : layout.after) bytes.push_back(kF32 * numel);
+    int64_t each = 0;
+    for (int64_t b : bytes) each += blocks(1, b);
+    e.parameters = each;
+    e.gradients = each;
+    e.optimizer_states = states * each;
+    if (p.ranks > 1) {
+      for (const std::vector<size_t>& bucket :
+           plan_gradient_buckets(bytes, p.bucket_bytes, p.first_bucket_bytes)) {
+        int64_t bucket_bytes = 0;
+        for (size_t i : bucket) bucket_bytes += bytes[i];
+        e.communication += blocks(1, bucket_bytes);
+      }
+    }
+    return;
+  }
+  const ShardingPolicy policy = policy_of(*p.sharding);
+  // One copy of the model is cut over the shard group (hybrid-shard, no-shard: not every rank).
+  const int n = shard_group_size({.sharding = *p.sharding, .shard_group_size = p.shard_group_size},
+                                 p.ranks, p.ranks);
+  const int64_t root = padded(sum(layout.before) + sum(layout.after), n);
+  std::vector<int64_t> unit(units);
+  for (int64_t u = 0; u < units; ++u) unit[u] = padded(sum(layout.units[u]), n);
+  const int64_t value_bytes = static_cast<int64_t>(dtype_size(p.param_dtype));
+  // Full values: ZeRO-3 holds the root, the unit being backed up and the one prefetched (before
+  // its gradients: BACKWARD_PRE), the largest such pair; the others hold every unit.
+  const int64_t window = policy.reshard_after_forward ? 1 + (p.backward_prefetch ? 1 : 0) : units;
+  int64_t gathered = 0, largest = 0, shards = blocks(1, kF32 * root / n), all_units = 0;
+  for (int64_t u = 0; u < units; ++u) {
+    int64_t held = 0;
+    for (int64_t v = u; v < std::min(units, u + window); ++v)
+      held += blocks(1, value_bytes * unit[v]);
+    gathered = std::max(gathered, held);
+    largest = std::max(largest, unit[u]);
+    shards += blocks(1, kF32 * unit[u] / n);  // each unit's shard: its master values
+    all_units += blocks(1, kF32 * unit[u]);
+  }
+  e.parameters = blocks(1, value_bytes * root) + gathered;
+  // Full gradients: ZeRO-1 keeps all of them; the others the root's and one unit's at a time.
+  e.gradients =
+      blocks(1, kF32 * root) + (policy.keep_full_gradients ? all_units : blocks(1, kF32 * largest));
+  if (p.cpu_offload) {
+    e.offloaded = (2 + states) * shards;
+  } else {
+    e.parameters += shards;
+    e.gradients += shards;
+    e.optimizer_states = states * shards;
+  }
+  // The reduce-scatter outputs in flight: the root's and a unit's.
+  e.communication = blocks(1, kF32 * root / n) + blocks(1, kF32 * largest / n);
+}
+
+int64_t MemoryEstimate::total() const {
+  return parameters + gradients + optimizer_states + activations + communication + temporaries;
+}
+
+MemoryEstimate estimate_memory(const MemoryPlan& plan) {
+  COURSE_CHECK(plan.state.ranks >= 1 && plan.batch >= 1,
+               "a memory estimate needs ranks and batch >= 1");
+  const Sizes z = sizes_of(plan);
+  MemoryEstimate e;
+  add_model_state(plan.state, gpt_parameters(plan.model), e);
+  add_activations(plan, z, e);
+  // Alive with everything above while the last block's MLP is backed up: the loss's f32
+  // gradient (and its cast to the compute dtype), the residual stream's gradient (and its
+  // cast), and the activation's input and output gradients (one of its saved tensors is
+  // released).
+  const bool cast = z.s != kF32;
+  e.temporaries = blocks(1, kF32 * z.logits) + (cast ? blocks(1, z.s * z.logits) : 0) +
+                  blocks(1, kF32 * z.a) + (cast ? blocks(1, z.s * z.a) : 0) +
+                  blocks(1, z.s * z.expanded);
+  return e;
+}
+
+std::string describe(const MemoryEstimate& e) {
+  std::string out;
+  const auto line = [&out](const std::string& name, int64_t bytes) {
+    char text[160];
+    std::snprintf(text, sizeof(text), "  %-40s %12s\n", name.c_str(), format_bytes(bytes).c_str());
+    out += text;
+  };
+  line("parameters", e.parameters);
+  line("gradients", e.gradients);
+  line("optimizer states", e.optimizer_states);
+  line("activations", e.activations);
+  for (const auto& [name, bytes] : e.activation_layers) line("  " + name, bytes);
+  line("communication buffers", e.communication);
+  line("temporaries (loss gradient)", e.temporaries);
+  line("total", e.total());
+  if (e.offloaded > 0) line("offloaded to host memory (not in total)", e.offloaded);
+  return out;
+}
+
+int64_t zero_paper_bytes(int64_t psi, int stage, int ranks) {
+  COURSE_CHECK(stage >= 0 && stage <= 3 && ranks >= 1, "ZeRO stage 0-3 on >= 1 rank");
+  constexpr int64_t kParams = 2, kGrads = 2, kOptimizer = 12;
+  const int64_t n = ranks;
+  switch (stage) {
+    case 0:
+      return (kParams + kGrads + kOptimizer) * psi;
+    case 1:
+      return (kParams + kGrads) * psi + kOptimizer * psi / n;
+    case 2:
+      return kParams * psi + (kGrads + kOptimizer) * psi / n;
+    default:
+      return (kParams + kGrads + kOptimizer) * psi / n;
+  }
+}
+
+}  // namespace course::parallel

@@ -1,0 +1,85 @@
+// The transformers' workloads in closed form, CoAtNet's measured.
+#include "common/parallel/planning/workload.h"
+
+#include "common/parallel/planning/piece_measurement.h"
+
+namespace course::parallel {
+
+namespace {
+
+// A transformer block's figures (Korthikanti et al.) at s tokens of width h, a heads and an MLP
+// of `mlp_expansion` outputs (its first matrix) into `mlp_width`.
+BlockWork transformer_block_work(double s, double h, double a, double mlp_expansion,
+                                 double mlp_width) {
+  const double mlp = kBf16Bytes * (mlp_expansion + mlp_width) / h;
+  return {.output_elements = s * h,
+          .saved_whole_bytes = 10 * s * h,
+          .saved_cut_bytes = s * h * (8 + mlp) + 5 * a * s * s};
+}
+
+Workload coatnet_workload(const nn::ModelConfig& model) {
+  const MeasuredModel m = measure_pieces(model, 1, DType::kBF16);
+  Workload w{
+      .name = model.name,
+      .sample = "images of " + std::to_string(nn::model_pieces(model).sample.back()) + " px"};
+  for (const PieceFigures& piece : m.pieces) {
+    for (int64_t elements : piece.parameters) w.parameters += static_cast<double>(elements);
+    w.multiply_adds += piece.multiply_adds;
+  }
+  for (size_t b = 1; b + 1 < m.pieces.size(); ++b) {
+    w.blocks.push_back({.output_elements = static_cast<double>(m.pieces[b].output_elements),
+                        .saved_whole_bytes = static_cast<double>(m.pieces[b].saved)});
+  }
+  w.ends.saved_whole_bytes = static_cast<double>(m.pieces.front().saved + m.pieces.back().saved);
+  return w;
+}
+
+}  // namespace
+
+Workload gpt_workload(const nn::GptConfig& c) {
+  const double s = static_cast<double>(c.context), h = static_cast<double>(c.channels);
+  const double v = static_cast<double>(c.vocabulary), layers = static_cast<double>(c.layers);
+  const double block_matrices = static_cast<double>(nn::gpt_parameter_parts(c).block_matrices);
+  Workload w{.name = c.name,
+             .sample = "sequences of " + std::to_string(c.context) + " tokens",
+             .parameters = static_cast<double>(nn::gpt_parameter_count(c)),
+             .multiply_adds = s * (layers * block_matrices + v * h) + 2 * s * s * layers * h,
+             .blocks = {},
+             // the embedding's dropout mask, a byte a value; the logits in f32, cut over tp
+             .ends = {.saved_whole_bytes = s * h, .saved_cut_bytes = 4 * s * v},
+             .heads = c.heads,
+             .key_value_heads = c.key_value_heads(),
+             .sequence = c.context};
+  w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads),
+                                                   static_cast<double>(c.feed_forward_expansion()),
+                                                   static_cast<double>(c.feed_forward_width())));
+  return w;
+}
+
+Workload vit_workload(const nn::VitConfig& c) {
+  const double s = static_cast<double>(c.patches() + 1), h = static_cast<double>(c.channels);
+  const double f = static_cast<double>(c.mlp_width()), classes = static_cast<double>(c.classes);
+  const double pixels = static_cast<double>(c.in_channels * c.image * c.image);
+  const double block_matrices = 4 * h * h + 2 * h * f;
+  Workload w{.name = c.name,
+             .sample = "images of " + std::to_string(c.image) + " px",
+             .parameters = static_cast<double>(nn::vit_parameter_count(c)),
+             // patch embedding (every pixel once into h channels), blocks, class head
+             .multiply_adds = pixels * h +
+                              static_cast<double>(c.layers) * (s * block_matrices + 2 * s * s * h) +
+                              h * classes,
+             .blocks = {},
+             // the image (bf16), a byte a token and channel, the logits in f32
+             .ends = {.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes},
+             .heads = c.heads,
+             .key_value_heads = c.heads};
+  w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads), f, f));
+  return w;
+}
+
+Workload image_workload(const nn::ModelConfig& model) {
+  if (nn::is_vit(model.name)) return vit_workload(nn::vit_config(model));
+  return coatnet_workload(model);
+}
+
+}  // namespace course::parallel
