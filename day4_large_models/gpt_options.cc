@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/nn/coatnet.h"
 #include "common/nn/gpt.h"
-#include "common/nn/vit.h"
+#include "common/nn/model_registry.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/data_parallel/onebit_optimizer.h"
@@ -193,7 +192,9 @@ parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
           .param_dtype = o.param_dtype};
 }
 
-bool image_model(const GptLabOptions& o) { return nn::is_vit(o.model) || nn::is_coatnet(o.model); }
+bool image_model(const GptLabOptions& o) {
+  return nn::family_traits(nn::model_family(o.model)).images;
+}
 
 std::string sharding_flag(const GptLabOptions& o) {
   return o.exercise_zero1 ? kExerciseZero1 : parallel::data_parallel_mode_name(o.sharding);
@@ -213,10 +214,12 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       "Day 4: train a GPT on the embedded text (Debian's fortunes, byte-level tokens), print "
       "its validation loss against the unigram entropy and a generated sample; or, with "
       "--model vit-... or coatnet-..., an image model on the embedded Fashion-MNIST");
-  std::vector<std::string> presets;
-  for (const nn::GptConfig& c : nn::gpt_presets()) presets.push_back(c.name);
-  for (const nn::VitConfig& c : nn::vit_presets()) presets.push_back(c.name);
-  for (const nn::CoatnetConfig& c : nn::coatnet_presets()) presets.push_back(c.name);
+  std::vector<std::string> presets;  // the language models, and the image models in pieces
+  for (const nn::ModelFamily family : nn::model_families()) {
+    const nn::ModelFamilyTraits& traits = nn::family_traits(family);
+    if (traits.images && !traits.in_pieces) continue;
+    for (std::string& name : nn::family_model_names(family)) presets.push_back(std::move(name));
+  }
   train::add_run_flags(app, o, presets);
   add_training_flags(app, o);
   add_estimate_flags(app, o);

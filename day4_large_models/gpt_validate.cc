@@ -4,6 +4,7 @@
 
 #include "common/core/error.h"
 #include "common/nn/gpt.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/models.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
@@ -191,7 +192,7 @@ void validate_image_tensor_parallel(const GptLabOptions& o) {
                "--sequence-parallel cuts a language model's windows; an image model's tokens "
                "stay whole (--tensor-parallel alone cuts a ViT's blocks)");
   if (o.tensor_parallel == 1) return;
-  COURSE_CHECK(nn::is_vit(o.model),
+  COURSE_CHECK(nn::family_traits(nn::model_family(o.model)).transformer_blocks,
                "--tensor-parallel cuts transformer blocks (gpt-..., llama-..., vit-...); ", o.model,
                " trains with data parallelism (DDP or --sharding) and --pipeline-stages");
   const nn::VitConfig config = nn::vit_config({.name = o.model});

@@ -20,6 +20,7 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/nn/coatnet.h"
 #include "common/nn/gpt.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/models.h"
 #include "common/nn/vit.h"
 #include "common/optim/optimizer.h"
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
   int64_t batch = 8, image_size = 28, channels = 1, classes = 10;
   uint32_t seed = 0;
   CLI::App app("One f32 training step of a course model, written for the PyTorch parity check");
-  std::vector<std::string> models = nn::model_names();
+  std::vector<std::string> models = nn::image_model_names();
   for (const nn::GptConfig& c : kParityDecoders) models.push_back(c.name);
   app.add_option("--model", model_name)->check(CLI::IsMember(models));
   app.add_option("--batch", batch)->check(CLI::PositiveNumber);
@@ -177,9 +178,11 @@ int main(int argc, char** argv) {
         tensors.emplace_back(numbered("updated", i), &state.parameters[i].second->value);
       }
     }
-    if (nn::is_vit(model_name)) names["vit"] = vit_json(nn::vit_config(image_model));
-    if (nn::is_coatnet(model_name))
+    const nn::ModelFamily family = nn::model_family(model_name);
+    if (family == nn::ModelFamily::kVit) names["vit"] = vit_json(nn::vit_config(image_model));
+    if (family == nn::ModelFamily::kCoatnet) {
       names["coatnet"] = coatnet_json(nn::coatnet_config(image_model));
+    }
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),
                 state.parameters.size(), static_cast<long long>(batch), loss.host_loss(),

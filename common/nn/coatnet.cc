@@ -132,8 +132,6 @@ CoatnetConfig coatnet_preset(const std::string& name) {
   return find_preset(coatnet_presets(), name, "CoAtNet");
 }
 
-bool is_coatnet(const std::string& name) { return name.rfind("coatnet-", 0) == 0; }
-
 int64_t coatnet_parameter_count(const CoatnetConfig& c) {
   check_config(c);
   int64_t total = c.in_channels * 9 * c.stem + 2 * c.stem + 9 * c.stem * c.stem + c.stem;

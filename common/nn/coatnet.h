@@ -37,7 +37,6 @@ struct CoatnetConfig {
 const std::vector<CoatnetConfig>& coatnet_presets();
 // Throws listing the presets.
 CoatnetConfig coatnet_preset(const std::string& name);
-bool is_coatnet(const std::string& name);
 
 // The sum of the blocks' parameters, worked out from the widths (checked against a built model).
 int64_t coatnet_parameter_count(const CoatnetConfig& config);

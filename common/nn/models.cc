@@ -5,6 +5,7 @@
 
 #include "common/nn/coatnet.h"
 #include "common/nn/linear.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/pooling.h"
 #include "common/nn/residual.h"
 #include "common/nn/vit.h"
@@ -63,35 +64,30 @@ ModulePtr smallnet(const ModelConfig& c, int64_t width, Device device) {
 
 }  // namespace
 
-const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all = {"smallnet", "tinynet", "resnet18-cifar", "resnet18",
-                                    "resnet50"};
-    for (const VitConfig& vit : vit_presets()) all.push_back(vit.name);
-    for (const CoatnetConfig& coatnet : coatnet_presets()) all.push_back(coatnet.name);
-    return all;
-  }();
-  return names;
-}
-
 ModulePtr make_model(const ModelConfig& config, Device device) {
   COURSE_CHECK(config.in_channels > 0 && config.num_classes > 0, "a model needs input channels ",
                "and classes, got ", config.in_channels, " and ", config.num_classes);
   COURSE_CHECK(config.resnet_width > 0, "a ResNet's width must be positive, got ",
                config.resnet_width);
-  if (config.name == "smallnet") return smallnet(config, 32, device);
-  if (config.name == "tinynet") return smallnet(config, 8, device);
-  if (config.name == "resnet18-cifar")
-    return resnet<BasicBlock>(config, {2, 2, 2, 2}, false, device);
-  if (config.name == "resnet18") return resnet<BasicBlock>(config, {2, 2, 2, 2}, true, device);
-  if (config.name == "resnet50") return resnet<Bottleneck>(config, {3, 4, 6, 3}, true, device);
-  if (is_vit(config.name) || is_coatnet(config.name)) {
-    std::mt19937 rng(config.seed);
-    return assemble(model_pieces(config), rng, device);
+  const ModelFamily family = model_family(config.name);
+  switch (family) {
+    case ModelFamily::kSmallNet:
+      return smallnet(config, config.name == "tinynet" ? 8 : 32, device);
+    case ModelFamily::kResNet:
+      if (config.name == "resnet50") return resnet<Bottleneck>(config, {3, 4, 6, 3}, true, device);
+      return resnet<BasicBlock>(config, {2, 2, 2, 2}, config.name == "resnet18", device);
+    case ModelFamily::kVit:
+    case ModelFamily::kCoatnet: {
+      std::mt19937 rng(config.seed);
+      return assemble(model_pieces(config), rng, device);
+    }
+    case ModelFamily::kGpt2:
+    case ModelFamily::kLlama:
+      break;
   }
-  std::string known;
-  for (const auto& name : model_names()) known += (known.empty() ? "" : ", ") + name;
-  COURSE_FAIL("unknown model '", config.name, "' (known: ", known, ")");
+  COURSE_FAIL(config.name, " is a ", family_traits(family).name,
+              " language model, which reads tokens; the image models are smallnet, tinynet, "
+              "the ResNets, the ViTs and the CoAtNets");
 }
 
 namespace {
@@ -120,28 +116,40 @@ ModelConfig preset_model_config(const std::string& name) {
                        .num_classes = preset.classes,
                        .image_size = preset.image};
   };
-  if (is_vit(name)) return own(vit_preset(name));
+  if (model_family(name) == ModelFamily::kVit) return own(vit_preset(name));
   return own(coatnet_preset(name));
 }
 
 int64_t pieces_parameter_count(const ModelConfig& config) {
-  if (is_vit(config.name)) return vit_parameter_count(vit_config(config));
+  if (model_family(config.name) == ModelFamily::kVit) {
+    return vit_parameter_count(vit_config(config));
+  }
   return coatnet_parameter_count(coatnet_config(config));
 }
 
 ModelPieces model_pieces(const ModelConfig& config) {
-  if (is_vit(config.name)) return vit_pieces(vit_config(config));
-  COURSE_CHECK(is_coatnet(config.name), "the models in pieces are ViT's and CoAtNet's, not ",
-               config.name);
+  const ModelFamily family = model_family(config.name);
+  COURSE_CHECK(family_traits(family).in_pieces, "the models in pieces are ViT's and CoAtNet's, ",
+               "not ", family_traits(family).name, "'s ", config.name);
+  if (family == ModelFamily::kVit) return vit_pieces(vit_config(config));
   return coatnet_pieces(coatnet_config(config));
 }
 
 int64_t min_image_size(const std::string& name) {
-  if (is_vit(name)) return vit_preset(name).patch;
-  if (is_coatnet(name)) return coatnet_min_image(coatnet_preset(name));
-  if (name == "smallnet" || name == "tinynet") return 4;  // two 2x2 poolings
-  if (name == "resnet18-cifar") return 8;                 // three stride-2 stages
-  return 32;                                              // stem /4, three stride-2 stages
+  switch (model_family(name)) {
+    case ModelFamily::kVit:
+      return vit_preset(name).patch;
+    case ModelFamily::kCoatnet:
+      return coatnet_min_image(coatnet_preset(name));
+    case ModelFamily::kSmallNet:
+      return 4;  // two 2x2 poolings
+    case ModelFamily::kResNet:
+      return name == "resnet18-cifar" ? 8 : 32;  // 3 stride-2 stages (+ stem /4)
+    case ModelFamily::kGpt2:
+    case ModelFamily::kLlama:
+      break;
+  }
+  COURSE_FAIL(name, " reads tokens, not images");
 }
 
 }  // namespace course::nn

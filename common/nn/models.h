@@ -31,9 +31,7 @@ struct ModelConfig {
   int64_t resnet_width = 64;  // a ResNet's stem and first stage's channels, doubled per stage
 };
 
-const std::vector<std::string>& model_names();
-
-// Throws course::Error for an unknown name (listing the known ones).
+// Throws course::Error for a name no image family registers (model_registry.h).
 ModulePtr make_model(const ModelConfig& config, Device device);
 
 // The ViT or CoAtNet preset `config` names, at its channels, classes and image size (0: the

@@ -28,8 +28,6 @@ VitConfig vit_preset(const std::string& name) {
   return find_preset(vit_presets(), name, "Vision Transformer");
 }
 
-bool is_vit(const std::string& name) { return name.rfind("vit-", 0) == 0; }
-
 int64_t vit_parameter_count(const VitConfig& c) {
   const int64_t ch = c.channels, f = c.mlp_width();
   const int64_t embedding =

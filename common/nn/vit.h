@@ -34,7 +34,6 @@ struct VitConfig {
 const std::vector<VitConfig>& vit_presets();
 // Throws listing the presets.
 VitConfig vit_preset(const std::string& name);
-bool is_vit(const std::string& name);
 
 // patch^2 in C + C + C + (L + 1) C + layers (4 C^2 + 2 C F + 9 C + F) + 2 C + C classes + classes.
 int64_t vit_parameter_count(const VitConfig& config);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/core/launch_rank.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/models.h"
 
 namespace course::train {
@@ -72,7 +73,7 @@ void add_decode_device_flag(CLI::App& app, DataFlags& f) {
 
 void add_training_flags(CLI::App& app, TrainingFlags& f) {
   add_data_flags(app, f);
-  add_run_flags(app, f, nn::model_names());
+  add_run_flags(app, f, nn::image_model_names());
 }
 
 void add_run_flags(CLI::App& app, RunFlags& f, const std::vector<std::string>& models) {

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/core/error.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/models.h"
 #include "day4_large_models/compression/compress_training.h"
 #include "day4_large_models/compression/trained_model.h"
@@ -14,7 +15,7 @@ void add_distill_flags(CLI::App& app, DistillOptions& o) {
   course::train::add_training_flags(app, o);
   add_checkpoint_flag(app, "--teacher", o.teacher, "the trained teacher");
   app.add_option("--teacher-model", o.teacher_model, "the teacher's network")
-      ->check(CLI::IsMember(course::nn::model_names()))
+      ->check(CLI::IsMember(course::nn::image_model_names()))
       ->capture_default_str();
   app.add_option("--temperature", o.temperature, "T, softening both networks' outputs")
       ->capture_default_str();

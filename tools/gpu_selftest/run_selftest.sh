@@ -5,8 +5,9 @@
 # DDP, ZeRO-3, 1F1B and tensor parallelism over NCCL on every visible GPU; day 1's and day 4's
 # steps 2..N counted wait-free, with --cpu on the simulated accelerator), then prints one
 # table (case, device, result, seconds) and exits non-zero if any case failed. A GPU case that
-# skips for want of a GPU counts as failed here: on a GPU node it must run.
-# On a node of one GPU the multi-GPU cases are listed as skipped, and counted apart.
+# skips for want of a GPU counts as failed here: on a GPU node it must run. The multi-rank lab
+# cases compare with one process accumulating the same micro-batches; on a node of one GPU two
+# ranks share it (only NCCL's own test, which needs a GPU per rank, is listed as skipped).
 #   run_selftest.sh [--cpu] [--root DIR] [--logs DIR]
 #     --cpu       the same cases on the CPU (2 MPI ranks stand in for GPUs): the bundle's own test
 #     --root DIR  where the binaries are (default: this script's runfiles, or its folder in a
@@ -121,6 +122,25 @@ done
 labs=$root/tools/gpu_selftest
 lab1=$labs/day1_gpu_lab
 accelerator=$([[ $device == cuda ]] && echo cuda || echo sim)
+# The last "epoch N: train loss A, test loss B, ..." line of a run's output as "A B".
+last_losses() {
+  sed -n "s/^epoch [0-9]*: train loss \([^,]*\), test loss \([^,]*\),.*/\1 \2/p" | tail -n 1
+}
+# losses_within TOLERANCE NAME_A OUTPUT_A NAME_B OUTPUT_B: prints both runs' last losses and
+# succeeds when both are numbers and A's are within the relative TOLERANCE of B's.
+losses_within() {
+  local a b c d
+  read -r a b <<<"$(last_losses <<<"$3")"
+  read -r c d <<<"$(last_losses <<<"$5")"
+  echo "losses: $2 train ${a:-none}, test ${b:-none}; $4 train ${c:-none}, test ${d:-none};" \
+    "relative tolerance $1"
+  awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v t="$1" '
+    function number(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/ }
+    function close_to(x, y) { return (x > y ? x - y : y - x) <= t * (y < 0 ? -y : y) }
+    BEGIN { exit !(number(a) && number(b) && number(c) && number(d) &&
+                   close_to(a + 0, c + 0) && close_to(b + 0, d + 0)) }'
+}
+export -f last_losses losses_within
 compared() {  # compared NAME TOLERANCE BINARY ARGS...: on the accelerator and on the CPU
   local name=$1 tolerance=$2
   shift 2
@@ -128,21 +148,10 @@ compared() {  # compared NAME TOLERANCE BINARY ARGS...: on the accelerator and o
   record "$name" "$accelerator/cpu" bash -c '
     accelerator=$1 tolerance=$2
     shift 2
-    last_losses() {  # the last "epoch N: train loss A, test loss B, ..." line as "A B"
-      sed -n "s/^epoch [0-9]*: train loss \([^,]*\), test loss \([^,]*\),.*/\1 \2/p" | tail -n 1
-    }
     on_device=$("$@" --device "$accelerator" 2>&1) || { echo "$on_device"; exit 1; }
     echo "$on_device"
     on_cpu=$("$@" --device cpu 2>&1) || { echo "on the CPU:"; echo "$on_cpu"; exit 1; }
-    read -r a b <<<"$(last_losses <<<"$on_device")"
-    read -r c d <<<"$(last_losses <<<"$on_cpu")"
-    echo "losses: on $accelerator train ${a:-none}, test ${b:-none}; on the CPU train ${c:-none}," \
-      "test ${d:-none}; relative tolerance $tolerance"
-    awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v t="$tolerance" "
-      function number(x) { return x ~ /^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?\$/ }
-      function close_to(x, y) { return (x > y ? x - y : y - x) <= t * (y < 0 ? -y : y) }
-      BEGIN { exit !(number(a) && number(b) && number(c) && number(d) &&
-                     close_to(a + 0, c + 0) && close_to(b + 0, d + 0)) }"
+    losses_within "$tolerance" "on $accelerator" "$on_device" "on the CPU" "$on_cpu"
   ' _ "$accelerator" "$tolerance" "$@"
 }
 epoch=(--synthetic 512 --batch-size 64 --epochs 1 --no-progress)
@@ -200,8 +209,6 @@ if [[ $device == cuda ]]; then
 fi
 text=()
 [[ -d $root/text ]] && text=(--text-dir "$root/text")  # a bundle's own text
-gpt=(--test --test-nsteps 6 --no-progress --device "$device" --batch-size 8 --sample-tokens 0
-  --context 64 "${text[@]}")
 gpt_epoch=(--steps-per-epoch 6 --epochs 1 --no-progress --batch-size 8 --sample-tokens 0
   --context 64 "${text[@]}")
 compared "day 4: GPT, amp bf16, one process" 0.05 "$labs/day4_large_models_lab" \
@@ -217,7 +224,6 @@ wait_free "day 4: no host wait, GPT amp bf16" "$labs/day4_large_models_lab" --te
 # attention, channels-last.
 coatnet_model=(--no-progress --batch-size 16 --model coatnet-micro --channels-last --amp)
 [[ -d $root/fashion-mnist ]] && coatnet_model+=(--data-dir "$root/fashion-mnist")  # a bundle's own
-coatnet=(--test --test-nsteps 6 --device "$device" "${coatnet_model[@]}")
 compared "day 4: CoAtNet, amp bf16, channels-last" 0.05 "$labs/day4_large_models_lab" \
   "${coatnet_model[@]}" --steps-per-epoch 6 --epochs 1
 
@@ -251,35 +257,88 @@ multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cp
     record "$name" "$device x2, shared" "${mpirun_cmd[@]}" -np 2 "$@"
   fi
 }
+# multi_compared NAME RANKS GROUP TOLERANCE BINARY ARGS... -- PARALLEL...: the lab with ARGS and
+# PARALLEL on RANKS GPUs (two sharing one on a node of one GPU) in data-parallel replicas of GROUP
+# ranks each, against one process with ARGS alone on the same device accumulating what the
+# replicas compute side by side (RANKS / GROUP times its micro-batches: ARGS' --accumulate, else
+# PARALLEL's --micro-batches, else 1); with GROUP "cpu", against the same ranks on the CPU (ARGS
+# without --device). Both runs' last losses within the relative TOLERANCE: on the CPU the
+# model-parallel runs sum as one process does and end equal; the GPU's kernels and bf16 move them
+# by well under a percent.
+multi_compared() {
+  local name=$1 np=$2 group=$3 tolerance=$4 binary=$5
+  shift 5
+  local args=() parallel=() reference=() micro=1 shown i
+  while (($#)) && [[ $1 != -- ]]; do args+=("$1"); shift; done
+  (($#)) && shift
+  parallel=("$@")
+  ((np >= 2)) || np=2
+  shown=$([[ $np == "$ranks" ]] && echo "$device x$np" || echo "$device x2, shared")
+  if [[ $group == cpu ]]; then
+    reference=("${mpirun_cmd[@]}" -np "$np" "$binary" "${args[@]}" "${parallel[@]}" --device cpu)
+    args+=(--device "$device")
+  else
+    for ((i = 0; i + 1 < ${#parallel[@]}; ++i)); do
+      [[ ${parallel[i]} == --micro-batches ]] && micro=${parallel[i + 1]}
+    done
+    reference=("$binary" "${args[@]}" --accumulate $((micro * np / group)))
+    for ((i = 0; i + 1 < ${#args[@]}; ++i)); do  # ARGS' own --accumulate: replaced
+      if [[ ${args[i]} == --accumulate ]]; then
+        reference=("$binary" "${args[@]}")
+        reference[i + 2]=$((args[i + 1] * np / group))
+      fi
+    done
+  fi
+  record "$name" "$shown" bash -c 'ranks_against_reference "$@"' _ "$tolerance" \
+    $((${#mpirun_cmd[@]} + 3 + ${#args[@]} + ${#parallel[@]})) "${mpirun_cmd[@]}" -np "$np" \
+    "$binary" "${args[@]}" "${parallel[@]}" "${reference[@]}"
+}
+# ranks_against_reference TOLERANCE N RANKED(N words) REFERENCE...: multi_compared's two runs, in
+# the case's own shell (which record times and stops).
+ranks_against_reference() {
+  local tolerance=$1 n=$2 ranked reference
+  shift 2
+  ranked=$("${@:1:n}" 2>&1) || { echo "$ranked"; return 1; }
+  echo "$ranked"
+  shift "$n"
+  reference=$("$@" 2>&1) || { echo "the reference, $*:"; echo "$reference"; return 1; }
+  losses_within "$tolerance" "on the ranks" "$ranked" "the reference" "$reference"
+}
+export -f ranks_against_reference
 # gpt-tiny's 4 blocks and 4 heads cut in two: pipeline and tensor-parallel cases on an even
 # number of GPUs, the rest of them data-parallel replicas.
 even=$((ranks / 2 * 2))
 multi "NCCL: collectives, exchange, split, timeout" "$ranks" \
   "$root/common/parallel/tests/nccl_test_ranks" --gtest_brief=1
-multi "day 2: DDP over NCCL" "$ranks" "$labs/day2_ddp_lab" --synthetic 512 -b 32 --test \
-  --test-nsteps 10 --no-progress --device "$device"
-multi "day 4: DDP" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}"
-multi "day 4: ZeRO-3, bf16 parameters" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}" \
-  --sharding zero3 --amp --param-dtype bf16
-multi "day 4: DDP, optimizer in backward" "$ranks" "$labs/day4_large_models_lab" "${gpt[@]}" \
+multi_compared "day 2: DDP over NCCL" "$ranks" cpu 0.02 "$labs/day2_ddp_lab" --synthetic 512 \
+  -b 32 --epochs 1 --no-progress
+day4=$labs/day4_large_models_lab
+gpt_ranks=("${gpt_epoch[@]}" --device "$device")
+multi_compared "day 4: DDP" "$ranks" 1 0.02 "$day4" "${gpt_ranks[@]}"
+multi_compared "day 4: ZeRO-3, bf16 parameters" "$ranks" 1 0.05 "$day4" "${gpt_ranks[@]}" --amp \
+  -- --sharding zero3 --param-dtype bf16
+multi_compared "day 4: DDP, optimizer in backward" "$ranks" 1 0.02 "$day4" "${gpt_ranks[@]}" \
   --optimizer-in-backward
-# The compressed all-reduce's all-to-all and all-gather of sign bits over NCCL.
-multi "day 4: 1-bit Adam, compressed after 2 steps" "$ranks" "$labs/day4_large_models_lab" \
-  "${gpt[@]}" --optimizer onebit-adam --freeze-step 2
+# The compressed all-reduce's all-to-all and all-gather of sign bits over NCCL; one process
+# compresses its own momentum alike, which moves the losses by a fraction of a percent.
+multi_compared "day 4: 1-bit Adam, compressed after 2 steps" "$ranks" 1 0.02 "$day4" \
+  "${gpt_ranks[@]}" --optimizer onebit-adam --freeze-step 2
 for schedule in gpipe 1f1b zb-h1; do
-  multi "day 4: $schedule pipeline, 2 stages" "$even" "$labs/day4_large_models_lab" \
-    "${gpt[@]}" --pipeline-stages 2 --micro-batches 4 --schedule "$schedule"
+  multi_compared "day 4: $schedule pipeline, 2 stages" "$even" 2 0.02 "$day4" "${gpt_ranks[@]}" \
+    -- --pipeline-stages 2 --micro-batches 4 --schedule "$schedule"
 done
-multi "day 4: interleaved pipeline, 2 x 2 stages" "$even" "$labs/day4_large_models_lab" \
-  "${gpt[@]}" --pipeline-stages 2 --virtual-stages 2 --micro-batches 4 --schedule interleaved
-multi "day 4: tensor parallelism, 2 ranks" "$even" "$labs/day4_large_models_lab" "${gpt[@]}" \
-  --tensor-parallel 2
+multi_compared "day 4: interleaved pipeline, 2 x 2 stages" "$even" 2 0.02 "$day4" \
+  "${gpt_ranks[@]}" -- --pipeline-stages 2 --virtual-stages 2 --micro-batches 4 \
+  --schedule interleaved
+multi_compared "day 4: tensor parallelism, 2 ranks" "$even" 2 0.02 "$day4" "${gpt_ranks[@]}" \
+  --accumulate 2 -- --tensor-parallel 2
 # Ring attention: keys and values around the ranks over NCCL, the blocks on the GPU.
-multi "day 4: context parallelism, 2 ranks" "$even" "$labs/day4_large_models_lab" "${gpt[@]}" \
-  --context-parallel 2
+multi_compared "day 4: context parallelism, 2 ranks" "$even" 2 0.02 "$day4" "${gpt_ranks[@]}" \
+  --accumulate 2 -- --context-parallel 2
 # Stages whose activations change shape, channels-last on the wire.
-multi "day 4: CoAtNet in 2 pipeline stages" "$even" "$labs/day4_large_models_lab" \
-  "${coatnet[@]}" --pipeline-stages 2 --micro-batches 4 --pipeline-balance compute
+multi_compared "day 4: CoAtNet in 2 pipeline stages" "$even" 2 0.05 "$day4" \
+  "${coatnet_model[@]}" --device "$device" --steps-per-epoch 6 --epochs 1 -- \
+  --pipeline-stages 2 --micro-batches 4 --pipeline-balance compute
 
 echo
 echo "GPU self-test on $(hostname) ($where)"

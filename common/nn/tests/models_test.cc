@@ -1,12 +1,18 @@
-// Models: parameter counts against torchvision's published figures for the same
-// architectures, output shapes, and determinism of the seeded construction.
+// Models: the registry's families against what their models do, parameter counts against
+// torchvision's published figures for the same architectures, output shapes, and determinism of
+// the seeded construction.
 #include "common/nn/models.h"
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/kernels/elementwise.h"
 #include "common/nn/coatnet.h"
+#include "common/nn/gpt_config.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/vit.h"
+#include "common/testing/errors_and_files.h"
 
 namespace course::nn {
 namespace {
@@ -64,9 +70,14 @@ TEST(Models, ResnetWidthScalesEveryStage) {
 // Every model on its smallest image (the Vision Transformers built for it), but the ViTs of
 // hundreds of millions of parameters.
 TEST(Models, ForwardShapesAndSeededWeights) {
-  for (const std::string& name : model_names()) {
-    if (is_vit(name) && vit_parameter_count(vit_preset(name)) > 100'000'000) continue;
-    if (is_coatnet(name) && coatnet_parameter_count(coatnet_preset(name)) > 30'000'000) continue;
+  for (const std::string& name : image_model_names()) {
+    const ModelFamily family = model_family(name);
+    if (family == ModelFamily::kVit && vit_parameter_count(vit_preset(name)) > 100'000'000)
+      continue;
+    if (family == ModelFamily::kCoatnet &&
+        coatnet_parameter_count(coatnet_preset(name)) > 30'000'000) {
+      continue;
+    }
     const int64_t side = min_image_size(name);
     const ModelConfig config{
         .name = name, .in_channels = 1, .num_classes = 7, .seed = 5, .image_size = side};
@@ -98,6 +109,57 @@ TEST(Models, UnknownNamesAndImagesTooSmallAreErrors) {
   EXPECT_THROW(make_model({.name = "vgg16"}, Device::cpu()), Error);
   auto model = make_model({.name = "smallnet"}, Device::cpu());
   EXPECT_THROW(model->forward(zeros({1, 1, 3, 3})), Error);  // the second pooling has no input
+}
+
+// Every name belongs to one family, the one model_family answers; every GPT preset is
+// registered, under its decoder's family; an unknown name is refused with the registered ones.
+TEST(ModelRegistry, EveryNameHasOneFamilyAndAnUnknownOneIsRefused) {
+  std::set<std::string> names;
+  size_t registered = 0;
+  for (const ModelFamily family : model_families()) {
+    const std::vector<std::string> family_names = family_model_names(family);
+    EXPECT_FALSE(family_names.empty()) << family_traits(family).name;
+    for (const std::string& name : family_names) {
+      EXPECT_EQ(model_family(name), family) << name;
+      EXPECT_TRUE(known_model(name)) << name;
+      names.insert(name);
+      ++registered;
+    }
+  }
+  EXPECT_EQ(names.size(), registered) << "a name registered by two families";
+  for (const GptConfig& config : gpt_presets()) {
+    EXPECT_EQ(model_family(config.name), config.llama() ? ModelFamily::kLlama : ModelFamily::kGpt2)
+        << config.name;
+  }
+  EXPECT_FALSE(known_model("vit-b17"));
+  const std::string error = testing::error_of([] { model_family("vit-b17"); });
+  EXPECT_NE(error.find("unknown model 'vit-b17'"), std::string::npos) << error;
+  EXPECT_NE(error.find("llama-tiny"), std::string::npos) << error;
+  EXPECT_NE(error.find("resnet18-cifar"), std::string::npos) << error;
+}
+
+// The traits against the models: an image family's models build and classify an image of their
+// smallest side, a language family's are refused by the image builder; exactly the families in
+// pieces come in model_pieces; the image names are the image families' names.
+TEST(ModelRegistry, TraitsAreWhatTheFamiliesModelsDo) {
+  std::vector<std::string> image_names;
+  for (const ModelFamily family : model_families()) {
+    const ModelFamilyTraits& traits = family_traits(family);
+    const std::string name = family_model_names(family).front();
+    if (traits.images) {
+      const int64_t side = min_image_size(name);
+      auto model = make_model({.name = name, .num_classes = 3, .image_size = side}, Device::cpu());
+      EXPECT_EQ(model->forward(zeros({1, 1, side, side})).shape(), (Shape{1, 3})) << name;
+      for (const std::string& each : family_model_names(family)) image_names.push_back(each);
+    } else {
+      const std::string error =
+          testing::error_of([&] { make_model({.name = name}, Device::cpu()); });
+      EXPECT_NE(error.find("reads tokens"), std::string::npos) << name << ": " << error;
+    }
+    const std::string pieces_error = testing::error_of([&] { model_pieces({.name = name}); });
+    EXPECT_EQ(pieces_error == "no error", traits.in_pieces) << name << ": " << pieces_error;
+  }
+  EXPECT_EQ(image_model_names(), image_names);
 }
 
 }  // namespace

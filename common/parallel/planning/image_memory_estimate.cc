@@ -47,14 +47,14 @@ MemoryEstimate estimate_image_memory(const ImageMemoryPlan& plan) {
   const auto at_batch = [scale](int64_t bytes) { return allocator_bytes(1, bytes * scale); };
   e.activation_layers = {{"stem", at_batch(m.pieces.front().saved)}};
   if (plan.checkpoint_activations) {
-    e.activation_layers.emplace_back("checkpointed block inputs", at_batch(block_inputs));
-    e.activation_layers.emplace_back("recomputed block (the largest)", at_batch(largest_block));
-  } else {
-    e.activation_layers.emplace_back("blocks (" + std::to_string(weighted) + ")",
-                                     at_batch(block_saves));
+    e.activation_layers.push_back({"checkpointed block inputs", at_batch(block_inputs)});
+    e.activation_layers.push_back({"recomputed block (the largest)", at_batch(largest_block)});
+  } else {  // blocks of different sizes: their sum, once
+    e.activation_layers.push_back(
+        {"blocks (" + std::to_string(weighted) + ")", at_batch(block_saves)});
   }
-  e.activation_layers.emplace_back("head and logits", at_batch(m.pieces.back().saved));
-  for (const auto& [name, bytes] : e.activation_layers) e.activations += bytes;
+  e.activation_layers.push_back({"head and logits", at_batch(m.pieces.back().saved)});
+  for (const ActivationPart& part : e.activation_layers) e.activations += part.total();
   // Alive with everything above in backward: the loss's gradient, and the gradients into and
   // out of the largest block.
   e.temporaries = allocator_bytes(1, kF32 * plan.batch * m.classes) + 2 * at_batch(largest_output);

@@ -98,25 +98,22 @@ int64_t block_activations(const Sizes& z, int64_t heads) {
 
 void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
   const int64_t layers = p.model.layers;
-  const std::string each = " (each of " + std::to_string(layers) + ")";
-  std::vector<std::pair<std::string, int64_t>> per_layer = {
+  std::vector<ActivationPart> parts = {
       {"embedding (tokens and its output)", blocks(1, 4 * z.tokens) + blocks(1, kF32 * z.a)}};
   const int64_t block = block_activations(z, p.model.heads);
   if (p.checkpoint_activations) {
     // Each block keeps its input; the one being backed up recomputes everything it saves.
-    per_layer.emplace_back("checkpointed block output" + each, blocks(1, kF32 * z.a));
-    per_layer.emplace_back("recomputed block", block);
+    parts.push_back({"checkpointed block output", blocks(1, kF32 * z.a), layers});
+    parts.push_back({"recomputed block", block});
   } else {
-    per_layer.emplace_back("block" + each, block);
+    parts.push_back({"block", block, layers});
   }
-  per_layer.emplace_back("final normalisation and output layer",
-                         blocks(1, z.statistics) + linear_input(z));
-  per_layer.emplace_back("logits and loss probabilities",
-                         blocks(1, z.s * z.logits) + blocks(1, kF32 * z.logits));
-  for (const auto& [name, bytes] : per_layer) {
-    e.activations += name.find("(each") != std::string::npos ? bytes * layers : bytes;
-  }
-  e.activation_layers = std::move(per_layer);
+  parts.push_back(
+      {"final normalisation and output layer", blocks(1, z.statistics) + linear_input(z)});
+  parts.push_back(
+      {"logits and loss probabilities", blocks(1, z.s * z.logits) + blocks(1, kF32 * z.logits)});
+  for (const ActivationPart& part : parts) e.activations += part.total();
+  e.activation_layers = std::move(parts);
 }
 
 }  // namespace
@@ -220,7 +217,11 @@ std::string describe(const MemoryEstimate& e) {
   line("gradients", e.gradients);
   line("optimizer states", e.optimizer_states);
   line("activations", e.activations);
-  for (const auto& [name, bytes] : e.activation_layers) line("  " + name, bytes);
+  for (const ActivationPart& part : e.activation_layers) {
+    const bool each = part.count > 1;
+    line("  " + part.name + (each ? " (each of " + std::to_string(part.count) + ")" : ""),
+         part.bytes);
+  }
   line("communication buffers", e.communication);
   line("temporaries (loss gradient)", e.temporaries);
   line("total", e.total());

@@ -48,6 +48,15 @@ struct MemoryPlan {
   StatePlan state;
 };
 
+// Activations a step saves for backward, one part of the model: `bytes` for each of `count`
+// layers alike (a GPT's blocks), or once.
+struct ActivationPart {
+  std::string name;
+  int64_t bytes = 0;
+  int64_t count = 1;
+  int64_t total() const { return bytes * count; }
+};
+
 struct MemoryEstimate {
   int64_t parameters = 0;        // full values held at the peak, and the shards' master values
   int64_t gradients = 0;         // full gradients held at the peak, and the shards' gradients
@@ -56,8 +65,8 @@ struct MemoryEstimate {
   int64_t communication = 0;     // DDP's buckets, reduce-scatter outputs
   int64_t temporaries = 0;       // the loss's gradient and casts alive at the peak
   int64_t offloaded = 0;         // in host memory with CPU offload (not in total())
-  // Activations by layer: ("embedding", bytes), ("block (each of 12)", bytes), ...
-  std::vector<std::pair<std::string, int64_t>> activation_layers;
+  // Activations by part: the embedding, the blocks (each of 12), ...
+  std::vector<ActivationPart> activation_layers;
   int64_t total() const;
 };
 

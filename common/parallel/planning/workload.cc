@@ -1,6 +1,8 @@
 // The transformers' workloads in closed form, CoAtNet's measured.
 #include "common/parallel/planning/workload.h"
 
+#include "common/core/error.h"
+#include "common/nn/model_registry.h"
 #include "common/parallel/planning/piece_measurement.h"
 
 namespace course::parallel {
@@ -78,8 +80,21 @@ Workload vit_workload(const nn::VitConfig& c) {
 }
 
 Workload image_workload(const nn::ModelConfig& model) {
-  if (nn::is_vit(model.name)) return vit_workload(nn::vit_config(model));
-  return coatnet_workload(model);
+  const nn::ModelFamily family = nn::model_family(model.name);
+  switch (family) {
+    case nn::ModelFamily::kVit:
+      return vit_workload(nn::vit_config(model));
+    case nn::ModelFamily::kCoatnet:
+      return coatnet_workload(model);
+    case nn::ModelFamily::kSmallNet:
+    case nn::ModelFamily::kResNet:
+    case nn::ModelFamily::kGpt2:
+    case nn::ModelFamily::kLlama:
+      break;
+  }
+  COURSE_FAIL("the throughput model costs the image models in pieces (ViT, CoAtNet), not ",
+              nn::family_traits(family).name, "'s ", model.name,
+              (nn::family_traits(family).images ? "" : " (gpt_workload costs a language model)"));
 }
 
 }  // namespace course::parallel
