@@ -26,7 +26,8 @@ expect 1 "error: --image-size 2 is too small" "$solution" "${small[@]}" --image-
 expect 1 "error: --num-workers must be 0 or more (or -1, the default: fitted to the rank), got -2" \
   "$solution" "${small[@]}" --num-workers -2
 expect 1 "does not exist" "$solution" --data-dir "$TEST_TMPDIR/none" --test --no-progress --device cpu
-expect 1 "unknown device 'tpu'" "$solution" "${base[@]}" --device tpu
+expect 105 "--device: unknown device 'tpu' (expected cpu, cuda, cuda:N, sim or sim:N)" "$solution" "${base[@]}" \
+  --device tpu
 expect 109 "--bogus" "$solution" --bogus
 expect 0 "--batch-size" "$solution" --help
 

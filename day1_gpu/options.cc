@@ -25,7 +25,7 @@ LabOptions parse_options(int argc, char** argv) {
 }
 
 bool copies_with_to_device(const LabOptions& o) {
-  return !o.device.empty() && course::parse_device(o.device).is_accelerator();
+  return o.device.named && o.device.named->is_accelerator();
 }
 
 void validate(const LabOptions& o) {

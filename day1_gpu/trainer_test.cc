@@ -32,7 +32,7 @@ LabOptions small(int64_t steps) {
   o.batch_size = 16;
   o.test = true;
   o.test_nsteps = steps;
-  o.device = "cpu";
+  o.device = course::parse_device_request("cpu");
   o.progress = false;
   o.lr = 0.05f;
   return o;
@@ -51,10 +51,10 @@ TEST(Day1Lab, OnlyAnExplicitGpuDeviceRunsTheTraineesCopy) {
   LabOptions o;
   EXPECT_FALSE(copies_with_to_device(o));
   for (const char* gpu : {"cuda", "cuda:1", "sim"}) {
-    o.device = gpu;
+    o.device = course::parse_device_request(gpu);
     EXPECT_TRUE(copies_with_to_device(o)) << gpu;
   }
-  o.device = "cpu";
+  o.device = course::parse_device_request("cpu");
   EXPECT_FALSE(copies_with_to_device(o));
 }
 
@@ -79,7 +79,7 @@ TEST(Day1Lab, StepsAfterTheFirstNeverWaitForTheDevice) {
     LabOptions o = small(20);
     o.synthetic = 20 * 16;  // one epoch of 20 steps: no epoch end in between
     o.log_every = 10;
-    o.device = "sim";
+    o.device = course::parse_device_request("sim");
     o.amp = v.amp;
     o.amp_dtype = v.amp_dtype;
     o.channels_last = v.channels_last;
@@ -95,11 +95,11 @@ TEST(Day1Lab, StepsAfterTheFirstNeverWaitForTheDevice) {
   }
   LabOptions o = small(20);
   o.synthetic = 20 * 16;
-  o.device = "sim";
+  o.device = course::parse_device_request("sim");
   o.log_every = 1;
   // The first step is not timed: the chronometer waits from the second read on.
   EXPECT_EQ(run_lab(o).read_waits, (HostWaits{.reads = 20, .synchronizations = 19}));
-  o.device = "cpu";
+  o.device = course::parse_device_request("cpu");
   const LabResult on_cpu = run_lab(o);
   EXPECT_EQ(on_cpu.step_waits.total() + on_cpu.read_waits.total(), 0);
 }
@@ -275,7 +275,7 @@ TEST(Day1Lab, BadInputIsOneClearError) {
   EXPECT_THAT(error_of(o), HasSubstr("does not exist"));
   if (course::cuda_device_count() == 0) {
     o = small(1);
-    o.device = "cuda";
+    o.device = course::parse_device_request("cuda");
     EXPECT_THAT(error_of(o), HasSubstr("device cuda:0 requested"));
   }
   o = small(1);

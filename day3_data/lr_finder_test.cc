@@ -28,7 +28,7 @@ LabOptions sweep(const std::string& mode, float lr, const std::string& plot) {
   LabOptions o;
   o.synthetic = 64;
   o.batch_size = 16;
-  o.device = "cpu";
+  o.device = course::parse_device_request("cpu");
   o.progress = false;
   o.num_workers = 1;
   o.findlr = true;

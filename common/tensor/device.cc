@@ -50,6 +50,12 @@ Device parse_device(std::string_view text) {
   COURSE_FAIL("unknown device '", text, "' (expected cpu, cuda, cuda:N, sim or sim:N)");
 }
 
+DeviceRequest parse_device_request(std::string_view text) {
+  if (text.empty()) return {};
+  return {.named = parse_device(text),
+          .per_rank = text == "cuda" || text == "gpu" || text == "sim"};
+}
+
 bool cuda_compiled() {
 #if COURSE_WITH_CUDA
   return true;
@@ -115,8 +121,8 @@ Device default_device() {
   return Device::cpu();
 }
 
-Device named_or_default_device(std::string_view name) {
-  return name.empty() ? default_device() : parse_device(name);
+Device named_or_default_device(const DeviceRequest& request) {
+  return request.named ? *request.named : default_device();
 }
 
 void require_device(Device device) {

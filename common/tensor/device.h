@@ -14,6 +14,7 @@
 // it as a GPU (one device per rank, device groups), over MPI.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,6 +46,17 @@ struct Device {
 // "cpu", "cuda", "cuda:N", "sim", "sim:N"; throws otherwise.
 Device parse_device(std::string_view text);
 
+// What a --device flag asks for, parsed once where the flags are: nothing (the GPU when one is
+// visible, else the CPU), one device ("cpu", "cuda:1"), or an accelerator's kind without an
+// index ("cuda", "sim"), which gives each rank of a node its own (by local rank) and one
+// process the first.
+struct DeviceRequest {
+  std::optional<Device> named;  // unset: the default
+  bool per_rank = false;        // named without an index: each rank its own of that kind
+};
+// "" (the default) or what parse_device takes; throws otherwise.
+DeviceRequest parse_device_request(std::string_view text);
+
 bool cuda_compiled();       // was this binary built with CUDA?
 int cuda_device_count();    // GPUs visible to this process (0 without CUDA or a driver)
 std::string cuda_status();  // one line: why GPUs are or are not usable
@@ -55,8 +67,8 @@ std::string device_model(Device device);
 // The GPU when one is visible, else the CPU (printing once why it falls back).
 Device default_device();
 
-// The device a --device flag names (parse_device), or default_device() when none is named.
-Device named_or_default_device(std::string_view name);
+// One process's device: the one the request names, or default_device() when none is named.
+Device named_or_default_device(const DeviceRequest& request);
 
 // Throws course::Error when `device` cannot be used by this build on this machine.
 void require_device(Device device);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/core/error.h"
 #include "common/core/launch_rank.h"
 #include "common/nn/model_registry.h"
 #include "common/nn/models.h"
@@ -14,6 +15,22 @@ namespace course::train {
 
 void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help) {
   app.add_flag("--" + name + ",!--no-" + name, value, help)->default_str(value ? "on" : "off");
+}
+
+void add_device_flag(CLI::App& app, DeviceRequest& request, const std::string& help) {
+  app.add_option_function<std::string>(
+         "--device", [&request](const std::string& text) { request = parse_device_request(text); },
+         help)
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            try {
+              parse_device_request(text);
+              return std::string();
+            } catch (const Error& error) {
+              return std::string(error.what());
+            }
+          },
+          "DEVICE"));
 }
 
 void add_named_choice(CLI::App& app, const std::string& flag, const std::vector<std::string>& names,
@@ -113,9 +130,9 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::vector<std::string>& m
   app.add_option("--logdir", f.logdir,
                  "folder of TensorBoard event files: loss and learning rate per step, test "
                  "loss and accuracy per epoch, the run's settings as text");
-  app.add_option("--device", f.device,
-                 "cpu, cuda, cuda:N, or sim (the simulated accelerator of CI: a GPU's copies and "
-                 "waits in host memory) (default: the GPU if visible)");
+  add_device_flag(app, f.device,
+                  "cpu, cuda, cuda:N, or sim (the simulated accelerator of CI: a GPU's copies and "
+                  "waits in host memory) (default: the GPU if visible)");
   app.add_option("--model", f.model, "network")
       ->check(CLI::IsMember(models))
       ->capture_default_str();

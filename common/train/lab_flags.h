@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/data/open_dataset.h"
+#include "common/tensor/device.h"
 
 // CLI11's app, declared only: its header costs seconds of compile time in every file that
 // includes it, so only the files that register or parse flags include <CLI/CLI.hpp>.
@@ -42,7 +43,7 @@ struct RunFlags {
   std::string profile;       // Chrome trace of the profiled steps
   std::string metrics;       // JSON lines appended per epoch
   std::string logdir;        // TensorBoard event files (common/train/event_file.h)
-  std::string device;        // "cpu", "cuda", "cuda:N"; empty: the GPU if one is visible
+  DeviceRequest device;      // --device, parsed (unset: the GPU if one is visible)
   std::string model = "smallnet";
   bool progress = true;
   // The step's own flags (add_step_flags), for the labs whose step honours them:
@@ -65,6 +66,9 @@ void add_run_flags(CLI::App& app, RunFlags& flags, const std::vector<std::string
 // Gradient accumulation (--accumulate) and clipping (--clip-grad-norm), for the labs whose
 // step honours them.
 void add_step_flags(CLI::App& app, RunFlags& flags);
+
+// --device, parsed into `request` once (its refusal is CLI11's, naming the flag).
+void add_device_flag(CLI::App& app, DeviceRequest& request, const std::string& help);
 
 // A flag with an on and an off form (--pin-memory / --no-pin-memory), as the course's script.
 void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& help);

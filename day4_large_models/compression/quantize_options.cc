@@ -4,7 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include "common/core/error.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/models.h"
+#include "common/train/lab_flags.h"
 #include "day4_large_models/compression/trained_model.h"
 
 namespace day4 {
@@ -13,11 +15,12 @@ void add_quantize_flags(CLI::App& app, QuantizeOptions& o) {
   course::train::add_data_flags(app, o);
   add_checkpoint_flag(app, "--trained", o.trained, "the trained network");
   app.add_option("--model", o.model, "the trained network's model")
-      ->check(CLI::IsMember({"smallnet", "tinynet"}))
+      ->check(CLI::IsMember(course::nn::family_model_names(course::nn::ModelFamily::kSmallNet)))
       ->capture_default_str();
   app.add_option("-b,--batch-size", o.batch_size, "images per inference batch")
       ->capture_default_str();
-  app.add_option("--device", o.device, "cpu, cuda or cuda:N (default: the GPU if one is visible)");
+  course::train::add_device_flag(app, o.device,
+                                 "cpu, cuda or cuda:N (default: the GPU if one is visible)");
   app.add_option("--calibration", o.calibration,
                  "how the inputs' scales are chosen: minmax (max |x|), percentile (--percentile "
                  "of |x|), or both (an int8 network each)")

@@ -9,17 +9,15 @@
 
 namespace course::parallel {
 
-Device choose_rank_device(const std::string& requested, int local_rank, int gpus) {
-  if (requested == "cuda") {
-    COURSE_CHECK(gpus > 0, "--device cuda requested, but ", cuda_status());
-    return Device::cuda(local_rank % gpus);
-  }
-  if (requested == "sim") return Device::sim(local_rank % kSimDevices);
-  if (!requested.empty()) return parse_device(requested);
-  return gpus > 0 ? Device::cuda(local_rank % gpus) : default_device();
+Device choose_rank_device(const DeviceRequest& requested, int local_rank, int gpus) {
+  if (!requested.named) return gpus > 0 ? Device::cuda(local_rank % gpus) : default_device();
+  if (!requested.per_rank) return *requested.named;
+  if (requested.named->is_sim()) return Device::sim(local_rank % kSimDevices);
+  COURSE_CHECK(gpus > 0, "--device cuda requested, but ", cuda_status());
+  return Device::cuda(local_rank % gpus);
 }
 
-Device rank_device(const std::string& requested, Communicator& comm) {
+Device rank_device(const DeviceRequest& requested, Communicator& comm) {
   const Device device = choose_rank_device(requested, comm.local_rank(), cuda_device_count());
   require_device(device);
   set_process_device(device);
@@ -34,7 +32,7 @@ void share_cores(const Communicator& comm) {
 }
 
 Device set_up_rank(Communicator& comm, double timeout_seconds,
-                   const std::string& requested_device) {
+                   const DeviceRequest& requested_device) {
   comm.set_timeout(timeout_seconds);
   share_cores(comm);
   return rank_device(requested_device, comm);

@@ -14,13 +14,13 @@ namespace course::parallel {
 // `requested` "cpu", "cuda:N" or "sim:N" as named; "cuda" or nothing: GPU local_rank % gpus
 // (nothing and no GPU: the CPU); "sim": the simulated accelerator sim:local_rank (device.h), as
 // GPU ranks take theirs. Throws when "cuda" is asked for and no GPU is visible.
-Device choose_rank_device(const std::string& requested, int local_rank, int gpus);
+Device choose_rank_device(const DeviceRequest& requested, int local_rank, int gpus);
 
 // This rank's device (choose_rank_device), made the process's device (current in every thread
 // that calls CUDA, from this first call on) and the communicator's device (use_device: its
 // NCCL communicator created when it is a GPU), all ranks together: call it on every rank at setup,
 // before any dataset or pinned buffer is made). Throws when the device is not there.
-Device rank_device(const std::string& requested, Communicator& comm);
+Device rank_device(const DeviceRequest& requested, Communicator& comm);
 
 // OpenMP threads: the node's cores divided among its ranks, unless OMP_NUM_THREADS is set.
 void share_cores(const Communicator& comm);
@@ -29,7 +29,8 @@ void share_cores(const Communicator& comm);
 // collective waits for the other ranks before the job fails), the rank's share of the node's
 // cores, then its device (rank_device). Call it on every rank first, before any dataset or
 // pinned buffer is made.
-Device set_up_rank(Communicator& comm, double timeout_seconds, const std::string& requested_device);
+Device set_up_rank(Communicator& comm, double timeout_seconds,
+                   const DeviceRequest& requested_device);
 
 // The largest of every rank's `local_signal` (0: none): the signal every rank acts on.
 int agree_on_stop(int local_signal, Communicator& comm);

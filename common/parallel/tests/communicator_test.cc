@@ -279,22 +279,27 @@ TEST(Communicator, MisuseIsAClearError) {
 // Each rank of a node on its own GPU, "cuda" included (not every rank on cuda:0).
 TEST(RankDevice, EachLocalRankGetsItsOwnGpu) {
   for (int local = 0; local < 6; ++local) {
-    EXPECT_EQ(choose_rank_device("", local, 4), Device::cuda(local % 4)) << local;
-    EXPECT_EQ(choose_rank_device("cuda", local, 4), Device::cuda(local % 4)) << local;
-    EXPECT_EQ(choose_rank_device("cuda:1", local, 4), Device::cuda(1)) << local;
-    EXPECT_EQ(choose_rank_device("cpu", local, 4), Device::cpu()) << local;
+    EXPECT_EQ(choose_rank_device(parse_device_request(""), local, 4), Device::cuda(local % 4))
+        << local;
+    EXPECT_EQ(choose_rank_device(parse_device_request("cuda"), local, 4), Device::cuda(local % 4))
+        << local;
+    EXPECT_EQ(choose_rank_device(parse_device_request("cuda:1"), local, 4), Device::cuda(1))
+        << local;
+    EXPECT_EQ(choose_rank_device(parse_device_request("cpu"), local, 4), Device::cpu()) << local;
   }
-  EXPECT_EQ(choose_rank_device("", 3, 0), Device::cpu());
-  EXPECT_THAT([] { choose_rank_device("cuda", 0, 0); },
+  EXPECT_EQ(choose_rank_device(parse_device_request(""), 3, 0), Device::cpu());
+  EXPECT_THAT([] { choose_rank_device(parse_device_request("cuda"), 0, 0); },
               ::testing::ThrowsMessage<Error>(HasSubstr("--device cuda requested")));
-  EXPECT_THROW(choose_rank_device("tpu", 0, 4), Error);
+  EXPECT_THROW(parse_device_request("tpu"), Error);
+  EXPECT_EQ(choose_rank_device(parse_device_request("sim"), 5, 0), Device::sim(5));
+  EXPECT_EQ(choose_rank_device(parse_device_request("sim:2"), 5, 0), Device::sim(2));
 }
 
 // A lab's rank setup: the timeout, the node's cores shared among its ranks, then the device.
 TEST(RankSetup, SetsTheTimeoutTheCoresAndTheDevice) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible (the GPU self-test covers it)";
   const double saved = world()->timeout();
-  EXPECT_EQ(set_up_rank(*world(), 42.5, "cpu"), Device::cpu());
+  EXPECT_EQ(set_up_rank(*world(), 42.5, {.named = Device::cpu()}), Device::cpu());
   EXPECT_EQ(world()->timeout(), 42.5);
   if (std::getenv("OMP_NUM_THREADS") == nullptr) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -306,11 +311,11 @@ TEST(RankSetup, SetsTheTimeoutTheCoresAndTheDevice) {
 // On the CPU a rank trains on the CPU, and that is the process's device for every thread.
 TEST(RankDevice, TheRanksDeviceIsTheProcesss) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible (the GPU self-test covers it)";
-  EXPECT_EQ(rank_device("", *world()), Device::cpu());
+  EXPECT_EQ(rank_device({}, *world()), Device::cpu());
   EXPECT_EQ(process_device(), Device::cpu());
   EXPECT_FALSE(world()->has_nccl());
   EXPECT_EQ(world()->device(), Device::cpu());
-  EXPECT_THAT([] { rank_device("cuda:0", *world()); },
+  EXPECT_THAT([] { rank_device(parse_device_request("cuda:0"), *world()); },
               ::testing::ThrowsMessage<Error>(HasSubstr("requested")));
 }
 

@@ -18,7 +18,7 @@ class Nccl : public ::testing::TestWithParam<DType> {
   void SetUp() override {
     if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible: " << cuda_status();
     comm_ = Communicator::world();
-    device_ = rank_device("cuda", *comm_);
+    device_ = rank_device(parse_device_request("cuda"), *comm_);
   }
   // Small integers (exact in every dtype, sums included): rank r's element i = r + i % 7 - 3.
   Tensor values(int rank, int64_t n) const {

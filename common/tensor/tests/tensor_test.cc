@@ -89,6 +89,22 @@ TEST(Device, ParsesNamesAndRejectsOthers) {
   }
 }
 
+// A --device request: none, one device by name, or a kind alone (each rank its own).
+TEST(Device, RequestsSayWhetherEachRankTakesItsOwn) {
+  EXPECT_FALSE(parse_device_request("").named.has_value());
+  EXPECT_EQ(named_or_default_device(parse_device_request("cpu")), Device::cpu());
+  for (const char* kind : {"cuda", "gpu", "sim"}) {
+    EXPECT_TRUE(parse_device_request(kind).per_rank) << kind;
+  }
+  for (const char* one : {"cpu", "cuda:0", "cuda:3", "sim:2"}) {
+    const DeviceRequest request = parse_device_request(one);
+    EXPECT_FALSE(request.per_rank) << one;
+    EXPECT_EQ(request.named, parse_device(one)) << one;
+  }
+  EXPECT_EQ(parse_device_request("sim").named, Device::sim(0));
+  EXPECT_THROW(parse_device_request("tpu"), Error);
+}
+
 TEST(Device, AGpuThatIsNotVisibleIsAClearError) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible here";
   try {
