@@ -41,10 +41,6 @@ using namespace course;
 
 namespace {
 
-Tensor to_channels_last(const Tensor& images) {
-  return to_memory_format(images, MemoryFormat::kChannelsLast);
-}
-
 // What the loader's workers do to each training image, in torchvision's order.
 void set_worker_augmentation(const LabOptions& o, TransformOptions& t) {
   const AugmentPolicy policy = o.policy();
@@ -229,7 +225,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
       phases.start(train::Phase::kAugment);
       batch = batch_stage(batch);
     }
-    if (o.channels_last) batch.images = to_channels_last(batch.images);
+    batch = train::in_training_layout(std::move(batch), o);
     const Tensor loss =
         train::accumulate_gradients(*model, batch, o.accumulate, [&](const train::MicroBatch& m) {
           phases.start(train::Phase::kForward);
@@ -255,12 +251,9 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
     return loss;
   };
   hooks.validate = [&] {
-    return train::evaluate(*model, data.val, data.val_transform, o, rank, ranks,
-                           [&](const Batch& host) {
-                             Batch b = batches.place(host);
-                             if (o.channels_last) b.images = to_channels_last(b.images);
-                             return b;
-                           });
+    return train::evaluate(
+        *model, data.val, data.val_transform, o, rank, ranks,
+        [&](const Batch& host) { return train::in_training_layout(batches.place(host), o); });
   };
   if (run_hooks.after_epoch) {
     hooks.after_epoch = [&](int64_t epoch, const train::EvalTally& validation) {
