@@ -97,8 +97,10 @@ void add_data_parallel_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option_function<std::string>(
          "--sharding",
          [&o](const std::string& name) {
-           o.exercise_zero1 = name == kExerciseZero1;
-           o.sharding = o.exercise_zero1 ? std::nullopt : parallel::parse_data_parallel_mode(name);
+           const bool trainee = name == kExerciseZero1;
+           o.data_parallel = {
+               .library = trainee ? std::nullopt : parallel::parse_data_parallel_mode(name),
+               .trainee_zero1 = trainee};
          },
          "on several ranks: none (DDP), zero1 (optimizer states sharded), zero2 (and "
          "gradients), zero3 (and parameters: FSDP's full shard), shard-grad-op, exercise-zero1 "
@@ -184,7 +186,7 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
 }  // namespace
 
 parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
-  return {.sharding = o.sharding,
+  return {.sharding = o.data_parallel.library,
           .backward_prefetch = o.backward_prefetch,
           .forward_prefetch = o.forward_prefetch,
           .shard_group_size = o.shard_group_size,
@@ -197,7 +199,8 @@ bool image_model(const GptLabOptions& o) {
 }
 
 std::string sharding_flag(const GptLabOptions& o) {
-  return o.exercise_zero1 ? kExerciseZero1 : parallel::data_parallel_mode_name(o.sharding);
+  return o.data_parallel.trainee_zero1 ? kExerciseZero1
+                                       : parallel::data_parallel_mode_name(o.data_parallel.library);
 }
 
 GptLabOptions::GptLabOptions() {

@@ -26,6 +26,20 @@ inline constexpr const char* kExerciseZero1 = "exercise-zero1";
 
 // Flags are parsed once into these types; nothing below the options compares their names.
 
+// --sharding: how the data-parallel ranks hold the model. Replicated (DDP on several ranks, one
+// process alone), sharded by a strategy of the library (parallel/data_parallel/sharding.h), or by
+// the trainee's ZeRO-1 (exercise-zero1, TP4.1-TP4.3).
+struct DataParallelChoice {
+  std::optional<course::parallel::Sharding> library;  // the library's strategy
+  bool trainee_zero1 = false;
+
+  bool replicated() const { return !library && !trainee_zero1; }
+  // The sharding the ranks' memory holds: the library's, or ZeRO-1's for the trainee's.
+  std::optional<course::parallel::Sharding> held() const {
+    return trainee_zero1 ? course::parallel::Sharding::kZero1 : library;
+  }
+};
+
 struct GptLabOptions : course::train::RunFlags {
   GptLabOptions();
 
@@ -47,14 +61,11 @@ struct GptLabOptions : course::train::RunFlags {
   int64_t steps_per_epoch = 0;  // 0: every training window once
   int64_t warmup_steps = 50;    // linear warm-up, then cosine decay to lr / 10
   bool checkpoint_activations = false;
-  int64_t max_memory_mb = 0;   // > 0: refuse a run estimated above it, and cap the allocator
-  bool estimate_only = false;  // print the memory estimate and exit (any preset)
-  int estimate_ranks = 0;      // ranks of that estimate (0: the world's size)
-  int throughput_gpus = 0;     // > 0: print the throughput model's grids of N GPUs and exit
-  // --sharding: a strategy of parallel/sharding.h, or the trainee's ZeRO-1; neither: DDP on
-  // several ranks (one process alone).
-  std::optional<course::parallel::Sharding> sharding;
-  bool exercise_zero1 = false;
+  int64_t max_memory_mb = 0;         // > 0: refuse a run estimated above it, and cap the allocator
+  bool estimate_only = false;        // print the memory estimate and exit (any preset)
+  int estimate_ranks = 0;            // ranks of that estimate (0: the world's size)
+  int throughput_gpus = 0;           // > 0: print the throughput model's grids of N GPUs and exit
+  DataParallelChoice data_parallel;  // --sharding
   course::parallel::BackwardPrefetch backward_prefetch = course::parallel::BackwardPrefetch::kPre;
   bool forward_prefetch = false;
   int shard_group_size = 0;  // hybrid-shard's group (0: the ranks of a node)

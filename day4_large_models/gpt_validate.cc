@@ -24,7 +24,7 @@ bool same_image_data(const GptLabOptions& o, const GptLabOptions& other) {
 
 // 16-bit compute and the sharded modes.
 void validate_data_parallel(const GptLabOptions& o) {
-  COURSE_CHECK(!o.cpu_offload || o.sharding.has_value(),
+  COURSE_CHECK(!o.cpu_offload || o.data_parallel.library.has_value(),
                "--cpu-offload moves the shards of a sharded mode to host memory; choose "
                "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
   COURSE_CHECK(!(o.amp && o.amp_dtype == DType::kF16) && o.param_dtype != DType::kF16,
@@ -33,13 +33,13 @@ void validate_data_parallel(const GptLabOptions& o) {
                "zero");
   if (o.param_dtype != DType::kF32) {
     const std::string_view name = dtype_name(o.param_dtype);
-    COURSE_CHECK(o.sharding.has_value(), "--param-dtype ", name,
+    COURSE_CHECK(o.data_parallel.library.has_value(), "--param-dtype ", name,
                  " gathers 16-bit copies of a sharded mode's f32 shards; choose --sharding zero1, "
                  "zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
     COURSE_CHECK(o.amp && o.amp_dtype == o.param_dtype, "--param-dtype ", name, " computes in ",
                  name, ": add --amp --amp-dtype ", name);
   }
-  if (o.sharding.has_value() || o.exercise_zero1) {
+  if (!o.data_parallel.replicated()) {
     COURSE_CHECK(optim::updates_elementwise(o.optimizer), "--sharding ", sharding_flag(o),
                  " updates each rank's shard on its own, which needs an element-wise optimizer "
                  "(sgd, adamw, lion); ",
@@ -74,7 +74,7 @@ void validate_optimizer(const GptLabOptions& o) {
     COURSE_CHECK(!o.clip_grad_norm,
                  "--optimizer-in-backward updates each parameter before the "
                  "others' gradients exist; --clip-grad-norm needs the norm of all of them first");
-    COURSE_CHECK(!o.sharding && !o.exercise_zero1 && !model_parallel(o),
+    COURSE_CHECK(o.data_parallel.replicated() && !model_parallel(o),
                  "--optimizer-in-backward runs under DDP or on one process: leave --sharding "
                  "none and --tensor-parallel, --context-parallel and --pipeline-stages at 1");
   }
@@ -85,7 +85,7 @@ void validate_optimizer(const GptLabOptions& o) {
                "--freeze-step must be at least 1: the 1-bit optimizers freeze "
                "the variance their warm-up estimated, got ",
                *o.freeze_step);
-  COURSE_CHECK(!o.sharding && !o.exercise_zero1, "--optimizer ", name,
+  COURSE_CHECK(o.data_parallel.replicated(), "--optimizer ", name,
                " averages its momentum over the data-parallel ranks in place of DDP's gradients; "
                "it needs --sharding none (DeepSpeed's 1-bit optimizers run at ZeRO stage 0 too)");
   COURSE_CHECK(!model_parallel(o), "--optimizer ", name,
@@ -127,7 +127,7 @@ void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
   COURSE_CHECK(o.tensor_parallel >= 1, "--tensor-parallel must be at least 1");
   COURSE_CHECK(o.context_parallel >= 1, "--context-parallel must be at least 1");
   if (model_parallel(o)) {
-    COURSE_CHECK(!o.sharding && !o.exercise_zero1 && o.param_dtype == DType::kF32,
+    COURSE_CHECK(o.data_parallel.replicated() && o.param_dtype == DType::kF32,
                  "--tensor-parallel, --context-parallel and --pipeline-stages average the "
                  "replicas' gradients over the data-parallel ranks; they do not combine with "
                  "--sharding ",
@@ -209,7 +209,7 @@ void validate_image_run(const GptLabOptions& o) {
                o.model, "'s tokens stay whole");
   validate_image_tensor_parallel(o);
   validate_pipeline(o, static_cast<int64_t>(nn::model_pieces({.name = o.model}).blocks.size()));
-  COURSE_CHECK(!o.exercise_zero1, "--sharding ", kExerciseZero1,
+  COURSE_CHECK(!o.data_parallel.trainee_zero1, "--sharding ", kExerciseZero1,
                " runs the trainee's ZeRO-1 on the GPT; ", o.model,
                " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
   const GptLabOptions text_defaults;
@@ -292,7 +292,7 @@ void validate(const GptLabOptions& o) {
 }
 
 void validate_sharding_ranks(const GptLabOptions& o, int ranks) {
-  COURSE_CHECK(!(o.sharding || o.exercise_zero1) || ranks > 1, "--sharding ", sharding_flag(o),
+  COURSE_CHECK(o.data_parallel.replicated() || ranks > 1, "--sharding ", sharding_flag(o),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
                "(start it with mpirun -np N, or srun)");
 }

@@ -13,7 +13,7 @@ using namespace course;
 
 parallel::StatePlan state_plan(const GptLabOptions& o, int ranks) {
   return {.optimizer = o.optimizer,
-          .sharding = o.exercise_zero1 ? parallel::Sharding::kZero1 : o.sharding,
+          .sharding = o.data_parallel.held(),
           .ranks = ranks,
           .shard_group_size = o.shard_group_size,
           .cpu_offload = o.cpu_offload,
@@ -34,7 +34,7 @@ parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
 namespace {
 
 std::string run_name(const GptLabOptions& o, int ranks) {
-  const bool replicated = !o.sharding && !o.exercise_zero1;
+  const bool replicated = o.data_parallel.replicated();
   const std::string mode = replicated ? (ranks > 1 ? "DDP" : "one process") : sharding_flag(o);
   return o.model + ", " + mode + " on " + std::to_string(ranks) + " rank(s), batch " +
          std::to_string(o.batch_size) + (o.amp ? ", 16-bit compute" : ", f32") +

@@ -111,7 +111,7 @@ std::unique_ptr<parallel::TrainingParallelism> make_parallelism(
                                                              model_parallel_options(o));
   }
   std::unique_ptr<parallel::DataParallelStep> step;
-  if (o.exercise_zero1) {
+  if (o.data_parallel.trainee_zero1) {
     step = std::make_unique<ExerciseZero1>(model, comm);
   } else {
     step = std::make_unique<parallel::DataParallelModel>(model, model.blocks(), comm,
