@@ -145,13 +145,7 @@ Device set_up_device(const LabOptions& o) {
   const Device device = named_or_default_device(o.device);
   set_process_device(device);
   if (o.max_memory_mb > 0) device_allocator(device).set_limit(o.max_memory_mb << 20);
-  if (o.cuda_graphs && !device.is_cuda()) {
-    std::fprintf(stderr,
-                 "--cuda-graphs: CUDA graphs need a GPU; on %s the step is recorded as a "
-                 "task graph and replayed instead (the same code path, no launch overhead to "
-                 "save)\n",
-                 device.str().c_str());
-  }
+  if (o.cuda_graphs) train::note_graph_stand_in(device);
   return device;
 }
 

@@ -42,6 +42,10 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option("--freeze-step", o.freeze_step,
                  "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes and "
                  "the momentum travels compressed (default 100)");
+  app.add_flag("--cuda-graphs", o.cuda_graphs,
+               "one process: capture forward, backward and update once as a CUDA graph, then "
+               "replay it every step (torch.compile's reduce-overhead; on the CPU a recorded "
+               "task graph stands in)");
   app.add_flag("--optimizer-in-backward", o.optimizer_in_backward,
                "update each parameter (one process) or DDP bucket as soon as its gradient is "
                "final, during the backward pass, and free the gradient: the step keeps no full "

@@ -52,6 +52,7 @@ struct GptLabOptions : course::train::RunFlags {
   std::optional<float> beta1, beta2, eps;  // the Adam family's (unset: the optimizer's defaults)
   std::optional<int64_t> freeze_step;      // the 1-bit optimizers' warm-up (unset: 100 steps)
   bool optimizer_in_backward = false;      // each group updated as its gradients become final
+  bool cuda_graphs = false;                // one process: the step replayed as a captured graph
   std::string lr_schedule = "cosine";      // cosine (to lr / 10), constant, linear (to 0)
   int64_t lr_decay_steps = 0;              // the schedule's length (0: the run's steps)
   int64_t train_batch_size = 0;  // > 0: must equal batch x micro-batches x data-parallel ranks
@@ -116,8 +117,9 @@ void validate(const GptLabOptions& options);
 // replica: --batch-size x `micro_batches` x `data_ranks`.
 void validate_train_batch(const GptLabOptions& options, int64_t micro_batches, int data_ranks);
 
-// Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks.
-void validate_sharding_ranks(const GptLabOptions& options, int ranks);
+// Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks, or
+// --cuda-graphs of a run of several.
+void validate_run_ranks(const GptLabOptions& options, int ranks);
 
 // Throws unless `ranks` (a run's, or --estimate-ranks) cut into whole grids of --context-parallel
 // x --tensor-parallel x --pipeline-stages ranks.

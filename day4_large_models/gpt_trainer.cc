@@ -92,12 +92,12 @@ train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism, LabO
     windows.train.set_epoch(epoch);
     *next_batch = first_batch;
   };
-  hooks.step = [&parallelism, &optimizer, &clipping, &windows, next_batch,
-                device](train::StepPhases& phases) {
+  auto step = std::make_shared<LabStep>(optimizer, clipping, parallelism, device, o.cuda_graphs);
+  hooks.step = [step, &windows, next_batch, device](train::StepPhases& phases) {
     phases.start(Phase::kLoad);
     const NextTokenBatch batch =
         next_token_batch(windows.train.batch((*next_batch)++ % windows.train.batches()), device);
-    return train_step(optimizer, clipping, parallelism, batch, phases);
+    return step->run(batch, phases);
   };
   hooks.validate = [&parallelism, &windows, device, &o] {
     return validate_text(parallelism.whole_model(), windows.val, device, o);
@@ -166,7 +166,7 @@ std::optional<parallel::MemoryEstimate> checked_memory_estimate(const GptLabOpti
   const auto estimate = memory_estimated(o)
                             ? std::optional(parallel::estimate_memory(memory_plan(o, ranks)))
                             : std::nullopt;
-  validate_sharding_ranks(o, ranks);
+  validate_run_ranks(o, ranks);
   if (estimate) enforce_memory_budget(o, ranks, *estimate, device);
   return estimate;
 }

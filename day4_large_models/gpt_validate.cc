@@ -97,6 +97,20 @@ void validate_optimizer(const GptLabOptions& o) {
                name, " keeps them local after --freeze-step");
 }
 
+// The step replayed as a graph: one process's whole step, the same work every step. The clip
+// reads each step's norm on the host for its log, the optimizer in backward and the 1-bit ones
+// decide on the host as the step runs, and model parallelism exchanges with other ranks.
+void validate_cuda_graphs(const GptLabOptions& o) {
+  if (!o.cuda_graphs) return;
+  COURSE_CHECK(!o.clip_grad_norm && !o.optimizer_in_backward && !optim::is_onebit(o.optimizer),
+               "--cuda-graphs replays the same device work every step: it does not take "
+               "--clip-grad-norm (its norm is read for the log), --optimizer-in-backward or the "
+               "1-bit optimizers (their steps change as they run)");
+  COURSE_CHECK(!model_parallel(o),
+               "--cuda-graphs captures one process's step: leave "
+               "--tensor-parallel, --context-parallel and --pipeline-stages at 1");
+}
+
 // The pipeline axis, against the `blocks` of the model it cuts (any family).
 void validate_pipeline(const GptLabOptions& o, int64_t blocks) {
   COURSE_CHECK(o.pipeline_stages >= 1 && o.micro_batches >= 1 && o.virtual_stages >= 1,
@@ -254,6 +268,7 @@ void validate(const GptLabOptions& o) {
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
   validate_optimizer(o);
   validate_data_parallel(o);
+  validate_cuda_graphs(o);
   COURSE_CHECK(o.tensor_parallel == 1 || !o.checkpoint_activations,
                "--tensor-parallel cuts the blocks' layers; it does not combine with "
                "--checkpoint-activations");
@@ -291,10 +306,16 @@ void validate(const GptLabOptions& o) {
                " (gpt-tiny)");
 }
 
-void validate_sharding_ranks(const GptLabOptions& o, int ranks) {
+void validate_run_ranks(const GptLabOptions& o, int ranks) {
   COURSE_CHECK(o.data_parallel.replicated() || ranks > 1, "--sharding ", sharding_flag(o),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
                "(start it with mpirun -np N, or srun)");
+  COURSE_CHECK(!o.cuda_graphs || ranks == 1,
+               "--cuda-graphs captures one process's step; this run "
+               "has ",
+               ranks,
+               " ranks, whose collectives the graph would not replay (run it "
+               "without mpirun, or leave --cuda-graphs out)");
 }
 
 void validate_grid_ranks(const GptLabOptions& o, int ranks) {

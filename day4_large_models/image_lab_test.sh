@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Day 4's lab on the image models (the solutions' lab), on the embedded Fashion-MNIST: CoAtNet in
-# both memory formats; ViT on 2 ranks, DDP and ZeRO-3 ending with the same test loss and accuracy
+# both memory formats, and its step replayed as a graph; ViT on 2 ranks, DDP and ZeRO-3 ending with the same test loss and accuracy
 # after a checkpoint and a resume, and so do its pipeline stages and tensor-parallel ranks against
 # one process; the memory estimate against the measured peak; the language models' flags refused
 # with one message. Runs that test do it on the first 500 test images.
@@ -40,6 +40,19 @@ expect_same_ending() {
 }
 expect_same_ending "vit-micro resumed on 2 ranks, zero3 as DDP" "$ddp_resumed_images" \
   "$zero3_resumed_images" "$TEST_TMPDIR/vit-zero3.rank1-of-2.ckpt"
+# CoAtNet's step replayed as a graph (--cuda-graphs; a recorded task graph on the CPU), channels-
+# last, ends as its eager steps.
+coatnet_ending() {
+  "$lab" "${images[@]}" --model coatnet-micro --steps-per-epoch 3 --channels-last "$@" 2>&1 |
+    grep -o "test loss .*"
+}
+eager_coatnet=$(coatnet_ending)
+graphed_coatnet=$(coatnet_ending --cuda-graphs)
+if [[ -z $eager_coatnet || $graphed_coatnet != "$eager_coatnet" ]]; then
+  echo "FAILED: coatnet-micro under --cuda-graphs: '$graphed_coatnet', eager: '$eager_coatnet'"
+  exit 1
+fi
+echo "ok: coatnet-micro's step replayed as a graph ends as eager: $eager_coatnet"
 # A ViT in 2 pipeline stages over 2 micro-batches, resumed from its files (one per stage), ends
 # as one process accumulating the same 2 micro-batches (a ViT has no batch norm).
 piped_images=$(image_resumed vit-piped "${mpirun[@]}" -- --pipeline-stages 2 --micro-batches 2)

@@ -104,18 +104,19 @@ struct ImageBatches {
 train::LoopHooks image_hooks(const GptLabOptions& o, const train::TrainingFlags& flags,
                              const LabDatasets& data, ImageBatches& images,
                              parallel::TrainingParallelism& parallelism, LabOptimizer& optimizer,
-                             optim::GradientClipping& clipping,
-                             const parallel::Communicator& comm) {
+                             optim::GradientClipping& clipping, const parallel::Communicator& comm,
+                             Device device) {
   train::LoopHooks hooks;
   hooks.start_epoch = [&images, &parallelism](int64_t epoch, int64_t first_batch) {
     images.batches.start_epoch(distributed_sample(images.sampler, parallelism.data_rank(),
                                                   parallelism.data_ranks(), epoch),
                                epoch, first_batch);
   };
-  hooks.step = [&o, &images, &parallelism, &optimizer, &clipping](train::StepPhases& phases) {
+  auto step = std::make_shared<LabStep>(optimizer, clipping, parallelism, device, o.cuda_graphs);
+  hooks.step = [&o, &images, step](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
     const Batch batch = train::in_training_layout(images.batches.next(), o);
-    return train_step(optimizer, clipping, parallelism, {batch.images, batch.labels}, phases);
+    return step->run({batch.images, batch.labels}, phases);
   };
   hooks.validate = [&o, &flags, &data, &images, &parallelism, &comm] {
     return train::evaluate(parallelism.whole_model(), data.val, data.val_transform, flags,
@@ -170,7 +171,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     if (comm->rank() == 0) print_preset_figures(o, comm->size());
     return {};
   }
-  validate_sharding_ranks(o, comm->size());
+  validate_run_ranks(o, comm->size());
   const train::TrainingFlags flags = image_flags(o);
   const LabDatasets data = open_dataset(flags);
 
@@ -202,7 +203,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
        .clipping = &clipping},
-      image_hooks(o, flags, data, images, *parallelism, optimizer, clipping, *comm));
+      image_hooks(o, flags, data, images, *parallelism, optimizer, clipping, *comm, device));
   if (!o.resume.empty()) parallelism->after_step();
   const bool lead = comm->rank() == 0;
   if (lead) {

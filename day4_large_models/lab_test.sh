@@ -71,6 +71,33 @@ echo "ok: --batch-size 2 --accumulate 4 trains as --batch-size 8 ($whole)"
 # Data parallelism on 2 ranks: DDP, every sharding and the exercises' ZeRO-1 train the same
 # model; the trainee's lab runs everything but stops at TODO TP4.1 in --sharding exercise-zero1
 # and at TODO TP4.6 in --pipeline-exercises.
+# --cuda-graphs: the step captured after the first and replayed (a recorded task graph on the CPU
+# and the simulated accelerator) ends as the eager steps do, the sample too; with accumulated
+# micro-batches and bf16 as well.
+for device in cpu sim; do
+  on_device=()
+  for word in "${small[@]}" --steps-per-epoch 4 --sample-tokens 12; do
+    [[ $word == cpu ]] && word=$device  # --device cpu's value
+    on_device+=("$word")
+  done
+  for flags in "" "--accumulate 2 --amp --amp-dtype bf16"; do
+    # shellcheck disable=SC2086
+    eager=$("$lab" "${on_device[@]}" $flags 2>&1 | grep -A1 -E "^(epoch|sample)")
+    # shellcheck disable=SC2086
+    graphed=$("$lab" "${on_device[@]}" $flags --cuda-graphs 2>&1)
+    if ! grep -q "^graph replay" <<<"$graphed" ||
+      [[ -z $eager || $(grep -A1 -E "^(epoch|sample)" <<<"$graphed") != "$eager" ]]; then
+      echo "FAILED: --cuda-graphs on $device ($flags) ends otherwise than the eager steps:"
+      echo "eager: $eager"
+      echo "$graphed"
+      exit 1
+    fi
+    echo "ok: --cuda-graphs on $device ($flags) replays the step and ends as the eager steps"
+  done
+done
+expect 1 "error: --cuda-graphs replays the same device work every step: it does not take --clip-grad-norm" \
+  "$lab" "${few[@]}" --cuda-graphs --clip-grad-norm 1
+
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -np 2)
 ranks=("${small[@]}" --steps-per-epoch 4 --sample-tokens 12)
 expect 0 "DDP over 2 rank(s)" "${mpirun[@]}" "$lab" "${ranks[@]}"
@@ -255,6 +282,10 @@ for sharding in zero3 zero1; do
   fi
   echo "ok: $sharding on 2 ranks, a checkpoint file per rank, resumed as DDP: $(head -1 <<<"$sharded_resumed")"
 done
+expect 1 "error: --cuda-graphs captures one process's step; this run has 2 ranks" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --cuda-graphs
+expect 1 "error: --cuda-graphs captures one process's step: leave --tensor-parallel" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --cuda-graphs --tensor-parallel 2
 expect 1 "is of sharding zero3, not zero2" "${mpirun[@]}" "$lab" "${ranks[@]}" --sharding zero2 \
   --epochs 2 --resume "$TEST_TMPDIR/zero3.ckpt"
 expect 1 "was saved on 2 ranks, and this run has 3: resume it on 2 ranks" "${mpirun[@]:0:7}" -np 3 \

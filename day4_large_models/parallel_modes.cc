@@ -161,20 +161,48 @@ LabOptimizer make_lab_optimizer(const GptLabOptions& o, parallel::TrainingParall
   return lab;
 }
 
-Tensor train_step(LabOptimizer& lab, optim::GradientClipping& clipping,
-                  parallel::TrainingParallelism& parallelism, const NextTokenBatch& batch,
-                  train::StepPhases& phases) {
-  if (lab.in_backward) lab.in_backward->begin_step();
-  Tensor loss =
-      parallelism.forward_backward(batch, [&phases](Phase phase) { phases.start(phase); });
-  phases.start(Phase::kOptimizer);
-  if (lab.in_backward) {
-    lab.in_backward->end_step();
-  } else {
-    parallel::apply_clipping(clipping, parallelism);
-    lab.optimizer->step();
+LabStep::LabStep(LabOptimizer& optimizer, optim::GradientClipping& clipping,
+                 parallel::TrainingParallelism& parallelism, Device device, bool cuda_graphs)
+    : optimizer_(optimizer),
+      clipping_(clipping),
+      parallelism_(parallelism),
+      graph_(cuda_graphs ? captured_step(device) : std::nullopt) {
+  if (cuda_graphs) train::note_graph_stand_in(device);
+}
+
+std::optional<train::StepGraph> LabStep::captured_step(Device device) {
+  return std::optional<train::StepGraph>(
+      std::in_place, device, [this](const Tensor& inputs, const Tensor& targets) {
+        return passes_and_update({inputs, targets}, [](Phase) {});
+      });
+}
+
+Tensor LabStep::run(const NextTokenBatch& batch, train::StepPhases& phases) {
+  if (graph_ && eager_step_done_ && graph_->fits(batch.inputs, batch.targets)) {
+    phases.start(Phase::kGraphReplay);
+    optimizer_.optimizer->prepare_step();
+    const Tensor loss = graph_->run(batch.inputs, batch.targets);
+    optimizer_.optimizer->count_step();
+    parallelism_.after_step();
+    return loss;
   }
-  parallelism.after_step();
+  const Tensor loss = passes_and_update(batch, [&phases](Phase phase) { phases.start(phase); });
+  parallelism_.after_step();
+  eager_step_done_ = true;
+  return loss;
+}
+
+Tensor LabStep::passes_and_update(const NextTokenBatch& batch,
+                                  const std::function<void(Phase)>& mark) {
+  if (optimizer_.in_backward) optimizer_.in_backward->begin_step();
+  Tensor loss = parallelism_.forward_backward(batch, mark);
+  mark(Phase::kOptimizer);
+  if (optimizer_.in_backward) {
+    optimizer_.in_backward->end_step();
+  } else {
+    parallel::apply_clipping(clipping_, parallelism_);
+    optimizer_.optimizer->step();  // inside a capture: its update alone (optimizer.h)
+  }
   return loss;
 }
 

@@ -6,7 +6,9 @@
 // checkpoint of the chosen parallelism holds per rank.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "common/nn/gpt.h"
 #include "common/optim/gradient_clipping.h"
@@ -14,6 +16,7 @@
 #include "common/optim/schedule.h"
 #include "common/parallel/optimizer_in_backward.h"
 #include "common/parallel/training_parallelism.h"
+#include "common/train/step_graph.h"
 #include "common/train/step_phases.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/gpt_options.h"
@@ -46,11 +49,33 @@ LabOptimizer make_lab_optimizer(const GptLabOptions& options,
                                 std::shared_ptr<course::parallel::Communicator> comm,
                                 int64_t total_steps);
 
-// One training step on `batch`: forward and backward under `parallelism`, then the optimizer's
-// step (clipped first) or, in backward, its updates; returns the loss (forward_backward's).
-course::Tensor train_step(LabOptimizer& optimizer, course::optim::GradientClipping& clipping,
-                          course::parallel::TrainingParallelism& parallelism,
-                          const course::NextTokenBatch& batch, course::train::StepPhases& phases);
+// The lab's training step: forward and backward under `parallelism`, then the optimizer's step
+// (clipped first) or, in backward, its updates; run() returns the loss (forward_backward's).
+// With --cuda-graphs, after one eager step, every batch of the first one's shape runs as one
+// replay of the captured step (common/train/step_graph.h: torch.compile's "reduce-overhead"),
+// the schedule's learning rate still set per step; in one process (gpt_validate.cc refuses the
+// rest: a collective posted during the capture would not be replayed).
+class LabStep {
+ public:
+  LabStep(LabOptimizer& optimizer, course::optim::GradientClipping& clipping,
+          course::parallel::TrainingParallelism& parallelism, course::Device device,
+          bool cuda_graphs);
+
+  // `batch`'s inputs and targets (an image model's images and labels).
+  course::Tensor run(const course::NextTokenBatch& batch, course::train::StepPhases& phases);
+
+ private:
+  course::Tensor passes_and_update(const course::NextTokenBatch& batch,
+                                   const std::function<void(course::train::Phase)>& mark);
+  // Made in the member initialisers (GCC 12's -Wmaybe-uninitialized otherwise, day 1's note).
+  std::optional<course::train::StepGraph> captured_step(course::Device device);
+
+  LabOptimizer& optimizer_;
+  course::optim::GradientClipping& clipping_;
+  course::parallel::TrainingParallelism& parallelism_;
+  std::optional<course::train::StepGraph> graph_;
+  bool eager_step_done_ = false;
+};
 
 // A sharded or model-parallel run's checkpoint is a file per rank: its shards or its stage's
 // slices, and its optimizer's state (none, for a `layout` that is empty: one file of the whole

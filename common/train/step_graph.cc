@@ -1,6 +1,8 @@
 // The training step as a graph.
 #include "common/train/step_graph.h"
 
+#include <cstdio>
+
 #include "common/kernels/elementwise.h"
 
 namespace course::train {
@@ -18,6 +20,14 @@ bool StepGraph::fits(const Tensor& images, const Tensor& labels) const {
   return !captured() || (images.shape() == static_images_.shape() &&
                          images.memory_format() == static_images_.memory_format() &&
                          labels.shape() == static_labels_.shape());
+}
+
+void note_graph_stand_in(Device device) {
+  if (device.is_cuda()) return;
+  std::fprintf(stderr,
+               "--cuda-graphs: CUDA graphs need a GPU; on %s the step is recorded as a task graph "
+               "and replayed instead (the same code path, no launch overhead to save)\n",
+               device.str().c_str());
 }
 
 const Tensor& StepGraph::run(const Tensor& images, const Tensor& labels) {

@@ -40,4 +40,8 @@ class StepGraph {
   Tensor static_images_, static_labels_, static_loss_;
 };
 
+// What --cuda-graphs becomes on `device`, said on stderr when it is not a GPU: a recorded task
+// graph replayed (the same code path, no launch overhead to save).
+void note_graph_stand_in(Device device);
+
 }  // namespace course::train

@@ -209,14 +209,16 @@ if [[ $device == cuda ]]; then
 fi
 text=()
 [[ -d $root/text ]] && text=(--text-dir "$root/text")  # a bundle's own text
-gpt_epoch=(--steps-per-epoch 6 --epochs 1 --no-progress --batch-size 8 --sample-tokens 0
-  --context 64 "${text[@]}")
+gpt_epoch=(--steps-per-epoch 6 --epochs 1 --val-fraction 0.01 --no-progress --batch-size 8
+  --sample-tokens 0 --context 64 "${text[@]}")
 compared "day 4: GPT, amp bf16, one process" 0.05 "$labs/day4_large_models_lab" \
   "${gpt_epoch[@]}" --amp
 compared "day 4: Llama, amp bf16, one process" 0.05 "$labs/day4_large_models_lab" \
   "${gpt_epoch[@]}" --amp --model llama-tiny
 compared "day 4: optimizer in backward, one process" 0.05 "$labs/day4_large_models_lab" \
   "${gpt_epoch[@]}" --amp --optimizer-in-backward
+compared "day 4: GPT step as a CUDA graph, amp bf16" 0.05 "$labs/day4_large_models_lab" \
+  "${gpt_epoch[@]}" --amp --cuda-graphs
 wait_free "day 4: no host wait, GPT amp bf16" "$labs/day4_large_models_lab" --test \
   --test-nsteps 12 --log-every 6 --no-progress --device "$accelerator" --batch-size 8 \
   --sample-tokens 0 --context 64 --amp "${text[@]}"
