@@ -73,15 +73,6 @@ std::vector<std::string> family_model_names(ModelFamily family) {
   COURSE_FAIL("model family ", static_cast<int>(family), " is not registered");
 }
 
-bool known_model(const std::string& name) {
-  for (ModelFamily family : model_families()) {
-    for (const std::string& known : family_model_names(family)) {
-      if (known == name) return true;
-    }
-  }
-  return false;
-}
-
 ModelFamily model_family(const std::string& name) {
   std::string known;
   for (ModelFamily family : model_families()) {

@@ -25,8 +25,6 @@ const ModelFamilyTraits& family_traits(ModelFamily family);
 
 // The family registering `name`; throws one message listing every registered name.
 ModelFamily model_family(const std::string& name);
-// Whether some family registers `name`.
-bool known_model(const std::string& name);
 // Every family, in the order above, and the names (presets) each registers.
 const std::vector<ModelFamily>& model_families();
 std::vector<std::string> family_model_names(ModelFamily family);

@@ -121,7 +121,6 @@ TEST(ModelRegistry, EveryNameHasOneFamilyAndAnUnknownOneIsRefused) {
     EXPECT_FALSE(family_names.empty()) << family_traits(family).name;
     for (const std::string& name : family_names) {
       EXPECT_EQ(model_family(name), family) << name;
-      EXPECT_TRUE(known_model(name)) << name;
       names.insert(name);
       ++registered;
     }
@@ -131,7 +130,6 @@ TEST(ModelRegistry, EveryNameHasOneFamilyAndAnUnknownOneIsRefused) {
     EXPECT_EQ(model_family(config.name), config.llama() ? ModelFamily::kLlama : ModelFamily::kGpt2)
         << config.name;
   }
-  EXPECT_FALSE(known_model("vit-b17"));
   const std::string error = testing::error_of([] { model_family("vit-b17"); });
   EXPECT_NE(error.find("unknown model 'vit-b17'"), std::string::npos) << error;
   EXPECT_NE(error.find("llama-tiny"), std::string::npos) << error;
