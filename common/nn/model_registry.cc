@@ -74,10 +74,14 @@ std::vector<std::string> family_model_names(ModelFamily family) {
 }
 
 ModelFamily model_family(const std::string& name) {
-  std::string known;
   for (ModelFamily family : model_families()) {
     for (const std::string& registered : family_model_names(family)) {
       if (registered == name) return family;
+    }
+  }
+  std::string known;
+  for (ModelFamily family : model_families()) {
+    for (const std::string& registered : family_model_names(family)) {
       known += (known.empty() ? "" : ", ") + registered;
     }
   }
