@@ -19,21 +19,45 @@ using namespace course;
 
 namespace {
 
-// The text, the model's windows and the optimizer.
-void add_training_flags(CLI::App& app, GptLabOptions& o) {
-  app.add_option("--text-dir", o.text_dir, "folder of fortune-format text files")
+// The text or images, the model's windows, the step and the run's seed.
+void add_data_flags(CLI::App& app, GptLabOptions& o) {
+  app.add_option("--text-dir", o.text.dir, "folder of fortune-format text files")
       ->capture_default_str();
-  app.add_option("--data-dir", o.image_dir,
+  app.add_option("--data-dir", o.images.dir,
                  "image models: dataset folder (Fashion-MNIST, CIFAR-10, train.pack + val.pack, "
                  "or train/ + val/), as days 1-3 read it")
       ->capture_default_str();
-  app.add_option("--image-size", o.image_size, "image models: side the images are resized to")
+  app.add_option("--image-size", o.images.size, "image models: side the images are resized to")
       ->capture_default_str();
-  app.add_option("--test-subset", o.test_subset,
+  app.add_option("--test-subset", o.images.test_subset,
                  "image models: test on the first N test images only (in-memory data: quick "
                  "runs)");
   app.add_option("--seed", o.seed, "seed of weights, windows and sampling")->capture_default_str();
-  train::add_choice(app, "--optimizer", o.optimizer, optim::optimizer_choices(true),
+  app.add_flag("--cuda-graphs", o.cuda_graphs,
+               "one process: capture forward, backward and update once as a CUDA graph, then "
+               "replay it every step (torch.compile's reduce-overhead; on the CPU a recorded "
+               "task graph stands in)");
+  app.add_option("--train-batch-size", o.train_batch_size,
+                 "check that a step's windows or images over every replica (--batch-size x "
+                 "micro-batches x data-parallel ranks) are this many, as DeepSpeed's "
+                 "train_batch_size (0: no check)")
+      ->capture_default_str();
+  app.add_option("--context", o.model.context,
+                 "tokens per training window (0: the model's context)")
+      ->capture_default_str();
+  app.add_option("--val-fraction", o.text.val_fraction, "share of documents held out")
+      ->capture_default_str();
+  app.add_option("--steps-per-epoch", o.steps_per_epoch,
+                 "steps in an epoch (0: every training window once)")
+      ->capture_default_str();
+  app.add_flag("--checkpoint-activations", o.model.checkpoint_activations,
+               "recompute each block's activations in backward instead of keeping them");
+  course::train::add_step_flags(app, o.run);
+}
+
+// The optimizer, its options and its learning-rate schedule.
+void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
+  train::add_choice(app, "--optimizer", o.kind, optim::optimizer_choices(true),
                     "optimizer (onebit-adam, onebit-lamb: 1-bit Adam and LAMB, the momentum "
                     "averaged over the data-parallel ranks as signs after --freeze-step steps)");
   app.add_option("--beta1", o.beta1, "the first moment's decay (AdamW, LAMB, Lion, 1-bit)");
@@ -42,42 +66,23 @@ void add_training_flags(CLI::App& app, GptLabOptions& o) {
   app.add_option("--freeze-step", o.freeze_step,
                  "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes and "
                  "the momentum travels compressed (default 100)");
-  app.add_flag("--cuda-graphs", o.cuda_graphs,
-               "one process: capture forward, backward and update once as a CUDA graph, then "
-               "replay it every step (torch.compile's reduce-overhead; on the CPU a recorded "
-               "task graph stands in)");
-  app.add_flag("--optimizer-in-backward", o.optimizer_in_backward,
+  app.add_flag("--optimizer-in-backward", o.in_backward,
                "update each parameter (one process) or DDP bucket as soon as its gradient is "
                "final, during the backward pass, and free the gradient: the step keeps no full "
                "set of gradients (DeepSpeed's backward fusion)");
-  app.add_option("--lr-schedule", o.lr_schedule,
+  app.add_option("--lr-schedule", o.schedule,
                  "after the warm-up: cosine (down to lr / 10), constant, linear (down to 0), "
                  "one-cycle")
       ->check(CLI::IsMember(optim::schedule_names()))
       ->capture_default_str();
-  app.add_option("--lr-decay-steps", o.lr_decay_steps,
+  app.add_option("--lr-decay-steps", o.decay_steps,
                  "steps the schedule decays over (0: the run's steps)")
       ->capture_default_str();
-  app.add_option("--train-batch-size", o.train_batch_size,
-                 "check that a step's windows or images over every replica (--batch-size x "
-                 "micro-batches x data-parallel ranks) are this many, as DeepSpeed's "
-                 "train_batch_size (0: no check)")
-      ->capture_default_str();
-  app.add_option("--context", o.context, "tokens per training window (0: the model's context)")
-      ->capture_default_str();
-  app.add_option("--val-fraction", o.val_fraction, "share of documents held out")
-      ->capture_default_str();
-  app.add_option("--steps-per-epoch", o.steps_per_epoch,
-                 "steps in an epoch (0: every training window once)")
-      ->capture_default_str();
   app.add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")->capture_default_str();
-  app.add_flag("--checkpoint-activations", o.checkpoint_activations,
-               "recompute each block's activations in backward instead of keeping them");
-  course::train::add_step_flags(app, o);
 }
 
 // The memory estimate, its budget and the throughput model.
-void add_estimate_flags(CLI::App& app, GptLabOptions& o) {
+void add_estimate_flags(CLI::App& app, EstimateChoice& o) {
   app.add_option("--max-memory-mb", o.max_memory_mb,
                  "refuse a run whose estimated peak per rank is above this, and cap the "
                  "allocator there (0: no cap)")
@@ -94,7 +99,7 @@ void add_estimate_flags(CLI::App& app, GptLabOptions& o) {
 }
 
 // Data parallelism: DDP, or a sharding strategy and its options.
-void add_data_parallel_flags(CLI::App& app, GptLabOptions& o) {
+void add_data_parallel_flags(CLI::App& app, DataParallelChoice& o) {
   std::vector<std::string> shardings = {"none"};
   for (const std::string& name : parallel::sharding_names()) shardings.push_back(name);
   shardings.push_back(kExerciseZero1);
@@ -102,9 +107,8 @@ void add_data_parallel_flags(CLI::App& app, GptLabOptions& o) {
          "--sharding",
          [&o](const std::string& name) {
            const bool trainee = name == kExerciseZero1;
-           o.data_parallel = {
-               .library = trainee ? std::nullopt : parallel::parse_data_parallel_mode(name),
-               .trainee_zero1 = trainee};
+           o.library = trainee ? std::nullopt : parallel::parse_data_parallel_mode(name);
+           o.trainee_zero1 = trainee;
          },
          "on several ranks: none (DDP), zero1 (optimizer states sharded), zero2 (and "
          "gradients), zero3 (and parameters: FSDP's full shard), shard-grad-op, exercise-zero1 "
@@ -133,7 +137,7 @@ void add_data_parallel_flags(CLI::App& app, GptLabOptions& o) {
 }
 
 // Model parallelism: the tp and pp axes of the grid, and the pipeline's schedule.
-void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
+void add_model_parallel_flags(CLI::App& app, GridChoice& o) {
   app.add_option("--tensor-parallel", o.tensor_parallel,
                  "tensor parallelism: every layer cut over this many ranks (heads, feed-forward "
                  "width and vocabulary split); more ranks form data-parallel replicas or "
@@ -149,15 +153,15 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
                  "around them; more ranks form data-parallel replicas (world = dp x "
                  "context-parallel x tensor-parallel x stages)")
       ->capture_default_str();
-  app.add_option("--pipeline-stages", o.pipeline_stages,
+  app.add_option("--pipeline-stages", o.pipeline.stages,
                  "pipeline parallelism: the model's blocks cut into this many stages, one per "
                  "rank; more ranks form data-parallel pipelines (world = dp x stages)")
       ->capture_default_str();
-  app.add_option("--micro-batches", o.micro_batches,
+  app.add_option("--micro-batches", o.pipeline.micro_batches,
                  "pipeline: micro-batches of --batch-size windows per pipeline and step")
       ->capture_default_str();
   train::add_choice(
-      app, "--schedule", o.schedule,
+      app, "--schedule", o.pipeline.schedule,
       {{"naive", parallel::PipelineSchedule::kNaive},
        {"gpipe", parallel::PipelineSchedule::kGpipe},
        {"1f1b", parallel::PipelineSchedule::kOneForwardOneBackward},
@@ -167,52 +171,54 @@ void add_model_parallel_flags(CLI::App& app, GptLabOptions& o) {
       "all backwards), 1f1b (one forward one backward), zb-h1 (1F1B with the weight "
       "gradients split off into passes that fill the cool-down), interleaved (1F1B over "
       "--virtual-stages chunks per rank)");
-  app.add_option("--virtual-stages", o.virtual_stages,
+  app.add_option("--virtual-stages", o.pipeline.virtual_stages,
                  "interleaved schedule: model chunks per rank (the model is cut into stages x "
                  "this; micro-batches must be a multiple of the stages)")
       ->capture_default_str();
-  app.add_option("--timeline", o.timeline,
+  app.add_option("--timeline", o.pipeline.timeline,
                  "pipeline: write the last step's forwards and backwards of every stage to this "
                  "PNG (the schedule diagram, measured)");
   train::add_choice(
-      app, "--pipeline-balance", o.pipeline_balance,
+      app, "--pipeline-balance", o.pipeline.balance,
       {{"layers", parallel::StageBalance::kLayers},
        {"parameters", parallel::StageBalance::kParameters},
        {"compute", parallel::StageBalance::kCompute}},
       "pipeline: cut the blocks evenly by layers, by parameters (the embedding and output "
       "layer or stem and head counted), or by the forward's multiply-adds");
-  app.add_flag("--pipeline-exercises", o.pipeline_exercises,
+  app.add_flag("--pipeline-exercises", o.pipeline.exercises,
                "pipeline: your exercises cut it (TP4.6, by multiply-adds), order each stage's "
                "actions (TP4.7: --schedule gpipe or 1f1b) and exchange each round's messages "
                "(TP4.8)");
 }
 
+// --model's family and, for a language model, its preset.
+void resolve_model(const std::string& name, LabModel& model) {
+  model.name = name;
+  model.family = nn::model_family(name);
+  if (!nn::family_traits(model.family).images) model.language = nn::gpt_preset(name);
+}
+
 }  // namespace
 
-parallel::DataParallelOptions data_parallel_options(const GptLabOptions& o) {
-  return {.sharding = o.data_parallel.library,
-          .backward_prefetch = o.backward_prefetch,
-          .forward_prefetch = o.forward_prefetch,
-          .shard_group_size = o.shard_group_size,
-          .cpu_offload = o.cpu_offload,
-          .param_dtype = o.param_dtype};
+parallel::DataParallelOptions DataParallelChoice::library_options() const {
+  return {.sharding = library,
+          .backward_prefetch = backward_prefetch,
+          .forward_prefetch = forward_prefetch,
+          .shard_group_size = shard_group_size,
+          .cpu_offload = cpu_offload,
+          .param_dtype = param_dtype};
 }
 
-bool image_model(const GptLabOptions& o) {
-  return nn::family_traits(nn::model_family(o.model)).images;
-}
-
-std::string sharding_flag(const GptLabOptions& o) {
-  return o.data_parallel.trainee_zero1 ? kExerciseZero1
-                                       : parallel::data_parallel_mode_name(o.data_parallel.library);
+std::string DataParallelChoice::flag() const {
+  return trainee_zero1 ? kExerciseZero1 : parallel::data_parallel_mode_name(library);
 }
 
 GptLabOptions::GptLabOptions() {
-  model = "gpt-tiny";
-  batch_size = 16;
-  lr = 2e-3f;
-  wd = 0.1f;
-  label_smoothing = 0.0f;
+  run.model = model.name;
+  run.batch_size = 16;
+  run.lr = 2e-3f;
+  run.wd = 0.1f;
+  run.label_smoothing = 0.0f;
 }
 
 GptLabOptions parse_gpt_options(int argc, char** argv) {
@@ -227,22 +233,24 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
     if (traits.images && !traits.in_pieces) continue;
     for (std::string& name : nn::family_model_names(family)) presets.push_back(std::move(name));
   }
-  train::add_run_flags(app, o, presets);
-  add_training_flags(app, o);
-  add_estimate_flags(app, o);
-  add_data_parallel_flags(app, o);
-  add_model_parallel_flags(app, o);
+  train::add_run_flags(app, o.run, presets);
+  add_data_flags(app, o);
+  add_optimizer_flags(app, o.optimizer);
+  add_estimate_flags(app, o.estimate);
+  add_data_parallel_flags(app, o.data_parallel);
+  add_model_parallel_flags(app, o.grid);
   app.add_option("--comm-timeout", o.comm_timeout,
                  "seconds a rank waits for the others before failing")
       ->capture_default_str();
-  app.add_option("--sample-tokens", o.sample_tokens, "tokens generated after training")
+  app.add_option("--sample-tokens", o.sample.tokens, "tokens generated after training")
       ->capture_default_str();
-  app.add_option("--prompt", o.prompt, "text the sample starts from");
-  app.add_option("--temperature", o.sampling.temperature, "sampling temperature (0: greedy)")
+  app.add_option("--prompt", o.sample.prompt, "text the sample starts from");
+  app.add_option("--temperature", o.sample.sampling.temperature, "sampling temperature (0: greedy)")
       ->capture_default_str();
-  app.add_option("--top-k", o.sampling.top_k, "sample from the k most likely tokens (0: all)")
+  app.add_option("--top-k", o.sample.sampling.top_k,
+                 "sample from the k most likely tokens (0: all)")
       ->capture_default_str();
-  app.add_option("--top-p", o.sampling.top_p,
+  app.add_option("--top-p", o.sample.sampling.top_p,
                  "sample from the fewest most likely tokens whose probability reaches p")
       ->capture_default_str();
   o.config = std::make_shared<train::ResolvedConfig>();
@@ -261,6 +269,7 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   train::parse_or_exit(app, argc, resolved_argv.data());
   o.config->file = app.get_option("--config")->as<std::string>();
   train::resolve_config(*o.config, args);
+  resolve_model(o.run.model, o.model);
   return o;
 }
 

@@ -39,12 +39,12 @@ double training_flops_per_token(nn::GptConfig config, int64_t context) {
 
 // Validation over every window of the held-out text: loss and next-token accuracy per token.
 train::EvalTally validate_text(nn::Module& net, const TokenWindows& windows, Device device,
-                               const GptLabOptions& o) {
+                               const train::RunFlags& run) {
   net.set_training(false);
   train::EvalTally tally;
   for (int64_t b = 0; b < windows.batches(); ++b) {
     const NextTokenBatch batch = next_token_batch(windows.batch(b), device);
-    nn::Autocast autocast(o.amp_dtype, o.amp);
+    nn::Autocast autocast(run.amp_dtype, run.amp);
     const Tensor logits = net.forward(batch.inputs);
     const Tensor rows = logits.view({batch.targets.numel(), logits.shape().back()});
     tally.correct += train::count_correct(rows, batch.targets);
@@ -67,11 +67,11 @@ struct RunWindows {
 RunWindows run_windows(const TokenSplit& text, int64_t context, const GptLabOptions& o,
                        const parallel::TrainingParallelism& parallelism,
                        const parallel::Communicator& comm) {
-  const int64_t windows_per_step = o.batch_size * parallelism.micro_batches();
+  const int64_t windows_per_step = o.run.batch_size * parallelism.micro_batches();
   const TokenWindowOptions options{
       .batch_size = windows_per_step, .context = context, .seed = o.seed};
   TokenWindowOptions val_options = options;
-  val_options.batch_size = o.batch_size;
+  val_options.batch_size = o.run.batch_size;
   val_options.shuffle = false;
   RunWindows w{
       .train = TokenWindows(text.train, options, parallelism.data_rank(), parallelism.data_ranks()),
@@ -85,22 +85,22 @@ RunWindows run_windows(const TokenSplit& text, int64_t context, const GptLabOpti
 // parallelism, the optimizer's step.
 train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism, LabOptimizer& optimizer,
                                 optim::GradientClipping& clipping, RunWindows& windows,
-                                Device device, const GptLabOptions& o) {
+                                Device device, const train::RunFlags& run, bool cuda_graphs) {
   auto next_batch = std::make_shared<int64_t>(0);
   train::LoopHooks hooks;
   hooks.start_epoch = [&windows, next_batch](int64_t epoch, int64_t first_batch) {
     windows.train.set_epoch(epoch);
     *next_batch = first_batch;
   };
-  auto step = std::make_shared<LabStep>(optimizer, clipping, parallelism, device, o.cuda_graphs);
+  auto step = std::make_shared<LabStep>(optimizer, clipping, parallelism, device, cuda_graphs);
   hooks.step = [step, &windows, next_batch, device](train::StepPhases& phases) {
     phases.start(Phase::kLoad);
     const NextTokenBatch batch =
         next_token_batch(windows.train.batch((*next_batch)++ % windows.train.batches()), device);
     return step->run(batch, phases);
   };
-  hooks.validate = [&parallelism, &windows, device, &o] {
-    return validate_text(parallelism.whole_model(), windows.val, device, o);
+  hooks.validate = [&parallelism, &windows, device, &run] {
+    return validate_text(parallelism.whole_model(), windows.val, device, run);
   };
   hooks.profiled = [](int64_t step) { return step >= 2 && step < 14; };
   return hooks;
@@ -113,12 +113,12 @@ void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Devic
       "training %s (%.2fM parameters%s) on %s, %s: %lld training and %lld validation tokens, "
       "batch %lld x %lld tokens per micro-batch, %lld micro-batch(es) per step, %lld steps per "
       "epoch, %s\n",
-      o.model.c_str(), nn::gpt_parameter_count(config) / 1e6,
-      o.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
+      o.model.name.c_str(), nn::gpt_parameter_count(config) / 1e6,
+      o.model.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
       parallelism.describe().c_str(), static_cast<long long>(text.train.numel()),
-      static_cast<long long>(text.val.numel()), static_cast<long long>(o.batch_size),
+      static_cast<long long>(text.val.numel()), static_cast<long long>(o.run.batch_size),
       static_cast<long long>(context), static_cast<long long>(parallelism.micro_batches()),
-      static_cast<long long>(windows.steps_per_epoch), optim::optimizer_name(o.optimizer));
+      static_cast<long long>(windows.steps_per_epoch), optim::optimizer_name(o.optimizer.kind));
   if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
   std::fflush(stdout);
 }
@@ -126,35 +126,35 @@ void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Devic
 // --throughput-gpus: the throughput model's grids; --estimate-only: the memory estimate for
 // --estimate-ranks (0: the run's ranks). Nothing is trained.
 void print_models(const GptLabOptions& o, int ranks) {
-  if (o.throughput_gpus > 0) {
-    print_throughput_table(o, o.throughput_gpus);
+  if (o.estimate.throughput_gpus > 0) {
+    print_throughput_table(o.model, o.run.batch_size, o.grid.context_parallel,
+                           o.estimate.throughput_gpus);
     return;
   }
-  const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
-  validate_grid_ranks(o, estimated);
+  const int estimated = o.estimate.estimate_ranks > 0 ? o.estimate.estimate_ranks : ranks;
+  validate_grid_ranks(o.grid, estimated, o.estimate.estimate_ranks > 0);
   print_memory_estimate(o, estimated, parallel::estimate_memory(memory_plan(o, estimated)),
-                        nn::gpt_parameter_count(nn::gpt_preset(o.model)));
+                        nn::gpt_parameter_count(*o.model.language));
 }
 
 // Collective (a sharded model gathers its parameters): every rank samples the same tokens; the
 // first prints them.
 std::string sample_text(nn::Module& model, const nn::GptConfig& config, Device device,
-                        const GptLabOptions& o) {
+                        const SampleChoice& sample, uint32_t seed) {
   const std::vector<int32_t> tokens =
-      nn::generate(model, config, device, encode_bytes(o.prompt).to_vector<int32_t>(),
-                   {.tokens = o.sample_tokens, .sampling = o.sampling, .seed = o.seed});
+      nn::generate(model, config, device, encode_bytes(sample.prompt).to_vector<int32_t>(),
+                   {.tokens = sample.tokens, .sampling = sample.sampling, .seed = seed});
   const std::string text = decode_bytes(tokens);
   if (parallel::Communicator::world()->rank() == 0) {
-    std::printf("sample (temperature %.2f):\n%s\n", o.sampling.temperature, text.c_str());
+    std::printf("sample (temperature %.2f):\n%s\n", sample.sampling.temperature, text.c_str());
   }
   return text;
 }
 
 // What a checkpoint records and a resumed run must match: the model, the context and, for a
 // file per rank, what the files' contents depend on.
-nlohmann::json checkpoint_identity(const GptLabOptions& o, int64_t context,
-                                   const nlohmann::json& layout) {
-  nlohmann::json identity = {{"model", o.model}, {"context", context}};
+nlohmann::json checkpoint_identity(const LabModel& model, const nlohmann::json& layout) {
+  nlohmann::json identity = {{"model", model.name}, {"context", model.window()}};
   identity.update(layout);
   return identity;
 }
@@ -163,10 +163,10 @@ nlohmann::json checkpoint_identity(const GptLabOptions& o, int64_t context,
 // not one it estimates), enforced against --max-memory-gb; sharding on one rank refused.
 std::optional<parallel::MemoryEstimate> checked_memory_estimate(const GptLabOptions& o, int ranks,
                                                                 Device device) {
-  const auto estimate = memory_estimated(o)
+  const auto estimate = o.grid.memory_estimated()
                             ? std::optional(parallel::estimate_memory(memory_plan(o, ranks)))
                             : std::nullopt;
-  validate_run_ranks(o, ranks);
+  validate_run_ranks(o.data_parallel, o.cuda_graphs, ranks);
   if (estimate) enforce_memory_budget(o, ranks, *estimate, device);
   return estimate;
 }
@@ -175,7 +175,7 @@ std::optional<parallel::MemoryEstimate> checked_memory_estimate(const GptLabOpti
 // and, with --sample-tokens, a sample from the whole model.
 GptLabResult gpt_lab_result(const train::LoopResult& run, const TokenSplit& text,
                             parallel::TrainingParallelism& parallelism, const nn::GptConfig& config,
-                            Device device, const GptLabOptions& o, bool lead) {
+                            Device device, const SampleChoice& sample, uint32_t seed, bool lead) {
   GptLabResult result{.steps = run.steps,
                       .last_loss = run.last_loss,
                       .val_loss = run.test_loss,
@@ -185,8 +185,9 @@ GptLabResult gpt_lab_result(const train::LoopResult& run, const TokenSplit& text
     std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",
                 *run.test_loss, result.unigram_entropy, *run.test_loss / std::log(2.0));
   }
-  if (o.sample_tokens > 0)
-    result.sample = sample_text(parallelism.whole_model(), config, device, o);
+  if (sample.tokens > 0) {
+    result.sample = sample_text(parallelism.whole_model(), config, device, sample, seed);
+  }
   return result;
 }
 
@@ -195,29 +196,31 @@ GptLabResult gpt_lab_result(const train::LoopResult& run, const TokenSplit& text
 GptLabResult run_gpt_lab(const GptLabOptions& o) {
   course::check_alike_on_every_rank([&] { validate(o); });
   const auto comm = parallel::Communicator::world();
-  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
+  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.run.device);
   const bool lead = comm->rank() == 0;
-  if (o.throughput_gpus > 0 || o.estimate_only) {
+  if (o.estimate.figures_only()) {
     if (lead) print_models(o, comm->size());
     return {};
   }
   const auto estimate = checked_memory_estimate(o, comm->size(), device);
-  const nn::GptConfig config = nn::gpt_preset(o.model);
-  const int64_t context = o.context > 0 ? o.context : config.context;
+  const nn::GptConfig& config = *o.model.language;
+  const int64_t context = o.model.window();
 
-  const TokenSplit text = split_documents(load_fortunes(o.text_dir), o.val_fraction, o.seed);
+  const TokenSplit text = split_documents(load_fortunes(o.text.dir), o.text.val_fraction, o.seed);
   const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
   std::mt19937 rng(o.seed);
-  nn::Gpt model(config, rng, device, o.checkpoint_activations);
-  const auto parallelism = make_parallelism(model, comm, o);
+  nn::Gpt model(config, rng, device, o.model.checkpoint_activations);
+  const auto parallelism = make_parallelism(model, comm, {o.grid, o.data_parallel, o.run});
+  validate_train_batch(o.train_batch_size, o.run.batch_size, parallelism->micro_batches(),
+                       parallelism->data_ranks());
   RunWindows windows = run_windows(text, context, o, *parallelism, *comm);
-  LabOptimizer optimizer =
-      make_lab_optimizer(o, *parallelism, comm, o.epochs * windows.steps_per_epoch);
-  optim::GradientClipping clipping(o.clip_grad_norm);
+  LabOptimizer optimizer = make_lab_optimizer(o.optimizer, o.run, *parallelism, comm,
+                                              o.run.epochs * windows.steps_per_epoch);
+  optim::GradientClipping clipping(o.run.clip_grad_norm);
 
   const nlohmann::json layout = parallelism->checkpoint_layout();
   train::TrainingLoop loop(
-      o,
+      o.run,
       {.device = device,
        .model = &model,
        .optimizer = optimizer.optimizer.get(),
@@ -226,14 +229,14 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
        .global_batch = windows.tokens_per_step,
        .unit = "tokens",
        .flops_per_unit = training_flops_per_token(config, context),
-       .identity = checkpoint_identity(o, context, layout),
+       .identity = checkpoint_identity(o.model, layout),
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
        .clipping = &clipping},
-      training_hooks(*parallelism, optimizer, clipping, windows, device, o));
+      training_hooks(*parallelism, optimizer, clipping, windows, device, o.run, o.cuda_graphs));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.
-  if (!o.resume.empty()) parallelism->after_step();
+  if (!o.run.resume.empty()) parallelism->after_step();
   if (lead) {
     if (estimate) {
       print_memory_estimate(o, comm->size(), *estimate, nn::gpt_parameter_count(config));
@@ -242,11 +245,12 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   }
 
   const train::LoopResult run = loop.run();
-  print_parallel_reports(*parallelism, run, o, lead, comm->size());
+  print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
+                         comm->size());
   if (lead && run.steps > 0 && estimate) {
     print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }
-  return gpt_lab_result(run, text, *parallelism, config, device, o, lead);
+  return gpt_lab_result(run, text, *parallelism, config, device, o.sample, o.seed, lead);
 }
 
 }  // namespace day4

@@ -36,57 +36,59 @@ namespace {
 // The image lab's flags: the run's, on the embedded data's defaults.
 train::TrainingFlags image_flags(const GptLabOptions& o) {
   train::TrainingFlags flags;
-  static_cast<train::RunFlags&>(flags) = o;
+  static_cast<train::RunFlags&>(flags) = o.run;
   flags.seed = o.seed;
-  flags.data_dir = o.image_dir;
-  flags.image_size = o.image_size;
-  flags.test_subset = o.test_subset;
+  flags.data_dir = o.images.dir;
+  flags.image_size = o.images.size;
+  flags.test_subset = o.images.test_subset;
   return flags;
 }
 
 // --throughput-gpus: the throughput model's grids; --estimate-only: the preset's estimate for
 // --estimate-ranks (0: the run's ranks). Nothing is trained.
 void print_preset_figures(const GptLabOptions& o, int ranks) {
-  if (o.throughput_gpus > 0) {
-    print_throughput_table(o, o.throughput_gpus);
+  if (o.estimate.throughput_gpus > 0) {
+    print_throughput_table(o.model, o.run.batch_size, o.grid.context_parallel,
+                           o.estimate.throughput_gpus);
     return;
   }
-  const int estimated = o.estimate_ranks > 0 ? o.estimate_ranks : ranks;
-  validate_grid_ranks(o, estimated);
-  const nn::ModelConfig preset = nn::preset_model_config(o.model);
+  const int estimated = o.estimate.estimate_ranks > 0 ? o.estimate.estimate_ranks : ranks;
+  validate_grid_ranks(o.grid, estimated, o.estimate.estimate_ranks > 0);
+  const nn::ModelConfig preset = nn::preset_model_config(o.model.name);
   print_memory_estimate(o, estimated,
                         parallel::estimate_image_memory(image_memory_plan(o, estimated, preset)),
                         nn::pieces_parameter_count(preset));
 }
 
 // The model the flags name, for the dataset's images.
-nn::ModelConfig image_model_config(const GptLabOptions& o, const Dataset& images,
+nn::ModelConfig image_model_config(const std::string& model, const Dataset& images,
                                    const train::TrainingFlags& flags) {
-  return {.name = o.model,
+  return {.name = model,
           .in_channels = images.channels(),
           .num_classes = images.num_classes(),
           .image_size = flags.image_size};
 }
 
 // One input as the model takes it (1, C, H, W), in the run's format: what sizes its stages.
-Tensor one_image(const nn::ModelConfig& config, Device device, const GptLabOptions& o) {
+Tensor one_image(const nn::ModelConfig& config, Device device, const train::RunFlags& run) {
   Shape shape = nn::model_pieces(config).sample;
   shape.insert(shape.begin(), 1);
-  return to_memory_format(zeros(shape, DType::kF32, device), o.channels_last
+  return to_memory_format(zeros(shape, DType::kF32, device), run.channels_last
                                                                  ? MemoryFormat::kChannelsLast
                                                                  : MemoryFormat::kContiguous);
 }
 
 // The run's images: each replica's step takes the micro-batches of its share (all of a
-// pipeline's stages the same), from a loader over its data-parallel rank's samples.
+// pipeline's stages the same), from a loader over its data-parallel rank's samples; an epoch
+// of `epoch_steps` steps (0: every batch of the rank's share once).
 struct ImageBatches {
-  ImageBatches(const train::TrainingFlags& flags, const GptLabOptions& o, const LabDatasets& data,
+  ImageBatches(const train::TrainingFlags& flags, int64_t epoch_steps, const LabDatasets& data,
                const parallel::TrainingParallelism& parallelism, Device device)
-      : images_per_step(o.batch_size * parallelism.micro_batches()),
+      : images_per_step(flags.batch_size * parallelism.micro_batches()),
         loader(data.train, data.train_transform, loader_options(flags, images_per_step)),
-        sampler{.dataset_size = data.train->size(), .shuffle = true, .seed = o.seed},
-        steps_per_epoch(o.steps_per_epoch > 0
-                            ? o.steps_per_epoch
+        sampler{.dataset_size = data.train->size(), .shuffle = true, .seed = flags.seed},
+        steps_per_epoch(epoch_steps > 0
+                            ? epoch_steps
                             : batches_per_epoch(samples_per_rank(sampler, parallelism.data_ranks()),
                                                 images_per_step, false)),
         batches(loader, device, flags.non_blocking,
@@ -101,7 +103,7 @@ struct ImageBatches {
 
 // The loop's hooks: each epoch the data-parallel rank's samples, each step a batch through the
 // parallelism, validation of the whole model over the ranks' shares of the test set.
-train::LoopHooks image_hooks(const GptLabOptions& o, const train::TrainingFlags& flags,
+train::LoopHooks image_hooks(const train::TrainingFlags& flags, bool cuda_graphs,
                              const LabDatasets& data, ImageBatches& images,
                              parallel::TrainingParallelism& parallelism, LabOptimizer& optimizer,
                              optim::GradientClipping& clipping, const parallel::Communicator& comm,
@@ -112,16 +114,16 @@ train::LoopHooks image_hooks(const GptLabOptions& o, const train::TrainingFlags&
                                                   parallelism.data_ranks(), epoch),
                                epoch, first_batch);
   };
-  auto step = std::make_shared<LabStep>(optimizer, clipping, parallelism, device, o.cuda_graphs);
-  hooks.step = [&o, &images, step](train::StepPhases& phases) {
+  auto step = std::make_shared<LabStep>(optimizer, clipping, parallelism, device, cuda_graphs);
+  hooks.step = [&flags, &images, step](train::StepPhases& phases) {
     phases.start(train::Phase::kLoad);
-    const Batch batch = train::in_training_layout(images.batches.next(), o);
+    const Batch batch = train::in_training_layout(images.batches.next(), flags);
     return step->run({batch.images, batch.labels}, phases);
   };
-  hooks.validate = [&o, &flags, &data, &images, &parallelism, &comm] {
+  hooks.validate = [&flags, &data, &images, &parallelism, &comm] {
     return train::evaluate(parallelism.whole_model(), data.val, data.val_transform, flags,
                            comm.rank(), comm.size(), [&](const Batch& host) {
-                             return train::in_training_layout(images.batches.place(host), o);
+                             return train::in_training_layout(images.batches.place(host), flags);
                            });
   };
   return hooks;
@@ -133,15 +135,16 @@ std::optional<parallel::MemoryEstimate> checked_image_memory_estimate(const GptL
                                                                       int ranks,
                                                                       const nn::ModelConfig& config,
                                                                       Device device) {
-  if (model_parallel(o)) return std::nullopt;
+  if (o.grid.model_parallel()) return std::nullopt;
   const auto estimate = parallel::estimate_image_memory(image_memory_plan(o, ranks, config));
   enforce_memory_budget(o, ranks, estimate, device);
   return estimate;
 }
 
 // What a checkpoint of the run must match to be resumed: the model, the image size, the split.
-nlohmann::json image_checkpoint_identity(const GptLabOptions& o, const nlohmann::json& layout) {
-  nlohmann::json identity = {{"model", o.model}, {"image_size", o.image_size}};
+nlohmann::json image_checkpoint_identity(const std::string& model, int64_t image_size,
+                                         const nlohmann::json& layout) {
+  nlohmann::json identity = {{"model", model}, {"image_size", image_size}};
   identity.update(layout);
   return identity;
 }
@@ -152,11 +155,12 @@ void print_image_run_header(const GptLabOptions& o, int64_t parameters, Device d
   std::printf(
       "training %s (%.2fM parameters%s) on %s, %s: %lld images of %lld px, batch %lld per "
       "micro-batch, %lld micro-batch(es) per step, %lld steps per epoch, %s\n",
-      o.model.c_str(), parameters / 1e6, o.checkpoint_activations ? ", checkpointed blocks" : "",
-      device.str().c_str(), parallelism.describe().c_str(), static_cast<long long>(images),
-      static_cast<long long>(o.image_size), static_cast<long long>(o.batch_size),
+      o.model.name.c_str(), parameters / 1e6,
+      o.model.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
+      parallelism.describe().c_str(), static_cast<long long>(images),
+      static_cast<long long>(o.images.size), static_cast<long long>(o.run.batch_size),
       static_cast<long long>(parallelism.micro_batches()), static_cast<long long>(steps_per_epoch),
-      optim::optimizer_name(o.optimizer));
+      optim::optimizer_name(o.optimizer.kind));
   if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
   std::fflush(stdout);
 }
@@ -166,31 +170,33 @@ void print_image_run_header(const GptLabOptions& o, int64_t parameters, Device d
 ImageLabResult run_image_lab(const GptLabOptions& o) {
   course::check_alike_on_every_rank([&] { validate(o); });
   const auto comm = parallel::Communicator::world();
-  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.device);
-  if (o.throughput_gpus > 0 || o.estimate_only) {
+  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.run.device);
+  if (o.estimate.figures_only()) {
     if (comm->rank() == 0) print_preset_figures(o, comm->size());
     return {};
   }
-  validate_run_ranks(o, comm->size());
+  validate_run_ranks(o.data_parallel, o.cuda_graphs, comm->size());
   const train::TrainingFlags flags = image_flags(o);
   const LabDatasets data = open_dataset(flags);
 
   const int64_t resident = device_allocator(device).stats().allocated;  // the images, on the CPU
-  const nn::ModelConfig model_config = image_model_config(o, *data.train, flags);
+  const nn::ModelConfig model_config = image_model_config(o.model.name, *data.train, flags);
   const auto estimate = checked_image_memory_estimate(o, comm->size(), model_config, device);
   const auto model = train::make_classifier(flags, *data.train, device);
-  if (o.checkpoint_activations) nn::checkpoint_blocks(*model);
+  if (o.model.checkpoint_activations) nn::checkpoint_blocks(*model);
   const int64_t parameters = model->parameter_count();  // before sharding frees the full values
-  const auto parallelism =
-      make_image_parallelism(*model, one_image(model_config, device, o), comm, o);
+  const auto parallelism = make_image_parallelism(*model, one_image(model_config, device, o.run),
+                                                  comm, {o.grid, o.data_parallel, o.run});
+  validate_train_batch(o.train_batch_size, o.run.batch_size, parallelism->micro_batches(),
+                       parallelism->data_ranks());
 
-  ImageBatches images(flags, o, data, *parallelism, device);
-  LabOptimizer optimizer =
-      make_lab_optimizer(o, *parallelism, comm, o.epochs * images.steps_per_epoch);
-  optim::GradientClipping clipping(o.clip_grad_norm);
+  ImageBatches images(flags, o.steps_per_epoch, data, *parallelism, device);
+  LabOptimizer optimizer = make_lab_optimizer(o.optimizer, o.run, *parallelism, comm,
+                                              o.run.epochs * images.steps_per_epoch);
+  optim::GradientClipping clipping(o.run.clip_grad_norm);
   const nlohmann::json layout = parallelism->checkpoint_layout();
   train::TrainingLoop loop(
-      o,
+      o.run,
       {.device = device,
        .model = model.get(),
        .optimizer = optimizer.optimizer.get(),
@@ -199,12 +205,13 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
        .global_batch = images.images_per_step * parallelism->data_ranks(),
        .flops_per_unit =
            train::training_flops(parallel::image_workload(model_config).multiply_adds),
-       .identity = image_checkpoint_identity(o, layout),
+       .identity = image_checkpoint_identity(o.model.name, o.images.size, layout),
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
        .clipping = &clipping},
-      image_hooks(o, flags, data, images, *parallelism, optimizer, clipping, *comm, device));
-  if (!o.resume.empty()) parallelism->after_step();
+      image_hooks(flags, o.cuda_graphs, data, images, *parallelism, optimizer, clipping, *comm,
+                  device));
+  if (!o.run.resume.empty()) parallelism->after_step();
   const bool lead = comm->rank() == 0;
   if (lead) {
     if (estimate) print_memory_estimate(o, comm->size(), *estimate, parameters);
@@ -212,7 +219,8 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
                            images.steps_per_epoch);
   }
   const train::LoopResult run = loop.run();
-  print_parallel_reports(*parallelism, run, o, lead, comm->size());
+  print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
+                         comm->size());
   if (lead && run.steps > 0 && estimate) {
     print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
   }

@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   const day4::GptLabOptions options = day4::parse_gpt_options(argc, argv);
   return course::train::lab_main([&] {
-    if (day4::image_model(options)) {
+    if (options.model.images()) {
       day4::run_image_lab(options);
     } else {
       day4::run_gpt_lab(options);

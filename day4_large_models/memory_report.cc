@@ -11,39 +11,41 @@ namespace day4 {
 
 using namespace course;
 
-parallel::StatePlan state_plan(const GptLabOptions& o, int ranks) {
-  return {.optimizer = o.optimizer,
-          .sharding = o.data_parallel.held(),
+parallel::StatePlan state_plan(optim::OptimizerKind optimizer, const DataParallelChoice& dp,
+                               int ranks) {
+  return {.optimizer = optimizer,
+          .sharding = dp.held(),
           .ranks = ranks,
-          .shard_group_size = o.shard_group_size,
-          .cpu_offload = o.cpu_offload,
-          .param_dtype = o.param_dtype,
-          .backward_prefetch = o.backward_prefetch == parallel::BackwardPrefetch::kPre};
+          .shard_group_size = dp.shard_group_size,
+          .cpu_offload = dp.cpu_offload,
+          .param_dtype = dp.param_dtype,
+          .backward_prefetch = dp.backward_prefetch == parallel::BackwardPrefetch::kPre};
 }
 
 parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {
-  return {.model = nn::gpt_preset(o.model),
-          .batch = o.batch_size,
-          .context = o.context,
-          .compute = o.amp ? o.amp_dtype : DType::kF32,
-          .checkpoint_activations = o.checkpoint_activations,
-          .context_parallel = o.context_parallel,
-          .state = state_plan(o, ranks)};
+  return {.model = *o.model.language,
+          .batch = o.run.batch_size,
+          .context = o.model.context,
+          .compute = o.run.amp ? o.run.amp_dtype : DType::kF32,
+          .checkpoint_activations = o.model.checkpoint_activations,
+          .context_parallel = o.grid.context_parallel,
+          .state = state_plan(o.optimizer.kind, o.data_parallel, ranks)};
 }
 
 namespace {
 
 std::string run_name(const GptLabOptions& o, int ranks) {
   const bool replicated = o.data_parallel.replicated();
-  const std::string mode = replicated ? (ranks > 1 ? "DDP" : "one process") : sharding_flag(o);
-  return o.model + ", " + mode + " on " + std::to_string(ranks) + " rank(s), batch " +
-         std::to_string(o.batch_size) + (o.amp ? ", 16-bit compute" : ", f32") +
-         (o.param_dtype != DType::kF32
-              ? ", " + std::string(dtype_name(o.param_dtype)) + " parameters"
+  const std::string mode =
+      replicated ? (ranks > 1 ? "DDP" : "one process") : o.data_parallel.flag();
+  return o.model.name + ", " + mode + " on " + std::to_string(ranks) + " rank(s), batch " +
+         std::to_string(o.run.batch_size) + (o.run.amp ? ", 16-bit compute" : ", f32") +
+         (o.data_parallel.param_dtype != DType::kF32
+              ? ", " + std::string(dtype_name(o.data_parallel.param_dtype)) + " parameters"
               : "") +
-         (o.checkpoint_activations ? ", checkpointed" : "") +
-         (o.context_parallel > 1
-              ? ", windows cut over " + std::to_string(o.context_parallel) + " context ranks"
+         (o.model.checkpoint_activations ? ", checkpointed" : "") +
+         (o.grid.context_parallel > 1
+              ? ", windows cut over " + std::to_string(o.grid.context_parallel) + " context ranks"
               : "");
 }
 
@@ -62,10 +64,10 @@ std::string parameter_count(int64_t psi) {
 parallel::ImageMemoryPlan image_memory_plan(const GptLabOptions& o, int ranks,
                                             const nn::ModelConfig& model) {
   return {.model = model,
-          .batch = o.batch_size,
-          .compute = o.amp ? o.amp_dtype : DType::kF32,
-          .checkpoint_activations = o.checkpoint_activations,
-          .state = state_plan(o, ranks)};
+          .batch = o.run.batch_size,
+          .compute = o.run.amp ? o.run.amp_dtype : DType::kF32,
+          .checkpoint_activations = o.model.checkpoint_activations,
+          .state = state_plan(o.optimizer.kind, o.data_parallel, ranks)};
 }
 
 void print_memory_estimate(const GptLabOptions& o, int ranks,
@@ -97,11 +99,11 @@ void print_measured_against_estimate(const parallel::MemoryEstimate& estimate, D
 
 void enforce_memory_budget(const GptLabOptions& o, int ranks,
                            const parallel::MemoryEstimate& estimate, Device device) {
-  if (o.max_memory_mb <= 0) return;
-  const int64_t budget = o.max_memory_mb << 20;
+  if (o.estimate.max_memory_mb <= 0) return;
+  const int64_t budget = o.estimate.max_memory_mb << 20;
   COURSE_CHECK(estimate.total() <= budget, run_name(o, ranks), " needs an estimated ",
                format_bytes(estimate.total()), " per rank, more than --max-memory-mb ",
-               o.max_memory_mb,
+               o.estimate.max_memory_mb,
                " (try --sharding zero3, --checkpoint-activations, a smaller "
                "--batch-size with --accumulate, or more ranks):\n",
                parallel::describe(estimate));

@@ -12,8 +12,10 @@
 
 namespace day4 {
 
-// How the run's data-parallel mode holds the model's state on `ranks` ranks.
-course::parallel::StatePlan state_plan(const GptLabOptions& options, int ranks);
+// How the run's data-parallel mode holds the model's state on `ranks` ranks; the plans of the
+// run's model, batch, precision and parallelism.
+course::parallel::StatePlan state_plan(course::optim::OptimizerKind optimizer,
+                                       const DataParallelChoice& data_parallel, int ranks);
 course::parallel::MemoryPlan memory_plan(const GptLabOptions& options, int ranks);
 // An image model's (`model`: its name, channels, classes and image size).
 course::parallel::ImageMemoryPlan image_memory_plan(const GptLabOptions& options, int ranks,

@@ -82,80 +82,81 @@ class ExerciseZero1 : public parallel::DataParallelStep {
 };
 
 // Autocast's dtype for the forward passes (none: f32).
-std::optional<DType> compute_dtype(const GptLabOptions& o) {
-  return o.amp ? std::optional(o.amp_dtype) : std::nullopt;
+std::optional<DType> compute_dtype(const train::RunFlags& run) {
+  return run.amp ? std::optional(run.amp_dtype) : std::nullopt;
 }
 
-parallel::ModelParallelOptions model_parallel_options(const GptLabOptions& o) {
-  const int micro_batches =
-      o.pipeline_stages > 1 ? o.micro_batches : static_cast<int>(o.accumulate);
-  return {.tensor_parallel = o.tensor_parallel,
-          .sequence_parallel = o.sequence_parallel,
-          .context_parallel = o.context_parallel,
-          .pipeline_stages = o.pipeline_stages,
-          .pipeline = {.schedule = o.schedule,
-                       .micro_batches = micro_batches,
-                       .balance = o.pipeline_balance,
-                       .virtual_stages = o.virtual_stages,
-                       .hooks = o.pipeline_exercises ? pipeline_exercise_hooks()
-                                                     : parallel::PipelineHooks{}},
-          .compute = compute_dtype(o)};
+parallel::ModelParallelOptions model_parallel_options(const GridChoice& grid,
+                                                      const train::RunFlags& run) {
+  const PipelineChoice& pipeline = grid.pipeline;
+  return {.tensor_parallel = grid.tensor_parallel,
+          .sequence_parallel = grid.sequence_parallel,
+          .context_parallel = grid.context_parallel,
+          .pipeline_stages = pipeline.stages,
+          .pipeline = {.schedule = pipeline.schedule,
+                       .micro_batches = pipeline.stages > 1 ? pipeline.micro_batches
+                                                            : static_cast<int>(run.accumulate),
+                       .balance = pipeline.balance,
+                       .virtual_stages = pipeline.virtual_stages,
+                       .hooks = pipeline.exercises ? pipeline_exercise_hooks()
+                                                   : parallel::PipelineHooks{}},
+          .compute = compute_dtype(run)};
 }
 
 }  // namespace
 
 std::unique_ptr<parallel::TrainingParallelism> make_parallelism(
-    nn::Gpt& model, std::shared_ptr<parallel::Communicator> comm, const GptLabOptions& o) {
-  if (model_parallel(o)) {
+    nn::Gpt& model, std::shared_ptr<parallel::Communicator> comm, const ParallelismChoice& c) {
+  if (c.grid.model_parallel()) {
     return std::make_unique<parallel::ModelParallelTraining>(model, comm,
-                                                             model_parallel_options(o));
+                                                             model_parallel_options(c.grid, c.run));
   }
   std::unique_ptr<parallel::DataParallelStep> step;
-  if (o.data_parallel.trainee_zero1) {
+  if (c.data_parallel.trainee_zero1) {
     step = std::make_unique<ExerciseZero1>(model, comm);
   } else {
     step = std::make_unique<parallel::DataParallelModel>(model, model.blocks(), comm,
-                                                         data_parallel_options(o));
+                                                         c.data_parallel.library_options());
   }
   return std::make_unique<parallel::DataParallelTraining>(
-      std::move(step), comm, static_cast<int>(o.accumulate), compute_dtype(o));
+      std::move(step), comm, static_cast<int>(c.run.accumulate), compute_dtype(c.run));
 }
 
 std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
     nn::Module& model, const Tensor& sample, std::shared_ptr<parallel::Communicator> comm,
-    const GptLabOptions& o) {
-  if (model_parallel(o)) {
+    const ParallelismChoice& c) {
+  if (c.grid.model_parallel()) {
     return std::make_unique<parallel::ModelParallelTraining>(model, sample, comm,
-                                                             model_parallel_options(o));
+                                                             model_parallel_options(c.grid, c.run));
   }
   return std::make_unique<parallel::DataParallelTraining>(
       std::make_unique<parallel::DataParallelModel>(
           model, dynamic_cast<nn::Sequential&>(model.child("blocks")), comm,
-          data_parallel_options(o)),
-      comm, static_cast<int>(o.accumulate), compute_dtype(o));
+          c.data_parallel.library_options()),
+      comm, static_cast<int>(c.run.accumulate), compute_dtype(c.run));
 }
 
-LabOptimizer make_lab_optimizer(const GptLabOptions& o, parallel::TrainingParallelism& parallelism,
+LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags& run,
+                                parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<parallel::Communicator> comm, int64_t total_steps) {
-  validate_train_batch(o, parallelism.micro_batches(), parallelism.data_ranks());
-  const optim::OptimizerFlags flags{.kind = o.optimizer,
-                                    .lr = o.lr,
-                                    .momentum = o.mom,
-                                    .weight_decay = o.wd,
+  const optim::OptimizerFlags flags{.kind = o.kind,
+                                    .lr = run.lr,
+                                    .momentum = run.mom,
+                                    .weight_decay = run.wd,
                                     .beta1 = o.beta1,
                                     .beta2 = o.beta2,
                                     .eps = o.eps,
                                     .freeze_step = o.freeze_step};
-  const int64_t length = o.lr_decay_steps > 0 ? o.lr_decay_steps : total_steps;
-  const float eta_min = o.lr_schedule == "cosine" ? o.lr / 10 : 0.0f;
+  const int64_t length = o.decay_steps > 0 ? o.decay_steps : total_steps;
+  const float eta_min = o.schedule == "cosine" ? run.lr / 10 : 0.0f;
   LabOptimizer lab{.optimizer = parallel::make_parallel_optimizer(
                        flags, parallelism.optimized(), std::move(comm),
                        [&](std::function<bool()> local) {
                          parallelism.keep_gradients_local_while(std::move(local));
                        }),
-                   .schedule = optim::make_schedule(o.lr_schedule, o.lr, length,
+                   .schedule = optim::make_schedule(o.schedule, run.lr, length,
                                                     std::min(o.warmup_steps, length), eta_min)};
-  if (o.optimizer_in_backward) {
+  if (o.in_backward) {
     lab.in_backward = std::make_unique<parallel::OptimizerInBackward>(*lab.optimizer, parallelism);
   }
   return lab;

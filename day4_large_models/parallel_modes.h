@@ -23,28 +23,37 @@
 
 namespace day4 {
 
+// How the flags cut the run: the grid's axes, data parallelism's mode, and the run's
+// accumulation and compute dtype.
+struct ParallelismChoice {
+  const GridChoice& grid;
+  const DataParallelChoice& data_parallel;
+  const course::train::RunFlags& run;
+};
+
 // Collective over `comm`.
 std::unique_ptr<course::parallel::TrainingParallelism> make_parallelism(
     course::nn::Gpt& model, std::shared_ptr<course::parallel::Communicator> comm,
-    const GptLabOptions& options);
+    const ParallelismChoice& choice);
 
 // An image model (ViT, CoAtNet, as assembled from pieces: stem, blocks, head), its blocks the
 // sharding units or the pipeline's; `sample` one input image (1, C, H, W) in the run's memory
 // format.
 std::unique_ptr<course::parallel::TrainingParallelism> make_image_parallelism(
     course::nn::Module& model, const course::Tensor& sample,
-    std::shared_ptr<course::parallel::Communicator> comm, const GptLabOptions& options);
+    std::shared_ptr<course::parallel::Communicator> comm, const ParallelismChoice& choice);
 
-// The optimizer the flags name for a run under `parallelism` over `comm` (a 1-bit one then
-// takes data parallelism's gradient exchange over after its warm-up), and its learning-rate
-// schedule over `total_steps` (--lr-decay-steps when given), behind --warmup-steps.
+// The optimizer `choice` names, with the run's learning rate, momentum and weight decay, for a
+// run under `parallelism` over `comm` (a 1-bit one then takes data parallelism's gradient
+// exchange over after its warm-up), and its learning-rate schedule over `total_steps`
+// (--lr-decay-steps when given), behind --warmup-steps.
 struct LabOptimizer {
   std::unique_ptr<course::optim::Optimizer> optimizer;
   std::shared_ptr<const course::optim::Schedule> schedule;
   // --optimizer-in-backward: the optimizer's updates inside the backward pass.
   std::unique_ptr<course::parallel::OptimizerInBackward> in_backward;
 };
-LabOptimizer make_lab_optimizer(const GptLabOptions& options,
+LabOptimizer make_lab_optimizer(const OptimizerChoice& choice, const course::train::RunFlags& run,
                                 course::parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<course::parallel::Communicator> comm,
                                 int64_t total_steps);

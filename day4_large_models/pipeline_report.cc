@@ -12,7 +12,8 @@ namespace day4 {
 using namespace course::parallel;
 
 void print_parallel_reports(TrainingParallelism& parallelism, const course::train::LoopResult& run,
-                            const GptLabOptions& o, bool lead, int ranks) {
+                            const std::string& model, const std::string& timeline, bool lead,
+                            int ranks) {
   if (lead && run.steps > 0 && ranks > 1) {
     std::printf("communication per step on rank 0: %.3f MiB sent (ring), %.1f ms waited for\n",
                 parallelism.bytes_sent() / run.steps / 1048576.0,
@@ -21,9 +22,9 @@ void print_parallel_reports(TrainingParallelism& parallelism, const course::trai
   const std::optional<PipelineMeasurement> pipeline = parallelism.pipeline_measurement();
   if (!pipeline || !lead) return;
   print_pipeline_bubbles(*pipeline);
-  if (!o.timeline.empty() && run.steps > 0) {
-    write_timeline_png(*pipeline, o.timeline,
-                       o.model + ": " + parallelism.describe() + ", the last step as measured");
+  if (!timeline.empty() && run.steps > 0) {
+    write_timeline_png(*pipeline, timeline,
+                       model + ": " + parallelism.describe() + ", the last step as measured");
   }
 }
 

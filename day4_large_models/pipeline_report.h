@@ -15,8 +15,8 @@ namespace day4 {
 
 // Collective (the pipeline's measurements are gathered); rank 0 (`lead`) prints.
 void print_parallel_reports(course::parallel::TrainingParallelism& parallelism,
-                            const course::train::LoopResult& run, const GptLabOptions& o, bool lead,
-                            int ranks);
+                            const course::train::LoopResult& run, const std::string& model,
+                            const std::string& timeline, bool lead, int ranks);
 
 void print_pipeline_bubbles(const course::parallel::PipelineMeasurement& measured);
 

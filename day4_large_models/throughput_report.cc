@@ -12,16 +12,17 @@ using namespace course;
 namespace {
 
 // The preset's workload: a language model's, or an image model's at its own size.
-parallel::Workload preset_workload(const GptLabOptions& o) {
-  if (image_model(o)) return parallel::image_workload(nn::preset_model_config(o.model));
-  return parallel::gpt_workload(nn::gpt_preset(o.model));
+parallel::Workload preset_workload(const LabModel& model) {
+  if (model.images()) return parallel::image_workload(nn::preset_model_config(model.name));
+  return parallel::gpt_workload(*model.language);
 }
 
 }  // namespace
 
-void print_throughput_table(const GptLabOptions& o, int gpus) {
+void print_throughput_table(const LabModel& preset, int64_t batch_size, int context_parallel,
+                            int gpus) {
   const parallel::Cluster cluster;
-  const parallel::Workload model = preset_workload(o);
+  const parallel::Workload model = preset_workload(preset);
   std::printf(
       "throughput model: %s (%.2fB parameters, %.4g GMAC a sample), %lld %s per step, "
       "micro-batches of 1, on %d GPUs (%d a node, %.0f TFLOP/s bf16 at %.0f%% efficiency, "
@@ -31,19 +32,19 @@ void print_throughput_table(const GptLabOptions& o, int gpus) {
       "  and values per block and micro-batch; pp 2 sends per micro-batch; dp one all-reduce of\n"
       "  2 Psi/(t p) bytes over dp x cp, not overlapped; memory 16 Psi/(t p) + activations of\n"
       "  min(p - k, m) micro-batches on stage k, over c (%s)\n",
-      o.model.c_str(), model.parameters / 1e9, model.multiply_adds / 1e9,
-      static_cast<long long>(o.batch_size), model.sample.c_str(), gpus, cluster.gpus_per_node,
+      preset.name.c_str(), model.parameters / 1e9, model.multiply_adds / 1e9,
+      static_cast<long long>(batch_size), model.sample.c_str(), gpus, cluster.gpus_per_node,
       cluster.peak_flops / 1e12, 100 * cluster.efficiency, cluster.intra_node_bandwidth / 1e9,
       cluster.inter_node_bandwidth / 1e9,
       model.heads > 0 ? "Korthikanti et al." : "measured block by block; tp 1: blocks not cut");
   const int max_tp = model.heads > 0 ? std::min(gpus, cluster.gpus_per_node) : 1;
-  const int cp = o.context_parallel;  // every grid's, from --context-parallel
+  const int cp = context_parallel;  // every grid's, from --context-parallel
   for (int tp = 1; tp <= max_tp; tp *= 2) {
     for (int pp = 1; tp * pp * cp <= gpus; pp *= 2) {
       const parallel::StepPlan plan{
           .model = model,
           .grid = {.dp = gpus / (tp * pp * cp), .tp = tp, .pp = pp, .cp = cp},
-          .global_batch = o.batch_size,
+          .global_batch = batch_size,
           .micro_batch = 1};
       if (gpus % (tp * pp * cp) != 0 || !grid_misfit(plan).empty()) continue;
       std::printf("  %s\n", describe(plan, predict_step(plan, cluster)).c_str());

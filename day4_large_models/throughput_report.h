@@ -8,6 +8,7 @@ namespace day4 {
 
 // Prints the model's formulas and one line per grid dp x tp x pp of `gpus` that the model and
 // `options.batch_size` (sequences per step) allow, tensor parallelism within a node.
-void print_throughput_table(const GptLabOptions& options, int gpus);
+void print_throughput_table(const LabModel& model, int64_t batch_size, int context_parallel,
+                            int gpus);
 
 }  // namespace day4
