@@ -247,9 +247,7 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const train::LoopResult run = loop.run();
   print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
                          comm->size());
-  if (lead && run.steps > 0 && estimate) {
-    print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
-  }
+  if (lead) print_measured_against_estimate(estimate, device, run, resident);
   return gpt_lab_result(run, text, *parallelism, config, device, o.sample, o.seed, lead);
 }
 

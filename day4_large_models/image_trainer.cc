@@ -221,9 +221,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
   const train::LoopResult run = loop.run();
   print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
                          comm->size());
-  if (lead && run.steps > 0 && estimate) {
-    print_measured_against_estimate(*estimate, device, run.timing.max_memory_allocated, resident);
-  }
+  if (lead) print_measured_against_estimate(estimate, device, run, resident);
   return {.steps = run.steps,
           .last_loss = run.last_loss,
           .test_accuracy = run.test_accuracy,

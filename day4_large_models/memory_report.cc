@@ -84,11 +84,14 @@ void print_memory_estimate(const GptLabOptions& o, int ranks,
   std::fflush(stdout);
 }
 
-void print_measured_against_estimate(const parallel::MemoryEstimate& estimate, Device device,
-                                     int64_t measured, int64_t resident) {
+void print_measured_against_estimate(const std::optional<parallel::MemoryEstimate>& estimate,
+                                     Device device, const train::LoopResult& run,
+                                     int64_t resident) {
+  if (!estimate || run.steps == 0) return;
+  const int64_t measured = run.timing.max_memory_allocated;
   // On the CPU, memory offloaded to the host is the device's own.
   const int64_t estimated =
-      estimate.total() + (device.is_cpu() ? estimate.offloaded : 0) + resident;
+      estimate->total() + (device.is_cpu() ? estimate->offloaded : 0) + resident;
   std::printf(
       "peak memory per rank: measured %s, estimated %s (%s for the step, %s before the "
       "model): %.2fx\n",

@@ -5,9 +5,12 @@
 // capped there.
 #pragma once
 
+#include <optional>
+
 #include "common/parallel/planning/image_memory_estimate.h"
 #include "common/parallel/planning/memory_estimate.h"
 #include "common/tensor/device.h"
+#include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
 
 namespace day4 {
@@ -26,10 +29,11 @@ course::parallel::ImageMemoryPlan image_memory_plan(const GptLabOptions& options
 void print_memory_estimate(const GptLabOptions& options, int ranks,
                            const course::parallel::MemoryEstimate& estimate, int64_t parameters);
 
-// After a run: the allocator's measured peak against the estimate plus what was allocated
-// before the model (`resident`: on the CPU, the text).
-void print_measured_against_estimate(const course::parallel::MemoryEstimate& estimate,
-                                     course::Device device, int64_t measured, int64_t resident);
+// After a run of some steps: the allocator's measured peak against the estimate (when the run has
+// one) plus what was allocated before the model (`resident`: on the CPU, the text).
+void print_measured_against_estimate(
+    const std::optional<course::parallel::MemoryEstimate>& estimate, course::Device device,
+    const course::train::LoopResult& run, int64_t resident);
 
 // Throws (one message, with the estimate) when the run is estimated above --max-memory-mb;
 // otherwise caps `device`'s allocator at it.

@@ -284,11 +284,18 @@ Attended attend(const std::vector<double>& scores, const std::vector<std::vector
   return a;
 }
 
-TEST(TP4_18, MergingTwoKeySetsIsAttentionOverBoth) {
-  // 9 queries of 5 values over 11 keys, each key in set A or B at random; scores of every size:
-  // query 3's near 1000 (exp overflows f32 and f64), query 4's near -1000, query 5 sees none
-  // of A's keys, query 6 none of B's, query 7 none at all (a causal chunk wholly in the future).
-  const int64_t n = 9, d = 5, keys = 11;
+// Two partial attentions over key sets A and B, and attention over both (the reference): 9
+// queries of 5 values over 11 keys, each key in A or B; scores of every size: query 3's near 1000
+// (exp overflows f32 and f64), query 4's near -1000, query 5 sees none of A's keys, query 6 none
+// of B's, query 7 none at all (a causal chunk wholly in the future).
+struct TwoKeySets {
+  static constexpr int64_t n = 9, d = 5;
+  PartialAttention a, b;
+  std::vector<Attended> both;
+};
+
+TwoKeySets two_key_sets() {
+  constexpr int64_t n = TwoKeySets::n, d = TwoKeySets::d, keys = 11;
   std::mt19937 rng(421);
   std::uniform_real_distribution<double> uniform(-3.0, 3.0);
   std::vector<bool> in_a(keys);
@@ -319,8 +326,16 @@ TEST(TP4_18, MergingTwoKeySetsIsAttentionOverBoth) {
       out_b[i * d + j] = static_cast<float>(b.out[j]);
     }
   }
-  const PartialAttention a{Tensor::from_vector(out_a, {n, d}), Tensor::from_vector(lse_a, {n})};
-  const PartialAttention b{Tensor::from_vector(out_b, {n, d}), Tensor::from_vector(lse_b, {n})};
+  return {.a = {Tensor::from_vector(out_a, {n, d}), Tensor::from_vector(lse_a, {n})},
+          .b = {Tensor::from_vector(out_b, {n, d}), Tensor::from_vector(lse_b, {n})},
+          .both = std::move(both)};
+}
+
+TEST(TP4_18, MergingTwoKeySetsIsAttentionOverBoth) {
+  constexpr int64_t n = TwoKeySets::n, d = TwoKeySets::d;
+  const TwoKeySets sets = two_key_sets();
+  const PartialAttention &a = sets.a, &b = sets.b;
+  const std::vector<Attended>& both = sets.both;
   for (const bool swapped : {false, true}) {
     const PartialAttention merged =
         swapped ? merge_partial_attention(b, a) : merge_partial_attention(a, b);
