@@ -187,4 +187,24 @@ ModulePtr make_coatnet(const CoatnetConfig& c, std::mt19937& rng, Device device)
   return assemble(coatnet_pieces(c), rng, device);
 }
 
+CoatnetConfig coatnet_config(const ModelConfig& config) {
+  return sized_preset(coatnet_preset(config.name), config);
+}
+
+const ModelFamilySpec& coatnet_family() {
+  static const ModelFamilySpec spec{
+      .family = ModelFamily::kCoatnet,
+      .traits = {.name = "CoAtNet", .images = true, .transformer_blocks = false, .in_pieces = true},
+      .names = [] { return preset_names(coatnet_presets()); },
+      .min_image_size =
+          [](const std::string& name) { return coatnet_min_image(coatnet_preset(name)); },
+      .pieces = [](const ModelConfig& config) { return coatnet_pieces(coatnet_config(config)); },
+      .own_config = [](const std::string& name) { return own_model_config(coatnet_preset(name)); },
+      .parameter_count =
+          [](const ModelConfig& config) {
+            return coatnet_parameter_count(coatnet_config(config));
+          }};
+  return spec;
+}
+
 }  // namespace course::nn

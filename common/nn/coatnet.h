@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/nn/model_pieces.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -37,6 +38,8 @@ struct CoatnetConfig {
 const std::vector<CoatnetConfig>& coatnet_presets();
 // Throws listing the presets.
 CoatnetConfig coatnet_preset(const std::string& name);
+// The preset `config` names, at its channels, classes and image size (0: the preset's).
+CoatnetConfig coatnet_config(const ModelConfig& config);
 
 // The sum of the blocks' parameters, worked out from the widths (checked against a built model).
 int64_t coatnet_parameter_count(const CoatnetConfig& config);

@@ -2,6 +2,7 @@
 #include "common/nn/gpt_config.h"
 
 #include "common/core/error.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/presets.h"
 
 namespace course::nn {
@@ -78,6 +79,34 @@ void check_config(const GptConfig& c) {
                "model ", c.name,
                ": GPT-2 blocks have no grouped heads, other feed-forward "
                "width, untied head or rotary positions");
+}
+
+namespace {
+
+std::vector<std::string> decoder_names(DecoderFamily family) {
+  std::vector<std::string> names;
+  for (const GptConfig& config : gpt_presets()) {
+    if (config.family == family) names.push_back(config.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+const ModelFamilySpec& gpt2_family() {
+  static const ModelFamilySpec spec{
+      .family = ModelFamily::kGpt2,
+      .traits = {.name = "GPT-2", .images = false, .transformer_blocks = true, .in_pieces = false},
+      .names = [] { return decoder_names(DecoderFamily::kGpt2); }};
+  return spec;
+}
+
+const ModelFamilySpec& llama_family() {
+  static const ModelFamilySpec spec{
+      .family = ModelFamily::kLlama,
+      .traits = {.name = "Llama", .images = false, .transformer_blocks = true, .in_pieces = false},
+      .names = [] { return decoder_names(DecoderFamily::kLlama); }};
+  return spec;
 }
 
 }  // namespace course::nn

@@ -1,76 +1,49 @@
-// The model families' registrations: each family's traits and the presets it names.
+// The registry: the families' specs listed once, looked up by family or by a preset's name.
 #include "common/nn/model_registry.h"
 
 #include "common/core/error.h"
-#include "common/nn/coatnet.h"
-#include "common/nn/gpt_config.h"
-#include "common/nn/vit.h"
 
 namespace course::nn {
 
 namespace {
 
-std::vector<std::string> decoder_names(DecoderFamily family) {
-  std::vector<std::string> names;
-  for (const GptConfig& config : gpt_presets()) {
-    if (config.family == family) names.push_back(config.name);
-  }
-  return names;
+// The registered specs, in ModelFamily's order (checked once).
+const std::vector<const ModelFamilySpec*>& registered_specs() {
+  static const std::vector<const ModelFamilySpec*> specs = [] {
+    std::vector<const ModelFamilySpec*> list = {&small_net_family(), &resnet_family(),
+                                                &gpt2_family(),      &llama_family(),
+                                                &vit_family(),       &coatnet_family()};
+    for (size_t i = 0; i < list.size(); ++i) {
+      COURSE_CHECK(static_cast<size_t>(list[i]->family) == i, "the model registry lists ",
+                   list[i]->traits.name, " at place ", i, ", not at its family's");
+    }
+    return list;
+  }();
+  return specs;
 }
 
 }  // namespace
 
-const ModelFamilyTraits& family_traits(ModelFamily family) {
-  static const ModelFamilyTraits small_net{"smallnet", true, false, false},
-      resnet{"ResNet", true, false, false}, gpt2{"GPT-2", false, true, false},
-      llama{"Llama", false, true, false}, vit{"ViT", true, true, true},
-      coatnet{"CoAtNet", true, false, true};
-  switch (family) {
-    case ModelFamily::kSmallNet:
-      return small_net;
-    case ModelFamily::kResNet:
-      return resnet;
-    case ModelFamily::kGpt2:
-      return gpt2;
-    case ModelFamily::kLlama:
-      return llama;
-    case ModelFamily::kVit:
-      return vit;
-    case ModelFamily::kCoatnet:
-      return coatnet;
-  }
-  COURSE_FAIL("model family ", static_cast<int>(family), " is not registered");
+const ModelFamilySpec& family_spec(ModelFamily family) {
+  const auto& specs = registered_specs();
+  const auto index = static_cast<size_t>(family);
+  COURSE_CHECK(index < specs.size(), "model family ", index, " is not registered");
+  return *specs[index];
 }
 
+const ModelFamilyTraits& family_traits(ModelFamily family) { return family_spec(family).traits; }
+
 const std::vector<ModelFamily>& model_families() {
-  static const std::vector<ModelFamily> families = {ModelFamily::kSmallNet, ModelFamily::kResNet,
-                                                    ModelFamily::kGpt2,     ModelFamily::kLlama,
-                                                    ModelFamily::kVit,      ModelFamily::kCoatnet};
+  static const std::vector<ModelFamily> families = [] {
+    std::vector<ModelFamily> list;
+    for (const ModelFamilySpec* spec : registered_specs()) list.push_back(spec->family);
+    return list;
+  }();
   return families;
 }
 
 std::vector<std::string> family_model_names(ModelFamily family) {
-  switch (family) {
-    case ModelFamily::kSmallNet:
-      return {"smallnet", "tinynet"};
-    case ModelFamily::kResNet:
-      return {"resnet18-cifar", "resnet18", "resnet50"};
-    case ModelFamily::kGpt2:
-      return decoder_names(DecoderFamily::kGpt2);
-    case ModelFamily::kLlama:
-      return decoder_names(DecoderFamily::kLlama);
-    case ModelFamily::kVit: {
-      std::vector<std::string> names;
-      for (const VitConfig& config : vit_presets()) names.push_back(config.name);
-      return names;
-    }
-    case ModelFamily::kCoatnet: {
-      std::vector<std::string> names;
-      for (const CoatnetConfig& config : coatnet_presets()) names.push_back(config.name);
-      return names;
-    }
-  }
-  COURSE_FAIL("model family ", static_cast<int>(family), " is not registered");
+  return family_spec(family).names();
 }
 
 ModelFamily model_family(const std::string& name) {

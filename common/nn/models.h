@@ -17,27 +17,14 @@
 
 #include "common/nn/coatnet.h"
 #include "common/nn/model_pieces.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/module.h"
 #include "common/nn/vit.h"
 
 namespace course::nn {
 
-struct ModelConfig {
-  std::string name = "smallnet";
-  int64_t in_channels = 1;
-  int64_t num_classes = 10;
-  uint32_t seed = 0;
-  int64_t image_size = 0;  // the input's side: a Vision Transformer's patch grid, CoAtNet's grids
-  int64_t resnet_width = 64;  // a ResNet's stem and first stage's channels, doubled per stage
-};
-
 // Throws course::Error for a name no image family registers (model_registry.h).
 ModulePtr make_model(const ModelConfig& config, Device device);
-
-// The ViT or CoAtNet preset `config` names, at its channels, classes and image size (0: the
-// preset's).
-VitConfig vit_config(const ModelConfig& config);
-CoatnetConfig coatnet_config(const ModelConfig& config);
 
 // A ViT or CoAtNet preset as the paper describes it: its own input channels, classes and
 // image size (ImageNet's 3, 1,000 and 224 px for the large ones).

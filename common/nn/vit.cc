@@ -97,4 +97,21 @@ ModulePtr make_vit(const VitConfig& c, std::mt19937& rng, Device device) {
   return assemble(vit_pieces(c), rng, device);
 }
 
+VitConfig vit_config(const ModelConfig& config) {
+  return sized_preset(vit_preset(config.name), config);
+}
+
+const ModelFamilySpec& vit_family() {
+  static const ModelFamilySpec spec{
+      .family = ModelFamily::kVit,
+      .traits = {.name = "ViT", .images = true, .transformer_blocks = true, .in_pieces = true},
+      .names = [] { return preset_names(vit_presets()); },
+      .min_image_size = [](const std::string& name) { return vit_preset(name).patch; },
+      .pieces = [](const ModelConfig& config) { return vit_pieces(vit_config(config)); },
+      .own_config = [](const std::string& name) { return own_model_config(vit_preset(name)); },
+      .parameter_count =
+          [](const ModelConfig& config) { return vit_parameter_count(vit_config(config)); }};
+  return spec;
+}
+
 }  // namespace course::nn

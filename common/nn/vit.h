@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/nn/model_pieces.h"
+#include "common/nn/model_registry.h"
 #include "common/nn/module.h"
 
 namespace course::nn {
@@ -34,6 +35,8 @@ struct VitConfig {
 const std::vector<VitConfig>& vit_presets();
 // Throws listing the presets.
 VitConfig vit_preset(const std::string& name);
+// The preset `config` names, at its channels, classes and image size (0: the preset's).
+VitConfig vit_config(const ModelConfig& config);
 
 // patch^2 in C + C + C + (L + 1) C + layers (4 C^2 + 2 C F + 9 C + F) + 2 C + C classes + classes.
 int64_t vit_parameter_count(const VitConfig& config);

@@ -160,5 +160,30 @@ TEST(ModelRegistry, TraitsAreWhatTheFamiliesModelsDo) {
   EXPECT_EQ(image_model_names(), image_names);
 }
 
+// Each family's spec registers what its traits promise, and its entries agree with the models:
+// image families give their smallest input and a builder or pieces (never both); exactly the
+// families in pieces give pieces, their preset's own input and a parameter count, which is the
+// built model's; language families give names alone.
+TEST(ModelRegistry, EachSpecRegistersWhatItsTraitsPromise) {
+  for (const ModelFamily family : model_families()) {
+    const ModelFamilySpec& spec = family_spec(family);
+    const ModelFamilyTraits& traits = spec.traits;
+    EXPECT_EQ(spec.family, family) << traits.name;
+    EXPECT_EQ(spec.min_image_size != nullptr, traits.images) << traits.name;
+    EXPECT_EQ(spec.pieces != nullptr, traits.in_pieces) << traits.name;
+    EXPECT_EQ(spec.own_config != nullptr, traits.in_pieces) << traits.name;
+    EXPECT_EQ(spec.parameter_count != nullptr, traits.in_pieces) << traits.name;
+    EXPECT_EQ(spec.build != nullptr, traits.images && !traits.in_pieces) << traits.name;
+    if (!traits.in_pieces) continue;
+    const std::string name = spec.names().front();
+    const ModelConfig own = spec.own_config(name);
+    EXPECT_EQ(own.name, name);
+    const ModelConfig small{
+        .name = name, .in_channels = 2, .num_classes = 5, .image_size = spec.min_image_size(name)};
+    EXPECT_EQ(spec.parameter_count(small), make_model(small, Device::cpu())->parameter_count())
+        << name;
+  }
+}
+
 }  // namespace
 }  // namespace course::nn

@@ -1,4 +1,5 @@
-// The transformers' workloads in closed form, CoAtNet's measured.
+// The transformers' workloads in closed form; any other family in pieces (CoAtNet) measured
+// piece by piece.
 #include "common/parallel/planning/workload.h"
 
 #include "common/core/error.h"
@@ -19,7 +20,7 @@ BlockWork transformer_block_work(double s, double h, double a, double mlp_expans
           .saved_cut_bytes = s * h * (8 + mlp) + 5 * a * s * s};
 }
 
-Workload coatnet_workload(const nn::ModelConfig& model) {
+Workload measured_workload(const nn::ModelConfig& model) {
   const MeasuredModel m = measure_pieces(model, 1, DType::kBF16);
   Workload w{
       .name = model.name,
@@ -81,20 +82,12 @@ Workload vit_workload(const nn::VitConfig& c) {
 
 Workload image_workload(const nn::ModelConfig& model) {
   const nn::ModelFamily family = nn::model_family(model.name);
-  switch (family) {
-    case nn::ModelFamily::kVit:
-      return vit_workload(nn::vit_config(model));
-    case nn::ModelFamily::kCoatnet:
-      return coatnet_workload(model);
-    case nn::ModelFamily::kSmallNet:
-    case nn::ModelFamily::kResNet:
-    case nn::ModelFamily::kGpt2:
-    case nn::ModelFamily::kLlama:
-      break;
-  }
-  COURSE_FAIL("the throughput model costs the image models in pieces (ViT, CoAtNet), not ",
-              nn::family_traits(family).name, "'s ", model.name,
-              (nn::family_traits(family).images ? "" : " (gpt_workload costs a language model)"));
+  const nn::ModelFamilyTraits& traits = nn::family_traits(family);
+  if (family == nn::ModelFamily::kVit) return vit_workload(nn::vit_config(model));
+  COURSE_CHECK(traits.in_pieces, "the throughput model costs the image models in pieces, not ",
+               traits.name, "'s ", model.name,
+               (traits.images ? "" : " (gpt_workload costs a language model)"));
+  return measured_workload(model);
 }
 
 }  // namespace course::parallel

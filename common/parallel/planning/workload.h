@@ -49,7 +49,8 @@ struct Workload {
 
 Workload gpt_workload(const nn::GptConfig& config);
 Workload vit_workload(const nn::VitConfig& config);
-// A ViT or a CoAtNet (nn::model_pieces), at the channels, classes and size `model` gives.
+// A ViT (closed form) or any other family built in pieces (measured piece by piece: CoAtNet),
+// at the channels, classes and size `model` gives.
 Workload image_workload(const nn::ModelConfig& model);
 
 }  // namespace course::parallel
