@@ -122,6 +122,262 @@ Device rank_device(const LabOptions& o, parallel::Communicator* comm) {
   return device;
 }
 
+// Flip and jitter (with --aug-device), then MixUp / CutMix, of a batch on its device: on the
+// loader's host batch the trainee's TP3.1-TP3.2 (cut and targets), on the device the reference
+// copies (batch_mix.h). Draws from its own generator, seeded per rank.
+class BatchStage {
+ public:
+  BatchStage(const LabOptions& o, const TransformOptions& transform, int64_t classes, int rank)
+      : o_(o),
+        transform_(transform),
+        mix_(o.mix_options()),
+        classes_(classes),
+        rng_(o.seed + 3 + 1000003u * static_cast<uint32_t>(rank)) {}
+
+  Batch operator()(Batch b) {
+    if (o_.aug_device) {
+      b.images = jitter_batch(b.images, o_.jitter(), transform_.mean, transform_.std, rng_);
+    }
+    if (!o_.mixing()) return b;
+    const MixPlan plan = plan_batch_mix(b.images.size(0), b.images.size(2), b.images.size(3), mix_,
+                                        rng_, cutmix_cut);
+    if (b.images.device().is_cpu()) {
+      b.images = mix_images(b.images, plan);
+      check_class_labels(b.labels, classes_);
+      b.targets = Tensor::from_vector(
+          mixed_targets(b.labels.to_vector<int64_t>(), plan.lambdas, classes_, o_.label_smoothing),
+          {b.images.size(0), classes_});
+    } else {
+      MixedBatch mixed = mix_batch(b.images, b.labels, plan, classes_, o_.label_smoothing);
+      b.images = std::move(mixed.images);
+      b.targets = std::move(mixed.targets);
+    }
+    return b;
+  }
+
+ private:
+  const LabOptions& o_;
+  const TransformOptions& transform_;
+  MixOptions mix_;
+  int64_t classes_;
+  std::mt19937 rng_;
+};
+
+// The training images this rank holds in an epoch: its span of the epoch's order, checked
+// against --drop-last, --accumulate and mixing's even batches.
+int64_t rank_samples(const LabOptions& o, const Dataset& train, int ranks) {
+  const int64_t samples = rank_span_size(train.size(), ranks, o.drop_last);
+  COURSE_CHECK(samples > 0, "--drop-last leaves no training image for each of ", ranks, " ranks");
+  const int64_t step_batch = o.batch_size * o.accumulate;
+  COURSE_CHECK(!o.mixing() || o.drop_last || samples % step_batch % 2 == 0,
+               "--mixup and --cutmix need even batches, but the epoch's last batch has ",
+               samples % step_batch, " images", ranks > 1 ? " on each rank" : "",
+               ": add --drop-last");
+  train::check_micro_batches(samples, step_batch, o.accumulate, o.drop_last);
+  return samples;
+}
+
+LabDatasets augmented_dataset(const LabOptions& o) {
+  LabDatasets data = open_dataset(o, group_members);
+  check_decode_device(o, *data.train);
+  set_worker_augmentation(o, data.train_transform);
+  return data;
+}
+
+// The rank's data: the augmented dataset, the loader of a step's images (--accumulate's
+// micro-batches together), the batch stage on the host's batches (or, with --aug-device, left to
+// the step), and the batches on the device, decoded there with --decode-device gpu.
+struct RankImages {
+  RankImages(const LabOptions& o, Device device, int rank, int ranks)
+      : data(augmented_dataset(o)),
+        samples(rank_samples(o, *data.train, ranks)),
+        step_batch(o.batch_size * o.accumulate),
+        steps_per_epoch(batches_per_epoch(samples, step_batch, o.drop_last)),
+        stage(o, data.train_transform, data.train->num_classes(), rank),
+        loader(data.train, data.train_transform, loader_options(o, step_batch)),
+        decoder(o.decode_device == DecodeDevice::kGpu ? std::optional<DeviceDecoder>(device)
+                                                      : std::nullopt),
+        batches(loader, device, o.non_blocking, transfer(device),
+                o.mixing() && !o.aug_device ? DeviceBatches::Prepare(std::ref(stage))
+                                            : DeviceBatches::Prepare()) {
+    if (decoder && o.channels_last) decoder->set_memory_format(MemoryFormat::kChannelsLast);
+  }
+
+  LabDatasets data;
+  int64_t samples, step_batch, steps_per_epoch;
+  BatchStage stage;
+  DataLoader loader;
+  std::optional<DeviceDecoder> decoder;  // the loader's batches are JPEGs
+  DeviceBatches batches;
+
+ private:
+  DeviceBatches::Transfer transfer(Device device) {
+    if (decoder) {
+      return [this](const Batch& host, Device to, const Stream& stream) {
+        return host.encoded ? decoder->decode(host, stream) : copy_to_device(host, to, stream);
+      };
+    }
+    return device.is_cpu() ? DeviceBatches::Transfer() : DeviceBatches::Transfer(copy_to_device);
+  }
+};
+
+// The replica: the classifier, DDP on several ranks, the optimizer (a 1-bit one takes DDP's
+// exchange over after its warm-up), the clipping and the schedule over the run's steps.
+struct Replica {
+  Replica(const LabOptions& o, const Dataset& train, Device device,
+          const std::shared_ptr<parallel::Communicator>& comm, int64_t steps_per_epoch)
+      : model(train::make_classifier(o, train, device)),
+        ddp(comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr),
+        optimizer(parallel::make_parallel_optimizer(
+            {.kind = o.optimizer,
+             .lr = o.lr,
+             .momentum = o.mom,
+             .weight_decay = o.wd,
+             .freeze_step = o.freeze_step},
+            model->state().parameters, comm,
+            [replicas = ddp.get()](std::function<bool()> local) {
+              if (replicas) replicas->keep_gradients_local_while(std::move(local));
+            })),
+        params(model->parameters()),
+        clipping(o.clip_grad_norm),
+        schedule(optim::make_schedule(
+            o.schedule, o.lr, o.epochs * steps_per_epoch,
+            static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
+            o.cosine_floor * o.lr)) {}
+
+  nn::ModulePtr model;
+  std::unique_ptr<parallel::DistributedDataParallel> ddp;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::vector<nn::Parameter*> params;
+  optim::GradientClipping clipping;
+  std::shared_ptr<const optim::Schedule> schedule;
+};
+
+// The epoch's training predictions, unmixed batches only: samples on the host, the correct ones
+// counted on the device (read at the epoch's end, not in every step).
+struct EpochTraining {
+  train::EvalTally tally;
+  Tensor correct;
+};
+
+// One step: the rank's next batch (staged on the device with --aug-device) in the run's layout,
+// forward and backward per micro-batch (soft targets for a mixed batch), DDP's average, the
+// clipped optimizer step.
+Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, EpochTraining& epoch,
+                  train::StepPhases& phases) {
+  nn::Module& model = *replica.model;
+  phases.start(train::Phase::kLoad);
+  Batch batch = images.batches.next();
+  if (o.aug_device) {
+    phases.start(train::Phase::kAugment);
+    batch = images.stage(std::move(batch));
+  }
+  batch = train::in_training_layout(std::move(batch), o);
+  const Tensor loss =
+      train::accumulate_gradients(model, batch, o.accumulate, [&](const train::MicroBatch& m) {
+        phases.start(train::Phase::kForward);
+        const bool mixed = m.batch.targets.defined();
+        const train::ClassifierForward f = mixed ? train::soft_target_forward(model, m.batch, o)
+                                                 : train::classifier_forward(model, m.batch, o);
+        phases.start(train::Phase::kBackward);
+        if (replica.ddp) replica.ddp->set_sync(m.last);
+        if (mixed) {
+          train::backward_from_logits(model, f,
+                                      soft_target_gradient(f.loss, m.batch.targets, m.share), o);
+        } else {
+          train::classifier_backward(model, f, m.batch.labels, o, m.share);
+          add_correct_(f.logits, m.batch.labels, epoch.correct);
+          epoch.tally.samples += m.batch.labels.size(0);
+        }
+        return f.loss.loss;
+      });
+  if (replica.ddp) replica.ddp->finish_backward();
+  phases.start(train::Phase::kOptimizer);
+  replica.clipping.apply_to_whole(replica.params);  // every replica holds the average
+  replica.optimizer->step();
+  return loss;
+}
+
+// The loop's hooks: each epoch the rank's span of the storage's order, each step train_step,
+// validation over the ranks' shares of the test set; the tool's hooks passed on.
+train::LoopHooks lab_hooks(const LabOptions& o, const RunHooks& run_hooks, RankImages& images,
+                           Replica& replica, EpochTraining& epoch, int rank, int ranks) {
+  train::LoopHooks hooks;
+  hooks.start_epoch = [&o, &images, &epoch, rank, ranks](int64_t index, int64_t first_batch) {
+    epoch.tally = {};
+    fill_(epoch.correct, 0.0);
+    const OrderOptions order{.shuffle_buffer = o.shuffle_buffer,
+                             .pages_in_memory = o.pages_in_memory};
+    images.batches.start_epoch(
+        rank_span(epoch_order(*images.data.train, order, o.seed, index, trainee_page_order), rank,
+                  ranks, o.drop_last),
+        index, first_batch);
+  };
+  hooks.step = [&o, &images, &replica, &epoch](train::StepPhases& phases) {
+    return train_step(o, images, replica, epoch, phases);
+  };
+  hooks.validate = [&o, &images, &replica, rank, ranks] {
+    return train::evaluate(*replica.model, images.data.val, images.data.val_transform, o, rank,
+                           ranks, [&](const Batch& host) {
+                             return train::in_training_layout(images.batches.place(host), o);
+                           });
+  };
+  if (run_hooks.after_epoch) {
+    hooks.after_epoch = [&run_hooks](int64_t index, const train::EvalTally& validation) {
+      return run_hooks.after_epoch(index, validation.accuracy());
+    };
+  }
+  hooks.after_step = run_hooks.after_step;
+  if (!o.mixing()) {
+    hooks.epoch_training_tally = [&epoch] {
+      epoch.tally.correct = std::llround(epoch.correct.to_vector<float>()[0]);
+      return epoch.tally;
+    };
+  }
+  return hooks;
+}
+
+void print_run_header(const LabOptions& o, const RunHooks& run_hooks, const RankImages& images,
+                      const Replica& replica, Device device, int ranks) {
+  const std::string where = ranks == 1
+                                ? device.str()
+                                : std::to_string(ranks) + " ranks (" + device.str() + ", DDP in " +
+                                      std::to_string(replica.ddp->plan().size()) + " buckets)";
+  const char* per_rank = ranks == 1 ? "" : " per rank";
+  std::printf("%s\n", describe_storage(o, *images.data.train).c_str());
+  if (images.decoder) {
+    std::printf("decoding: on %s, %s\n", device.str().c_str(), images.decoder->describe().c_str());
+  }
+  std::printf(
+      "training %s on %s: %lld images of %lldx%lld%s, batch %s%s, %lld steps per epoch%s%s\n"
+      "%s\noptimizer: %s, %s\n",
+      o.model.c_str(), where.c_str(), static_cast<long long>(images.samples),
+      static_cast<long long>(o.image_size), static_cast<long long>(o.image_size), per_rank,
+      train::describe_step_batch(o.batch_size, o.accumulate).c_str(), per_rank,
+      static_cast<long long>(images.steps_per_epoch), o.amp ? ", amp bf16" : "",
+      o.channels_last ? ", channels-last" : "", describe(o, images.data.train_transform).c_str(),
+      optim::optimizer_name(o.optimizer), describe_schedule(o, run_hooks).c_str());
+  std::fflush(stdout);
+}
+
+// After the run: the decoder's figures, and on several ranks the traffic and whether the
+// replicas stayed identical (collective).
+void print_run_report(const train::LoopResult& run, const RankImages& images, Replica& replica,
+                      parallel::Communicator* comm, bool lead) {
+  if (images.decoder && lead) std::printf("%s\n", images.decoder->summary().c_str());
+  if (!replica.ddp) return;
+  if (lead && run.steps > 0) {
+    std::printf("communication per step on rank 0: %.3f MiB sent (ring)\n",
+                comm->traffic().bytes / static_cast<double>(run.steps) / (1 << 20));
+  }
+  const float divergence = parallel::replica_divergence(*replica.model, *comm);
+  if (lead && divergence == 0) {
+    std::printf("replicas: identical weights on all %d ranks\n", comm->size());
+  } else if (lead) {
+    std::printf("replicas: weights differ by up to %g between ranks\n", divergence);
+  }
+}
+
 }  // namespace
 
 LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
@@ -132,196 +388,35 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   const int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
   const bool lead = rank == 0;
 
-  LabDatasets data = open_dataset(o, group_members);
-  check_decode_device(o, *data.train);
-  set_worker_augmentation(o, data.train_transform);
-  const int64_t classes = data.train->num_classes();
-  const int64_t samples = rank_span_size(data.train->size(), ranks, o.drop_last);  // this rank's
-  COURSE_CHECK(samples > 0, "--drop-last leaves no training image for each of ", ranks, " ranks");
-  const int64_t step_batch = o.batch_size * o.accumulate;  // --accumulate's micro-batches
-  COURSE_CHECK(!o.mixing() || o.drop_last || samples % step_batch % 2 == 0,
-               "--mixup and --cutmix need even batches, but the epoch's last batch has ",
-               samples % step_batch, " images", ranks > 1 ? " on each rank" : "",
-               ": add --drop-last");
-  const TransformOptions& t = data.train_transform;
-  const MixOptions mix = o.mix_options();
-  std::mt19937 batch_rng(o.seed + 3 + 1000003u * static_cast<uint32_t>(rank));  // per rank
-  // Flip and jitter (with --aug-device), then MixUp / CutMix, of a batch on its device.
-  const auto batch_stage = [&](Batch b) {
-    if (o.aug_device) b.images = jitter_batch(b.images, o.jitter(), t.mean, t.std, batch_rng);
-    if (o.mixing()) {
-      const MixPlan plan = plan_batch_mix(b.images.size(0), b.images.size(2), b.images.size(3), mix,
-                                          batch_rng, cutmix_cut);
-      if (b.images.device().is_cpu()) {  // the loader's batch: TP3.2's targets
-        b.images = mix_images(b.images, plan);
-        check_class_labels(b.labels, classes);
-        b.targets = Tensor::from_vector(
-            mixed_targets(b.labels.to_vector<int64_t>(), plan.lambdas, classes, o.label_smoothing),
-            {b.images.size(0), classes});
-      } else {  // on the device, the labels too (the reference copy of TP3.2, batch_mix.h)
-        MixedBatch mixed = mix_batch(b.images, b.labels, plan, classes, o.label_smoothing);
-        b.images = std::move(mixed.images);
-        b.targets = std::move(mixed.targets);
-      }
-    }
-    return b;
-  };
-
-  DataLoader loader(data.train, data.train_transform, loader_options(o, step_batch));
-  const int64_t steps_per_epoch = batches_per_epoch(samples, step_batch, o.drop_last);
-  train::check_micro_batches(samples, step_batch, o.accumulate, o.drop_last);
-  // Without --aug-device the batch stage runs on each loaded training batch on the host.
-  DeviceBatches::Transfer transfer;
-  if (!device.is_cpu()) transfer = copy_to_device;
-  std::optional<DeviceDecoder> decoder;  // --decode-device gpu: the loader's batches are JPEGs
-  if (o.decode_device == DecodeDevice::kGpu) {
-    decoder.emplace(device);
-    if (o.channels_last) decoder->set_memory_format(MemoryFormat::kChannelsLast);
-    transfer = [&decoder](const Batch& host, Device to, const Stream& stream) {
-      return host.encoded ? decoder->decode(host, stream) : copy_to_device(host, to, stream);
-    };
-  }
-  DeviceBatches::Prepare prepare;
-  if (o.mixing() && !o.aug_device) prepare = batch_stage;
-  DeviceBatches batches(loader, device, o.non_blocking, transfer, prepare);
-
-  const auto model = train::make_classifier(o, *data.train, device);
-  const auto ddp = comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr;
-  const auto optimizer = parallel::make_parallel_optimizer(
-      {.kind = o.optimizer,
-       .lr = o.lr,
-       .momentum = o.mom,
-       .weight_decay = o.wd,
-       .freeze_step = o.freeze_step},
-      model->state().parameters, comm, [&](std::function<bool()> local) {
-        if (ddp) ddp->keep_gradients_local_while(std::move(local));
-      });
-  const std::vector<nn::Parameter*> params = model->parameters();
-  optim::GradientClipping clipping(o.clip_grad_norm);
-  const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(
-      o.schedule, o.lr, o.epochs * steps_per_epoch,
-      static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
-      o.cosine_floor * o.lr);
-
-  // The epoch's training predictions, unmixed batches only: samples on the host, the correct
-  // ones counted on the device (read at the epoch's end, not in every step).
-  train::EvalTally epoch_training;
-  Tensor epoch_correct = zeros({1}, DType::kF32, device);
-  train::LoopHooks hooks;
-  hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
-    epoch_training = {};
-    fill_(epoch_correct, 0.0);
-    const OrderOptions order{.shuffle_buffer = o.shuffle_buffer,
-                             .pages_in_memory = o.pages_in_memory};
-    batches.start_epoch(
-        rank_span(epoch_order(*data.train, order, o.seed, epoch, trainee_page_order), rank, ranks,
-                  o.drop_last),
-        epoch, first_batch);
-  };
-  hooks.step = [&](train::StepPhases& phases) {
-    phases.start(train::Phase::kLoad);
-    Batch batch = batches.next();
-    if (o.aug_device) {
-      phases.start(train::Phase::kAugment);
-      batch = batch_stage(batch);
-    }
-    batch = train::in_training_layout(std::move(batch), o);
-    const Tensor loss =
-        train::accumulate_gradients(*model, batch, o.accumulate, [&](const train::MicroBatch& m) {
-          phases.start(train::Phase::kForward);
-          const bool mixed = m.batch.targets.defined();
-          const train::ClassifierForward f = mixed ? train::soft_target_forward(*model, m.batch, o)
-                                                   : train::classifier_forward(*model, m.batch, o);
-          phases.start(train::Phase::kBackward);
-          if (ddp) ddp->set_sync(m.last);
-          if (mixed) {
-            train::backward_from_logits(*model, f,
-                                        soft_target_gradient(f.loss, m.batch.targets, m.share), o);
-          } else {
-            train::classifier_backward(*model, f, m.batch.labels, o, m.share);
-            add_correct_(f.logits, m.batch.labels, epoch_correct);
-            epoch_training.samples += m.batch.labels.size(0);
-          }
-          return f.loss.loss;
-        });
-    if (ddp) ddp->finish_backward();
-    phases.start(train::Phase::kOptimizer);
-    clipping.apply_to_whole(params);  // every replica holds the average
-    optimizer->step();
-    return loss;
-  };
-  hooks.validate = [&] {
-    return train::evaluate(
-        *model, data.val, data.val_transform, o, rank, ranks,
-        [&](const Batch& host) { return train::in_training_layout(batches.place(host), o); });
-  };
-  if (run_hooks.after_epoch) {
-    hooks.after_epoch = [&](int64_t epoch, const train::EvalTally& validation) {
-      return run_hooks.after_epoch(epoch, validation.accuracy());
-    };
-  }
-  hooks.after_step = run_hooks.after_step;
-  if (!o.mixing()) {
-    hooks.epoch_training_tally = [&] {
-      epoch_training.correct = std::llround(epoch_correct.to_vector<float>()[0]);
-      return epoch_training;
-    };
-  }
+  RankImages images(o, device, rank, ranks);
+  Replica replica(o, *images.data.train, device, comm, images.steps_per_epoch);
+  EpochTraining epoch{.correct = zeros({1}, DType::kF32, device)};
+  const Replica& r = replica;
   train::TrainingLoop loop(
       o,
       {.device = device,
-       .model = model.get(),
-       .optimizer = optimizer.get(),
-       .lr_at =
-           run_hooks.lr_at ? run_hooks.lr_at : [&](int64_t step) { return schedule->lr_at(step); },
-       .steps_per_epoch = steps_per_epoch,
-       .global_batch = step_batch * ranks,
-       .flops_per_unit = train::training_flops(
-           train::classifier_multiply_adds(*model, data.train->channels(), o, device)),
+       .model = replica.model.get(),
+       .optimizer = replica.optimizer.get(),
+       .lr_at = run_hooks.lr_at ? run_hooks.lr_at
+                                : [&r](int64_t step) { return r.schedule->lr_at(step); },
+       .steps_per_epoch = images.steps_per_epoch,
+       .global_batch = images.step_batch * ranks,
+       .flops_per_unit = train::training_flops(train::classifier_multiply_adds(
+           *replica.model, images.data.train->channels(), o, device)),
        .identity = {{"model", o.model}},
        .comm = comm.get(),
        .recipe = "- optimizer: " + std::string(optim::optimizer_name(o.optimizer)) + ", " +
-                 describe_schedule(o, run_hooks) + "\n- " + describe(o, data.train_transform) +
-                 "\n- " + describe_storage(o, *data.train),
-       .clipping = &clipping},
-      hooks);
+                 describe_schedule(o, run_hooks) + "\n- " +
+                 describe(o, images.data.train_transform) + "\n- " +
+                 describe_storage(o, *images.data.train),
+       .clipping = &replica.clipping},
+      lab_hooks(o, run_hooks, images, replica, epoch, rank, ranks));
+  if (lead) print_run_header(o, run_hooks, images, replica, device, ranks);
 
-  if (lead) {
-    const std::string where = ranks == 1 ? device.str()
-                                         : std::to_string(ranks) + " ranks (" + device.str() +
-                                               ", DDP in " + std::to_string(ddp->plan().size()) +
-                                               " buckets)";
-    const char* per_rank = ranks == 1 ? "" : " per rank";
-    std::printf("%s\n", describe_storage(o, *data.train).c_str());
-    if (decoder)
-      std::printf("decoding: on %s, %s\n", device.str().c_str(), decoder->describe().c_str());
-    std::printf(
-        "training %s on %s: %lld images of %lldx%lld%s, batch %s%s, %lld steps per epoch%s%s\n"
-        "%s\noptimizer: %s, %s\n",
-        o.model.c_str(), where.c_str(), static_cast<long long>(samples),
-        static_cast<long long>(o.image_size), static_cast<long long>(o.image_size), per_rank,
-        train::describe_step_batch(o.batch_size, o.accumulate).c_str(), per_rank,
-        static_cast<long long>(steps_per_epoch), o.amp ? ", amp bf16" : "",
-        o.channels_last ? ", channels-last" : "", describe(o, data.train_transform).c_str(),
-        optim::optimizer_name(o.optimizer), describe_schedule(o, run_hooks).c_str());
-    std::fflush(stdout);
-  }
   const train::LoopResult run = loop.run();
-  if (decoder && lead) std::printf("%s\n", decoder->summary().c_str());
-  if (ddp) {
-    if (lead && run.steps > 0) {
-      std::printf("communication per step on rank 0: %.3f MiB sent (ring)\n",
-                  comm->traffic().bytes / static_cast<double>(run.steps) / (1 << 20));
-    }
-    const float divergence = parallel::replica_divergence(*model, *comm);
-    if (lead && divergence == 0) {
-      std::printf("replicas: identical weights on all %d ranks\n", ranks);
-    } else if (lead) {
-      std::printf("replicas: weights differ by up to %g between ranks\n", divergence);
-    }
-  }
+  print_run_report(run, images, replica, comm.get(), lead);
   return {.steps = run.steps,
-          .steps_per_epoch = steps_per_epoch,
+          .steps_per_epoch = images.steps_per_epoch,
           .last_loss = run.last_loss,
           .test_accuracy = run.test_accuracy,
           .ended_early = run.ended_early,
