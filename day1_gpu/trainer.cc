@@ -188,8 +188,8 @@ LabResult run_lab(const LabOptions& o) {
 
   const auto model = train::make_classifier(o, *data.train, device);
   const std::vector<nn::Parameter*> params = model->parameters();
-  const auto optimizer = optim::make_optimizer(
-      {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd}, model->state().parameters);
+  const auto optimizer =
+      optim::make_optimizer(train::optimizer_flags(o), model->state().parameters);
   const std::shared_ptr<const optim::Schedule> schedule =
       optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
   LabStep lab_step(*model, *optimizer, device, o);

@@ -201,9 +201,8 @@ LabResult run_lab(const LabOptions& o) {
 
   const auto model = train::make_classifier(o, *data.train, device);
   const std::vector<nn::Parameter*> params = model->parameters();
-  const auto optimizer = optim::make_optimizer(
-      {.kind = o.optimizer, .lr = o.lr, .momentum = o.mom, .weight_decay = o.wd},
-      model->state().parameters);
+  const auto optimizer =
+      optim::make_optimizer(train::optimizer_flags(o, o.optimizer), model->state().parameters);
   const int64_t global_batch = rank_data.rank_step_batch * comm->size();
   const auto ddp = make_ddp(o, *model, comm);
 

@@ -221,6 +221,13 @@ struct RankImages {
   }
 };
 
+// The optimizer the flags name, with the 1-bit optimizers' warm-up.
+optim::OptimizerFlags lab_optimizer_flags(const LabOptions& o) {
+  optim::OptimizerFlags flags = train::optimizer_flags(o, o.optimizer);
+  flags.freeze_step = o.freeze_step;
+  return flags;
+}
+
 // The replica: the classifier, DDP on several ranks, the optimizer (a 1-bit one takes DDP's
 // exchange over after its warm-up), the clipping and the schedule over the run's steps.
 struct Replica {
@@ -229,12 +236,7 @@ struct Replica {
       : model(train::make_classifier(o, train, device)),
         ddp(comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr),
         optimizer(parallel::make_parallel_optimizer(
-            {.kind = o.optimizer,
-             .lr = o.lr,
-             .momentum = o.mom,
-             .weight_decay = o.wd,
-             .freeze_step = o.freeze_step},
-            model->state().parameters, comm,
+            lab_optimizer_flags(o), model->state().parameters, comm,
             [replicas = ddp.get()](std::function<bool()> local) {
               if (replicas) replicas->keep_gradients_local_while(std::move(local));
             })),

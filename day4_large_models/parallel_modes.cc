@@ -139,14 +139,11 @@ std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
 LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags& run,
                                 parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<parallel::Communicator> comm, int64_t total_steps) {
-  const optim::OptimizerFlags flags{.kind = o.kind,
-                                    .lr = run.lr,
-                                    .momentum = run.mom,
-                                    .weight_decay = run.wd,
-                                    .beta1 = o.beta1,
-                                    .beta2 = o.beta2,
-                                    .eps = o.eps,
-                                    .freeze_step = o.freeze_step};
+  optim::OptimizerFlags flags = train::optimizer_flags(run, o.kind);
+  flags.beta1 = o.beta1;
+  flags.beta2 = o.beta2;
+  flags.eps = o.eps;
+  flags.freeze_step = o.freeze_step;
   const int64_t length = o.decay_steps > 0 ? o.decay_steps : total_steps;
   const float eta_min = o.schedule == "cosine" ? run.lr / 10 : 0.0f;
   LabOptimizer lab{.optimizer = parallel::make_parallel_optimizer(

@@ -197,4 +197,8 @@ void validate_run_flags(const RunFlags& f) {
                f.clip_grad_norm.value_or(0));
 }
 
+optim::OptimizerFlags optimizer_flags(const RunFlags& f, optim::OptimizerKind kind) {
+  return {.kind = kind, .lr = f.lr, .momentum = f.mom, .weight_decay = f.wd};
+}
+
 }  // namespace course::train

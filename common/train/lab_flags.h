@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/data/open_dataset.h"
+#include "common/optim/make_optimizer.h"
 #include "common/tensor/device.h"
 
 // CLI11's app, declared only: its header costs seconds of compile time in every file that
@@ -110,5 +111,9 @@ std::string invocation_path(const std::string& path);
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);
 void validate_run_flags(const RunFlags& flags);  // the run's flags alone
+
+// The optimizer `kind` with the run's --lr, --mom (SGD's and LARS's momentum) and --wd.
+optim::OptimizerFlags optimizer_flags(const RunFlags& flags,
+                                      optim::OptimizerKind kind = optim::OptimizerKind::kSgd);
 
 }  // namespace course::train

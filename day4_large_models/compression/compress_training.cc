@@ -35,8 +35,8 @@ std::optional<double> train_on_loop(const train::TrainingFlags& o, CompressData&
   const Dataset& train_set = *in.datasets().train;
   const SamplerOptions sampler{.dataset_size = train_set.size(), .seed = o.seed};
   const int64_t steps_per_epoch = batches_per_epoch(train_set.size(), o.batch_size, o.drop_last);
-  const auto optimizer = optim::make_optimizer(
-      {.lr = o.lr, .momentum = o.mom, .weight_decay = o.wd}, run.model.state().parameters);
+  const auto optimizer =
+      optim::make_optimizer(train::optimizer_flags(o), run.model.state().parameters);
   const std::shared_ptr<const optim::Schedule> schedule =
       optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/core/error.h"
+#include "common/train/lab_flags.h"
 
 namespace course::train {
 namespace {
@@ -148,6 +149,32 @@ TEST(DeepSpeedConfig, TheCommandLineWinsOverTheFile) {
   } catch (const CLI::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("not JSON"), std::string::npos) << e.what();
   }
+  std::remove(path.c_str());
+}
+
+// A file's optimizer.params reach the optimizer through the run's flags: its lr and weight decay,
+// with the command line's momentum, for the kind the lab names.
+TEST(DeepSpeedConfig, TheOptimizerTakesTheRunsRateMomentumAndDecay) {
+  const std::string path = ::testing::TempDir() + "/ds_optimizer.json";
+  std::ofstream(path) << R"({"optimizer": {"type": "AdamW",
+                                          "params": {"lr": 0.002, "weight_decay": 0.05}}})";
+  CLI::App app;
+  RunFlags run;
+  add_run_flags(app, run, {"smallnet"});
+  add_deepspeed_config_flag(app, std::make_shared<ResolvedConfig>());
+  const std::vector<std::string> args = {"lab", "--mom", "0.7", "--config", path};
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::string optimizer = "sgd";
+  app.add_option("--optimizer", optimizer);
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  const optim::OptimizerFlags flags = optimizer_flags(run, optim::OptimizerKind::kAdamW);
+  EXPECT_EQ(optimizer, "adamw");
+  EXPECT_EQ(flags.kind, optim::OptimizerKind::kAdamW);
+  EXPECT_FLOAT_EQ(flags.lr, 0.002f);
+  EXPECT_FLOAT_EQ(flags.momentum, 0.7f);
+  EXPECT_FLOAT_EQ(flags.weight_decay, 0.05f);
+  EXPECT_EQ(optimizer_flags(run).kind, optim::OptimizerKind::kSgd);
   std::remove(path.c_str());
 }
 
