@@ -3,6 +3,7 @@
 #include "common/nn/linear.h"
 #include "common/nn/model_registry.h"
 #include "common/nn/pooling.h"
+#include "common/nn/presets.h"
 #include "common/nn/residual.h"
 #include "common/nn/sequential.h"
 
@@ -58,13 +59,44 @@ ModulePtr smallnet(const ModelConfig& c, int64_t width, Device device) {
   return net;
 }
 
+// The presets: each name's shape, registered once (the family's names, its builder and its
+// smallest input read them).
+struct SmallNetPreset {
+  std::string name;
+  int64_t width;  // the first stage's channels
+};
+
+const std::vector<SmallNetPreset>& small_net_presets() {
+  static const std::vector<SmallNetPreset> presets = {{"smallnet", 32}, {"tinynet", 8}};
+  return presets;
+}
+
+struct ResnetPreset {
+  std::string name;
+  bool bottleneck;     // ResNet-50's 1x1-3x3-1x1 blocks, else two 3x3 (BasicBlock)
+  int blocks[4];       // per stage
+  bool imagenet_stem;  // 7x7/2 convolution and 3x3/2 max pooling, else a CIFAR stem (3x3/1)
+};
+
+const std::vector<ResnetPreset>& resnet_presets() {
+  static const std::vector<ResnetPreset> presets = {
+      {"resnet18-cifar", false, {2, 2, 2, 2}, false},
+      {"resnet18", false, {2, 2, 2, 2}, true},
+      {"resnet50", true, {3, 4, 6, 3}, true},
+  };
+  return presets;
+}
+
 ModulePtr build_small_net(const ModelConfig& config, Device device) {
-  return smallnet(config, config.name == "tinynet" ? 8 : 32, device);
+  return smallnet(config, find_preset(small_net_presets(), config.name, "smallnet").width, device);
 }
 
 ModulePtr build_resnet(const ModelConfig& config, Device device) {
-  if (config.name == "resnet50") return resnet<Bottleneck>(config, {3, 4, 6, 3}, true, device);
-  return resnet<BasicBlock>(config, {2, 2, 2, 2}, config.name == "resnet18", device);
+  const ResnetPreset preset = find_preset(resnet_presets(), config.name, "ResNet");
+  if (preset.bottleneck) {
+    return resnet<Bottleneck>(config, preset.blocks, preset.imagenet_stem, device);
+  }
+  return resnet<BasicBlock>(config, preset.blocks, preset.imagenet_stem, device);
 }
 
 }  // namespace
@@ -76,10 +108,7 @@ const ModelFamilySpec& small_net_family() {
                  .images = true,
                  .transformer_blocks = false,
                  .in_pieces = false},
-      .names =
-          [] {
-            return std::vector<std::string>{"smallnet", "tinynet"};
-          },
+      .names = [] { return preset_names(small_net_presets()); },
       .min_image_size = [](const std::string&) -> int64_t { return 4; },  // two 2x2 poolings
       .build = build_small_net};
   return spec;
@@ -89,13 +118,10 @@ const ModelFamilySpec& resnet_family() {
   static const ModelFamilySpec spec{
       .family = ModelFamily::kResNet,
       .traits = {.name = "ResNet", .images = true, .transformer_blocks = false, .in_pieces = false},
-      .names =
-          [] {
-            return std::vector<std::string>{"resnet18-cifar", "resnet18", "resnet50"};
-          },
-      // 3 stride-2 stages (+ the ImageNet stem's /4)
+      .names = [] { return preset_names(resnet_presets()); },
+      // 3 stride-2 stages, and the ImageNet stem's 4
       .min_image_size = [](const std::string& name) -> int64_t {
-        return name == "resnet18-cifar" ? 8 : 32;
+        return find_preset(resnet_presets(), name, "ResNet").imagenet_stem ? 32 : 8;
       },
       .build = build_resnet};
   return spec;
