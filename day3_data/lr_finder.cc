@@ -118,9 +118,10 @@ void run_decorrelated(const LabOptions& o, LrSweep& sweep) {
 }
 
 std::string title(const LabOptions& o) {
-  return "learning-rate finder: " + o.findlr_mode + ", " + std::to_string(o.findlr_steps) +
-         " steps per rate, " + std::string(course::optim::optimizer_name(o.optimizer)) +
-         ", batch " + std::to_string(o.batch_size);
+  return "learning-rate finder: " + std::string(findlr_mode_name(o.findlr_mode)) + ", " +
+         std::to_string(o.findlr_steps) + " steps per rate, " +
+         std::string(course::optim::optimizer_name(o.optimizer)) + ", batch " +
+         std::to_string(o.batch_size);
 }
 
 void write_csv(const LrSweep& sweep, const std::string& path) {
@@ -180,7 +181,7 @@ LrSweep find_lr(const LabOptions& o) {
   std::printf("%s, %lld rates from %s to %s\n", title(o).c_str(),
               static_cast<long long>(o.findlr_rates), format_number(o.findlr_start).c_str(),
               format_number(o.lr).c_str());
-  if (o.findlr_mode == "correlated") {
+  if (o.findlr_mode == FindLrMode::kCorrelated) {
     run_correlated(o, sweep);
   } else {
     run_decorrelated(o, sweep);

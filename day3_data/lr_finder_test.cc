@@ -24,7 +24,7 @@ using course::testing::error_of;
 using course::testing::temp_path;
 using ::testing::HasSubstr;
 
-LabOptions sweep(const std::string& mode, float lr, const std::string& plot) {
+LabOptions sweep(FindLrMode mode, float lr, const std::string& plot) {
   LabOptions o;
   o.synthetic = 64;
   o.batch_size = 16;
@@ -48,7 +48,7 @@ double lone_run_loss(const LabOptions& sweep_options, float lr, int64_t steps) {
   o.test = true;
   o.test_nsteps = steps;
   o.epochs = steps;
-  o.schedule = "constant";
+  o.schedule = course::optim::ScheduleKind::kConstant;
   o.lr = lr;
   double sum = 0;
   run_lab(o, {.after_step = [&](int64_t, float loss) { sum += loss; }});
@@ -56,7 +56,7 @@ double lone_run_loss(const LabOptions& sweep_options, float lr, int64_t steps) {
 }
 
 TEST(LrFinder, DecorrelatedRatesAreLoneRunsAtThoseRates) {
-  const LabOptions o = sweep("decorrelated", 0.1f, "decorrelated.png");
+  const LabOptions o = sweep(FindLrMode::kDecorrelated, 0.1f, "decorrelated.png");
   const LrSweep result = find_lr(o);
   ASSERT_EQ(result.points.size(), 3u);
   const std::vector<float> expected_rates = {1e-3f, 1e-2f, 1e-1f};
@@ -69,8 +69,8 @@ TEST(LrFinder, DecorrelatedRatesAreLoneRunsAtThoseRates) {
 }
 
 TEST(LrFinder, CorrelatedStartsLikeDecorrelatedThenCarriesTheModelOver) {
-  const LrSweep correlated = find_lr(sweep("correlated", 0.1f, "correlated.png"));
-  const LrSweep decorrelated = find_lr(sweep("decorrelated", 0.1f, "decorrelated2.png"));
+  const LrSweep correlated = find_lr(sweep(FindLrMode::kCorrelated, 0.1f, "correlated.png"));
+  const LrSweep decorrelated = find_lr(sweep(FindLrMode::kDecorrelated, 0.1f, "decorrelated2.png"));
   ASSERT_EQ(correlated.points[0].outcome, RateOutcome::kMeasured);
   EXPECT_NEAR(correlated.points[0].mean_loss, decorrelated.points[0].mean_loss, 1e-6);
   ASSERT_EQ(correlated.points[2].outcome, RateOutcome::kMeasured);
@@ -79,7 +79,7 @@ TEST(LrFinder, CorrelatedStartsLikeDecorrelatedThenCarriesTheModelOver) {
 }
 
 TEST(LrFinder, ARateTooHighEndsTheSweep) {
-  LabOptions o = sweep("correlated", 1e9f, "diverging.png");
+  LabOptions o = sweep(FindLrMode::kCorrelated, 1e9f, "diverging.png");
   o.findlr_rates = 5;  // 1e-3, 0.18, 31.6, 5.6e3, 1e6... up to 1e9
   const LrSweep result = find_lr(o);
   ASSERT_EQ(result.points.size(), 5u);
@@ -111,16 +111,16 @@ TEST(LrFinder, ARateTooHighEndsTheSweep) {
 }
 
 TEST(LrFinder, BadInputIsOneClearError) {
-  LabOptions o = sweep("correlated", 0.1f, "bad.png");
+  LabOptions o = sweep(FindLrMode::kCorrelated, 0.1f, "bad.png");
   o.findlr_start = 0.5f;
   EXPECT_THAT(error_of([&] { find_lr(o); }), HasSubstr("need 0 < 0.5 < 0.1"));
-  o = sweep("correlated", 0.1f, "bad.png");
+  o = sweep(FindLrMode::kCorrelated, 0.1f, "bad.png");
   o.findlr_rates = 1;
   EXPECT_THAT(error_of([&] { find_lr(o); }), HasSubstr("at least 2 rates"));
-  o = sweep("correlated", 0.1f, "bad.png");
+  o = sweep(FindLrMode::kCorrelated, 0.1f, "bad.png");
   o.chkpt = temp_path("sweep.ckpt");
   EXPECT_THAT(error_of([&] { find_lr(o); }), HasSubstr("drop --chkpt and --resume"));
-  o = sweep("correlated", 0.1f, "bad.png");
+  o = sweep(FindLrMode::kCorrelated, 0.1f, "bad.png");
   o.findlr_plot = temp_path("missing/plot.png");
   EXPECT_THAT(error_of([&] { find_lr(o); }), HasSubstr("does not exist"));
 }

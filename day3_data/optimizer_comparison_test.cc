@@ -38,7 +38,7 @@ TEST(OptimizerComparison, EveryRecipesFlagsAreTheLabsAtBothBatches) {
       for (const std::string& flag : recipe_flags(r, batch, 64, 0.5)) words.push_back(flag);
       const LabOptions o = parse_lab_words(words);
       EXPECT_EQ(course::optim::optimizer_name(o.optimizer), r.optimizer);
-      EXPECT_EQ(o.schedule, r.schedule);
+      EXPECT_EQ(course::optim::schedule_name(o.schedule), r.schedule);
       EXPECT_EQ(o.batch_size, batch);
       EXPECT_NEAR(o.lr, scaled_lr(r, batch, 64), 1e-5 * o.lr) << r.name;
       EXPECT_FLOAT_EQ(o.wd, r.wd);

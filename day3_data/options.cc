@@ -11,8 +11,12 @@
 
 namespace day3 {
 
+const char* findlr_mode_name(FindLrMode mode) {
+  return mode == FindLrMode::kCorrelated ? "correlated" : "decorrelated";
+}
+
 course::AugmentPolicy LabOptions::policy() const {
-  return {.kind = course::parse_augment_policy(auto_augment), .ops = ra_n, .magnitude = ra_m};
+  return {.kind = auto_augment, .ops = ra_n, .magnitude = ra_m};
 }
 
 course::JitterOptions LabOptions::jitter() const {
@@ -24,7 +28,7 @@ course::MixOptions LabOptions::mix_options() const {
           .cutmix_alpha = cutmix,
           .prob = mix_prob,
           .switch_prob = switch_prob,
-          .mode = course::parse_mix_mode(mix_mode),
+          .mode = mix_mode,
           .label_smoothing = label_smoothing};
 }
 
@@ -42,8 +46,8 @@ namespace {
 
 // Part 1's flags: augmentation on the host or the device, MixUp and CutMix; and the formats'.
 void add_augmentation_flags(CLI::App& app, LabOptions& o) {
-  app.add_option("--auto-augment", o.auto_augment, "automatic augmentation policy, per image")
-      ->check(CLI::IsMember({"none", "randaugment", "trivialaugment"}));
+  course::train::add_choice(app, "--auto-augment", o.auto_augment, course::augment_policy_choices(),
+                            "automatic augmentation policy, per image");
   app.add_option("--ra-n", o.ra_n, "RandAugment: operations per image");
   app.add_option("--ra-m", o.ra_m, "RandAugment: magnitude bin, 0-30");
   app.add_option("--translate", o.translate, "jitter: move by up to this many pixels");
@@ -54,8 +58,8 @@ void add_augmentation_flags(CLI::App& app, LabOptions& o) {
                "in the loader's workers and on the host");
   app.add_option("--mixup", o.mixup, "MixUp's Beta alpha (0: off; 0.8 in strong recipes)");
   app.add_option("--cutmix", o.cutmix, "CutMix's Beta alpha (0: off; 1.0 in strong recipes)");
-  app.add_option("--mix-mode", o.mix_mode, "one lambda per batch, per pair or per element")
-      ->check(CLI::IsMember({"batch", "pair", "elem"}));
+  course::train::add_choice(app, "--mix-mode", o.mix_mode, course::mix_mode_choices(),
+                            "one lambda per batch, per pair or per element");
   app.add_option("--mix-prob", o.mix_prob, "probability of mixing a batch, pair or element");
   app.add_option("--switch-prob", o.switch_prob,
                  "probability of CutMix rather than MixUp when both are on");
@@ -74,9 +78,8 @@ void add_optimization_flags(CLI::App& app, LabOptions& o) {
   app.add_option("--freeze-step", o.freeze_step,
                  "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes "
                  "(default 100)");
-  app.add_option("--schedule", o.schedule, "the learning rate's schedule, stepped every step")
-      ->check(CLI::IsMember(course::optim::schedule_names()))
-      ->capture_default_str();
+  course::train::add_choice(app, "--schedule", o.schedule, course::optim::schedule_choices(),
+                            "the learning rate's schedule, stepped every step");
   app.add_option("--cosine-floor", o.cosine_floor,
                  "cosine schedule: decay to this fraction of --lr (0.2: lr/5)");
   app.add_option("--warmup-epochs", o.warmup_epochs,
@@ -84,11 +87,12 @@ void add_optimization_flags(CLI::App& app, LabOptions& o) {
   app.add_flag("--findlr", o.findlr,
                "sweep the learning rate from --findlr-start up to --lr instead of training, "
                "and suggest one");
-  app.add_option("--findlr-mode", o.findlr_mode,
-                 "correlated: one run, the rate raised every --findlr-steps steps; decorrelated: "
-                 "a fresh model for each rate")
-      ->check(CLI::IsMember({"correlated", "decorrelated"}))
-      ->capture_default_str();
+  course::train::add_choice(
+      app, "--findlr-mode", o.findlr_mode,
+      {{findlr_mode_name(FindLrMode::kCorrelated), FindLrMode::kCorrelated},
+       {findlr_mode_name(FindLrMode::kDecorrelated), FindLrMode::kDecorrelated}},
+      "correlated: one run, the rate raised every --findlr-steps steps; decorrelated: a fresh "
+      "model for each rate");
   app.add_option("--findlr-start", o.findlr_start, "the sweep's first rate")->capture_default_str();
   app.add_option("--findlr-rates", o.findlr_rates, "log-spaced rates in the sweep")
       ->capture_default_str();
@@ -147,7 +151,7 @@ void validate(const LabOptions& o) {
                  "--findlr trains nothing worth keeping: drop --chkpt and --resume");
   }
   if (o.decode_device == course::DecodeDevice::kGpu) {
-    COURSE_CHECK(o.auto_augment == "none",
+    COURSE_CHECK(o.auto_augment == course::AugmentPolicyKind::kNone,
                  "--auto-augment works on decoded images in the loader's workers; with "
                  "--decode-device gpu the images are decoded on the device: use --decode-device "
                  "cpu");

@@ -11,18 +11,23 @@
 #include "common/data/batch_mix.h"
 #include "common/data/jitter.h"
 #include "common/optim/make_optimizer.h"
+#include "common/optim/schedule.h"
 #include "common/train/lab_flags.h"
 
 namespace day3 {
 
+// --findlr-mode: one run whose rate rises every --findlr-steps steps, or a fresh model per rate.
+enum class FindLrMode { kCorrelated, kDecorrelated };
+const char* findlr_mode_name(FindLrMode mode);
+
 struct LabOptions : course::train::TrainingFlags {
-  std::string auto_augment = "none";  // none, randaugment, trivialaugment
+  course::AugmentPolicyKind auto_augment = course::AugmentPolicyKind::kNone;
   int ra_n = 2, ra_m = 9;
   int translate = 0;
   float brightness = 0, contrast = 0;
   bool aug_device = false;  // flip and jitter on the device's batch, mixing there too
   float mixup = 0, cutmix = 0;
-  std::string mix_mode = "batch";
+  course::MixMode mix_mode = course::MixMode::kBatch;
   float mix_prob = 1, switch_prob = 0.5f;
   int64_t shuffle_buffer = 1000;  // tar shards: WebDataset's shuffle buffer, in samples
   int64_t pages_in_memory = 4;    // packed files: pages of the quasi-random order's groups
@@ -30,13 +35,13 @@ struct LabOptions : course::train::TrainingFlags {
   // The optimizer comparison: any optimizer under any schedule, with a warm-up.
   course::optim::OptimizerKind optimizer = course::optim::OptimizerKind::kSgd;
   std::optional<int64_t> freeze_step;  // the 1-bit optimizers' warm-up (unset: 100 steps)
-  std::string schedule = "one-cycle";  // one-cycle, cosine, constant
-  float cosine_floor = 0;              // cosine: down to this fraction of --lr (0.2: lr/5)
+  course::optim::ScheduleKind schedule = course::optim::ScheduleKind::kOneCycle;
+  float cosine_floor = 0;  // cosine: down to this fraction of --lr (0.2: lr/5)
   double warmup_epochs = 0;
   // --findlr: a learning-rate sweep instead of training (day3_data/lr_finder.h).
   bool findlr = false;
-  std::string findlr_mode = "correlated";  // or "decorrelated"
-  float findlr_start = 1e-8f;              // the sweep goes from here up to --lr
+  FindLrMode findlr_mode = FindLrMode::kCorrelated;
+  float findlr_start = 1e-8f;  // the sweep goes from here up to --lr
   int64_t findlr_rates = 10, findlr_steps = 50;
   std::string findlr_plot = "findlr.png";  // and its table beside it, as .csv
 

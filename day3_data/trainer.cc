@@ -69,7 +69,7 @@ std::string describe(const LabOptions& o, const TransformOptions& t) {
   if (o.mixing()) {
     batch_steps.push_back(
         (o.mixup > 0 && o.cutmix > 0 ? "MixUp/CutMix" : (o.mixup > 0 ? "MixUp" : "CutMix")) +
-        std::string(" (") + o.mix_mode + ")");
+        std::string(" (") + mix_mode_name(o.mix_mode) + ")");
   }
   const auto joined = [](const std::vector<std::string>& parts) {
     std::string out;
@@ -105,8 +105,9 @@ std::string describe_storage(const LabOptions& o, const Dataset& data) {
 
 std::string describe_schedule(const LabOptions& o, const RunHooks& run_hooks) {
   if (run_hooks.lr_at) return "the learning-rate finder's rates";
-  std::string text = o.schedule + " schedule to lr " + course::format_number(o.lr);
-  if (o.schedule == "cosine" && o.cosine_floor > 0) {
+  std::string text = std::string(optim::schedule_name(o.schedule)) + " schedule to lr " +
+                     course::format_number(o.lr);
+  if (o.schedule == optim::ScheduleKind::kCosine && o.cosine_floor > 0) {
     text += " down to " + course::format_number(o.cosine_floor * o.lr);
   }
   if (o.warmup_epochs > 0)

@@ -70,11 +70,9 @@ void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
                "update each parameter (one process) or DDP bucket as soon as its gradient is "
                "final, during the backward pass, and free the gradient: the step keeps no full "
                "set of gradients (DeepSpeed's backward fusion)");
-  app.add_option("--lr-schedule", o.schedule,
-                 "after the warm-up: cosine (down to lr / 10), constant, linear (down to 0), "
-                 "one-cycle")
-      ->check(CLI::IsMember(optim::schedule_names()))
-      ->capture_default_str();
+  train::add_choice(app, "--lr-schedule", o.schedule, optim::schedule_choices(),
+                    "after the warm-up: cosine (down to lr / 10), constant, linear (down to 0), "
+                    "one-cycle");
   app.add_option("--lr-decay-steps", o.decay_steps,
                  "steps the schedule decays over (0: the run's steps)")
       ->capture_default_str();

@@ -15,6 +15,7 @@
 #include "common/nn/model_registry.h"
 #include "common/nn/sampling.h"
 #include "common/optim/make_optimizer.h"
+#include "common/optim/schedule.h"
 #include "common/parallel/data_parallel/data_parallel_model.h"
 #include "common/parallel/data_parallel/sharding.h"
 #include "common/parallel/pipeline/pipeline_parallel.h"
@@ -63,9 +64,9 @@ struct OptimizerChoice {
   std::optional<float> beta1, beta2, eps;  // the Adam family's (unset: the optimizer's defaults)
   std::optional<int64_t> freeze_step;      // the 1-bit optimizers' warm-up (unset: 100 steps)
   bool in_backward = false;                // each group updated as its gradients become final
-  std::string schedule = "cosine";         // cosine (to lr / 10), constant, linear (to 0)
-  int64_t decay_steps = 0;                 // the schedule's length (0: the run's steps)
-  int64_t warmup_steps = 50;               // linear warm-up before it
+  course::optim::ScheduleKind schedule = course::optim::ScheduleKind::kCosine;  // cosine: to lr/10
+  int64_t decay_steps = 0;    // the schedule's length (0: the run's steps)
+  int64_t warmup_steps = 50;  // linear warm-up before it
 };
 
 // --sharding and its options: how the data-parallel ranks hold the model. Replicated (DDP on

@@ -145,7 +145,7 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
   flags.eps = o.eps;
   flags.freeze_step = o.freeze_step;
   const int64_t length = o.decay_steps > 0 ? o.decay_steps : total_steps;
-  const float eta_min = o.schedule == "cosine" ? run.lr / 10 : 0.0f;
+  const float eta_min = o.schedule == optim::ScheduleKind::kCosine ? run.lr / 10 : 0.0f;
   LabOptimizer lab{.optimizer = parallel::make_parallel_optimizer(
                        flags, parallelism.optimized(), std::move(comm),
                        [&](std::function<bool()> local) {

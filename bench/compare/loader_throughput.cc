@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   DataFlags data;
   data.num_workers = 2;
   int64_t batch = 64, epochs = 2;
-  std::string policy = "none";
+  AugmentPolicyKind policy = AugmentPolicyKind::kNone;
   OrderOptions order;
   CLI::App app("DataLoader images/s and MB/s at steady state, in the storage format's order");
   app.add_option("--data-dir", data.data_dir, "any --data-dir the labs read")->required();
@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   app.add_option("--num-workers", data.num_workers)->check(CLI::NonNegativeNumber);
   app.add_option("--epochs", epochs, "passes; the first is a warm-up")->check(CLI::Range(1, 100));
   app.add_flag("--augment", data.augment, "RandomResizedCrop and flip");
-  app.add_option("--auto-augment", policy, "none, randaugment, trivialaugment");
+  train::add_choice(app, "--auto-augment", policy, augment_policy_choices(),
+                    "automatic augmentation policy, per image");
   app.add_option("--shuffle-buffer", order.shuffle_buffer);
   app.add_option("--pages-in-memory", order.pages_in_memory);
   std::string device_name = "cpu";
@@ -67,8 +68,8 @@ int main(int argc, char** argv) {
   return train::lab_main([&] {
     const std::string format = data.format == "auto" ? detect_format(data.data_dir) : data.format;
     LabDatasets sets = open_dataset(data);
-    sets.train_transform.policy.kind = parse_augment_policy(policy);
-    sets.train_transform.train = data.augment || policy != "none";
+    sets.train_transform.policy.kind = policy;
+    sets.train_transform.train = data.augment || policy != AugmentPolicyKind::kNone;
     sets.train_transform.random_crop = data.augment;
     sets.train_transform.eval_crop_fraction = 1.0f;  // without --augment: the whole image
     check_decode_device(data, *sets.train);

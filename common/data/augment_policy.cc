@@ -16,11 +16,25 @@ float linspace(float low, float high, int bin, int bins) {
 
 }  // namespace
 
-AugmentPolicyKind parse_augment_policy(const std::string& name) {
-  if (name == "none") return AugmentPolicyKind::kNone;
-  if (name == "randaugment") return AugmentPolicyKind::kRandAugment;
-  if (name == "trivialaugment") return AugmentPolicyKind::kTrivialAugmentWide;
-  COURSE_FAIL("unknown augmentation policy '", name, "' (none, randaugment, trivialaugment)");
+const char* augment_policy_name(AugmentPolicyKind kind) {
+  switch (kind) {
+    case AugmentPolicyKind::kNone:
+      return "none";
+    case AugmentPolicyKind::kRandAugment:
+      return "randaugment";
+    case AugmentPolicyKind::kTrivialAugmentWide:
+      return "trivialaugment";
+  }
+  COURSE_FAIL("augmentation policy ", static_cast<int>(kind), " has no name");
+}
+
+std::vector<std::pair<std::string, AugmentPolicyKind>> augment_policy_choices() {
+  std::vector<std::pair<std::string, AugmentPolicyKind>> choices;
+  for (AugmentPolicyKind kind : {AugmentPolicyKind::kNone, AugmentPolicyKind::kRandAugment,
+                                 AugmentPolicyKind::kTrivialAugmentWide}) {
+    choices.emplace_back(augment_policy_name(kind), kind);
+  }
+  return choices;
 }
 
 void validate(const AugmentPolicy& p) {

@@ -18,6 +18,7 @@
 
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/data/augment_ops.h"
@@ -28,7 +29,9 @@ namespace course {
 enum class AugmentPolicyKind { kNone, kRandAugment, kTrivialAugmentWide };
 
 // "none", "randaugment" or "trivialaugment"; throws naming the three.
-AugmentPolicyKind parse_augment_policy(const std::string& name);
+// "none", "randaugment", "trivialaugment"; and every kind with its name, for the flags.
+const char* augment_policy_name(AugmentPolicyKind kind);
+std::vector<std::pair<std::string, AugmentPolicyKind>> augment_policy_choices();
 
 struct AugmentPolicy {
   AugmentPolicyKind kind = AugmentPolicyKind::kNone;

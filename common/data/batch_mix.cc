@@ -32,11 +32,24 @@ PairDraw draw(int64_t height, int64_t width, const MixOptions& o, const CutMixCu
 
 }  // namespace
 
-MixMode parse_mix_mode(const std::string& name) {
-  if (name == "batch") return MixMode::kBatch;
-  if (name == "pair") return MixMode::kPair;
-  if (name == "elem") return MixMode::kElement;
-  COURSE_FAIL("unknown mix mode '", name, "' (known: batch, pair, elem)");
+const char* mix_mode_name(MixMode mode) {
+  switch (mode) {
+    case MixMode::kBatch:
+      return "batch";
+    case MixMode::kPair:
+      return "pair";
+    case MixMode::kElement:
+      return "elem";
+  }
+  COURSE_FAIL("mix mode ", static_cast<int>(mode), " has no name");
+}
+
+std::vector<std::pair<std::string, MixMode>> mix_mode_choices() {
+  std::vector<std::pair<std::string, MixMode>> choices;
+  for (MixMode mode : {MixMode::kBatch, MixMode::kPair, MixMode::kElement}) {
+    choices.emplace_back(mix_mode_name(mode), mode);
+  }
+  return choices;
 }
 
 float sample_beta(float alpha, std::mt19937& rng) {

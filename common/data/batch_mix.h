@@ -13,6 +13,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/tensor/tensor.h"
@@ -20,7 +21,9 @@
 namespace course {
 
 enum class MixMode { kBatch, kPair, kElement };
-MixMode parse_mix_mode(const std::string& name);  // batch, pair, elem; throws listing them
+// "batch", "pair", "elem"; and every mode with its name, for the flags.
+const char* mix_mode_name(MixMode mode);
+std::vector<std::pair<std::string, MixMode>> mix_mode_choices();
 
 struct MixOptions {
   float mixup_alpha = 0.8f;   // Beta's alpha for MixUp; 0: no MixUp

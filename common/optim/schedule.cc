@@ -118,24 +118,45 @@ std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t w
   return std::make_unique<Warmup>(std::move(inner), warmup_steps);
 }
 
-const std::vector<std::string>& schedule_names() {
-  static const std::vector<std::string> names = {"one-cycle", "cosine", "constant", "linear"};
-  return names;
+const char* schedule_name(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kOneCycle:
+      return "one-cycle";
+    case ScheduleKind::kCosine:
+      return "cosine";
+    case ScheduleKind::kConstant:
+      return "constant";
+    case ScheduleKind::kLinear:
+      return "linear";
+  }
+  COURSE_FAIL("schedule kind ", static_cast<int>(kind), " has no name");
 }
 
-std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64_t total_steps,
+std::vector<std::pair<std::string, ScheduleKind>> schedule_choices() {
+  std::vector<std::pair<std::string, ScheduleKind>> choices;
+  for (ScheduleKind kind : {ScheduleKind::kOneCycle, ScheduleKind::kCosine, ScheduleKind::kConstant,
+                            ScheduleKind::kLinear}) {
+    choices.emplace_back(schedule_name(kind), kind);
+  }
+  return choices;
+}
+
+std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, float lr, int64_t total_steps,
                                         int64_t warmup_steps, float eta_min) {
   std::unique_ptr<Schedule> schedule;
-  if (name == "one-cycle") {
-    schedule = one_cycle_schedule(lr, total_steps);
-  } else if (name == "cosine") {
-    schedule = cosine_schedule(lr, total_steps, eta_min);
-  } else if (name == "constant") {
-    schedule = constant_schedule(lr);
-  } else if (name == "linear") {
-    schedule = std::make_unique<LinearDecay>(lr, warmup_steps, total_steps);
-  } else {
-    COURSE_FAIL("unknown schedule '", name, "' (known: one-cycle, cosine, constant, linear)");
+  switch (kind) {
+    case ScheduleKind::kOneCycle:
+      schedule = one_cycle_schedule(lr, total_steps);
+      break;
+    case ScheduleKind::kCosine:
+      schedule = cosine_schedule(lr, total_steps, eta_min);
+      break;
+    case ScheduleKind::kConstant:
+      schedule = constant_schedule(lr);
+      break;
+    case ScheduleKind::kLinear:
+      schedule = std::make_unique<LinearDecay>(lr, warmup_steps, total_steps);
+      break;
   }
   return with_warmup(std::move(schedule), warmup_steps);
 }

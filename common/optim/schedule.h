@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace course::optim {
@@ -27,12 +28,15 @@ std::unique_ptr<Schedule> one_cycle_schedule(float max_lr, int64_t total_steps,
 std::unique_ptr<Schedule> cosine_schedule(float lr, int64_t total_steps, float eta_min = 0.0f);
 std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps);
 
-// By name, as the labs' --schedule flag takes it: "one-cycle", "cosine" (down to eta_min),
-// "constant" or "linear".
-std::unique_ptr<Schedule> make_schedule(const std::string& name, float lr, int64_t total_steps,
-                                        int64_t warmup_steps, float eta_min = 0.0f);
+// The labs' --schedule (day 3) and --lr-schedule (day 4), parsed once.
+enum class ScheduleKind { kOneCycle, kCosine, kConstant, kLinear };
 
-// The schedules make_schedule knows.
-const std::vector<std::string>& schedule_names();
+// "one-cycle", "cosine", "constant", "linear"; and every kind with its name, for the flags.
+const char* schedule_name(ScheduleKind kind);
+std::vector<std::pair<std::string, ScheduleKind>> schedule_choices();
+
+// `kind` behind `warmup_steps` of linear warm-up; cosine decays to eta_min.
+std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, float lr, int64_t total_steps,
+                                        int64_t warmup_steps, float eta_min = 0.0f);
 
 }  // namespace course::optim

@@ -239,13 +239,19 @@ TEST(AugmentPolicy, StepsComposeInTorchvisionsOrderWithALabsOwnLast) {
 }
 
 TEST(AugmentPolicy, BadPoliciesAreRefused) {
-  EXPECT_NE(error_of([] { parse_augment_policy("autoaugment"); }).find("trivialaugment"),
-            std::string::npos);
   EXPECT_NE(error_of([] { validate(AugmentPolicy{.magnitude = 31}); }).find("[0, 30]"),
             std::string::npos);
   EXPECT_NE(error_of([] { validate(AugmentPolicy{.ops = -1}); }).find("negative"),
             std::string::npos);
-  EXPECT_EQ(parse_augment_policy("trivialaugment"), AugmentPolicyKind::kTrivialAugmentWide);
+}
+
+TEST(AugmentPolicy, NamesAreTorchvisionsEachOnce) {
+  std::vector<std::string> names;
+  for (const auto& [name, kind] : augment_policy_choices()) {
+    EXPECT_EQ(augment_policy_name(kind), name);
+    names.push_back(name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"none", "randaugment", "trivialaugment"}));
 }
 
 }  // namespace

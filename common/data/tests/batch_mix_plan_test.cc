@@ -144,8 +144,15 @@ TEST(BatchMix, BadOptionsAreClearErrors) {
   EXPECT_THROW(plan_batch_mix(5, 8, 8, {}, rng), Error) << "odd batch";
   EXPECT_THROW(plan_batch_mix(4, 8, 8, {.mixup_alpha = 0, .cutmix_alpha = 0}, rng), Error);
   EXPECT_THROW(plan_batch_mix(4, 8, 8, {.prob = 1.5f}, rng), Error);
-  EXPECT_THROW(parse_mix_mode("pairs"), Error);
-  EXPECT_EQ(parse_mix_mode("elem"), MixMode::kElement);
+}
+
+TEST(BatchMix, ModeNamesEachOnce) {
+  std::vector<std::string> names;
+  for (const auto& [name, mode] : mix_mode_choices()) {
+    EXPECT_EQ(mix_mode_name(mode), name);
+    names.push_back(name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"batch", "pair", "elem"}));
 }
 
 }  // namespace

@@ -191,21 +191,26 @@ TEST(Schedule, CosineWarmupAndNames) {
   EXPECT_FLOAT_EQ(warm->lr_at(0), 0.2f);
   EXPECT_FLOAT_EQ(warm->lr_at(3), 0.8f);
   EXPECT_FLOAT_EQ(warm->lr_at(10), 0.8f);
-  // By name: the cosine's floor and the warm-up are passed through.
-  auto named = make_schedule("cosine", 1.0f, 100, 10, 0.2f);
+  // By kind: the cosine's floor and the warm-up are passed through.
+  auto named = make_schedule(ScheduleKind::kCosine, 1.0f, 100, 10, 0.2f);
   EXPECT_FLOAT_EQ(named->lr_at(0), 0.1f);  // warm-up step 1 of 10 towards lr_at(0) = 1
   EXPECT_NEAR(named->lr_at(50), 0.6f, 1e-6);
   EXPECT_FLOAT_EQ(named->lr_at(100), 0.2f);
-  EXPECT_THROW(make_schedule("step", 1.0f, 10, 0), Error);
+  std::set<std::string> names;
+  for (const auto& [name, kind] : schedule_choices()) {
+    EXPECT_EQ(schedule_name(kind), name);
+    names.insert(name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"one-cycle", "cosine", "constant", "linear"}));
   // DeepSpeed's WarmupDecayLR: up over 2 steps, then linearly to 0 at step 10.
-  auto linear = make_schedule("linear", 1.0f, 10, 2);
+  auto linear = make_schedule(ScheduleKind::kLinear, 1.0f, 10, 2);
   EXPECT_FLOAT_EQ(linear->lr_at(0), 0.5f);
   EXPECT_FLOAT_EQ(linear->lr_at(2), 1.0f);
   EXPECT_FLOAT_EQ(linear->lr_at(6), 0.5f);
   EXPECT_FLOAT_EQ(linear->lr_at(9), 0.125f);
   EXPECT_FLOAT_EQ(linear->lr_at(10), 0.0f);
   EXPECT_FLOAT_EQ(linear->lr_at(12), 0.0f);
-  EXPECT_THROW(make_schedule("linear", 1.0f, 10, 10), Error);
+  EXPECT_THROW(make_schedule(ScheduleKind::kLinear, 1.0f, 10, 10), Error);
   EXPECT_THROW(one_cycle_schedule(1.0f, 2), Error);
   const std::string error = course::testing::error_of([] { one_cycle_schedule(1.0f, 3); });
   EXPECT_NE(error.find("3 step(s)"), std::string::npos) << error;
