@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/core/launch_rank.h"
+#include "common/core/named_choices.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/data_parallel/onebit_optimizer.h"
@@ -89,8 +90,7 @@ void add_optimization_flags(CLI::App& app, LabOptions& o) {
                "and suggest one");
   course::train::add_choice(
       app, "--findlr-mode", o.findlr_mode,
-      {{findlr_mode_name(FindLrMode::kCorrelated), FindLrMode::kCorrelated},
-       {findlr_mode_name(FindLrMode::kDecorrelated), FindLrMode::kDecorrelated}},
+      course::named_choices({FindLrMode::kCorrelated, FindLrMode::kDecorrelated}, findlr_mode_name),
       "correlated: one run, the rate raised every --findlr-steps steps; decorrelated: a fresh "
       "model for each rate");
   app.add_option("--findlr-start", o.findlr_start, "the sweep's first rate")->capture_default_str();

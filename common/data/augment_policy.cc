@@ -5,6 +5,7 @@
 #include <opencv2/core.hpp>
 
 #include "common/core/error.h"
+#include "common/core/named_choices.h"
 
 namespace course {
 
@@ -29,12 +30,9 @@ const char* augment_policy_name(AugmentPolicyKind kind) {
 }
 
 std::vector<std::pair<std::string, AugmentPolicyKind>> augment_policy_choices() {
-  std::vector<std::pair<std::string, AugmentPolicyKind>> choices;
-  for (AugmentPolicyKind kind : {AugmentPolicyKind::kNone, AugmentPolicyKind::kRandAugment,
-                                 AugmentPolicyKind::kTrivialAugmentWide}) {
-    choices.emplace_back(augment_policy_name(kind), kind);
-  }
-  return choices;
+  return named_choices({AugmentPolicyKind::kNone, AugmentPolicyKind::kRandAugment,
+                        AugmentPolicyKind::kTrivialAugmentWide},
+                       augment_policy_name);
 }
 
 void validate(const AugmentPolicy& p) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/core/named_choices.h"
 #include "common/kernels/batch_mix.h"
 
 namespace course {
@@ -45,11 +46,7 @@ const char* mix_mode_name(MixMode mode) {
 }
 
 std::vector<std::pair<std::string, MixMode>> mix_mode_choices() {
-  std::vector<std::pair<std::string, MixMode>> choices;
-  for (MixMode mode : {MixMode::kBatch, MixMode::kPair, MixMode::kElement}) {
-    choices.emplace_back(mix_mode_name(mode), mode);
-  }
-  return choices;
+  return named_choices({MixMode::kBatch, MixMode::kPair, MixMode::kElement}, mix_mode_name);
 }
 
 float sample_beta(float alpha, std::mt19937& rng) {

@@ -1,6 +1,7 @@
 // Optimizer kinds: their names, their traits, and the optimizers they build.
 #include "common/optim/make_optimizer.h"
 
+#include "common/core/named_choices.h"
 #include "common/optim/large_batch.h"
 #include "common/optim/lion.h"
 
@@ -27,12 +28,12 @@ const char* optimizer_name(OptimizerKind kind) {
 }
 
 std::vector<std::pair<std::string, OptimizerKind>> optimizer_choices(bool with_onebit) {
-  std::vector<std::pair<std::string, OptimizerKind>> choices;
-  for (OptimizerKind kind :
-       {OptimizerKind::kSgd, OptimizerKind::kAdamW, OptimizerKind::kLars, OptimizerKind::kLamb,
-        OptimizerKind::kLion, OptimizerKind::kOneBitAdam, OptimizerKind::kOneBitLamb}) {
-    if (with_onebit || !is_onebit(kind)) choices.emplace_back(optimizer_name(kind), kind);
-  }
+  auto choices = named_choices(
+      {OptimizerKind::kSgd, OptimizerKind::kAdamW, OptimizerKind::kLars, OptimizerKind::kLamb,
+       OptimizerKind::kLion, OptimizerKind::kOneBitAdam, OptimizerKind::kOneBitLamb},
+      optimizer_name);
+  if (!with_onebit)
+    std::erase_if(choices, [](const auto& choice) { return is_onebit(choice.second); });
   return choices;
 }
 

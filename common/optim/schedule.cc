@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "common/core/error.h"
+#include "common/core/named_choices.h"
 
 namespace course::optim {
 
@@ -133,12 +134,9 @@ const char* schedule_name(ScheduleKind kind) {
 }
 
 std::vector<std::pair<std::string, ScheduleKind>> schedule_choices() {
-  std::vector<std::pair<std::string, ScheduleKind>> choices;
-  for (ScheduleKind kind : {ScheduleKind::kOneCycle, ScheduleKind::kCosine, ScheduleKind::kConstant,
-                            ScheduleKind::kLinear}) {
-    choices.emplace_back(schedule_name(kind), kind);
-  }
-  return choices;
+  return named_choices({ScheduleKind::kOneCycle, ScheduleKind::kCosine, ScheduleKind::kConstant,
+                        ScheduleKind::kLinear},
+                       schedule_name);
 }
 
 std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, float lr, int64_t total_steps,
