@@ -193,7 +193,8 @@ void add_model_parallel_flags(CLI::App& app, GridChoice& o) {
 void resolve_model(const std::string& name, LabModel& model) {
   model.name = name;
   model.family = nn::model_family(name);
-  if (!nn::family_traits(model.family).images) model.language = nn::gpt_preset(name);
+  model.language =
+      nn::family_traits(model.family).images ? std::nullopt : std::optional(nn::gpt_preset(name));
 }
 
 }  // namespace
@@ -212,11 +213,12 @@ std::string DataParallelChoice::flag() const {
 }
 
 GptLabOptions::GptLabOptions() {
-  run.model = model.name;
+  run.model = "gpt-tiny";
   run.batch_size = 16;
   run.lr = 2e-3f;
   run.wd = 0.1f;
   run.label_smoothing = 0.0f;
+  resolve_model(run.model, model);
 }
 
 GptLabOptions parse_gpt_options(int argc, char** argv) {

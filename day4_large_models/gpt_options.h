@@ -30,10 +30,10 @@ inline constexpr const char* kExerciseZero1 = "exercise-zero1";
 // Flags are parsed once into these parts; nothing below the options compares their names, and
 // each function takes the parts it reads.
 
-// --model resolved once: its family and, for a language model, its preset; with the flags that
-// change what the model holds.
+// --model resolved once (the options' constructor and parse_gpt_options): its family and, for a
+// language model, its preset; with the flags that change what the model holds.
 struct LabModel {
-  std::string name = "gpt-tiny";
+  std::string name;
   course::nn::ModelFamily family = course::nn::ModelFamily::kGpt2;
   std::optional<course::nn::GptConfig> language;  // a language model's preset (none: images)
   int64_t context = 0;                            // --context: tokens per window (0: the preset's)
@@ -144,7 +144,7 @@ struct GptLabOptions {
   GptLabOptions();
 
   course::train::RunFlags run;  // the shared run flags (run.model: --model as given)
-  LabModel model;               // --model resolved
+  LabModel model;               // run.model resolved
   TextData text;
   ImageData images;
   uint32_t seed = 0;             // of weights, windows and sampling
