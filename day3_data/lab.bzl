@@ -8,7 +8,7 @@ def day3_lab(check_tags = []):
     day_lab(
         day = "day3_data",
         exercises = ["exercises.cc"],
-        srcs = ["lr_finder.cc", "options.cc", "trainer.cc"],
+        srcs = ["lr_finder.cc", "options.cc", "rank_images.cc", "trainer.cc"],
         deps = [
             "//common/core:gnuplot",
             "//common/hpo",
