@@ -166,9 +166,6 @@ void validate_grid(const GridChoice& grid, const DataParallelChoice& dp,
 // it cuts.
 void validate_tensor_parallel(const GridChoice& grid, const LabModel& model) {
   const nn::GptConfig& config = *model.language;
-  COURSE_CHECK(grid.tensor_parallel == 1 || !model.checkpoint_activations,
-               "--tensor-parallel cuts the blocks' layers; it does not combine with "
-               "--checkpoint-activations");
   if (grid.tensor_parallel > 1) {
     const int64_t t = grid.tensor_parallel;
     const int64_t kv = config.key_value_heads();
@@ -209,9 +206,6 @@ void validate_image_tensor_parallel(const GridChoice& grid, const LabModel& mode
                "--sequence-parallel cuts a language model's windows; an image model's tokens "
                "stay whole (--tensor-parallel alone cuts a ViT's blocks)");
   if (grid.tensor_parallel == 1) return;
-  COURSE_CHECK(!model.checkpoint_activations,
-               "--tensor-parallel cuts the blocks' layers; it does not combine with "
-               "--checkpoint-activations");
   COURSE_CHECK(nn::family_traits(model.family).transformer_blocks,
                "--tensor-parallel cuts transformer blocks (gpt-..., llama-..., vit-...); ",
                model.name,
@@ -302,6 +296,9 @@ void validate(const GptLabOptions& o) {
   validate_data_parallel(o.data_parallel, o.run, o.optimizer.kind);
   if (o.cuda_graphs) validate_cuda_graphs(o.optimizer, o.run, o.grid);
   validate_grid(o.grid, o.data_parallel, o.estimate);
+  COURSE_CHECK(o.grid.tensor_parallel == 1 || !o.model.checkpoint_activations,
+               "--tensor-parallel cuts the blocks' layers; it does not combine with "
+               "--checkpoint-activations");
   if (o.model.images()) {
     validate_image_run(o);
   } else {
