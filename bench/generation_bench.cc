@@ -8,8 +8,8 @@
 
 #include <random>
 
-#include "common/nn/generate.h"
-#include "common/nn/generation_engine.h"
+#include "common/models/gpt/generate.h"
+#include "common/models/gpt/generation_engine.h"
 
 namespace course {
 namespace {

@@ -32,8 +32,8 @@
 #include <thread>
 
 #include "common/kernels/elementwise.h"
-#include "common/nn/gpt.h"
-#include "common/nn/gpt_stage.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/gpt/gpt_stage.h"
 #include "common/parallel/comm/rank_setup.h"
 #include "common/parallel/data_parallel/ddp.h"
 #include "common/parallel/pipeline/pipeline_parallel.h"

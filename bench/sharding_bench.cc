@@ -15,8 +15,8 @@
 #include <string>
 
 #include "common/kernels/cross_entropy.h"
+#include "common/models/gpt/gpt.h"
 #include "common/nn/autocast.h"
-#include "common/nn/gpt.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/comm/rank_setup.h"
 #include "common/parallel/data_parallel/data_parallel_model.h"

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/nn/gpt.h"
-#include "common/nn/model_registry.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/model_registry.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/data_parallel/onebit_optimizer.h"
@@ -192,9 +192,8 @@ void add_model_parallel_flags(CLI::App& app, GridChoice& o) {
 // --model's family and, for a language model, its preset.
 void resolve_model(const std::string& name, LabModel& model) {
   model.name = name;
-  model.family = nn::model_family(name);
-  model.language =
-      nn::family_traits(model.family).images ? std::nullopt : std::optional(nn::gpt_preset(name));
+  model.family = &nn::model_family(name);
+  model.language = model.family->traits.images ? std::nullopt : std::optional(nn::gpt_preset(name));
 }
 
 }  // namespace
@@ -228,10 +227,9 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
       "its validation loss against the unigram entropy and a generated sample; or, with "
       "--model vit-... or coatnet-..., an image model on the embedded Fashion-MNIST");
   std::vector<std::string> presets;  // the language models, and the image models in pieces
-  for (const nn::ModelFamily family : nn::model_families()) {
-    const nn::ModelFamilyTraits& traits = nn::family_traits(family);
-    if (traits.images && !traits.in_pieces) continue;
-    for (std::string& name : nn::family_model_names(family)) presets.push_back(std::move(name));
+  for (const nn::ModelFamilySpec* family : nn::model_families()) {
+    if (family->traits.images && !family->traits.in_pieces) continue;
+    for (std::string& name : family->names()) presets.push_back(std::move(name));
   }
   train::add_run_flags(app, o.run, presets);
   add_data_flags(app, o);

@@ -11,9 +11,9 @@
 
 #include "common/data/fashion_mnist.h"
 #include "common/data/text_corpus.h"
-#include "common/nn/gpt.h"
-#include "common/nn/model_registry.h"
-#include "common/nn/sampling.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/gpt/sampling.h"
+#include "common/models/model_registry.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/data_parallel/data_parallel_model.h"
@@ -34,9 +34,9 @@ inline constexpr const char* kExerciseZero1 = "exercise-zero1";
 // language model, its preset; with the flags that change what the model holds.
 struct LabModel {
   std::string name;
-  course::nn::ModelFamily family = course::nn::ModelFamily::kGpt2;
-  std::optional<course::nn::GptConfig> language;  // a language model's preset (none: images)
-  int64_t context = 0;                            // --context: tokens per window (0: the preset's)
+  const course::nn::ModelFamilySpec* family = nullptr;  // its registration (model_registry.h)
+  std::optional<course::nn::GptConfig> language;        // a language model's preset (none: images)
+  int64_t context = 0;  // --context: tokens per window (0: the preset's)
   bool checkpoint_activations = false;
 
   bool images() const { return !language.has_value(); }

@@ -4,9 +4,9 @@
 #include <string_view>
 
 #include "common/core/error.h"
-#include "common/nn/gpt.h"
-#include "common/nn/model_registry.h"
-#include "common/nn/models.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/model_registry.h"
+#include "common/models/models.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
 
@@ -206,7 +206,7 @@ void validate_image_tensor_parallel(const GridChoice& grid, const LabModel& mode
                "--sequence-parallel cuts a language model's windows; an image model's tokens "
                "stay whole (--tensor-parallel alone cuts a ViT's blocks)");
   if (grid.tensor_parallel == 1) return;
-  COURSE_CHECK(nn::family_traits(model.family).transformer_blocks,
+  COURSE_CHECK(model.family->traits.transformer_blocks,
                "--tensor-parallel cuts transformer blocks (gpt-..., llama-..., vit-...); ",
                model.name,
                " trains with data parallelism (DDP or --sharding) and --pipeline-stages");

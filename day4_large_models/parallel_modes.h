@@ -10,7 +10,7 @@
 #include <memory>
 #include <optional>
 
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
 #include "common/optim/gradient_clipping.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/pipeline/pipeline_parallel.h"
 #include "common/parallel/pipeline/pipeline_rounds.h"

@@ -18,11 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/nn/coatnet.h"
-#include "common/nn/gpt.h"
-#include "common/nn/model_registry.h"
-#include "common/nn/models.h"
-#include "common/nn/vit.h"
+#include "common/models/coatnet/coatnet.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/model_registry.h"
+#include "common/models/models.h"
+#include "common/models/vit/vit.h"
 #include "common/optim/optimizer.h"
 #include "common/testing/random_tensor.h"
 #include "common/train/checkpoint.h"
@@ -178,9 +178,9 @@ int main(int argc, char** argv) {
         tensors.emplace_back(numbered("updated", i), &state.parameters[i].second->value);
       }
     }
-    const nn::ModelFamily family = nn::model_family(model_name);
-    if (family == nn::ModelFamily::kVit) names["vit"] = vit_json(nn::vit_config(image_model));
-    if (family == nn::ModelFamily::kCoatnet) {
+    const nn::ModelFamilySpec& family = nn::model_family(model_name);
+    if (&family == &nn::vit_family()) names["vit"] = vit_json(nn::vit_config(image_model));
+    if (&family == &nn::coatnet_family()) {
       names["coatnet"] = coatnet_json(nn::coatnet_config(image_model));
     }
     train::save_checkpoint(out, tensors, names);

@@ -44,7 +44,7 @@ def read_checkpoint(path):
 
 
 def model(name, channels, classes=10):
-    """The course's networks (common/nn/models.h) in PyTorch, parameters in the same order."""
+    """The course's networks (common/models/models.h) in PyTorch, parameters in the same order."""
     if name == "smallnet":
         def stage(i, o):
             return [nn.Conv2d(i, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
@@ -208,7 +208,7 @@ class ClassToken(nn.Module):
 
 
 class Vit(nn.Module):
-    """The Vision Transformer as the project's (common/nn/vit.h): patch convolution (its bias
+    """The Vision Transformer as the project's (common/models/vit/vit.h): patch convolution (its bias
     applied to the tokens), class token, positions, encoder blocks, LayerNorm and head on the
     class token."""
 

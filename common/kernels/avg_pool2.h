@@ -1,5 +1,5 @@
 // 2x2 average pooling with stride 2 (floor), for NCHW and NHWC activations of any floating
-// dtype: the downsampling of CoAtNet's blocks (common/nn/coatnet_blocks.h).
+// dtype: the downsampling of CoAtNet's blocks (common/models/coatnet/coatnet_blocks.h).
 #pragma once
 
 #include "common/tensor/tensor.h"

@@ -19,15 +19,6 @@ const BlockNames& block_names(DecoderFamily family) {
   return family == DecoderFamily::kLlama ? llama : gpt2;
 }
 
-BlockShape block_shape(const GptConfig& c) {
-  return {c.family,
-          c.channels,
-          {c.heads, c.key_value_heads(), c.head_dim(), c.rope_theta},
-          c.feed_forward_width(),
-          c.layers,
-          /*causal=*/true};
-}
-
 ModulePtr make_norm(DecoderFamily family, int64_t channels, Device device) {
   if (family == DecoderFamily::kLlama) return std::make_unique<RmsNorm>(channels, device);
   return std::make_unique<LayerNorm>(channels, device);

@@ -16,12 +16,15 @@
 #include <vector>
 
 #include "common/kernels/grouped_qkv.h"
-#include "common/nn/gpt_config.h"
 #include "common/nn/linear.h"
 #include "common/nn/module.h"
 #include "common/nn/sequential.h"
 
 namespace course::nn {
+
+// The two kinds of block: GPT-2's, and Llama's (RMSNorm, rotary positions, grouped-query
+// attention, a SwiGLU feed-forward, no biases).
+enum class DecoderFamily { kGpt2, kLlama };
 
 // A block's layers by their role, for code that rebuilds a block from them (tensor
 // parallelism) instead of looking them up by name.
@@ -50,9 +53,6 @@ struct BlockShape {
   int64_t layers;      // of the model: scales the residual projections' initial weights
   bool causal;
 };
-
-// A decoder's block.
-BlockShape block_shape(const GptConfig& config);
 
 // A block that knows its layers by role and its shape (what the tensor-parallel cut reads).
 // Children: attention.<attention_norm>, attention.attn.{<qkv>, core, <projection>},

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
 #include "common/parallel/comm/process_grid.h"
 #include "common/parallel/pipeline/pipeline_parallel.h"
 #include "common/parallel/tensor_parallel/tensor_parallel_gpt.h"

@@ -6,8 +6,8 @@
 #include "common/kernels/layout.h"
 #include "common/kernels/multiply_adds.h"
 #include "common/kernels/soft_cross_entropy.h"
+#include "common/models/models.h"
 #include "common/nn/autocast.h"
-#include "common/nn/models.h"
 
 namespace course::train {
 

@@ -8,8 +8,8 @@
 
 #include "common/core/error.h"
 #include "common/core/launch_rank.h"
-#include "common/nn/model_registry.h"
-#include "common/nn/models.h"
+#include "common/models/model_registry.h"
+#include "common/models/models.h"
 
 namespace course::train {
 

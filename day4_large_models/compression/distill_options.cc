@@ -4,8 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include "common/core/error.h"
-#include "common/nn/model_registry.h"
-#include "common/nn/models.h"
+#include "common/models/model_registry.h"
+#include "common/models/models.h"
 #include "day4_large_models/compression/compress_training.h"
 #include "day4_large_models/compression/trained_model.h"
 

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <random>
 
+#include "common/models/models.h"
 #include "common/nn/batch_norm.h"
-#include "common/nn/models.h"
 #include "day4_large_models/compression/activation_range.h"
 
 namespace day4 {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/nn/models.h"
+#include "common/models/models.h"
 
 namespace day4 {
 namespace {

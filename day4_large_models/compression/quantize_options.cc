@@ -4,8 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include "common/core/error.h"
-#include "common/nn/model_registry.h"
-#include "common/nn/models.h"
+#include "common/models/convnets/convnets.h"
+#include "common/models/model_registry.h"
+#include "common/models/models.h"
 #include "common/train/lab_flags.h"
 #include "day4_large_models/compression/trained_model.h"
 
@@ -15,7 +16,7 @@ void add_quantize_flags(CLI::App& app, QuantizeOptions& o) {
   course::train::add_data_flags(app, o);
   add_checkpoint_flag(app, "--trained", o.trained, "the trained network");
   app.add_option("--model", o.model, "the trained network's model")
-      ->check(CLI::IsMember(course::nn::family_model_names(course::nn::ModelFamily::kSmallNet)))
+      ->check(CLI::IsMember(course::nn::small_net_family().names()))
       ->capture_default_str();
   app.add_option("-b,--batch-size", o.batch_size, "images per inference batch")
       ->capture_default_str();

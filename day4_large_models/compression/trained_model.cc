@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/core/error.h"
-#include "common/nn/models.h"
+#include "common/models/models.h"
 #include "common/train/checkpoint.h"
 #include "common/train/training_state.h"
 

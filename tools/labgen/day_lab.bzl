@@ -13,6 +13,7 @@ LAB_DEPS = [
     "//common/core",
     "//common/data",
     "//common/kernels",
+    "//common/models",
     "//common/nn",
     "//common/optim",
     "//common/train",

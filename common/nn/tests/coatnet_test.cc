@@ -3,7 +3,7 @@
 // map, transformer blocks with a relative position bias that keep or pool the grid and widen
 // the channels), a small model through every parameter, the presets' parameter counts against
 // a built model and against the paper's table, and the shape checks' messages.
-#include "common/nn/coatnet.h"
+#include "common/models/coatnet/coatnet.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,10 +12,10 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
-#include "common/nn/coatnet_blocks.h"
+#include "common/models/coatnet/coatnet_blocks.h"
+#include "common/models/models.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/linear.h"
-#include "common/nn/models.h"
 #include "common/nn/relative_attention.h"
 #include "common/nn/sequential.h"
 #include "common/nn/squeeze_excite.h"

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/nn/models.h"
+#include "common/models/models.h"
 #include "common/optim/optimizer.h"
 #include "common/testing/random_tensor.h"
 

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "common/kernels/elementwise.h"
-#include "common/nn/generation_engine.h"
+#include "common/models/gpt/generation_engine.h"
 #include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/random_tensor.h"

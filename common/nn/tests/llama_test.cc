@@ -8,9 +8,9 @@
 #include <random>
 
 #include "common/kernels/elementwise.h"
+#include "common/models/gpt/gpt.h"
 #include "common/nn/activation.h"
 #include "common/nn/autocast.h"
-#include "common/nn/gpt.h"
 #include "common/nn/rms_norm.h"
 #include "common/nn/self_attention.h"
 #include "common/testing/devices.h"

@@ -9,9 +9,9 @@
 #include <random>
 
 #include "common/kernels/elementwise.h"
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/models.h"
 #include "common/nn/model_pieces.h"
-#include "common/nn/models.h"
 #include "common/tensor/allocator.h"
 #include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"

@@ -1,17 +1,17 @@
 // Models: the registry's families against what their models do, parameter counts against
 // torchvision's published figures for the same architectures, output shapes, and determinism of
 // the seeded construction.
-#include "common/nn/models.h"
+#include "common/models/models.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "common/kernels/elementwise.h"
-#include "common/nn/coatnet.h"
-#include "common/nn/gpt_config.h"
-#include "common/nn/model_registry.h"
-#include "common/nn/vit.h"
+#include "common/models/coatnet/coatnet.h"
+#include "common/models/gpt/gpt_config.h"
+#include "common/models/model_registry.h"
+#include "common/models/vit/vit.h"
 #include "common/testing/errors_and_files.h"
 
 namespace course::nn {
@@ -71,10 +71,9 @@ TEST(Models, ResnetWidthScalesEveryStage) {
 // hundreds of millions of parameters.
 TEST(Models, ForwardShapesAndSeededWeights) {
   for (const std::string& name : image_model_names()) {
-    const ModelFamily family = model_family(name);
-    if (family == ModelFamily::kVit && vit_parameter_count(vit_preset(name)) > 100'000'000)
-      continue;
-    if (family == ModelFamily::kCoatnet &&
+    const ModelFamilySpec& family = model_family(name);
+    if (&family == &vit_family() && vit_parameter_count(vit_preset(name)) > 100'000'000) continue;
+    if (&family == &coatnet_family() &&
         coatnet_parameter_count(coatnet_preset(name)) > 30'000'000) {
       continue;
     }
@@ -116,18 +115,18 @@ TEST(Models, UnknownNamesAndImagesTooSmallAreErrors) {
 TEST(ModelRegistry, EveryNameHasOneFamilyAndAnUnknownOneIsRefused) {
   std::set<std::string> names;
   size_t registered = 0;
-  for (const ModelFamily family : model_families()) {
-    const std::vector<std::string> family_names = family_model_names(family);
-    EXPECT_FALSE(family_names.empty()) << family_traits(family).name;
+  for (const ModelFamilySpec* family : model_families()) {
+    const std::vector<std::string> family_names = family->names();
+    EXPECT_FALSE(family_names.empty()) << family->traits.name;
     for (const std::string& name : family_names) {
-      EXPECT_EQ(model_family(name), family) << name;
+      EXPECT_EQ(&model_family(name), family) << name;
       names.insert(name);
       ++registered;
     }
   }
   EXPECT_EQ(names.size(), registered) << "a name registered by two families";
   for (const GptConfig& config : gpt_presets()) {
-    EXPECT_EQ(model_family(config.name), config.llama() ? ModelFamily::kLlama : ModelFamily::kGpt2)
+    EXPECT_EQ(&model_family(config.name), config.llama() ? &llama_family() : &gpt2_family())
         << config.name;
   }
   const std::string error = testing::error_of([] { model_family("vit-b17"); });
@@ -141,14 +140,14 @@ TEST(ModelRegistry, EveryNameHasOneFamilyAndAnUnknownOneIsRefused) {
 // pieces come in model_pieces; the image names are the image families' names.
 TEST(ModelRegistry, TraitsAreWhatTheFamiliesModelsDo) {
   std::vector<std::string> image_names;
-  for (const ModelFamily family : model_families()) {
-    const ModelFamilyTraits& traits = family_traits(family);
-    const std::string name = family_model_names(family).front();
+  for (const ModelFamilySpec* family : model_families()) {
+    const ModelFamilyTraits& traits = family->traits;
+    const std::string name = family->names().front();
     if (traits.images) {
       const int64_t side = min_image_size(name);
       auto model = make_model({.name = name, .num_classes = 3, .image_size = side}, Device::cpu());
       EXPECT_EQ(model->forward(zeros({1, 1, side, side})).shape(), (Shape{1, 3})) << name;
-      for (const std::string& each : family_model_names(family)) image_names.push_back(each);
+      for (const std::string& each : family->names()) image_names.push_back(each);
     } else {
       const std::string error =
           testing::error_of([&] { make_model({.name = name}, Device::cpu()); });
@@ -165,10 +164,9 @@ TEST(ModelRegistry, TraitsAreWhatTheFamiliesModelsDo) {
 // families in pieces give pieces, their preset's own input and a parameter count, which is the
 // built model's; language families give names alone.
 TEST(ModelRegistry, EachSpecRegistersWhatItsTraitsPromise) {
-  for (const ModelFamily family : model_families()) {
-    const ModelFamilySpec& spec = family_spec(family);
+  for (const ModelFamilySpec* family : model_families()) {
+    const ModelFamilySpec& spec = *family;
     const ModelFamilyTraits& traits = spec.traits;
-    EXPECT_EQ(spec.family, family) << traits.name;
     EXPECT_EQ(spec.min_image_size != nullptr, traits.images) << traits.name;
     EXPECT_EQ(spec.pieces != nullptr, traits.in_pieces) << traits.name;
     EXPECT_EQ(spec.own_config != nullptr, traits.in_pieces) << traits.name;

@@ -6,9 +6,9 @@
 #include <random>
 
 #include "common/kernels/elementwise.h"
+#include "common/models/gpt/gpt.h"
 #include "common/nn/autocast.h"
 #include "common/nn/embedding.h"
-#include "common/nn/gpt.h"
 #include "common/nn/layer_norm.h"
 #include "common/nn/linear.h"
 #include "common/nn/residual_branch.h"

@@ -1,7 +1,7 @@
 // The Vision Transformer: its token layers and a small model against finite differences (both
 // memory formats of the patch embedding), its presets' parameter counts against timm's
 // ImageNet models and the papers, the built models against the count, and its shape checks.
-#include "common/nn/vit.h"
+#include "common/models/vit/vit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
-#include "common/nn/models.h"
+#include "common/models/models.h"
 #include "common/nn/vit_tokens.h"
 #include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"

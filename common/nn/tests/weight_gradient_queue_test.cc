@@ -14,8 +14,8 @@
 #include <string>
 
 #include "common/kernels/elementwise.h"
+#include "common/models/gpt/gpt.h"
 #include "common/nn/checkpointed.h"
-#include "common/nn/gpt.h"
 #include "common/nn/linear.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"

@@ -9,8 +9,8 @@
 #include "common/data/token_windows.h"
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
+#include "common/models/gpt/gpt_stage.h"
 #include "common/nn/autocast.h"
-#include "common/nn/gpt_stage.h"
 
 namespace course::parallel {
 

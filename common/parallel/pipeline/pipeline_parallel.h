@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/nn/gpt_parts.h"
+#include "common/models/gpt/gpt_parts.h"
 #include "common/nn/staged_model.h"
 #include "common/parallel/comm/communicator.h"
 #include "common/parallel/pipeline/pipeline_hooks.h"

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "common/nn/models.h"
+#include "common/models/models.h"
 #include "common/parallel/planning/memory_estimate.h"
 
 namespace course::parallel {

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/data_parallel/bucket_plan.h"
 #include "common/parallel/data_parallel/sharding.h"

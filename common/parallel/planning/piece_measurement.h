@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/nn/models.h"
+#include "common/models/models.h"
 
 namespace course::parallel {
 

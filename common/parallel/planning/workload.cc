@@ -3,7 +3,7 @@
 #include "common/parallel/planning/workload.h"
 
 #include "common/core/error.h"
-#include "common/nn/model_registry.h"
+#include "common/models/model_registry.h"
 #include "common/parallel/planning/piece_measurement.h"
 
 namespace course::parallel {
@@ -81,9 +81,9 @@ Workload vit_workload(const nn::VitConfig& c) {
 }
 
 Workload image_workload(const nn::ModelConfig& model) {
-  const nn::ModelFamily family = nn::model_family(model.name);
-  const nn::ModelFamilyTraits& traits = nn::family_traits(family);
-  if (family == nn::ModelFamily::kVit) return vit_workload(nn::vit_config(model));
+  const nn::ModelFamilySpec& family = nn::model_family(model.name);
+  const nn::ModelFamilyTraits& traits = family.traits;
+  if (&family == &nn::vit_family()) return vit_workload(nn::vit_config(model));
   COURSE_CHECK(traits.in_pieces, "the throughput model costs the image models in pieces, not ",
                traits.name, "'s ", model.name,
                (traits.images ? "" : " (gpt_workload costs a language model)"));

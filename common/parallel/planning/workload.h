@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "common/nn/gpt_config.h"
-#include "common/nn/models.h"
+#include "common/models/gpt/gpt_config.h"
+#include "common/models/models.h"
 
 namespace course::parallel {
 

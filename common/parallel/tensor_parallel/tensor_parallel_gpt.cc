@@ -1,7 +1,7 @@
 // Building the tensor-parallel GPT from the whole one's layers.
 #include "common/parallel/tensor_parallel/tensor_parallel_gpt.h"
 
-#include "common/nn/tied_head.h"
+#include "common/models/gpt/tied_head.h"
 #include "common/parallel/context_parallel/ring_attention.h"
 #include "common/parallel/tensor_parallel/parallel_linear.h"
 #include "common/parallel/tensor_parallel/sequence_parallel.h"

@@ -14,7 +14,7 @@
 
 #include <memory>
 
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
 #include "common/nn/sequential.h"
 #include "common/parallel/tensor_parallel/parallel_linear.h"
 #include "common/parallel/tensor_parallel/tensor_parallel_block.h"

@@ -1,5 +1,5 @@
 // A Vision Transformer as assembled from its pieces (Sequential [stem, blocks, head]:
-// common/nn/vit.h) with every transformer block cut over the tensor-parallel ranks
+// common/models/vit/vit.h) with every transformer block cut over the tensor-parallel ranks
 // (tensor_parallel_block.h: heads and MLP split, one all-reduce each way). The stem (patch
 // embedding, class token, positions) and the head are the whole model's own modules, replicated:
 // what enters them, and the gradient that leaves the first block, are the same on every rank, so

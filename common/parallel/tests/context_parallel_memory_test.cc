@@ -10,8 +10,8 @@
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
+#include "common/models/gpt/gpt.h"
 #include "common/nn/context_split.h"
-#include "common/nn/gpt.h"
 #include "common/parallel/comm/process_grid.h"
 #include "common/parallel/planning/memory_estimate.h"
 #include "common/parallel/tensor_parallel/tensor_parallel_gpt.h"

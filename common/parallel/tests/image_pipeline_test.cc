@@ -13,7 +13,7 @@
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
-#include "common/nn/models.h"
+#include "common/models/models.h"
 #include "common/nn/piece_stages.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/pipeline/pipeline_parallel.h"

@@ -4,8 +4,8 @@
 #include <random>
 #include <vector>
 
-#include "common/nn/gpt.h"
-#include "common/nn/models.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/models.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/world.h"
 

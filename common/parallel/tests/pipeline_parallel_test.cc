@@ -14,7 +14,7 @@
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/tests/training_trace.h"
 #include "common/testing/tolerance.h"

@@ -13,9 +13,9 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/layout.h"
-#include "common/nn/gpt.h"
-#include "common/nn/gpt_stage.h"
-#include "common/nn/models.h"
+#include "common/models/gpt/gpt.h"
+#include "common/models/gpt/gpt_stage.h"
+#include "common/models/models.h"
 #include "common/nn/piece_stages.h"
 
 namespace course::parallel {

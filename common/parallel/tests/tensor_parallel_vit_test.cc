@@ -11,8 +11,8 @@
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/nn/models.h"
-#include "common/nn/vit.h"
+#include "common/models/models.h"
+#include "common/models/vit/vit.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/model_parallel_training.h"
 #include "common/parallel/tests/training_trace.h"

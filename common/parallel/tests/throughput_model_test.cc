@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/core/error.h"
-#include "common/nn/coatnet.h"
+#include "common/models/coatnet/coatnet.h"
 #include "common/parallel/planning/piece_measurement.h"
 
 namespace course::parallel {

@@ -8,7 +8,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/soft_cross_entropy.h"
-#include "common/nn/models.h"
+#include "common/models/models.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"

@@ -13,8 +13,8 @@
 #include "common/kernels/elementwise.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/multiply_adds.h"
-#include "common/nn/gpt_config.h"
-#include "common/nn/models.h"
+#include "common/models/gpt/gpt_config.h"
+#include "common/models/models.h"
 #include "common/parallel/planning/workload.h"
 #include "common/train/classifier_step.h"
 

@@ -13,7 +13,7 @@
 #include <random>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/nn/gpt.h"
+#include "common/models/gpt/gpt.h"
 #include "common/optim/optimizer.h"
 #include "common/testing/parameter_values.h"
 

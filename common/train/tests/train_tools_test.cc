@@ -13,7 +13,7 @@
 
 #include "common/core/activity_log.h"
 #include "common/kernels/elementwise.h"
-#include "common/nn/models.h"
+#include "common/models/models.h"
 #include "common/testing/errors_and_files.h"
 #include "common/train/checkpoint.h"
 #include "common/train/chronometer.h"
