@@ -1,7 +1,7 @@
 // The CPU's attention on f32 heads, one matrix at a time and in bands of query rows
 // (attention_heads_cpu.cc): what attention_heads.cc runs for (N, T, D) f32 heads on the CPU
 // without a score bias (same arguments and results as attention_heads_forward / _backward), and
-// what attention.cc runs on a packed f32 q|k|v there, without permuting it to the heads' layout.
+// what attention.cu runs on a packed f32 q|k|v there, without permuting it to the heads' layout.
 #pragma once
 
 #include "common/kernels/attention_heads.h"

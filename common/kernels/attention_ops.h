@@ -1,5 +1,5 @@
 // The row kernels of scaled dot-product attention (row_lanes.h), between the batched GEMMs of
-// attention.cc: the scores of one head are a (T, T) matrix, a row per query, computed in f32
+// attention.cu: the scores of one head are a (T, T) matrix, a row per query, computed in f32
 // whatever the dtype they are stored in. Forward keeps each query row's log-sum-exp, from which
 // backward recomputes the probabilities P_ij = exp(s_ij - lse_i). With `causal`, query i sees
 // keys j <= i, and the keys it does not see get probability 0. An optional score bias is added

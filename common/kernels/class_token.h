@@ -1,6 +1,6 @@
 // The Vision Transformer's class token (Dosovitskiy et al. 2021): a learned vector put before
 // the N images' L patch tokens, with the learned position embedding added to all L + 1, and
-// read back alone at the head. The copies between token ranges are one kernel (class_token_ops.h).
+// read back alone at the head. The copies between token ranges are one kernel (class_token.cu).
 #pragma once
 
 #include <cstdint>

@@ -48,7 +48,7 @@ struct Cast {
 };
 
 // Cast a 16-byte packet of the input per index (the last one element by element), written as one
-// store of the packet's outputs: 8, 16 or 32 bytes (elementwise.cc takes it on a GPU between
+// store of the packet's outputs: 8, 16 or 32 bytes (elementwise.cu takes it on a GPU between
 // floating types when both ends are aligned to their packets).
 template <class To, class From>
 struct CastPackets {
@@ -76,7 +76,7 @@ struct CastPackets {
 
 // The elementwise maps: out = map(a, b) per element, computed in float (a unary map ignores b,
 // which is a again). MapElements applies one to an element per index, MapPackets to a 16-byte
-// packet per index (elementwise.cc takes it on a GPU when every operand is aligned to packets).
+// packet per index (elementwise.cu takes it on a GPU when every operand is aligned to packets).
 
 struct AddMap {
   COURSE_HD float operator()(float a, float b) const { return a + b; }

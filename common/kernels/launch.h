@@ -7,7 +7,7 @@
 // reduce_index(device, n, reducer) folds reducer.load(i) with reducer.combine, in fixed-size chunks
 // combined in order, so a CPU result does not depend on the number of threads. The kernel and
 // reducer types are COURSE_HD functors; the GPU launchers are templates defined in launch_cuda.cuh
-// and explicitly instantiated in the .cu file next to each kernel family. A build without CUDA
+// and explicitly instantiated at the end of each kernel family's .cu file. A build without CUDA
 // compiles those lists against stubs that fail (launch_stubs.h), so this header has no #if, and a
 // missing instantiation is a link error in either build, never a silent CPU fallback. During a
 // graph capture (capture.h) for_each_index is recorded, not run, and reduce_index, whose result

@@ -1,14 +1,15 @@
 // GPU definitions of the single-source launchers declared in launch.h.
 //
-// Include only from .cu files, then instantiate each functor the .cc side launches:
-//   COURSE_INSTANTIATE_FOR_EACH(ReluForward<float>)
-//   COURSE_INSTANTIATE_REDUCE(SumReducer<float>)
-// Compiled as C++ in a build without CUDA, the same lists instantiate launch_stubs.h.
+// Include only from a kernel family's .cu file, whose list instantiates each functor its host
+// side launches, inside namespace course:
+//   COURSE_INSTANTIATE_FOR_EACH(ops::ReluForward<float>)
+//   COURSE_INSTANTIATE_REDUCE(ops::SumReducer<float>)
+// The file is compiled in one of three passes (tools/cuda/cuda.bzl): by nvcc, which sees the
+// bodies and the list (the host side is #ifndef __CUDACC__) and defines the launchers here; by
+// the host compiler in a CUDA build (COURSE_NVCC_INSTANTIATES), where the list is empty because
+// nvcc's object holds it; by the host compiler without CUDA, where the list instantiates the
+// failing stubs of launch_stubs.h.
 #pragma once
-
-#ifndef __CUDACC__
-#include "common/kernels/launch_stubs.h"
-#endif
 
 #ifdef __CUDACC__
 
@@ -93,9 +94,16 @@ typename Reducer::Acc cuda_reduce(int64_t n, const Reducer& reducer) {
 
 }  // namespace course
 
+#elif !COURSE_NVCC_INSTANTIATES
+#include "common/kernels/launch_stubs.h"
 #endif  // __CUDACC__
 
+#if defined(__CUDACC__) || !COURSE_NVCC_INSTANTIATES
 #define COURSE_INSTANTIATE_FOR_EACH(...) \
   template void course::cuda_for_each<__VA_ARGS__>(int64_t, const __VA_ARGS__&, int64_t);
 #define COURSE_INSTANTIATE_REDUCE(...) \
   template typename __VA_ARGS__::Acc course::cuda_reduce<__VA_ARGS__>(int64_t, const __VA_ARGS__&);
+#else  // the host compiler's pass of a CUDA build: nvcc's object has them
+#define COURSE_INSTANTIATE_FOR_EACH(...)
+#define COURSE_INSTANTIATE_REDUCE(...)
+#endif

@@ -1,4 +1,4 @@
-// The single-source kernels of int8 inference (bodies in quantize_ops.h): activations quantized
+// The single-source kernels of int8 inference (bodies in quantize.cu): activations quantized
 // per tensor, a signed input split into unsigned halves, the epilogue of an integer GEMM, and the
 // im2col that makes a convolution a GEMM (the GPU's int8 convolution, common/kernels/fused_conv.h).
 #pragma once

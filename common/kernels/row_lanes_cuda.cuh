@@ -1,14 +1,10 @@
 // The GPU's lanes of a row kernel (row_lanes.h): a warp per row, the lanes' partial results
 // combined by a butterfly of shuffles, and the launcher that gives each warp its rows.
 //
-// Include only from .cu files (through launch_cuda.cuh), then instantiate each row kernel:
-//   COURSE_INSTANTIATE_FOR_EACH_ROW(SoftmaxForward<float>)
-// Compiled as C++ in a build without CUDA, the same lists instantiate launch_stubs.h.
+// Include only from a kernel family's .cu file, whose list instantiates each row kernel:
+//   COURSE_INSTANTIATE_FOR_EACH_ROW(ops::SoftmaxForward<float>)
+// in the three passes of launch_cuda.cuh.
 #pragma once
-
-#ifndef __CUDACC__
-#include "common/kernels/launch_stubs.h"
-#endif
 
 #ifdef __CUDACC__
 
@@ -69,7 +65,13 @@ void cuda_for_each_row(int64_t rows, const Kernel& kernel) {
 
 }  // namespace course
 
+#elif !COURSE_NVCC_INSTANTIATES
+#include "common/kernels/launch_stubs.h"
 #endif  // __CUDACC__
 
+#if defined(__CUDACC__) || !COURSE_NVCC_INSTANTIATES
 #define COURSE_INSTANTIATE_FOR_EACH_ROW(...) \
   template void course::cuda_for_each_row<__VA_ARGS__>(int64_t, const __VA_ARGS__&);
+#else  // the host compiler's pass of a CUDA build: nvcc's object has them
+#define COURSE_INSTANTIATE_FOR_EACH_ROW(...)
+#endif

@@ -1,6 +1,6 @@
 // 1-bit compression with error feedback, the arithmetic of 1-bit Adam and 1-bit LAMB's
 // compressed all-reduce (common/parallel/data_parallel/compressed_allreduce.h); bodies in
-// sign_compression_ops.h. A buffer is cut into chunks of `chunk` elements, a multiple of 8; a
+// sign_compression.cu. A buffer is cut into chunks of `chunk` elements, a multiple of 8; a
 // chunk travels as chunk / 8 bytes of signs and one f32 scale, 32 times fewer bytes than f32.
 #pragma once
 

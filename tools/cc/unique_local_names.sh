@@ -15,7 +15,7 @@ targets=$(bazel query --noshow_progress 'kind(grouped_objects, //...)' --output=
     /^  srcs = / {
       line = name
       n = split($0, labels, "\"")
-      for (i = 2; i <= n; i += 2) if (labels[i] ~ /\.cc$/) {
+      for (i = 2; i <= n; i += 2) if (labels[i] ~ /\.(cc|cu)$/) {
         path = labels[i]; sub(/^\/\//, "", path); sub(/:/, "/", path); sub(/^\//, "", path)
         line = line " " path
       }

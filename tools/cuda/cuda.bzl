@@ -7,12 +7,15 @@ Its sources come in three kinds:
              they are compiled with COURSE_WITH_CUDA=1 against the toolkit's headers and
              `gpu_deps` (as `cuda_srcs` are), privately: neither the define nor the toolkit's ~1,900 headers reach the
              library's dependents. Without CUDA they are plain C++.
-  cuda_srcs  `.cu` files of explicit GPU instantiations (common/kernels/launch_cuda.cuh). With
-             CUDA, nvcc compiles them, a few files per run, to position-independent objects
-             (SASS per architecture plus PTX of the newest). Without CUDA they are compiled as C++ in which every
-             launcher is a stub that fails, so launch.h calls the launchers with no `#if` (the
-             GPU launchers are chosen at link time) and a kernel missing from its .cu list is a
-             link error in both builds.
+  cuda_srcs  `.cu` files of the single-source kernel families: the bodies, the host side
+             (checks and dispatch, `#ifndef __CUDACC__`) and the list of explicit GPU
+             instantiations (common/kernels/launch_cuda.cuh). With CUDA, the host compiler
+             compiles each as C++ with COURSE_NVCC_INSTANTIATES=1 (the list left empty), and
+             nvcc compiles the bodies and the list, a few files per run, to position-independent
+             objects (SASS per architecture plus PTX of the newest). Without CUDA they are
+             compiled as C++ in which the list instantiates launchers that fail, so launch.h
+             calls the launchers with no `#if` (the GPU launchers are chosen at link time) and a
+             kernel missing from its list is a link error in both builds.
 `hdrs` must not include a CUDA header. "With CUDA" means a toolkit was found and the build is
 not `--config=cpu` (`--define=cuda=off`).
 """
@@ -46,7 +49,9 @@ def _cuda_objects_impl(ctx):
     flags.append("-gencode=arch=compute_%s,code=compute_%s" % (archs[-1], archs[-1]))
     flags += _include_flags(contexts)
     objects = []
-    for index, group in enumerate(groups(ctx.files.srcs, _CUDA_FILES_PER_NVCC)):
+    sources = [f for f in ctx.files.srcs if f.extension == "cu"]
+    private_headers = [f for f in ctx.files.srcs if f.extension == "h"]
+    for index, group in enumerate(groups(sources, _CUDA_FILES_PER_NVCC)):
         stem = "_cuda_objs/%s/group_%d" % (ctx.label.name, index)
         source = ctx.actions.declare_file(stem + ".cu")
         ctx.actions.write(source, "".join(['#include "%s"\n' % src.path for src in group]))
@@ -54,7 +59,7 @@ def _cuda_objects_impl(ctx):
         ctx.actions.run(
             executable = ctx.executable._wrapper,
             arguments = [ctx.attr.nvcc, source.path, obj.path] + flags,
-            inputs = depset([source] + group, transitive = [headers]),
+            inputs = depset([source] + group + private_headers, transitive = [headers]),
             outputs = [obj],
             mnemonic = "NvccCompile",
             progress_message = "nvcc %s (sm_%s)" % (
@@ -69,7 +74,7 @@ def _cuda_objects_impl(ctx):
 _cuda_objects = rule(
     implementation = _cuda_objects_impl,
     attrs = {
-        "srcs": attr.label_list(allow_files = [".cu"]),
+        "srcs": attr.label_list(allow_files = [".cu", ".h"]),
         "deps": attr.label_list(providers = [CcInfo]),
         "archs": attr.string_list(),
         "nvcc": attr.string(),
@@ -107,12 +112,13 @@ def cuda_library(
       name: the cc_library's name.
       srcs: C++ sources that do not see CUDA.
       gpu_srcs: C++ sources with `#if COURSE_WITH_CUDA` parts.
-      cuda_srcs: `.cu` files of explicit GPU instantiations.
+      cuda_srcs: `.cu` files of the kernel families (bodies, host side, GPU instantiations).
       hdrs: public headers (no CUDA header among what they include).
       deps: cc dependencies of every source.
       gpu_deps: further dependencies of `gpu_srcs` and `cuda_srcs` with CUDA (cuda_check.h's
         target).
-      copts: compiler options of the C++ sources (gpu_srcs included).
+      copts: compiler options of the C++ sources (gpu_srcs and the host side of cuda_srcs
+        included).
       **kwargs: passed on to the cc_library.
     """
     # Every C++ part is compiled in groups (tools/cc/grouped_library.bzl).
@@ -132,9 +138,19 @@ def cuda_library(
                 ["COURSE_WITH_CUDA=1"],
             )
     if cuda_srcs:
+        # The .cu files read the library's private headers (those among its sources) too.
+        cuda_srcs = cuda_srcs + [s for s in srcs + gpu_srcs if s.endswith(".h")]
+
         # Without CUDA, the .cu files compile as C++ against the failing stubs.
-        without_cuda += interface_objects(name, "_launcher_stubs", cuda_srcs, [])
+        without_cuda += interface_objects(name, "_host_and_stubs", cuda_srcs, copts)
         if CUDA_FOUND:
+            with_cuda += interface_objects(
+                name,
+                "_host_side",
+                cuda_srcs,
+                copts,
+                defines = ["COURSE_NVCC_INSTANTIATES=1"],
+            )
             # Built only through `name` (manual: the CPU-only build must not compile it).
             _cuda_objects(
                 name = name + "_cuda_objects",

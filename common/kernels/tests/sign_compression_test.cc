@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "common/kernels/elementwise.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
 
