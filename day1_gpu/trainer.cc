@@ -13,10 +13,10 @@
 #include "common/data/distributed_sampler.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
+#include "common/train/classifier_run.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
-#include "common/train/model_flops.h"
 #include "common/train/step_graph.h"
 #include "common/train/training_loop.h"
 #include "day1_gpu/exercises.h"
@@ -40,15 +40,15 @@ DeviceBatches::Transfer batch_transfer(const LabOptions& o, Device device) {
 // the update; with --cuda-graphs, after one eager step, the whole step replayed as one graph.
 class LabStep {
  public:
-  LabStep(nn::Module& model, optim::Optimizer& optimizer, Device device, const LabOptions& o)
-      : model_(model),
-        optimizer_(optimizer),
-        device_(device),
-        params_(model.parameters()),
+  LabStep(train::ClassifierRun& run, const LabOptions& o)
+      : model_(*run.model),
+        optimizer_(*run.optimizer),
+        device_(run.device),
+        params_(run.params),
         o_(o),
         loss_scaling_(o.amp && o.amp_dtype == DType::kF16),
-        clipping_(o.clip_grad_norm),
-        graph_(o.cuda_graphs ? captured_step(device) : std::nullopt) {}
+        clipping_(run.clipping),
+        graph_(o.cuda_graphs ? captured_step(run.device) : std::nullopt) {}
 
   // Returns the batch's mean loss, a (1,) tensor on the device.
   Tensor run(const Batch& batch, train::StepPhases& phases) {
@@ -69,7 +69,6 @@ class LabStep {
 
   bool loss_scaling() const { return loss_scaling_; }
   const optim::LossScaler& scaler() const { return scaler_; }
-  optim::GradientClipping& clipping() { return clipping_; }
 
  private:
   // The loss scaler's scale on the device in f16 (TP1.2), else none.
@@ -118,7 +117,7 @@ class LabStep {
   const LabOptions& o_;
   bool loss_scaling_;
   optim::LossScaler scaler_;
-  optim::GradientClipping clipping_;
+  optim::GradientClipping& clipping_;
   std::optional<train::StepGraph> graph_;
   bool eager_step_done_ = false;
 };
@@ -186,13 +185,10 @@ LabResult run_lab(const LabOptions& o) {
     return b;
   };
 
-  const auto model = train::make_classifier(o, *data.train, device);
-  const std::vector<nn::Parameter*> params = model->parameters();
-  const auto optimizer =
-      optim::make_optimizer(train::optimizer_flags(o), model->state().parameters);
+  train::ClassifierRun run(o, optim::OptimizerKind::kSgd, *data.train, device);
   const std::shared_ptr<const optim::Schedule> schedule =
       optim::one_cycle_schedule(o.lr, o.epochs * steps_per_epoch);
-  LabStep lab_step(*model, *optimizer, device, o);
+  LabStep lab_step(run, o);
   train::LoopHooks hooks;
   hooks.start_epoch = [&](int64_t epoch, int64_t first_batch) {
     batches.start_epoch(distributed_sample(sampler, 0, 1, epoch), epoch, first_batch);
@@ -204,25 +200,18 @@ LabResult run_lab(const LabOptions& o) {
     return lab_step.run(batch, phases);
   };
   hooks.validate = [&] {
-    return train::evaluate(*model, data.val, data.val_transform, o, 0, 1, place);
+    return train::evaluate(*run.model, data.val, data.val_transform, o, 0, 1, place);
   };
   hooks.profiled = [](int64_t step) { return record_step(step, {}); };
-  train::TrainingLoop loop(o,
-                           {.device = device,
-                            .model = model.get(),
-                            .optimizer = optimizer.get(),
-                            .lr_at = [&](int64_t step) { return schedule->lr_at(step); },
-                            .steps_per_epoch = steps_per_epoch,
-                            .global_batch = step_batch,
-                            .flops_per_unit = train::training_flops(train::classifier_multiply_adds(
-                                *model, data.train->channels(), o, device)),
-                            .identity = {{"model", o.model}},
-                            .clipping = &lab_step.clipping()},
-                           hooks);
+  train::LoopConfig config = run.loop_config(data.train->channels());
+  config.lr_at = [&](int64_t step) { return schedule->lr_at(step); };
+  config.steps_per_epoch = steps_per_epoch;
+  config.global_batch = step_batch;
+  train::TrainingLoop loop(o, config, hooks);
 
-  print_run_header(o, device, samples, steps_per_epoch, params, *optimizer);
+  print_run_header(o, device, samples, steps_per_epoch, run.params, *run.optimizer);
 
-  return lab_result(loop.run(), lab_step, params);
+  return lab_result(loop.run(), lab_step, run.params);
 }
 
 }  // namespace day1

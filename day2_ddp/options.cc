@@ -3,9 +3,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/core/named_choices.h"
 #include "common/optim/make_optimizer.h"
 
 namespace day2 {
+
+const char* gradient_sync_name(GradientSync sync) {
+  return sync == GradientSync::kBuckets ? "buckets" : "naive";
+}
+
+const char* bucket_reduction_name(BucketReduction reduction) {
+  return reduction == BucketReduction::kMpi ? "mpi" : "ring";
+}
 
 LabOptions parse_options(int argc, char** argv) {
   LabOptions o;
@@ -17,12 +26,14 @@ LabOptions parse_options(int argc, char** argv) {
   app.add_option("--global-batch-size", o.global_batch_size,
                  "images per forward pass over all ranks, instead of --batch-size per rank (a "
                  "step of --accumulate K holds K of them)");
-  app.add_option("--ddp", o.ddp, "gradient synchronisation")
-      ->check(CLI::IsMember({"buckets", "naive"}))
-      ->capture_default_str();
-  app.add_option("--allreduce", o.allreduce, "bucket all-reduce: MPI's or the ring of TP2.4")
-      ->check(CLI::IsMember({"mpi", "ring"}))
-      ->capture_default_str();
+  course::train::add_choice(
+      app, "--ddp", o.ddp,
+      course::named_choices({GradientSync::kBuckets, GradientSync::kNaive}, gradient_sync_name),
+      "gradient synchronisation");
+  course::train::add_choice(
+      app, "--allreduce", o.allreduce,
+      course::named_choices({BucketReduction::kMpi, BucketReduction::kRing}, bucket_reduction_name),
+      "bucket all-reduce: MPI's or the ring of TP2.4");
   app.add_option("--bucket-cap-mb", o.bucket_cap_mb, "DDP bucket size")->capture_default_str();
   app.add_option("--first-bucket-mb", o.first_bucket_mb)->capture_default_str();
   course::train::add_switch(app, "overlap", o.overlap,

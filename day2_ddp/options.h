@@ -10,10 +10,18 @@
 
 namespace day2 {
 
+// --ddp: DDP's buckets overlapped with the backward (TP2.3), or the naive all-reduce of every
+// gradient after it (TP2.2).
+enum class GradientSync { kBuckets, kNaive };
+const char* gradient_sync_name(GradientSync sync);
+// --allreduce: how DDP's buckets are reduced, by MPI's all-reduce or by TP2.4's ring.
+enum class BucketReduction { kMpi, kRing };
+const char* bucket_reduction_name(BucketReduction reduction);
+
 struct LabOptions : course::train::TrainingFlags {
   int64_t global_batch_size = 0;  // > 0: split over the ranks (must divide); else batch x ranks
-  std::string ddp = "buckets";    // "buckets" (TP2.3), "naive" (TP2.2)
-  std::string allreduce = "mpi";  // "mpi" or "ring" (TP2.4)
+  GradientSync ddp = GradientSync::kBuckets;
+  BucketReduction allreduce = BucketReduction::kMpi;
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   bool overlap = true;

@@ -8,13 +8,13 @@ namespace day2 {
 
 std::unique_ptr<parallel::DistributedDataParallel> make_ddp(
     const LabOptions& o, nn::Module& model, const std::shared_ptr<parallel::Communicator>& comm) {
-  if (o.ddp == "naive") {
+  if (o.ddp == GradientSync::kNaive) {
     parallel::broadcast_state(model, *comm);
     return nullptr;
   }
   const std::vector<int64_t> bytes = parallel::gradient_bytes(model);
   parallel::BucketAllreduce reduce;
-  if (o.allreduce == "ring") {
+  if (o.allreduce == BucketReduction::kRing) {
     reduce = [comm](Tensor& bucket) {
       ring_allreduce(bucket, *comm);
       return parallel::completed_work();

@@ -16,10 +16,10 @@
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/comm/rank_setup.h"
 #include "common/tensor/device_timer.h"
+#include "common/train/classifier_run.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
-#include "common/train/model_flops.h"
 #include "common/train/periodic_metrics.h"
 #include "common/train/training_loop.h"
 #include "day2_ddp/exercises.h"
@@ -41,9 +41,10 @@ void print_run_header(const LabOptions& o, const parallel::Communicator& comm, D
       o.model.c_str(), comm.size(), device.str().c_str(), static_cast<long long>(images),
       static_cast<long long>(per_rank_batch * o.accumulate * comm.size()),
       train::describe_step_batch(per_rank_batch, o.accumulate).c_str(),
-      static_cast<long long>(steps_per_epoch), o.ddp.c_str(),
-      o.ddp == "buckets"
-          ? (" (" + std::to_string(ddp->plan().size()) + " buckets, " + o.allreduce + ")").c_str()
+      static_cast<long long>(steps_per_epoch), gradient_sync_name(o.ddp),
+      ddp ? (" (" + std::to_string(ddp->plan().size()) + " buckets, " +
+             bucket_reduction_name(o.allreduce) + ")")
+                .c_str()
           : "",
       optim::optimizer_name(o.optimizer));
   std::fflush(stdout);
@@ -199,46 +200,37 @@ LabResult run_lab(const LabOptions& o) {
   RankData rank_data(o, *comm, device);
   const LabDatasets& data = rank_data.data;
 
-  const auto model = train::make_classifier(o, *data.train, device);
-  const std::vector<nn::Parameter*> params = model->parameters();
-  const auto optimizer =
-      optim::make_optimizer(train::optimizer_flags(o, o.optimizer), model->state().parameters);
+  train::ClassifierRun run(o, o.optimizer, *data.train, device);
   const int64_t global_batch = rank_data.rank_step_batch * comm->size();
-  const auto ddp = make_ddp(o, *model, comm);
+  const auto ddp = make_ddp(o, *run.model, comm);
 
   LabResult result{.world_size = comm->size(), .global_batch = global_batch};
   train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm, device);
-  optim::GradientClipping clipping(o.clip_grad_norm);
-  LabStep lab_step{.model = *model,
-                   .optimizer = *optimizer,
+  LabStep lab_step{.model = *run.model,
+                   .optimizer = *run.optimizer,
                    .ddp = ddp.get(),
-                   .params = params,
+                   .params = run.params,
                    .comm = comm,
                    .metrics = metrics,
-                   .clipping = clipping,
+                   .clipping = run.clipping,
                    .o = o};
-  train::TrainingLoop loop(o,
-                           {.device = device,
-                            .model = model.get(),
-                            .optimizer = optimizer.get(),
-                            .lr_at = learning_rate(o, rank_data.steps_per_epoch, global_batch),
-                            .steps_per_epoch = rank_data.steps_per_epoch,
-                            .global_batch = global_batch,
-                            .flops_per_unit = train::training_flops(train::classifier_multiply_adds(
-                                *model, data.train->channels(), o, device)),
-                            .identity = {{"model", o.model}, {"global_batch", global_batch}},
-                            .comm = comm.get(),
-                            .clipping = &clipping},
-                           lab_hooks(o, rank_data, *comm, lab_step, *model, result.first_batch_ms));
+  train::LoopConfig config = run.loop_config(data.train->channels());
+  config.lr_at = learning_rate(o, rank_data.steps_per_epoch, global_batch);
+  config.steps_per_epoch = rank_data.steps_per_epoch;
+  config.global_batch = global_batch;
+  config.identity["global_batch"] = global_batch;
+  config.comm = comm.get();
+  train::TrainingLoop loop(
+      o, config, lab_hooks(o, rank_data, *comm, lab_step, *run.model, result.first_batch_ms));
   if (lead) {
     print_run_header(o, *comm, device, data.train->size(), rank_data.per_rank_batch,
                      rank_data.steps_per_epoch, ddp.get());
   }
 
-  const train::LoopResult run = loop.run();
-  add_run_figures(result, run, ddp.get(), params, lab_step.naive_sync.total_seconds());
+  const train::LoopResult loop_result = loop.run();
+  add_run_figures(result, loop_result, ddp.get(), run.params, lab_step.naive_sync.total_seconds());
   if (lead) print_run_report(result, rank_data.loader.skipped_samples());
-  for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
+  for (nn::Parameter* p : run.params) result.parameters.push_back(p->value.to_vector<float>());
   return result;
 }
 

@@ -27,10 +27,10 @@
 #include "common/parallel/data_parallel/bucket_plan.h"
 #include "common/parallel/data_parallel/ddp.h"
 #include "common/parallel/data_parallel/onebit_optimizer.h"
+#include "common/train/classifier_run.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
-#include "common/train/model_flops.h"
 #include "common/train/training_loop.h"
 #include "day3_data/exercises.h"
 #include "day3_data/rank_images.h"
@@ -111,30 +111,32 @@ optim::OptimizerFlags lab_optimizer_flags(const LabOptions& o) {
   return flags;
 }
 
-// The replica: the classifier, DDP on several ranks, the optimizer (a 1-bit one takes DDP's
-// exchange over after its warm-up), the clipping and the schedule over the run's steps.
+// The replica: the run (the classifier, the optimizer, the clipping) with DDP on several ranks,
+// made before the optimizer (a 1-bit one takes DDP's exchange over after its warm-up), and the
+// schedule over the run's steps.
 struct Replica {
   Replica(const LabOptions& o, const Dataset& train, Device device,
           const std::shared_ptr<parallel::Communicator>& comm, int64_t steps_per_epoch)
-      : model(train::make_classifier(o, train, device)),
-        ddp(comm && comm->size() > 1 ? parallel::default_ddp(*model, comm) : nullptr),
-        optimizer(parallel::make_parallel_optimizer(
-            lab_optimizer_flags(o), model->state().parameters, comm,
-            [replicas = ddp.get()](std::function<bool()> local) {
-              if (replicas) replicas->keep_gradients_local_while(std::move(local));
-            })),
-        params(model->parameters()),
-        clipping(o.clip_grad_norm),
+      : run(
+            o,
+            [this, &o, &comm](nn::Module& model) {
+              if (comm && comm->size() > 1) ddp = parallel::default_ddp(model, comm);
+              return parallel::make_parallel_optimizer(
+                  lab_optimizer_flags(o), model.state().parameters, comm,
+                  [replicas = ddp.get()](std::function<bool()> local) {
+                    if (replicas) replicas->keep_gradients_local_while(std::move(local));
+                  });
+            },
+            train, device),
         schedule(optim::make_schedule(
             o.schedule, o.lr, o.epochs * steps_per_epoch,
             static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
             o.cosine_floor * o.lr)) {}
+  // DDP's hooks are on the model's parameters: it goes before the model does.
+  ~Replica() { ddp.reset(); }
 
-  nn::ModulePtr model;
-  std::unique_ptr<parallel::DistributedDataParallel> ddp;
-  std::unique_ptr<optim::Optimizer> optimizer;
-  std::vector<nn::Parameter*> params;
-  optim::GradientClipping clipping;
+  std::unique_ptr<parallel::DistributedDataParallel> ddp;  // before `run`, which sets it
+  train::ClassifierRun run;
   std::shared_ptr<const optim::Schedule> schedule;
 };
 
@@ -150,7 +152,7 @@ struct EpochTraining {
 // clipped optimizer step.
 Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, EpochTraining& epoch,
                   train::StepPhases& phases) {
-  nn::Module& model = *replica.model;
+  nn::Module& model = *replica.run.model;
   phases.start(train::Phase::kLoad);
   Batch batch = images.batches.next();
   if (o.aug_device) {
@@ -178,8 +180,8 @@ Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, Epo
       });
   if (replica.ddp) replica.ddp->finish_backward();
   phases.start(train::Phase::kOptimizer);
-  replica.clipping.apply_to_whole(replica.params);  // every replica holds the average
-  replica.optimizer->step();
+  replica.run.clipping.apply_to_whole(replica.run.params);  // every replica holds the average
+  replica.run.optimizer->step();
   return loss;
 }
 
@@ -197,7 +199,7 @@ train::LoopHooks lab_hooks(const LabOptions& o, const RunHooks& run_hooks, RankI
     return train_step(o, images, replica, epoch, phases);
   };
   hooks.validate = [&o, &images, &replica, rank, ranks] {
-    return train::evaluate(*replica.model, images.data.val, images.data.val_transform, o, rank,
+    return train::evaluate(*replica.run.model, images.data.val, images.data.val_transform, o, rank,
                            ranks, [&](const Batch& host) {
                              return train::in_training_layout(images.batches.place(host), o);
                            });
@@ -250,7 +252,7 @@ void print_run_report(const train::LoopResult& run, const RankImages& images, Re
     std::printf("communication per step on rank 0: %.3f MiB sent (ring)\n",
                 comm->traffic().bytes / static_cast<double>(run.steps) / (1 << 20));
   }
-  const float divergence = parallel::replica_divergence(*replica.model, *comm);
+  const float divergence = parallel::replica_divergence(*replica.run.model, *comm);
   if (lead && divergence == 0) {
     std::printf("replicas: identical weights on all %d ranks\n", comm->size());
   } else if (lead) {
@@ -271,26 +273,18 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
   RankImages images(o, device, rank, ranks);
   Replica replica(o, *images.data.train, device, comm, images.steps_per_epoch);
   EpochTraining epoch{.correct = zeros({1}, DType::kF32, device)};
-  const Replica& r = replica;
-  train::TrainingLoop loop(
-      o,
-      {.device = device,
-       .model = replica.model.get(),
-       .optimizer = replica.optimizer.get(),
-       .lr_at = run_hooks.lr_at ? run_hooks.lr_at
-                                : [&r](int64_t step) { return r.schedule->lr_at(step); },
-       .steps_per_epoch = images.steps_per_epoch,
-       .global_batch = images.step_batch * ranks,
-       .flops_per_unit = train::training_flops(train::classifier_multiply_adds(
-           *replica.model, images.data.train->channels(), o, device)),
-       .identity = {{"model", o.model}},
-       .comm = comm.get(),
-       .recipe = "- optimizer: " + std::string(optim::optimizer_name(o.optimizer)) + ", " +
-                 describe_schedule(o, run_hooks) + "\n- " +
-                 describe(o, images.data.train_transform) + "\n- " +
-                 describe_storage(o, *images.data.train),
-       .clipping = &replica.clipping},
-      lab_hooks(o, run_hooks, images, replica, epoch, rank, ranks));
+  train::LoopConfig config = replica.run.loop_config(images.data.train->channels());
+  config.lr_at = run_hooks.lr_at ? run_hooks.lr_at : [schedule = replica.schedule](int64_t step) {
+    return schedule->lr_at(step);
+  };
+  config.steps_per_epoch = images.steps_per_epoch;
+  config.global_batch = images.step_batch * ranks;
+  config.comm = comm.get();
+  config.recipe = "- optimizer: " + std::string(optim::optimizer_name(o.optimizer)) + ", " +
+                  describe_schedule(o, run_hooks) + "\n- " +
+                  describe(o, images.data.train_transform) + "\n- " +
+                  describe_storage(o, *images.data.train);
+  train::TrainingLoop loop(o, config, lab_hooks(o, run_hooks, images, replica, epoch, rank, ranks));
   if (lead) print_run_header(o, run_hooks, images, replica, device, ranks);
 
   const train::LoopResult run = loop.run();
