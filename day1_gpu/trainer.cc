@@ -54,6 +54,7 @@ class LabStep {
   Tensor run(const Batch& batch, train::StepPhases& phases) {
     if (graph_ && eager_step_done_ && graph_->fits(batch.images, batch.labels)) {
       phases.start(train::Phase::kGraphReplay);
+      if (graph_->captured()) phases.note_replayed();
       optimizer_.prepare_step();
       const Tensor loss = graph_->run(batch.images, batch.labels);
       optimizer_.count_step();

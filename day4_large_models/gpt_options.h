@@ -172,9 +172,8 @@ void validate(const GptLabOptions& options);
 void validate_train_batch(int64_t train_batch_size, int64_t batch_size, int64_t micro_batches,
                           int data_ranks);
 
-// Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks, or
-// --cuda-graphs of a run of several.
-void validate_run_ranks(const DataParallelChoice& data_parallel, bool cuda_graphs, int ranks);
+// Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks.
+void validate_run_ranks(const DataParallelChoice& data_parallel, int ranks);
 
 // Throws unless `ranks` (a run's, or --estimate-ranks: `estimate_ranks`) cut into whole grids of
 // --context-parallel x --tensor-parallel x --pipeline-stages ranks.

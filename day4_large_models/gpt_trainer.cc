@@ -166,7 +166,7 @@ std::optional<parallel::MemoryEstimate> checked_memory_estimate(const GptLabOpti
   const auto estimate = o.grid.memory_estimated()
                             ? std::optional(parallel::estimate_memory(memory_plan(o, ranks)))
                             : std::nullopt;
-  validate_run_ranks(o.data_parallel, o.cuda_graphs, ranks);
+  validate_run_ranks(o.data_parallel, ranks);
   if (estimate) enforce_memory_budget(o, ranks, *estimate, device);
   return estimate;
 }

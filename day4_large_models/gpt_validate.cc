@@ -92,18 +92,22 @@ void validate_optimizer(const OptimizerChoice& o, const train::RunFlags& run,
                name, " keeps them local after --freeze-step");
 }
 
-// --cuda-graphs: one process's whole step, the same work every step. The clip reads each
-// step's norm on the host for its log, the optimizer in backward and the 1-bit ones decide on
-// the host as the step runs, and model parallelism exchanges with other ranks.
+// --cuda-graphs: the whole step, the same work every step, its collectives captured with it
+// (communicator.h). The clip reads each step's norm on the host for its log, the optimizer in
+// backward and the 1-bit ones decide on the host as the step runs, and a pipeline times each
+// stage's passes on the host (its bubble), which a replay does not run.
 void validate_cuda_graphs(const OptimizerChoice& optimizer, const train::RunFlags& run,
-                          const GridChoice& grid) {
+                          const GridChoice& grid, const DataParallelChoice& dp) {
   COURSE_CHECK(!run.clip_grad_norm && !optimizer.in_backward && !optim::is_onebit(optimizer.kind),
                "--cuda-graphs replays the same device work every step: it does not take "
                "--clip-grad-norm (its norm is read for the log), --optimizer-in-backward or the "
                "1-bit optimizers (their steps change as they run)");
-  COURSE_CHECK(!grid.model_parallel(),
-               "--cuda-graphs captures one process's step: leave "
-               "--tensor-parallel, --context-parallel and --pipeline-stages at 1");
+  COURSE_CHECK(grid.pipeline.stages == 1,
+               "--cuda-graphs replays the step without its host code, and a pipeline measures "
+               "each stage's passes there (its bubble): leave --pipeline-stages at 1");
+  COURSE_CHECK(!dp.cpu_offload,
+               "--cuda-graphs replays the device's work; --cpu-offload updates the parameters on "
+               "the host's cores between the device's passes (leave one of them out)");
 }
 
 // The pipeline axis, against the `blocks` of `model` it cuts (any family); a pipeline
@@ -294,7 +298,7 @@ void validate(const GptLabOptions& o) {
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
   validate_optimizer(o.optimizer, o.run, o.data_parallel, o.grid);
   validate_data_parallel(o.data_parallel, o.run, o.optimizer.kind);
-  if (o.cuda_graphs) validate_cuda_graphs(o.optimizer, o.run, o.grid);
+  if (o.cuda_graphs) validate_cuda_graphs(o.optimizer, o.run, o.grid, o.data_parallel);
   validate_grid(o.grid, o.data_parallel, o.estimate);
   COURSE_CHECK(o.grid.tensor_parallel == 1 || !o.model.checkpoint_activations,
                "--tensor-parallel cuts the blocks' layers; it does not combine with "
@@ -306,14 +310,10 @@ void validate(const GptLabOptions& o) {
   }
 }
 
-void validate_run_ranks(const DataParallelChoice& dp, bool cuda_graphs, int ranks) {
+void validate_run_ranks(const DataParallelChoice& dp, int ranks) {
   COURSE_CHECK(dp.replicated() || ranks > 1, "--sharding ", dp.flag(),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
                "(start it with mpirun -np N, or srun)");
-  COURSE_CHECK(!cuda_graphs || ranks == 1,
-               "--cuda-graphs captures one process's step; this run has ", ranks,
-               " ranks, whose collectives the graph would not replay (run it without mpirun, or "
-               "leave --cuda-graphs out)");
 }
 
 void validate_grid_ranks(const GridChoice& grid, int ranks, bool estimate_ranks) {

@@ -175,7 +175,7 @@ ImageLabResult run_image_lab(const GptLabOptions& o) {
     if (comm->rank() == 0) print_preset_figures(o, comm->size());
     return {};
   }
-  validate_run_ranks(o.data_parallel, o.cuda_graphs, comm->size());
+  validate_run_ranks(o.data_parallel, comm->size());
   const train::TrainingFlags flags = image_flags(o);
   const LabDatasets data = open_dataset(flags);
 

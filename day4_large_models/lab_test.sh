@@ -282,10 +282,32 @@ for sharding in zero3 zero1; do
   fi
   echo "ok: $sharding on 2 ranks, a checkpoint file per rank, resumed as DDP: $(head -1 <<<"$sharded_resumed")"
 done
-expect 1 "error: --cuda-graphs captures one process's step; this run has 2 ranks" \
-  "${mpirun[@]}" "$lab" "${few[@]}" --cuda-graphs
-expect 1 "error: --cuda-graphs captures one process's step: leave --tensor-parallel" \
-  "${mpirun[@]}" "$lab" "${few[@]}" --cuda-graphs --tensor-parallel 2
+# --cuda-graphs on 2 ranks of the simulated accelerator: the collectives of DDP, ZeRO-3 and
+# sequence-parallel tensor parallelism are captured with the step (tasks of the recorded graph,
+# posted and waited for at their place in every replay) and the run ends as the eager steps do.
+sim_ranks=()
+for word in "${ranks[@]}"; do
+  [[ $word == cpu ]] && word=sim  # --device cpu's value
+  sim_ranks+=("$word")
+done
+for flags in "--sharding none" "--sharding zero3" "--tensor-parallel 2 --sequence-parallel"; do
+  # shellcheck disable=SC2086
+  eager=$("${mpirun[@]}" "$lab" "${sim_ranks[@]}" $flags 2>&1 | grep -A1 -E "^(epoch|sample)")
+  # shellcheck disable=SC2086
+  graphed=$("${mpirun[@]}" "$lab" "${sim_ranks[@]}" $flags --cuda-graphs 2>&1)
+  if ! grep -q "^graph replay" <<<"$graphed" ||
+    [[ -z $eager || $(grep -A1 -E "^(epoch|sample)" <<<"$graphed") != "$eager" ]]; then
+    echo "FAILED: --cuda-graphs on 2 ranks ($flags) ends otherwise than the eager steps:"
+    echo "eager: $eager"
+    echo "$graphed"
+    exit 1
+  fi
+  echo "ok: --cuda-graphs on 2 ranks ($flags) replays the step and its collectives"
+done
+expect 1 "error: --cuda-graphs replays the device's work; --cpu-offload updates the parameters" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 --cpu-offload --cuda-graphs
+expect 1 "error: --cuda-graphs replays the step without its host code, and a pipeline measures" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --cuda-graphs --pipeline-stages 2
 expect 1 "is of sharding zero3, not zero2" "${mpirun[@]}" "$lab" "${ranks[@]}" --sharding zero2 \
   --epochs 2 --resume "$TEST_TMPDIR/zero3.ckpt"
 expect 1 "was saved on 2 ranks, and this run has 3: resume it on 2 ranks" "${mpirun[@]:0:7}" -np 3 \

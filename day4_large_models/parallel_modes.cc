@@ -178,6 +178,7 @@ std::optional<train::StepGraph> LabStep::captured_step(Device device) {
 Tensor LabStep::run(const NextTokenBatch& batch, train::StepPhases& phases) {
   if (graph_ && eager_step_done_ && graph_->fits(batch.inputs, batch.targets)) {
     phases.start(Phase::kGraphReplay);
+    if (graph_->captured()) phases.note_replayed();
     optimizer_.optimizer->prepare_step();
     const Tensor loss = graph_->run(batch.inputs, batch.targets);
     optimizer_.optimizer->count_step();

@@ -62,8 +62,9 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& choice, const course::tra
 // (clipped first) or, in backward, its updates; run() returns the loss (forward_backward's).
 // With --cuda-graphs, after one eager step, every batch of the first one's shape runs as one
 // replay of the captured step (common/train/step_graph.h: torch.compile's "reduce-overhead"),
-// the schedule's learning rate still set per step; in one process (gpt_validate.cc refuses the
-// rest: a collective posted during the capture would not be replayed).
+// the schedule's learning rate still set per step; under data, tensor and context parallelism
+// its collectives are captured with it (NCCL's in the CUDA graph, the MPI engine's as tasks of
+// the CPU graph: communicator.h); gpt_validate.cc refuses what decides on the host mid-step.
 class LabStep {
  public:
   LabStep(LabOptimizer& optimizer, course::optim::GradientClipping& clipping,

@@ -14,10 +14,13 @@ using namespace course::parallel;
 void print_parallel_reports(TrainingParallelism& parallelism, const course::train::LoopResult& run,
                             const std::string& model, const std::string& timeline, bool lead,
                             int ranks) {
-  if (lead && run.steps > 0 && ranks > 1) {
-    std::printf("communication per step on rank 0: %.3f MiB sent (ring), %.1f ms waited for\n",
-                parallelism.bytes_sent() / run.steps / 1048576.0,
-                parallelism.exposed_communication_seconds() * 1e3 / run.steps);
+  // What the host posted (a replayed graph's collectives move what its capture counted).
+  const int64_t posted = run.steps - run.replayed_steps;
+  if (lead && posted > 0 && ranks > 1) {
+    std::printf("communication per step on rank 0: %.3f MiB sent (ring), %.1f ms waited for%s\n",
+                parallelism.bytes_sent() / posted / 1048576.0,
+                parallelism.exposed_communication_seconds() * 1e3 / posted,
+                run.replayed_steps > 0 ? " (the steps run on the host: replays not counted)" : "");
   }
   const std::optional<PipelineMeasurement> pipeline = parallelism.pipeline_measurement();
   if (!pipeline || !lead) return;

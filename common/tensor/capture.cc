@@ -21,6 +21,8 @@ thread_local void* scoped_stream = nullptr;
 
 bool capturing() { return active_capture.has_value(); }
 
+bool capturing_on_host() { return capturing() && active_capture->host_work != nullptr; }
+
 void check_not_capturing(std::string_view what) {
   if (capturing()) fail_capture(what);
 }
@@ -56,6 +58,14 @@ void record_host_work(std::function<void()> work) {
                                 active_capture->device.str(), ")"));
   }
   active_capture->host_work->push_back(std::move(work));
+}
+
+void after_each_replay(const void* owner, std::function<void()> hook) {
+  std::vector<ReplayHook>& hooks = *active_capture->after_replay;
+  for (const ReplayHook& h : hooks) {
+    if (h.owner == owner) return;
+  }
+  hooks.push_back({owner, std::move(hook)});
 }
 
 }  // namespace detail

@@ -26,6 +26,8 @@ class GraphCaptureError : public Error {
 
 // Whether this thread is capturing work into a graph.
 bool capturing();
+// Whether that graph is a CPU graph (a task list: the CPU or the simulated accelerator).
+bool capturing_on_host();
 // Throws GraphCaptureError when this thread is capturing: `what` cannot be captured.
 void check_not_capturing(std::string_view what);
 // Throws GraphCaptureError when this thread is capturing a graph of another device than `device`.
@@ -52,15 +54,25 @@ class StreamScope {
 
 namespace detail {
 
+// Host code a graph runs after each replay is queued: a communicator's watch over the
+// collectives the graph holds, which no host call waits for. One per owner.
+struct ReplayHook {
+  const void* owner;
+  std::function<void()> run;
+};
+
 // The capture of one thread, begun and ended by Graph::capture.
 struct Capture {
   Device device;
   std::vector<std::function<void()>>* host_work = nullptr;  // CPU: the graph's task list
   void* cuda_stream = nullptr;                              // GPU: the capturing stream
+  std::vector<ReplayHook>* after_replay = nullptr;          // the graph's replay hooks
 };
 void begin_capture(const Capture& capture);
 void end_capture();
 void record_host_work(std::function<void()> work);
+// Adds `owner`'s hook to the graph being captured, unless it has one already.
+void after_each_replay(const void* owner, std::function<void()> hook);
 
 }  // namespace detail
 

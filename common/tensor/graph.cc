@@ -44,6 +44,7 @@ void Graph::release() {
   cuda_graph_ = nullptr;
 #endif
   host_work_.clear();
+  after_replay_.clear();
   device_allocator(device_).release_pool(pool_);
 }
 
@@ -53,10 +54,12 @@ void Graph::capture(const std::function<void()>& work) {
     capture_on_gpu(work);
   } else {
     try {
-      CaptureScope scope(pool_, {.device = device_, .host_work = &host_work_});
+      CaptureScope scope(
+          pool_, {.device = device_, .host_work = &host_work_, .after_replay = &after_replay_});
       work();
     } catch (...) {
       host_work_.clear();
+      after_replay_.clear();
       throw;
     }
   }
@@ -72,7 +75,8 @@ void Graph::capture_on_gpu(const std::function<void()>& work) {
   cudaGraph_t graph = nullptr;
   cudaError_t status = cudaSuccess;
   try {
-    CaptureScope scope(pool_, {.device = device_, .cuda_stream = stream});
+    CaptureScope scope(pool_,
+                       {.device = device_, .cuda_stream = stream, .after_replay = &after_replay_});
     CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
       work();
@@ -80,6 +84,7 @@ void Graph::capture_on_gpu(const std::function<void()>& work) {
       cudaStreamEndCapture(stream, &graph);  // abandons the partial graph
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError();
+      after_replay_.clear();
       throw;
     }
     status = cudaStreamEndCapture(stream, &graph);
@@ -106,10 +111,12 @@ void Graph::replay() {
   if (cuda_graph_) {
     set_current_device(device_);
     CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(cuda_graph_), nullptr));
-    return;
   }
 #endif
-  for (const auto& work : host_work_) work();
+  if (!cuda_graph_) {
+    for (const auto& work : host_work_) work();
+  }
+  for (const detail::ReplayHook& hook : after_replay_) hook.run();
 }
 
 }  // namespace course

@@ -8,7 +8,9 @@
 // batch into the tensors the capture used, keep the learning rate in a device scalar. Reading a
 // device value on the host, or copying host data in, throws GraphCaptureError during a
 // capture (capture.h). Memory the capture allocates comes from the graph's private pool and
-// stays reserved while the graph lives.
+// stays reserved while the graph lives. Collectives are captured too (communicator.h): NCCL's
+// on their stream, with a watch over each replay's after it is queued; the MPI engine's as tasks
+// of a CPU graph.
 //
 // The CPU graph exists so the same step code is exercised and tested on machines without a
 // GPU; it saves no launch overhead worth measuring.
@@ -17,6 +19,7 @@
 #include <functional>
 #include <vector>
 
+#include "common/tensor/capture.h"
 #include "common/tensor/device.h"
 
 namespace course {
@@ -42,7 +45,8 @@ class Graph {
   int64_t pool_;
   bool captured_ = false;
   std::vector<std::function<void()>> host_work_;  // the CPU graph
-  void* cuda_graph_ = nullptr;                    // cudaGraphExec_t
+  std::vector<detail::ReplayHook> after_replay_;
+  void* cuda_graph_ = nullptr;  // cudaGraphExec_t
 };
 
 }  // namespace course

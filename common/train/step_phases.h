@@ -18,11 +18,16 @@ class StepPhases {
   // Ends the step's last phase; the step counted `batch_size` images.
   void finish(int64_t batch_size);
   bool recorded() const { return recorded_; }
+  // The step ran as a replay of a graph captured in an earlier step: none of its host code ran
+  // (its collectives were counted at the capture).
+  void note_replayed() { replayed_ = true; }
+  bool replayed() const { return replayed_; }
 
  private:
   Chronometer& chrono_;
   Profiler& profiler_;
   bool recorded_;
+  bool replayed_ = false;
   std::optional<Profiler::Range> range_;
 };
 

@@ -206,6 +206,7 @@ int64_t TrainingLoop::run_steps(int64_t epoch, int64_t first, Chronometer& chron
     phases.finish(config_.global_batch);
     if (result.steps > 0) result.step_waits += host_waits() - before_step;
     ++result.steps;
+    result.replayed_steps += phases.replayed();
     ++epoch_steps.steps;
     // The host waits for the device only here: every --log-every steps, at the epoch's end,
     // at a stop, and every step for a hook that wants each step's loss.

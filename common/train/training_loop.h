@@ -96,8 +96,9 @@ struct LoopConfig {
 };
 
 struct LoopResult {
-  int64_t steps = 0;                    // optimizer steps taken by this run
-  float last_loss = 0;                  // of the last step (mean over ranks at epoch ends)
+  int64_t steps = 0;           // optimizer steps taken by this run
+  int64_t replayed_steps = 0;  // of which replays of a graph captured before (--cuda-graphs)
+  float last_loss = 0;         // of the last step (mean over ranks at epoch ends)
   std::optional<double> test_accuracy;  // after the last epoch (not with --test)
   std::optional<double> test_loss;
   bool ended_early = false;  // after_epoch said to stop

@@ -2,12 +2,13 @@
 # The GPU self-test of a cluster's GPU node: run it first on a new cluster. It runs every test
 # case parametrised on a device (the GPU's cases against the CPU path), the GPU-only tests, and
 # a short run of each day's lab on the GPU (day 1 f32, AMP f16 + channels-last, CUDA graphs;
-# DDP, ZeRO-3, 1F1B and tensor parallelism over NCCL on every visible GPU; day 1's and day 4's
-# steps 2..N counted wait-free, with --cpu on the simulated accelerator), then prints one
-# table (case, device, result, seconds) and exits non-zero if any case failed. A GPU case that
-# skips for want of a GPU counts as failed here: on a GPU node it must run. The multi-rank lab
-# cases compare with one process accumulating the same micro-batches; on a node of one GPU two
-# ranks share it (only NCCL's own test, which needs a GPU per rank, is listed as skipped).
+# DDP, ZeRO-3 (eager and as one graph), 1F1B and tensor parallelism over NCCL on every visible
+# GPU; day 1's and day 4's steps 2..N counted wait-free, with --cpu on the simulated
+# accelerator), then prints one table (case, device, result, seconds) and exits non-zero if any
+# case failed. A GPU case that skips for want of a GPU counts as failed here: on a GPU node it
+# must run. The multi-rank lab cases compare with one process accumulating the same
+# micro-batches; on a node of one GPU two ranks share it (only the cases that need a GPU per
+# rank, NCCL's own test and the step of ZeRO-3 as one CUDA graph, are listed as skipped).
 #   run_selftest.sh [--cpu] [--root DIR] [--logs DIR]
 #     --cpu       the same cases on the CPU (2 MPI ranks stand in for GPUs): the bundle's own test
 #     --root DIR  where the binaries are (default: this script's runfiles, or its folder in a
@@ -245,14 +246,17 @@ if [[ $device == cuda ]]; then
     --device cuda "${images[@]}"
 fi
 
+skip_one_gpu() {  # skip_one_gpu NAME: a case that needs a GPU per rank, on a node of one
+  results+=("$(printf '%-44s %-10s %-5s %8s' "$1" "$device" "SKIP" "1 GPU")")
+  skipped=$((skipped + 1))
+}
 multi() {  # multi NAME RANKS BINARY ARGS...: on RANKS GPUs (CPU ranks with --cpu)
   local name=$1 np=$2
   shift 2
   if ((np >= 2)); then
     record "$name" "$device x$np" "${mpirun_cmd[@]}" -np "$np" "$@"
   elif [[ $name == NCCL* ]]; then  # NCCL needs a GPU per rank
-    results+=("$(printf '%-44s %-10s %-5s %8s' "$name" "$device" "SKIP" "1 GPU")")
-    skipped=$((skipped + 1))
+    skip_one_gpu "$name"
   else
     # One GPU: two ranks share it, the MPI engine staging its tensors through host memory
     # (communicator.h), so the parallel schemes' GPU code runs here too.
@@ -321,6 +325,15 @@ multi_compared "day 4: ZeRO-3, bf16 parameters" "$ranks" 1 0.05 "$day4" "${gpt_r
   -- --sharding zero3 --param-dtype bf16
 multi_compared "day 4: DDP, optimizer in backward" "$ranks" 1 0.02 "$day4" "${gpt_ranks[@]}" \
   --optimizer-in-backward
+# The ZeRO-3 step as one graph, its gathers and reduce-scatters inside (NCCL's kernels in the CUDA
+# graph; MPI's as tasks of the CPU graph with --cpu). Ranks that share a GPU exchange through MPI
+# from the host, which a CUDA graph cannot replay: a GPU per rank, or skipped.
+if ((ranks >= 2)) || [[ $device != cuda ]]; then
+  multi_compared "day 4: ZeRO-3 step as one graph" "$ranks" 1 0.05 "$day4" "${gpt_ranks[@]}" \
+    --amp -- --sharding zero3 --cuda-graphs
+else
+  skip_one_gpu "day 4: ZeRO-3 step as one graph"
+fi
 # The compressed all-reduce's all-to-all and all-gather of sign bits over NCCL; one process
 # compresses its own momentum alike, which moves the losses by a fraction of a percent.
 multi_compared "day 4: 1-bit Adam, compressed after 2 steps" "$ranks" 1 0.02 "$day4" \

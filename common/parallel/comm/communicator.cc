@@ -20,6 +20,7 @@
 #include "common/parallel/comm/nccl_engine.h"
 #include "common/parallel/comm/ring_allreduce.h"
 #include "common/parallel/comm/traced_work.h"
+#include "common/tensor/capture.h"
 
 namespace course::parallel {
 
@@ -253,14 +254,35 @@ void Communicator::check_rank(int r, const char* what) const {
 }
 
 void Communicator::count(double& kind, double bytes) {
+  if (!counting_) return;
   ++traffic_.collectives;
   kind += bytes;
   traffic_.bytes += bytes;
 }
 
+WorkPtr Communicator::replayed(const char* op, std::function<WorkPtr()> post) {
+  if (!capturing_on_host()) {
+    throw GraphCaptureError(detail::concat(
+        op,
+        " through MPI inside a GPU graph capture: ranks that share a GPU exchange through MPI "
+        "from the host, which a CUDA graph cannot replay (give each rank its own GPU, for NCCL)"));
+  }
+  detail::record_host_work([this, post = std::move(post)] {
+    const bool counting = std::exchange(counting_, false);  // counted once, at the capture
+    const WorkPtr work = post();
+    counting_ = counting;
+    work->wait();
+  });
+  return completed_work();
+}
+
 WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
+  const bool nccl = device_engine(t, "allreduce");
   count(traffic_.allreduce_bytes, 2.0 * (size_ - 1) / size_ * static_cast<double>(t.nbytes()));
-  if (device_engine(t, "allreduce")) {
+  if (capturing() && !nccl) {
+    return replayed("allreduce", [this, t, op]() mutable { return allreduce(t, op); });
+  }
+  if (nccl) {
     return traced(nccl_->allreduce(t, op), "allreduce", t.nbytes());
   }
   if (ring_ && t.device().is_cpu() && op == ReduceOp::kSum && t.dtype() == DType::kF32 &&
@@ -280,8 +302,12 @@ WorkPtr Communicator::allreduce(Tensor& t, ReduceOp op) {
 
 WorkPtr Communicator::broadcast(Tensor& t, int root) {
   check_rank(root, "broadcast root");
+  const bool nccl = device_engine(t, "broadcast");
   count(traffic_.other_bytes, static_cast<double>(t.nbytes()));
-  if (device_engine(t, "broadcast")) {
+  if (capturing() && !nccl) {
+    return replayed("broadcast", [this, t, root]() mutable { return broadcast(t, root); });
+  }
+  if (nccl) {
     return traced(nccl_->broadcast(t, root), "broadcast", t.nbytes());
   }
   auto work = mpi_work("broadcast", {t});
@@ -295,10 +321,15 @@ WorkPtr Communicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op)
   COURSE_CHECK(out.dtype() == in.dtype() && in.numel() == out.numel() * size_,
                "reduce_scatter: ", size_, " ranks need an input of ", size_, " x the output (",
                out.numel(), " elements), got ", in.numel());
+  check_same_place(in, out, "reduce_scatter");
+  const bool nccl = device_engine(in, "reduce_scatter");
   count(traffic_.reduce_scatter_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(in.nbytes()));
-  check_same_place(in, out, "reduce_scatter");
-  if (device_engine(in, "reduce_scatter")) {
+  if (capturing() && !nccl) {
+    return replayed("reduce_scatter",
+                    [this, in, out, op]() mutable { return reduce_scatter(in, out, op); });
+  }
+  if (nccl) {
     return traced(nccl_->reduce_scatter(in, out, op), "reduce_scatter", in.nbytes());
   }
   auto work = mpi_work("reduce_scatter", {in, out});
@@ -314,10 +345,14 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
   COURSE_CHECK(out.dtype() == in.dtype() && out.numel() == in.numel() * size_,
                "all_gather: ", size_, " ranks need an output of ", size_, " x the input (",
                in.numel(), " elements), got ", out.numel());
+  check_same_place(in, out, "all_gather");
+  const bool nccl = device_engine(in, "all_gather");
   count(traffic_.all_gather_bytes,
         static_cast<double>(size_ - 1) / size_ * static_cast<double>(out.nbytes()));
-  check_same_place(in, out, "all_gather");
-  if (device_engine(in, "all_gather")) {
+  if (capturing() && !nccl) {
+    return replayed("all_gather", [this, in, out]() mutable { return all_gather(in, out); });
+  }
+  if (nccl) {
     return traced(nccl_->all_gather(in, out), "all_gather", out.nbytes());
   }
   auto work = mpi_work("all_gather", {in, out});
@@ -332,6 +367,7 @@ WorkPtr Communicator::all_gather(const Tensor& in, Tensor& out) {
 WorkPtr Communicator::exchange(const std::vector<PeerTransfer>& transfers) {
   if (transfers.empty()) return completed_work();
   const Tensor& first = transfers.front().tensor;
+  const bool nccl = device_engine(first, "exchange");
   std::vector<Tensor> tensors;
   int64_t bytes = 0;
   for (const PeerTransfer& t : transfers) {
@@ -342,7 +378,10 @@ WorkPtr Communicator::exchange(const std::vector<PeerTransfer>& transfers) {
     bytes += t.tensor.nbytes();
     tensors.push_back(t.tensor);
   }
-  if (device_engine(first, "exchange")) {
+  if (capturing() && !nccl) {
+    return replayed("point-to-point exchange", [this, transfers] { return exchange(transfers); });
+  }
+  if (nccl) {
     return traced(nccl_->exchange(transfers), "exchange", bytes);
   }
   // As on NCCL's one stream, this group starts when the previous one is complete.
@@ -365,6 +404,7 @@ WorkPtr Communicator::exchange(const std::vector<PeerTransfer>& transfers) {
 }
 
 void Communicator::barrier() {
+  check_not_capturing("a barrier");
   MpiWork work("barrier", rank_, timeout_, {});
   MPI_CHECK(MPI_Ibarrier(comm_->comm, work.request()));
   work.wait();

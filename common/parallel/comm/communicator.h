@@ -23,6 +23,11 @@
 // checks each message's tag against the expected one, so an order that only tags made right
 // fails on the CPU as it would go wrong on the GPU.
 //
+// Collectives may be captured in a graph (common/tensor/graph.h: a training step replayed as
+// one): NCCL's are captured on their stream like kernels, and a watch over each replay's
+// collectives ends a replay that outlives the timeout as it ends a collective; the MPI engine's
+// become tasks of a CPU graph, run at their place in every replay.
+//
 // A rank that dies or stalls must not hang the others: wait() gives up after the communicator's
 // timeout with an error naming the operation, and the job is then aborted at exit (MPI cannot
 // recover a collective that one rank never joins).
@@ -41,6 +46,7 @@
 // add 16-bit floats: reduce those in f32); any dtype on the GPU.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -106,6 +112,8 @@ class Communicator {
   WorkPtr recv(Tensor& t, int src, int tag = 0) { return exchange({receive_from(t, src, tag)}); }
   void barrier();
 
+  // Counted when an operation is posted by the host: a graph's replays add nothing (a replay
+  // moves what its capture counted).
   const Traffic& traffic() const { return traffic_; }
   void reset_traffic() { traffic_ = {}; }
 
@@ -132,6 +140,12 @@ class Communicator {
   bool ranks_share(Device device) const;
   // A work handle of the MPI engine, staging device tensors when the ranks share a device.
   std::shared_ptr<MpiWork> mpi_work(const char* op, std::vector<Tensor> keep) const;
+  // An operation of the MPI engine during a graph capture (capture.h): a CPU graph (the CPU,
+  // the simulated accelerator) gets `post` as a task, posted and waited for at its place in
+  // every replay, and the capture goes on as if it were done; a GPU graph cannot call MPI (the
+  // engine of ranks sharing a GPU): GraphCaptureError. Its traffic is counted at the capture,
+  // as NCCL's is, not in the replays (whose host code does not run).
+  WorkPtr replayed(const char* op, std::function<WorkPtr()> post);
 
   std::unique_ptr<MpiComm> comm_;
   std::unique_ptr<NcclEngine> nccl_;
@@ -146,6 +160,7 @@ class Communicator {
   // never match this one's point-to-point receives), and the ring in flight on it.
   std::unique_ptr<Communicator> ring_;
   WorkPtr ring_in_flight_;
+  bool counting_ = true;  // false while a replay posts a captured operation
   void count(double& kind, double bytes);
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "common/tensor/capture.h"
 #include "common/tensor/cuda_check.h"
 #endif
 
@@ -169,22 +170,52 @@ struct NcclEngine::State {
 
 namespace {
 
+// The work queued so far on `stream`, watched as one collective `op` (the watchdog ends it when
+// it outlives the timeout, and retires it when done).
+std::shared_ptr<PendingCollective> watch_stream(const std::shared_ptr<NcclEngine::State>& state,
+                                                cudaStream_t stream, const char* op,
+                                                std::vector<Tensor> keep) {
+  auto collective = std::make_shared<PendingCollective>();
+  CUDA_CHECK(cudaEventCreateWithFlags(&collective->done, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventRecord(collective->done, stream));
+  collective->deadline = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(state->timeout));
+  collective->op = op;
+  collective->keep = std::move(keep);
+  state->watch(collective);
+  return collective;
+}
+
+// A collective in flight. Posted during a graph capture (capture.h) it is a node of the graph:
+// its end event belongs to the capture, which the host may not query, so the watchdog watches
+// each replay instead (the graph queues that watch after it) and the graph keeps the tensors.
 class NcclWork : public Work {
  public:
   NcclWork(std::shared_ptr<NcclEngine::State> state, const char* op, std::vector<Tensor> keep)
-      : state_(std::move(state)), collective_(std::make_shared<PendingCollective>()) {
-    CUDA_CHECK(cudaEventCreateWithFlags(&collective_->done, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(collective_->done, state_->stream));
-    collective_->deadline = std::chrono::steady_clock::now() +
-                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(state_->timeout));
-    collective_->op = op;
-    collective_->keep = std::move(keep);
-    state_->watch(collective_);
+      : state_(std::move(state)), op_(op) {
+    if (!captured_) {
+      collective_ = watch_stream(state_, state_->stream, op, std::move(keep));
+      done_ = collective_->done;
+      return;
+    }
+    CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(done_, state_->stream));
+    detail::after_each_replay(state_.get(), [state = state_] {
+      watch_stream(state, static_cast<cudaStream_t>(current_cuda_stream()),
+                   "a replayed graph's collectives", {});
+    });
   }
+  ~NcclWork() override {
+    if (captured_) cudaEventDestroy(done_);  // the watchdog retires the others
+  }
+  NcclWork(const NcclWork&) = delete;
+  NcclWork& operator=(const NcclWork&) = delete;
+
   bool test() override {
     state_->check();
-    const cudaError_t status = cudaEventQuery(collective_->done);
+    if (captured_) return true;  // done in the graph's order
+    const cudaError_t status = cudaEventQuery(done_);
     if (status == cudaErrorNotReady) return false;
     CUDA_CHECK(status);
     return true;
@@ -192,18 +223,21 @@ class NcclWork : public Work {
   void wait() override {
     state_->check();
     // Later work on the compute stream sees the result; the host goes on.
-    CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(current_cuda_stream()),
-                                   collective_->done, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(current_cuda_stream()), done_, 0));
   }
   void synchronize() override {
+    check_not_capturing("a collective's host wait");
     note_host_synchronization(Device::cuda(state_->device));
-    state_->poll(collective_->op, [this] { return test(); });
+    state_->poll(op_, [this] { return test(); });
     wait();
   }
 
  private:
   std::shared_ptr<NcclEngine::State> state_;
+  const char* op_;
+  const bool captured_ = capturing();
   std::shared_ptr<PendingCollective> collective_;  // retired (its event destroyed) by the watchdog
+  cudaEvent_t done_ = nullptr;                     // collective_'s, or the capture's node
 };
 
 // Orders the communication stream after the work queued so far on the compute stream, once the
