@@ -58,10 +58,20 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 
 // A collective in flight: its end event, when it must be done by, and the tensors it reads or
 // writes (kept alive until it is done: the caching allocator does not follow NCCL's stream).
+// Shared by its Work and the watchdog; the event goes with the last of them (a Work may wait on
+// it after the watchdog retired it).
 struct PendingCollective {
+  PendingCollective(cudaStream_t stream, const char* what) : op(what) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(done, stream));
+  }
+  ~PendingCollective() { cudaEventDestroy(done); }
+  PendingCollective(const PendingCollective&) = delete;
+  PendingCollective& operator=(const PendingCollective&) = delete;
+
   cudaEvent_t done = nullptr;
+  const char* op;
   std::chrono::steady_clock::time_point deadline;
-  const char* op = "";
   std::vector<Tensor> keep;
 };
 
@@ -160,30 +170,23 @@ struct NcclEngine::State {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
       lock.lock();
-      if (!running || aborted) {
-        cudaEventDestroy(oldest->done);
-        pending.pop_front();
-      }
+      if (!running || aborted) pending.pop_front();
     }
   }
 };
 
 namespace {
 
-// The work queued so far on `stream`, watched as one collective `op` (the watchdog ends it when
-// it outlives the timeout, and retires it when done).
-std::shared_ptr<PendingCollective> watch_stream(const std::shared_ptr<NcclEngine::State>& state,
-                                                cudaStream_t stream, const char* op,
-                                                std::vector<Tensor> keep) {
-  auto collective = std::make_shared<PendingCollective>();
-  CUDA_CHECK(cudaEventCreateWithFlags(&collective->done, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventRecord(collective->done, stream));
+// The work queued so far on `stream` as one collective `op`, given to the watchdog, which ends it
+// when it outlives the timeout.
+std::shared_ptr<PendingCollective> watch_stream(NcclEngine::State& state, cudaStream_t stream,
+                                                const char* op, std::vector<Tensor> keep) {
+  auto collective = std::make_shared<PendingCollective>(stream, op);
   collective->deadline = std::chrono::steady_clock::now() +
                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                             std::chrono::duration<double>(state->timeout));
-  collective->op = op;
+                             std::chrono::duration<double>(state.timeout));
   collective->keep = std::move(keep);
-  state->watch(collective);
+  state.watch(collective);
   return collective;
 }
 
@@ -193,29 +196,22 @@ std::shared_ptr<PendingCollective> watch_stream(const std::shared_ptr<NcclEngine
 class NcclWork : public Work {
  public:
   NcclWork(std::shared_ptr<NcclEngine::State> state, const char* op, std::vector<Tensor> keep)
-      : state_(std::move(state)), op_(op) {
+      : state_(std::move(state)) {
     if (!captured_) {
-      collective_ = watch_stream(state_, state_->stream, op, std::move(keep));
-      done_ = collective_->done;
+      collective_ = watch_stream(*state_, state_->stream, op, std::move(keep));
       return;
     }
-    CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(done_, state_->stream));
+    collective_ = std::make_shared<PendingCollective>(state_->stream, op);
     detail::after_each_replay(state_.get(), [state = state_] {
-      watch_stream(state, static_cast<cudaStream_t>(current_cuda_stream()),
+      watch_stream(*state, static_cast<cudaStream_t>(current_cuda_stream()),
                    "a replayed graph's collectives", {});
     });
   }
-  ~NcclWork() override {
-    if (captured_) cudaEventDestroy(done_);  // the watchdog retires the others
-  }
-  NcclWork(const NcclWork&) = delete;
-  NcclWork& operator=(const NcclWork&) = delete;
 
   bool test() override {
     state_->check();
     if (captured_) return true;  // done in the graph's order
-    const cudaError_t status = cudaEventQuery(done_);
+    const cudaError_t status = cudaEventQuery(collective_->done);
     if (status == cudaErrorNotReady) return false;
     CUDA_CHECK(status);
     return true;
@@ -223,21 +219,20 @@ class NcclWork : public Work {
   void wait() override {
     state_->check();
     // Later work on the compute stream sees the result; the host goes on.
-    CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(current_cuda_stream()), done_, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(current_cuda_stream()),
+                                   collective_->done, 0));
   }
   void synchronize() override {
     check_not_capturing("a collective's host wait");
     note_host_synchronization(Device::cuda(state_->device));
-    state_->poll(op_, [this] { return test(); });
+    state_->poll(collective_->op, [this] { return test(); });
     wait();
   }
 
  private:
   std::shared_ptr<NcclEngine::State> state_;
-  const char* op_;
   const bool captured_ = capturing();
-  std::shared_ptr<PendingCollective> collective_;  // retired (its event destroyed) by the watchdog
-  cudaEvent_t done_ = nullptr;                     // collective_'s, or the capture's node
+  std::shared_ptr<PendingCollective> collective_;
 };
 
 // Orders the communication stream after the work queued so far on the compute stream, once the
@@ -291,7 +286,6 @@ NcclEngine::~NcclEngine() {
       std::fprintf(stderr, "%s\n", e.what());
     }
   }
-  for (const auto& collective : state_->pending) cudaEventDestroy(collective->done);
   if (!state_->aborted) ncclCommDestroy(state_->comm);
   cudaStreamDestroy(state_->stream);
 }
