@@ -41,13 +41,9 @@ DeviceBatches::Transfer batch_transfer(const LabOptions& o, Device device) {
 class LabStep {
  public:
   LabStep(train::ClassifierRun& run, const LabOptions& o)
-      : model_(*run.model),
-        optimizer_(*run.optimizer),
-        device_(run.device),
-        params_(run.params),
+      : run_(run),
         o_(o),
         loss_scaling_(o.amp && o.amp_dtype == DType::kF16),
-        clipping_(run.clipping),
         graph_(o.cuda_graphs ? captured_step(run.device) : std::nullopt) {}
 
   // Returns the batch's mean loss, a (1,) tensor on the device.
@@ -55,14 +51,14 @@ class LabStep {
     if (graph_ && eager_step_done_ && graph_->fits(batch.images, batch.labels)) {
       phases.start(train::Phase::kGraphReplay);
       if (graph_->captured()) phases.note_replayed();
-      optimizer_.prepare_step();
+      run_.optimizer->prepare_step();
       const Tensor loss = graph_->run(batch.images, batch.labels);
-      optimizer_.count_step();
+      run_.optimizer->count_step();
       return loss;
     }
     const Tensor loss = passes(batch, [&phases](train::Phase phase) { phases.start(phase); });
     phases.start(train::Phase::kOptimizer);
-    clipping_.apply_to_whole(params_, loss_scale());
+    run_.clipping.apply_to_whole(run_.params, loss_scale());
     update();
     eager_step_done_ = true;
     return loss;
@@ -73,16 +69,16 @@ class LabStep {
 
  private:
   // The loss scaler's scale on the device in f16 (TP1.2), else none.
-  Tensor loss_scale() { return loss_scaling_ ? scaler_.scale_tensor(device_) : Tensor(); }
+  Tensor loss_scale() { return loss_scaling_ ? scaler_.scale_tensor(run_.device) : Tensor(); }
 
   // The update after the passes: TP1.2's scaled step in f16 (skipped on the device after an
   // overflow), the optimizer's step otherwise; inside a capture, the update alone (the replay's
   // caller prepares and counts the optimizer's step).
   void update() {
     if (loss_scaling_) {
-      scaled_optimizer_step(scaler_, optimizer_, params_);
+      scaled_optimizer_step(scaler_, *run_.optimizer, run_.params);
     } else {
-      optimizer_.step();
+      run_.optimizer->step();
     }
   }
 
@@ -102,23 +98,19 @@ class LabStep {
   Tensor passes(const Batch& batch, const std::function<void(Phase)>& mark) {
     const Tensor scale = loss_scale();
     return train::accumulate_gradients(
-        model_, batch, o_.accumulate, [&](const train::MicroBatch& m) {
+        *run_.model, batch, o_.accumulate, [&](const train::MicroBatch& m) {
           mark(train::Phase::kForward);
-          const train::ClassifierForward f = train::classifier_forward(model_, m.batch, o_);
+          const train::ClassifierForward f = train::classifier_forward(*run_.model, m.batch, o_);
           mark(train::Phase::kBackward);
-          train::classifier_backward(model_, f, m.batch.labels, o_, m.share, scale);
+          train::classifier_backward(*run_.model, f, m.batch.labels, o_, m.share, scale);
           return f.loss.loss;
         });
   }
 
-  nn::Module& model_;
-  optim::Optimizer& optimizer_;
-  Device device_;
-  std::vector<nn::Parameter*> params_;
+  train::ClassifierRun& run_;  // the model, its parameters, optimizer and clipping
   const LabOptions& o_;
   bool loss_scaling_;
   optim::LossScaler scaler_;
-  optim::GradientClipping& clipping_;
   std::optional<train::StepGraph> graph_;
   bool eager_step_done_ = false;
 };
