@@ -30,7 +30,10 @@ void check_operands(const Tensor& a, const Tensor& w) {
   COURSE_CHECK(a.dtype() == w.dtype() && is_floating(a.dtype()), "conv2d dtypes: ", a.str(),
                " and ", w.str());
   COURSE_CHECK(a.device() == w.device(), "conv2d devices: ", a.str(), " and ", w.str());
-  COURSE_CHECK(w.memory_format() == MemoryFormat::kContiguous, "conv2d weights must be contiguous");
+  COURSE_CHECK(
+      w.memory_format() == MemoryFormat::kContiguous || w.memory_format() == a.memory_format(),
+      "conv2d weights must be contiguous or in the activations' memory format, got ", w.str(),
+      " for ", a.str());
 }
 
 // Runs a CPU back end in f32 for f16/bf16 operands and rounds the result back.
@@ -48,6 +51,10 @@ void in_f32_on_cpu(const Tensor& a, const Tensor& b, Tensor& out, bool accumulat
 }
 
 }  // namespace
+
+MemoryFormat conv2d_weight_format(const Tensor& x) {
+  return x.device().is_accelerator() ? x.memory_format() : MemoryFormat::kContiguous;
+}
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, Conv2dShape conv) {
   check_operands(x, w);

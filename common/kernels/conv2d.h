@@ -1,10 +1,10 @@
 // 2-D convolution through the vendor libraries: oneDNN on the CPU, cuDNN on the GPU.
 //
 // Activations are (N, C, H, W) in either memory format (the output keeps the input's);
-// weights are contiguous (O, C / G, K, K) for G groups (G = C: a depthwise convolution, as in
-// MBConv blocks); square kernels, equal stride and padding on both axes,
-// no bias (a batch norm follows every convolution in the course's networks). f16/bf16 run in
-// the library's reduced precision on the GPU and through f32 on the CPU.
+// weights are (O, C / G, K, K) for G groups, contiguous or in the activations' memory format (G =
+// C: a depthwise convolution, as in MBConv blocks); square kernels, equal stride and padding on
+// both axes, no bias (a batch norm follows every convolution in the course's networks). f16/bf16
+// run in the library's reduced precision on the GPU and through f32 on the CPU.
 #pragma once
 
 #include "common/tensor/tensor.h"
@@ -19,6 +19,12 @@ struct Conv2dShape {
 
 // The (N, O, OH, OW) shape of the output; throws when the input is too small or channels differ.
 Shape conv2d_output_shape(const Shape& x, const Shape& w, Conv2dShape conv);
+
+// The memory format a convolution of `x` reads its weights in without a copy of its own: on an
+// accelerator the activations' (cuDNN's NHWC kernels take NHWC (KRSC) filters; the simulated
+// accelerator follows, so the CPU's tests run that path), on the CPU the contiguous one (oneDNN
+// reorders weights into its own blocked layout whatever they come in).
+MemoryFormat conv2d_weight_format(const Tensor& x);
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, Conv2dShape conv);
 // dx for dy = conv(x, w), with x's shape and memory format.

@@ -1,11 +1,11 @@
 // cuDNN back end of the GPU convolution. Per shape, once (a plan per thread, as the handle):
 // descriptors in the activations' own layout, the filters too (a channels-last convolution
-// describes its filters as NHWC/KRSC and passes a KRSC copy of the weights, so cuDNN can pick
-// its NHWC tensor-core kernels), the math the data type allows (common/kernels/math_mode.h),
-// and the fastest algorithm of cuDNN's ranking that is usable and whose workspace can be had
-// (common/kernels/algorithm_choice.h), chosen again if its workspace later cannot be. Grouped
-// (depthwise) convolutions set cuDNN's group count on the same descriptors.
-// Outputs are alpha * op + beta * output, so the weight gradient accumulates.
+// describes its filters as NHWC/KRSC and passes the weights so, relaid here unless the caller
+// passed them relaid, so cuDNN can pick its NHWC tensor-core kernels), the math the data type
+// allows (common/kernels/math_mode.h), and the fastest algorithm of cuDNN's ranking that is usable
+// and whose workspace can be had (common/kernels/algorithm_choice.h), chosen again if its workspace
+// later cannot be. Grouped (depthwise) convolutions set cuDNN's group count on the same
+// descriptors. Outputs are alpha * op + beta * output, so the weight gradient accumulates.
 #include "common/kernels/conv2d.h"
 
 #if COURSE_WITH_CUDA
@@ -177,7 +177,8 @@ const Plan& plan_for(Pass pass, cudnnHandle_t handle, const Tensor& x, const Sha
 
 int algorithm_of(const Plan& plan) { return plan.ranked[plan.chosen].algorithm; }
 
-// The weights in the activations' layout: KRSC for a channels-last convolution.
+// The weights in the activations' layout: KRSC for a channels-last convolution (a copy only
+// when the caller did not pass them so, as the layers do: conv2d_weight_format).
 Tensor filters_like(const Tensor& w, const Tensor& activations) {
   return is_channels_last(activations) ? to_memory_format(w, MemoryFormat::kChannelsLast) : w;
 }

@@ -43,9 +43,13 @@ memory::dims weight_dims(const Tensor& w, int64_t groups) {
   return {groups, w.size(0) / groups, w.size(1), w.size(2), w.size(3)};
 }
 
+// Stored (O, C / G, K, K), or channels-last (O, K, K, C / G): ohwi, and gohwi when grouped (O's
+// groups outermost, the same memory).
 memory::desc plain_weight_desc(const Tensor& w, int64_t groups) {
+  using tag = memory::format_tag;
+  const bool nhwc = is_channels_last(w);
   return {weight_dims(w, groups), memory::data_type::f32,
-          groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw};
+          groups == 1 ? (nhwc ? tag::ohwi : tag::oihw) : (nhwc ? tag::gohwi : tag::goihw)};
 }
 
 memory wrap(const memory::desc& desc, const Tensor& t) {

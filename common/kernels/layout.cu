@@ -1,9 +1,11 @@
-// Memory-format conversion (NCHW <-> NHWC) dispatched by element size, and the relaid f32
-// accumulation: the bodies (one for the CPU and the GPU), their dispatch and their GPU
-// instantiations.
+// Memory-format conversion (NCHW <-> NHWC) dispatched by element size, the conversion that casts
+// in the same pass (a convolution's compute weights), and the relaid f32 accumulation: the bodies
+// (one for the CPU and the GPU), their dispatch and their GPU instantiations.
 #include <cstdint>
 
 #include "common/core/host_device.h"
+#include "common/kernels/elementwise.h"
+#include "common/kernels/elementwise_ops.h"
 #include "common/kernels/index4.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/launch_cuda.cuh"
@@ -13,12 +15,13 @@
 namespace course::ops {
 
 // For each physical index i of the output (dense in `out` order), copies the element with the
-// same logical (n, c, h, w) from the input. Word is an unsigned type of the element's size,
-// so one instantiation per element size serves every dtype.
-template <class Word>
+// same logical (n, c, h, w) from the input, converted to To. A plain conversion moves words
+// (To = From, an unsigned type of the element's size: one instantiation per element size serves
+// every dtype); a cast moves floating values.
+template <class To, class From>
 struct Relayout {
-  const Word* in;
-  Word* out;
+  const From* in;
+  To* out;
   int64_t channels, height, width;
   Strides4 in_strides;
   bool out_channels_last;
@@ -36,7 +39,7 @@ struct Relayout {
       c = (i / (width * height)) % channels;
       n = i / (width * height * channels);
     }
-    out[i] = in[in_strides.at(n, c, h, w)];
+    out[i] = convert<To>(in[in_strides.at(n, c, h, w)]);
   }
 };
 
@@ -66,14 +69,14 @@ namespace course {
 
 namespace {
 
-template <class Word>
+template <class To, class From>
 void relayout(const Tensor& x, Tensor& out) {
   const Dims4 d = dims4(x, "memory-format conversion");
   const bool to_channels_last = out.memory_format() == MemoryFormat::kChannelsLast;
   for_each_index(
       x.device(), x.numel(),
-      ops::Relayout<Word>{static_cast<const Word*>(x.data()), static_cast<Word*>(out.data()), d.c,
-                          d.h, d.w, d.strides, to_channels_last});
+      ops::Relayout<To, From>{static_cast<const From*>(x.data()), static_cast<To*>(out.data()), d.c,
+                              d.h, d.w, d.strides, to_channels_last});
 }
 
 }  // namespace
@@ -84,20 +87,32 @@ Tensor to_memory_format(const Tensor& x, MemoryFormat format) {
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), format);
   switch (dtype_size(x.dtype())) {
     case 1:
-      relayout<uint8_t>(x, out);
+      relayout<uint8_t, uint8_t>(x, out);
       break;
     case 2:
-      relayout<uint16_t>(x, out);
+      relayout<uint16_t, uint16_t>(x, out);
       break;
     case 4:
-      relayout<uint32_t>(x, out);
+      relayout<uint32_t, uint32_t>(x, out);
       break;
     case 8:
-      relayout<uint64_t>(x, out);
+      relayout<uint64_t, uint64_t>(x, out);
       break;
     default:
       COURSE_FAIL("no relayout for ", dtype_name(x.dtype()));
   }
+  return out;
+}
+
+Tensor to_dtype_and_format(const Tensor& x, DType dtype, MemoryFormat format) {
+  if (x.dtype() == dtype) return to_memory_format(x, format);
+  if (x.memory_format() == format) return cast(x, dtype);
+  dims4(x, "cast and memory-format conversion");
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device(), format);
+  visit_floating(x.dtype(), "cast and memory-format conversion", [&]<class From>() {
+    visit_floating(dtype, "cast and memory-format conversion",
+                   [&]<class To>() { relayout<To, From>(x, out); });
+  });
   return out;
 }
 
@@ -121,10 +136,17 @@ void accumulate_f32_(Tensor& out, const Tensor& x) {
 // The GPU kernels launched above, instantiated by nvcc (launch_cuda.cuh).
 namespace course {
 
-COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint8_t>)
-COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint16_t>)
-COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint32_t>)
-COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<uint64_t>)
+#define RELAYOUT_WORDS(W) COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<W, W>)
+RELAYOUT_WORDS(uint8_t)
+RELAYOUT_WORDS(uint16_t)
+RELAYOUT_WORDS(uint32_t)
+RELAYOUT_WORDS(uint64_t)
+#define RELAYOUT_CAST_TO(To, From) COURSE_INSTANTIATE_FOR_EACH(course::ops::Relayout<To, From>)
+#define RELAYOUT_CAST_FROM(From)         \
+  RELAYOUT_CAST_TO(float, From)          \
+  RELAYOUT_CAST_TO(::course::Half, From) \
+  RELAYOUT_CAST_TO(::course::BFloat16, From)
+COURSE_FLOAT_TYPES(RELAYOUT_CAST_FROM)
 #define ACCUMULATE_RELAID(T) COURSE_INSTANTIATE_FOR_EACH(course::ops::AccumulateRelaid<T>)
 COURSE_FLOAT_TYPES(ACCUMULATE_RELAID)
 

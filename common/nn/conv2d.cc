@@ -3,6 +3,7 @@
 
 #include "common/kernels/channel_scale.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/layout.h"
 #include "common/nn/autocast.h"
 #include "common/nn/init.h"
 
@@ -29,10 +30,14 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Conv2d
   if (with_bias) bias.emplace(zeros({out_channels}, DType::kF32, device));
 }
 
+Tensor Conv2d::compute_weights(const Tensor& x) const {
+  return to_dtype_and_format(weight.value, x.dtype(), conv2d_weight_format(x));
+}
+
 Tensor Conv2d::run_forward(const Tensor& x, Context& ctx) {
   const DType dtype = matmul_dtype(x);
   Saved saved{as_dtype(x, dtype)};
-  Tensor y = conv2d_forward(saved.input, as_dtype(weight.value, dtype), shape_);
+  Tensor y = conv2d_forward(saved.input, compute_weights(saved.input), shape_);
   if (bias) add_channel_bias_(y, bias->f32_value());
   ctx.save(std::move(saved));
   return y;
@@ -50,7 +55,7 @@ Tensor Conv2d::run_backward(const Tensor& dy, Context& ctx) {
     grad_ready(*bias);
   }
   if (!ctx.input_gradient_wanted()) return Tensor();  // the image's gradient: of no use
-  return conv2d_backward_data(grad_out, as_dtype(weight.value, input.dtype()), input, shape_);
+  return conv2d_backward_data(grad_out, compute_weights(input), input, shape_);
 }
 
 void Conv2d::collect(const std::string& prefix, ModuleState& state) {

@@ -30,7 +30,10 @@ class Conv2d : public Module {
 
  private:
   // The weight is read again in backward, not kept: sharded data parallelism frees the
-  // gathered weight between the two passes.
+  // gathered weight between the two passes. Each pass makes its compute copy in one pass over
+  // the parameter (cast to x's dtype and relaid as the convolution reads it, or the parameter
+  // itself when it already is both).
+  Tensor compute_weights(const Tensor& x) const;
   struct Saved {
     Tensor input;  // in the compute dtype
   };

@@ -127,6 +127,48 @@ TEST_P(ConvCase, PassesMatchTheCpuNchwReferenceInF32) {
   }
 }
 
+// Weights passed in the activations' memory format (as the layers pass them on an accelerator:
+// conv2d_weight_format) give what contiguous ones give, grouped too (oneDNN's ohwi/gohwi,
+// cuDNN's KRSC filters without a copy of their own).
+TEST_P(ConvCase, WeightsInTheActivationsFormatGiveWhatContiguousOnesGive) {
+  const DType dtype = value<0>();
+  const MemoryFormat format = value<1>();
+  const ScopedTf32Switches strict({.conv = false, .matmul = false});
+  for (int64_t groups : {1, 2, 6}) {
+    const Conv2dShape conv{.stride = 1, .padding = 1, .groups = groups};
+    const auto x = testing::random_tensor({3, 6, 5, 7}, DType::kF32, Device::cpu(), 5);
+    const auto w = testing::random_tensor({12, 6 / groups, 3, 3}, DType::kF32, Device::cpu(), 6);
+    const Shape y_shape = conv2d_output_shape(x.tensor.shape(), w.tensor.shape(), conv);
+    const auto dy = testing::random_tensor(y_shape, DType::kF32, Device::cpu(), 7);
+    const auto on_device = [&](const Tensor& t) {
+      return to_memory_format(cast(t, dtype).to(device()), format);
+    };
+    const auto back = [](const Tensor& t) {
+      return testing::to_floats(
+          cast(to_memory_format(t, MemoryFormat::kContiguous), DType::kF32).to(Device::cpu()));
+    };
+    const Tensor xd = on_device(x.tensor), dyd = on_device(dy.tensor);
+    const Tensor plain = cast(w.tensor, dtype).to(device());
+    const Tensor relaid = to_memory_format(plain, format);
+    const testing::Tolerance tol = conv_tolerance(dtype);
+    EXPECT_TRUE(testing::all_close(back(conv2d_forward(xd, relaid, conv)),
+                                   back(conv2d_forward(xd, plain, conv)), tol))
+        << "forward, groups " << groups;
+    EXPECT_TRUE(testing::all_close(back(conv2d_backward_data(dyd, relaid, xd, conv)),
+                                   back(conv2d_backward_data(dyd, plain, xd, conv)), tol))
+        << "backward data, groups " << groups;
+  }
+  // Weights in the other channels-last/contiguous pairing than the activations are refused.
+  if (format == MemoryFormat::kContiguous) {
+    const Tensor x = zeros({1, 2, 4, 4}, dtype, device());
+    const Tensor w =
+        to_memory_format(zeros({2, 2, 3, 3}, dtype, device()), MemoryFormat::kChannelsLast);
+    EXPECT_THROW(conv2d_forward(x, w, {}), Error);
+  }
+  EXPECT_EQ(conv2d_weight_format(to_memory_format(zeros({1, 1, 1, 1}, dtype, device()), format)),
+            device().is_accelerator() ? format : MemoryFormat::kContiguous);
+}
+
 COURSE_INSTANTIATE_DEVICE_CASES(ConvCase, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                                 ::testing::Values(MemoryFormat::kContiguous,
                                                   MemoryFormat::kChannelsLast));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/kernels/elementwise.h"
+#include "common/kernels/launch_plan.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
 
@@ -68,6 +69,35 @@ TEST_P(LayoutTest, AccumulateF32AddsEachLogicalElement) {
   }
   Tensor half_out = zeros(shape, DType::kBF16, device());
   EXPECT_THROW(accumulate_f32_(half_out, prior.tensor), Error) << "the sum is f32";
+}
+
+// A cast and a relayout in one pass: equal to the two passes apart (each element is one
+// conversion either way), in one launch; no copy of what already is in both.
+TEST_P(LayoutTest, CastAndRelayoutInOnePassEqualTheTwoApart) {
+  const auto x = testing::random_tensor({6, 5, 3, 3}, DType::kF32, device(), 42, -3.0f, 3.0f);
+  for (DType from : {DType::kF32, DType::kBF16}) {
+    for (DType to : {DType::kBF16, DType::kF16, DType::kF32}) {
+      for (MemoryFormat format : {MemoryFormat::kChannelsLast, MemoryFormat::kContiguous}) {
+        const Tensor source = cast(x.tensor, from);
+        const Tensor got = to_dtype_and_format(source, to, format);
+        EXPECT_EQ(got.dtype(), to);
+        EXPECT_EQ(got.memory_format(), format);
+        const Tensor apart = to_memory_format(cast(source, to), format);
+        // Raw storage, element for element: the layouts must agree, not only the values.
+        const auto stored = [](const Tensor& t) {
+          return testing::to_floats(
+              cast(t, DType::kF32).view({t.numel()}, MemoryFormat::kContiguous));
+        };
+        EXPECT_EQ(stored(got), stored(apart))
+            << dtype_name(from) << " -> " << dtype_name(to) << " " << memory_format_name(format);
+        if (from == to && format == MemoryFormat::kContiguous) EXPECT_EQ(got.data(), source.data());
+      }
+    }
+  }
+  LaunchLog log;
+  to_dtype_and_format(x.tensor, DType::kBF16, MemoryFormat::kChannelsLast);
+  ASSERT_EQ(log.launches().size(), 1u);
+  EXPECT_NE(log.launches()[0].kernel.find("Relayout"), std::string::npos);
 }
 
 COURSE_INSTANTIATE_DEVICE_TESTS(LayoutTest);

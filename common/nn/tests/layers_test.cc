@@ -8,10 +8,12 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch.h"
+#include "common/kernels/launch_plan.h"
 #include "common/kernels/layout.h"
 #include "common/kernels/pooling_ops.h"
 #include "common/models/convnets/residual.h"
 #include "common/nn/activation.h"
+#include "common/nn/autocast.h"
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/dropout.h"
@@ -240,6 +242,41 @@ INSTANTIATE_TEST_SUITE_P(Formats, LayerTest,
                          [](const auto& info) {
                            return info.param == MemoryFormat::kContiguous ? "nchw" : "nhwc";
                          });
+
+// Under autocast on an accelerator, a channels-last convolution's f32 weights reach the library
+// as one launch per pass that casts to bf16 and relays to KRSC together (not a cast and a
+// relayout). The launches are recorded, not run: only their kinds and sizes are looked at.
+TEST(Conv2d, OnAnAcceleratorEachPassCastsAndRelaysTheWeightsInOneLaunch) {
+  const Device sim = Device::sim();
+  std::mt19937 rng(5);
+  Conv2d conv(8, 16, 3, {1, 1}, rng, sim);
+  const auto nhwc = [&](const Shape& shape) {
+    return to_memory_format(zeros(shape, DType::kBF16, sim), MemoryFormat::kChannelsLast);
+  };
+  Autocast autocast(DType::kBF16);
+  const auto relayouts = [&](const LaunchLog& log) {
+    std::vector<std::string> found;
+    for (const RecordedLaunch& launch : log.launches()) {
+      if (launch.kernel.find("Relayout") == std::string::npos) continue;
+      EXPECT_EQ(launch.n * launch.work_per_index, conv.weight.value.numel());
+      found.push_back(launch.kernel);
+    }
+    return found;
+  };
+  const Tensor x = nhwc({2, 8, 6, 6}), dy = nhwc({2, 16, 6, 6});
+  Context ctx;
+  for (bool forward : {true, false}) {
+    LaunchLog log;
+    if (forward) {
+      conv.forward(x, ctx);
+    } else {
+      conv.backward(dy, ctx);
+    }
+    const std::vector<std::string> found = relayouts(log);
+    ASSERT_EQ(found.size(), 1u) << (forward ? "forward" : "backward");
+    EXPECT_NE(found[0].find("BFloat16"), std::string::npos) << found[0] << ": not a cast";
+  }
+}
 
 TEST(Linear, ForwardAndGradients) {
   std::mt19937 rng(4);
