@@ -6,6 +6,7 @@
 
 #include "common/core/named_choices.h"
 #include "common/kernels/batch_mix.h"
+#include "common/tensor/pinned_staging.h"
 
 namespace course {
 

@@ -3,6 +3,7 @@
 
 #include "common/kernels/device_factor.h"
 #include "common/kernels/device_factor_ops.h"
+#include "common/kernels/elementwise.h"
 #include "common/tensor/pinned_staging.h"
 
 namespace course::optim {

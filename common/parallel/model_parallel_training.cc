@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
 #include "common/nn/context_split.h"
 #include "common/nn/piece_stages.h"

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/kernels/elementwise.h"
+
 namespace course::parallel {
 
 OptimizerInBackward::OptimizerInBackward(optim::Optimizer& optimizer,

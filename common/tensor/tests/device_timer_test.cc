@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/core/error.h"
+#include "common/tensor/host_waits.h"
 
 namespace course {
 namespace {
