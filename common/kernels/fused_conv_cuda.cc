@@ -8,17 +8,12 @@
 #include "common/kernels/fused_conv.h"
 
 #if COURSE_WITH_CUDA
-#include <cublasLt.h>
-
 #include <array>
 #include <map>
 #include <memory>
-#include <optional>
 #include <vector>
 
-#include "common/kernels/algorithm_choice.h"
-#include "common/kernels/library_handle.h"
-#include "common/kernels/library_workspace.h"
+#include "common/kernels/cublaslt_matmul.h"
 #include "common/kernels/quantize.h"
 #include "common/tensor/cuda_check.h"
 #endif
@@ -30,89 +25,26 @@ namespace {
 
 int64_t round_up_to_4(int64_t n) { return (n + 3) / 4 * 4; }
 
-// The descriptors of one int8 GEMM shape and the algorithm chosen for it, made once per thread
-// and shape: cuBLASLt's heuristic candidates, the first that is usable and whose workspace can be
-// had (algorithm_choice.h); none: cuBLASLt's own default, with no workspace.
-struct Int8GemmPlan {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t b = nullptr, a = nullptr, c = nullptr;
-  std::vector<cublasLtMatmulHeuristicResult_t> ranked;
-  std::optional<size_t> chosen;
-
-  Int8GemmPlan(int64_t rows, int64_t k, int64_t p) {
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I));
-    const cublasOperation_t transpose = CUBLAS_OP_T;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
-                                                sizeof(transpose)));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_8I, k, p, k));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_8I, k, rows, k));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c, CUDA_R_32I, p, rows, p));
-  }
-  ~Int8GemmPlan() {
-    for (cublasLtMatrixLayout_t layout : {b, a, c}) cublasLtMatrixLayoutDestroy(layout);
-    cublasLtMatmulDescDestroy(op);
-  }
-  Int8GemmPlan(const Int8GemmPlan&) = delete;
-  Int8GemmPlan& operator=(const Int8GemmPlan&) = delete;
-
-  void rank(cublasLtHandle_t handle) {
-    constexpr size_t kMaxWorkspace = size_t{32} << 20;
-    constexpr int kCandidates = 8;
-    cublasLtMatmulPreference_t preference;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference,
-                                                      CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                      &kMaxWorkspace, sizeof(kMaxWorkspace)));
-    ranked.resize(kCandidates);
-    int returned = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        handle, op, b, a, c, c, preference, kCandidates, ranked.data(), &returned);
-    cublasLtMatmulPreferenceDestroy(preference);
-    ranked.resize(status == CUBLAS_STATUS_SUCCESS ? returned : 0);
-  }
-
-  std::vector<AlgorithmCandidate> candidates() const {
-    std::vector<AlgorithmCandidate> out;
-    for (size_t i = 0; i < ranked.size(); ++i) {
-      out.push_back(
-          {static_cast<int>(i), ranked[i].state == CUBLAS_STATUS_SUCCESS, ranked[i].workspaceSize});
-    }
-    return out;
-  }
-};
-
-// The plan of this shape, with its workspace taken; chosen again when the workspace cannot be.
-const Int8GemmPlan& int8_gemm_plan(cublasLtHandle_t handle, Device device, int64_t rows, int64_t k,
-                                   int64_t p, LibraryWorkspace& workspace) {
-  thread_local std::map<std::array<int64_t, 4>, std::unique_ptr<Int8GemmPlan>> plans;
-  std::unique_ptr<Int8GemmPlan>& plan = plans[{device.index, rows, k, p}];
-  if (plan && (!plan->chosen || workspace.take(plan->ranked[*plan->chosen].workspaceSize))) {
-    return *plan;
-  }
-  if (!plan) {
-    plan = std::make_unique<Int8GemmPlan>(rows, k, p);
-    plan->rank(handle);
-  }
-  plan->chosen =
-      choose_algorithm(plan->candidates(), [&](size_t bytes) { return workspace.take(bytes); });
-  if (!plan->chosen) workspace.take(0);
-  return *plan;
-}
-
 // C (rows, P) i32 = A (rows, K) i8 times B (P, K) i8 transposed, all row-major: in cuBLASLt's
-// column-major terms C^T (P x rows) = B^T^T (P x K) . A^T (K x rows), i.e. "TN".
+// column-major terms C^T (P x rows) = B^T^T (P x K) . A^T (K x rows), i.e. "TN". Planned once
+// per thread and shape (cublaslt_matmul.h).
 void int8_gemm(const Tensor& a, const Tensor& b, Tensor& c, Device device) {
   const int64_t rows = a.size(0), k = a.size(1), p = b.size(0);
   set_current_device(device);
-  cublasLtHandle_t handle = thread_handle<cublasLtHandle_t>(
-      device, [](cublasLtHandle_t* h) { CUBLAS_CHECK(cublasLtCreate(h)); });
+  cublasLtHandle_t handle = cublaslt_handle(device);
+  thread_local std::map<std::array<int64_t, 4>, std::unique_ptr<LtMatmul>> plans;
+  std::unique_ptr<LtMatmul>& plan = plans[{device.index, rows, k, p}];
+  if (!plan) {
+    plan = std::make_unique<LtMatmul>(
+        CUBLAS_COMPUTE_32I, CUDA_R_32I, LtMatmul::Layout{CUDA_R_8I, k, p, k},
+        LtMatmul::Layout{CUDA_R_8I, k, rows, k}, LtMatmul::Layout{CUDA_R_32I, p, rows, p});
+    plan->set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+    plan->rank(handle);
+  }
   LibraryWorkspace workspace(device);
-  const Int8GemmPlan& plan = int8_gemm_plan(handle, device, rows, k, p, workspace);
+  plan->take_workspace(workspace);
   const int32_t one = 1, zero = 0;
-  CUBLAS_CHECK(cublasLtMatmul(
-      handle, plan.op, &one, b.data(), plan.b, a.data(), plan.a, &zero, c.data(), plan.c, c.data(),
-      plan.c, plan.chosen ? &plan.ranked[*plan.chosen].algo : nullptr, workspace.data(),
-      workspace.bytes(), static_cast<cudaStream_t>(current_cuda_stream())));
+  plan->run(handle, &one, b.data(), a.data(), &zero, c.data(), workspace);
 }
 
 class CudaFusedConv : public FusedConv::Backend {

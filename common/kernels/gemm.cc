@@ -1,4 +1,6 @@
-// GEMM dispatch: oneDNN's sgemm on the CPU, cuBLAS on the GPU (TF32 as math_mode.h says).
+// GEMM dispatch: oneDNN's sgemm on the CPU, cuBLAS on the GPU (TF32 as math_mode.h says), and
+// on the GPU the fully connected layer's product with its bias (and GELU) epilogue through
+// cuBLASLt (linear.h).
 //
 // oneDNN picks its CPU kernels from the instruction sets the CPU reports (AVX2, AVX-512, ...).
 // OpenBLAS 0.3.21 (Debian 12) picks them from the CPU's model number, and on a model it does not
@@ -13,12 +15,18 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch_plan.h"
+#include "common/kernels/linear.h"
 #include "common/kernels/math_mode.h"
 #include "common/kernels/multiply_adds.h"
 #include "common/tensor/capture.h"
 
 #if COURSE_WITH_CUDA
-#include "common/kernels/library_handle.h"
+#include <array>
+#include <cstdio>
+#include <memory>
+
+#include "common/kernels/cublaslt_matmul.h"
+#include "common/kernels/plan_cache.h"
 #include "common/tensor/cuda_check.h"
 #endif
 
@@ -136,9 +144,97 @@ void gpu_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, Gem
       matrix_cols(a), matrix_size(a), &beta, c.data(), c_type, matrix_cols(c), matrix_size(c),
       s.batch, cublas_compute(a.dtype()), CUBLAS_GEMM_DEFAULT));
 }
+
+// The fully connected layer's product y (rows, out) = x (rows, in) W^T with its epilogue, in
+// cuBLASLt's column-major terms: Y^T (out x rows) = op(A) B with A the stored W^T (in x out,
+// transposed) and B the stored x^T (in x rows); the bias runs along Y^T's rows (out), as the
+// BIAS epilogues broadcast it, and GELU's pre-activation is a second (out x rows) output.
+using LinearKey = std::array<int64_t, 7>;
+
+std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t handle) {
+  const auto dtype = static_cast<DType>(key[1]);
+  const auto epilogue = static_cast<LinearEpilogue>(key[3]);
+  const int64_t rows = key[4], in = key[5], out = key[6];
+  const cudaDataType type = cuda_type(dtype);
+  auto plan = std::make_unique<LtMatmul>(
+      static_cast<cublasComputeType_t>(key[2]), CUDA_R_32F, LtMatmul::Layout{type, in, out, in},
+      LtMatmul::Layout{type, in, rows, in}, LtMatmul::Layout{type, out, rows, out});
+  plan->set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  plan->set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type);
+  if (epilogue == LinearEpilogue::kBiasGelu) {
+    plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+    plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, out);
+  } else {
+    plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+  }
+  plan->rank(handle);
+  if (plan->ranked.empty()) {
+    throw PlanRefused(std::string("cuBLASLt has no algorithm for the ") +
+                      (epilogue == LinearEpilogue::kBiasGelu ? "bias + GELU" : "bias") +
+                      " epilogue of a " + std::to_string(rows) + "x" + std::to_string(in) + " by " +
+                      std::to_string(in) + "x" + std::to_string(out) + " " +
+                      std::string(dtype_name(dtype)) + " product");
+  }
+  return plan;
+}
+
+// `t` itself, or an aligned copy: cuBLASLt's epilogue kernels read 16-byte aligned operands (the
+// plans are ranked for that alignment); a view into flat parameters may start elsewhere.
+Tensor aligned_16(const Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data()) % 16 == 0 ? t : t.clone();
+}
 #endif
 
 }  // namespace
+
+namespace detail {
+
+#if COURSE_WITH_CUDA
+bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
+                             LinearEpilogue epilogue, Tensor& y, Tensor* pre_activation) {
+  const bool gelu = epilogue == LinearEpilogue::kBiasGelu;
+  const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
+  // GELU's pre-activation is stored with a leading dimension cuBLASLt wants a multiple of 8.
+  if (rows == 0 || (gelu && out % 8 != 0)) return false;
+  check_capture_device(x.device());
+  set_current_device(x.device());
+  cublasLtHandle_t handle = cublaslt_handle(x.device());
+  thread_local PlanCache<LinearKey, std::unique_ptr<LtMatmul>> plans;
+  const LinearKey key{x.device().index,
+                      static_cast<int64_t>(x.dtype()),
+                      static_cast<int64_t>(cublas_compute(x.dtype())),
+                      static_cast<int64_t>(epilogue),
+                      rows,
+                      in,
+                      out};
+  std::unique_ptr<LtMatmul>* plan = plans.find_or_build(
+      key, [&](const LinearKey& k) { return plan_linear(k, handle); },
+      [](const std::string& reason) {
+        std::fprintf(stderr, "note: %s; the product and its epilogue run apart\n", reason.c_str());
+      });
+  if (plan == nullptr) return false;
+  const Tensor a = aligned_16(w), b = aligned_16(x);
+  const Tensor epilogue_bias = aligned_16(bias.dtype() == x.dtype() ? bias : cast(bias, x.dtype()));
+  Tensor pre = gelu ? Tensor::empty(y.shape(), y.dtype(), y.device()) : Tensor();
+  LtMatmul& matmul = **plan;
+  matmul.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue_bias.data());
+  if (gelu) matmul.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, pre.data());
+  LibraryWorkspace workspace(x.device());
+  matmul.take_workspace(workspace);
+  const float alpha = 1.0f, beta = 0.0f;
+  matmul.run(handle, &alpha, a.data(), b.data(), &beta, y.data(), workspace);
+  MultiplyAddCount::add(static_cast<double>(rows) * out * in);
+  if (gelu) *pre_activation = pre;
+  return true;
+}
+#else
+bool cublaslt_linear_forward(const Tensor& x, const Tensor&, const Tensor&, LinearEpilogue, Tensor&,
+                             Tensor*) {
+  COURSE_FAIL("linear_forward on ", x.device().str(), " in a build without CUDA");
+}
+#endif
+
+}  // namespace detail
 
 namespace {
 

@@ -1,11 +1,33 @@
-// Bias helpers of fully connected layers: broadcast a bias over rows, and its gradient.
+// Fully connected layers' kernels: the product with its bias (and GELU) as one operation, a
+// bias broadcast over rows, and its gradient.
+//
+// On a GPU, linear_forward is one cuBLASLt product whose epilogue adds the bias (BIAS) or adds it
+// and applies GELU, writing the pre-activation the backward needs beside the output
+// (GELU_AUX_BIAS), as PyTorch's addmm and Megatron's fused MLP do; planned once per shape, and
+// where cuBLASLt has no algorithm for a shape, the product and one pass for its epilogue run
+// apart (said once). Elsewhere, the product and that one pass.
 #pragma once
 
 #include "common/tensor/tensor.h"
 
 namespace course {
 
+enum class LinearEpilogue { kBias, kBiasGelu };
+
+// y (rows, out) = x (rows, in) W^T + bias for W (out, in) of x's dtype and an f32 bias (out,);
+// with kBiasGelu, y = gelu_tanh(x W^T + bias) and *pre_activation = x W^T + bias, both in x's
+// dtype (pre_activation may be null for kBias).
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, LinearEpilogue epilogue,
+                      Tensor* pre_activation);
+
 void add_row_bias_(Tensor& y, const Tensor& bias);     // y (N, C) += bias (C,) f32
 void add_column_sums_(const Tensor& x, Tensor& sums);  // sums (C,) f32 += x (N, C) summed over N
+
+namespace detail {
+// The GPU's one cuBLASLt call, writing y (and pre_activation with GELU); false, having done
+// nothing, when cuBLASLt has no algorithm for this shape and epilogue.
+bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
+                             LinearEpilogue epilogue, Tensor& y, Tensor* pre_activation);
+}  // namespace detail
 
 }  // namespace course

@@ -5,7 +5,6 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/gemm.h"
-#include "common/kernels/linear.h"
 #include "common/nn/autocast.h"
 #include "common/nn/init.h"
 
@@ -17,7 +16,8 @@ Linear::Linear(int64_t in_features, int64_t out_features, std::mt19937& rng, Dev
       bias(uniform({out_features}, 1.0f / std::sqrt(static_cast<float>(in_features)), rng,
                    device)) {}
 
-Linear::Linear(Tensor w, Tensor b) : weight(std::move(w)), bias(std::move(b)) {
+Linear::Linear(Tensor w, Tensor b, LinearEpilogue epilogue)
+    : weight(std::move(w)), bias(std::move(b)), epilogue_(epilogue) {
   COURSE_CHECK(weight.value.dim() == 2 && bias->value.shape() == Shape({weight.value.size(0)}),
                "a linear layer needs an (out, in) weight and an (out,) bias, got ",
                weight.value.str(), " and ", bias->value.str());
@@ -40,9 +40,11 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
   COURSE_CHECK(x.dim() >= 2 && x.size(-1) == in, "Linear(", in, " -> ", weight.value.size(0),
                ") got input ", x.str());
   const DType dtype = matmul_dtype(x);
-  Saved saved{as_rows(as_dtype(x, dtype)), x.shape()};
-  Tensor y = matmul(saved.input, as_dtype(weight.value, dtype), false, true);
-  if (bias) add_row_bias_(y, bias->f32_value());
+  Saved saved{as_rows(as_dtype(x, dtype)), x.shape(), Tensor()};
+  const Tensor w = as_dtype(weight.value, dtype);
+  const Tensor y =
+      bias ? linear_forward(saved.input, w, bias->f32_value(), epilogue_, &saved.pre_activation)
+           : matmul(saved.input, w, false, true);
   Shape out_shape = x.shape();
   out_shape.back() = weight.value.size(0);
   ctx.save(std::move(saved));
@@ -51,7 +53,9 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
 
 Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
   const Saved& saved = ctx.saved<Saved>("Linear");
-  const Tensor grad_out = as_rows(as_dtype(dy, saved.input.dtype()));
+  Tensor grad_out = as_rows(as_dtype(dy, saved.input.dtype()));
+  if (epilogue_ == LinearEpilogue::kBiasGelu)
+    grad_out = gelu_backward(grad_out, saved.pre_activation);
   ctx.weight_gradient([this, grad_out, input = saved.input] {
     if (bias) {
       add_column_sums_(grad_out, bias->grad);

@@ -38,10 +38,11 @@ TransformerBlock::TransformerBlock(const BlockShape& s, std::mt19937& rng, Devic
     : shape_(s) {
   const BlockNames& names = block_names(s.family);
   const float std = 0.02f, projection_std = 0.02f / std::sqrt(2.0f * s.layers);
-  const auto linear = [&](int64_t in, int64_t out, float deviation) {
+  const auto linear = [&](int64_t in, int64_t out, float deviation,
+                          LinearEpilogue epilogue = LinearEpilogue::kBias) {
     Tensor weight = normal({out, in}, deviation, rng, device);
     if (s.family == DecoderFamily::kLlama) return std::make_unique<Linear>(std::move(weight));
-    return std::make_unique<Linear>(std::move(weight), zeros({out}, DType::kF32, device));
+    return std::make_unique<Linear>(std::move(weight), zeros({out}, DType::kF32, device), epilogue);
   };
   const int64_t c = s.channels, attended = s.heads.heads * s.heads.head_dim;
   int64_t expanded = 0;
@@ -61,8 +62,13 @@ TransformerBlock::TransformerBlock(const BlockShape& s, std::mt19937& rng, Devic
   layers_.feed_forward_norm =
       &feed_forward->add_named(make_norm(s.family, c, device), names.feed_forward_norm);
   auto mlp = std::make_unique<Sequential>();
-  layers_.expansion = &mlp->add_named(linear(c, expanded, std), names.expansion);
-  mlp->add(make_activation(s.family), names.activation);
+  if (s.family == DecoderFamily::kLlama) {
+    layers_.expansion = &mlp->add_named(linear(c, expanded, std), names.expansion);
+    mlp->add(make_activation(s.family), names.activation);
+  } else {  // GELU in the expansion's epilogue
+    layers_.expansion =
+        &mlp->add_named(linear(c, expanded, std, LinearEpilogue::kBiasGelu), names.expansion);
+  }
   layers_.feed_forward_projection =
       &mlp->add_named(linear(s.hidden, c, projection_std), names.feed_forward_projection);
   feed_forward->add(std::move(mlp), "mlp");

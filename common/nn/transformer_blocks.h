@@ -1,7 +1,8 @@
 // The transformer block the models are built of, x + attention(norm(x)), then
 // x + mlp(norm(x)) (pre-normalisation, two named residual branches), in two families:
 //   GPT-2's (and the Vision Transformer's): LayerNorm, multi-head attention on a fused q|k|v
-//     projection (causal for a decoder, bidirectional for an encoder), a GELU MLP, biases;
+//     projection (causal for a decoder, bidirectional for an encoder), a GELU MLP (the GELU in
+//     the expansion's epilogue: nn/linear.h), biases;
 //   Llama's: RMSNorm, grouped-query attention on rotary positions, a SwiGLU MLP (gate and up in
 //     one projection), no biases.
 // Weights Normal(0, 0.02) as GPT-2, the residual projections' scaled by 1/sqrt(2 layers). The
@@ -29,11 +30,11 @@ enum class DecoderFamily { kGpt2, kLlama };
 // A block's layers by their role, for code that rebuilds a block from them (tensor
 // parallelism) instead of looking them up by name.
 struct GptBlockLayers {
-  Module* attention_norm;           // LayerNorm or RMSNorm
-  Linear* qkv;                      // ((H + 2 G) D, C), q | k | v
-  Linear* attention_projection;     // (C, H D)
-  Module* feed_forward_norm;        // LayerNorm or RMSNorm
-  Linear* expansion;                // (F, C), or SwiGLU's (2F, C) gate | up
+  Module* attention_norm;        // LayerNorm or RMSNorm
+  Linear* qkv;                   // ((H + 2 G) D, C), q | k | v
+  Linear* attention_projection;  // (C, H D)
+  Module* feed_forward_norm;     // LayerNorm or RMSNorm
+  Linear* expansion;             // (F, C) with GELU after its bias, or SwiGLU's (2F, C) gate | up
   Linear* feed_forward_projection;  // (C, F)
 };
 
@@ -56,8 +57,8 @@ struct BlockShape {
 
 // A block that knows its layers by role and its shape (what the tensor-parallel cut reads).
 // Children: attention.<attention_norm>, attention.attn.{<qkv>, core, <projection>},
-// feed_forward.<feed_forward_norm>, feed_forward.mlp.{<expansion>, <activation>,
-// <feed_forward_projection>}.
+// feed_forward.<feed_forward_norm>, feed_forward.mlp.{<expansion>, <activation> (Llama's; GPT-2's
+// is in its expansion), <feed_forward_projection>}.
 class TransformerBlock : public Sequential {
  public:
   TransformerBlock(const BlockShape& shape, std::mt19937& rng, Device device);
@@ -69,7 +70,8 @@ class TransformerBlock : public Sequential {
   GptBlockLayers layers_{};
 };
 
-// The family's normalisation (ones, zeros) and activation.
+// The family's normalisation (ones, zeros) and activation (a layer of its own, as the
+// tensor-parallel cut and Llama's block place it).
 ModulePtr make_norm(DecoderFamily family, int64_t channels, Device device);
 ModulePtr make_activation(DecoderFamily family);
 // The expansion's packed parts: {F}, or SwiGLU's {F, F}.

@@ -21,9 +21,10 @@ namespace {
 
 constexpr int64_t kExpansion = 4;  // MBConv's inverted bottleneck and the MLP's width
 
-std::unique_ptr<Linear> linear(int64_t in, int64_t out, std::mt19937& rng, Device device) {
+std::unique_ptr<Linear> linear(int64_t in, int64_t out, std::mt19937& rng, Device device,
+                               LinearEpilogue epilogue = LinearEpilogue::kBias) {
   return std::make_unique<Linear>(normal({out, in}, 0.02f, rng, device),
-                                  zeros({out}, DType::kF32, device));
+                                  zeros({out}, DType::kF32, device), epilogue);
 }
 
 std::unique_ptr<Conv2d> conv(int64_t in, int64_t out, int64_t kernel, Conv2dShape shape,
@@ -76,8 +77,8 @@ ModulePtr relative_transformer_block(BlockWidths b, int64_t h, int64_t w, int64_
 
   auto feed_forward = std::make_unique<Sequential>();
   feed_forward->add(std::make_unique<LayerNorm>(b.out, device), "norm");
-  feed_forward->add(linear(b.out, kExpansion * b.out, rng, device), "fc1");
-  feed_forward->add(std::make_unique<GELU>());
+  feed_forward->add(linear(b.out, kExpansion * b.out, rng, device, LinearEpilogue::kBiasGelu),
+                    "fc1");  // GELU in its epilogue
   feed_forward->add(linear(kExpansion * b.out, b.out, rng, device), "fc2");
 
   auto block = std::make_unique<Sequential>();

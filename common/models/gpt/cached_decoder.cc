@@ -27,8 +27,8 @@ Tensor CachedDecoder::block_forward(int64_t layer, const Tensor& x, const CacheR
                  attended.view({1, n, heads_.heads * heads_.head_dim}), discarded));
   const Tensor expanded = block.expansion->forward(
       block.feed_forward_norm->forward(after_attention, discarded), discarded);
-  const Tensor activated =
-      model_.config().llama() ? swiglu_forward(expanded) : gelu_forward(expanded);
+  // GPT-2's expansion applies its GELU itself (nn/transformer_blocks.h).
+  const Tensor activated = model_.config().llama() ? swiglu_forward(expanded) : expanded;
   return add(after_attention, block.feed_forward_projection->forward(activated, discarded));
 }
 

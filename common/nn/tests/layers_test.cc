@@ -17,9 +17,11 @@
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 #include "common/nn/dropout.h"
+#include "common/nn/init.h"
 #include "common/nn/layer_norm.h"
 #include "common/nn/linear.h"
 #include "common/nn/pooling.h"
+#include "common/nn/sequential.h"
 #include "common/testing/devices.h"
 #include "common/testing/gradcheck.h"
 #include "common/testing/random_tensor.h"
@@ -291,6 +293,34 @@ TEST(Linear, ForwardAndGradients) {
       EXPECT_NEAR(y[n * 3 + o], acc, 1e-5);
     }
   EXPECT_TRUE(check_gradients(fc, x.tensor));
+}
+
+// GELU in the layer's epilogue: its gradients against finite differences, and its output and
+// gradients equal, bit for bit, a plain linear layer and a GELU layer after it (on the CPU, where
+// the epilogue is one pass of the same arithmetic), in f32 and under bf16 autocast.
+TEST(Linear, WithGeluInItsEpilogueEqualsALinearThenAGelu) {
+  std::mt19937 rng(6);
+  const Tensor weight = normal({16, 5}, 0.5f, rng, kCpu);
+  const Tensor bias = normal({16}, 0.5f, rng, kCpu);
+  const auto x = random_tensor({2, 3, 5}, DType::kF32, kCpu, 16, -2.0f, 2.0f);
+  const auto dy = random_tensor({2, 3, 16}, DType::kF32, kCpu, 17);
+  for (bool autocast : {false, true}) {
+    Linear fused(weight.clone(), bias.clone(), LinearEpilogue::kBiasGelu);
+    Sequential apart;
+    Linear& plain = apart.add_named(std::make_unique<Linear>(weight.clone(), bias.clone()), "fc");
+    apart.add(std::make_unique<GELU>(), "gelu");
+    const Autocast scope(DType::kBF16, autocast);
+    const Tensor y_fused = fused.forward(x.tensor), y_apart = apart.forward(x.tensor);
+    ASSERT_EQ(y_fused.shape(), y_apart.shape());
+    EXPECT_EQ(testing::to_floats(y_fused), testing::to_floats(y_apart));
+    // The gradient arrives in the output's dtype (as the next layer's backward returns it).
+    const Tensor grad = cast(dy.tensor, y_fused.dtype());
+    EXPECT_EQ(testing::to_floats(fused.backward(grad)), testing::to_floats(apart.backward(grad)));
+    EXPECT_EQ(testing::to_floats(fused.weight.grad), testing::to_floats(plain.weight.grad));
+    EXPECT_EQ(testing::to_floats(fused.bias->grad), testing::to_floats(plain.bias->grad));
+  }
+  Linear fused(weight.clone(), bias.clone(), LinearEpilogue::kBiasGelu);
+  EXPECT_TRUE(check_gradients(fused, x.tensor));
 }
 
 // The check itself must fail on a wrong backward: here a linear layer whose input gradient is
