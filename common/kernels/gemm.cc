@@ -151,7 +151,10 @@ void gpu_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, Gem
 // BIAS epilogues broadcast it, and GELU's pre-activation is a second (out x rows) output.
 using LinearKey = std::array<int64_t, 7>;
 
-std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t handle) {
+// The plan of `key`, ranked with the call's bias and pre-activation buffers in place (a later
+// call sets its own before running).
+std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t handle,
+                                      void* epilogue_bias, void* pre_activation) {
   const auto dtype = static_cast<DType>(key[1]);
   const auto epilogue = static_cast<LinearEpilogue>(key[3]);
   const int64_t rows = key[4], in = key[5], out = key[6];
@@ -161,9 +164,11 @@ std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t han
       LtMatmul::Layout{type, in, rows, in}, LtMatmul::Layout{type, out, rows, out});
   plan->set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
   plan->set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type);
+  plan->set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue_bias);
   if (epilogue == LinearEpilogue::kBiasGelu) {
     plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
     plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, out);
+    plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, pre_activation);
   } else {
     plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
   }
@@ -207,15 +212,18 @@ bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
                       rows,
                       in,
                       out};
+  const Tensor a = aligned_16(w), b = aligned_16(x);
+  const Tensor epilogue_bias = aligned_16(bias.dtype() == x.dtype() ? bias : cast(bias, x.dtype()));
+  Tensor pre = gelu ? Tensor::empty(y.shape(), y.dtype(), y.device()) : Tensor();
   std::unique_ptr<LtMatmul>* plan = plans.find_or_build(
-      key, [&](const LinearKey& k) { return plan_linear(k, handle); },
+      key,
+      [&](const LinearKey& k) {
+        return plan_linear(k, handle, epilogue_bias.data(), gelu ? pre.data() : nullptr);
+      },
       [](const std::string& reason) {
         std::fprintf(stderr, "note: %s; the product and its epilogue run apart\n", reason.c_str());
       });
   if (plan == nullptr) return false;
-  const Tensor a = aligned_16(w), b = aligned_16(x);
-  const Tensor epilogue_bias = aligned_16(bias.dtype() == x.dtype() ? bias : cast(bias, x.dtype()));
-  Tensor pre = gelu ? Tensor::empty(y.shape(), y.dtype(), y.device()) : Tensor();
   LtMatmul& matmul = **plan;
   matmul.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue_bias.data());
   if (gelu) matmul.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, pre.data());

@@ -90,7 +90,9 @@ TEST_P(LayoutTest, CastAndRelayoutInOnePassEqualTheTwoApart) {
         };
         EXPECT_EQ(stored(got), stored(apart))
             << dtype_name(from) << " -> " << dtype_name(to) << " " << memory_format_name(format);
-        if (from == to && format == MemoryFormat::kContiguous) EXPECT_EQ(got.data(), source.data());
+        if (from == to && format == MemoryFormat::kContiguous) {
+          EXPECT_EQ(got.data(), source.data());
+        }
       }
     }
   }
