@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch_plan.h"
@@ -192,6 +193,12 @@ Tensor aligned_16(const Tensor& t) {
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> linear_executions{0};
+}  // namespace
+
+int64_t cublaslt_linear_executions() { return linear_executions; }
+
 namespace detail {
 
 #if COURSE_WITH_CUDA
@@ -232,6 +239,7 @@ bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   const float alpha = 1.0f, beta = 0.0f;
   matmul.run(handle, &alpha, a.data(), b.data(), &beta, y.data(), workspace);
   MultiplyAddCount::add(static_cast<double>(rows) * out * in);
+  ++linear_executions;
   if (gelu) *pre_activation = pre;
   return true;
 }

@@ -20,6 +20,10 @@ enum class LinearEpilogue { kBias, kBiasGelu };
 Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, LinearEpilogue epilogue,
                       Tensor* pre_activation);
 
+// How many products with their epilogue this process ran as one cuBLASLt call: the tests' way to
+// see that a GPU took the fused path rather than its fallback.
+int64_t cublaslt_linear_executions();
+
 void add_row_bias_(Tensor& y, const Tensor& bias);     // y (N, C) += bias (C,) f32
 void add_column_sums_(const Tensor& x, Tensor& sums);  // sums (C,) f32 += x (N, C) summed over N
 

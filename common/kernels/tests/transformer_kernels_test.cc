@@ -125,6 +125,7 @@ TEST_P(TransformerKernelTest, LinearEpiloguesMatchTheDefinition) {
     }
     const std::string shape =
         std::to_string(c.rows) + "x" + std::to_string(c.in) + " by " + std::to_string(c.out);
+    const int64_t fused_before = cublaslt_linear_executions();
     const Tensor biased =
         linear_forward(x.tensor, w.tensor, bias.tensor, LinearEpilogue::kBias, nullptr);
     EXPECT_TRUE(all_close(to_floats(biased), rounded(pre_ref, dtype()), accumulated(dtype())))
@@ -136,7 +137,10 @@ TEST_P(TransformerKernelTest, LinearEpiloguesMatchTheDefinition) {
         << "pre-activation, " << shape;
     EXPECT_TRUE(all_close(to_floats(activated), rounded(y_ref, dtype()), accumulated(dtype())))
         << "bias + GELU, " << shape;
-    if (!device().is_cuda()) {
+    if (device().is_cuda()) {  // cuBLASLt's epilogues ran, GELU's where its width allows
+      EXPECT_EQ(cublaslt_linear_executions() - fused_before, c.out % 8 == 0 ? 2 : 1) << shape;
+    } else {
+      EXPECT_EQ(cublaslt_linear_executions(), fused_before) << "a GPU's alone";
       Tensor apart = matmul(x.tensor, w.tensor, false, true);
       add_row_bias_(apart, bias.tensor);
       EXPECT_EQ(to_floats(biased), to_floats(apart)) << shape;
