@@ -18,10 +18,8 @@
 #include "common/kernels/embedding.h"
 #include "common/kernels/embedding_ops.h"
 #include "common/kernels/flash_attention.h"
-#include "common/kernels/gemm.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/layer_norm.h"
-#include "common/kernels/linear.h"
 #include "common/kernels/permute.h"
 #include "common/kernels/plan_cache.h"
 #include "common/kernels/softmax.h"
@@ -96,76 +94,6 @@ TEST_P(TransformerKernelTest, SoftmaxMatchesItsFormulaAndItsJacobian) {
     EXPECT_TRUE(
         all_close(to_floats(softmax_backward(dy.tensor, y)), rounded(dx_ref, dtype()), dtype()));
   }
-}
-
-// A fully connected layer's product with its bias, and with GELU after the bias (tanh form),
-// against the definition in double: the output and the pre-activation, on shapes whose widths
-// are multiples of 8 (a GPU's cuBLASLt epilogues, asserted to have run) or not (where a GPU may
-// fall back), signed values.
-// Where the kernels run on the host, it equals, bit for bit, the product, the bias pass and the
-// GELU pass apart (what the layers computed before the epilogue was fused).
-TEST_P(TransformerKernelTest, LinearEpiloguesMatchTheDefinition) {
-  struct Case {
-    int64_t rows, in, out;
-  };
-  for (const Case c : {Case{7, 13, 24}, Case{33, 24, 16}, Case{5, 8, 13}}) {
-    const auto x = random_tensor({c.rows, c.in}, dtype(), device(), 40, -2.0f, 2.0f);
-    const auto w = random_tensor({c.out, c.in}, dtype(), device(), 41, -1.0f, 1.0f);
-    const auto bias = random_tensor({c.out}, DType::kF32, device(), 42, -1.0f, 1.0f);
-    std::vector<double> pre_ref(c.rows * c.out), y_ref(c.rows * c.out);
-    for (int64_t i = 0; i < c.rows; ++i) {
-      for (int64_t o = 0; o < c.out; ++o) {
-        double sum = bias.values[o];
-        for (int64_t k = 0; k < c.in; ++k) {
-          sum += double(x.values[i * c.in + k]) * w.values[o * c.in + k];
-        }
-        pre_ref[i * c.out + o] = sum;
-        const double u = std::sqrt(2.0 / M_PI) * (sum + 0.044715 * sum * sum * sum);
-        y_ref[i * c.out + o] = 0.5 * sum * (1.0 + std::tanh(u));
-      }
-    }
-    const std::string shape =
-        std::to_string(c.rows) + "x" + std::to_string(c.in) + " by " + std::to_string(c.out);
-    const int64_t fused_before = cublaslt_linear_executions();
-    const Tensor biased =
-        linear_forward(x.tensor, w.tensor, bias.tensor, LinearEpilogue::kBias, nullptr);
-    EXPECT_TRUE(all_close(to_floats(biased), rounded(pre_ref, dtype()), accumulated(dtype())))
-        << "bias, " << shape;
-    Tensor pre;
-    const Tensor activated =
-        linear_forward(x.tensor, w.tensor, bias.tensor, LinearEpilogue::kBiasGelu, &pre);
-    EXPECT_TRUE(all_close(to_floats(pre), rounded(pre_ref, dtype()), accumulated(dtype())))
-        << "pre-activation, " << shape;
-    EXPECT_TRUE(all_close(to_floats(activated), rounded(y_ref, dtype()), accumulated(dtype())))
-        << "bias + GELU, " << shape;
-    if (device().is_cuda()) {
-      // Widths of whole 16-byte rows take cuBLASLt's epilogues, both of them; odd widths may
-      // fall back (GELU's must: its pre-activation's leading dimension).
-      if (c.in % 8 == 0 && c.out % 8 == 0) {
-        EXPECT_EQ(cublaslt_linear_executions() - fused_before, 2) << shape;
-      }
-    } else {
-      EXPECT_EQ(cublaslt_linear_executions(), fused_before) << "a GPU's alone";
-      Tensor apart = matmul(x.tensor, w.tensor, false, true);
-      add_row_bias_(apart, bias.tensor);
-      EXPECT_EQ(to_floats(biased), to_floats(apart)) << shape;
-      EXPECT_EQ(to_floats(pre), to_floats(apart)) << shape;
-      EXPECT_EQ(to_floats(activated), to_floats(gelu_forward(apart))) << shape;
-    }
-  }
-  const Tensor x = zeros({2, 3}, dtype(), device()), w = zeros({8, 3}, dtype(), device());
-  EXPECT_THROW(
-      linear_forward(x, w, zeros({8}, DType::kF32, device()), LinearEpilogue::kBiasGelu, nullptr),
-      Error)
-      << "GELU's pre-activation has nowhere to go";
-  EXPECT_THROW(
-      linear_forward(x, w, zeros({7}, DType::kF32, device()), LinearEpilogue::kBias, nullptr),
-      Error)
-      << "a bias of the wrong width";
-  EXPECT_THROW(linear_forward(x, zeros({8, 4}, dtype(), device()),
-                              zeros({8}, DType::kF32, device()), LinearEpilogue::kBias, nullptr),
-               Error)
-      << "a weight of the wrong width";
 }
 
 // Attention of (B, T, 3C) q|k|v with H heads, by its definition.
