@@ -105,7 +105,7 @@ expect 1 "error: --test-subset 10001 is more than the 10000 test images" "$lab" 
 # The image models' estimate, measured piece by piece, against the measured peak (within 15%),
 # and CoAtNet-7's on paper (its 2.44B parameters never built whole).
 for flags in coatnet-micro "coatnet-micro --channels-last" "coatnet-micro --amp --sharding zero3" \
-  "coatnet-micro --checkpoint-activations" vit-micro; do
+  "coatnet-micro --checkpoint-activations" vit-micro "vit-micro --amp"; do
   # shellcheck disable=SC2086
   expect_estimate_near_peak "--model $flags" "${mpirun[@]}" "$lab" --no-progress --device cpu \
     --batch-size 16 --test --test-nsteps 2 --model $flags

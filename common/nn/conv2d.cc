@@ -36,8 +36,10 @@ Tensor Conv2d::compute_weights(const Tensor& x) const {
 
 Tensor Conv2d::run_forward(const Tensor& x, Context& ctx) {
   const DType dtype = matmul_dtype(x);
-  Saved saved{as_dtype(x, dtype)};
-  Tensor y = conv2d_forward(saved.input, compute_weights(saved.input), shape_);
+  Saved saved{as_dtype(x, dtype), Tensor()};
+  const Tensor weights = compute_weights(saved.input);
+  Tensor y = conv2d_forward(saved.input, weights, shape_);
+  saved.weights = kept_for_backward(weight, weights);
   if (bias) add_channel_bias_(y, bias->f32_value());
   ctx.save(std::move(saved));
   return y;
@@ -55,7 +57,8 @@ Tensor Conv2d::run_backward(const Tensor& dy, Context& ctx) {
     grad_ready(*bias);
   }
   if (!ctx.input_gradient_wanted()) return Tensor();  // the image's gradient: of no use
-  return conv2d_backward_data(grad_out, compute_weights(input), input, shape_);
+  const Tensor weights = saved.weights.defined() ? saved.weights : compute_weights(input);
+  return conv2d_backward_data(grad_out, weights, input, shape_);
 }
 
 void Conv2d::collect(const std::string& prefix, ModuleState& state) {

@@ -29,13 +29,13 @@ class Conv2d : public Module {
   Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
-  // The weight is read again in backward, not kept: sharded data parallelism frees the
-  // gathered weight between the two passes. Each pass makes its compute copy in one pass over
-  // the parameter (cast to x's dtype and relaid as the convolution reads it, or the parameter
-  // itself when it already is both).
+  // The weight as the convolution reads it, made in one pass over the parameter: cast to x's
+  // dtype and relaid in x's memory format where the library wants that (the parameter itself
+  // when it already is both).
   Tensor compute_weights(const Tensor& x) const;
   struct Saved {
-    Tensor input;  // in the compute dtype
+    Tensor input;    // in the compute dtype
+    Tensor weights;  // forward's compute weights where kept (Module::kept_for_backward)
   };
   Conv2dShape shape_;
 };

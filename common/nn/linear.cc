@@ -40,8 +40,9 @@ Tensor Linear::run_forward(const Tensor& x, Context& ctx) {
   COURSE_CHECK(x.dim() >= 2 && x.size(-1) == in, "Linear(", in, " -> ", weight.value.size(0),
                ") got input ", x.str());
   const DType dtype = matmul_dtype(x);
-  Saved saved{as_rows(as_dtype(x, dtype)), x.shape(), Tensor()};
+  Saved saved{as_rows(as_dtype(x, dtype)), x.shape(), Tensor(), Tensor()};
   const Tensor w = as_dtype(weight.value, dtype);
+  saved.weight = kept_for_backward(weight, w);
   const Tensor y =
       bias ? linear_forward(saved.input, w, bias->f32_value(), epilogue_, &saved.pre_activation)
            : matmul(saved.input, w, false, true);
@@ -64,7 +65,8 @@ Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
     add_weight_gradient(grad_out, input, weight.grad);  // dW += dy^T x
     grad_ready(weight);
   });
-  const Tensor w = as_dtype(weight.value, saved.input.dtype());
+  const Tensor w =
+      saved.weight.defined() ? saved.weight : as_dtype(weight.value, saved.input.dtype());
   return matmul(grad_out, w).view(saved.input_shape);  // dx = dy W
 }
 

@@ -32,12 +32,11 @@ class Linear : public Module {
   Tensor run_backward(const Tensor& dy, Context& ctx) override;
 
  private:
-  // The weight is not saved: backward reads the parameter again, so sharded data parallelism
-  // can free the gathered weight between forward and backward (it gathers it again).
   struct Saved {
     Tensor input;           // (rows, in) in the compute dtype
     Shape input_shape;      // as given, to shape dx
     Tensor pre_activation;  // (rows, out), GELU's input, with GELU fused
+    Tensor weight;          // forward's cast of the weight where kept (Module::kept_for_backward)
   };
   LinearEpilogue epilogue_ = LinearEpilogue::kBias;
 };

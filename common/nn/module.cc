@@ -72,6 +72,11 @@ Tensor Module::gradient_sums_target(const Parameter& p, const Context& ctx) {
                                        : p.grad;
 }
 
+Tensor Module::kept_for_backward(const Parameter& p, const Tensor& compute) const {
+  const bool copy = compute.data() != p.value.data();
+  return training_ && copy && !p.released_between_passes ? compute : Tensor();
+}
+
 void Module::add_gradient_sums(Parameter& p, const Tensor& target) {
   if (target.data() != p.grad.data()) axpy_(1.0f, target, p.grad);
   grad_ready(p);

@@ -27,6 +27,9 @@ struct Parameter {
   // zeroed one again when it first adds to it (Module::backward), so no step keeps a whole
   // model's gradients between its updates.
   bool grad_on_demand = false;
+  // Set by sharded data parallelism when it frees the gathered value between a layer's forward
+  // and backward (ZeRO-3, FSDP's FULL_SHARD): layers then keep no copy of it across the passes.
+  bool released_between_passes = false;
 
   explicit Parameter(Tensor value);
   Parameter(Tensor value, Tensor grad);  // e.g. views of a shard of flat parameters
@@ -111,6 +114,13 @@ class Module {
   // (the norms): where to add them. Usually the gradient itself; while `ctx` defers weight
   // gradients, zeroed scratch, which add_gradient_sums adds to the gradient in the W half.
   static Tensor gradient_sums_target(const Parameter& p, const Context& ctx);
+  // What a layer saves for backward of `compute`, the copy of `p` its forward computed with (cast
+  // to the compute dtype, relaid as a convolution reads it): the copy itself while training, as
+  // PyTorch's autograd keeps the cast weight a product read, so backward does not make it again;
+  // nothing when `compute` is the parameter itself, in evaluation, or when the parameter is
+  // released between the passes (keeping a copy would undo what sharding saves). Backward makes
+  // its own copy where nothing was kept.
+  Tensor kept_for_backward(const Parameter& p, const Tensor& compute) const;
   // The W half of such a parameter: adds the scratch (not the gradient itself), then marks it
   // ready.
   void add_gradient_sums(Parameter& p, const Tensor& target);

@@ -14,11 +14,12 @@ Tensor TiedHead::run_forward(const Tensor& h, Context& ctx) {
   COURSE_CHECK(h.dim() >= 2 && h.size(-1) == channels, "the output layer needs (..., ", channels,
                ") activations, got ", h.str());
   const DType dtype = matmul_dtype(h);
-  Saved saved{as_dtype(h, dtype).view({h.numel() / channels, channels}), h.shape()};
+  const Tensor w = as_dtype(weight_.value, dtype);
+  Saved saved{as_dtype(h, dtype).view({h.numel() / channels, channels}), h.shape(),
+              kept_for_backward(weight_, w)};
   Shape logits_shape = h.shape();
   logits_shape.back() = vocabulary;
-  Tensor logits =
-      matmul(saved.rows, as_dtype(weight_.value, dtype), false, true).view(logits_shape);
+  Tensor logits = matmul(saved.rows, w, false, true).view(logits_shape);
   ctx.save(std::move(saved));
   return logits;
 }
@@ -30,7 +31,8 @@ Tensor TiedHead::run_backward(const Tensor& dlogits, Context& ctx) {
   ctx.weight_gradient([this, grad, rows = saved.rows] {
     add_weight_gradient(grad, rows, weight_.grad);  // dW += dlogits^T h
   });
-  return matmul(grad, as_dtype(weight_.value, grad.dtype())).view(saved.input_shape);
+  const Tensor w = saved.weight.defined() ? saved.weight : as_dtype(weight_.value, grad.dtype());
+  return matmul(grad, w).view(saved.input_shape);
 }
 
 }  // namespace course::nn

@@ -23,6 +23,7 @@ class TiedHead : public Module {
   struct Saved {
     Tensor rows;  // h as (rows, C) in the compute dtype
     Shape input_shape;
+    Tensor weight;  // forward's cast of the table where kept (Module::kept_for_backward)
   };
   Parameter& weight_;
 };

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/kernels/elementwise.h"
+#include "common/kernels/launch_plan.h"
 #include "common/nn/activation.h"
 #include "common/nn/autocast.h"
 #include "common/nn/dropout.h"
@@ -67,6 +68,49 @@ TEST(Linear, WithGeluInItsEpilogueEqualsALinearThenAGelu) {
   }
   Linear fused(weight.clone(), bias.clone(), LinearEpilogue::kBiasGelu);
   EXPECT_TRUE(check_gradients(fused, x.tensor));
+}
+
+// Under autocast forward casts the weight once and backward multiplies by that cast, making none
+// of its own, unless the parameter is released between the passes (ZeRO-3); in evaluation
+// nothing is kept. Backward's results are the same either way.
+TEST(Linear, BackwardReusesForwardsCastOfTheWeight) {
+  std::mt19937 rng(7);
+  const Tensor weight = normal({12, 5}, 0.5f, rng, kCpu);
+  const Tensor bias = normal({12}, 0.5f, rng, kCpu);
+  const auto x = random_tensor({3, 5}, DType::kF32, kCpu, 18, -2.0f, 2.0f);
+  const Tensor dy = cast(random_tensor({3, 12}, DType::kF32, kCpu, 19).tensor, DType::kBF16);
+  const Autocast autocast(DType::kBF16);
+  const auto weight_casts = [&](const LaunchLog& log) {
+    int count = 0;
+    for (const RecordedLaunch& launch : log.launches()) {
+      const bool cast = launch.kernel.find("Cast") != std::string::npos;
+      count += cast && launch.n * launch.work_per_index == weight.numel();
+    }
+    return count;
+  };
+  std::vector<std::vector<float>> results;
+  for (const auto& [released, training] : {std::pair{false, true}, {true, true}, {false, false}}) {
+    Linear fc(weight.clone(), bias.clone());
+    fc.weight.released_between_passes = released;
+    fc.set_training(training);
+    const std::string regime =
+        std::string(released ? "released" : "kept") + (training ? ", training" : ", evaluating");
+    Context ctx;
+    {
+      LaunchLog log;
+      fc.forward(x.tensor, ctx);
+      EXPECT_EQ(weight_casts(log), 1) << "forward, " << regime;
+    }
+    {
+      LaunchLog log;
+      fc.backward(dy, ctx);
+      EXPECT_EQ(weight_casts(log), released || !training ? 1 : 0) << "backward, " << regime;
+    }
+    fc.forward(x.tensor);
+    results.push_back(testing::to_floats(fc.backward(dy)));
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
 }
 
 // The check itself must fail on a wrong backward: here a linear layer whose input gradient is

@@ -246,36 +246,50 @@ INSTANTIATE_TEST_SUITE_P(Formats, LayerTest,
 // Under autocast on an accelerator, a channels-last convolution's f32 weights reach the library
 // as one launch per pass that casts to bf16 and relays to KRSC together (not a cast and a
 // relayout). The launches are recorded, not run: only their kinds and sizes are looked at.
-TEST(Conv2d, OnAnAcceleratorEachPassCastsAndRelaysTheWeightsInOneLaunch) {
+// On an accelerator a bf16 channels-last layer makes its compute weights in one launch (a cast
+// that relays), in forward; backward reuses them, unless the parameter is released between the
+// passes (ZeRO-3), when backward makes them again. Either way backward's results are the same.
+TEST(Conv2d, OnAnAcceleratorForwardCastsAndRelaysTheWeightsInOneLaunchThatBackwardReuses) {
   const Device sim = Device::sim();
-  std::mt19937 rng(5);
-  Conv2d conv(8, 16, 3, {1, 1}, rng, sim);
-  const auto nhwc = [&](const Shape& shape) {
-    return to_memory_format(zeros(shape, DType::kBF16, sim), MemoryFormat::kChannelsLast);
+  const auto nhwc = [&](const Shape& shape, uint32_t seed) {
+    return to_memory_format(random_tensor(shape, DType::kBF16, sim, seed).tensor,
+                            MemoryFormat::kChannelsLast);
   };
+  const Tensor x = nhwc({2, 8, 6, 6}, 7), dy = nhwc({2, 16, 6, 6}, 8);
   Autocast autocast(DType::kBF16);
-  const auto relayouts = [&](const LaunchLog& log) {
-    std::vector<std::string> found;
-    for (const RecordedLaunch& launch : log.launches()) {
-      if (launch.kernel.find("Relayout") == std::string::npos) continue;
-      EXPECT_EQ(launch.n * launch.work_per_index, conv.weight.value.numel());
-      found.push_back(launch.kernel);
+  std::vector<std::vector<float>> results;
+  for (bool released : {false, true}) {
+    std::mt19937 rng(5);
+    Conv2d conv(8, 16, 3, {1, 1}, rng, sim);
+    conv.weight.released_between_passes = released;
+    const auto relayouts = [&](const LaunchLog& log) {
+      std::vector<std::string> found;
+      for (const RecordedLaunch& launch : log.launches()) {
+        if (launch.kernel.find("Relayout") == std::string::npos) continue;
+        EXPECT_EQ(launch.n * launch.work_per_index, conv.weight.value.numel());
+        found.push_back(launch.kernel);
+      }
+      return found;
+    };
+    Context ctx;
+    for (bool forward : {true, false}) {
+      LaunchLog log;
+      if (forward) {
+        conv.forward(x, ctx);
+      } else {
+        conv.backward(dy, ctx);
+      }
+      const std::vector<std::string> found = relayouts(log);
+      const std::string pass = std::string(forward ? "forward" : "backward") +
+                               (released ? ", released between the passes" : "");
+      ASSERT_EQ(found.size(), forward || released ? 1u : 0u) << pass;
+      if (!found.empty()) EXPECT_NE(found[0].find("BFloat16"), std::string::npos) << found[0];
     }
-    return found;
-  };
-  const Tensor x = nhwc({2, 8, 6, 6}), dy = nhwc({2, 16, 6, 6});
-  Context ctx;
-  for (bool forward : {true, false}) {
-    LaunchLog log;
-    if (forward) {
-      conv.forward(x, ctx);
-    } else {
-      conv.backward(dy, ctx);
-    }
-    const std::vector<std::string> found = relayouts(log);
-    ASSERT_EQ(found.size(), 1u) << (forward ? "forward" : "backward");
-    EXPECT_NE(found[0].find("BFloat16"), std::string::npos) << found[0] << ": not a cast";
+    conv.forward(x);
+    results.push_back(
+        testing::to_floats(to_memory_format(conv.backward(dy), MemoryFormat::kContiguous)));
   }
+  EXPECT_EQ(results[0], results[1]);
 }
 
 TEST(Layers, BadInputIsAClearError) {

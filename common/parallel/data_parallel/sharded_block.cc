@@ -10,6 +10,9 @@ ShardedBlock::ShardedBlock(nn::ModulePtr inner, const ShardGroups& groups,
       options_(options),
       policy_(policy_of(options.sharding)) {
   if (policy_.keep_full_gradients) unit_.allocate_gradients();
+  for (nn::Parameter* p : inner_->parameters()) {
+    p->released_between_passes = policy_.reshard_after_forward;
+  }
 }
 
 void ShardedBlock::set_neighbours(ShardedBlock* previous, ShardedBlock* next) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/parallel/data_parallel/sharding.h"
 #include "common/parallel/planning/piece_measurement.h"
 
 namespace course::parallel {
@@ -15,6 +16,23 @@ constexpr int64_t kF32 = 4;
 // rounding of each tensor is in the figures; larger ones at one image, then scaled (their
 // tensors are large enough for the rounding not to matter).
 constexpr int64_t kMeasuredWhole = int64_t{2} << 30;
+
+// The casts of their weights that the pieces' layers keep for backward (measured at one image:
+// they do not grow with the batch): the stem's and head's, and the blocks' unless sharding frees
+// their parameters between the passes; checkpointed, only the block being backed up keeps them.
+// None where the parameters are gathered in the compute dtype already.
+int64_t kept_weight_casts(const ImageMemoryPlan& plan, const MeasuredModel& one) {
+  if (plan.state.param_dtype != DType::kF32) return 0;
+  const size_t blocks = one.pieces.size() - 2;
+  int64_t casts = one.pieces.front().weight_casts + one.pieces.back().weight_casts;
+  if (plan.state.sharding && policy_of(*plan.state.sharding).reshard_after_forward) return casts;
+  int64_t largest = 0, all = 0;
+  for (size_t b = 1; b <= blocks; ++b) {
+    largest = std::max(largest, one.pieces[b].weight_casts);
+    all += one.pieces[b].weight_casts;
+  }
+  return casts + (plan.checkpoint_activations ? largest : all);
+}
 
 }  // namespace
 
@@ -54,6 +72,8 @@ MemoryEstimate estimate_image_memory(const ImageMemoryPlan& plan) {
         {"blocks (" + std::to_string(weighted) + ")", at_batch(block_saves)});
   }
   e.activation_layers.push_back({"head and logits", at_batch(m.pieces.back().saved)});
+  const int64_t casts = kept_weight_casts(plan, one);
+  if (casts > 0) e.activation_layers.push_back({"weight casts kept for backward", casts});
   for (const ActivationPart& part : e.activation_layers) e.activations += part.total();
   // Alive with everything above in backward: the loss's gradient, and the gradients into and
   // out of the largest block.

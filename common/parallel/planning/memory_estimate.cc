@@ -1,8 +1,10 @@
 // The memory estimate, component by component. a = batch x tokens x channels: the size of one
 // activation of the residual stream; s = bytes of the compute dtype. What each layer saves is
 // what its forward puts in its context (common/nn): LayerNorm and RMSNorm their f32 input and
-// per-token statistics, Linear its input in the compute dtype, attention q, k, v and its output
-// by head plus a per-query log-sum-exp, GELU and SwiGLU their input.
+// per-token statistics, Linear its input in the compute dtype (and under autocast from f32
+// parameters its cast of the weight, unless sharding frees the weight between the passes),
+// attention q, k, v and its output by head plus a per-query log-sum-exp, GELU and SwiGLU their
+// input.
 #include "common/parallel/planning/memory_estimate.h"
 
 #include <algorithm>
@@ -34,20 +36,31 @@ int64_t sum(const std::vector<int64_t>& numels) {
 // c_proj, ln_2, c_fc, MLP c_proj (weight then bias), the final LayerNorm (the output layer's
 // weight is the token embedding). Llama: wte, each block's attention_norm, wqkv, wo, ffn_norm,
 // w13, w2, the final RMSNorm, and lm_head when untied.
-ParameterLayout gpt_parameters(const nn::GptConfig& m) {
+// The element counts of a block's weight matrices, in order: the query-key-value and output
+// projections of attention, the MLP's expansion (Llama: its gate and up together) and projection.
+std::vector<int64_t> block_matrices(const nn::GptConfig& m) {
   const int64_t c = m.channels;
-  std::vector<int64_t> block;
-  ParameterLayout p;
   if (m.llama()) {
     const int64_t f = m.feed_forward_width();
     const int64_t qkv = (m.heads + 2 * m.key_value_heads()) * m.head_dim();
+    return {qkv * c, c * c, 2 * f * c, f * c};
+  }
+  return {3 * c * c, c * c, 4 * c * c, 4 * c * c};
+}
+
+ParameterLayout gpt_parameters(const nn::GptConfig& m) {
+  const int64_t c = m.channels;
+  const std::vector<int64_t> w = block_matrices(m);
+  std::vector<int64_t> block;
+  ParameterLayout p;
+  if (m.llama()) {
     p.before = {m.vocabulary * c};
-    block = {c, qkv * c, c * c, c, 2 * f * c, f * c};
+    block = {c, w[0], w[1], c, w[2], w[3]};
     p.after = {c};
     if (!m.tied_head) p.after.push_back(m.vocabulary * c);
   } else {
     p.before = {m.vocabulary * c, m.context * c};
-    block = {c, c, 3 * c * c, 3 * c, c * c, c, c, c, 4 * c * c, 4 * c, 4 * c * c, c};
+    block = {c, c, w[0], 3 * c, w[1], c, c, c, w[2], 4 * c, w[3], c};
     p.after = {c, c};
   }
   p.units.assign(m.layers, block);
@@ -96,6 +109,23 @@ int64_t block_activations(const Sizes& z, int64_t heads) {
          blocks(1, z.s * z.expanded) + blocks(1, z.s * z.hidden);
 }
 
+// The casts of weight matrices that products make in forward and keep for backward
+// (Module::kept_for_backward): only under a 16-bit compute dtype from f32 parameters, and a
+// block's only where sharding keeps its parameters between the passes.
+struct KeptCasts {
+  int64_t block = 0;  // all of one block's matrices
+  int64_t head = 0;   // the output layer's
+};
+
+KeptCasts kept_casts(const MemoryPlan& p, const Sizes& z) {
+  KeptCasts kept;
+  if (z.s == kF32 || p.state.param_dtype != DType::kF32) return kept;
+  kept.head = blocks(1, z.s * p.model.vocabulary * p.model.channels);
+  if (p.state.sharding && policy_of(*p.state.sharding).reshard_after_forward) return kept;
+  for (int64_t matrix : block_matrices(p.model)) kept.block += blocks(1, z.s * matrix);
+  return kept;
+}
+
 void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
   const int64_t layers = p.model.layers;
   std::vector<ActivationPart> parts = {
@@ -112,6 +142,10 @@ void add_activations(const MemoryPlan& p, const Sizes& z, MemoryEstimate& e) {
       {"final normalisation and output layer", blocks(1, z.statistics) + linear_input(z)});
   parts.push_back(
       {"logits and loss probabilities", blocks(1, z.s * z.logits) + blocks(1, kF32 * z.logits)});
+  // Checkpointed, only the block being backed up keeps its casts.
+  const KeptCasts kept = kept_casts(p, z);
+  const int64_t casts = kept.head + kept.block * (p.checkpoint_activations ? 1 : layers);
+  if (casts > 0) parts.push_back({"weight casts kept for backward", casts});
   for (const ActivationPart& part : parts) e.activations += part.total();
   e.activation_layers = std::move(parts);
 }

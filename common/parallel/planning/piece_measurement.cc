@@ -30,11 +30,20 @@ MeasuredModel measure_pieces(const nn::ModelConfig& model, int64_t batch, DType 
       PieceFigures f;
       for (const nn::Parameter* p : module->parameters()) f.parameters.push_back(p->value.numel());
       f.input = static_cast<int64_t>(x.nbytes());
-      const int64_t before = allocator.stats().allocated;
       nn::Autocast autocast(compute == DType::kF32 ? DType::kBF16 : compute,
                             compute != DType::kF32);
-      Tensor y = module->forward(x);
-      f.saved = allocator.stats().allocated - before;
+      // What a forward holds when it returns (what it saved, and its output), its layers
+      // keeping the casts of their weights for backward or not.
+      const auto held_after_forward = [&](bool keep_casts) {
+        for (nn::Parameter* p : module->parameters()) p->released_between_passes = !keep_casts;
+        nn::Context ctx;
+        const int64_t before = allocator.stats().allocated;
+        Tensor out = module->forward(x, ctx);
+        return std::pair{allocator.stats().allocated - before, out};
+      };
+      const auto [saved, y] = held_after_forward(false);
+      f.saved = saved;
+      if (compute != DType::kF32) f.weight_casts = held_after_forward(true).first - f.saved;
       f.output = static_cast<int64_t>(y.nbytes());
       f.output_elements = y.numel() / batch;
       f.multiply_adds = nn::part_multiply_adds(*module, y);

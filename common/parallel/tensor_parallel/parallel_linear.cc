@@ -95,11 +95,11 @@ Tensor RowParallelLinear::run_forward(const Tensor& x, nn::Context& ctx) {
   COURSE_CHECK(x.dim() >= 2 && x.size(-1) == in, "RowParallelLinear's rank ", tp_->rank(),
                " takes ", in, " input features, got ", x.str());
   const DType dtype = nn::matmul_dtype(x);
-  Saved saved{as_rows(nn::as_dtype(x, dtype)), x.shape()};
+  const Tensor w = nn::as_dtype(weight.value, dtype);
+  Saved saved{as_rows(nn::as_dtype(x, dtype)), x.shape(), kept_for_backward(weight, w)};
   // g: the partial products summed (in f32, as MPI sums no 16-bit floats), the bias added once;
   // with a sequence-sharded output each rank keeps the sum at its positions.
-  Tensor y = nn::as_dtype(matmul(saved.input, nn::as_dtype(weight.value, dtype), false, true),
-                          DType::kF32);
+  Tensor y = nn::as_dtype(matmul(saved.input, w, false, true), DType::kF32);
   Shape out_shape = x.shape();
   out_shape.back() = weight.value.size(0);
   if (output_ == Activations::kSequenceSharded) {
@@ -126,7 +126,9 @@ Tensor RowParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
   const Tensor grad_out = as_rows(nn::as_dtype(whole_dy, saved.input.dtype()));
   axpy_(1.0f, nn::as_dtype(matmul(grad_out, saved.input, true, false), DType::kF32), weight.grad);
   grad_ready(weight);
-  return matmul(grad_out, nn::as_dtype(weight.value, saved.input.dtype())).view(saved.input_shape);
+  const Tensor w =
+      saved.weight.defined() ? saved.weight : nn::as_dtype(weight.value, saved.input.dtype());
+  return matmul(grad_out, w).view(saved.input_shape);
 }
 
 }  // namespace course::parallel

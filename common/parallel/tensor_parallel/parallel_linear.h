@@ -77,6 +77,7 @@ class RowParallelLinear : public nn::Module {
   struct Saved {
     Tensor input;  // (rows, in / p) in the compute dtype
     Shape input_shape;
+    Tensor weight;  // forward's cast of the weight where kept (Module::kept_for_backward)
   };
   std::shared_ptr<Communicator> tp_;
   Activations output_;

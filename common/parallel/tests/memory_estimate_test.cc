@@ -3,8 +3,10 @@
 // activation checkpointing, with f32 or bf16 parameters gathered for compute. The peak is measured
 // over a step after the first (the optimizer's states exist) and includes everything the rank
 // holds, so the estimate must account for the whole step. Tolerance: within 15% of the measured
-// peak (f32 runs land within 4%, bf16 within 13%: the 16-bit casts of weights and gradients in
-// backward are not itemised). The ZeRO paper's formulas are checked by hand values.
+// peak (f32 runs land within 5%, bf16 within 12%: the 16-bit casts of gradients in backward are
+// not itemised; those of the weights that the products keep for backward are, and bf16 compute
+// from f32 parameters runs unsharded, with zero2, which keeps them, and with zero3, which frees
+// them). The ZeRO paper's formulas are checked by hand values.
 #include "common/parallel/planning/memory_estimate.h"
 
 #include <gtest/gtest.h>
@@ -91,6 +93,8 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
                                    {"shard-grad-op"},
                                    {"no-shard"},
                                    {"hybrid-shard"},
+                                   {"zero2", DType::kBF16},
+                                   {"zero3", DType::kBF16},
                                    {"zero3", DType::kBF16, true},
                                    {"zero1", DType::kBF16, false, DType::kBF16},
                                    {"zero3", DType::kBF16, false, DType::kBF16},

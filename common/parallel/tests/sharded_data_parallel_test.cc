@@ -233,6 +233,25 @@ TEST(ShardedParity, BF16ParametersAreGatheredInBF16) {
   EXPECT_DOUBLE_EQ(sdp.communicator().traffic().all_gather_bytes, padded_bytes * (n - 1) / n);
 }
 
+// The layers keep their compute copies of a parameter from forward to backward unless told the
+// parameter is released between the passes: that mark must be on exactly the parameters a
+// strategy frees after forward (zero3 and hybrid-shard's blocks, not their root), else ZeRO-3
+// would keep 16-bit copies of every block's weights.
+TEST(ShardedParity, ParametersFreedAfterForwardAreMarkedReleasedBetweenThePasses) {
+  for (const std::string& name : sharding_names()) {
+    Subject s = gpt_subject();
+    ShardedDataParallel sdp(*s.model, *s.blocks, world(),
+                            {.sharding = parse_sharding(name), .shard_group_size = kHybridGroup});
+    sdp.forward(gpt_batch(0).input);
+    int released = 0;
+    for (nn::Parameter* p : s.model->parameters()) {
+      EXPECT_EQ(p->released_between_passes, !p->value.defined()) << name;
+      released += p->released_between_passes;
+    }
+    EXPECT_EQ(released > 0, name == "zero3" || name == "hybrid-shard") << name;
+  }
+}
+
 // NO_SHARD all-reduces whole gradients over a replica group of every rank, not over the world
 // communicator: a step's bytes are still counted, as the ring all-reduce's 2 (n - 1) / n of
 // them, as DDP's are.
