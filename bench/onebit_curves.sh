@@ -3,13 +3,14 @@
 # and seed per optimizer, on N ranks; the training loss of each epoch (the mean over its steps)
 # and the bytes a rank sent per step (the lab's own count, warm-up included), as a Markdown table.
 #   bazel run //bench:onebit_curves -- [--lab day4|day3] [--ranks 2] [--epochs 12]
-#       [--freeze 25] [--optimizers "adamw onebit-adam lamb onebit-lamb"] [-- LAB FLAGS]
+#       [--freeze 25] [--optimizers "adamw onebit-adam lamb onebit-lamb"] [--images 1024]
+#       [-- LAB FLAGS]
 # day4: gpt-tiny on the embedded text, 8 steps an epoch; day3: ResNet-18 (CIFAR stem) on
-# Fashion-MNIST, 1024 training images an epoch. Both at lr 2e-3, weight decay 0.01, a 10-step
-# warm-up then constant (the 1-bit optimizers' warm-up is --freeze steps of their base).
+# Fashion-MNIST, --images training images a rank an epoch. Both at lr 2e-3, weight decay 0.01, a
+# 10-step warm-up then constant (the 1-bit optimizers' warm-up is --freeze steps of their base).
 set -euo pipefail
 runfiles=${RUNFILES_DIR:-$0.runfiles}/course
-lab_name=day4 ranks=2 epochs=12 freeze=25 optimizers="adamw onebit-adam lamb onebit-lamb"
+lab_name=day4 ranks=2 epochs=12 freeze=25 optimizers="adamw onebit-adam lamb onebit-lamb" images=""
 launcher="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 extra=()
 while (($#)); do
@@ -19,17 +20,23 @@ while (($#)); do
     --epochs) epochs=$2; shift 2 ;;
     --freeze) freeze=$2; shift 2 ;;
     --optimizers) optimizers=$2; shift 2 ;;
+    --images) images=$2; shift 2 ;;
     --launcher) launcher=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "onebit_curves: unknown option '$1'" >&2; exit 1 ;;
   esac
 done
+if [[ -n $images && ( $lab_name != day3 || ! $images =~ ^[1-9][0-9]*$ ) ]]; then
+  echo "onebit_curves: --images takes a positive count of day 3's images, not '$images' with" \
+    "--lab $lab_name" >&2
+  exit 1
+fi
 case $lab_name in
   day4) lab=$runfiles/solutions/day4_large_models/lab
         flags=(--steps-per-epoch 8 --val-fraction 0.003 --sample-tokens 0 --lr-schedule constant
                --warmup-steps 10) ;;
   day3) lab=$runfiles/solutions/day3_data/lab
-        flags=(--model resnet18-cifar --train-subset $((1024 * ranks)) --test-subset 256
+        flags=(--model resnet18-cifar --train-subset $((${images:-1024} * ranks)) --test-subset 256
                --batch-size 32 --schedule constant --warmup-epochs 0) ;;
   *) echo "onebit_curves: --lab must be day4 or day3, not '$lab_name'" >&2; exit 1 ;;
 esac
