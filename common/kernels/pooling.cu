@@ -1,4 +1,6 @@
 // Pooling: its single-source kernels (pooling_ops.h) dispatched, and their GPU instantiations.
+#include <initializer_list>
+
 #include "common/kernels/launch.h"
 #include "common/kernels/launch_cuda.cuh"
 #include "common/kernels/pooling.h"
@@ -24,6 +26,18 @@ ops::PoolGeometry pool_geometry(const Tensor& x, int64_t kernel, int64_t stride,
   return {d.n, d.c, d.h, d.w, oh, ow, kernel, stride, padding, d.strides, {}};
 }
 
+// Whether a channels-last pooling on `device` runs by packets of channels (MaxPoolForwardPackets):
+// on a GPU, with the channels a multiple of a packet's elements and every operand aligned.
+template <class T>
+bool by_packets(Device device, const ops::PoolGeometry& g,
+                std::initializer_list<const void*> data) {
+  if (runs_on_host(device) || g.c % ops::Packet<T>::kSize != 0) return false;
+  for (const void* p : data) {
+    if (!ops::packet_aligned(p)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
@@ -33,7 +47,13 @@ MaxPoolResult max_pool_forward(const Tensor& x, int64_t kernel, int64_t stride, 
       Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::kI32, x.device(), x.memory_format())};
   g.out = dims4(out.y, "max pooling").strides;
   const auto run = [&]<class T>() {
-    if (x.memory_format() == MemoryFormat::kChannelsLast) {
+    const bool channels_last = x.memory_format() == MemoryFormat::kChannelsLast;
+    if (channels_last &&
+        by_packets<T>(x.device(), g, {x.data(), out.y.data(), out.argmax.data()})) {
+      const ops::MaxPoolForwardPackets<T> packets{x.data_as<T>(), out.y.data_as<T>(),
+                                                  out.argmax.data_as<int32_t>(), g};
+      for_each_index(x.device(), packets.indices(), packets, packets.kSize * kernel * kernel);
+    } else if (channels_last) {
       for_each_index(x.device(), g.n * g.oh * g.ow,
                      ops::MaxPoolForwardChannelsLast<T>{x.data_as<T>(), out.y.data_as<T>(),
                                                         out.argmax.data_as<int32_t>(), g},
@@ -64,7 +84,11 @@ Tensor max_pool_backward(const Tensor& dy, const MaxPoolResult& forward, const T
   visit_floating(x.dtype(), "max pooling backward", [&]<class T>() {
     const T* dys = dy.data_as<T>();
     const int32_t* argmax = forward.argmax.data_as<int32_t>();
-    if (x.memory_format() == MemoryFormat::kChannelsLast) {
+    const bool channels_last = x.memory_format() == MemoryFormat::kChannelsLast;
+    if (channels_last && by_packets<T>(x.device(), g, {dys, argmax, dx.data()})) {
+      const ops::MaxPoolBackwardPackets<T> packets{dys, argmax, dx.data_as<T>(), g};
+      for_each_index(x.device(), packets.indices(), packets, packets.kSize * kernel * kernel);
+    } else if (channels_last) {
       for_each_index(x.device(), g.n * g.h * g.w,
                      ops::MaxPoolBackwardChannelsLast<T>{dys, argmax, dx.data_as<T>(), g},
                      g.c * kernel * kernel);
@@ -114,12 +138,15 @@ namespace course {
 #define POOLING(T)                                                 \
   COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolForward<T>)              \
   COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolForwardChannelsLast<T>)  \
+  COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolForwardPackets<T>)       \
   COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolBackward<T>)             \
   COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolBackwardChannelsLast<T>) \
+  COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolBackwardPackets<T>)      \
   COURSE_INSTANTIATE_FOR_EACH(ops::GlobalAvgPoolForward<T>)        \
   COURSE_INSTANTIATE_FOR_EACH(ops::GlobalAvgPoolBackward<T>)
 COURSE_FLOAT_TYPES(POOLING)
 COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolForward<int8_t>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolForwardChannelsLast<int8_t>)
+COURSE_INSTANTIATE_FOR_EACH(ops::MaxPoolForwardPackets<int8_t>)
 
 }  // namespace course

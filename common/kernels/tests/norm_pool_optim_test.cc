@@ -2,19 +2,27 @@
 // (batch norm on a GPU through cuDNN's graph, counted).
 // Batch norm against a double reference, in both layouts, with channels and planes of more than a
 // warp's 32 lanes and not a multiple of it; pooling and the AdamW update on a GPU against the same
-// call on the CPU (those cases skip without a GPU, with the reason).
+// call on the CPU (those cases skip without a GPU, with the reason); the GPU's packet kernels of
+// channels-last max pooling against the CPU's per-pixel ones, run here on the CPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "common/kernels/batch_norm.h"
 #include "common/kernels/elementwise.h"
+#include "common/kernels/launch.h"
+#include "common/kernels/launch_plan.h"
 #include "common/kernels/layout.h"
 #include "common/kernels/optimizer_kernels.h"
 #include "common/kernels/plan_cache.h"
 #include "common/kernels/pooling.h"
+#include "common/kernels/pooling_ops.h"
+#include "common/kernels/quantize.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
 #include "common/testing/tolerance.h"
@@ -118,25 +126,113 @@ TEST_P(NormPoolOptim, BatchNormMatchesTheDoubleReference) {
 
 TEST_P(NormPoolOptim, PoolingOnAGpuMatchesTheCpu) {
   if (device().is_cpu()) GTEST_SKIP() << "compares a GPU with the CPU";
-  const auto [x, x_values] = activations({3, 35, 11, 9}, 5);
-  const Tensor x_cpu = x.to(Device::cpu());
-  // A padded 3x3 window, and the 2x2 one of stride 2 with its own loop (odd sides left over).
-  for (const auto& [kernel, stride, padding, oh, ow] :
-       {std::tuple{3, 2, 1, 6, 5}, std::tuple{2, 2, 0, 5, 4}}) {
-    SCOPED_TRACE(::testing::Message() << kernel << "x" << kernel << " windows");
-    const auto [dy, dy_values] = activations({3, 35, oh, ow}, 6);
-    const Tensor dy_cpu = dy.to(Device::cpu());
-    const MaxPoolResult gpu = max_pool_forward(x, kernel, stride, padding),
-                        cpu = max_pool_forward(x_cpu, kernel, stride, padding);
-    EXPECT_EQ(nchw_values(gpu.y), nchw_values(cpu.y));
-    EXPECT_EQ(nchw_values(max_pool_backward(dy, gpu, x, kernel, stride, padding)),
-              nchw_values(max_pool_backward(dy_cpu, cpu, x_cpu, kernel, stride, padding)));
+  // 35 channels, and 64 in bf16 (channels-last runs by packets of 8 channels there).
+  for (const auto& [channels, dtype] : {std::pair{35, DType::kF32}, {64, DType::kBF16}}) {
+    const Tensor x = cast(activations({3, channels, 11, 9}, 5).first, dtype);
+    const Tensor x_cpu = x.to(Device::cpu());
+    // A padded 3x3 window, and the 2x2 one of stride 2 with its own loop (odd sides left over).
+    for (const auto& [kernel, stride, padding, oh, ow] :
+         {std::tuple{3, 2, 1, 6, 5}, std::tuple{2, 2, 0, 5, 4}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << channels << " channels, " << kernel << "x" << kernel << " windows");
+      const Tensor dy = cast(activations({3, channels, oh, ow}, 6).first, dtype);
+      const Tensor dy_cpu = dy.to(Device::cpu());
+      const MaxPoolResult gpu = max_pool_forward(x, kernel, stride, padding),
+                          cpu = max_pool_forward(x_cpu, kernel, stride, padding);
+      EXPECT_EQ(nchw_values(gpu.y), nchw_values(cpu.y));
+      EXPECT_EQ(nchw_values(gpu.argmax.to(Device::cpu())), nchw_values(cpu.argmax));
+      EXPECT_EQ(nchw_values(max_pool_backward(dy, gpu, x, kernel, stride, padding)),
+                nchw_values(max_pool_backward(dy_cpu, cpu, x_cpu, kernel, stride, padding)));
+    }
   }
+  const Tensor x = activations({3, 35, 11, 9}, 5).first, x_cpu = x.to(Device::cpu());
   const Tensor pooled = global_avg_pool_forward(x);
   EXPECT_TRUE(testing::all_close(to_floats(pooled), to_floats(global_avg_pool_forward(x_cpu)),
                                  DType::kF32));
   EXPECT_EQ(nchw_values(global_avg_pool_backward(pooled, x)),
             nchw_values(global_avg_pool_backward(pooled.to(Device::cpu()), x_cpu)));
+}
+
+// An uninitialised tensor of t's shape, dtype and memory format on the CPU.
+Tensor empty_as(const Tensor& t) {
+  return Tensor::empty(t.shape(), t.dtype(), Device::cpu(), t.memory_format());
+}
+
+// The bytes a tensor on the CPU holds, in storage order: NaN compared as its bits.
+std::vector<unsigned char> stored_bytes(const Tensor& t) {
+  std::vector<unsigned char> bytes(t.nbytes());
+  std::memcpy(bytes.data(), t.data(), bytes.size());
+  return bytes;
+}
+
+// Channels-last max pooling's packet kernels (a GPU's, by MaxPoolForwardPackets and
+// MaxPoolBackwardPackets) run on the CPU's threads against the per-pixel kernels the CPU runs,
+// byte for byte: outputs, positions and input gradients, for windows padded, overlapping and
+// neither, on values with ties (halves in [-2, 2]), a NaN and both infinities.
+template <class T>
+void expect_packets_as_the_pixel_kernels(DType dtype) {
+  SCOPED_TRACE(dtype_name(dtype));
+  const int64_t c = 2 * ops::Packet<int8_t>::kSize;  // two packets of the narrowest type
+  testing::TestTensor x_values = random_tensor({2, c, 9, 11}, DType::kF32, Device::cpu(), 8, -2, 2);
+  std::vector<float>& v = x_values.values;
+  for (float& e : v) e = std::round(2 * e) / 2;
+  if (dtype != DType::kI8) {
+    v[5] = std::numeric_limits<float>::quiet_NaN();
+    v[200] = std::numeric_limits<float>::infinity();
+    v[201] = -std::numeric_limits<float>::infinity();
+  }
+  const Tensor contiguous = Tensor::from_vector(v, {2, c, 9, 11});
+  const Tensor x = to_memory_format(
+      dtype == DType::kI8 ? quantize_symmetric(contiguous, 0.5f) : cast(contiguous, dtype),
+      MemoryFormat::kChannelsLast);
+  for (const auto& [kernel, stride, padding] :
+       {std::tuple{3, 2, 1}, std::tuple{3, 1, 1}, std::tuple{2, 2, 0}}) {
+    SCOPED_TRACE(::testing::Message() << kernel << "x" << kernel << " stride " << stride);
+    const MaxPoolResult pixels = max_pool_forward(x, kernel, stride, padding);
+    MaxPoolResult packets{empty_as(pixels.y), empty_as(pixels.argmax)};
+    const Dims4 in = dims4(x, "test"), out = dims4(pixels.y, "test");
+    const ops::PoolGeometry g{in.n,   in.c,   in.h,    in.w,       out.h,      out.w,
+                              kernel, stride, padding, in.strides, out.strides};
+    const ops::MaxPoolForwardPackets<T> forward{x.data_as<T>(), packets.y.data_as<T>(),
+                                                packets.argmax.data_as<int32_t>(), g};
+    for_each_host_index(forward.indices(), forward);
+    EXPECT_EQ(stored_bytes(packets.y), stored_bytes(pixels.y));
+    EXPECT_EQ(stored_bytes(packets.argmax), stored_bytes(pixels.argmax));
+    if constexpr (!std::is_same_v<T, int8_t>) {
+      const Tensor dy = to_memory_format(
+          cast(random_tensor(pixels.y.shape(), DType::kF32, Device::cpu(), 9, -3, 3).tensor, dtype),
+          MemoryFormat::kChannelsLast);
+      const Tensor dx = max_pool_backward(dy, pixels, x, kernel, stride, padding);
+      Tensor dx_packets = empty_as(dx);
+      const ops::MaxPoolBackwardPackets<T> backward{
+          dy.data_as<T>(), pixels.argmax.data_as<int32_t>(), dx_packets.data_as<T>(), g};
+      for_each_host_index(backward.indices(), backward);
+      EXPECT_EQ(stored_bytes(dx_packets), stored_bytes(dx));
+    }
+  }
+}
+
+TEST(MaxPoolPackets, MatchThePerPixelKernelsByteForByte) {
+  expect_packets_as_the_pixel_kernels<float>(DType::kF32);
+  expect_packets_as_the_pixel_kernels<BFloat16>(DType::kBF16);
+  expect_packets_as_the_pixel_kernels<Half>(DType::kF16);
+  expect_packets_as_the_pixel_kernels<int8_t>(DType::kI8);
+}
+
+// A GPU pools channels-last by packets where the channels fill whole packets, and pixel by
+// pixel where they do not.
+TEST(MaxPoolPackets, AGpuTakesThemForWholePacketsOfChannelsOnly) {
+  for (const auto& [channels, name] : {std::pair{64, "Packets"}, {36, "ChannelsLast"}}) {
+    const Tensor x = to_memory_format(Tensor::empty({2, channels, 8, 8}, DType::kBF16),
+                                      MemoryFormat::kChannelsLast);
+    LaunchLog log;
+    const MaxPoolResult pooled = max_pool_forward(x, 3, 2, 1);
+    max_pool_backward(pooled.y, pooled, x, 3, 2, 1);
+    ASSERT_EQ(log.launches().size(), 2u);
+    for (const RecordedLaunch& launch : log.launches()) {
+      EXPECT_NE(launch.kernel.find(name), std::string::npos) << channels << ": " << launch.kernel;
+    }
+  }
 }
 
 TEST_P(NormPoolOptim, FusedAdamWOnAGpuMatchesTheCpu) {
