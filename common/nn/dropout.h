@@ -1,10 +1,11 @@
 // Dropout: in training, zeroes each element with probability p and scales the others by
-// 1 / (1 - p) (inverted dropout, as PyTorch); the identity in evaluation. Masks come from a
-// seeded generator, so runs repeat exactly; a call saves its scaled mask (0 or 1/(1-p)).
+// 1 / (1 - p) (inverted dropout, as PyTorch); the identity in evaluation. Each call draws a new
+// mask from the layer's seed and its count of calls (common/kernels/dropout.h: on the tensor's
+// own device, the same on every device), so runs repeat exactly; backward draws the call's mask
+// again instead of keeping it.
 #pragma once
 
 #include <cstdint>
-#include <random>
 
 #include "common/nn/module.h"
 
@@ -12,7 +13,7 @@ namespace course::nn {
 
 class Dropout : public Module {
  public:
-  explicit Dropout(float p, uint32_t seed = 0);
+  explicit Dropout(float p, uint64_t seed = 0);
 
  protected:
   Tensor run_forward(const Tensor& x, Context& ctx) override;
@@ -20,7 +21,13 @@ class Dropout : public Module {
 
  private:
   float p_;
-  std::mt19937 rng_;
+  uint64_t seed_;
+  uint64_t calls_ = 0;  // training calls so far: the next call's draw
+  struct Saved {
+    bool identity;  // evaluation, or p = 0
+    uint64_t offset;
+    MemoryFormat format;  // the mask follows x's storage order
+  };
 };
 
 }  // namespace course::nn

@@ -1,6 +1,7 @@
 // Random test tensors.
 #include "common/testing/random_tensor.h"
 
+#include <cstring>
 #include <random>
 
 #include "common/kernels/elementwise.h"
@@ -19,6 +20,13 @@ TestTensor random_tensor(const Shape& shape, DType dtype, Device device, uint32_
 
 std::vector<float> to_floats(const Tensor& t) {
   return cast(t.to(Device::cpu()), DType::kF32).to_vector<float>();
+}
+
+std::vector<unsigned char> stored_bytes(const Tensor& t) {
+  const Tensor host = t.to(Device::cpu());
+  std::vector<unsigned char> bytes(host.nbytes());
+  std::memcpy(bytes.data(), host.data(), bytes.size());
+  return bytes;
 }
 
 std::vector<float> rounded(const std::vector<double>& values, DType dtype) {

@@ -20,6 +20,10 @@ TestTensor random_tensor(const Shape& shape, DType dtype, Device device, uint32_
 // The elements of any floating tensor (any device, contiguous) as floats on the host.
 std::vector<float> to_floats(const Tensor& t);
 
+// The bytes a tensor (any device, any dtype) holds, in storage order: for comparisons bit for
+// bit, NaN included.
+std::vector<unsigned char> stored_bytes(const Tensor& t);
+
 // Reference values computed in double, rounded to `dtype` as a kernel's stores round them.
 std::vector<float> rounded(const std::vector<double>& values, DType dtype);
 

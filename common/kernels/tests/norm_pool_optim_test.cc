@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <tuple>
 #include <type_traits>
@@ -31,6 +30,7 @@ namespace course {
 namespace {
 
 using testing::random_tensor;
+using testing::stored_bytes;
 using testing::to_floats;
 
 class NormPoolOptim : public testing::DeviceCaseTest<MemoryFormat> {
@@ -156,13 +156,6 @@ TEST_P(NormPoolOptim, PoolingOnAGpuMatchesTheCpu) {
 // An uninitialised tensor of t's shape, dtype and memory format on the CPU.
 Tensor empty_as(const Tensor& t) {
   return Tensor::empty(t.shape(), t.dtype(), Device::cpu(), t.memory_format());
-}
-
-// The bytes a tensor on the CPU holds, in storage order: NaN compared as its bits.
-std::vector<unsigned char> stored_bytes(const Tensor& t) {
-  std::vector<unsigned char> bytes(t.nbytes());
-  std::memcpy(bytes.data(), t.data(), bytes.size());
-  return bytes;
 }
 
 // Channels-last max pooling's packet kernels (a GPU's, by MaxPoolForwardPackets and

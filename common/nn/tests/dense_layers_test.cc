@@ -9,6 +9,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/launch_plan.h"
+#include "common/kernels/layout.h"
 #include "common/nn/activation.h"
 #include "common/nn/autocast.h"
 #include "common/nn/dropout.h"
@@ -201,9 +202,23 @@ TEST(Dropout, ZeroesAboutPAndScalesTheRestInTrainingOnly) {
   // The backward pass applies the same mask.
   const std::vector<float> dx = dropout.backward(x).to_vector<float>();
   EXPECT_EQ(dx, y);
+  // Each call draws a new mask.
+  EXPECT_NE(dropout.forward(x).to_vector<float>(), y);
   dropout.set_training(false);
   EXPECT_EQ(dropout.forward(x).data(), x.data());
   EXPECT_THROW(Dropout(1.0f), Error);
+}
+
+// The mask follows the elements, not their storage: a channels-last input's gradient, arriving
+// in NCHW, is masked where its output was.
+TEST(Dropout, BackwardMasksWhereForwardDidWhateverTheGradientsLayout) {
+  Dropout dropout(0.5f, 3);
+  Tensor ones = zeros({2, 8, 3, 5});
+  fill_(ones, 1.0);
+  const Tensor y = dropout.forward(to_memory_format(ones, MemoryFormat::kChannelsLast));
+  const Tensor dx = dropout.backward(ones);
+  EXPECT_EQ(to_memory_format(dx, MemoryFormat::kContiguous).to_vector<float>(),
+            to_memory_format(y, MemoryFormat::kContiguous).to_vector<float>());
 }
 
 }  // namespace
