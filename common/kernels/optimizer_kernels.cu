@@ -107,6 +107,10 @@ void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, c
         "adamw");
 }
 
+void zero_tensors_(UpdateTable& table, const std::vector<UpdateSlots>& tensors) {
+  apply(table, tensors, Tensor(), Tensor(), ops::ZeroUpdate{}, "zero");
+}
+
 void momentum_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, float beta1,
                       const Tensor& skip_if) {
   apply(table, params, Tensor(), skip_if, ops::MomentumUpdate{beta1}, "momentum");
@@ -203,6 +207,7 @@ COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::SgdUpdate::kSlots, ops::S
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::AdamWUpdate::kSlots, ops::AdamWUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::LionUpdate::kSlots, ops::LionUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::MomentumUpdate::kSlots, ops::MomentumUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::ZeroUpdate::kSlots, ops::ZeroUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(
     ops::MultiTensorApply<ops::FrozenVarianceUpdate::kSlots, ops::FrozenVarianceUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::LarsUpdate::kSlots, ops::LarsUpdate>)

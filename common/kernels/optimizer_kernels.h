@@ -56,6 +56,9 @@ void adamw_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
                    const AdamWHyper& hyper, const Tensor& step_scalars,
                    const Tensor& skip_if = Tensor());
 
+// Every tensor of the list zeroed in one launch (slots: the tensor; f32, one device).
+void zero_tensors_(UpdateTable& table, const std::vector<UpdateSlots>& tensors);
+
 // 1-bit Adam's and LAMB's compressed stage (common/parallel/data_parallel/onebit_optimizer.h).
 // Slots of momentum_update_: momentum, gradient (m = beta1 m + (1 - beta1) g). Slots of
 // frozen_variance_update_: parameter, first moment, second moment, with AdamW's step scalars

@@ -118,6 +118,15 @@ struct AdamWUpdate {
   }
 };
 
+// Zeroes its one slot: a model's gradients before a step, as PyTorch's foreach zero_.
+struct ZeroUpdate {
+  static constexpr int kSlots = 1;
+  static constexpr int kStepScalars = 0;
+  struct Step {};
+  COURSE_HD Step step() const { return {}; }
+  COURSE_HD void operator()(const Step&, float* const* slot, int64_t j) const { slot[0][j] = 0.0f; }
+};
+
 // The local half of a 1-bit optimizer's compressed stage: the momentum alone follows the
 // gradient (the variance is frozen), before the momentum is averaged over the ranks compressed.
 // Slots: momentum, gradient. No step scalars.

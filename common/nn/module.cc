@@ -23,6 +23,7 @@ Module& Module::operator=(Module&& other) noexcept {
   hook_ = std::move(other.hook_);
   context_ = std::move(other.context_);
   own_parameters_.reset();
+  zero_table_ = UpdateTable();
   return *this;
 }
 
@@ -137,9 +138,18 @@ Module& Module::child(const std::string& name) {
 }
 
 void Module::zero_grad() {
+  std::vector<UpdateSlots> grads;
+  bool one_device = true;
   for (Parameter* p : parameters()) {
-    if (p->grad.defined()) fill_(p->grad, 0.0);
+    if (!p->grad.defined()) continue;
+    one_device = one_device && (grads.empty() || p->grad.device() == grads.front()[0]->device());
+    grads.push_back({&p->grad});
   }
+  if (one_device) {
+    zero_tensors_(zero_table_, grads);
+    return;
+  }
+  for (const UpdateSlots& g : grads) fill_(*g[0], 0.0);
 }
 
 }  // namespace course::nn

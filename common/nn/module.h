@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/kernels/optimizer_kernels.h"
 #include "common/nn/context.h"
 #include "common/tensor/tensor.h"
 
@@ -91,7 +92,9 @@ class Module {
   int64_t parameter_count();
   // The child named `name`; throws naming the children there are.
   Module& child(const std::string& name);
-  virtual void zero_grad();  // sharded data parallelism zeroes its shards instead; freed ones stay
+  // Every gradient zeroed in one launch where they share a device (freed ones stay freed);
+  // sharded data parallelism zeroes its shards instead.
+  virtual void zero_grad();
   bool training() const { return training_; }
 
  protected:
@@ -137,6 +140,7 @@ class Module {
   std::optional<std::vector<Parameter*>> own_parameters_;
   int backward_depth_ = 0;         // run_backward calls of this module in progress
   std::vector<Parameter*> ready_;  // grad_ready() calls made in them, passed on when they end
+  UpdateTable zero_table_;         // zero_grad's launch over every gradient
 };
 
 using ModulePtr = std::unique_ptr<Module>;

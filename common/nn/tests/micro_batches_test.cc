@@ -9,6 +9,7 @@
 #include <random>
 
 #include "common/kernels/elementwise.h"
+#include "common/kernels/launch_plan.h"
 #include "common/models/gpt/gpt.h"
 #include "common/models/models.h"
 #include "common/nn/model_pieces.h"
@@ -83,6 +84,32 @@ TEST(MicroBatches, InFlightGiveTheGradientsOfOneAtATime) {
   // Other orders add the same terms in another order: equal within f32 rounding.
   expect_close(run_schedule("F0 F1 F2 B2 B1 B0"), one_at_a_time);  // GPipe's backward order
   expect_close(run_schedule("F0 F1 B0 F2 B1 B2"), one_at_a_time);  // 1F1B
+}
+
+// Gradients accumulate over micro-batches until zero_grad, which zeroes every one of a model in
+// one launch on an accelerator, leaving a freed one freed.
+TEST(MicroBatches, ZeroGradZeroesEveryGradientInOneLaunch) {
+  for (Device device : {kCpu, Device::sim()}) {
+    std::mt19937 rng(23);
+    Gpt gpt(kConfig, rng, device);
+    const MicroBatch mb = micro_batches(2, 12, kConfig).front();
+    gpt.forward(mb.tokens.to(device));
+    gpt.backward(mb.dlogits.to(device));
+    std::vector<Parameter*> params = gpt.parameters();
+    params.back()->grad_on_demand = true;
+    params.back()->grad = Tensor();
+    if (device.is_sim()) {
+      LaunchLog log;
+      gpt.zero_grad();
+      ASSERT_EQ(log.launches().size(), 1u);
+      EXPECT_NE(log.launches()[0].kernel.find("ZeroUpdate"), std::string::npos);
+    }
+    gpt.zero_grad();
+    for (size_t i = 0; i + 1 < params.size(); ++i) {
+      for (float g : testing::to_floats(params[i]->grad)) ASSERT_EQ(g, 0.0f) << "parameter " << i;
+    }
+    EXPECT_FALSE(params.back()->grad.defined());
+  }
 }
 
 TEST(MicroBatches, ABackwardWithoutItsForwardIsAClearError) {
