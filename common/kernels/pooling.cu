@@ -5,6 +5,7 @@
 #include "common/kernels/launch_cuda.cuh"
 #include "common/kernels/pooling.h"
 #include "common/kernels/pooling_ops.h"
+#include "common/kernels/pooling_packets_ops.h"
 #include "common/kernels/type_lists.cuh"
 
 #ifndef __CUDACC__  // the host side: nvcc compiles only the GPU instantiations below

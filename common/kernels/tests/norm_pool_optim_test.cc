@@ -21,6 +21,7 @@
 #include "common/kernels/plan_cache.h"
 #include "common/kernels/pooling.h"
 #include "common/kernels/pooling_ops.h"
+#include "common/kernels/pooling_packets_ops.h"
 #include "common/kernels/quantize.h"
 #include "common/testing/devices.h"
 #include "common/testing/random_tensor.h"
