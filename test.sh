@@ -20,6 +20,17 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 
+# phase TITLE: the next phase's title line ("== TITLE"), after the time the one before it took
+# (named by its title's words up to a colon or parenthesis); without TITLE, the last one's time.
+phase_name="" phase_start=$SECONDS
+phase() {
+  [[ -n $phase_name ]] && echo "== ($phase_name: $((SECONDS - phase_start)) s)"
+  phase_start=$SECONDS phase_name=${1:-}
+  phase_name=${phase_name%%[:(]*}
+  phase_name=${phase_name% }
+  if [[ $# -gt 0 ]]; then echo "== $1"; fi
+}
+
 # check LABEL COMMAND...: runs a check that is not a bazel test, its output kept in the log, and
 # adds its line, "LABEL PASSED" or "LABEL FAILED", as bazel test does ("LABEL SKIPPED" for exit
 # status 77, a check that cannot run on this machine and has said why).
@@ -37,29 +48,29 @@ check() {
   esac
 }
 
-echo "== grouped compiles: no two sources of a target name a local function alike"
+phase "grouped compiles: no two sources of a target name a local function alike"
 check //tools/cc:unique_local_names tools/cc/unique_local_names.sh
 
-echo "== bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
+phase "bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
 bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
 
-echo "== bazel build --config=cpu //... (every target without CUDA)"
+phase "bazel build --config=cpu //... (every target without CUDA)"
 check //...:cpu_only_build bazel build --config=cpu //... "$@"
 
 sanitized_checks=(//solutions/day2_ddp:check //solutions/day3_data:check
   //solutions/day4_large_models:check //solutions/day4_large_models:compress_check)
-echo "== bazel test --config=asan //common/... and the solutions' checks of days 2-4 (CPU-only"
+phase "bazel test --config=asan //common/... and the solutions' checks of days 2-4 (CPU-only"
 echo "   build; AddressSanitizer + UndefinedBehaviorSanitizer)"
 bazel test --config=asan //common/... "${sanitized_checks[@]}" "$@" 2>&1 | tee -a "$log" ||
   status=1
 
-echo "== the GPU self-test's bundle: made, unpacked in an empty folder, its CPU cases run there"
+phase "the GPU self-test's bundle: made, unpacked in an empty folder, its CPU cases run there"
 check //tools/gpu_selftest:bundle_test tools/gpu_selftest/bundle_test.sh
 
-echo "== the class grader: a synthetic class of day 2 graded, its scorecard cell by cell"
+phase "the class grader: a synthetic class of day 2 graded, its scorecard cell by cell"
 check //tools/grade:grade_test tools/grade/grade_test.sh
 
-echo "== Slurm: sbatch jobs through slurm/submit.sh, the race and multi-node jobs, the grader's"
+phase "Slurm: sbatch jobs through slurm/submit.sh, the race and multi-node jobs, the grader's"
 echo "   job array, on a local cluster"
 for test in slurm/tests/slurm_test slurm/tests/race_test slurm/tests/multinode_test \
   tools/grade/grade_slurm_test; do
@@ -74,10 +85,12 @@ for test in slurm/tests/slurm_test slurm/tests/race_test slurm/tests/multinode_t
   fi
 done
 
-echo "== the container image: Debian 12 bootstrapped, imported into Podman, container/Containerfile"
+phase "the container image: Debian 12 bootstrapped, imported into Podman, container/Containerfile"
 echo "   built, the day-1 lab and quick tests run in it"
 check //container:image_test container/image_test.sh
 
+phase
+echo "== ($SECONDS s in all)"
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +.*(FAILED|TIMEOUT|NO STATUS)' "$log")
 echo "tests: ${passed} passed, ${failed} failed"

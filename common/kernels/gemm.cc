@@ -1,6 +1,6 @@
 // GEMM dispatch: oneDNN's sgemm on the CPU, cuBLAS on the GPU (TF32 as math_mode.h says), and
-// on the GPU the fully connected layer's product with its bias (and GELU) epilogue through
-// cuBLASLt (linear.h).
+// on the GPU the fully connected layer's products with their epilogues through cuBLASLt
+// (linear.h): forward's bias (and GELU), the weight gradient's bias gradient.
 //
 // oneDNN picks its CPU kernels from the instruction sets the CPU reports (AVX2, AVX-512, ...).
 // OpenBLAS 0.3.21 (Debian 12) picks them from the CPU's model number, and on a model it does not
@@ -184,6 +184,33 @@ std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t han
   return plan;
 }
 
+// The parameters' gradients dW (out x in) += dy^T x and dy's column sums, in cuBLASLt's terms:
+// dW^T (in x out) += A op(B) with A the stored x^T (in x rows) and B the stored dy^T (out x rows),
+// transposed; BGRADB sums op(B) over the product's k (the rows) into a vector as long as D has
+// columns (out), of D's type (f32 here). Keyed by device, dtype, compute type, rows, in, out.
+using GradientsKey = std::array<int64_t, 6>;
+
+std::unique_ptr<LtMatmul> plan_linear_gradients(const GradientsKey& key, cublasLtHandle_t handle,
+                                                void* bias_sums) {
+  const auto dtype = static_cast<DType>(key[1]);
+  const int64_t rows = key[3], in = key[4], out = key[5];
+  const cudaDataType type = cuda_type(dtype);
+  auto plan = std::make_unique<LtMatmul>(
+      static_cast<cublasComputeType_t>(key[2]), CUDA_R_32F, LtMatmul::Layout{type, in, rows, in},
+      LtMatmul::Layout{type, out, rows, out}, LtMatmul::Layout{CUDA_R_32F, in, out, in});
+  plan->set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_T);
+  plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BGRADB);
+  plan->set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_sums);
+  plan->rank(handle);
+  if (plan->ranked.empty()) {
+    throw PlanRefused("cuBLASLt has no algorithm for the bias-gradient epilogue of a " +
+                      std::to_string(in) + "x" + std::to_string(rows) + " by " +
+                      std::to_string(rows) + "x" + std::to_string(out) + " " +
+                      std::string(dtype_name(dtype)) + " weight-gradient product into f32");
+  }
+  return plan;
+}
+
 // `t` itself, or an aligned copy: cuBLASLt's epilogue kernels read 16-byte aligned operands (the
 // plans are ranked for that alignment); a view into flat parameters may start elsewhere.
 Tensor aligned_16(const Tensor& t) {
@@ -243,10 +270,57 @@ bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   if (gelu) *pre_activation = pre;
   return true;
 }
+
+bool cublaslt_linear_gradients(const Tensor& grad_out, const Tensor& input, Tensor& weight_grad,
+                               Tensor& bias_sums) {
+  const int64_t rows = grad_out.size(0), in = input.size(1), out = grad_out.size(1);
+  // The gradient is written in place: it must be f32 and aligned as the plans are ranked for.
+  if (rows == 0 || weight_grad.dtype() != DType::kF32 ||
+      reinterpret_cast<uintptr_t>(weight_grad.data()) % 16 != 0) {
+    return false;
+  }
+  COURSE_CHECK(input.dim() == 2 && input.size(0) == rows && input.dtype() == grad_out.dtype() &&
+                   weight_grad.shape() == Shape({out, in}) && input.device() == grad_out.device() &&
+                   weight_grad.device() == input.device(),
+               "add_linear_gradients: dy ", grad_out.str(), ", x ", input.str(), ", dW ",
+               weight_grad.str());
+  check_capture_device(input.device());
+  set_current_device(input.device());
+  cublasLtHandle_t handle = cublaslt_handle(input.device());
+  thread_local PlanCache<GradientsKey, std::unique_ptr<LtMatmul>> plans;
+  const GradientsKey key{input.device().index,
+                         static_cast<int64_t>(input.dtype()),
+                         static_cast<int64_t>(cublas_compute(input.dtype())),
+                         rows,
+                         in,
+                         out};
+  std::unique_ptr<LtMatmul>* plan = plans.find_or_build(
+      key,
+      [&](const GradientsKey& k) { return plan_linear_gradients(k, handle, bias_sums.data()); },
+      [](const std::string& reason) {
+        std::fprintf(stderr, "note: %s; the product and the column sums run apart\n",
+                     reason.c_str());
+      });
+  if (plan == nullptr) return false;
+  LtMatmul& matmul = **plan;
+  matmul.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_sums.data());
+  const Tensor a = aligned_16(input), b = aligned_16(grad_out);
+  LibraryWorkspace workspace(input.device());
+  matmul.take_workspace(workspace);
+  const float alpha = 1.0f, beta = 1.0f;
+  matmul.run(handle, &alpha, a.data(), b.data(), &beta, weight_grad.data(), workspace);
+  MultiplyAddCount::add(static_cast<double>(rows) * out * in);
+  ++linear_executions;
+  return true;
+}
 #else
 bool cublaslt_linear_forward(const Tensor& x, const Tensor&, const Tensor&, LinearEpilogue, Tensor&,
                              Tensor*) {
   COURSE_FAIL("linear_forward on ", x.device().str(), " in a build without CUDA");
+}
+
+bool cublaslt_linear_gradients(const Tensor& grad_out, const Tensor&, Tensor&, Tensor&) {
+  COURSE_FAIL("add_linear_gradients on ", grad_out.device().str(), " in a build without CUDA");
 }
 #endif
 

@@ -7,6 +7,7 @@
 #include "common/core/host_device.h"
 #include "common/kernels/column_sums.h"
 #include "common/kernels/column_sums_ops.h"
+#include "common/kernels/elementwise.h"
 #include "common/kernels/elementwise_ops.h"
 #include "common/kernels/gemm.h"
 #include "common/kernels/launch.h"
@@ -99,6 +100,24 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Line
   });
   *pre_activation = y;
   return activated;
+}
+
+void add_linear_gradients(const Tensor& grad_out, const Tensor& input, Tensor& weight_grad,
+                          Tensor* bias_grad) {
+  if (bias_grad == nullptr) {
+    add_weight_gradient(grad_out, input, weight_grad);
+    return;
+  }
+  check_row_vector(grad_out, *bias_grad, "add_linear_gradients");
+  if (grad_out.device().is_cuda() && LaunchLog::active() == nullptr) {
+    Tensor bias_sums = Tensor::empty(bias_grad->shape(), DType::kF32, grad_out.device());
+    if (detail::cublaslt_linear_gradients(grad_out, input, weight_grad, bias_sums)) {
+      axpy_(1.0f, bias_sums, *bias_grad);
+      return;
+    }
+  }
+  add_column_sums_(grad_out, *bias_grad);
+  add_weight_gradient(grad_out, input, weight_grad);
 }
 
 void add_row_bias_(Tensor& y, const Tensor& bias) {

@@ -1,5 +1,5 @@
-// Fully connected layers' kernels: the product with its bias (and GELU) as one operation, a
-// bias broadcast over rows, and its gradient.
+// Fully connected layers' kernels: the product with its bias (and GELU) as one operation, its
+// parameters' gradients as one, a bias broadcast over rows, and its gradient.
 //
 // On a GPU, linear_forward is one cuBLASLt product whose epilogue adds the bias (BIAS) or adds it
 // and applies GELU, writing the pre-activation the backward needs beside the output
@@ -20,8 +20,17 @@ enum class LinearEpilogue { kBias, kBiasGelu };
 Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, LinearEpilogue epilogue,
                       Tensor* pre_activation);
 
-// How many products with their epilogue this process ran as one cuBLASLt call: the tests' way to
-// see that a GPU took the fused path rather than its fallback.
+// The layer's parameter gradients from dy (rows, out) and x (rows, in): weight_grad (out, in) +=
+// dy^T x and, with a bias, *bias_grad (out,) f32 += dy summed over the rows. On a GPU, into f32
+// gradients, one cuBLASLt product whose epilogue sums dy as the product reads it (BGRADB, as
+// Transformer Engine's weight-gradient products do) into a vector then added to *bias_grad: dy is
+// read once, not again by a column sum. Elsewhere, or where cuBLASLt has no algorithm (said
+// once), the product and the column sums apart.
+void add_linear_gradients(const Tensor& grad_out, const Tensor& input, Tensor& weight_grad,
+                          Tensor* bias_grad);
+
+// How many products with their epilogue (forward's or the gradients') this process ran as one
+// cuBLASLt call: the tests' way to see that a GPU took the fused path rather than its fallback.
 int64_t cublaslt_linear_executions();
 
 void add_row_bias_(Tensor& y, const Tensor& bias);     // y (N, C) += bias (C,) f32
@@ -32,6 +41,11 @@ namespace detail {
 // nothing, when cuBLASLt has no algorithm for this shape and epilogue.
 bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
                              LinearEpilogue epilogue, Tensor& y, Tensor* pre_activation);
+// The GPU's one cuBLASLt call for add_linear_gradients, writing dy's column sums to bias_sums (f32,
+// (out,)); false, having done nothing, where it does not apply (a 16-bit or unaligned weight
+// gradient) or cuBLASLt has no algorithm.
+bool cublaslt_linear_gradients(const Tensor& grad_out, const Tensor& input, Tensor& weight_grad,
+                               Tensor& bias_sums);
 }  // namespace detail
 
 }  // namespace course

@@ -5,6 +5,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/kernels/gemm.h"
+#include "common/kernels/linear.h"
 #include "common/nn/autocast.h"
 #include "common/nn/init.h"
 
@@ -58,11 +59,9 @@ Tensor Linear::run_backward(const Tensor& dy, Context& ctx) {
   if (epilogue_ == LinearEpilogue::kBiasGelu)
     grad_out = gelu_backward(grad_out, saved.pre_activation);
   ctx.weight_gradient([this, grad_out, input = saved.input] {
-    if (bias) {
-      add_column_sums_(grad_out, bias->grad);
-      grad_ready(*bias);
-    }
-    add_weight_gradient(grad_out, input, weight.grad);  // dW += dy^T x
+    // dW += dy^T x, db += dy summed over the rows
+    add_linear_gradients(grad_out, input, weight.grad, bias ? &bias->grad : nullptr);
+    if (bias) grad_ready(*bias);
     grad_ready(weight);
   });
   const Tensor w =

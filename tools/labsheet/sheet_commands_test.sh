@@ -13,7 +13,8 @@
 # A command sheet_runs.txt marks "not-run" (too long for CI, a Slurm cluster, a nested bazel, a
 # placeholder) is parsed instead: its arguments are given to the program with --help appended
 # (which checks every value and exits before any work), and each flag must be one its help lists.
-# A failing command is printed with its sheet and the end of its output.
+# A failing command is printed with its sheet and the end of its output. Sharded by the sheets'
+# sections (see "Bazel's shards" below).
 # Usage: sheet_commands_test.sh SHEET... --runs sheet_runs.txt --cli PROGRAM... --other PROGRAM...
 #   PROGRAM: a runfiles path such as day1_gpu/lab; --cli ones parse flags with CLI11 (only they are
 #   parsed for a not-run command), --other ones (benchmarks, scripts) run alike.
@@ -91,9 +92,10 @@ words_of() { xargs -n1 printf '%s\n' <<<"$1" 2>/dev/null; }
 
 # The fenced shell lines of a sheet, continuation lines joined, comments, prompts and indents
 # removed, chained commands (' && ', '; ', ' | ', ' & ') one per line, a loop's body ("do ...")
-# as a command of its own.
+# as a command of its own; a line "@@section" where a second-level heading starts a section.
 commands_of() {
   awk '/^```/ { fenced = !fenced; next }
+       !fenced && /^## / { print "@@section"; next }
        fenced { print }' "$1" |
     sed -e ':join' -e '/\\$/{N;s/\\\n[[:space:]]*/ /;b join' -e '}' |
     sed -e 's/[[:space:]]#.*$//' -e 's/^[[:space:]]*//' -e 's/^\$ //' -e 's/[[:space:]]*$//' |
@@ -293,11 +295,29 @@ run_command() {
   tail -5 <<<"$output" | sed 's/^/    /'
 }
 
+# Bazel's shards (shard_count in BUILD): shard k of n runs the commands of every n-th section of
+# the sheets (a second-level heading's text up to the next one) from the k-th, in order (a
+# command may use what an earlier one of its section wrote); every shard reads every sheet, so a
+# stale not-run pattern fails each of them.
+shards=${TEST_TOTAL_SHARDS:-1} shard=${TEST_SHARD_INDEX:-0}
+[[ -n ${TEST_SHARD_STATUS_FILE:-} ]] && touch "$TEST_SHARD_STATUS_FILE"
 declare -A seen
+found=0 others=0 section=0
 for sheet in "${sheets[@]}"; do
+  section=$((section + 1))
   while IFS= read -r line; do
+    if [[ $line == @@section ]]; then
+      section=$((section + 1))
+      continue
+    fi
     resolve "$sheet" "$line" || continue
-    if not_run_reason "$line"; then
+    found=$((found + 1))
+    not_run_reason "$line" && run=false || run=true
+    if ((section % shards != shard)); then
+      others=$((others + 1))
+      continue
+    fi
+    if ! $run; then
       parsed=$((parsed + 1))
       echo "parsed, not run ($reason): $line"
       parse_only "$sheet" "$line" "$program" "${args[@]}"
@@ -316,11 +336,11 @@ for k in "${!not_run_patterns[@]}"; do
   ((not_run_used[k])) ||
     fail "sheet_runs.txt: no sheet command matches the not-run pattern '${not_run_patterns[k]}'"
 done
-total=$((ran + stubs + refused + parsed))
 echo "$ran ran, $stubs stopped at an unwritten exercise (their solutions ran), $refused refused" \
-  "without a GPU, $parsed parsed but not run; $failures failed"
-((total > 50)) || {
-  echo "FAILED: only $total commands found in ${#sheets[@]} sheets: is the extraction broken?"
+  "without a GPU, $parsed parsed but not run, $others left to the other $((shards - 1))" \
+  "shard(s) (the sheets' $found commands in all); $failures failed"
+((found > 50)) || {
+  echo "FAILED: only $found commands found in ${#sheets[@]} sheets: is the extraction broken?"
   exit 1
 }
 ((failures == 0))

@@ -1,5 +1,6 @@
 // GEMM against a naive triple loop in double, for odd shapes, every transpose and dtype; a fully
-// connected layer's product with its bias (and GELU) epilogue against its definition.
+// connected layer's product with its bias (and GELU) epilogue, and its parameters' gradients,
+// against their definitions.
 #include "common/kernels/gemm.h"
 
 #include <gmock/gmock.h>
@@ -134,6 +135,68 @@ TEST_P(GemmTest, SixteenBitOperandsAccumulateIntoAnF32Gradient) {
   add_weight_gradient(grad_out.tensor, input.tensor, grad.tensor);
   EXPECT_TRUE(
       testing::all_close(to_floats(grad.tensor), reference, product_tolerance(DType::kF32, rows)));
+}
+
+// A fully connected layer's parameter gradients (add_linear_gradients) accumulated into f32
+// gradients that already hold values (a second micro-batch's): dW += dy^T x and db += dy's column
+// sums, against the definition in double, for widths of whole 16-byte rows (a GPU's cuBLASLt
+// epilogue, asserted to have run) or not, a weight gradient that is a view at an odd offset of a
+// flat buffer (no epilogue on a GPU: it writes aligned rows), and without a bias.
+TEST_P(GemmTest, LinearGradientsAccumulateTheDefinition) {
+  struct Case {
+    int64_t rows, in, out;
+    bool offset_gradient;
+  };
+  for (const Case c : {Case{33, 24, 16, false}, Case{7, 13, 24, false}, Case{40, 16, 8, true},
+                       Case{5, 8, 13, false}}) {
+    const auto dy = random_tensor({c.rows, c.out}, dtype(), device(), 60, -2.0f, 2.0f);
+    const auto x = random_tensor({c.rows, c.in}, dtype(), device(), 61, -1.0f, 1.0f);
+    const int64_t offset = c.offset_gradient ? 1 : 0;
+    auto flat = random_tensor({offset + c.out * c.in}, DType::kF32, device(), 62, -1.0f, 1.0f);
+    Tensor weight_grad = flat.tensor.slice(offset, offset + c.out * c.in).view({c.out, c.in});
+    auto bias_grad = random_tensor({c.out}, DType::kF32, device(), 63, -1.0f, 1.0f);
+    std::vector<float> weight_ref(c.out * c.in), bias_ref(c.out);
+    for (int64_t o = 0; o < c.out; ++o) {
+      double bias_sum = bias_grad.values[o];
+      for (int64_t r = 0; r < c.rows; ++r) bias_sum += dy.values[r * c.out + o];
+      bias_ref[o] = static_cast<float>(bias_sum);
+      for (int64_t i = 0; i < c.in; ++i) {
+        double sum = flat.values[offset + o * c.in + i];
+        for (int64_t r = 0; r < c.rows; ++r) {
+          sum += double(dy.values[r * c.out + o]) * x.values[r * c.in + i];
+        }
+        weight_ref[o * c.in + i] = static_cast<float>(sum);
+      }
+    }
+    const std::string shape = std::to_string(c.rows) + " rows, " + std::to_string(c.in) + " -> " +
+                              std::to_string(c.out) + (offset ? ", offset gradient" : "");
+    const int64_t fused_before = cublaslt_linear_executions();
+    add_linear_gradients(dy.tensor, x.tensor, weight_grad, &bias_grad.tensor);
+    EXPECT_TRUE(testing::all_close(to_floats(weight_grad), weight_ref,
+                                   product_tolerance(DType::kF32, c.rows)))
+        << "weight gradient, " << shape;
+    EXPECT_TRUE(testing::all_close(to_floats(bias_grad.tensor), bias_ref,
+                                   product_tolerance(DType::kF32, c.rows)))
+        << "bias gradient, " << shape;
+    const bool whole_rows = c.in % 8 == 0 && c.out % 8 == 0 && !c.offset_gradient;
+    EXPECT_EQ(cublaslt_linear_executions() - fused_before, device().is_cuda() && whole_rows ? 1 : 0)
+        << shape;
+    EXPECT_EQ(to_floats(flat.tensor.slice(0, offset)),
+              std::vector<float>(flat.values.begin(), flat.values.begin() + offset))
+        << "the element before an offset gradient is not the layer's";
+  }
+  // Without a bias: the weight gradient alone.
+  const auto dy = random_tensor({6, 8}, dtype(), device(), 64);
+  const auto x = random_tensor({6, 16}, dtype(), device(), 65);
+  auto weight_grad = random_tensor({8, 16}, DType::kF32, device(), 66);
+  const std::vector<float> reference = naive_product(dy.values, true, x.values, false,
+                                                     weight_grad.values, {8, 16, 6}, 0, 1.0f, 1.0f);
+  add_linear_gradients(dy.tensor, x.tensor, weight_grad.tensor, nullptr);
+  EXPECT_TRUE(testing::all_close(to_floats(weight_grad.tensor), reference,
+                                 product_tolerance(DType::kF32, 6)));
+  Tensor wrong_bias = zeros({7}, DType::kF32, device());
+  EXPECT_THROW(add_linear_gradients(dy.tensor, x.tensor, weight_grad.tensor, &wrong_bias), Error)
+      << "a bias gradient of the wrong width";
 }
 
 TEST_P(GemmTest, ShapeAndDtypeMismatchesAreErrors) {

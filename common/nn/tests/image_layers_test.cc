@@ -283,7 +283,9 @@ TEST(Conv2d, OnAnAcceleratorForwardCastsAndRelaysTheWeightsInOneLaunchThatBackwa
       const std::string pass = std::string(forward ? "forward" : "backward") +
                                (released ? ", released between the passes" : "");
       ASSERT_EQ(found.size(), forward || released ? 1u : 0u) << pass;
-      if (!found.empty()) EXPECT_NE(found[0].find("BFloat16"), std::string::npos) << found[0];
+      if (!found.empty()) {
+        EXPECT_NE(found[0].find("BFloat16"), std::string::npos) << found[0];
+      }
     }
     conv.forward(x);
     results.push_back(

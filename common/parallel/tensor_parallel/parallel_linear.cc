@@ -124,7 +124,7 @@ Tensor RowParallelLinear::run_backward(const Tensor& dy, nn::Context& ctx) {
   const Tensor whole_dy =
       output_ == Activations::kSequenceSharded ? all_gather_sequence(dy, *tp_) : dy;
   const Tensor grad_out = as_rows(nn::as_dtype(whole_dy, saved.input.dtype()));
-  axpy_(1.0f, nn::as_dtype(matmul(grad_out, saved.input, true, false), DType::kF32), weight.grad);
+  add_weight_gradient(grad_out, saved.input, weight.grad);  // dW += dy^T x
   grad_ready(weight);
   const Tensor w =
       saved.weight.defined() ? saved.weight : nn::as_dtype(weight.value, saved.input.dtype());
