@@ -5,8 +5,8 @@
 # the helper refuses bad input and submits nothing; a job signalled
 # with SIGUSR1 checkpoints, requeues itself, resumes, and ends with the same checkpoint as an
 # uninterrupted run of the same lab; a hyper-parameter study's job array of workers shares one
-# database; the GPU self-test's job script runs its CPU cases. Needs the labs built (./test.sh
-# runs it after bazel).
+# database; the GPU self-test's job script runs two of its CPU cases. Needs the labs built
+# (./test.sh runs it after bazel).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -95,11 +95,13 @@ grep -qF "apptainer exec --nv --bind $PWD --pwd $PWD $stub/course.sif /opt/cours
 echo "ok: container job $job ran the image's lab through apptainer exec --nv"
 rm -rf "$stub"
 
-# The GPU self-test's job script, its CPU cases here (a GPU node runs the GPU ones).
+# The GPU self-test's job script, two of its CPU cases here, one process and two ranks (a GPU node
+# runs the GPU ones; tools/gpu_selftest/bundle_test.sh runs every CPU case).
 selftest=$(sbatch --parsable --job-name=ci_selftest --cpus-per-task=2 slurm/gpu_selftest.sbatch \
-  --cpu) || fail "sbatch slurm/gpu_selftest.sbatch refused"
+  --cpu --cases '@(day 1: f32|day 2: *)') || fail "sbatch slurm/gpu_selftest.sbatch refused"
 wait_for "$selftest" COMPLETED 600
-grep -qE "^selftest: [0-9]+ passed, 0 skipped \(one GPU\), 0 failed$" "ci_selftest_$selftest.out" ||
+grep -qE "^selftest: 2 passed, 0 skipped \(one GPU\), 0 failed, [0-9]+ left out by --cases$" \
+  "ci_selftest_$selftest.out" ||
   fail "self-test job $selftest: $(tail -5 "ci_selftest_$selftest.out")"
 echo "ok: self-test job $selftest: $(tail -1 "ci_selftest_$selftest.out")"
 

@@ -9,24 +9,29 @@
 # must run. The multi-rank lab cases compare with one process accumulating the same
 # micro-batches; on a node of one GPU two ranks share it (only the cases that need a GPU per
 # rank, NCCL's own test and the step of ZeRO-3 as one CUDA graph, are listed as skipped).
-#   run_selftest.sh [--cpu] [--root DIR] [--logs DIR]
+#   run_selftest.sh [--cpu] [--cases PATTERN] [--root DIR] [--logs DIR]
 #     --cpu       the same cases on the CPU (2 MPI ranks stand in for GPUs): the bundle's own test
+#     --cases PATTERN  only the cases whose name matches the bash pattern (extended: e.g.
+#                 '@(day 1: f32|day 2: *)'); the summary counts the others as left out
 #     --root DIR  where the binaries are (default: this script's runfiles, or its folder in a
 #                 bundle made by make_bundle.sh)
 #     --logs DIR  keep every case's whole output there, one file per case (default: failed
 #                 cases' last lines only)
 # MPIRUN overrides the launcher of multi-rank cases (default: mpirun; e.g. MPIRUN="srun").
 set -uo pipefail
+shopt -s extglob
 
 device=cuda
 root=""
 logs=""
+cases="*"
 while (($#)); do
   case $1 in
     --cpu) device=cpu ;;
     --root) root=$2; shift ;;
     --logs) logs=$2; shift ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    --cases) cases=$2; shift ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run_selftest.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -81,6 +86,14 @@ fi
 results=()
 failed=0
 skipped=0
+left_out=0
+
+selected() {  # selected NAME: whether --cases takes the case (counted as left out if not)
+  # shellcheck disable=SC2053 # --cases is a pattern
+  [[ $1 == $cases ]] && return 0
+  left_out=$((left_out + 1))
+  return 1
+}
 
 # record NAME DEVICE COMMAND...: runs the case (a hung one ends after $CASE_LIMIT seconds, as a
 # failure), keeps its output, adds a table row.
@@ -88,6 +101,7 @@ CASE_LIMIT=${CASE_LIMIT:-600}
 record() {
   local name=$1 on=$2 start end status out
   shift 2
+  selected "$name" || return 0
   out="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$name").log"
   start=$(date +%s%N)
   timeout --kill-after=10 "$CASE_LIMIT" "$@" >"$out" 2>&1
@@ -247,6 +261,7 @@ if [[ $device == cuda ]]; then
 fi
 
 skip_one_gpu() {  # skip_one_gpu NAME: a case that needs a GPU per rank, on a node of one
+  selected "$1" || return 0
   results+=("$(printf '%-44s %-10s %-5s %8s' "$1" "$device" "SKIP" "1 GPU")")
   skipped=$((skipped + 1))
 }
@@ -390,5 +405,6 @@ echo "day 3's loader at 224 px, images/s: $(figure "day 3: loader, CPU workers" 
   "with $(nproc) CPU workers, $(figure "day 3: loader, decoded on the device" "^loader:" 2)" \
   "decoded on $accelerator; the ResNet-50 step fed by it" \
   "$(figure "day 3: ResNet-50 step, decoded on the device" "^training performance" 3)"
-echo "selftest: $((${#results[@]} - failed - skipped)) passed, $skipped skipped (one GPU), $failed failed"
+echo "selftest: $((${#results[@]} - failed - skipped)) passed, $skipped skipped (one GPU)," \
+  "$failed failed$( ((left_out == 0)) || echo ", $left_out left out by --cases")"
 ((failed == 0))
