@@ -47,6 +47,10 @@ void add_data_flags(CLI::App& app, GptLabOptions& o) {
       ->capture_default_str();
   app.add_option("--val-fraction", o.text.val_fraction, "share of documents held out")
       ->capture_default_str();
+  app.add_option("--synthetic-tokens", o.text.synthetic_tokens,
+                 "train on N uniformly random tokens over the model's vocabulary in place of the "
+                 "text: a throughput run of any preset (gpt2's 50,257 tokens too), as llm.c and "
+                 "PyTorch's benchmarks time one; nothing is learnt and nothing sampled");
   app.add_option("--steps-per-epoch", o.steps_per_epoch,
                  "steps in an epoch (0: every training window once)")
       ->capture_default_str();

@@ -48,6 +48,8 @@ struct LabModel {
 struct TextData {
   std::string dir = course::kFortunesDir;  // fortune-format text files
   double val_fraction = 0.05;              // documents held out for validation
+  // > 0: this many random tokens over the model's vocabulary in place of the text (throughput)
+  int64_t synthetic_tokens = 0;
 };
 struct ImageData {
   std::string dir = course::kFashionMnistDir;

@@ -110,14 +110,15 @@ void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Devic
                       const parallel::TrainingParallelism& parallelism, const TokenSplit& text,
                       const RunWindows& windows, int64_t context) {
   std::printf(
-      "training %s (%.2fM parameters%s) on %s, %s: %lld training and %lld validation tokens, "
+      "training %s (%.2fM parameters%s) on %s, %s: %lld training and %lld validation %stokens, "
       "batch %lld x %lld tokens per micro-batch, %lld micro-batch(es) per step, %lld steps per "
       "epoch, %s\n",
       o.model.name.c_str(), nn::gpt_parameter_count(config) / 1e6,
       o.model.checkpoint_activations ? ", checkpointed blocks" : "", device.str().c_str(),
       parallelism.describe().c_str(), static_cast<long long>(text.train.numel()),
-      static_cast<long long>(text.val.numel()), static_cast<long long>(o.run.batch_size),
-      static_cast<long long>(context), static_cast<long long>(parallelism.micro_batches()),
+      static_cast<long long>(text.val.numel()), o.text.synthetic_tokens > 0 ? "random " : "",
+      static_cast<long long>(o.run.batch_size), static_cast<long long>(context),
+      static_cast<long long>(parallelism.micro_batches()),
       static_cast<long long>(windows.steps_per_epoch), optim::optimizer_name(o.optimizer.kind));
   if (!o.config->file.empty()) std::printf("%s\n", o.config->summary().c_str());
   std::fflush(stdout);
@@ -182,8 +183,12 @@ GptLabResult gpt_lab_result(const train::LoopResult& run, const TokenSplit& text
                       .unigram_entropy = unigram_entropy(text.val),
                       .timing = run.timing};
   if (run.test_loss && lead) {
-    std::printf("validation loss %.3f nats per token (unigram entropy %.3f; %.2f bits per byte)\n",
-                *run.test_loss, result.unigram_entropy, *run.test_loss / std::log(2.0));
+    std::printf("validation loss %.3f nats per token (unigram entropy %.3f", *run.test_loss,
+                result.unigram_entropy);
+    if (config.vocabulary == kByteVocabulary) {
+      std::printf("; %.2f bits per byte", *run.test_loss / std::log(2.0));
+    }
+    std::printf(")\n");
   }
   if (sample.tokens > 0) {
     result.sample = sample_text(parallelism.whole_model(), config, device, sample, seed);
@@ -206,7 +211,11 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   const nn::GptConfig& config = *o.model.language;
   const int64_t context = o.model.window();
 
-  const TokenSplit text = split_documents(load_fortunes(o.text.dir), o.text.val_fraction, o.seed);
+  const bool synthetic = o.text.synthetic_tokens > 0;
+  const TokenSplit text =
+      synthetic
+          ? random_tokens(o.text.synthetic_tokens, config.vocabulary, o.text.val_fraction, o.seed)
+          : split_documents(load_fortunes(o.text.dir), o.text.val_fraction, o.seed);
   const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
   std::mt19937 rng(o.seed);
   nn::Gpt model(config, rng, device, o.model.checkpoint_activations);
@@ -248,7 +257,9 @@ GptLabResult run_gpt_lab(const GptLabOptions& o) {
   print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
                          comm->size());
   if (lead) print_measured_against_estimate(estimate, device, run, resident);
-  return gpt_lab_result(run, text, *parallelism, config, device, o.sample, o.seed, lead);
+  SampleChoice sample = o.sample;
+  if (synthetic) sample.tokens = 0;  // a model of random tokens has nothing to say
+  return gpt_lab_result(run, text, *parallelism, config, device, sample, o.seed, lead);
 }
 
 }  // namespace day4

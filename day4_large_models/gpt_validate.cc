@@ -238,13 +238,14 @@ void validate_image_run(const GptLabOptions& o) {
   const SampleChoice sample_defaults;
   COURSE_CHECK(o.text.dir == text_defaults.dir && o.model.context == 0 &&
                    o.text.val_fraction == text_defaults.val_fraction &&
+                   o.text.synthetic_tokens == text_defaults.synthetic_tokens &&
                    o.sample.tokens == sample_defaults.tokens &&
                    o.sample.prompt == sample_defaults.prompt &&
                    o.sample.sampling.temperature == sample_defaults.sampling.temperature &&
                    o.sample.sampling.top_k == sample_defaults.sampling.top_k &&
                    o.sample.sampling.top_p == sample_defaults.sampling.top_p,
-               "--text-dir, --context, --val-fraction, --sample-tokens, --prompt, --temperature, "
-               "--top-k and --top-p feed the language models; ",
+               "--text-dir, --synthetic-tokens, --context, --val-fraction, --sample-tokens, "
+               "--prompt, --temperature, --top-k and --top-p feed the language models; ",
                name, " is an image model and trains on --data-dir's images");
   if (o.estimate.figures_only()) {
     COURSE_CHECK(o.images == ImageData{}, "--estimate-only and --throughput-gpus take ", name,
@@ -280,9 +281,12 @@ void validate_language_run(const GptLabOptions& o) {
   validate_tensor_parallel(o.grid, o.model);
   validate_context_parallel(o.grid.context_parallel, o.model);
   if (o.estimate.figures_only()) return;  // any preset: nothing is trained
-  COURSE_CHECK(config.vocabulary == kByteVocabulary, name, " has a vocabulary of ",
-               config.vocabulary, " tokens; the lab's byte-level text needs ", kByteVocabulary,
-               " (gpt-tiny)");
+  COURSE_CHECK(o.text.synthetic_tokens >= 0, "--synthetic-tokens must not be negative, got ",
+               o.text.synthetic_tokens);
+  COURSE_CHECK(o.text.synthetic_tokens > 0 || config.vocabulary == kByteVocabulary, name,
+               " has a vocabulary of ", config.vocabulary,
+               " tokens; the lab's byte-level text needs ", kByteVocabulary,
+               " (gpt-tiny; --synthetic-tokens N times any preset on random tokens)");
 }
 
 }  // namespace

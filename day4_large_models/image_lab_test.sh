@@ -92,6 +92,8 @@ expect 1 "--top-p feed the language models; coatnet-micro is an image" \
   "$lab" --model coatnet-micro --context 32
 expect 1 "--top-p feed the language models; vit-micro is an image" "$lab" \
   --model vit-micro --top-k 5
+expect 1 "--top-p feed the language models; vit-micro is an image" "$lab" \
+  --model vit-micro --synthetic-tokens 4096
 expect 1 "error: --image-size 24 is too small for coatnet-0 (at least 31)" "$lab" \
   --model coatnet-0 --image-size 24
 expect 1 "--test-subset feed the image models (vit-..., coatnet-...); gpt-tiny" "$lab" \

@@ -321,6 +321,13 @@ expect 1 "error: --sharding zero3 shards over the data-parallel ranks and needs 
   "$lab" "${few[@]}" --sharding zero3
 
 expect 1 "error: gpt2 has a vocabulary of 50257 tokens" "$lab" "${few[@]}" --model gpt2
+# GPT-2 itself on random tokens over its vocabulary (--synthetic-tokens: gpu_compare.sh's row
+# against PyTorch), a step of short windows on the CPU; the stream too short for a batch refused.
+expect 0 "gpt2 (124.44M parameters) on cpu, one process: 38000 training and 2000 validation random" \
+  "$lab" --model gpt2 --synthetic-tokens 40000 --context 32 --batch-size 2 --test \
+  --test-nsteps 1 --no-progress --device cpu
+expect 1 "error: a stream of 9 tokens holds 0 windows" "$lab" "${few[@]}" --synthetic-tokens 10
+expect 1 "error: --synthetic-tokens must not be negative" "$lab" "${few[@]}" --synthetic-tokens -1
 expect 1 "error: --context 999 must be between 1 and gpt-tiny's context of 64" "$lab" \
   "${base[@]}" --context 999
 expect 1 "error: --cpu-offload moves the shards of a sharded mode" "$lab" "${few[@]}" --cpu-offload

@@ -105,7 +105,7 @@ class Gpt(nn.Module):
         self.ln_f = nn.LayerNorm(channels)
 
     def forward(self, tokens):
-        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1]))
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1], device=tokens.device))
         for block in self.h:
             x = block(x)
         return self.ln_f(x) @ self.wte.weight.T
@@ -453,34 +453,44 @@ def train_step(args):
     print(f"train_step: {args.batch * args.steps / (time.perf_counter() - start):.1f} images/s")
 
 
-# The day-4 lab's presets that the comparison trains (day4_large_models/README.md).
+# The day-4 lab's presets that the comparison trains (day4_large_models/README.md; gpt2 on random
+# tokens, the lab's --synthetic-tokens).
 GPT_PRESETS = {
     "gpt-tiny": dict(layers=4, heads=4, channels=128, context=64, vocabulary=256),
     "gpt-mini": dict(layers=6, heads=6, channels=384, context=256, vocabulary=256),
+    "gpt2": dict(layers=12, heads=12, channels=768, context=1024, vocabulary=50257),
 }
 
 
 def gpt_train(args):
-    """Training tokens/s of a GPT preset: random byte windows of the preset's context, AdamW as
-    the day-4 lab's (lr 2e-3, weight decay 0.1), the first step excluded."""
+    """Training tokens/s of a GPT preset: random token windows of the preset's context, AdamW as
+    the day-4 lab's (lr 2e-3, weight decay 0.1), optionally under bf16 autocast (the lab's
+    --amp), the first step excluded, timed between device synchronisations."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    device = torch.device(args.device)
     config = GPT_PRESETS[args.model]
-    net = Gpt(**config)
+    net = Gpt(**config).to(device)
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=0.1)
-    tokens = torch.randint(0, config["vocabulary"], (args.batch, config["context"] + 1))
+    tokens = torch.randint(0, config["vocabulary"], (args.batch, config["context"] + 1),
+                           device=device)
     x, y = tokens[:, :-1], tokens[:, 1:]
 
     def step():
         opt.zero_grad(set_to_none=True)
-        logits = net(x)
-        nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).backward()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.amp):
+            logits = net(x)
+        nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                                    y.reshape(-1)).backward()
         opt.step()
 
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else lambda: None
     step()
+    synchronize()
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
+    synchronize()
     elapsed = time.perf_counter() - start
     print(f"gpt_train: {args.batch * config['context'] * args.steps / elapsed:.1f} tokens/s")
 
@@ -707,6 +717,8 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--amp", action="store_true", help="bf16 autocast, as the lab's --amp")
     p.set_defaults(run=gpt_train)
     for name, run in (("layers", layers), ("profile", profile)):
         p = sub.add_parser(name)

@@ -2,10 +2,10 @@
 #include "common/data/text_corpus.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -87,10 +87,29 @@ TokenSplit split_documents(const std::vector<std::string>& documents, double val
   return {encode_bytes(train), encode_bytes(val)};
 }
 
+TokenSplit random_tokens(int64_t count, int64_t vocabulary, double val_fraction, uint32_t seed) {
+  COURSE_CHECK(val_fraction > 0 && val_fraction < 1, "the validation fraction must be in (0, 1)");
+  COURSE_CHECK(vocabulary > 0 && vocabulary <= std::numeric_limits<int32_t>::max(),
+               "a vocabulary of ", vocabulary, " tokens");
+  const auto val = static_cast<int64_t>(std::llround(val_fraction * static_cast<double>(count)));
+  COURSE_CHECK(val > 0 && val < count, count, " random tokens do not split into training and ",
+               "validation at ", val_fraction);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> draw(0, static_cast<int32_t>(vocabulary - 1));
+  std::vector<int32_t> tokens(count);
+  for (int32_t& t : tokens) t = draw(rng);
+  const Tensor all = Tensor::from_vector(tokens, {count}, Device::cpu());
+  return {all.slice(0, count - val).clone(), all.slice(count - val, count).clone()};
+}
+
 double unigram_entropy(const Tensor& tokens) {
-  std::array<int64_t, kByteVocabulary> counts{};
   const std::vector<int32_t> values = tokens.to_vector<int32_t>();
-  for (int32_t t : values) ++counts.at(static_cast<size_t>(t));
+  std::vector<int64_t> counts(kByteVocabulary);
+  for (int32_t t : values) {
+    COURSE_CHECK(t >= 0, "token ", t, " is negative");
+    if (static_cast<size_t>(t) >= counts.size()) counts.resize(t + 1);
+    ++counts[t];
+  }
   double entropy = 0;
   for (int64_t c : counts) {
     if (c == 0) continue;

@@ -33,7 +33,12 @@ struct TokenSplit {
 TokenSplit split_documents(const std::vector<std::string>& documents, double val_fraction,
                            uint32_t seed);
 
-// Entropy in nats of the byte frequencies of `tokens`: the loss of the best model that ignores
+// `count` uniformly random tokens in [0, vocabulary), seeded, the last `val_fraction` of them
+// (rounded) for validation: a throughput run's stream for a vocabulary no text here is tokenized
+// for (GPT-2's), nothing in it to learn.
+TokenSplit random_tokens(int64_t count, int64_t vocabulary, double val_fraction, uint32_t seed);
+
+// Entropy in nats of the token frequencies of `tokens`: the loss of the best model that ignores
 // context, the bar a language model must get well under.
 double unigram_entropy(const Tensor& tokens);
 

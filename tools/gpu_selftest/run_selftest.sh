@@ -88,6 +88,8 @@ failed=0
 skipped=0
 left_out=0
 
+case_log() { echo "$log/$(tr -c 'A-Za-z0-9_' _ <<<"$1").log"; }  # case_log NAME: its output
+
 selected() {  # selected NAME: whether --cases takes the case (counted as left out if not)
   # shellcheck disable=SC2053 # --cases is a pattern
   [[ $1 == $cases ]] && return 0
@@ -102,7 +104,7 @@ record() {
   local name=$1 on=$2 start end status out
   shift 2
   selected "$name" || return 0
-  out="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$name").log"
+  out=$(case_log "$name")
   start=$(date +%s%N)
   timeout --kill-after=10 "$CASE_LIMIT" "$@" >"$out" 2>&1
   status=$?
@@ -253,6 +255,9 @@ if [[ $device == cuda ]]; then
   record "day 4: gpt-mini b32, 256 tokens, bf16" cuda "$labs/day4_large_models_lab" \
     --model gpt-mini --batch-size 32 --amp --test --test-nsteps 20 --epochs 50 --no-progress \
     --sample-tokens 0 --device cuda "${text[@]}"
+  record "day 4: GPT-2 124M b8, 1024 tokens, bf16" cuda "$labs/day4_large_models_lab" \
+    --model gpt2 --synthetic-tokens $((8 * 1024 * 24)) --batch-size 8 --amp --test \
+    --test-nsteps 20 --no-progress --device cuda
   images=()
   [[ -d $root/fashion-mnist ]] && images=(--data-dir "$root/fashion-mnist")
   record "day 4: ViT-B/16 224 px bf16" cuda "$labs/day4_large_models_lab" --model vit-b16 \
@@ -376,7 +381,7 @@ printf '%-44s %-10s %-5s %8s\n' case device result seconds
 printf '%s\n' "${results[@]}"
 figure() {  # figure CASE PATTERN FIELD: a number from a case's log, or "-"
   local file
-  file="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$1").log"
+  file=$(case_log "$1")
   awk -v pattern="$2" -v field="$3" '$0 ~ pattern { value = $field } END { print value == "" ? "-" : value }' \
     "$file" 2>/dev/null || echo -
 }
@@ -386,7 +391,7 @@ echo
 printf '%-48s %22s %7s %18s  %s\n' case "rate (compute)" MFU "host waits" "bench/RESULTS.md"
 perf_row() {  # perf_row CASE EXPECTED
   local file steps
-  file="$log/$(tr -c 'A-Za-z0-9_' _ <<<"$1").log"
+  file=$(case_log "$1")
   [[ -f $file ]] || return 0
   steps=$(figure "$1" "^host waits for" 7)
   printf '%-48s %22s %7s %18s  %s\n' "$1" \
@@ -396,10 +401,19 @@ perf_row() {  # perf_row CASE EXPECTED
 perf_row "day 1: ResNet-50 b128 224 px bf16 channels-last" \
   "2,779 images/s on an H200 (PyTorch 4,284); aim: PyTorch's"
 perf_row "day 4: gpt-mini b32, 256 tokens, bf16" "818,208 tokens/s on an H200 (f32: 359,834)"
+perf_row "day 4: GPT-2 124M b8, 1024 tokens, bf16" \
+  "aim: PyTorch's tokens/s (gpu_compare.sh), MFU >= 40%"
 perf_row "day 4: ViT-B/16 224 px bf16" "aim: PyTorch's images/s"
 perf_row "day 3: ResNet-50 step, decoded on the device" "aim: the step's own rate (day 1's row)"
 perf_row "day 1: no host wait, f16 graph channels-last" "0 host waits"
 perf_row "day 4: no host wait, GPT amp bf16" "0 host waits"
+gpt2_case="day 4: GPT-2 124M b8, 1024 tokens, bf16"
+if [[ -f $(case_log "$gpt2_case") ]]; then
+  echo "GPT-2 124M b8 x 1024 tokens: max memory allocated" \
+    "$(figure "$gpt2_case" "^max memory allocated" 4)" \
+    "$(figure "$gpt2_case" "^max memory allocated" 5) (attention's scores, not materialised," \
+    "would be 201 MB a layer in bf16)"
+fi
 echo
 echo "day 3's loader at 224 px, images/s: $(figure "day 3: loader, CPU workers" "^loader:" 2)" \
   "with $(nproc) CPU workers, $(figure "day 3: loader, decoded on the device" "^loader:" 2)" \

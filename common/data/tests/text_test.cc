@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -73,6 +74,39 @@ TEST(UnigramEntropy, OfTwoEquallyFrequentBytesIsLnTwo) {
   EXPECT_NEAR(unigram_entropy(Tensor::from_vector<int32_t>({7, 9, 9, 7}, {4})), std::log(2.0),
               1e-12);
   EXPECT_EQ(unigram_entropy(Tensor::from_vector<int32_t>({5, 5, 5}, {3})), 0.0);
+}
+
+TEST(UnigramEntropy, CountsTokensBeyondABytesRange) {
+  EXPECT_NEAR(unigram_entropy(Tensor::from_vector<int32_t>({50256, 3, 1000, 3}, {4})),
+              1.5 * std::log(2.0), 1e-12);
+  EXPECT_THAT(testing::error_of([] {
+                unigram_entropy(Tensor::from_vector<int32_t>({1, -2}, {2}));
+              }),
+              HasSubstr("negative"));
+}
+
+// GPT-2's vocabulary of random tokens (--synthetic-tokens): every token in range, the split at
+// the fraction, the draws uniform (the unigram entropy of 200,000 draws over 50,257 values is
+// within 0.3 nats of ln 50,257: a draw over a smaller range, or a constant, falls far below),
+// the same stream for the same seed and another for another.
+TEST(RandomTokens, AreUniformOverTheVocabularyAndSplitAtTheFraction) {
+  const int64_t vocabulary = 50257, count = 200000;
+  const TokenSplit split = random_tokens(count, vocabulary, 0.05, 3);
+  EXPECT_EQ(split.val.numel(), 10000);
+  EXPECT_EQ(split.train.numel(), count - 10000);
+  const std::vector<int32_t> train = split.train.to_vector<int32_t>();
+  EXPECT_GE(*std::min_element(train.begin(), train.end()), 0);
+  EXPECT_LT(*std::max_element(train.begin(), train.end()), vocabulary);
+  EXPECT_GT(*std::max_element(train.begin(), train.end()), vocabulary - 100)
+      << "the top of the range";
+  EXPECT_LT(*std::min_element(train.begin(), train.end()), 100) << "the bottom of the range";
+  EXPECT_NEAR(unigram_entropy(split.train), std::log(static_cast<double>(vocabulary)), 0.3);
+  EXPECT_EQ(random_tokens(count, vocabulary, 0.05, 3).val.to_vector<int32_t>(),
+            split.val.to_vector<int32_t>());
+  EXPECT_NE(random_tokens(count, vocabulary, 0.05, 4).val.to_vector<int32_t>(),
+            split.val.to_vector<int32_t>());
+  EXPECT_THAT(testing::error_of([] { random_tokens(10, 256, 0.01, 0); }),
+              HasSubstr("do not split"));
 }
 
 Tensor positions(int64_t n) {
