@@ -152,6 +152,20 @@ void gpu_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, Gem
 // BIAS epilogues broadcast it, and GELU's pre-activation is a second (out x rows) output.
 using LinearKey = std::array<int64_t, 7>;
 
+// `plan` ranked, or PlanRefused when cuBLASLt has no algorithm for its `epilogue` (named) on
+// that m x k by k x n product of `dtype`.
+std::unique_ptr<LtMatmul> ranked_or_refused(std::unique_ptr<LtMatmul> plan, cublasLtHandle_t handle,
+                                            const std::string& epilogue, GemmShape s, DType dtype) {
+  plan->rank(handle);
+  if (plan->ranked.empty()) {
+    throw PlanRefused("cuBLASLt has no algorithm for the " + epilogue + " epilogue of a " +
+                      std::to_string(s.m) + "x" + std::to_string(s.k) + " by " +
+                      std::to_string(s.k) + "x" + std::to_string(s.n) + " " +
+                      std::string(dtype_name(dtype)) + " product");
+  }
+  return plan;
+}
+
 // The plan of `key`, ranked with the call's bias and pre-activation buffers in place (a later
 // call sets its own before running).
 std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t handle,
@@ -173,15 +187,9 @@ std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t han
   } else {
     plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
   }
-  plan->rank(handle);
-  if (plan->ranked.empty()) {
-    throw PlanRefused(std::string("cuBLASLt has no algorithm for the ") +
-                      (epilogue == LinearEpilogue::kBiasGelu ? "bias + GELU" : "bias") +
-                      " epilogue of a " + std::to_string(rows) + "x" + std::to_string(in) + " by " +
-                      std::to_string(in) + "x" + std::to_string(out) + " " +
-                      std::string(dtype_name(dtype)) + " product");
-  }
-  return plan;
+  return ranked_or_refused(std::move(plan), handle,
+                           epilogue == LinearEpilogue::kBiasGelu ? "bias + GELU" : "bias",
+                           {.batch = 1, .m = rows, .n = out, .k = in}, dtype);
 }
 
 // The parameters' gradients dW (out x in) += dy^T x and dy's column sums, in cuBLASLt's terms:
@@ -201,14 +209,8 @@ std::unique_ptr<LtMatmul> plan_linear_gradients(const GradientsKey& key, cublasL
   plan->set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_T);
   plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BGRADB);
   plan->set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_sums);
-  plan->rank(handle);
-  if (plan->ranked.empty()) {
-    throw PlanRefused("cuBLASLt has no algorithm for the bias-gradient epilogue of a " +
-                      std::to_string(in) + "x" + std::to_string(rows) + " by " +
-                      std::to_string(rows) + "x" + std::to_string(out) + " " +
-                      std::string(dtype_name(dtype)) + " weight-gradient product into f32");
-  }
-  return plan;
+  return ranked_or_refused(std::move(plan), handle, "bias-gradient",
+                           {.batch = 1, .m = in, .n = out, .k = rows}, dtype);
 }
 
 // `t` itself, or an aligned copy: cuBLASLt's epilogue kernels read 16-byte aligned operands (the
