@@ -34,3 +34,18 @@ grep -q "1024 images of 28 px" "$work/logs/day_4__CoAtNet__amp_bf16__channels_la
   echo "bundle_test: day 4's CoAtNet case did not train on the bundle's 1,024 images" >&2
   exit 1
 }
+# The one command of a lent GPU's few minutes (on_device.sh), on this node without a GPU: the
+# self-test refuses with one message naming what is missing, gpu_compare.sh is not run, every
+# part's output is kept, and the command fails.
+if tools/gpu_selftest/on_device.sh "$work/node/gpu_selftest" "$work/on_device" \
+  --python /bin/false >"$work/on_device.txt" 2>&1; then
+  echo "bundle_test: on_device.sh passed on a node without a GPU" >&2
+  exit 1
+fi
+grep -q "this node cannot run the bundle's GPU code" "$work/on_device/selftest.txt" &&
+  grep -q "^== gpu_compare: not run" "$work/on_device/gpu_compare.txt" &&
+  [[ -s $work/on_device/host_waits.txt ]] || {
+  echo "bundle_test: on_device.sh's outputs:" >&2
+  cat "$work/on_device.txt" >&2
+  exit 1
+}
