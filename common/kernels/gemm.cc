@@ -220,10 +220,30 @@ Tensor aligned_16(const Tensor& t) {
 }
 #endif
 
-}  // namespace
-
-namespace {
 std::atomic<int64_t> linear_executions{0};
+
+#if COURSE_WITH_CUDA
+// This thread's cuBLASLt handle for a call on `device`, made the current device (and checked
+// against a capture in progress).
+cublasLtHandle_t handle_for_call(Device device) {
+  check_capture_device(device);
+  set_current_device(device);
+  return cublaslt_handle(device);
+}
+
+// C = op(A) op(B) + beta C by `matmul`'s chosen algorithm with its workspace, counted as one
+// product with its epilogue and as `multiply_adds`.
+void run_fused(LtMatmul& matmul, cublasLtHandle_t handle, Device device, const void* a,
+               const void* b, float beta, void* c, double multiply_adds) {
+  LibraryWorkspace workspace(device);
+  matmul.take_workspace(workspace);
+  const float alpha = 1.0f;
+  matmul.run(handle, &alpha, a, b, &beta, c, workspace);
+  MultiplyAddCount::add(multiply_adds);
+  ++linear_executions;
+}
+#endif
+
 }  // namespace
 
 int64_t cublaslt_linear_executions() { return linear_executions; }
@@ -237,9 +257,7 @@ bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
   // GELU's pre-activation is stored with a leading dimension cuBLASLt wants a multiple of 8.
   if (rows == 0 || (gelu && out % 8 != 0)) return false;
-  check_capture_device(x.device());
-  set_current_device(x.device());
-  cublasLtHandle_t handle = cublaslt_handle(x.device());
+  cublasLtHandle_t handle = handle_for_call(x.device());
   thread_local PlanCache<LinearKey, std::unique_ptr<LtMatmul>> plans;
   const LinearKey key{x.device().index,
                       static_cast<int64_t>(x.dtype()),
@@ -263,12 +281,8 @@ bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   LtMatmul& matmul = **plan;
   matmul.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue_bias.data());
   if (gelu) matmul.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, pre.data());
-  LibraryWorkspace workspace(x.device());
-  matmul.take_workspace(workspace);
-  const float alpha = 1.0f, beta = 0.0f;
-  matmul.run(handle, &alpha, a.data(), b.data(), &beta, y.data(), workspace);
-  MultiplyAddCount::add(static_cast<double>(rows) * out * in);
-  ++linear_executions;
+  run_fused(matmul, handle, x.device(), a.data(), b.data(), 0.0f, y.data(),
+            static_cast<double>(rows) * out * in);
   if (gelu) *pre_activation = pre;
   return true;
 }
@@ -286,9 +300,7 @@ bool cublaslt_linear_gradients(const Tensor& grad_out, const Tensor& input, Tens
                    weight_grad.device() == input.device(),
                "add_linear_gradients: dy ", grad_out.str(), ", x ", input.str(), ", dW ",
                weight_grad.str());
-  check_capture_device(input.device());
-  set_current_device(input.device());
-  cublasLtHandle_t handle = cublaslt_handle(input.device());
+  cublasLtHandle_t handle = handle_for_call(input.device());
   thread_local PlanCache<GradientsKey, std::unique_ptr<LtMatmul>> plans;
   const GradientsKey key{input.device().index,
                          static_cast<int64_t>(input.dtype()),
@@ -307,12 +319,8 @@ bool cublaslt_linear_gradients(const Tensor& grad_out, const Tensor& input, Tens
   LtMatmul& matmul = **plan;
   matmul.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_sums.data());
   const Tensor a = aligned_16(input), b = aligned_16(grad_out);
-  LibraryWorkspace workspace(input.device());
-  matmul.take_workspace(workspace);
-  const float alpha = 1.0f, beta = 1.0f;
-  matmul.run(handle, &alpha, a.data(), b.data(), &beta, weight_grad.data(), workspace);
-  MultiplyAddCount::add(static_cast<double>(rows) * out * in);
-  ++linear_executions;
+  run_fused(matmul, handle, input.device(), a.data(), b.data(), 1.0f, weight_grad.data(),
+            static_cast<double>(rows) * out * in);
   return true;
 }
 #else
