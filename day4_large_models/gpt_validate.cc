@@ -221,6 +221,15 @@ void validate_image_tensor_parallel(const GridChoice& grid, const LabModel& mode
                config.mlp_width(), "-wide MLP evenly over the ranks");
 }
 
+// Whether the sample's prompt and sampling are left as they are by default.
+bool default_prompt_and_sampling(const SampleChoice& sample) {
+  const SampleChoice defaults;
+  return sample.prompt == defaults.prompt &&
+         sample.sampling.temperature == defaults.sampling.temperature &&
+         sample.sampling.top_k == defaults.sampling.top_k &&
+         sample.sampling.top_p == defaults.sampling.top_p;
+}
+
 // An image model's run on its images: data parallelism, pipeline stages and, for a ViT, tensor
 // parallelism; the language models' flags refused.
 void validate_image_run(const GptLabOptions& o) {
@@ -235,15 +244,11 @@ void validate_image_run(const GptLabOptions& o) {
                " runs the trainee's ZeRO-1 on the GPT; ", name,
                " takes the library's strategies (zero1, zero2, zero3, shard-grad-op, ...)");
   const TextData text_defaults;
-  const SampleChoice sample_defaults;
   COURSE_CHECK(o.text.dir == text_defaults.dir && o.model.context == 0 &&
                    o.text.val_fraction == text_defaults.val_fraction &&
                    o.text.synthetic_tokens == text_defaults.synthetic_tokens &&
-                   o.sample.tokens == sample_defaults.tokens &&
-                   o.sample.prompt == sample_defaults.prompt &&
-                   o.sample.sampling.temperature == sample_defaults.sampling.temperature &&
-                   o.sample.sampling.top_k == sample_defaults.sampling.top_k &&
-                   o.sample.sampling.top_p == sample_defaults.sampling.top_p,
+                   o.sample.tokens == SampleChoice{}.tokens &&
+                   default_prompt_and_sampling(o.sample),
                "--text-dir, --synthetic-tokens, --context, --val-fraction, --sample-tokens, "
                "--prompt, --temperature, --top-k and --top-p feed the language models; ",
                name, " is an image model and trains on --data-dir's images");
@@ -258,7 +263,8 @@ void validate_image_run(const GptLabOptions& o) {
                name, " (at least ", smallest, ")");
 }
 
-// A language model's run on the text: its window, its sample, and the grid against its shape.
+// A language model's run on the text (or on random tokens): its window, its sample, and the grid
+// against its shape.
 void validate_language_run(const GptLabOptions& o) {
   const std::string& name = o.model.name;
   COURSE_CHECK(o.images == ImageData{},
@@ -280,9 +286,15 @@ void validate_language_run(const GptLabOptions& o) {
   validate_pipeline(o.grid.pipeline, name, config.layers, o.run.accumulate);
   validate_tensor_parallel(o.grid, o.model);
   validate_context_parallel(o.grid.context_parallel, o.model);
-  if (o.estimate.figures_only()) return;  // any preset: nothing is trained
   COURSE_CHECK(o.text.synthetic_tokens >= 0, "--synthetic-tokens must not be negative, got ",
                o.text.synthetic_tokens);
+  COURSE_CHECK(o.text.synthetic_tokens == 0 ||
+                   (o.text.dir == TextData{}.dir &&
+                    (o.sample.tokens == 0 || o.sample.tokens == SampleChoice{}.tokens) &&
+                    default_prompt_and_sampling(o.sample)),
+               "--synthetic-tokens trains on random tokens: no text is read (--text-dir) and "
+               "nothing is sampled (--sample-tokens, --prompt, --temperature, --top-k, --top-p)");
+  if (o.estimate.figures_only()) return;  // any preset: nothing is trained
   COURSE_CHECK(o.text.synthetic_tokens > 0 || config.vocabulary == kByteVocabulary, name,
                " has a vocabulary of ", config.vocabulary,
                " tokens; the lab's byte-level text needs ", kByteVocabulary,

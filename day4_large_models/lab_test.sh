@@ -328,6 +328,10 @@ expect 0 "gpt2 (124.44M parameters) on cpu, one process: 38000 training and 2000
   --test-nsteps 1 --no-progress --device cpu
 expect 1 "error: a stream of 9 tokens holds 0 windows" "$lab" "${few[@]}" --synthetic-tokens 10
 expect 1 "error: --synthetic-tokens must not be negative" "$lab" "${few[@]}" --synthetic-tokens -1
+expect 1 "error: --synthetic-tokens trains on random tokens: no text is read (--text-dir)" \
+  "$lab" "${few[@]}" --synthetic-tokens 40000 --text-dir "$TEST_TMPDIR"
+expect 1 "and nothing is sampled (--sample-tokens, --prompt" "$lab" "${few[@]}" \
+  --synthetic-tokens 40000 --prompt "x"
 expect 1 "error: --context 999 must be between 1 and gpt-tiny's context of 64" "$lab" \
   "${base[@]}" --context 999
 expect 1 "error: --cpu-offload moves the shards of a sharded mode" "$lab" "${few[@]}" --cpu-offload
