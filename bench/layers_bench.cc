@@ -44,6 +44,12 @@ void BM_BatchNorm_64ch_14px(benchmark::State& state) {
   run(state, bn, {kBatch, 64, 14, 14});
 }
 
+// The batch norm above with its ReLU fused into its passes: against BatchNorm + Relu's sum.
+void BM_BatchNormRelu_64ch_14px(benchmark::State& state) {
+  BatchNorm2d bn(64, Device::cpu(), BatchNormActivation::kRelu);
+  run(state, bn, {kBatch, 64, 14, 14});
+}
+
 void BM_MaxPool2_64ch_14px(benchmark::State& state) {
   MaxPool2d pool(2, 2);
   run(state, pool, {kBatch, 64, 14, 14});
@@ -56,6 +62,7 @@ void BM_Relu_64ch_14px(benchmark::State& state) {
 
 BENCHMARK(BM_Conv3x3_32to64_14px)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_BatchNorm_64ch_14px)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BatchNormRelu_64ch_14px)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MaxPool2_64ch_14px)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Relu_64ch_14px)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 

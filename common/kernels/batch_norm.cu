@@ -1,6 +1,6 @@
-// Batch normalisation: the single-source kernels of batch_norm_ops.h dispatched, or on a GPU
-// cuDNN's graph where it has an engine (cudnn_norms.h; not for synchronised batch norm, whose
-// sums cross the ranks between the passes), and the kernels' GPU instantiations.
+// Batch normalisation (and its fused ReLU): the single-source kernels of batch_norm_ops.h
+// dispatched, or on a GPU cuDNN's graph where it has an engine (cudnn_norms.h; not for synchronised
+// batch norm, whose sums cross the ranks between the passes), and the kernels' GPU instantiations.
 #include <array>
 #include <cstdint>
 
@@ -85,10 +85,11 @@ void map_channels(const Tensor& a, const Tensor& b, const Tensor& out, const ops
 }
 
 Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& mean,
-                 const Tensor& invstd, const Tensor& gamma, const Tensor& beta) {
+                 const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
+                 BatchNormActivation activation) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   const ops::Normalise norm{mean.data_as<float>(), invstd.data_as<float>(), gamma.data_as<float>(),
-                            beta.data_as<float>()};
+                            beta.data_as<float>(), activation == BatchNormActivation::kRelu};
   visit_floating(x.dtype(), "batch norm", [&]<class T>() { map_channels<T>(x, x, y, loop, norm); });
   return y;
 }
@@ -97,18 +98,21 @@ Tensor normalise(const Tensor& x, const ops::ChannelLoop& loop, const Tensor& me
 
 Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                         Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                        BatchNormSaved& saved, const ChannelSumReducer& reduce) {
+                        BatchNormSaved& saved, const ChannelSumReducer& reduce,
+                        BatchNormActivation activation) {
   const ops::ChannelLoop loop = channel_loop(x, gamma);
   check_same(gamma, beta, "batch norm parameters");
   check_same(gamma, running_mean, "batch norm running mean");
   check_same(gamma, running_var, "batch norm running variance");
+  const bool relu = activation == BatchNormActivation::kRelu;
   Tensor y;
   if (!reduce && cudnn_batch_norm_forward(x, gamma, beta, running_mean, running_var, momentum, eps,
-                                          y, saved.mean, saved.invstd)) {
+                                          relu, y, saved.mean, saved.invstd)) {
     saved.count = loop.count();
+    saved.activation = activation;
     return y;
   }
-  saved = {Tensor(), channel_vector(x), loop.count()};
+  saved = {Tensor(), channel_vector(x), loop.count(), activation};
   Tensor squares;
   const Device device = x.device();
   visit_floating(x.dtype(), "batch norm", [&]<class T>() {
@@ -125,11 +129,12 @@ Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta
       ops::FinishBatchStats{saved.mean.data_as<float>(), squares.data_as<float>(), saved.count, eps,
                             momentum, saved.invstd.data_as<float>(), running_mean.data_as<float>(),
                             running_var.data_as<float>()});
-  return normalise(x, loop, saved.mean, saved.invstd, gamma, beta);
+  return normalise(x, loop, saved.mean, saved.invstd, gamma, beta, activation);
 }
 
 Tensor batch_norm_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                       const Tensor& running_mean, const Tensor& running_var, float eps) {
+                       const Tensor& running_mean, const Tensor& running_var, float eps,
+                       BatchNormActivation activation) {
   const ops::ChannelLoop loop = channel_loop(x, gamma);
   check_same(gamma, beta, "batch norm parameters");
   check_same(gamma, running_var, "batch norm running variance");
@@ -137,19 +142,21 @@ Tensor batch_norm_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   for_each_index(
       x.device(), loop.c,
       ops::InvStdFromVariance{running_var.data_as<float>(), eps, invstd.data_as<float>()});
-  return normalise(x, loop, running_mean, invstd, gamma, beta);
+  return normalise(x, loop, running_mean, invstd, gamma, beta, activation);
 }
 
 Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                           const BatchNormSaved& saved, Tensor& dgamma, Tensor& dbeta,
-                           const ChannelSumReducer& reduce) {
+                           const Tensor& beta, const BatchNormSaved& saved, Tensor& dgamma,
+                           Tensor& dbeta, const ChannelSumReducer& reduce) {
   const ops::ChannelLoop loop = channel_loop(x, gamma);
   check_same(dy, x, "batch norm backward");
+  check_same(gamma, beta, "batch norm parameters");
   check_same(gamma, dgamma, "batch norm gamma gradient");
   check_same(gamma, dbeta, "batch norm beta gradient");
+  const bool relu = saved.activation == BatchNormActivation::kRelu;
   Tensor cudnn_dx, cudnn_dgamma, cudnn_dbeta;
-  if (!reduce && cudnn_batch_norm_backward(dy, x, gamma, saved.mean, saved.invstd, cudnn_dx,
-                                           cudnn_dgamma, cudnn_dbeta)) {
+  if (!reduce && cudnn_batch_norm_backward(dy, x, gamma, beta, saved.mean, saved.invstd, relu,
+                                           cudnn_dx, cudnn_dgamma, cudnn_dbeta)) {
     axpy_(1.0f, cudnn_dgamma, dgamma);
     axpy_(1.0f, cudnn_dbeta, dbeta);
     return cudnn_dx;
@@ -157,18 +164,27 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
   Tensor sum_dy, sum_dy_xhat;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "batch norm backward", [&]<class T>() {
-    channel_sums(
-        x, loop,
-        ops::ChannelGradTerms<T>{x.data_as<T>(), dy.data_as<T>(), saved.mean.data_as<float>(),
-                                 saved.invstd.data_as<float>()},
-        {&sum_dy, &sum_dy_xhat});
+    const auto sums = [&]<bool kRelu>() {
+      channel_sums(x, loop,
+                   ops::ChannelGradTerms<T, kRelu>{x.data_as<T>(), dy.data_as<T>(),
+                                                   saved.mean.data_as<float>(),
+                                                   saved.invstd.data_as<float>(),
+                                                   gamma.data_as<float>(), beta.data_as<float>()},
+                   {&sum_dy, &sum_dy_xhat});
+    };
+    if (relu) {
+      sums.template operator()<true>();
+    } else {
+      sums.template operator()<false>();
+    }
     for_each_index(x.device(), loop.c,
                    ops::AccumulateParamGrads{sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
                                              dgamma.data_as<float>(), dbeta.data_as<float>()});
     if (reduce) reduce({&sum_dy, &sum_dy_xhat}, loop.count());
-    const ops::NormaliseGrad grad{saved.mean.data_as<float>(),  saved.invstd.data_as<float>(),
-                                  gamma.data_as<float>(),       sum_dy.data_as<float>(),
-                                  sum_dy_xhat.data_as<float>(), static_cast<float>(saved.count)};
+    const ops::NormaliseGrad grad{saved.mean.data_as<float>(),     saved.invstd.data_as<float>(),
+                                  gamma.data_as<float>(),          beta.data_as<float>(),
+                                  sum_dy.data_as<float>(),         sum_dy_xhat.data_as<float>(),
+                                  static_cast<float>(saved.count), relu};
     map_channels<T>(x, dy, dx, loop, grad);
   });
   return dx;
@@ -181,6 +197,10 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
 // The GPU kernels launched above, instantiated by nvcc (launch_cuda.cuh).
 namespace course {
 
+// (A name without a comma, for the macros.)
+template <class T>
+using ReluMaskedGradTerms = ops::ChannelGradTerms<T, true>;
+
 #define CHANNEL_SUMS(Terms)                              \
   COURSE_INSTANTIATE_FOR_EACH_ROW(ops::PlaneSums<Terms>) \
   COURSE_INSTANTIATE_FOR_EACH(ops::ChunkColumnSums<ops::PixelColumns<Terms>>)
@@ -188,6 +208,7 @@ namespace course {
   CHANNEL_SUMS(ops::ChannelValues<T>)                                      \
   CHANNEL_SUMS(ops::ChannelSquares<T>)                                     \
   CHANNEL_SUMS(ops::ChannelGradTerms<T>)                                   \
+  CHANNEL_SUMS(ReluMaskedGradTerms<T>)                                     \
   COURSE_INSTANTIATE_FOR_EACH_ROW(ops::ChannelRows<T, ops::Normalise>)     \
   COURSE_INSTANTIATE_FOR_EACH_ROW(ops::ChannelRows<T, ops::NormaliseGrad>) \
   COURSE_INSTANTIATE_FOR_EACH(ops::ChannelPackets<T, ops::Normalise>)      \

@@ -2,8 +2,10 @@
 // with (1, C, 1, 1) f32 weight and bias and (rows, 1, 1, 1) f32 statistics. Batch norm: the
 // (N, C, H, W) input by its own strides (either memory format), (1, C, 1, 1) f32 parameters and
 // statistics; the running statistics come out as new tensors, copied back onto the module's (a
-// captured step replays onto fixed addresses). In a build without CUDA or the frontend's headers
-// neither runs.
+// captured step replays onto fixed addresses). A fused ReLU is cuDNN's BN + ReLU forward and its
+// batch norm inference -> ReLU backward -> batch norm backward graph (the frontend's own tested
+// patterns), which recomputes the ReLU's input rather than saving it or a mask. In a build without
+// CUDA or the frontend's headers neither runs.
 #include "common/kernels/cudnn_norms.h"
 
 #include <atomic>
@@ -55,12 +57,13 @@ struct NormKey {
   DType dtype;
   float eps, momentum;  // the forward's (batch norm's momentum)
   bool batch, backward;
+  bool relu;  // batch norm's fused ReLU
   auto operator<=>(const NormKey&) const = default;
 
   std::string str() const {
-    return detail::concat(batch ? "batch norm " : "layer norm ", backward ? "backward" : "forward",
-                          " of ", dims[0], " x ", dims[1], " x ", dims[2], " x ", dims[3], ", ",
-                          dtype_name(dtype));
+    return detail::concat(batch ? "batch norm " : "layer norm ", relu ? "+ ReLU " : "",
+                          backward ? "backward" : "forward", " of ", dims[0], " x ", dims[1], " x ",
+                          dims[2], " x ", dims[3], ", ", dtype_name(dtype));
   }
 };
 
@@ -103,7 +106,11 @@ cudnn_graph::GraphPtr describe_norm(const NormKey& key) {
                                .set_name("batch_norm")
                                .set_epsilon(epsilon)
                                .set_previous_running_stats(running_mean, running_var, momentum));
-      output(y, kY, io);
+      output(key.relu
+                 ? graph->pointwise(y, fe::graph::Pointwise_attributes().set_name("relu").set_mode(
+                                           fe::PointwiseMode_t::RELU_FWD))
+                 : y,
+             kY, io);
       output(mean, kMean, f32);
       output(invstd, kRstd, f32);
       output(next_mean, kNextRunningMean, f32);
@@ -126,7 +133,20 @@ cudnn_graph::GraphPtr describe_norm(const NormKey& key) {
   const TensorAttributes rstd = tensor("rstd", kRstd);
   std::array<TensorAttributes, 3> grads;
   if (key.batch) {
-    grads = graph->batchnorm_backward(dy, x, scale,
+    // A fused ReLU's input recomputed from x and the saved statistics, its mask applied to dy.
+    const TensorAttributes grad =
+        !key.relu
+            ? dy
+            : graph->pointwise(
+                  dy,
+                  graph->batchnorm_inference(
+                      x, mean, rstd, scale, tensor("bias", kBias),
+                      fe::graph::Batchnorm_inference_attributes().set_name("batch_norm_inference")),
+                  fe::graph::Pointwise_attributes()
+                      .set_name("relu_backward")
+                      .set_mode(fe::PointwiseMode_t::RELU_BWD));
+    if (key.relu) grad->set_data_type(io);
+    grads = graph->batchnorm_backward(grad, x, scale,
                                       fe::graph::Batchnorm_backward_attributes()
                                           .set_name("batch_norm_backward")
                                           .set_saved_mean_and_inv_variance(mean, rstd));
@@ -145,11 +165,18 @@ cudnn_graph::GraphPtr describe_norm(const NormKey& key) {
 // LayerNorm's key: the rows of x (contiguous) as (rows, C, 1, 1).
 NormKey layer_norm_key(const Tensor& x, float eps, bool backward) {
   const int64_t c = x.size(-1);
-  return {x.device().index, {x.numel() / c, c, 1, 1}, {c, 1, c, c}, x.dtype(), eps, 0.0f, false,
-          backward};
+  return {x.device().index,
+          {x.numel() / c, c, 1, 1},
+          {c, 1, c, c},
+          x.dtype(),
+          eps,
+          0.0f,
+          false,
+          backward,
+          false};
 }
 
-NormKey batch_norm_key(const Tensor& x, float eps, float momentum, bool backward) {
+NormKey batch_norm_key(const Tensor& x, float eps, float momentum, bool backward, bool relu) {
   const auto& s = x.strides();
   return {x.device().index,
           {x.size(0), x.size(1), x.size(2), x.size(3)},
@@ -158,7 +185,8 @@ NormKey batch_norm_key(const Tensor& x, float eps, float momentum, bool backward
           eps,
           momentum,
           true,
-          backward};
+          backward,
+          relu};
 }
 
 // The forward or backward of `key` on the pointers (its outputs made by the caller).
@@ -175,17 +203,15 @@ struct NormGrads {
         dscale(Tensor::empty({channels}, DType::kF32, x.device())),
         dshift(Tensor::empty({channels}, DType::kF32, x.device())) {}
 
+  // `shift` is read by a graph with a fused ReLU only.
   bool run(const NormKey& key, const Tensor& dy, const Tensor& x, const Tensor& scale,
-           const Tensor& mean, const Tensor& rstd) {
-    return run_norm(key, x.device(),
-                    {{kX, x.data()},
-                     {kScale, scale.data()},
-                     {kDy, dy.data()},
-                     {kMean, mean.data()},
-                     {kRstd, rstd.data()},
-                     {kDx, dx.data()},
-                     {kDScale, dscale.data()},
-                     {kDBias, dshift.data()}});
+           const Tensor& shift, const Tensor& mean, const Tensor& rstd) {
+    std::unordered_map<int64_t, void*> pointers{{kX, x.data()},           {kScale, scale.data()},
+                                                {kDy, dy.data()},         {kMean, mean.data()},
+                                                {kRstd, rstd.data()},     {kDx, dx.data()},
+                                                {kDScale, dscale.data()}, {kDBias, dshift.data()}};
+    if (key.relu) pointers[kBias] = shift.data();
+    return run_norm(key, x.device(), std::move(pointers));
   }
 };
 
@@ -220,7 +246,7 @@ bool cudnn_layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& 
   // The backward's graph does not depend on eps: the statistics already hold it.
   const NormKey key = layer_norm_key(x, 0.0f, true);
   NormGrads grads(x, key.dims[1]);
-  if (!grads.run(key, dy, x, weight, mean, rstd)) return false;
+  if (!grads.run(key, dy, x, weight, Tensor(), mean, rstd)) return false;
   dx = grads.dx;
   dweight = grads.dscale;
   dbias = grads.dshift;
@@ -229,9 +255,9 @@ bool cudnn_layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& 
 
 bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                               Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                              Tensor& y, Tensor& mean, Tensor& invstd) {
+                              bool relu, Tensor& y, Tensor& mean, Tensor& invstd) {
   if (!takes(x) || x.dim() != 4) return false;
-  const NormKey key = batch_norm_key(x, eps, momentum, false);
+  const NormKey key = batch_norm_key(x, eps, momentum, false, relu);
   const int64_t c = key.dims[1];
   const auto channel_vector = [&] { return Tensor::empty({c}, DType::kF32, x.device()); };
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
@@ -260,12 +286,12 @@ bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor
 }
 
 bool cudnn_batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                               const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma,
-                               Tensor& dbeta) {
+                               const Tensor& beta, const Tensor& mean, const Tensor& invstd,
+                               bool relu, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   if (!takes(x) || x.dim() != 4 || dy.strides() != x.strides()) return false;
-  const NormKey key = batch_norm_key(x, 0.0f, 0.0f, true);
+  const NormKey key = batch_norm_key(x, 0.0f, 0.0f, true, relu);
   NormGrads grads(x, key.dims[1]);
-  if (!grads.run(key, dy, x, gamma, mean, invstd)) return false;
+  if (!grads.run(key, dy, x, gamma, beta, mean, invstd)) return false;
   dx = grads.dx;
   dgamma = grads.dscale;
   dbeta = grads.dshift;
@@ -285,12 +311,12 @@ bool cudnn_layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, cons
 }
 
 bool cudnn_batch_norm_forward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&, float,
-                              float, Tensor&, Tensor&, Tensor&) {
+                              float, bool, Tensor&, Tensor&, Tensor&) {
   return false;
 }
 
 bool cudnn_batch_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                               const Tensor&, Tensor&, Tensor&, Tensor&) {
+                               const Tensor&, const Tensor&, bool, Tensor&, Tensor&, Tensor&) {
   return false;
 }
 

@@ -1,12 +1,12 @@
-// Normalisations on the GPU through cuDNN's graph API: its layernorm, batchnorm and their
-// backward operations (the graph's norm operations; the legacy cudnnNormalization and
-// cudnnBatchNormalization calls are deprecated), planned once per shape (cudnn_graph.h). The
-// statistics are the course's (layer_norm.h, batch_norm.h): f32 means and reciprocal standard
-// deviations 1 / sqrt(var + eps), so either path's backward takes either path's forward.
-// Activations of any floating dtype (batch norm's in either memory format); the parameters,
-// their gradients and the running statistics f32. Each call returns false when it did not run
-// (not a GPU, switched off, or no engine for the shape: said once), and the caller then runs the
-// course's kernels.
+// Normalisations on the GPU through cuDNN's graph API: its layernorm, batchnorm (with a ReLU
+// fused after it) and their backward operations (the graph's norm operations; the legacy
+// cudnnNormalization and cudnnBatchNormalization calls are deprecated), planned once per shape
+// (cudnn_graph.h). The statistics are the course's (layer_norm.h, batch_norm.h): f32 means and
+// reciprocal standard deviations 1 / sqrt(var + eps), so either path's backward takes either path's
+// forward. Activations of any floating dtype (batch norm's in either memory format); the
+// parameters, their gradients and the running statistics f32. Each call returns false when it did
+// not run (not a GPU, switched off, or no engine for the shape: said once), and the caller then
+// runs the course's kernels.
 #pragma once
 
 #include "common/tensor/tensor.h"
@@ -22,16 +22,19 @@ bool cudnn_layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& 
                                const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dweight,
                                Tensor& dbias);
 
-// Batch norm of a 4-D x in training mode: y (like x), the batch's mean and invstd (C,) made and
-// written, running_mean and running_var updated with `momentum` (PyTorch's convention).
+// Batch norm of a 4-D x in training mode: y (like x; relu(y) with `relu`, one fused graph), the
+// batch's mean and invstd (C,) made and written, running_mean and running_var updated with
+// `momentum` (PyTorch's convention).
 bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                               Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                              Tensor& y, Tensor& mean, Tensor& invstd);
+                              bool relu, Tensor& y, Tensor& mean, Tensor& invstd);
 
-// dx (like x) and dgamma, dbeta (C,) made and written (not added).
+// dx (like x) and dgamma, dbeta (C,) made and written (not added). With `relu` the forward's
+// ReLU too: its input recomputed by batch norm inference on the saved statistics, ReLU's backward
+// and batch norm's in one graph (beta is read only then).
 bool cudnn_batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                               const Tensor& mean, const Tensor& invstd, Tensor& dx, Tensor& dgamma,
-                               Tensor& dbeta);
+                               const Tensor& beta, const Tensor& mean, const Tensor& invstd,
+                               bool relu, Tensor& dx, Tensor& dgamma, Tensor& dbeta);
 
 // On by default; off, the normalisations run the course's kernels (the tests compare the two).
 void set_cudnn_norms(bool enabled);

@@ -58,8 +58,13 @@ InferenceNetwork::InferenceNetwork(nn::Module& trained, Device device) : device_
       stage.description = "conv " + std::to_string(w.size(1)) + " -> " + std::to_string(w.size(0)) +
                           ", " + std::to_string(w.size(2)) + "x" + std::to_string(w.size(3));
       if (next_is.operator()<nn::BatchNorm2d>()) {
-        fold_batch_norm(stage.weights, *static_cast<nn::BatchNorm2d*>(layers[++i].module));
+        auto& bn = *static_cast<nn::BatchNorm2d*>(layers[++i].module);
+        fold_batch_norm(stage.weights, bn);
         stage.description += ", batch norm folded";
+        if (bn.activation() == BatchNormActivation::kRelu) {
+          stage.weights.relu = true;
+          stage.description += ", ReLU";
+        }
       }
     } else if (auto* linear = dynamic_cast<nn::Linear*>(m)) {
       const Tensor w = host_f32(linear->weight.f32_value());

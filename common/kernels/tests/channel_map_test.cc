@@ -1,7 +1,8 @@
 // The GPU's packet form of a per-channel map (channel_map_ops.h), run on the CPU for batch
-// norm's two maps: every element's channel against its storage index computed directly, and
-// the outputs bit for bit against the row kernel the CPU runs. The shapes make packets cross planes
-// (7 x 7 = 49 and 2 x 3 = 6 elements a plane) and end in a partial packet.
+// norm's two maps (with and without their fused ReLU): every element's channel against its storage
+// index computed directly, and the outputs bit for bit against the row kernel the CPU runs. The
+// shapes make packets cross planes (7 x 7 = 49 and 2 x 3 = 6 elements a plane) and end in a partial
+// packet.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -34,14 +35,19 @@ struct Constants {
         beta(testing::random_tensor({c}, DType::kF32, Device::cpu(), 14, -1.0f, 1.0f)),
         sum_dy(testing::random_tensor({c}, DType::kF32, Device::cpu(), 15, -9.0f, 9.0f)),
         sum_dy_xhat(testing::random_tensor({c}, DType::kF32, Device::cpu(), 16, -9.0f, 9.0f)) {}
-  ops::Normalise norm() const {
+  ops::Normalise norm(bool relu) const {
     return {mean.tensor.data_as<float>(), invstd.tensor.data_as<float>(),
-            gamma.tensor.data_as<float>(), beta.tensor.data_as<float>()};
+            gamma.tensor.data_as<float>(), beta.tensor.data_as<float>(), relu};
   }
-  ops::NormaliseGrad grad(float m) const {
-    return {mean.tensor.data_as<float>(),        invstd.tensor.data_as<float>(),
-            gamma.tensor.data_as<float>(),       sum_dy.tensor.data_as<float>(),
-            sum_dy_xhat.tensor.data_as<float>(), m};
+  ops::NormaliseGrad grad(float m, bool relu) const {
+    return {mean.tensor.data_as<float>(),
+            invstd.tensor.data_as<float>(),
+            gamma.tensor.data_as<float>(),
+            beta.tensor.data_as<float>(),
+            sum_dy.tensor.data_as<float>(),
+            sum_dy_xhat.tensor.data_as<float>(),
+            m,
+            relu};
   }
 };
 
@@ -66,16 +72,19 @@ void expect_packets_match_rows(const Shape& shape) {
   const Tensor dy = testing::random_tensor(shape, dtype, Device::cpu(), 2, -1.0f, 1.0f).tensor;
   const Constants k(c);
   std::vector<T> by_rows(x.numel()), by_packets(x.numel());
-
-  expect_same_bits(ops::ChannelRows<T, ops::Normalise>{x.data_as<T>(), x.data_as<T>(),
-                                                       by_rows.data(), loop, k.norm()},
-                   ops::ChannelPackets<T, ops::Normalise>{x.data_as<T>(), x.data_as<T>(),
-                                                          by_packets.data(), loop, k.norm()});
-  const ops::NormaliseGrad grad = k.grad(static_cast<float>(n * hw));
-  expect_same_bits(ops::ChannelRows<T, ops::NormaliseGrad>{x.data_as<T>(), dy.data_as<T>(),
-                                                           by_rows.data(), loop, grad},
-                   ops::ChannelPackets<T, ops::NormaliseGrad>{x.data_as<T>(), dy.data_as<T>(),
-                                                              by_packets.data(), loop, grad});
+  for (const bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "with a fused ReLU" : "without");
+    const ops::Normalise norm = k.norm(relu);
+    expect_same_bits(ops::ChannelRows<T, ops::Normalise>{x.data_as<T>(), x.data_as<T>(),
+                                                         by_rows.data(), loop, norm},
+                     ops::ChannelPackets<T, ops::Normalise>{x.data_as<T>(), x.data_as<T>(),
+                                                            by_packets.data(), loop, norm});
+    const ops::NormaliseGrad grad = k.grad(static_cast<float>(n * hw), relu);
+    expect_same_bits(ops::ChannelRows<T, ops::NormaliseGrad>{x.data_as<T>(), dy.data_as<T>(),
+                                                             by_rows.data(), loop, grad},
+                     ops::ChannelPackets<T, ops::NormaliseGrad>{x.data_as<T>(), dy.data_as<T>(),
+                                                                by_packets.data(), loop, grad});
+  }
 }
 
 TEST(ChannelPackets, BatchNormPassesMatchTheRowKernelsExactly) {

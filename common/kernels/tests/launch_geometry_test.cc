@@ -178,7 +178,7 @@ TEST(LaunchGeometry, BatchNormFillsTheGpuInBothLayouts) {
       BatchNormSaved saved;
       LaunchLog log;
       batch_norm_train(x, gamma, beta, running_mean, running_var, 0.1f, 1e-5f, saved);
-      batch_norm_backward(dy, x, gamma, saved, dgamma, dbeta);
+      batch_norm_backward(dy, x, gamma, beta, saved, dgamma, dbeta);
       expect_fills_the_gpu(log, "batch norm of " + x.str());
       // Its channel sums are written, not added to a buffer filled with zeros first.
       for (const RecordedLaunch& l : log.launches()) {

@@ -1,6 +1,7 @@
 // Batch norm, pooling, the fused optimizer and the multi-tensor sums of squares on every device
 // (batch norm on a GPU through cuDNN's graph, counted).
-// Batch norm against a double reference, in both layouts, with channels and planes of more than a
+// Batch norm against a double reference, in both layouts, and with its fused ReLU against batch
+// norm then ReLU, with channels and planes of more than a
 // warp's 32 lanes and not a multiple of it; pooling and the AdamW update on a GPU against the same
 // call on the CPU (those cases skip without a GPU, with the reason); the GPU's packet kernels of
 // channels-last max pooling against the CPU's per-pixel ones, run here on the CPU.
@@ -110,7 +111,7 @@ TEST_P(NormPoolOptim, BatchNormMatchesTheDoubleReference) {
     const int64_t fused_before = cudnn_graph_executions();
     const Tensor y = batch_norm_train(x, gamma.tensor, beta.tensor, running_mean, running_var, 0.1f,
                                       1e-5f, saved);
-    const Tensor dx = batch_norm_backward(dy, x, gamma.tensor, saved, dgamma, dbeta);
+    const Tensor dx = batch_norm_backward(dy, x, gamma.tensor, beta.tensor, saved, dgamma, dbeta);
     if (cudnn_graphs_compiled() && device().is_cuda()) {
       EXPECT_EQ(cudnn_graph_executions() - fused_before, 2) << "cuDNN's forward and backward";
     }
@@ -122,6 +123,91 @@ TEST_P(NormPoolOptim, BatchNormMatchesTheDoubleReference) {
     EXPECT_TRUE(close_to(to_floats(dbeta), ref.dbeta, 1e-3));
     EXPECT_TRUE(close_to(to_floats(running_mean), ref.running_mean, 1e-5));
     EXPECT_TRUE(close_to(to_floats(running_var), ref.running_var, 1e-4));
+  }
+}
+
+// Batch norm with its ReLU fused against batch norm, then ReLU (relu_forward, relu_backward),
+// in f32 and bf16: byte for byte where the course's kernels run both (the CPU, the simulated
+// device), to the dtype's tolerance where cuDNN's fused graph runs (counted), with the course's
+// fused kernels beside it. Channels chosen to sit on the ReLU's edges: one constant (y exactly
+// 0 everywhere, beta 0: all masked), one shifted far below 0 (all masked), one far above (none),
+// the rest random; on the CPU a channel holding a NaN; the parameter gradients start non-zero
+// (they accumulate).
+TEST_P(NormPoolOptim, BatchNormWithItsFusedReluIsBatchNormThenRelu) {
+  const int64_t n = 4, c = 37, h = 3, w = 5;
+  const Shape shape{n, c, h, w};
+  testing::TestTensor x_values = random_tensor(shape, DType::kF32, Device::cpu(), 11, -3, 5);
+  std::vector<float> beta_values = random_tensor({c}, DType::kF32, Device::cpu(), 12).values;
+  for (int64_t k = 0; k < n * h * w; ++k) {
+    const int64_t sample = k / (h * w), at = k % (h * w);
+    x_values.values[(sample * c + 0) * h * w + at] = 1.5f;  // channel 0: constant
+  }
+  beta_values[0] = 0.0f;
+  beta_values[1] = -50.0f;
+  beta_values[2] = 50.0f;
+  if (!device().is_cuda()) x_values.values[(2 * c + 3) * h * w + 4] = std::nanf("");
+  const auto gamma = random_tensor({c}, DType::kF32, device(), 13, 0.5f, 2.0f);
+  const Tensor beta = Tensor::from_vector(beta_values, {c}).to(device());
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto in_layout = [&](const Tensor& t) {
+      return cast(to_memory_format(t, format()), dtype).to(device());
+    };
+    const Tensor x = in_layout(Tensor::from_vector(x_values.values, shape));
+    const Tensor dy = in_layout(random_tensor(shape, DType::kF32, Device::cpu(), 14, -2, 2).tensor);
+    struct Result {
+      Tensor y, dx, dgamma, dbeta, running_mean, running_var;
+    };
+    const auto filled = [&](double value) {
+      Tensor t = zeros({c}, DType::kF32, device());
+      fill_(t, value);
+      return t;
+    };
+    const auto run = [&](bool fused, const ChannelSumReducer& reduce) {
+      Result r{Tensor(), Tensor(), filled(0.25), filled(-0.5), filled(0.0), filled(1.0)};
+      BatchNormSaved saved;
+      const BatchNormActivation activation =
+          fused ? BatchNormActivation::kRelu : BatchNormActivation::kNone;
+      const Tensor normalised =
+          batch_norm_train(x, gamma.tensor, beta, r.running_mean, r.running_var, 0.1f, 1e-5f, saved,
+                           reduce, activation);
+      r.y = fused ? normalised : relu_forward(normalised);
+      r.dx = batch_norm_backward(fused ? dy : relu_backward(dy, r.y), x, gamma.tensor, beta, saved,
+                                 r.dgamma, r.dbeta, reduce);
+      return r;
+    };
+    // A reducer over one rank: the course's kernels, never cuDNN's graph.
+    const ChannelSumReducer one_rank = [](const std::vector<Tensor*>&, int64_t count) {
+      return count;
+    };
+    const int64_t graphs_before = cudnn_graph_executions();
+    const Result fused = run(true, {});
+    const bool by_cudnn = cudnn_graphs_compiled() && device().is_cuda();
+    if (by_cudnn) {
+      EXPECT_EQ(cudnn_graph_executions() - graphs_before, 2) << "cuDNN's two fused graphs";
+    }
+    const Result kernels = run(true, one_rank);
+    const Result separate = run(false, one_rank);
+    const auto fields = [](const Result& r) {
+      return std::vector<Tensor>{r.y, r.dx, r.dgamma, r.dbeta, r.running_mean, r.running_var};
+    };
+    const std::vector<Tensor> got = fields(fused), course = fields(kernels),
+                              want = fields(separate);
+    for (size_t k = 0; k < want.size(); ++k) {
+      SCOPED_TRACE(::testing::Message() << "output " << k << " (y, dx, dgamma, dbeta, running)");
+      EXPECT_EQ(stored_bytes(course[k]), stored_bytes(want[k]));
+      if (by_cudnn) {
+        const testing::Tolerance tolerance = testing::accumulated(dtype);
+        EXPECT_TRUE(testing::all_close(to_floats(got[k]), to_floats(want[k]), tolerance));
+      } else {
+        EXPECT_EQ(stored_bytes(got[k]), stored_bytes(want[k]));
+      }
+    }
+    // The edges did what they should: channel 0 and 1 have no gradient through the ReLU.
+    const std::vector<float> dbeta = to_floats(kernels.dbeta);
+    EXPECT_EQ(dbeta[0], -0.5f);
+    EXPECT_EQ(dbeta[1], -0.5f);
+    EXPECT_NE(dbeta[2], -0.5f);
   }
 }
 

@@ -2,7 +2,6 @@
 #include "common/models/convnets/residual.h"
 
 #include "common/kernels/elementwise.h"
-#include "common/nn/activation.h"
 #include "common/nn/batch_norm.h"
 #include "common/nn/conv2d.h"
 
@@ -11,8 +10,8 @@ namespace course::nn {
 void conv_bn(Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t stride, bool relu,
              std::mt19937& rng, Device device) {
   seq.add(std::make_unique<Conv2d>(in, out, kernel, Conv2dShape{stride, kernel / 2}, rng, device));
-  seq.add(std::make_unique<BatchNorm2d>(out, device));
-  if (relu) seq.add(std::make_unique<ReLU>());
+  seq.add(std::make_unique<BatchNorm2d>(
+      out, device, relu ? BatchNormActivation::kRelu : BatchNormActivation::kNone));
 }
 
 // Child contexts of a call: 0 the main path, 1 the shortcut. The sum and the ReLU are one pass,

@@ -10,8 +10,8 @@
 
 namespace course::nn {
 
-// Appends conv (kernel x kernel, "same" padding, stride) -> batch norm (-> ReLU) to `seq`: the
-// unit every network of the course is built from.
+// Appends conv (kernel x kernel, "same" padding, stride) -> batch norm (-> ReLU, fused into the
+// batch norm: one pass each way) to `seq`: the unit every network of the course is built from.
 void conv_bn(Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t stride, bool relu,
              std::mt19937& rng, Device device);
 
