@@ -128,24 +128,29 @@ TEST_P(NormPoolOptim, BatchNormMatchesTheDoubleReference) {
 
 // Batch norm with its ReLU fused against batch norm, then ReLU (relu_forward, relu_backward),
 // in f32 and bf16: byte for byte where the course's kernels run both (the CPU, the simulated
-// device), to the dtype's tolerance where cuDNN's fused graph runs (counted), with the course's
-// fused kernels beside it. Channels chosen to sit on the ReLU's edges: one constant (y exactly
-// 0 everywhere, beta 0: all masked), one shifted far below 0 (all masked), one far above (none),
-// the rest random; on the CPU a channel holding a NaN; the parameter gradients start non-zero
-// (they accumulate).
+// device, a GPU where cuDNN has no engine for the fused graphs), to the dtype's tolerance where
+// cuDNN's fused graphs ran (counted; asserted for channels-last bf16, the frontend's tested
+// pattern), with the course's fused kernels beside it. Channels chosen to sit on the ReLU's
+// edges: one shifted far below 0 (all masked), one far above (none), the rest random; where the
+// course's kernels run alone also one constant (y exactly 0 everywhere, beta 0: all masked; a
+// library's mean one ulp off would flip its signs) and one holding a NaN; the parameter
+// gradients start non-zero (they accumulate).
 TEST_P(NormPoolOptim, BatchNormWithItsFusedReluIsBatchNormThenRelu) {
   const int64_t n = 4, c = 37, h = 3, w = 5;
   const Shape shape{n, c, h, w};
+  const bool course_kernels_only = !device().is_cuda();
   testing::TestTensor x_values = random_tensor(shape, DType::kF32, Device::cpu(), 11, -3, 5);
   std::vector<float> beta_values = random_tensor({c}, DType::kF32, Device::cpu(), 12).values;
-  for (int64_t k = 0; k < n * h * w; ++k) {
-    const int64_t sample = k / (h * w), at = k % (h * w);
-    x_values.values[(sample * c + 0) * h * w + at] = 1.5f;  // channel 0: constant
-  }
-  beta_values[0] = 0.0f;
   beta_values[1] = -50.0f;
   beta_values[2] = 50.0f;
-  if (!device().is_cuda()) x_values.values[(2 * c + 3) * h * w + 4] = std::nanf("");
+  if (course_kernels_only) {
+    for (int64_t k = 0; k < n * h * w; ++k) {
+      const int64_t sample = k / (h * w), at = k % (h * w);
+      x_values.values[(sample * c + 0) * h * w + at] = 1.5f;  // channel 0: constant
+    }
+    beta_values[0] = 0.0f;
+    x_values.values[(2 * c + 3) * h * w + 4] = std::nanf("");
+  }
   const auto gamma = random_tensor({c}, DType::kF32, device(), 13, 0.5f, 2.0f);
   const Tensor beta = Tensor::from_vector(beta_values, {c}).to(device());
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
@@ -182,9 +187,10 @@ TEST_P(NormPoolOptim, BatchNormWithItsFusedReluIsBatchNormThenRelu) {
     };
     const int64_t graphs_before = cudnn_graph_executions();
     const Result fused = run(true, {});
-    const bool by_cudnn = cudnn_graphs_compiled() && device().is_cuda();
-    if (by_cudnn) {
-      EXPECT_EQ(cudnn_graph_executions() - graphs_before, 2) << "cuDNN's two fused graphs";
+    const int64_t graphs = cudnn_graph_executions() - graphs_before;
+    if (cudnn_graphs_compiled() && device().is_cuda() && dtype == DType::kBF16 &&
+        format() == MemoryFormat::kChannelsLast) {
+      EXPECT_EQ(graphs, 2) << "cuDNN's two fused graphs";
     }
     const Result kernels = run(true, one_rank);
     const Result separate = run(false, one_rank);
@@ -196,18 +202,18 @@ TEST_P(NormPoolOptim, BatchNormWithItsFusedReluIsBatchNormThenRelu) {
     for (size_t k = 0; k < want.size(); ++k) {
       SCOPED_TRACE(::testing::Message() << "output " << k << " (y, dx, dgamma, dbeta, running)");
       EXPECT_EQ(stored_bytes(course[k]), stored_bytes(want[k]));
-      if (by_cudnn) {
+      if (graphs > 0) {
         const testing::Tolerance tolerance = testing::accumulated(dtype);
         EXPECT_TRUE(testing::all_close(to_floats(got[k]), to_floats(want[k]), tolerance));
       } else {
         EXPECT_EQ(stored_bytes(got[k]), stored_bytes(want[k]));
       }
     }
-    // The edges did what they should: channel 0 and 1 have no gradient through the ReLU.
+    // The edges did what they should: channels 1 (and 0) have no gradient through the ReLU.
     const std::vector<float> dbeta = to_floats(kernels.dbeta);
-    EXPECT_EQ(dbeta[0], -0.5f);
     EXPECT_EQ(dbeta[1], -0.5f);
     EXPECT_NE(dbeta[2], -0.5f);
+    if (course_kernels_only) EXPECT_EQ(dbeta[0], -0.5f);
   }
 }
 

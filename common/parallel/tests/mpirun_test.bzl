@@ -20,6 +20,9 @@ def mpirun_gtest(name, srcs, deps, ranks = [], tags = [], size = "medium"):
         srcs = grouped_objects_of(name + "_ranks", srcs, binary_deps, testonly = True),
         deps = binary_deps,
         tags = tags,
+        # Against the shared libraries, as the tests are: the GPU self-test's bundle then packs
+        # the GPU code once (statically linked, 11 MB of it in each binary).
+        linkstatic = False,
     )
     native.sh_test(
         name = name,
