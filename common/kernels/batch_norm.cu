@@ -3,6 +3,7 @@
 // batch norm, whose sums cross the ranks between the passes), and the kernels' GPU instantiations.
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/kernels/batch_norm.h"
 #include "common/kernels/batch_norm_ops.h"
@@ -164,19 +165,15 @@ Tensor batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamm
   Tensor sum_dy, sum_dy_xhat;
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
   visit_floating(x.dtype(), "batch norm backward", [&]<class T>() {
-    const auto sums = [&]<bool kRelu>() {
-      channel_sums(x, loop,
-                   ops::ChannelGradTerms<T, kRelu>{x.data_as<T>(), dy.data_as<T>(),
-                                                   saved.mean.data_as<float>(),
-                                                   saved.invstd.data_as<float>(),
-                                                   gamma.data_as<float>(), beta.data_as<float>()},
-                   {&sum_dy, &sum_dy_xhat});
+    const auto sums = [&](auto masked) {  // std::bool_constant: the terms' compile-time choice
+      channel_sums(
+          x, loop,
+          ops::ChannelGradTerms<T, decltype(masked)::value>{
+              x.data_as<T>(), dy.data_as<T>(), saved.mean.data_as<float>(),
+              saved.invstd.data_as<float>(), gamma.data_as<float>(), beta.data_as<float>()},
+          {&sum_dy, &sum_dy_xhat});
     };
-    if (relu) {
-      sums.template operator()<true>();
-    } else {
-      sums.template operator()<false>();
-    }
+    relu ? sums(std::true_type{}) : sums(std::false_type{});
     for_each_index(x.device(), loop.c,
                    ops::AccumulateParamGrads{sum_dy.data_as<float>(), sum_dy_xhat.data_as<float>(),
                                              dgamma.data_as<float>(), dbeta.data_as<float>()});
