@@ -20,6 +20,10 @@ expect 0 "training performance" "$solution" "${small[@]}" --channels-last --amp 
 expect 0 "CUDA graphs need a GPU" "$solution" "${small[@]}" --cuda-graphs
 expect 0 "graph replay" "$solution" "${small[@]}" --cuda-graphs
 expect 0 "graph replay" "$solution" "${small[@]}" --cuda-graphs --amp --amp-dtype f16
+# On the simulated accelerator, which refuses what CUDA's capture refuses (a synchronisation, an
+# event query, an allocation outside the graph's pool) as a GPU would.
+expect 0 "graph replay" "$solution" "${base[@]}" --batch-size 16 --device sim --cuda-graphs \
+  --amp --amp-dtype f16 --channels-last
 expect 1 "error: --batch-size must be positive" "$solution" "${base[@]}" --device cpu --batch-size 0
 expect 1 "error: --log-every must be positive, got 0" "$solution" "${small[@]}" --log-every 0
 expect 1 "error: --image-size 2 is too small" "$solution" "${small[@]}" --image-size 2

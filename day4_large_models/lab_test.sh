@@ -282,15 +282,18 @@ for sharding in zero3 zero1; do
   fi
   echo "ok: $sharding on 2 ranks, a checkpoint file per rank, resumed as DDP: $(head -1 <<<"$sharded_resumed")"
 done
-# --cuda-graphs on 2 ranks of the simulated accelerator: the collectives of DDP, ZeRO-3 and
-# sequence-parallel tensor parallelism are captured with the step (tasks of the recorded graph,
-# posted and waited for at their place in every replay) and the run ends as the eager steps do.
+# --cuda-graphs on 2 ranks of the simulated accelerator: the collectives of DDP, ZeRO-3, FSDP's
+# SHARD_GRAD_OP and sequence-parallel tensor parallelism are captured with the step (tasks of the
+# recorded graph, posted and waited for at their place in every replay) and the run ends as the
+# eager steps do; the simulated device refuses, as CUDA's capture does, any synchronisation,
+# event query or allocation outside the graph's pool that the captured step would make.
 sim_ranks=()
 for word in "${ranks[@]}"; do
   [[ $word == cpu ]] && word=sim  # --device cpu's value
   sim_ranks+=("$word")
 done
-for flags in "--sharding none" "--sharding zero3" "--tensor-parallel 2 --sequence-parallel"; do
+for flags in "--sharding none" "--sharding zero3" "--sharding shard-grad-op" \
+  "--tensor-parallel 2 --sequence-parallel"; do
   # shellcheck disable=SC2086
   eager=$("${mpirun[@]}" "$lab" "${sim_ranks[@]}" $flags 2>&1 | grep -A1 -E "^(epoch|sample)")
   # shellcheck disable=SC2086

@@ -6,6 +6,9 @@
 #if COURSE_WITH_CUDA && COURSE_WITH_NVJPEG
 #include <nvjpeg.h>
 
+#include <map>
+#include <utility>
+
 #include "common/tensor/cuda_check.h"
 #endif
 
@@ -40,11 +43,14 @@ const char* status_name(nvjpegStatus_t status) {
 
 }  // namespace
 
+// One backend's handle and its batched-decode states, one for each batch size and output format
+// it has decoded: nvjpegDecodeBatched decodes exactly the batch its state was initialised for,
+// and initialising a state again (whenever the split between the hardware engine and the CUDA
+// decoder changes a batch's size) frees its buffers, which waits for the GPU. Each state is
+// initialised once.
 struct Nvjpeg::Backend {
   nvjpegHandle_t handle = nullptr;
-  nvjpegJpegState_t state = nullptr;
-  int initialised_for = -1;  // batch size and output format of the state's last initialisation
-  nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;
+  std::map<std::pair<int, nvjpegOutputFormat_t>, nvjpegJpegState_t> states;
 
   // nullptr when nvJPEG has no such backend on this GPU.
   static std::unique_ptr<Backend> create(nvjpegBackend_t backend) {
@@ -52,14 +58,29 @@ struct Nvjpeg::Backend {
     if (nvjpegCreateEx(backend, nullptr, nullptr, 0, &b->handle) != NVJPEG_STATUS_SUCCESS) {
       return nullptr;
     }
-    const nvjpegStatus_t status = nvjpegJpegStateCreate(b->handle, &b->state);
-    COURSE_CHECK(status == NVJPEG_STATUS_SUCCESS,
-                 "nvjpegJpegStateCreate failed: ", status_name(status));
     return b;
   }
   ~Backend() {
-    if (state != nullptr) nvjpegJpegStateDestroy(state);
+    for (const auto& [key, state] : states) nvjpegJpegStateDestroy(state);
     if (handle != nullptr) nvjpegDestroy(handle);
+  }
+
+  // The state for `count` images in `format`, made and initialised on first use; nullptr (with
+  // `why`) when nvJPEG refuses.
+  nvjpegJpegState_t state_for(int count, nvjpegOutputFormat_t format, std::string& why) {
+    auto found = states.find({count, format});
+    if (found != states.end()) return found->second;
+    nvjpegJpegState_t state = nullptr;
+    nvjpegStatus_t status = nvjpegJpegStateCreate(handle, &state);
+    if (status == NVJPEG_STATUS_SUCCESS) {
+      status = nvjpegDecodeBatchedInitialize(handle, state, count, 1, format);
+      if (status != NVJPEG_STATUS_SUCCESS) nvjpegJpegStateDestroy(state);
+    }
+    if (status != NVJPEG_STATUS_SUCCESS) {
+      why = std::string("nvjpegDecodeBatchedInitialize: ") + status_name(status);
+      return nullptr;
+    }
+    return states[{count, format}] = state;
   }
 };
 
@@ -79,17 +100,8 @@ bool Nvjpeg::decode(bool hardware, const std::vector<Job>& jobs, int channels, v
                     std::string& why) {
   Backend& b = hardware && hardware_ ? *hardware_ : *cuda_;
   const nvjpegOutputFormat_t format = channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI;
-  const int count = static_cast<int>(jobs.size());
-  if (b.initialised_for != count || b.format != format) {
-    const nvjpegStatus_t status =
-        nvjpegDecodeBatchedInitialize(b.handle, b.state, count, 1, format);
-    if (status != NVJPEG_STATUS_SUCCESS) {
-      why = std::string("nvjpegDecodeBatchedInitialize: ") + status_name(status);
-      return false;
-    }
-    b.initialised_for = count;
-    b.format = format;
-  }
+  nvjpegJpegState_t state = b.state_for(static_cast<int>(jobs.size()), format, why);
+  if (state == nullptr) return false;
   std::vector<const unsigned char*> data(jobs.size());
   std::vector<size_t> lengths(jobs.size());
   std::vector<nvjpegImage_t> outputs(jobs.size());
@@ -101,11 +113,12 @@ bool Nvjpeg::decode(bool hardware, const std::vector<Job>& jobs, int channels, v
     outputs[i].pitch[0] = static_cast<size_t>(jobs[i].width) * channels;
   }
   const nvjpegStatus_t status =
-      nvjpegDecodeBatched(b.handle, b.state, data.data(), lengths.data(), outputs.data(),
+      nvjpegDecodeBatched(b.handle, state, data.data(), lengths.data(), outputs.data(),
                           static_cast<cudaStream_t>(stream));
   if (status != NVJPEG_STATUS_SUCCESS) {
     why = std::string("nvjpegDecodeBatched: ") + status_name(status);
-    b.initialised_for = -1;  // the state is initialised again before its next use
+    b.states.erase({static_cast<int>(jobs.size()), format});  // made again at its next use
+    nvjpegJpegStateDestroy(state);
     return false;
   }
   return true;

@@ -96,20 +96,29 @@ void cpu_sgemm(const Tensor& a, bool ta, const Tensor& b, bool tb, Tensor& c, Ge
 }
 
 #if COURSE_WITH_CUDA
+// A cuBLAS handle with the workspace it was given: cublasSetStream puts a handle back on cuBLAS's
+// default workspace pool, so the workspace is set again after every stream change (as PyTorch
+// does), else cuBLAS allocates its own, which a graph capture cannot record.
+struct CublasHandle {
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
 // This thread's handle, issuing its work on the thread's current stream, with a workspace of its
 // own from the device's caching allocator, held as long as the handle: 32 MiB on Hopper and
-// newer, 4 MiB before (NVIDIA's advice), so cuBLAS never allocates one itself, which a graph
-// capture could not record.
+// newer, 4 MiB before (NVIDIA's advice).
 cublasHandle_t cublas_handle(Device device) {
-  cublasHandle_t handle = thread_handle<cublasHandle_t>(device, [device](cublasHandle_t* h) {
-    CUBLAS_CHECK(cublasCreate(h));
+  const CublasHandle h = thread_handle<CublasHandle>(device, [device](CublasHandle* made) {
+    CUBLAS_CHECK(cublasCreate(&made->handle));
     int major = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index));
-    const size_t bytes = (major >= 9 ? size_t{32} : size_t{4}) << 20;
-    CUBLAS_CHECK(cublasSetWorkspace(*h, device_allocator(device).allocate(bytes), bytes));
+    made->workspace_bytes = (major >= 9 ? size_t{32} : size_t{4}) << 20;
+    made->workspace = device_allocator(device).allocate(made->workspace_bytes);
   });
-  CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(current_cuda_stream())));
-  return handle;
+  CUBLAS_CHECK(cublasSetStream(h.handle, static_cast<cudaStream_t>(current_cuda_stream())));
+  CUBLAS_CHECK(cublasSetWorkspace(h.handle, h.workspace, h.workspace_bytes));
+  return h.handle;
 }
 
 cudaDataType cuda_type(DType dtype) {

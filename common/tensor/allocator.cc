@@ -8,6 +8,7 @@
 
 #include "common/core/error.h"
 #include "common/core/format.h"
+#include "common/tensor/capture.h"
 
 #if COURSE_WITH_CUDA
 #include "common/tensor/cuda_check.h"
@@ -84,6 +85,10 @@ void* CachingAllocator::allocate(size_t bytes) {
   COURSE_CHECK(bytes <= (size_t{1} << 62), "cannot allocate ", format_bytes(bytes), " on ", name_);
   const size_t block = rounded_size(bytes);
   std::lock_guard lock(mutex_);
+  if (backend_.pooled_in_capture && !capture_thread_locked()) {
+    refuse_in_capture(detail::concat("an allocation of ", format_bytes(bytes), " on ", name_,
+                                     ", outside the graph's pool"));
+  }
   ++stats_.allocations;
   const int64_t pool = capture_thread_locked() ? capture_pool_ : 0;
   size_t size = block;
@@ -226,7 +231,7 @@ CachingAllocator& device_allocator(Device device) {
     auto& slot = sims[device.index];
     if (!slot) {
       slot = std::make_unique<CachingAllocator>(
-          device.str(), CachingAllocator::Backend{host_allocate, host_release, device.index});
+          device.str(), CachingAllocator::Backend{host_allocate, host_release, device.index, true});
     }
     return *slot;
   }
@@ -237,7 +242,7 @@ CachingAllocator& device_allocator(Device device) {
   auto& slot = gpus[device.index];
   if (!slot)
     slot = std::make_unique<CachingAllocator>(
-        device.str(), CachingAllocator::Backend{cuda_allocate, cuda_release, device.index});
+        device.str(), CachingAllocator::Backend{cuda_allocate, cuda_release, device.index, true});
   return *slot;
 #else
   COURSE_FAIL("unreachable: ", device.str(), " passed require_device in a CPU-only build");
@@ -249,13 +254,13 @@ bool pinned_memory_is_page_locked() { return cuda_device_count() > 0; }
 CachingAllocator& pinned_host_allocator() {
 #if COURSE_WITH_CUDA
   if (pinned_memory_is_page_locked()) {
-    static CachingAllocator pinned("pinned host", {pinned_allocate, pinned_release});
+    static CachingAllocator pinned("pinned host", {pinned_allocate, pinned_release, 0, true});
     return pinned;
   }
 #endif
   // Plain memory plays the part: the simulated accelerator copies from it without a host wait.
   static CachingAllocator plain("pinned host (not page-locked: no GPU)",
-                                {host_allocate, host_release});
+                                {host_allocate, host_release, 0, true});
   return plain;
 }
 

@@ -45,6 +45,9 @@ class CachingAllocator {
     void* (*allocate)(size_t bytes, int device);  // nullptr when the system has no memory left
     void (*release)(void* ptr, int device);
     int device = 0;  // the GPU index the calls are made on
+    // An accelerator's or page-locked memory: a thread capturing a graph may take it only from
+    // its graph's pool (as CUDA's capture refuses cudaMalloc and cudaHostAlloc in its mode).
+    bool pooled_in_capture = false;
   };
 
   CachingAllocator(std::string name, Backend backend);

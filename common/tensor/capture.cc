@@ -27,6 +27,14 @@ void check_not_capturing(std::string_view what) {
   if (capturing()) fail_capture(what);
 }
 
+void refuse_in_capture(std::string_view call) {
+  if (!capturing()) return;
+  throw GraphCaptureError(detail::concat(
+      call, " inside a graph capture on ", active_capture->device.str(),
+      ": CUDA's stream capture refuses it (on a GPU the capture would be invalidated); do it "
+      "before or after the captured work"));
+}
+
 void check_capture_device(Device device) {
   if (capturing() && active_capture->device != device) {
     fail_capture(detail::concat("work on ", device.str(), " (the graph is on ",

@@ -30,6 +30,10 @@ bool capturing();
 bool capturing_on_host();
 // Throws GraphCaptureError when this thread is capturing: `what` cannot be captured.
 void check_not_capturing(std::string_view what);
+// Throws GraphCaptureError when this thread is capturing: `call` is one CUDA's stream capture
+// refuses (a synchronisation, an event's query, an allocation outside the graph's pool), which
+// on a GPU would invalidate the capture. Every device refuses it alike, the simulated one too.
+void refuse_in_capture(std::string_view call);
 // Throws GraphCaptureError when this thread is capturing a graph of another device than `device`.
 void check_capture_device(Device device);
 

@@ -35,6 +35,7 @@ std::unique_ptr<Event> stamp(EventPool& pool);
 // Device time summed over intervals: start() and stop() around the work (or the wait) to time,
 // total_seconds() when a summary is printed (it waits for the last interval's end). Intervals
 // the device has finished are added up as new ones start, without waiting, so few stay open.
+// Inside a graph capture start() and stop() stand aside (said once): the replays are not timed.
 class IntervalTimer {
  public:
   explicit IntervalTimer(Device device) : pool_(device) {}

@@ -68,8 +68,9 @@ void Graph::capture(const std::function<void()>& work) {
 
 void Graph::capture_on_gpu(const std::function<void()>& work) {
 #if COURSE_WITH_CUDA
+  // No wait for the earlier work: the capture runs nothing, and each replay is queued after the
+  // work before it on the stream that launches it.
   set_current_device(device_);
-  CUDA_CHECK(cudaDeviceSynchronize());  // earlier work done: the capture stream need not wait
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaGraph_t graph = nullptr;

@@ -1,5 +1,8 @@
 // Streams and events on the CPU, the GPU and the simulated accelerator (whose work is done by
 // the time it is queued: a stream there is empty, an event a clock reading, as on the CPU).
+// While this thread captures a graph, every device refuses what CUDA's stream capture refuses
+// (a synchronisation, an event's query or time): on a GPU such a call would invalidate the
+// capture, so the simulated accelerator refuses it too and CI sees the mistake.
 #include "common/tensor/stream.h"
 
 #include "common/core/error.h"
@@ -31,6 +34,7 @@ Stream::~Stream() {
 }
 
 void Stream::synchronize() const {
+  refuse_in_capture("a stream's synchronisation (cudaStreamSynchronize)");
   note_host_synchronization(device_);
 #if COURSE_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
@@ -80,6 +84,7 @@ void Event::record(const Stream* stream) {
 }
 
 void Event::synchronize() const {
+  refuse_in_capture("an event's synchronisation (cudaEventSynchronize)");
   note_host_synchronization(device_);
 #if COURSE_WITH_CUDA
   if (handle_) CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
@@ -87,6 +92,7 @@ void Event::synchronize() const {
 }
 
 bool Event::query() const {
+  refuse_in_capture("an event's query (cudaEventQuery)");
 #if COURSE_WITH_CUDA
   if (handle_ && recorded_) {
     const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(handle_));
@@ -109,6 +115,7 @@ void Event::block(const Stream* stream) const {
 }
 
 float Event::elapsed_ms(const Event& later) const {
+  refuse_in_capture("the time between two events (cudaEventElapsedTime)");
   COURSE_CHECK(recorded_ && later.recorded_, "elapsed time between events not both recorded");
   COURSE_CHECK(device_ == later.device_, "elapsed time between events on different devices");
 #if COURSE_WITH_CUDA

@@ -8,13 +8,21 @@
 #      their difference is what 20 more steps cost, which must be the two loss reads' own (the
 #      lab's count of those reads' waits, in its line), nothing inside the steps.
 # Day 1 trains ResNet-50 in bf16 channels-last at batch 64, day 4 gpt-mini at batch 8.
-#   tools/gpu_selftest/host_waits_on_gpu.sh [--root DIR]
+#   tools/gpu_selftest/host_waits_on_gpu.sh [--root DIR] [--dry-run]
 #     --root DIR  a self-test bundle's gpu_selftest folder, or bazel-bin of a CUDA build
 #                 (default: bazel-bin; the labs are solutions/day1_gpu/lab and
 #                 solutions/day4_large_models/lab there, tools/gpu_selftest/day*_lab in a bundle)
+#     --dry-run   on the simulated accelerator, ResNet-50 at 32 px batch 4 and gpt-tiny: the
+#                 labs' count checked where no GPU is
 set -uo pipefail
-root=bazel-bin
-[[ ${1:-} == --root ]] && root=$2
+root=bazel-bin dry_run=false
+while (($#)); do
+  case $1 in
+    --root) root=$2; shift 2 ;;
+    --dry-run) dry_run=true; shift ;;
+    *) echo "host_waits_on_gpu: unknown option '$1' (--root, --dry-run)" >&2; exit 2 ;;
+  esac
+done
 day1=$root/solutions/day1_gpu/lab day4=$root/solutions/day4_large_models/lab
 [[ -x $day1 ]] || day1=$root/tools/gpu_selftest/day1_gpu_lab
 [[ -x $day4 ]] || day4=$root/tools/gpu_selftest/day4_large_models_lab
@@ -25,6 +33,12 @@ runs=(
   "day 1, ResNet-50 bf16 channels-last|$day1 --model resnet50 --synthetic 4096 --image-size 224 -b 64 --amp --amp-dtype bf16 --channels-last --device cuda --no-progress --test --log-every 10"
   "day 4, gpt-mini|$day4 --model gpt-mini -b 8 --device cuda --no-progress --sample-tokens 0 --test --log-every 10 ${text[*]}"
 )
+if $dry_run; then
+  runs=(
+    "day 1, ResNet-50 bf16 channels-last, 32 px|$day1 --model resnet50 --synthetic 256 --image-size 32 -b 4 --amp --amp-dtype bf16 --channels-last --device sim --no-progress --test --log-every 10"
+    "day 4, gpt-tiny|$day4 --model gpt-tiny -b 4 --device sim --no-progress --sample-tokens 0 --test --log-every 10 ${text[*]}"
+  )
+fi
 status=0
 blocking='cudaStreamSynchronize|cudaEventSynchronize|cudaDeviceSynchronize|cudaMemcpy(_v[0-9]+)?$'
 # api_calls REPORT: the blocking CUDA API calls of an nsys report.

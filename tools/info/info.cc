@@ -3,8 +3,9 @@
 //   info --gpus         the number of GPUs CUDA may use here (CUDA_VISIBLE_DEVICES and the job's
 //                       cgroup honoured, unlike nvidia-smi -L), for scripts
 //   info --check-gpu    whether this node can run this build's GPU code: a driver new enough for
-//                       the CUDA it was built with, cuDNN and NCCL of the versions it was built
-//                       against; one line naming what is missing and exit 1 otherwise
+//                       the CUDA it was built with, a cuDNN 9 and an NCCL 2 new enough for the
+//                       calls it makes (older minors than the build's own are said, and pass);
+//                       one line naming what is missing and exit 1 otherwise
 #include <mpi.h>
 #include <omp.h>
 
@@ -55,6 +56,35 @@ void print_gpus() {
 #endif
 }
 
+#if COURSE_WITH_CUDA
+// The oldest cuDNN and NCCL whose calls the build makes: cuDNN 9's graph API (its engines are
+// asked for at run time, cudnn_graph.cc), NCCL 2.14's non-blocking communicators
+// (ncclCommInitRankConfig).
+constexpr int kOldestCudnn = 90000;
+constexpr int kOldestNccl = 21400;
+
+// Why the loaded `name` (packed `loaded`) cannot serve a build compiled against `built`, which
+// needs at least `oldest` of the same major version: "" when it can. A release older than the
+// build's own is said on stderr.
+std::string library_too_old(const char* name, int loaded, int major_div, int minor_div, int built,
+                            int oldest) {
+  const std::string have = version_string(loaded, major_div, minor_div);
+  if (loaded / major_div != built / major_div || loaded < oldest) {
+    return std::string(name) + " " + have + " is loaded, this build needs " +
+           std::to_string(built / major_div) + ".x from " +
+           version_string(oldest, major_div, minor_div) +
+           " (module load, or LD_LIBRARY_PATH: tools/gpu_selftest/on_device.sh finds a Python's)";
+  }
+  if (loaded < built) {
+    std::fprintf(stderr,
+                 "note: %s %s is older than the %s this build compiled against: what it lacks "
+                 "falls back, said where it does\n",
+                 name, have.c_str(), version_string(built, major_div, minor_div).c_str());
+  }
+  return "";
+}
+#endif
+
 // What this node lacks to run the build's GPU code ("" when nothing).
 std::string missing_for_gpu() {
 #if COURSE_WITH_CUDA
@@ -68,18 +98,16 @@ std::string missing_for_gpu() {
            ", older than the CUDA " + version_string(CUDART_VERSION, 1000, 10) +
            " this build needs: load a newer driver, or build with that node's toolkit";
   }
-  const int cudnn = static_cast<int>(cudnnGetVersion());
-  if (cudnn / 10000 != CUDNN_MAJOR || cudnn < CUDNN_VERSION) {
-    return "cuDNN " + version_string(cudnn, 10000, 100) + " is loaded, this build needs " +
-           std::to_string(CUDNN_MAJOR) + ".x from " + version_string(CUDNN_VERSION, 10000, 100) +
-           " (module load cudnn, or LD_LIBRARY_PATH)";
-  }
+  // cuDNN and NCCL: any release of the build's major version from the oldest whose API the
+  // build calls (an older minor than the build's own is said, its missing engines fall back).
+  const std::string cudnn = library_too_old("cuDNN", static_cast<int>(cudnnGetVersion()), 10000,
+                                            100, CUDNN_VERSION, kOldestCudnn);
+  if (!cudnn.empty()) return cudnn;
   int nccl = 0;
   ncclGetVersion(&nccl);
-  if (nccl / 10000 != NCCL_MAJOR || nccl < NCCL_VERSION_CODE) {
-    return "NCCL " + version_string(nccl, 10000, 100) + " is loaded, this build needs " +
-           std::to_string(NCCL_MAJOR) + ".x from " + version_string(NCCL_VERSION_CODE, 10000, 100);
-  }
+  const std::string nccl_missing =
+      library_too_old("NCCL", nccl, 10000, 100, NCCL_VERSION_CODE, kOldestNccl);
+  if (!nccl_missing.empty()) return nccl_missing;
   if (course::cuda_device_count() == 0) return course::cuda_status();
   return "";
 #else

@@ -2,11 +2,18 @@
 // a GPU would show. Its names parse and are bounded; its memory comes from its own allocator; a
 // tensor on it and one on the CPU are different devices to every check, with both named; a copy
 // between it and the host counts the host's wait as a GPU's would, and one within it does not;
-// synchronising its streams and events counts, the CPU's never.
+// synchronising its streams and events counts, the CPU's never; inside a graph capture it
+// refuses what CUDA's stream capture refuses.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "common/core/error.h"
+#include "common/tensor/graph.h"
 #include "common/tensor/stream.h"
 #include "common/tensor/tensor.h"
 
@@ -117,6 +124,38 @@ TEST(SimDevice, SynchronisingItsStreamsAndEventsIsAHostWaitAndTheCpusIsNot) {
     event.block(&stream);  // the device waits, not the host
     EXPECT_EQ((host_waits() - before).synchronizations, device.is_cpu() ? 0 : 2) << device.str();
   }
+}
+
+// While it captures a graph the simulated accelerator refuses what CUDA's stream capture refuses,
+// naming the call (on a GPU each would invalidate the capture): synchronising a stream or an
+// event, querying an event or its time, and allocating outside the graph's pool (page-locked
+// memory, another device's). Outside a capture the same calls run.
+TEST(SimDevice, RefusesInsideACaptureWhatCudaStreamCaptureRefuses) {
+  const Device sim = Device::sim(0);
+  Stream stream(sim);
+  Event event(sim), later(sim);
+  event.record(&stream);
+  later.record(&stream);
+  const std::vector<std::pair<std::string, std::function<void()>>> refused = {
+      {"cudaStreamSynchronize", [&] { stream.synchronize(); }},
+      {"cudaEventSynchronize", [&] { event.synchronize(); }},
+      {"cudaEventQuery", [&] { (void)event.query(); }},
+      {"cudaEventElapsedTime", [&] { (void)event.elapsed_ms(later); }},
+      {"on pinned host", [] { (void)Tensor::empty_pinned({1000}, DType::kF32); }},
+      {"on sim:1, outside the graph's pool",
+       [] { (void)Tensor::empty({1000}, DType::kF32, Device::sim(1)); }},
+  };
+  for (const auto& [call, work] : refused) {
+    Graph graph(sim);
+    EXPECT_THAT([&] { graph.capture(work); },
+                ::testing::ThrowsMessage<GraphCaptureError>(
+                    AllOf(HasSubstr(call), HasSubstr("inside a graph capture on sim:0"))))
+        << call;
+    EXPECT_NO_THROW(work()) << call << ", outside a capture";
+  }
+  Graph graph(sim);
+  EXPECT_NO_THROW(graph.capture([] { (void)Tensor::empty({1000}, DType::kF32, Device::sim(0)); }))
+      << "the captured device's own allocation, from the graph's pool";
 }
 
 }  // namespace
