@@ -11,6 +11,7 @@
 #include "common/kernels/elementwise.h"
 #include "common/models/gpt/gpt_stage.h"
 #include "common/nn/autocast.h"
+#include "common/tensor/capture.h"
 
 namespace course::parallel {
 
@@ -110,7 +111,10 @@ Tensor PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& ta
   logits_.assign(m, Tensor());
   losses_.assign(m, {});
   loss_sum_ = zeros({1}, DType::kF32, inputs.device());
-  read_steps(false);  // the steps the device has finished, never waiting
+  // A captured step's marks are dropped unread: a capture may not query its events, and its
+  // replays run no host code that could mark them (the timeline stands aside).
+  const bool captured = capturing();
+  if (!captured) read_steps(false);  // the steps the device has finished, never waiting
   StepRecord& step = unread_.emplace_back();
   step.first = steps_run_++ == 0;
   step.launched = Clock::now();
@@ -141,6 +145,10 @@ Tensor PipelineParallel::forward_backward(const Tensor& inputs, const Tensor& ta
     }
   }
   unread_.back().end = stamp(events_);
+  if (captured) {
+    give_back(unread_.back());
+    unread_.pop_back();
+  }
   add_shared_gradients();
   pp_->broadcast(loss_sum_, pp_->size() - 1)->wait();
   return loss_sum_;
@@ -253,15 +261,11 @@ void PipelineParallel::read_steps(bool wait) {
     for (ActionEvents& a : step.actions) {
       timeline_.push_back({a.action, since_start(*a.start), since_start(*a.end)});
       compute += timeline_.back().end_s - timeline_.back().start_s;
-      events_.give(std::move(a.start));
-      events_.give(std::move(a.end));
     }
     step_launched_ = step.launched;
     exchanges_.clear();
     for (ExchangeEvents& e : step.exchanges) {
       exchanges_.push_back({e.round, since_start(*e.posted), since_start(*e.done)});
-      events_.give(std::move(e.posted));
-      events_.give(std::move(e.done));
     }
     step_seconds_ = since_start(*step.end);
     if (!step.first) {
@@ -269,10 +273,22 @@ void PipelineParallel::read_steps(bool wait) {
       totals_.step_seconds += step_seconds_;
       totals_.compute_seconds += compute;
     }
-    events_.give(std::move(step.start));
-    events_.give(std::move(step.end));
+    give_back(step);
     unread_.pop_front();
   }
+}
+
+void PipelineParallel::give_back(StepRecord& step) {
+  for (ActionEvents& a : step.actions) {
+    events_.give(std::move(a.start));
+    events_.give(std::move(a.end));
+  }
+  for (ExchangeEvents& e : step.exchanges) {
+    events_.give(std::move(e.posted));
+    events_.give(std::move(e.done));
+  }
+  events_.give(std::move(step.start));
+  events_.give(std::move(step.end));
 }
 
 const std::vector<TimedAction>& PipelineParallel::timeline() {

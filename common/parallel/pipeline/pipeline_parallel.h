@@ -157,6 +157,7 @@ class PipelineParallel {
     std::vector<ExchangeEvents> exchanges;
     bool first = false;  // the run's first step (not in the totals)
   };
+  void give_back(StepRecord& step);  // its events, to the pool
   EventPool events_{process_device()};
   std::deque<StepRecord> unread_;                        // oldest first
   std::vector<TimedAction> timeline_;                    // of the last step read
