@@ -38,7 +38,7 @@ echo "sent to a node: bundle $((bundle_bytes / 1048576)) MiB + tree $((tree_byte
 # A Python whose site-packages holds the CUDA libraries, as a GPU node's PyTorch install does.
 python3 -m venv --without-pip "$work/venv"
 site=$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-cuda_lib=$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudnn\.so\.9 /{print $NF; exit}')")")
+cuda_lib=$(dirname "$(readlink -f "$(ldconfig -p | awk '/libcudnn\.so\.9 / && !n++ {print $NF}')")")
 [[ -d $cuda_lib ]] || fail "no cuDNN on this machine to stand in for a node's wheels"
 mkdir -p "$site/nvidia/cu13/lib"
 
@@ -64,7 +64,7 @@ status=0
   --dry-run --budget 600 >"$work/dry_run.txt" 2>&1 || status=$?
 echo "dry run: exit $status after $((SECONDS - start)) s"
 cat "$work/dry_run.txt"
-((status == 0)) || fail "on_device.sh --dry-run failed"
+((status == 0)) || { cat "$work/out/"*.txt; fail "on_device.sh --dry-run failed"; }
 
 # What comes back from a node: at most 8 files, 2 folders deep, plain names.
 files=$(cd "$work/out" && find . -type f | sed 's|^\./||')

@@ -28,7 +28,7 @@ day1=$root/solutions/day1_gpu/lab day4=$root/solutions/day4_large_models/lab
 [[ -x $day4 ]] || day4=$root/tools/gpu_selftest/day4_large_models_lab
 [[ -x $day1 && -x $day4 ]] || { echo "host_waits_on_gpu: no labs under $root" >&2; exit 2; }
 text=()
-[[ -d /usr/share/games/fortunes ]] || text=(--text-dir "$root/text")
+[[ -d $root/text ]] && text=(--text-dir "$root/text")  # a bundle's own
 runs=(
   "day 1, ResNet-50 bf16 channels-last|$day1 --model resnet50 --synthetic 4096 --image-size 224 -b 64 --amp --amp-dtype bf16 --channels-last --device cuda --no-progress --test --log-every 10"
   "day 4, gpt-mini|$day4 --model gpt-mini -b 8 --device cuda --no-progress --sample-tokens 0 --test --log-every 10 ${text[*]}"
