@@ -116,8 +116,11 @@ cpu=()
 # shellcheck disable=SC2016  # the inner shell expands PART_DEADLINE, which part() sets
 part selftest 600 bash -c '"$@" --deadline "$PART_DEADLINE"' _ "$bundle/run_selftest.sh" \
   "${cpu[@]}" --case-limit 60 --logs "$work/selftest_cases"
-tar -C "$work" -czf "$out/selftest_cases.tar.gz" selftest_cases 2>/dev/null ||
+if [[ -d $work/selftest_cases ]]; then
+  tar -C "$work" -czf "$out/selftest_cases.tar.gz" selftest_cases
+else
   echo "(no case logs)" >>"$summary"
+fi
 echo "total: $SECONDS s; files: $(ls "$out" | paste -sd' ' -)" >>"$summary"
 echo
 cat "$summary"
