@@ -15,8 +15,14 @@
 #include "common/kernels/algorithm_choice.h"
 #include "common/kernels/library_handle.h"
 #include "common/kernels/library_workspace.h"
+#include "common/tensor/dtype.h"
 
 namespace course {
+
+// The cuBLAS data type of `dtype`, and the compute type its products use: TF32 tensor cores for
+// f32 only where --tf32-matmul allows it (gemm.cc).
+cudaDataType cuda_type(DType dtype);
+cublasComputeType_t cublas_compute(DType dtype);
 
 // This thread's cuBLASLt handle for `device`.
 inline cublasLtHandle_t cublaslt_handle(Device device) {
