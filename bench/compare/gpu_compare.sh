@@ -72,12 +72,16 @@ row() {
 }
 
 # side PATTERN COMMAND...: the figure the command prints after PATTERN (sed's \1), run under the
-# row limit; "-" with the reason on stderr when it fails, hangs or prints none.
+# row limit; "-" with the reason on stderr when it fails, hangs or prints none. Its whole output
+# is left in $side_output.
+side_output=$(mktemp)
+trap 'rm -f "$side_output"' EXIT
 side() {
   local pattern=$1 out status figure
   shift
   out=$(timeout --kill-after=5 "$row_limit" "$@" 2>&1)
   status=$?
+  echo "$out" >"$side_output"
   figure=$(sed -n "s/$pattern/\1/p" <<<"$out" | tail -n 1)
   if ((status != 0)) || [[ -z $figure ]]; then
     local why="exit $status"
@@ -115,14 +119,11 @@ gpt() {
   local model=$1 batch=$2 context=$3 windows=$4 theirs=- ours mfu
   $torch_side && theirs=$(side '^gpt_train: \([0-9.]*\).*' "$python" bench/compare/torch_side.py \
     gpt-train --device "$torch_device" --model "$model" --batch "$batch" --steps "$steps" --amp)
-  ours=$(timeout --kill-after=5 "$row_limit" "$lab4" --device "$device" --model "$model" \
+  ours=$(side '^training performance *\([0-9.]*\).*' "$lab4" --device "$device" --model "$model" \
     --synthetic-tokens $((windows * context)) --batch-size "$batch" --amp --test \
-    --test-nsteps $((steps + 1)) --no-progress 2>&1)
-  mfu=$(grep -oE "MFU [0-9.]+%" <<<"$ours" || echo "no MFU")
-  local rate
-  rate=$(sed -n 's/^training performance *\([0-9.]*\).*/\1/p' <<<"$ours")
-  [[ -n $rate ]] || echo "  (day-4 lab: $(tail -n 1 <<<"$ours"))" >&2
-  row "$model b$batch $context tokens bf16 eager, tokens/s (lab: $mfu)" "$theirs" "${rate:--}"
+    --test-nsteps $((steps + 1)) --no-progress)
+  mfu=$(grep -oE "MFU [0-9.]+%" "$side_output" || echo "no MFU")
+  row "$model b$batch $context tokens bf16 eager, tokens/s (lab: $mfu)" "$theirs" "$ours"
 }
 
 if $dry_run; then

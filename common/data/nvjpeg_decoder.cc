@@ -100,7 +100,8 @@ bool Nvjpeg::decode(bool hardware, const std::vector<Job>& jobs, int channels, v
                     std::string& why) {
   Backend& b = hardware && hardware_ ? *hardware_ : *cuda_;
   const nvjpegOutputFormat_t format = channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGBI;
-  nvjpegJpegState_t state = b.state_for(static_cast<int>(jobs.size()), format, why);
+  const int count = static_cast<int>(jobs.size());
+  nvjpegJpegState_t state = b.state_for(count, format, why);
   if (state == nullptr) return false;
   std::vector<const unsigned char*> data(jobs.size());
   std::vector<size_t> lengths(jobs.size());
@@ -117,7 +118,7 @@ bool Nvjpeg::decode(bool hardware, const std::vector<Job>& jobs, int channels, v
                           static_cast<cudaStream_t>(stream));
   if (status != NVJPEG_STATUS_SUCCESS) {
     why = std::string("nvjpegDecodeBatched: ") + status_name(status);
-    b.states.erase({static_cast<int>(jobs.size()), format});  // made again at its next use
+    b.states.erase({count, format});  // made again at its next use
     nvjpegJpegStateDestroy(state);
     return false;
   }

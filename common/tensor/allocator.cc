@@ -85,7 +85,7 @@ void* CachingAllocator::allocate(size_t bytes) {
   COURSE_CHECK(bytes <= (size_t{1} << 62), "cannot allocate ", format_bytes(bytes), " on ", name_);
   const size_t block = rounded_size(bytes);
   std::lock_guard lock(mutex_);
-  if (backend_.pooled_in_capture && !capture_thread_locked()) {
+  if (backend_.pooled_in_capture && capturing() && !capture_thread_locked()) {
     refuse_in_capture(detail::concat("an allocation of ", format_bytes(bytes), " on ", name_,
                                      ", outside the graph's pool"));
   }
@@ -220,7 +220,8 @@ void CachingAllocator::release_cached_locked() {
 
 CachingAllocator& device_allocator(Device device) {
   if (device.is_cpu()) {
-    static CachingAllocator cpu("cpu", {host_allocate, host_release});
+    static CachingAllocator cpu(
+        "cpu", {.allocate = host_allocate, .release = host_release, .pooled_in_capture = false});
     return cpu;
   }
   require_device(device);
@@ -231,7 +232,7 @@ CachingAllocator& device_allocator(Device device) {
     auto& slot = sims[device.index];
     if (!slot) {
       slot = std::make_unique<CachingAllocator>(
-          device.str(), CachingAllocator::Backend{host_allocate, host_release, device.index, true});
+          device.str(), CachingAllocator::Backend{host_allocate, host_release, device.index});
     }
     return *slot;
   }
@@ -242,7 +243,7 @@ CachingAllocator& device_allocator(Device device) {
   auto& slot = gpus[device.index];
   if (!slot)
     slot = std::make_unique<CachingAllocator>(
-        device.str(), CachingAllocator::Backend{cuda_allocate, cuda_release, device.index, true});
+        device.str(), CachingAllocator::Backend{cuda_allocate, cuda_release, device.index});
   return *slot;
 #else
   COURSE_FAIL("unreachable: ", device.str(), " passed require_device in a CPU-only build");
@@ -254,13 +255,13 @@ bool pinned_memory_is_page_locked() { return cuda_device_count() > 0; }
 CachingAllocator& pinned_host_allocator() {
 #if COURSE_WITH_CUDA
   if (pinned_memory_is_page_locked()) {
-    static CachingAllocator pinned("pinned host", {pinned_allocate, pinned_release, 0, true});
+    static CachingAllocator pinned("pinned host", {pinned_allocate, pinned_release});
     return pinned;
   }
 #endif
   // Plain memory plays the part: the simulated accelerator copies from it without a host wait.
   static CachingAllocator plain("pinned host (not page-locked: no GPU)",
-                                {host_allocate, host_release, 0, true});
+                                {host_allocate, host_release});
   return plain;
 }
 

@@ -45,9 +45,10 @@ class CachingAllocator {
     void* (*allocate)(size_t bytes, int device);  // nullptr when the system has no memory left
     void (*release)(void* ptr, int device);
     int device = 0;  // the GPU index the calls are made on
-    // An accelerator's or page-locked memory: a thread capturing a graph may take it only from
-    // its graph's pool (as CUDA's capture refuses cudaMalloc and cudaHostAlloc in its mode).
-    bool pooled_in_capture = false;
+    // A thread capturing a graph may take this memory only from its graph's pool, as CUDA's
+    // capture refuses cudaMalloc and cudaHostAlloc: an accelerator's and page-locked memory
+    // (the CPU's own is plain host memory, which a captured step may allocate).
+    bool pooled_in_capture = true;
   };
 
   CachingAllocator(std::string name, Backend backend);

@@ -114,9 +114,8 @@ record() {
   shift 2
   selected "$name" || return 0
   out=$(case_log "$name")
-  if [[ -n $deadline ]] && ((deadline - $(date +%s) < limit)); then
-    limit=$((deadline - $(date +%s)))
-  fi
+  local left=$((${deadline:-0} - $(date +%s)))
+  [[ -n $deadline ]] && ((left < limit)) && limit=$left
   start=$(date +%s%N)
   if ((limit < 5)); then
     echo "(not run: the self-test's deadline is reached)" >"$out"
