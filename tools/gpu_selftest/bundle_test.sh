@@ -102,6 +102,20 @@ grep -q "1024 images of 28 px" "$logs/day_4__CoAtNet__amp_bf16__channels_last_.l
 grep -qE "^selftest: [0-9]+ passed, 0 skipped \(one GPU\), 0 failed, 0 cut" "$work/out/selftest.txt" ||
   fail "selftest: $(tail -n 3 "$work/out/selftest.txt")"
 
+# A deadline already reached: the case is listed as CUT, not run, and the self-test says so in
+# its exit status (124, as timeout's); on_device.sh refuses a bad budget and a used folder.
+status=0
+(cd "$work/node" && gpu_selftest/run_selftest.sh --cpu --cases 'day 1: f32' \
+  --deadline "$(date +%s)") >"$work/cut.txt" 2>&1 || status=$?
+((status == 124)) && grep -qE "^selftest: 0 passed, .*0 failed, 1 cut by the deadline" "$work/cut.txt" &&
+  grep -qE "^day 1: f32 +sim/cpu +CUT " "$work/cut.txt" || fail "a reached deadline: exit $status, $(tail -n 3 "$work/cut.txt")"
+for bad in "--budget ten|--budget must be a whole number" "|is not empty"; do
+  status=0
+  message=$(tools/gpu_selftest/on_device.sh "$work/node/gpu_selftest" "$work/out" ${bad%%|*} 2>&1) ||
+    status=$?
+  ((status == 2)) && [[ $message == *"${bad#*|}"* ]] || fail "on_device.sh ${bad%%|*}: exit $status, $message"
+done
+
 # Without --dry-run, on this node without a GPU: the preflight says why in one line, and the
 # command fails inside a small budget.
 if tools/gpu_selftest/on_device.sh "$work/node/gpu_selftest" "$work/no_gpu" --python /bin/false \

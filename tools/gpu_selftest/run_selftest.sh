@@ -20,7 +20,8 @@
 #                 cases' last lines only)
 #     --case-limit SECONDS  a case that runs longer is stopped and fails (default 600)
 #     --deadline EPOCH_SECONDS  no case runs past it (`date +%s`): a case cut by it, or not
-#                 started for want of time, is listed as CUT, neither passed nor failed
+#                 started for want of time, is listed as CUT, neither passed nor failed (the exit
+#                 status is then 124 where no case failed)
 # MPIRUN overrides the launcher of multi-rank cases (default: mpirun; e.g. MPIRUN="srun").
 set -uo pipefail
 shopt -s extglob
@@ -448,4 +449,5 @@ echo "day 3's loader at 224 px, images/s: $(figure "day 3: loader, CPU workers" 
   "$(figure "day 3: ResNet-50 step, decoded on the device" "^training performance" 3)"
 echo "selftest: $((${#results[@]} - failed - skipped - cut)) passed, $skipped skipped (one GPU)," \
   "$failed failed, $cut cut by the deadline$( ((left_out == 0)) || echo ", $left_out left out by --cases")"
-((failed == 0))
+((failed == 0)) || exit 1
+((cut == 0)) || exit 124  # as timeout(1) says it: on_device.sh reports the part as CUT
