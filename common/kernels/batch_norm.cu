@@ -106,12 +106,16 @@ Tensor batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta
   check_same(gamma, running_mean, "batch norm running mean");
   check_same(gamma, running_var, "batch norm running variance");
   const bool relu = activation == BatchNormActivation::kRelu;
-  Tensor y;
+  BatchNormForward cudnn;
   if (!reduce && cudnn_batch_norm_forward(x, gamma, beta, running_mean, running_var, momentum, eps,
-                                          relu, y, saved.mean, saved.invstd)) {
-    saved.count = loop.count();
-    saved.activation = activation;
-    return y;
+                                          relu, cudnn)) {
+    for_each_index(
+        x.device(), loop.c,
+        ops::TakeRunningStats{cudnn.next_running_mean.data_as<float>(),
+                              cudnn.next_running_var.data_as<float>(),
+                              running_mean.data_as<float>(), running_var.data_as<float>()});
+    saved = {cudnn.mean, cudnn.invstd, loop.count(), activation};
+    return cudnn.y;
   }
   saved = {Tensor(), channel_vector(x), loop.count(), activation};
   Tensor squares;
@@ -214,6 +218,7 @@ COURSE_FLOAT_TYPES(BATCH_NORM)
 COURSE_INSTANTIATE_FOR_EACH(ops::DivideBy)
 COURSE_INSTANTIATE_FOR_EACH(ops::FinishBatchStats)
 COURSE_INSTANTIATE_FOR_EACH(ops::InvStdFromVariance)
+COURSE_INSTANTIATE_FOR_EACH(ops::TakeRunningStats)
 COURSE_INSTANTIATE_FOR_EACH(ops::AccumulateParamGrads)
 
 }  // namespace course

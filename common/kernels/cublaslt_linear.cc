@@ -30,7 +30,8 @@ namespace {
 // cuBLASLt's column-major terms: Y^T (out x rows) = op(A) B with A the stored W^T (in x out,
 // transposed) and B the stored x^T (in x rows); the bias runs along Y^T's rows (out), as the
 // BIAS epilogues broadcast it, and GELU's pre-activation is a second (out x rows) output.
-using LinearKey = std::array<int64_t, 7>;
+// Keyed by device, dtype, compute type, epilogue, rows, in, out and the bias's dtype.
+using LinearKey = std::array<int64_t, 8>;
 
 struct ProductShape {  // an m x k by k x n product, for the messages
   int64_t m, n, k;
@@ -63,7 +64,7 @@ std::unique_ptr<LtMatmul> plan_linear(const LinearKey& key, cublasLtHandle_t han
       static_cast<cublasComputeType_t>(key[2]), CUDA_R_32F, LtMatmul::Layout{type, in, out, in},
       LtMatmul::Layout{type, in, rows, in}, LtMatmul::Layout{type, out, rows, out});
   plan->set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
-  plan->set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type);
+  plan->set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, cuda_type(static_cast<DType>(key[7])));
   plan->set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue_bias);
   if (epilogue == LinearEpilogue::kBiasGelu) {
     plan->set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
@@ -144,24 +145,37 @@ bool cublaslt_linear_forward(const Tensor& x, const Tensor& w, const Tensor& bia
   if (rows == 0 || (gelu && out % 8 != 0)) return false;
   cublasLtHandle_t handle = handle_for_call(x.device());
   thread_local PlanCache<LinearKey, std::unique_ptr<LtMatmul>> plans;
-  const LinearKey key{x.device().index,
-                      static_cast<int64_t>(x.dtype()),
-                      static_cast<int64_t>(cublas_compute(x.dtype())),
-                      static_cast<int64_t>(epilogue),
-                      rows,
-                      in,
-                      out};
+  LinearKey key{x.device().index,
+                static_cast<int64_t>(x.dtype()),
+                static_cast<int64_t>(cublas_compute(x.dtype())),
+                static_cast<int64_t>(epilogue),
+                rows,
+                in,
+                out,
+                static_cast<int64_t>(bias.dtype())};
   const Tensor a = aligned_16(w), b = aligned_16(x);
-  const Tensor epilogue_bias = aligned_16(bias.dtype() == x.dtype() ? bias : cast(bias, x.dtype()));
+  Tensor epilogue_bias = aligned_16(bias);
   Tensor pre = gelu ? Tensor::empty(y.shape(), y.dtype(), y.device()) : Tensor();
-  std::unique_ptr<LtMatmul>* plan = plans.find_or_build(
-      key,
-      [&](const LinearKey& k) {
-        return plan_linear(k, handle, epilogue_bias.data(), gelu ? pre.data() : nullptr);
-      },
-      [](const std::string& reason) {
-        std::fprintf(stderr, "note: %s; the product and its epilogue run apart\n", reason.c_str());
-      });
+  const auto find = [&](const char* otherwise) {
+    return plans.find_or_build(
+        key,
+        [&](const LinearKey& k) {
+          return plan_linear(k, handle, epilogue_bias.data(), gelu ? pre.data() : nullptr);
+        },
+        [&](const std::string& reason) {
+          std::fprintf(stderr, "note: %s; %s\n", reason.c_str(), otherwise);
+        });
+  };
+  // An f32 bias beside 16-bit operands goes in as it is where cuBLASLt takes it (no cast per
+  // call), else as a copy in x's dtype.
+  std::unique_ptr<LtMatmul>* plan = bias.dtype() == x.dtype()
+                                        ? nullptr
+                                        : find("the bias is cast to the product's dtype per call");
+  if (plan == nullptr && bias.dtype() != x.dtype()) {
+    epilogue_bias = aligned_16(cast(bias, x.dtype()));
+    key[7] = static_cast<int64_t>(x.dtype());
+  }
+  if (plan == nullptr) plan = find("the product and its epilogue run apart");
   if (plan == nullptr) return false;
   LtMatmul& matmul = **plan;
   matmul.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue_bias.data());

@@ -8,8 +8,13 @@
 #if COURSE_WITH_CUDA && COURSE_WITH_CUDNN_FRONTEND
 #include <dlfcn.h>
 
+#include <mutex>
+#include <optional>
+#include <string_view>
+
 #include "common/kernels/cudnn_graph.h"
 #include "common/kernels/library_workspace.h"
+#include "common/kernels/plan_store.h"
 #include "common/tensor/relaxed_capture.h"
 
 // The frontend calls cuDNN through the functions it finds by this handle: the process's own
@@ -69,19 +74,71 @@ void refuse_unless_good(fe::error_t status, const char* step) {
   if (status.is_bad()) throw PlanRefused(detail::concat(step, ": ", status.get_message()));
 }
 
+// The text a kept plan is filed under: what built it (cuDNN's and the frontend's versions, the
+// GPU) and the whole validated graph (every tensor's dims, strides and types, the operations'
+// attributes, the scalars' values).
+std::string stored_plan_key(const fe::graph::Graph& graph, Device device) {
+  nlohmann::json description;
+  graph.serialize(description);
+  return detail::concat("cuDNN ", cudnnGetVersion(), ", frontend ", CUDNN_FRONTEND_VERSION, ", ",
+                        device_model(device), "\n", description.dump());
+}
+
+void say_once(const std::string& what) {
+  static std::once_flag said;
+  std::call_once(said, [&] { std::fprintf(stderr, "note: %s\n", what.c_str()); });
+}
+
+// The plan kept under `key`, loaded into a graph of its own (no build), or none.
+std::optional<Plan> kept_plan(const PlanStore& store, const std::string& key,
+                              cudnnHandle_t handle) {
+  const std::optional<std::string> bytes = store.load(key);
+  if (!bytes) return std::nullopt;
+  auto graph = std::make_shared<fe::graph::Graph>();
+  Plan plan{graph};
+  fe::error_t status =
+      graph->deserialize(handle, std::vector<uint8_t>(bytes->begin(), bytes->end()),
+                         /*enforce_precompiled=*/true, /*run_warmup=*/false);
+  if (status.is_good()) status = graph->get_workspace_size(plan.workspace_bytes);
+  if (status.is_good()) return plan;
+  say_once(detail::concat("a cuDNN plan kept in ", store.folder().string(), " did not load (",
+                          status.get_message(), "); such plans are built again"));
+  return std::nullopt;
+}
+
+void keep_plan(const PlanStore& store, const std::string& key, const fe::graph::Graph& graph) {
+  std::vector<uint8_t> bytes;
+  std::string reason;
+  fe::error_t status = graph.serialize(bytes, /*serialize_structure=*/false);
+  if (status.is_bad()) reason = status.get_message();
+  if (status.is_good() &&
+      store.save(key, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                 reason)) {
+    return;
+  }
+  say_once(detail::concat("a cuDNN plan could not be kept in ", store.folder().string(), " (",
+                          reason, "); it is built again by the next process"));
+}
+
 }  // namespace
 
-Plan finish(GraphPtr graph, cudnnHandle_t handle) {
+Plan finish(GraphPtr graph, cudnnHandle_t handle, Device device) {
   // Building queries the device and may allocate: allowed while a step is captured (its first
   // replay-to-be builds the plan), not part of the graph.
   const RelaxedCaptureMode relaxed;
   refuse_unless_good(graph->validate(), "validating the graph");
+  const PlanStore* store = PlanStore::from_environment();
+  const std::string key = store != nullptr ? stored_plan_key(*graph, device) : "";
+  if (store != nullptr) {
+    if (std::optional<Plan> kept = kept_plan(*store, key, handle)) return *kept;
+  }
   refuse_unless_good(graph->build_operation_graph(handle), "lowering it");
   refuse_unless_good(graph->create_execution_plans({fe::HeurMode_t::A}), "the heuristics");
   refuse_unless_good(graph->check_support(), "no engine supports it");
   refuse_unless_good(graph->build_plans(), "building its plan");
   Plan plan{graph};
   refuse_unless_good(graph->get_workspace_size(plan.workspace_bytes), "its workspace");
+  if (store != nullptr) keep_plan(*store, key, *graph);
   return plan;
 }
 

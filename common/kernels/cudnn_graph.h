@@ -2,8 +2,9 @@
 // (flash attention, layer normalisation): describe the tensors by dims and strides, validate,
 // lower to the backend's operation graph, ask the heuristics (mode A) for engine
 // configurations, keep those this GPU supports, build their plans; running one then needs only
-// the pointers and a workspace. A plan is built once per shape and thread (plan_cache.h), and a
-// shape cuDNN has no engine for is said once and left to the course's kernels.
+// the pointers and a workspace. A plan is built once per shape and thread (plan_cache.h), or
+// loaded where an earlier process kept it (plan_store.h), and a shape cuDNN has no engine for is
+// said once and left to the course's kernels.
 // Include only from code compiled with CUDA and the frontend (COURSE_WITH_CUDNN_FRONTEND).
 #pragma once
 
@@ -38,9 +39,10 @@ struct Plan {
   int64_t workspace_bytes = 0;
 };
 
-// The described graph validated, lowered and planned; throws PlanRefused naming the step that
-// found no way.
-Plan finish(GraphPtr graph, cudnnHandle_t handle);
+// The described graph validated, lowered and planned (or, with a plan store named
+// (plan_store.h), its plan loaded from there when an earlier process kept it, and kept there
+// when built); throws PlanRefused naming the step that found no way.
+Plan finish(GraphPtr graph, cudnnHandle_t handle, Device device);
 
 // Runs the plan on the thread's stream, its workspace from the device's allocator; what() names
 // the operation in an error (formatted only then: a step runs this on every call).
@@ -60,7 +62,7 @@ bool run(const Key& key, Device device, const char* what, Describe&& describe,
   cudnnHandle_t handle = cudnn_handle(device);
   thread_local PlanCache<Key, Plan> plans;
   Plan* plan = plans.find_or_build(
-      key, [&](const Key& k) { return finish(describe(k), handle); },
+      key, [&](const Key& k) { return finish(describe(k), handle, device); },
       [&](const std::string& reason) { report_refusal(what, key.str(), device, reason); });
   if (plan == nullptr) return false;
   execute(*plan, device, handle, pointers,

@@ -254,34 +254,27 @@ bool cudnn_layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& 
 }
 
 bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                              Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                              bool relu, Tensor& y, Tensor& mean, Tensor& invstd) {
+                              const Tensor& running_mean, const Tensor& running_var, float momentum,
+                              float eps, bool relu, BatchNormForward& out) {
   if (!takes(x) || x.dim() != 4) return false;
   const NormKey key = batch_norm_key(x, eps, momentum, false, relu);
-  const int64_t c = key.dims[1];
-  const auto channel_vector = [&] { return Tensor::empty({c}, DType::kF32, x.device()); };
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format());
-  Tensor means = channel_vector(), invstds = channel_vector();
-  Tensor next_mean = channel_vector(), next_var = channel_vector();
+  const auto channel_vector = [&] { return Tensor::empty({key.dims[1]}, DType::kF32, x.device()); };
+  BatchNormForward made{Tensor::empty(x.shape(), x.dtype(), x.device(), x.memory_format()),
+                        channel_vector(), channel_vector(), channel_vector(), channel_vector()};
   if (!run_norm(key, x.device(),
                 {{kX, x.data()},
                  {kScale, gamma.data()},
                  {kBias, beta.data()},
                  {kRunningMean, running_mean.data()},
                  {kRunningVar, running_var.data()},
-                 {kY, out.data()},
-                 {kMean, means.data()},
-                 {kRstd, invstds.data()},
-                 {kNextRunningMean, next_mean.data()},
-                 {kNextRunningVar, next_var.data()}})) {
+                 {kY, made.y.data()},
+                 {kMean, made.mean.data()},
+                 {kRstd, made.invstd.data()},
+                 {kNextRunningMean, made.next_running_mean.data()},
+                 {kNextRunningVar, made.next_running_var.data()}})) {
     return false;
   }
-  const size_t bytes = static_cast<size_t>(c) * sizeof(float);
-  copy_bytes(running_mean.data(), x.device(), next_mean.data(), x.device(), bytes);
-  copy_bytes(running_var.data(), x.device(), next_var.data(), x.device(), bytes);
-  y = out;
-  mean = means;
-  invstd = invstds;
+  out = std::move(made);
   return true;
 }
 
@@ -310,8 +303,8 @@ bool cudnn_layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, cons
   return false;
 }
 
-bool cudnn_batch_norm_forward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&, float,
-                              float, bool, Tensor&, Tensor&, Tensor&) {
+bool cudnn_batch_norm_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                              const Tensor&, float, float, bool, BatchNormForward&) {
   return false;
 }
 

@@ -22,12 +22,19 @@ bool cudnn_layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& 
                                const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dweight,
                                Tensor& dbias);
 
-// Batch norm of a 4-D x in training mode: y (like x; relu(y) with `relu`, one fused graph), the
-// batch's mean and invstd (C,) made and written, running_mean and running_var updated with
-// `momentum` (PyTorch's convention).
+// What batch norm's training forward makes: y (like x), the batch's mean and invstd (C,), and
+// the running statistics moved by `momentum` (PyTorch's convention) towards the batch's. cuDNN
+// writes the moved statistics apart from the ones it read (its graph has no in-place tensors):
+// the caller takes them back into its running statistics, both in one launch.
+struct BatchNormForward {
+  Tensor y, mean, invstd;
+  Tensor next_running_mean, next_running_var;
+};
+
+// Batch norm of a 4-D x in training mode, relu(y) with `relu` (one fused graph).
 bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                              Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                              bool relu, Tensor& y, Tensor& mean, Tensor& invstd);
+                              const Tensor& running_mean, const Tensor& running_var, float momentum,
+                              float eps, bool relu, BatchNormForward& out);
 
 // dx (like x) and dgamma, dbeta (C,) made and written (not added). With `relu` the forward's
 // ReLU too: its input recomputed by batch norm inference on the saved statistics, ReLU's backward

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "common/core/error.h"
+#include "common/tensor/gpu_absence.h"
 
 #if COURSE_WITH_CUDA
 #include "common/tensor/cuda_check.h"
@@ -78,8 +80,15 @@ const CudaProbe& probe() {
     const cudaError_t error = cudaGetDeviceCount(&p.count);
     if (error != cudaSuccess) {
       p.count = 0;
-      p.status =
-          std::string("no GPU is usable (built with CUDA; ") + cudaGetErrorString(error) + ")";
+      GpuProbeFacts facts{.build_cuda_version = CUDART_VERSION,
+                          .no_device = error == cudaErrorNoDevice,
+                          .cuda_words = cudaGetErrorString(error)};
+      if (cudaDriverGetVersion(&facts.driver_cuda_version) != cudaSuccess) {
+        facts.driver_cuda_version = 0;
+      }
+      if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+        facts.visible_devices = visible;
+      p.status = "no GPU is usable: " + why_no_gpu(facts);
       cudaGetLastError();  // clear the sticky error so later calls report their own
     } else {
       p.status = "built with CUDA, " + std::to_string(p.count) + " GPU(s) visible";

@@ -94,7 +94,7 @@ def _cudnn_frontend_target(rctx, include_dir):
         return 'cc_library(name = "cudnn_frontend")\n'
     # In a folder named include: the headers include each other as "../include/...".
     rctx.symlink(include_dir, "cudnn_frontend/include")
-    # Header-only; its JSON serialisation of graphs is not used (and costs compile time). It
+    # Header-only; its JSON serialisation keeps plans between processes (plan_store.h). It
     # finds cuDNN's functions (and NVRTC's, for its own engines) at run time: libcudnn is
     # already loaded by then, and NVRTC is needed only by engines the course does not build.
     return """
@@ -104,7 +104,6 @@ cc_library(
     includes = ["cudnn_frontend/include"],
     defines = [
         "COURSE_WITH_CUDNN_FRONTEND=1",
-        "CUDNN_FRONTEND_SKIP_JSON_LIB",
         "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING",
     ],
     deps = [":headers"],

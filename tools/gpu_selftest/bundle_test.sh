@@ -122,6 +122,6 @@ if tools/gpu_selftest/on_device.sh "$work/node/gpu_selftest" "$work/no_gpu" --py
   --budget 60 >"$work/no_gpu.txt" 2>&1; then
   fail "on_device.sh passed on a node without a GPU"
 fi
-grep -qE "^preflight +FAIL:1 .*preflight: (no NVIDIA driver|CUDA driver)" "$work/no_gpu/summary.txt" ||
+grep -qE "^preflight +FAIL:1 .*preflight: no GPU is usable: (no NVIDIA driver|the NVIDIA driver)" "$work/no_gpu/summary.txt" ||
   fail "on_device.sh without a GPU: $(cat "$work/no_gpu.txt")"
 echo "ok: the dry run's six files, every part passed; without a GPU: $(grep '^preflight' "$work/no_gpu/summary.txt")"

@@ -88,16 +88,8 @@ std::string library_too_old(const char* name, int loaded, int major_div, int min
 // What this node lacks to run the build's GPU code ("" when nothing).
 std::string missing_for_gpu() {
 #if COURSE_WITH_CUDA
-  int driver = 0;
-  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
-    return "no NVIDIA driver is loaded (cudaDriverGetVersion: none): not a GPU node";
-  }
-  // CUDA's minor version compatibility: any driver of the build's major version or newer.
-  if (driver / 1000 < CUDART_VERSION / 1000) {
-    return "the NVIDIA driver supports CUDA " + version_string(driver, 1000, 10) +
-           ", older than the CUDA " + version_string(CUDART_VERSION, 1000, 10) +
-           " this build needs: load a newer driver, or build with that node's toolkit";
-  }
+  // No driver, one too old for the build's CUDA, or no GPU visible (device.h says which).
+  if (course::cuda_device_count() == 0) return course::cuda_status();
   // cuDNN and NCCL: any release of the build's major version from the oldest whose API the
   // build calls (an older minor than the build's own is said, its missing engines fall back).
   const std::string cudnn = library_too_old("cuDNN", static_cast<int>(cudnnGetVersion()), 10000,
@@ -108,7 +100,6 @@ std::string missing_for_gpu() {
   const std::string nccl_missing =
       library_too_old("NCCL", nccl, 10000, 100, NCCL_VERSION_CODE, kOldestNccl);
   if (!nccl_missing.empty()) return nccl_missing;
-  if (course::cuda_device_count() == 0) return course::cuda_status();
   return "";
 #else
   return "this build has no CUDA";
