@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/tensor/cuda_check.h"
+#include "common/tensor/host_waits.h"
 #endif
 
 namespace course::detail {
@@ -41,6 +42,37 @@ const char* status_name(nvjpegStatus_t status) {
   }
 }
 
+// Where nvJPEG's buffers come from: it regrows them as larger images come, and with CUDA's
+// default allocation each regrowth's free would wait for the GPU. The device's are
+// stream-ordered (cudaMallocAsync: a free waits for nothing) where the GPU has memory pools,
+// else CUDA's own, whose free is counted as the host wait it is (host_waits.h), as is the free
+// of a page-locked buffer.
+struct BufferSource {
+  Device device;
+  bool stream_ordered;
+};
+
+int device_malloc(void* source, void** ptr, size_t size, cudaStream_t stream) {
+  const bool ordered = static_cast<const BufferSource*>(source)->stream_ordered;
+  return (ordered ? cudaMallocAsync(ptr, size, stream) : cudaMalloc(ptr, size)) != cudaSuccess;
+}
+
+int device_free(void* source, void* ptr, size_t, cudaStream_t stream) {
+  const auto* from = static_cast<const BufferSource*>(source);
+  if (from->stream_ordered) return cudaFreeAsync(ptr, stream) != cudaSuccess;
+  note_host_synchronization(from->device);
+  return cudaFree(ptr) != cudaSuccess;
+}
+
+int pinned_malloc(void*, void** ptr, size_t size, cudaStream_t) {
+  return cudaHostAlloc(ptr, size, cudaHostAllocDefault) != cudaSuccess;
+}
+
+int pinned_free(void* source, void* ptr, size_t, cudaStream_t) {
+  note_host_synchronization(static_cast<const BufferSource*>(source)->device);
+  return cudaFreeHost(ptr) != cudaSuccess;
+}
+
 }  // namespace
 
 // One backend's handle and its batched-decode states, one for each batch size and output format
@@ -49,13 +81,20 @@ const char* status_name(nvjpegStatus_t status) {
 // decoder changes a batch's size) frees its buffers, which waits for the GPU. Each state is
 // initialised once.
 struct Nvjpeg::Backend {
+  BufferSource buffers;
   nvjpegHandle_t handle = nullptr;
   std::map<std::pair<int, nvjpegOutputFormat_t>, nvjpegJpegState_t> states;
 
   // nullptr when nvJPEG has no such backend on this GPU.
-  static std::unique_ptr<Backend> create(nvjpegBackend_t backend) {
+  static std::unique_ptr<Backend> create(nvjpegBackend_t backend, Device device) {
+    int pools = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device.index));
     auto b = std::make_unique<Backend>();
-    if (nvjpegCreateEx(backend, nullptr, nullptr, 0, &b->handle) != NVJPEG_STATUS_SUCCESS) {
+    b->buffers = {device, pools != 0};
+    nvjpegDevAllocatorV2_t device_buffers{device_malloc, device_free, &b->buffers};
+    nvjpegPinnedAllocatorV2_t pinned_buffers{pinned_malloc, pinned_free, &b->buffers};
+    if (nvjpegCreateExV2(backend, &device_buffers, &pinned_buffers, 0, &b->handle) !=
+        NVJPEG_STATUS_SUCCESS) {
       return nullptr;
     }
     return b;
@@ -87,8 +126,8 @@ struct Nvjpeg::Backend {
 Nvjpeg::Nvjpeg(Device device) {
   COURSE_CHECK(device.is_cuda(), "nvJPEG decodes on a GPU, not on ", device.str());
   set_current_device(device);
-  hardware_ = Backend::create(NVJPEG_BACKEND_HARDWARE);
-  cuda_ = Backend::create(NVJPEG_BACKEND_DEFAULT);
+  hardware_ = Backend::create(NVJPEG_BACKEND_HARDWARE, device);
+  cuda_ = Backend::create(NVJPEG_BACKEND_DEFAULT, device);
   COURSE_CHECK(cuda_ != nullptr, "nvJPEG could not start on ", device.str());
 }
 

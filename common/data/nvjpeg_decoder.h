@@ -1,6 +1,6 @@
 // nvJPEG's batched decoding behind a header without CUDA types (device_decode.cc's GPU part):
 // one library handle per backend, the hardware engine's only where the GPU has one
-// (nvjpegCreateEx fails elsewhere), each with its batched-decode state, on the calling thread.
+// (nvjpegCreateExV2 fails elsewhere), each with its batched-decode state, on the calling thread.
 #pragma once
 
 #include <cstddef>
