@@ -164,12 +164,6 @@ void parse_or_exit(CLI::App& app, int argc, char** argv) {
   }
 }
 
-std::string invocation_path(const std::string& path) {
-  const char* start = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (start == nullptr || path.empty() || path.front() == '/') return path;
-  return std::string(start) + "/" + path;
-}
-
 void validate_training_flags(const TrainingFlags& f) {
   validate_run_flags(f);
   COURSE_CHECK(f.synthetic >= 0, "--synthetic must not be negative");

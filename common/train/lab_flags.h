@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/core/invocation.h"
 #include "common/data/open_dataset.h"
 #include "common/optim/make_optimizer.h"
 #include "common/tensor/device.h"
@@ -104,9 +105,7 @@ void add_choice(CLI::App& app, const std::string& flag, T& target,
 // non-zero (CLI11's behaviour, the same in every lab).
 void parse_or_exit(CLI::App& app, int argc, char** argv);
 
-// A relative output path as the user meant it: from the folder `bazel run` started in
-// (BUILD_WORKING_DIRECTORY), else from the current folder. Absolute paths are kept.
-std::string invocation_path(const std::string& path);
+using course::invocation_path;  // a relative path from where `bazel run` started
 
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "common/core/error.h"
+#include "common/core/invocation.h"
 #include "tools/grade/check_results.h"
 #include "tools/grade/class_build.h"
 #include "tools/grade/exercise_regions.h"
@@ -391,8 +392,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (o.out.empty())
     o.out = (fs::path(working != nullptr ? working : ".") / "grades" / o.day).string();
+  o.out = invocation_path(o.out);
+  for (std::string& trainee : o.trainees) trainee = spec_from_invocation(trainee);
   try {
-    o.root = fs::canonical(o.root).string();
+    o.root = fs::canonical(invocation_path(o.root)).string();
     return run(o);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -19,6 +19,7 @@ namespace course::grade {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 const char* kFile = R"(#include "x.h"
@@ -228,6 +229,49 @@ TEST_F(Submissions, ArchivesAndGitBranchesAreUnpacked) {
   write_text(root_ / "x.rar", "?");
   EXPECT_THAT([&] { read((root_ / "x.rar").string()); },
               testing::ThrowsMessage<Error>(HasSubstr("is not a folder, a git repository")));
+}
+
+// A name is checked before anything is written: a hand-in named out of its folder (a relative
+// climb, an absolute path, a slash) is refused naming the hand-in, and nothing lands outside the
+// grader's scratch folder, whatever the name.
+TEST_F(Submissions, ANameThatIsNoTraineesIdIsRefusedBeforeAnythingIsWritten) {
+  write_text(root_ / "src/exercises.cc", "packed\n");
+  const std::string archive = (root_ / "a.tar").string();
+  ASSERT_EQ(std::system(("tar -cf " + shell_quoted(archive) + " -C " +
+                         shell_quoted((root_ / "src").string()) + " exercises.cc")
+                            .c_str()),
+            0);
+  for (const std::string name :
+       {"../../escaped", "/tmp/escaped_grade", "a/b", "..", ".", "sp ace", "tab\tname"}) {
+    SCOPED_TRACE(name);
+    EXPECT_THAT([&] { read(name + "=" + archive); },
+                testing::ThrowsMessage<Error>(
+                    AllOf(HasSubstr("the hand-in " + name + "=" + archive + " is named '" + name +
+                                    "', not a trainee's id"),
+                          HasSubstr("name it ID=" + archive))));
+  }
+  EXPECT_FALSE(fs::exists(root_ / "escaped"));
+  EXPECT_FALSE(fs::exists("/tmp/escaped_grade"));
+  EXPECT_FALSE(fs::exists(root_ / "scratch"));  // refused before the scratch folder was made
+  // A file name that is no id is refused the same way, and a plain one unpacks inside scratch.
+  fs::copy_file(archive, root_ / "Ann Lee.tar");
+  EXPECT_THAT([&] { read((root_ / "Ann Lee.tar").string()); },
+              testing::ThrowsMessage<Error>(HasSubstr("is named 'Ann Lee', not a trainee's id")));
+  EXPECT_EQ(read("ann.lee_2-b=" + archive).files.at("exercises.cc"), "packed\n");
+  EXPECT_TRUE(fs::exists(root_ / "scratch/unpacked/exercises.cc"));
+}
+
+// Under `bazel run` the grader starts in its runfiles tree: relative hand-ins are read from the
+// folder the instructor ran it in.
+TEST(HandInPaths, RelativeOnesAreReadFromWhereTheCommandStarted) {
+  ::setenv("BUILD_WORKING_DIRECTORY", "/home/teacher/class", 1);
+  EXPECT_EQ(spec_from_invocation("alice.zip"), "/home/teacher/class/alice.zip");
+  EXPECT_EQ(spec_from_invocation("carol=hand-ins/c.tar.gz"),
+            "carol=/home/teacher/class/hand-ins/c.tar.gz");
+  EXPECT_EQ(spec_from_invocation("repo@first"), "/home/teacher/class/repo@first");
+  EXPECT_EQ(spec_from_invocation("dan=/srv/dan"), "dan=/srv/dan");
+  ::unsetenv("BUILD_WORKING_DIRECTORY");
+  EXPECT_EQ(spec_from_invocation("alice.zip"), "alice.zip");
 }
 
 TEST(Days, EachDayNamesItsFilesAndChecks) {

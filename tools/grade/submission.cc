@@ -2,12 +2,14 @@
 #include "tools/grade/submission.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/core/error.h"
+#include "common/core/invocation.h"
 #include "tools/grade/system.h"
 
 namespace course::grade {
@@ -59,6 +61,15 @@ fs::path unpacked(const std::string& path, const std::string& ref, const fs::pat
   return into;
 }
 
+// A trainee's id names a folder of the logs and a row of the scorecard: letters, digits, '.',
+// '_' and '-' only, and not "." or "..".
+bool is_trainee_id(const std::string& name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+  });
+}
+
 std::string default_name(std::string path, const std::string& ref) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   std::string name = fs::path(path).filename().string();
@@ -77,6 +88,12 @@ const DaySpec& day_spec(const std::string& day) {
   COURSE_FAIL("no day ", day, ": day1_gpu, day2_ddp, day3_data or day4_large_models");
 }
 
+std::string spec_from_invocation(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) return invocation_path(spec);
+  return spec.substr(0, eq + 1) + invocation_path(spec.substr(eq + 1));
+}
+
 Submission read_submission(const std::string& spec, const DaySpec& day, const std::string& course,
                            const std::string& scratch) {
   Submission s;
@@ -93,7 +110,11 @@ Submission read_submission(const std::string& spec, const DaySpec& day, const st
   }
   COURSE_CHECK(fs::exists(path), "the hand-in ", path, " does not exist");
   if (s.name.empty()) s.name = default_name(path, ref);
-  const fs::path root = unpacked(path, ref, fs::path(scratch) / s.name);
+  // Checked before anything is written; the hand-in unpacks into its own folder, not its name's.
+  COURSE_CHECK(is_trainee_id(s.name), "the hand-in ", spec, " is named '", s.name,
+               "', not a trainee's id (letters, digits, '.', '_', '-'): name it ID=",
+               spec.substr(spec.find('=') == std::string::npos ? 0 : spec.find('=') + 1));
+  const fs::path root = unpacked(path, ref, fs::path(scratch) / "unpacked");
   const bool checkout = fs::exists(root / day.day);
   for (const std::string& f : day.files) {
     const fs::path file = checkout ? root / day.day / f : root / f;

@@ -34,8 +34,13 @@ struct Submission {
   std::string refused;                       // why it is not graded ("" when it is)
 };
 
-// Reads SPEC into a submission, unpacking archives and git trees under `scratch`; `course` is a
-// clean copy of the course, against whose files the hand-in's others are compared.
+// SPEC with its path as the instructor meant it: a relative one from the folder `bazel run`
+// started in (BUILD_WORKING_DIRECTORY), not the runfiles tree the grader runs in.
+std::string spec_from_invocation(const std::string& spec);
+
+// Reads SPEC into a submission (refused, before anything is written, when its name is not a
+// trainee's id: letters, digits, '.', '_', '-'), unpacking archives and git trees under `scratch`;
+// `course` is a clean copy of the course, against whose files the hand-in's others are compared.
 Submission read_submission(const std::string& spec, const DaySpec& day, const std::string& course,
                            const std::string& scratch);
 
