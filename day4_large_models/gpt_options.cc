@@ -261,16 +261,16 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--config" && i + 1 < args.size()) {
-      args[i + 1] = train::invocation_path(args[i + 1]);
+      args[i + 1] = o.config->file = train::invocation_path(args[i + 1]);
     } else if (args[i].starts_with("--config=")) {
-      args[i] = "--config=" + train::invocation_path(args[i].substr(9));
+      o.config->file = train::invocation_path(args[i].substr(9));
+      args[i] = "--config=" + o.config->file;
     }
   }
   std::vector<char*> resolved_argv;
   for (std::string& arg : args) resolved_argv.push_back(arg.data());
   train::parse_or_exit(app, argc, resolved_argv.data());
-  o.config->file = app.get_option("--config")->as<std::string>();
-  train::resolve_config(*o.config, args);
+  train::resolve_config(*o.config, app, args);
   resolve_model(o.run.model, o.model);
   return o;
 }

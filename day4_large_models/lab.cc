@@ -5,8 +5,8 @@
 #include "day4_large_models/image_trainer.h"
 
 int main(int argc, char** argv) {
-  const day4::GptLabOptions options = day4::parse_gpt_options(argc, argv);
   return course::train::lab_main([&] {
+    const day4::GptLabOptions options = day4::parse_gpt_options(argc, argv);
     if (options.model.images()) {
       day4::run_image_lab(options);
     } else {

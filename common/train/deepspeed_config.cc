@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -17,15 +19,65 @@ namespace {
 
 using nlohmann::json;
 
-// A number, rendered as the flag would be typed (integers without a decimal point).
-std::string number_text(const json& value, const std::string& key) {
-  COURSE_CHECK(value.is_number(), "DeepSpeed configuration: ", key, " must be a number, got ",
-               value.dump());
-  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+constexpr int64_t kLargestCount = int64_t{1} << 40;
+constexpr double kUnbounded = std::numeric_limits<double>::max();
+
+[[noreturn]] void refuse_value(const std::string& key, const std::string& wanted,
+                               const json& value) {
+  COURSE_FAIL("DeepSpeed configuration: ", key, " must be ", wanted, ", got ", value.dump());
+}
+
+// `value` as an integer from `low` to `high`: a JSON integer, or a number with an exponent that
+// is one (5e8, as DeepSpeed's files write bucket sizes); a fraction, another type or a value out
+// of the range is refused naming the key.
+int64_t integer_in(const json& value, const std::string& key, int64_t low, int64_t high) {
+  const std::string wanted = detail::concat("an integer from ", low, " to ", high);
+  if (value.is_number_unsigned()) {
+    const uint64_t v = value.get<uint64_t>();
+    if (v > static_cast<uint64_t>(high) || static_cast<int64_t>(v) < low) {
+      refuse_value(key, wanted, value);
+    }
+  } else if (value.is_number_integer()) {
+    const int64_t v = value.get<int64_t>();
+    if (v < low || v > high) refuse_value(key, wanted, value);
+  } else if (value.is_number_float()) {
+    const double v = value.get<double>();
+    // (the range checked before the conversion, which is undefined outside int64_t's)
+    if (!(v >= static_cast<double>(low) && v <= static_cast<double>(high)) || v != std::floor(v))
+      refuse_value(key, wanted, value);
+    return static_cast<int64_t>(v);
+  } else {
+    refuse_value(key, wanted, value);
+  }
+  return value.get<int64_t>();
+}
+
+// `value` as a finite number from `low` to `high` (above `low` when `low_excluded`).
+double number_in(const json& value, const std::string& key, double low, double high,
+                 bool low_excluded = false) {
+  const double v = value.is_number() ? value.get<double>() : std::nan("");
+  const bool in_range = low_excluded ? v > low : v >= low;
+  if (!std::isfinite(v) || !in_range || v > high) {
+    const std::string from = detail::concat("a number ", low_excluded ? "above " : "from ", low);
+    refuse_value(key, high == kUnbounded ? from : detail::concat(from, " to ", high), value);
+  }
+  return v;
+}
+
+// A number as the flag would be typed.
+std::string as_flag(double value) {
   std::ostringstream text;
   text.precision(9);
-  text << value.get<double>();
+  text << value;
   return text.str();
+}
+
+// `object[key]` as a string, or `fallback` when absent; another type is refused naming it.
+std::string string_in(const json& object, const std::string& key, const std::string& where,
+                      const std::string& fallback) {
+  if (!object.contains(key)) return fallback;
+  if (!object[key].is_string()) refuse_value(where + "." + key, "a string", object[key]);
+  return object[key].get<std::string>();
 }
 
 bool flag_value(const json& value, const std::string& key) {
@@ -56,7 +108,7 @@ std::string lower(std::string s) {
 // {"device": "cpu"} or {"device": "none"}: whether it offloads.
 bool offloads(const json& object, const std::string& where) {
   only_keys(object, where, {"device"});
-  const std::string device = object.value("device", "none");
+  const std::string device = string_in(object, "device", where, "none");
   COURSE_CHECK(device == "cpu" || device == "none", "DeepSpeed configuration: ", where, ".device '",
                device, "' is not supported (cpu or none: the lab has no NVMe tier)");
   return device == "cpu";
@@ -64,9 +116,8 @@ bool offloads(const json& object, const std::string& where) {
 
 void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
   only_keys(zero, "zero_optimization", {"stage", "offload_optimizer", "offload_param"});
-  const int stage = zero.contains("stage") ? std::stoi(number_text(zero["stage"], "stage")) : 0;
-  COURSE_CHECK(stage >= 0 && stage <= 3, "DeepSpeed configuration: zero_optimization.stage ", stage,
-               " is not one of 0-3");
+  const int64_t stage =
+      zero.contains("stage") ? integer_in(zero["stage"], "zero_optimization.stage", 0, 3) : 0;
   static const char* const kSharding[] = {"none", "zero1", "zero2", "zero3"};
   flags.push_back({"sharding", kSharding[stage]});
   const bool optimizer_offloaded =
@@ -98,7 +149,7 @@ void map_precision(const json& config, std::vector<ConfigFlag>& flags) {
     only_keys(fp16_config, "fp16", {"enabled", "loss_scale"});
     fp16 = flag_value(fp16_config.value("enabled", json(false)), "fp16.enabled");
     COURSE_CHECK(!fp16_config.contains("loss_scale") ||
-                     number_text(fp16_config["loss_scale"], "fp16.loss_scale") == "0",
+                     number_in(fp16_config["loss_scale"], "fp16.loss_scale", 0, kUnbounded) == 0,
                  "DeepSpeed configuration: fp16.loss_scale other than 0 (dynamic) is not "
                  "supported: the course's loss scaler is dynamic");
   }
@@ -132,24 +183,28 @@ void map_optimizer(const json& optimizer, std::vector<ConfigFlag>& flags) {
   std::vector<std::string> known = {"lr", "betas", "eps", "weight_decay"};
   if (onebit) known.push_back("freeze_step");
   only_keys(params, "optimizer.params", known);
-  if (params.contains("lr")) flags.push_back({"lr", number_text(params["lr"], "optimizer.lr")});
+  const auto number = [&](const char* key, const char* flag, double low, bool low_excluded) {
+    if (!params.contains(key)) return;
+    const std::string where = std::string("optimizer.params.") + key;
+    flags.push_back({flag, as_flag(number_in(params[key], where, low, kUnbounded, low_excluded))});
+  };
+  number("lr", "lr", 0, false);
   if (params.contains("betas")) {
     const json& betas = params["betas"];
     COURSE_CHECK(betas.is_array() && betas.size() == 2,
                  "DeepSpeed configuration: optimizer.params.betas must be [beta1, beta2], got ",
                  betas.dump());
-    flags.push_back({"beta1", number_text(betas[0], "optimizer.params.betas[0]")});
-    flags.push_back({"beta2", number_text(betas[1], "optimizer.params.betas[1]")});
+    for (int i = 0; i < 2; ++i) {
+      const std::string where = detail::concat("optimizer.params.betas[", i, "]");
+      flags.push_back({i == 0 ? "beta1" : "beta2", as_flag(number_in(betas[i], where, 0, 1))});
+    }
   }
-  if (params.contains("eps")) {
-    flags.push_back({"eps", number_text(params["eps"], "optimizer.params.eps")});
-  }
-  if (params.contains("weight_decay")) {
-    flags.push_back({"wd", number_text(params["weight_decay"], "optimizer.params.weight_decay")});
-  }
+  number("eps", "eps", 0, /*low_excluded=*/true);
+  number("weight_decay", "wd", 0, false);
   if (params.contains("freeze_step")) {
-    flags.push_back(
-        {"freeze-step", number_text(params["freeze_step"], "optimizer.params.freeze_step")});
+    const int64_t steps =
+        integer_in(params["freeze_step"], "optimizer.params.freeze_step", 0, kLargestCount);
+    flags.push_back({"freeze-step", std::to_string(steps)});
   }
 }
 
@@ -161,14 +216,14 @@ void map_scheduler(const json& config, std::vector<ConfigFlag>& flags) {
   }
   const json& scheduler = config["scheduler"];
   only_keys(scheduler, "scheduler", {"type", "params"});
-  const std::string type = scheduler.value("type", "");
+  const std::string type = string_in(scheduler, "type", "scheduler", "");
   COURSE_CHECK(type == "WarmupLR" || type == "WarmupDecayLR",
                "DeepSpeed configuration: "
                "scheduler.type '",
                type, "' is not supported (WarmupLR or WarmupDecayLR)");
   const bool decays = type == "WarmupDecayLR";
   flags.push_back({"lr-schedule", decays ? "linear" : "constant"});
-  const json params = scheduler.value("params", json::object());
+  const json params = scheduler.contains("params") ? scheduler["params"] : json::object();
   std::vector<std::string> known = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
                                     "warmup_type"};
   if (decays) known.push_back("total_num_steps");
@@ -177,11 +232,12 @@ void map_scheduler(const json& config, std::vector<ConfigFlag>& flags) {
                    (params["warmup_min_lr"].is_number() && params["warmup_min_lr"] == 0),
                "DeepSpeed configuration: scheduler.params.warmup_min_lr other than 0 is not "
                "supported (the lab warms up from 0)");
-  COURSE_CHECK(params.value("warmup_type", "") == "linear",
+  COURSE_CHECK(string_in(params, "warmup_type", "scheduler.params", "") == "linear",
                "DeepSpeed configuration: the lab warms up linearly; write \"warmup_type\": "
                "\"linear\" in scheduler.params (DeepSpeed's default is \"log\")");
   if (params.contains("warmup_max_lr")) {
-    const std::string lr = number_text(params["warmup_max_lr"], "scheduler.params.warmup_max_lr");
+    const std::string lr = as_flag(
+        number_in(params["warmup_max_lr"], "scheduler.params.warmup_max_lr", 0, kUnbounded));
     const auto given = std::find_if(flags.begin(), flags.end(),
                                     [](const ConfigFlag& f) { return f.flag == "lr"; });
     COURSE_CHECK(given == flags.end() || given->value == lr,
@@ -189,13 +245,14 @@ void map_scheduler(const json& config, std::vector<ConfigFlag>& flags) {
                  " and scheduler.params.warmup_max_lr ", lr, " disagree");
     if (given == flags.end()) flags.push_back({"lr", lr});
   }
-  flags.push_back({"warmup-steps", params.contains("warmup_num_steps")
-                                       ? number_text(params["warmup_num_steps"],
-                                                     "scheduler.params.warmup_num_steps")
-                                       : "0"});
+  const auto steps = [&](const char* key, int64_t low) {
+    return std::to_string(
+        integer_in(params[key], std::string("scheduler.params.") + key, low, kLargestCount));
+  };
+  flags.push_back(
+      {"warmup-steps", params.contains("warmup_num_steps") ? steps("warmup_num_steps", 0) : "0"});
   if (params.contains("total_num_steps")) {
-    flags.push_back({"lr-decay-steps",
-                     number_text(params["total_num_steps"], "scheduler.params.total_num_steps")});
+    flags.push_back({"lr-decay-steps", steps("total_num_steps", 1)});
   }
 }
 
@@ -210,13 +267,21 @@ class DeepSpeedConfigFile : public CLI::Config {
   }
 
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    const std::string file = "--config " + resolved_->file + ": ";
     std::vector<ConfigFlag> flags;
+    std::string last_key;  // where the JSON library stopped, for its messages
+    const json::parser_callback_t note_key = [&](int, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::key) last_key = parsed.get<std::string>();
+      return true;
+    };
     try {
-      flags = deepspeed_flags(json::parse(input));
-    } catch (const json::parse_error& e) {
-      throw CLI::ConfigError(std::string("--config: not JSON: ") + e.what());
+      flags = deepspeed_flags(json::parse(input, note_key));
+    } catch (const json::exception& e) {  // not JSON, a number out of range, a wrong type
+      throw CLI::ConfigError(file + "not valid JSON" +
+                             (last_key.empty() ? "" : " (at the key '" + last_key + "')") + ": " +
+                             e.what());
     } catch (const Error& e) {
-      throw CLI::ConfigError(std::string("--config: ") + e.what());
+      throw CLI::ConfigError(file + e.what());
     }
     resolved_->from_file = flags;
     std::vector<CLI::ConfigItem> items;
@@ -236,17 +301,19 @@ std::vector<ConfigFlag> deepspeed_flags(const nlohmann::json& config) {
              "gradient_clipping", "steps_per_print", "zero_optimization", "bf16", "fp16",
              "optimizer", "scheduler"});
   std::vector<ConfigFlag> flags;
-  const auto integer = [&](const char* key, const char* flag) {
-    if (config.contains(key)) flags.push_back({flag, number_text(config[key], key)});
+  const auto count = [&](const char* key, const char* flag) {
+    if (config.contains(key)) {
+      flags.push_back({flag, std::to_string(integer_in(config[key], key, 1, kLargestCount))});
+    }
   };
-  integer("train_batch_size", "train-batch-size");
-  integer("train_micro_batch_size_per_gpu", "batch-size");
-  integer("gradient_accumulation_steps", "accumulate");
+  count("train_batch_size", "train-batch-size");
+  count("train_micro_batch_size_per_gpu", "batch-size");
+  count("gradient_accumulation_steps", "accumulate");
   if (config.contains("gradient_clipping")) {
-    const std::string norm = number_text(config["gradient_clipping"], "gradient_clipping");
-    if (config["gradient_clipping"] != 0) flags.push_back({"clip-grad-norm", norm});
+    const double norm = number_in(config["gradient_clipping"], "gradient_clipping", 0, kUnbounded);
+    if (norm != 0) flags.push_back({"clip-grad-norm", as_flag(norm)});
   }
-  integer("steps_per_print", "log-every");
+  count("steps_per_print", "log-every");
   if (config.contains("zero_optimization")) map_zero(config["zero_optimization"], flags);
   map_precision(config, flags);
   if (config.contains("optimizer")) map_optimizer(config["optimizer"], flags);
@@ -274,14 +341,36 @@ void add_deepspeed_config_flag(CLI::App& app, std::shared_ptr<ResolvedConfig> re
                  "(README.md, Part 9); flags on the command line win over the file's");
 }
 
-void resolve_config(ResolvedConfig& resolved, const std::vector<std::string>& args) {
+namespace {
+
+// Whether `args` give the option `flag` names, by any of its names ("-b 8", "-b8", "--batch-size
+// 8", "--batch-size=8").
+bool given_on_command_line(const CLI::App& app, const std::string& flag,
+                           const std::vector<std::string>& args) {
+  const CLI::Option* option = app.get_option_no_throw("--" + flag);
+  std::vector<std::string> longs = {flag}, shorts;
+  if (option != nullptr) {
+    longs = option->get_lnames();
+    shorts = option->get_snames();
+  }
+  return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+    const bool as_long = std::any_of(longs.begin(), longs.end(), [&](const std::string& name) {
+      return a == "--" + name || a.starts_with("--" + name + "=");
+    });
+    const bool as_short = std::any_of(shorts.begin(), shorts.end(), [&](const std::string& name) {
+      return a.starts_with("-" + name) && !a.starts_with("--");
+    });
+    return as_long || as_short;
+  });
+}
+
+}  // namespace
+
+void resolve_config(ResolvedConfig& resolved, const CLI::App& app,
+                    const std::vector<std::string>& args) {
   std::vector<ConfigFlag> taken;
   for (const ConfigFlag& f : resolved.from_file) {
-    const std::string name = "--" + f.flag;
-    const bool given = std::any_of(args.begin(), args.end(), [&](const std::string& a) {
-      return a == name || a.starts_with(name + "=");
-    });
-    (given ? resolved.overridden : taken).push_back(f);
+    (given_on_command_line(app, f.flag, args) ? resolved.overridden : taken).push_back(f);
   }
   resolved.from_file = std::move(taken);
 }

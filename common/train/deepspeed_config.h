@@ -56,9 +56,11 @@ struct ResolvedConfig {
 };
 
 // Adds --config FILE to `app`: a DeepSpeed JSON file read as the flags above (every one must be
-// a flag of `app`). After app.parse(), `resolved` holds what the file set, with `args` (the
-// command line) telling which of its flags the command line gave instead.
+// a flag of `app`); `resolved->file` names the file in its messages. After app.parse(),
+// `resolved` holds what the file set, with `args` (the command line) telling which of its flags
+// the command line gave instead, by any of the option's names (-b for --batch-size).
 void add_deepspeed_config_flag(CLI::App& app, std::shared_ptr<ResolvedConfig> resolved);
-void resolve_config(ResolvedConfig& resolved, const std::vector<std::string>& args);
+void resolve_config(ResolvedConfig& resolved, const CLI::App& app,
+                    const std::vector<std::string>& args);
 
 }  // namespace course::train

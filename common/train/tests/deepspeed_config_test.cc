@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "common/core/error.h"
 #include "common/train/lab_flags.h"
@@ -56,7 +58,7 @@ TEST(DeepSpeedConfig, RefusesWhatTheLabCannotHonourNamingIt) {
       {R"({"wall_clock_breakdown": true})", "'wall_clock_breakdown'"},
       {R"({"zero_optimization": {"stage": 1, "overlap_comm": true}})",
        "'zero_optimization.overlap_comm'"},
-      {R"({"zero_optimization": {"stage": 4}})", "stage 4"},
+      {R"({"zero_optimization": {"stage": 4}})", "stage must be an integer from 0 to 3, got 4"},
       {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})", "'nvme'"},
       {R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})",
        "offload_param needs stage 3"},
@@ -126,7 +128,7 @@ TEST(DeepSpeedConfig, TheCommandLineWinsOverTheFile) {
   for (const std::string& a : args) argv.push_back(a.c_str());
   app.parse(static_cast<int>(argv.size()), argv.data());
   resolved->file = path;
-  resolve_config(*resolved, args);
+  resolve_config(*resolved, app, args);
   EXPECT_EQ(batch, 8);
   EXPECT_FLOAT_EQ(lr, 0.005f);
   EXPECT_TRUE(amp);
@@ -147,7 +149,188 @@ TEST(DeepSpeedConfig, TheCommandLineWinsOverTheFile) {
     broken.parse(static_cast<int>(argv.size()) - 2, argv.data() + 2);
     ADD_FAILURE() << "a truncated file was read";
   } catch (const CLI::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("not JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+// Every number is checked for its type, range and finiteness, and refused naming the key and
+// the value (a conversion of its own would abort or wrap: std::stoi, a float cast to int).
+TEST(DeepSpeedConfig, NumbersAreCheckedForTypeRangeAndFiniteness) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"zero_optimization": {"stage": 99999999999}})",
+       "zero_optimization.stage must be an integer from 0 to 3, got 99999999999"},
+      {R"({"zero_optimization": {"stage": 18446744073709551615}})",
+       "zero_optimization.stage must be an integer from 0 to 3, got 18446744073709551615"},
+      {R"({"zero_optimization": {"stage": 2.5}})",
+       "zero_optimization.stage must be an integer from 0 to 3, got 2.5"},
+      {R"({"zero_optimization": {"stage": -1}})", "got -1"},
+      {R"({"zero_optimization": {"stage": "2"}})",
+       "stage must be an integer from 0 to 3, got \"2\""},
+      {R"({"zero_optimization": {"stage": true}})", "got true"},
+      {R"({"train_batch_size": 0})", "train_batch_size must be an integer from 1 to"},
+      {R"({"train_micro_batch_size_per_gpu": 1e300})", "got 1e+300"},
+      {R"({"gradient_accumulation_steps": 2.000001})", "gradient_accumulation_steps must be"},
+      {R"({"gradient_clipping": -1})", "gradient_clipping must be a number from 0, got -1"},
+      {R"({"gradient_clipping": null})", "gradient_clipping must be a number from 0, got null"},
+      {R"({"optimizer": {"type": "Adam", "params": {"betas": [0.9, 1.5]}}})",
+       "optimizer.params.betas[1] must be a number from 0 to 1, got 1.5"},
+      {R"({"optimizer": {"type": "Adam", "params": {"eps": 0}}})",
+       "optimizer.params.eps must be a number above 0, got 0"},
+      {R"({"optimizer": {"type": "OneBitAdam", "params": {"freeze_step": -5}}})",
+       "optimizer.params.freeze_step must be an integer from 0"},
+      {R"({"scheduler": {"type": 7}})", "scheduler.type must be a string, got 7"},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": ["linear"]}}})",
+       "scheduler.params.warmup_type must be a string"},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "linear",
+           "warmup_num_steps": 1.5}}})",
+       "scheduler.params.warmup_num_steps must be an integer"},
+      {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": 0}}})",
+       "zero_optimization.offload_optimizer.device must be a string"},
+  };
+  for (const auto& [text, named] : cases) {
+    try {
+      deepspeed_flags(json::parse(text));
+      ADD_FAILURE() << "took " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos)
+          << text << " was refused with: " << e.what();
+    }
+  }
+  // An integer written as DeepSpeed's files write sizes, with an exponent, is an integer.
+  EXPECT_EQ(flags_text(deepspeed_flags(json::parse(R"({"train_batch_size": 5e2})"))),
+            "--train-batch-size 500 --lr-schedule constant --warmup-steps 0 ");
+}
+
+// Random values for every key the reader knows, and files that are not JSON: each ends with
+// its flags or one course::Error (never another exception, an abort or, under the sanitisers,
+// undefined behaviour).
+TEST(DeepSpeedConfig, NoValueOfAnyKeyEndsInAnythingButFlagsOrAMessage) {
+  const std::vector<json::json_pointer> keys = {
+      json::json_pointer("/train_batch_size"),
+      json::json_pointer("/train_micro_batch_size_per_gpu"),
+      json::json_pointer("/gradient_accumulation_steps"),
+      json::json_pointer("/gradient_clipping"),
+      json::json_pointer("/steps_per_print"),
+      json::json_pointer("/zero_optimization/stage"),
+      json::json_pointer("/zero_optimization/offload_optimizer/device"),
+      json::json_pointer("/zero_optimization/offload_param/device"),
+      json::json_pointer("/bf16/enabled"),
+      json::json_pointer("/fp16/enabled"),
+      json::json_pointer("/fp16/loss_scale"),
+      json::json_pointer("/optimizer/type"),
+      json::json_pointer("/optimizer/params/lr"),
+      json::json_pointer("/optimizer/params/betas"),
+      json::json_pointer("/optimizer/params/eps"),
+      json::json_pointer("/optimizer/params/weight_decay"),
+      json::json_pointer("/optimizer/params/freeze_step"),
+      json::json_pointer("/scheduler/type"),
+      json::json_pointer("/scheduler/params/warmup_min_lr"),
+      json::json_pointer("/scheduler/params/warmup_max_lr"),
+      json::json_pointer("/scheduler/params/warmup_num_steps"),
+      json::json_pointer("/scheduler/params/warmup_type"),
+      json::json_pointer("/scheduler/params/total_num_steps")};
+  const std::vector<json> values = {nullptr,
+                                    true,
+                                    false,
+                                    0,
+                                    1,
+                                    -1,
+                                    3,
+                                    2.5,
+                                    -0.0,
+                                    1e308,
+                                    -1e308,
+                                    5e8,
+                                    9223372036854775807LL,
+                                    18446744073709551615ULL,
+                                    std::numeric_limits<int64_t>::min(),
+                                    "",
+                                    "cpu",
+                                    "linear",
+                                    "OneBitLamb",
+                                    "WarmupDecayLR",
+                                    json::array(),
+                                    json::array({0.9, 0.99}),
+                                    json::array({"a", 1}),
+                                    json::object(),
+                                    json({{"device", "cpu"}})};
+  std::mt19937 rng(12345);
+  for (int trial = 0; trial < 3000; ++trial) {
+    json config = {{"optimizer", {{"type", "OneBitAdam"}}},
+                   {"scheduler", {{"type", "WarmupDecayLR"}}}};
+    const int changed = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < changed; ++k)
+      config[keys[rng() % keys.size()]] = values[rng() % values.size()];
+    try {
+      deepspeed_flags(config);
+    } catch (const Error&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << config.dump() << " ended in " << e.what();
+    }
+  }
+}
+
+// A file the JSON library cannot read (malformed, a number past a double's range, nested past
+// reason) is one message naming the file and where the library stopped.
+TEST(DeepSpeedConfig, AFileThatIsNotJsonIsOneMessageNamingTheFileAndTheKey) {
+  const std::string path = ::testing::TempDir() + "/ds_broken.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"gradient_clipping": -1e400})", "not valid JSON (at the key 'gradient_clipping'): "},
+      {R"({"zero_optimization": {"stage": 2,)", "not valid JSON (at the key 'stage'): "},
+      {"{\"steps_per_print\": \"\xff\xfe\"}", "not valid JSON (at the key 'steps_per_print'): "},
+      {"", "not valid JSON: [json.exception.parse_error"},
+      {std::string(100000, '['), "not valid JSON: [json.exception.parse_error"},
+  };
+  for (const auto& [text, named] : cases) {
+    std::ofstream(path, std::ios::trunc) << text;
+    CLI::App app;
+    int64_t clip = 0;
+    app.add_option("--clip-grad-norm", clip);
+    auto resolved = std::make_shared<ResolvedConfig>();
+    resolved->file = path;
+    add_deepspeed_config_flag(app, resolved);
+    const std::vector<const char*> argv = {"lab", "--config", path.c_str()};
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+      ADD_FAILURE() << "read " << text.substr(0, 60);
+    } catch (const CLI::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("--config " + path + ": " + named), std::string::npos)
+          << e.what();
+    }
+  }
+  std::remove(path.c_str());
+}
+
+// The command line's -b is --batch-size given: the summary says the file's value was replaced.
+TEST(DeepSpeedConfig, AShortFlagOnTheCommandLineOverridesTheFile) {
+  const std::string path = ::testing::TempDir() + "/ds_short.json";
+  std::ofstream(path) << R"({"train_micro_batch_size_per_gpu": 8, "steps_per_print": 3})";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"lab", "-b", "28", "--config", path},
+        std::vector<std::string>{"lab", "-b28", "--config", path},
+        std::vector<std::string>{"lab", "--batch-size=28", "--config", path}}) {
+    CLI::App app;
+    int64_t batch = 1, log_every = 1;
+    std::string schedule;
+    int64_t warmup = 0;
+    app.add_option("-b,--batch-size", batch);
+    app.add_option("--log-every", log_every);
+    app.add_option("--lr-schedule", schedule);
+    app.add_option("--warmup-steps", warmup);
+    auto resolved = std::make_shared<ResolvedConfig>();
+    resolved->file = path;
+    add_deepspeed_config_flag(app, resolved);
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    resolve_config(*resolved, app, args);
+    EXPECT_EQ(batch, 28) << args[1];
+    EXPECT_EQ(log_every, 3);
+    EXPECT_EQ(resolved->summary(), "--config " + path +
+                                       ": --log-every 3 --lr-schedule constant --warmup-steps 0 "
+                                       "(the command line's --batch-size instead of the file's)")
+        << args[1];
   }
   std::remove(path.c_str());
 }
