@@ -21,7 +21,7 @@ packages=(
   fortunes                  # the embedded default text corpus (transformer labs)
   chromium                  # renders the race's leaderboard and the grader's scorecard in tests
   git zip unzip             # the class grader's hand-ins: git branches and zip archives
-  python3-pip               # fetches the pinned nvJPEG and cuDNN-frontend wheels (below)
+  python3-pip python3-venv  # the pinned nvJPEG and cuDNN-frontend wheels, Optuna (below)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests
   podman runc debootstrap   # the course's container image built and run (container/image_test.sh)
 )
@@ -82,4 +82,19 @@ if [[ -x $cuda_home/bin/nvcc && ! -e $cudnn_frontend_home/include/cudnn_frontend
       "attention on the GPU will run the course's kernels" >&2
   fi
   rm -rf "$wheels"
+fi
+
+# Optuna in a virtual environment of the project's own (pinned; tools/optuna/optuna_configure.bzl
+# finds it): the tests open the HPO tool's exports with Optuna itself. Without a registry those
+# tests fail, naming this step.
+optuna_version=5.0.0
+optuna_home=${COURSE_OPTUNA_HOME:-$HOME/.cache/course/optuna-$optuna_version}
+if ! "$optuna_home/bin/python3" -c "import optuna" 2>/dev/null; then
+  if python3 -m venv "$optuna_home" &&
+    "$optuna_home/bin/python3" -m pip install --quiet "optuna==$optuna_version" 2>"$optuna_home.log"; then
+    echo "setup: Optuna $optuna_version in $optuna_home"
+  else
+    echo "setup: Optuna not installed ($(tail -1 "$optuna_home.log" 2>/dev/null)): the HPO" \
+      "export test will fail" >&2
+  fi
 fi

@@ -183,7 +183,7 @@ expect 110 "unknown or unsupported key 'zero_optimization.overlap_comm'" "$lab" 
   --config "$TEST_TMPDIR/ds_extra.json"
 expect 103 "missing.json was not readable" "$lab" "${few[@]}" --config "$TEST_TMPDIR/missing.json"
 printf '{"train_micro_batch_size_per_gpu": 4,' >"$TEST_TMPDIR/ds_cut.json"
-expect 110 "--config: not JSON" "$lab" "${few[@]}" --config "$TEST_TMPDIR/ds_cut.json"
+expect 110 "ds_cut.json: not valid JSON (at the key 'train_micro_batch_size_per_gpu')" "$lab" "${few[@]}" --config "$TEST_TMPDIR/ds_cut.json"
 # 1-bit Adam and LAMB on 2 ranks (their parity: common/parallel/tests/onebit_test.cc), and what
 # they refuse.
 expect 0 "onebit-adam" "${mpirun[@]}" "$lab" "${ranks[@]}" --optimizer onebit-adam \

@@ -5,16 +5,20 @@
 //   status   the study's trials by state and its best trial (--trials: every trial)
 //   best     the best trial's parameters as flags
 //   plot     history, slice and intermediate-value plots (PNG) with the CSV files behind them
+//   export   the study as Optuna's journal (--optuna FILE): optuna.load_study and
+//            optuna-dashboard open it
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "common/core/error.h"
 #include "common/core/exercise.h"
 #include "common/hpo/objectives.h"
+#include "common/hpo/optuna_journal.h"
 #include "common/hpo/study.h"
 #include "common/hpo/study_plots.h"
 #include "common/hpo/study_report.h"
@@ -162,6 +166,52 @@ void add_worker_flags(CLI::App* command, WorkerFlags& flags) {
       ->capture_default_str();
 }
 
+// The commands that read an existing study, and their flags.
+struct ReadingCommands {
+  CLI::App *status, *best, *plot, *export_;
+  bool list_trials = false;
+  std::string out = ".", journal;
+};
+
+void add_reading_commands(CLI::App& app, const std::function<void(CLI::App*)>& common,
+                          ReadingCommands& c) {
+  c.status = app.add_subcommand("status", "the study's state");
+  c.status->add_flag("--trials", c.list_trials, "list every trial");
+  c.best = app.add_subcommand("best", "the best trial's flags");
+  c.plot = app.add_subcommand("plot", "PNG plots and CSV files of the study");
+  c.plot->add_option("--out", c.out, "the folder to write them to")->capture_default_str();
+  c.export_ = app.add_subcommand("export", "the study in another tool's format");
+  c.export_
+      ->add_option("--optuna", c.journal,
+                   "Optuna's journal file to write (JournalStorage with a JournalFileBackend)")
+      ->required();
+  for (CLI::App* command : {c.status, c.best, c.plot, c.export_}) common(command);
+}
+
+void read_study(const std::string& db, const std::string& name, const ReadingCommands& c) {
+  require_database(db);
+  hpo::StudyStorage storage(db);
+  const hpo::StudyRecord record = storage.load_study(name);
+  const std::vector<hpo::Trial> trials = storage.trials(record.id);
+  if (c.status->parsed()) {
+    std::printf("%s", hpo::status_text(record.config, trials).c_str());
+    if (c.list_trials) std::printf("%s", hpo::trials_table(record.config, trials).c_str());
+  } else if (c.export_->parsed()) {
+    hpo::write_optuna_journal(c.journal, record.config, trials);
+    std::printf("wrote %s: study %s, %zu trials, for Optuna's JournalStorage\n", c.journal.c_str(),
+                name.c_str(), trials.size());
+  } else if (c.best->parsed()) {
+    const std::optional<hpo::Trial> best = hpo::best_trial(trials, record.config.direction);
+    COURSE_CHECK(best, "study ", name, " has no complete trial yet");
+    std::printf("%s\n", hpo::trial_flags(record.config.space, *best).c_str());
+  } else {
+    COURSE_CHECK(std::filesystem::is_directory(c.out), "--out ", c.out, " is not a folder");
+    for (const std::string& path : hpo::write_study_plots(record.config, trials, c.out)) {
+      std::printf("wrote %s\n", path.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,39 +230,16 @@ int main(int argc, char** argv) {
   CLI::App* worker_command = app.add_subcommand("worker", "run trials of a study");
   common(worker_command);
   add_worker_flags(worker_command, worker_flags);
-  bool list_trials = false;
-  CLI::App* status_command = app.add_subcommand("status", "the study's state");
-  common(status_command);
-  status_command->add_flag("--trials", list_trials, "list every trial");
-  CLI::App* best_command = app.add_subcommand("best", "the best trial's flags");
-  common(best_command);
-  std::string out = ".";
-  CLI::App* plot_command = app.add_subcommand("plot", "PNG plots and CSV files of the study");
-  common(plot_command);
-  plot_command->add_option("--out", out, "the folder to write them to")->capture_default_str();
+  ReadingCommands reading;
+  add_reading_commands(app, common, reading);
   CLI11_PARSE(app, argc, argv);
   db = course::train::invocation_path(db);
-  out = course::train::invocation_path(out);
+  reading.out = course::train::invocation_path(reading.out);
+  reading.journal = course::train::invocation_path(reading.journal);
 
   return course::train::lab_main([&] {
     if (create_command->parsed()) return create(db, name, create_flags);
     if (worker_command->parsed()) return work(db, name, worker_flags);
-    require_database(db);
-    hpo::StudyStorage storage(db);
-    const hpo::StudyRecord record = storage.load_study(name);
-    const std::vector<hpo::Trial> trials = storage.trials(record.id);
-    if (status_command->parsed()) {
-      std::printf("%s", hpo::status_text(record.config, trials).c_str());
-      if (list_trials) std::printf("%s", hpo::trials_table(record.config, trials).c_str());
-    } else if (best_command->parsed()) {
-      const std::optional<hpo::Trial> best = hpo::best_trial(trials, record.config.direction);
-      COURSE_CHECK(best, "study ", name, " has no complete trial yet");
-      std::printf("%s\n", hpo::trial_flags(record.config.space, *best).c_str());
-    } else {
-      COURSE_CHECK(std::filesystem::is_directory(out), "--out ", out, " is not a folder");
-      for (const std::string& path : hpo::write_study_plots(record.config, trials, out)) {
-        std::printf("wrote %s\n", path.c_str());
-      }
-    }
+    read_study(db, name, reading);
   });
 }

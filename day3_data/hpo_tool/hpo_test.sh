@@ -9,6 +9,8 @@ set -uo pipefail
 source "$1"  # expect
 trainee=$2
 hpo=$3
+optuna_python=$4  # Optuna 5 (setup.sh), and the script that reads exports with it
+optuna_check=$5
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 db=$dir/studies.db
@@ -69,6 +71,19 @@ sleep 1.5
 expect 0 "trial 1 complete" "$hpo" worker --db "$db" --study killed --trials 1 \
   --heartbeat 0.2 --grace 1
 expect 0 "2 trials: 1 complete, 0 pruned, 1 failed" "$hpo" status --db "$db" --study killed
+
+# Optuna opens the exports: two workers' study, the pruned lab trial with its intermediate value,
+# the killed worker's failed trial; each trial compared with the database read by sqlite3.
+for study in him:complete=40 lab:complete=1,pruned=1 killed:complete=1,failed=1; do
+  expect 0 "wrote $dir/${study%%:*}.journal: study ${study%%:*}" "$hpo" export --db "$db" \
+    --study "${study%%:*}" --optuna "$dir/${study%%:*}.journal"
+  expect 0 "read study ${study%%:*}" "$optuna_python" "$optuna_check" \
+    "$dir/${study%%:*}.journal" "$db" "${study%%:*}" --expect-states "${study#*:}"
+done
+expect 1 "no study named 'x'" "$hpo" export --db "$db" --study x --optuna "$dir/x.journal"
+[[ ! -e $dir/x.journal ]] || fail "a refused export wrote a journal"
+expect 1 "cannot write the Optuna journal $dir/none/x.journal" "$hpo" export --db "$db" \
+  --study him --optuna "$dir/none/x.journal"
 
 # The trainee's tool: random sampling works; TPE needs TP3.8 after its 10 start-up trials, the
 # median pruner TP3.10 once 5 trials are complete, successive halving TP3.9 at its first rung.
