@@ -66,10 +66,14 @@ echo "dry run: exit $status after $((SECONDS - start)) s"
 cat "$work/dry_run.txt"
 ((status == 0)) || { cat "$work/out/"*.txt; fail "on_device.sh --dry-run failed"; }
 
-# What comes back from a node: at most 8 files, 2 folders deep, plain names.
+# What comes back from a node: at most 8 files of at most 16 MiB (64 MiB together), 2 folders
+# deep, plain names.
 files=$(cd "$work/out" && find . -type f | sed 's|^\./||')
 (($(wc -l <<<"$files") <= 8)) || fail "more than 8 output files: $files"
+total_bytes=$(du -cb "$work/out" | tail -n 1 | cut -f1)
+((total_bytes <= 64 * 1048576)) || fail "the output files are $total_bytes bytes, over 64 MiB"
 while read -r file; do
+  (($(stat -c %s "$work/out/$file") <= 16 * 1048576)) || fail "$file is over 16 MiB"
   (($(tr -cd / <<<"$file" | wc -c) <= 2)) || fail "$file is more than 2 folders deep"
   [[ $(basename "$file") =~ ^[A-Za-z0-9._-]+$ ]] || fail "$file has a name a node cannot return"
 done <<<"$files"

@@ -85,12 +85,16 @@ if [[ -z ${MPIRUN:-} ]]; then
   [[ $(id -u) -eq 0 ]] && mpirun_cmd+=(--allow-run-as-root)
 fi
 
+# The cases' data (day 3's JPEGs) in a scratch folder of its own, never among the logs that
+# come back from a node.
+scratch=$(mktemp -d)
 if [[ -n $logs ]]; then
   log=$logs
   mkdir -p "$log" || exit 2
+  trap 'rm -rf "$scratch"' EXIT
 else
   log=$(mktemp -d)
-  trap 'rm -rf "$log"' EXIT
+  trap 'rm -rf "$log" "$scratch"' EXIT
 fi
 results=()
 failed=0
@@ -226,12 +230,12 @@ wait_free "day 1: no host wait, f16 graph channels-last" "$lab1" --synthetic 128
 source_images=()
 [[ -d $root/fashion-mnist ]] && source_images=(--from "$root/fashion-mnist")
 if ! "$root/tools/make_dataset" "${source_images[@]}" --imagenet-shaped 100 --to folder \
-  --train 256 --val 64 --out "$log/imagenet_shaped" >"$log/make_dataset.txt" 2>&1; then
+  --train 256 --val 64 --out "$scratch/imagenet_shaped" >"$log/make_dataset.txt" 2>&1; then
   echo "run_selftest.sh: the day-3 cases' JPEGs could not be made:" >&2
   tail -n 5 "$log/make_dataset.txt" >&2
   failed=$((failed + 1))
 fi
-jpegs=(--data-dir "$log/imagenet_shaped" --image-size 224 --batch-size 32 --no-progress
+jpegs=(--data-dir "$scratch/imagenet_shaped" --image-size 224 --batch-size 32 --no-progress
   --device "$accelerator" --decode-device gpu --amp --channels-last)
 # shellcheck disable=SC2016  # the inner shell expands them
 record "day 3: JPEGs decoded on the device, counted" "$accelerator" bash -c \
@@ -242,7 +246,7 @@ wait_free "day 3: no host wait, JPEGs decoded on the device" "$labs/day3_data_la
 # The loader's ceiling at 224 px (day 3's DALI section): the workers decoding with every core
 # against nvJPEG on the device, on the same JPEGs, and on a GPU the ResNet-50 step fed by the
 # device path; their images/s close the output.
-ceiling=(--data-dir "$log/imagenet_shaped" --augment --image-size 224 --batch-size 64 --epochs 2)
+ceiling=(--data-dir "$scratch/imagenet_shaped" --augment --image-size 224 --batch-size 64 --epochs 2)
 record "day 3: loader, CPU workers" cpu "$root/bench/compare/loader_throughput" "${ceiling[@]}" \
   --num-workers "$(nproc)"
 record "day 3: loader, decoded on the device" "$accelerator" \
