@@ -25,6 +25,19 @@ std::string flags_text(const std::vector<ConfigFlag>& flags) {
   return text;
 }
 
+// Each (file, words) case refused by deepspeed_flags with a message holding the words.
+void expect_refusals(const std::vector<std::pair<const char*, const char*>>& cases) {
+  for (const auto& [text, named] : cases) {
+    try {
+      deepspeed_flags(json::parse(text));
+      ADD_FAILURE() << "took " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos)
+          << text << " was refused with: " << e.what();
+    }
+  }
+}
+
 TEST(DeepSpeedConfig, EveryKeyOfTheSlidesBecomesItsFlag) {
   const json config = json::parse(R"({
     "train_batch_size": 64, "train_micro_batch_size_per_gpu": 8,
@@ -91,15 +104,7 @@ TEST(DeepSpeedConfig, RefusesWhatTheLabCannotHonourNamingIt) {
            "WarmupLR", "params": {"warmup_type": "linear", "warmup_max_lr": 0.002}}})",
        "disagree"},
   };
-  for (const auto& [text, named] : cases) {
-    try {
-      deepspeed_flags(json::parse(text));
-      ADD_FAILURE() << "took " << text;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(named), std::string::npos)
-          << text << " was refused with: " << e.what();
-    }
-  }
+  expect_refusals(cases);
 }
 
 // --config through CLI11: the file's values where the command line gave none, the command line's
@@ -188,15 +193,7 @@ TEST(DeepSpeedConfig, NumbersAreCheckedForTypeRangeAndFiniteness) {
       {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": 0}}})",
        "zero_optimization.offload_optimizer.device must be a string"},
   };
-  for (const auto& [text, named] : cases) {
-    try {
-      deepspeed_flags(json::parse(text));
-      ADD_FAILURE() << "took " << text;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(named), std::string::npos)
-          << text << " was refused with: " << e.what();
-    }
-  }
+  expect_refusals(cases);
   // An integer written as DeepSpeed's files write sizes, with an exponent, is an integer.
   EXPECT_EQ(flags_text(deepspeed_flags(json::parse(R"({"train_batch_size": 5e2})"))),
             "--train-batch-size 500 --lr-schedule constant --warmup-steps 0 ");
