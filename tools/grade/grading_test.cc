@@ -292,5 +292,22 @@ TEST(TimedRuns, ALimitKillsTheWholeGroupAndKeepsTheOutput) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
+// A flood of output (a trainee's printing loop) is read to its end but kept bounded: its start
+// and its end, with the count of bytes cut between; a run within the bound keeps all of it.
+TEST(TimedRuns, AFloodOfOutputIsKeptBoundedWithItsStartAndEnd) {
+  const TimedRun flood = run_with_limit(
+      "echo START; head -c 50000000 /dev/zero | tr '\\0' x; echo; echo END", 60, 1000);
+  EXPECT_EQ(flood.status, 0);
+  EXPECT_EQ(flood.bytes_cut, 6 + 50000000u + 1 + 4 - 1000);  // START\n, the x's, \n, END\n
+  EXPECT_LT(flood.output.size(), 1200u);
+  EXPECT_EQ(flood.output.substr(0, 9), "START\nxxx");
+  EXPECT_EQ(flood.output.substr(flood.output.size() - 8), "xxx\nEND\n");
+  EXPECT_NE(flood.output.find("[... 49999011 bytes of output cut: the grader keeps 1000"),
+            std::string::npos);
+  const TimedRun within = run_with_limit("printf 0123456789", 10, 10);
+  EXPECT_EQ(within.output, "0123456789");
+  EXPECT_EQ(within.bytes_cut, 0u);
+}
+
 }  // namespace
 }  // namespace course::grade

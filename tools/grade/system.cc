@@ -2,20 +2,58 @@
 #include "tools/grade/system.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "common/core/error.h"
 
 namespace course::grade {
 
-TimedRun run_with_limit(const std::string& shell_command, double seconds) {
+namespace {
+
+// A run's output as it comes: the first half of `kept` bytes as they are, then the latest half
+// (a ring), counting what fell out between.
+class BoundedOutput {
+ public:
+  explicit BoundedOutput(size_t kept) : head_limit_(kept / 2), tail_limit_(kept - kept / 2) {}
+  void append(const char* bytes, size_t n) {
+    const size_t to_head = std::min(n, head_limit_ - head_.size());
+    head_.append(bytes, to_head);
+    tail_.append(bytes + to_head, n - to_head);
+    if (tail_.size() > 2 * tail_limit_) drop_from_tail(tail_.size() - tail_limit_);
+  }
+  // Moves the output into `run`.
+  void finish(TimedRun& run) {
+    if (tail_.size() > tail_limit_) drop_from_tail(tail_.size() - tail_limit_);
+    run.bytes_cut = cut_;
+    run.output = std::move(head_);
+    if (cut_ > 0) {
+      run.output += "\n[... " + std::to_string(cut_) + " bytes of output cut: the grader keeps " +
+                    std::to_string(head_limit_ + tail_limit_) + ", its start and its end ...]\n";
+    }
+    run.output += tail_;
+  }
+
+ private:
+  void drop_from_tail(size_t n) {
+    tail_.erase(0, n);
+    cut_ += n;
+  }
+  size_t head_limit_, tail_limit_, cut_ = 0;
+  std::string head_, tail_;
+};
+
+}  // namespace
+
+TimedRun run_with_limit(const std::string& shell_command, double seconds,
+                        size_t kept_output_bytes) {
   int pipe_fds[2];
   COURSE_CHECK(pipe(pipe_fds) == 0, "cannot make a pipe for ", shell_command);
   const pid_t child = fork();
@@ -33,13 +71,15 @@ TimedRun run_with_limit(const std::string& shell_command, double seconds) {
   close(pipe_fds[1]);
   fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
   TimedRun run;
+  BoundedOutput output(kept_output_bytes);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   int status = 0;
   bool exited = false;
   char buffer[4096];
   for (;;) {
     ssize_t n;
-    while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) run.output.append(buffer, n);
+    while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+      output.append(buffer, static_cast<size_t>(n));
     if (!exited && waitpid(child, &status, WNOHANG) == child) exited = true;
     if (exited && n == 0) break;  // exited and the pipe drained (every writer gone)
     if (exited && n < 0) {
@@ -51,13 +91,16 @@ TimedRun run_with_limit(const std::string& shell_command, double seconds) {
       kill(-child, SIGKILL);
       waitpid(child, &status, 0);
       exited = true;
-      while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) run.output.append(buffer, n);
+      while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+        output.append(buffer, static_cast<size_t>(n));
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pollfd readable{pipe_fds[0], POLLIN, 0};
+    poll(&readable, 1, 20);  // woken by more output at once, else after 20 ms
   }
   kill(-child, SIGKILL);  // whatever of its group is left
   close(pipe_fds[0]);
+  output.finish(run);
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
 }

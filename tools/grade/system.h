@@ -9,12 +9,18 @@
 namespace course::grade {
 
 struct TimedRun {
-  std::string output;
-  int status = 0;  // the exit status (128 + the signal for a killed one)
+  std::string output;  // bounded: its start and end, a line saying how much between was cut
+  int status = 0;      // the exit status (128 + the signal for a killed one)
   bool timed_out = false;
+  size_t bytes_cut = 0;  // output left out of `output`
 };
 
-TimedRun run_with_limit(const std::string& shell_command, double seconds);
+// What a run keeps of its output: its first bytes and its last (where a check's verdict and a
+// crash's words are), everything printed read (a flooding command never blocks on its pipe).
+constexpr size_t kKeptOutputBytes = 4 << 20;
+
+TimedRun run_with_limit(const std::string& shell_command, double seconds,
+                        size_t kept_output_bytes = kKeptOutputBytes);
 
 // `word` as one shell word ('...').
 std::string shell_quoted(const std::string& word);
