@@ -88,6 +88,7 @@ std::string bazel(const Course& c) {
 void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& build_log) {
   std::vector<Trainee*> pending = trainees;
   std::string log;
+  const std::string log_name = build_log.filename().string();  // what the cells link to
   for (int round = 0; !pending.empty() && round <= static_cast<int>(c.exercises.size()); ++round) {
     std::string targets;
     for (const Trainee* t : pending) {
@@ -113,12 +114,12 @@ void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& bui
         const std::vector<ExerciseRegion> regions = exercise_regions(file, t->files.at(file));
         const std::string where = file + ":" + std::to_string(line) + ": " + message;
         if (const ExerciseRegion* broken = region_at_line(regions, line)) {
-          t->decided[broken->id] = {Verdict::kDidNotCompile, where, "build.log"};
+          t->decided[broken->id] = {Verdict::kDidNotCompile, where, log_name};
           t->files[file] = with_body(t->files[file], broken->id, c.stub_of.at(broken->id).body);
         } else {
           for (const ExerciseRegion& x : regions) {
             if (!t->decided.count(x.id))
-              t->decided[x.id] = {Verdict::kDidNotCompile, where, "build.log"};
+              t->decided[x.id] = {Verdict::kDidNotCompile, where, log_name};
           }
           t->files[file] = c.stubs.at(file);
         }
@@ -129,7 +130,7 @@ void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& bui
         for (const std::string& id : c.exercises) {
           if (!t->decided.count(id)) {
             t->decided[id] = {Verdict::kDidNotCompile, "the check does not link: " + m.str(0),
-                              "build.log"};
+                              log_name};
           }
         }
       }

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -48,6 +49,7 @@ struct Options {
   int jobs = 0;
   bool practice = false, slurm = false, keep_work = false, gather = false;
   int array_task = -1;  // grade trainee N alone, into results/ (a Slurm array's task)
+  std::string build_log = "build.log";  // in --out (each array task its own)
   std::string partition, account, slurm_options;
   int time_minutes = 0;
 };
@@ -203,7 +205,7 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
   }
   std::vector<Trainee*> building;
   for (Trainee& t : trainees) building.push_back(&t);
-  if (!building.empty()) build(building, course, fs::path(o.out) / "build.log");
+  if (!building.empty()) build(building, course, fs::path(o.out) / o.build_log);
   // Listed from a trainee whose every binary built.
   std::map<std::string, std::map<std::string, std::string>> filters;
   for (const Trainee& t : trainees) {
@@ -228,7 +230,7 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
           score.results[id] = t.decided.count(id)
                                   ? t.decided.at(id)
                                   : ExerciseResult{Verdict::kDidNotCompile,
-                                                   "no trainee's check built", "build.log"};
+                                                   "no trainee's check built", o.build_log};
         }
       } else {
         run_checks(t, course, filters, o, score);
@@ -254,6 +256,18 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
   return scores;
 }
 
+// A job array's tasks grade one trainee each, unseen by the others: two hand-ins of one name are
+// refused before anything is submitted (graded here, the second would be renamed).
+void refuse_names_twice(const std::vector<std::string>& specs) {
+  std::map<std::string, std::string> by_name;
+  for (const std::string& spec : specs) {
+    const std::string name = trainee_name(spec);
+    const auto [first, fresh] = by_name.emplace(name, spec);
+    COURSE_CHECK(fresh, "two hand-ins are named ", name, " (", first->second, " and ", spec,
+                 "): name them apart (NAME=SPEC)");
+  }
+}
+
 int run(Options o) {
   const DaySpec& day = day_spec(o.day);
   if (o.gather) {
@@ -275,6 +289,7 @@ int run(Options o) {
   fs::create_directories(o.out);
   o.out = fs::canonical(o.out).string();
   if (o.slurm) {
+    refuse_names_twice(o.trainees);
     if (!o.partition.empty()) o.slurm_options += " --partition=" + shell_quoted(o.partition);
     if (!o.account.empty()) o.slurm_options += " --account=" + shell_quoted(o.account);
     if (o.time_minutes > 0) o.slurm_options += " --time=" + std::to_string(o.time_minutes);
@@ -314,6 +329,7 @@ int run(Options o) {
     COURSE_CHECK(o.array_task < static_cast<int>(specs.size()), "array task ", o.array_task, " of ",
                  specs.size(), " trainees");
     specs = {specs[o.array_task]};
+    o.build_log = "build-task-" + std::to_string(o.array_task) + ".log";
   }
   // The work tree lies outside the course's checkout (where bazel would see its packages), on
   // the machine that grades: a Slurm task's node.

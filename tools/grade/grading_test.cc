@@ -261,6 +261,14 @@ TEST_F(Submissions, ANameThatIsNoTraineesIdIsRefusedBeforeAnythingIsWritten) {
   EXPECT_TRUE(fs::exists(root_ / "scratch/unpacked/exercises.cc"));
 }
 
+// The name a hand-in gives: its NAME=, else its file's, archive's or repository's (and branch's).
+TEST(HandInNames, TheNameOrTheFilesOwn) {
+  EXPECT_EQ(trainee_name("bob=/srv/x.zip"), "bob");
+  EXPECT_EQ(trainee_name("/srv/hand-ins/tom.tar.gz"), "tom");
+  EXPECT_EQ(trainee_name("/srv/hand-ins/ann/"), "ann");
+  EXPECT_EQ(trainee_name("/srv/no-such-repo@first"), "no-such-repo-first");
+}
+
 // Under `bazel run` the grader starts in its runfiles tree: relative hand-ins are read from the
 // folder the instructor ran it in.
 TEST(HandInPaths, RelativeOnesAreReadFromWhereTheCommandStarted) {

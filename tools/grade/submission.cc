@@ -94,22 +94,41 @@ std::string spec_from_invocation(const std::string& spec) {
   return spec.substr(0, eq + 1) + invocation_path(spec.substr(eq + 1));
 }
 
+namespace {
+
+// SPEC's parts: "NAME=" (or none), the path, "@REF" (or none).
+struct SpecParts {
+  std::string name, path, ref;
+};
+
+SpecParts parts_of(const std::string& spec) {
+  SpecParts parts{"", spec, ""};
+  if (const size_t eq = spec.find('='); eq != std::string::npos && eq > 0) {
+    parts.name = spec.substr(0, eq);
+    parts.path = spec.substr(eq + 1);
+  }
+  if (const size_t at = parts.path.rfind('@'); at != std::string::npos && !fs::exists(parts.path)) {
+    parts.ref = parts.path.substr(at + 1);
+    parts.path = parts.path.substr(0, at);
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::string trainee_name(const std::string& spec) {
+  const SpecParts parts = parts_of(spec);
+  return parts.name.empty() ? default_name(parts.path, parts.ref) : parts.name;
+}
+
 Submission read_submission(const std::string& spec, const DaySpec& day, const std::string& course,
                            const std::string& scratch) {
   Submission s;
   s.source = spec;
-  std::string path = spec;
-  if (const size_t eq = spec.find('='); eq != std::string::npos && eq > 0) {
-    s.name = spec.substr(0, eq);
-    path = spec.substr(eq + 1);
-  }
-  std::string ref;
-  if (const size_t at = path.rfind('@'); at != std::string::npos && !fs::exists(path)) {
-    ref = path.substr(at + 1);
-    path = path.substr(0, at);
-  }
+  const SpecParts parts = parts_of(spec);
+  const std::string &path = parts.path, &ref = parts.ref;
   COURSE_CHECK(fs::exists(path), "the hand-in ", path, " does not exist");
-  if (s.name.empty()) s.name = default_name(path, ref);
+  s.name = trainee_name(spec);
   // Checked before anything is written; the hand-in unpacks into its own folder, not its name's.
   COURSE_CHECK(is_trainee_id(s.name), "the hand-in ", spec, " is named '", s.name,
                "', not a trainee's id (letters, digits, '.', '_', '-'): name it ID=",

@@ -34,6 +34,10 @@ struct Submission {
   std::string refused;                       // why it is not graded ("" when it is)
 };
 
+// The trainee's name SPEC gives: NAME of "NAME=PATH", else the folder's, archive's or repository's
+// name (with "-BRANCH" for "repo@BRANCH").
+std::string trainee_name(const std::string& spec);
+
 // SPEC with its path as the instructor meant it: a relative one from the folder `bazel run`
 // started in (BUILD_WORKING_DIRECTORY), not the runfiles tree the grader runs in.
 std::string spec_from_invocation(const std::string& spec);
