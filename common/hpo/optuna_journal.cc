@@ -5,10 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/core/atomic_file.h"
 #include "common/core/error.h"
 
 namespace course::hpo {
@@ -133,18 +132,9 @@ std::vector<std::string> optuna_journal_lines(const StudyConfig& config,
 
 void write_optuna_journal(const std::string& path, const StudyConfig& config,
                           const std::vector<Trial>& trials) {
-  const std::vector<std::string> lines = optuna_journal_lines(config, trials);
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    COURSE_CHECK(out.good(), "cannot write the Optuna journal ", temp);
-    for (const std::string& line : lines) out << line << '\n';
-    COURSE_CHECK(out.good(), "cannot write the Optuna journal ", temp);
-  }
-  std::error_code error;
-  std::filesystem::rename(temp, path, error);
-  COURSE_CHECK(!error, "cannot move the Optuna journal into place at ", path, ": ",
-               error.message());
+  std::string text;
+  for (const std::string& line : optuna_journal_lines(config, trials)) text += line + '\n';
+  write_file_atomically(path, text, "the Optuna journal");
 }
 
 }  // namespace course::hpo

@@ -84,8 +84,8 @@ std::string stored_plan_key(const fe::graph::Graph& graph, Device device) {
                         device_model(device), "\n", description.dump());
 }
 
-void say_once(const std::string& what) {
-  static std::once_flag said;
+// "note: <what>", the first time `said` is passed (one flag per kind of note).
+void say_once(std::once_flag& said, const std::string& what) {
   std::call_once(said, [&] { std::fprintf(stderr, "note: %s\n", what.c_str()); });
 }
 
@@ -101,8 +101,9 @@ std::optional<Plan> kept_plan(const PlanStore& store, const std::string& key,
                          /*enforce_precompiled=*/true, /*run_warmup=*/false);
   if (status.is_good()) status = graph->get_workspace_size(plan.workspace_bytes);
   if (status.is_good()) return plan;
-  say_once(detail::concat("a cuDNN plan kept in ", store.folder().string(), " did not load (",
-                          status.get_message(), "); such plans are built again"));
+  static std::once_flag said;
+  say_once(said, detail::concat("a cuDNN plan kept in ", store.folder().string(), " did not load (",
+                                status.get_message(), "); such plans are built again"));
   return std::nullopt;
 }
 
@@ -116,8 +117,9 @@ void keep_plan(const PlanStore& store, const std::string& key, const fe::graph::
                  reason)) {
     return;
   }
-  say_once(detail::concat("a cuDNN plan could not be kept in ", store.folder().string(), " (",
-                          reason, "); it is built again by the next process"));
+  static std::once_flag said;
+  say_once(said, detail::concat("a cuDNN plan could not be kept in ", store.folder().string(), " (",
+                                reason, "); it is built again by the next process"));
 }
 
 }  // namespace

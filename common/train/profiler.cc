@@ -3,10 +3,9 @@
 #include "common/train/profiler.h"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/core/atomic_file.h"
 #include "common/core/error.h"
 #include "common/parallel/comm/gather_strings.h"
 
@@ -23,20 +22,6 @@ int64_t unix_now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp);
-    COURSE_CHECK(out.good(), "cannot write the profiler trace ", path);
-    out << text << "\n";
-    COURSE_CHECK(out.good(), "cannot write the profiler trace ", path);
-  }
-  std::error_code error;
-  std::filesystem::rename(temp, path, error);
-  COURSE_CHECK(!error, "cannot move the profiler trace into place at ", path, ": ",
-               error.message());
 }
 
 }  // namespace
@@ -109,7 +94,9 @@ void Profiler::write(const std::string& path, parallel::Communicator* comm) {
   for (const std::string& text : ranks) {
     for (auto& e : nlohmann::json::parse(text)) events.push_back(std::move(e));
   }
-  write_atomically(path, nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump());
+  write_file_atomically(
+      path, nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n",
+      "the profiler trace");
 }
 
 }  // namespace course::train

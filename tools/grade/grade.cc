@@ -16,7 +16,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +30,7 @@
 #include "tools/grade/class_build.h"
 #include "tools/grade/exercise_regions.h"
 #include "tools/grade/scorecard.h"
+#include "tools/grade/slurm_array.h"
 #include "tools/grade/submission.h"
 #include "tools/grade/system.h"
 
@@ -178,13 +178,7 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
     }
     // A name is a folder of the logs and a row of the scorecard: plain, and the trainee's own.
     std::string& name = t.submission.name;
-    std::replace_if(
-        name.begin(), name.end(),
-        [](char ch) {
-          return !std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' &&
-                 ch != '.';
-        },
-        '_');
+    name = as_trainee_id(name);
     if (std::any_of(scores.begin(), scores.begin() + i,
                     [&](const auto& s) { return s.name == name; })) {
       t.submission.refused =
@@ -256,18 +250,6 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
   return scores;
 }
 
-// A job array's tasks grade one trainee each, unseen by the others: two hand-ins of one name are
-// refused before anything is submitted (graded here, the second would be renamed).
-void refuse_names_twice(const std::vector<std::string>& specs) {
-  std::map<std::string, std::string> by_name;
-  for (const std::string& spec : specs) {
-    const std::string name = trainee_name(spec);
-    const auto [first, fresh] = by_name.emplace(name, spec);
-    COURSE_CHECK(fresh, "two hand-ins are named ", name, " (", first->second, " and ", spec,
-                 "): name them apart (NAME=SPEC)");
-  }
-}
-
 int run(Options o) {
   const DaySpec& day = day_spec(o.day);
   if (o.gather) {
@@ -289,39 +271,16 @@ int run(Options o) {
   fs::create_directories(o.out);
   o.out = fs::canonical(o.out).string();
   if (o.slurm) {
-    refuse_names_twice(o.trainees);
-    if (!o.partition.empty()) o.slurm_options += " --partition=" + shell_quoted(o.partition);
-    if (!o.account.empty()) o.slurm_options += " --account=" + shell_quoted(o.account);
-    if (o.time_minutes > 0) o.slurm_options += " --time=" + std::to_string(o.time_minutes);
-    const std::string self = fs::canonical("/proc/self/exe").string();
-    std::string args = "--day " + shell_quoted(o.day) + " --out " + shell_quoted(o.out) +
-                       " --root " + shell_quoted(o.root) + " --exercise-limit " +
-                       std::to_string(o.exercise_limit) + " --trainee-limit " +
-                       std::to_string(o.trainee_limit);
-    std::string trainees;
-    for (const std::string& t : o.trainees) {
-      const bool named = t.find('=') != std::string::npos;
-      trainees += " " + shell_quoted(named ? t : fs::absolute(t).string());
-    }
-    const std::string array = "sbatch --parsable --job-name=grade-" + o.day + " --array=0-" +
-                              std::to_string(o.trainees.size() - 1) +
-                              " --output=" + shell_quoted(o.out + "/slurm-%A_%a.out") + " " +
-                              o.slurm_options + " --wrap " +
-                              shell_quoted(shell_quoted(self) + " " + args +
-                                           " --array-task \"$SLURM_ARRAY_TASK_ID\"" + trainees);
-    const TimedRun submitted = run_with_limit(array, 120);
-    COURSE_CHECK(submitted.status == 0, "sbatch refused the array: ", submitted.output);
-    const std::string job = submitted.output.substr(0, submitted.output.find_first_of(";\n"));
-    const std::string gather =
-        "sbatch --parsable --job-name=grade-" + o.day + "-scorecard --dependency=afterany:" + job +
-        " --output=" + shell_quoted(o.out + "/slurm-scorecard-%j.out") + " " + o.slurm_options +
-        " --wrap " + shell_quoted(shell_quoted(self) + " " + args + " --gather");
-    const TimedRun gathered = run_with_limit(gather, 120);
-    COURSE_CHECK(gathered.status == 0, "sbatch refused the scorecard's job: ", gathered.output);
-    std::cout << "submitted job array " << job << " (" << o.trainees.size()
-              << " trainees) and the scorecard's job "
-              << gathered.output.substr(0, gathered.output.find_first_of(";\n"))
-              << "; the scorecard: " << o.out << "/index.html\n";
+    submit_grading_array({.day = o.day,
+                          .out = o.out,
+                          .root = o.root,
+                          .exercise_limit = o.exercise_limit,
+                          .trainee_limit = o.trainee_limit,
+                          .trainees = o.trainees,
+                          .partition = o.partition,
+                          .account = o.account,
+                          .extra_options = o.slurm_options,
+                          .time_minutes = o.time_minutes});
     return 0;
   }
   std::vector<std::string> specs = o.trainees;

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "common/core/error.h"
 #include "common/core/invocation.h"
@@ -61,13 +63,22 @@ fs::path unpacked(const std::string& path, const std::string& ref, const fs::pat
   return into;
 }
 
+bool is_id_char(char ch) {
+  return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+}
+
 // A trainee's id names a folder of the logs and a row of the scorecard: letters, digits, '.',
 // '_' and '-' only, and not "." or "..".
 bool is_trainee_id(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  return std::all_of(name.begin(), name.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
-  });
+  return !name.empty() && name != "." && name != ".." &&
+         std::all_of(name.begin(), name.end(), is_id_char);
+}
+
+// "NAME=PATH" as NAME and PATH; a SPEC without a name (or starting with '=') as "" and itself.
+std::pair<std::string, std::string> name_and_path(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) return {"", spec};
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
 std::string default_name(std::string path, const std::string& ref) {
@@ -88,10 +99,15 @@ const DaySpec& day_spec(const std::string& day) {
   COURSE_FAIL("no day ", day, ": day1_gpu, day2_ddp, day3_data or day4_large_models");
 }
 
+std::string as_trainee_id(std::string text) {
+  std::replace_if(
+      text.begin(), text.end(), [](char ch) { return !is_id_char(ch); }, '_');
+  return text;
+}
+
 std::string spec_from_invocation(const std::string& spec) {
-  const size_t eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0) return invocation_path(spec);
-  return spec.substr(0, eq + 1) + invocation_path(spec.substr(eq + 1));
+  const auto [name, path] = name_and_path(spec);
+  return (name.empty() ? "" : name + "=") + invocation_path(path);
 }
 
 namespace {
@@ -102,11 +118,8 @@ struct SpecParts {
 };
 
 SpecParts parts_of(const std::string& spec) {
-  SpecParts parts{"", spec, ""};
-  if (const size_t eq = spec.find('='); eq != std::string::npos && eq > 0) {
-    parts.name = spec.substr(0, eq);
-    parts.path = spec.substr(eq + 1);
-  }
+  SpecParts parts;
+  std::tie(parts.name, parts.path) = name_and_path(spec);
   if (const size_t at = parts.path.rfind('@'); at != std::string::npos && !fs::exists(parts.path)) {
     parts.ref = parts.path.substr(at + 1);
     parts.path = parts.path.substr(0, at);
@@ -132,7 +145,7 @@ Submission read_submission(const std::string& spec, const DaySpec& day, const st
   // Checked before anything is written; the hand-in unpacks into its own folder, not its name's.
   COURSE_CHECK(is_trainee_id(s.name), "the hand-in ", spec, " is named '", s.name,
                "', not a trainee's id (letters, digits, '.', '_', '-'): name it ID=",
-               spec.substr(spec.find('=') == std::string::npos ? 0 : spec.find('=') + 1));
+               name_and_path(spec).second);
   const fs::path root = unpacked(path, ref, fs::path(scratch) / "unpacked");
   const bool checkout = fs::exists(root / day.day);
   for (const std::string& f : day.files) {
