@@ -38,9 +38,9 @@ void add_data_flags(CLI::App& app, GptLabOptions& o) {
                "replay it every step (torch.compile's reduce-overhead; on the CPU a recorded "
                "task graph stands in)");
   app.add_option("--train-batch-size", o.train_batch_size,
-                 "check that a step's windows or images over every replica (--batch-size x "
-                 "micro-batches x data-parallel ranks) are this many, as DeepSpeed's "
-                 "train_batch_size (0: no check)")
+                 "a step's windows or images over every replica (--batch-size x micro-batches "
+                 "x data-parallel ranks), as DeepSpeed's train_batch_size: checked, or, without "
+                 "--batch-size or --accumulate, the missing one derived (0: no check)")
       ->capture_default_str();
   app.add_option("--context", o.model.context,
                  "tokens per training window (0: the model's context)")
@@ -80,7 +80,13 @@ void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
   app.add_option("--lr-decay-steps", o.decay_steps,
                  "steps the schedule decays over (0: the run's steps)")
       ->capture_default_str();
-  app.add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")->capture_default_str();
+  app.add_option("--warmup-steps", o.warmup_steps,
+                 "warm-up steps (at most the schedule's: a longer one is cut to it)")
+      ->capture_default_str();
+  train::add_choice(app, "--warmup-type", o.warmup_shape,
+                    {{"linear", optim::WarmupShape::kLinear}, {"log", optim::WarmupShape::kLog}},
+                    "how the rate rises over the warm-up: linear, or log (DeepSpeed's WarmupLR "
+                    "default)");
 }
 
 // The memory estimate, its budget and the throughput model.
@@ -98,6 +104,25 @@ void add_estimate_flags(CLI::App& app, EstimateChoice& o) {
   app.add_option("--estimate-ranks", o.estimate_ranks,
                  "ranks the estimate is for (0: the ranks of this run)")
       ->capture_default_str();
+}
+
+// DeepSpeed's zero_optimization settings, as flags.
+void add_zero_communication_flags(CLI::App& app, parallel::ZeroCommunication& o) {
+  app.add_option("--reduce-bucket-size", o.reduce_bucket_elements,
+                 "gradient elements the blocks' reductions wait for before they launch together "
+                 "(DeepSpeed's reduce_bucket_size; --sharding none: DDP's bucket; 0: each "
+                 "block's as soon as its backward ends)")
+      ->capture_default_str();
+  app.add_option("--allgather-bucket-size", o.allgather_bucket_elements,
+                 "zero1, zero2: elements gathered at most at a time after the step "
+                 "(DeepSpeed's allgather_bucket_size; 0: every block's at once)")
+      ->capture_default_str();
+  train::add_switch(app, "overlap-comm", o.overlap,
+                    "sharded modes: reductions run on while backward goes on (DeepSpeed's "
+                    "overlap_comm; off: backward waits for each bucket)");
+  train::add_switch(app, "reduce-scatter", o.reduce_scatter,
+                    "sharded modes: reduce-scatter the gradients (off: all-reduce them, each rank "
+                    "keeping its shard, as DeepSpeed's reduce_scatter false)");
 }
 
 // Data parallelism: DDP, or a sharding strategy and its options.
@@ -136,6 +161,7 @@ void add_data_parallel_flags(CLI::App& app, DataParallelChoice& o) {
                     "master shards, gradients and reductions stay f32)");
   app.add_flag("--forward-prefetch", o.forward_prefetch,
                "start the next block's all-gather before this block's forward");
+  add_zero_communication_flags(app, o.communication);
 }
 
 // Model parallelism: the tp and pp axes of the grid, and the pipeline's schedule.
@@ -203,12 +229,18 @@ void resolve_model(const std::string& name, LabModel& model) {
 }  // namespace
 
 parallel::DataParallelOptions DataParallelChoice::library_options() const {
-  return {.sharding = library,
-          .backward_prefetch = backward_prefetch,
-          .forward_prefetch = forward_prefetch,
-          .shard_group_size = shard_group_size,
-          .cpu_offload = cpu_offload,
-          .param_dtype = param_dtype};
+  parallel::DataParallelOptions options{.sharding = library,
+                                        .backward_prefetch = backward_prefetch,
+                                        .forward_prefetch = forward_prefetch,
+                                        .shard_group_size = shard_group_size,
+                                        .cpu_offload = cpu_offload,
+                                        .param_dtype = param_dtype,
+                                        .communication = communication};
+  // DeepSpeed without ZeRO all-reduces in buckets of reduce_bucket_size f32 elements.
+  if (!library && communication.reduce_bucket_elements > 0) {
+    options.bucket_bytes = options.first_bucket_bytes = communication.reduce_bucket_elements * 4;
+  }
+  return options;
 }
 
 std::string DataParallelChoice::flag() const {
@@ -271,6 +303,9 @@ GptLabOptions parse_gpt_options(int argc, char** argv) {
   for (std::string& arg : args) resolved_argv.push_back(arg.data());
   train::parse_or_exit(app, argc, resolved_argv.data());
   train::resolve_config(*o.config, app, args);
+  o.batch_given = {.train = app.count("--train-batch-size") > 0,
+                   .micro = app.count("--batch-size") > 0,
+                   .accumulation = app.count("--accumulate") > 0};
   resolve_model(o.run.model, o.model);
   return o;
 }

@@ -68,7 +68,8 @@ struct OptimizerChoice {
   bool in_backward = false;                // each group updated as its gradients become final
   course::optim::ScheduleKind schedule = course::optim::ScheduleKind::kCosine;  // cosine: to lr/10
   int64_t decay_steps = 0;    // the schedule's length (0: the run's steps)
-  int64_t warmup_steps = 50;  // linear warm-up before it
+  int64_t warmup_steps = 50;  // warm-up before it (at most the run's steps)
+  course::optim::WarmupShape warmup_shape = course::optim::WarmupShape::kLinear;
 };
 
 // --sharding and its options: how the data-parallel ranks hold the model. Replicated (DDP on
@@ -82,6 +83,8 @@ struct DataParallelChoice {
   int shard_group_size = 0;  // hybrid-shard's group (0: the ranks of a node)
   bool cpu_offload = false;  // shards and the optimizer's step in host memory
   course::DType param_dtype = course::DType::kF32;  // sharded modes' gathered values
+  // DeepSpeed's buckets and overlap (the sharded modes; DDP takes the reduce bucket's size).
+  course::parallel::ZeroCommunication communication;
 
   bool replicated() const { return !library && !trainee_zero1; }
   // The sharding the ranks' memory holds: the library's, or ZeRO-1's for the trainee's.
@@ -152,6 +155,11 @@ struct GptLabOptions {
   uint32_t seed = 0;             // of weights, windows and sampling
   int64_t steps_per_epoch = 0;   // 0: every training window or image once
   int64_t train_batch_size = 0;  // > 0: must equal batch x micro-batches x data-parallel ranks
+  // Which of DeepSpeed's three batch sizes the file or the command line gave
+  // (complete_train_batch).
+  struct {
+    bool train = false, micro = false, accumulation = false;
+  } batch_given;
   OptimizerChoice optimizer;
   bool cuda_graphs = false;  // one process: the step replayed as a captured graph
   DataParallelChoice data_parallel;
@@ -168,6 +176,15 @@ GptLabOptions parse_gpt_options(int argc, char** argv);
 
 // Checks value ranges and combinations that flags alone cannot (throws course::Error).
 void validate(const GptLabOptions& options);
+
+// DeepSpeed's rule for a --train-batch-size given without --batch-size or --accumulate (by the
+// file or the command line): the missing one derived over the run's data-parallel ranks (the
+// pipeline's --micro-batches being its accumulation). Throws when they do not divide.
+void complete_train_batch(GptLabOptions& options, int ranks);
+
+// complete_train_batch over `ranks` (or --estimate-ranks), then validate, as a check every rank
+// meets alike (rank 0 alone says why).
+void validate_on_every_rank(GptLabOptions& options, int ranks);
 
 // Throws unless `train_batch_size` (--train-batch-size, when given) is the windows or images of
 // a step over every replica: --batch-size x `micro_batches` x `data_ranks`.

@@ -198,9 +198,9 @@ GptLabResult gpt_lab_result(const train::LoopResult& run, const TokenSplit& text
 
 }  // namespace
 
-GptLabResult run_gpt_lab(const GptLabOptions& o) {
-  course::check_alike_on_every_rank([&] { validate(o); });
+GptLabResult run_gpt_lab(GptLabOptions o) {
   const auto comm = parallel::Communicator::world();
+  validate_on_every_rank(o, comm->size());
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.run.device);
   const bool lead = comm->rank() == 0;
   if (o.estimate.figures_only()) {

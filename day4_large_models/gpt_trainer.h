@@ -20,6 +20,6 @@ struct GptLabResult {
   course::train::ChronometerReport timing;
 };
 
-GptLabResult run_gpt_lab(const GptLabOptions& options);
+GptLabResult run_gpt_lab(GptLabOptions options);
 
 }  // namespace day4

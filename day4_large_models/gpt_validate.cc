@@ -4,9 +4,11 @@
 #include <string_view>
 
 #include "common/core/error.h"
+#include "common/core/launch_rank.h"
 #include "common/models/gpt/gpt.h"
 #include "common/models/model_registry.h"
 #include "common/models/models.h"
+#include "common/train/deepspeed_config.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
 
@@ -15,6 +17,26 @@ namespace day4 {
 using namespace course;
 
 namespace {
+
+// DeepSpeed's bucket and overlap flags, where the mode has them.
+void validate_zero_communication(const DataParallelChoice& dp) {
+  const parallel::ZeroCommunication& c = dp.communication;
+  COURSE_CHECK(c.reduce_bucket_elements >= 0 && c.allgather_bucket_elements >= 0,
+               "--reduce-bucket-size and --allgather-bucket-size must not be negative");
+  const bool sharded = dp.library && *dp.library != parallel::Sharding::kNoShard;
+  COURSE_CHECK(sharded || (c.overlap && c.reduce_scatter && c.allgather_bucket_elements == 0),
+               "--no-overlap-comm, --no-reduce-scatter and --allgather-bucket-size are the "
+               "sharded modes' (zero1, zero2, zero3, shard-grad-op, hybrid-shard); --sharding ",
+               dp.flag(), " has none of them");
+  COURSE_CHECK(c.reduce_bucket_elements == 0 || sharded || !dp.trainee_zero1,
+               "--reduce-bucket-size: exercise-zero1 reduces with your own TP4.2");
+  const bool gathers_after_step =
+      dp.library == parallel::Sharding::kZero1 || dp.library == parallel::Sharding::kZero2;
+  COURSE_CHECK(c.allgather_bucket_elements == 0 || gathers_after_step,
+               "--allgather-bucket-size sizes the gather after the step of zero1 and zero2; "
+               "--sharding ",
+               dp.flag(), " gathers each block before its use");
+}
 
 // 16-bit compute and the sharded modes, for the run's precision and optimizer.
 void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags& run,
@@ -34,6 +56,7 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
     COURSE_CHECK(run.amp && run.amp_dtype == dp.param_dtype, "--param-dtype ", name,
                  " computes in ", name, ": add --amp --amp-dtype ", name);
   }
+  validate_zero_communication(dp);
   if (!dp.replicated()) {
     COURSE_CHECK(optim::updates_elementwise(optimizer), "--sharding ", dp.flag(),
                  " updates each rank's shard on its own, which needs an element-wise optimizer "
@@ -326,6 +349,13 @@ void validate(const GptLabOptions& o) {
   }
 }
 
+void validate_on_every_rank(GptLabOptions& o, int ranks) {
+  course::check_alike_on_every_rank([&] {
+    complete_train_batch(o, o.estimate.estimate_ranks > 0 ? o.estimate.estimate_ranks : ranks);
+    validate(o);
+  });
+}
+
 void validate_run_ranks(const DataParallelChoice& dp, int ranks) {
   COURSE_CHECK(dp.replicated() || ranks > 1, "--sharding ", dp.flag(),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
@@ -339,6 +369,35 @@ void validate_grid_ranks(const GridChoice& grid, int ranks, bool estimate_ranks)
                grid.context_parallel, " x --tensor-parallel ", grid.tensor_parallel,
                " x --pipeline-stages ", grid.pipeline.stages, " = ", per_replica,
                " ranks per replica");
+}
+
+void complete_train_batch(GptLabOptions& o, int ranks) {
+  if (!o.batch_given.train) return;
+  const int64_t per_replica = o.grid.ranks_per_replica();
+  if (ranks % per_replica != 0) return;  // validate_grid_ranks says why
+  const bool pipelined = o.grid.pipeline.stages > 1;
+  const train::BatchSizes given{
+      .train = o.train_batch_size,
+      .micro = o.batch_given.micro ? o.run.batch_size : 0,
+      .accumulation = pipelined ? o.grid.pipeline.micro_batches
+                                : (o.batch_given.accumulation ? o.run.accumulate : 0)};
+  const train::BatchSizes sizes = train::complete_batch_sizes(given, ranks / per_replica);
+  o.run.batch_size = sizes.micro;
+  if (!pipelined) o.run.accumulate = sizes.accumulation;
+  if (!o.config || o.config->file.empty()) return;
+  const std::string how = detail::concat("derived as DeepSpeed does: train_batch_size ",
+                                         sizes.train, " = ", sizes.micro, " x ", sizes.accumulation,
+                                         " x ", ranks / per_replica, " data-parallel rank(s)");
+  if (!given.micro) {
+    o.config->from_file.push_back({.value = std::to_string(sizes.micro),
+                                   .key = "train_micro_batch_size_per_gpu",
+                                   .note = how});
+  }
+  if (!given.accumulation) {
+    o.config->from_file.push_back({.value = std::to_string(sizes.accumulation),
+                                   .key = "gradient_accumulation_steps",
+                                   .note = how});
+  }
 }
 
 void validate_train_batch(int64_t train_batch_size, int64_t batch_size, int64_t micro_batches,

@@ -167,9 +167,9 @@ void print_image_run_header(const GptLabOptions& o, int64_t parameters, Device d
 
 }  // namespace
 
-ImageLabResult run_image_lab(const GptLabOptions& o) {
-  course::check_alike_on_every_rank([&] { validate(o); });
+ImageLabResult run_image_lab(GptLabOptions o) {
   const auto comm = parallel::Communicator::world();
+  validate_on_every_rank(o, comm->size());
   const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.run.device);
   if (o.estimate.figures_only()) {
     if (comm->rank() == 0) print_preset_figures(o, comm->size());

@@ -19,6 +19,6 @@ struct ImageLabResult {
   course::train::ChronometerReport timing;
 };
 
-ImageLabResult run_image_lab(const GptLabOptions& options);
+ImageLabResult run_image_lab(GptLabOptions options);
 
 }  // namespace day4

@@ -173,13 +173,13 @@ if [[ -z $as_flags || $as_file != "$as_flags" ]]; then
   exit 1
 fi
 echo "ok: --config ds_config.json trains as its flags: $(head -1 <<<"$as_file")"
-expect 0 "(the command line's --batch-size --lr instead of the file's)" "${mpirun[@]}" "$lab" "${few[@]}" \
+expect 0 "scheduler.params.warmup_max_lr            the command line's --lr, not the file's 0.002" "${mpirun[@]}" "$lab" "${few[@]}" \
   --config "$TEST_TMPDIR/ds_config.json" --lr 0.001
 expect 1 "error: --train-batch-size 16 (DeepSpeed's train_batch_size) is not --batch-size 4 x 2 micro-batch(es) x 1 data-parallel rank(s) = 8" \
   "$lab" "${few[@]}" --config "$TEST_TMPDIR/ds_config.json" --sharding none
-sed 's/"stage": 2}/"stage": 2, "overlap_comm": true}/' "$TEST_TMPDIR/ds_config.json" \
+sed 's/"stage": 2}/"stage": 2, "overlap_grads": true}/' "$TEST_TMPDIR/ds_config.json" \
   >"$TEST_TMPDIR/ds_extra.json"
-expect 110 "unknown or unsupported key 'zero_optimization.overlap_comm'" "$lab" "${few[@]}" \
+expect 110 "unknown or unsupported key 'zero_optimization.overlap_grads'" "$lab" "${few[@]}" \
   --config "$TEST_TMPDIR/ds_extra.json"
 expect 103 "missing.json was not readable" "$lab" "${few[@]}" --config "$TEST_TMPDIR/missing.json"
 printf '{"train_micro_batch_size_per_gpu": 4,' >"$TEST_TMPDIR/ds_cut.json"

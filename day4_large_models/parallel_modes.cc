@@ -148,13 +148,14 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
   flags.freeze_step = o.freeze_step;
   const int64_t length = o.decay_steps > 0 ? o.decay_steps : total_steps;
   const float eta_min = o.schedule == optim::ScheduleKind::kCosine ? run.lr / 10 : 0.0f;
+  const int64_t warmup = std::min(o.warmup_steps, length);  // a warm-up within the schedule
   LabOptimizer lab{.optimizer = parallel::make_parallel_optimizer(
                        flags, parallelism.optimized(), std::move(comm),
                        [&](std::function<bool()> local) {
                          parallelism.keep_gradients_local_while(std::move(local));
                        }),
-                   .schedule = optim::make_schedule(o.schedule, run.lr, length,
-                                                    std::min(o.warmup_steps, length), eta_min)};
+                   .schedule = optim::make_schedule(o.schedule, run.lr, length, warmup, eta_min,
+                                                    o.warmup_shape)};
   if (o.in_backward) {
     lab.in_backward = std::make_unique<parallel::OptimizerInBackward>(*lab.optimizer, parallelism);
   }

@@ -87,17 +87,23 @@ class LinearDecay : public Schedule {
 
 class Warmup : public Schedule {
  public:
-  Warmup(std::unique_ptr<Schedule> inner, int64_t steps)
-      : inner_(std::move(inner)), steps_(steps) {}
+  Warmup(std::unique_ptr<Schedule> inner, int64_t steps, WarmupShape shape)
+      : inner_(std::move(inner)),
+        steps_(shape == WarmupShape::kLog ? std::max<int64_t>(steps, 2) : steps),
+        shape_(shape) {}
   float lr_at(int64_t step) const override {
     const float target = inner_->lr_at(step);
-    if (step >= steps_) return target;
-    return target * static_cast<float>(step + 1) / static_cast<float>(steps_);
+    const double iteration = static_cast<double>(step + 1), steps = static_cast<double>(steps_);
+    if (iteration >= steps) return target;
+    const double rise =
+        shape_ == WarmupShape::kLog ? std::log(iteration + 1) / std::log(steps) : iteration / steps;
+    return static_cast<float>(target * rise);
   }
 
  private:
   std::unique_ptr<Schedule> inner_;
   int64_t steps_;
+  WarmupShape shape_;
 };
 
 }  // namespace
@@ -113,10 +119,15 @@ std::unique_ptr<Schedule> cosine_schedule(float lr, int64_t total_steps, float e
   return std::make_unique<Cosine>(lr, total_steps, eta_min);
 }
 
-std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps) {
+std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps,
+                                      WarmupShape shape) {
   COURSE_CHECK(warmup_steps >= 0, "warm-up steps must not be negative");
   if (warmup_steps == 0) return inner;
-  return std::make_unique<Warmup>(std::move(inner), warmup_steps);
+  return std::make_unique<Warmup>(std::move(inner), warmup_steps, shape);
+}
+
+const char* warmup_shape_name(WarmupShape shape) {
+  return shape == WarmupShape::kLog ? "log" : "linear";
 }
 
 const char* schedule_name(ScheduleKind kind) {
@@ -140,7 +151,7 @@ std::vector<std::pair<std::string, ScheduleKind>> schedule_choices() {
 }
 
 std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, float lr, int64_t total_steps,
-                                        int64_t warmup_steps, float eta_min) {
+                                        int64_t warmup_steps, float eta_min, WarmupShape shape) {
   std::unique_ptr<Schedule> schedule;
   switch (kind) {
     case ScheduleKind::kOneCycle:
@@ -156,7 +167,7 @@ std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, float lr, int64_t tot
       schedule = std::make_unique<LinearDecay>(lr, warmup_steps, total_steps);
       break;
   }
-  return with_warmup(std::move(schedule), warmup_steps);
+  return with_warmup(std::move(schedule), warmup_steps, shape);
 }
 
 }  // namespace course::optim

@@ -4,7 +4,8 @@
 //   cosine:    from lr down to eta_min over the steps;
 //   constant;
 //   linear:    from lr after the warm-up down to 0 at the last step (DeepSpeed's WarmupDecayLR);
-//   and any of them behind a linear warm-up from 0.
+//   and any of them behind a warm-up from 0: linear, or DeepSpeed's logarithmic one (WarmupLR's
+//   default, warmup_type "log").
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,13 @@ std::unique_ptr<Schedule> one_cycle_schedule(float max_lr, int64_t total_steps,
                                              float pct_start = 0.3f, float div_factor = 25.0f,
                                              float final_div_factor = 1e4f);
 std::unique_ptr<Schedule> cosine_schedule(float lr, int64_t total_steps, float eta_min = 0.0f);
-std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps);
+// How the rate rises over the warm-up: as DeepSpeed's WarmupLR at its iteration i = step + 1
+// (its first step having been taken), the rate is the target times i / N (linear) or
+// log(i + 1) / log(N) (log, with N at least 2 as DeepSpeed takes it), the target from step N.
+enum class WarmupShape { kLinear, kLog };
+std::unique_ptr<Schedule> with_warmup(std::unique_ptr<Schedule> inner, int64_t warmup_steps,
+                                      WarmupShape shape = WarmupShape::kLinear);
+const char* warmup_shape_name(WarmupShape shape);  // "linear", "log"
 
 // The labs' --schedule (day 3) and --lr-schedule (day 4), parsed once.
 enum class ScheduleKind { kOneCycle, kCosine, kConstant, kLinear };
@@ -35,8 +42,9 @@ enum class ScheduleKind { kOneCycle, kCosine, kConstant, kLinear };
 const char* schedule_name(ScheduleKind kind);
 std::vector<std::pair<std::string, ScheduleKind>> schedule_choices();
 
-// `kind` behind `warmup_steps` of linear warm-up; cosine decays to eta_min.
+// `kind` behind `warmup_steps` of warm-up of `shape`; cosine decays to eta_min.
 std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, float lr, int64_t total_steps,
-                                        int64_t warmup_steps, float eta_min = 0.0f);
+                                        int64_t warmup_steps, float eta_min = 0.0f,
+                                        WarmupShape shape = WarmupShape::kLinear);
 
 }  // namespace course::optim

@@ -79,6 +79,21 @@ ChronometerReport Chronometer::report() {
   return r;
 }
 
+std::string ChronometerReport::breakdown_since(const ChronometerReport& earlier) const {
+  const double steps_between = static_cast<double>(steps - earlier.steps);
+  std::string out = "time (ms) over " + std::to_string(steps - earlier.steps) + " step(s)";
+  char part[96];
+  for (int p = 0; p < kPhases; ++p) {
+    if (!timed[p] || steps_between <= 0) continue;
+    const double sum = mean_ms[p] * static_cast<double>(steps) -
+                       earlier.mean_ms[p] * static_cast<double>(earlier.steps);
+    std::snprintf(part, sizeof part, " | %s: %.2f", phase_name(static_cast<Phase>(p)),
+                  sum / steps_between);
+    out += part;
+  }
+  return out;
+}
+
 std::string ChronometerReport::table() const {
   std::string out;
   char line[512];

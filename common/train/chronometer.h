@@ -37,6 +37,9 @@ struct ChronometerReport {
   std::string device_model;
 
   std::string table() const;  // the printed summary
+  // DeepSpeed's wall_clock_breakdown line: each timed phase's mean over the steps since
+  // `earlier` (a report of the same chronometer), "time (ms) | forward: 3.41 | ...".
+  std::string breakdown_since(const ChronometerReport& earlier) const;
 };
 
 class Chronometer {

@@ -105,26 +105,35 @@ std::string lower(std::string s) {
   return s;
 }
 
-// {"device": "cpu"} or {"device": "none"}: whether it offloads.
-bool offloads(const json& object, const std::string& where) {
-  only_keys(object, where, {"device"});
+// A key's entry: `flag` set to `value`, from `key`.
+ConfigFlag entry(const std::string& key, const std::string& flag, const std::string& value,
+                 const std::string& note = "") {
+  return {.flag = flag, .value = value, .key = key, .note = note};
+}
+constexpr const char* kDefault = "DeepSpeed's default";
+
+// {"device": "cpu"} or {"device": "none"}, with pin_memory: whether it offloads.
+bool offloads(const json& object, const std::string& where, std::vector<ConfigFlag>& flags) {
+  only_keys(object, where, {"device", "pin_memory"});
   const std::string device = string_in(object, "device", where, "none");
   COURSE_CHECK(device == "cpu" || device == "none", "DeepSpeed configuration: ", where, ".device '",
                device, "' is not supported (cpu or none: the lab has no NVMe tier)");
+  if (object.contains("pin_memory")) {
+    flag_value(object["pin_memory"], where + ".pin_memory");
+    flags.push_back(entry(where + ".pin_memory", "", object["pin_memory"].dump(),
+                          "ignored: the offloaded shards' host buffers are the course "
+                          "allocator's, page-locked on a GPU whatever the file says"));
+  }
   return device == "cpu";
 }
 
-void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
-  only_keys(zero, "zero_optimization", {"stage", "offload_optimizer", "offload_param"});
-  const int64_t stage =
-      zero.contains("stage") ? integer_in(zero["stage"], "zero_optimization.stage", 0, 3) : 0;
-  static const char* const kSharding[] = {"none", "zero1", "zero2", "zero3"};
-  flags.push_back({"sharding", kSharding[stage]});
+void map_offload(const json& zero, int64_t stage, std::vector<ConfigFlag>& flags) {
   const bool optimizer_offloaded =
       zero.contains("offload_optimizer") &&
-      offloads(zero["offload_optimizer"], "zero_optimization.offload_optimizer");
-  const bool params_offloaded = zero.contains("offload_param") &&
-                                offloads(zero["offload_param"], "zero_optimization.offload_param");
+      offloads(zero["offload_optimizer"], "zero_optimization.offload_optimizer", flags);
+  const bool params_offloaded =
+      zero.contains("offload_param") &&
+      offloads(zero["offload_param"], "zero_optimization.offload_param", flags);
   COURSE_CHECK(!params_offloaded || stage == 3,
                "DeepSpeed configuration: zero_optimization.offload_param needs stage 3 (only "
                "ZeRO-3 shards the parameters)");
@@ -135,7 +144,76 @@ void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
   COURSE_CHECK(!optimizer_offloaded || stage >= 1,
                "DeepSpeed configuration: zero_optimization.offload_optimizer needs stage 1-3 "
                "(stage 0 has no shards to offload)");
-  if (optimizer_offloaded) flags.push_back({"cpu-offload", "true"});
+  if (optimizer_offloaded) {
+    flags.push_back(entry("zero_optimization.offload_optimizer", "cpu-offload", "true"));
+  }
+}
+
+// The bucket sizes, in elements: the file's, or DeepSpeed's 5e8 where ZeRO uses them.
+void map_buckets(const json& zero, int64_t stage, std::vector<ConfigFlag>& flags) {
+  constexpr int64_t kDeepSpeedBucket = 500'000'000;
+  const auto bucket = [&](const char* key, const char* flag, bool used) {
+    const std::string where = std::string("zero_optimization.") + key;
+    if (!zero.contains(key)) {
+      if (used) flags.push_back(entry(where, flag, std::to_string(kDeepSpeedBucket), kDefault));
+      return;
+    }
+    const std::string elements = std::to_string(integer_in(zero[key], where, 1, kLargestCount));
+    flags.push_back(used ? entry(where, flag, elements)
+                         : entry(where, "", elements,
+                                 stage == 3 ? "ignored at stage 3, as in DeepSpeed: each block "
+                                              "is gathered before its use"
+                                            : "ignored at stage 0, as in DeepSpeed: nothing "
+                                              "is gathered after the step"));
+  };
+  // Stage 0 reduces in DDP's buckets, of reduce_bucket_size when the file gives it.
+  bucket("reduce_bucket_size", "reduce-bucket-size",
+         stage >= 1 || zero.contains("reduce_bucket_size"));
+  bucket("allgather_bucket_size", "allgather-bucket-size", stage == 1 || stage == 2);
+}
+
+// overlap_comm (DeepSpeed's default: at stage 3 only), reduce_scatter (default true) and
+// contiguous_gradients (always so in the lab).
+void map_zero_switches(const json& zero, int64_t stage, std::vector<ConfigFlag>& flags) {
+  const auto on_off = [&](const char* key, const char* flag, bool fallback) {
+    const std::string where = std::string("zero_optimization.") + key;
+    const bool given = zero.contains(key);
+    const bool on = given ? flag_value(zero[key], where) : fallback;
+    if (stage == 0) {
+      if (given) {
+        flags.push_back(entry(where, "", zero[key].dump(),
+                              "ignored at stage 0, as in DeepSpeed: DDP overlaps its buckets"));
+      }
+      return;
+    }
+    flags.push_back(entry(where, flag, on ? "true" : "false", given ? "" : kDefault));
+  };
+  on_off("overlap_comm", "overlap-comm", stage == 3);
+  on_off("reduce_scatter", "reduce-scatter", true);
+  if (zero.contains("contiguous_gradients")) {
+    const bool contiguous =
+        flag_value(zero["contiguous_gradients"], "zero_optimization.contiguous_gradients");
+    flags.push_back(entry("zero_optimization.contiguous_gradients", "",
+                          zero["contiguous_gradients"].dump(),
+                          contiguous ? "always so in the lab: a block's gradients are one flat "
+                                       "buffer, reduced from where backward writes them"
+                                     : "ignored: the lab's gradients are always one flat buffer "
+                                       "per block (contiguous_gradients true)"));
+  }
+}
+
+void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
+  only_keys(zero, "zero_optimization",
+            {"stage", "offload_optimizer", "offload_param", "contiguous_gradients", "overlap_comm",
+             "reduce_scatter", "reduce_bucket_size", "allgather_bucket_size"});
+  const int64_t stage =
+      zero.contains("stage") ? integer_in(zero["stage"], "zero_optimization.stage", 0, 3) : 0;
+  static const char* const kSharding[] = {"none", "zero1", "zero2", "zero3"};
+  flags.push_back(entry("zero_optimization.stage", "sharding", kSharding[stage],
+                        zero.contains("stage") ? "" : kDefault));
+  map_offload(zero, stage, flags);
+  map_buckets(zero, stage, flags);
+  map_zero_switches(zero, stage, flags);
 }
 
 void map_precision(const json& config, std::vector<ConfigFlag>& flags) {
@@ -156,9 +234,58 @@ void map_precision(const json& config, std::vector<ConfigFlag>& flags) {
   COURSE_CHECK(!(bf16 && fp16),
                "DeepSpeed configuration: bf16.enabled and fp16.enabled are both true");
   if (bf16 || fp16) {
-    flags.push_back({"amp", "true"});
-    flags.push_back({"amp-dtype", bf16 ? "bf16" : "f16"});
+    const std::string key = bf16 ? "bf16.enabled" : "fp16.enabled";
+    flags.push_back(entry(key, "amp", "true"));
+    flags.push_back(entry(key, "amp-dtype", bf16 ? "bf16" : "f16"));
   }
+}
+
+// The 1-bit optimizers' keys that choose how to communicate: the course's communicator chooses.
+void note_onebit_transport(const json& params, std::vector<ConfigFlag>& flags) {
+  static const std::vector<std::pair<std::string, std::string>> kIgnored = {
+      {"cuda_aware",
+       "ignored: the course's communicator moves device buffers itself (NCCL on GPUs, "
+       "staged through host memory otherwise)"},
+      {"comm_backend_name",
+       "ignored: the course's communicator is NCCL on GPUs and MPI otherwise, chosen by "
+       "--device"}};
+  for (const auto& [key, why] : kIgnored) {
+    if (params.contains(key)) {
+      flags.push_back(entry("optimizer.params." + key, "", params[key].dump(), why));
+    }
+  }
+}
+
+void map_optimizer_params(const json& params, bool onebit, std::vector<ConfigFlag>& flags) {
+  std::vector<std::string> known = {"lr", "betas", "eps", "weight_decay"};
+  if (onebit) known.insert(known.end(), {"freeze_step", "cuda_aware", "comm_backend_name"});
+  only_keys(params, "optimizer.params", known);
+  const auto number = [&](const char* key, const char* flag, double low, bool low_excluded) {
+    if (!params.contains(key)) return;
+    const std::string where = std::string("optimizer.params.") + key;
+    flags.push_back(
+        entry(where, flag, as_flag(number_in(params[key], where, low, kUnbounded, low_excluded))));
+  };
+  number("lr", "lr", 0, false);
+  if (params.contains("betas")) {
+    const json& betas = params["betas"];
+    COURSE_CHECK(betas.is_array() && betas.size() == 2,
+                 "DeepSpeed configuration: optimizer.params.betas must be [beta1, beta2], got ",
+                 betas.dump());
+    for (int i = 0; i < 2; ++i) {
+      const std::string where = detail::concat("optimizer.params.betas[", i, "]");
+      flags.push_back(
+          entry(where, i == 0 ? "beta1" : "beta2", as_flag(number_in(betas[i], where, 0, 1))));
+    }
+  }
+  number("eps", "eps", 0, /*low_excluded=*/true);
+  number("weight_decay", "wd", 0, false);
+  if (params.contains("freeze_step")) {
+    const int64_t steps =
+        integer_in(params["freeze_step"], "optimizer.params.freeze_step", 0, kLargestCount);
+    flags.push_back(entry("optimizer.params.freeze_step", "freeze-step", std::to_string(steps)));
+  }
+  if (onebit) note_onebit_transport(params, flags);
 }
 
 void map_optimizer(const json& optimizer, std::vector<ConfigFlag>& flags) {
@@ -176,53 +303,42 @@ void map_optimizer(const json& optimizer, std::vector<ConfigFlag>& flags) {
                                   [&](const auto& t) { return t.first == lower(type); });
   COURSE_CHECK(found != kTypes.end(), "DeepSpeed configuration: optimizer.type '", type,
                "' is not supported (Adam, AdamW, Lamb, OneBitAdam or OneBitLamb)");
-  flags.push_back({"optimizer", found->second});
-  if (!optimizer.contains("params")) return;
-  const json& params = optimizer["params"];
-  const bool onebit = found->second.starts_with("onebit");
-  std::vector<std::string> known = {"lr", "betas", "eps", "weight_decay"};
-  if (onebit) known.push_back("freeze_step");
-  only_keys(params, "optimizer.params", known);
-  const auto number = [&](const char* key, const char* flag, double low, bool low_excluded) {
-    if (!params.contains(key)) return;
-    const std::string where = std::string("optimizer.params.") + key;
-    flags.push_back({flag, as_flag(number_in(params[key], where, low, kUnbounded, low_excluded))});
-  };
-  number("lr", "lr", 0, false);
-  if (params.contains("betas")) {
-    const json& betas = params["betas"];
-    COURSE_CHECK(betas.is_array() && betas.size() == 2,
-                 "DeepSpeed configuration: optimizer.params.betas must be [beta1, beta2], got ",
-                 betas.dump());
-    for (int i = 0; i < 2; ++i) {
-      const std::string where = detail::concat("optimizer.params.betas[", i, "]");
-      flags.push_back({i == 0 ? "beta1" : "beta2", as_flag(number_in(betas[i], where, 0, 1))});
-    }
+  flags.push_back(entry("optimizer.type", "optimizer", found->second));
+  if (optimizer.contains("params")) {
+    map_optimizer_params(optimizer["params"], found->second.starts_with("onebit"), flags);
   }
-  number("eps", "eps", 0, /*low_excluded=*/true);
-  number("weight_decay", "wd", 0, false);
-  if (params.contains("freeze_step")) {
-    const int64_t steps =
-        integer_in(params["freeze_step"], "optimizer.params.freeze_step", 0, kLargestCount);
-    flags.push_back({"freeze-step", std::to_string(steps)});
+}
+
+// DeepSpeed's scheduler sets the rate: its warmup_max_lr (given or 0.001) replaces the
+// optimizer's lr, which is then said to be unused.
+void map_peak_rate(const json& params, std::vector<ConfigFlag>& flags) {
+  const bool given = params.contains("warmup_max_lr");
+  const std::string lr = given ? as_flag(number_in(params["warmup_max_lr"],
+                                                   "scheduler.params.warmup_max_lr", 0, kUnbounded))
+                               : "0.001";
+  const auto optimizers =
+      std::find_if(flags.begin(), flags.end(), [](const ConfigFlag& f) { return f.flag == "lr"; });
+  if (optimizers != flags.end()) {
+    optimizers->note = "replaced by scheduler.params.warmup_max_lr, as in DeepSpeed";
+    optimizers->flag.clear();
   }
+  flags.push_back(entry("scheduler.params.warmup_max_lr", "lr", lr, given ? "" : kDefault));
 }
 
 void map_scheduler(const json& config, std::vector<ConfigFlag>& flags) {
   if (!config.contains("scheduler")) {  // DeepSpeed without a scheduler: the optimizer's lr
-    flags.push_back({"lr-schedule", "constant"});
-    flags.push_back({"warmup-steps", "0"});
+    flags.push_back(entry("scheduler", "lr-schedule", "constant", "no scheduler: a constant rate"));
+    flags.push_back(entry("scheduler", "warmup-steps", "0", "no scheduler: no warm-up"));
     return;
   }
   const json& scheduler = config["scheduler"];
   only_keys(scheduler, "scheduler", {"type", "params"});
   const std::string type = string_in(scheduler, "type", "scheduler", "");
   COURSE_CHECK(type == "WarmupLR" || type == "WarmupDecayLR",
-               "DeepSpeed configuration: "
-               "scheduler.type '",
-               type, "' is not supported (WarmupLR or WarmupDecayLR)");
+               "DeepSpeed configuration: scheduler.type '", type,
+               "' is not supported (WarmupLR or WarmupDecayLR)");
   const bool decays = type == "WarmupDecayLR";
-  flags.push_back({"lr-schedule", decays ? "linear" : "constant"});
+  flags.push_back(entry("scheduler.type", "lr-schedule", decays ? "linear" : "constant"));
   const json params = scheduler.contains("params") ? scheduler["params"] : json::object();
   std::vector<std::string> known = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
                                     "warmup_type"};
@@ -232,27 +348,28 @@ void map_scheduler(const json& config, std::vector<ConfigFlag>& flags) {
                    (params["warmup_min_lr"].is_number() && params["warmup_min_lr"] == 0),
                "DeepSpeed configuration: scheduler.params.warmup_min_lr other than 0 is not "
                "supported (the lab warms up from 0)");
-  COURSE_CHECK(string_in(params, "warmup_type", "scheduler.params", "") == "linear",
-               "DeepSpeed configuration: the lab warms up linearly; write \"warmup_type\": "
-               "\"linear\" in scheduler.params (DeepSpeed's default is \"log\")");
-  if (params.contains("warmup_max_lr")) {
-    const std::string lr = as_flag(
-        number_in(params["warmup_max_lr"], "scheduler.params.warmup_max_lr", 0, kUnbounded));
-    const auto given = std::find_if(flags.begin(), flags.end(),
-                                    [](const ConfigFlag& f) { return f.flag == "lr"; });
-    COURSE_CHECK(given == flags.end() || given->value == lr,
-                 "DeepSpeed configuration: optimizer.params.lr ", given->value,
-                 " and scheduler.params.warmup_max_lr ", lr, " disagree");
-    if (given == flags.end()) flags.push_back({"lr", lr});
-  }
+  const std::string shape = string_in(params, "warmup_type", "scheduler.params", "log");
+  COURSE_CHECK(shape == "linear" || shape == "log",
+               "DeepSpeed configuration: scheduler.params."
+               "warmup_type '",
+               shape, "' is not supported (log or linear)");
+  flags.push_back(entry("scheduler.params.warmup_type", "warmup-type", shape,
+                        params.contains("warmup_type") ? "" : kDefault));
+  map_peak_rate(params, flags);
   const auto steps = [&](const char* key, int64_t low) {
     return std::to_string(
         integer_in(params[key], std::string("scheduler.params.") + key, low, kLargestCount));
   };
-  flags.push_back(
-      {"warmup-steps", params.contains("warmup_num_steps") ? steps("warmup_num_steps", 0) : "0"});
-  if (params.contains("total_num_steps")) {
-    flags.push_back({"lr-decay-steps", steps("total_num_steps", 1)});
+  const bool warmup_given = params.contains("warmup_num_steps");
+  flags.push_back(entry("scheduler.params.warmup_num_steps", "warmup-steps",
+                        warmup_given ? steps("warmup_num_steps", 0) : "1000",
+                        warmup_given ? "" : kDefault));
+  COURSE_CHECK(!decays || params.contains("total_num_steps"),
+               "DeepSpeed configuration: WarmupDecayLR needs scheduler.params.total_num_steps "
+               "(DeepSpeed has no default for it)");
+  if (decays) {
+    flags.push_back(
+        entry("scheduler.params.total_num_steps", "lr-decay-steps", steps("total_num_steps", 1)));
   }
 }
 
@@ -285,7 +402,9 @@ class DeepSpeedConfigFile : public CLI::Config {
     }
     resolved_->from_file = flags;
     std::vector<CLI::ConfigItem> items;
-    for (const ConfigFlag& f : flags) items.push_back({.name = f.flag, .inputs = {f.value}});
+    for (const ConfigFlag& f : flags) {
+      if (!f.flag.empty()) items.push_back({.name = f.flag, .inputs = {f.value}});
+    }
     return items;
   }
 
@@ -298,12 +417,13 @@ class DeepSpeedConfigFile : public CLI::Config {
 std::vector<ConfigFlag> deepspeed_flags(const nlohmann::json& config) {
   only_keys(config, "",
             {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-             "gradient_clipping", "steps_per_print", "zero_optimization", "bf16", "fp16",
-             "optimizer", "scheduler"});
+             "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "zero_optimization",
+             "bf16", "fp16", "optimizer", "scheduler"});
   std::vector<ConfigFlag> flags;
   const auto count = [&](const char* key, const char* flag) {
     if (config.contains(key)) {
-      flags.push_back({flag, std::to_string(integer_in(config[key], key, 1, kLargestCount))});
+      flags.push_back(
+          entry(key, flag, std::to_string(integer_in(config[key], key, 1, kLargestCount))));
     }
   };
   count("train_batch_size", "train-batch-size");
@@ -311,9 +431,15 @@ std::vector<ConfigFlag> deepspeed_flags(const nlohmann::json& config) {
   count("gradient_accumulation_steps", "accumulate");
   if (config.contains("gradient_clipping")) {
     const double norm = number_in(config["gradient_clipping"], "gradient_clipping", 0, kUnbounded);
-    if (norm != 0) flags.push_back({"clip-grad-norm", as_flag(norm)});
+    flags.push_back(norm != 0 ? entry("gradient_clipping", "clip-grad-norm", as_flag(norm))
+                              : entry("gradient_clipping", "", "0", "0: no clipping"));
   }
   count("steps_per_print", "log-every");
+  if (config.contains("wall_clock_breakdown")) {
+    const bool breakdown = flag_value(config["wall_clock_breakdown"], "wall_clock_breakdown");
+    flags.push_back(
+        entry("wall_clock_breakdown", "wall-clock-breakdown", breakdown ? "true" : "false"));
+  }
   if (config.contains("zero_optimization")) map_zero(config["zero_optimization"], flags);
   map_precision(config, flags);
   if (config.contains("optimizer")) map_optimizer(config["optimizer"], flags);
@@ -322,29 +448,32 @@ std::vector<ConfigFlag> deepspeed_flags(const nlohmann::json& config) {
 }
 
 std::string ResolvedConfig::summary() const {
-  std::string text = "--config " + file + ":";
+  std::string text = "--config " + file + ", each key as the run took it:";
+  const auto line = [&](const ConfigFlag& f, const std::string& taken) {
+    std::string key = "  " + f.key;
+    key.resize(std::max<size_t>(key.size() + 2, 44), ' ');
+    text += "\n" + key + taken + (f.note.empty() ? "" : " (" + f.note + ")");
+  };
   for (const ConfigFlag& f : from_file) {
-    text += " --" + f.flag + (f.value == "true" ? "" : " " + f.value);
+    if (f.flag.empty()) {
+      text += "\n  " + f.key + " " + f.value + ": " + f.note;
+      continue;
+    }
+    const bool is_switch = f.value == "true" || f.value == "false";
+    line(f,
+         is_switch ? (f.value == "true" ? "--" : "--no-") + f.flag : "--" + f.flag + " " + f.value);
   }
-  if (!overridden.empty()) {
-    text += " (the command line's";
-    for (const ConfigFlag& f : overridden) text += " --" + f.flag;
-    text += " instead of the file's)";
+  for (const ConfigFlag& f : overridden) {
+    line({.flag = f.flag, .key = f.key},
+         "the command line's --" + f.flag + ", not the file's " + f.value);
   }
   return text;
-}
-
-void add_deepspeed_config_flag(CLI::App& app, std::shared_ptr<ResolvedConfig> resolved) {
-  app.config_formatter(std::make_shared<DeepSpeedConfigFile>(resolved));
-  app.set_config("--config", "",
-                 "a DeepSpeed configuration (ds_config.json): its keys as this lab's flags "
-                 "(README.md, Part 9); flags on the command line win over the file's");
 }
 
 namespace {
 
 // Whether `args` give the option `flag` names, by any of its names ("-b 8", "-b8", "--batch-size
-// 8", "--batch-size=8").
+// 8", "--batch-size=8", and a switch's "--no-" form).
 bool given_on_command_line(const CLI::App& app, const std::string& flag,
                            const std::vector<std::string>& args) {
   const CLI::Option* option = app.get_option_no_throw("--" + flag);
@@ -352,6 +481,7 @@ bool given_on_command_line(const CLI::App& app, const std::string& flag,
   if (option != nullptr) {
     longs = option->get_lnames();
     shorts = option->get_snames();
+    for (const std::string& name : option->get_fnames()) longs.push_back(name);
   }
   return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
     const bool as_long = std::any_of(longs.begin(), longs.end(), [&](const std::string& name) {
@@ -366,13 +496,49 @@ bool given_on_command_line(const CLI::App& app, const std::string& flag,
 
 }  // namespace
 
+void add_deepspeed_config_flag(CLI::App& app, std::shared_ptr<ResolvedConfig> resolved) {
+  app.config_formatter(std::make_shared<DeepSpeedConfigFile>(resolved));
+  app.set_config("--config", "",
+                 "a DeepSpeed configuration (ds_config.json): its keys as this lab's flags "
+                 "(README.md, Part 9); flags on the command line win over the file's");
+}
+
 void resolve_config(ResolvedConfig& resolved, const CLI::App& app,
                     const std::vector<std::string>& args) {
   std::vector<ConfigFlag> taken;
   for (const ConfigFlag& f : resolved.from_file) {
-    (given_on_command_line(app, f.flag, args) ? resolved.overridden : taken).push_back(f);
+    const bool overridden = !f.flag.empty() && given_on_command_line(app, f.flag, args);
+    (overridden ? resolved.overridden : taken).push_back(f);
   }
   resolved.from_file = std::move(taken);
+}
+
+BatchSizes complete_batch_sizes(BatchSizes given, int64_t data_ranks) {
+  COURSE_CHECK(given.train > 0 || given.micro > 0,
+               "DeepSpeed's batch sizes need train_batch_size or train_micro_batch_size_per_gpu");
+  BatchSizes out = given;
+  const auto divided = [&](int64_t whole, int64_t by, const char* missing) {
+    COURSE_CHECK(by > 0 && whole % by == 0, "train_batch_size ", given.train,
+                 " does not divide into ", by, " (", missing, " cannot be derived: ", data_ranks,
+                 " data-parallel rank(s))");
+    return whole / by;
+  };
+  if (given.train > 0 && given.micro > 0 && given.accumulation == 0) {
+    out.accumulation = divided(given.train, given.micro * data_ranks,
+                               "gradient_accumulation_steps = train / (micro x ranks)");
+  } else if (given.train > 0 && given.micro == 0) {
+    if (out.accumulation == 0) out.accumulation = 1;
+    out.micro = divided(given.train, out.accumulation * data_ranks,
+                        "train_micro_batch_size_per_gpu = train / (accumulation x ranks)");
+  } else if (given.train == 0) {
+    if (out.accumulation == 0) out.accumulation = 1;
+    out.train = given.micro * out.accumulation * data_ranks;
+  }
+  COURSE_CHECK(out.train == out.micro * out.accumulation * data_ranks, "train_batch_size ",
+               out.train, " is not train_micro_batch_size_per_gpu ", out.micro,
+               " x gradient_accumulation_steps ", out.accumulation, " x ", data_ranks,
+               " data-parallel rank(s) = ", out.micro * out.accumulation * data_ranks);
+  return out;
 }
 
 }  // namespace course::train

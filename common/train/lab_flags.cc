@@ -110,6 +110,9 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::vector<std::string>& m
                  "steps between reads of the training loss from the device (the progress line, "
                  "TensorBoard, the divergence check): the GPU is never waited for in between")
       ->capture_default_str();
+  app.add_flag("--wall-clock-breakdown", f.wall_clock_breakdown,
+               "every --log-every steps, each phase's mean time over the steps since the last "
+               "such line (DeepSpeed's wall_clock_breakdown; read when the loss is)");
   app.add_flag("--amp", f.amp, "mixed precision");
   app.add_option_function<std::string>(
          "--amp-dtype", [&f](const std::string& name) { f.amp_dtype = parse_dtype(name); },

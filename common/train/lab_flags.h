@@ -34,7 +34,8 @@ struct RunFlags {
   float label_smoothing = 0.1f;
   bool test = false;  // run --test-nsteps steps, report speed, skip validation
   int64_t test_nsteps = 50;
-  int64_t log_every = 10;  // steps between reads of the loss from the device
+  int64_t log_every = 10;             // steps between reads of the loss from the device
+  bool wall_clock_breakdown = false;  // each phase's time printed every log_every steps
   bool amp = false;
   DType amp_dtype = DType::kBF16;
   bool channels_last = false;

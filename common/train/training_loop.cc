@@ -228,6 +228,12 @@ int64_t TrainingLoop::run_steps(int64_t epoch, int64_t first, Chronometer& chron
         events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
       }
       result.read_waits += host_waits() - before_read;
+      if (flags_.wall_clock_breakdown && lead() && optimizer.steps() % flags_.log_every == 0) {
+        const ChronometerReport now = chrono.report();
+        std::printf("step %lld %s\n", static_cast<long long>(optimizer.steps()),
+                    now.breakdown_since(last_breakdown_).c_str());
+        last_breakdown_ = now;
+      }
       if (hooks_.after_step) hooks_.after_step(optimizer.steps(), read.last);
       progress.update(b + 1, read.last);
     };

@@ -157,6 +157,7 @@ class TrainingLoop {
   LoopConfig config_;
   LoopHooks hooks_;
   int64_t start_epoch_ = 0, start_batch_ = 0;
+  ChronometerReport last_breakdown_;         // --wall-clock-breakdown's previous line
   std::unique_ptr<EventFileWriter> events_;  // with --logdir, on the lead rank
   std::unique_ptr<EnergyMeter> energy_;      // while run() runs
   std::chrono::steady_clock::time_point run_started_;

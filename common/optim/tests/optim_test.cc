@@ -211,6 +211,17 @@ TEST(Schedule, CosineWarmupAndNames) {
   EXPECT_FLOAT_EQ(linear->lr_at(10), 0.0f);
   EXPECT_FLOAT_EQ(linear->lr_at(12), 0.0f);
   EXPECT_THROW(make_schedule(ScheduleKind::kLinear, 1.0f, 10, 10), Error);
+  // DeepSpeed's WarmupLR with its defaults (log, 1000 steps, up to 0.001): at its iteration
+  // i = step + 1 the rate is 0.001 log(i + 1) / log(1000), a third of it at i = 9, two thirds at
+  // i = 99, all of it from i = 1000. With fewer than 2 steps it warms up over 2, as DeepSpeed.
+  auto log_warmup = make_schedule(ScheduleKind::kConstant, 1e-3f, 5000, 1000, 0, WarmupShape::kLog);
+  EXPECT_FLOAT_EQ(log_warmup->lr_at(0), 1e-3f * std::log(2.0f) / std::log(1000.0f));
+  EXPECT_FLOAT_EQ(log_warmup->lr_at(8), 1e-3f / 3);
+  EXPECT_FLOAT_EQ(log_warmup->lr_at(98), 2e-3f / 3);
+  EXPECT_FLOAT_EQ(log_warmup->lr_at(999), 1e-3f);
+  EXPECT_FLOAT_EQ(log_warmup->lr_at(4000), 1e-3f);
+  EXPECT_FLOAT_EQ(with_warmup(constant_schedule(1.0f), 1, WarmupShape::kLog)->lr_at(0), 1.0f);
+  EXPECT_STREQ(warmup_shape_name(WarmupShape::kLog), "log");
   EXPECT_THROW(one_cycle_schedule(1.0f, 2), Error);
   const std::string error = course::testing::error_of([] { one_cycle_schedule(1.0f, 3); });
   EXPECT_NE(error.find("3 step(s)"), std::string::npos) << error;

@@ -20,7 +20,8 @@ DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
                                   .forward_prefetch = o.forward_prefetch,
                                   .shard_group_size = o.shard_group_size,
                                   .cpu_offload = o.cpu_offload,
-                                  .param_dtype = o.param_dtype};
+                                  .param_dtype = o.param_dtype,
+                                  .communication = o.communication};
     sdp_ = std::make_unique<ShardedDataParallel>(model_, blocks, comm, options);
     description_ = sharding_name(*o.sharding) + " over " + ranks + " (backward prefetch " +
                    backward_prefetch_name(o.backward_prefetch);
@@ -29,7 +30,7 @@ DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
     if (o.param_dtype != DType::kF32) {
       description_ += ", " + std::string(dtype_name(o.param_dtype)) + " parameters";
     }
-    description_ += ")";
+    description_ += communication_note(o.communication) + ")";
   } else if (comm->size() > 1) {
     ddp_ = std::make_unique<DistributedDataParallel>(
         model_, comm,

@@ -27,6 +27,7 @@ struct DataParallelOptions {
   int shard_group_size = 0;         // hybrid-shard's group (0: the ranks of a node)
   bool cpu_offload = false;         // the shards in host memory
   DType param_dtype = DType::kF32;  // sharded modes' compute copies (f16/bf16: mixed precision)
+  ZeroCommunication communication;  // sharded modes' buckets and overlap (DeepSpeed's keys)
   int64_t bucket_bytes = kBucketCapBytes;  // DDP's buckets
   int64_t first_bucket_bytes = kFirstBucketCapBytes;
 };

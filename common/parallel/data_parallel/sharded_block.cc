@@ -1,4 +1,4 @@
-// Gather before use, reduce-scatter after backward, free as the strategy says.
+// Gather before use, reduce after backward, free as the strategy says.
 #include "common/parallel/data_parallel/sharded_block.h"
 
 namespace course::parallel {
@@ -15,9 +15,11 @@ ShardedBlock::ShardedBlock(nn::ModulePtr inner, const ShardGroups& groups,
   }
 }
 
-void ShardedBlock::set_neighbours(ShardedBlock* previous, ShardedBlock* next) {
+void ShardedBlock::set_neighbours(ShardedBlock* previous, ShardedBlock* next,
+                                  ReductionBuckets* reductions) {
   previous_ = previous;
   next_ = next;
+  reductions_ = reductions;
 }
 
 Tensor ShardedBlock::run_forward(const Tensor& x, nn::Context& ctx) {
@@ -36,10 +38,7 @@ Tensor ShardedBlock::run_backward(const Tensor& dy, nn::Context& ctx) {
   }
   unit_.allocate_gradients();
   Tensor dx = inner_->backward(dy, ctx.child(0));
-  unit_.reduce_gradients(policy_.keep_full_gradients);
-  // The block after this one reduced while this one computed: complete it, freeing its full
-  // gradients, so at most two blocks' full gradients exist at a time.
-  if (next_) next_->unit_.finish_reduction();
+  reductions_->add(unit_);
   if (prefetch && options_.backward_prefetch == BackwardPrefetch::kPost) {
     previous_->unit_.start_gather();
   }

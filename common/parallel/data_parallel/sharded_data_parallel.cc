@@ -31,7 +31,9 @@ ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& bloc
     : model_(model),
       groups_(make_shard_groups(
           comm, parallel::shard_group_size(options, comm->size(), comm->local_size()))),
-      policy_(policy_of(options.sharding)) {
+      policy_(policy_of(options.sharding)),
+      reductions_(options.communication, policy_.keep_full_gradients),
+      allgather_bucket_elements_(options.communication.allgather_bucket_elements) {
   blocks.wrap_children([&](nn::ModulePtr block) -> nn::ModulePtr {
     if (block->parameters().empty()) return block;
     return std::make_unique<ShardedBlock>(std::move(block), groups_, options);
@@ -42,7 +44,8 @@ ShardedDataParallel::ShardedDataParallel(nn::Module& model, nn::Sequential& bloc
   }
   for (size_t i = 0; i < blocks_.size(); ++i) {
     blocks_[i].second->set_neighbours(i > 0 ? blocks_[i - 1].second : nullptr,
-                                      i + 1 < blocks_.size() ? blocks_[i + 1].second : nullptr);
+                                      i + 1 < blocks_.size() ? blocks_[i + 1].second : nullptr,
+                                      &reductions_);
   }
   const ShardingUnits units = sharding_units(model_, blocks);
   const std::vector<nn::Parameter*> rest = !units.empty() && units.front().first == "root"
@@ -76,8 +79,22 @@ void ShardedDataParallel::zero_grad() {
 
 void ShardedDataParallel::after_step() {
   if (policy_.reshard_after_backward) return;
-  for (ShardedUnit* unit : units()) unit->start_refresh();
-  for (ShardedUnit* unit : units()) unit->finish_refresh();
+  // DeepSpeed's allgather_bucket_size: a unit's gather waits for those in flight once they hold
+  // that many elements (0: none waits).
+  std::vector<ShardedUnit*> in_flight;
+  int64_t in_flight_elements = 0;
+  for (ShardedUnit* unit : units()) {
+    if (allgather_bucket_elements_ > 0 && !in_flight.empty() &&
+        in_flight_elements + unit->padded_numel() > allgather_bucket_elements_) {
+      for (ShardedUnit* gathering : in_flight) gathering->finish_refresh();
+      in_flight.clear();
+      in_flight_elements = 0;
+    }
+    unit->start_refresh();
+    in_flight.push_back(unit);
+    in_flight_elements += unit->padded_numel();
+  }
+  for (ShardedUnit* unit : in_flight) unit->finish_refresh();
 }
 
 void ShardedDataParallel::gather_all() {
@@ -115,8 +132,8 @@ Tensor ShardedDataParallel::run_forward(const Tensor& x, nn::Context& ctx) {
 Tensor ShardedDataParallel::run_backward(const Tensor& dy, nn::Context& ctx) {
   if (root_) root_->allocate_gradients();
   Tensor dx = model_.backward(dy, ctx.child_fed_input(0));
-  if (root_) root_->reduce_gradients(policy_.keep_full_gradients);
-  for (ShardedUnit* unit : units()) unit->finish_reduction();
+  if (root_) reductions_.add(*root_);
+  reductions_.finish();
   if (root_ && policy_.reshard_after_backward) root_->release();
   return dx;
 }

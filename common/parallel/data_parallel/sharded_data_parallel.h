@@ -68,6 +68,8 @@ class ShardedDataParallel : public nn::Module {
   ShardingPolicy policy_;
   std::vector<std::pair<std::string, ShardedBlock*>> blocks_;
   std::unique_ptr<ShardedUnit> root_;  // null when every parameter is in a block
+  ReductionBuckets reductions_;
+  int64_t allgather_bucket_elements_;
 };
 
 }  // namespace course::parallel

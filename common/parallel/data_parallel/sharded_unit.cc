@@ -93,11 +93,18 @@ void ShardedUnit::allocate_gradients() {
   if (!has_gradients()) flat_.bind_grads(zeros_on(flat_.padded_numel(), flat_.device()));
 }
 
-void ShardedUnit::reduce_gradients(bool keep) {
+void ShardedUnit::reduce_gradients(bool keep, GradientReduction how) {
   COURSE_CHECK(has_gradients(), "reducing the gradients of a unit that has none bound");
   COURSE_CHECK(!reducing_, "a unit's gradients reduced twice in one backward pass");
-  reduced_ = Tensor::empty({shard_range().size()}, DType::kF32, flat_.device());
-  reducing_ = groups_.shard->reduce_scatter(flat_.grads(), reduced_);
+  reduced_whole_ = how == GradientReduction::kAllReduce;
+  if (reduced_whole_) {
+    // In place, unless ZeRO-1 keeps the full gradients: they must stay this rank's own.
+    reduced_ = keep ? flat_.grads().clone() : flat_.grads();
+    reducing_ = groups_.shard->allreduce(reduced_);
+  } else {
+    reduced_ = Tensor::empty({shard_range().size()}, DType::kF32, flat_.device());
+    reducing_ = groups_.shard->reduce_scatter(flat_.grads(), reduced_);
+  }
   keep_gradients_ = keep;
 }
 
@@ -105,6 +112,10 @@ void ShardedUnit::finish_reduction() {
   if (!reducing_) return;
   wait_for(*reducing_);
   reducing_.reset();
+  if (reduced_whole_) {
+    const nn::FlatRange mine = shard_range();
+    reduced_ = reduced_.slice(mine.begin, mine.end);
+  }
   // The replicas' sums of this shard (HYBRID_SHARD, NO_SHARD) add up to the world's.
   if (groups_.replicate && groups_.replicate->size() > 1) {
     wait_for(*groups_.replicate->allreduce(reduced_));

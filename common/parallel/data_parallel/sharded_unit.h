@@ -41,6 +41,11 @@ struct ShardGroups {
 // groups across them. Throws unless shard_size divides the world's size.
 ShardGroups make_shard_groups(std::shared_ptr<Communicator> world, int shard_size);
 
+// How a unit's full gradients become its shard's: a reduce-scatter (each rank receives its
+// shard's sum), or DeepSpeed's reduce_scatter false, an all-reduce of the whole gradient of
+// which each rank keeps its shard (twice the bytes moved).
+enum class GradientReduction { kReduceScatter, kAllReduce };
+
 class ShardedUnit {
  public:
   // Collective over groups.world: every rank passes parameters of the same shapes; world rank
@@ -70,12 +75,13 @@ class ShardedUnit {
   const Tensor& outgoing_shard();
   DType param_dtype() const { return param_dtype_; }
 
+  int64_t padded_numel() const { return flat_.padded_numel(); }  // the full values' elements
   void allocate_gradients();  // zeroed full gradients, bound to the parameters
   bool has_gradients() const { return flat_.grads().defined(); }
-  // Launches the reduce-scatter of the full gradients into this rank's shard; `keep` keeps the
+  // Launches the reduction of the full gradients into this rank's shard; `keep` keeps the
   // full gradients bound (ZeRO-1 zeroes and reuses them), otherwise they are freed once the
   // reduction is complete.
-  void reduce_gradients(bool keep);
+  void reduce_gradients(bool keep, GradientReduction how = GradientReduction::kReduceScatter);
   // Waits for the reduction, adds its average over the ranks into shard().grad (so
   // micro-batches accumulate) and frees the full gradients unless kept.
   void finish_reduction();
@@ -97,7 +103,8 @@ class ShardedUnit {
   Tensor incoming_;  // the full values being gathered
   WorkPtr gathering_;
   WorkPtr refreshing_;
-  Tensor reduced_;  // this rank's block of the gradient sum, being reduced
+  Tensor reduced_;              // the gradient sum being reduced: this rank's block, or all of it
+  bool reduced_whole_ = false;  // an all-reduce: this rank's block is a slice of reduced_
   WorkPtr reducing_;
   bool keep_gradients_ = false;
   IntervalTimer waits_;

@@ -29,6 +29,19 @@ ShardingPolicy policy_of(Sharding sharding) {
   COURSE_FAIL("unknown sharding strategy");
 }
 
+std::string communication_note(const ZeroCommunication& c) {
+  std::string note;
+  if (c.reduce_bucket_elements > 0) {
+    note += ", reduce buckets of " + std::to_string(c.reduce_bucket_elements) + " elements";
+  }
+  if (c.allgather_bucket_elements > 0) {
+    note += ", all-gathers of at most " + std::to_string(c.allgather_bucket_elements);
+  }
+  if (!c.overlap) note += ", reductions not overlapped";
+  if (!c.reduce_scatter) note += ", all-reduce";
+  return note;
+}
+
 const std::vector<std::string>& sharding_names() {
   static const std::vector<std::string> names = {"zero1",         "zero2",        "zero3",
                                                  "shard-grad-op", "hybrid-shard", "no-shard"};

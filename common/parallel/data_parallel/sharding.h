@@ -9,6 +9,7 @@
 //   no-shard        every rank a whole copy, gradients all-reduced (FSDP's NO_SHARD: DDP)
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,19 @@ enum class Sharding { kZero1, kZero2, kZero3, kShardGradOp, kHybridShard, kNoSha
 // block's gradient computation (most overlap, two blocks' values held) or after it.
 enum class BackwardPrefetch { kNone, kPre, kPost };
 
+// DeepSpeed's ZeRO communication settings (ds_config.json's zero_optimization), the sizes in
+// elements as DeepSpeed counts them.
+struct ZeroCommunication {
+  // reduce_bucket_size: the blocks' reductions wait until this many gradient elements do, then
+  // launch together (reduction_buckets.h; 0: each block's as soon as its backward ends).
+  int64_t reduce_bucket_elements = 0;
+  // allgather_bucket_size: ZeRO-1 and 2 gather the updated shards after the step with at most
+  // this many elements in flight (0: every unit's at once).
+  int64_t allgather_bucket_elements = 0;
+  bool overlap = true;         // overlap_comm: reductions run on while backward goes on
+  bool reduce_scatter = true;  // reduce_scatter; off: all-reduce, each rank keeping its shard
+};
+
 struct ShardingOptions {
   Sharding sharding = Sharding::kZero3;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
@@ -34,7 +48,12 @@ struct ShardingOptions {
   // FSDP's mixed precision: the dtype of the gathered values the layers compute from (f16 or
   // bf16 halves gathers and memory); master shards, gradients and reductions stay f32.
   DType param_dtype = DType::kF32;
+  ZeroCommunication communication;
 };
+
+// What `c` changes from the defaults, for a run's description: ", reduce buckets of N
+// elements, all-gathers of at most M, reductions not overlapped, all-reduce" (empty: none).
+std::string communication_note(const ZeroCommunication& c);
 
 // The ranks one copy of the model is cut over with these options on `world_size` ranks of
 // `node_size` per node: hybrid-shard's group, 1 for no-shard, else all of them.

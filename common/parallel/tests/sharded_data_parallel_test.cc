@@ -21,6 +21,7 @@
 #include "common/nn/model_pieces.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/data_parallel/ddp.h"
+#include "common/parallel/data_parallel/reduction_buckets.h"
 #include "common/parallel/tests/parity_subjects.h"
 #include "common/testing/parameter_values.h"
 #include "common/testing/tolerance.h"
@@ -249,6 +250,72 @@ TEST(ShardedParity, ParametersFreedAfterForwardAreMarkedReleasedBetweenThePasses
       released += p->released_between_passes;
     }
     EXPECT_EQ(released > 0, name == "zero3" || name == "hybrid-shard") << name;
+  }
+}
+
+// DeepSpeed's zero_optimization keys change when the reductions and gathers run and which
+// collective they use, never the sums: each setting trains as DDP does. The GPT's units hold
+// 96 to 1,280 elements, so a bucket of 1,500 closes every other unit or two, unevenly.
+TEST(ShardedParity, DeepSpeedsBucketsAndOverlapTrainAsDdp) {
+  const Trace ddp = train_ddp(gpt_subject(), gpt_batch);
+  const std::vector<std::pair<std::string, ZeroCommunication>> settings = {
+      {"one bucket of 5e8, no overlap",
+       {.reduce_bucket_elements = 500'000'000,
+        .allgather_bucket_elements = 500'000'000,
+        .overlap = false}},
+      {"buckets of 1,500, all-reduce",
+       {.reduce_bucket_elements = 1500,
+        .allgather_bucket_elements = 1500,
+        .reduce_scatter = false}},
+      {"each unit alone, gathered one at a time, all-reduce without overlap",
+       {.reduce_bucket_elements = 1,
+        .allgather_bucket_elements = 1,
+        .overlap = false,
+        .reduce_scatter = false}}};
+  for (const std::string name : {"zero1", "zero2", "zero3"}) {
+    for (const auto& [what, communication] : settings) {
+      expect_same_training(
+          train_sharded(gpt_subject(), gpt_batch,
+                        {.sharding = parse_sharding(name), .communication = communication}),
+          ddp, name + ", " + what);
+    }
+  }
+}
+
+// The bucket's rule itself, on three units of uneven sizes: nothing is sent before the waiting
+// units hold reduce_bucket_elements; then all of them go together; overlap leaves them in
+// flight (their full gradients bound) until the next bucket launches or backward ends, and
+// without it they are complete at once. reduce_scatter false sends all-reduces.
+TEST(ShardedParity, AReductionBucketLaunchesOnceItHoldsItsElements) {
+  for (const bool overlap : {true, false}) {
+    for (const bool scatter : {true, false}) {
+      auto comm = world()->split(0, world()->rank());
+      std::vector<nn::Parameter> params;
+      for (int64_t n : {37, 64, 11}) params.emplace_back(zeros({n}), zeros({n}));
+      std::vector<std::unique_ptr<ShardedUnit>> units;
+      for (nn::Parameter& p : params) {
+        units.push_back(std::make_unique<ShardedUnit>(std::vector<nn::Parameter*>{&p}, comm));
+        units.back()->allocate_gradients();
+      }
+      const int64_t first_two = units[0]->padded_numel() + units[1]->padded_numel();
+      ReductionBuckets buckets(
+          {.reduce_bucket_elements = first_two, .overlap = overlap, .reduce_scatter = scatter},
+          /*keep_full_gradients=*/false);
+      const auto sent = [&] { return comm->traffic().collectives; };
+      const int64_t before = sent();
+      buckets.add(*units[0]);
+      EXPECT_EQ(sent(), before) << "a bucket below its size launched";
+      buckets.add(*units[1]);
+      EXPECT_EQ(sent(), before + 2) << "the full bucket's two reductions";
+      EXPECT_EQ(units[0]->has_gradients(), overlap) << "overlap " << overlap;
+      const double scattered = comm->traffic().reduce_scatter_bytes;
+      EXPECT_EQ(scattered > 0, scatter) << "reduce_scatter " << scatter;
+      buckets.add(*units[2]);
+      EXPECT_EQ(sent(), before + 2) << "the last unit waits for the end of backward";
+      buckets.finish();
+      EXPECT_EQ(sent(), before + 3);
+      for (const auto& unit : units) EXPECT_FALSE(unit->has_gradients());
+    }
   }
 }
 
