@@ -167,17 +167,15 @@ Tensor mask_2_4(const Tensor& weight) {
   return mask;
 }
 
-Tensor onebit_compress(const Tensor& values, Tensor& error, int64_t chunk) {
+Tensor onebit_compress(const Tensor& values, Tensor& error) {
   COURSE_CHECK(values.dtype() == course::DType::kF32 && values.device().is_cpu() &&
                    error.dtype() == course::DType::kF32 && error.device().is_cpu() &&
-                   error.numel() == values.numel(),
+                   error.numel() == values.numel() && values.numel() > 0,
                "onebit_compress takes f32 CPU values and an error of their size, got ",
                values.str(), " and ", error.str());
-  COURSE_CHECK(chunk > 0, "onebit_compress: chunks must hold elements, got ", chunk);
   Tensor compressed = Tensor::empty(values.shape(), course::DType::kF32);
-  // BEGIN EXERCISE TP4.22: per chunk, the mean magnitude with each sign; the residual carried
-  ::course::exercise_todo("TP4.22",
-                          "per chunk, the mean magnitude with each sign; the residual carried",
+  // BEGIN EXERCISE TP4.22: the root mean square with each sign; the residual carried
+  ::course::exercise_todo("TP4.22", "the root mean square with each sign; the residual carried",
                           "day4_large_models/README.md#tp422");
   // END EXERCISE
   return compressed;

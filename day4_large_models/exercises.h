@@ -157,15 +157,14 @@ QuantizedWeight quantize_per_channel(const Tensor& weight);
 // f32, of the weight's shape. The GPU's sparse tensor cores skip the zeros of this pattern.
 Tensor mask_2_4(const Tensor& weight);
 
-// TP4.22: 1-bit compression with error feedback, what 1-bit Adam and 1-bit LAMB send of their
-// momentum (Part 9). `values` (n,) f32 on the CPU plus `error` (n,), the residual the last call
-// left, are compressed chunk by chunk, chunks of `chunk` elements from the first (the last one
-// shorter when `chunk` does not divide n): with v = values + error, a chunk becomes
-//   scale = the mean of |v| over the chunk's elements,
-//   compressed[i] = +scale where v[i] >= 0, else -scale,
-// one sign bit per element and one scale per chunk on the wire. Returns the compressed values
+// TP4.22: 1-bit compression with error feedback, what 1-bit Adam and 1-bit LAMB send of each
+// momentum tensor (Part 9), as DeepSpeed's compressed all-reduce does it. `values` (n,) f32 on
+// the CPU plus `error` (n,), the residual the last call left, become, with v = values + error,
+//   scale = the root mean square of v: sqrt((v[0]^2 + ... + v[n-1]^2) / n),
+//   compressed[i] = -scale where v[i] < 0, else +scale,
+// one sign bit per element and one scale per tensor on the wire. Returns the compressed values
 // (what the receiver rebuilds) and leaves in `error` what compression lost, v - compressed, which
 // the next call adds back: over steps, nothing is lost for good.
-Tensor onebit_compress(const Tensor& values, Tensor& error, int64_t chunk);
+Tensor onebit_compress(const Tensor& values, Tensor& error);
 
 }  // namespace day4

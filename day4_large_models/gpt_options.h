@@ -177,19 +177,15 @@ GptLabOptions parse_gpt_options(int argc, char** argv);
 // Checks value ranges and combinations that flags alone cannot (throws course::Error).
 void validate(const GptLabOptions& options);
 
-// DeepSpeed's rule for a --train-batch-size given without --batch-size or --accumulate (by the
-// file or the command line): the missing one derived over the run's data-parallel ranks (the
-// pipeline's --micro-batches being its accumulation). Throws when they do not divide.
+// DeepSpeed's rule for a --train-batch-size given (by the file or the command line): with
+// --batch-size and --accumulate both given, checked against them over the run's data-parallel
+// ranks (the pipeline's --micro-batches being its accumulation), else the missing one derived.
+// Throws when they do not divide or multiply to it.
 void complete_train_batch(GptLabOptions& options, int ranks);
 
 // complete_train_batch over `ranks` (or --estimate-ranks), then validate, as a check every rank
 // meets alike (rank 0 alone says why).
 void validate_on_every_rank(GptLabOptions& options, int ranks);
-
-// Throws unless `train_batch_size` (--train-batch-size, when given) is the windows or images of
-// a step over every replica: --batch-size x `micro_batches` x `data_ranks`.
-void validate_train_batch(int64_t train_batch_size, int64_t batch_size, int64_t micro_batches,
-                          int data_ranks);
 
 // Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks.
 void validate_run_ranks(const DataParallelChoice& data_parallel, int ranks);

@@ -220,8 +220,6 @@ GptLabResult run_gpt_lab(GptLabOptions o) {
   std::mt19937 rng(o.seed);
   nn::Gpt model(config, rng, device, o.model.checkpoint_activations);
   const auto parallelism = make_parallelism(model, comm, {o.grid, o.data_parallel, o.run});
-  validate_train_batch(o.train_batch_size, o.run.batch_size, parallelism->micro_batches(),
-                       parallelism->data_ranks());
   RunWindows windows = run_windows(text, context, o, *parallelism, *comm);
   LabOptimizer optimizer = make_lab_optimizer(o.optimizer, o.run, *parallelism, comm,
                                               o.run.epochs * windows.steps_per_epoch);

@@ -400,13 +400,4 @@ void complete_train_batch(GptLabOptions& o, int ranks) {
   }
 }
 
-void validate_train_batch(int64_t train_batch_size, int64_t batch_size, int64_t micro_batches,
-                          int data_ranks) {
-  const int64_t step = batch_size * micro_batches * data_ranks;
-  COURSE_CHECK(train_batch_size == 0 || train_batch_size == step, "--train-batch-size ",
-               train_batch_size, " (DeepSpeed's train_batch_size) is not --batch-size ", batch_size,
-               " x ", micro_batches, " micro-batch(es) x ", data_ranks,
-               " data-parallel rank(s) = ", step);
-}
-
 }  // namespace day4

@@ -187,8 +187,6 @@ ImageLabResult run_image_lab(GptLabOptions o) {
   const int64_t parameters = model->parameter_count();  // before sharding frees the full values
   const auto parallelism = make_image_parallelism(*model, one_image(model_config, device, o.run),
                                                   comm, {o.grid, o.data_parallel, o.run});
-  validate_train_batch(o.train_batch_size, o.run.batch_size, parallelism->micro_batches(),
-                       parallelism->data_ranks());
 
   ImageBatches images(flags, o.steps_per_epoch, data, *parallelism, device);
   LabOptimizer optimizer = make_lab_optimizer(o.optimizer, o.run, *parallelism, comm,

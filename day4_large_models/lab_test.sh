@@ -175,7 +175,7 @@ fi
 echo "ok: --config ds_config.json trains as its flags: $(head -1 <<<"$as_file")"
 expect 0 "scheduler.params.warmup_max_lr            the command line's --lr, not the file's 0.002" "${mpirun[@]}" "$lab" "${few[@]}" \
   --config "$TEST_TMPDIR/ds_config.json" --lr 0.001
-expect 1 "error: --train-batch-size 16 (DeepSpeed's train_batch_size) is not --batch-size 4 x 2 micro-batch(es) x 1 data-parallel rank(s) = 8" \
+expect 1 "error: train_batch_size (--train-batch-size) 16 is not train_micro_batch_size_per_gpu (--batch-size) 4 x gradient_accumulation_steps (--accumulate, or the pipeline's --micro-batches) 2 x 1 data-parallel rank(s) = 8" \
   "$lab" "${few[@]}" --config "$TEST_TMPDIR/ds_config.json" --sharding none
 sed 's/"stage": 2}/"stage": 2, "overlap_grads": true}/' "$TEST_TMPDIR/ds_config.json" \
   >"$TEST_TMPDIR/ds_extra.json"

@@ -1,9 +1,10 @@
-// The day-4 check of Part 9's 1-bit compression, TP4.22: chunks computed by hand (a short last
-// chunk, a zero, signs of both kinds), the residual added back and carried, irregular tensors
-// over five calls against a reference in double, and the bookkeeping identity error feedback
-// keeps (what was sent plus what is carried is what was given). Plausible wrong answers fail: no
-// error feedback, the residual not kept, one scale for the whole tensor, the short chunk
-// averaged over the full chunk length, zero sent as negative, a root-mean-square scale.
+// The day-4 check of Part 9's 1-bit compression, TP4.22, DeepSpeed's: a tensor computed by hand
+// (a zero, signs of both kinds), the residual added back and carried, irregular tensors over
+// five calls against a reference in double, and the bookkeeping identity error feedback keeps
+// (what was sent plus what is carried is what was given). Plausible wrong answers fail: no error
+// feedback, the residual not kept, the mean magnitude instead of the root mean square (1-bit
+// Adam's paper's figure, not DeepSpeed's), the root of the sum over n - 1, zero sent as negative,
+// the scale taken from the values without the residual.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,62 +25,58 @@ void expect_values(const Tensor& t, const std::vector<float>& want, const char* 
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(got[i], want[i]) << what << " " << i;
 }
 
-TEST(TP4_22, ChunksByHand) {
-  // Chunks of 4: {3, -1, 0, 2}: scale (3 + 1 + 0 + 2) / 4 = 1.5, the zero sent as +1.5; the
-  // short last chunk {-4, 1}: scale (4 + 1) / 2 = 2.5.
-  Tensor error = tensor_of({0, 0, 0, 0, 0, 0});
-  const Tensor sent = onebit_compress(tensor_of({3, -1, 0, 2, -4, 1}), error, 4);
-  expect_values(sent, {1.5f, -1.5f, 1.5f, 1.5f, -2.5f, 2.5f}, "compressed");
-  expect_values(error, {1.5f, 0.5f, -1.5f, 0.5f, -1.5f, -1.5f}, "residual");
+TEST(TP4_22, ATensorByHand) {
+  // {3, -1, 0, 1, -3}: scale sqrt((9 + 1 + 0 + 1 + 9) / 5) = 2, the zero sent as +2.
+  Tensor error = tensor_of({0, 0, 0, 0, 0});
+  const Tensor sent = onebit_compress(tensor_of({3, -1, 0, 1, -3}), error);
+  expect_values(sent, {2.0f, -2.0f, 2.0f, 2.0f, -2.0f}, "compressed");
+  expect_values(error, {1.0f, 1.0f, -2.0f, -1.0f, -1.0f}, "residual");
 }
 
 TEST(TP4_22, TheResidualIsAddedBackAndCarried) {
-  // v = {1, 1, 1, 1} + {0.5, -2, 0, 0.25} = {1.5, -1, 1, 1.25}: scale 4.75 / 4 = 1.1875.
-  Tensor error = tensor_of({0.5f, -2.0f, 0.0f, 0.25f});
-  const Tensor sent = onebit_compress(tensor_of({1, 1, 1, 1}), error, 4);
-  expect_values(sent, {1.1875f, -1.1875f, 1.1875f, 1.1875f}, "compressed");
-  expect_values(error, {0.3125f, 0.1875f, -0.1875f, 0.0625f}, "residual");
+  // v = {1, 1, 1, 1} + {4, -2, 0, -4} = {5, -1, 1, -3}: scale sqrt(36 / 4) = 3.
+  Tensor error = tensor_of({4.0f, -2.0f, 0.0f, -4.0f});
+  const Tensor sent = onebit_compress(tensor_of({1, 1, 1, 1}), error);
+  expect_values(sent, {3.0f, -3.0f, 3.0f, -3.0f}, "compressed");
+  expect_values(error, {2.0f, 2.0f, -2.0f, 0.0f}, "residual");
 }
 
-// The reference: one call on values x and residual e, in double where it sums.
-std::vector<float> reference_compress(const std::vector<float>& x, std::vector<float>& e,
-                                      size_t chunk) {
+// The reference: one call on values x and residual e, the squares summed in double.
+std::vector<float> reference_compress(const std::vector<float>& x, std::vector<float>& e) {
+  double squares = 0;
+  for (size_t i = 0; i < x.size(); ++i) squares += static_cast<double>(x[i] + e[i]) * (x[i] + e[i]);
+  const auto scale = static_cast<float>(std::sqrt(squares / static_cast<double>(x.size())));
   std::vector<float> out(x.size());
-  for (size_t begin = 0; begin < x.size(); begin += chunk) {
-    const size_t end = std::min(begin + chunk, x.size());
-    double total = 0;
-    for (size_t i = begin; i < end; ++i) total += std::fabs(x[i] + e[i]);
-    const auto scale = static_cast<float>(total / static_cast<double>(end - begin));
-    for (size_t i = begin; i < end; ++i) {
-      const float v = x[i] + e[i];
-      out[i] = v >= 0 ? scale : -scale;
-      e[i] = v - out[i];
-    }
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i] + e[i];
+    out[i] = v < 0 ? -scale : scale;
+    e[i] = v - out[i];
   }
   return out;
 }
 
-// 1000 values in chunks of 64 (the last of 40), each chunk of its own magnitude, with zeros;
-// five calls on new values, the residual carried from call to call.
+// Tensors of 1000, 7 and 1 values, of their own magnitudes, with zeros; five calls on new values,
+// the residual carried from call to call.
 TEST(TP4_22, IrregularTensorsOverFiveCallsAgainstAReference) {
-  constexpr size_t kN = 1000, kChunk = 64;
   std::mt19937 rng(22);
   std::normal_distribution<float> normal(0.2f, 1.0f);
-  std::vector<float> want_error(kN, 0.0f);
-  Tensor error = tensor_of(want_error);
-  for (int call = 0; call < 5; ++call) {
-    std::vector<float> x(kN);
-    for (size_t i = 0; i < kN; ++i) {
-      x[i] = i % 17 == 3 ? 0.0f : normal(rng) * static_cast<float>(1 + i / kChunk);
-    }
-    const std::vector<float> want = reference_compress(x, want_error, kChunk);
-    const std::vector<float> got = onebit_compress(tensor_of(x), error, kChunk).to_vector<float>();
-    const std::vector<float> got_error = error.to_vector<float>();
-    for (size_t i = 0; i < kN; ++i) {
-      ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
-          << "call " << call << ", element " << i << " (chunk " << i / kChunk << ")";
-      ASSERT_NEAR(got_error[i], want_error[i], 1e-4f * (1 + std::fabs(want_error[i])))
-          << "the residual after call " << call << ", element " << i;
+  for (const size_t n : {1000, 7, 1}) {
+    std::vector<float> want_error(n, 0.0f);
+    Tensor error = tensor_of(want_error);
+    for (int call = 0; call < 5; ++call) {
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = i % 17 == 3 ? 0.0f : normal(rng) * static_cast<float>(1 + i / 64);
+      }
+      const std::vector<float> want = reference_compress(x, want_error);
+      const std::vector<float> got = onebit_compress(tensor_of(x), error).to_vector<float>();
+      const std::vector<float> got_error = error.to_vector<float>();
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
+            << n << " values, call " << call << ", element " << i;
+        ASSERT_NEAR(got_error[i], want_error[i], 1e-4f * (1 + std::fabs(want_error[i])))
+            << n << " values: the residual after call " << call << ", element " << i;
+      }
     }
   }
 }
@@ -92,7 +89,7 @@ TEST(TP4_22, WhatWasSentPlusWhatIsCarriedIsWhatWasGiven) {
   std::vector<double> sent(x.size(), 0.0);
   constexpr int kCalls = 20;
   for (int call = 0; call < kCalls; ++call) {
-    const std::vector<float> out = onebit_compress(values, error, 4).to_vector<float>();
+    const std::vector<float> out = onebit_compress(values, error).to_vector<float>();
     for (size_t i = 0; i < x.size(); ++i) sent[i] += out[i];
   }
   const std::vector<float> carried = error.to_vector<float>();

@@ -1,8 +1,9 @@
-// 1-bit compression with error feedback (Tang et al. 2021): a chunk of values plus the error
-// carried from the last step becomes one scale (the chunk's mean |value|) and one sign bit per
-// element (set for >= 0), and the error keeps what that lost. Eight elements share a byte,
-// element k of a byte in bit k. The bodies (one for the CPU and the GPU), their argument checks
-// and dispatch, and their GPU instantiations.
+// 1-bit compression with error feedback, DeepSpeed's (Tang et al. 2021): a segment of values
+// plus the error carried from the last call becomes one scale (its root mean square) and one
+// sign bit per element (set unless the value is negative, as DeepSpeed's sign().add_(1).bool()),
+// and the error keeps what that lost. Eight elements share a byte, element k of a byte in bit k.
+// The bodies (one for the CPU and the GPU), their argument checks and dispatch, and their GPU
+// instantiations.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -15,104 +16,139 @@
 
 namespace course::ops {
 
-// Elements per piece: a chunk (a rank's share of a buffer, millions of elements) is summed in
-// pieces of this many, a row each, so every warp of a GPU (every thread of the CPU) has work.
+// Elements per piece: a segment (a parameter tensor, millions of elements) is summed in pieces
+// of at most this many, a row each, so every warp of a GPU (every thread of the CPU) has work.
 inline constexpr int64_t kSignPiece = 4096;
 
-// Row r = piece r % pieces of chunk r / pieces: partial[r] = the sum of |x + error| over the
-// piece's elements below `valid` (the rest is padding).
-struct PieceMagnitudes {
+// The segment holding element i: the last t with offsets[t] <= i (a binary search).
+COURSE_HD inline int64_t segment_at(const int64_t* offsets, int64_t segments, int64_t i) {
+  int64_t low = 0, high = segments - 1;
+  while (low < high) {
+    const int64_t mid = (low + high + 1) / 2;
+    if (offsets[mid] <= i) {
+      low = mid;
+    } else {
+      high = mid - 1;
+    }
+  }
+  return low;
+}
+
+// Where element i of segment t lies in the rank-major order of `ranks` chunks per segment:
+// chunk r's block, then the segment's place in the block, then i's place in its chunk.
+COURSE_HD inline int64_t rank_major_position(const int64_t* offsets, int64_t t, int64_t i,
+                                             int ranks, int64_t numel) {
+  const int64_t chunk = (offsets[t + 1] - offsets[t]) / ranks, within = i - offsets[t];
+  return (within / chunk) * (numel / ranks) + offsets[t] / ranks + within % chunk;
+}
+
+COURSE_HD inline float signed_by_bit(const uint8_t* bits, int64_t bit, float value) {
+  return (bits[bit / 8] >> (bit % 8)) & 1u ? value : -value;
+}
+
+// Row p = piece p: partial[p] = the sum of (x + error)^2 over its elements.
+struct PieceSquares {
   const float* x;
   const float* error;
   float* partial;
-  int64_t chunk, pieces, valid;
+  const int64_t* piece_offsets;
 
   template <class Lanes>
   COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
-    const int64_t chunk_begin = (row / pieces) * chunk;
-    const int64_t begin = chunk_begin + (row % pieces) * kSignPiece;
-    int64_t end =
-        begin + kSignPiece < chunk_begin + chunk ? begin + kSignPiece : chunk_begin + chunk;
-    end = end < valid ? end : valid;
-    const int64_t count = end > begin ? end - begin : 0;
-    const float total =
-        lanes.sum(count, [&](int64_t j) { return fabsf(x[begin + j] + error[begin + j]); });
+    const int64_t begin = piece_offsets[row];
+    const float total = lanes.sum(piece_offsets[row + 1] - begin, [&](int64_t j) {
+      const float v = x[begin + j] + error[begin + j];
+      return v * v;
+    });
     if (lanes.first()) partial[row] = total;
   }
 };
 
-// Row c = chunk c: scales[c] = its pieces' partial sums, added in order, over its elements below
-// `valid` (0 for a chunk of padding alone).
-struct ChunkScales {
+// Row t = segment t: scales[t] = the square root of its pieces' sums, added in order, over the
+// square root of its length (DeepSpeed's norm / sqrt(numel)).
+struct SegmentScales {
   const float* partial;
   float* scales;
-  int64_t chunk, pieces, valid;
+  const int64_t* offsets;
+  const int64_t* segment_pieces;
 
   template <class Lanes>
   COURSE_HD void operator()(int64_t row, const Lanes& lanes) const {
-    const float total = lanes.sum(pieces, [&](int64_t j) { return partial[row * pieces + j]; });
-    const int64_t left = valid - row * chunk;
-    const int64_t count = left < chunk ? (left > 0 ? left : 0) : chunk;
-    if (lanes.first()) scales[row] = count > 0 ? total / static_cast<float>(count) : 0.0f;
+    const int64_t first = segment_pieces[row];
+    const float total =
+        lanes.sum(segment_pieces[row + 1] - first, [&](int64_t j) { return partial[first + j]; });
+    const float length = static_cast<float>(offsets[row + 1] - offsets[row]);
+    if (lanes.first()) scales[row] = sqrtf(total) / sqrtf(length);
   }
 };
 
-// Byte b: the sign bits of elements 8 b .. 8 b + 7 (set for x + error >= 0) and their errors,
-// x + error - the chunk's scale with that sign. Elements at and past `valid` are padding: their
-// bits set, their error kept 0.
-struct SignBytes {
+// Byte b of the buffer (elements 8 b .. 8 b + 7, of one chunk): their sign bits, written to their
+// byte of the rank-major order, and their errors, x + error - the segment's scale with that sign.
+struct SegmentSignBytes {
   const float* x;
   float* error;
   uint8_t* bits;
   const float* scales;
-  int64_t chunk, valid;
+  const int64_t* offsets;
+  int64_t segments, numel;
+  int ranks;
 
   COURSE_HD void operator()(int64_t b) const {
+    const int64_t first = 8 * b, t = segment_at(offsets, segments, first);
+    const float scale = scales[t];
     unsigned byte = 0;
     for (int k = 0; k < 8; ++k) {
-      const int64_t i = 8 * b + k;
-      if (i >= valid) {
-        byte |= 1u << k;
-        continue;
-      }
-      const float scale = scales[i / chunk];
-      const float v = x[i] + error[i];
-      const bool positive = v >= 0.0f;
+      const float v = x[first + k] + error[first + k];
+      const bool positive = !(v < 0.0f);
       byte |= static_cast<unsigned>(positive) << k;
-      error[i] = v - (positive ? scale : -scale);
+      error[first + k] = v - (positive ? scale : -scale);
     }
-    bits[b] = static_cast<uint8_t>(byte);
+    bits[rank_major_position(offsets, t, first, ranks, numel) / 8] = static_cast<uint8_t>(byte);
   }
 };
 
-COURSE_HD inline float signed_scale(const uint8_t* bits, int64_t i, float scale) {
-  return (bits[i / 8] >> (i % 8)) & 1u ? scale : -scale;
-}
-
-// out[i] = the mean over `ranks` compressed copies of one chunk (rank r's signs at
-// bits[r chunk / 8 ...], its scale scales[r]), for i in [0, chunk).
-struct AverageSigns {
+// Element k of a server's chunks: the sum over the `ranks` copies of sign x (scale / ranks).
+struct AverageCompressed {
   const uint8_t* bits;
   const float* scales;
   float* out;
-  int64_t chunk;
+  const int64_t* offsets;
+  int64_t segments, numel;
+  int ranks;
+
+  COURSE_HD void operator()(int64_t k) const {
+    const int64_t t = segment_at(offsets, segments, k);
+    const float inverse = 1.0f / static_cast<float>(ranks);
+    float sum = 0.0f;
+    for (int r = 0; r < ranks; ++r) {
+      sum += signed_by_bit(bits, r * numel + k, scales[r * segments + t] * inverse);
+    }
+    out[k] = sum;
+  }
+};
+
+// Element i of the buffer: its chunk's scale with its sign, read from the rank-major signs; 0 in
+// a segment's padding.
+struct ExpandSegments {
+  const uint8_t* bits;
+  const float* scales;
+  float* out;
+  const int64_t* offsets;
+  const int64_t* valid_ends;
+  int64_t segments, numel;
   int ranks;
 
   COURSE_HD void operator()(int64_t i) const {
-    float sum = 0.0f;
-    for (int r = 0; r < ranks; ++r) sum += signed_scale(bits + r * (chunk / 8), i, scales[r]);
-    out[i] = sum / static_cast<float>(ranks);
+    const int64_t t = segment_at(offsets, segments, i);
+    if (i >= valid_ends[t]) {
+      out[i] = 0.0f;
+      return;
+    }
+    const int64_t chunk = (offsets[t + 1] - offsets[t]) / ranks;
+    const int64_t r = (i - offsets[t]) / chunk;
+    out[i] = signed_by_bit(bits, rank_major_position(offsets, t, i, ranks, numel),
+                           scales[r * segments + t]);
   }
-};
-
-// out[i] = scales[i / chunk] times the sign of element i: the values a compression stands for.
-struct ExpandSigns {
-  const uint8_t* bits;
-  const float* scales;
-  float* out;
-  int64_t chunk;
-
-  COURSE_HD void operator()(int64_t i) const { out[i] = signed_scale(bits, i, scales[i / chunk]); }
 };
 
 }  // namespace course::ops
@@ -123,61 +159,96 @@ namespace course {
 
 namespace {
 
-// bits (n / 8,) u8 and scales (n / chunk,) f32 on `device` describe n values in chunks.
-void check_compressed(const Tensor& bits, const Tensor& scales, int64_t n, int64_t chunk,
-                      Device device, const char* name) {
-  COURSE_CHECK(chunk > 0 && chunk % 8 == 0 && n % chunk == 0, name, ": chunks of ", chunk,
-               " elements must be a positive multiple of 8 dividing ", n);
+void check_values(const Tensor& t, int64_t n, Device device, const char* name, const char* what) {
+  COURSE_CHECK(t.dtype() == DType::kF32 && t.numel() == n && t.device() == device, name, ": ", what,
+               " must be (", n, ",) f32 on ", device.str(), ", got ", t.str());
+}
+
+void check_signs(const Tensor& bits, int64_t n, Device device, const char* name) {
   COURSE_CHECK(bits.dtype() == DType::kU8 && bits.numel() == n / 8 && bits.device() == device, name,
                ": the signs must be (", n / 8, ",) u8 on ", device.str(), ", got ", bits.str());
-  COURSE_CHECK(
-      scales.dtype() == DType::kF32 && scales.numel() == n / chunk && scales.device() == device,
-      name, ": the scales must be (", n / chunk, ",) f32 on ", device.str(), ", got ",
-      scales.str());
 }
 
 }  // namespace
 
-void compress_signs_(const Tensor& x, Tensor& error, Tensor& bits, Tensor& scales, int64_t chunk,
-                     int64_t valid) {
-  COURSE_CHECK(x.dtype() == DType::kF32 && error.dtype() == DType::kF32 &&
-                   error.numel() == x.numel() && error.device() == x.device(),
-               "compress_signs_: x and its error must be f32 of one size on one device, got ",
-               x.str(), " and ", error.str());
-  check_compressed(bits, scales, x.numel(), chunk, x.device(), "compress_signs_");
-  COURSE_CHECK(valid >= 0 && valid <= x.numel(), "compress_signs_: ", valid, " valid elements of ",
-               x.numel());
-  const int64_t chunks = x.numel() / chunk;
-  const int64_t pieces = (chunk + ops::kSignPiece - 1) / ops::kSignPiece;
-  Tensor partial = Tensor::empty({chunks * pieces}, DType::kF32, x.device());
-  for_each_row(x.device(), chunks * pieces, std::min(chunk, ops::kSignPiece),
-               ops::PieceMagnitudes{x.data_as<float>(), error.data_as<float>(),
-                                    partial.data_as<float>(), chunk, pieces, valid});
+SegmentPlan segment_plan(const std::vector<int64_t>& lengths, int ranks, Device device,
+                         const std::vector<int64_t>& valid) {
+  COURSE_CHECK(ranks >= 1 && !lengths.empty(), "segment_plan: needs segments and ranks");
+  COURSE_CHECK(valid.empty() || valid.size() == lengths.size(),
+               "segment_plan: a count of values for each segment, or none");
+  std::vector<int64_t> offsets = {0}, pieces = {0}, segment_pieces = {0}, valid_ends;
+  for (size_t t = 0; t < lengths.size(); ++t) {
+    const int64_t length = lengths[t], values = valid.empty() ? length : valid[t];
+    COURSE_CHECK(length > 0 && length % (8 * ranks) == 0, "segment_plan: a segment of ", length,
+                 " elements is not a positive multiple of 8 x ", ranks, " ranks");
+    COURSE_CHECK(values >= 0 && values <= length, "segment_plan: ", values, " values in ", length);
+    valid_ends.push_back(offsets.back() + values);
+    for (int64_t at = offsets.back(); at < offsets.back() + length; at += ops::kSignPiece) {
+      pieces.push_back(std::min(at + ops::kSignPiece, offsets.back() + length));
+    }
+    offsets.push_back(offsets.back() + length);
+    segment_pieces.push_back(static_cast<int64_t>(pieces.size()) - 1);
+  }
+  const auto on_device = [&](const std::vector<int64_t>& v) {
+    return Tensor::from_vector(v, {static_cast<int64_t>(v.size())}).to(device);
+  };
+  return {.ranks = ranks,
+          .numel = offsets.back(),
+          .offsets = on_device(offsets),
+          .piece_offsets = on_device(pieces),
+          .segment_pieces = on_device(segment_pieces),
+          .valid_ends = on_device(valid_ends)};
+}
+
+void compress_segments_(const Tensor& x, Tensor& error, Tensor& bits, Tensor& scales,
+                        const SegmentPlan& plan) {
+  const Device device = plan.offsets.device();
+  const int64_t n = plan.numel, segments = plan.segments();
+  check_values(x, n, device, "compress_segments_", "the values");
+  check_values(error, n, device, "compress_segments_", "their error");
+  check_values(scales, segments, device, "compress_segments_", "the scales");
+  check_signs(bits, n, device, "compress_segments_");
+  const int64_t pieces = plan.piece_offsets.numel() - 1;
+  Tensor partial = Tensor::empty({pieces}, DType::kF32, device);
+  for_each_row(device, pieces, ops::kSignPiece,
+               ops::PieceSquares{x.data_as<float>(), error.data_as<float>(),
+                                 partial.data_as<float>(), plan.piece_offsets.data_as<int64_t>()});
   for_each_row(
-      x.device(), chunks, pieces,
-      ops::ChunkScales{partial.data_as<float>(), scales.data_as<float>(), chunk, pieces, valid});
-  for_each_index(x.device(), x.numel() / 8,
-                 ops::SignBytes{x.data_as<float>(), error.data_as<float>(), bits.data_as<uint8_t>(),
-                                scales.data_as<float>(), chunk, valid},
+      device, segments, std::max<int64_t>(1, pieces / segments),
+      ops::SegmentScales{partial.data_as<float>(), scales.data_as<float>(),
+                         plan.offsets.data_as<int64_t>(), plan.segment_pieces.data_as<int64_t>()});
+  for_each_index(device, n / 8,
+                 ops::SegmentSignBytes{x.data_as<float>(), error.data_as<float>(),
+                                       bits.data_as<uint8_t>(), scales.data_as<float>(),
+                                       plan.offsets.data_as<int64_t>(), segments, n, plan.ranks},
                  8);
 }
 
-void average_signs(const Tensor& bits, const Tensor& scales, Tensor& out, int64_t chunk) {
-  COURSE_CHECK(out.dtype() == DType::kF32 && out.numel() == chunk, "average_signs: out must be (",
-               chunk, ",) f32, got ", out.str());
-  check_compressed(bits, scales, scales.numel() * chunk, chunk, out.device(), "average_signs");
-  for_each_index(out.device(), chunk,
-                 ops::AverageSigns{bits.data_as<uint8_t>(), scales.data_as<float>(),
-                                   out.data_as<float>(), chunk, static_cast<int>(scales.numel())},
-                 scales.numel());
+void average_compressed(const Tensor& bits, const Tensor& scales, Tensor& out,
+                        const SegmentPlan& plan, int ranks) {
+  const Device device = plan.offsets.device();
+  COURSE_CHECK(plan.ranks == 1, "average_compressed: a server's chunks are laid out for one rank");
+  check_values(out, plan.numel, device, "average_compressed", "out");
+  check_values(scales, ranks * plan.segments(), device, "average_compressed", "the scales");
+  check_signs(bits, ranks * plan.numel, device, "average_compressed");
+  for_each_index(
+      device, plan.numel,
+      ops::AverageCompressed{bits.data_as<uint8_t>(), scales.data_as<float>(), out.data_as<float>(),
+                             plan.offsets.data_as<int64_t>(), plan.segments(), plan.numel, ranks},
+      ranks);
 }
 
-void expand_signs(const Tensor& bits, const Tensor& scales, Tensor& out, int64_t chunk) {
-  COURSE_CHECK(out.dtype() == DType::kF32, "expand_signs: out must be f32, got ", out.str());
-  check_compressed(bits, scales, out.numel(), chunk, out.device(), "expand_signs");
-  for_each_index(out.device(), out.numel(),
-                 ops::ExpandSigns{bits.data_as<uint8_t>(), scales.data_as<float>(),
-                                  out.data_as<float>(), chunk});
+void expand_segments(const Tensor& bits, const Tensor& scales, Tensor& out,
+                     const SegmentPlan& plan) {
+  const Device device = plan.offsets.device();
+  check_values(out, plan.numel, device, "expand_segments", "out");
+  check_values(scales, plan.ranks * plan.segments(), device, "expand_segments", "the scales");
+  check_signs(bits, plan.numel, device, "expand_segments");
+  for_each_index(
+      device, plan.numel,
+      ops::ExpandSegments{bits.data_as<uint8_t>(), scales.data_as<float>(), out.data_as<float>(),
+                          plan.offsets.data_as<int64_t>(), plan.valid_ends.data_as<int64_t>(),
+                          plan.segments(), plan.numel, plan.ranks});
 }
 
 }  // namespace course
@@ -187,10 +258,10 @@ void expand_signs(const Tensor& bits, const Tensor& scales, Tensor& out, int64_t
 // The GPU kernels launched above, instantiated by nvcc (launch_cuda.cuh).
 namespace course {
 
-COURSE_INSTANTIATE_FOR_EACH_ROW(course::ops::PieceMagnitudes)
-COURSE_INSTANTIATE_FOR_EACH_ROW(course::ops::ChunkScales)
-COURSE_INSTANTIATE_FOR_EACH(course::ops::SignBytes)
-COURSE_INSTANTIATE_FOR_EACH(course::ops::AverageSigns)
-COURSE_INSTANTIATE_FOR_EACH(course::ops::ExpandSigns)
+COURSE_INSTANTIATE_FOR_EACH_ROW(course::ops::PieceSquares)
+COURSE_INSTANTIATE_FOR_EACH_ROW(course::ops::SegmentScales)
+COURSE_INSTANTIATE_FOR_EACH(course::ops::SegmentSignBytes)
+COURSE_INSTANTIATE_FOR_EACH(course::ops::AverageCompressed)
+COURSE_INSTANTIATE_FOR_EACH(course::ops::ExpandSegments)
 
 }  // namespace course

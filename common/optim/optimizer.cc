@@ -107,7 +107,9 @@ AdamWHyper AdamW::hyper() const {
 }
 
 std::vector<float> AdamW::step_scalars() const {
-  return adamw_step_scalars(lr_, hyper(), steps_ + 1);
+  std::vector<float> scalars = adamw_step_scalars(lr_, hyper(), steps_ + 1);
+  if (!options_.bias_correction) scalars[1] = scalars[2] = 1.0f;  // {lr, 1 - beta1^t, ...}
+  return scalars;
 }
 
 void AdamW::apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,

@@ -102,6 +102,9 @@ struct AdamWOptions {
   float beta1 = 0.9f, beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 1e-2f;
+  // Off: the moments are used as they are, without dividing by 1 - beta^t (DeepSpeed's
+  // OnebitAdam, whose update is exp_avg / (sqrt(exp_avg_sq) + eps)).
+  bool bias_correction = true;
 };
 
 class AdamW : public Optimizer {

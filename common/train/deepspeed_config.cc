@@ -534,9 +534,11 @@ BatchSizes complete_batch_sizes(BatchSizes given, int64_t data_ranks) {
     if (out.accumulation == 0) out.accumulation = 1;
     out.train = given.micro * out.accumulation * data_ranks;
   }
-  COURSE_CHECK(out.train == out.micro * out.accumulation * data_ranks, "train_batch_size ",
-               out.train, " is not train_micro_batch_size_per_gpu ", out.micro,
-               " x gradient_accumulation_steps ", out.accumulation, " x ", data_ranks,
+  COURSE_CHECK(out.train == out.micro * out.accumulation * data_ranks,
+               "train_batch_size (--train-batch-size) ", out.train,
+               " is not train_micro_batch_size_per_gpu (--batch-size) ", out.micro,
+               " x gradient_accumulation_steps (--accumulate, or the pipeline's --micro-batches) ",
+               out.accumulation, " x ", data_ranks,
                " data-parallel rank(s) = ", out.micro * out.accumulation * data_ranks);
   return out;
 }

@@ -260,29 +260,25 @@ Tensor mask_2_4(const Tensor& weight) {
   return mask;
 }
 
-Tensor onebit_compress(const Tensor& values, Tensor& error, int64_t chunk) {
+Tensor onebit_compress(const Tensor& values, Tensor& error) {
   COURSE_CHECK(values.dtype() == course::DType::kF32 && values.device().is_cpu() &&
                    error.dtype() == course::DType::kF32 && error.device().is_cpu() &&
-                   error.numel() == values.numel(),
+                   error.numel() == values.numel() && values.numel() > 0,
                "onebit_compress takes f32 CPU values and an error of their size, got ",
                values.str(), " and ", error.str());
-  COURSE_CHECK(chunk > 0, "onebit_compress: chunks must hold elements, got ", chunk);
   Tensor compressed = Tensor::empty(values.shape(), course::DType::kF32);
-  // BEGIN EXERCISE TP4.22: per chunk, the mean magnitude with each sign; the residual carried
+  // BEGIN EXERCISE TP4.22: the root mean square with each sign; the residual carried
   const float* x = values.data_as<float>();
   float* e = error.data_as<float>();
   float* out = compressed.data_as<float>();
   const int64_t n = values.numel();
-  for (int64_t begin = 0; begin < n; begin += chunk) {
-    const int64_t end = std::min(begin + chunk, n);
-    float total = 0;
-    for (int64_t i = begin; i < end; ++i) total += std::fabs(x[i] + e[i]);
-    const float scale = total / static_cast<float>(end - begin);
-    for (int64_t i = begin; i < end; ++i) {
-      const float v = x[i] + e[i];
-      out[i] = v >= 0.0f ? scale : -scale;
-      e[i] = v - out[i];
-    }
+  double squares = 0;
+  for (int64_t i = 0; i < n; ++i) squares += static_cast<double>(x[i] + e[i]) * (x[i] + e[i]);
+  const auto scale = static_cast<float>(std::sqrt(squares / static_cast<double>(n)));
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] + e[i];
+    out[i] = v < 0.0f ? -scale : scale;
+    e[i] = v - out[i];
   }
   // END EXERCISE
   return compressed;

@@ -1,78 +1,81 @@
 // The compressed all-reduce: worker compression, all-to-all, server compression, all-gather.
 #include "common/parallel/data_parallel/compressed_allreduce.h"
 
-#include <algorithm>
+#include <numeric>
 
 #include "common/kernels/elementwise.h"
-#include "common/kernels/sign_compression.h"
 
 namespace course::parallel {
 
-namespace {
-
-// Elements per rank's chunk: the buffer split evenly, rounded up to whole bytes of signs.
-int64_t chunk_of(int64_t numel, int ranks) {
-  const int64_t share = (numel + ranks - 1) / ranks;
-  return std::max<int64_t>(8, (share + 7) / 8 * 8);
+int64_t padded_tensor_numel(int64_t numel, int ranks) {
+  const int64_t multiple = static_cast<int64_t>(ranks) * std::lcm(ranks, 8);
+  return (numel + multiple - 1) / multiple * multiple;
 }
 
-}  // namespace
-
-CompressedAllreduce::CompressedAllreduce(int64_t numel, std::shared_ptr<Communicator> comm,
-                                         Device device)
-    : numel_(numel), chunk_(chunk_of(numel, comm->size())), comm_(std::move(comm)) {
-  COURSE_CHECK(numel > 0, "a compressed all-reduce needs values, got ", numel);
-  const int64_t ranks = comm_->size(), bytes = chunk_ / 8;
-  worker_error_ = zeros({padded_numel()}, DType::kF32, device);
-  server_error_ = zeros({chunk_}, DType::kF32, device);
-  bits_ = Tensor::empty({ranks * bytes}, DType::kU8, device);
-  scales_ = Tensor::empty({ranks}, DType::kF32, device);
-  received_bits_ = Tensor::empty({ranks * bytes}, DType::kU8, device);
-  received_scales_ = Tensor::empty({ranks}, DType::kF32, device);
-  server_mean_ = Tensor::empty({chunk_}, DType::kF32, device);
-  mean_bits_ = Tensor::empty({bytes}, DType::kU8, device);
-  mean_scale_ = Tensor::empty({1}, DType::kF32, device);
-  gathered_bits_ = Tensor::empty({ranks * bytes}, DType::kU8, device);
-  gathered_scales_ = Tensor::empty({ranks}, DType::kF32, device);
+CompressedAllreduce::CompressedAllreduce(const std::vector<int64_t>& numels,
+                                         std::shared_ptr<Communicator> comm, Device device)
+    : comm_(std::move(comm)) {
+  const int ranks = comm_->size();
+  std::vector<int64_t> padded, chunks;
+  for (const int64_t numel : numels) {
+    COURSE_CHECK(numel > 0, "a compressed all-reduce needs values, got a tensor of ", numel);
+    offsets_.push_back(padded_numel_);
+    padded.push_back(padded_tensor_numel(numel, ranks));
+    chunks.push_back(padded.back() / ranks);
+    padded_numel_ += padded.back();
+  }
+  worker_plan_ = segment_plan(padded, ranks, device, numels);
+  server_plan_ = segment_plan(chunks, 1, device);
+  const int64_t tensors = static_cast<int64_t>(numels.size()), chunk = padded_numel_ / ranks;
+  worker_error_ = zeros({padded_numel_}, DType::kF32, device);
+  server_error_ = zeros({chunk}, DType::kF32, device);
+  bits_ = Tensor::empty({padded_numel_ / 8}, DType::kU8, device);
+  scales_ = Tensor::empty({tensors}, DType::kF32, device);
+  received_bits_ = Tensor::empty({padded_numel_ / 8}, DType::kU8, device);
+  received_scales_ = Tensor::empty({ranks * tensors}, DType::kF32, device);
+  server_sum_ = Tensor::empty({chunk}, DType::kF32, device);
+  server_bits_ = Tensor::empty({chunk / 8}, DType::kU8, device);
+  server_scales_ = Tensor::empty({tensors}, DType::kF32, device);
+  gathered_bits_ = Tensor::empty({padded_numel_ / 8}, DType::kU8, device);
+  gathered_scales_ = Tensor::empty({ranks * tensors}, DType::kF32, device);
 }
 
-void CompressedAllreduce::average_(Tensor& x) {
-  COURSE_CHECK(x.dtype() == DType::kF32 && x.numel() == padded_numel() &&
-                   x.device() == worker_error_.device(),
-               "compressed all-reduce: needs (", padded_numel(), ",) f32 on ",
-               worker_error_.device().str(), ", got ", x.str());
+// All-to-all of the signs (block r of bits_ to rank r, this rank's own by a copy), all-gather of
+// the worker scales.
+void CompressedAllreduce::exchange_worker_signs() {
   const int rank = comm_->rank(), ranks = comm_->size();
-  const int64_t bytes = chunk_ / 8;
-  const auto bits_of = [bytes](const Tensor& t, int r) {
-    return t.slice(r * bytes, (r + 1) * bytes);
+  const int64_t block = padded_numel_ / 8 / ranks;
+  const auto block_of = [block](const Tensor& t, int r) {
+    return t.slice(r * block, (r + 1) * block);
   };
-  compress_signs_(x, worker_error_, bits_, scales_, chunk_, numel_);
-
-  // All-to-all: chunk r to rank r (this rank's own by a copy), signs then scale per peer.
   std::vector<PeerTransfer> transfers;
   for (int peer = 0; peer < ranks; ++peer) {
     if (peer == rank) continue;
-    transfers.push_back(send_to(bits_of(bits_, peer), peer, 0));
-    transfers.push_back(send_to(scales_.slice(peer, peer + 1), peer, 1));
-    transfers.push_back(receive_from(bits_of(received_bits_, peer), peer, 0));
-    transfers.push_back(receive_from(received_scales_.slice(peer, peer + 1), peer, 1));
+    transfers.push_back(send_to(block_of(bits_, peer), peer, 0));
+    transfers.push_back(receive_from(block_of(received_bits_, peer), peer, 0));
   }
-  Tensor own_bits = bits_of(received_bits_, rank),
-         own_scale = received_scales_.slice(rank, rank + 1);
-  copy_(own_bits, bits_of(bits_, rank));
-  copy_(own_scale, scales_.slice(rank, rank + 1));
-  if (!transfers.empty()) comm_->exchange(transfers)->wait();
+  Tensor own = block_of(received_bits_, rank);
+  copy_(own, block_of(bits_, rank));
+  comm_->exchange(transfers)->wait();
+  comm_->all_gather(scales_, received_scales_)->wait();
+}
 
-  // Server: this rank's chunk averaged over the ranks, compressed again with its own error.
-  average_signs(received_bits_, received_scales_, server_mean_, chunk_);
-  const int64_t valid = std::clamp<int64_t>(numel_ - rank * chunk_, 0, chunk_);
-  compress_signs_(server_mean_, server_error_, mean_bits_, mean_scale_, chunk_, valid);
-
-  const WorkPtr signs = comm_->all_gather(mean_bits_, gathered_bits_);
-  const WorkPtr scales = comm_->all_gather(mean_scale_, gathered_scales_);
+void CompressedAllreduce::average_(Tensor& x) {
+  COURSE_CHECK(x.dtype() == DType::kF32 && x.numel() == padded_numel_ &&
+                   x.device() == worker_error_.device(),
+               "compressed all-reduce: needs (", padded_numel_, ",) f32 on ",
+               worker_error_.device().str(), ", got ", x.str());
+  const int ranks = comm_->size();
+  if (ranks == 1) return;  // DeepSpeed compresses only over several ranks
+  compress_segments_(x, worker_error_, bits_, scales_, worker_plan_);
+  exchange_worker_signs();
+  average_compressed(received_bits_, received_scales_, server_sum_, server_plan_, ranks);
+  compress_segments_(server_sum_, server_error_, server_bits_, server_scales_, server_plan_);
+  const WorkPtr signs = comm_->all_gather(server_bits_, gathered_bits_);
+  const WorkPtr scales = comm_->all_gather(server_scales_, gathered_scales_);
   signs->wait();
   scales->wait();
-  expand_signs(gathered_bits_, gathered_scales_, x, chunk_);
+  expand_segments(gathered_bits_, gathered_scales_, x, worker_plan_);
 }
 
 }  // namespace course::parallel

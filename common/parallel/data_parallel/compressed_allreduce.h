@@ -1,45 +1,62 @@
-// The compressed all-reduce of 1-bit Adam and 1-bit LAMB (Tang et al. 2021; Li et al. 2021): the
+// The compressed all-reduce of 1-bit Adam and 1-bit LAMB (Tang et al. 2021; Li et al. 2021), as
+// DeepSpeed computes it (runtime/comm/nccl.py's compressed_allreduce, per parameter tensor): the
 // mean of a buffer over the ranks, each rank sending one bit per element and one f32 scale per
-// chunk instead of 32 bits per element (common/kernels/sign_compression.h):
-//   worker: x plus the worker's error, cut into one chunk per rank, compressed (the worker
-//           error keeps what that lost);
-//   all-to-all: rank r receives every rank's compressed chunk r;
-//   server: rank r averages those copies of its chunk, adds its server error and compresses the
-//           mean again (the server error keeps what that lost);
-//   all-gather: every rank receives every rank's compressed mean and expands it into x.
+// tensor instead of 32 bits per element (common/kernels/sign_compression.h):
+//   layout: each tensor padded to a multiple of ranks x lcm(ranks, 8) elements (DeepSpeed's
+//           corrected_tensor_size), so it cuts into one whole-byte chunk per rank;
+//   worker: each tensor plus the worker's error compressed to signs scaled by its root mean
+//           square (the worker error keeps what that lost);
+//   all-to-all: rank r receives every rank's chunk r of every tensor, and every rank's scales;
+//   server: rank r's chunks are the sum over the ranks of sign x scale / ranks, plus its server
+//           error, compressed again per tensor chunk by their root mean square;
+//   all-gather: every rank receives every rank's compressed chunks and expands them into x.
 // Both errors carry to the next call (error feedback): what one step's compression drops is
-// sent in a later step, so the sum of the results over steps tracks the sum of the true means.
+// sent in a later step. One rank exchanges and compresses nothing (DeepSpeed: size 1).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "common/kernels/sign_compression.h"
 #include "common/parallel/comm/communicator.h"
 
 namespace course::parallel {
 
+// DeepSpeed's padded size of a tensor of `numel` elements over `ranks`.
+int64_t padded_tensor_numel(int64_t numel, int ranks);
+
 class CompressedAllreduce {
  public:
-  // For buffers of `numel` values on `device` (the communicator's device or the CPU).
-  CompressedAllreduce(int64_t numel, std::shared_ptr<Communicator> comm, Device device);
+  // For buffers of tensors of these sizes on `device` (the communicator's device or the CPU).
+  CompressedAllreduce(const std::vector<int64_t>& numels, std::shared_ptr<Communicator> comm,
+                      Device device);
 
-  // The buffers average_ takes: numel() values then padding to one chunk per rank.
-  int64_t padded_numel() const { return chunk_ * comm_->size(); }
-  int64_t numel() const { return numel_; }
-  int64_t chunk() const { return chunk_; }
+  // The buffer average_ takes: tensor t at offset(t), then its padding.
+  int64_t padded_numel() const { return padded_numel_; }
+  int64_t offset(size_t tensor) const { return offsets_[tensor]; }
 
-  // Collective: x (padded_numel(),) f32 becomes the compressed mean over the ranks of its first
-  // numel() values (the padding is ignored and overwritten). Returns once its messages arrived.
+  // Collective: x (padded_numel(),) f32, each tensor's padding zero, becomes the compressed
+  // mean over the ranks, its padding zero again (DeepSpeed pads each call with zeros and drops
+  // the padding after; its errors keep theirs). Returns once its messages arrived.
   void average_(Tensor& x);
 
+  // The errors each rank carries between calls (for checkpoints): (padded,) and (padded/ranks,).
+  Tensor& worker_error() { return worker_error_; }
+  Tensor& server_error() { return server_error_; }
+
  private:
-  int64_t numel_, chunk_;
+  void exchange_worker_signs();
+
   std::shared_ptr<Communicator> comm_;
-  Tensor worker_error_, server_error_;           // (padded,) and (chunk,)
-  Tensor bits_, scales_;                         // this rank's compressed chunks, one per rank
-  Tensor received_bits_, received_scales_;       // every rank's copy of this rank's chunk
-  Tensor server_mean_, mean_bits_, mean_scale_;  // this rank's chunk averaged, and compressed
-  Tensor gathered_bits_, gathered_scales_;       // every rank's compressed mean
+  std::vector<int64_t> offsets_;
+  int64_t padded_numel_ = 0;
+  SegmentPlan worker_plan_, server_plan_;  // the tensors; this rank's chunk of each
+  Tensor worker_error_, server_error_;
+  Tensor bits_, scales_;                    // this rank's signs (rank-major) and scales
+  Tensor received_bits_, received_scales_;  // every rank's signs of this rank's chunks, scales
+  Tensor server_sum_, server_bits_, server_scales_;  // this rank's chunks, summed and compressed
+  Tensor gathered_bits_, gathered_scales_;           // every rank's compressed chunks
 };
 
 }  // namespace course::parallel

@@ -10,10 +10,11 @@ namespace course::parallel {
 
 namespace {
 
-int64_t element_count(const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
-  int64_t n = 0;
-  for (const auto& [name, p] : params) n += p->value.numel();
-  return n;
+std::vector<int64_t> tensor_sizes(
+    const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
+  std::vector<int64_t> sizes;
+  for (const auto& [name, p] : params) sizes.push_back(p->value.numel());
+  return sizes;
 }
 
 Device device_of(const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
@@ -34,7 +35,9 @@ std::unique_ptr<optim::Optimizer> warmup_optimizer(
   if (o.base == OneBitBase::kLamb) {
     return std::make_unique<optim::Lamb>(params, options(optim::LambOptions{}));
   }
-  return std::make_unique<optim::AdamW>(params, options(optim::AdamWOptions{}));
+  optim::AdamWOptions adam = options(optim::AdamWOptions{});
+  adam.bias_correction = false;  // DeepSpeed's OnebitAdam: exp_avg / (sqrt(exp_avg_sq) + eps)
+  return std::make_unique<optim::AdamW>(params, adam);
 }
 
 }  // namespace
@@ -44,7 +47,7 @@ OneBitOptimizer::OneBitOptimizer(std::vector<std::pair<std::string, nn::Paramete
     : Optimizer(params, options.lr),
       options_(options),
       warmup_(warmup_optimizer(params, options)),
-      allreduce_(element_count(params), std::move(comm), device_of(params)) {
+      allreduce_(tensor_sizes(params), std::move(comm), device_of(params)) {
   COURSE_CHECK(options.freeze_step >= 1,
                "1-bit optimizers freeze the variance of their warm-up, which needs at least one "
                "step (freeze_step ",
@@ -52,12 +55,11 @@ OneBitOptimizer::OneBitOptimizer(std::vector<std::pair<std::string, nn::Paramete
   const Device device = device_of(params_);
   momentum_ = zeros({allreduce_.padded_numel()}, DType::kF32, device);
   variance_ = zeros({allreduce_.padded_numel()}, DType::kF32, device);
-  int64_t at = 0;
-  for (const auto& [name, p] : params_) {
-    const int64_t n = p->value.numel();
-    momentum_of_.push_back(momentum_.slice(at, at + n).view(p->value.shape()));
-    variance_of_.push_back(variance_.slice(at, at + n).view(p->value.shape()));
-    at += n;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& value = params_[i].second->value;
+    const int64_t at = allreduce_.offset(i);
+    momentum_of_.push_back(momentum_.slice(at, at + value.numel()).view(value.shape()));
+    variance_of_.push_back(variance_.slice(at, at + value.numel()).view(value.shape()));
   }
   // The warm-up optimizer's moments become the slices: its steps then fill the flat buffers.
   size_t param = 0;
@@ -80,13 +82,14 @@ std::vector<std::pair<std::string, Tensor*>> OneBitOptimizer::state_tensors() {
   return state;
 }
 
-// The compressed stage's scalars: AdamW's at step t with the variance's bias correction frozen
-// at freeze_step; 1-bit LAMB's update runs at lr 1 and reads lr after them.
+// The compressed stage's scalars: 1-bit Adam's {lr, 1, 1} (DeepSpeed's, without bias
+// correction); 1-bit LAMB's AdamW scalars at step t with the variance's bias correction frozen
+// at freeze_step, its update at lr 1 and lr read after them.
 std::vector<float> OneBitOptimizer::step_scalars() const {
-  const bool lamb = options_.base == OneBitBase::kLamb;
-  std::vector<float> scalars = adamw_step_scalars(lamb ? 1.0f : lr_, hyper(), steps_ + 1);
+  if (options_.base == OneBitBase::kAdam) return {lr_, 1.0f, 1.0f};
+  std::vector<float> scalars = adamw_step_scalars(1.0f, hyper(), steps_ + 1);
   scalars[2] = adamw_step_scalars(1.0f, hyper(), options_.freeze_step)[2];
-  if (lamb) scalars.push_back(lr_);
+  scalars.push_back(lr_);
   return scalars;
 }
 

@@ -1,17 +1,19 @@
 // 1-bit Adam (Tang et al. 2021) and 1-bit LAMB (Li et al. 2021), DeepSpeed's "OneBitAdam" and
 // "OneBitLamb": optimizers that cut the communication of data parallelism about 32-fold once
 // training is stable.
-//   warm-up (the first freeze_step steps): plain AdamW or LAMB on the gradients data parallelism
-//     averaged (bit for bit optim::AdamW and optim::Lamb);
+//   warm-up (the first freeze_step steps): plain Adam or LAMB on the gradients data parallelism
+//     averaged (bit for bit optim::AdamW without bias correction, DeepSpeed's OnebitAdam
+//     update exp_avg / (sqrt(exp_avg_sq) + eps) + weight_decay w, and optim::Lamb);
 //   compressed stage: the variance is frozen (and 1-bit LAMB's trust ratios, at their values of
 //     the last warm-up step); the gradients stay on their rank (the optimizer asks data
 //     parallelism to stop reducing them), each rank moves its momentum with its own gradient,
 //     and the momentum is averaged over the ranks by the compressed all-reduce
 //     (compressed_allreduce.h), one sign bit per element with error feedback; then the AdamW
 //     (or LAMB) step from the averaged momentum and the frozen variance.
-// The moments live in one flat buffer each (what the all-reduce sends), the warm-up optimizer's
-// own state tensors pointed at its slices. The carried errors are not in checkpoints (each rank
-// has its own; a resumed run starts them from zero, as DeepSpeed does).
+// The moments live in one flat buffer each (what the all-reduce sends, each tensor padded as
+// DeepSpeed pads it), the warm-up optimizer's own state tensors pointed at its slices. The carried
+// errors are not in checkpoints (each rank has its own; a resumed run starts them from zero, as
+// DeepSpeed does).
 #pragma once
 
 #include <functional>

@@ -125,7 +125,8 @@ TEST(DeepSpeedConfig, TheMissingBatchSizeIsDerivedAsDeepSpeedDoes) {
       {{.train = 96, .micro = 5}, 8, "does not divide into 40"},
       {{.train = 48, .micro = 4, .accumulation = 2},
        4,
-       "is not train_micro_batch_size_per_gpu 4 x gradient_accumulation_steps 2 x 4"},
+       "is not train_micro_batch_size_per_gpu (--batch-size) 4 x gradient_accumulation_steps "
+       "(--accumulate, or the pipeline's --micro-batches) 2 x 4"},
       {{.accumulation = 2}, 4, "need train_batch_size or train_micro_batch_size_per_gpu"}};
   for (const auto& [given, ranks, named] : refused) {
     const std::string error = testing::error_of([&] { complete_batch_sizes(given, ranks); });
