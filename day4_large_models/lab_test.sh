@@ -282,6 +282,26 @@ for sharding in zero3 zero1; do
   fi
   echo "ok: $sharding on 2 ranks, a checkpoint file per rank, resumed as DDP: $(head -1 <<<"$sharded_resumed")"
 done
+# 1-bit Adam and LAMB resumed after their warm-up go on bit for bit as the uninterrupted run:
+# each rank's error feedback (a checkpoint file per rank) and the frozen state come back. A
+# constant rate, so that the schedule does not depend on the run's length.
+for optimizer in onebit-adam onebit-lamb; do
+  onebit=(--optimizer "$optimizer" --freeze-step 2 --lr 5e-4 --eps 1e-4 --lr-schedule constant
+    --warmup-steps 0)
+  whole=$("${mpirun[@]}" "$lab" "${ranks[@]}" --epochs 2 "${onebit[@]}" 2>&1 |
+    grep -A1 -E "^(validation loss|sample)" | tail -n 4)
+  "${mpirun[@]}" "$lab" "${ranks[@]}" --epochs 1 --chkpt "$TEST_TMPDIR/$optimizer.ckpt" \
+    "${onebit[@]}" >/dev/null
+  resumed=$("${mpirun[@]}" "$lab" "${ranks[@]}" --epochs 2 --resume "$TEST_TMPDIR/$optimizer.ckpt" \
+    "${onebit[@]}" 2>&1 | grep -A1 -E "^(validation loss|sample)" | tail -n 4)
+  if [[ -z $whole || $resumed != "$whole" || ! -f $TEST_TMPDIR/$optimizer.rank1-of-2.ckpt ]]; then
+    echo "FAILED: $optimizer resumed after its warm-up ends otherwise than uninterrupted:"
+    echo "uninterrupted: $whole"
+    echo "resumed: $resumed"
+    exit 1
+  fi
+  echo "ok: $optimizer resumed after its warm-up, a file per rank, ends as uninterrupted: $(head -1 <<<"$resumed")"
+done
 # --cuda-graphs on 2 ranks of the simulated accelerator: the collectives of DDP, ZeRO-3, FSDP's
 # SHARD_GRAD_OP and sequence-parallel tensor parallelism are captured with the step (tasks of the
 # recorded graph, posted and waited for at their place in every replay) and the run ends as the

@@ -50,6 +50,9 @@ class Optimizer {
   int64_t steps() const { return steps_; }
   // Optimizer state for checkpoints, with names ("0.weight.momentum_buffer").
   virtual std::vector<std::pair<std::string, Tensor*>> state_tensors() = 0;
+  // Whether this rank's state differs from the other ranks' (1-bit's error feedback): each rank
+  // then checkpoints its own file.
+  virtual bool keeps_rank_state() const { return false; }
   void set_steps(int64_t steps) { steps_ = steps; }
 
  protected:

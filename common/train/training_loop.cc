@@ -105,10 +105,9 @@ TrainingLoop::TrainingLoop(const RunFlags& flags, LoopConfig config, LoopHooks h
   const int rank = config_.comm ? config_.comm->rank() : 0;
   const int ranks = config_.comm ? config_.comm->size() : 1;
   const std::string resume =
-      config_.rank_state ? rank_file(flags_.resume, rank, ranks) : flags_.resume;
-  const nlohmann::json header = config_.rank_state
-                                    ? read_rank_file_header(flags_.resume, rank, ranks)
-                                    : read_checkpoint_header(flags_.resume);
+      per_rank_files() ? rank_file(flags_.resume, rank, ranks) : flags_.resume;
+  const nlohmann::json header = per_rank_files() ? read_rank_file_header(flags_.resume, rank, ranks)
+                                                 : read_checkpoint_header(flags_.resume);
   // The model first: a checkpoint of another model differs in everything after it too.
   std::vector<std::string> keys;
   if (config_.identity.contains("model")) keys.push_back("model");
@@ -122,8 +121,7 @@ TrainingLoop::TrainingLoop(const RunFlags& flags, LoopConfig config, LoopHooks h
                                       : " records no " + key,
                  ", not ", json_value(value));
   }
-  load_checkpoint(resume, config_.rank_state ? config_.rank_state()
-                                             : training_state(*config_.model, *config_.optimizer));
+  load_checkpoint(resume, checkpointed());
   if (!flags_.metrics.empty()) resumed_elapsed_s_ = last_elapsed_s(flags_.metrics);
   start_epoch_ = header.value("epoch", int64_t{0});
   start_batch_ = header.value("batch", int64_t{0});
@@ -135,19 +133,28 @@ TrainingLoop::TrainingLoop(const RunFlags& flags, LoopConfig config, LoopHooks h
   }
 }
 
+bool TrainingLoop::per_rank_files() const {
+  return config_.rank_state || config_.optimizer->keeps_rank_state();
+}
+
+NamedTensors TrainingLoop::checkpointed() const {
+  return config_.rank_state ? config_.rank_state()
+                            : training_state(*config_.model, *config_.optimizer);
+}
+
 void TrainingLoop::save(int64_t epoch, int64_t batch) {
-  if (flags_.chkpt.empty() || (!lead() && !config_.rank_state)) return;
+  if (flags_.chkpt.empty() || (!lead() && !per_rank_files())) return;
   nlohmann::json header = config_.identity;
   header["epoch"] = epoch;
   header["batch"] = batch;
   header["step"] = config_.optimizer->steps();
-  if (!config_.rank_state) {
-    save_checkpoint(flags_.chkpt, training_state(*config_.model, *config_.optimizer), header);
+  if (!per_rank_files()) {
+    save_checkpoint(flags_.chkpt, checkpointed(), header);
     return;
   }
   const int rank = config_.comm ? config_.comm->rank() : 0;
   const int ranks = config_.comm ? config_.comm->size() : 1;
-  save_checkpoint(rank_file(flags_.chkpt, rank, ranks), config_.rank_state(),
+  save_checkpoint(rank_file(flags_.chkpt, rank, ranks), checkpointed(),
                   with_rank_header(header, rank, ranks));
   if (config_.comm) config_.comm->barrier();  // the checkpoint exists once every file does
 }

@@ -86,7 +86,8 @@ struct LoopConfig {
   parallel::Communicator* comm = nullptr;  // none: a single process
   // Sharded runs: every rank saves and resumes its own file (checkpoint.h's rank_file()) with
   // these tensors (sharded_training_state()); otherwise rank 0 saves the model's and
-  // optimizer's training_state().
+  // optimizer's training_state(), or, for an optimizer that keeps_rank_state(), every rank its
+  // own file of them.
   std::function<NamedTensors()> rank_state;
   // What the lab adds to the run's settings in --logdir's text summary (Markdown lines).
   std::string recipe;
@@ -120,6 +121,10 @@ class TrainingLoop {
 
  private:
   void save(int64_t epoch, int64_t batch);
+  // Whether every rank saves and resumes its own file (rank_file()): a sharded run (rank_state),
+  // or an optimizer whose state differs by rank (1-bit's errors); and the tensors checkpointed.
+  bool per_rank_files() const;
+  NamedTensors checkpointed() const;
   int agreed_stop() const;
   // Collective: on an accelerator, the step's and the loss reads' host waits (most over ranks).
   void report_host_waits(const LoopResult& result) const;

@@ -46,6 +46,7 @@ OneBitOptimizer::OneBitOptimizer(std::vector<std::pair<std::string, nn::Paramete
                                  const OneBitOptions& options, std::shared_ptr<Communicator> comm)
     : Optimizer(params, options.lr),
       options_(options),
+      ranks_(comm->size()),
       warmup_(warmup_optimizer(params, options)),
       allreduce_(tensor_sizes(params), std::move(comm), device_of(params)) {
   COURSE_CHECK(options.freeze_step >= 1,
@@ -79,6 +80,8 @@ OneBitOptimizer::OneBitOptimizer(std::vector<std::pair<std::string, nn::Paramete
 std::vector<std::pair<std::string, Tensor*>> OneBitOptimizer::state_tensors() {
   std::vector<std::pair<std::string, Tensor*>> state = warmup_->state_tensors();
   if (frozen_trust_.defined()) state.emplace_back("onebit.frozen_trust", &frozen_trust_);
+  state.emplace_back("onebit.worker_error", &allreduce_.worker_error());
+  state.emplace_back("onebit.server_error", &allreduce_.server_error());
   return state;
 }
 

@@ -12,8 +12,8 @@
 //     (or LAMB) step from the averaged momentum and the frozen variance.
 // The moments live in one flat buffer each (what the all-reduce sends, each tensor padded as
 // DeepSpeed pads it), the warm-up optimizer's own state tensors pointed at its slices. The carried
-// errors are not in checkpoints (each rank has its own; a resumed run starts them from zero, as
-// DeepSpeed does).
+// errors are in its state: each rank checkpoints its own (keeps_rank_state), so a resumed run
+// goes on as if uninterrupted, where DeepSpeed starts them again from zero.
 #pragma once
 
 #include <functional>
@@ -45,6 +45,7 @@ class OneBitOptimizer : public optim::Optimizer {
   OneBitOptimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
                   const OneBitOptions& options, std::shared_ptr<Communicator> comm);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+  bool keeps_rank_state() const override { return ranks_ > 1; }
   void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
                     UpdateTable& table) override;
   // From the step that counts freeze_step on: the gradients stay local, the momentum travels.
@@ -57,6 +58,7 @@ class OneBitOptimizer : public optim::Optimizer {
   void compressed_update();
 
   OneBitOptions options_;
+  int ranks_;
   std::unique_ptr<optim::Optimizer> warmup_;  // its moments pointed into the flat buffers
   CompressedAllreduce allreduce_;
   Tensor momentum_, variance_;                     // flat (padded), one slice per parameter
