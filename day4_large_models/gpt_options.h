@@ -187,7 +187,8 @@ void complete_train_batch(GptLabOptions& options, int ranks);
 // meets alike (rank 0 alone says why).
 void validate_on_every_rank(GptLabOptions& options, int ranks);
 
-// Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks.
+// Throws when --sharding (or the exercises' ZeRO-1) is asked of a run of fewer than 2 ranks, but
+// for ZeRO-Offload on one (zero1 or zero2 with --cpu-offload).
 void validate_run_ranks(const DataParallelChoice& data_parallel, int ranks);
 
 // Throws unless `ranks` (a run's, or --estimate-ranks: `estimate_ranks`) cut into whole grids of

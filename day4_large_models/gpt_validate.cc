@@ -357,9 +357,12 @@ void validate_on_every_rank(GptLabOptions& o, int ranks) {
 }
 
 void validate_run_ranks(const DataParallelChoice& dp, int ranks) {
-  COURSE_CHECK(dp.replicated() || ranks > 1, "--sharding ", dp.flag(),
+  const bool offload_alone = dp.cpu_offload && (dp.library == parallel::Sharding::kZero1 ||
+                                                dp.library == parallel::Sharding::kZero2);
+  COURSE_CHECK(dp.replicated() || ranks > 1 || offload_alone, "--sharding ", dp.flag(),
                " shards over the data-parallel ranks and needs at least 2; this run has 1 "
-               "(start it with mpirun -np N, or srun)");
+               "(start it with mpirun -np N, or srun; on one rank, --sharding zero1 or zero2 "
+               "with --cpu-offload is ZeRO-Offload)");
 }
 
 void validate_grid_ranks(const GridChoice& grid, int ranks, bool estimate_ranks) {

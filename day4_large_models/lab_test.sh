@@ -342,6 +342,27 @@ expect 1 "error: the world's 2 ranks do not split into shard groups of 3" "${mpi
   "${few[@]}" --sharding hybrid-shard --shard-group-size 3
 expect 1 "error: --sharding zero3 shards over the data-parallel ranks and needs at least 2" \
   "$lab" "${few[@]}" --sharding zero3
+expect 1 "error: --sharding zero2 shards over the data-parallel ranks and needs at least 2" \
+  "$lab" "${few[@]}" --sharding zero2
+# ZeRO-Offload on one rank (zero1 or zero2 with --cpu-offload): the optimizer's state and step on
+# the host, the device holding no optimizer state (the estimate says 0 B and the simulated
+# device's measured peak agrees with it), and the run ends as the plain one does.
+sim_run=(--text-dir "$text" --context 16 --no-progress --device sim --val-fraction 0.2
+  --batch-size 4 --steps-per-epoch 4 --sample-tokens 12)
+plain_ending=$("$lab" "${sim_run[@]}" 2>&1 | grep -A1 -E "^(validation loss|sample)")
+for sharding in zero1 zero2; do
+  offloaded=$("$lab" "${sim_run[@]}" --sharding "$sharding" --cpu-offload 2>&1)
+  if [[ -z $plain_ending || $(grep -A1 -E "^(validation loss|sample)" <<<"$offloaded") != "$plain_ending" ]] ||
+    ! grep -qE "^  optimizer states +0 B$" <<<"$offloaded"; then
+    echo "FAILED: ZeRO-Offload ($sharding) on one rank ends otherwise than the plain run, or keeps optimizer state on the device:"
+    echo "plain: $plain_ending"
+    echo "$offloaded"
+    exit 1
+  fi
+  echo "ok: ZeRO-Offload ($sharding) on one rank ends as the plain run, no optimizer state on the device"
+  expect_estimate_near_peak "$sharding --cpu-offload on one rank" "$lab" "${sim_run[@]}" \
+    --sharding "$sharding" --cpu-offload
+done
 
 expect 1 "error: gpt2 has a vocabulary of 50257 tokens" "$lab" "${few[@]}" --model gpt2
 # GPT-2 itself on random tokens over its vocabulary (--synthetic-tokens: gpu_compare.sh's row
