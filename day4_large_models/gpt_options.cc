@@ -59,6 +59,29 @@ void add_data_flags(CLI::App& app, GptLabOptions& o) {
   course::train::add_step_flags(app, o.run);
 }
 
+// 1-bit LAMB's coefficient clamps and factor, under DeepSpeed's names.
+void add_onebit_lamb_flags(CLI::App& app, course::OneBitLambCoefficients& c) {
+  const char* lamb = "1-bit LAMB: ";
+  app.add_option("--max-coeff", c.max_coeff, std::string(lamb) + "largest warm-up coefficient")
+      ->capture_default_str();
+  app.add_option("--min-coeff", c.min_coeff, std::string(lamb) + "smallest warm-up coefficient")
+      ->capture_default_str();
+  app.add_option("--coeff-beta", c.coeff_beta,
+                 std::string(lamb) +
+                     "decay of the warm-up coefficients' average, frozen at the "
+                     "freeze")
+      ->capture_default_str();
+  app.add_option("--factor-max", c.factor_max,
+                 std::string(lamb) + "largest factor of the frozen coefficient")
+      ->capture_default_str();
+  app.add_option("--factor-min", c.factor_min,
+                 std::string(lamb) + "smallest factor of the frozen coefficient")
+      ->capture_default_str();
+  app.add_option("--factor-threshold", c.factor_threshold,
+                 std::string(lamb) + "how far the factor may move in a step, as a fraction")
+      ->capture_default_str();
+}
+
 // The optimizer, its options and its learning-rate schedule.
 void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
   train::add_choice(app, "--optimizer", o.kind, optim::optimizer_choices(true),
@@ -70,6 +93,10 @@ void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
   app.add_option("--freeze-step", o.freeze_step,
                  "1-bit optimizers: steps of plain AdamW / LAMB before the variance freezes and "
                  "the momentum travels compressed (default 100)");
+  app.add_flag("--exp-avg-mask", o.exp_avg_mask,
+               "1-bit optimizers: DeepSpeed's exp_avg_mask, made at the freeze: the elements whose "
+               "warm-up variance is exactly 0 (never given a gradient) receive no momentum");
+  add_onebit_lamb_flags(app, o.onebit_lamb);
   app.add_flag("--optimizer-in-backward", o.in_backward,
                "update each parameter (one process) or DDP bucket as soon as its gradient is "
                "final, during the backward pass, and free the gradient: the step keeps no full "

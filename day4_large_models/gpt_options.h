@@ -65,7 +65,9 @@ struct OptimizerChoice {
   course::optim::OptimizerKind kind = course::optim::OptimizerKind::kAdamW;
   std::optional<float> beta1, beta2, eps;  // the Adam family's (unset: the optimizer's defaults)
   std::optional<int64_t> freeze_step;      // the 1-bit optimizers' warm-up (unset: 100 steps)
-  bool in_backward = false;                // each group updated as its gradients become final
+  bool exp_avg_mask = false;               // 1-bit: DeepSpeed's exp_avg_mask, at the freeze
+  course::OneBitLambCoefficients onebit_lamb;  // 1-bit LAMB's clamps and factor
+  bool in_backward = false;                    // each group updated as its gradients become final
   course::optim::ScheduleKind schedule = course::optim::ScheduleKind::kCosine;  // cosine: to lr/10
   int64_t decay_steps = 0;    // the schedule's length (0: the run's steps)
   int64_t warmup_steps = 50;  // warm-up before it (at most the run's steps)

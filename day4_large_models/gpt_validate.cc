@@ -68,6 +68,20 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
 // The optimizer's own flags, and what the 1-bit optimizers need: plain data parallelism (they
 // average their momentum over its ranks in place of the gradients) and no clipping by global
 // norm (no rank holds the averaged gradient after the warm-up).
+// --exp-avg-mask is the 1-bit optimizers', the coefficient flags 1-bit LAMB's.
+void validate_onebit_extras(const OptimizerChoice& o) {
+  const std::string name = optim::optimizer_name(o.kind);
+  COURSE_CHECK(!o.exp_avg_mask || optim::is_onebit(o.kind),
+               "--exp-avg-mask masks the 1-bit optimizers' compressed momentum; --optimizer ", name,
+               " has none");
+  const OneBitLambCoefficients& c = o.onebit_lamb;
+  COURSE_CHECK(c == OneBitLambCoefficients{} || o.kind == optim::OptimizerKind::kOneBitLamb,
+               "--max-coeff, --min-coeff, --coeff-beta, --factor-max, --factor-min and "
+               "--factor-threshold are 1-bit LAMB's; --optimizer ",
+               name, " has none");
+  // Their ranges: the optimizer's own check (onebit_lamb.cc).
+}
+
 void validate_optimizer(const OptimizerChoice& o, const train::RunFlags& run,
                         const DataParallelChoice& dp, const GridChoice& grid) {
   const char* name = optim::optimizer_name(o.kind);
@@ -336,6 +350,7 @@ void validate(const GptLabOptions& o) {
                    o.data_parallel.shard_group_size >= 0,
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
   validate_optimizer(o.optimizer, o.run, o.data_parallel, o.grid);
+  validate_onebit_extras(o.optimizer);
   validate_data_parallel(o.data_parallel, o.run, o.optimizer.kind);
   if (o.cuda_graphs) validate_cuda_graphs(o.optimizer, o.run, o.grid, o.data_parallel);
   validate_grid(o.grid, o.data_parallel, o.estimate);

@@ -5,6 +5,7 @@
 #include "common/kernels/launch.h"
 #include "common/kernels/launch_cuda.cuh"
 #include "common/kernels/linear.h"
+#include "common/kernels/onebit_ops.h"
 #include "common/kernels/type_lists.cuh"
 
 #ifndef __CUDACC__  // the host side: nvcc compiles only the GPU instantiations below
@@ -52,6 +53,43 @@ void trust_ratios(const Tensor& squares, float eta, float weight_decay, Tensor& 
       ops::TrustRatio{squares.data_as<float>(), eta, weight_decay, factor.data_as<float>()});
 }
 
+void warmup_lamb_coefficients(const Tensor& squares, const OneBitLambCoefficients& c, Tensor& coeff,
+                              Tensor& frozen) {
+  const Device device = squares.device();
+  check_scalars(squares, 2 * coeff.numel(), device, "warmup_lamb_coefficients");
+  check_scalars(frozen, coeff.numel(), device, "warmup_lamb_coefficients");
+  for_each_index(
+      device, coeff.numel(),
+      ops::WarmupLambCoefficient{squares.data_as<float>(), c.min_coeff, c.max_coeff, c.coeff_beta,
+                                 coeff.data_as<float>(), frozen.data_as<float>()});
+}
+
+void momentum_scalings(const Tensor& squares, const Tensor& numels, Tensor& scaling) {
+  const Device device = squares.device();
+  check_scalars(squares, scaling.numel(), device, "momentum_scalings");
+  check_scalars(numels, scaling.numel(), device, "momentum_scalings");
+  for_each_index(device, 1,
+                 ops::MomentumScalings{squares.data_as<float>(), numels.data_as<float>(),
+                                       scaling.numel(), scaling.data_as<float>()});
+}
+
+void compressed_lamb_coefficients(const Tensor& squares, const Tensor& largest_ratio,
+                                  const Tensor& frozen, float weight_decay,
+                                  const OneBitLambCoefficients& c, Tensor& last_factor,
+                                  Tensor& coeff) {
+  const Device device = squares.device();
+  const int64_t count = coeff.numel();
+  check_scalars(squares, 2 * count, device, "compressed_lamb_coefficients");
+  for (const Tensor* t : {&largest_ratio, &frozen, static_cast<const Tensor*>(&last_factor)}) {
+    check_scalars(*t, count, device, "compressed_lamb_coefficients");
+  }
+  for_each_index(device, count,
+                 ops::CompressedLambCoefficient{
+                     squares.data_as<float>(), largest_ratio.data_as<float>(),
+                     frozen.data_as<float>(), weight_decay, c.factor_min, c.factor_max,
+                     c.factor_threshold, last_factor.data_as<float>(), coeff.data_as<float>()});
+}
+
 void unscale_and_mark_(Tensor& x, Tensor& state) {
   check_scalars(state, ops::kLossScaleSlots, x.device(), "unscale_and_mark_");
   visit_floating(x.dtype(), "unscale_and_mark_", [&]<class T>() {
@@ -86,6 +124,9 @@ namespace course {
 COURSE_FLOAT_TYPES(DEVICE_FACTOR)
 COURSE_INSTANTIATE_FOR_EACH(ops::ClipFactor)
 COURSE_INSTANTIATE_FOR_EACH(ops::TrustRatio)
+COURSE_INSTANTIATE_FOR_EACH(ops::WarmupLambCoefficient)
+COURSE_INSTANTIATE_FOR_EACH(ops::MomentumScalings)
+COURSE_INSTANTIATE_FOR_EACH(ops::CompressedLambCoefficient)
 COURSE_INSTANTIATE_FOR_EACH(ops::LossScaleUpdate)
 
 }  // namespace course

@@ -22,6 +22,25 @@ void clip_factor(const Tensor& squared_norm, float max_norm, const Tensor& loss_
 // squares[2 i], squares[2 i + 1] = |w|^2, |u|^2: factor (P,), squares (2 P,), one launch.
 void trust_ratios(const Tensor& squares, float eta, float weight_decay, Tensor& factor);
 
+// 1-bit LAMB's per-tensor coefficients as DeepSpeed's OnebitLamb takes them (onebit_ops.h), each
+// a (P,) f32 on one device, one launch each:
+//   warm-up: coeff = |w| / |u| clamped (squares (2 P,) = |w|^2, |u|^2), its average into frozen;
+//   first compressed step: scaling from the momenta's squares (P,) and element counts (P,);
+//   compressed steps: coeff = frozen x a factor from largest_ratio (P,) and squares (2 P,) =
+//   |u|^2, |p|^2, kept in last_factor.
+struct OneBitLambCoefficients {
+  float max_coeff = 10.0f, min_coeff = 0.01f, coeff_beta = 0.9f;
+  float factor_max = 4.0f, factor_min = 0.5f, factor_threshold = 0.1f;
+  bool operator==(const OneBitLambCoefficients&) const = default;
+};
+void warmup_lamb_coefficients(const Tensor& squares, const OneBitLambCoefficients& c, Tensor& coeff,
+                              Tensor& frozen);
+void momentum_scalings(const Tensor& squares, const Tensor& numels, Tensor& scaling);
+void compressed_lamb_coefficients(const Tensor& squares, const Tensor& largest_ratio,
+                                  const Tensor& frozen, float weight_decay,
+                                  const OneBitLambCoefficients& c, Tensor& last_factor,
+                                  Tensor& coeff);
+
 // Dynamic loss scaling with its state (4,) f32 on the device {scale, found_inf, clean steps,
 // skipped steps}: unscale_and_mark_ divides x by the scale and sets found_inf where a result is
 // not finite; loss_scale_update_ then backs the scale off after an overflow (counting a skipped

@@ -6,6 +6,7 @@
 
 #include "common/kernels/launch.h"
 #include "common/kernels/launch_cuda.cuh"
+#include "common/kernels/onebit_ops.h"
 #include "common/kernels/optimizer_kernels.h"
 #include "common/kernels/optimizer_ops.h"
 #include "common/kernels/row_lanes_cuda.cuh"
@@ -149,51 +150,91 @@ void trust_step_(UpdateTable& table, const std::vector<UpdateSlots>& params,
         "trust step");
 }
 
-void sums_of_squares_(SquaresTable& t, const std::vector<const Tensor*>& tensors,
-                      const std::vector<int64_t>& targets, Tensor& sums) {
-  COURSE_CHECK(targets.size() == tensors.size(), "sums_of_squares_: ", tensors.size(), " tensors, ",
-               targets.size(), " targets");
-  if (tensors.empty()) return;
-  const Device device = sums.device();
-  COURSE_CHECK(sums.dtype() == DType::kF32 && sums.memory_format() == MemoryFormat::kContiguous,
-               "sums_of_squares_ writes to a contiguous f32 tensor, got ", sums.str());
+namespace {
+
+// Rebuilds the chunks of `tensors` where one moved or changed length (a tensor's chunks start at
+// its own first element, kSquaresChunk long).
+void refresh_chunks(SquaresTable& t, const std::vector<const Tensor*>& tensors,
+                    const std::vector<int64_t>& targets, const Tensor& out, const char* name) {
+  const Device device = out.device();
   std::vector<int64_t> key;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& x = *tensors[i];
     COURSE_CHECK(x.dtype() == DType::kF32 && x.device() == device &&
                      x.memory_format() == MemoryFormat::kContiguous,
-                 "sums_of_squares_ takes contiguous f32 tensors on ", device.str(), ", got ",
-                 x.str());
-    COURSE_CHECK(targets[i] >= 0 && targets[i] < sums.numel(), "sums_of_squares_: target ",
-                 targets[i], " outside the ", sums.numel(), " sums");
+                 name, " takes contiguous f32 tensors on ", device.str(), ", got ", x.str());
+    COURSE_CHECK(targets[i] >= 0 && targets[i] < out.numel(), name, ": target ", targets[i],
+                 " outside the ", out.numel(), " results");
     const int64_t address = x.numel() > 0 ? reinterpret_cast<int64_t>(x.data()) : 0;
     key.insert(key.end(), {address, x.numel(), targets[i]});
   }
-  if (key != t.key || t.chunks.device() != device) {
-    std::vector<int64_t> chunks, firsts{0};
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const int64_t address = key[3 * i], length = key[3 * i + 1];
-      for (int64_t begin = 0; begin < length; begin += kSquaresChunk) {
-        chunks.push_back(address + begin * static_cast<int64_t>(sizeof(float)));
-        chunks.push_back(std::min(kSquaresChunk, length - begin));
-      }
-      firsts.push_back(static_cast<int64_t>(chunks.size() / 2));
+  if (key == t.key && t.chunks.device() == device) return;
+  std::vector<int64_t> chunks, firsts{0};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const int64_t address = key[3 * i], length = key[3 * i + 1];
+    for (int64_t begin = 0; begin < length; begin += kSquaresChunk) {
+      chunks.push_back(address + begin * static_cast<int64_t>(sizeof(float)));
+      chunks.push_back(std::min(kSquaresChunk, length - begin));
     }
-    // Every tensor empty: no chunk, and no tensor of chunks (an empty one has no storage).
-    const bool none = chunks.empty();
-    t.chunks = none ? Tensor() : upload_to(device, chunks, {static_cast<int64_t>(chunks.size())});
-    t.firsts = upload_to(device, firsts, {static_cast<int64_t>(firsts.size())});
-    t.targets = upload_to(device, targets, {static_cast<int64_t>(targets.size())});
-    t.partial = none ? Tensor() : Tensor::empty({firsts.back()}, DType::kF32, device);
-    t.key = std::move(key);
+    firsts.push_back(static_cast<int64_t>(chunks.size() / 2));
   }
-  // No chunk at all where every tensor is empty: their sums are 0.
-  for_each_row(
-      device, t.partial.defined() ? t.partial.numel() : 0, kSquaresChunk,
-      ops::ChunkSquares{t.chunks.data_or_null<int64_t>(), t.partial.data_or_null<float>()});
-  for_each_index(device, static_cast<int64_t>(tensors.size()),
-                 ops::SumChunks{t.partial.data_or_null<float>(), t.firsts.data_as<int64_t>(),
-                                t.targets.data_as<int64_t>(), sums.data_as<float>()});
+  // Every tensor empty: no chunk, and no tensor of chunks (an empty one has no storage).
+  const bool none = chunks.empty();
+  t.chunks = none ? Tensor() : upload_to(device, chunks, {static_cast<int64_t>(chunks.size())});
+  t.firsts = upload_to(device, firsts, {static_cast<int64_t>(firsts.size())});
+  t.targets = upload_to(device, targets, {static_cast<int64_t>(targets.size())});
+  t.partial = none ? Tensor() : Tensor::empty({firsts.back()}, DType::kF32, device);
+  t.key = std::move(key);
+}
+
+template <ops::ChunkReduce kReduce>
+void reduce_tensors_(SquaresTable& t, const std::vector<const Tensor*>& tensors,
+                     const std::vector<int64_t>& targets, Tensor& out, const char* name) {
+  COURSE_CHECK(targets.size() == tensors.size(), name, ": ", tensors.size(), " tensors, ",
+               targets.size(), " targets");
+  if (tensors.empty()) return;
+  COURSE_CHECK(out.dtype() == DType::kF32 && out.memory_format() == MemoryFormat::kContiguous, name,
+               " writes to a contiguous f32 tensor, got ", out.str());
+  refresh_chunks(t, tensors, targets, out, name);
+  const Device device = out.device();
+  for_each_row(device, t.partial.defined() ? t.partial.numel() : 0, kSquaresChunk,
+               ops::ChunkReduction<kReduce>{t.chunks.data_or_null<int64_t>(),
+                                            t.partial.data_or_null<float>()});
+  for_each_index(
+      device, static_cast<int64_t>(tensors.size()),
+      ops::CombineChunks<kReduce>{t.partial.data_or_null<float>(), t.firsts.data_as<int64_t>(),
+                                  t.targets.data_as<int64_t>(), out.data_as<float>()});
+}
+
+}  // namespace
+
+void sums_of_squares_(SquaresTable& t, const std::vector<const Tensor*>& tensors,
+                      const std::vector<int64_t>& targets, Tensor& sums) {
+  reduce_tensors_<ops::ChunkReduce::kSumOfSquares>(t, tensors, targets, sums, "sums_of_squares_");
+}
+
+void maxima_(SquaresTable& t, const std::vector<const Tensor*>& tensors,
+             const std::vector<int64_t>& targets, Tensor& maxima) {
+  reduce_tensors_<ops::ChunkReduce::kMaximum>(t, tensors, targets, maxima, "maxima_");
+}
+
+void multiply_(UpdateTable& table, const std::vector<UpdateSlots>& pairs) {
+  apply(table, pairs, Tensor(), Tensor(), ops::MultiplyUpdate{}, "multiply");
+}
+
+void nonzero_mask_(UpdateTable& table, const std::vector<UpdateSlots>& pairs) {
+  apply(table, pairs, Tensor(), Tensor(), ops::NonzeroMask{}, "nonzero mask");
+}
+
+void scaled_momentum_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                             float beta1) {
+  apply(table, params, Tensor(), Tensor(), ops::ScaledMomentumUpdate{beta1}, "scaled momentum");
+}
+
+void onebit_lamb_direction_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                            const AdamWHyper& h) {
+  apply(table, params, Tensor(), Tensor(),
+        ops::OneBitLambDirection{h.beta1, h.beta2, h.eps, h.weight_decay}, "1-bit lamb");
 }
 
 }  // namespace course
@@ -213,7 +254,15 @@ COURSE_INSTANTIATE_FOR_EACH(
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::LarsUpdate::kSlots, ops::LarsUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::LambDirection::kSlots, ops::LambDirection>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::TrustStep::kSlots, ops::TrustStep>)
-COURSE_INSTANTIATE_FOR_EACH_ROW(ops::ChunkSquares)
-COURSE_INSTANTIATE_FOR_EACH(ops::SumChunks)
+COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::MultiplyUpdate::kSlots, ops::MultiplyUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::NonzeroMask::kSlots, ops::NonzeroMask>)
+COURSE_INSTANTIATE_FOR_EACH(
+    ops::MultiTensorApply<ops::ScaledMomentumUpdate::kSlots, ops::ScaledMomentumUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(
+    ops::MultiTensorApply<ops::OneBitLambDirection::kSlots, ops::OneBitLambDirection>)
+COURSE_INSTANTIATE_FOR_EACH_ROW(ops::ChunkReduction<ops::ChunkReduce::kSumOfSquares>)
+COURSE_INSTANTIATE_FOR_EACH_ROW(ops::ChunkReduction<ops::ChunkReduce::kMaximum>)
+COURSE_INSTANTIATE_FOR_EACH(ops::CombineChunks<ops::ChunkReduce::kSumOfSquares>)
+COURSE_INSTANTIATE_FOR_EACH(ops::CombineChunks<ops::ChunkReduce::kMaximum>)
 
 }  // namespace course

@@ -90,9 +90,24 @@ void lamb_direction_(UpdateTable& table, const std::vector<UpdateSlots>& params,
 void trust_step_(UpdateTable& table, const std::vector<UpdateSlots>& params,
                  const Tensor& step_scalars);
 
+// The 1-bit optimizers' exp_avg_mask: x *= mask, elementwise (slots: x, mask); the mask made as 1
+// where a variance is non-zero, else 0 (slots: mask, variance).
+void multiply_(UpdateTable& table, const std::vector<UpdateSlots>& pairs);
+void nonzero_mask_(UpdateTable& table, const std::vector<UpdateSlots>& pairs);
+// 1-bit LAMB (onebit_ops.h). Slots of scaled_momentum_update_: momentum, gradient, scaling (a
+// (1,) f32). Slots of onebit_lamb_direction_: parameter, momentum, last step's momentum, frozen
+// variance, fresh variance, negated update, update without decay, denominator ratio, scaling.
+void scaled_momentum_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                             float beta1);
+void onebit_lamb_direction_(UpdateTable& table, const std::vector<UpdateSlots>& params,
+                            const AdamWHyper& hyper);
+
 // sums[targets[t]] = the sum of the squares of *tensors[t] (f32, contiguous, one device; written,
-// not added), every tensor in the same two launches (optimizer_ops.h: ChunkSquares, SumChunks).
+// not added), every tensor in the same two launches (optimizer_ops.h: ChunkReduction,
+// CombineChunks); maxima_ the same with each tensor's largest element (-inf for an empty one).
 void sums_of_squares_(SquaresTable& table, const std::vector<const Tensor*>& tensors,
                       const std::vector<int64_t>& targets, Tensor& sums);
+void maxima_(SquaresTable& table, const std::vector<const Tensor*>& tensors,
+             const std::vector<int64_t>& targets, Tensor& maxima);
 
 }  // namespace course

@@ -10,11 +10,11 @@
 // (1,) tensor per parameter read at [0], LARS's and LAMB's trust ratios), so each tensor's
 // factor reaches its elements without a launch per tensor.
 //
-// The squares of many tensors are summed in two launches (ChunkSquares, SumChunks): each tensor
-// cut into chunks from its own start, each chunk a row of the row kernels (row_lanes.h), then
-// each tensor's chunks added in order. A tensor's sum therefore depends on neither the device's
-// threads nor the other tensors of the launch (LARS's norms are the same updated alone or with
-// the others).
+// The squares of many tensors are summed, or their maxima taken, in two launches
+// (ChunkReduction, CombineChunks): each tensor cut into chunks from its own start, each chunk a
+// row of the row kernels (row_lanes.h), then each tensor's chunks combined in order. A tensor's sum
+// therefore depends on neither the device's threads nor the other tensors of the launch (LARS's
+// norms are the same updated alone or with the others).
 #pragma once
 
 #include <cmath>
@@ -249,30 +249,41 @@ struct TrustStep {
   }
 };
 
-// Row r: the sum of the squares of chunk r, chunks[2 r] its address (as an integer) and
-// chunks[2 r + 1] its length.
-struct ChunkSquares {
+// What a chunked reduction takes of each tensor: the sum of its squares, or its largest element.
+enum class ChunkReduce { kSumOfSquares, kMaximum };
+
+// Row r: the reduction of chunk r, chunks[2 r] its address (as an integer) and chunks[2 r + 1]
+// its length.
+template <ChunkReduce kReduce>
+struct ChunkReduction {
   const int64_t* chunks;
   float* partial;
   template <class Lanes>
   COURSE_HD void operator()(int64_t r, const Lanes& lanes) const {
     const float* x = reinterpret_cast<const float*>(chunks[2 * r]);
-    const float sum = lanes.sum(chunks[2 * r + 1], [&](int64_t j) { return x[j] * x[j]; });
-    if (lanes.first()) partial[r] = sum;
+    const int64_t length = chunks[2 * r + 1];
+    const float value = kReduce == ChunkReduce::kMaximum
+                            ? lanes.max(length, [&](int64_t j) { return x[j]; })
+                            : lanes.sum(length, [&](int64_t j) { return x[j] * x[j]; });
+    if (lanes.first()) partial[r] = value;
   }
 };
 
-// Index t: sums[targets[t]] = the partial sums of tensor t's chunks, firsts[t] to
-// firsts[t + 1], added in order.
-struct SumChunks {
+// Index t: out[targets[t]] = the partial results of tensor t's chunks, firsts[t] to
+// firsts[t + 1], combined in order (a tensor without chunks: 0, or -inf for a maximum).
+template <ChunkReduce kReduce>
+struct CombineChunks {
   const float* partial;
   const int64_t* firsts;
   const int64_t* targets;
-  float* sums;
+  float* out;
   COURSE_HD void operator()(int64_t t) const {
-    float total = 0.0f;
-    for (int64_t r = firsts[t]; r < firsts[t + 1]; ++r) total += partial[r];
-    sums[targets[t]] = total;
+    constexpr bool kMax = kReduce == ChunkReduce::kMaximum;
+    float total = kMax ? -INFINITY : 0.0f;
+    for (int64_t r = firsts[t]; r < firsts[t + 1]; ++r) {
+      total = kMax ? Maximum{}(total, partial[r]) : total + partial[r];
+    }
+    out[targets[t]] = total;
   }
 };
 

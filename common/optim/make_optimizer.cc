@@ -62,8 +62,9 @@ int state_tensors_per_parameter(OptimizerKind kind) {
     case OptimizerKind::kLamb:
       return 2;
     case OptimizerKind::kOneBitAdam:
-    case OptimizerKind::kOneBitLamb:
       return 3;
+    case OptimizerKind::kOneBitLamb:
+      return 4;  // and the fresh variance of its factor
   }
   COURSE_FAIL("optimizer kind ", static_cast<int>(kind), " has no state figures");
 }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/kernels/device_factor.h"
 #include "common/optim/large_batch.h"
 #include "common/optim/optimizer.h"
 
@@ -38,7 +39,8 @@ bool has_eps(OptimizerKind kind);
 // parameters.
 bool updates_elementwise(OptimizerKind kind);
 // The tensors of the parameter's size the optimizer keeps: SGD's, LARS's and Lion's momentum,
-// AdamW's and LAMB's two moments, and the 1-bit ones' compression error on top.
+// AdamW's and LAMB's two moments, and the 1-bit ones' compression error on top (1-bit
+// LAMB's fresh variance too).
 int state_tensors_per_parameter(OptimizerKind kind);
 
 struct OptimizerFlags {
@@ -52,6 +54,10 @@ struct OptimizerFlags {
   // The 1-bit optimizers' warm-up (common/parallel/data_parallel/onebit_optimizer.h; unset: 100
   // steps).
   std::optional<int64_t> freeze_step;
+  // DeepSpeed's exp_avg_mask, made at the freeze from the variance's exact zeros, and 1-bit
+  // LAMB's coefficient clamps and factor (its max_coeff ... factor_threshold).
+  bool exp_avg_mask = false;
+  OneBitLambCoefficients onebit_lamb;
 };
 
 // The flags' options of AdamW and LAMB (the 1-bit optimizers' warm-up takes them too).

@@ -254,9 +254,27 @@ void note_onebit_transport(const json& params, std::vector<ConfigFlag>& flags) {
   }
 }
 
-void map_optimizer_params(const json& params, bool onebit, std::vector<ConfigFlag>& flags) {
+// OnebitLamb's coefficient clamps and factor: each key its flag of the same name (their ranges
+// the optimizer's own check).
+constexpr const char* kOnebitLambKeys[] = {"max_coeff",  "min_coeff",  "coeff_beta",
+                                           "factor_max", "factor_min", "factor_threshold"};
+
+void map_onebit_lamb_params(const json& params, std::vector<ConfigFlag>& flags) {
+  for (const std::string key : kOnebitLambKeys) {
+    if (!params.contains(key)) continue;
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const std::string where = "optimizer.params." + key;
+    flags.push_back(entry(where, flag, as_flag(number_in(params[key], where, 0, kUnbounded))));
+  }
+}
+
+void map_optimizer_params(const json& params, const std::string& kind,
+                          std::vector<ConfigFlag>& flags) {
+  const bool onebit = kind.starts_with("onebit"), lamb = kind == "onebit-lamb";
   std::vector<std::string> known = {"lr", "betas", "eps", "weight_decay"};
   if (onebit) known.insert(known.end(), {"freeze_step", "cuda_aware", "comm_backend_name"});
+  if (lamb) known.insert(known.end(), std::begin(kOnebitLambKeys), std::end(kOnebitLambKeys));
   only_keys(params, "optimizer.params", known);
   const auto number = [&](const char* key, const char* flag, double low, bool low_excluded) {
     if (!params.contains(key)) return;
@@ -284,6 +302,7 @@ void map_optimizer_params(const json& params, bool onebit, std::vector<ConfigFla
     flags.push_back(entry("optimizer.params.freeze_step", "freeze-step", std::to_string(steps)));
   }
   if (onebit) note_onebit_transport(params, flags);
+  if (lamb) map_onebit_lamb_params(params, flags);
 }
 
 void map_optimizer(const json& optimizer, std::vector<ConfigFlag>& flags) {
@@ -303,7 +322,7 @@ void map_optimizer(const json& optimizer, std::vector<ConfigFlag>& flags) {
                "' is not supported (Adam, AdamW, Lamb, OneBitAdam or OneBitLamb)");
   flags.push_back(entry("optimizer.type", "optimizer", found->second));
   if (optimizer.contains("params")) {
-    map_optimizer_params(optimizer["params"], found->second.starts_with("onebit"), flags);
+    map_optimizer_params(optimizer["params"], found->second, flags);
   }
 }
 

@@ -2,18 +2,20 @@
 // "OneBitLamb": optimizers that cut the communication of data parallelism about 32-fold once
 // training is stable.
 //   warm-up (the first freeze_step steps): plain Adam or LAMB on the gradients data parallelism
-//     averaged (bit for bit optim::AdamW without bias correction, DeepSpeed's OnebitAdam
-//     update exp_avg / (sqrt(exp_avg_sq) + eps) + weight_decay w, and optim::Lamb);
-//   compressed stage: the variance is frozen (and 1-bit LAMB's trust ratios, at their values of
-//     the last warm-up step); the gradients stay on their rank (the optimizer asks data
-//     parallelism to stop reducing them), each rank moves its momentum with its own gradient,
+//     averaged, without bias correction as DeepSpeed's (1-bit Adam: exp_avg / (sqrt(exp_avg_sq)
+//     + eps) + weight_decay w, bit for bit optim::AdamW with bias_correction off; 1-bit LAMB:
+//     onebit_lamb.h);
+//   compressed stage: the variance is frozen; the gradients stay on their rank (the optimizer asks
+//     data parallelism to stop reducing them), each rank moves its momentum with its own gradient,
 //     and the momentum is averaged over the ranks by the compressed all-reduce
-//     (compressed_allreduce.h), one sign bit per element with error feedback; then the AdamW
-//     (or LAMB) step from the averaged momentum and the frozen variance.
-// The moments live in one flat buffer each (what the all-reduce sends, each tensor padded as
-// DeepSpeed pads it), the warm-up optimizer's own state tensors pointed at its slices. The carried
-// errors are in its state: each rank checkpoints its own (keeps_rank_state), so a resumed run
-// goes on as if uninterrupted, where DeepSpeed starts them again from zero.
+//     (compressed_allreduce.h), one sign bit per element with error feedback, then masked where
+//     `exp_avg_mask`; then the step from the averaged momentum and the frozen variance.
+// DeepSpeed's first call only allocates its buffers and moves nothing, so its freeze_step N
+// trains N - 1 warm-up steps; here the warm-up is N steps that all move the weights.
+// The moments live in one flat buffer each (what the all-reduce sends: 1-bit Adam pads each
+// tensor as DeepSpeed does, 1-bit LAMB the whole model once). The carried errors are in the
+// state: each rank checkpoints its own (keeps_rank_state), so a resumed run goes on as if
+// uninterrupted, where DeepSpeed starts them again from zero.
 #pragma once
 
 #include <functional>
@@ -22,51 +24,75 @@
 #include <utility>
 #include <vector>
 
+#include "common/kernels/device_factor.h"
+#include "common/kernels/optimizer_kernels.h"
 #include "common/nn/module.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/data_parallel/compressed_allreduce.h"
 
 namespace course::parallel {
 
-enum class OneBitBase { kAdam, kLamb };
-
 struct OneBitOptions {
-  OneBitBase base = OneBitBase::kAdam;
   float lr = 1e-3f;
   float beta1 = 0.9f, beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 1e-2f;
-  int64_t freeze_step = 100;  // steps of plain AdamW / LAMB before the compressed stage
+  int64_t freeze_step = 100;  // steps of plain Adam / LAMB before the compressed stage
+  // DeepSpeed's exp_avg_mask, made at the freeze: 0 for the elements whose warm-up variance is
+  // exactly 0 (never given a gradient, as the rows of an embedding no input uses), so the
+  // compressed momentum, which cannot carry an exact zero, gives them nothing.
+  bool exp_avg_mask = false;
+  OneBitLambCoefficients lamb;  // 1-bit LAMB's clamps and factor (DeepSpeed's defaults)
 };
 
+// What both 1-bit optimizers share: the flat moments, the compressed all-reduce of the
+// momentum with its mask, and the state (the moments and each rank's errors).
 class OneBitOptimizer : public optim::Optimizer {
  public:
-  // The momentum is averaged over the ranks of `comm` (data parallelism's).
-  OneBitOptimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
-                  const OneBitOptions& options, std::shared_ptr<Communicator> comm);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
   bool keeps_rank_state() const override { return ranks_ > 1; }
-  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
-                    UpdateTable& table) override;
   // From the step that counts freeze_step on: the gradients stay local, the momentum travels.
   bool compressed() const { return steps_ >= options_.freeze_step; }
   const CompressedAllreduce& allreduce() const { return allreduce_; }
 
- private:
-  std::vector<float> step_scalars() const override;
+ protected:
+  // How the momentum enters the compressed all-reduce: tensor by tensor, each padded and
+  // scaled by its own root mean square (1-bit Adam), or the whole model as one (1-bit LAMB).
+  enum class Fusion { kPerTensor, kWholeModel };
+  OneBitOptimizer(std::vector<std::pair<std::string, nn::Parameter*>> params,
+                  const OneBitOptions& options, std::shared_ptr<Communicator> comm, Fusion fusion);
   AdamWHyper hyper() const;
-  void compressed_update();
+  // The momentum averaged over the ranks, compressed, then masked where exp_avg_mask.
+  void average_momentum_();
+  // A flat buffer of momentum_'s layout cut into its parameters' slices, shaped as they are.
+  std::vector<Tensor> slices_of(const Tensor& flat) const;
 
   OneBitOptions options_;
-  int ranks_;
-  std::unique_ptr<optim::Optimizer> warmup_;  // its moments pointed into the flat buffers
-  CompressedAllreduce allreduce_;
   Tensor momentum_, variance_;                     // flat (padded), one slice per parameter
   std::vector<Tensor> momentum_of_, variance_of_;  // those slices, shaped as the parameters
-  std::vector<Tensor> moved_;                      // 1-bit LAMB: w moved by the direction
-  Tensor frozen_trust_;                            // 1-bit LAMB: (P,) ratios of the warm-up's end
-  std::vector<Tensor> frozen_trust_slots_;         // (1,) views of frozen_trust_
-  UpdateTable momentum_table_, frozen_table_, step_table_;
+
+ private:
+  int ranks_;
+  CompressedAllreduce allreduce_;
+  std::vector<int64_t> offsets_;  // each parameter's first element in the flat buffers
+  Tensor mask_;  // exp_avg_mask: made at the first compressed step from the frozen variance
+  UpdateTable mask_table_;
+};
+
+class OneBitAdam : public OneBitOptimizer {
+ public:
+  // The momentum is averaged over the ranks of `comm` (data parallelism's).
+  OneBitAdam(std::vector<std::pair<std::string, nn::Parameter*>> params,
+             const OneBitOptions& options, std::shared_ptr<Communicator> comm);
+  void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
+                    UpdateTable& table) override;
+
+ private:
+  std::vector<float> step_scalars() const override { return {lr_, 1.0f, 1.0f}; }
+  void compressed_update();
+
+  std::unique_ptr<optim::Optimizer> warmup_;  // optim::AdamW, its moments the flat slices
+  UpdateTable momentum_table_, frozen_table_;
 };
 
 // How a caller's data parallelism is told to keep the gradients local while `local` holds

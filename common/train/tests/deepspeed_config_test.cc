@@ -49,7 +49,9 @@ TEST(DeepSpeedConfig, EveryKeyOfTheSlidesBecomesItsFlag) {
     "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},
     "bf16": {"enabled": true},
     "optimizer": {"type": "OneBitLamb", "params": {"lr": 0.002, "betas": [0.8, 0.99],
-                  "eps": 1e-06, "weight_decay": 0.05, "freeze_step": 40}},
+                  "eps": 1e-06, "weight_decay": 0.05, "freeze_step": 40, "max_coeff": 8,
+                  "min_coeff": 0.02, "coeff_beta": 0.95, "factor_max": 3, "factor_min": 0.6,
+                  "factor_threshold": 0.2}},
     "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": 0,
                   "warmup_max_lr": 0.002, "warmup_num_steps": 30, "warmup_type": "linear",
                   "total_num_steps": 500}}})");
@@ -58,7 +60,9 @@ TEST(DeepSpeedConfig, EveryKeyOfTheSlidesBecomesItsFlag) {
             "--log-every 20 --sharding zero2 --cpu-offload true --reduce-bucket-size 500000000 "
             "--allgather-bucket-size 500000000 --overlap-comm false --reduce-scatter true "
             "--amp true --amp-dtype bf16 --optimizer onebit-lamb --beta1 0.8 --beta2 0.99 "
-            "--eps 1e-06 --wd 0.05 --freeze-step 40 --lr-schedule linear --warmup-type linear "
+            "--eps 1e-06 --wd 0.05 --freeze-step 40 --max-coeff 8 --min-coeff 0.02 "
+            "--coeff-beta 0.95 --factor-max 3 --factor-min 0.6 --factor-threshold 0.2 "
+            "--lr-schedule linear --warmup-type linear "
             "--lr 0.002 --warmup-steps 30 --lr-decay-steps 500 ");
 }
 
@@ -166,6 +170,8 @@ TEST(DeepSpeedConfig, RefusesWhatTheLabCannotHonourNamingIt) {
       {R"({"optimizer": {"type": "SGD"}})", "'SGD' is not supported"},
       {R"({"optimizer": {"type": "Adam", "params": {"freeze_step": 10}}})",
        "'optimizer.params.freeze_step'"},
+      {R"({"optimizer": {"type": "OneBitAdam", "params": {"max_coeff": 10}}})",
+       "'optimizer.params.max_coeff'"},
       {R"({"optimizer": {"type": "Adam", "params": {"betas": [0.9, 0.99, 0.9]}}})",
        "[beta1, beta2]"},
       {R"({"optimizer": {"type": "Adam", "params": {"lr": "fast"}}})", "must be a number"},
@@ -316,6 +322,8 @@ TEST(DeepSpeedConfig, NoValueOfAnyKeyEndsInAnythingButFlagsOrAMessage) {
       json::json_pointer("/optimizer/params/eps"),
       json::json_pointer("/optimizer/params/weight_decay"),
       json::json_pointer("/optimizer/params/freeze_step"),
+      json::json_pointer("/optimizer/params/max_coeff"),
+      json::json_pointer("/optimizer/params/factor_threshold"),
       json::json_pointer("/scheduler/type"),
       json::json_pointer("/scheduler/params/warmup_min_lr"),
       json::json_pointer("/scheduler/params/warmup_max_lr"),
