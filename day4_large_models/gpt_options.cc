@@ -96,6 +96,9 @@ void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
   app.add_flag("--exp-avg-mask", o.exp_avg_mask,
                "1-bit optimizers: DeepSpeed's exp_avg_mask, made at the freeze: the elements whose "
                "warm-up variance is exactly 0 (never given a gradient) receive no momentum");
+  app.add_flag("--exercise-onebit", o.exercise_onebit,
+               "1-bit optimizers: the workers compress with your onebit_compress (TP4.22) in place "
+               "of the library's kernel (on the CPU)");
   add_onebit_lamb_flags(app, o.onebit_lamb);
   app.add_flag("--optimizer-in-backward", o.in_backward,
                "update each parameter (one process) or DDP bucket as soon as its gradient is "

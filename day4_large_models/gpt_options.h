@@ -66,6 +66,7 @@ struct OptimizerChoice {
   std::optional<float> beta1, beta2, eps;  // the Adam family's (unset: the optimizer's defaults)
   std::optional<int64_t> freeze_step;      // the 1-bit optimizers' warm-up (unset: 100 steps)
   bool exp_avg_mask = false;               // 1-bit: DeepSpeed's exp_avg_mask, at the freeze
+  bool exercise_onebit = false;            // 1-bit: the workers compress with TP4.22's code
   course::OneBitLambCoefficients onebit_lamb;  // 1-bit LAMB's clamps and factor
   bool in_backward = false;                    // each group updated as its gradients become final
   course::optim::ScheduleKind schedule = course::optim::ScheduleKind::kCosine;  // cosine: to lr/10

@@ -68,12 +68,17 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
 // The optimizer's own flags, and what the 1-bit optimizers need: plain data parallelism (they
 // average their momentum over its ranks in place of the gradients) and no clipping by global
 // norm (no rank holds the averaged gradient after the warm-up).
-// --exp-avg-mask is the 1-bit optimizers', the coefficient flags 1-bit LAMB's.
+// --exp-avg-mask and --exercise-onebit are the 1-bit optimizers', the coefficient flags 1-bit
+// LAMB's.
 void validate_onebit_extras(const OptimizerChoice& o) {
   const std::string name = optim::optimizer_name(o.kind);
   COURSE_CHECK(!o.exp_avg_mask || optim::is_onebit(o.kind),
                "--exp-avg-mask masks the 1-bit optimizers' compressed momentum; --optimizer ", name,
                " has none");
+  COURSE_CHECK(!o.exercise_onebit || optim::is_onebit(o.kind),
+               "--exercise-onebit compresses the 1-bit optimizers' momentum with your TP4.22; "
+               "--optimizer ",
+               name, " compresses nothing");
   const OneBitLambCoefficients& c = o.onebit_lamb;
   COURSE_CHECK(c == OneBitLambCoefficients{} || o.kind == optim::OptimizerKind::kOneBitLamb,
                "--max-coeff, --min-coeff, --coeff-beta, --factor-max, --factor-min and "

@@ -148,6 +148,7 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
   flags.freeze_step = o.freeze_step;
   flags.exp_avg_mask = o.exp_avg_mask;
   flags.onebit_lamb = o.onebit_lamb;
+  if (o.exercise_onebit) flags.onebit_worker = onebit_compress;  // TP4.22
   const int64_t length = o.decay_steps > 0 ? o.decay_steps : total_steps;
   const float eta_min = o.schedule == optim::ScheduleKind::kCosine ? run.lr / 10 : 0.0f;
   const int64_t warmup = std::min(o.warmup_steps, length);  // a warm-up within the schedule

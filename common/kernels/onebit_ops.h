@@ -1,5 +1,6 @@
-// The element and per-tensor bodies of 1-bit LAMB as DeepSpeed's OnebitLamb computes it
-// (common/parallel/data_parallel/onebit_lamb.h), shared by the CPU and the GPU: the multi-tensor
+// The element and per-tensor bodies of the 1-bit optimizers' compressed stage, 1-bit LAMB's as
+// DeepSpeed's OnebitLamb computes it (common/parallel/data_parallel/onebit_lamb.h), shared by
+// the CPU and the GPU: the multi-tensor
 // updates run through optimizer_ops.h's MultiTensorApply (optimizer_kernels.cu), the per-tensor
 // coefficients one index per parameter (device_factor.cu), so no step waits for the host.
 #pragma once
@@ -35,19 +36,23 @@ struct NonzeroMask {
   }
 };
 
-// 1-bit LAMB's local momentum, m = (beta1 m + (1 - beta1) g) s with its tensor's scaling
-// coefficient s, before the whole model's momentum is compressed as one buffer.
-// Slots: momentum, gradient, scaling (a scalar slot).
-struct ScaledMomentumUpdate {
-  static constexpr int kSlots = 3;
-  static constexpr int kScalarSlots = 1;
+// The local half of a 1-bit optimizer's compressed stage: the momentum alone follows the
+// gradient (the variance is frozen), m = beta1 m + (1 - beta1) g, before it is averaged over
+// the ranks compressed; 1-bit LAMB's (kScaled) then multiplied by its tensor's scaling
+// coefficient s, so the whole model's momentum compresses as one buffer.
+// Slots: momentum, gradient, and the scaling (a scalar slot) where kScaled. No step scalars.
+template <bool kScaled>
+struct MomentumUpdate {
+  static constexpr int kSlots = kScaled ? 3 : 2;
+  static constexpr int kScalarSlots = kScaled ? 1 : 0;
   static constexpr int kStepScalars = 0;
   float beta1;
   struct Step {};
   COURSE_HD Step step() const { return {}; }
   COURSE_HD void operator()(const Step&, float* const* slot, int64_t j) const {
     float& m = slot[0][j];
-    m = (beta1 * m + (1.0f - beta1) * slot[1][j]) * slot[2][0];
+    m = beta1 * m + (1.0f - beta1) * slot[1][j];
+    if constexpr (kScaled) m *= slot[2][0];
   }
 };
 

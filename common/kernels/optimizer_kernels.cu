@@ -114,7 +114,7 @@ void zero_tensors_(UpdateTable& table, const std::vector<UpdateSlots>& tensors) 
 
 void momentum_update_(UpdateTable& table, const std::vector<UpdateSlots>& params, float beta1,
                       const Tensor& skip_if) {
-  apply(table, params, Tensor(), skip_if, ops::MomentumUpdate{beta1}, "momentum");
+  apply(table, params, Tensor(), skip_if, ops::MomentumUpdate<false>{beta1}, "momentum");
 }
 
 void frozen_variance_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
@@ -228,7 +228,7 @@ void nonzero_mask_(UpdateTable& table, const std::vector<UpdateSlots>& pairs) {
 
 void scaled_momentum_update_(UpdateTable& table, const std::vector<UpdateSlots>& params,
                              float beta1) {
-  apply(table, params, Tensor(), Tensor(), ops::ScaledMomentumUpdate{beta1}, "scaled momentum");
+  apply(table, params, Tensor(), Tensor(), ops::MomentumUpdate<true>{beta1}, "scaled momentum");
 }
 
 void onebit_lamb_direction_(UpdateTable& table, const std::vector<UpdateSlots>& params,
@@ -247,7 +247,8 @@ namespace course {
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::SgdUpdate::kSlots, ops::SgdUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::AdamWUpdate::kSlots, ops::AdamWUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::LionUpdate::kSlots, ops::LionUpdate>)
-COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::MomentumUpdate::kSlots, ops::MomentumUpdate>)
+COURSE_INSTANTIATE_FOR_EACH(
+    ops::MultiTensorApply<ops::MomentumUpdate<false>::kSlots, ops::MomentumUpdate<false>>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::ZeroUpdate::kSlots, ops::ZeroUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(
     ops::MultiTensorApply<ops::FrozenVarianceUpdate::kSlots, ops::FrozenVarianceUpdate>)
@@ -257,7 +258,7 @@ COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::TrustStep::kSlots, ops::T
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::MultiplyUpdate::kSlots, ops::MultiplyUpdate>)
 COURSE_INSTANTIATE_FOR_EACH(ops::MultiTensorApply<ops::NonzeroMask::kSlots, ops::NonzeroMask>)
 COURSE_INSTANTIATE_FOR_EACH(
-    ops::MultiTensorApply<ops::ScaledMomentumUpdate::kSlots, ops::ScaledMomentumUpdate>)
+    ops::MultiTensorApply<ops::MomentumUpdate<true>::kSlots, ops::MomentumUpdate<true>>)
 COURSE_INSTANTIATE_FOR_EACH(
     ops::MultiTensorApply<ops::OneBitLambDirection::kSlots, ops::OneBitLambDirection>)
 COURSE_INSTANTIATE_FOR_EACH_ROW(ops::ChunkReduction<ops::ChunkReduce::kSumOfSquares>)

@@ -127,21 +127,6 @@ struct ZeroUpdate {
   COURSE_HD void operator()(const Step&, float* const* slot, int64_t j) const { slot[0][j] = 0.0f; }
 };
 
-// The local half of a 1-bit optimizer's compressed stage: the momentum alone follows the
-// gradient (the variance is frozen), before the momentum is averaged over the ranks compressed.
-// Slots: momentum, gradient. No step scalars.
-struct MomentumUpdate {
-  static constexpr int kSlots = 2;
-  static constexpr int kStepScalars = 0;
-  float beta1;
-  struct Step {};
-  COURSE_HD Step step() const { return {}; }
-  COURSE_HD void operator()(const Step&, float* const* slot, int64_t j) const {
-    float& m = slot[0][j];
-    m = beta1 * m + (1.0f - beta1) * slot[1][j];
-  }
-};
-
 // AdamW's step from a momentum already updated (and averaged) and a frozen variance: the
 // parameter moves as in AdamWUpdate, the moments stay. Slots: parameter, first moment, second
 // moment. Step scalars: lr, 1 - beta1^t, 1 - beta2^t at the step the variance froze.

@@ -7,6 +7,7 @@
 // optimizer's own defaults for the rest).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,9 @@ struct OptimizerFlags {
   // LAMB's coefficient clamps and factor (its max_coeff ... factor_threshold).
   bool exp_avg_mask = false;
   OneBitLambCoefficients onebit_lamb;
+  // The 1-bit workers' compression of one tensor (values, error) into what they send (unset:
+  // the library's kernel; set: TP4.22's onebit_compress).
+  std::function<Tensor(const Tensor&, Tensor&)> onebit_worker;
 };
 
 // The flags' options of AdamW and LAMB (the 1-bit optimizers' warm-up takes them too).

@@ -1,6 +1,7 @@
 // The compressed all-reduce: worker compression, all-to-all, server compression, all-gather.
 #include "common/parallel/data_parallel/compressed_allreduce.h"
 
+#include <cmath>
 #include <numeric>
 
 #include "common/kernels/elementwise.h"
@@ -13,8 +14,12 @@ int64_t padded_tensor_numel(int64_t numel, int ranks) {
 }
 
 CompressedAllreduce::CompressedAllreduce(const std::vector<int64_t>& numels,
-                                         std::shared_ptr<Communicator> comm, Device device)
-    : comm_(std::move(comm)) {
+                                         std::shared_ptr<Communicator> comm, Device device,
+                                         WorkerCompression worker)
+    : comm_(std::move(comm)), worker_(std::move(worker)) {
+  COURSE_CHECK(!worker_ || device.is_cpu(),
+               "the workers' own compression (your onebit_compress) runs on the CPU, not on ",
+               device.str(), ": leave --device cpu");
   const int ranks = comm_->size();
   std::vector<int64_t> padded, chunks;
   for (const int64_t numel : numels) {
@@ -60,6 +65,31 @@ void CompressedAllreduce::exchange_worker_signs() {
   comm_->all_gather(scales_, received_scales_)->wait();
 }
 
+// Each tensor through the worker's compression, what it sends then packed as the library packs
+// its own (signs and the root mean square of +-scale, with no error left).
+void CompressedAllreduce::compress_with_worker(const Tensor& x) {
+  Tensor sent = Tensor::empty({padded_numel_}, DType::kF32, x.device());
+  for (size_t t = 0; t < offsets_.size(); ++t) {
+    const int64_t begin = offsets_[t];
+    const int64_t end = t + 1 < offsets_.size() ? offsets_[t + 1] : padded_numel_;
+    Tensor error = worker_error_.slice(begin, end);
+    const Tensor out = worker_(x.slice(begin, end), error);
+    COURSE_CHECK(out.dtype() == DType::kF32 && out.numel() == end - begin,
+                 "onebit_compress must return f32 values of its input's size, ", end - begin,
+                 ", got ", out.str());
+    const std::vector<float> values = out.to_vector<float>();
+    for (size_t i = 1; i < values.size(); ++i) {
+      COURSE_CHECK(std::fabs(values[i]) == std::fabs(values[0]),
+                   "onebit_compress must send one scale for the tensor, with each sign: element ",
+                   i, " is ", values[i], ", element 0 ", values[0]);
+    }
+    Tensor into = sent.slice(begin, end);
+    copy_(into, out);
+  }
+  Tensor no_error = zeros({padded_numel_}, DType::kF32, x.device());
+  compress_segments_(sent, no_error, bits_, scales_, worker_plan_);
+}
+
 void CompressedAllreduce::average_(Tensor& x) {
   COURSE_CHECK(x.dtype() == DType::kF32 && x.numel() == padded_numel_ &&
                    x.device() == worker_error_.device(),
@@ -67,7 +97,11 @@ void CompressedAllreduce::average_(Tensor& x) {
                worker_error_.device().str(), ", got ", x.str());
   const int ranks = comm_->size();
   if (ranks == 1) return;  // DeepSpeed compresses only over several ranks
-  compress_segments_(x, worker_error_, bits_, scales_, worker_plan_);
+  if (worker_) {
+    compress_with_worker(x);
+  } else {
+    compress_segments_(x, worker_error_, bits_, scales_, worker_plan_);
+  }
   exchange_worker_signs();
   average_compressed(received_bits_, received_scales_, server_sum_, server_plan_, ranks);
   compress_segments_(server_sum_, server_error_, server_bits_, server_scales_, server_plan_);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,14 +24,20 @@
 
 namespace course::parallel {
 
+// A worker's compression of one padded tensor: `values` plus `error` (updated in place with what
+// is not sent) into what it sends, one scale with each element's sign (TP4.22's onebit_compress,
+// day4_large_models/exercises.h, in place of the library's kernel; on the CPU).
+using WorkerCompression = std::function<Tensor(const Tensor& values, Tensor& error)>;
+
 // DeepSpeed's padded size of a tensor of `numel` elements over `ranks`.
 int64_t padded_tensor_numel(int64_t numel, int ranks);
 
 class CompressedAllreduce {
  public:
-  // For buffers of tensors of these sizes on `device` (the communicator's device or the CPU).
+  // For buffers of tensors of these sizes on `device` (the communicator's device or the CPU);
+  // `worker`, when set, compresses each tensor on the workers' side.
   CompressedAllreduce(const std::vector<int64_t>& numels, std::shared_ptr<Communicator> comm,
-                      Device device);
+                      Device device, WorkerCompression worker = nullptr);
 
   // The buffer average_ takes: tensor t at offset(t), then its padding.
   int64_t padded_numel() const { return padded_numel_; }
@@ -47,8 +54,10 @@ class CompressedAllreduce {
 
  private:
   void exchange_worker_signs();
+  void compress_with_worker(const Tensor& x);
 
   std::shared_ptr<Communicator> comm_;
+  WorkerCompression worker_;
   std::vector<int64_t> offsets_;
   int64_t padded_numel_ = 0;
   SegmentPlan worker_plan_, server_plan_;  // the tensors; this rank's chunk of each

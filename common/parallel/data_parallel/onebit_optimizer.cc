@@ -34,7 +34,7 @@ OneBitOptimizer::OneBitOptimizer(NamedParameters params, const OneBitOptions& op
       options_(options),
       ranks_(comm->size()),
       allreduce_(compressed_sizes(params, fusion == Fusion::kWholeModel), std::move(comm),
-                 device_of(params)) {
+                 device_of(params), options.worker_compression) {
   COURSE_CHECK(options.freeze_step >= 1,
                "1-bit optimizers freeze the variance of their warm-up, which needs at least one "
                "step (freeze_step ",
@@ -153,7 +153,8 @@ std::unique_ptr<optim::Optimizer> make_parallel_optimizer(const optim::Optimizer
                          .weight_decay = base.weight_decay,
                          .freeze_step = flags.freeze_step.value_or(100),
                          .exp_avg_mask = flags.exp_avg_mask,
-                         .lamb = flags.onebit_lamb};
+                         .lamb = flags.onebit_lamb,
+                         .worker_compression = flags.onebit_worker};
   };
   std::unique_ptr<OneBitOptimizer> optimizer;
   if (adam) {

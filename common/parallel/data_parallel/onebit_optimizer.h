@@ -42,7 +42,8 @@ struct OneBitOptions {
   // exactly 0 (never given a gradient, as the rows of an embedding no input uses), so the
   // compressed momentum, which cannot carry an exact zero, gives them nothing.
   bool exp_avg_mask = false;
-  OneBitLambCoefficients lamb;  // 1-bit LAMB's clamps and factor (DeepSpeed's defaults)
+  OneBitLambCoefficients lamb;           // 1-bit LAMB's clamps and factor (DeepSpeed's defaults)
+  WorkerCompression worker_compression;  // unset: the library's (compressed_allreduce.h)
 };
 
 // What both 1-bit optimizers share: the flat moments, the compressed all-reduce of the
