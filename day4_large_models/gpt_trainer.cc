@@ -252,6 +252,7 @@ GptLabResult run_gpt_lab(GptLabOptions o) {
   }
 
   const train::LoopResult run = loop.run();
+  print_loss_scaling(optimizer, lead);
   print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
                          comm->size());
   if (lead) print_measured_against_estimate(estimate, device, run, resident);

@@ -44,10 +44,9 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
   COURSE_CHECK(!dp.cpu_offload || dp.library.has_value(),
                "--cpu-offload moves the shards of a sharded mode to host memory; choose "
                "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
-  COURSE_CHECK(!(run.amp && run.amp_dtype == DType::kF16) && dp.param_dtype != DType::kF16,
-               "day 4 computes in f32 or bf16 (--amp --amp-dtype bf16, --param-dtype bf16): f16 "
-               "needs a loss scaler (day 1's TP1.2), without which the gradients underflow to "
-               "zero");
+  COURSE_CHECK(!(run.amp && run.amp_dtype == DType::kF16) || !dp.cpu_offload,
+               "--amp-dtype f16 with --cpu-offload: the host's step would wait for the device's "
+               "overflow flag; offload in bf16 or f32");
   if (dp.param_dtype != DType::kF32) {
     const std::string_view name = dtype_name(dp.param_dtype);
     COURSE_CHECK(dp.library.has_value(), "--param-dtype ", name,
@@ -68,6 +67,36 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
 // The optimizer's own flags, and what the 1-bit optimizers need: plain data parallelism (they
 // average their momentum over its ranks in place of the gradients) and no clipping by global
 // norm (no rank holds the averaged gradient after the warm-up).
+// f16's loss scaling: an optimizer that can skip an overflowed step on the device, the scaler's
+// flags only with f16.
+void validate_loss_scaling(const OptimizerChoice& o, const train::RunFlags& run, bool cuda_graphs) {
+  const bool f16 = run.amp && run.amp_dtype == DType::kF16;
+  const optim::LossScalerOptions defaults;
+  const bool tuned = o.initial_scale_power != 16 ||
+                     o.loss_scaling.growth_interval != defaults.growth_interval ||
+                     o.loss_scaling.hysteresis != defaults.hysteresis ||
+                     o.loss_scaling.min_scale != defaults.min_scale;
+  COURSE_CHECK(!tuned || f16,
+               "--initial-scale-power, --loss-scale-window, --hysteresis and --min-loss-scale "
+               "set f16's loss scaler: add --amp --amp-dtype f16");
+  if (!f16) return;
+  COURSE_CHECK(optim::updates_elementwise(o.kind),
+               "--amp-dtype f16 skips the steps whose "
+               "gradients overflowed, on the device; --optimizer ",
+               optim::optimizer_name(o.kind),
+               " cannot (its trust ratios or its compressed momentum move the weights first): "
+               "use sgd, adamw or lion, or bf16");
+  COURSE_CHECK(!o.in_backward,
+               "--amp-dtype f16 skips a step once every gradient is checked; "
+               "--optimizer-in-backward updates each group before the others exist: use bf16");
+  COURSE_CHECK(!cuda_graphs,
+               "--amp-dtype f16's loss scaler is not captured with --cuda-graphs "
+               "yet: use bf16, or run eagerly");
+  COURSE_CHECK(o.initial_scale_power >= -126 && o.initial_scale_power <= 127,
+               "--initial-scale-power must be from -126 to 127 (a finite f32 scale), got ",
+               o.initial_scale_power);
+}
+
 // --exp-avg-mask and --exercise-onebit are the 1-bit optimizers', the coefficient flags 1-bit
 // LAMB's.
 void validate_onebit_extras(const OptimizerChoice& o) {
@@ -356,6 +385,7 @@ void validate(const GptLabOptions& o) {
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");
   validate_optimizer(o.optimizer, o.run, o.data_parallel, o.grid);
   validate_onebit_extras(o.optimizer);
+  validate_loss_scaling(o.optimizer, o.run, o.cuda_graphs);
   validate_data_parallel(o.data_parallel, o.run, o.optimizer.kind);
   if (o.cuda_graphs) validate_cuda_graphs(o.optimizer, o.run, o.grid, o.data_parallel);
   validate_grid(o.grid, o.data_parallel, o.estimate);

@@ -217,6 +217,7 @@ ImageLabResult run_image_lab(GptLabOptions o) {
                            images.steps_per_epoch);
   }
   const train::LoopResult run = loop.run();
+  print_loss_scaling(optimizer, lead);
   print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
                          comm->size());
   if (lead) print_measured_against_estimate(estimate, device, run, resident);

@@ -286,9 +286,8 @@ expect 1 "error: --param-dtype bf16 computes in bf16: add --amp --amp-dtype bf16
   "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 --param-dtype bf16
 expect 1 "error: --param-dtype bf16 gathers 16-bit copies of a sharded mode's f32 shards" \
   "$lab" "${few[@]}" --param-dtype bf16 --amp --amp-dtype bf16
-expect 1 "error: day 4 computes in f32 or bf16" "$lab" "${few[@]}" --amp --amp-dtype f16
-expect 1 "error: day 4 computes in f32 or bf16" "$lab" "${few[@]}" --sharding zero3 \
-  --param-dtype f16 --amp --amp-dtype f16
+expect 1 "error: --amp-dtype f16 with --cpu-offload" "${mpirun[@]}" "$lab" "${few[@]}" \
+  --sharding zero3 --cpu-offload --amp --amp-dtype f16
 expect 1 "error: --sharding zero2 updates each rank's shard on its own" "${mpirun[@]}" "$lab" \
   "${few[@]}" --sharding zero2 --optimizer lamb
 # A sharded checkpoint (a file per rank) resumes as DDP's whole checkpoint does: one epoch
@@ -310,6 +309,47 @@ for sharding in zero3 zero1; do
   fi
   echo "ok: $sharding on 2 ranks, a checkpoint file per rank, resumed as DDP: $(head -1 <<<"$sharded_resumed")"
 done
+# f16 with dynamic loss scaling in every mode: within 0.005 of the same mode's f32 run (one
+# process, tensor, sequence, context and pipeline parallelism, ZeRO-2, FSDP with f16 gathers,
+# accumulation with clipping); a forced overflow (a first scale of 2^24) skips as computed by
+# hand: 4 steps until 2^20 fits, in every mode; with --hysteresis 2 one more (the first overflow
+# tolerated); with --min-loss-scale 2^22 every step. The scaler's refusals.
+f16_loss() { "$@" 2>&1 | grep -a -m1 -o -E "^validation loss [0-9]+\.[0-9]{3}" | grep -o -E "[0-9.]+$"; }
+f16_run=("${small[@]}" --steps-per-epoch 4 --epochs 2 --sample-tokens 0)
+for mode in "" "--tensor-parallel 2" "--tensor-parallel 2 --sequence-parallel" \
+  "--context-parallel 2" "--pipeline-stages 2" "--sharding zero2" \
+  "--sharding zero3 --param-dtype f16" "--accumulate 2 --clip-grad-norm 0.5"; do
+  launcher=("${mpirun[@]}")
+  [[ -z $mode || $mode == --accumulate* ]] && launcher=()
+  # shellcheck disable=SC2086
+  f32=$(f16_loss "${launcher[@]}" "$lab" "${f16_run[@]}" ${mode/--param-dtype f16/})
+  # shellcheck disable=SC2086
+  f16=$(f16_loss "${launcher[@]}" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 $mode)
+  if [[ -z $f32 || -z $f16 ]] || ! awk -v a="$f32" -v b="$f16" 'BEGIN { exit !((a - b) ^ 2 <= 0.005 ^ 2) }'; then
+    echo "FAILED: f16 '$mode' ends at '$f16', f32 at '$f32'"
+    exit 1
+  fi
+  echo "ok: f16 ${mode:-on one process} ends at $f16, f32 at $f32"
+done
+for mode in "" "--tensor-parallel 2" "--pipeline-stages 2" "--sharding zero3"; do
+  launcher=("${mpirun[@]}")
+  [[ -z $mode ]] && launcher=()
+  # shellcheck disable=SC2086
+  expect 0 "loss scale 1048576, 4 step(s) skipped" "${launcher[@]}" "$lab" "${f16_run[@]}" \
+    --amp --amp-dtype f16 --initial-scale-power 24 $mode
+done
+expect 0 "loss scale 1048576, 5 step(s) skipped" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 \
+  --initial-scale-power 24 --hysteresis 2
+expect 0 "loss scale 4194304, 8 step(s) skipped" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 \
+  --initial-scale-power 24 --min-loss-scale 4194304
+expect 1 "error: --amp-dtype f16 skips the steps whose gradients overflowed, on the device; --optimizer lamb cannot" \
+  "$lab" "${few[@]}" --amp --amp-dtype f16 --optimizer lamb
+expect 1 "error: --amp-dtype f16 skips a step once every gradient is checked; --optimizer-in-backward" \
+  "$lab" "${few[@]}" --amp --amp-dtype f16 --optimizer-in-backward
+expect 1 "set f16's loss scaler: add --amp --amp-dtype f16" "$lab" "${few[@]}" --hysteresis 3
+expect 1 "error: --initial-scale-power must be from -126 to 127" "$lab" "${few[@]}" --amp \
+  --amp-dtype f16 --initial-scale-power 128
+expect 1 "error: loss scaler needs" "$lab" "${few[@]}" --amp --amp-dtype f16 --hysteresis 0
 # 1-bit Adam and LAMB resumed after their warm-up go on bit for bit as the uninterrupted run:
 # each rank's error feedback (a checkpoint file per rank) and the frozen state come back, the
 # momentum mask is made again from the restored variance. A constant rate, so that the schedule

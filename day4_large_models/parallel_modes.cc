@@ -1,6 +1,7 @@
 // Choosing the lab's parallelism; ZeRO-1 from the exercises.
 #include "day4_large_models/parallel_modes.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/kernels/elementwise.h"
@@ -152,6 +153,7 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
   const int64_t length = o.decay_steps > 0 ? o.decay_steps : total_steps;
   const float eta_min = o.schedule == optim::ScheduleKind::kCosine ? run.lr / 10 : 0.0f;
   const int64_t warmup = std::min(o.warmup_steps, length);  // a warm-up within the schedule
+  const std::shared_ptr<parallel::Communicator> world = comm;
   LabOptimizer lab{.optimizer = parallel::make_parallel_optimizer(
                        flags, parallelism.optimized(), std::move(comm),
                        [&](std::function<bool()> local) {
@@ -162,7 +164,20 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
   if (o.in_backward) {
     lab.in_backward = std::make_unique<parallel::OptimizerInBackward>(*lab.optimizer, parallelism);
   }
+  if (run.amp && run.amp_dtype == DType::kF16) {
+    optim::LossScalerOptions scaling = o.loss_scaling;
+    scaling.initial_scale = std::ldexp(1.0f, o.initial_scale_power);
+    lab.scaler = std::make_unique<optim::LossScaler>(scaling);
+    lab.world = world;
+  }
   return lab;
+}
+
+void print_loss_scaling(const LabOptimizer& optimizer, bool lead) {
+  if (!optimizer.scaler) return;
+  const float scale = optimizer.scaler->scale();  // collective-free: every rank holds the same
+  const auto skipped = static_cast<long long>(optimizer.scaler->skipped_steps());
+  if (lead) std::printf("loss scale %.0f, %lld step(s) skipped\n", scale, skipped);
 }
 
 LabStep::LabStep(LabOptimizer& optimizer, optim::GradientClipping& clipping,
@@ -170,6 +185,7 @@ LabStep::LabStep(LabOptimizer& optimizer, optim::GradientClipping& clipping,
     : optimizer_(optimizer),
       clipping_(clipping),
       parallelism_(parallelism),
+      device_(device),
       graph_(cuda_graphs ? captured_step(device) : std::nullopt) {
   if (cuda_graphs) train::note_graph_stand_in(device);
 }
@@ -200,15 +216,26 @@ Tensor LabStep::run(const NextTokenBatch& batch, train::StepPhases& phases) {
 Tensor LabStep::passes_and_update(const NextTokenBatch& batch,
                                   const std::function<void(Phase)>& mark) {
   if (optimizer_.in_backward) optimizer_.in_backward->begin_step();
+  if (optimizer_.scaler) parallelism_.set_loss_scale(optimizer_.scaler->scale_tensor(device_));
   Tensor loss = parallelism_.forward_backward(batch, mark);
   mark(Phase::kOptimizer);
   if (optimizer_.in_backward) {
     optimizer_.in_backward->end_step();
-  } else {
-    parallel::apply_clipping(clipping_, parallelism_);
-    optimizer_.optimizer->step();  // inside a capture: its update alone (optimizer.h)
+    return loss;
   }
+  const Tensor skip_if = unscale_and_agree();
+  parallel::apply_clipping(clipping_, parallelism_);  // the unscaled norm
+  optimizer_.optimizer->step(skip_if);  // inside a capture: its update alone (optimizer.h)
+  if (optimizer_.scaler) optimizer_.scaler->update();
   return loss;
+}
+
+Tensor LabStep::unscale_and_agree() {
+  if (!optimizer_.scaler) return Tensor();
+  optim::LossScaler& scaler = *optimizer_.scaler;
+  scaler.unscale_and_check(parallel::optimized_parameters(parallelism_));
+  optimizer_.world->allreduce(scaler.found_inf_slot(), parallel::ReduceOp::kMax)->wait();
+  return scaler.found_inf();
 }
 
 std::function<train::NamedTensors()> checkpoint_rank_state(

@@ -12,6 +12,7 @@
 
 #include "common/models/gpt/gpt.h"
 #include "common/optim/gradient_clipping.h"
+#include "common/optim/loss_scaler.h"
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/optimizer_in_backward.h"
@@ -52,7 +53,13 @@ struct LabOptimizer {
   std::shared_ptr<const course::optim::Schedule> schedule;
   // --optimizer-in-backward: the optimizer's updates inside the backward pass.
   std::unique_ptr<course::parallel::OptimizerInBackward> in_backward;
+  // --amp --amp-dtype f16: the dynamic loss scaler, and the job's ranks, which agree on its
+  // overflow flag before any of them steps.
+  std::unique_ptr<course::optim::LossScaler> scaler;
+  std::shared_ptr<course::parallel::Communicator> world;
 };
+// f16's loss scale and skipped steps, on the lead rank (nothing without a scaler).
+void print_loss_scaling(const LabOptimizer& optimizer, bool lead);
 LabOptimizer make_lab_optimizer(const OptimizerChoice& choice, const course::train::RunFlags& run,
                                 course::parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<course::parallel::Communicator> comm,
@@ -77,12 +84,16 @@ class LabStep {
  private:
   course::Tensor passes_and_update(const course::NextTokenBatch& batch,
                                    const std::function<void(course::train::Phase)>& mark);
+  // f16: the gradients this rank steps divided by the scale, the overflow flag agreed by every
+  // rank (max), returned as the step's skip flag; undefined without a scaler.
+  course::Tensor unscale_and_agree();
   // Made in the member initialisers (GCC 12's -Wmaybe-uninitialized otherwise, day 1's note).
   std::optional<course::train::StepGraph> captured_step(course::Device device);
 
   LabOptimizer& optimizer_;
   course::optim::GradientClipping& clipping_;
   course::parallel::TrainingParallelism& parallelism_;
+  course::Device device_;
   std::optional<course::train::StepGraph> graph_;
   bool eager_step_done_ = false;
 };

@@ -2,6 +2,8 @@
 // their GPU instantiations.
 #include "common/kernels/cross_entropy.h"
 #include "common/kernels/cross_entropy_ops.h"
+#include "common/kernels/device_factor.h"
+#include "common/kernels/elementwise.h"
 #include "common/kernels/launch.h"
 #include "common/kernels/launch_cuda.cuh"
 #include "common/kernels/row_lanes_cuda.cuh"
@@ -76,6 +78,18 @@ Tensor softmax_cross_entropy_backward(const CrossEntropyOutput& forward, const T
                                      grad.data_as<T>(), classes, label_smoothing, scale});
   });
   return grad;
+}
+
+Tensor scaled_cross_entropy_backward(const CrossEntropyOutput& forward, const Tensor& labels,
+                                     float label_smoothing, DType dtype, float grad_loss,
+                                     const Tensor& loss_scale) {
+  if (!loss_scale.defined()) {
+    return softmax_cross_entropy_backward(forward, labels, label_smoothing, dtype, grad_loss);
+  }
+  Tensor scaled =
+      softmax_cross_entropy_backward(forward, labels, label_smoothing, DType::kF32, grad_loss);
+  scale_by_(scaled, loss_scale);
+  return dtype == DType::kF32 ? scaled : cast(scaled, dtype);
 }
 
 }  // namespace course

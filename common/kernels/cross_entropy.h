@@ -22,5 +22,11 @@ CrossEntropyOutput softmax_cross_entropy(const Tensor& logits, const Tensor& lab
 // Gradient of `grad_loss` * (mean loss) with respect to the logits, in `dtype`.
 Tensor softmax_cross_entropy_backward(const CrossEntropyOutput& forward, const Tensor& labels,
                                       float label_smoothing, DType dtype, float grad_loss = 1.0f);
+// The same multiplied by a loss scale that stays on the device (`loss_scale` (1,) f32: mixed
+// precision's dynamic loss scaler, common/optim/loss_scaler.h), in f32 before the cast to
+// `dtype`, so a small f16 gradient is scaled before it can flush to zero; undefined: unscaled.
+Tensor scaled_cross_entropy_backward(const CrossEntropyOutput& forward, const Tensor& labels,
+                                     float label_smoothing, DType dtype, float grad_loss,
+                                     const Tensor& loss_scale);
 
 }  // namespace course

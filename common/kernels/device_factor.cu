@@ -98,11 +98,12 @@ void unscale_and_mark_(Tensor& x, Tensor& state) {
   });
 }
 
-void loss_scale_update_(Tensor& state, float growth, float backoff, int64_t interval) {
+void loss_scale_update_(Tensor& state, const LossScaleRule& rule) {
   check_scalars(state, ops::kLossScaleSlots, state.device(), "loss_scale_update_");
-  for_each_index(
-      state.device(), 1,
-      ops::LossScaleUpdate{state.data_as<float>(), growth, backoff, static_cast<float>(interval)});
+  for_each_index(state.device(), 1,
+                 ops::LossScaleUpdate{state.data_as<float>(), rule.growth, rule.backoff,
+                                      static_cast<float>(rule.interval),
+                                      static_cast<float>(rule.hysteresis), rule.min_scale});
 }
 
 void add_squares_(const Tensor& x, Tensor& sum) {

@@ -41,12 +41,18 @@ void compressed_lamb_coefficients(const Tensor& squares, const Tensor& largest_r
                                   const OneBitLambCoefficients& c, Tensor& last_factor,
                                   Tensor& coeff);
 
-// Dynamic loss scaling with its state (4,) f32 on the device {scale, found_inf, clean steps,
-// skipped steps}: unscale_and_mark_ divides x by the scale and sets found_inf where a result is
-// not finite; loss_scale_update_ then backs the scale off after an overflow (counting a skipped
-// step) or grows it after `interval` clean steps in a row.
+// Dynamic loss scaling with its state (5,) f32 on the device {scale, found_inf, clean steps,
+// skipped steps, overflows still tolerated}: unscale_and_mark_ divides x by the scale and sets
+// found_inf where a result is not finite; loss_scale_update_ then, after an overflow, counts a
+// skipped step and backs the scale off once `hysteresis` overflows have come (not below
+// min_scale), or grows it after `interval` clean steps in a row.
+struct LossScaleRule {
+  float growth, backoff;
+  int64_t interval, hysteresis;
+  float min_scale;
+};
 void unscale_and_mark_(Tensor& x, Tensor& state);
-void loss_scale_update_(Tensor& state, float growth, float backoff, int64_t interval);
+void loss_scale_update_(Tensor& state, const LossScaleRule& rule);
 
 // Adds the sum of the squares of x's elements (any float dtype, in f32) to sum (1,) f32.
 void add_squares_(const Tensor& x, Tensor& sum);

@@ -67,13 +67,14 @@ struct TrustRatio {
 };
 
 // Dynamic loss scaling's state on the device: {scale, found_inf, clean steps in a row, skipped
-// steps}.
+// steps, overflows still tolerated before the scale backs off (DeepSpeed's hysteresis)}.
 enum LossScaleSlot {
   kScale = 0,
   kFoundInf = 1,
   kCleanSteps = 2,
   kSkipped = 3,
-  kLossScaleSlots = 4
+  kHysteresisLeft = 4,
+  kLossScaleSlots = 5
 };
 
 // x[i] /= the scale; found_inf = 1 where the result is NaN or infinite.
@@ -94,23 +95,32 @@ struct UnscaleAndMark {
   }
 };
 
-// One index: after an overflow, the scale times backoff, the run of clean steps restarted and the
-// step counted as skipped; after `interval` clean steps in a row, the scale times growth.
+// One index, as DeepSpeed's DynamicLossScaler.update_scale: after an overflow the step counts as
+// skipped, the run of clean steps restarts, and the scale backs off (times backoff, not below
+// min_scale) once the overflows tolerated are spent (hysteresis 1: at every overflow, as
+// PyTorch's GradScaler); after `interval` clean steps in a row the scale times growth, the
+// tolerance restored.
 struct LossScaleUpdate {
   float* state;
   float growth, backoff;
-  float interval;
+  float interval, hysteresis, min_scale;
   COURSE_HD void operator()(int64_t) const {
     if (state[kFoundInf] != 0.0f) {
-      state[kScale] *= backoff;
       state[kCleanSteps] = 0.0f;
       state[kSkipped] += 1.0f;
+      if (state[kHysteresisLeft] > 1.0f) {
+        state[kHysteresisLeft] -= 1.0f;
+        return;
+      }
+      const float backed_off = state[kScale] * backoff;
+      state[kScale] = backed_off > min_scale ? backed_off : min_scale;
       return;
     }
     state[kCleanSteps] += 1.0f;
     if (state[kCleanSteps] >= interval) {
       state[kScale] *= growth;
       state[kCleanSteps] = 0.0f;
+      state[kHysteresisLeft] = hysteresis;
     }
   }
 };

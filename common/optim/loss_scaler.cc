@@ -1,6 +1,8 @@
 // Dynamic loss scaling on the device.
 #include "common/optim/loss_scaler.h"
 
+#include <cmath>
+
 #include "common/kernels/device_factor.h"
 #include "common/kernels/device_factor_ops.h"
 #include "common/kernels/elementwise.h"
@@ -9,15 +11,20 @@
 namespace course::optim {
 
 LossScaler::LossScaler(const LossScalerOptions& options) : options_(options) {
-  COURSE_CHECK(options.initial_scale > 0 && options.growth_factor > 1 &&
-                   options.backoff_factor > 0 && options.backoff_factor < 1 &&
-                   options.growth_interval > 0,
-               "loss scaler needs scale > 0, growth > 1, 0 < backoff < 1, interval > 0");
+  COURSE_CHECK(options.initial_scale > 0 && std::isfinite(options.initial_scale) &&
+                   options.growth_factor > 1 && options.backoff_factor > 0 &&
+                   options.backoff_factor < 1 && options.growth_interval > 0 &&
+                   options.hysteresis >= 1 && options.min_scale >= 0 &&
+                   options.min_scale <= options.initial_scale,
+               "loss scaler needs a finite scale > 0, growth > 1, 0 < backoff < 1, interval > 0, "
+               "hysteresis >= 1 and 0 <= min scale <= the initial scale");
 }
 
 Tensor& LossScaler::state(Device device) {
   if (!state_.defined()) {
-    state_ = upload_to(device, std::vector<float>{options_.initial_scale, 0, 0, 0},
+    state_ = upload_to(device,
+                       std::vector<float>{options_.initial_scale, 0, 0, 0,
+                                          static_cast<float>(options_.hysteresis)},
                        {ops::kLossScaleSlots});
     scale_ = state_.slice(ops::kScale, ops::kScale + 1);
     found_inf_ = state_.slice(ops::kFoundInf, ops::kFoundInf + 1);
@@ -39,6 +46,11 @@ void LossScaler::unscale_and_check(const std::vector<nn::Parameter*>& params) {
   for (nn::Parameter* p : params) unscale_and_mark_(p->grad, s);
 }
 
+Tensor& LossScaler::found_inf_slot() {
+  COURSE_CHECK(found_inf_.defined(), "found_inf_slot() before the first unscale_and_check()");
+  return found_inf_;
+}
+
 const Tensor& LossScaler::found_inf() const {
   COURSE_CHECK(found_inf_.defined(), "found_inf() before the first unscale_and_check()");
   return found_inf_;
@@ -46,8 +58,11 @@ const Tensor& LossScaler::found_inf() const {
 
 void LossScaler::update() {
   COURSE_CHECK(state_.defined(), "the loss scaler's update() before its first unscale_and_check()");
-  loss_scale_update_(state_, options_.growth_factor, options_.backoff_factor,
-                     options_.growth_interval);
+  loss_scale_update_(state_, {.growth = options_.growth_factor,
+                              .backoff = options_.backoff_factor,
+                              .interval = options_.growth_interval,
+                              .hysteresis = options_.hysteresis,
+                              .min_scale = options_.min_scale});
 }
 
 float LossScaler::scale() const {

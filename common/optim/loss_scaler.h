@@ -6,8 +6,11 @@
 // unscale_and_check() divides the gradients by the scale and sets found_inf() on the device where
 // any is NaN or infinite; the optimizer's step(found_inf()) then skips itself there; update()
 // halves the scale after an overflow (counting the skipped step) and doubles it after
-// `growth_interval` clean steps in a row. Only scale() and skipped_steps() read the device, for
-// reports.
+// `growth_interval` clean steps in a row. DeepSpeed's `hysteresis` tolerates that many overflows
+// before the scale backs off (each still skips its step), and `min_scale` floors it. Where
+// ranks hold different gradients (shards, slices, stages), they agree on found_inf_slot()
+// (all-reduce max) before the step, so every rank skips the same steps. Only scale() and
+// skipped_steps() read the device, for reports.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,8 @@ struct LossScalerOptions {
   float growth_factor = 2.0f;
   float backoff_factor = 0.5f;
   int64_t growth_interval = 2000;
+  int64_t hysteresis = 1;  // overflows before the scale backs off (1: at each, as PyTorch)
+  float min_scale = 0.0f;  // the backed-off scale's floor
 };
 
 class LossScaler {
@@ -35,6 +40,8 @@ class LossScaler {
   // (1,) f32 on the device, non-zero after an overflow in the last unscale_and_check(): the
   // optimizer's skip flag.
   const Tensor& found_inf() const;
+  // The same flag, writable: for the ranks of a job to agree on it before the step.
+  Tensor& found_inf_slot();
   // Adjusts the scale after the step that found_inf() describes.
   void update();
 
@@ -42,7 +49,8 @@ class LossScaler {
   int64_t skipped_steps() const;  // reads the device
 
  private:
-  Tensor& state(Device device);  // {scale, found_inf, clean steps, skipped} (device_factor.h)
+  // {scale, found_inf, clean steps, skipped, overflows tolerated} (device_factor.h)
+  Tensor& state(Device device);
 
   LossScalerOptions options_;
   Tensor state_, scale_, found_inf_;  // the state and its views

@@ -40,7 +40,8 @@ Tensor DataParallelTraining::forward_backward(const NextTokenBatch& batch,
     }
     axpy_(share, cross_entropy.loss, loss);
     mark(Phase::kBackward);
-    net.backward(softmax_cross_entropy_backward(cross_entropy, targets, 0.0f, logits.dtype(), share)
+    net.backward(scaled_cross_entropy_backward(cross_entropy, targets, 0.0f, logits.dtype(), share,
+                                               loss_scale())
                      .view(logits.shape()));
   }
   step_->finish_backward();

@@ -3,15 +3,11 @@
 
 namespace course::parallel {
 
-namespace {
-
 std::vector<nn::Parameter*> optimized_parameters(TrainingParallelism& parallelism) {
   std::vector<nn::Parameter*> parameters;
   for (const auto& named : parallelism.optimized()) parameters.push_back(named.second);
   return parameters;
 }
-
-}  // namespace
 
 void apply_clipping(optim::GradientClipping& clipping, TrainingParallelism& parallelism) {
   if (!clipping.on()) return;

@@ -9,6 +9,10 @@
 
 namespace course::parallel {
 
+// The parameters this rank's optimizer updates (shards, slices, a stage's), whose gradients a
+// clip or a loss scaler's unscale touches.
+std::vector<nn::Parameter*> optimized_parameters(TrainingParallelism& parallelism);
+
 // Collective when on: a run's clipping (--clip-grad-norm) of this step's gradients.
 void apply_clipping(optim::GradientClipping& clipping, TrainingParallelism& parallelism);
 

@@ -151,6 +151,7 @@ Tensor ModelParallelTraining::forward_backward(const NextTokenBatch& batch,
   Tensor loss;
   {
     nn::Autocast autocast(compute_.value_or(DType::kBF16), compute_.has_value());
+    pipeline_.set_loss_scale(loss_scale());
     loss = pipeline_.forward_backward(mine.inputs, mine.targets);
   }
   // Each context rank's mean over as many tokens: their mean is the replica's.

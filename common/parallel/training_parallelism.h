@@ -80,6 +80,17 @@ class TrainingParallelism {
   virtual double exposed_communication_seconds() = 0;
   // Collective: what a pipeline measured (none for the schemes without one).
   virtual std::optional<PipelineMeasurement> pipeline_measurement() { return std::nullopt; }
+
+  // Mixed precision's dynamic loss scale, a (1,) f32 on the device (common/optim/loss_scaler.h):
+  // forward_backward multiplies the loss gradient by it, on the device; undefined (the
+  // default): unscaled.
+  void set_loss_scale(Tensor scale) { loss_scale_ = std::move(scale); }
+
+ protected:
+  const Tensor& loss_scale() const { return loss_scale_; }
+
+ private:
+  Tensor loss_scale_;
 };
 
 }  // namespace course::parallel

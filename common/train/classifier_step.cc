@@ -54,16 +54,8 @@ ClassifierForward classifier_forward(nn::Module& model, const Batch& batch,
 void classifier_backward(nn::Module& model, const ClassifierForward& forward, const Tensor& labels,
                          const TrainingFlags& f, float grad_scale, const Tensor& loss_scale) {
   nn::Autocast autocast(f.amp_dtype, f.amp);
-  if (!loss_scale.defined()) {
-    model.backward_to_parameters(softmax_cross_entropy_backward(
-        forward.loss, labels, f.label_smoothing, forward.logits.dtype(), grad_scale));
-    return;
-  }
-  Tensor scaled = softmax_cross_entropy_backward(forward.loss, labels, f.label_smoothing,
-                                                 DType::kF32, grad_scale);
-  scale_by_(scaled, loss_scale);
-  const DType dtype = forward.logits.dtype();
-  model.backward_to_parameters(dtype == DType::kF32 ? scaled : cast(scaled, dtype));
+  model.backward_to_parameters(scaled_cross_entropy_backward(
+      forward.loss, labels, f.label_smoothing, forward.logits.dtype(), grad_scale, loss_scale));
 }
 
 ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,

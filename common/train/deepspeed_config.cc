@@ -214,6 +214,26 @@ void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
   map_zero_switches(zero, stage, flags);
 }
 
+// fp16's dynamic loss scaler (DeepSpeed's DynamicLossScaler): each key its flag, DeepSpeed's
+// default where a key is missing (the lab's own defaults are PyTorch's GradScaler's).
+void map_loss_scaler(const json& fp16, std::vector<ConfigFlag>& flags) {
+  const auto integer = [&](const char* key, const char* flag, int64_t low, int64_t high,
+                           int64_t fallback) {
+    const std::string where = std::string("fp16.") + key;
+    const bool given = fp16.contains(key);
+    const int64_t value = given ? integer_in(fp16[key], where, low, high) : fallback;
+    flags.push_back(entry(where, flag, std::to_string(value), given ? "" : kDefault));
+  };
+  integer("initial_scale_power", "initial-scale-power", -126, 127, 16);
+  integer("loss_scale_window", "loss-scale-window", 1, kLargestCount, 1000);
+  integer("hysteresis", "hysteresis", 1, kLargestCount, 2);
+  const bool given = fp16.contains("min_loss_scale");
+  const std::string minimum =
+      given ? as_flag(number_in(fp16["min_loss_scale"], "fp16.min_loss_scale", 0, kUnbounded))
+            : "1";
+  flags.push_back(entry("fp16.min_loss_scale", "min-loss-scale", minimum, given ? "" : kDefault));
+}
+
 void map_precision(const json& config, std::vector<ConfigFlag>& flags) {
   bool bf16 = false, fp16 = false;
   if (config.contains("bf16")) {
@@ -222,7 +242,9 @@ void map_precision(const json& config, std::vector<ConfigFlag>& flags) {
   }
   if (config.contains("fp16")) {
     const json& fp16_config = config["fp16"];
-    only_keys(fp16_config, "fp16", {"enabled", "loss_scale"});
+    only_keys(fp16_config, "fp16",
+              {"enabled", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
+               "min_loss_scale"});
     fp16 = flag_value(fp16_config.value("enabled", json(false)), "fp16.enabled");
     COURSE_CHECK(!fp16_config.contains("loss_scale") ||
                      number_in(fp16_config["loss_scale"], "fp16.loss_scale", 0, kUnbounded) == 0,
@@ -236,6 +258,7 @@ void map_precision(const json& config, std::vector<ConfigFlag>& flags) {
     flags.push_back(entry(key, "amp", "true"));
     flags.push_back(entry(key, "amp-dtype", bf16 ? "bf16" : "f16"));
   }
+  if (fp16) map_loss_scaler(config["fp16"], flags);
 }
 
 // The 1-bit optimizers' keys that choose how to communicate: the course's communicator chooses.

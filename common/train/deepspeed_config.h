@@ -19,6 +19,9 @@
 //     .overlap_comm, .reduce_scatter     --[no-]overlap-comm, --[no-]reduce-scatter
 //     .contiguous_gradients              (always so: a block's gradients are one flat buffer)
 //   bf16.enabled / fp16.enabled          --amp --amp-dtype bf16 / f16 (fp16.loss_scale: 0 only)
+//   fp16.initial_scale_power, loss_scale_window, hysteresis, min_loss_scale
+//                                        --initial-scale-power, --loss-scale-window,
+//                                        --hysteresis, --min-loss-scale
 //   optimizer.type                       --optimizer: Adam and AdamW -> adamw, Lamb -> lamb,
 //                                        OneBitAdam -> onebit-adam, OneBitLamb -> onebit-lamb
 //   optimizer.params                     lr -> --lr, betas -> --beta1 --beta2, eps -> --eps,

@@ -231,8 +231,9 @@ Tensor PipelineParallel::backward(const PipelineAction& a, const Tensor& receive
   Tensor dy = received;
   if (at == last_virtual_stage()) {
     const Tensor& logits = logits_[micro];
-    dy = softmax_cross_entropy_backward(losses_[micro], micro_targets_[micro], 0.0f, logits.dtype(),
-                                        1.0f / static_cast<float>(options_.micro_batches))
+    dy = scaled_cross_entropy_backward(losses_[micro], micro_targets_[micro], 0.0f, logits.dtype(),
+                                       1.0f / static_cast<float>(options_.micro_batches),
+                                       loss_scale_)
              .view(logits.shape());
     logits_[micro] = Tensor();
     losses_[micro] = {};

@@ -76,6 +76,9 @@ class PipelineParallel {
   // tokens (B * T,) i64, or images (B, C, H, W) and their labels (B,) i64. B must split into the
   // micro-batches. Gradients add into the stage's parameters; returns the batch's mean loss, a
   // (1,) f32 tensor on every stage's device (broadcast from the last: no host wait).
+  // The loss scale the last stage multiplies the loss gradient by (a (1,) f32 on the device;
+  // undefined: none), as TrainingParallelism::set_loss_scale.
+  void set_loss_scale(Tensor scale) { loss_scale_ = std::move(scale); }
   Tensor forward_backward(const Tensor& inputs, const Tensor& targets);
 
   // Collective over the pipeline: every rank's model receives the current values of every stage's
@@ -139,6 +142,7 @@ class PipelineParallel {
   bool split_backward_ = false;                         // the schedule has weight passes (zb-h1)
   std::vector<nn::WeightGradientQueue> weight_passes_;  // per context, until its weight pass
   std::vector<Tensor> logits_;                          // the last stage's, until their backward
+  Tensor loss_scale_;                                   // set_loss_scale's
   std::vector<CrossEntropyOutput> losses_;              // the last stage's, until their backward
   Tensor loss_sum_;  // the last stage's sum of micro-batch losses / m
   // A step's events: its start and end, and each action's start and end.

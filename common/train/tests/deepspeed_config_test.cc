@@ -66,6 +66,22 @@ TEST(DeepSpeedConfig, EveryKeyOfTheSlidesBecomesItsFlag) {
             "--lr 0.002 --warmup-steps 30 --lr-decay-steps 500 ");
 }
 
+// fp16's loss scaler: each key its flag, DeepSpeed's defaults for the missing ones (16, 1000, 2,
+// 1), none of them without fp16 enabled.
+TEST(DeepSpeedConfig, Fp16sLossScalerKeysBecomeItsFlags) {
+  EXPECT_EQ(flags_text(deepspeed_flags(json::parse(R"({"fp16": {"enabled": true,
+      "loss_scale": 0, "initial_scale_power": 12, "loss_scale_window": 500, "hysteresis": 1,
+      "min_loss_scale": 0.25}})"))),
+            "--amp true --amp-dtype f16 --initial-scale-power 12 --loss-scale-window 500 "
+            "--hysteresis 1 --min-loss-scale 0.25 --lr-schedule constant --warmup-steps 0 ");
+  EXPECT_EQ(flags_text(deepspeed_flags(json::parse(R"({"fp16": {"enabled": true}})"))),
+            "--amp true --amp-dtype f16 --initial-scale-power 16 --loss-scale-window 1000 "
+            "--hysteresis 2 --min-loss-scale 1 --lr-schedule constant --warmup-steps 0 ");
+  EXPECT_EQ(flags_text(deepspeed_flags(json::parse(R"({"fp16": {"enabled": false,
+      "hysteresis": 3}})"))),
+            "--lr-schedule constant --warmup-steps 0 ");
+}
+
 // DeepSpeed's defaults at stage 3: buckets of 5e8 elements reduced, overlapped, by
 // reduce-scatter; no all-gather bucket (each block is gathered before its use).
 TEST(DeepSpeedConfig, WithoutASchedulerTheRateIsConstantAsInDeepSpeed) {
@@ -165,7 +181,11 @@ TEST(DeepSpeedConfig, RefusesWhatTheLabCannotHonourNamingIt) {
        "needs stage 1-3"},
       {R"({"bf16": {"enabled": true}, "fp16": {"enabled": true}})", "both true"},
       {R"({"fp16": {"enabled": true, "loss_scale": 128}})", "fp16.loss_scale"},
-      {R"({"fp16": {"enabled": true, "initial_scale_power": 16}})", "'fp16.initial_scale_power'"},
+      {R"({"fp16": {"enabled": true, "consecutive_hysteresis": true}})",
+       "'fp16.consecutive_hysteresis'"},
+      {R"({"fp16": {"enabled": true, "hysteresis": 0}})", "fp16.hysteresis must be an integer"},
+      {R"({"fp16": {"enabled": true, "initial_scale_power": 128}})",
+       "fp16.initial_scale_power must be an integer from -126 to 127"},
       {R"({"bf16": {"enabled": "yes"}})", "bf16.enabled must be true or false"},
       {R"({"optimizer": {"type": "SGD"}})", "'SGD' is not supported"},
       {R"({"optimizer": {"type": "Adam", "params": {"freeze_step": 10}}})",
@@ -316,6 +336,9 @@ TEST(DeepSpeedConfig, NoValueOfAnyKeyEndsInAnythingButFlagsOrAMessage) {
       json::json_pointer("/bf16/enabled"),
       json::json_pointer("/fp16/enabled"),
       json::json_pointer("/fp16/loss_scale"),
+      json::json_pointer("/fp16/initial_scale_power"),
+      json::json_pointer("/fp16/hysteresis"),
+      json::json_pointer("/fp16/min_loss_scale"),
       json::json_pointer("/optimizer/type"),
       json::json_pointer("/optimizer/params/lr"),
       json::json_pointer("/optimizer/params/betas"),
