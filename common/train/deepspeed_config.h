@@ -25,8 +25,10 @@
 //   optimizer.type                       --optimizer: Adam and AdamW -> adamw, Lamb -> lamb,
 //                                        OneBitAdam -> onebit-adam, OneBitLamb -> onebit-lamb
 //   optimizer.params                     lr -> --lr, betas -> --beta1 --beta2, eps -> --eps,
-//                                        weight_decay -> --wd, freeze_step -> --freeze-step
-//                                        (cuda_aware, comm_backend_name: ignored, said why)
+//                                        weight_decay -> --wd, freeze_step -> --freeze-step,
+//                                        OnebitLamb's max_coeff ... factor_threshold -> the
+//                                        flags of their names (cuda_aware, comm_backend_name:
+//                                        ignored, said why)
 //   scheduler.type                       WarmupLR -> --lr-schedule constant, WarmupDecayLR ->
 //                                        --lr-schedule linear; no scheduler: constant, no warm-up
 //   scheduler.params                     warmup_max_lr -> --lr, warmup_num_steps ->
