@@ -338,6 +338,18 @@ for mode in "" "--tensor-parallel 2" "--pipeline-stages 2" "--sharding zero3"; d
   expect 0 "loss scale 1048576, 4 step(s) skipped" "${launcher[@]}" "$lab" "${f16_run[@]}" \
     --amp --amp-dtype f16 --initial-scale-power 24 $mode
 done
+# The same forced overflow under ZeRO-3 on 2 ranks of the simulated accelerator ends where the
+# CPU's run does.
+sim_run=(--text-dir "$text" --context 16 --no-progress --device sim --val-fraction 0.2
+  --batch-size 4 --steps-per-epoch 4 --epochs 2 --sample-tokens 0)
+overflowed=(--amp --amp-dtype f16 --initial-scale-power 24 --sharding zero3)
+on_cpu=$(f16_loss "${mpirun[@]}" "$lab" "${f16_run[@]}" "${overflowed[@]}")
+on_sim=$(f16_loss "${mpirun[@]}" "$lab" "${sim_run[@]}" "${overflowed[@]}")
+if [[ -z $on_cpu || $on_sim != "$on_cpu" ]]; then
+  echo "FAILED: the forced overflow ends at '$on_sim' on the simulated device, '$on_cpu' on the CPU"
+  exit 1
+fi
+echo "ok: f16's forced overflow under ZeRO-3 ends at $on_sim on the simulated device and the CPU"
 expect 0 "loss scale 1048576, 5 step(s) skipped" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 \
   --initial-scale-power 24 --hysteresis 2
 expect 0 "loss scale 4194304, 8 step(s) skipped" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 \
