@@ -35,8 +35,6 @@ class OneBitLamb : public OneBitOptimizer {
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
   void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
                     UpdateTable& table) override;
-  // (P,) on the device: each tensor's coefficient of the last step (DeepSpeed's lamb_coeffs).
-  const Tensor& coefficients() const { return coeff_; }
 
  private:
   // {1, 1, lr}: no bias correction for the warm-up's direction, the rate for the step.
