@@ -20,6 +20,9 @@ for sharding in zero1 zero2 zero3 shard-grad-op no-shard; do
 done
 expect_wait_free "${run[@]}" --sharding hybrid-shard --shard-group-size 1
 expect_wait_free "${run[@]}" --amp --sharding zero3 --param-dtype bf16 --forward-prefetch
+# f16's loss scaler: the unscale, the ranks' agreement on an overflow and the skip on the device.
+expect_wait_free "${run[@]}" --amp --amp-dtype f16 --sharding zero3 --param-dtype f16
+expect_wait_free "${run[@]}" --amp --amp-dtype f16 --pipeline-stages 2
 expect_wait_free "${run[@]}" --tensor-parallel 2 --sequence-parallel
 for schedule in naive gpipe 1f1b zb-h1; do
   expect_wait_free "${run[@]}" --pipeline-stages 2 --schedule "$schedule"
@@ -30,6 +33,7 @@ expect_wait_free "${run[@]}" --context-parallel 2
 expect_wait_free "${run[@]}" --clip-grad-norm 0.5 --accumulate 2 --checkpoint-activations
 expect_wait_free "${run[@]}" --optimizer-in-backward --accumulate 2
 expect_wait_free "${run[@]}" --optimizer onebit-adam --freeze-step 3
+expect_wait_free "${run[@]}" --optimizer onebit-lamb --freeze-step 3 --exp-avg-mask
 expect_wait_free "${run[@]}" --model llama-tiny --tensor-parallel 2
 for model in vit-micro coatnet-micro; do
   expect_wait_free "${lab[@]}" --model "$model" --test-subset 64

@@ -264,6 +264,8 @@ compared "day 4: GPT, amp bf16, one process" 0.05 "$labs/day4_large_models_lab" 
   "${gpt_epoch[@]}" --amp
 compared "day 4: Llama, amp bf16, one process" 0.05 "$labs/day4_large_models_lab" \
   "${gpt_epoch[@]}" --amp --model llama-tiny
+compared "day 4: GPT, amp f16 with a loss scaler, one process" 0.05 \
+  "$labs/day4_large_models_lab" "${gpt_epoch[@]}" --amp --amp-dtype f16
 compared "day 4: optimizer in backward, one process" 0.05 "$labs/day4_large_models_lab" \
   "${gpt_epoch[@]}" --amp --optimizer-in-backward
 compared "day 4: GPT step as a CUDA graph, amp bf16" 0.05 "$labs/day4_large_models_lab" \
@@ -371,6 +373,10 @@ fi
 # ranks compressing on the CPU (one process compresses nothing, as DeepSpeed's: no reference).
 multi_compared "day 4: 1-bit Adam, compressed after 2 steps" "$ranks" cpu 0.05 "$day4" \
   "${gpt_epoch[@]}" --optimizer onebit-adam --freeze-step 2
+multi_compared "day 4: 1-bit LAMB, compressed after 2 steps" "$ranks" cpu 0.05 "$day4" \
+  "${gpt_epoch[@]}" --optimizer onebit-lamb --freeze-step 2
+multi_compared "day 4: ZeRO-3, f16 parameters and loss scaler" "$ranks" 1 0.05 "$day4" \
+  "${gpt_ranks[@]}" --amp --amp-dtype f16 -- --sharding zero3 --param-dtype f16
 for schedule in gpipe 1f1b zb-h1; do
   multi_compared "day 4: $schedule pipeline, 2 stages" "$even" 2 0.02 "$day4" "${gpt_ranks[@]}" \
     -- --pipeline-stages 2 --micro-batches 4 --schedule "$schedule"
