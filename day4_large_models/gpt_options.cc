@@ -171,6 +171,20 @@ void add_zero_communication_flags(CLI::App& app, parallel::ZeroCommunication& o)
   train::add_switch(app, "reduce-scatter", o.reduce_scatter,
                     "sharded modes: reduce-scatter the gradients (off: all-reduce them, each rank "
                     "keeping its shard, as DeepSpeed's reduce_scatter false)");
+  app.add_option("--prefetch-bucket-size", o.prefetch_bucket_elements,
+                 "zero3, shard-grad-op, hybrid-shard: DeepSpeed's stage-3 prefetch in place of "
+                 "--forward-prefetch and --backward-prefetch: the blocks ahead in the pass "
+                 "gathered while fewer than this many elements are being prefetched "
+                 "(stage3_prefetch_bucket_size; 0: none)");
+  app.add_option("--max-live-parameters", o.max_live_elements,
+                 "with --prefetch-bucket-size: no prefetch past this many gathered elements "
+                 "(stage3_max_live_parameters)")
+      ->capture_default_str();
+  app.add_option("--param-persistence-threshold", o.persistence_threshold,
+                 "zero3, shard-grad-op, hybrid-shard: parameter tensors of at most this many "
+                 "elements stay gathered, their shards all-gathered after each step "
+                 "(stage3_param_persistence_threshold; 0: none)")
+      ->capture_default_str();
 }
 
 // Data parallelism: DDP, or a sharding strategy and its options.

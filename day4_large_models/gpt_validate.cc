@@ -18,6 +18,28 @@ using namespace course;
 
 namespace {
 
+// DeepSpeed's stage-3 keys, for the strategies that free parameters between uses.
+void validate_stage3_fetching(const DataParallelChoice& dp) {
+  const parallel::ZeroCommunication& c = dp.communication;
+  const bool live_given = c.max_live_elements != parallel::ZeroCommunication{}.max_live_elements;
+  const bool given = c.prefetch_bucket_elements || c.persistence_threshold != 0 || live_given;
+  const bool frees = dp.library && parallel::policy_of(*dp.library).reshard_after_backward;
+  COURSE_CHECK(!given || frees,
+               "--prefetch-bucket-size, --max-live-parameters and --param-persistence-threshold "
+               "are for the strategies that free parameters between uses (zero3, "
+               "shard-grad-op, hybrid-shard); --sharding ",
+               dp.flag(), " keeps every parameter gathered");
+  COURSE_CHECK(c.prefetch_bucket_elements.value_or(0) >= 0 && c.max_live_elements >= 0 &&
+                   c.persistence_threshold >= 0,
+               "--prefetch-bucket-size, --max-live-parameters and --param-persistence-threshold "
+               "must not be negative");
+  COURSE_CHECK(!c.prefetch_bucket_elements || !dp.forward_prefetch,
+               "--prefetch-bucket-size is DeepSpeed's prefetch in both passes; it replaces "
+               "--forward-prefetch");
+  COURSE_CHECK(!live_given || c.prefetch_bucket_elements,
+               "--max-live-parameters bounds DeepSpeed's prefetch: add --prefetch-bucket-size");
+}
+
 // DeepSpeed's bucket and overlap flags, where the mode has them.
 void validate_zero_communication(const DataParallelChoice& dp) {
   const parallel::ZeroCommunication& c = dp.communication;
@@ -36,6 +58,7 @@ void validate_zero_communication(const DataParallelChoice& dp) {
                "--allgather-bucket-size sizes the gather after the step of zero1 and zero2; "
                "--sharding ",
                dp.flag(), " gathers each block before its use");
+  validate_stage3_fetching(dp);
 }
 
 // 16-bit compute and the sharded modes, for the run's precision and optimizer.

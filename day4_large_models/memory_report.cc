@@ -19,7 +19,9 @@ parallel::StatePlan state_plan(optim::OptimizerKind optimizer, const DataParalle
           .shard_group_size = dp.shard_group_size,
           .cpu_offload = dp.cpu_offload,
           .param_dtype = dp.param_dtype,
-          .backward_prefetch = dp.backward_prefetch == parallel::BackwardPrefetch::kPre};
+          .backward_prefetch = dp.backward_prefetch == parallel::BackwardPrefetch::kPre,
+          .stage3_prefetch = stage3_budget(dp.communication),
+          .persistence_threshold = dp.communication.persistence_threshold};
 }
 
 parallel::MemoryPlan memory_plan(const GptLabOptions& o, int ranks) {

@@ -3,7 +3,7 @@
 # for byte), each key doing what DeepSpeed does with it: ZeRO-2's buckets and overlap, the
 # tutorial's batch derived from train_batch_size and its WarmupLR rising logarithmically (the
 # same run as those flags written out, and not the linear one), the per-phase times of
-# wall_clock_breakdown, and a tutorial-style file per key group.
+# wall_clock_breakdown, and a tutorial-style file per key group (stage 3's fetching keys too).
 set -uo pipefail
 source "$1"  # expect
 lab=$2
@@ -89,3 +89,19 @@ expect 1 "error: --no-overlap-comm, --no-reduce-scatter and --allgather-bucket-s
   "$lab" "${few[@]}" --no-reduce-scatter
 expect 1 "error: --allgather-bucket-size sizes the gather after the step of zero1 and zero2" \
   "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 --allgather-bucket-size 10
+
+# Stage 3's fetching keys: DeepSpeed's one-block prefetch and persistent tensors change which
+# values are gathered when, never a sum: the same ending as plain zero3.
+printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 1, "stage3_param_persistence_threshold": 1e3}}' \
+  >"$TEST_TMPDIR/zero3.json"
+expect 0 "zero3 over 2 rank(s) (stage-3 prefetch of 1 elements with at most 1000000000 live, tensors of at most 1000 elements persistent, reduce buckets of 500000000 elements)" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --config "$TEST_TMPDIR/zero3.json"
+same "zero3's stage-3 prefetch and persistent tensors train as plain zero3" \
+  "$(ending -b 4 --config "$TEST_TMPDIR/zero3.json")" \
+  "$(ending -b 4 --sharding zero3 --lr-schedule constant --warmup-steps 0)"
+expect 1 "error: --prefetch-bucket-size, --max-live-parameters and --param-persistence-threshold are for the strategies that free parameters between uses" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero2 --param-persistence-threshold 10
+expect 1 "error: --prefetch-bucket-size is DeepSpeed's prefetch in both passes; it replaces --forward-prefetch" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 --prefetch-bucket-size 10 --forward-prefetch
+expect 1 "error: --max-live-parameters bounds DeepSpeed's prefetch: add --prefetch-bucket-size" \
+  "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 --max-live-parameters 10

@@ -200,10 +200,33 @@ void map_zero_switches(const json& zero, int64_t stage, std::vector<ConfigFlag>&
   }
 }
 
+// Stage 3's parameter fetching, DeepSpeed's defaults where a key is missing (a prefetch of 5e7
+// elements, at most 1e9 live, tensors of up to 1e5 persistent); below stage 3 a key is said
+// ignored, as DeepSpeed ignores it.
+void map_stage3(const json& zero, int64_t stage, std::vector<ConfigFlag>& flags) {
+  const auto count = [&](const char* key, const char* flag, int64_t fallback) {
+    const std::string where = std::string("zero_optimization.") + key;
+    const bool given = zero.contains(key);
+    const int64_t value = given ? integer_in(zero[key], where, 0, kLargestCount) : fallback;
+    if (stage == 3) {
+      flags.push_back(entry(where, flag, std::to_string(value), given ? "" : kDefault));
+    } else if (given) {
+      flags.push_back(entry(where, "", std::to_string(value),
+                            "ignored below stage 3, as in DeepSpeed: no parameter is freed "
+                            "between uses"));
+    }
+  };
+  count("stage3_prefetch_bucket_size", "prefetch-bucket-size", 50'000'000);
+  count("stage3_max_live_parameters", "max-live-parameters", 1'000'000'000);
+  count("stage3_param_persistence_threshold", "param-persistence-threshold", 100'000);
+}
+
 void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
   only_keys(zero, "zero_optimization",
             {"stage", "offload_optimizer", "offload_param", "contiguous_gradients", "overlap_comm",
-             "reduce_scatter", "reduce_bucket_size", "allgather_bucket_size"});
+             "reduce_scatter", "reduce_bucket_size", "allgather_bucket_size",
+             "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
+             "stage3_param_persistence_threshold"});
   const int64_t stage =
       zero.contains("stage") ? integer_in(zero["stage"], "zero_optimization.stage", 0, 3) : 0;
   static const char* const kSharding[] = {"none", "zero1", "zero2", "zero3"};
@@ -212,6 +235,7 @@ void map_zero(const json& zero, std::vector<ConfigFlag>& flags) {
   map_offload(zero, stage, flags);
   map_buckets(zero, stage, flags);
   map_zero_switches(zero, stage, flags);
+  map_stage3(zero, stage, flags);
 }
 
 // fp16's dynamic loss scaler (DeepSpeed's DynamicLossScaler): each key its flag, DeepSpeed's

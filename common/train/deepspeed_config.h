@@ -18,6 +18,9 @@
 //     .allgather_bucket_size             --allgather-bucket-size (stages 1 and 2)
 //     .overlap_comm, .reduce_scatter     --[no-]overlap-comm, --[no-]reduce-scatter
 //     .contiguous_gradients              (always so: a block's gradients are one flat buffer)
+//     .stage3_prefetch_bucket_size,      --prefetch-bucket-size, --max-live-parameters,
+//      stage3_max_live_parameters,       --param-persistence-threshold (stage 3; elements)
+//      stage3_param_persistence_threshold
 //   bf16.enabled / fp16.enabled          --amp --amp-dtype bf16 / f16 (fp16.loss_scale: 0 only)
 //   fp16.initial_scale_power, loss_scale_window, hysteresis, min_loss_scale
 //                                        --initial-scale-power, --loss-scale-window,
@@ -36,7 +39,8 @@
 //                                        total_num_steps -> --lr-decay-steps (warmup_min_lr 0)
 // A key missing from a section the file has takes DeepSpeed's default, said as such (WarmupLR:
 // warmup_max_lr 0.001, warmup_num_steps 1000, warmup_type log; ZeRO: buckets of 5e8 elements,
-// overlap_comm at stage 3 only, reduce_scatter). Any other key, or a value the lab cannot
+// overlap_comm at stage 3 only, reduce_scatter; stage 3: a prefetch of 5e7 elements, 1e9 live,
+// tensors of up to 1e5 persistent). Any other key, or a value the lab cannot
 // honour, is refused with its name: nothing in the file is silently ignored.
 #pragma once
 

@@ -16,6 +16,7 @@ void save_sharded_checkpoint(const std::string& path, parallel::ShardedDataParal
   }
   nlohmann::json layout = header;
   layout["shard_group_size"] = sharded.shard_group_size();
+  layout["persistence_threshold"] = sharded.persistence_threshold();
   save_checkpoint(rank_file(path, comm.rank(), comm.size()), tensors,
                   with_rank_header(layout, comm.rank(), comm.size()));
   comm.barrier();
@@ -24,10 +25,11 @@ void save_sharded_checkpoint(const std::string& path, parallel::ShardedDataParal
 nlohmann::json load_full_model(const std::string& path, int ranks, nn::Module& model,
                                nn::Sequential& blocks) {
   COURSE_CHECK(ranks >= 1, "a sharded checkpoint has at least one rank's file");
-  const parallel::ShardingUnits units = parallel::sharding_units(model, blocks);
   // Hybrid sharding cuts each replica over a group of ranks: the first group's files hold it.
   nlohmann::json first_header = read_rank_file_header(path, 0, ranks);
   const int group = first_header.value("shard_group_size", ranks);
+  const parallel::ShardingUnits units = parallel::sharding_units(
+      model, blocks, first_header.value("persistence_threshold", int64_t{0}));
   COURSE_CHECK(group >= 1 && ranks % group == 0, "sharded checkpoint ", path, ": shard groups of ",
                group, " do not divide ", ranks, " ranks");
   // Each unit's flat values, padded to the group's size as its ranks cut them.
@@ -65,6 +67,7 @@ nlohmann::json load_full_model(const std::string& path, int ranks, nn::Module& m
   }
   first_header.erase("sharded");
   first_header.erase("shard_group_size");
+  first_header.erase("persistence_threshold");
   return first_header;
 }
 

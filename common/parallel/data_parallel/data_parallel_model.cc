@@ -23,14 +23,19 @@ DataParallelModel::DataParallelModel(nn::Module& model, nn::Sequential& blocks,
                                   .param_dtype = o.param_dtype,
                                   .communication = o.communication};
     sdp_ = std::make_unique<ShardedDataParallel>(model_, blocks, comm, options);
-    description_ = sharding_name(*o.sharding) + " over " + ranks + " (backward prefetch " +
-                   backward_prefetch_name(o.backward_prefetch);
-    if (o.forward_prefetch) description_ += ", forward prefetch";
-    if (o.cpu_offload) description_ += ", CPU offload";
-    if (o.param_dtype != DType::kF32) {
-      description_ += ", " + std::string(dtype_name(o.param_dtype)) + " parameters";
+    // DeepSpeed's stage-3 prefetch replaces FSDP's (communication_note says so).
+    std::string details;
+    if (!o.communication.prefetch_bucket_elements) {
+      details += ", backward prefetch " + backward_prefetch_name(o.backward_prefetch);
+      if (o.forward_prefetch) details += ", forward prefetch";
     }
-    description_ += communication_note(o.communication) + ")";
+    if (o.cpu_offload) details += ", CPU offload";
+    if (o.param_dtype != DType::kF32) {
+      details += ", " + std::string(dtype_name(o.param_dtype)) + " parameters";
+    }
+    details += communication_note(o.communication);
+    description_ = sharding_name(*o.sharding) + " over " + ranks;
+    if (!details.empty()) description_ += " (" + details.substr(2) + ")";
   } else if (comm->size() > 1) {
     ddp_ = std::make_unique<DistributedDataParallel>(
         model_, comm,

@@ -6,43 +6,47 @@ namespace course::parallel {
 ShardedBlock::ShardedBlock(nn::ModulePtr inner, const ShardGroups& groups,
                            const ShardingOptions& options)
     : inner_(std::move(inner)),
-      unit_(inner_->parameters(), groups, options.cpu_offload, options.param_dtype),
+      units_(inner_->parameters(), groups, options),
       options_(options),
       policy_(policy_of(options.sharding)) {
-  if (policy_.keep_full_gradients) unit_.allocate_gradients();
+  if (policy_.keep_full_gradients) units_.allocate_gradients();
+  const int64_t threshold = options.communication.persistence_threshold;
   for (nn::Parameter* p : inner_->parameters()) {
-    p->released_between_passes = policy_.reshard_after_forward;
+    p->released_between_passes = policy_.reshard_after_forward && !persists(p->value.numel(), threshold);
   }
 }
 
-void ShardedBlock::set_neighbours(ShardedBlock* previous, ShardedBlock* next,
-                                  ReductionBuckets* reductions) {
-  previous_ = previous;
-  next_ = next;
-  reductions_ = reductions;
+void ShardedBlock::start_gather_of(ShardedBlock* block) {
+  if (block && block->units_.released()) block->units_.released()->start_gather();
 }
 
 Tensor ShardedBlock::run_forward(const Tensor& x, nn::Context& ctx) {
-  unit_.gather();
-  if (options_.forward_prefetch && next_) next_->unit_.start_gather();
+  units_.gather();
+  if (neighbours_.stage3) {
+    neighbours_.stage3->after_fetch(neighbours_.index, /*forward=*/true);
+  } else if (options_.forward_prefetch) {
+    start_gather_of(neighbours_.next);
+  }
   Tensor y = inner_->forward(x, ctx.child(0));
-  if (policy_.reshard_after_forward) unit_.release();
+  if (policy_.reshard_after_forward) units_.release();
   return y;
 }
 
 Tensor ShardedBlock::run_backward(const Tensor& dy, nn::Context& ctx) {
-  unit_.gather();
-  const bool prefetch = previous_ && policy_.reshard_after_forward;
-  if (prefetch && options_.backward_prefetch == BackwardPrefetch::kPre) {
-    previous_->unit_.start_gather();
+  units_.gather();
+  const bool fsdp_prefetch = !neighbours_.stage3 && policy_.reshard_after_forward;
+  if (neighbours_.stage3) {
+    neighbours_.stage3->after_fetch(neighbours_.index, /*forward=*/false);
+  } else if (fsdp_prefetch && options_.backward_prefetch == BackwardPrefetch::kPre) {
+    start_gather_of(neighbours_.previous);
   }
-  unit_.allocate_gradients();
+  units_.allocate_gradients();
   Tensor dx = inner_->backward(dy, ctx.child(0));
-  reductions_->add(unit_);
-  if (prefetch && options_.backward_prefetch == BackwardPrefetch::kPost) {
-    previous_->unit_.start_gather();
+  units_.reduce_in(*neighbours_.reductions);
+  if (fsdp_prefetch && options_.backward_prefetch == BackwardPrefetch::kPost) {
+    start_gather_of(neighbours_.previous);
   }
-  if (policy_.reshard_after_backward) unit_.release();
+  if (policy_.reshard_after_backward) units_.release();
   return dx;
 }
 

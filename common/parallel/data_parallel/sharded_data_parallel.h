@@ -24,9 +24,12 @@ namespace course::parallel {
 
 // The units sharded data parallelism makes of `model`: ("root", the parameters outside the
 // blocks) when there are any, then ("<block's name>", its parameters) for each block of
-// `blocks` with parameters. Works on the plain model too (to rebuild it from saved shards).
+// `blocks` with parameters; with a persistence threshold (sharded_group.h) each of these is
+// followed by ("<name>.persistent", its tensors at or below it), and keeps the others. Works on
+// the plain model too (to rebuild it from saved shards).
 using ShardingUnits = std::vector<std::pair<std::string, std::vector<nn::Parameter*>>>;
-ShardingUnits sharding_units(nn::Module& model, nn::Sequential& blocks);
+ShardingUnits sharding_units(nn::Module& model, nn::Sequential& blocks,
+                             int64_t persistence_threshold = 0);
 
 class ShardedDataParallel : public nn::Module {
  public:
@@ -35,16 +38,19 @@ class ShardedDataParallel : public nn::Module {
                       const ShardingOptions& options = {});
   std::vector<Child> children() override { return {{"", &model_}}; }
 
-  // This rank's shards, one per unit of sharding_units() ("root.shard", "3.shard"), for the
-  // optimizer.
+  // This rank's shards, one per unit of sharding_units() ("root.shard", "3.shard",
+  // "3.persistent.shard"), for the optimizer.
   std::vector<std::pair<std::string, nn::Parameter*>> shard_parameters();
   Communicator& communicator() const { return *groups_.world; }
   int shard_group_size() const { return groups_.shard->size(); }  // ranks one copy is cut over
+  int64_t persistence_threshold() const { return persistence_threshold_; }  // sharding_units'
   void zero_grad() override;  // the shards' gradients (and ZeRO-1's full ones)
-  // After the optimizer's step: ZeRO-1 and 2 all-gather the updated shards into the full values
-  // (the other strategies gather them when the next forward needs them).
+  // After the optimizer's step: ZeRO-1 and 2, and every strategy's persistent units, all-gather
+  // the updated shards into the full values (the others are gathered when the next pass needs
+  // them).
   void after_step();
-  // Every unit's full values gathered (to read or save the whole model), or released again.
+  // Every unit's full values gathered (to read or save the whole model), or released again (the
+  // persistent units stay gathered).
   void gather_all();
   void release_all();
   // Seconds every unit waited for its gathers and reductions since construction.
@@ -61,15 +67,21 @@ class ShardedDataParallel : public nn::Module {
   Tensor run_backward(const Tensor& dy, nn::Context& ctx) override;
 
  private:
+  std::vector<std::pair<std::string, ShardedUnit*>> named_units();  // sharding_units' order
+  std::vector<ShardedGroup*> groups();  // the root's, then the blocks'
   std::vector<ShardedUnit*> units();
+  std::vector<ShardedUnit*> units_gathered_between_steps();
+  void link_blocks(const ZeroCommunication& communication);
 
   nn::Module& model_;
   ShardGroups groups_;
   ShardingPolicy policy_;
   std::vector<std::pair<std::string, ShardedBlock*>> blocks_;
-  std::unique_ptr<ShardedUnit> root_;  // null when every parameter is in a block
+  std::unique_ptr<ShardedGroup> root_;  // null when every parameter is in a block
   ReductionBuckets reductions_;
+  std::unique_ptr<Stage3Prefetch> stage3_;  // DeepSpeed's prefetch, when its bucket is set
   int64_t allgather_bucket_elements_;
+  int64_t persistence_threshold_;
 };
 
 }  // namespace course::parallel

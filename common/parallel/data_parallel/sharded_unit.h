@@ -65,6 +65,8 @@ class ShardedUnit {
   void start_gather();  // launches the all-gather of the full values, unless they are there
   void gather();        // completes it (starting it first if need be) and binds the parameters
   bool gathered() const { return flat_.values().defined() && !gathering_; }
+  // The full values are there or on their way (DeepSpeed counts both as live).
+  bool holds_values() const { return flat_.values().defined() || gathering_; }
   void release();  // frees the full values: the parameters are undefined until gather()
   // Launches the all-gather of the updated shards into the full values the parameters hold
   // (ZeRO-1 and 2 after each optimizer step); finish_refresh() completes it.
@@ -76,6 +78,7 @@ class ShardedUnit {
   DType param_dtype() const { return param_dtype_; }
 
   int64_t padded_numel() const { return flat_.padded_numel(); }  // the full values' elements
+  int64_t numel() const { return flat_.numel(); }                // without the padding
   void allocate_gradients();  // zeroed full gradients, bound to the parameters
   bool has_gradients() const { return flat_.grads().defined(); }
   // Launches the reduction of the full gradients into this rank's shard; `keep` keeps the

@@ -37,6 +37,14 @@ std::string communication_note(const ZeroCommunication& c) {
   if (c.allgather_bucket_elements > 0) {
     note += ", all-gathers of at most " + std::to_string(c.allgather_bucket_elements);
   }
+  if (c.prefetch_bucket_elements) {
+    note += ", stage-3 prefetch of " + std::to_string(*c.prefetch_bucket_elements) +
+            " elements with at most " + std::to_string(c.max_live_elements) + " live";
+  }
+  if (c.persistence_threshold > 0) {
+    note += ", tensors of at most " + std::to_string(c.persistence_threshold) +
+            " elements persistent";
+  }
   if (!c.overlap) note += ", reductions not overlapped";
   if (!c.reduce_scatter) note += ", all-reduce";
   return note;

@@ -35,6 +35,17 @@ struct ZeroCommunication {
   int64_t allgather_bucket_elements = 0;
   bool overlap = true;         // overlap_comm: reductions run on while backward goes on
   bool reduce_scatter = true;  // reduce_scatter; off: all-reduce, each rank keeping its shard
+  // Stage 3's parameter fetching, for the strategies that free parameters between uses:
+  // stage3_prefetch_bucket_size: once a block's values are there, the all-gathers of the blocks
+  // after it in the pass (before it, in backward) are launched while fewer than this many
+  // elements are being prefetched (0: none); unset, FSDP's one-block prefetch
+  // (backward_prefetch, forward_prefetch) instead.
+  std::optional<int64_t> prefetch_bucket_elements;
+  // stage3_max_live_parameters: a prefetch stops where the gathered values would pass this.
+  int64_t max_live_elements = 1'000'000'000;
+  // stage3_param_persistence_threshold: parameter tensors of at most this many elements stay
+  // gathered between uses, their updated shards all-gathered after each step as in ZeRO-2.
+  int64_t persistence_threshold = 0;
 };
 
 struct ShardingOptions {

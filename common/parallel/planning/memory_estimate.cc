@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <numeric>
 
 #include "common/core/error.h"
 #include "common/core/format.h"
@@ -26,10 +25,6 @@ constexpr int64_t kF32 = 4;
 int64_t blocks(int64_t count, int64_t bytes) { return allocator_bytes(count, bytes); }
 
 int64_t padded(int64_t numel, int ranks) { return (numel + ranks - 1) / ranks * ranks; }
-
-int64_t sum(const std::vector<int64_t>& numels) {
-  return std::accumulate(numels.begin(), numels.end(), int64_t{0});
-}
 
 // The element counts of a GPT's parameters in parameters() order: the embeddings before the
 // blocks, each block's, the rest after. GPT-2: wte, wpe, each block's ln_1, c_attn, attention
@@ -156,9 +151,118 @@ int64_t allocator_bytes(int64_t count, int64_t bytes) {
   return count * static_cast<int64_t>(CachingAllocator::rounded_size(static_cast<size_t>(bytes)));
 }
 
+namespace {
+
+// A group of tensors (the root, a unit) cut at the persistence threshold: the elements freed
+// between uses and those kept, each part its own flat parameter padded for `ranks`.
+struct SplitGroup {
+  int64_t freed = 0, kept = 0;                // elements, DeepSpeed's count
+  int64_t freed_padded = 0, kept_padded = 0;  // as the shards cut them
+};
+
+SplitGroup split_group(const std::vector<int64_t>& tensors, int64_t threshold, int ranks) {
+  SplitGroup g;
+  for (int64_t numel : tensors) (persists(numel, threshold) ? g.kept : g.freed) += numel;
+  g.freed_padded = padded(g.freed, ranks);
+  g.kept_padded = padded(g.kept, ranks);
+  return g;
+}
+
+int64_t held_bytes(int64_t bytes) { return bytes > 0 ? blocks(1, bytes) : 0; }
+
+// The most bytes of blocks' full values DeepSpeed's stage-3 prefetch holds at once over a step:
+// its walk run on the sizes, each block gathered, the walk launched, the block freed after use.
+int64_t stage3_gathered_peak(const std::vector<SplitGroup>& units, int64_t always_live,
+                             int64_t value_bytes, PrefetchBudget budget) {
+  const size_t count = units.size();
+  std::vector<int64_t> elements;
+  for (const SplitGroup& u : units) elements.push_back(u.freed);
+  std::vector<bool> held(count);
+  const auto always_there = [&](size_t u) { return units[u].freed == 0; };
+  int64_t peak = 0;
+  for (bool forward : {true, false}) {
+    for (size_t k = 0; k < count; ++k) {
+      const size_t u = forward ? k : count - 1 - k;
+      for (size_t v = 0; v < count; ++v) held[v] = held[v] || always_there(v);
+      held[u] = true;
+      int64_t live = always_live;
+      for (size_t v = 0; v < count; ++v) live += held[v] ? elements[v] : 0;
+      for (size_t v : stage3_prefetch_walk(elements, held, live, u, forward, budget)) held[v] = true;
+      int64_t bytes = 0;
+      for (size_t v = 0; v < count; ++v) bytes += held[v] ? held_bytes(value_bytes * units[v].freed_padded) : 0;
+      peak = std::max(peak, bytes);
+      held[u] = false;
+    }
+  }
+  return peak;
+}
+
+// FSDP's prefetch: ZeRO-3 holds the unit being backed up and the one prefetched (before its
+// gradients: BACKWARD_PRE), the largest such pair; the strategies keeping parameters, every unit.
+int64_t fsdp_gathered_peak(const std::vector<SplitGroup>& units, const StatePlan& p,
+                           int64_t value_bytes) {
+  const int64_t count = static_cast<int64_t>(units.size());
+  const bool frees = policy_of(*p.sharding).reshard_after_forward;
+  const int64_t window = frees ? 1 + (p.backward_prefetch ? 1 : 0) : count;
+  int64_t peak = 0;
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t held = 0;
+    for (int64_t v = u; v < std::min(count, u + window); ++v)
+      held += held_bytes(value_bytes * units[v].freed_padded);
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
+void add_sharded_state(const StatePlan& p, const ParameterLayout& layout, int64_t states,
+                       MemoryEstimate& e) {
+  const ShardingPolicy policy = policy_of(*p.sharding);
+  // One copy of the model is cut over the shard group (hybrid-shard, no-shard: not every rank).
+  const int n = shard_group_size({.sharding = *p.sharding, .shard_group_size = p.shard_group_size},
+                                 p.ranks, p.ranks);
+  std::vector<int64_t> root_tensors = layout.before;
+  root_tensors.insert(root_tensors.end(), layout.after.begin(), layout.after.end());
+  const SplitGroup root = split_group(root_tensors, p.persistence_threshold, n);
+  std::vector<SplitGroup> units;
+  for (const std::vector<int64_t>& unit : layout.units)
+    units.push_back(split_group(unit, p.persistence_threshold, n));
+  const int64_t value_bytes = static_cast<int64_t>(dtype_size(p.param_dtype));
+  // Full values: the root's for the whole step, the persistent parts always, the blocks' as
+  // the prefetch holds them.
+  int64_t always = held_bytes(value_bytes * root.freed_padded) +
+                   held_bytes(value_bytes * root.kept_padded);
+  int64_t always_live = root.freed + root.kept, largest = 0, all_units = 0;
+  int64_t shards = held_bytes(kF32 * root.freed_padded / n) + held_bytes(kF32 * root.kept_padded / n);
+  for (const SplitGroup& u : units) {
+    always += held_bytes(value_bytes * u.kept_padded);
+    always_live += u.kept;
+    largest = std::max(largest, u.freed_padded + u.kept_padded);
+    shards += held_bytes(kF32 * u.freed_padded / n) + held_bytes(kF32 * u.kept_padded / n);
+    all_units += held_bytes(kF32 * u.freed_padded) + held_bytes(kF32 * u.kept_padded);
+  }
+  const bool stage3 = p.stage3_prefetch && policy.reshard_after_forward;
+  e.parameters = always + (stage3 ? stage3_gathered_peak(units, always_live, value_bytes,
+                                                         *p.stage3_prefetch)
+                                  : fsdp_gathered_peak(units, p, value_bytes));
+  // Full gradients: ZeRO-1 keeps all of them; the others the root's and one unit's at a time.
+  const int64_t root_padded = root.freed_padded + root.kept_padded;
+  e.gradients = blocks(1, kF32 * root_padded) +
+                (policy.keep_full_gradients ? all_units : blocks(1, kF32 * largest));
+  if (p.cpu_offload) {
+    e.offloaded = (2 + states) * shards;
+  } else {
+    e.parameters += shards;
+    e.gradients += shards;
+    e.optimizer_states = states * shards;
+  }
+  // The reduce-scatter outputs in flight: the root's and a unit's.
+  e.communication = blocks(1, kF32 * root_padded / n) + blocks(1, kF32 * largest / n);
+}
+
+}  // namespace
+
 void add_model_state(const StatePlan& p, const ParameterLayout& layout, MemoryEstimate& e) {
   const int64_t states = optim::state_tensors_per_parameter(p.optimizer);
-  const int64_t units = static_cast<int64_t>(layout.units.size());
   if (!p.sharding) {
     // Every parameter its own value, gradient and states; DDP's buckets hold every gradient.
     std::vector<int64_t> bytes;
@@ -182,40 +286,7 @@ void add_model_state(const StatePlan& p, const ParameterLayout& layout, MemoryEs
     }
     return;
   }
-  const ShardingPolicy policy = policy_of(*p.sharding);
-  // One copy of the model is cut over the shard group (hybrid-shard, no-shard: not every rank).
-  const int n = shard_group_size({.sharding = *p.sharding, .shard_group_size = p.shard_group_size},
-                                 p.ranks, p.ranks);
-  const int64_t root = padded(sum(layout.before) + sum(layout.after), n);
-  std::vector<int64_t> unit(units);
-  for (int64_t u = 0; u < units; ++u) unit[u] = padded(sum(layout.units[u]), n);
-  const int64_t value_bytes = static_cast<int64_t>(dtype_size(p.param_dtype));
-  // Full values: ZeRO-3 holds the root, the unit being backed up and the one prefetched (before
-  // its gradients: BACKWARD_PRE), the largest such pair; the others hold every unit.
-  const int64_t window = policy.reshard_after_forward ? 1 + (p.backward_prefetch ? 1 : 0) : units;
-  int64_t gathered = 0, largest = 0, shards = blocks(1, kF32 * root / n), all_units = 0;
-  for (int64_t u = 0; u < units; ++u) {
-    int64_t held = 0;
-    for (int64_t v = u; v < std::min(units, u + window); ++v)
-      held += blocks(1, value_bytes * unit[v]);
-    gathered = std::max(gathered, held);
-    largest = std::max(largest, unit[u]);
-    shards += blocks(1, kF32 * unit[u] / n);  // each unit's shard: its master values
-    all_units += blocks(1, kF32 * unit[u]);
-  }
-  e.parameters = blocks(1, value_bytes * root) + gathered;
-  // Full gradients: ZeRO-1 keeps all of them; the others the root's and one unit's at a time.
-  e.gradients =
-      blocks(1, kF32 * root) + (policy.keep_full_gradients ? all_units : blocks(1, kF32 * largest));
-  if (p.cpu_offload) {
-    e.offloaded = (2 + states) * shards;
-  } else {
-    e.parameters += shards;
-    e.gradients += shards;
-    e.optimizer_states = states * shards;
-  }
-  // The reduce-scatter outputs in flight: the root's and a unit's.
-  e.communication = blocks(1, kF32 * root / n) + blocks(1, kF32 * largest / n);
+  add_sharded_state(p, layout, states, e);
 }
 
 int64_t MemoryEstimate::total() const {

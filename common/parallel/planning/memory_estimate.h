@@ -20,6 +20,8 @@
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/data_parallel/bucket_plan.h"
 #include "common/parallel/data_parallel/sharding.h"
+#include "common/parallel/data_parallel/sharded_group.h"
+#include "common/parallel/data_parallel/stage3_prefetch.h"
 #include "common/tensor/dtype.h"
 
 namespace course::parallel {
@@ -34,6 +36,10 @@ struct StatePlan {
   bool cpu_offload = false;         // shards and optimizer states in host memory
   DType param_dtype = DType::kF32;  // sharded modes' gathered values (16-bit: mixed precision)
   bool backward_prefetch = true;    // pre: the previous unit gathered while this one computes
+  // DeepSpeed's stage 3 (sharding.h's ZeroCommunication): its prefetch in place of FSDP's when
+  // set, and the tensors of at most persistence_threshold elements always gathered.
+  std::optional<PrefetchBudget> stage3_prefetch;
+  int64_t persistence_threshold = 0;
   int64_t bucket_bytes = kBucketCapBytes;  // DDP's buckets (bucket_plan.h)
   int64_t first_bucket_bytes = kFirstBucketCapBytes;
 };

@@ -27,6 +27,9 @@ const nn::GptConfig kModel{"gpt-estimate", 4, 4, 128, 64, 256};
 const nn::GptConfig kLlama{"llama-estimate",          4, 4,   128,   64,       256,
                            nn::DecoderFamily::kLlama, 2, 352, false, 500000.0f};
 constexpr int64_t kBatch = 8;
+// DeepSpeed's stage-3 defaults: every block prefetched, every tensor of this model persistent.
+const ZeroCommunication kStage3{.prefetch_bucket_elements = 50'000'000,
+                                .persistence_threshold = 100'000};
 
 struct Case {
   std::string mode;
@@ -34,12 +37,14 @@ struct Case {
   bool checkpoint = false;
   DType param_dtype = DType::kF32;  // the sharded modes' gathered values
   const nn::GptConfig* model = &kModel;
+  ZeroCommunication communication = {};  // DeepSpeed's stage-3 fetching
 };
 
 std::string describe(const Case& c) {
   return c.model->name + " " + c.mode + (c.compute == DType::kF32 ? " f32" : " bf16") +
          (c.checkpoint ? " checkpointed" : "") +
-         (c.param_dtype == DType::kF32 ? "" : " bf16 parameters");
+         (c.param_dtype == DType::kF32 ? "" : " bf16 parameters") +
+         communication_note(c.communication);
 }
 
 // The allocator's peak over the second of two steps.
@@ -50,7 +55,9 @@ int64_t measured_peak(const Case& c) {
   nn::Gpt model(config, rng, Device::cpu(), c.checkpoint);
   DataParallelModel data_parallel(
       model, model.blocks(), comm,
-      {.sharding = parse_data_parallel_mode(c.mode), .param_dtype = c.param_dtype});
+      {.sharding = parse_data_parallel_mode(c.mode),
+       .param_dtype = c.param_dtype,
+       .communication = c.communication});
   optim::AdamW adamw(data_parallel.optimized(), {.lr = 1e-3f});
   std::vector<int32_t> tokens(kBatch * config.context);
   std::vector<int64_t> targets(tokens.size());
@@ -101,7 +108,11 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
                                    {"none", DType::kF32, false, DType::kF32, &kLlama},
                                    {"none", DType::kBF16, true, DType::kF32, &kLlama},
                                    {"zero2", DType::kF32, false, DType::kF32, &kLlama},
-                                   {"zero3", DType::kBF16, false, DType::kBF16, &kLlama}};
+                                   {"zero3", DType::kBF16, false, DType::kBF16, &kLlama},
+                                   {"zero3", DType::kF32, false, DType::kF32, &kModel, kStage3},
+                                   {"zero3", DType::kF32, false, DType::kF32, &kModel,
+                                    {.prefetch_bucket_elements = 1,
+                                     .persistence_threshold = 128}}};
   for (const Case& c : cases) {
     const int64_t measured = measured_peak(c);
     const MemoryEstimate estimate =
@@ -111,7 +122,10 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
                          .checkpoint_activations = c.checkpoint,
                          .state = {.sharding = parse_data_parallel_mode(c.mode),
                                    .ranks = ranks,
-                                   .param_dtype = c.param_dtype}});
+                                   .param_dtype = c.param_dtype,
+                                   .stage3_prefetch = stage3_budget(c.communication),
+                                   .persistence_threshold =
+                                       c.communication.persistence_threshold}});
     const double ratio = static_cast<double>(estimate.total()) / measured;
     std::printf("%-28s ranks %d: estimated %.2f MiB, measured %.2f MiB (%.3f)\n",
                 describe(c).c_str(), ranks, estimate.total() / 1048576.0, measured / 1048576.0,
@@ -119,6 +133,33 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
     EXPECT_NEAR(ratio, 1.0, kTolerance) << describe(c) << " on " << ranks << " ranks\n"
                                         << course::parallel::describe(estimate);
   }
+}
+
+// DeepSpeed's stage 3 at its limits holds what the other modes hold: every tensor persistent,
+// or every block prefetched, is zero2's full values; a bucket of one element is FSDP's window
+// of the block run and the one prefetched.
+TEST(MemoryEstimate, Stage3FetchingAtItsLimitsHoldsWhatTheOtherModesHold) {
+  const auto parameters = [](Sharding sharding, std::optional<PrefetchBudget> prefetch,
+                             int64_t threshold) {
+    return estimate_memory({.model = kModel,
+                            .batch = kBatch,
+                            .state = {.sharding = sharding,
+                                      .ranks = 2,
+                                      .stage3_prefetch = prefetch,
+                                      .persistence_threshold = threshold}})
+        .parameters;
+  };
+  const int64_t zero2 = parameters(Sharding::kZero2, std::nullopt, 0);
+  const int64_t fsdp = parameters(Sharding::kZero3, std::nullopt, 0);
+  const PrefetchBudget everything{.bucket_elements = 50'000'000, .max_live_elements = 1 << 30};
+  EXPECT_EQ(parameters(Sharding::kZero3, std::nullopt, 100'000), zero2);
+  EXPECT_EQ(parameters(Sharding::kZero3, everything, 0), zero2);
+  EXPECT_EQ(parameters(Sharding::kZero3, PrefetchBudget{1, 1 << 30}, 0), fsdp);
+  EXPECT_LT(parameters(Sharding::kZero3, PrefetchBudget{0, 1 << 30}, 0), fsdp);
+  // The live cap below the root and one block: no block prefetched either.
+  EXPECT_EQ(parameters(Sharding::kZero3, PrefetchBudget{50'000'000, 1}, 0),
+            parameters(Sharding::kZero3, PrefetchBudget{0, 1 << 30}, 0));
+  EXPECT_LT(fsdp, zero2);
 }
 
 TEST(MemoryEstimate, ZeroPaperFormulasGiveTheirPublishedFigures) {

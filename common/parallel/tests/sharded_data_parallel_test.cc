@@ -22,6 +22,7 @@
 #include "common/optim/optimizer.h"
 #include "common/parallel/data_parallel/ddp.h"
 #include "common/parallel/data_parallel/reduction_buckets.h"
+#include "common/parallel/data_parallel/stage3_prefetch.h"
 #include "common/parallel/tests/parity_subjects.h"
 #include "common/testing/parameter_values.h"
 #include "common/testing/tolerance.h"
@@ -280,6 +281,95 @@ TEST(ShardedParity, DeepSpeedsBucketsAndOverlapTrainAsDdp) {
           ddp, name + ", " + what);
     }
   }
+}
+
+// DeepSpeed's stage-3 keys change which values are gathered when, never the sums: each setting
+// trains as DDP does on the strategies that free parameters. The GPT's tensors hold 27 to 2,916
+// elements (its blocks 9,099): a threshold of 64 keeps the LayerNorms and the 27-wide biases of
+// every block and of the root gathered, cutting each in two units; 1e5 keeps every tensor; a
+// bucket of one element prefetches one block ahead; a live cap of 3,000 stops every prefetch
+// (the root and a block are already more).
+TEST(ShardedParity, DeepSpeedsStage3FetchingTrainsAsDdp) {
+  const Trace ddp = train_ddp(gpt_subject(), gpt_batch);
+  const std::vector<std::pair<std::string, ZeroCommunication>> settings = {
+      {"DeepSpeed's defaults",
+       {.prefetch_bucket_elements = 50'000'000, .persistence_threshold = 100'000}},
+      {"a bucket of one element, tensors of up to 64 persistent",
+       {.prefetch_bucket_elements = 1, .persistence_threshold = 64}},
+      {"a bucket of 20,000 elements with at most 3,000 live",
+       {.prefetch_bucket_elements = 20'000, .max_live_elements = 3000}},
+      {"no prefetch, tensors of up to 64 persistent, reduce buckets of 1,500",
+       {.reduce_bucket_elements = 1500,
+        .prefetch_bucket_elements = 0,
+        .persistence_threshold = 64}}};
+  for (const std::string name : {"zero3", "shard-grad-op", "hybrid-shard"}) {
+    for (const auto& [what, communication] : settings) {
+      expect_same_training(train_sharded(gpt_subject(), gpt_batch,
+                                         {.sharding = parse_sharding(name),
+                                          .shard_group_size = kHybridGroup,
+                                          .communication = communication}),
+                           ddp, name + ", " + what);
+    }
+  }
+}
+
+// Between steps exactly the tensors at or below the threshold hold values, current ones (the
+// updated shards gathered after the step: equal to what a full gather gives), and they are
+// never marked as released between the passes.
+TEST(ShardedParity, TensorsAtOrBelowThePersistenceThresholdStayGathered) {
+  Subject s = gpt_subject();
+  constexpr int64_t kThreshold = 64;
+  std::vector<int64_t> numels;
+  for (nn::Parameter* p : s.model->parameters()) numels.push_back(p->value.numel());
+  ShardedDataParallel sdp(*s.model, *s.blocks, world(),
+                          {.sharding = Sharding::kZero3,
+                           .communication = {.persistence_threshold = kThreshold}});
+  optim::AdamW adamw(sdp.shard_parameters(), kAdamW);
+  sdp.zero_grad();
+  loss_and_backward(sdp, gpt_batch(0), s.classes);
+  adamw.step();
+  sdp.after_step();
+  const std::vector<nn::Parameter*> params = s.model->parameters();
+  std::vector<std::vector<float>> kept;
+  int persistent = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const bool persists = numels[i] <= kThreshold;
+    EXPECT_EQ(params[i]->value.defined(), persists) << "parameter " << i << ", " << numels[i];
+    EXPECT_FALSE(params[i]->released_between_passes && persists) << "parameter " << i;
+    if (persists) kept.push_back(params[i]->value.to_vector<float>());
+    persistent += persists;
+  }
+  EXPECT_GT(persistent, 0);
+  EXPECT_LT(persistent, static_cast<int>(params.size()));
+  sdp.gather_all();
+  size_t k = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (numels[i] <= kThreshold) EXPECT_EQ(params[i]->value.to_vector<float>(), kept[k++]);
+  }
+}
+
+// DeepSpeed's walk on hand-worked sizes: blocks of 100, 50, 300, 20 and 80 elements.
+TEST(ShardedParity, Stage3PrefetchWalksAsDeepSpeedsFetchSubModule) {
+  const std::vector<int64_t> elements = {100, 50, 300, 20, 80};
+  const std::vector<bool> none(5, false);
+  const auto walk = [&](const std::vector<bool>& held, int64_t live, size_t index, bool forward,
+                        int64_t bucket, int64_t max_live = 1'000'000'000) {
+    return stage3_prefetch_walk(elements, held, live, index, forward,
+                                {.bucket_elements = bucket, .max_live_elements = max_live});
+  };
+  using Blocks = std::vector<size_t>;
+  // 50 < 120 goes on; 350 stops it: the block that passes the bucket still goes.
+  EXPECT_EQ(walk(none, 0, 0, true, 120), (Blocks{1, 2}));
+  // A block already there is skipped, not counted: 50, 70, 150.
+  EXPECT_EQ(walk({false, false, true, false, false}, 0, 0, true, 120), (Blocks{1, 3, 4}));
+  EXPECT_EQ(walk(none, 0, 0, true, 1), (Blocks{1}));
+  EXPECT_EQ(walk(none, 0, 0, true, 0), Blocks{});
+  EXPECT_EQ(walk(none, 0, 4, false, 120), (Blocks{3, 2}));  // backward: 20, then 320
+  EXPECT_EQ(walk(none, 0, 4, true, 120), Blocks{});         // nothing after the last
+  // The live cap: 900 of 1,000 live leaves 100 (50, then 350); 1,000 leaves none.
+  EXPECT_EQ(walk(none, 900, 0, true, 500, 1000), (Blocks{1, 2}));
+  EXPECT_EQ(walk(none, 1000, 0, true, 500, 1000), Blocks{});
+  EXPECT_EQ(walk(none, 1200, 0, true, 500, 1000), Blocks{});
 }
 
 // The bucket's rule itself, on three units of uneven sizes: nothing is sent before the waiting

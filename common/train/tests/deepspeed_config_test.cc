@@ -90,8 +90,30 @@ TEST(DeepSpeedConfig, WithoutASchedulerTheRateIsConstantAsInDeepSpeed) {
                                       "offload_optimizer": {"device": "none"}}})");
   EXPECT_EQ(flags_text(deepspeed_flags(config)),
             "--sharding zero3 --reduce-bucket-size 500000000 --overlap-comm true "
-            "--reduce-scatter true --optimizer adamw --lr 0.001 --lr-schedule constant "
-            "--warmup-steps 0 ");
+            "--reduce-scatter true --prefetch-bucket-size 50000000 --max-live-parameters "
+            "1000000000 --param-persistence-threshold 100000 --optimizer adamw --lr 0.001 "
+            "--lr-schedule constant --warmup-steps 0 ");
+}
+
+// Stage 3's fetching keys: the file's values at stage 3 (5e7 written as DeepSpeed's files
+// write it), said ignored below it, as DeepSpeed ignores them.
+TEST(DeepSpeedConfig, Stage3sFetchingKeysAreItsFlags) {
+  const json stage3 = json::parse(R"({"zero_optimization": {"stage": 3,
+      "stage3_prefetch_bucket_size": 5e7, "stage3_max_live_parameters": 0,
+      "stage3_param_persistence_threshold": 0}})");
+  EXPECT_EQ(flags_text(deepspeed_flags(stage3)),
+            "--sharding zero3 --reduce-bucket-size 500000000 --overlap-comm true "
+            "--reduce-scatter true --prefetch-bucket-size 50000000 --max-live-parameters 0 "
+            "--param-persistence-threshold 0 --lr-schedule constant --warmup-steps 0 ");
+  const json stage2 = json::parse(R"({"zero_optimization": {"stage": 2,
+      "stage3_param_persistence_threshold": 1e4}})");
+  const ResolvedConfig resolved{.file = "stage2.json", .from_file = deepspeed_flags(stage2)};
+  EXPECT_EQ(flags_text(resolved.from_file).find("persistence"), std::string::npos);
+  const std::string summary = resolved.summary();
+  EXPECT_NE(summary.find("zero_optimization.stage3_param_persistence_threshold 10000: ignored "
+                         "below stage 3"),
+            std::string::npos)
+      << summary;
 }
 
 // The slides' two files, as DeepSpeed reads them: every key taken, each missing one at
@@ -172,6 +194,14 @@ TEST(DeepSpeedConfig, RefusesWhatTheLabCannotHonourNamingIt) {
       {R"({"optimizer": {"type": "Adam", "params": {"cuda_aware": false}}})",
        "'optimizer.params.cuda_aware'"},
       {R"({"zero_optimization": {"stage": 4}})", "stage must be an integer from 0 to 3, got 4"},
+      {R"({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": -1}})",
+       "stage3_prefetch_bucket_size must be an integer from 0"},
+      {R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 1.5e2}})",
+       "stage3_param_persistence_threshold must be an integer from 0"},
+      {R"({"zero_optimization": {"stage": 3, "stage3_max_live_parameters": "1e9"}})",
+       "stage3_max_live_parameters must be an integer from 0"},
+      {R"({"zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 1e9}})",
+       "'zero_optimization.stage3_max_reuse_distance'"},
       {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})", "'nvme'"},
       {R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})",
        "offload_param needs stage 3"},

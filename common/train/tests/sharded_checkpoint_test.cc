@@ -1,6 +1,7 @@
 // Sharded checkpoints on 2 and 4 ranks: a GPT trained 3 steps with ZeRO-3 (and with
 // HYBRID_SHARD, groups of 2) saves one file per rank; joined in one process into a fresh
-// (differently initialised) model, its parameters equal the gathered ones bit for bit. A missing
+// (differently initialised) model, its parameters equal the gathered ones bit for bit (also with
+// DeepSpeed's persistent tensors, units of their own). A missing
 // rank's file, a file of another rank count and a truncated file are refused with their message.
 #include "common/train/sharded_checkpoint.h"
 
@@ -69,6 +70,30 @@ TEST(ShardedCheckpoint, HybridShardsJoinFromTheFirstReplica) {
     nn::Gpt whole(kGpt, other_rng, Device::cpu());
     load_full_model(path, comm->size(), whole, whole.blocks());
     EXPECT_EQ(testing::parameter_values(whole), trained);
+  }
+  comm->barrier();
+}
+
+// DeepSpeed's persistent tensors are units of their own ("3.persistent"): the file says the
+// threshold, and the join cuts the model as it was cut.
+TEST(ShardedCheckpoint, PersistentUnitsJoinAtTheThresholdTheFileSays) {
+  const auto comm = parallel::Communicator::world();
+  const std::string path = checkpoint_dir() + "-persistent.ckpt";
+  std::mt19937 rng(12);
+  nn::Gpt model(kGpt, rng, Device::cpu());
+  parallel::ShardedDataParallel sharded(
+      model, model.blocks(), comm,
+      {.sharding = parallel::Sharding::kZero3, .communication = {.persistence_threshold = 81}});
+  train_steps(sharded, 2);
+  save_sharded_checkpoint(path, sharded, {}, {});
+  sharded.gather_all();
+  const std::vector<float> trained = testing::parameter_values(model);
+  if (comm->rank() == 0) {
+    std::mt19937 other_rng(98);
+    nn::Gpt whole(kGpt, other_rng, Device::cpu());
+    const nlohmann::json header = load_full_model(path, comm->size(), whole, whole.blocks());
+    EXPECT_EQ(testing::parameter_values(whole), trained);
+    EXPECT_FALSE(header.contains("persistence_threshold"));
   }
   comm->barrier();
 }
