@@ -94,7 +94,7 @@ expect 1 "error: --allgather-bucket-size sizes the gather after the step of zero
 # values are gathered when, never a sum: the same ending as plain zero3.
 printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 1, "stage3_param_persistence_threshold": 1e3}}' \
   >"$TEST_TMPDIR/zero3.json"
-expect 0 "zero3 over 2 rank(s) (stage-3 prefetch of 1 elements with at most 1000000000 live, tensors of at most 1000 elements persistent, reduce buckets of 500000000 elements)" \
+expect 0 "zero3 over 2 rank(s) (reduce buckets of 500000000 elements, stage-3 prefetch of 1 elements with at most 1000000000 live, tensors of at most 1000 elements persistent)" \
   "${mpirun[@]}" "$lab" "${few[@]}" --config "$TEST_TMPDIR/zero3.json"
 same "zero3's stage-3 prefetch and persistent tensors train as plain zero3" \
   "$(ending -b 4 --config "$TEST_TMPDIR/zero3.json")" \

@@ -12,7 +12,8 @@ ShardedBlock::ShardedBlock(nn::ModulePtr inner, const ShardGroups& groups,
   if (policy_.keep_full_gradients) units_.allocate_gradients();
   const int64_t threshold = options.communication.persistence_threshold;
   for (nn::Parameter* p : inner_->parameters()) {
-    p->released_between_passes = policy_.reshard_after_forward && !persists(p->value.numel(), threshold);
+    p->released_between_passes =
+        policy_.reshard_after_forward && !persists(p->value.numel(), threshold);
   }
 }
 

@@ -68,7 +68,7 @@ class ShardedDataParallel : public nn::Module {
 
  private:
   std::vector<std::pair<std::string, ShardedUnit*>> named_units();  // sharding_units' order
-  std::vector<ShardedGroup*> groups();  // the root's, then the blocks'
+  std::vector<ShardedGroup*> groups();                              // the root's, then the blocks'
   std::vector<ShardedUnit*> units();
   std::vector<ShardedUnit*> units_gathered_between_steps();
   void link_blocks(const ZeroCommunication& communication);

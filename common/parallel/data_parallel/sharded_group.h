@@ -37,7 +37,7 @@ class ShardedGroup {
   // (name, unit) for each unit present: `name` and name + kPersistentSuffix.
   std::vector<std::pair<std::string, ShardedUnit*>> named_units(const std::string& name);
 
-  void gather();  // both units' full values bound
+  void gather();   // both units' full values bound
   void release();  // the released unit's full values freed (the persistent unit keeps its own)
   void allocate_gradients();
   void reduce_in(ReductionBuckets& reductions);  // both units' gradients, once complete

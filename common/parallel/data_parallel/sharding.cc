@@ -42,8 +42,8 @@ std::string communication_note(const ZeroCommunication& c) {
             " elements with at most " + std::to_string(c.max_live_elements) + " live";
   }
   if (c.persistence_threshold > 0) {
-    note += ", tensors of at most " + std::to_string(c.persistence_threshold) +
-            " elements persistent";
+    note +=
+        ", tensors of at most " + std::to_string(c.persistence_threshold) + " elements persistent";
   }
   if (!c.overlap) note += ", reductions not overlapped";
   if (!c.reduce_scatter) note += ", all-reduce";

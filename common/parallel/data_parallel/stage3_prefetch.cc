@@ -12,8 +12,8 @@ std::optional<PrefetchBudget> stage3_budget(const ZeroCommunication& communicati
 }
 
 std::vector<size_t> stage3_prefetch_walk(const std::vector<int64_t>& elements,
-                                         const std::vector<bool>& held, int64_t live,
-                                         size_t index, bool forward, PrefetchBudget budget) {
+                                         const std::vector<bool>& held, int64_t live, size_t index,
+                                         bool forward, PrefetchBudget budget) {
   std::vector<size_t> launched;
   if (budget.bucket_elements <= 0) return launched;
   const int64_t limit = std::min(budget.max_live_elements - live, budget.bucket_elements);

@@ -30,8 +30,8 @@ struct PrefetchBudget {
 std::optional<PrefetchBudget> stage3_budget(const ZeroCommunication& communication);
 
 std::vector<size_t> stage3_prefetch_walk(const std::vector<int64_t>& elements,
-                                         const std::vector<bool>& held, int64_t live,
-                                         size_t index, bool forward, PrefetchBudget budget);
+                                         const std::vector<bool>& held, int64_t live, size_t index,
+                                         bool forward, PrefetchBudget budget);
 
 class Stage3Prefetch {
  public:

@@ -187,9 +187,11 @@ int64_t stage3_gathered_peak(const std::vector<SplitGroup>& units, int64_t alway
       held[u] = true;
       int64_t live = always_live;
       for (size_t v = 0; v < count; ++v) live += held[v] ? elements[v] : 0;
-      for (size_t v : stage3_prefetch_walk(elements, held, live, u, forward, budget)) held[v] = true;
+      for (size_t v : stage3_prefetch_walk(elements, held, live, u, forward, budget))
+        held[v] = true;
       int64_t bytes = 0;
-      for (size_t v = 0; v < count; ++v) bytes += held[v] ? held_bytes(value_bytes * units[v].freed_padded) : 0;
+      for (size_t v = 0; v < count; ++v)
+        bytes += held[v] ? held_bytes(value_bytes * units[v].freed_padded) : 0;
       peak = std::max(peak, bytes);
       held[u] = false;
     }
@@ -229,10 +231,11 @@ void add_sharded_state(const StatePlan& p, const ParameterLayout& layout, int64_
   const int64_t value_bytes = static_cast<int64_t>(dtype_size(p.param_dtype));
   // Full values: the root's for the whole step, the persistent parts always, the blocks' as
   // the prefetch holds them.
-  int64_t always = held_bytes(value_bytes * root.freed_padded) +
-                   held_bytes(value_bytes * root.kept_padded);
+  int64_t always =
+      held_bytes(value_bytes * root.freed_padded) + held_bytes(value_bytes * root.kept_padded);
   int64_t always_live = root.freed + root.kept, largest = 0, all_units = 0;
-  int64_t shards = held_bytes(kF32 * root.freed_padded / n) + held_bytes(kF32 * root.kept_padded / n);
+  int64_t shards =
+      held_bytes(kF32 * root.freed_padded / n) + held_bytes(kF32 * root.kept_padded / n);
   for (const SplitGroup& u : units) {
     always += held_bytes(value_bytes * u.kept_padded);
     always_live += u.kept;
@@ -241,9 +244,9 @@ void add_sharded_state(const StatePlan& p, const ParameterLayout& layout, int64_
     all_units += held_bytes(kF32 * u.freed_padded) + held_bytes(kF32 * u.kept_padded);
   }
   const bool stage3 = p.stage3_prefetch && policy.reshard_after_forward;
-  e.parameters = always + (stage3 ? stage3_gathered_peak(units, always_live, value_bytes,
-                                                         *p.stage3_prefetch)
-                                  : fsdp_gathered_peak(units, p, value_bytes));
+  e.parameters =
+      always + (stage3 ? stage3_gathered_peak(units, always_live, value_bytes, *p.stage3_prefetch)
+                       : fsdp_gathered_peak(units, p, value_bytes));
   // Full gradients: ZeRO-1 keeps all of them; the others the root's and one unit's at a time.
   const int64_t root_padded = root.freed_padded + root.kept_padded;
   e.gradients = blocks(1, kF32 * root_padded) +

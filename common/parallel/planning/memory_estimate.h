@@ -19,8 +19,8 @@
 #include "common/models/gpt/gpt.h"
 #include "common/optim/make_optimizer.h"
 #include "common/parallel/data_parallel/bucket_plan.h"
-#include "common/parallel/data_parallel/sharding.h"
 #include "common/parallel/data_parallel/sharded_group.h"
+#include "common/parallel/data_parallel/sharding.h"
 #include "common/parallel/data_parallel/stage3_prefetch.h"
 #include "common/tensor/dtype.h"
 

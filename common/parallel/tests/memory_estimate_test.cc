@@ -53,11 +53,10 @@ int64_t measured_peak(const Case& c) {
   std::mt19937 rng(3);
   const nn::GptConfig& config = *c.model;
   nn::Gpt model(config, rng, Device::cpu(), c.checkpoint);
-  DataParallelModel data_parallel(
-      model, model.blocks(), comm,
-      {.sharding = parse_data_parallel_mode(c.mode),
-       .param_dtype = c.param_dtype,
-       .communication = c.communication});
+  DataParallelModel data_parallel(model, model.blocks(), comm,
+                                  {.sharding = parse_data_parallel_mode(c.mode),
+                                   .param_dtype = c.param_dtype,
+                                   .communication = c.communication});
   optim::AdamW adamw(data_parallel.optimized(), {.lr = 1e-3f});
   std::vector<int32_t> tokens(kBatch * config.context);
   std::vector<int64_t> targets(tokens.size());
@@ -110,22 +109,24 @@ TEST(MemoryEstimate, IsWithinFifteenPercentOfTheMeasuredPeak) {
                                    {"zero2", DType::kF32, false, DType::kF32, &kLlama},
                                    {"zero3", DType::kBF16, false, DType::kBF16, &kLlama},
                                    {"zero3", DType::kF32, false, DType::kF32, &kModel, kStage3},
-                                   {"zero3", DType::kF32, false, DType::kF32, &kModel,
-                                    {.prefetch_bucket_elements = 1,
-                                     .persistence_threshold = 128}}};
+                                   {"zero3",
+                                    DType::kF32,
+                                    false,
+                                    DType::kF32,
+                                    &kModel,
+                                    {.prefetch_bucket_elements = 1, .persistence_threshold = 128}}};
   for (const Case& c : cases) {
     const int64_t measured = measured_peak(c);
-    const MemoryEstimate estimate =
-        estimate_memory({.model = *c.model,
-                         .batch = kBatch,
-                         .compute = c.compute,
-                         .checkpoint_activations = c.checkpoint,
-                         .state = {.sharding = parse_data_parallel_mode(c.mode),
-                                   .ranks = ranks,
-                                   .param_dtype = c.param_dtype,
-                                   .stage3_prefetch = stage3_budget(c.communication),
-                                   .persistence_threshold =
-                                       c.communication.persistence_threshold}});
+    const MemoryEstimate estimate = estimate_memory(
+        {.model = *c.model,
+         .batch = kBatch,
+         .compute = c.compute,
+         .checkpoint_activations = c.checkpoint,
+         .state = {.sharding = parse_data_parallel_mode(c.mode),
+                   .ranks = ranks,
+                   .param_dtype = c.param_dtype,
+                   .stage3_prefetch = stage3_budget(c.communication),
+                   .persistence_threshold = c.communication.persistence_threshold}});
     const double ratio = static_cast<double>(estimate.total()) / measured;
     std::printf("%-28s ranks %d: estimated %.2f MiB, measured %.2f MiB (%.3f)\n",
                 describe(c).c_str(), ranks, estimate.total() / 1048576.0, measured / 1048576.0,

@@ -321,9 +321,9 @@ TEST(ShardedParity, TensorsAtOrBelowThePersistenceThresholdStayGathered) {
   constexpr int64_t kThreshold = 64;
   std::vector<int64_t> numels;
   for (nn::Parameter* p : s.model->parameters()) numels.push_back(p->value.numel());
-  ShardedDataParallel sdp(*s.model, *s.blocks, world(),
-                          {.sharding = Sharding::kZero3,
-                           .communication = {.persistence_threshold = kThreshold}});
+  ShardedDataParallel sdp(
+      *s.model, *s.blocks, world(),
+      {.sharding = Sharding::kZero3, .communication = {.persistence_threshold = kThreshold}});
   optim::AdamW adamw(sdp.shard_parameters(), kAdamW);
   sdp.zero_grad();
   loss_and_backward(sdp, gpt_batch(0), s.classes);

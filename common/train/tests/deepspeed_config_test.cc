@@ -196,7 +196,7 @@ TEST(DeepSpeedConfig, RefusesWhatTheLabCannotHonourNamingIt) {
       {R"({"zero_optimization": {"stage": 4}})", "stage must be an integer from 0 to 3, got 4"},
       {R"({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": -1}})",
        "stage3_prefetch_bucket_size must be an integer from 0"},
-      {R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 1.5e2}})",
+      {R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 2.5}})",
        "stage3_param_persistence_threshold must be an integer from 0"},
       {R"({"zero_optimization": {"stage": 3, "stage3_max_live_parameters": "1e9"}})",
        "stage3_max_live_parameters must be an integer from 0"},
