@@ -18,13 +18,16 @@ check_job_options() {
   [[ -z $partition ]] || check "$partition" '[A-Za-z0-9_.,-]+' "--partition"
 }
 
-# sbatch_header NAME LOG: the job's #SBATCH lines, one rank per GPU, output to LOG.out and
-# LOG.err; Slurm's USR1 two minutes before the limit, then a requeue (slurm/env.sh: run_lab).
+# sbatch_header NAME LOG: the job's #SBATCH lines, one rank per GPU, its CPUs whole cores (two
+# hyper-threads of one core share its units: a rank's OpenMP threads and loader workers run slower
+# on them), output to LOG.out and LOG.err; Slurm's USR1 two minutes before the limit, then a
+# requeue (slurm/env.sh: run_lab).
 sbatch_header() {
   echo "#SBATCH --job-name=$1"
   echo "#SBATCH --nodes=$nodes"
   echo "#SBATCH --ntasks-per-node=$gpus"
   echo "#SBATCH --cpus-per-task=$cpus"
+  echo "#SBATCH --hint=nomultithread"
   ((cpu)) || echo "#SBATCH --gpus-per-node=$gpus"
   echo "#SBATCH --time=$time"
   echo "#SBATCH --signal=USR1@120"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Multi-node jobs on a real 2-node cluster on this machine (slurm/local_cluster.sh start
 # --nodes 2: two slurmd, one per node; as root): a day-2 DDP job through slurm/submit.sh
-# --nodes 2 and a race entry launched with --nodes 2, one rank per node, srun across the nodes.
+# --nodes 2 and a race entry launched with --nodes 2, one rank per node, srun across the nodes;
+# day 4's ZeRO-3 on one rank per node.
 # Each must be placed on both nodes and train on 2 ranks; the day-2 job, signalled with
 # SIGUSR1, checkpoints on both ranks' agreement, requeues and resumes; the race entry's replicas
 # end identical and its log has the course's name for 2 nodes. Needs the labs built
@@ -14,7 +15,7 @@ RACE_DIR=$(mktemp -d)
 export RACE_DIR RACE_LAB=//solutions/day3_data:race RACE_FLAGS="--budget-s 300 --validation-s 3"
 cleanup() {
   rm -rf "$RACE_DIR"
-  rm -f ./ci_nodes_[0-9]*.out ./ci_nodes_[0-9]*.err checkpoints/ci_nodes_[0-9]*.ckpt \
+  rm -f ./ci_nodes*_[0-9]*.out ./ci_nodes*_[0-9]*.err checkpoints/ci_nodes*_[0-9]*.ckpt \
     checkpoints/race_carol_[0-9]*.ckpt slurm/jobs/ci_nodes_*.sbatch
   rmdir checkpoints slurm/jobs 2>/dev/null
   slurm/local_cluster.sh stop >/dev/null
@@ -59,4 +60,13 @@ grep -q "replicas: identical weights on all 2 ranks" "$log" ||
   fail "carol did not train on 2 ranks in step: $(cat "$log")"
 grep -q '"epoch":1,' "$RACE_DIR/runs/carol.jsonl" || fail "carol has no epoch record"
 echo "ok: race entry $carol on 2 nodes, its replicas identical, logged as ${log##*/}"
+# Day 4's ZeRO-3 on 2 nodes, one rank per node.
+submit --nodes 2 --gpus 1 --cpu --time 10 --name ci_nodes_zero3 solutions/day4_large_models -- \
+  --sharding zero3 --test --test-nsteps 3 --batch-size 4 --context 32 --sample-tokens 0
+wait_for "$job" COMPLETED 300
+on_both_nodes "$job"
+grep -q "zero3 over 2 rank(s)" <<<"$(output_of "$job")" ||
+  fail "job $job did not run ZeRO-3 on 2 ranks: $(output_of "$job")"
+grep -q "training performance" <<<"$(output_of "$job")" || fail "day-4 job $job has no report"
+echo "ok: day-4 job $job (ZeRO-3, 1 rank per node) on 2 nodes"
 echo "multi-node tests passed"

@@ -33,6 +33,52 @@ expect 1 "--nodes (a positive number) '0' is not valid" "$submit" --dry-run --no
 expect 1 "--nodes (a positive number) 'two' is not valid" "$submit" --dry-run --nodes two day2_ddp
 expect 1 "day 1's lab runs one process" "$submit" --dry-run --nodes 2 day1_gpu
 
+# Every day's lab, the trainee's and the solution's; every job's CPUs on whole cores.
+for lab in day1_gpu day2_ddp day3_data day4_large_models; do
+  for prefix in "" solutions/; do
+    script=$("$submit" --dry-run "$prefix$lab") || { echo "FAILED: $prefix$lab refused"; exit 1; }
+    for line in "#SBATCH --hint=nomultithread" "run_lab //$prefix$lab:lab"; do
+      grep -qxF -- "$line" <<<"$script" || { echo "FAILED: no '$line' in:"; echo "$script"; exit 1; }
+    done
+  done
+done
+echo "ok: the eight labs, on whole cores"
+# Day 3: a CPU for each loader worker beside the rank's own thread.
+expect_cpus() {  # expect_cpus N SUBMIT-ARGS...: the job asks for N CPUs per rank
+  local want=$1 got
+  shift
+  got=$("$submit" --dry-run "$@" | sed -n 's/^#SBATCH --cpus-per-task=//p')
+  [[ $got == "$want" ]] || { echo "FAILED: $* asks for '$got' CPUs per rank, not $want"; exit 1; }
+}
+expect_cpus 4 --cpu --gpus 2 day3_data -- --num-workers 3
+expect_cpus 1 solutions/day3_data -- --num-workers=0
+expect_cpus 8 day3_data
+expect_cpus 8 day3_data -- --num-workers -1
+expect_cpus 6 --cpus-per-rank 6 day3_data -- --num-workers 2
+expect_cpus 1 day2_ddp -- --num-workers 3
+echo "ok: day 3's CPUs per rank follow its loader workers"
+expect 1 "day 3's 3 loader worker(s) and each rank's own thread need --cpus-per-rank 4 or more (got 2)" \
+  "$submit" --dry-run --cpus-per-rank 2 day3_data -- --num-workers 3
+expect 1 "the lab's --num-workers (0 or more) 'many' is not valid" "$submit" --dry-run day3_data -- \
+  --num-workers many
+# Day 4: the grid's flags through, its ranks a multiple of tp x cp x pp.
+script=$("$submit" --dry-run --nodes 2 --gpus 2 day4_large_models -- --tensor-parallel 2 \
+  --pipeline-stages=2)
+for line in "#SBATCH --nodes=2" "#SBATCH --ntasks-per-node=2" \
+  "run_lab //day4_large_models:lab --tensor-parallel 2 --pipeline-stages=2"; do
+  grep -qxF -- "$line" <<<"$script" || { echo "FAILED: no '$line' in:"; echo "$script"; exit 1; }
+done
+"$submit" --dry-run --nodes 3 --gpus 4 day4_large_models -- --context-parallel 2 \
+  --tensor-parallel 2 >/dev/null || { echo "FAILED: 12 ranks as 3 replicas of cp 2 x tp 2"; exit 1; }
+echo "ok: day 4's grid on 2 nodes"
+expect 1 "--nodes 1 x --gpus 3 = 3 rank(s) is no multiple of the grid's 2 (--tensor-parallel 2 x --context-parallel 1 x --pipeline-stages 1): ask for a multiple of 2 ranks" \
+  "$submit" --dry-run --gpus 3 day4_large_models -- --tensor-parallel 2
+expect 1 "--nodes 1 x --gpus 2 = 2 rank(s) is no multiple of the grid's 8" "$submit" --dry-run \
+  --gpus 2 solutions/day4_large_models -- --pipeline-stages 4 --tensor-parallel 1 \
+  --tensor-parallel=2
+expect 1 "the lab's --pipeline-stages (a positive number) '0' is not valid" "$submit" --dry-run \
+  day4_large_models -- --pipeline-stages 0
+
 # A race entry on 2 nodes of 4 GPUs: 8 ranks, named so in its log.
 export RACE_DIR=$TEST_TMPDIR/race
 mkdir -p "$RACE_DIR/entries"

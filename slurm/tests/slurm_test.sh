@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Slurm tooling against a real single-node cluster (slurm/local_cluster.sh; as root): jobs
-# submitted through slurm/submit.sh for the day-1 lab and a 2-task day-2 DDP job complete
-# with their reports, and a lab in a container through apptainer's command line (a stand-in);
+# submitted through slurm/submit.sh for the day-1 lab, a 2-task day-2 DDP job and a day-3 job
+# (its loader worker given a CPU) complete with their reports, so do the four days' own sbatch
+# scripts, and a lab in a container through apptainer's command line (a stand-in);
 # the helper refuses bad input and submits nothing; a job signalled
 # with SIGUSR1 checkpoints, requeues itself, resumes, and ends with the same checkpoint as an
 # uninterrupted run of the same lab; a hyper-parameter study's job array of workers shares one
@@ -45,6 +46,12 @@ day1=$job
 submit --cpu --gpus 2 --time 10 --name ci_day2 solutions/day2_ddp -- --synthetic 512 \
   --batch-size 16 --num-workers 1
 day2=$job
+# Day 3 through the helper: its loader worker's CPU beside the rank's own, whole cores.
+submit --cpu --gpus 1 --time 10 --name ci_day3 solutions/day3_data -- --synthetic 256 \
+  --batch-size 16 --epochs 1 --num-workers 1 --aug-device --mixup 0.8
+day3=$job
+scontrol show job "$day3" | grep -q "CPUs/Task=2 " ||
+  fail "day-3 job $day3 was not given 2 CPUs: $(scontrol show job "$day3" | grep CPUs/Task)"
 wait_for "$day1" COMPLETED 300
 grep -q "epoch 2: .*test accuracy" <<<"$(output_of "$day1")" || fail "day-1 job $day1 has no report"
 echo "ok: day-1 job $day1 completed: $(output_of "$day1" | grep "^epoch 2")"
@@ -52,6 +59,9 @@ wait_for "$day2" COMPLETED 300
 grep -q "on 2 rank(s)" <<<"$(output_of "$day2")" || fail "day-2 job $day2 did not run on 2 ranks"
 grep -q "test accuracy" <<<"$(output_of "$day2")" || fail "day-2 job $day2 has no report"
 echo "ok: day-2 job $day2 completed on 2 ranks: $(output_of "$day2" | grep "^epoch 1")"
+wait_for "$day3" COMPLETED 300
+grep -q "^epoch 1: .*test accuracy" <<<"$(output_of "$day3")" || fail "day-3 job $day3 has no report"
+echo "ok: day-3 job $day3 completed with 2 CPUs: $(output_of "$day3" | grep "^epoch 1")"
 
 # The sheets' own job scripts ask for a GPU per task (the local cluster's stand-in GPUs here,
 # where the labs fall back to the CPU without a driver); the CPUs per task are this machine's.
@@ -61,14 +71,28 @@ static1=$(LAB=//solutions/day1_gpu:lab sbatch --parsable --job-name=ci_static1 -
 static2=$(LAB=//solutions/day2_ddp:lab sbatch --parsable --job-name=ci_static2 --cpus-per-task=1 \
   --ntasks-per-node=2 --gpus-per-node=2 --time=10 slurm/day2_ddp.sbatch --synthetic 256 -b 16 \
   --test --test-nsteps 4 --no-progress --num-workers 1) || fail "sbatch slurm/day2_ddp.sbatch refused"
-for job in "$static1" "$static2"; do
+static3=$(LAB=//solutions/day3_data:lab sbatch --parsable --job-name=ci_static3 --cpus-per-task=1 \
+  --ntasks-per-node=2 --gpus-per-node=2 --time=10 slurm/day3_data.sbatch --synthetic 256 -b 16 \
+  --test --test-nsteps 4 --no-progress --num-workers 0) || fail "sbatch slurm/day3_data.sbatch refused"
+static4=$(LAB=//solutions/day4_large_models:lab sbatch --parsable --job-name=ci_static4 --nodes=1 \
+  --cpus-per-task=1 --ntasks-per-node=2 --gpus-per-node=2 --time=10 slurm/day4_large_models.sbatch \
+  --sharding zero2 --test --test-nsteps 3 --batch-size 4 --context 32 --sample-tokens 0) ||
+  fail "sbatch slurm/day4_large_models.sbatch refused"
+for job in "$static1" "$static2" "$static3" "$static4"; do
   scontrol show job "$job" | grep -qE "TresPerNode=(gres/|gres:)?gpu:[12]" ||
     fail "job $job asks for no GPU: $(scontrol show job "$job" | grep -i tres)"
 done
 wait_for "$static1" COMPLETED 300
 wait_for "$static2" COMPLETED 300
 grep -q "on 2 rank(s)" <<<"$(output_of "$static2")" || fail "job $static2 did not run on 2 ranks"
-echo "ok: slurm/day1_gpu.sbatch and day2_ddp.sbatch ran with a GPU per task requested"
+wait_for "$static3" COMPLETED 300
+grep -q "training smallnet on 2 ranks" <<<"$(output_of "$static3")" ||
+  fail "job $static3 did not run on 2 ranks: $(output_of "$static3")"
+wait_for "$static4" COMPLETED 300
+grep -q "zero2 over 2 rank(s)" <<<"$(output_of "$static4")" ||
+  fail "job $static4 did not run ZeRO-2 on 2 ranks: $(output_of "$static4")"
+grep -q "training performance" <<<"$(output_of "$static4")" || fail "job $static4 has no report"
+echo "ok: the four days' sbatch scripts ran with a GPU per task requested"
 
 # A lab in a container (--container): a stand-in for Apptainer on the job's PATH logs how the
 # ranks enter the image and runs the command with the image's /opt/course as this repository.
