@@ -5,8 +5,13 @@
 # resources (counted, not real devices, so --gpus-per-node requests behave as on a GPU
 # cluster), and job requeueing on. With --nodes N it is N nodes (node1 ... nodeN), each its own
 # slurmd on its own port sharing this machine's CPUs, for multi-node jobs (srun across nodes).
-#   slurm/local_cluster.sh start [--nodes N]  configure and (re)start; waits until every node
-#                                             is idle
+# The N nodes share one host: Open MPI's shared-memory transport between ranks that Slurm placed
+# on "different" nodes breaks (their segments collide), so multi-node jobs here run with
+# OMPI_MCA_btl=self,tcp (slurm/tests/cluster_helpers.sh exports it).
+#   slurm/local_cluster.sh start [--nodes N] [--cpus C]  configure and (re)start; waits until
+#                                   every node is idle. --cpus: the CPUs each of the N nodes
+#                                   declares (default this machine's, shared out), more than
+#                                   the machine has to place a 2 x 2 job on 2 cores
 #   slurm/local_cluster.sh stop               stop the daemons (jobs are killed)
 #   slurm/local_cluster.sh status
 # State, logs and configuration live in $COURSE_SLURM_DIR (default /tmp/course-slurm); the
@@ -15,7 +20,7 @@ set -euo pipefail
 state=${COURSE_SLURM_DIR:-/tmp/course-slurm}
 conf_dir=/etc/slurm
 node=$(hostname -s)
-nodes=1
+nodes=1 node_cpus=""
 
 fail() {
   echo "local_cluster: $*" >&2
@@ -32,7 +37,7 @@ node_lines() {
     echo "NodeName=$node CPUs=$cpus RealMemory=$memory Gres=gpu:4 State=UNKNOWN"
     return
   fi
-  cpus=$((cpus / nodes > 0 ? cpus / nodes : 1))
+  cpus=${node_cpus:-$((cpus / nodes > 0 ? cpus / nodes : 1))}
   for k in $(seq "$nodes"); do
     echo "NodeName=node$k NodeHostname=$node NodeAddr=127.0.0.1 Port=$((17000 + k))" \
       "CPUs=$cpus RealMemory=$((memory / nodes)) Gres=gpu:4 State=UNKNOWN"
@@ -108,10 +113,14 @@ start() {
   while (($#)); do
     case $1 in
       --nodes) nodes=${2-}; shift 2 ;;
+      --cpus) node_cpus=${2-}; shift 2 ;;
       *) fail "start: unknown option '$1'" ;;
     esac
   done
   [[ $nodes =~ ^[1-9][0-9]?$ ]] || fail "--nodes '$nodes' is not a number of nodes from 1 to 99"
+  [[ -z $node_cpus || $node_cpus =~ ^[1-9][0-9]?$ ]] ||
+    fail "--cpus '$node_cpus' is not a number of CPUs from 1 to 99"
+  ((nodes > 1)) || [[ -z $node_cpus ]] || fail "--cpus is for --nodes 2 or more"
   [[ $(id -u) -eq 0 ]] || fail "start the cluster as root"
   command -v slurmctld >/dev/null || fail "slurmctld is missing: run ./setup.sh"
   stop >/dev/null  # the daemons read the configuration when they start
@@ -146,5 +155,5 @@ case ${1:-} in
   start) shift; start "$@" ;;
   stop) stop ;;
   status) sinfo && squeue ;;
-  *) fail "usage: $0 start [--nodes N]|stop|status" ;;
+  *) fail "usage: $0 start [--nodes N] [--cpus C]|stop|status" ;;
 esac

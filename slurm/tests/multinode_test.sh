@@ -2,7 +2,8 @@
 # Multi-node jobs on a real 2-node cluster on this machine (slurm/local_cluster.sh start
 # --nodes 2: two slurmd, one per node; as root): a day-2 DDP job through slurm/submit.sh
 # --nodes 2 and a race entry launched with --nodes 2, one rank per node, srun across the nodes;
-# day 4's ZeRO-3 on one rank per node.
+# day 4's ZeRO-3 on one rank per node and its pipeline of 2 stages x 2 tensor-parallel ranks on
+# 2 ranks per node (each node declares 2 CPUs).
 # Each must be placed on both nodes and train on 2 ranks; the day-2 job, signalled with
 # SIGUSR1, checkpoints on both ranks' agreement, requeues and resumes; the race entry's replicas
 # end identical and its log has the course's name for 2 nodes. Needs the labs built
@@ -10,7 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-CLUSTER_NODES=2 source slurm/tests/cluster_helpers.sh
+CLUSTER_NODES=2 CLUSTER_CPUS=2 source slurm/tests/cluster_helpers.sh
 RACE_DIR=$(mktemp -d)
 export RACE_DIR RACE_LAB=//solutions/day3_data:race RACE_FLAGS="--budget-s 300 --validation-s 3"
 cleanup() {
@@ -69,4 +70,14 @@ grep -q "zero3 over 2 rank(s)" <<<"$(output_of "$job")" ||
   fail "job $job did not run ZeRO-3 on 2 ranks: $(output_of "$job")"
 grep -q "training performance" <<<"$(output_of "$job")" || fail "day-4 job $job has no report"
 echo "ok: day-4 job $job (ZeRO-3, 1 rank per node) on 2 nodes"
+# Day 4's grid: 2 pipeline stages x 2 tensor-parallel ranks, 2 ranks per node.
+submit --nodes 2 --gpus 2 --cpu --time 10 --name ci_nodes_grid solutions/day4_large_models -- \
+  --pipeline-stages 2 --tensor-parallel 2 --test --test-nsteps 3 --batch-size 4 --context 32 \
+  --sample-tokens 0
+wait_for "$job" COMPLETED 300
+on_both_nodes "$job"
+grep -q "2 tensor-parallel ranks x 2-stage pipeline" <<<"$(output_of "$job")" ||
+  fail "job $job did not run the 2 x 2 grid: $(output_of "$job")"
+grep -q "training performance" <<<"$(output_of "$job")" || fail "day-4 job $job has no report"
+echo "ok: day-4 job $job (pipeline 2 x tensor-parallel 2, 2 ranks per node) on 2 nodes"
 echo "multi-node tests passed"
