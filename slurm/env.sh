@@ -2,11 +2,14 @@
 #   - the repository: the folder sbatch was called from (the labs are built there beforehand
 #     with `bazel build //day2_ddp:lab ...`, on a login node: compute nodes need no Bazel);
 #   - OpenMP threads per rank: the CPUs Slurm gave each task;
-#   - a site's modules (CUDA, NCCL, OpenMPI) go in slurm/site.sh, which is not versioned.
+#   - a site's modules (CUDA, NCCL, OpenMPI) and storage spaces (slurm/spaces.sh) go in
+#     slurm/site.sh, which is not versioned (slurm/site.example.sh shows one).
 set -euo pipefail
 repo=${SLURM_SUBMIT_DIR:-$(pwd)}
 cd "$repo"
 [[ -f slurm/site.sh ]] && source slurm/site.sh
+source slurm/spaces.sh
+check_spaces
 export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}
 
 # The exit code of a lab stopped by SIGUSR1/SIGTERM after writing its checkpoint.
@@ -17,16 +20,23 @@ readonly LAB_PREEMPTED=4
 # it: `apptainer exec --nv` (default), pyxis's `srun --container-image`, or `podman run` with the
 # node's network, IPC and process namespaces, the job's variables and the GPUs the NVIDIA
 # container toolkit's CDI names. The job's folder is bound at its own path, so checkpoints and
-# logs land beside the job's as without a container.
+# logs land beside the job's as without a container; the site's spaces are bound at theirs, the
+# datasets read-only.
 in_container=() srun_container=()
 if [[ -n ${COURSE_CONTAINER:-} ]]; then
+  mounts="$repo:$repo${COURSE_SCRATCH:+,$COURSE_SCRATCH:$COURSE_SCRATCH}"
+  mounts+="${COURSE_WORK:+,$COURSE_WORK:$COURSE_WORK}"
+  mounts+="${COURSE_DATASETS:+,$COURSE_DATASETS:$COURSE_DATASETS:ro}"
   case ${COURSE_CONTAINER_RUNTIME:-apptainer} in
-    apptainer) in_container=(apptainer exec --nv --bind "$repo" --pwd "$repo" "$COURSE_CONTAINER") ;;
-    pyxis) srun_container=(--container-image="$COURSE_CONTAINER" --container-mounts="$repo:$repo"
+    apptainer)
+      in_container=(apptainer exec --nv --bind "$mounts" --pwd "$repo" "$COURSE_CONTAINER") ;;
+    pyxis) srun_container=(--container-image="$COURSE_CONTAINER" --container-mounts="$mounts"
       --container-workdir="$repo") ;;
     podman)
-      in_container=(podman run --rm --network host --ipc host --pid host --volume "$repo:$repo"
-        --workdir "$repo" --env 'SLURM_*' --env 'PMIX_*' --env OMP_NUM_THREADS)
+      in_container=(podman run --rm --network host --ipc host --pid host --workdir "$repo")
+      IFS=, read -r -a volumes <<<"$mounts"
+      for volume in "${volumes[@]}"; do in_container+=(--volume "$volume"); done
+      in_container+=(--env 'SLURM_*' --env 'PMIX_*' --env OMP_NUM_THREADS)
       [[ -e /etc/cdi/nvidia.yaml || -e /var/run/cdi/nvidia.yaml ]] &&
         in_container+=(--device nvidia.com/gpu=all)
       in_container+=("$COURSE_CONTAINER")
@@ -52,15 +62,15 @@ lab_binary() {
 }
 
 # run_lab TARGET [LAB FLAGS...]: one rank per task. The job's checkpoint is
-# checkpoints/<job name>_<job id>.ckpt: resumed from when it exists (a requeued job keeps its
+# <checkpoint_dir>/<job name>_<job id>.ckpt (checkpoints/, or the site's scratch): resumed from when it exists (a requeued job keeps its
 # id), and written when Slurm signals the job (#SBATCH --signal=USR1@N, or SIGTERM at the time
 # limit or on preemption), after which the job is requeued.
 run_lab() {
   local lab ckpt code
   lab=$(lab_binary "$1")
   shift
-  mkdir -p checkpoints
-  ckpt="checkpoints/${SLURM_JOB_NAME:-lab}_${SLURM_JOB_ID:-local}.ckpt"
+  mkdir -p "$(checkpoint_dir)"
+  ckpt="$(checkpoint_dir)/${SLURM_JOB_NAME:-lab}_${SLURM_JOB_ID:-local}.ckpt"
   local resume=()
   if [[ -f $ckpt ]]; then
     resume=(--resume "$ckpt")
@@ -80,3 +90,4 @@ run_lab() {
 }
 
 echo "job ${SLURM_JOB_ID:-?} on $(hostname): ${SLURM_NTASKS:-1} task(s), $OMP_NUM_THREADS CPU(s) each"
+announce_spaces

@@ -18,7 +18,8 @@
 #   --account A, --partition P
 #   --dry-run       print the job scripts, submit nothing
 #   --scrontab      print the scrontab line that launches the race every night at 18:00
-# Environment: RACE_DIR (default race/) holds entries/, runs/ (<name>.jsonl metrics), logs/,
+# Environment: RACE_DIR (default race/, or $COURSE_WORK/course/race with a site's work space,
+# slurm/spaces.sh) holds entries/, runs/ (<name>.jsonl metrics), logs/,
 # tensorboard/, board/ and archive/; RACE_LAB the race lab's target (default //day3_data:race;
 # //solutions/day3_data:race with the solutions); RACE_FLAGS budget flags shared by every
 # entry (--budget-s, --race-gpus, --validation-s); RACE_TEST_PREFIX what runs the --test check
@@ -26,7 +27,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-race_dir=${RACE_DIR:-race}
+[[ -f slurm/site.sh ]] && source slurm/site.sh
+source slurm/spaces.sh
+check_spaces
+race_dir=${RACE_DIR:-$(race_home)}
 race_lab=${RACE_LAB:-//day3_data:race}
 read -r -a race_flags <<<"${RACE_FLAGS:-}"
 read -r -a test_prefix <<<"${RACE_TEST_PREFIX:-}"

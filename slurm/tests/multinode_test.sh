@@ -61,23 +61,21 @@ grep -q "replicas: identical weights on all 2 ranks" "$log" ||
   fail "carol did not train on 2 ranks in step: $(cat "$log")"
 grep -q '"epoch":1,' "$RACE_DIR/runs/carol.jsonl" || fail "carol has no epoch record"
 echo "ok: race entry $carol on 2 nodes, its replicas identical, logged as ${log##*/}"
-# Day 4's ZeRO-3 on 2 nodes, one rank per node.
-submit --nodes 2 --gpus 1 --cpu --time 10 --name ci_nodes_zero3 solutions/day4_large_models -- \
-  --sharding zero3 --test --test-nsteps 3 --batch-size 4 --context 32 --sample-tokens 0
-wait_for "$job" COMPLETED 300
-on_both_nodes "$job"
-grep -q "zero3 over 2 rank(s)" <<<"$(output_of "$job")" ||
-  fail "job $job did not run ZeRO-3 on 2 ranks: $(output_of "$job")"
-grep -q "training performance" <<<"$(output_of "$job")" || fail "day-4 job $job has no report"
-echo "ok: day-4 job $job (ZeRO-3, 1 rank per node) on 2 nodes"
-# Day 4's grid: 2 pipeline stages x 2 tensor-parallel ranks, 2 ranks per node.
-submit --nodes 2 --gpus 2 --cpu --time 10 --name ci_nodes_grid solutions/day4_large_models -- \
-  --pipeline-stages 2 --tensor-parallel 2 --test --test-nsteps 3 --batch-size 4 --context 32 \
-  --sample-tokens 0
-wait_for "$job" COMPLETED 300
-on_both_nodes "$job"
-grep -q "2 tensor-parallel ranks x 2-stage pipeline" <<<"$(output_of "$job")" ||
-  fail "job $job did not run the 2 x 2 grid: $(output_of "$job")"
-grep -q "training performance" <<<"$(output_of "$job")" || fail "day-4 job $job has no report"
-echo "ok: day-4 job $job (pipeline 2 x tensor-parallel 2, 2 ranks per node) on 2 nodes"
+# day4_on_both_nodes WHAT GPUS EXPECTED FLAGS...: a short day-4 run with FLAGS on 2 nodes of GPUS
+# ranks each, placed on both and printing EXPECTED (its mode's line).
+day4_on_both_nodes() {
+  local what=$1 gpus=$2 expected=$3
+  shift 3
+  submit --nodes 2 --gpus "$gpus" --cpu --time 10 --name ci_nodes_day4 solutions/day4_large_models \
+    -- "$@" --test --test-nsteps 3 --batch-size 4 --context 32 --sample-tokens 0
+  wait_for "$job" COMPLETED 300
+  on_both_nodes "$job"
+  grep -q "$expected" <<<"$(output_of "$job")" ||
+    fail "job $job did not run $what: $(output_of "$job")"
+  grep -q "training performance" <<<"$(output_of "$job")" || fail "day-4 job $job has no report"
+  echo "ok: day-4 job $job ($what, $gpus rank(s) per node) on 2 nodes"
+}
+day4_on_both_nodes "ZeRO-3" 1 "zero3 over 2 rank(s)" --sharding zero3
+day4_on_both_nodes "2 pipeline stages x 2 tensor-parallel ranks" 2 \
+  "2 tensor-parallel ranks x 2-stage pipeline" --pipeline-stages 2 --tensor-parallel 2
 echo "multi-node tests passed"

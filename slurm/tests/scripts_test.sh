@@ -2,11 +2,12 @@
 # The submit helper's and the race's job scripts without a cluster (--dry-run): one node and
 # several, the GPU request per node, the lab flags shell-quoted, a lab in a container, the race's
 # log names and nightly line; bad node counts, container runtimes and a multi-rank day-1 job
-# refused with one message.
+# refused with one message; the storage spaces' folders, and a space that is no directory.
 set -uo pipefail
 source "$1"  # expect
 submit=$2
 race=$3
+spaces=$4
 
 script=$("$submit" --dry-run --nodes 2 --gpus 4 --time 1:00:00 day2_ddp -- -b 256 --lr '0.1;x')
 for line in "#SBATCH --nodes=2" "#SBATCH --ntasks-per-node=4" "#SBATCH --gpus-per-node=4" \
@@ -95,3 +96,24 @@ echo "ok: a race entry on 2 nodes x 4 GPUs"
 expect 0 "0 18 * * * $(cd "$(dirname "$race")/.." && pwd)/slurm/race.sh launch --nodes 2 --gpus 4" \
   "$race" launch --scrontab --nodes 2 --gpus 4
 expect 1 "--nodes (a positive number) '-1' is not valid" "$race" launch --dry-run --nodes -1
+
+# The site's storage spaces (slurm/spaces.sh): unset or empty, the repository's folders.
+tmp=$(mktemp -d)
+touch "$tmp/file"
+got=$(source "$spaces" && check_spaces && echo "$(checkpoint_dir) $(race_home)")
+[[ $got == "checkpoints race" ]] ||
+  { echo "FAILED: without spaces, checkpoints/ and race/"; exit 1; }
+got=$(COURSE_SCRATCH=$tmp COURSE_WORK="" && source "$spaces" && check_spaces && checkpoint_dir &&
+  announce_spaces)
+want="storage: checkpoints in $tmp/course/checkpoints (scratch)"
+[[ $got == "$tmp/course/checkpoints"$'\n'"$want" ]] ||
+  { echo "FAILED: checkpoints on the scratch space: $got"; exit 1; }
+got=$(COURSE_WORK=$tmp COURSE_DATASETS=$tmp && source "$spaces" && race_home && announce_spaces)
+want="storage: checkpoints in checkpoints, studies and the race in $tmp/course (work), datasets"
+[[ $got == "$tmp/course/race"$'\n'"$want read from $tmp (read-only)" ]] ||
+  { echo "FAILED: the race on the work space: $got"; exit 1; }
+no_space() { (source "$spaces"; check_spaces); }
+COURSE_DATASETS=$tmp/file expect 1 "error: COURSE_DATASETS=$tmp/file is no directory" no_space
+COURSE_SCRATCH=$tmp/none expect 1 "error: COURSE_SCRATCH=$tmp/none is no directory" no_space
+rm -rf "$tmp"
+echo "ok: the storage spaces"

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The Slurm tooling against a real single-node cluster (slurm/local_cluster.sh; as root): jobs
 # submitted through slurm/submit.sh for the day-1 lab, a 2-task day-2 DDP job and a day-3 job
-# (its loader worker given a CPU) complete with their reports, so do the four days' own sbatch
-# scripts, and a lab in a container through apptainer's command line (a stand-in);
-# the helper refuses bad input and submits nothing; a job signalled
-# with SIGUSR1 checkpoints, requeues itself, resumes, and ends with the same checkpoint as an
-# uninterrupted run of the same lab; a hyper-parameter study's job array of workers shares one
-# database; the GPU self-test's job script runs two of its CPU cases. Needs the labs built
-# (./test.sh runs it after bazel).
+# (its loader worker given a CPU, its checkpoint on a scratch space) complete with their reports,
+# so do the four days' own sbatch scripts, and a lab in a container through apptainer's command
+# line (a stand-in); a job naming a missing storage space stops with one message; the helper
+# refuses bad input and submits nothing; a job signalled with SIGUSR1 checkpoints, requeues
+# itself, resumes, and ends with the same checkpoint as an uninterrupted run of the same lab; a
+# hyper-parameter study's job array of workers shares one database; the GPU self-test's job
+# script runs two of its CPU cases. Needs the labs built (./test.sh runs it after bazel).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
 source slurm/tests/cluster_helpers.sh
+scratch=$(mktemp -d)  # the day-3 job's scratch space (slurm/spaces.sh)
 cleanup() {  # the test's jobs are all named ci_*
+  rm -rf "$scratch"
   rm -f ./ci_*_[0-9]*.out ./ci_*_[0-9]*.err checkpoints/ci_*_[0-9]*.ckpt slurm/jobs/ci_*.sbatch
   rmdir checkpoints slurm/jobs 2>/dev/null
   slurm/local_cluster.sh stop >/dev/null
@@ -46,10 +48,13 @@ day1=$job
 submit --cpu --gpus 2 --time 10 --name ci_day2 solutions/day2_ddp -- --synthetic 512 \
   --batch-size 16 --num-workers 1
 day2=$job
-# Day 3 through the helper: its loader worker's CPU beside the rank's own, whole cores.
-submit --cpu --gpus 1 --time 10 --name ci_day3 solutions/day3_data -- --synthetic 256 \
+# Day 3 through the helper: its loader worker's CPU beside the rank's own, whole cores; its
+# checkpoint on the site's scratch space. A job naming a space that does not exist stops first.
+COURSE_SCRATCH=$scratch submit --cpu --gpus 1 --time 10 --name ci_day3 solutions/day3_data -- --synthetic 256 \
   --batch-size 16 --epochs 1 --num-workers 1 --aug-device --mixup 0.8
 day3=$job
+COURSE_WORK=/nonexistent/work submit --cpu --gpus 1 --time 10 --name ci_nowork solutions/day1_gpu
+nowork=$job
 scontrol show job "$day3" | grep -q "CPUs/Task=2 " ||
   fail "day-3 job $day3 was not given 2 CPUs: $(scontrol show job "$day3" | grep CPUs/Task)"
 wait_for "$day1" COMPLETED 300
@@ -62,6 +67,17 @@ echo "ok: day-2 job $day2 completed on 2 ranks: $(output_of "$day2" | grep "^epo
 wait_for "$day3" COMPLETED 300
 grep -q "^epoch 1: .*test accuracy" <<<"$(output_of "$day3")" || fail "day-3 job $day3 has no report"
 echo "ok: day-3 job $day3 completed with 2 CPUs: $(output_of "$day3" | grep "^epoch 1")"
+want="storage: checkpoints in $scratch/course/checkpoints (scratch)"
+grep -qxF "$want" <<<"$(output_of "$day3")" ||
+  fail "day-3 job $day3 did not say its checkpoints are on the scratch space"
+[[ -s $scratch/course/checkpoints/ci_day3_$day3.ckpt ]] ||
+  fail "day-3 job $day3 left no checkpoint on the scratch space: $(ls -R "$scratch")"
+echo "ok: day-3 job $day3's checkpoint on the scratch space"
+wait_for "$nowork" FAILED 60
+errors=$(cat "$(slurm/submit.sh --logs "$nowork" | tail -1)")
+grep -qF "error: COURSE_WORK=/nonexistent/work is no directory" <<<"$errors" ||
+  fail "job $nowork did not say its work space is missing: $errors"
+echo "ok: job $nowork with a missing work space stopped with one message"
 
 # The sheets' own job scripts ask for a GPU per task (the local cluster's stand-in GPUs here,
 # where the labs fall back to the CPU without a driver); the CPUs per task are this machine's.
@@ -114,7 +130,7 @@ PATH="$stub:$PATH" submit --cpu --gpus 1 --time 10 --name ci_container --contain
   "$stub/course.sif" solutions/day1_gpu -- --synthetic 256 --batch-size 32 --test --test-nsteps 3
 wait_for "$job" COMPLETED 300
 grep -q "training performance" <<<"$(output_of "$job")" || fail "container job $job has no report"
-grep -qF "apptainer exec --nv --bind $PWD --pwd $PWD $stub/course.sif /opt/course/bazel-bin/solutions/day1_gpu/lab" \
+grep -qF "apptainer exec --nv --bind $PWD:$PWD --pwd $PWD $stub/course.sif /opt/course/bazel-bin/solutions/day1_gpu/lab" \
   "$stub/calls.log" || fail "container job $job did not enter the image: $(cat "$stub/calls.log")"
 echo "ok: container job $job ran the image's lab through apptainer exec --nv"
 rm -rf "$stub"
