@@ -62,15 +62,17 @@ lab_binary() {
 }
 
 # run_lab TARGET [LAB FLAGS...]: one rank per task. The job's checkpoint is
-# <checkpoint_dir>/<job name>_<job id>.ckpt (checkpoints/, or the site's scratch): resumed from when it exists (a requeued job keeps its
-# id), and written when Slurm signals the job (#SBATCH --signal=USR1@N, or SIGTERM at the time
-# limit or on preemption), after which the job is requeued.
+# <checkpoint_dir>/<job name>_<job id>.ckpt (checkpoints/, or the site's scratch): resumed from
+# when it exists (a requeued job keeps its id), and written when Slurm signals the job (#SBATCH
+# --signal=USR1@N, or SIGTERM at the time limit or on preemption), after which the job is
+# requeued.
 run_lab() {
   local lab ckpt code
   lab=$(lab_binary "$1")
   shift
-  mkdir -p "$(checkpoint_dir)"
-  ckpt="$(checkpoint_dir)/${SLURM_JOB_NAME:-lab}_${SLURM_JOB_ID:-local}.ckpt"
+  ckpt=$(checkpoint_dir)
+  mkdir -p "$ckpt"
+  ckpt+="/${SLURM_JOB_NAME:-lab}_${SLURM_JOB_ID:-local}.ckpt"
   local resume=()
   if [[ -f $ckpt ]]; then
     resume=(--resume "$ckpt")
