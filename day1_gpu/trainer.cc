@@ -17,6 +17,7 @@
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
+#include "common/train/loss_scaling.h"
 #include "common/train/step_graph.h"
 #include "common/train/training_loop.h"
 #include "day1_gpu/exercises.h"
@@ -41,10 +42,7 @@ DeviceBatches::Transfer batch_transfer(const LabOptions& o, Device device) {
 class LabStep {
  public:
   LabStep(train::ClassifierRun& run, const LabOptions& o)
-      : run_(run),
-        o_(o),
-        loss_scaling_(o.amp && o.amp_dtype == DType::kF16),
-        graph_(o.cuda_graphs ? captured_step(run.device) : std::nullopt) {}
+      : run_(run), o_(o), graph_(o.cuda_graphs ? captured_step(run.device) : std::nullopt) {}
 
   // Returns the batch's mean loss, a (1,) tensor on the device.
   Tensor run(const Batch& batch, train::StepPhases& phases) {
@@ -58,25 +56,19 @@ class LabStep {
     }
     const Tensor loss = passes(batch, [&phases](train::Phase phase) { phases.start(phase); });
     phases.start(train::Phase::kOptimizer);
-    run_.clipping.apply_to_whole(run_.params, loss_scale());
+    run_.clipping.apply_to_whole(run_.params, run_.loss_scale());
     update();
     eager_step_done_ = true;
     return loss;
   }
 
-  bool loss_scaling() const { return loss_scaling_; }
-  const optim::LossScaler& scaler() const { return scaler_; }
-
  private:
-  // The loss scaler's scale on the device in f16 (TP1.2), else none.
-  Tensor loss_scale() { return loss_scaling_ ? scaler_.scale_tensor(run_.device) : Tensor(); }
-
   // The update after the passes: TP1.2's scaled step in f16 (skipped on the device after an
   // overflow), the optimizer's step otherwise; inside a capture, the update alone (the replay's
   // caller prepares and counts the optimizer's step).
   void update() {
-    if (loss_scaling_) {
-      scaled_optimizer_step(scaler_, *run_.optimizer, run_.params);
+    if (run_.scaler) {
+      scaled_optimizer_step(*run_.scaler, *run_.optimizer, run_.params);
     } else {
       run_.optimizer->step();
     }
@@ -96,7 +88,7 @@ class LabStep {
 
   // Forward and backward of each micro-batch, the gradients accumulated.
   Tensor passes(const Batch& batch, const std::function<void(Phase)>& mark) {
-    const Tensor scale = loss_scale();
+    const Tensor scale = run_.loss_scale();
     return train::accumulate_gradients(
         *run_.model, batch, o_.accumulate, [&](const train::MicroBatch& m) {
           mark(train::Phase::kForward);
@@ -107,10 +99,8 @@ class LabStep {
         });
   }
 
-  train::ClassifierRun& run_;  // the model, its parameters, optimizer and clipping
+  train::ClassifierRun& run_;  // the model, its parameters, optimizer, clipping and scaler
   const LabOptions& o_;
-  bool loss_scaling_;
-  optim::LossScaler scaler_;
   std::optional<train::StepGraph> graph_;
   bool eager_step_done_ = false;
 };
@@ -122,7 +112,7 @@ void print_run_header(const LabOptions& o, Device device, int64_t samples, int64
               static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
               train::describe_step_batch(o.batch_size, o.accumulate).c_str(),
               static_cast<long long>(steps_per_epoch),
-              o.amp ? (o.amp_dtype == DType::kF16 ? ", amp f16" : ", amp bf16") : "",
+              o.amp ? (", " + train::precision_name(o)).c_str() : "",
               o.channels_last ? ", channels-last" : "");
   if (o.model_memory) {
     std::printf("model memory (parameters, gradients, optimizer state): %s\n",
@@ -141,20 +131,17 @@ Device set_up_device(const LabOptions& o) {
   return device;
 }
 
-LabResult lab_result(const train::LoopResult& run, LabStep& lab_step,
-                     const std::vector<nn::Parameter*>& params) {
-  if (lab_step.loss_scaling()) {
-    std::printf("loss scale %.0f, %lld step(s) skipped\n", lab_step.scaler().scale(),
-                static_cast<long long>(lab_step.scaler().skipped_steps()));
-  }
+LabResult lab_result(const train::LoopResult& run, const train::ClassifierRun& classifier) {
+  train::print_loss_scaling(classifier.scaler.get(), true);
   LabResult result{.steps = run.steps,
-                   .skipped_steps = lab_step.scaler().skipped_steps(),
+                   .skipped_steps = classifier.scaler ? classifier.scaler->skipped_steps() : 0,
                    .last_loss = run.last_loss,
                    .test_accuracy = run.test_accuracy,
                    .timing = run.timing,
                    .step_waits = run.step_waits,
                    .read_waits = run.read_waits};
-  for (nn::Parameter* p : params) result.parameters.push_back(p->value.to_vector<float>());
+  for (nn::Parameter* p : classifier.params)
+    result.parameters.push_back(p->value.to_vector<float>());
   return result;
 }
 
@@ -204,7 +191,7 @@ LabResult run_lab(const LabOptions& o) {
 
   print_run_header(o, device, samples, steps_per_epoch, run.params, *run.optimizer);
 
-  return lab_result(loop.run(), lab_step, run.params);
+  return lab_result(loop.run(), run);
 }
 
 }  // namespace day1

@@ -66,8 +66,7 @@ void validate(const LabOptions& o, int world_size) {
                "--base-batch and --warmup-epochs must not be negative");
   COURSE_CHECK(o.metric_step > 0, "--metric-step must be positive");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive");
-  COURSE_CHECK(!o.amp || o.amp_dtype == course::DType::kBF16,
-               "day 2 runs --amp in bf16 only (f16 loss scaling is day 1's TP1.2)");
+  course::train::validate_f16_optimizer(o, o.optimizer);
 }
 
 }  // namespace day2

@@ -20,6 +20,7 @@
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
 #include "common/train/gradient_accumulation.h"
+#include "common/train/loss_scaling.h"
 #include "common/train/periodic_metrics.h"
 #include "common/train/training_loop.h"
 #include "day2_ddp/exercises.h"
@@ -37,7 +38,7 @@ void print_run_header(const LabOptions& o, const parallel::Communicator& comm, D
                       const parallel::DistributedDataParallel* ddp) {
   std::printf(
       "training %s on %d rank(s) (%s): %lld images, global batch %lld (%s per rank), %lld "
-      "steps per epoch, %s gradient sync%s, %s\n",
+      "steps per epoch, %s gradient sync%s, %s, %s\n",
       o.model.c_str(), comm.size(), device.str().c_str(), static_cast<long long>(images),
       static_cast<long long>(per_rank_batch * o.accumulate * comm.size()),
       train::describe_step_batch(per_rank_batch, o.accumulate).c_str(),
@@ -46,26 +47,26 @@ void print_run_header(const LabOptions& o, const parallel::Communicator& comm, D
              bucket_reduction_name(o.allreduce) + ")")
                 .c_str()
           : "",
-      optim::optimizer_name(o.optimizer));
+      optim::optimizer_name(o.optimizer), train::precision_name(o).c_str());
   std::fflush(stdout);
 }
 
 // The day-2 step after loading: forward (batch norm synchronised over the ranks with
-// --sync-bn) and backward of each micro-batch (one without --accumulate), the gradients
-// synchronised once, after the last (DDP's buckets, or the naive all-reduce of TP2.2 timed
-// here), the clip (--clip-grad-norm), the update and the periodic metrics.
+// --sync-bn) and backward of each micro-batch (one without --accumulate; scaled by the loss
+// scaler in f16), the gradients synchronised once, after the last (DDP's buckets, or the naive
+// all-reduce of TP2.2 timed here), the clip (--clip-grad-norm), the update and the periodic
+// metrics.
 struct LabStep {
-  nn::Module& model;
-  optim::Optimizer& optimizer;
+  train::ClassifierRun& run;               // the model, optimizer, clipping and loss scaler
   parallel::DistributedDataParallel* ddp;  // none: the naive all-reduce
-  const std::vector<nn::Parameter*>& params;
   std::shared_ptr<parallel::Communicator> comm;
   train::PeriodicMetrics& metrics;
-  optim::GradientClipping& clipping;
   const LabOptions& o;
   IntervalTimer naive_sync{process_device()};  // the device's wait for the naive all-reduce
 
-  Tensor run(const Batch& batch, train::StepPhases& phases) {
+  Tensor step(const Batch& batch, train::StepPhases& phases) {
+    nn::Module& model = *run.model;
+    const Tensor loss_scale = run.loss_scale();
     const Tensor loss =
         train::accumulate_gradients(model, batch, o.accumulate, [&](const train::MicroBatch& m) {
           phases.start(train::Phase::kForward);
@@ -76,7 +77,7 @@ struct LabStep {
           }
           phases.start(train::Phase::kBackward);
           if (ddp) ddp->set_sync(m.last);
-          train::classifier_backward(model, forward, m.batch.labels, o, m.share);
+          train::classifier_backward(model, forward, m.batch.labels, o, m.share, loss_scale);
           metrics.add_samples(forward.loss.loss, forward.logits, m.batch.labels);
           return forward.loss.loss;
         });
@@ -84,13 +85,12 @@ struct LabStep {
       ddp->finish_backward();
     } else {
       naive_sync.start();
-      allreduce_gradients(params, *comm);
+      allreduce_gradients(run.params, *comm);
       naive_sync.stop();
     }
     phases.start(train::Phase::kOptimizer);
-    clipping.apply_to_whole(params);  // every replica holds the average
-    optimizer.step();
-    metrics.end_step(optimizer.steps(), optimizer.lr());
+    run.clip_and_step();  // every replica holds the average
+    metrics.end_step(run.optimizer->steps(), run.optimizer->lr());
     return loss;
   }
 };
@@ -179,7 +179,7 @@ train::LoopHooks lab_hooks(const LabOptions& o, RankData& rank, const parallel::
     if (std::exchange(first_load, false)) {
       first_batch_ms = 1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
     }
-    return lab_step.run(batch, phases);
+    return lab_step.step(batch, phases);
   };
   hooks.validate = [&o, &rank, &comm, &model] {
     return train::evaluate(
@@ -206,14 +206,7 @@ LabResult run_lab(const LabOptions& o) {
 
   LabResult result{.world_size = comm->size(), .global_batch = global_batch};
   train::PeriodicMetrics metrics(o.metric_step, o.metrics, global_batch, *comm, device);
-  LabStep lab_step{.model = *run.model,
-                   .optimizer = *run.optimizer,
-                   .ddp = ddp.get(),
-                   .params = run.params,
-                   .comm = comm,
-                   .metrics = metrics,
-                   .clipping = run.clipping,
-                   .o = o};
+  LabStep lab_step{.run = run, .ddp = ddp.get(), .comm = comm, .metrics = metrics, .o = o};
   train::LoopConfig config = run.loop_config(data.train->channels());
   config.lr_at = learning_rate(o, rank_data.steps_per_epoch, global_batch);
   config.steps_per_epoch = rank_data.steps_per_epoch;
@@ -230,6 +223,7 @@ LabResult run_lab(const LabOptions& o) {
   const train::LoopResult loop_result = loop.run();
   add_run_figures(result, loop_result, ddp.get(), run.params, lab_step.naive_sync.total_seconds());
   if (lead) print_run_report(result, rank_data.loader.skipped_samples());
+  train::print_loss_scaling(run.scaler.get(), lead);
   for (nn::Parameter* p : run.params) result.parameters.push_back(p->value.to_vector<float>());
   return result;
 }

@@ -25,6 +25,18 @@ expect 0 "replicas: identical weights on all 2 ranks" "${mpirun[@]}" -np 2 "$lab
   --data-dir "$data/packed" "${run[@]}" --auto-augment trivialaugment --cutmix 1
 expect 0 "replicas: identical weights on all 3 ranks" "${mpirun[@]}" -np 3 "$lab" \
   --synthetic 70 "${run[@]}" --epochs 2 --optimizer adamw --lr 0.003
+# f16 from a loss scale of 2^24 on 2 ranks, mixed batches included (their soft-target gradient
+# scaled too): the overflowed steps are skipped by both ranks alike (the replicas stay identical)
+# and each halves the scale; without overflow, f16 ends within 0.005 of the f32 run's loss.
+plain=(--data-dir "$data/packed" "${run[@]}" --cutmix 1)
+f16=("${plain[@]}" --amp --amp-dtype f16)
+overflowed=$("${mpirun[@]}" -np 2 "$lab" "${f16[@]}" --initial-scale-power 24 --epochs 3 2>&1)
+grep -q "replicas: identical weights on all 2 ranks" <<<"$overflowed" ||
+  { echo "FAILED: the replicas differ after f16's skipped steps:"; echo "$overflowed"; exit 1; }
+expect_scale_backed_off "$overflowed" 24
+test_loss() { "$@" 2>&1 | grep -m1 -oE "test loss [0-9.]+" | grep -oE "[0-9.]+$"; }
+expect_near "$(test_loss "${mpirun[@]}" -np 2 "$lab" "${plain[@]}")" \
+  "$(test_loss "${mpirun[@]}" -np 2 "$lab" "${f16[@]}")" 0.005 "day 3's f16 vs f32 test loss"
 expect 1 "--drop-last leaves no training image for each of 3 ranks" "${mpirun[@]}" -np 3 "$lab" \
   --synthetic 2 --drop-last "${run[@]}"
 expect 1 "--findlr sweeps on one process" "${mpirun[@]}" -np 2 "$lab" --synthetic 64 --findlr \

@@ -148,8 +148,8 @@ struct EpochTraining {
 };
 
 // One step: the rank's next batch (staged on the device with --aug-device) in the run's layout,
-// forward and backward per micro-batch (soft targets for a mixed batch), DDP's average, the
-// clipped optimizer step.
+// forward and backward per micro-batch (soft targets for a mixed batch; scaled by the loss scaler
+// in f16), DDP's average, the clipped optimizer step.
 Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, EpochTraining& epoch,
                   train::StepPhases& phases) {
   nn::Module& model = *replica.run.model;
@@ -160,6 +160,7 @@ Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, Epo
     batch = images.stage(std::move(batch));
   }
   batch = train::in_training_layout(std::move(batch), o);
+  const Tensor loss_scale = replica.run.loss_scale();
   const Tensor loss =
       train::accumulate_gradients(model, batch, o.accumulate, [&](const train::MicroBatch& m) {
         phases.start(train::Phase::kForward);
@@ -169,10 +170,10 @@ Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, Epo
         phases.start(train::Phase::kBackward);
         if (replica.ddp) replica.ddp->set_sync(m.last);
         if (mixed) {
-          train::backward_from_logits(model, f,
-                                      soft_target_gradient(f.loss, m.batch.targets, m.share), o);
+          train::backward_from_logits(
+              model, f, soft_target_gradient(f.loss, m.batch.targets, m.share), o, loss_scale);
         } else {
-          train::classifier_backward(model, f, m.batch.labels, o, m.share);
+          train::classifier_backward(model, f, m.batch.labels, o, m.share, loss_scale);
           add_correct_(f.logits, m.batch.labels, epoch.correct);
           epoch.tally.samples += m.batch.labels.size(0);
         }
@@ -180,8 +181,7 @@ Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, Epo
       });
   if (replica.ddp) replica.ddp->finish_backward();
   phases.start(train::Phase::kOptimizer);
-  replica.run.clipping.apply_to_whole(replica.run.params);  // every replica holds the average
-  replica.run.optimizer->step();
+  replica.run.clip_and_step();  // every replica holds the average
   return loss;
 }
 
@@ -236,7 +236,8 @@ void print_run_header(const LabOptions& o, const RunHooks& run_hooks, const Rank
       o.model.c_str(), where.c_str(), static_cast<long long>(images.samples),
       static_cast<long long>(o.image_size), static_cast<long long>(o.image_size), per_rank,
       train::describe_step_batch(o.batch_size, o.accumulate).c_str(), per_rank,
-      static_cast<long long>(images.steps_per_epoch), o.amp ? ", amp bf16" : "",
+      static_cast<long long>(images.steps_per_epoch),
+      o.amp ? (", " + train::precision_name(o)).c_str() : "",
       o.channels_last ? ", channels-last" : "", describe(o, images.data.train_transform).c_str(),
       optim::optimizer_name(o.optimizer), describe_schedule(o, run_hooks).c_str());
   std::fflush(stdout);
@@ -289,6 +290,7 @@ LabResult run_lab(const LabOptions& o, const RunHooks& run_hooks,
 
   const train::LoopResult run = loop.run();
   print_run_report(run, images, replica, comm.get(), lead);
+  train::print_loss_scaling(replica.run.scaler.get(), lead);
   return {.steps = run.steps,
           .steps_per_epoch = images.steps_per_epoch,
           .last_loss = run.last_loss,

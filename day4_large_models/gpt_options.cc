@@ -82,23 +82,6 @@ void add_onebit_lamb_flags(CLI::App& app, course::OneBitLambCoefficients& c) {
       ->capture_default_str();
 }
 
-// f16's dynamic loss scaler (--amp --amp-dtype f16), under DeepSpeed's names.
-void add_loss_scale_flags(CLI::App& app, OptimizerChoice& o) {
-  const char* f16 = "--amp-dtype f16: ";
-  app.add_option("--initial-scale-power", o.initial_scale_power,
-                 std::string(f16) + "the loss scale starts at 2^this")
-      ->capture_default_str();
-  app.add_option("--loss-scale-window", o.loss_scaling.growth_interval,
-                 std::string(f16) + "clean steps in a row before the scale doubles")
-      ->capture_default_str();
-  app.add_option("--hysteresis", o.loss_scaling.hysteresis,
-                 std::string(f16) + "overflows before the scale halves (each skips its step)")
-      ->capture_default_str();
-  app.add_option("--min-loss-scale", o.loss_scaling.min_scale,
-                 std::string(f16) + "the scale never halves below this")
-      ->capture_default_str();
-}
-
 // The optimizer, its options and its learning-rate schedule.
 void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
   train::add_choice(app, "--optimizer", o.kind, optim::optimizer_choices(true),
@@ -117,7 +100,6 @@ void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
                "1-bit optimizers: the workers compress with your onebit_compress (TP4.22) in place "
                "of the library's kernel (on the CPU)");
   add_onebit_lamb_flags(app, o.onebit_lamb);
-  add_loss_scale_flags(app, o);
   app.add_flag("--optimizer-in-backward", o.in_backward,
                "update each parameter (one process) or DDP bucket as soon as its gradient is "
                "final, during the backward pass, and free the gradient: the step keeps no full "

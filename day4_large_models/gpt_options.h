@@ -14,7 +14,6 @@
 #include "common/models/gpt/gpt.h"
 #include "common/models/gpt/sampling.h"
 #include "common/models/model_registry.h"
-#include "common/optim/loss_scaler.h"
 #include "common/optim/make_optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/parallel/data_parallel/data_parallel_model.h"
@@ -68,10 +67,8 @@ struct OptimizerChoice {
   std::optional<int64_t> freeze_step;      // the 1-bit optimizers' warm-up (unset: 100 steps)
   bool exp_avg_mask = false;               // 1-bit: DeepSpeed's exp_avg_mask, at the freeze
   bool exercise_onebit = false;            // 1-bit: the workers compress with TP4.22's code
-  course::OneBitLambCoefficients onebit_lamb;     // 1-bit LAMB's clamps and factor
-  course::optim::LossScalerOptions loss_scaling;  // f16's dynamic loss scaler (its scale:)
-  int initial_scale_power = 16;                   // the first scale, 2^power
-  bool in_backward = false;  // each group updated as its gradients become final
+  course::OneBitLambCoefficients onebit_lamb;  // 1-bit LAMB's clamps and factor
+  bool in_backward = false;                    // each group updated as its gradients become final
   course::optim::ScheduleKind schedule = course::optim::ScheduleKind::kCosine;  // cosine: to lr/10
   int64_t decay_steps = 0;    // the schedule's length (0: the run's steps)
   int64_t warmup_steps = 50;  // warm-up before it (at most the run's steps)

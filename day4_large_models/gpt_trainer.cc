@@ -17,6 +17,7 @@
 #include "common/parallel/comm/rank_setup.h"
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/planning/workload.h"
+#include "common/train/loss_scaling.h"
 #include "common/train/model_flops.h"
 #include "common/train/training_state.h"
 #include "day4_large_models/memory_report.h"
@@ -252,7 +253,7 @@ GptLabResult run_gpt_lab(GptLabOptions o) {
   }
 
   const train::LoopResult run = loop.run();
-  print_loss_scaling(optimizer, lead);
+  train::print_loss_scaling(optimizer.scaler.get(), lead);
   print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
                          comm->size());
   if (lead) print_measured_against_estimate(estimate, device, run, resident);

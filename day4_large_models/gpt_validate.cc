@@ -9,6 +9,7 @@
 #include "common/models/model_registry.h"
 #include "common/models/models.h"
 #include "common/train/deepspeed_config.h"
+#include "common/train/loss_scaling.h"
 #include "common/train/training_loop.h"
 #include "day4_large_models/gpt_options.h"
 
@@ -67,7 +68,7 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
   COURSE_CHECK(!dp.cpu_offload || dp.library.has_value(),
                "--cpu-offload moves the shards of a sharded mode to host memory; choose "
                "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
-  COURSE_CHECK(!(run.amp && run.amp_dtype == DType::kF16) || !dp.cpu_offload,
+  COURSE_CHECK(!train::loss_scaled(run) || !dp.cpu_offload,
                "--amp-dtype f16 with --cpu-offload: the host's step would wait for the device's "
                "overflow flag; offload in bf16 or f32");
   if (dp.param_dtype != DType::kF32) {
@@ -90,34 +91,17 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
 // The optimizer's own flags, and what the 1-bit optimizers need: plain data parallelism (they
 // average their momentum over its ranks in place of the gradients) and no clipping by global
 // norm (no rank holds the averaged gradient after the warm-up).
-// f16's loss scaling: an optimizer that can skip an overflowed step on the device, the scaler's
-// flags only with f16.
+// f16's loss scaling: an optimizer that can skip an overflowed step on the device, once every
+// gradient is checked (the scaler's own flags are checked with the run's).
 void validate_loss_scaling(const OptimizerChoice& o, const train::RunFlags& run, bool cuda_graphs) {
-  const bool f16 = run.amp && run.amp_dtype == DType::kF16;
-  const optim::LossScalerOptions defaults;
-  const bool tuned = o.initial_scale_power != 16 ||
-                     o.loss_scaling.growth_interval != defaults.growth_interval ||
-                     o.loss_scaling.hysteresis != defaults.hysteresis ||
-                     o.loss_scaling.min_scale != defaults.min_scale;
-  COURSE_CHECK(!tuned || f16,
-               "--initial-scale-power, --loss-scale-window, --hysteresis and --min-loss-scale "
-               "set f16's loss scaler: add --amp --amp-dtype f16");
-  if (!f16) return;
-  COURSE_CHECK(optim::updates_elementwise(o.kind),
-               "--amp-dtype f16 skips the steps whose "
-               "gradients overflowed, on the device; --optimizer ",
-               optim::optimizer_name(o.kind),
-               " cannot (its trust ratios or its compressed momentum move the weights first): "
-               "use sgd, adamw or lion, or bf16");
+  train::validate_f16_optimizer(run, o.kind);
+  if (!train::loss_scaled(run)) return;
   COURSE_CHECK(!o.in_backward,
                "--amp-dtype f16 skips a step once every gradient is checked; "
                "--optimizer-in-backward updates each group before the others exist: use bf16");
   COURSE_CHECK(!cuda_graphs,
                "--amp-dtype f16's loss scaler is not captured with --cuda-graphs "
                "yet: use bf16, or run eagerly");
-  COURSE_CHECK(o.initial_scale_power >= -126 && o.initial_scale_power <= 127,
-               "--initial-scale-power must be from -126 to 127 (a finite f32 scale), got ",
-               o.initial_scale_power);
 }
 
 // --exp-avg-mask and --exercise-onebit are the 1-bit optimizers', the coefficient flags 1-bit

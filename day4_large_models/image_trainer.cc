@@ -19,6 +19,7 @@
 #include "common/parallel/planning/workload.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
+#include "common/train/loss_scaling.h"
 #include "common/train/model_flops.h"
 #include "common/train/training_loop.h"
 #include "common/train/training_state.h"
@@ -217,7 +218,7 @@ ImageLabResult run_image_lab(GptLabOptions o) {
                            images.steps_per_epoch);
   }
   const train::LoopResult run = loop.run();
-  print_loss_scaling(optimizer, lead);
+  train::print_loss_scaling(optimizer.scaler.get(), lead);
   print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
                          comm->size());
   if (lead) print_measured_against_estimate(estimate, device, run, resident);

@@ -1,7 +1,6 @@
 // Choosing the lab's parallelism; ZeRO-1 from the exercises.
 #include "day4_large_models/parallel_modes.h"
 
-#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/kernels/elementwise.h"
@@ -13,6 +12,7 @@
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/model_parallel_training.h"
 #include "common/tensor/device_timer.h"
+#include "common/train/loss_scaling.h"
 #include "day4_large_models/exercises.h"
 #include "day4_large_models/pipeline_exercises.h"
 
@@ -164,20 +164,9 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
   if (o.in_backward) {
     lab.in_backward = std::make_unique<parallel::OptimizerInBackward>(*lab.optimizer, parallelism);
   }
-  if (run.amp && run.amp_dtype == DType::kF16) {
-    optim::LossScalerOptions scaling = o.loss_scaling;
-    scaling.initial_scale = std::ldexp(1.0f, o.initial_scale_power);
-    lab.scaler = std::make_unique<optim::LossScaler>(scaling);
-    lab.world = world;
-  }
+  lab.scaler = train::make_loss_scaler(run);
+  if (lab.scaler) lab.world = world;
   return lab;
-}
-
-void print_loss_scaling(const LabOptimizer& optimizer, bool lead) {
-  if (!optimizer.scaler) return;
-  const float scale = optimizer.scaler->scale();  // collective-free: every rank holds the same
-  const auto skipped = static_cast<long long>(optimizer.scaler->skipped_steps());
-  if (lead) std::printf("loss scale %.0f, %lld step(s) skipped\n", scale, skipped);
 }
 
 LabStep::LabStep(LabOptimizer& optimizer, optim::GradientClipping& clipping,

@@ -58,8 +58,6 @@ struct LabOptimizer {
   std::unique_ptr<course::optim::LossScaler> scaler;
   std::shared_ptr<course::parallel::Communicator> world;
 };
-// f16's loss scale and skipped steps, on the lead rank (nothing without a scaler).
-void print_loss_scaling(const LabOptimizer& optimizer, bool lead);
 LabOptimizer make_lab_optimizer(const OptimizerChoice& choice, const course::train::RunFlags& run,
                                 course::parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<course::parallel::Communicator> comm,

@@ -120,6 +120,31 @@ std::string device_model(Device device) {
 #endif
 }
 
+int compute_capability(Device device) {
+  if (!device.is_cuda()) return 0;
+  require_device(device);
+#if COURSE_WITH_CUDA
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device.index));
+  return 10 * prop.major + prop.minor;
+#else
+  return 0;
+#endif
+}
+
+std::string tensor_core_types(int capability) {
+  if (capability >= 100) return "tf32, bf16, f16, fp8, fp4";
+  if (capability >= 89) return "tf32, bf16, f16, fp8";
+  if (capability >= 80) return "tf32, bf16, f16";
+  if (capability >= 70) return "f16";
+  return "none";
+}
+
+DType fastest_amp_dtype(Device device) {
+  const int capability = compute_capability(device);
+  return capability > 0 && capability < 80 ? DType::kF16 : DType::kBF16;
+}
+
 Device default_device() {
   if (cuda_device_count() > 0) return Device::cuda(0);
   static std::once_flag said;

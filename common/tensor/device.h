@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/tensor/dtype.h"
+
 namespace course {
 
 enum class DeviceKind { kCPU, kCUDA, kSim };
@@ -63,6 +65,17 @@ std::string cuda_status();  // one line: why GPUs are or are not usable
 
 // What `device` is: the GPU's model ("NVIDIA H200"), "simulated accelerator" or "CPU".
 std::string device_model(Device device);
+
+// A GPU's compute capability as its architecture's number (80 for sm_80); 0 for the CPU and the
+// simulated device.
+int compute_capability(Device device);
+// The types a GPU of `capability` multiplies on tensor cores ("tf32, bf16, f16, fp8"; "f16" on a
+// V100, "none" before Volta).
+std::string tensor_core_types(int capability);
+// --amp's type on `device` when --amp-dtype is not given: bf16 where the GPU has bf16 tensor
+// cores (sm_80 and later) and on the CPU and the simulated device, f16 with the loss scaler on
+// the GPUs before (a V100's or a T4's tensor cores have f16 only).
+DType fastest_amp_dtype(Device device);
 
 // The GPU when one is visible, else the CPU (printing once why it falls back).
 Device default_device();

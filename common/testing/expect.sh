@@ -47,3 +47,31 @@ expect_wait_free() {
   fi
   echo "ok, wait-free: $*"
 }
+
+# `expect_near A B TOLERANCE WHAT`: fails the test unless the numbers A and B (a run's losses,
+# say) are both given and differ by at most TOLERANCE.
+expect_near() {
+  if [[ -z $1 || -z $2 ]] || ! awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { exit !((a - b) ^ 2 <= t ^ 2) }'; then
+    echo "FAILED: $4: '$1' and '$2' are not within $3"
+    exit 1
+  fi
+  echo "ok: $4: $1 and $2 within $3"
+}
+
+# `expect_scale_backed_off OUTPUT POWER`: fails the test unless OUTPUT, a run's whose f16 loss
+# scale started at 2^POWER (too high: its first steps overflow) and ran too few steps to grow it,
+# says "loss scale S, N step(s) skipped" with N > 0 and S = 2^(POWER - N): each overflowed step
+# was skipped and halved the scale once.
+expect_scale_backed_off() {
+  local line scale skipped
+  line=$(grep -m1 -oE "^loss scale [0-9]+, [0-9]+ step\(s\) skipped" <<<"$1")
+  scale=$(grep -oE "[0-9]+," <<<"$line" | tr -d ,)
+  skipped=$(grep -oE "[0-9]+ step" <<<"$line" | grep -oE "[0-9]+")
+  if [[ -z $line ]] || ((skipped == 0)) ||
+    ! awk -v s="$scale" -v n="$skipped" -v p="$2" 'BEGIN { exit !(s * 2 ^ n == 2 ^ p) }'; then
+    echo "FAILED: from a loss scale of 2^$2, expected skipped steps that each halved it, got:"
+    echo "$1"
+    exit 1
+  fi
+  echo "ok: $line (from 2^$2)"
+}

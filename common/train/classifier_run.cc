@@ -2,6 +2,7 @@
 #include "common/train/classifier_run.h"
 
 #include "common/train/classifier_step.h"
+#include "common/train/loss_scaling.h"
 #include "common/train/model_flops.h"
 
 namespace course::train {
@@ -22,7 +23,8 @@ ClassifierRun::ClassifierRun(const TrainingFlags& flags, const MakeOptimizer& ma
       model(make_classifier(flags, train, device)),
       params(model->parameters()),
       optimizer(make_optimizer(*model)),
-      clipping(flags.clip_grad_norm) {}
+      clipping(flags.clip_grad_norm),
+      scaler(make_loss_scaler(flags)) {}
 
 LoopConfig ClassifierRun::loop_config(int64_t channels) {
   return {
@@ -32,6 +34,19 @@ LoopConfig ClassifierRun::loop_config(int64_t channels) {
       .flops_per_unit = training_flops(classifier_multiply_adds(*model, channels, flags, device)),
       .identity = {{"model", flags.model}},
       .clipping = &clipping};
+}
+
+Tensor ClassifierRun::loss_scale() { return scaler ? scaler->scale_tensor(device) : Tensor(); }
+
+void ClassifierRun::clip_and_step() {
+  clipping.apply_to_whole(params, loss_scale());
+  if (!scaler) {
+    optimizer->step();
+    return;
+  }
+  scaler->unscale_and_check(params);
+  optimizer->step(scaler->found_inf());
+  scaler->update();
 }
 
 }  // namespace course::train

@@ -1,6 +1,7 @@
 // What every image lab's run is assembled from, built once from its flags: the classifier on
 // the run's device, its parameters, the optimizer the flags name, the clipping of
-// --clip-grad-norm, and the training loop's settings that follow from them (the model's FLOPs
+// --clip-grad-norm, f16's loss scaler, the update that follows the backward passes, and the
+// training loop's settings that follow from them (the model's FLOPs
 // per image for TFLOP/s and MFU, the checkpoint's identity, the clipping's log). A lab adds what
 // its lesson decides: the schedule, the steps per epoch, the global batch, the communicator.
 #pragma once
@@ -12,6 +13,7 @@
 #include "common/data/dataset.h"
 #include "common/nn/module.h"
 #include "common/optim/gradient_clipping.h"
+#include "common/optim/loss_scaler.h"
 #include "common/optim/make_optimizer.h"
 #include "common/train/lab_flags.h"
 #include "common/train/training_loop.h"
@@ -33,12 +35,22 @@ struct ClassifierRun {
   // dataset's `channels`), identity ({"model": --model}) and clipping.
   LoopConfig loop_config(int64_t channels);
 
+  // What the loss gradient is multiplied by: the scaler's scale on the device with f16 (a (1,)
+  // f32), else none.
+  Tensor loss_scale();
+  // The update once every rank holds the whole averaged gradient: the clip of --clip-grad-norm
+  // (measured unscaled), then the optimizer's step; with f16, the gradients unscaled first, the
+  // step skipped on the device after an overflow (on every rank alike: their gradients are the
+  // same) and the scale updated.
+  void clip_and_step();
+
   const TrainingFlags& flags;
   Device device;
   std::unique_ptr<nn::Module> model;
   std::vector<nn::Parameter*> params;
   std::unique_ptr<optim::Optimizer> optimizer;
   optim::GradientClipping clipping;
+  std::unique_ptr<optim::LossScaler> scaler;  // --amp --amp-dtype f16 only
 };
 
 }  // namespace course::train

@@ -67,8 +67,9 @@ ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,
   return out;
 }
 
-void backward_from_logits(nn::Module& model, const ClassifierForward& forward,
-                          const Tensor& logits_grad, const TrainingFlags& f) {
+void backward_from_logits(nn::Module& model, const ClassifierForward& forward, Tensor logits_grad,
+                          const TrainingFlags& f, const Tensor& loss_scale) {
+  if (loss_scale.defined()) scale_by_(logits_grad, loss_scale);
   nn::Autocast autocast(f.amp_dtype, f.amp);
   const DType dtype = forward.logits.dtype();
   model.backward_to_parameters(logits_grad.dtype() == dtype ? logits_grad

@@ -48,9 +48,9 @@ void classifier_backward(nn::Module& model, const ClassifierForward& forward, co
 ClassifierForward soft_target_forward(nn::Module& model, const Batch& batch,
                                       const TrainingFlags& flags);
 
-// Back-propagates the logits' gradient (f32, cast to the dtype of `forward`'s logits), adding to
-// the gradients.
-void backward_from_logits(nn::Module& model, const ClassifierForward& forward,
-                          const Tensor& logits_grad, const TrainingFlags& flags);
+// Back-propagates the logits' gradient (f32; multiplied by `loss_scale`, when defined, as in
+// classifier_backward; cast to the dtype of `forward`'s logits), adding to the gradients.
+void backward_from_logits(nn::Module& model, const ClassifierForward& forward, Tensor logits_grad,
+                          const TrainingFlags& flags, const Tensor& loss_scale = Tensor());
 
 }  // namespace course::train

@@ -88,6 +88,30 @@ void add_decode_device_flag(CLI::App& app, DataFlags& f) {
       ->default_str("cpu");
 }
 
+namespace {
+
+// --amp and its type: the one --amp-dtype names, or the device's fastest (bf16, f16 with the
+// loss scaler before sm_80), chosen once the flags are parsed; f16's scaler flags.
+void add_precision_flags(CLI::App& app, RunFlags& f) {
+  app.add_flag("--amp", f.amp, "mixed precision");
+  auto* dtype =
+      app.add_option_function<std::string>(
+             "--amp-dtype", [&f](const std::string& name) { f.amp_dtype = parse_dtype(name); },
+             "f16 (with loss scaling) or bf16")
+          ->check(CLI::IsMember({"f16", "bf16"}))
+          ->default_str("bf16 where the GPU has bf16 tensor cores, f16 before sm_80");
+  add_loss_scale_flags(app, f.loss_scale);
+  app.final_callback([&f, dtype] {
+    if (!f.amp || dtype->count() > 0) return;
+    const Device device = named_or_default_device(f.device);
+    // A GPU that is not there is refused where the run sets its device up, with its message.
+    if (device.is_cuda() && device.index >= cuda_device_count()) return;
+    f.amp_dtype = fastest_amp_dtype(device);
+  });
+}
+
+}  // namespace
+
 void add_training_flags(CLI::App& app, TrainingFlags& f) {
   add_data_flags(app, f);
   add_run_flags(app, f, nn::image_model_names());
@@ -113,12 +137,7 @@ void add_run_flags(CLI::App& app, RunFlags& f, const std::vector<std::string>& m
   app.add_flag("--wall-clock-breakdown", f.wall_clock_breakdown,
                "every --log-every steps, each phase's mean time over the steps since the last "
                "such line (DeepSpeed's wall_clock_breakdown; read when the loss is)");
-  app.add_flag("--amp", f.amp, "mixed precision");
-  app.add_option_function<std::string>(
-         "--amp-dtype", [&f](const std::string& name) { f.amp_dtype = parse_dtype(name); },
-         "f16 (with loss scaling) or bf16")
-      ->check(CLI::IsMember({"f16", "bf16"}))
-      ->default_str("bf16");
+  add_precision_flags(app, f);
   app.add_flag("--channels-last", f.channels_last, "NHWC activations");
   add_switch(app, "tf32-conv", f.tf32_conv,
              "f32 convolutions on the GPU may use TF32 tensor cores "
@@ -192,6 +211,11 @@ void validate_run_flags(const RunFlags& f) {
   COURSE_CHECK(!f.clip_grad_norm || *f.clip_grad_norm > 0,
                "--clip-grad-norm must be positive (leave it out for no clipping), got ",
                f.clip_grad_norm.value_or(0));
+  validate_loss_scale_flags(f);
+}
+
+std::string precision_name(const RunFlags& f) {
+  return f.amp ? "amp " + std::string(dtype_name(f.amp_dtype)) : "f32";
 }
 
 optim::OptimizerFlags optimizer_flags(const RunFlags& f, optim::OptimizerKind kind) {

@@ -16,6 +16,7 @@
 #include "common/data/open_dataset.h"
 #include "common/optim/make_optimizer.h"
 #include "common/tensor/device.h"
+#include "common/train/loss_scaling.h"
 
 // CLI11's app, declared only: its header costs seconds of compile time in every file that
 // includes it, so only the files that register or parse flags include <CLI/CLI.hpp>.
@@ -37,7 +38,8 @@ struct RunFlags {
   int64_t log_every = 10;             // steps between reads of the loss from the device
   bool wall_clock_breakdown = false;  // each phase's time printed every log_every steps
   bool amp = false;
-  DType amp_dtype = DType::kBF16;
+  DType amp_dtype = DType::kBF16;  // without --amp-dtype: the device's (fastest_amp_dtype)
+  LossScaleFlags loss_scale;       // f16's dynamic loss scaler (loss_scaling.h)
   bool channels_last = false;
   bool tf32_conv = true;     // TF32 tensor cores for f32 convolutions (common/kernels/math_mode.h)
   bool tf32_matmul = false;  // and for f32 GEMMs, as PyTorch's defaults
@@ -111,6 +113,9 @@ using course::invocation_path;  // a relative path from where `bazel run` starte
 // Checks what flags alone cannot (value ranges, the model's smallest image); throws Error.
 void validate_training_flags(const TrainingFlags& flags);
 void validate_run_flags(const RunFlags& flags);  // the run's flags alone
+
+// The run's arithmetic, for its header: "f32", "amp bf16" or "amp f16".
+std::string precision_name(const RunFlags& flags);
 
 // The optimizer `kind` with the run's --lr, --mom (SGD's and LARS's momentum) and --wd.
 optim::OptimizerFlags optimizer_flags(const RunFlags& flags,

@@ -60,6 +60,25 @@ def _default_archs(rctx):
     # architecture costs half the compile time of three (README: How the build handles CUDA).
     return _visible_gpu_archs(rctx) or ["80"]
 
+def _compilable_archs(rctx, nvcc):
+    # The architectures this nvcc compiles for ("compute_75" -> "75"), None when it cannot say.
+    result = rctx.execute([nvcc, "--list-gpu-arch"])
+    if result.return_code != 0:
+        return None
+    return [a.strip()[len("compute_"):] for a in result.stdout.splitlines() if a.strip().startswith("compute_")]
+
+def _check_archs(rctx, archs, nvcc, version):
+    # Refuses, with one message, an architecture this nvcc has no compiler for: CUDA 13 dropped
+    # Volta, so a V100 (sm_70) build needs a CUDA 12 toolkit.
+    compilable = _compilable_archs(rctx, nvcc)
+    if compilable == None:
+        return
+    missing = [a for a in archs if a.rstrip("af") not in compilable]
+    if missing:
+        fail(("nvcc %s cannot compile for sm_%s (it compiles for sm_%s); V100s (sm_70) need " +
+              "CUDA 12.x: load that toolkit, or name other GPUs in COURSE_CUDA_ARCHS") %
+             (version, ", sm_".join(missing), ", sm_".join(compilable)))
+
 def _find_nvjpeg(rctx, home):
     # (include dir, lib dir) of nvJPEG, or None.
     candidates = [str(home)]
@@ -145,6 +164,7 @@ def _cuda_configure_impl(rctx):
     version = _nvcc_version(rctx, str(home) + "/bin/nvcc")
     archs = rctx.os.environ.get("COURSE_CUDA_ARCHS", "")
     archs = archs.split(",") if archs else _default_archs(rctx)
+    _check_archs(rctx, archs, str(home) + "/bin/nvcc", version)
     build.append("""
 exports_files(["nvcc"])
 

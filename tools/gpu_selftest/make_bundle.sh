@@ -6,8 +6,9 @@
 #     --with-mpi  carry the build's Open MPI too (its libraries, plugins, help texts and mpirun),
 #                 for a node that has none or another one; run_selftest.sh relocates it
 #     OUT         the archive (default: gpu_selftest_bundle.tar.xz)
-#     CUDA_ARCHS  the GPUs' compute capabilities (default 80,90: native code for A100 and
-#                 H100/H200, PTX of the last for newer GPUs: no JIT compile at any rank's start;
+#     CUDA_ARCHS  the GPUs' compute capabilities (default 70,80,90: native code for V100, A100
+#                 and H100/H200, PTX of the last for newer GPUs: no JIT compile at any rank's
+#                 start; less what this nvcc cannot compile, said: CUDA 13 has no sm_70;
 #                 "build": the build's own, whose objects are already compiled)
 # On the node: tar xJf OUT && gpu_selftest/run_selftest.sh (MPI from the node, unless carried:
 # module load openmpi).
@@ -19,7 +20,21 @@ if [[ ${1:-} == --with-mpi ]]; then
   shift
 fi
 out=$(realpath -m "${1:-gpu_selftest_bundle.tar.xz}")
-archs=${2:-80,90}
+# The course's GPUs that this nvcc compiles for, each one it cannot named.
+default_archs() {
+  local compilable picked=() arch
+  compilable=" $(nvcc --list-gpu-arch | sed 's/^compute_//' | tr '\n' ' ') "
+  for arch in 70 80 90; do
+    if [[ $compilable == *" $arch "* ]]; then
+      picked+=("$arch")
+    else
+      echo "make_bundle.sh: $(nvcc --version | grep -o 'release [0-9.]*') cannot compile for" \
+        "sm_$arch: the bundle has no code for it (V100s need a CUDA 12 build)" >&2
+    fi
+  done
+  (IFS=,; echo "${picked[*]}")
+}
+archs=${2:-$(default_archs)}
 limit_mib=55  # with the tracked tree (about 5 MiB), under a node's 60
 
 build=(bazel build //tools/gpu_selftest)

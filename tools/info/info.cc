@@ -1,5 +1,6 @@
 // `bazel run //tools:info`: what this build and this machine have, the first command to run on
-// a new cluster (or laptop) before any lab.
+// a new cluster (or laptop) before any lab: each GPU's tensor-core types and the precision --amp
+// takes on the default device among them.
 //   info --gpus         the number of GPUs CUDA may use here (CUDA_VISIBLE_DEVICES and the job's
 //                       cgroup honoured, unlike nvidia-smi -L), for scripts
 //   info --check-gpu    whether this node can run this build's GPU code: a driver new enough for
@@ -49,9 +50,11 @@ void print_gpus() {
   for (int i = 0; i < course::cuda_device_count(); ++i) {
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, i));
+    const int capability = 10 * prop.major + prop.minor;
     print_row(("GPU " + std::to_string(i)).c_str(),
-              std::string(prop.name) + ", sm_" + std::to_string(prop.major) +
-                  std::to_string(prop.minor) + ", " + course::format_bytes(prop.totalGlobalMem));
+              std::string(prop.name) + ", sm_" + std::to_string(capability) + ", " +
+                  course::format_bytes(prop.totalGlobalMem) +
+                  ", tensor cores: " + course::tensor_core_types(capability));
   }
 #endif
 }
@@ -129,7 +132,11 @@ int main(int argc, char** argv) {
   }
   std::printf("Build and machine\n");
   print_row("CUDA", course::cuda_status());
-  print_row("default device", course::default_device().str());
+  const course::Device device = course::default_device();
+  print_row("default device", device.str());
+  // The type --amp computes in without --amp-dtype (f16, loss-scaled, before sm_80).
+  print_row("--amp computes in",
+            std::string(course::dtype_name(course::fastest_amp_dtype(device))));
   print_gpus();
   const dnnl_version_t* dnnl = dnnl_version();
   print_row("oneDNN", std::to_string(dnnl->major) + "." + std::to_string(dnnl->minor) + "." +

@@ -4,13 +4,14 @@
 set -euo pipefail
 out=$("$1" 2>&1)
 echo "$out"
-for row in "CUDA " "default device" "oneDNN" "MPI" "OpenCV" "OpenMP threads"; do
+for row in "CUDA " "default device" "--amp computes in" "oneDNN" "MPI" "OpenCV" "OpenMP threads"; do
   grep -q "^  $row" <<<"$out" || { echo "missing row: $row" >&2; exit 1; }
 done
 if grep -q "no GPU is usable" <<<"$out"; then
   notes=$(grep -c "running on the CPU" <<<"$out")
   [[ "$notes" == 1 ]] || { echo "expected one CPU fallback note, got $notes" >&2; exit 1; }
   grep -q "^  default device  *cpu$" <<<"$out" || { echo "default device is not the CPU" >&2; exit 1; }
+  grep -q "^  --amp computes in  *bf16$" <<<"$out" || { echo "--amp on the CPU is not bf16" >&2; exit 1; }
 fi
 # The scripts' modes: the GPUs CUDA may use (none here without a driver), and the node check,
 # which names what is missing with exit 1 (a GPU node that passes says so with exit 0).

@@ -1,0 +1,48 @@
+// f16's dynamic loss scaling in every lab, said once: its flags under DeepSpeed's names
+// (--initial-scale-power, --loss-scale-window, --hysteresis, --min-loss-scale), what they and
+// f16 allow, the scaler a run makes from them, and the run's closing line. The scaler itself is
+// common/optim/loss_scaler.h; the type --amp takes without --amp-dtype, fastest_amp_dtype
+// (common/tensor/device.h).
+#pragma once
+
+#include <memory>
+
+#include "common/optim/loss_scaler.h"
+#include "common/optim/make_optimizer.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace course::train {
+
+struct RunFlags;
+
+// The scaler's flags as given (the first scale as a power of two, as DeepSpeed's).
+struct LossScaleFlags {
+  int initial_scale_power = 16;
+  optim::LossScalerOptions scaler;  // its initial_scale is set from initial_scale_power
+};
+
+void add_loss_scale_flags(CLI::App& app, LossScaleFlags& flags);
+
+// --amp in f16: the loss is scaled and an overflowed step skipped.
+bool loss_scaled(const RunFlags& flags);
+
+// The scaler's flags only with f16, and a finite first scale (the scaler checks the rest when it
+// is made); throws Error.
+void validate_loss_scale_flags(const RunFlags& flags);
+
+// With f16, an optimizer whose skipped step moves nothing: one that updates each element alone
+// (SGD, AdamW, Lion); LARS's and LAMB's trust ratios and the 1-bit optimizers' compressed
+// momentum act on whole tensors first. Throws Error.
+void validate_f16_optimizer(const RunFlags& flags, optim::OptimizerKind kind);
+
+// The run's scaler: one with f16, none otherwise.
+std::unique_ptr<optim::LossScaler> make_loss_scaler(const RunFlags& flags);
+
+// "loss scale 1048576, 4 step(s) skipped" on the lead rank (nothing without a scaler). Every rank
+// calls it: it reads the device, and the ranks' scalers agree.
+void print_loss_scaling(const optim::LossScaler* scaler, bool lead);
+
+}  // namespace course::train
