@@ -95,6 +95,22 @@ for flags in "" "--ddp naive"; do
   expect_scale_backed_off "$("${mpirun[@]}" -np 2 "$solution" "${vit[@]}" --batch-size 4 \
     --accumulate 3 --amp --amp-dtype f16 --initial-scale-power 24 $flags 2>&1)" 24
 done
+# The scaler's state is checkpointed: an f16 run from 2^24 stopped after 5 steps and resumed to
+# 14 ends with the straight run's scale, skipped steps and checkpoint, byte for byte.
+overflowing=("$solution" "${vit[@]}" --batch-size 24 --amp --amp-dtype f16 --initial-scale-power 24
+  --epochs 2 --test)
+straight=$("${overflowing[@]}" --test-nsteps 14 --chkpt "$TEST_TMPDIR/f16.ckpt" 2>&1)
+expect 0 "loss scale" "${overflowing[@]}" --test-nsteps 5 --chkpt "$TEST_TMPDIR/f16_resumed.ckpt"
+resumed=$("${overflowing[@]}" --test-nsteps 14 --chkpt "$TEST_TMPDIR/f16_resumed.ckpt" \
+  --resume "$TEST_TMPDIR/f16_resumed.ckpt" 2>&1)
+if [[ $(grep "^loss scale" <<<"$resumed") != $(grep "^loss scale" <<<"$straight") ]] ||
+  ! cmp "$TEST_TMPDIR/f16.ckpt" "$TEST_TMPDIR/f16_resumed.ckpt"; then
+  echo "FAILED: the resumed f16 run ends otherwise than the straight one:"
+  grep "^loss scale" <<<"$straight"
+  grep "^loss scale" <<<"$resumed"
+  exit 1
+fi
+echo "ok: resumed f16 run: $(grep "^loss scale" <<<"$resumed"), the straight run's checkpoint"
 expect 1 "--optimizer lars cannot" "$solution" "${small[@]}" --amp --amp-dtype f16 --optimizer lars
 expect 1 "set f16's loss scaler: add --amp --amp-dtype f16" "$solution" "${small[@]}" \
   --initial-scale-power 12

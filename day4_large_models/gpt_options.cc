@@ -100,6 +100,9 @@ void add_optimizer_flags(CLI::App& app, OptimizerChoice& o) {
                "1-bit optimizers: the workers compress with your onebit_compress (TP4.22) in place "
                "of the library's kernel (on the CPU)");
   add_onebit_lamb_flags(app, o.onebit_lamb);
+  app.add_option("--overflow-drill", o.overflow_drill,
+                 "--amp-dtype f16: at this step (from 1) an inf lands in the last rank's "
+                 "gradients alone, as an overflow there would: every rank must skip the step");
   app.add_flag("--optimizer-in-backward", o.in_backward,
                "update each parameter (one process) or DDP bucket as soon as its gradient is "
                "final, during the backward pass, and free the gradient: the step keeps no full "

@@ -69,6 +69,7 @@ struct OptimizerChoice {
   bool exercise_onebit = false;            // 1-bit: the workers compress with TP4.22's code
   course::OneBitLambCoefficients onebit_lamb;  // 1-bit LAMB's clamps and factor
   bool in_backward = false;                    // each group updated as its gradients become final
+  int64_t overflow_drill = 0;  // f16: > 0, the step whose gradients get an inf on the last rank
   course::optim::ScheduleKind schedule = course::optim::ScheduleKind::kCosine;  // cosine: to lr/10
   int64_t decay_steps = 0;    // the schedule's length (0: the run's steps)
   int64_t warmup_steps = 50;  // warm-up before it (at most the run's steps)

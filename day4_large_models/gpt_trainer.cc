@@ -240,7 +240,8 @@ GptLabResult run_gpt_lab(GptLabOptions o) {
        .identity = checkpoint_identity(o.model, layout),
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
-       .clipping = &clipping},
+       .clipping = &clipping,
+       .scaler = optimizer.scaler.get()},
       training_hooks(*parallelism, optimizer, clipping, windows, device, o.run, o.cuda_graphs));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.

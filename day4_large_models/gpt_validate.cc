@@ -95,6 +95,9 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
 // gradient is checked (the scaler's own flags are checked with the run's).
 void validate_loss_scaling(const OptimizerChoice& o, const train::RunFlags& run, bool cuda_graphs) {
   train::validate_f16_optimizer(run, o.kind);
+  COURSE_CHECK(o.overflow_drill >= 0, "--overflow-drill must not be negative");
+  COURSE_CHECK(o.overflow_drill == 0 || train::loss_scaled(run),
+               "--overflow-drill drills f16's loss scaler: add --amp --amp-dtype f16");
   if (!train::loss_scaled(run)) return;
   COURSE_CHECK(!o.in_backward,
                "--amp-dtype f16 skips a step once every gradient is checked; "

@@ -207,7 +207,8 @@ ImageLabResult run_image_lab(GptLabOptions o) {
        .identity = image_checkpoint_identity(o.model.name, o.images.size, layout),
        .comm = comm.get(),
        .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
-       .clipping = &clipping},
+       .clipping = &clipping,
+       .scaler = optimizer.scaler.get()},
       image_hooks(flags, o.cuda_graphs, data, images, *parallelism, optimizer, clipping, *comm,
                   device));
   if (!o.run.resume.empty()) parallelism->after_step();

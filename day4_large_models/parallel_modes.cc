@@ -1,6 +1,7 @@
 // Choosing the lab's parallelism; ZeRO-1 from the exercises.
 #include "day4_large_models/parallel_modes.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/kernels/elementwise.h"
@@ -166,8 +167,29 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
   }
   lab.scaler = train::make_loss_scaler(run);
   if (lab.scaler) lab.world = world;
+  lab.overflow_drill = o.overflow_drill;
   return lab;
 }
+
+namespace {
+
+// --overflow-drill: at its step, the last rank's first gradient row set to inf before the check,
+// so that only that rank finds the overflow.
+void drill_overflow(const LabOptimizer& optimizer, const std::vector<nn::Parameter*>& params) {
+  const parallel::Communicator& world = *optimizer.world;
+  if (optimizer.optimizer->steps() + 1 != optimizer.overflow_drill ||
+      world.rank() != world.size() - 1) {
+    return;
+  }
+  for (nn::Parameter* p : params) {
+    if (!p->grad.defined() || p->grad.numel() == 0) continue;
+    Tensor row = p->grad.slice(0, 1);
+    fill_(row, std::numeric_limits<double>::infinity());
+    return;
+  }
+}
+
+}  // namespace
 
 LabStep::LabStep(LabOptimizer& optimizer, optim::GradientClipping& clipping,
                  parallel::TrainingParallelism& parallelism, Device device, bool cuda_graphs)
@@ -222,7 +244,9 @@ Tensor LabStep::passes_and_update(const NextTokenBatch& batch,
 Tensor LabStep::unscale_and_agree() {
   if (!optimizer_.scaler) return Tensor();
   optim::LossScaler& scaler = *optimizer_.scaler;
-  scaler.unscale_and_check(parallel::optimized_parameters(parallelism_));
+  const std::vector<nn::Parameter*> params = parallel::optimized_parameters(parallelism_);
+  drill_overflow(optimizer_, params);
+  scaler.unscale_and_check(params);
   optimizer_.world->allreduce(scaler.found_inf_slot(), parallel::ReduceOp::kMax)->wait();
   return scaler.found_inf();
 }

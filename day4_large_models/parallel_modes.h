@@ -54,9 +54,10 @@ struct LabOptimizer {
   // --optimizer-in-backward: the optimizer's updates inside the backward pass.
   std::unique_ptr<course::parallel::OptimizerInBackward> in_backward;
   // --amp --amp-dtype f16: the dynamic loss scaler, and the job's ranks, which agree on its
-  // overflow flag before any of them steps.
+  // overflow flag before any of them steps; --overflow-drill's step (0: none).
   std::unique_ptr<course::optim::LossScaler> scaler;
   std::shared_ptr<course::parallel::Communicator> world;
+  int64_t overflow_drill = 0;
 };
 LabOptimizer make_lab_optimizer(const OptimizerChoice& choice, const course::train::RunFlags& run,
                                 course::parallel::TrainingParallelism& parallelism,

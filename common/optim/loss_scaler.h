@@ -10,7 +10,7 @@
 // before the scale backs off (each still skips its step), and `min_scale` floors it. Where
 // ranks hold different gradients (shards, slices, stages), they agree on found_inf_slot()
 // (all-reduce max) before the step, so every rank skips the same steps. Only scale() and
-// skipped_steps() read the device, for reports.
+// skipped_steps() read the device, for reports; state() is checkpointed with the run.
 #pragma once
 
 #include <cstdint>
@@ -48,10 +48,12 @@ class LossScaler {
   float scale() const;            // reads the device
   int64_t skipped_steps() const;  // reads the device
 
- private:
-  // {scale, found_inf, clean steps, skipped, overflows tolerated} (device_factor.h)
+  // The whole state, {scale, found_inf, clean steps, skipped, overflows tolerated}
+  // (device_factor.h), made on `device` on first use: what a checkpoint saves and a resumed run
+  // loads in place, so it goes on at the scale, streak and count where it stopped.
   Tensor& state(Device device);
 
+ private:
   LossScalerOptions options_;
   Tensor state_, scale_, found_inf_;  // the state and its views
 };

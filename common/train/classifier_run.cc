@@ -33,7 +33,8 @@ LoopConfig ClassifierRun::loop_config(int64_t channels) {
       .optimizer = optimizer.get(),
       .flops_per_unit = training_flops(classifier_multiply_adds(*model, channels, flags, device)),
       .identity = {{"model", flags.model}},
-      .clipping = &clipping};
+      .clipping = &clipping,
+      .scaler = scaler.get()};
 }
 
 Tensor ClassifierRun::loss_scale() { return scaler ? scaler->scale_tensor(device) : Tensor(); }

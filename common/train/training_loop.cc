@@ -138,8 +138,11 @@ bool TrainingLoop::per_rank_files() const {
 }
 
 NamedTensors TrainingLoop::checkpointed() const {
-  return config_.rank_state ? config_.rank_state()
-                            : training_state(*config_.model, *config_.optimizer);
+  NamedTensors state = config_.rank_state ? config_.rank_state()
+                                          : training_state(*config_.model, *config_.optimizer);
+  if (config_.scaler)
+    state.emplace_back("loss_scaler.state", &config_.scaler->state(config_.device));
+  return state;
 }
 
 void TrainingLoop::save(int64_t epoch, int64_t batch) {

@@ -28,6 +28,7 @@
 
 #include "common/nn/module.h"
 #include "common/optim/gradient_clipping.h"
+#include "common/optim/loss_scaler.h"
 #include "common/optim/optimizer.h"
 #include "common/parallel/comm/communicator.h"
 #include "common/tensor/host_waits.h"
@@ -94,6 +95,9 @@ struct LoopConfig {
   // The step's clipping (--clip-grad-norm), when the lab's step applies one: the loop logs each
   // step's norm and prints the run's summary of them.
   optim::GradientClipping* clipping = nullptr;
+  // f16's loss scaler, when the step has one: its state is checkpointed with the model's (in
+  // every rank's file of a sharded run), so a resumed run keeps its scale and skipped steps.
+  optim::LossScaler* scaler = nullptr;
 };
 
 struct LoopResult {
