@@ -66,7 +66,6 @@ void validate(const LabOptions& o, int world_size) {
                "--base-batch and --warmup-epochs must not be negative");
   COURSE_CHECK(o.metric_step > 0, "--metric-step must be positive");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive");
-  course::train::validate_f16_optimizer(o, o.optimizer);
 }
 
 }  // namespace day2

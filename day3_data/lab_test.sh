@@ -118,9 +118,6 @@ expect 1 "the epoch's last batch has 5 images: add --drop-last" "$solution" --sy
 expect 1 "alphas must not be negative" "$solution" "${small[@]}" --mixup -1
 expect 1 "mixing and switch probabilities must be in [0, 1], got 1.5" "$solution" "${small[@]}" \
   --cutmix 1 --mix-prob 1.5
-expect 1 "--optimizer lamb cannot" "$solution" "${small[@]}" --amp --amp-dtype f16 --optimizer lamb
-expect 1 "--optimizer onebit-adam cannot" "$solution" "${small[@]}" --amp --amp-dtype f16 \
-  --optimizer onebit-adam
 expect 105 "--mix-mode" "$solution" "${small[@]}" --mix-mode halves
 expect 105 "--auto-augment" "$solution" "${small[@]}" --auto-augment autoaugment
 expect 0 "--aug-device" "$solution" --help

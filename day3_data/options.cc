@@ -120,7 +120,6 @@ void validate(const LabOptions& o) {
   course::train::validate_training_flags(o);
   course::validate(o.policy());
   course::validate(o.jitter());
-  course::train::validate_f16_optimizer(o, o.optimizer);
   COURSE_CHECK(o.shuffle_buffer > 0 && o.pages_in_memory > 0,
                "--shuffle-buffer and --pages-in-memory must be positive");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive");

@@ -34,6 +34,15 @@ overflowed=$("${mpirun[@]}" -np 2 "$lab" "${f16[@]}" --initial-scale-power 24 --
 grep -q "replicas: identical weights on all 2 ranks" <<<"$overflowed" ||
   { echo "FAILED: the replicas differ after f16's skipped steps:"; echo "$overflowed"; exit 1; }
 expect_scale_backed_off "$overflowed" 24
+# 1-bit Adam after its freeze keeps each rank's gradients its own: the ranks agree on the
+# overflow before stepping, so the replicas stay identical through the skipped steps too; its
+# skipped steps do not count towards the freeze (counted, the warm-up of skipped steps would
+# freeze a variance never updated, and the run diverges).
+onebit=$("${mpirun[@]}" -np 2 "$lab" "${f16[@]}" --initial-scale-power 24 --epochs 3 \
+  --optimizer onebit-adam --freeze-step 2 --lr 5e-4 2>&1)
+grep -q "replicas: identical weights on all 2 ranks" <<<"$onebit" ||
+  { echo "FAILED: 1-bit Adam's replicas differ after f16's skipped steps:"; echo "$onebit"; exit 1; }
+expect_scale_backed_off "$onebit" 24
 test_loss() { "$@" 2>&1 | grep -m1 -oE "test loss [0-9.]+" | grep -oE "[0-9.]+$"; }
 expect_near "$(test_loss "${mpirun[@]}" -np 2 "$lab" "${plain[@]}")" \
   "$(test_loss "${mpirun[@]}" -np 2 "$lab" "${f16[@]}")" 0.005 "day 3's f16 vs f32 test loss"

@@ -128,6 +128,7 @@ struct Replica {
                   });
             },
             train, device),
+        onebit_ranks(optim::is_onebit(o.optimizer) ? comm.get() : nullptr),
         schedule(optim::make_schedule(
             o.schedule, o.lr, o.epochs * steps_per_epoch,
             static_cast<int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch)),
@@ -137,6 +138,8 @@ struct Replica {
 
   std::unique_ptr<parallel::DistributedDataParallel> ddp;  // before `run`, which sets it
   train::ClassifierRun run;
+  // The ranks that agree on f16's overflow: a 1-bit optimizer's gradients stay each rank's own.
+  parallel::Communicator* onebit_ranks = nullptr;
   std::shared_ptr<const optim::Schedule> schedule;
 };
 
@@ -181,7 +184,7 @@ Tensor train_step(const LabOptions& o, RankImages& images, Replica& replica, Epo
       });
   if (replica.ddp) replica.ddp->finish_backward();
   phases.start(train::Phase::kOptimizer);
-  replica.run.clip_and_step();  // every replica holds the average
+  replica.run.clip_and_step(replica.onebit_ranks);  // DDP's replicas hold the average
   return loss;
 }
 

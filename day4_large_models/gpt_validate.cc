@@ -88,13 +88,9 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
   }
 }
 
-// The optimizer's own flags, and what the 1-bit optimizers need: plain data parallelism (they
-// average their momentum over its ranks in place of the gradients) and no clipping by global
-// norm (no rank holds the averaged gradient after the warm-up).
-// f16's loss scaling: an optimizer that can skip an overflowed step on the device, once every
-// gradient is checked (the scaler's own flags are checked with the run's).
+// f16's loss scaling: a step skipped once every gradient is checked (the scaler's own flags are
+// checked with the run's; LARS, LAMB and the 1-bit optimizers have the flag read on the host).
 void validate_loss_scaling(const OptimizerChoice& o, const train::RunFlags& run, bool cuda_graphs) {
-  train::validate_f16_optimizer(run, o.kind);
   COURSE_CHECK(o.overflow_drill >= 0, "--overflow-drill must not be negative");
   COURSE_CHECK(o.overflow_drill == 0 || train::loss_scaled(run),
                "--overflow-drill drills f16's loss scaler: add --amp --amp-dtype f16");
@@ -126,6 +122,9 @@ void validate_onebit_extras(const OptimizerChoice& o) {
   // Their ranges: the optimizer's own check (onebit_lamb.cc).
 }
 
+// The optimizer's own flags, and what the 1-bit optimizers need: plain data parallelism (they
+// average their momentum over its ranks in place of the gradients) and no clipping by global
+// norm (no rank holds the averaged gradient after the warm-up).
 void validate_optimizer(const OptimizerChoice& o, const train::RunFlags& run,
                         const DataParallelChoice& dp, const GridChoice& grid) {
   const char* name = optim::optimizer_name(o.kind);

@@ -175,12 +175,13 @@ namespace {
 
 // --overflow-drill: at its step, the last rank's first gradient row set to inf before the check,
 // so that only that rank finds the overflow.
-void drill_overflow(const LabOptimizer& optimizer, const std::vector<nn::Parameter*>& params) {
+void drill_overflow(LabOptimizer& optimizer, const std::vector<nn::Parameter*>& params) {
   const parallel::Communicator& world = *optimizer.world;
-  if (optimizer.optimizer->steps() + 1 != optimizer.overflow_drill ||
+  if (optimizer.drilled || optimizer.optimizer->steps() + 1 != optimizer.overflow_drill ||
       world.rank() != world.size() - 1) {
     return;
   }
+  optimizer.drilled = true;
   for (nn::Parameter* p : params) {
     if (!p->grad.defined() || p->grad.numel() == 0) continue;
     Tensor row = p->grad.slice(0, 1);

@@ -58,6 +58,7 @@ struct LabOptimizer {
   std::unique_ptr<course::optim::LossScaler> scaler;
   std::shared_ptr<course::parallel::Communicator> world;
   int64_t overflow_drill = 0;
+  bool drilled = false;  // the drill's inf was put in (a 1-bit step it skipped is not counted)
 };
 LabOptimizer make_lab_optimizer(const OptimizerChoice& choice, const course::train::RunFlags& run,
                                 course::parallel::TrainingParallelism& parallelism,

@@ -35,7 +35,7 @@ void trust_ratios_of(UpdateTable& table, const std::vector<size_t>& indices,
 
 constexpr const char* kNoSkip =
     "LARS and LAMB cannot skip an overflowed step on the device (their trust ratio moves the "
-    "weights after the fused update): use f16 loss scaling with sgd, adamw or lion";
+    "weights after the fused update): step(skip_if) reads the flag on the host for them";
 
 Device device_of(const std::vector<std::pair<std::string, nn::Parameter*>>& params) {
   return params.empty() ? Device::cpu() : params.front().second->value.device();

@@ -27,6 +27,7 @@ class Lars : public Optimizer {
  public:
   Lars(std::vector<std::pair<std::string, nn::Parameter*>> params, const LarsOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+  bool skips_on_device() const override { return false; }  // the trust ratio moves the weights
   void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
                     UpdateTable& table) override;
 
@@ -49,6 +50,7 @@ class Lamb : public Optimizer {
  public:
   Lamb(std::vector<std::pair<std::string, nn::Parameter*>> params, const LambOptions& options);
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
+  bool skips_on_device() const override { return false; }  // the trust ratio moves the weights
   void apply_update(const Tensor& skip_if, const std::vector<size_t>& indices,
                     UpdateTable& table) override;
   // (P,) on the device: each parameter's trust ratio of the last step (1-bit LAMB freezes them).

@@ -35,8 +35,16 @@ void Optimizer::update_group(size_t group, const Tensor& skip_if) {
 void Optimizer::step(const Tensor& skip_if) {
   const bool recorded = capturing();  // the replay's caller prepares and counts (step_graph.h)
   if (!recorded) prepare_step();
-  update(skip_if);
-  if (!recorded) count_step();
+  bool taken = true;
+  if (!skip_if.defined() || skips_on_device()) {
+    update(skip_if);
+  } else {
+    COURSE_CHECK(!recorded, "this optimizer reads the overflow flag on the host to skip a step: ",
+                 "a captured graph cannot");
+    taken = skip_if.to_vector<float>()[0] == 0;  // the host waits for the flag
+    if (taken) update();
+  }
+  if (!recorded && (taken || counts_skipped_steps())) count_step();
 }
 
 void Optimizer::prepare_step() {

@@ -9,8 +9,13 @@
 //
 // step(skip_if) takes the loss scaler's found-inf flag (a (1,) f32 on the device): the fused
 // update then skips itself on the device after an overflow, and the host never reads the flag.
+// An optimizer whose update cannot skip itself there (!skips_on_device(): LARS's and LAMB's trust
+// ratios move the weights after the fused update, the 1-bit optimizers' momentum travels between
+// the ranks) has the flag read on the host instead, once per step, and its update left out after
+// an overflow, as DeepSpeed's fp16 optimizer wrapper does (not inside a captured graph).
 // count_step() counts attempted steps (the schedule moves on after a skipped one, as PyTorch's
-// LR scheduler does); AdamW's bias correction counts them too.
+// LR scheduler does); AdamW's bias correction counts them too. The 1-bit optimizers count only
+// the steps they take (!counts_skipped_steps(), DeepSpeed's clock for their freeze).
 //
 // The optimizer in backward (optimizer_in_backward.h) updates the parameters in groups, each as
 // soon as its gradients are final: set_update_groups(), then per step prepare_step(),
@@ -53,6 +58,12 @@ class Optimizer {
   // Whether this rank's state differs from the other ranks' (1-bit's error feedback): each rank
   // then checkpoints its own file.
   virtual bool keeps_rank_state() const { return false; }
+  // Whether update(skip_if) skips itself on the device (step() reads the flag on the host for
+  // those that cannot).
+  virtual bool skips_on_device() const { return true; }
+  // Whether a step skipped after an overflow still counts (the schedule moves on, as PyTorch's);
+  // only a step skipped on the host can go uncounted.
+  virtual bool counts_skipped_steps() const { return true; }
   void set_steps(int64_t steps) { steps_ = steps; }
 
  protected:

@@ -39,13 +39,14 @@ LoopConfig ClassifierRun::loop_config(int64_t channels) {
 
 Tensor ClassifierRun::loss_scale() { return scaler ? scaler->scale_tensor(device) : Tensor(); }
 
-void ClassifierRun::clip_and_step() {
+void ClassifierRun::clip_and_step(parallel::Communicator* agree_over) {
   clipping.apply_to_whole(params, loss_scale());
   if (!scaler) {
     optimizer->step();
     return;
   }
   scaler->unscale_and_check(params);
+  if (agree_over) agree_over->allreduce(scaler->found_inf_slot(), parallel::ReduceOp::kMax)->wait();
   optimizer->step(scaler->found_inf());
   scaler->update();
 }

@@ -15,6 +15,7 @@
 #include "common/optim/gradient_clipping.h"
 #include "common/optim/loss_scaler.h"
 #include "common/optim/make_optimizer.h"
+#include "common/parallel/comm/communicator.h"
 #include "common/train/lab_flags.h"
 #include "common/train/training_loop.h"
 
@@ -38,11 +39,12 @@ struct ClassifierRun {
   // What the loss gradient is multiplied by: the scaler's scale on the device with f16 (a (1,)
   // f32), else none.
   Tensor loss_scale();
-  // The update once every rank holds the whole averaged gradient: the clip of --clip-grad-norm
-  // (measured unscaled), then the optimizer's step; with f16, the gradients unscaled first, the
-  // step skipped on the device after an overflow (on every rank alike: their gradients are the
-  // same) and the scale updated.
-  void clip_and_step();
+  // The update after backward: the clip of --clip-grad-norm (measured unscaled), then the
+  // optimizer's step; with f16, the gradients unscaled first, the step skipped after an overflow
+  // and the scale updated. Ranks whose gradients are averaged skip alike; those whose gradients
+  // stay their own (a 1-bit optimizer after its freeze) pass `agree_over`, over which the
+  // overflow flag is all-reduced (max) before any of them steps.
+  void clip_and_step(parallel::Communicator* agree_over = nullptr);
 
   const TrainingFlags& flags;
   Device device;

@@ -43,15 +43,6 @@ void validate_loss_scale_flags(const RunFlags& flags) {
                given.initial_scale_power);
 }
 
-void validate_f16_optimizer(const RunFlags& flags, optim::OptimizerKind kind) {
-  COURSE_CHECK(!loss_scaled(flags) || optim::updates_elementwise(kind),
-               "--amp-dtype f16 skips the steps whose gradients overflowed, on the device; "
-               "--optimizer ",
-               optim::optimizer_name(kind),
-               " cannot (its trust ratios or its compressed momentum move the weights first): "
-               "use sgd, adamw or lion, or bf16");
-}
-
 std::unique_ptr<optim::LossScaler> make_loss_scaler(const RunFlags& flags) {
   if (!loss_scaled(flags)) return nullptr;
   optim::LossScalerOptions options = flags.loss_scale.scaler;

@@ -33,11 +33,6 @@ bool loss_scaled(const RunFlags& flags);
 // is made); throws Error.
 void validate_loss_scale_flags(const RunFlags& flags);
 
-// With f16, an optimizer whose skipped step moves nothing: one that updates each element alone
-// (SGD, AdamW, Lion); LARS's and LAMB's trust ratios and the 1-bit optimizers' compressed
-// momentum act on whole tensors first. Throws Error.
-void validate_f16_optimizer(const RunFlags& flags, optim::OptimizerKind kind);
-
 // The run's scaler: one with f16, none otherwise.
 std::unique_ptr<optim::LossScaler> make_loss_scaler(const RunFlags& flags);
 

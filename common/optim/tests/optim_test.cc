@@ -17,6 +17,7 @@
 #include "common/optim/optimizer.h"
 #include "common/optim/schedule.h"
 #include "common/tensor/graph.h"
+#include "common/tensor/host_waits.h"
 #include "common/testing/devices.h"
 #include "common/testing/errors_and_files.h"
 #include "common/testing/random_tensor.h"
@@ -367,6 +368,68 @@ TEST(UpdateGroups, RefuseAParameterLeftOutOrNamedTwice) {
             }).find("once"),
             std::string::npos);
 }
+
+// Every optimizer skips an overflowed step(found_inf): SGD, AdamW and Lion on the device, with no
+// host wait; LARS and LAMB, whose trust ratios move the weights after the fused update, by one
+// read of the flag on the host. The skipped step leaves the weights and the state as they were
+// (and still counts, so the schedule moves on); the steps around it are those of a twin never
+// given the flag, bit for bit. Uneven sizes, signed gradients; the overflow at the third step.
+class SkippedStepTest : public testing::DeviceTest {};
+
+TEST_P(SkippedStepTest, LeavesWeightsAndStateAsTheyWere) {
+  for (const auto& [name, kind] : optimizer_choices(false)) {
+    const OptimizerFlags flags{.kind = kind, .lr = 0.01f, .momentum = 0.9f, .weight_decay = 0.01f};
+    std::vector<std::unique_ptr<nn::Parameter>> params, twins;
+    ParamList list, twin_list;
+    for (int64_t size : {37, 5}) {
+      const Tensor start = testing::random_tensor({size}, DType::kF32, device(), size).tensor;
+      params.push_back(std::make_unique<nn::Parameter>(start.clone()));
+      twins.push_back(std::make_unique<nn::Parameter>(start.clone()));
+      list.emplace_back("p" + std::to_string(size), params.back().get());
+      twin_list.emplace_back("p" + std::to_string(size), twins.back().get());
+    }
+    const auto optimizer = make_optimizer(flags, list), twin = make_optimizer(flags, twin_list);
+    Tensor found_inf = zeros({1}, DType::kF32, device());
+    const auto snapshot = [&] {
+      std::vector<std::vector<float>> all;
+      for (const auto& [n, p] : list) all.push_back(p->value.to_vector<float>());
+      for (auto& [n, t] : optimizer->state_tensors()) all.push_back(t->to_vector<float>());
+      return all;
+    };
+    for (int step = 0; step < 4; ++step) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        const Tensor grad =
+            testing::random_tensor(params[i]->value.shape(), DType::kF32, device(), 90 + step)
+                .tensor;
+        copy_(params[i]->grad, grad);
+        copy_(twins[i]->grad, grad);
+      }
+      const bool overflow = step == 2;
+      fill_(found_inf, overflow ? 1.0 : 0.0);
+      const std::vector<std::vector<float>> before = snapshot();
+      const HostWaits waits_before = host_waits();
+      optimizer->step(found_inf);
+      const HostWaits waits = host_waits() - waits_before;
+      const bool host_reads = device().is_accelerator() && !optimizer->skips_on_device();
+      EXPECT_EQ(waits, (HostWaits{.reads = host_reads ? 1 : 0})) << name << ": " << waits.str();
+      if (overflow) {
+        EXPECT_EQ(snapshot(), before) << name << ": the skipped step moved something";
+        twin->prepare_step();
+        twin->count_step();
+      } else {
+        twin->step();
+      }
+      for (size_t i = 0; i < params.size(); ++i) {
+        EXPECT_EQ(params[i]->value.to_vector<float>(), twins[i]->value.to_vector<float>())
+            << name << " after step " << step;
+      }
+    }
+    EXPECT_EQ(optimizer->steps(), 4) << name;
+    EXPECT_EQ(optimizer->skips_on_device(), updates_elementwise(kind)) << name;
+  }
+}
+
+COURSE_INSTANTIATE_DEVICE_TESTS(SkippedStepTest);
 
 }  // namespace
 }  // namespace course::optim

@@ -61,7 +61,7 @@ void OneBitLamb::apply_update(const Tensor& skip_if, const std::vector<size_t>& 
                "they do not run in the backward pass");
   COURSE_CHECK(!skip_if.defined(),
                "1-bit LAMB cannot skip an overflowed step on the device (its coefficients move "
-               "the weights after the fused update): train in bf16 or f32");
+               "the weights after the fused update): step(skip_if) reads the flag on the host");
   if (compressed()) {
     compressed_update();
   } else {

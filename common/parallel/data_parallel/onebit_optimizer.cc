@@ -119,8 +119,8 @@ void OneBitAdam::apply_update(const Tensor& skip_if, const std::vector<size_t>& 
     return;
   }
   COURSE_CHECK(!skip_if.defined(),
-               "1-bit optimizers cannot skip an overflowed step (their momentum has travelled "
-               "by then): train in bf16 or f32");
+               "1-bit optimizers cannot skip an overflowed step on the device after the freeze "
+               "(their momentum has travelled by then): step(skip_if) reads the flag on the host");
   compressed_update();
 }
 

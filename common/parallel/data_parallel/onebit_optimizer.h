@@ -52,6 +52,12 @@ class OneBitOptimizer : public optim::Optimizer {
  public:
   std::vector<std::pair<std::string, Tensor*>> state_tensors() override;
   bool keeps_rank_state() const override { return ranks_ > 1; }
+  // f16's overflowed steps are skipped on the host and not counted, as DeepSpeed's: the freeze
+  // comes after freeze_step steps taken (a warm-up of skipped steps froze a variance never
+  // updated), and the schedule waits too. After the freeze the momentum travels compressed
+  // before the update, which could not skip on the device.
+  bool skips_on_device() const override { return false; }
+  bool counts_skipped_steps() const override { return false; }
   // From the step that counts freeze_step on: the gradients stay local, the momentum travels.
   bool compressed() const { return steps_ >= options_.freeze_step; }
   const CompressedAllreduce& allreduce() const { return allreduce_; }
