@@ -2,8 +2,8 @@
 # Day 4's lab on the image models (the solutions' lab), on the embedded Fashion-MNIST: CoAtNet in
 # both memory formats, and its step replayed as a graph; ViT on 2 ranks, DDP and ZeRO-3 ending with the same test loss and accuracy
 # after a checkpoint and a resume, and so do its pipeline stages and tensor-parallel ranks against
-# one process; the memory estimate against the measured peak; the language models' flags refused
-# with one message. Runs that test do it on the first 500 test images.
+# one process; f16 with the loss scaler against f32; the memory estimate against the measured
+# peak; the language models' flags refused with one message. Runs that test do it on the first 500 test images.
 set -uo pipefail
 source "$1"  # expect
 source "$2"  # expect_estimate_near_peak
@@ -66,6 +66,24 @@ expect_same_ending "vit-micro with checkpointed blocks as with kept activations"
 sliced_images=$(image_resumed vit-sliced "${mpirun[@]}" -- --tensor-parallel 2 --accumulate 2)
 expect_same_ending "vit-micro over 2 tensor-parallel ranks resumed as one process" \
   "$accumulated_images" "$sliced_images" "$TEST_TMPDIR/vit-sliced.rank1-of-2.ckpt"
+# f16 with the loss scaler on the image models: ViT on one process, over 2 tensor-parallel ranks
+# and under ZeRO-3 ends within 0.005 of f32's test loss, and the drill's inf on the last rank
+# alone is skipped by every rank; so it is on 2 DDP ranks of CoAtNet's channels-last convolutions.
+test_loss() { grep -m1 -oE "test loss [0-9.]+" <<<"$1" | grep -oE "[0-9.]+$"; }
+for mode in "" "--tensor-parallel 2" "--sharding zero3"; do
+  launcher=("${mpirun[@]}")
+  [[ -z $mode ]] && launcher=()
+  # shellcheck disable=SC2086
+  f32=$(image_ending "${launcher[@]}" -- $mode)
+  # shellcheck disable=SC2086
+  f16=$(image_ending "${launcher[@]}" -- $mode --amp --amp-dtype f16)
+  expect_near "$(test_loss "$f32")" "$(test_loss "$f16")" 0.005 "vit-micro f16, ${mode:-one process}"
+  # shellcheck disable=SC2086
+  expect 0 "loss scale 32768, 1 step(s) skipped" "${launcher[@]}" "$lab" "${images[@]}" \
+    --model vit-micro --steps-per-epoch 3 $mode --amp --amp-dtype f16 --overflow-drill 2
+done
+expect 0 "loss scale 32768, 1 step(s) skipped" "${mpirun[@]}" "$lab" "${images[@]}" \
+  --model coatnet-micro --steps-per-epoch 3 --channels-last --amp --amp-dtype f16 --overflow-drill 2
 expect 0 "every layer cut over 2 tensor-parallel ranks x 2-stage pipeline" \
   "${mpirun[@]:0:7}" -np 4 "$lab" "${images[@]}" --model vit-micro --tensor-parallel 2 \
   --pipeline-stages 2 --micro-batches 2 --test --test-nsteps 2

@@ -377,6 +377,20 @@ multi_compared "day 4: 1-bit LAMB, compressed after 2 steps" "$ranks" cpu 0.05 "
   "${gpt_epoch[@]}" --optimizer onebit-lamb --freeze-step 2
 multi_compared "day 4: ZeRO-3, f16 parameters and loss scaler" "$ranks" 1 0.05 "$day4" \
   "${gpt_ranks[@]}" --amp --amp-dtype f16 -- --sharding zero3 --param-dtype f16
+# The course's V100s train day 4 in f16 with the loss scaler (what --amp takes before sm_80):
+# tensor parallelism and the 1F1B pipeline against one process, and the overflow drill, whose
+# inf in the last rank's gradients alone every rank must skip (rank 0 reports it).
+multi_compared "day 4: V100 f16, tensor parallelism" "$even" 2 0.05 "$day4" \
+  "${gpt_ranks[@]}" --accumulate 2 --amp --amp-dtype f16 -- --tensor-parallel 2
+multi_compared "day 4: V100 f16, 1f1b pipeline" "$even" 2 0.05 "$day4" \
+  "${gpt_ranks[@]}" --amp --amp-dtype f16 -- --pipeline-stages 2 --micro-batches 4
+drill_ranks=$((even >= 2 ? even : 2))
+# shellcheck disable=SC2016  # the inner shell expands them
+record "day 4: V100 f16, one rank's overflow" "$device x$drill_ranks" bash -c \
+  'out=$("$@" 2>&1); s=$?; echo "$out"; ((s == 0)) &&
+   grep -q "^loss scale 32768, 1 step(s) skipped" <<<"$out"' _ "${mpirun_cmd[@]}" \
+  -np "$drill_ranks" "$day4" "${gpt_ranks[@]}" --amp --amp-dtype f16 --overflow-drill 3 \
+  --tensor-parallel 2
 for schedule in gpipe 1f1b zb-h1; do
   multi_compared "day 4: $schedule pipeline, 2 stages" "$even" 2 0.02 "$day4" "${gpt_ranks[@]}" \
     -- --pipeline-stages 2 --micro-batches 4 --schedule "$schedule"
