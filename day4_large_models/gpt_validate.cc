@@ -98,9 +98,13 @@ void validate_loss_scaling(const OptimizerChoice& o, const train::RunFlags& run,
   COURSE_CHECK(!o.in_backward,
                "--amp-dtype f16 skips a step once every gradient is checked; "
                "--optimizer-in-backward updates each group before the others exist: use bf16");
-  COURSE_CHECK(!cuda_graphs,
-               "--amp-dtype f16's loss scaler is not captured with --cuda-graphs "
-               "yet: use bf16, or run eagerly");
+  COURSE_CHECK(!cuda_graphs || optim::updates_elementwise(o.kind),
+               "--cuda-graphs replays f16's skip on the device; --optimizer ",
+               optim::optimizer_name(o.kind),
+               " reads the overflow flag on the host (its trust ratios): run it eagerly");
+  COURSE_CHECK(!cuda_graphs || o.overflow_drill == 0,
+               "--overflow-drill picks its step on the host, which a replayed graph skips: run "
+               "the drill eagerly");
 }
 
 // --exp-avg-mask and --exercise-onebit are the 1-bit optimizers', the coefficient flags 1-bit

@@ -73,20 +73,29 @@ echo "ok: --batch-size 2 --accumulate 4 trains as --batch-size 8 ($whole)"
 # and at TODO TP4.6 in --pipeline-exercises.
 # --cuda-graphs: the step captured after the first and replayed (a recorded task graph on the CPU
 # and the simulated accelerator) ends as the eager steps do, the sample too; with accumulated
-# micro-batches and bf16 as well.
+# micro-batches and bf16 as well, and f16 from 2^24 (its skips and the scale's back-off replayed).
+# graph_ending < OUTPUT: what an eager and a replayed run must share: the epoch's and the sample's
+# lines with the one after each, and f16's loss scale and skipped steps.
+graph_ending() {
+  local out
+  out=$(cat)
+  grep -A1 -E "^(epoch|sample)" <<<"$out"
+  grep "^loss scale" <<<"$out"
+}
 for device in cpu sim; do
   on_device=()
   for word in "${small[@]}" --steps-per-epoch 4 --sample-tokens 12; do
     [[ $word == cpu ]] && word=$device  # --device cpu's value
     on_device+=("$word")
   done
-  for flags in "" "--accumulate 2 --amp --amp-dtype bf16"; do
+  for flags in "" "--accumulate 2 --amp --amp-dtype bf16" \
+    "--amp --amp-dtype f16 --initial-scale-power 24"; do
     # shellcheck disable=SC2086
-    eager=$("$lab" "${on_device[@]}" $flags 2>&1 | grep -A1 -E "^(epoch|sample)")
+    eager=$("$lab" "${on_device[@]}" $flags 2>&1 | graph_ending)
     # shellcheck disable=SC2086
     graphed=$("$lab" "${on_device[@]}" $flags --cuda-graphs 2>&1)
     if ! grep -q "^graph replay" <<<"$graphed" ||
-      [[ -z $eager || $(grep -A1 -E "^(epoch|sample)" <<<"$graphed") != "$eager" ]]; then
+      [[ -z $eager || $(graph_ending <<<"$graphed") != "$eager" ]]; then
       echo "FAILED: --cuda-graphs on $device ($flags) ends otherwise than the eager steps:"
       echo "eager: $eager"
       echo "$graphed"
@@ -408,7 +417,8 @@ for optimizer in onebit-adam onebit-lamb; do
   echo "ok: $optimizer resumed after its warm-up, a file per rank, ends as uninterrupted: $(head -1 <<<"$resumed")"
 done
 # --cuda-graphs on 2 ranks of the simulated accelerator: the collectives of DDP, ZeRO-3, FSDP's
-# SHARD_GRAD_OP and sequence-parallel tensor parallelism are captured with the step (tasks of the
+# SHARD_GRAD_OP and sequence-parallel tensor parallelism (and f16's agreed overflow flag under
+# ZeRO-3) are captured with the step (tasks of the
 # recorded graph, posted and waited for at their place in every replay) and the run ends as the
 # eager steps do; the simulated device refuses, as CUDA's capture does, any synchronisation,
 # event query or allocation outside the graph's pool that the captured step would make.
@@ -418,13 +428,14 @@ for word in "${ranks[@]}"; do
   sim_ranks+=("$word")
 done
 for flags in "--sharding none" "--sharding zero3" "--sharding shard-grad-op" \
-  "--tensor-parallel 2 --sequence-parallel"; do
+  "--tensor-parallel 2 --sequence-parallel" \
+  "--sharding zero3 --amp --amp-dtype f16 --initial-scale-power 24"; do
   # shellcheck disable=SC2086
-  eager=$("${mpirun[@]}" "$lab" "${sim_ranks[@]}" $flags 2>&1 | grep -A1 -E "^(epoch|sample)")
+  eager=$("${mpirun[@]}" "$lab" "${sim_ranks[@]}" $flags 2>&1 | graph_ending)
   # shellcheck disable=SC2086
   graphed=$("${mpirun[@]}" "$lab" "${sim_ranks[@]}" $flags --cuda-graphs 2>&1)
   if ! grep -q "^graph replay" <<<"$graphed" ||
-    [[ -z $eager || $(grep -A1 -E "^(epoch|sample)" <<<"$graphed") != "$eager" ]]; then
+    [[ -z $eager || $(graph_ending <<<"$graphed") != "$eager" ]]; then
     echo "FAILED: --cuda-graphs on 2 ranks ($flags) ends otherwise than the eager steps:"
     echo "eager: $eager"
     echo "$graphed"
