@@ -100,8 +100,11 @@ train::LoopHooks training_hooks(parallel::TrainingParallelism& parallelism, LabO
         next_token_batch(windows.train.batch((*next_batch)++ % windows.train.batches()), device);
     return step->run(batch, phases);
   };
-  hooks.validate = [&parallelism, &windows, device, &run] {
-    return validate_text(parallelism.whole_model(), windows.val, device, run);
+  hooks.validate = [&parallelism, &windows, device, &run, step] {
+    const train::EvalTally tally =
+        validate_text(parallelism.whole_model(), windows.val, device, run);
+    step->recapture_after_outside_use();
+    return tally;
   };
   hooks.profiled = [](int64_t step) { return step >= 2 && step < 14; };
   return hooks;

@@ -121,11 +121,14 @@ train::LoopHooks image_hooks(const train::TrainingFlags& flags, bool cuda_graphs
     const Batch batch = train::in_training_layout(images.batches.next(), flags);
     return step->run({batch.images, batch.labels}, phases);
   };
-  hooks.validate = [&flags, &data, &images, &parallelism, &comm] {
-    return train::evaluate(parallelism.whole_model(), data.val, data.val_transform, flags,
-                           comm.rank(), comm.size(), [&](const Batch& host) {
-                             return train::in_training_layout(images.batches.place(host), flags);
-                           });
+  hooks.validate = [&flags, &data, &images, &parallelism, &comm, step] {
+    const train::EvalTally tally =
+        train::evaluate(parallelism.whole_model(), data.val, data.val_transform, flags, comm.rank(),
+                        comm.size(), [&](const Batch& host) {
+                          return train::in_training_layout(images.batches.place(host), flags);
+                        });
+    step->recapture_after_outside_use();
+    return tally;
   };
   return hooks;
 }

@@ -418,16 +418,17 @@ for optimizer in onebit-adam onebit-lamb; do
 done
 # --cuda-graphs on 2 ranks of the simulated accelerator: the collectives of DDP, ZeRO-3, FSDP's
 # SHARD_GRAD_OP and sequence-parallel tensor parallelism (and f16's agreed overflow flag under
-# ZeRO-3) are captured with the step (tasks of the
-# recorded graph, posted and waited for at their place in every replay) and the run ends as the
-# eager steps do; the simulated device refuses, as CUDA's capture does, any synchronisation,
-# event query or allocation outside the graph's pool that the captured step would make.
+# ZeRO-3) are captured with the step (tasks of the recorded graph, posted and waited for at their
+# place in every replay) and the run ends as the eager steps do, across an epoch's validation too
+# (after which the step is captured anew); the simulated device refuses, as CUDA's capture does,
+# any synchronisation, event query or allocation outside the graph's pool that the captured step
+# would make.
 sim_ranks=()
 for word in "${ranks[@]}"; do
   [[ $word == cpu ]] && word=sim  # --device cpu's value
   sim_ranks+=("$word")
 done
-for flags in "--sharding none" "--sharding zero3" "--sharding shard-grad-op" \
+for flags in "--sharding none" "--sharding zero3 --epochs 2" "--sharding shard-grad-op --epochs 2" \
   "--tensor-parallel 2 --sequence-parallel" \
   "--sharding zero3 --amp --amp-dtype f16 --initial-scale-power 24"; do
   # shellcheck disable=SC2086

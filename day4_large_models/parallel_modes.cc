@@ -202,11 +202,21 @@ LabStep::LabStep(LabOptimizer& optimizer, optim::GradientClipping& clipping,
   if (cuda_graphs) train::note_graph_stand_in(device);
 }
 
+train::StepGraph::Step LabStep::graphed_step() {
+  return [this](const Tensor& inputs, const Tensor& targets) {
+    return passes_and_update({inputs, targets}, [](Phase) {});
+  };
+}
+
 std::optional<train::StepGraph> LabStep::captured_step(Device device) {
-  return std::optional<train::StepGraph>(
-      std::in_place, device, [this](const Tensor& inputs, const Tensor& targets) {
-        return passes_and_update({inputs, targets}, [](Phase) {});
-      });
+  return std::optional<train::StepGraph>(std::in_place, device, graphed_step());
+}
+
+void LabStep::recapture_after_outside_use() {
+  if (!graph_) return;
+  graph_.reset();
+  graph_.emplace(device_, graphed_step());
+  eager_step_done_ = false;
 }
 
 Tensor LabStep::run(const NextTokenBatch& batch, train::StepPhases& phases) {

@@ -80,6 +80,11 @@ class LabStep {
 
   // `batch`'s inputs and targets (an image model's images and labels).
   course::Tensor run(const course::NextTokenBatch& batch, course::train::StepPhases& phases);
+  // The model ran outside the step (validation): with --cuda-graphs the next step runs eagerly and
+  // captures the graph anew, since that work moved state the captured step had taken as fixed
+  // (ZeRO-3's and SHARD_GRAD_OP's replays drifted from the eager steps after an epoch's
+  // validation).
+  void recapture_after_outside_use();
 
  private:
   course::Tensor passes_and_update(const course::NextTokenBatch& batch,
@@ -89,6 +94,7 @@ class LabStep {
   course::Tensor unscale_and_agree();
   // Made in the member initialisers (GCC 12's -Wmaybe-uninitialized otherwise, day 1's note).
   std::optional<course::train::StepGraph> captured_step(course::Device device);
+  course::train::StepGraph::Step graphed_step();  // the passes and the update, as captured
 
   LabOptimizer& optimizer_;
   course::optim::GradientClipping& clipping_;
