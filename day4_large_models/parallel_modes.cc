@@ -254,12 +254,9 @@ Tensor LabStep::passes_and_update(const NextTokenBatch& batch,
 
 Tensor LabStep::unscale_and_agree() {
   if (!optimizer_.scaler) return Tensor();
-  optim::LossScaler& scaler = *optimizer_.scaler;
   const std::vector<nn::Parameter*> params = parallel::optimized_parameters(parallelism_);
   drill_overflow(optimizer_, params);
-  scaler.unscale_and_check(params);
-  optimizer_.world->allreduce(scaler.found_inf_slot(), parallel::ReduceOp::kMax)->wait();
-  return scaler.found_inf();
+  return train::unscale_and_agree(*optimizer_.scaler, params, optimizer_.world.get());
 }
 
 std::function<train::NamedTensors()> checkpoint_rank_state(

@@ -27,6 +27,8 @@ struct LossScalerOptions {
   int64_t growth_interval = 2000;
   int64_t hysteresis = 1;  // overflows before the scale backs off (1: at each, as PyTorch)
   float min_scale = 0.0f;  // the backed-off scale's floor
+
+  bool operator==(const LossScalerOptions&) const = default;
 };
 
 class LossScaler {

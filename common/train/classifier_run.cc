@@ -45,9 +45,7 @@ void ClassifierRun::clip_and_step(parallel::Communicator* agree_over) {
     optimizer->step();
     return;
   }
-  scaler->unscale_and_check(params);
-  if (agree_over) agree_over->allreduce(scaler->found_inf_slot(), parallel::ReduceOp::kMax)->wait();
-  optimizer->step(scaler->found_inf());
+  optimizer->step(unscale_and_agree(*scaler, params, agree_over));
   scaler->update();
 }
 

@@ -30,17 +30,20 @@ bool loss_scaled(const RunFlags& flags) { return flags.amp && flags.amp_dtype ==
 
 void validate_loss_scale_flags(const RunFlags& flags) {
   const LossScaleFlags& given = flags.loss_scale;
-  const LossScaleFlags defaults;
-  const bool tuned = given.initial_scale_power != defaults.initial_scale_power ||
-                     given.scaler.growth_interval != defaults.scaler.growth_interval ||
-                     given.scaler.hysteresis != defaults.scaler.hysteresis ||
-                     given.scaler.min_scale != defaults.scaler.min_scale;
-  COURSE_CHECK(!tuned || loss_scaled(flags),
+  COURSE_CHECK(given == LossScaleFlags{} || loss_scaled(flags),
                "--initial-scale-power, --loss-scale-window, --hysteresis and --min-loss-scale "
                "set f16's loss scaler: add --amp --amp-dtype f16");
   COURSE_CHECK(given.initial_scale_power >= -126 && given.initial_scale_power <= 127,
                "--initial-scale-power must be from -126 to 127 (a finite f32 scale), got ",
                given.initial_scale_power);
+}
+
+const Tensor& unscale_and_agree(optim::LossScaler& scaler,
+                                const std::vector<nn::Parameter*>& params,
+                                parallel::Communicator* ranks) {
+  scaler.unscale_and_check(params);
+  if (ranks) ranks->allreduce(scaler.found_inf_slot(), parallel::ReduceOp::kMax)->wait();
+  return scaler.found_inf();
 }
 
 std::unique_ptr<optim::LossScaler> make_loss_scaler(const RunFlags& flags) {

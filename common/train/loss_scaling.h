@@ -6,9 +6,11 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "common/optim/loss_scaler.h"
 #include "common/optim/make_optimizer.h"
+#include "common/parallel/comm/communicator.h"
 
 namespace CLI {
 class App;
@@ -22,6 +24,8 @@ struct RunFlags;
 struct LossScaleFlags {
   int initial_scale_power = 16;
   optim::LossScalerOptions scaler;  // its initial_scale is set from initial_scale_power
+
+  bool operator==(const LossScaleFlags&) const = default;
 };
 
 void add_loss_scale_flags(CLI::App& app, LossScaleFlags& flags);
@@ -32,6 +36,14 @@ bool loss_scaled(const RunFlags& flags);
 // The scaler's flags only with f16, and a finite first scale (the scaler checks the rest when it
 // is made); throws Error.
 void validate_loss_scale_flags(const RunFlags& flags);
+
+// The step's skip flag: the gradients divided by the scale and checked for inf and NaN, then,
+// where the ranks hold different gradients (shards, slices, stages, a 1-bit optimizer's local
+// ones), the flag all-reduced (max) over `ranks` so that every rank skips alike (none: the
+// gradients are the same on every rank, or there is one).
+const Tensor& unscale_and_agree(optim::LossScaler& scaler,
+                                const std::vector<nn::Parameter*>& params,
+                                parallel::Communicator* ranks);
 
 // The run's scaler: one with f16, none otherwise.
 std::unique_ptr<optim::LossScaler> make_loss_scaler(const RunFlags& flags);

@@ -50,7 +50,7 @@ void print_gpus() {
   for (int i = 0; i < course::cuda_device_count(); ++i) {
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, i));
-    const int capability = 10 * prop.major + prop.minor;
+    const int capability = course::compute_capability(course::Device::cuda(i));
     print_row(("GPU " + std::to_string(i)).c_str(),
               std::string(prop.name) + ", sm_" + std::to_string(capability) + ", " +
                   course::format_bytes(prop.totalGlobalMem) +

@@ -111,16 +111,16 @@ void OneBitAdam::apply_update(const Tensor& skip_if, const std::vector<size_t>& 
   COURSE_CHECK(indices.size() == params_.size(),
                "1-bit optimizers update every parameter at once (their momentum travels whole): "
                "they do not run in the backward pass");
+  COURSE_CHECK(!skip_if.defined(),
+               "1-bit optimizers do not skip an overflowed step on the device (their momentum "
+               "travels before the update): step(skip_if) reads the flag on the host");
   if (!compressed()) {
     warmup_->set_lr(lr_);
     warmup_->set_steps(steps_);
     warmup_->prepare_step();
-    warmup_->update(skip_if);
+    warmup_->update();
     return;
   }
-  COURSE_CHECK(!skip_if.defined(),
-               "1-bit optimizers cannot skip an overflowed step on the device after the freeze "
-               "(their momentum has travelled by then): step(skip_if) reads the flag on the host");
   compressed_update();
 }
 
