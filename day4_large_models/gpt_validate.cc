@@ -68,9 +68,6 @@ void validate_data_parallel(const DataParallelChoice& dp, const train::RunFlags&
   COURSE_CHECK(!dp.cpu_offload || dp.library.has_value(),
                "--cpu-offload moves the shards of a sharded mode to host memory; choose "
                "--sharding zero1, zero2, zero3, shard-grad-op, hybrid-shard or no-shard");
-  COURSE_CHECK(!train::loss_scaled(run) || !dp.cpu_offload,
-               "--amp-dtype f16 with --cpu-offload: the host's step would wait for the device's "
-               "overflow flag; offload in bf16 or f32");
   if (dp.param_dtype != DType::kF32) {
     const std::string_view name = dtype_name(dp.param_dtype);
     COURSE_CHECK(dp.library.has_value(), "--param-dtype ", name,

@@ -295,8 +295,6 @@ expect 1 "error: --param-dtype bf16 computes in bf16: add --amp --amp-dtype bf16
   "${mpirun[@]}" "$lab" "${few[@]}" --sharding zero3 --param-dtype bf16
 expect 1 "error: --param-dtype bf16 gathers 16-bit copies of a sharded mode's f32 shards" \
   "$lab" "${few[@]}" --param-dtype bf16 --amp --amp-dtype bf16
-expect 1 "error: --amp-dtype f16 with --cpu-offload" "${mpirun[@]}" "$lab" "${few[@]}" \
-  --sharding zero3 --cpu-offload --amp --amp-dtype f16
 expect 1 "error: --sharding zero2 updates each rank's shard on its own" "${mpirun[@]}" "$lab" \
   "${few[@]}" --sharding zero2 --optimizer lamb
 # A sharded checkpoint (a file per rank) resumes as DDP's whole checkpoint does: one epoch
@@ -320,7 +318,7 @@ for sharding in zero3 zero1; do
 done
 # f16 with dynamic loss scaling in every mode: within 0.005 of the same mode's f32 run (one
 # process, tensor, sequence, context and pipeline parallelism, ZeRO-2, FSDP with f16 gathers,
-# accumulation with clipping); a forced overflow (a first scale of 2^24) skips as computed by
+# ZeRO-Offload, accumulation with clipping); a forced overflow (a first scale of 2^24) skips as computed by
 # hand: 4 steps until 2^20 fits, in every mode; with --hysteresis 2 one more (the first overflow
 # tolerated); with --min-loss-scale 2^22 every step; an overflow on one rank alone skipped by all.
 # The scaler's refusals.
@@ -328,7 +326,8 @@ f16_loss() { "$@" 2>&1 | grep -a -m1 -o -E "^validation loss [0-9]+\.[0-9]{3}" |
 f16_run=("${small[@]}" --steps-per-epoch 4 --epochs 2 --sample-tokens 0)
 for mode in "" "--tensor-parallel 2" "--tensor-parallel 2 --sequence-parallel" \
   "--context-parallel 2" "--pipeline-stages 2" "--sharding zero2" \
-  "--sharding zero3 --param-dtype f16" "--accumulate 2 --clip-grad-norm 0.5"; do
+  "--sharding zero3 --param-dtype f16" "--sharding zero3 --cpu-offload" \
+  "--accumulate 2 --clip-grad-norm 0.5"; do
   launcher=("${mpirun[@]}")
   [[ -z $mode || $mode == --accumulate* ]] && launcher=()
   # shellcheck disable=SC2086
@@ -347,7 +346,7 @@ done
 # --overflow-drill: an inf in the last rank's gradients alone at step 3 is skipped by every rank
 # (rank 0 reports it: the ranks agree on the flag before stepping), that step only.
 for mode in "" "--tensor-parallel 2" "--pipeline-stages 2" "--sharding zero3" \
-  "--context-parallel 2"; do
+  "--context-parallel 2" "--sharding zero3 --cpu-offload"; do
   launcher=("${mpirun[@]}")
   [[ -z $mode ]] && launcher=()
   # shellcheck disable=SC2086
@@ -480,6 +479,20 @@ for sharding in zero1 zero2; do
   expect_estimate_near_peak "$sharding --cpu-offload on one rank" "$lab" "${sim_run[@]}" \
     --sharding "$sharding" --cpu-offload
 done
+# In f16 the offloaded step checks the host's gradients (the scaler's state kept there, its scale
+# copied to the device for each backward): from 2^22 over 8 steps, 3 skipped (the scale ending at
+# 2^19), the run ending as the plain f16 run on the simulated device.
+overflowed=(--amp --amp-dtype f16 --initial-scale-power 22 --epochs 2)
+f16_ending() { "$@" 2>&1 | grep -E "^loss scale|^validation loss|^sample" -A1 | grep -v "^peak memory"; }
+plain_f16=$(f16_ending "$lab" "${sim_run[@]}" "${overflowed[@]}")
+offloaded_f16=$(f16_ending "$lab" "${sim_run[@]}" "${overflowed[@]}" --sharding zero2 --cpu-offload)
+if [[ $plain_f16 != *"loss scale 524288, 3 step(s) skipped"* || $offloaded_f16 != "$plain_f16" ]]; then
+  echo "FAILED: f16 ZeRO-Offload on one rank ends otherwise than the plain f16 run:"
+  echo "plain: $plain_f16"
+  echo "offloaded: $offloaded_f16"
+  exit 1
+fi
+echo "ok: f16 ZeRO-Offload (zero2) on one rank skips 3 steps and ends as the plain f16 run"
 
 expect 1 "error: gpt2 has a vocabulary of 50257 tokens" "$lab" "${few[@]}" --model gpt2
 # GPT-2 itself on random tokens over its vocabulary (--synthetic-tokens: gpu_compare.sh's row

@@ -140,6 +140,26 @@ std::unique_ptr<parallel::TrainingParallelism> make_image_parallelism(
       comm, static_cast<int>(c.run.accumulate), compute_dtype(c.run));
 }
 
+namespace {
+
+// The scaler checks the gradients where the optimizer steps them: on the host under ZeRO-Offload
+// (as DeepSpeed checks its CPU Adam's gradients), so its step never waits for a device flag.
+void keep_scaler_with_gradients(optim::LossScaler& scaler,
+                                parallel::TrainingParallelism& parallelism) {
+  const std::vector<nn::Parameter*> params = parallel::optimized_parameters(parallelism);
+  if (params.empty()) return;
+  const Device home = params.front()->value.device();
+  for (const nn::Parameter* p : params) {
+    COURSE_CHECK(p->value.device() == home,
+                 "f16's loss scaler checks every gradient in one place; "
+                 "this rank steps parameters on ",
+                 home.str(), " and on ", p->value.device().str());
+  }
+  scaler.keep_state_on(home);
+}
+
+}  // namespace
+
 LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags& run,
                                 parallel::TrainingParallelism& parallelism,
                                 std::shared_ptr<parallel::Communicator> comm, int64_t total_steps) {
@@ -166,7 +186,10 @@ LabOptimizer make_lab_optimizer(const OptimizerChoice& o, const train::RunFlags&
     lab.in_backward = std::make_unique<parallel::OptimizerInBackward>(*lab.optimizer, parallelism);
   }
   lab.scaler = train::make_loss_scaler(run);
-  if (lab.scaler) lab.world = world;
+  if (lab.scaler) {
+    lab.world = world;
+    keep_scaler_with_gradients(*lab.scaler, parallelism);
+  }
   lab.overflow_drill = o.overflow_drill;
   return lab;
 }

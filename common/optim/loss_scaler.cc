@@ -20,7 +20,14 @@ LossScaler::LossScaler(const LossScalerOptions& options) : options_(options) {
                "hysteresis >= 1 and 0 <= min scale <= the initial scale");
 }
 
+void LossScaler::keep_state_on(Device home) {
+  COURSE_CHECK(!state_.defined() || state_.device() == home, "the loss scaler's state was made on ",
+               state_.device().str(), " before it was kept on ", home.str());
+  home_ = home;
+}
+
 Tensor& LossScaler::state(Device device) {
+  device = home_.value_or(device);
   if (!state_.defined()) {
     state_ = upload_to(device,
                        std::vector<float>{options_.initial_scale, 0, 0, 0,
@@ -36,7 +43,9 @@ Tensor& LossScaler::state(Device device) {
 
 const Tensor& LossScaler::scale_tensor(Device device) {
   state(device);
-  return scale_;
+  if (scale_.device() == device) return scale_;
+  scale_copy_ = scale_.to(device);
+  return scale_copy_;
 }
 
 void LossScaler::unscale_and_check(const std::vector<nn::Parameter*>& params) {

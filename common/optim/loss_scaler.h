@@ -11,9 +11,14 @@
 // ranks hold different gradients (shards, slices, stages), they agree on found_inf_slot()
 // (all-reduce max) before the step, so every rank skips the same steps. Only scale() and
 // skipped_steps() read the device, for reports; state() is checkpointed with the run.
+//
+// ZeRO-Offload (DeepSpeed's CPU Adam) checks the host's copies of the gradients, where its step
+// runs: keep_state_on(the host) keeps the whole state there, and scale_tensor(device) then
+// copies the scale to the device for each backward pass.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/nn/module.h"
@@ -35,7 +40,10 @@ class LossScaler {
  public:
   explicit LossScaler(const LossScalerOptions& options = {});
 
-  // The scale, a (1,) f32 on `device` (the scaler's state is made there on first use).
+  // Where the state is made and kept, whatever device later calls name (before its first use).
+  void keep_state_on(Device home);
+  // The scale, a (1,) f32 on `device`: the state's own (made there on first use, unless kept
+  // elsewhere), or a copy of it made now where the state is kept on another device.
   const Tensor& scale_tensor(Device device);
   // Divides every gradient by the scale and sets found_inf() when any of them is not finite.
   void unscale_and_check(const std::vector<nn::Parameter*>& params);
@@ -51,13 +59,16 @@ class LossScaler {
   int64_t skipped_steps() const;  // reads the device
 
   // The whole state, {scale, found_inf, clean steps, skipped, overflows tolerated}
-  // (device_factor.h), made on `device` on first use: what a checkpoint saves and a resumed run
-  // loads in place, so it goes on at the scale, streak and count where it stopped.
+  // (device_factor.h), made on `device` on first use (unless kept elsewhere): what a checkpoint
+  // saves and a resumed run loads in place, so it goes on at the scale, streak and count where
+  // it stopped.
   Tensor& state(Device device);
 
  private:
   LossScalerOptions options_;
+  std::optional<Device> home_;        // keep_state_on()'s
   Tensor state_, scale_, found_inf_;  // the state and its views
+  Tensor scale_copy_;                 // scale_tensor()'s on a device other than home_
 };
 
 }  // namespace course::optim

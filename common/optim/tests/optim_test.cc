@@ -229,46 +229,6 @@ TEST(Schedule, CosineWarmupAndNames) {
   EXPECT_NE(error.find("--epochs"), std::string::npos) << "the message names what to change";
 }
 
-// The scaler's state and the skip stay on the device: unscaling, the skipped or taken update and
-// the scale's update wait for nothing; the host reads the scale only when asked.
-class LossScalerTest : public testing::DeviceTest {};
-
-TEST_P(LossScalerTest, SkipsBacksOffAndGrowsOnTheDevice) {
-  LossScaler scaler({.initial_scale = 1024.0f, .growth_interval = 2});
-  nn::Parameter p(Tensor::from_vector<float>({1.0f, 1.0f}, {2}, device()));
-  Sgd sgd({{"p", &p}}, {.lr = 1.0f, .momentum = 0.0f});
-  const auto step = [&](const std::vector<float>& scaled_grad) {
-    const Tensor grad = Tensor::from_vector<float>(scaled_grad, {2}, device());
-    const HostWaits before = host_waits();
-    copy_(p.grad, grad);
-    scaler.unscale_and_check({&p});
-    sgd.step(scaler.found_inf());
-    scaler.update();
-    return host_waits() - before;
-  };
-  EXPECT_EQ(step({2048.0f, -512.0f}), HostWaits{});  // unscaled (2, -0.5)
-  EXPECT_EQ(p.grad.to_vector<float>(), (std::vector<float>{2.0f, -0.5f}));
-  EXPECT_EQ(p.value.to_vector<float>(), (std::vector<float>{-1.0f, 1.5f}));
-  EXPECT_EQ(scaler.scale(), 1024.0f);
-  EXPECT_EQ(step({0.0f, 0.0f}), HostWaits{});
-  EXPECT_EQ(scaler.scale(), 2048.0f);  // two clean steps: grow
-  EXPECT_EQ(step({INFINITY, 1.0f}), HostWaits{});
-  EXPECT_EQ(p.value.to_vector<float>(), (std::vector<float>{-1.0f, 1.5f})) << "not skipped";
-  EXPECT_EQ(scaler.scale(), 1024.0f);
-  EXPECT_EQ(scaler.skipped_steps(), 1);
-  step({1.0f, std::nanf("")});
-  EXPECT_EQ(scaler.scale(), 512.0f);
-  step({0.0f, 0.0f});
-  EXPECT_EQ(scaler.scale(), 512.0f) << "the run of clean steps restarts after an overflow";
-  step({1024.0f, 0.0f});
-  EXPECT_EQ(scaler.scale(), 1024.0f);
-  EXPECT_EQ(p.value.to_vector<float>(), (std::vector<float>{-3.0f, 1.5f}));
-  EXPECT_EQ(scaler.skipped_steps(), 2);
-  EXPECT_EQ(sgd.steps(), 6) << "attempted steps: the schedule moves on after a skipped one";
-}
-
-COURSE_INSTANTIATE_DEVICE_TESTS(LossScalerTest);
-
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, nn::Parameter& p) {
   std::vector<std::pair<std::string, nn::Parameter*>> list{{"w", &p}};
   if (name == "sgd") {
