@@ -17,4 +17,16 @@ Tensor uniform(const Shape& shape, float bound, std::mt19937& rng, Device device
 // Normal(0, std) values of `shape`, on `device`.
 Tensor normal(const Shape& shape, float std, std::mt19937& rng, Device device);
 
+// While one lives on this thread, the initialisers above return zeros and leave the generator
+// as it was: a model built only for its shapes and its forward's allocations (the memory
+// estimate's pieces, common/parallel/planning/piece_measurement.h), as PyTorch's skip_init,
+// without drawing the billions of values of a model that is never trained. Scopes nest.
+class SkippedInit {
+ public:
+  SkippedInit();
+  ~SkippedInit();
+  SkippedInit(const SkippedInit&) = delete;
+  SkippedInit& operator=(const SkippedInit&) = delete;
+};
+
 }  // namespace course::nn

@@ -136,6 +136,26 @@ class ForgetfulLinear : public Linear {
   }
 };
 
+// A model built only for its shapes: zeros, and the generator left as it was, so the weights
+// drawn after the scope are those of a run that never opened it; scopes nest.
+TEST(SkippedInit, GivesZerosAndLeavesTheGeneratorAsItWas) {
+  std::mt19937 rng(7), twin(7);
+  {
+    const SkippedInit outer;
+    {
+      const SkippedInit inner;
+      EXPECT_EQ(normal({3}, 1.0f, rng, Device::cpu()).to_vector<float>(),
+                std::vector<float>(3, 0.0f));
+    }
+    EXPECT_EQ(kaiming_normal({2, 2}, 4, rng, Device::cpu()).to_vector<float>(),
+              std::vector<float>(4, 0.0f));
+    EXPECT_EQ(uniform({5}, 0.5f, rng, Device::cpu()).shape(), Shape({5}));
+  }
+  EXPECT_EQ(normal({4}, 1.0f, rng, Device::cpu()).to_vector<float>(),
+            normal({4}, 1.0f, twin, Device::cpu()).to_vector<float>());
+  EXPECT_NE(normal({1}, 1.0f, rng, Device::cpu()).to_vector<float>()[0], 0.0f);
+}
+
 TEST(Gelu, ForwardMatchesTheTanhFormulaAndGradientsTheFiniteDifferences) {
   GELU gelu;
   const Tensor x = Tensor::from_vector<float>({-3.0f, -1.0f, -0.1f, 0.0f, 0.5f, 2.0f}, {2, 3});

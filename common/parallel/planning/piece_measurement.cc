@@ -6,6 +6,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/nn/autocast.h"
+#include "common/nn/init.h"
 #include "common/nn/piece_stages.h"
 #include "common/tensor/allocator.h"
 
@@ -26,7 +27,10 @@ MeasuredModel measure_pieces(const nn::ModelConfig& model, int64_t batch, DType 
     auto known = measured.find(piece->key);
     if (known == measured.end()) {
       std::mt19937 rng(0);
-      nn::ModulePtr module = piece->build(rng, Device::cpu());
+      nn::ModulePtr module = [&] {
+        const nn::SkippedInit shapes_only;  // the values do not change what is allocated
+        return piece->build(rng, Device::cpu());
+      }();
       PieceFigures f;
       for (const nn::Parameter* p : module->parameters()) f.parameters.push_back(p->value.numel());
       f.input = static_cast<int64_t>(x.nbytes());
