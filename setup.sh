@@ -21,6 +21,7 @@ packages=(
   fortunes                  # the embedded default text corpus (transformer labs)
   chromium                  # renders the race's leaderboard and the grader's scorecard in tests
   git zip unzip             # the class grader's hand-ins: git branches and zip archives
+  bubblewrap                # the class grader's sandbox around each trainee's checks
   python3-pip python3-venv  # the pinned nvJPEG and cuDNN-frontend wheels, Optuna (below)
   slurmctld slurmd slurm-client munge  # a local Slurm cluster for the sbatch scripts' tests
   podman runc debootstrap   # the course's container image built and run (container/image_test.sh)

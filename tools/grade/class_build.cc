@@ -82,7 +82,11 @@ void write_package(const Trainee& t, const Course& c) {
 }
 
 std::string bazel(const Course& c) {
-  return "cd " + shell_quoted(c.work.string()) + " && bazel --max_idle_secs=120 ";
+  // Its output base beside the work tree, so that both go when grading ends (not one more
+  // output base under ~/.cache/bazel for every grading).
+  const fs::path output_base = c.work.parent_path() / "bazel-output";
+  return "cd " + shell_quoted(c.work.string()) +
+         " && bazel --output_base=" + shell_quoted(output_base.string()) + " --max_idle_secs=120 ";
 }
 
 void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& build_log) {

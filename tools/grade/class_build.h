@@ -45,7 +45,8 @@ Course read_course(const DaySpec& day, const std::filesystem::path& work);
 void prepare(Trainee& t, const Course& c);
 void write_package(const Trainee& t, const Course& c);
 
-// `cd WORK && bazel ...` for the work tree (its server leaves soon after the last command).
+// `cd WORK && bazel ...` for the work tree (its server leaves soon after the last command; its
+// output base lies beside the work tree, and goes with it).
 std::string bazel(const Course& c);
 
 // Builds every trainee's check binaries, putting stubs back until every package builds or

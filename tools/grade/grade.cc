@@ -29,6 +29,7 @@
 #include "tools/grade/check_results.h"
 #include "tools/grade/class_build.h"
 #include "tools/grade/exercise_regions.h"
+#include "tools/grade/sandbox.h"
 #include "tools/grade/scorecard.h"
 #include "tools/grade/slurm_array.h"
 #include "tools/grade/submission.h"
@@ -48,19 +49,35 @@ struct Options {
   double exercise_limit = 120, trainee_limit = 1200;
   int jobs = 0;
   bool practice = false, slurm = false, keep_work = false, gather = false;
+  bool sandbox = true;  // each trainee's runs in bubblewrap (sandbox.h); never in --practice
   int array_task = -1;  // grade trainee N alone, into results/ (a Slurm array's task)
   std::string build_log = "build.log";  // in --out (each array task its own)
   std::string partition, account, slurm_options;
   int time_minutes = 0;
 };
 
+// `command` as a trainee's binary runs: in its sandbox (sandbox.h) unless there is none, with
+// TEST_TMPDIR (where bazel test would have a check write) its scratch folder, `scratch_name`
+// under test_tmp/<package>. The CPU-time limit is a backstop behind the wall-clock ones.
+std::string as_run(const std::string& command, const Trainee& t, const Course& c, bool sandbox,
+                   const std::string& scratch_name) {
+  const fs::path scratch = c.work / "test_tmp" / t.package / scratch_name;
+  fs::create_directories(scratch);
+  const std::string run = "export TEST_TMPDIR=" + shell_quoted(scratch.string()) + "; " + command;
+  if (!sandbox) return run;
+  return sandboxed(run, {.work = c.work, .package = t.package, .scratch = scratch}, {});
+}
+
 // The check's suites of each exercise, per check binary, from the first trainee's binaries.
 std::map<std::string, std::map<std::string, std::string>> exercise_filters_of(const Trainee& t,
-                                                                              const Course& c) {
+                                                                              const Course& c,
+                                                                              bool sandbox) {
   std::map<std::string, std::map<std::string, std::string>> filters;  // binary -> id -> filter
   for (const CheckBinary& b : c.day.checks) {
     const fs::path binary = c.work / "bazel-bin" / t.package / b.target;
-    const TimedRun r = run_with_limit(shell_quoted(binary.string()) + " --gtest_list_tests", 120);
+    const TimedRun r = run_with_limit(
+        as_run(shell_quoted(binary.string()) + " --gtest_list_tests", t, c, sandbox, "listing"),
+        120);
     COURSE_CHECK(r.status == 0, "cannot list the tests of ", binary.string(), ": ", r.output);
     filters[b.target] = exercise_filters(r.output);
   }
@@ -109,11 +126,7 @@ void run_checks(const Trainee& t, const Course& c,
                     log_name};
           break;
         }
-        // The checks write their files where bazel test would have them do so.
-        const fs::path scratch = c.work / "test_tmp" / t.package / id;
-        fs::create_directories(scratch);
-        const TimedRun r = run_with_limit(
-            "export TEST_TMPDIR=" + shell_quoted(scratch.string()) + "; " + command, left);
+        const TimedRun r = run_with_limit(as_run(command, t, c, o.sandbox, id), left);
         ran = true;
         log += "$ " + command + "\n" + r.output + "\n";
         if (r.timed_out) {
@@ -208,7 +221,7 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
           return fs::exists(course.work / "bazel-bin" / t.package / b.target);
         });
     if (built) {
-      filters = exercise_filters_of(t, course);
+      filters = exercise_filters_of(t, course, o.sandbox);
       break;
     }
   }
@@ -266,6 +279,12 @@ int run(Options o) {
     return 0;
   }
   if (o.practice && o.trainees.empty()) o.trainees = {"you=" + o.root};
+  if (o.practice) o.sandbox = false;  // one's own code
+  if (o.sandbox && !o.slurm) {
+    const auto why = sandbox_unavailable();
+    COURSE_CHECK(!why, "the trainees' checks run in a sandbox, and ", *why,
+                 "; --no-sandbox grades without one (hand-ins you trust only)");
+  }
   COURSE_CHECK(!o.trainees.empty(),
                "no trainee to grade: give their folders, repositories or archives");
   fs::create_directories(o.out);
@@ -280,7 +299,8 @@ int run(Options o) {
                           .partition = o.partition,
                           .account = o.account,
                           .extra_options = o.slurm_options,
-                          .time_minutes = o.time_minutes});
+                          .time_minutes = o.time_minutes,
+                          .sandbox = o.sandbox});
     return 0;
   }
   std::vector<std::string> specs = o.trainees;
@@ -359,6 +379,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--slurm-options", o.slurm_options, "--slurm: more sbatch options, as one word");
   app.add_flag("--keep-work", o.keep_work, "keep the work tree the trainees were built in");
+  app.add_flag("!--no-sandbox", o.sandbox,
+               "run the trainees' checks without bubblewrap's sandbox (hand-ins you trust only)");
   app.add_option("--array-task", o.array_task,
                  "grade only trainee N into results/ (what each array task runs)")
       ->group("");

@@ -6,9 +6,9 @@
 # checkout) a changed check file, `no_average` (a .tar.gz) the gradients summed but not averaged
 # (a wrong version TP2.2's check was written against), and two more wrong versions as folders:
 # `forward_buckets` (TP2.3's buckets filled from the first parameter, not the last) and
-# `no_padding` (TP2.1's shards cut to n / p even without --drop-last). The scorecard is asserted
-# cell by cell, the deadlock ends in the exercise's time limit, and headless Chromium renders
-# the page.
+# `no_padding` (TP2.1's shards cut to n / p even without --drop-last), which also probes its
+# sandbox. The scorecard is asserted cell by cell, the deadlock ends in the exercise's time limit,
+# and headless Chromium renders the page.
 # Run by ./test.sh outside `bazel test` (the grader runs bazel itself); the course is graded as
 # committed (git archive of HEAD).
 set -euo pipefail
@@ -67,9 +67,59 @@ wrong_version forward_buckets 's/for (size_t i = param_bytes.size(); i-- > 0;) {
 wrong_version no_padding 's|const int64_t per_rank = options.drop_last ? n / p : (n + p - 1) / p;|const int64_t per_rank = n / p;|' \
   'const int64_t per_rank = n / p;'
 
+# no_padding also carries code that looks around from inside the check before it runs (a static
+# initialiser): it reads the course's solutions and the other trainees' packages wherever it
+# finds them above its binary or its working folder, or in the instructor's checkout, and writes
+# a file in each of those folders. In its sandbox it must find nothing and write only in its
+# private /tmp.
+{
+  cat <<PROBE
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+namespace {
+namespace fs = std::filesystem;
+// The trainee's own folder under graded/ (tN), from the binary's path.
+std::string own_id(const fs::path& binary) {
+  bool next = false;
+  for (const fs::path& part : binary) {
+    if (next) return part.string();
+    next = part == "graded";
+  }
+  return "";
+}
+void look_in(const fs::path& dir, const std::string& own, int& places) {
+  ++places;
+  const fs::path solution = dir / "solutions/day2_ddp/exercises.cc";
+  if (std::ifstream(solution)) std::printf("PROBE read %s\\n", solution.c_str());
+  std::error_code ec;
+  for (const auto& other : fs::directory_iterator(dir / "graded", ec)) {
+    if (other.path().filename() != own) std::printf("PROBE saw %s\\n", other.path().c_str());
+  }
+  const fs::path written = dir / "probe_escaped";
+  if (std::ofstream(written) << "x") std::printf("PROBE wrote %s\\n", written.c_str());
+}
+const bool probed = [] {
+  int places = 0;
+  std::error_code ec;
+  const fs::path binary = fs::read_symlink("/proc/self/exe", ec);
+  for (const fs::path& start : {binary, fs::current_path(ec).parent_path()}) {
+    for (fs::path dir = start.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      look_in(dir, own_id(binary), places);
+      if (dir == dir.parent_path()) break;
+    }
+  }
+  look_in("$PWD", own_id(binary), places);
+  std::printf("PROBE looked in %d folders\\n", places);
+  return true;
+}();
+}  // namespace
+PROBE
+} >>"$class/no_padding/exercises.cc"
+
 out="$class/grades"
 start=$SECONDS
-"$grade" --day day2_ddp --out "$out" --exercise-limit 10 --root "$PWD" \
+"$grade" --day day2_ddp --out "$out" --exercise-limit 10 --root "$PWD" --keep-work \
   complete="$class/complete_repo@done" "$class/stubs" "$class/broken.zip" "$class/deadlock" \
   "$class/edited" "$class/no_average.tar.gz" "$class/forward_buckets" "$class/no_padding" |
   tee "$class/grade.out"
@@ -101,6 +151,21 @@ for e in TP2.1 TP2.2 TP2.4 TP2.5; do expect forward_buckets $e passed; done
 expect no_padding TP2.1 failed check_test.cc
 for e in TP2.2 TP2.3 TP2.4 TP2.5; do expect no_padding $e passed; done
 [[ $(wc -l <"$csv") == 41 ]] || fail "the scorecard has $(wc -l <"$csv") lines, not 1 + 8 x 5"
+# The work tree kept (--keep-work) to be searched too; the probe may write only in its private
+# /tmp, which the host never sees.
+work_tree=$(sed -n 's/^the work tree: //p' "$class/grade.out")
+[[ -d $work_tree ]] || fail "no work tree kept"
+grep -qh "^PROBE looked in [0-9]* folders" "$out"/logs/no_padding/*.log || fail "the probe did not run"
+! grep -h "^PROBE \(read\|saw\)" "$out"/logs/no_padding/*.log || fail "the probe got out"
+! grep -h "^PROBE wrote" "$out"/logs/no_padding/*.log | grep -v "^PROBE wrote /tmp/" ||
+  fail "the probe wrote outside its private /tmp"
+escaped=$(
+  find "$class" "$PWD" "$(dirname "$work_tree")" -name probe_escaped
+  find /tmp -maxdepth 1 -name probe_escaped
+)
+rm -rf "$(dirname "$work_tree")"
+[[ -z $escaped ]] || fail "the probe wrote $escaped"
+echo "ok: no_padding's probe, in its sandbox, found no solutions, no other trainee, nothing writable"
 grep -q "^no_average  *ok  *FAIL  *ok  *ok  *ok  *4/5$" "$class/grade.out" ||
   fail "the terminal table's no_average row"
 [[ -s $out/logs/deadlock/TP2.4.log ]] || fail "no log of the deadlock"

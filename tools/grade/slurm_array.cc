@@ -49,7 +49,7 @@ void submit_grading_array(const GradingArray& a) {
   const std::string args = "--day " + shell_quoted(a.day) + " --out " + shell_quoted(a.out) +
                            " --root " + shell_quoted(a.root) + " --exercise-limit " +
                            std::to_string(a.exercise_limit) + " --trainee-limit " +
-                           std::to_string(a.trainee_limit);
+                           std::to_string(a.trainee_limit) + (a.sandbox ? "" : " --no-sandbox");
   std::string trainees;
   for (const std::string& t : a.trainees) {
     const bool named = t.find('=') != std::string::npos;

@@ -14,6 +14,7 @@ struct GradingArray {
   std::vector<std::string> trainees;  // as given (relative paths made absolute here)
   std::string partition, account, extra_options;
   int time_minutes = 0;  // each task's limit (0: the partition's)
+  bool sandbox = true;   // false: --no-sandbox, passed to every task
 };
 
 // Submits the array and the gathering job and says their ids. Two hand-ins of one name are
