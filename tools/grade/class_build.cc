@@ -98,7 +98,7 @@ void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& bui
     for (const Trainee* t : pending) {
       for (const CheckBinary& b : c.day.checks) targets += " //" + t->package + ":" + b.target;
     }
-    std::cout << "building " << pending.size() << " trainee(s)' checks"
+    std::cout << "building " << pending.size() << " package(s) of checks"
               << (round > 0 ? " again, without what did not compile" : "") << "\n"
               << std::flush;
     const TimedRun r = run_with_limit(

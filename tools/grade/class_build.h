@@ -49,8 +49,9 @@ void write_package(const Trainee& t, const Course& c);
 // output base lies beside the work tree, and goes with it).
 std::string bazel(const Course& c);
 
-// Builds every trainee's check binaries, putting stubs back until every package builds or
-// nothing is left to take out; the build's output goes to `build_log`.
+// Builds the packages' check binaries (each trainee's, the course's stubs), putting stubs back
+// until every package builds or nothing is left to take out; the build's output goes to
+// `build_log`.
 void build(std::vector<Trainee*>& trainees, const Course& c,
            const std::filesystem::path& build_log);
 

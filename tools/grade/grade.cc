@@ -8,8 +8,10 @@
 // trainee's exercise files into a package of their own there (built like the solutions'
 // package, from the day's lab.bzl), builds them all at once, and where a trainee's exercise does
 // not compile puts that exercise's stub back and builds again, so their other exercises are still
-// graded. Then each exercise's suites of the day's check run alone (on every rank count of a
-// multi-rank check) under a time limit per exercise and per trainee, trainees in parallel.
+// graded; the course's own stubs are built with them, and the check's suites are listed from
+// those. Then each exercise's suites of the day's check run alone (on every rank count of a
+// multi-rank check) under a time limit per exercise and per trainee, trainees in parallel, each
+// trainee's runs in a bubblewrap sandbox (sandbox.h; --no-sandbox without one).
 // Results: a terminal table, scorecard.csv and index.html (each cell linking to its log) in --out.
 #include <unistd.h>
 
@@ -68,17 +70,27 @@ std::string as_run(const std::string& command, const Trainee& t, const Course& c
   return sandboxed(run, {.work = c.work, .package = t.package, .scratch = scratch}, {});
 }
 
-// The check's suites of each exercise, per check binary, from the first trainee's binaries.
-std::map<std::string, std::map<std::string, std::string>> exercise_filters_of(const Trainee& t,
-                                                                              const Course& c,
-                                                                              bool sandbox) {
+// The course's own stubs, built with the class as one more package: the check's suites are
+// listed from its binaries, never from a trainee's (whose static initialisers could crash, hang
+// or print into the list and so set everyone's filters).
+Trainee course_stubs(const Course& course) {
+  Trainee stubs;
+  stubs.submission.name = "the course's stubs";
+  stubs.package = "graded/course/" + course.day.day;
+  prepare(stubs, course);
+  write_package(stubs, course);
+  return stubs;
+}
+
+// The check's suites of each exercise, per check binary, from the course's stubs' binaries.
+std::map<std::string, std::map<std::string, std::string>> exercise_filters_of(const Trainee& stubs,
+                                                                              const Course& c) {
   std::map<std::string, std::map<std::string, std::string>> filters;  // binary -> id -> filter
   for (const CheckBinary& b : c.day.checks) {
-    const fs::path binary = c.work / "bazel-bin" / t.package / b.target;
-    const TimedRun r = run_with_limit(
-        as_run(shell_quoted(binary.string()) + " --gtest_list_tests", t, c, sandbox, "listing"),
-        120);
-    COURSE_CHECK(r.status == 0, "cannot list the tests of ", binary.string(), ": ", r.output);
+    const fs::path binary = c.work / "bazel-bin" / stubs.package / b.target;
+    const TimedRun r = run_with_limit(shell_quoted(binary.string()) + " --gtest_list_tests", 120);
+    COURSE_CHECK(r.status == 0, "the course's own stubs give no list of the check's tests (",
+                 binary.string(), "): ", r.output);
     filters[b.target] = exercise_filters(r.output);
   }
   return filters;
@@ -210,38 +222,19 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
     write_package(t, course);
     trainees.push_back(std::move(t));
   }
-  std::vector<Trainee*> building;
+  if (trainees.empty()) return scores;
+  Trainee stubs = course_stubs(course);
+  std::vector<Trainee*> building = {&stubs};
   for (Trainee& t : trainees) building.push_back(&t);
-  if (!building.empty()) build(building, course, fs::path(o.out) / o.build_log);
-  // Listed from a trainee whose every binary built.
-  std::map<std::string, std::map<std::string, std::string>> filters;
-  for (const Trainee& t : trainees) {
-    const bool built =
-        std::all_of(course.day.checks.begin(), course.day.checks.end(), [&](const CheckBinary& b) {
-          return fs::exists(course.work / "bazel-bin" / t.package / b.target);
-        });
-    if (built) {
-      filters = exercise_filters_of(t, course, o.sandbox);
-      break;
-    }
-  }
+  build(building, course, fs::path(o.out) / o.build_log);
+  const auto filters = exercise_filters_of(stubs, course);
   std::atomic<size_t> next{0};
   std::mutex print;
   const auto worker = [&] {
     for (size_t k; (k = next++) < trainees.size();) {
       const Trainee& t = trainees[k];
       const size_t index = std::stoul(t.package.substr(std::string("graded/t").size()));
-      TraineeScore& score = scores[index];
-      if (filters.empty()) {
-        for (const std::string& id : course.exercises) {
-          score.results[id] = t.decided.count(id)
-                                  ? t.decided.at(id)
-                                  : ExerciseResult{Verdict::kDidNotCompile,
-                                                   "no trainee's check built", o.build_log};
-        }
-      } else {
-        run_checks(t, course, filters, o, score);
-      }
+      run_checks(t, course, filters, o, scores[index]);
       std::lock_guard lock(print);
       std::cout << "graded " << t.submission.name << "\n" << std::flush;
     }
