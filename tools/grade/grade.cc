@@ -256,8 +256,30 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
   return scores;
 }
 
+// The grader's work folder (the work tree and its Bazel output base), outside the course's
+// checkout (where bazel would see its packages), on the machine that grades (a Slurm task's
+// node): removed when grading ends, however it ends, unless kept.
+struct WorkFolder {
+  explicit WorkFolder(bool keep) : keep(keep) {
+    std::string name = (fs::temp_directory_path() / "course-grade-XXXXXX").string();
+    COURSE_CHECK(mkdtemp(name.data()) != nullptr, "cannot make a work folder in ",
+                 fs::temp_directory_path().string());
+    path = name;
+  }
+  ~WorkFolder() {
+    std::error_code ignored;
+    if (!keep) fs::remove_all(path, ignored);
+  }
+  WorkFolder(const WorkFolder&) = delete;
+  WorkFolder& operator=(const WorkFolder&) = delete;
+  fs::path path;
+  bool keep;
+};
+
 int run(Options o) {
   const DaySpec& day = day_spec(o.day);
+  COURSE_CHECK(fs::is_directory(fs::path(o.root) / day.day), "--root ", o.root,
+               " is not a checkout of the course: it has no ", day.day, "/");
   if (o.gather) {
     Scorecard card{o.day, {}, {}};
     const fs::path results = fs::path(o.out) / "results";
@@ -303,20 +325,12 @@ int run(Options o) {
     specs = {specs[o.array_task]};
     o.build_log = "build-task-" + std::to_string(o.array_task) + ".log";
   }
-  // The work tree lies outside the course's checkout (where bazel would see its packages), on
-  // the machine that grades: a Slurm task's node.
-  std::string scratch_name = (fs::temp_directory_path() / "course-grade-XXXXXX").string();
-  COURSE_CHECK(mkdtemp(scratch_name.data()) != nullptr, "cannot make a work folder in ",
-               fs::temp_directory_path().string());
-  const fs::path work = fs::path(scratch_name) / "course";
+  const WorkFolder folder(o.keep_work);
+  const fs::path work = folder.path / "course";
   clean_copy(o.root, work);
   Course course = read_course(day, work);
   Scorecard card{o.day, course.exercises, grade(o, specs, course)};
-  if (o.keep_work) {
-    std::cout << "the work tree: " << work.string() << "\n";
-  } else {
-    fs::remove_all(scratch_name);
-  }
+  if (o.keep_work) std::cout << "the work tree: " << work.string() << "\n";
   if (o.array_task >= 0) {
     write_text(
         fs::path(o.out) / "results" / (std::to_string(1000000 + o.array_task).substr(1) + ".csv"),

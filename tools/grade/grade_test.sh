@@ -171,6 +171,15 @@ grep -q "^no_average  *ok  *FAIL  *ok  *ok  *ok  *4/5$" "$class/grade.out" ||
 [[ -s $out/logs/deadlock/TP2.4.log ]] || fail "no log of the deadlock"
 echo "ok: every cell of the scorecard as expected"
 
+# A --root that is not the course: one message, and no work folder left behind.
+before=$(ls -d /tmp/course-grade-* 2>/dev/null | wc -l)
+if wrong_root=$("$grade" --day day2_ddp --out "$class/wrong_root" --root "$class" "$class/stubs" 2>&1) ||
+  [[ $wrong_root != "error: --root $class is not a checkout of the course: it has no day2_ddp/"* ]]; then
+  fail "a --root that is not the course: $wrong_root"
+fi
+[[ $(ls -d /tmp/course-grade-* 2>/dev/null | wc -l) == "$before" ]] || fail "a work folder was left"
+echo "ok: a --root that is not the course is refused with one message"
+
 chromium=(chromium --headless --no-sandbox --disable-gpu --window-size=1400,1000)
 dom=$(timeout 120 "${chromium[@]}" --dump-dom "file://$out/index.html" 2>/dev/null) ||
   fail "chromium could not open the scorecard"
