@@ -172,12 +172,13 @@ grep -q "^no_average  *ok  *FAIL  *ok  *ok  *ok  *4/5$" "$class/grade.out" ||
 echo "ok: every cell of the scorecard as expected"
 
 # A --root that is not the course: one message, and no work folder left behind.
-before=$(ls -d /tmp/course-grade-* 2>/dev/null | wc -l)
+work_folders() { find /tmp -maxdepth 1 -name 'course-grade-*' | wc -l; }
+before=$(work_folders)
 if wrong_root=$("$grade" --day day2_ddp --out "$class/wrong_root" --root "$class" "$class/stubs" 2>&1) ||
   [[ $wrong_root != "error: --root $class is not a checkout of the course: it has no day2_ddp/"* ]]; then
   fail "a --root that is not the course: $wrong_root"
 fi
-[[ $(ls -d /tmp/course-grade-* 2>/dev/null | wc -l) == "$before" ]] || fail "a work folder was left"
+[[ $(work_folders) == "$before" ]] || fail "a work folder was left"
 echo "ok: a --root that is not the course is refused with one message"
 
 chromium=(chromium --headless --no-sandbox --disable-gpu --window-size=1400,1000)
