@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev                # gzip-compressed IDX datasets
   libarchive-dev            # WebDataset tar shards (day 3)
   libsqlite3-dev            # hyper-parameter studies shared by many workers (day 3)
+  libpq-dev postgresql      # the same studies on a PostgreSQL server, for workers on many nodes
   dataset-fashion-mnist     # the embedded default dataset
   fortunes                  # the embedded default text corpus (transformer labs)
   chromium                  # renders the race's leaderboard and the grader's scorecard in tests

@@ -17,12 +17,12 @@ Study::Study(StudyStorage& storage, const std::string& name, HeartbeatOptions he
       pruner_(make_pruner(record_.config.pruner, name, rules)) {}
 
 int Study::fail_stale_trials() {
-  return storage_.database().write_transaction(
-      [&] { return storage_.fail_stale_trials(record_.id, heartbeat_.grace_seconds); });
+  return storage_.study_transaction(
+      record_.id, [&] { return storage_.fail_stale_trials(record_.id, heartbeat_.grace_seconds); });
 }
 
 std::optional<Trial> Study::ask(const std::string& worker) {
-  return storage_.database().write_transaction([&]() -> std::optional<Trial> {
+  return storage_.study_transaction(record_.id, [&]() -> std::optional<Trial> {
     storage_.fail_stale_trials(record_.id, heartbeat_.grace_seconds);
     const std::vector<Trial> trials = storage_.trials(record_.id);
     const int number = static_cast<int>(trials.size());
@@ -37,7 +37,7 @@ std::optional<Trial> Study::ask(const std::string& worker) {
 
 bool Study::report(Trial& trial, int step, double value) {
   trial.intermediate[step] = value;
-  return storage_.database().write_transaction([&] {
+  return storage_.study_transaction(record_.id, [&] {
     storage_.add_intermediate(trial.id, step, value);
     std::vector<Trial> others = storage_.trials(record_.id);
     std::erase_if(others, [&](const Trial& other) { return other.id == trial.id; });
@@ -50,8 +50,8 @@ bool Study::report(Trial& trial, int step, double value) {
 
 void Study::tell(const Trial& trial, TrialState state, std::optional<double> value) {
   COURSE_CHECK(state != TrialState::kComplete || value, "a complete trial needs a value");
-  const bool recorded = storage_.database().write_transaction(
-      [&] { return storage_.finish_trial(trial.id, state, value); });
+  const bool recorded = storage_.study_transaction(
+      record_.id, [&] { return storage_.finish_trial(trial.id, state, value); });
   if (!recorded) {
     std::fprintf(stderr,
                  "trial %d had been marked failed (no heartbeat for %.0f s); its end is not "
@@ -60,17 +60,18 @@ void Study::tell(const Trial& trial, TrialState state, std::optional<double> val
   }
 }
 
-HeartbeatThread::HeartbeatThread(const std::string& database_path, int64_t trial_id,
+HeartbeatThread::HeartbeatThread(const StudyStorage& storage, int64_t trial_id,
                                  double interval_seconds)
-    : thread_([this, database_path, trial_id, interval_seconds] {
+    : thread_([this, location = storage.location(), options = storage.reopening_options(), trial_id,
+               interval_seconds] {
         const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             std::chrono::duration<double>(interval_seconds));
         auto next = std::chrono::steady_clock::now();
         try {
-          StudyStorage storage(database_path);
+          StudyStorage storage(location, options);
           while (!stop_) {
             if (std::chrono::steady_clock::now() >= next) {
-              storage.database().write_transaction([&] { storage.heartbeat(trial_id); });
+              storage.heartbeat(trial_id);
               next += period;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(50));

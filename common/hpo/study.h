@@ -1,7 +1,8 @@
 // A study as one worker process drives it: ask for a trial, report its value at each step
-// (and learn whether to prune it), tell its end. Each call is one write transaction on the
-// shared storage, so the sampler sees every trial the other workers started (the constant
-// liar's running trials included) and two workers never get the same trial number.
+// (and learn whether to prune it), tell its end. Each call is one transaction on the shared
+// storage that no other worker of the study interleaves with, so the sampler sees every trial
+// the other workers started (the constant liar's running trials included) and two workers never
+// get the same trial number.
 #pragma once
 
 #include <atomic>
@@ -46,11 +47,11 @@ class Study {
   std::unique_ptr<Pruner> pruner_;
 };
 
-// Refreshes a running trial's heartbeat from a thread of its own (with its own connection)
-// while the objective runs; stops when destroyed.
+// Refreshes a running trial's heartbeat from a thread of its own (with its own connection to the
+// storage's database) while the objective runs; stops when destroyed.
 class HeartbeatThread {
  public:
-  HeartbeatThread(const std::string& database_path, int64_t trial_id, double interval_seconds);
+  HeartbeatThread(const StudyStorage& storage, int64_t trial_id, double interval_seconds);
   ~HeartbeatThread();
   HeartbeatThread(const HeartbeatThread&) = delete;
   HeartbeatThread& operator=(const HeartbeatThread&) = delete;

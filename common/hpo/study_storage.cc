@@ -9,25 +9,28 @@
 namespace course::hpo {
 namespace {
 
-constexpr const char* kSchema = R"sql(
-CREATE TABLE IF NOT EXISTS studies(
-  id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, direction TEXT NOT NULL,
-  space TEXT NOT NULL, sampler TEXT NOT NULL, pruner TEXT NOT NULL, seed INTEGER NOT NULL,
-  objective TEXT NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS trials(
-  id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES studies(id),
-  number INTEGER NOT NULL, state TEXT NOT NULL, value REAL, worker TEXT NOT NULL,
-  started REAL NOT NULL, finished REAL, heartbeat REAL NOT NULL, UNIQUE(study_id, number));
-CREATE TABLE IF NOT EXISTS params(
-  trial_id INTEGER NOT NULL REFERENCES trials(id), position INTEGER NOT NULL,
-  value REAL NOT NULL, PRIMARY KEY(trial_id, position));
-CREATE TABLE IF NOT EXISTS intermediate(
-  trial_id INTEGER NOT NULL REFERENCES trials(id), step INTEGER NOT NULL, value REAL,
-  PRIMARY KEY(trial_id, step));
-CREATE TABLE IF NOT EXISTS rungs(
-  trial_id INTEGER NOT NULL REFERENCES trials(id), rung INTEGER NOT NULL, value REAL,
-  PRIMARY KEY(trial_id, rung));
-)sql";
+// Every table, with "{id}" for the database's generated key; BIGINT and DOUBLE PRECISION mean
+// the same in both (a seed is 64 bits, PostgreSQL's INTEGER and REAL are 32).
+constexpr const char* kTables[] = {
+    "CREATE TABLE IF NOT EXISTS studies(id {id}, name TEXT UNIQUE NOT NULL, direction TEXT NOT "
+    "NULL, space TEXT NOT NULL, sampler TEXT NOT NULL, pruner TEXT NOT NULL, seed BIGINT NOT "
+    "NULL, objective TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS trials(id {id}, study_id BIGINT NOT NULL REFERENCES studies(id), "
+    "number BIGINT NOT NULL, state TEXT NOT NULL, value DOUBLE PRECISION, worker TEXT NOT NULL, "
+    "started DOUBLE PRECISION NOT NULL, finished DOUBLE PRECISION, heartbeat DOUBLE PRECISION "
+    "NOT NULL, UNIQUE(study_id, number))",
+    "CREATE TABLE IF NOT EXISTS params(trial_id BIGINT NOT NULL REFERENCES trials(id), position "
+    "BIGINT NOT NULL, value DOUBLE PRECISION NOT NULL, PRIMARY KEY(trial_id, position))",
+    "CREATE TABLE IF NOT EXISTS intermediate(trial_id BIGINT NOT NULL REFERENCES trials(id), "
+    "step BIGINT NOT NULL, value DOUBLE PRECISION, PRIMARY KEY(trial_id, step))",
+    "CREATE TABLE IF NOT EXISTS rungs(trial_id BIGINT NOT NULL REFERENCES trials(id), rung "
+    "BIGINT NOT NULL, value DOUBLE PRECISION, PRIMARY KEY(trial_id, rung))",
+};
+
+std::string with_id_column(std::string sql, const char* id_column) {
+  const size_t id = sql.find("{id}");
+  return id == std::string::npos ? sql : sql.replace(id, 4, id_column);
+}
 
 }  // namespace
 
@@ -35,85 +38,93 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-StudyStorage::StudyStorage(const std::string& path, std::optional<JournalMode> mode,
-                           int busy_timeout_ms)
-    : db_(path, mode, busy_timeout_ms) {
-  db_.write_transaction([&] { db_.exec(kSchema); });
+StudyStorage::StudyStorage(const std::string& location, const StoreOptions& options)
+    : options_(options), db_(open_sql_database(location, options)) {}
+
+StoreOptions StudyStorage::reopening_options() const {
+  StoreOptions reopening = options_;
+  reopening.create = false;
+  reopening.journal.reset();
+  return reopening;
+}
+
+void StudyStorage::require_tables() {
+  COURSE_CHECK(db_->has_table("studies"), "the study database ", db_->location(),
+               " holds no studies (create one first: `hpo create`)");
 }
 
 StudyRecord StudyStorage::create_study(const StudyConfig& config) {
   COURSE_CHECK(!config.name.empty(), "a study needs a name");
-  return db_.write_transaction([&] {
-    auto exists = db_.prepare("SELECT 1 FROM studies WHERE name = ?");
-    COURSE_CHECK(!exists.bind(1, config.name).step(), "study '", config.name, "' already exists");
-    db_.prepare(
-           "INSERT INTO studies(name, direction, space, sampler, pruner, seed, objective, "
-           "created) VALUES(?, ?, ?, ?, ?, ?, ?, ?)")
-        .bind(1, config.name)
-        .bind(2, std::string(to_string(config.direction)))
-        .bind(3, to_string(config.space))
-        .bind(4, config.sampler)
-        .bind(5, config.pruner)
-        .bind(6, static_cast<int64_t>(config.seed))
-        .bind(7, config.objective)
-        .bind(8, now_seconds())
-        .run();
-    return StudyRecord{db_.last_insert_id(), config};
+  return db_->transaction([&] {
+    for (const char* table : kTables) db_->run(with_id_column(table, db_->generated_id_column()));
+    COURSE_CHECK(db_->run("SELECT 1 FROM studies WHERE name = ?", {config.name}).rows.empty(),
+                 "study '", config.name, "' already exists");
+    const SqlResult inserted = db_->run(
+        "INSERT INTO studies(name, direction, space, sampler, pruner, seed, objective, created) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        {config.name, std::string(to_string(config.direction)), to_string(config.space),
+         config.sampler, config.pruner, static_cast<int64_t>(config.seed), config.objective,
+         now_seconds()});
+    return StudyRecord{as_int(inserted.rows.at(0).at(0)), config};
   });
 }
 
 StudyRecord StudyStorage::load_study(const std::string& name) {
-  auto query = db_.prepare(
-      "SELECT id, direction, space, sampler, pruner, seed, objective FROM studies WHERE name = ?");
-  COURSE_CHECK(query.bind(1, name).step(), "no study named '", name, "' in the database");
+  require_tables();
+  const SqlResult found = db_->run(
+      "SELECT id, direction, space, sampler, pruner, seed, objective FROM studies WHERE name = ?",
+      {name});
+  COURSE_CHECK(!found.rows.empty(), "no study named '", name, "' in the database");
+  const std::vector<SqlValue>& row = found.rows[0];
   StudyRecord record;
-  record.id = query.column_int(0);
+  record.id = as_int(row[0]);
   record.config.name = name;
-  record.config.direction = parse_direction(query.column_text(1));
-  record.config.space = parse_search_space(query.column_text(2));
-  record.config.sampler = query.column_text(3);
-  record.config.pruner = query.column_text(4);
-  record.config.seed = static_cast<uint64_t>(query.column_int(5));
-  record.config.objective = query.column_text(6);
+  record.config.direction = parse_direction(as_text(row[1]));
+  record.config.space = parse_search_space(as_text(row[2]));
+  record.config.sampler = as_text(row[3]);
+  record.config.pruner = as_text(row[4]);
+  record.config.seed = static_cast<uint64_t>(as_int(row[5]));
+  record.config.objective = as_text(row[6]);
   return record;
 }
 
 std::vector<std::string> StudyStorage::study_names() {
+  require_tables();
   std::vector<std::string> names;
-  auto query = db_.prepare("SELECT name FROM studies ORDER BY id");
-  while (query.step()) names.push_back(query.column_text(0));
+  for (const auto& row : db_->run("SELECT name FROM studies ORDER BY id").rows) {
+    names.push_back(as_text(row[0]));
+  }
   return names;
 }
 
 std::vector<Trial> StudyStorage::trials(int64_t study_id) {
   std::vector<Trial> trials;
   std::map<int64_t, size_t> index;
-  auto rows = db_.prepare(
+  const SqlResult rows = db_->run(
       "SELECT id, number, state, value, worker, started, finished FROM trials "
-      "WHERE study_id = ? ORDER BY number");
-  rows.bind(1, study_id);
-  while (rows.step()) {
+      "WHERE study_id = ? ORDER BY number",
+      {study_id});
+  for (const std::vector<SqlValue>& row : rows.rows) {
     Trial trial;
-    trial.id = rows.column_int(0);
-    trial.number = static_cast<int>(rows.column_int(1));
-    trial.state = parse_trial_state(rows.column_text(2));
-    trial.value = rows.column_optional(3);
-    trial.worker = rows.column_text(4);
-    trial.started = rows.column_double(5);
-    trial.finished = rows.column_optional(6);
+    trial.id = as_int(row[0]);
+    trial.number = static_cast<int>(as_int(row[1]));
+    trial.state = parse_trial_state(as_text(row[2]));
+    trial.value = as_optional_double(row[3]);
+    trial.worker = as_text(row[4]);
+    trial.started = as_double(row[5]);
+    trial.finished = as_optional_double(row[6]);
     index[trial.id] = trials.size();
     trials.push_back(std::move(trial));
   }
-  const auto each_row = [&](const char* table, const char* column, auto&& store) {
-    auto query =
-        db_.prepare(std::string("SELECT t.id, x.") + column + ", x.value FROM " + table +
-                    " x JOIN trials t ON t.id = x.trial_id WHERE t.study_id = ? ORDER BY " +
-                    "t.id, x." + column);
-    query.bind(1, study_id);
-    while (query.step()) {
-      const auto found = index.find(query.column_int(0));
+  const auto each_row = [&](const std::string& table, const std::string& key, auto&& store) {
+    const std::string sql = "SELECT t.id, x." + key + ", x.value FROM " + table +
+                            " x JOIN trials t ON t.id = x.trial_id WHERE t.study_id = ? ORDER BY "
+                            "t.id, x." +
+                            key;
+    for (const std::vector<SqlValue>& row : db_->run(sql, {study_id}).rows) {
+      const auto found = index.find(as_int(row[0]));
       if (found == index.end()) continue;  // a trial inserted since the first query
-      store(trials[found->second], static_cast<int>(query.column_int(1)), query.column_double(2));
+      store(trials[found->second], static_cast<int>(as_int(row[1])), as_double(row[2]));
     }
   };
   each_row("params", "position",
@@ -127,76 +138,60 @@ std::vector<Trial> StudyStorage::trials(int64_t study_id) {
 
 Trial StudyStorage::insert_trial(int64_t study_id, const ParamValues& params,
                                  const std::string& worker) {
-  auto count = db_.prepare("SELECT COUNT(*) FROM trials WHERE study_id = ?");
-  count.bind(1, study_id).step();
+  const SqlResult count = db_->run("SELECT COUNT(*) FROM trials WHERE study_id = ?", {study_id});
   Trial trial;
-  trial.number = static_cast<int>(count.column_int(0));
+  trial.number = static_cast<int>(as_int(count.rows.at(0).at(0)));
   trial.params = params;
   trial.worker = worker;
-  const double now = now_seconds();
-  trial.started = now;
-  db_.prepare(
-         "INSERT INTO trials(study_id, number, state, worker, started, heartbeat) "
-         "VALUES(?, ?, ?, ?, ?, ?)")
-      .bind(1, study_id)
-      .bind(2, static_cast<int64_t>(trial.number))
-      .bind(3, std::string(to_string(TrialState::kRunning)))
-      .bind(4, worker)
-      .bind(5, now)
-      .bind(6, now)
-      .run();
-  trial.id = db_.last_insert_id();
-  auto insert = db_.prepare("INSERT INTO params(trial_id, position, value) VALUES(?, ?, ?)");
+  trial.started = now_seconds();
+  const SqlResult inserted = db_->run(
+      "INSERT INTO trials(study_id, number, state, worker, started, heartbeat) "
+      "VALUES(?, ?, ?, ?, ?, ?) RETURNING id",
+      {study_id, static_cast<int64_t>(trial.number), std::string(to_string(TrialState::kRunning)),
+       worker, trial.started, trial.started});
+  trial.id = as_int(inserted.rows.at(0).at(0));
   for (size_t i = 0; i < params.size(); ++i) {
-    insert.bind(1, trial.id).bind(2, static_cast<int64_t>(i)).bind(3, params[i]).run();
-    insert.reset();
+    db_->run("INSERT INTO params(trial_id, position, value) VALUES(?, ?, ?)",
+             {trial.id, static_cast<int64_t>(i), params[i]});
   }
   return trial;
 }
 
 void StudyStorage::add_intermediate(int64_t trial_id, int step, double value) {
-  db_.prepare("INSERT OR REPLACE INTO intermediate(trial_id, step, value) VALUES(?, ?, ?)")
-      .bind(1, trial_id)
-      .bind(2, static_cast<int64_t>(step))
-      .bind(3, value)
-      .run();
+  db_->run(
+      "INSERT INTO intermediate(trial_id, step, value) VALUES(?, ?, ?) "
+      "ON CONFLICT(trial_id, step) DO UPDATE SET value = excluded.value",
+      {trial_id, static_cast<int64_t>(step), value});
 }
 
 void StudyStorage::add_rungs(int64_t trial_id, const std::map<int, double>& rungs) {
-  auto insert = db_.prepare("INSERT OR REPLACE INTO rungs(trial_id, rung, value) VALUES(?, ?, ?)");
   for (const auto& [rung, value] : rungs) {
-    insert.bind(1, trial_id).bind(2, static_cast<int64_t>(rung)).bind(3, value).run();
-    insert.reset();
+    db_->run(
+        "INSERT INTO rungs(trial_id, rung, value) VALUES(?, ?, ?) "
+        "ON CONFLICT(trial_id, rung) DO UPDATE SET value = excluded.value",
+        {trial_id, static_cast<int64_t>(rung), value});
   }
 }
 
 bool StudyStorage::finish_trial(int64_t trial_id, TrialState state, std::optional<double> value) {
-  auto update = db_.prepare(
-      "UPDATE trials SET state = ?, value = ?, finished = ? WHERE id = ? AND state = 'running'");
-  update.bind(1, std::string(to_string(state)));
-  if (value) {
-    update.bind(2, *value);
-  } else {
-    update.bind_null(2);
-  }
-  update.bind(3, now_seconds()).bind(4, trial_id).run();
-  return db_.changes() == 1;
+  const SqlResult updated = db_->run(
+      "UPDATE trials SET state = ?, value = ?, finished = ? WHERE id = ? AND state = 'running'",
+      {std::string(to_string(state)), value ? SqlValue(*value) : SqlValue(), now_seconds(),
+       trial_id});
+  return updated.changed == 1;
 }
 
 void StudyStorage::heartbeat(int64_t trial_id) {
-  db_.prepare("UPDATE trials SET heartbeat = ? WHERE id = ? AND state = 'running'")
-      .bind(1, now_seconds())
-      .bind(2, trial_id)
-      .run();
+  db_->run("UPDATE trials SET heartbeat = ? WHERE id = ? AND state = 'running'",
+           {now_seconds(), trial_id});
 }
 
 int StudyStorage::fail_stale_trials(int64_t study_id, double grace_seconds) {
-  auto update = db_.prepare(
-      "UPDATE trials SET state = 'failed', finished = ? "
-      "WHERE study_id = ? AND state = 'running' AND heartbeat < ?");
   const double now = now_seconds();
-  update.bind(1, now).bind(2, study_id).bind(3, now - grace_seconds).run();
-  return db_.changes();
+  return static_cast<int>(db_->run("UPDATE trials SET state = 'failed', finished = ? "
+                                   "WHERE study_id = ? AND state = 'running' AND heartbeat < ?",
+                                   {now, study_id, now - grace_seconds})
+                              .changed);
 }
 
 }  // namespace course::hpo

@@ -1,23 +1,26 @@
-// Studies and their trials in one SQLite file that many worker processes share.
+// Studies and their trials in one database that many worker processes share: a SQLite file, or
+// a PostgreSQL server for workers on several nodes (sql_database.h; the location chooses).
 //
-// Tables: studies (name, direction, search space, sampler, pruner, seed), trials (number,
-// state, final value, worker, start/finish/heartbeat times), params, intermediate values and
-// the rungs successive halving recorded. Each operation is one transaction; a running trial's
-// worker refreshes its heartbeat, and a running trial whose heartbeat is older than the grace
-// period is marked failed by the next worker that looks (its worker was killed).
+// Tables (made by the first create_study): studies (name, direction, search space, sampler, pruner,
+// seed), trials (number, state, final value, worker, start/finish/heartbeat times), params,
+// intermediate values and the rungs successive halving recorded. Each operation is one transaction;
+// a running trial's worker refreshes its heartbeat, and a running trial whose heartbeat is older
+// than the grace period is marked failed by the next worker that looks (its worker was killed).
 //
-// Shared file systems: see day3_data/README.md ("Where the study lives"). In short, WAL mode
-// needs every process on one host (its index is shared memory); several hosts need the
-// rollback journal and a file system with working POSIX locks.
+// Where it lives: see day3_data/README.md ("Where the study lives"). In short, SQLite's WAL mode
+// needs every process on one host (its index is shared memory); several hosts need the rollback
+// journal and a file system with working POSIX locks, or a PostgreSQL server.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/hpo/search_space.h"
-#include "common/hpo/sqlite_database.h"
+#include "common/hpo/sql_database.h"
 #include "common/hpo/trial.h"
 
 namespace course::hpo {
@@ -40,11 +43,10 @@ struct StudyRecord {
 
 class StudyStorage {
  public:
-  // `mode` switches the file's journal (kept in the file: give it when creating a study).
-  explicit StudyStorage(const std::string& path, std::optional<JournalMode> mode = std::nullopt,
-                        int busy_timeout_ms = 600000);
+  // `location`: a SQLite file's path or a postgresql:// URL (sql_database.h).
+  explicit StudyStorage(const std::string& location, const StoreOptions& options = {});
 
-  // Creates the study; an existing name is one course::Error.
+  // Creates the study (and the tables, the first time); an existing name is one course::Error.
   StudyRecord create_study(const StudyConfig& config);
   StudyRecord load_study(const std::string& name);
   std::vector<std::string> study_names();
@@ -59,10 +61,24 @@ class StudyStorage {
   // Marks running trials whose heartbeat is older than grace_seconds as failed; returns how many.
   int fail_stale_trials(int64_t study_id, double grace_seconds);
 
-  SqliteDatabase& database() { return db_; }
+  // Runs body as one transaction that no other worker of the study interleaves with.
+  template <class Body>
+  auto study_transaction(int64_t study_id, Body&& body) {
+    return db_->transaction([&] {
+      db_->lock_row("studies", study_id);
+      return body();
+    });
+  }
+
+  const std::string& location() const { return db_->location(); }
+  // How another connection opens the same store (a heartbeat's).
+  StoreOptions reopening_options() const;
 
  private:
-  SqliteDatabase db_;
+  void require_tables();
+
+  StoreOptions options_;
+  std::unique_ptr<SqlDatabase> db_;
 };
 
 // Seconds since the epoch, the storage's clock.

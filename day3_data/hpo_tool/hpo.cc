@@ -1,6 +1,7 @@
 // `bazel run //day3_data:hpo -- <command>`: hyper-parameter studies that many workers share
 // (see day3_data/README.md, "Hyper-parameter optimisation").
-//   create   a study in a SQLite file: its space, objective, sampler and pruner
+//   create   a study in a SQLite file or on a PostgreSQL server (--db postgresql://...): its
+//            space, objective, sampler and pruner
 //   worker   runs trials of a study until --trials are done (any number of workers at once)
 //   status   the study's trials by state and its best trial (--trials: every trial)
 //   best     the best trial's parameters as flags
@@ -42,18 +43,21 @@ struct WorkerFlags {
   double heartbeat = 10, grace = 60;
 };
 
-// The database of an existing study: refused when missing, rather than created empty.
-void require_database(const std::string& db) {
-  COURSE_CHECK(std::filesystem::exists(db), "no study database at ", db,
-               " (create the study first)");
-}
-
 std::string worker_name() {
   char host[256] = "host";
   gethostname(host, sizeof host - 1);
   std::string name = std::string(host) + ":" + std::to_string(getpid());
   if (const char* task = std::getenv("SLURM_ARRAY_TASK_ID")) name += " task " + std::string(task);
   return name;
+}
+
+// A SQLite file's folder, made as a login node's first `create` needs it (studies/lab.db).
+void make_database_folder(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (!folder.empty()) std::filesystem::create_directories(folder, error);
+  COURSE_CHECK(!error, "cannot make the study database's folder ", folder.string(), ": ",
+               error.message());
 }
 
 void create(const std::string& db, const std::string& name, const CreateFlags& f) {
@@ -74,14 +78,10 @@ void create(const std::string& db, const std::string& name, const CreateFlags& f
   hpo::make_sampler(config.sampler);
   hpo::make_pruner(config.pruner, name);
   day3::check_objective(config);
-  // The database's folder made as a login node's first `create` needs it (studies/lab.db).
-  const std::filesystem::path folder = std::filesystem::path(db).parent_path();
-  std::error_code error;
-  if (!folder.empty()) std::filesystem::create_directories(folder, error);
-  COURSE_CHECK(!error, "cannot make the study database's folder ", folder.string(), ": ",
-               error.message());
+  if (!hpo::is_server_location(db)) make_database_folder(db);
   hpo::StudyStorage storage(
-      db, f.journal == "wal" ? hpo::JournalMode::kWal : hpo::JournalMode::kDelete);
+      db, {.create = true,
+           .journal = f.journal == "wal" ? hpo::JournalMode::kWal : hpo::JournalMode::kDelete});
   storage.create_study(config);
   std::printf("%s", hpo::status_text(config, {}).c_str());
 }
@@ -89,8 +89,8 @@ void create(const std::string& db, const std::string& name, const CreateFlags& f
 void work(const std::string& db, const std::string& name, const WorkerFlags& f) {
   COURSE_CHECK(f.heartbeat > 0 && f.grace > 2 * f.heartbeat,
                "worker: --grace must be more than twice --heartbeat");
-  require_database(db);
-  hpo::StudyStorage storage(db);
+  // A server that goes away is waited for as long as a trial's silence is.
+  hpo::StudyStorage storage(db, {.reconnect_seconds = f.grace});
   hpo::Study study(storage, name, {f.heartbeat, f.grace}, day3::search_rules());
   const std::string me = worker_name();
   for (int done = 0; done < f.trials; ++done) {
@@ -102,7 +102,7 @@ void work(const std::string& db, const std::string& name, const WorkerFlags& f) 
       std::printf("the sampler has no point left: the study is done\n");
       return;
     }
-    hpo::HeartbeatThread beat(db, trial->id, f.heartbeat);
+    hpo::HeartbeatThread beat(storage, trial->id, f.heartbeat);
     std::printf("trial %d: %s\n", trial->number,
                 hpo::trial_flags(study.config().space, *trial).c_str());
     std::fflush(stdout);
@@ -189,7 +189,6 @@ void add_reading_commands(CLI::App& app, const std::function<void(CLI::App*)>& c
 }
 
 void read_study(const std::string& db, const std::string& name, const ReadingCommands& c) {
-  require_database(db);
   hpo::StudyStorage storage(db);
   const hpo::StudyRecord record = storage.load_study(name);
   const std::vector<hpo::Trial> trials = storage.trials(record.id);
@@ -219,7 +218,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string db, name;
   const auto common = [&](CLI::App* command) {
-    command->add_option("--db", db, "the study database (a SQLite file)")->required();
+    command
+        ->add_option("--db", db,
+                     "the study database: a SQLite file, or postgresql://user@host:port/dbname "
+                     "(the password in ~/.pgpass or PGPASSFILE)")
+        ->required();
     command->add_option("--study", name, "the study's name")->required();
   };
   CreateFlags create_flags;
@@ -233,11 +236,11 @@ int main(int argc, char** argv) {
   ReadingCommands reading;
   add_reading_commands(app, common, reading);
   CLI11_PARSE(app, argc, argv);
-  db = course::train::invocation_path(db);
   reading.out = course::train::invocation_path(reading.out);
   reading.journal = course::train::invocation_path(reading.journal);
 
   return course::train::lab_main([&] {
+    if (!hpo::is_server_location(db)) db = course::train::invocation_path(db);
     if (create_command->parsed()) return create(db, name, create_flags);
     if (worker_command->parsed()) return work(db, name, worker_flags);
     read_study(db, name, reading);

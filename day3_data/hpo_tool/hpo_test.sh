@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The HPO tool as people use it (the solutions' build): a synthetic study searched by two workers at once (every
-# trial run once), its status, best trial and plots; a grid that runs out; the day-3 lab as
+# The HPO tool as people use it (the solutions' build): a synthetic study searched by two workers
+# at once (every trial run once), its status, best trial and plots, in a SQLite file and on a
+# private PostgreSQL server; a grid that runs out; the day-3 lab as
 # the objective, its second trial pruned by the median rule after one epoch; a worker killed
 # in the middle of its trial leaves it failed and the study goes on; bad input ends with one
 # message and a non-zero exit. The trainee's build runs the random sampler and fails with the
@@ -11,8 +12,9 @@ trainee=$2
 hpo=$3
 optuna_python=$4  # Optuna 5 (setup.sh), and the script that reads exports with it
 optuna_check=$5
+private_server=$6  # tools/postgres/private_server.sh
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+trap '"$private_server" remove "$dir/postgres" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 db=$dir/studies.db
 fail() {
   echo "FAILED: $*"
@@ -37,6 +39,24 @@ for png in history slice contour; do
 done
 grep -q "^number,state,value,best_so_far,seconds,x,y$" "$dir/trials.csv" ||
   fail "trials.csv has no header"
+
+# The same study on a PostgreSQL server: the tables made by `create`, refused before it.
+server=$("$private_server" start "$dir/postgres" 127.0.0.1) || fail "no PostgreSQL server"
+export PGPASSFILE=$dir/postgres/pgpass
+expect 1 "holds no studies (create one first" "$hpo" worker --db "$server" --study him
+expect 0 "0 trials" "$hpo" create --db "$server" --study him --function himmelblau --seed 3
+"$hpo" worker --db "$server" --study him --trials 20 >"$dir/p1.log" 2>&1 &
+"$hpo" worker --db "$server" --study him --trials 20 >"$dir/p2.log" 2>&1 &
+wait
+expect 0 "40 trials: 40 complete, 0 pruned, 0 failed, 0 running" "$hpo" status --db "$server" \
+  --study him
+expect 0 "wrote $dir/pg.journal: study him, 40 trials" "$hpo" export --db "$server" --study him \
+  --optuna "$dir/pg.journal"
+expect 1 "scheme 'mysql'" "$hpo" status --db mysql://course@127.0.0.1/studies --study him
+expect 1 "carries a password: put it in ~/.pgpass" "$hpo" status \
+  --db "${server/course@/course:secret@}" --study him
+expect 1 "cannot connect to the study server postgresql://course@127.0.0.1:1/studies" "$hpo" \
+  status --db postgresql://course@127.0.0.1:1/studies --study him
 
 expect 0 "sampler grid:3" "$hpo" create --db "$db" --study grid --function rosenbrock \
   --sampler grid:3

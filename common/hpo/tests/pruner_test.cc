@@ -160,7 +160,7 @@ TEST(Pruners, DecideLikeOptunaOnRecordedCurves) {
     const auto& [pruner, direction] = key;
     const std::string path = testing::TempDir() + "/trace.db";
     std::remove(path.c_str());
-    StudyStorage storage(path, JournalMode::kWal);
+    StudyStorage storage(path, {.create = true, .journal = JournalMode::kWal});
     StudyConfig config;
     config.name = "trace";
     config.direction = parse_direction(direction);
