@@ -8,3 +8,6 @@
 export COURSE_SCRATCH=${SCRATCH:-}
 export COURSE_WORK=${WORK:-}
 export COURSE_DATASETS=${DSDIR:-}
+# A PostgreSQL server the centre runs for the studies (slurm/hpo.sbatch's default --db; the
+# password in ~/.pgpass, never here):
+#   export COURSE_STUDY_SERVER=postgresql://$USER@db.example.org:5432/studies
