@@ -66,15 +66,14 @@ HeartbeatThread::HeartbeatThread(const StudyStorage& storage, int64_t trial_id,
                interval_seconds] {
         const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             std::chrono::duration<double>(interval_seconds));
-        auto next = std::chrono::steady_clock::now();
+        // Opened at the first beat (the trial started with a fresh heartbeat): a trial shorter
+        // than the interval needs no connection of its own.
+        std::optional<StudyStorage> connection;
+        std::unique_lock lock(mutex_);
         try {
-          StudyStorage storage(location, options);
-          while (!stop_) {
-            if (std::chrono::steady_clock::now() >= next) {
-              storage.heartbeat(trial_id);
-              next += period;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
+            if (!connection) connection.emplace(location, options);
+            connection->heartbeat(trial_id);
           }
         } catch (const std::exception& error) {
           std::fprintf(stderr, "heartbeat of trial %lld stopped: %s\n",
@@ -83,7 +82,11 @@ HeartbeatThread::HeartbeatThread(const StudyStorage& storage, int64_t trial_id,
       }) {}
 
 HeartbeatThread::~HeartbeatThread() {
-  stop_ = true;
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
   thread_.join();
 }
 

@@ -5,8 +5,9 @@
 // get the same trial number.
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -48,7 +49,7 @@ class Study {
 };
 
 // Refreshes a running trial's heartbeat from a thread of its own (with its own connection to the
-// storage's database) while the objective runs; stops when destroyed.
+// storage's database) while the objective runs; stops as soon as it is destroyed.
 class HeartbeatThread {
  public:
   HeartbeatThread(const StudyStorage& storage, int64_t trial_id, double interval_seconds);
@@ -57,7 +58,9 @@ class HeartbeatThread {
   HeartbeatThread& operator=(const HeartbeatThread&) = delete;
 
  private:
-  std::atomic<bool> stop_{false};
+  bool stop_ = false;  // set by the destructor, which wakes the thread at once
+  std::mutex mutex_;
+  std::condition_variable wake_;
   std::thread thread_;
 };
 
