@@ -18,7 +18,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -29,6 +28,7 @@
 #include "common/core/error.h"
 #include "common/core/invocation.h"
 #include "tools/grade/check_results.h"
+#include "tools/grade/check_runs.h"
 #include "tools/grade/class_build.h"
 #include "tools/grade/exercise_regions.h"
 #include "tools/grade/sandbox.h"
@@ -58,111 +58,6 @@ struct Options {
   int time_minutes = 0;
 };
 
-// `command` as a trainee's binary runs: in its sandbox (sandbox.h) unless there is none, with
-// TEST_TMPDIR (where bazel test would have a check write) its scratch folder, `scratch_name`
-// under test_tmp/<package>. The CPU-time limit is a backstop behind the wall-clock ones.
-std::string as_run(const std::string& command, const Trainee& t, const Course& c, bool sandbox,
-                   const std::string& scratch_name) {
-  const fs::path scratch = c.work / "test_tmp" / t.package / scratch_name;
-  fs::create_directories(scratch);
-  const std::string run = "export TEST_TMPDIR=" + shell_quoted(scratch.string()) + "; " + command;
-  if (!sandbox) return run;
-  return sandboxed(run, {.work = c.work, .package = t.package, .scratch = scratch}, {});
-}
-
-// The course's own stubs, built with the class as one more package: the check's suites are
-// listed from its binaries, never from a trainee's (whose static initialisers could crash, hang
-// or print into the list and so set everyone's filters).
-Trainee course_stubs(const Course& course) {
-  Trainee stubs;
-  stubs.submission.name = "the course's stubs";
-  stubs.package = "graded/course/" + course.day.day;
-  prepare(stubs, course);
-  write_package(stubs, course);
-  return stubs;
-}
-
-// The check's suites of each exercise, per check binary, from the course's stubs' binaries.
-std::map<std::string, std::map<std::string, std::string>> exercise_filters_of(const Trainee& stubs,
-                                                                              const Course& c) {
-  std::map<std::string, std::map<std::string, std::string>> filters;  // binary -> id -> filter
-  for (const CheckBinary& b : c.day.checks) {
-    const fs::path binary = c.work / "bazel-bin" / stubs.package / b.target;
-    const TimedRun r = run_with_limit(shell_quoted(binary.string()) + " --gtest_list_tests", 120);
-    COURSE_CHECK(r.status == 0, "the course's own stubs give no list of the check's tests (",
-                 binary.string(), "): ", r.output);
-    filters[b.target] = exercise_filters(r.output);
-  }
-  return filters;
-}
-
-std::string mpirun() {
-  return std::string("mpirun --oversubscribe --bind-to none ") +
-         (geteuid() == 0 ? "--allow-run-as-root " : "") + "-x OMP_NUM_THREADS=1 -x TEST_TMPDIR ";
-}
-
-// Runs each undecided exercise's suites; the logs go under out/logs/<trainee>/.
-void run_checks(const Trainee& t, const Course& c,
-                const std::map<std::string, std::map<std::string, std::string>>& filters,
-                const Options& o, TraineeScore& score) {
-  using Clock = std::chrono::steady_clock;
-  const auto trainee_deadline = Clock::now() + std::chrono::duration<double>(o.trainee_limit);
-  for (const std::string& id : c.exercises) {
-    if (const auto d = t.decided.find(id); d != t.decided.end()) {
-      score.results[id] = d->second;
-      continue;
-    }
-    const std::string log_name = "logs/" + t.submission.name + "/" + id + ".log";
-    std::string log;
-    ExerciseResult result{Verdict::kPassed, "", log_name};
-    bool ran = false;
-    const auto exercise_deadline = Clock::now() + std::chrono::duration<double>(o.exercise_limit);
-    for (const CheckBinary& b : c.day.checks) {
-      const auto f = filters.at(b.target).find(id);
-      if (f == filters.at(b.target).end()) continue;
-      const std::string binary =
-          shell_quoted((c.work / "bazel-bin" / t.package / b.target).string()) +
-          " --gtest_color=no --gtest_filter=" + shell_quoted(f->second);
-      std::vector<std::string> commands;
-      if (b.ranks.empty()) commands.push_back(binary);
-      for (const int ranks : b.ranks)
-        commands.push_back(mpirun() + "-np " + std::to_string(ranks) + " " + binary);
-      for (const std::string& command : commands) {
-        if (result.verdict != Verdict::kPassed) break;
-        const auto deadline = std::min(exercise_deadline, trainee_deadline);
-        const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-        if (left <= 0) {
-          result = {Verdict::kTimedOut,
-                    "no time left of the trainee's " +
-                        std::to_string(static_cast<int>(o.trainee_limit)) + " s",
-                    log_name};
-          break;
-        }
-        const TimedRun r = run_with_limit(as_run(command, t, c, o.sandbox, id), left);
-        ran = true;
-        log += "$ " + command + "\n" + r.output + "\n";
-        if (r.timed_out) {
-          const bool theirs = deadline == trainee_deadline && trainee_deadline < exercise_deadline;
-          result = {
-              Verdict::kTimedOut,
-              "stopped after " +
-                  std::to_string(static_cast<int>(theirs ? o.trainee_limit : o.exercise_limit)) +
-                  " s (" + (theirs ? "the trainee's" : "the exercise's") + " limit)",
-              log_name};
-        } else {
-          result = read_check_run(r.output, r.status);
-          result.log = log_name;
-        }
-      }
-    }
-    if (!ran && result.verdict == Verdict::kPassed) {
-      result = {Verdict::kFailed, "the check has no test of " + id, log_name};
-    }
-    write_text(fs::path(o.out) / log_name, log);
-    score.results[id] = result;
-  }
-}
-
 // The sheet's section of exercise TPd.n: from its anchor ("tpdn", as the stubs name it) to the
 // next exercise's anchor or the next part.
 std::string sheet_section(const fs::path& course, const std::string& day, const std::string& id) {
@@ -186,12 +81,11 @@ void write_scorecard(const Scorecard& card, const Options& o) {
             << (out / "index.html").string() << "\n";
 }
 
-// Grades the given trainees here and returns their scores (in the given order).
-std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>& specs,
-                                Course& course) {
+// Each hand-in read and its package written, or its refusal in its scores.
+std::vector<Trainee> read_trainees(const std::vector<std::string>& specs, const Course& course,
+                                   std::vector<TraineeScore>& scores) {
   const fs::path scratch = course.work.parent_path();
   std::vector<Trainee> trainees;
-  std::vector<TraineeScore> scores(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     Trainee t;
     try {
@@ -222,35 +116,44 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
     write_package(t, course);
     trainees.push_back(std::move(t));
   }
+  return trainees;
+}
+
+// Trainees checked at once: --jobs, or as many as the cores hold the check's largest rank count.
+int parallel_trainees(const Options& o, const Course& course) {
+  if (o.jobs > 0) return o.jobs;
+  int most_ranks = 1;
+  for (const CheckBinary& b : course.day.checks) {
+    for (const int r : b.ranks) most_ranks = std::max(most_ranks, r);
+  }
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / most_ranks);
+}
+
+// Grades the given trainees here and returns their scores (in the given order).
+std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>& specs,
+                                Course& course) {
+  std::vector<TraineeScore> scores(specs.size());
+  std::vector<Trainee> trainees = read_trainees(specs, course, scores);
   if (trainees.empty()) return scores;
   Trainee stubs = course_stubs(course);
   std::vector<Trainee*> building = {&stubs};
   for (Trainee& t : trainees) building.push_back(&t);
   build(building, course, fs::path(o.out) / o.build_log);
-  const auto filters = exercise_filters_of(stubs, course);
+  const ExerciseFilters filters = exercise_filters_of(stubs, course);
+  const CheckLimits limits{o.exercise_limit, o.trainee_limit, o.sandbox};
   std::atomic<size_t> next{0};
   std::mutex print;
   const auto worker = [&] {
     for (size_t k; (k = next++) < trainees.size();) {
       const Trainee& t = trainees[k];
       const size_t index = std::stoul(t.package.substr(std::string("graded/t").size()));
-      run_checks(t, course, filters, o, scores[index]);
+      run_checks(t, course, filters, limits, o.out, scores[index]);
       std::lock_guard lock(print);
       std::cout << "graded " << t.submission.name << "\n" << std::flush;
     }
   };
   std::vector<std::thread> workers;
-  const int max_ranks = std::max(1, [&] {
-    int most = 1;
-    for (const CheckBinary& b : course.day.checks) {
-      for (const int r : b.ranks) most = std::max(most, r);
-    }
-    return most;
-  }());
-  const int jobs =
-      o.jobs > 0 ? o.jobs
-                 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / max_ranks);
-  for (int j = 0; j < jobs; ++j) workers.emplace_back(worker);
+  for (int j = 0; j < parallel_trainees(o, course); ++j) workers.emplace_back(worker);
   for (std::thread& w : workers) w.join();
   run_with_limit(bazel(course) + "shutdown", 120);
   return scores;
@@ -276,23 +179,40 @@ struct WorkFolder {
   bool keep;
 };
 
+// The Slurm array's last job: the scorecard from every task's results/.
+int gather(const Options& o, const DaySpec& day) {
+  Scorecard card{o.day, {}, {}};
+  const fs::path results = fs::path(o.out) / "results";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(results)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    for (TraineeScore& t : trainees_from_csv(read_text(f))) card.trainees.push_back(std::move(t));
+  }
+  card.exercises = read_course(day, fs::path(o.root)).exercises;
+  write_scorecard(card, o);
+  return 0;
+}
+
+// --practice: the sheet's section of each exercise that did not pass, under its verdict.
+void print_sheet_of_what_failed(const Scorecard& card, const fs::path& root,
+                                const std::string& day) {
+  for (const TraineeScore& t : card.trainees) {
+    for (const std::string& id : card.exercises) {
+      const ExerciseResult& r = t.results.at(id);
+      if (r.verdict == Verdict::kPassed) continue;
+      std::cout << "\n== " << id << " " << verdict_name(r.verdict)
+                << (r.message.empty() ? "" : ": " + r.message) << "\n";
+      std::cout << sheet_section(root, day, id) << "\n";
+    }
+  }
+}
+
 int run(Options o) {
   const DaySpec& day = day_spec(o.day);
   COURSE_CHECK(fs::is_directory(fs::path(o.root) / day.day), "--root ", o.root,
                " is not a checkout of the course: it has no ", day.day, "/");
-  if (o.gather) {
-    Scorecard card{o.day, {}, {}};
-    const fs::path results = fs::path(o.out) / "results";
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(results)) files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const fs::path& f : files) {
-      for (TraineeScore& t : trainees_from_csv(read_text(f))) card.trainees.push_back(std::move(t));
-    }
-    card.exercises = read_course(day, fs::path(o.root)).exercises;
-    write_scorecard(card, o);
-    return 0;
-  }
+  if (o.gather) return gather(o, day);
   if (o.practice && o.trainees.empty()) o.trainees = {"you=" + o.root};
   if (o.practice) o.sandbox = false;  // one's own code
   if (o.sandbox && !o.slurm) {
@@ -338,17 +258,7 @@ int run(Options o) {
     return 0;
   }
   write_scorecard(card, o);
-  if (o.practice) {
-    for (const TraineeScore& t : card.trainees) {
-      for (const std::string& id : card.exercises) {
-        const ExerciseResult& r = t.results.at(id);
-        if (r.verdict == Verdict::kPassed) continue;
-        std::cout << "\n== " << id << " " << verdict_name(r.verdict)
-                  << (r.message.empty() ? "" : ": " + r.message) << "\n";
-        std::cout << sheet_section(o.root, day.day, id) << "\n";
-      }
-    }
-  }
+  if (o.practice) print_sheet_of_what_failed(card, o.root, day.day);
   return 0;
 }
 
