@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: a check that no two sources compiled in one group name a local function alike
-# (tools/cc/unique_local_names.sh); the full build (CUDA compiled in where nvcc is installed;
-# without a GPU the tests run its CPU path, as a trainee's machine does); the CPU-only build of
+# (tools/cc/unique_local_names.sh); a check that the documents name only paths and Bazel labels
+# that exist (tools/labsheet/doc_references.sh); the full build (CUDA compiled in where nvcc is
+# installed; without a GPU the tests run its CPU path, as a trainee's machine does); the CPU-only build of
 # every target (`--config=cpu`: only the files that see CUDA compile again, tools/cuda/cuda.bzl);
 # common/'s tests (fuzz tests included) and the solutions' exercise checks of days 2-4 (the
 # multi-rank ones on 2-4 ranks: a read past a rank's shard fails there even where a sum hides it)
@@ -50,6 +51,9 @@ check() {
 
 phase "grouped compiles: no two sources of a target name a local function alike"
 check //tools/cc:unique_local_names tools/cc/unique_local_names.sh
+
+phase "the documents: every path and Bazel label they name exists"
+check //tools/labsheet:doc_references tools/labsheet/doc_references.sh
 
 phase "bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
 bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
