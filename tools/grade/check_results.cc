@@ -1,6 +1,7 @@
 // The checks' suites and output, read per exercise (check_results.h).
 #include "tools/grade/check_results.h"
 
+#include <cstring>
 #include <regex>
 #include <sstream>
 
@@ -8,7 +9,64 @@
 
 namespace course::grade {
 
-namespace {}  // namespace
+namespace {
+
+// The first failure the console shows: where, then the assertion's own lines up to the blank
+// line, gtest's next marker or another rank's output; else a rank's abort line.
+std::string console_failure(const std::vector<std::string>& lines) {
+  static const std::regex failure(R"(^(.*?)(?::(\d+))?: Failure$)");  // "unknown file: Failure" too
+  static const std::regex aborted(R"(^rank \d+ failed .*; aborting every rank of the job$)");
+  std::string first_abort;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (std::regex_match(lines[i], m, failure)) {
+      const std::string file = m[1];
+      std::string where =
+          file.substr(file.rfind('/') + 1) + (m[2].matched ? ":" + m[2].str() : "") + ":";
+      for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
+        const std::string t = trimmed(lines[j]);
+        if (t.empty() || t[0] == '[' || t.rfind("Note: ", 0) == 0 ||
+            std::regex_match(lines[j], failure) || std::regex_match(lines[j], aborted)) {
+          break;
+        }
+        where += " " + t;
+      }
+      return where;
+    }
+    if (first_abort.empty() && std::regex_match(lines[i], aborted)) first_abort = lines[i];
+  }
+  return first_abort;
+}
+
+std::string last_line(const std::vector<std::string>& lines) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (!trimmed(*it).empty()) return trimmed(*it);
+  }
+  return "";
+}
+
+// An attribute's value in XML text, its entities replaced and its lines joined.
+std::string xml_attribute_text(const std::string& escaped) {
+  static const std::pair<const char*, const char*> kEntities[] = {
+      {"&quot;", "\""}, {"&apos;", "'"}, {"&lt;", "<"},   {"&gt;", ">"},
+      {"&#x0A;", " "},  {"&#x0D;", ""},  {"&#x09;", " "}, {"&amp;", "&"}};
+  std::string text = escaped;
+  for (const auto& [entity, character] : kEntities) {
+    for (size_t at = 0; (at = text.find(entity, at)) != std::string::npos;) {
+      text.replace(at, std::strlen(entity), character);
+      at += std::strlen(character);
+    }
+  }
+  return trimmed(text);
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int count = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++count;
+  return count;
+}
+
+}  // namespace
 
 std::vector<std::string> exercises_of_suite(const std::string& suite) {
   static const std::regex named(R"(^TP(\d+)_(\d+)(?:_(\d+))?)");
@@ -42,6 +100,8 @@ std::string verdict_name(Verdict v) {
       return "passed";
     case Verdict::kFailed:
       return "failed";
+    case Verdict::kCrashed:
+      return "crashed";
     case Verdict::kTimedOut:
       return "timed out";
     case Verdict::kDidNotCompile:
@@ -54,48 +114,54 @@ std::string verdict_name(Verdict v) {
   return "?";
 }
 
-ExerciseResult read_check_run(const std::string& output, int exit_status) {
+GtestReport read_gtest_report(const std::string& xml) {
+  static const std::regex root(R"re(<testsuites [^>]*failures="(\d+)"[^>]*errors="(\d+)")re");
+  static const std::regex failure(R"re(<failure message="([^"]*)")re");
+  GtestReport report;
+  std::smatch m;
+  if (!std::regex_search(xml, m, root)) return report;  // not gtest's: nothing completed
+  report.failed = std::stoi(m[1]) + std::stoi(m[2]);
+  report.completed = count_of(xml, "result=\"completed\"");
+  if (std::regex_search(xml, m, failure)) report.first_failure = xml_attribute_text(m[1]);
+  return report;
+}
+
+ExerciseResult read_check_run(const std::string& output, int exit_status,
+                              const std::vector<GtestReport>& reports, size_t processes) {
+  int completed = 0, failed = 0;
+  std::string report_failure;
+  for (const GtestReport& r : reports) {
+    completed += r.completed;
+    failed += r.failed;
+    if (report_failure.empty()) report_failure = r.first_failure;
+  }
+  if (exit_status == 0 && reports.size() == processes && completed > 0 && failed == 0) {
+    return {Verdict::kPassed, "", ""};
+  }
   const std::vector<std::string> lines = text_lines(output);
-  static const std::regex failure(R"(^(.*?)(?::(\d+))?: Failure$)");  // "unknown file: Failure" too
-  static const std::regex aborted(R"(^rank \d+ failed .*; aborting every rank of the job$)");
-  int passed = 0;
-  std::string first_failure, first_abort;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].rfind("[       OK ] ", 0) == 0) ++passed;
-    std::smatch m;
-    if (first_failure.empty() && std::regex_match(lines[i], m, failure)) {
-      // Where, then the assertion's own lines up to the blank line, gtest's next marker or
-      // another rank's output.
-      const std::string file = m[1];
-      first_failure =
-          file.substr(file.rfind('/') + 1) + (m[2].matched ? ":" + m[2].str() : "") + ":";
-      for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
-        const std::string t = trimmed(lines[j]);
-        if (t.empty() || t[0] == '[' || t.rfind("Note: ", 0) == 0 ||
-            std::regex_match(lines[j], failure) || std::regex_match(lines[j], aborted)) {
-          break;
-        }
-        first_failure += " " + t;
-      }
-    } else if (first_abort.empty() && std::regex_match(lines[i], aborted)) {
-      first_abort = lines[i];
-    }
+  if (exit_status > 128 && exit_status < 128 + 65) {
+    const int signal = exit_status - 128;
+    const std::string last = last_line(lines);
+    return {Verdict::kCrashed,
+            "signal " + std::to_string(signal) + " (" + strsignal(signal) + ")" +
+                (last.empty() ? "" : ": " + last),
+            ""};
   }
-  // The assertion's report where a rank printed it; else the abort's line (its first line).
-  if (first_failure.empty()) first_failure = first_abort;
-  if (exit_status == 0 && passed > 0 && first_failure.empty()) return {Verdict::kPassed, "", ""};
-  if (first_failure.empty()) {
-    if (exit_status == 0) return {Verdict::kFailed, "no test of the exercise ran", ""};
-    for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-      if (!trimmed(*it).empty()) {
-        first_failure = trimmed(*it);
-        break;
-      }
-    }
-    first_failure =
-        "exit " + std::to_string(exit_status) + (first_failure.empty() ? "" : ": " + first_failure);
+  std::string message = console_failure(lines);
+  if (message.empty()) message = report_failure;
+  if (!message.empty()) return {Verdict::kFailed, message, ""};
+  if (exit_status != 0) {
+    const std::string last = last_line(lines);
+    return {Verdict::kFailed,
+            "exit " + std::to_string(exit_status) + (last.empty() ? "" : ": " + last), ""};
   }
-  return {Verdict::kFailed, first_failure, ""};
+  if (reports.size() < processes) {
+    return {Verdict::kFailed,
+            std::to_string(processes - reports.size()) + " of " + std::to_string(processes) +
+                " processes wrote no test report",
+            ""};
+  }
+  return {Verdict::kFailed, failed > 0 ? "a test failed" : "no test of the exercise ran", ""};
 }
 
 }  // namespace course::grade

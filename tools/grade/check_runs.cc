@@ -25,14 +25,16 @@ Clock::time_point after(double seconds) {
 
 // `command` as a trainee's binary runs: in its sandbox (sandbox.h) unless there is none, with
 // TEST_TMPDIR (where bazel test would have a check write) its scratch folder,
-// test_tmp/<package>/<exercise id>. The CPU-time limit is a backstop behind the wall-clock ones.
+// test_tmp/<package>/<exercise id>, and `reports` writable. The CPU-time limit is a backstop
+// behind the wall-clock ones.
 std::string as_run(const std::string& command, const Trainee& t, const Course& c, bool sandbox,
-                   const std::string& id) {
+                   const std::string& id, const fs::path& reports) {
   const fs::path scratch = c.work / "test_tmp" / t.package / id;
   fs::create_directories(scratch);
   const std::string run = "export TEST_TMPDIR=" + shell_quoted(scratch.string()) + "; " + command;
   if (!sandbox) return run;
-  return sandboxed(run, {.work = c.work, .package = t.package, .scratch = scratch}, {});
+  return sandboxed(
+      run, {.work = c.work, .package = t.package, .scratch = scratch, .reports = reports}, {});
 }
 
 std::string mpirun() {
@@ -40,27 +42,54 @@ std::string mpirun() {
          (geteuid() == 0 ? "--allow-run-as-root " : "") + "-x OMP_NUM_THREADS=1 -x TEST_TMPDIR ";
 }
 
+// One run of a check binary's suites of an exercise: alone (ranks 0) or under mpirun.
+struct CheckCommand {
+  std::string binary;  // the binary with its flags, shell-quoted
+  int ranks = 0;
+
+  size_t processes() const { return ranks == 0 ? 1 : ranks; }
+  // The command line, each process writing its gtest report to `reports`/rank-<rank>.xml.
+  std::string line(const fs::path& reports) const {
+    const std::string report = "--gtest_output=xml:" + (reports / "rank-").string();
+    if (ranks == 0) return binary + " " + shell_quoted(report + "0.xml");
+    return mpirun() + "-np " + std::to_string(ranks) + " sh -c " +
+           shell_quoted("exec \"$0\" \"$@\" " + shell_quoted(report) +
+                        "\"$OMPI_COMM_WORLD_RANK.xml\"") +
+           " " + binary;
+  }
+};
+
 // The exercise's check commands: each check binary's suites of `id`, once per rank count.
-std::vector<std::string> check_commands(const Trainee& t, const Course& c,
-                                        const ExerciseFilters& filters, const std::string& id) {
-  std::vector<std::string> commands;
+std::vector<CheckCommand> check_commands(const Trainee& t, const Course& c,
+                                         const ExerciseFilters& filters, const std::string& id) {
+  std::vector<CheckCommand> commands;
   for (const CheckBinary& b : c.day.checks) {
     const auto f = filters.at(b.target).find(id);
     if (f == filters.at(b.target).end()) continue;
     const std::string binary =
         shell_quoted((c.work / "bazel-bin" / t.package / b.target).string()) +
         " --gtest_color=no --gtest_filter=" + shell_quoted(f->second);
-    if (b.ranks.empty()) commands.push_back(binary);
-    for (const int ranks : b.ranks) {
-      commands.push_back(mpirun() + "-np " + std::to_string(ranks) + " " + binary);
-    }
+    if (b.ranks.empty()) commands.push_back({binary, 0});
+    for (const int ranks : b.ranks) commands.push_back({binary, ranks});
   }
   return commands;
 }
 
+// The reports a run's processes wrote (a missing or oversized one left out).
+std::vector<GtestReport> reports_in(const fs::path& folder, size_t processes) {
+  std::vector<GtestReport> reports;
+  for (size_t rank = 0; rank < processes; ++rank) {
+    const fs::path file = folder / ("rank-" + std::to_string(rank) + ".xml");
+    std::error_code error;
+    const auto bytes = fs::file_size(file, error);
+    if (!error && bytes < (16u << 20)) reports.push_back(read_gtest_report(read_text(file)));
+  }
+  return reports;
+}
+
 // Runs the commands until one does not pass or time runs out; their output goes to `log`.
 ExerciseResult run_exercise(const std::string& id, const Trainee& t, const Course& c,
-                            const std::vector<std::string>& commands, const CheckLimits& limits,
+                            const std::vector<CheckCommand>& commands, const CheckLimits& limits,
                             Clock::time_point trainee_deadline, std::string& log) {
   if (commands.empty()) return {Verdict::kFailed, "the check has no test of " + id, ""};
   const Clock::time_point exercise_deadline = after(limits.exercise_seconds);
@@ -69,15 +98,20 @@ ExerciseResult run_exercise(const std::string& id, const Trainee& t, const Cours
   const auto whole_seconds = [](double seconds) {
     return std::to_string(static_cast<int>(seconds)) + " s";
   };
+  // The reports beside the scratch folder, where the check's TEST_TMPDIR does not point.
+  const fs::path reports = c.work / "test_reports" / t.package / id;
   ExerciseResult result{Verdict::kPassed, "", ""};
-  for (const std::string& command : commands) {
+  for (const CheckCommand& command : commands) {
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left <= 0) {
       return {Verdict::kTimedOut,
               "no time left of the trainee's " + whole_seconds(limits.trainee_seconds), ""};
     }
-    const TimedRun r = run_with_limit(as_run(command, t, c, limits.sandbox, id), left);
-    log += "$ " + command + "\n" + r.output + "\n";
+    fs::remove_all(reports);
+    fs::create_directories(reports);
+    const std::string line = command.line(reports);
+    const TimedRun r = run_with_limit(as_run(line, t, c, limits.sandbox, id, reports), left);
+    log += "$ " + line + "\n" + r.output + "\n";
     if (r.timed_out) {
       return {Verdict::kTimedOut,
               "stopped after " +
@@ -85,7 +119,8 @@ ExerciseResult run_exercise(const std::string& id, const Trainee& t, const Cours
                   " (" + (trainees_limit ? "the trainee's" : "the exercise's") + " limit)",
               ""};
     }
-    result = read_check_run(r.output, r.status);
+    result = read_check_run(r.output, r.status, reports_in(reports, command.processes()),
+                            command.processes());
     if (result.verdict != Verdict::kPassed) return result;
   }
   return result;

@@ -99,35 +99,73 @@ TEST(CheckResults, SuitesNameTheirExercises) {
   EXPECT_EQ(filters.size(), 5u);
 }
 
+// A gtest XML report of `completed` tests, `failures` of them failed with `message`.
+std::string report_xml(int completed, int failures, const std::string& message = "") {
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" +
+                    std::to_string(completed) + "\" failures=\"" + std::to_string(failures) +
+                    "\" disabled=\"0\" errors=\"0\" time=\"0\" name=\"AllTests\">\n";
+  for (int i = 0; i < completed; ++i) {
+    xml += "<testcase name=\"T" + std::to_string(i) + "\" status=\"run\" result=\"completed\">";
+    if (i < failures) xml += "<failure message=\"" + message + "\" type=\"\"></failure>";
+    xml += "</testcase>\n";
+  }
+  return xml + "</testsuites>\n";
+}
+
+TEST(CheckResults, AReportReadsAsItsCompletedAndFailedTests) {
+  const GtestReport passed = read_gtest_report(report_xml(3, 0));
+  EXPECT_EQ(passed.completed, 3);
+  EXPECT_EQ(passed.failed, 0);
+  const GtestReport failed = read_gtest_report(
+      report_xml(2, 1, "c.cc:4&#x0A;Expected: &quot;a&quot; &lt; b &amp;&amp; c"));
+  EXPECT_EQ(failed.failed, 1);
+  EXPECT_EQ(failed.first_failure, "c.cc:4 Expected: \"a\" < b && c");
+  EXPECT_EQ(read_gtest_report("[       OK ] not a report").completed, 0);
+}
+
 TEST(CheckResults, ARunReadsAsPassedOrItsFirstFailure) {
+  const GtestReport ok = read_gtest_report(report_xml(1, 0));
   const std::string passed =
       "[ RUN      ] TP1_1.A\n[       OK ] TP1_1.A (0 ms)\n[  PASSED  ] 1 test.\n";
-  EXPECT_EQ(read_check_run(passed, 0).verdict, Verdict::kPassed);
+  EXPECT_EQ(read_check_run(passed, 0, {ok}, 1).verdict, Verdict::kPassed);
+  EXPECT_EQ(read_check_run(passed, 0, {ok, ok}, 2).verdict, Verdict::kPassed);
+  // The console is not the verdict: a failed report, or a rank without one, is no pass.
+  const std::string forged = passed + "[  PASSED  ] 5 tests.\n";
+  const ExerciseResult lied =
+      read_check_run(forged, 0, {read_gtest_report(report_xml(1, 1, "x.cc:9&#x0A;wrong"))}, 1);
+  EXPECT_EQ(lied.verdict, Verdict::kFailed);
+  EXPECT_EQ(lied.message, "x.cc:9 wrong");
+  EXPECT_EQ(read_check_run(passed, 0, {ok}, 2).message, "1 of 2 processes wrote no test report");
   // Exit 0 but nothing ran (a filter matching nothing): not a pass.
-  EXPECT_EQ(read_check_run("[==========] 0 tests ran.\n", 0).message,
-            "no test of the exercise ran");
+  EXPECT_EQ(
+      read_check_run("[==========] 0 tests ran.\n", 0, {read_gtest_report(report_xml(0, 0))}, 1)
+          .message,
+      "no test of the exercise ran");
   const std::string failed =
       "[ RUN      ] TP2_2.Avg\nday2_ddp/check_test.cc:93: Failure\nExpected equality of these "
       "values:\n  a\n    Which is: 1\n\nday2_ddp/check_test.cc:93: Failure\nagain\n"
       "rank 1 failed TP2_2.Avg at day2_ddp/check_test.cc:93: Expected; aborting every rank of the "
       "job\n";
-  const ExerciseResult r = read_check_run(failed, 1);
+  const ExerciseResult r = read_check_run(failed, 1, {}, 2);
   EXPECT_EQ(r.verdict, Verdict::kFailed);
   EXPECT_EQ(r.message, "check_test.cc:93: Expected equality of these values: a Which is: 1");
   // Only the abort line (the rank's stdout lost): that line.
   const ExerciseResult aborted = read_check_run(
-      "rank 0 failed TP2_3.X at c.cc:4: Value of: y; aborting every rank of the job\n", 1);
+      "rank 0 failed TP2_3.X at c.cc:4: Value of: y; aborting every rank of the job\n", 1, {}, 2);
   EXPECT_EQ(aborted.message,
             "rank 0 failed TP2_3.X at c.cc:4: Value of: y; aborting every rank of the job");
   // An exception the test did not expect: gtest knows no line.
   EXPECT_EQ(read_check_run("[ RUN      ] TP3_4.A\nunknown file: Failure\nC++ exception with "
                            "description \"x\" thrown in the test body.\n[  FAILED  ] TP3_4.A\n",
-                           1)
+                           1, {}, 1)
                 .message,
             "unknown file: C++ exception with description \"x\" thrown in the test body.");
-  // A crash: the exit and the last line said.
-  EXPECT_EQ(read_check_run("[ RUN      ] TP1_2.A\nSegmentation fault\n", 139).message,
-            "exit 139: Segmentation fault");
+  // A crash: the signal named, and the last line.
+  const ExerciseResult crashed =
+      read_check_run("[ RUN      ] TP1_2.A\nSegmentation fault\n", 139, {}, 1);
+  EXPECT_EQ(crashed.verdict, Verdict::kCrashed);
+  EXPECT_EQ(crashed.message, "signal 11 (Segmentation fault): Segmentation fault");
+  EXPECT_EQ(read_check_run("out\n", 3, {}, 1).message, "exit 3: out");
 }
 
 TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {

@@ -55,12 +55,12 @@ void hide(Words& words, Words& made_read_only, const fs::path& dir) {
   made_read_only.push_back(dir.string());
 }
 
-// `tree` read-only, its solutions/ and test_tmp/ hidden, and its `hidden` sub-folder empty but
-// for the trainee's own `kept` one.
+// `tree` read-only, its solutions/, test_tmp/ and test_reports/ hidden, and its `hidden` sub-folder
+// empty but for the trainee's own `kept` one.
 void add_tree(Words& words, Words& made_read_only, const fs::path& tree, const fs::path& hidden,
               const fs::path& kept) {
   add(words, {"--ro-bind", tree.string(), tree.string()});
-  for (const char* other : {"solutions", "test_tmp"}) {
+  for (const char* other : {"solutions", "test_tmp", "test_reports"}) {
     if (fs::is_directory(tree / other)) hide(words, made_read_only, tree / other);
   }
   if (!fs::is_directory(tree / hidden)) return;
@@ -117,9 +117,11 @@ std::string sandboxed(const std::string& command, const SandboxView& view,
   add_tree(words, made_read_only, work, "graded", own);
   add(words, {"--ro-bind", output_base.string(), output_base.string()});
   add_tree(words, made_read_only, bin, "graded", own);
-  fs::create_directories(view.scratch);
+  for (const fs::path& writable : {view.scratch, view.reports}) {
+    fs::create_directories(writable);
+    add(words, {"--bind", fs::absolute(writable).string(), fs::absolute(writable).string()});
+  }
   const std::string scratch = fs::absolute(view.scratch).string();
-  add(words, {"--bind", scratch, scratch});
   for (const std::string& dir : made_read_only) add(words, {"--remount-ro", dir});
   add(words, {"--chdir", scratch, "--setenv", "HOME", scratch, "--setenv", "TMPDIR", "/tmp", "--"});
   add(words, {"prlimit", "--cpu=" + std::to_string(limits.cpu_seconds),

@@ -31,6 +31,7 @@ struct SandboxView {
   std::filesystem::path work;     // the class's work tree (its bazel-bin and bazel-out inside)
   std::string package;            // the trainee's, "graded/t3/day2_ddp"
   std::filesystem::path scratch;  // writable: TEST_TMPDIR and HOME, and where the run starts
+  std::filesystem::path reports;  // writable: where the check's processes write their results
 };
 
 // Why no sandbox can be made here (no bwrap on PATH, or one that starts no sandbox), said in

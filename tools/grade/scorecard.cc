@@ -12,9 +12,9 @@ namespace course::grade {
 
 namespace {
 
-const std::vector<Verdict> kVerdicts = {Verdict::kPassed,       Verdict::kFailed,
-                                        Verdict::kTimedOut,     Verdict::kDidNotCompile,
-                                        Verdict::kNotAttempted, Verdict::kRefused};
+const std::vector<Verdict> kVerdicts = {
+    Verdict::kPassed,        Verdict::kFailed,       Verdict::kCrashed, Verdict::kTimedOut,
+    Verdict::kDidNotCompile, Verdict::kNotAttempted, Verdict::kRefused};
 
 Verdict verdict_named(const std::string& name) {
   for (const Verdict v : kVerdicts) {
@@ -29,6 +29,8 @@ std::string short_cell(Verdict v) {
       return "ok";
     case Verdict::kFailed:
       return "FAIL";
+    case Verdict::kCrashed:
+      return "CRASH";
     case Verdict::kTimedOut:
       return "TIME";
     case Verdict::kDidNotCompile:
@@ -152,6 +154,7 @@ std::string scorecard_html(const Scorecard& card, const std::string& title) {
       << "th, td { border: 1px solid #bbb; padding: 0.3em 0.6em; text-align: center; }\n"
       << "td.trainee { text-align: left; }\n"
       << "td.passed { background: #c8f0c8; } td.failed { background: #f4b8b8; }\n"
+      << "td.crashed { background: #e88a8a; }\n"
       << "td.timed-out { background: #f6d58e; } td.did-not-compile { background: #e0b0e8; }\n"
       << "td.not-attempted { background: #eeeeee; } td.refused { background: #9a9a9a; }\n"
       << "</style></head>\n<body>\n<h1>" << html_escaped(title)
