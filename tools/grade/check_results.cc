@@ -1,6 +1,8 @@
 // The checks' suites and output, read per exercise (check_results.h).
 #include "tools/grade/check_results.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <regex>
 #include <sstream>
@@ -38,9 +40,12 @@ std::string console_failure(const std::vector<std::string>& lines) {
   return first_abort;
 }
 
+// The output's last line that says something (mpirun's rules of dashes do not).
 std::string last_line(const std::vector<std::string>& lines) {
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    if (!trimmed(*it).empty()) return trimmed(*it);
+    if (std::any_of(it->begin(), it->end(), [](unsigned char c) { return std::isalnum(c); })) {
+      return trimmed(*it);
+    }
   }
   return "";
 }

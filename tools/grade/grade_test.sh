@@ -2,12 +2,13 @@
 # The class grader on a synthetic class of day 2 (multi-rank checks), made from the solutions and
 # handed in every way a class does: `complete` (a git branch) has every exercise right, `stubs`
 # (a folder of the untouched file) none attempted, `broken` (a zip) an exercise that does not
-# compile, `deadlock` (a folder) a ring whose ranks all receive before they send, `edited` (a
-# checkout) a changed check file, `no_average` (a .tar.gz) the gradients summed but not averaged
-# (a wrong version TP2.2's check was written against), and two more wrong versions as folders:
-# `forward_buckets` (TP2.3's buckets filled from the first parameter, not the last) and
-# `no_padding` (TP2.1's shards cut to n / p even without --drop-last), which also probes its
-# sandbox. The scorecard is asserted cell by cell, the deadlock ends in the exercise's time limit,
+# compile, `deadlock` (a folder) a ring whose ranks all receive before they send and a schedule
+# that aborts past its last step, `edited` (a checkout) a changed check file, `no_average` (a
+# .tar.gz) the gradients summed but not averaged (a wrong version TP2.2's check was written
+# against), and two more wrong versions as folders: `forward_buckets` (TP2.3's buckets filled
+# from the first parameter, not the last, and a schedule that exits with status 0 past its last
+# step, after a test printed "[ OK ]") and `no_padding` (TP2.1's shards cut to n / p even without
+# --drop-last), which also probes its sandbox. The scorecard is asserted cell by cell, the deadlock ends in the exercise's time limit,
 # and headless Chromium renders the page.
 # Run by ./test.sh outside `bazel test` (the grader runs bazel itself); the course is graded as
 # committed (git archive of HEAD).
@@ -47,6 +48,10 @@ awk '/comm.exchange\(\{parallel::send_to\(chunk_of\(send_chunk\), next\),$/ && !
        getline; getline; done = 1; next } { print }' "$solution" >"$class/deadlock/exercises.cc"
 grep -q 'comm.recv(buffer, previous)' "$class/deadlock/exercises.cc" ||
   fail "the deadlock fixture did not apply"
+# ... and aborts where its schedule runs out of steps (TP2.5: "cannot happen").
+schedule_start='^  const float peak = s.base_lr \* static_cast<float>(s.global_batch) / s.base_batch;$'
+sed -i "s|$schedule_start|  if (step > s.total_steps) std::abort();\n&|" "$class/deadlock/exercises.cc"
+grep -q 'std::abort();' "$class/deadlock/exercises.cc" || fail "the abort fixture did not apply"
 # edited: a checkout whose check was changed.
 mkdir -p "$class/edited/day2_ddp"
 cp "$solution" "$class/edited/day2_ddp/exercises.cc"
@@ -64,6 +69,11 @@ wrong_version() { # name 'sed expression' pattern-that-must-then-be-there
 }
 wrong_version forward_buckets 's/for (size_t i = param_bytes.size(); i-- > 0;) {/for (size_t i = 0; i < param_bytes.size(); ++i) {/' \
   'for (size_t i = 0; i < param_bytes.size(); ++i)'
+# forward_buckets also ends the program where its schedule runs out of steps (TP2.5), with exit
+# status 0 after the first test's "[       OK ]": no report, so no pass.
+sed -i "s|$schedule_start|  if (step > s.total_steps) std::exit(0);  // training is over\n&|" \
+  "$class/forward_buckets/exercises.cc"
+grep -q 'std::exit(0);' "$class/forward_buckets/exercises.cc" || fail "the exit fixture did not apply"
 wrong_version no_padding 's|const int64_t per_rank = options.drop_last ? n / p : (n + p - 1) / p;|const int64_t per_rank = n / p;|' \
   'const int64_t per_rank = n / p;'
 
@@ -143,11 +153,13 @@ done
 expect broken TP2.3 "did not compile" "exercises.cc:"
 for e in TP2.1 TP2.2 TP2.4 TP2.5; do expect broken $e passed; done
 expect deadlock TP2.4 "timed out" "the exercise's limit"
-for e in TP2.1 TP2.2 TP2.3 TP2.5; do expect deadlock $e passed; done
+expect deadlock TP2.5 crashed "signal 6 (Aborted): mpirun noticed"
+for e in TP2.1 TP2.2 TP2.3; do expect deadlock $e passed; done
 expect no_average TP2.2 failed
 for e in TP2.1 TP2.3 TP2.4 TP2.5; do expect no_average $e passed; done
 expect forward_buckets TP2.3 failed check_test.cc
-for e in TP2.1 TP2.2 TP2.4 TP2.5; do expect forward_buckets $e passed; done
+expect forward_buckets TP2.5 failed "wrote no test report"
+for e in TP2.1 TP2.2 TP2.4; do expect forward_buckets $e passed; done
 expect no_padding TP2.1 failed check_test.cc
 for e in TP2.2 TP2.3 TP2.4 TP2.5; do expect no_padding $e passed; done
 [[ $(wc -l <"$csv") == 41 ]] || fail "the scorecard has $(wc -l <"$csv") lines, not 1 + 8 x 5"

@@ -165,7 +165,7 @@ TEST(CheckResults, ARunReadsAsPassedOrItsFirstFailure) {
       read_check_run("[ RUN      ] TP1_2.A\nSegmentation fault\n", 139, {}, 1);
   EXPECT_EQ(crashed.verdict, Verdict::kCrashed);
   EXPECT_EQ(crashed.message, "signal 11 (Segmentation fault): Segmentation fault");
-  EXPECT_EQ(read_check_run("out\n", 3, {}, 1).message, "exit 3: out");
+  EXPECT_EQ(read_check_run("out\n-----\n\n", 3, {}, 1).message, "exit 3: out");
 }
 
 TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
