@@ -18,6 +18,12 @@ std::string trimmed(const std::string& s) {
   return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
 }
 
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) text += (i == 0 ? "" : separator) + items[i];
+  return text;
+}
+
 std::string html_escaped(const std::string& text) {
   std::string out;
   for (const char c : text) {

@@ -27,6 +27,7 @@
 
 #include "common/core/error.h"
 #include "common/core/invocation.h"
+#include "common/core/text.h"
 #include "tools/grade/check_results.h"
 #include "tools/grade/check_runs.h"
 #include "tools/grade/class_build.h"
@@ -105,6 +106,11 @@ std::vector<Trainee> read_trainees(const std::vector<std::string>& specs, const 
       name += "-" + std::to_string(i);
     }
     scores[i].name = name;
+    if (!t.submission.differing.empty()) {
+      const std::vector<std::string>& differing = t.submission.differing;
+      scores[i].note = joined(differing, ", ") + (differing.size() == 1 ? " differs" : " differ") +
+                       " from the course's (not used: the course's files are built)";
+    }
     if (!t.submission.refused.empty()) {
       for (const std::string& id : course.exercises) {
         scores[i].results[id] = {Verdict::kRefused, t.submission.refused, ""};

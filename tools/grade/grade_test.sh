@@ -3,13 +3,14 @@
 # handed in every way a class does: `complete` (a git branch) has every exercise right, `stubs`
 # (a folder of the untouched file) none attempted, `broken` (a zip) an exercise that does not
 # compile, `deadlock` (a folder) a ring whose ranks all receive before they send and a schedule
-# that aborts past its last step, `edited` (a checkout) a changed check file, `no_average` (a
-# .tar.gz) the gradients summed but not averaged (a wrong version TP2.2's check was written
-# against), and two more wrong versions as folders: `forward_buckets` (TP2.3's buckets filled
-# from the first parameter, not the last, and a schedule that exits with status 0 past its last
-# step, after a test printed "[ OK ]") and `no_padding` (TP2.1's shards cut to n / p even without
-# --drop-last), which also probes its sandbox. The scorecard is asserted cell by cell, the deadlock ends in the exercise's time limit,
-# and headless Chromium renders the page.
+# that aborts past its last step, `edited` (a checkout) a changed check file (only noted), a lab
+# with Windows line endings (the same file), `no_average` (a .tar.gz) the gradients summed but
+# not averaged (a wrong version TP2.2's check was written against), and two more wrong versions
+# as folders: `forward_buckets` (TP2.3's buckets filled from the first parameter, not the last,
+# and a schedule that exits with status 0 past its last step, after a test printed "[ OK ]") and
+# `no_padding` (TP2.1's shards cut to n / p even without --drop-last), which also probes its
+# sandbox. The scorecard is asserted cell by cell, the deadlock ends in the exercise's time
+# limit, and headless Chromium renders the page.
 # Run by ./test.sh outside `bazel test` (the grader runs bazel itself); the course is graded as
 # committed (git archive of HEAD).
 set -euo pipefail
@@ -52,11 +53,12 @@ grep -q 'comm.recv(buffer, previous)' "$class/deadlock/exercises.cc" ||
 schedule_start='^  const float peak = s.base_lr \* static_cast<float>(s.global_batch) / s.base_batch;$'
 sed -i "s|$schedule_start|  if (step > s.total_steps) std::abort();\n&|" "$class/deadlock/exercises.cc"
 grep -q 'std::abort();' "$class/deadlock/exercises.cc" || fail "the abort fixture did not apply"
-# edited: a checkout whose check was changed.
+# edited: a checkout whose check was changed (said in its row, never built: the course's is) and
+# whose lab has Windows line endings (the same file).
 mkdir -p "$class/edited/day2_ddp"
 cp "$solution" "$class/edited/day2_ddp/exercises.cc"
 { cat day2_ddp/check_test.cc; echo "// passes now"; } >"$class/edited/day2_ddp/check_test.cc"
-cp day2_ddp/lab.cc "$class/edited/day2_ddp/"  # the course's own: allowed
+sed 's/$/\r/' day2_ddp/lab.cc >"$class/edited/day2_ddp/lab.cc"
 # no_average: the gradients summed over the ranks, not averaged.
 mkdir "$class/no_average"
 grep -v 'course::scale_(p->grad, 1.0f / static_cast<float>(comm.size()));' "$solution" \
@@ -148,7 +150,7 @@ expect() { # trainee exercise verdict [message part]
 for e in TP2.1 TP2.2 TP2.3 TP2.4 TP2.5; do
   expect complete $e passed
   expect stubs $e "not attempted"
-  expect edited $e refused "day2_ddp/check_test.cc differs from the course's"
+  expect edited $e passed  # its own check not used: graded with the course's
 done
 expect broken TP2.3 "did not compile" "exercises.cc:"
 for e in TP2.1 TP2.2 TP2.4 TP2.5; do expect broken $e passed; done
@@ -162,6 +164,8 @@ expect forward_buckets TP2.5 failed "wrote no test report"
 for e in TP2.1 TP2.2 TP2.4; do expect forward_buckets $e passed; done
 expect no_padding TP2.1 failed check_test.cc
 for e in TP2.2 TP2.3 TP2.4 TP2.5; do expect no_padding $e passed; done
+grep -q "^edited note: day2_ddp/check_test.cc differs from the course's (not used" \
+  "$class/grade.out" || fail "the edited checkout's note"
 [[ $(wc -l <"$csv") == 41 ]] || fail "the scorecard has $(wc -l <"$csv") lines, not 1 + 8 x 5"
 # The work tree kept (--keep-work) to be searched too; the probe may write only in its private
 # /tmp, which the host never sees.

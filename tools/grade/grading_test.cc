@@ -174,12 +174,14 @@ TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
                            {{"TP9.1", {Verdict::kPassed, "", "logs/ann/TP9.1.log"}},
                             {"TP9.2", {Verdict::kFailed, "a, \"quoted\" message", "l"}}}});
   card.trainees.push_back({"bob",
-                           {{"TP9.1", {Verdict::kRefused, "x.cc differs", ""}},
-                            {"TP9.2", {Verdict::kRefused, "x.cc differs", ""}}}});
+                           {{"TP9.1", {Verdict::kRefused, "no exercise file", ""}},
+                            {"TP9.2", {Verdict::kRefused, "no exercise file", ""}}},
+                           "x.cc, y.cc differ"});
   const std::string csv = scorecard_csv(card);
-  EXPECT_THAT(csv, HasSubstr("ann,TP9.2,failed,\"a, \"\"quoted\"\" message\",l\n"));
+  EXPECT_THAT(csv, HasSubstr("ann,TP9.2,failed,\"a, \"\"quoted\"\" message\",l,\n"));
   const std::vector<TraineeScore> back = trainees_from_csv(csv);
   ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].note, "x.cc, y.cc differ");
   EXPECT_EQ(back[0].results.at("TP9.2").message, "a, \"quoted\" message");
   EXPECT_EQ(back[0].results.at("TP9.1").log, "logs/ann/TP9.1.log");
   EXPECT_EQ(back[1].results.at("TP9.1").verdict, Verdict::kRefused);
@@ -187,13 +189,15 @@ TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
   EXPECT_THAT(table, HasSubstr("ann      ok       FAIL     1/2\n"));
   EXPECT_THAT(table, HasSubstr("bob      REFUSED  REFUSED  0/2\n"));
   EXPECT_THAT(table, HasSubstr("ann TP9.2 failed: a, \"quoted\" message\n"));
-  EXPECT_THAT(table, HasSubstr("bob refused: x.cc differs\n"));  // once, not per exercise
+  EXPECT_THAT(table, HasSubstr("bob refused: no exercise file\n"));  // once, not per exercise
+  EXPECT_THAT(table, HasSubstr("bob note: x.cc, y.cc differ\n"));
   EXPECT_THAT([] { trainees_from_csv("name,score\n"); },
               testing::ThrowsMessage<Error>(HasSubstr("not a scorecard CSV")));
   const std::string html = scorecard_html(card, "day9 <class>");
   EXPECT_THAT(html, HasSubstr("<title>day9 &lt;class&gt;</title>"));
-  EXPECT_THAT(html, HasSubstr("<td class=\"failed\" title=\"a, &quot;quoted&quot; message\">"
-                              "<a href=\"l\">failed</a></td>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"failed\"><a href=\"l\">failed</a><div "
+                              "class=\"message\">a, &quot;quoted&quot; message</div></td>"));
+  EXPECT_THAT(html, HasSubstr("bob<div class=\"note\">x.cc, y.cc differ</div>"));
 }
 
 class Submissions : public ::testing::Test {
@@ -227,15 +231,17 @@ TEST_F(Submissions, ACheckoutOrLooseFilesGiveTheExerciseFiles) {
   EXPECT_EQ(loose.files.at("exercises.cc"), "loose\n");
 }
 
-TEST_F(Submissions, AChangedCourseFileIsRefusedByName) {
+TEST_F(Submissions, TheDaysChangedFilesAreListedOtherFilesAndLineEndingsIgnored) {
   write_text(root_ / "eve/day1_gpu/exercises.cc", "eve's\n");
-  write_text(root_ / "eve/common/lib.cc", "lib, improved\n");
-  EXPECT_THAT(read((root_ / "eve").string()).refused,
-              HasSubstr("common/lib.cc differs from the course's"));
+  write_text(root_ / "eve/day1_gpu/check_test.cc", "check, improved\n");
+  write_text(root_ / "eve/common/lib.cc", "lib, improved\n");  // outside the day: not compared
+  const Submission eve = read((root_ / "eve").string());
+  EXPECT_EQ(eve.refused, "");
+  EXPECT_EQ(eve.files.at("exercises.cc"), "eve's\n");
+  EXPECT_EQ(eve.differing, std::vector<std::string>{"day1_gpu/check_test.cc"});
   write_text(root_ / "flat/exercises.cc", "x\n");
-  write_text(root_ / "flat/check_test.cc", "always passes\n");
-  EXPECT_THAT(read((root_ / "flat").string()).refused,
-              HasSubstr("day1_gpu/check_test.cc differs from the course's"));
+  write_text(root_ / "flat/check_test.cc", "check\r\n");  // a Windows editor's: the same
+  EXPECT_TRUE(read((root_ / "flat").string()).differing.empty());
   write_text(root_ / "empty/README", "nothing\n");
   EXPECT_THAT(read((root_ / "empty").string()).refused, HasSubstr("no exercise file of day1_gpu"));
   EXPECT_THAT([&] { read((root_ / "nobody").string()); },

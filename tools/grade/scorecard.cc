@@ -16,6 +16,8 @@ const std::vector<Verdict> kVerdicts = {
     Verdict::kPassed,        Verdict::kFailed,       Verdict::kCrashed, Verdict::kTimedOut,
     Verdict::kDidNotCompile, Verdict::kNotAttempted, Verdict::kRefused};
 
+constexpr const char* kCsvHeader = "trainee,exercise,verdict,message,log,note";
+
 Verdict verdict_named(const std::string& name) {
   for (const Verdict v : kVerdicts) {
     if (verdict_name(v) == name) return v;
@@ -82,13 +84,13 @@ const ExerciseResult* result_of(const TraineeScore& t, const std::string& id) {
 
 std::string scorecard_csv(const Scorecard& card) {
   std::ostringstream out;
-  out << "trainee,exercise,verdict,message,log\n";
+  out << kCsvHeader << "\n";
   for (const TraineeScore& t : card.trainees) {
     for (const std::string& id : card.exercises) {
       const ExerciseResult* r = result_of(t, id);
       if (r == nullptr) continue;
       out << csv_field(t.name) << "," << id << "," << verdict_name(r->verdict) << ","
-          << csv_field(r->message) << "," << csv_field(r->log) << "\n";
+          << csv_field(r->message) << "," << csv_field(r->log) << "," << csv_field(t.note) << "\n";
     }
   }
   return out.str();
@@ -98,13 +100,13 @@ std::vector<TraineeScore> trainees_from_csv(const std::string& csv) {
   std::vector<TraineeScore> trainees;
   std::istringstream in(csv);
   std::string line;
-  COURSE_CHECK(std::getline(in, line) && line == "trainee,exercise,verdict,message,log",
+  COURSE_CHECK(std::getline(in, line) && line == kCsvHeader,
                "not a scorecard CSV: its first line is \"", line, "\"");
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const std::vector<std::string> f = csv_fields(line);
-    COURSE_CHECK(f.size() == 5, "a scorecard line of ", f.size(), " fields: ", line);
-    if (trainees.empty() || trainees.back().name != f[0]) trainees.push_back({f[0], {}});
+    COURSE_CHECK(f.size() == 6, "a scorecard line of ", f.size(), " fields: ", line);
+    if (trainees.empty() || trainees.back().name != f[0]) trainees.push_back({f[0], {}, f[5]});
     trainees.back().results[f[1]] = {verdict_named(f[2]), f[3], f[4]};
   }
   return trainees;
@@ -127,9 +129,10 @@ std::string scorecard_table(const Scorecard& card) {
     }
     out << "  " << passed << "/" << card.exercises.size() << "\n";
   }
-  out << "\nok passed, FAIL failed, TIME timed out, COMPILE did not compile, todo not attempted "
-         "(still the stub), REFUSED not graded (the reason below)\n";
+  out << "\nok passed, FAIL failed, CRASH crashed, TIME timed out, COMPILE did not compile, todo "
+         "not attempted (still the stub), REFUSED not graded (the reason below)\n";
   for (const TraineeScore& t : card.trainees) {
+    if (!t.note.empty()) out << t.name << " note: " << t.note << "\n";
     for (const std::string& id : card.exercises) {
       const ExerciseResult* r = result_of(t, id);
       if (r == nullptr || r->verdict == Verdict::kPassed || r->verdict == Verdict::kNotAttempted) {
@@ -153,6 +156,7 @@ std::string scorecard_html(const Scorecard& card, const std::string& title) {
       << "table { border-collapse: collapse; }\n"
       << "th, td { border: 1px solid #bbb; padding: 0.3em 0.6em; text-align: center; }\n"
       << "td.trainee { text-align: left; }\n"
+      << "div.message, div.note { font-size: 0.8em; max-width: 22em; text-align: left; }\n"
       << "td.passed { background: #c8f0c8; } td.failed { background: #f4b8b8; }\n"
       << "td.crashed { background: #e88a8a; }\n"
       << "td.timed-out { background: #f6d58e; } td.did-not-compile { background: #e0b0e8; }\n"
@@ -162,7 +166,9 @@ std::string scorecard_html(const Scorecard& card, const std::string& title) {
   for (const std::string& id : card.exercises) out << "<th>" << id << "</th>";
   out << "<th>passed</th></tr>\n";
   for (const TraineeScore& t : card.trainees) {
-    out << "<tr><td class=\"trainee\">" << html_escaped(t.name) << "</td>";
+    out << "<tr><td class=\"trainee\">" << html_escaped(t.name)
+        << (t.note.empty() ? "" : "<div class=\"note\">" + html_escaped(t.note) + "</div>")
+        << "</td>";
     int passed = 0;
     for (const std::string& id : card.exercises) {
       const ExerciseResult* r = result_of(t, id);
@@ -173,8 +179,10 @@ std::string scorecard_html(const Scorecard& card, const std::string& title) {
       std::string kind = verdict_name(r->verdict);
       std::replace(kind.begin(), kind.end(), ' ', '-');
       const std::string text = html_escaped(verdict_name(r->verdict));
-      out << "<td class=\"" << kind << "\" title=\"" << html_escaped(r->message) << "\">"
+      out << "<td class=\"" << kind << "\">"
           << (r->log.empty() ? text : "<a href=\"" + html_escaped(r->log) + "\">" + text + "</a>")
+          << (r->message.empty() ? ""
+                                 : "<div class=\"message\">" + html_escaped(r->message) + "</div>")
           << "</td>";
       if (r->verdict == Verdict::kPassed) ++passed;
     }

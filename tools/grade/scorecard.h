@@ -15,6 +15,7 @@ namespace course::grade {
 struct TraineeScore {
   std::string name;
   std::map<std::string, ExerciseResult> results;  // by exercise id
+  std::string note;  // about the hand-in as a whole (its files that differ from the course's)
 };
 
 struct Scorecard {
@@ -23,13 +24,14 @@ struct Scorecard {
   std::vector<TraineeScore> trainees;  // in the order given
 };
 
-// Rows "trainee,exercise,verdict,message,log", quoted where needed, under a header line.
+// Rows "trainee,exercise,verdict,message,log,note", quoted where needed, under a header line
+// (the trainee's note on each of its rows).
 std::string scorecard_csv(const Scorecard& card);
 // The trainees' rows of such a CSV (a task's own, or a whole scorecard's).
 std::vector<TraineeScore> trainees_from_csv(const std::string& csv);
 
-// Short cells ("ok", "FAIL", "TIME", "COMPILE", "todo", "REFUSED"), a legend, then each
-// trainee's messages for what did not pass.
+// Short cells ("ok", "FAIL", "CRASH", "TIME", "COMPILE", "todo", "REFUSED"), a legend, then each
+// trainee's note and messages for what did not pass.
 std::string scorecard_table(const Scorecard& card);
 
 std::string scorecard_html(const Scorecard& card, const std::string& title);

@@ -90,6 +90,12 @@ std::string default_name(std::string path, const std::string& ref) {
   return ref.empty() ? name : name + "-" + ref;
 }
 
+// `text` with Windows line endings made Unix ones (an editor's, not a change).
+std::string without_carriage_returns(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), '\r'), text.end());
+  return text;
+}
+
 }  // namespace
 
 const DaySpec& day_spec(const std::string& day) {
@@ -157,23 +163,19 @@ Submission read_submission(const std::string& spec, const DaySpec& day, const st
                 " or " + day.day + "/" + day.files.front() + ")";
     return s;
   }
-  // Every other file of the course the hand-in holds must be the course's.
-  const fs::path course_base = checkout ? fs::path(course) : fs::path(course) / day.day;
-  for (const auto& entry : fs::recursive_directory_iterator(course_base)) {
+  // The day's other files: the course's are built, a hand-in's different ones only said.
+  const fs::path theirs_base = checkout ? root / day.day : root;
+  const fs::path course_day = fs::path(course) / day.day;
+  for (const auto& entry : fs::recursive_directory_iterator(course_day)) {
     if (!entry.is_regular_file()) continue;
-    const fs::path relative = fs::relative(entry.path(), course_base);
-    const std::string shown = checkout ? relative.string() : day.day + "/" + relative.string();
-    const bool exercise = std::any_of(day.files.begin(), day.files.end(),
-                                      [&](const auto& f) { return shown == day.day + "/" + f; });
-    const fs::path theirs = root / relative;
-    if (exercise || !fs::is_regular_file(theirs)) continue;
-    if (read_text(theirs) != read_text(entry.path())) {
-      s.refused = shown + " differs from the course's: only the exercise files (" + day.day + "/" +
-                  day.files.front() + (day.files.size() > 1 ? ", ..." : "") +
-                  ") are the trainee's to change";
-      return s;
+    const std::string relative = fs::relative(entry.path(), course_day).string();
+    const fs::path theirs = theirs_base / relative;
+    if (s.files.count(relative) || !fs::is_regular_file(theirs)) continue;
+    if (without_carriage_returns(read_text(theirs)) != read_text(entry.path())) {
+      s.differing.push_back(day.day + "/" + relative);
     }
   }
+  std::sort(s.differing.begin(), s.differing.end());
   return s;
 }
 

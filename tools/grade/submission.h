@@ -32,6 +32,9 @@ struct Submission {
   std::string source;                        // the SPEC given
   std::map<std::string, std::string> files;  // exercise file name -> text (the ones handed in)
   std::string refused;                       // why it is not graded ("" when it is)
+  // The day's other files the hand-in holds that differ from the course's (line endings aside):
+  // said in the trainee's row, never used (the course's are built).
+  std::vector<std::string> differing;
 };
 
 // The trainee's name SPEC gives: NAME of "NAME=PATH", else the folder's, archive's or repository's
