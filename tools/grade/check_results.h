@@ -31,6 +31,7 @@ struct ExerciseResult {
   Verdict verdict = Verdict::kPassed;
   std::string message;  // why it did not pass: the check's first message, the compiler's error
   std::string log;      // the log's path, relative to the scorecard's folder ("" when none)
+  double seconds = 0;   // the check's runs, wall-clock (0 when none ran)
 };
 
 // gtest's XML report of one process (--gtest_output=xml:FILE).

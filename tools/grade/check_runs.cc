@@ -158,8 +158,10 @@ void run_checks(const Trainee& t, const Course& c, const ExerciseFilters& filter
       continue;
     }
     std::string log;
+    const Clock::time_point started = Clock::now();
     ExerciseResult result =
         run_exercise(id, t, c, check_commands(t, c, filters, id), limits, trainee_deadline, log);
+    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     result.log = "logs/" + t.submission.name + "/" + id + ".log";
     write_text(out / result.log, log);
     score.results[id] = result;

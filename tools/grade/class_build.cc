@@ -6,11 +6,20 @@
 #include <regex>
 
 #include "common/core/error.h"
+#include "common/core/text.h"
 #include "tools/grade/system.h"
 
 namespace course::grade {
 
 namespace fs = std::filesystem;
+
+std::string course_version(const fs::path& root) {
+  if (!fs::exists(root / ".git")) return "the files of " + root.string();
+  const TimedRun r =
+      run_with_limit("git -C " + shell_quoted(root.string()) + " rev-parse HEAD", 60);
+  COURSE_CHECK(r.status == 0, "cannot read the course's commit in ", root.string(), ": ", r.output);
+  return "course commit " + trimmed(r.output);
+}
 
 void clean_copy(const fs::path& root, const fs::path& into) {
   fs::create_directories(into);

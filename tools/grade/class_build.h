@@ -35,6 +35,9 @@ struct Course {
 // The course as committed (git archive of HEAD), or the tree as it is where it is not a git
 // checkout; never its build outputs.
 void clean_copy(const std::filesystem::path& root, const std::filesystem::path& into);
+// What clean_copy copies, in words: "course commit <hash>" of a git checkout, else "the files of
+// ROOT".
+std::string course_version(const std::filesystem::path& root);
 
 // The day's exercises, their files and the course's stubs, from a copy of the course.
 Course read_course(const DaySpec& day, const std::filesystem::path& work);

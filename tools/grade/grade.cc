@@ -187,7 +187,7 @@ struct WorkFolder {
 
 // The Slurm array's last job: the scorecard from every task's results/.
 int gather(const Options& o, const DaySpec& day) {
-  Scorecard card{o.day, {}, {}};
+  Scorecard card{o.day, {}, {}, course_version(o.root)};
   const fs::path results = fs::path(o.out) / "results";
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(results)) files.push_back(e.path());
@@ -255,7 +255,7 @@ int run(Options o) {
   const fs::path work = folder.path / "course";
   clean_copy(o.root, work);
   Course course = read_course(day, work);
-  Scorecard card{o.day, course.exercises, grade(o, specs, course)};
+  Scorecard card{o.day, course.exercises, grade(o, specs, course), course_version(o.root)};
   if (o.keep_work) std::cout << "the work tree: " << work.string() << "\n";
   if (o.array_task >= 0) {
     write_text(

@@ -184,6 +184,10 @@ rm -rf "$(dirname "$work_tree")"
 echo "ok: no_padding's probe, in its sandbox, found no solutions, no other trainee, nothing writable"
 grep -q "^no_average  *ok  *FAIL  *ok  *ok  *ok  *4/5$" "$class/grade.out" ||
   fail "the terminal table's no_average row"
+grep -qE "^class +6/7/8 +6/7/8 +5/7/8 +6/7/8 +5/7/8 *$" "$class/grade.out" ||
+  fail "the class's totals (passed/attempted/trainees)"
+grep -q "^day2_ddp, graded against course commit $(git rev-parse HEAD)$" "$class/grade.out" ||
+  fail "the scorecard does not name the course's commit"
 [[ -s $out/logs/deadlock/TP2.4.log ]] || fail "no log of the deadlock"
 echo "ok: every cell of the scorecard as expected"
 
@@ -200,9 +204,9 @@ echo "ok: a --root that is not the course is refused with one message"
 chromium=(chromium --headless --no-sandbox --disable-gpu --window-size=1400,1000)
 dom=$(timeout 120 "${chromium[@]}" --dump-dom "file://$out/index.html" 2>/dev/null) ||
   fail "chromium could not open the scorecard"
-[[ $(grep -o "<tr" <<<"$dom" | wc -l) == 9 ]] || fail "the rendered table: $dom"
-grep -q '<td class="timed-out" title="[^"]*"><a href="logs/deadlock/TP2.4.log">timed out</a></td>' \
-  <<<"$dom" || fail "the deadlock's cell does not link its log: $dom"
+[[ $(grep -o "<tr" <<<"$dom" | wc -l) == 10 ]] || fail "the rendered table: $dom"
+grep -q '<td class="timed-out"><a href="logs/deadlock/TP2.4.log">timed out</a><div class="message">stopped after 10 s' \
+  <<<"$dom" || fail "the deadlock's cell does not link its log and say its message: $dom"
 grep -q '<td class="trainee">no_average</td>' <<<"$dom" || fail "no_average is not on the page"
 echo "ok: headless Chromium renders the scorecard, its cells linking to their logs"
 

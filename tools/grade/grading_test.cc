@@ -169,24 +169,28 @@ TEST(CheckResults, ARunReadsAsPassedOrItsFirstFailure) {
 }
 
 TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
-  Scorecard card{"day9", {"TP9.1", "TP9.2"}, {}};
+  Scorecard card{"day9", {"TP9.1", "TP9.2"}, {}, "course commit abc"};
   card.trainees.push_back({"ann",
-                           {{"TP9.1", {Verdict::kPassed, "", "logs/ann/TP9.1.log"}},
+                           {{"TP9.1", {Verdict::kPassed, "", "logs/ann/TP9.1.log", 2.5}},
                             {"TP9.2", {Verdict::kFailed, "a, \"quoted\" message", "l"}}}});
   card.trainees.push_back({"bob",
                            {{"TP9.1", {Verdict::kRefused, "no exercise file", ""}},
                             {"TP9.2", {Verdict::kRefused, "no exercise file", ""}}},
                            "x.cc, y.cc differ"});
   const std::string csv = scorecard_csv(card);
-  EXPECT_THAT(csv, HasSubstr("ann,TP9.2,failed,\"a, \"\"quoted\"\" message\",l,\n"));
+  EXPECT_THAT(csv, HasSubstr("ann,TP9.1,passed,,logs/ann/TP9.1.log,2.5,\n"));
+  EXPECT_THAT(csv, HasSubstr("ann,TP9.2,failed,\"a, \"\"quoted\"\" message\",l,0.0,\n"));
   const std::vector<TraineeScore> back = trainees_from_csv(csv);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[1].note, "x.cc, y.cc differ");
   EXPECT_EQ(back[0].results.at("TP9.2").message, "a, \"quoted\" message");
   EXPECT_EQ(back[0].results.at("TP9.1").log, "logs/ann/TP9.1.log");
+  EXPECT_EQ(back[0].results.at("TP9.1").seconds, 2.5);
   EXPECT_EQ(back[1].results.at("TP9.1").verdict, Verdict::kRefused);
   const std::string table = scorecard_table(card);
+  EXPECT_THAT(table, HasSubstr("day9, graded against course commit abc\n"));
   EXPECT_THAT(table, HasSubstr("ann      ok       FAIL     1/2\n"));
+  EXPECT_THAT(table, HasSubstr("class    1/1/2    0/1/2"));  // passed / attempted / trainees
   EXPECT_THAT(table, HasSubstr("bob      REFUSED  REFUSED  0/2\n"));
   EXPECT_THAT(table, HasSubstr("ann TP9.2 failed: a, \"quoted\" message\n"));
   EXPECT_THAT(table, HasSubstr("bob refused: no exercise file\n"));  // once, not per exercise
@@ -198,6 +202,9 @@ TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
   EXPECT_THAT(html, HasSubstr("<td class=\"failed\"><a href=\"l\">failed</a><div "
                               "class=\"message\">a, &quot;quoted&quot; message</div></td>"));
   EXPECT_THAT(html, HasSubstr("bob<div class=\"note\">x.cc, y.cc differ</div>"));
+  EXPECT_THAT(html, HasSubstr("ann/TP9.1.log\">passed</a><div class=\"time\">2.5 s</div>"));
+  EXPECT_THAT(html, HasSubstr("<td>1 / 1 / 2</td><td>0 / 1 / 2</td>"));
+  EXPECT_THAT(html, HasSubstr("Graded against course commit abc."));
 }
 
 class Submissions : public ::testing::Test {

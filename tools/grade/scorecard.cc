@@ -16,7 +16,7 @@ const std::vector<Verdict> kVerdicts = {
     Verdict::kPassed,        Verdict::kFailed,       Verdict::kCrashed, Verdict::kTimedOut,
     Verdict::kDidNotCompile, Verdict::kNotAttempted, Verdict::kRefused};
 
-constexpr const char* kCsvHeader = "trainee,exercise,verdict,message,log,note";
+constexpr const char* kCsvHeader = "trainee,exercise,verdict,message,log,seconds,note";
 
 Verdict verdict_named(const std::string& name) {
   for (const Verdict v : kVerdicts) {
@@ -75,12 +75,62 @@ std::vector<std::string> csv_fields(const std::string& line) {
   return fields;
 }
 
+std::string seconds_text(double seconds) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << seconds;
+  return text.str();
+}
+
 const ExerciseResult* result_of(const TraineeScore& t, const std::string& id) {
   const auto it = t.results.find(id);
   return it == t.results.end() ? nullptr : &it->second;
 }
 
+std::string totals_text(const Scorecard& card, const std::string& id,
+                        const std::string& between = "/") {
+  const ExerciseTotals t = totals_of(card, id);
+  return std::to_string(t.passed) + between + std::to_string(t.attempted) + between +
+         std::to_string(t.trainees);
+}
+
+constexpr const char* kPageStyle =
+    "body { font-family: sans-serif; margin: 2em; }\n"
+    "table { border-collapse: collapse; }\n"
+    "th, td { border: 1px solid #bbb; padding: 0.3em 0.6em; text-align: center; }\n"
+    "td.trainee { text-align: left; } tr.totals { font-weight: bold; }\n"
+    "div.message, div.note, div.time { font-size: 0.8em; max-width: 22em; text-align: left; }\n"
+    "td.passed { background: #c8f0c8; } td.failed { background: #f4b8b8; }\n"
+    "td.crashed { background: #e88a8a; }\n"
+    "td.timed-out { background: #f6d58e; } td.did-not-compile { background: #e0b0e8; }\n"
+    "td.not-attempted { background: #eeeeee; } td.refused { background: #9a9a9a; }\n";
+
+// A result's cell: its verdict (linking to its log), its message and its time.
+std::string html_cell(const ExerciseResult& r) {
+  std::string kind = verdict_name(r.verdict);
+  std::replace(kind.begin(), kind.end(), ' ', '-');
+  const std::string text = html_escaped(verdict_name(r.verdict));
+  return "<td class=\"" + kind + "\">" +
+         (r.log.empty() ? text : "<a href=\"" + html_escaped(r.log) + "\">" + text + "</a>") +
+         (r.message.empty() ? "" : "<div class=\"message\">" + html_escaped(r.message) + "</div>") +
+         (r.seconds > 0 ? "<div class=\"time\">" + seconds_text(r.seconds) + " s</div>" : "") +
+         "</td>";
+}
+
 }  // namespace
+
+ExerciseTotals totals_of(const Scorecard& card, const std::string& id) {
+  ExerciseTotals totals;
+  totals.trainees = static_cast<int>(card.trainees.size());
+  for (const TraineeScore& t : card.trainees) {
+    const ExerciseResult* r = result_of(t, id);
+    if (r == nullptr || r->verdict == Verdict::kNotAttempted || r->verdict == Verdict::kRefused) {
+      continue;
+    }
+    ++totals.attempted;
+    totals.passed += r->verdict == Verdict::kPassed;
+  }
+  return totals;
+}
 
 std::string scorecard_csv(const Scorecard& card) {
   std::ostringstream out;
@@ -90,7 +140,8 @@ std::string scorecard_csv(const Scorecard& card) {
       const ExerciseResult* r = result_of(t, id);
       if (r == nullptr) continue;
       out << csv_field(t.name) << "," << id << "," << verdict_name(r->verdict) << ","
-          << csv_field(r->message) << "," << csv_field(r->log) << "," << csv_field(t.note) << "\n";
+          << csv_field(r->message) << "," << csv_field(r->log) << "," << seconds_text(r->seconds)
+          << "," << csv_field(t.note) << "\n";
     }
   }
   return out.str();
@@ -105,9 +156,9 @@ std::vector<TraineeScore> trainees_from_csv(const std::string& csv) {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const std::vector<std::string> f = csv_fields(line);
-    COURSE_CHECK(f.size() == 6, "a scorecard line of ", f.size(), " fields: ", line);
-    if (trainees.empty() || trainees.back().name != f[0]) trainees.push_back({f[0], {}, f[5]});
-    trainees.back().results[f[1]] = {verdict_named(f[2]), f[3], f[4]};
+    COURSE_CHECK(f.size() == 7, "a scorecard line of ", f.size(), " fields: ", line);
+    if (trainees.empty() || trainees.back().name != f[0]) trainees.push_back({f[0], {}, f[6]});
+    trainees.back().results[f[1]] = {verdict_named(f[2]), f[3], f[4], std::stod(f[5])};
   }
   return trainees;
 }
@@ -116,6 +167,7 @@ std::string scorecard_table(const Scorecard& card) {
   size_t name_width = 7;
   for (const TraineeScore& t : card.trainees) name_width = std::max(name_width, t.name.size());
   std::ostringstream out;
+  out << card.day << ", graded against " << card.course << "\n\n";
   out << std::left << std::setw(static_cast<int>(name_width)) << "trainee";
   for (const std::string& id : card.exercises) out << "  " << std::setw(7) << id;
   out << "  passed\n";
@@ -129,8 +181,11 @@ std::string scorecard_table(const Scorecard& card) {
     }
     out << "  " << passed << "/" << card.exercises.size() << "\n";
   }
-  out << "\nok passed, FAIL failed, CRASH crashed, TIME timed out, COMPILE did not compile, todo "
-         "not attempted (still the stub), REFUSED not graded (the reason below)\n";
+  out << std::setw(static_cast<int>(name_width)) << "class";
+  for (const std::string& id : card.exercises) out << "  " << std::setw(7) << totals_text(card, id);
+  out << "\n\nok passed, FAIL failed, CRASH crashed, TIME timed out, COMPILE did not compile, todo "
+         "not attempted (still the stub), REFUSED not graded (the reason below); class: passed/"
+         "attempted/trainees\n";
   for (const TraineeScore& t : card.trainees) {
     if (!t.note.empty()) out << t.name << " note: " << t.note << "\n";
     for (const std::string& id : card.exercises) {
@@ -152,17 +207,9 @@ std::string scorecard_html(const Scorecard& card, const std::string& title) {
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << html_escaped(title)
       << "</title>\n<style>\n"
-      << "body { font-family: sans-serif; margin: 2em; }\n"
-      << "table { border-collapse: collapse; }\n"
-      << "th, td { border: 1px solid #bbb; padding: 0.3em 0.6em; text-align: center; }\n"
-      << "td.trainee { text-align: left; }\n"
-      << "div.message, div.note { font-size: 0.8em; max-width: 22em; text-align: left; }\n"
-      << "td.passed { background: #c8f0c8; } td.failed { background: #f4b8b8; }\n"
-      << "td.crashed { background: #e88a8a; }\n"
-      << "td.timed-out { background: #f6d58e; } td.did-not-compile { background: #e0b0e8; }\n"
-      << "td.not-attempted { background: #eeeeee; } td.refused { background: #9a9a9a; }\n"
-      << "</style></head>\n<body>\n<h1>" << html_escaped(title)
-      << "</h1>\n<table>\n<tr><th>trainee</th>";
+      << kPageStyle << "</style></head>\n<body>\n<h1>" << html_escaped(title)
+      << "</h1>\n<p>Graded against " << html_escaped(card.course)
+      << ".</p>\n<table>\n<tr><th>trainee</th>";
   for (const std::string& id : card.exercises) out << "<th>" << id << "</th>";
   out << "<th>passed</th></tr>\n";
   for (const TraineeScore& t : card.trainees) {
@@ -172,23 +219,16 @@ std::string scorecard_html(const Scorecard& card, const std::string& title) {
     int passed = 0;
     for (const std::string& id : card.exercises) {
       const ExerciseResult* r = result_of(t, id);
-      if (r == nullptr) {
-        out << "<td></td>";
-        continue;
-      }
-      std::string kind = verdict_name(r->verdict);
-      std::replace(kind.begin(), kind.end(), ' ', '-');
-      const std::string text = html_escaped(verdict_name(r->verdict));
-      out << "<td class=\"" << kind << "\">"
-          << (r->log.empty() ? text : "<a href=\"" + html_escaped(r->log) + "\">" + text + "</a>")
-          << (r->message.empty() ? ""
-                                 : "<div class=\"message\">" + html_escaped(r->message) + "</div>")
-          << "</td>";
-      if (r->verdict == Verdict::kPassed) ++passed;
+      out << (r ? html_cell(*r) : "<td></td>");
+      passed += r && r->verdict == Verdict::kPassed;
     }
     out << "<td>" << passed << "/" << card.exercises.size() << "</td></tr>\n";
   }
-  out << "</table>\n</body></html>\n";
+  out << "<tr class=\"totals\"><td class=\"trainee\">the class: passed / attempted / trainees</td>";
+  for (const std::string& id : card.exercises) {
+    out << "<td>" << totals_text(card, id, " / ") << "</td>";
+  }
+  out << "<td></td></tr>\n</table>\n</body></html>\n";
   return out.str();
 }
 

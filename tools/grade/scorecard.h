@@ -22,16 +22,24 @@ struct Scorecard {
   std::string day;
   std::vector<std::string> exercises;  // in the sheet's order
   std::vector<TraineeScore> trainees;  // in the order given
+  std::string course;                  // what was graded against: the course's commit
 };
 
-// Rows "trainee,exercise,verdict,message,log,note", quoted where needed, under a header line
-// (the trainee's note on each of its rows).
+// An exercise's class totals: passed, attempted (neither the stub nor refused), trainees.
+struct ExerciseTotals {
+  int passed = 0, attempted = 0, trainees = 0;
+};
+ExerciseTotals totals_of(const Scorecard& card, const std::string& id);
+
+// Rows "trainee,exercise,verdict,message,log,seconds,note", quoted where needed, under a header
+// line (the trainee's note on each of its rows).
 std::string scorecard_csv(const Scorecard& card);
 // The trainees' rows of such a CSV (a task's own, or a whole scorecard's).
 std::vector<TraineeScore> trainees_from_csv(const std::string& csv);
 
-// Short cells ("ok", "FAIL", "CRASH", "TIME", "COMPILE", "todo", "REFUSED"), a legend, then each
-// trainee's note and messages for what did not pass.
+// The course's commit, short cells ("ok", "FAIL", "CRASH", "TIME", "COMPILE", "todo",
+// "REFUSED"), the class's totals, a legend, then each trainee's note and messages for what did
+// not pass.
 std::string scorecard_table(const Scorecard& card);
 
 std::string scorecard_html(const Scorecard& card, const std::string& title);
