@@ -21,14 +21,20 @@ fail() {
   exit 1
 }
 
-expect 0 "0 trials" "$hpo" create --db "$db" --study him --function himmelblau --seed 3
-"$hpo" worker --db "$db" --study him --trials 20 >"$dir/w1.log" 2>&1 &
-"$hpo" worker --db "$db" --study him --trials 20 >"$dir/w2.log" 2>&1 &
-wait
-expect 0 "40 trials: 40 complete, 0 pruned, 0 failed, 0 running" "$hpo" status --db "$db" \
-  --study him
-[[ $(cat "$dir/w1.log" "$dir/w2.log" | grep -c "complete:") -eq 40 ]] ||
-  fail "the two workers did not complete 40 trials between them"
+# two_workers STORE: the study "him" made on STORE and searched by two workers at once, 20 trials
+# each, every one of the 40 run once.
+two_workers() {
+  expect 0 "0 trials" "$hpo" create --db "$1" --study him --function himmelblau --seed 3
+  "$hpo" worker --db "$1" --study him --trials 20 >"$dir/w1.log" 2>&1 &
+  "$hpo" worker --db "$1" --study him --trials 20 >"$dir/w2.log" 2>&1 &
+  wait
+  expect 0 "40 trials: 40 complete, 0 pruned, 0 failed, 0 running" "$hpo" status --db "$1" \
+    --study him
+  [[ $(cat "$dir/w1.log" "$dir/w2.log" | grep -c "complete:") -eq 40 ]] ||
+    fail "the two workers did not complete 40 trials between them on $1"
+}
+
+two_workers "$db"
 [[ $("$hpo" status --db "$db" --study him --trials | grep -cE "^ +[0-9]+ complete") -eq 40 ]] ||
   fail "status --trials does not list 40 complete trials"
 expect 0 "--x " "$hpo" best --db "$db" --study him
@@ -44,12 +50,7 @@ grep -q "^number,state,value,best_so_far,seconds,x,y$" "$dir/trials.csv" ||
 server=$("$private_server" start "$dir/postgres" 127.0.0.1) || fail "no PostgreSQL server"
 export PGPASSFILE=$dir/postgres/pgpass
 expect 1 "holds no studies (create one first" "$hpo" worker --db "$server" --study him
-expect 0 "0 trials" "$hpo" create --db "$server" --study him --function himmelblau --seed 3
-"$hpo" worker --db "$server" --study him --trials 20 >"$dir/p1.log" 2>&1 &
-"$hpo" worker --db "$server" --study him --trials 20 >"$dir/p2.log" 2>&1 &
-wait
-expect 0 "40 trials: 40 complete, 0 pruned, 0 failed, 0 running" "$hpo" status --db "$server" \
-  --study him
+two_workers "$server"
 expect 0 "wrote $dir/pg.journal: study him, 40 trials" "$hpo" export --db "$server" --study him \
   --optuna "$dir/pg.journal"
 expect 1 "scheme 'mysql'" "$hpo" status --db mysql://course@127.0.0.1/studies --study him

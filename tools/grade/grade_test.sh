@@ -111,6 +111,12 @@ void look_in(const fs::path& dir, const std::string& own, int& places) {
   const fs::path written = dir / "probe_escaped";
   if (std::ofstream(written) << "x") std::printf("PROBE wrote %s\\n", written.c_str());
 }
+// At compile time: the solutions through the compiler's working folder (the build's sandbox,
+// <work folder>/bazel-output/sandbox/<strategy>/<n>/execroot/course, or the execroot itself).
+#if __has_include("/proc/self/cwd/../../../../../../course/solutions/day2_ddp/exercises.cc") || \\
+    __has_include("/proc/self/cwd/../../../course/solutions/day2_ddp/exercises.cc")
+[[maybe_unused]] const bool compiled = std::printf("PROBE saw the solutions at compile time\\n");
+#endif
 const bool probed = [] {
   int places = 0;
   std::error_code ec;
