@@ -29,11 +29,12 @@ void clean_copy(const fs::path& root, const fs::path& into) {
                            " archive --format=tar HEAD | tar -x -C " + shell_quoted(into.string()),
                        600);
     COURSE_CHECK(r.status == 0, "cannot copy the course from ", root.string(), ": ", r.output);
+    fs::remove_all(into / "solutions");
     return;
   }
   for (const auto& e : fs::directory_iterator(root)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("bazel-", 0) == 0 || name == ".git") continue;
+    if (name.rfind("bazel-", 0) == 0 || name == ".git" || name == "solutions") continue;
     fs::copy(e.path(), into / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   }
 }

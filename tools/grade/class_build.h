@@ -33,7 +33,8 @@ struct Course {
 };
 
 // The course as committed (git archive of HEAD), or the tree as it is where it is not a git
-// checkout; never its build outputs.
+// checkout; never its build outputs, and never its solutions/ (a class's packages do not build
+// them, and neither a trainee's #include nor their binary can then reach them).
 void clean_copy(const std::filesystem::path& root, const std::filesystem::path& into);
 // What clean_copy copies, in words: "course commit <hash>" of a git checkout, else "the files of
 // ROOT".

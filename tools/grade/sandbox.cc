@@ -55,12 +55,12 @@ void hide(Words& words, Words& made_read_only, const fs::path& dir) {
   made_read_only.push_back(dir.string());
 }
 
-// `tree` read-only, its solutions/, test_tmp/ and test_reports/ hidden, and its `hidden` sub-folder
-// empty but for the trainee's own `kept` one.
+// `tree` read-only, its test_tmp/ and test_reports/ hidden, and its `hidden` sub-folder empty but
+// for the trainee's own `kept` one.
 void add_tree(Words& words, Words& made_read_only, const fs::path& tree, const fs::path& hidden,
               const fs::path& kept) {
   add(words, {"--ro-bind", tree.string(), tree.string()});
-  for (const char* other : {"solutions", "test_tmp", "test_reports"}) {
+  for (const char* other : {"test_tmp", "test_reports"}) {
     if (fs::is_directory(tree / other)) hide(words, made_read_only, tree / other);
   }
   if (!fs::is_directory(tree / hidden)) return;

@@ -3,9 +3,10 @@
 //   - the system read-only (/usr, /etc, /sys, /opt, and the libraries ./setup.sh keeps in
 //     ~/.cache/course; no home folder, no instructor's checkout, no hand-ins), a /dev and /proc
 //     of its own, a private /tmp and /dev/shm;
-//   - the class's work tree and the build's outputs read-only, with the course's solutions/ and
-//     every other trainee's sources, binaries and scratch out of sight (empty folders);
-//   - its own scratch folder, the only writable place, where it starts;
+//   - the class's work tree (which holds no solutions/: clean_copy, class_build.h) and the
+//     build's outputs read-only, with every other trainee's sources, binaries, scratch and
+//     reports out of sight (empty folders);
+//   - its own scratch folder, where it starts, and its reports' folder, the only writable places;
 //   - no network (a loopback of its own), its own process, IPC and user namespaces (an
 //     unprivileged id, every capability dropped, so the view cannot be unmounted);
 //   - limits on CPU time, memory (data segment: a GPU runtime's address-space reservations do not
