@@ -113,9 +113,11 @@ void look_in(const fs::path& dir, const std::string& own, int& places) {
 }
 // At compile time: the solutions through the compiler's working folder (the build's sandbox,
 // <work folder>/bazel-output/sandbox/<strategy>/<n>/execroot/course, or the execroot itself).
+// What it finds is not among the action's inputs, so Bazel's cache keeps an object compiled where
+// the solutions could be reached: a probe whose text changes is a new action.
 #if __has_include("/proc/self/cwd/../../../../../../course/solutions/day2_ddp/exercises.cc") || \\
     __has_include("/proc/self/cwd/../../../course/solutions/day2_ddp/exercises.cc")
-[[maybe_unused]] const bool compiled = std::printf("PROBE saw the solutions at compile time\\n");
+[[maybe_unused]] const bool compiled = std::printf("PROBE saw the solutions when compiled\\n");
 #endif
 const bool probed = [] {
   int places = 0;
