@@ -84,6 +84,7 @@ wrong_version no_padding 's|const int64_t per_rank = options.drop_last ? n / p :
 # finds them above its binary or its working folder, or in the instructor's checkout, and writes
 # a file in each of those folders. In its sandbox it must find nothing and write only in its
 # private /tmp.
+probe_mark="run $$ at $(date +%s%N)"
 {
   cat <<PROBE
 #include <cstdio>
@@ -113,11 +114,11 @@ void look_in(const fs::path& dir, const std::string& own, int& places) {
 }
 // At compile time: the solutions through the compiler's working folder (the build's sandbox,
 // <work folder>/bazel-output/sandbox/<strategy>/<n>/execroot/course, or the execroot itself).
-// What it finds is not among the action's inputs, so Bazel's cache keeps an object compiled where
-// the solutions could be reached: a probe whose text changes is a new action.
+// What it finds is not among the action's inputs, so Bazel's cache would hand a later run the
+// object of an earlier one: this run's own mark makes the compile a new action ($probe_mark).
 #if __has_include("/proc/self/cwd/../../../../../../course/solutions/day2_ddp/exercises.cc") || \\
     __has_include("/proc/self/cwd/../../../course/solutions/day2_ddp/exercises.cc")
-[[maybe_unused]] const bool compiled = std::printf("PROBE saw the solutions when compiled\\n");
+[[maybe_unused]] const bool compiled = std::printf("PROBE saw the solutions at compile time\\n");
 #endif
 const bool probed = [] {
   int places = 0;
