@@ -18,7 +18,7 @@ def day4_lab(check_tags = []):
             "//common/parallel/planning:throughput_model",
             "//common/parallel/tensor_parallel",
             "//common/parallel:training_parallelism",
-            "//tools/plot:timeline_chart",
+            "//common/plot:timeline_chart",
         ],
         check_tags = check_tags,
         lab_deps = ["//common/parallel/comm"],

@@ -109,7 +109,7 @@ expect 0 "for the measured passes (F " "${mpirun[@]}" -np 2 "$lab" "${run[@]}" \
   --pipeline-stages 2 --schedule zb-h1
 
 # --profile: one trace with both stages' forwards and backwards of micro-batch 0; --timeline: the
-# last step as a PNG (its pixels are //tools/plot:timeline_chart_test's).
+# last step as a PNG (its pixels are //common/plot:timeline_chart_test's).
 expect 0 "events per rank written to" "${mpirun[@]}" -np 2 "$lab" "${run[@]}" \
   --pipeline-stages 2 --test --test-nsteps 3 --profile "$TEST_TMPDIR/pipeline.json" \
   --timeline "$TEST_TMPDIR/timeline.png"

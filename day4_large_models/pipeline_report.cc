@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "tools/plot/timeline_chart.h"
+#include "common/plot/timeline_chart.h"
 
 namespace day4 {
 

@@ -1,7 +1,7 @@
 // What the day-4 lab shows of its parallelism after training: the communication per step and,
 // for a pipeline (common/parallel/pipeline/pipeline_measurement.h), each stage's measured bubble
 // next to the schedule's formula and the activations it held, and the last step's forwards and
-// backwards as a PNG, a row per stage (tools/plot/timeline_chart.h).
+// backwards as a PNG, a row per stage (common/plot/timeline_chart.h).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // Drawing a timeline chart with OpenCV.
-#include "tools/plot/timeline_chart.h"
+#include "common/plot/timeline_chart.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // The timeline PNG read back with OpenCV: each span's box has its kind's colour where the layout
 // says it is drawn, the time between spans stays background, and malformed charts or unwritable
 // paths are clear errors.
-#include "tools/plot/timeline_chart.h"
+#include "common/plot/timeline_chart.h"
 
 #include <gtest/gtest.h>
 
