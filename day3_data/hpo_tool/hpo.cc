@@ -34,7 +34,8 @@ namespace {
 namespace hpo = course::hpo;
 
 struct CreateFlags {
-  std::string space, function, lab, direction, sampler = "tpe", pruner = "none", journal = "wal";
+  std::string space, function, lab, direction, sampler = "tpe", pruner = "none";
+  std::string journal;  // SQLite's: "wal" (the default) or "delete"
   uint64_t seed = 0;
 };
 
@@ -78,10 +79,13 @@ void create(const std::string& db, const std::string& name, const CreateFlags& f
   hpo::make_sampler(config.sampler);
   hpo::make_pruner(config.pruner, name);
   day3::check_objective(config);
-  if (!hpo::is_server_location(db)) make_database_folder(db);
+  const bool server = hpo::is_server_location(db);
+  COURSE_CHECK(!server || f.journal.empty(),
+               "create: --journal is a SQLite file's; a PostgreSQL study has none");
+  if (!server) make_database_folder(db);
   hpo::StudyStorage storage(
       db, {.create = true,
-           .journal = f.journal == "wal" ? hpo::JournalMode::kWal : hpo::JournalMode::kDelete});
+           .journal = f.journal == "delete" ? hpo::JournalMode::kDelete : hpo::JournalMode::kWal});
   storage.create_study(config);
   std::printf("%s", hpo::status_text(config, {}).c_str());
 }
@@ -146,9 +150,8 @@ void add_create_flags(CLI::App* command, CreateFlags& flags) {
   command->add_option("--seed", flags.seed, "the samplers' seed")->capture_default_str();
   command
       ->add_option("--journal", flags.journal,
-                   "wal: workers on one host; delete: workers on several hosts sharing a file "
-                   "system with POSIX locks")
-      ->capture_default_str()
+                   "a SQLite file's journal: wal (the default), workers on one host; delete: "
+                   "workers on several hosts sharing a file system with POSIX locks")
       ->check(CLI::IsMember({"wal", "delete"}));
 }
 

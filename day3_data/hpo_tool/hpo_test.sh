@@ -53,6 +53,8 @@ expect 1 "holds no studies (create one first" "$hpo" worker --db "$server" --stu
 two_workers "$server"
 expect 0 "wrote $dir/pg.journal: study him, 40 trials" "$hpo" export --db "$server" --study him \
   --optuna "$dir/pg.journal"
+expect 1 "--journal is a SQLite file's" "$hpo" create --db "$server" --study j \
+  --function himmelblau --journal delete
 expect 1 "scheme 'mysql'" "$hpo" status --db mysql://course@127.0.0.1/studies --study him
 expect 1 "carries a password: put it in ~/.pgpass" "$hpo" status \
   --db "${server/course@/course:secret@}" --study him

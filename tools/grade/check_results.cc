@@ -120,7 +120,8 @@ std::string verdict_name(Verdict v) {
 }
 
 GtestReport read_gtest_report(const std::string& xml) {
-  static const std::regex root(R"re(<testsuites [^>]*failures="(\d+)"[^>]*errors="(\d+)")re");
+  static const std::regex root(
+      R"re(<testsuites [^>]*failures="(\d{1,9})"[^>]*errors="(\d{1,9})")re");
   static const std::regex failure(R"re(<failure message="([^"]*)")re");
   GtestReport report;
   std::smatch m;

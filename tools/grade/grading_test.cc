@@ -121,6 +121,11 @@ TEST(CheckResults, AReportReadsAsItsCompletedAndFailedTests) {
   EXPECT_EQ(failed.failed, 1);
   EXPECT_EQ(failed.first_failure, "c.cc:4 Expected: \"a\" < b && c");
   EXPECT_EQ(read_gtest_report("[       OK ] not a report").completed, 0);
+  // A count no gtest writes (a report the trainee's code could write): not read as one.
+  EXPECT_EQ(read_gtest_report("<testsuites tests=\"1\" failures=\"99999999999\" errors=\"0\">"
+                              "<testcase result=\"completed\"/></testsuites>")
+                .completed,
+            0);
 }
 
 TEST(CheckResults, ARunReadsAsPassedOrItsFirstFailure) {
@@ -197,6 +202,13 @@ TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
   EXPECT_THAT(table, HasSubstr("bob note: x.cc, y.cc differ\n"));
   EXPECT_THAT([] { trainees_from_csv("name,score\n"); },
               testing::ThrowsMessage<Error>(HasSubstr("not a scorecard CSV")));
+  EXPECT_THAT(
+      [] {
+        trainees_from_csv(
+            "trainee,exercise,verdict,message,log,seconds,note\n"
+            "ann,TP9.1,passed,,l,soon,\n");
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("\"soon\" is not a cell's seconds")));
   const std::string html = scorecard_html(card, "day9 <class>");
   EXPECT_THAT(html, HasSubstr("<title>day9 &lt;class&gt;</title>"));
   EXPECT_THAT(html, HasSubstr("<td class=\"failed\"><a href=\"l\">failed</a><div "

@@ -81,6 +81,14 @@ std::string seconds_text(double seconds) {
   return text.str();
 }
 
+double seconds_named(const std::string& text) {
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  COURSE_CHECK(!text.empty() && *end == '\0' && seconds >= 0, "\"", text,
+               "\" is not a cell's seconds");
+  return seconds;
+}
+
 const ExerciseResult* result_of(const TraineeScore& t, const std::string& id) {
   const auto it = t.results.find(id);
   return it == t.results.end() ? nullptr : &it->second;
@@ -158,7 +166,7 @@ std::vector<TraineeScore> trainees_from_csv(const std::string& csv) {
     const std::vector<std::string> f = csv_fields(line);
     COURSE_CHECK(f.size() == 7, "a scorecard line of ", f.size(), " fields: ", line);
     if (trainees.empty() || trainees.back().name != f[0]) trainees.push_back({f[0], {}, f[6]});
-    trainees.back().results[f[1]] = {verdict_named(f[2]), f[3], f[4], std::stod(f[5])};
+    trainees.back().results[f[1]] = {verdict_named(f[2]), f[3], f[4], seconds_named(f[5])};
   }
   return trainees;
 }

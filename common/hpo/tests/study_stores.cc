@@ -12,12 +12,13 @@
 namespace course::hpo::testing_stores {
 namespace {
 
-const char* const kServerScript = "tools/postgres/private_server.sh";
-
-std::string server_folder() { return ::testing::TempDir() + "/postgres"; }
+// The script's command line: `command` on the test's server folder.
+std::string server_command(const std::string& command) {
+  return "tools/postgres/private_server.sh " + command + " " + ::testing::TempDir() + "/postgres";
+}
 
 void control(const std::string& command) {
-  const std::string line = std::string(kServerScript) + " " + command + " " + server_folder();
+  const std::string line = server_command(command);
   COURSE_CHECK(std::system(line.c_str()) == 0, "the private PostgreSQL server: ", line, " failed");
 }
 
@@ -25,17 +26,16 @@ void control(const std::string& command) {
 class PrivateServer {
  public:
   PrivateServer() {
-    const std::string line =
-        std::string(kServerScript) + " start " + server_folder() + " 127.0.0.1";
+    const std::string line = server_command("start") + " 127.0.0.1";
     FILE* output = popen(line.c_str(), "r");
     char url[512] = "";
     const bool read = output && std::fgets(url, sizeof url, output);
     COURSE_CHECK(output && pclose(output) == 0 && read, "cannot start a PostgreSQL server: ", line);
     base_url_ = std::string(url).substr(0, std::string(url).rfind('/') + 1);
-    setenv("PGPASSFILE", (server_folder() + "/pgpass").c_str(), 1);
+    setenv("PGPASSFILE", (::testing::TempDir() + "/postgres/pgpass").c_str(), 1);
   }
   ~PrivateServer() {
-    const std::string line = std::string(kServerScript) + " remove " + server_folder();
+    const std::string line = server_command("remove");
     if (std::system(line.c_str()) != 0) std::fprintf(stderr, "%s failed\n", line.c_str());
   }
 
