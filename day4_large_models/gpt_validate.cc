@@ -92,9 +92,6 @@ void validate_loss_scaling(const OptimizerChoice& o, const train::RunFlags& run,
   COURSE_CHECK(o.overflow_drill == 0 || train::loss_scaled(run),
                "--overflow-drill drills f16's loss scaler: add --amp --amp-dtype f16");
   if (!train::loss_scaled(run)) return;
-  COURSE_CHECK(!o.in_backward,
-               "--amp-dtype f16 skips a step once every gradient is checked; "
-               "--optimizer-in-backward updates each group before the others exist: use bf16");
   COURSE_CHECK(!cuda_graphs || optim::updates_elementwise(o.kind),
                "--cuda-graphs replays f16's skip on the device; --optimizer ",
                optim::optimizer_name(o.kind),

@@ -3,7 +3,7 @@
 # of 2 ranks: GPT and Llama under DDP, ZeRO 1-3 and the FSDP strategies, tensor and sequence
 # parallelism (the vocabulary slice's rows remapped on the device), every pipeline schedule (the
 # loss broadcast from the last stage, never read), context parallelism, clipping with
-# accumulation, the optimizer in backward, 1-bit Adam's compressed steps, bf16 gathers; ViT and
+# accumulation, the optimizer in backward (f16's two passes too), 1-bit Adam's compressed steps, bf16 gathers; ViT and
 # CoAtNet. (--cpu-offload waits by design: the optimizer's step runs on the host, on the
 # gradients the device sent.)
 set -uo pipefail
@@ -32,6 +32,7 @@ expect_wait_free "${run[@]}" --pipeline-stages 2 --pipeline-exercises  # TP4.6-T
 expect_wait_free "${run[@]}" --context-parallel 2
 expect_wait_free "${run[@]}" --clip-grad-norm 0.5 --accumulate 2 --checkpoint-activations
 expect_wait_free "${run[@]}" --optimizer-in-backward --accumulate 2
+expect_wait_free "${run[@]}" --optimizer-in-backward --amp --amp-dtype f16  # its two passes
 expect_wait_free "${run[@]}" --optimizer onebit-adam --freeze-step 3
 expect_wait_free "${run[@]}" --optimizer onebit-lamb --freeze-step 3 --exp-avg-mask
 expect_wait_free "${run[@]}" --model llama-tiny --tensor-parallel 2

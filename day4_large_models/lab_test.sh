@@ -388,8 +388,27 @@ for optimizer in "lamb" "onebit-adam --freeze-step 2 --lr 5e-4 --eps 1e-4" \
   expect 0 "loss scale 32768, 1 step(s) skipped" "${mpirun[@]}" "$lab" "${f16_run[@]}" \
     --optimizer $optimizer --amp --amp-dtype f16 --overflow-drill 5
 done
-expect 1 "error: --amp-dtype f16 skips a step once every gradient is checked; --optimizer-in-backward" \
-  "$lab" "${few[@]}" --amp --amp-dtype f16 --optimizer-in-backward
+# f16 with the optimizer in backward (a pass that checks every group, then one that updates) ends
+# as the usual f16 step: from 2^24 on one process, through the drill on the last of 2 DDP ranks
+# alone, and LAMB (its flag read on the host) with accumulation.
+for flags in "--initial-scale-power 24" "mpi --overflow-drill 3" \
+  "--optimizer lamb --accumulate 2 --initial-scale-power 24"; do
+  launcher=()
+  [[ $flags == mpi* ]] && launcher=("${mpirun[@]}") && flags=${flags#mpi }
+  # shellcheck disable=SC2086
+  usual=$("${launcher[@]}" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 $flags 2>&1 |
+    grep -E "^(validation loss|loss scale)")
+  # shellcheck disable=SC2086
+  fused=$("${launcher[@]}" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 $flags \
+    --optimizer-in-backward 2>&1 | grep -E "^(validation loss|loss scale)")
+  if [[ -z $usual || $fused != "$usual" ]]; then
+    echo "FAILED: f16 with --optimizer-in-backward $flags ends otherwise than the usual step:"
+    echo "usual: $usual"
+    echo "in backward: $fused"
+    exit 1
+  fi
+  echo "ok: f16 with --optimizer-in-backward $flags ends as the usual step:" $fused
+done
 expect 1 "set f16's loss scaler: add --amp --amp-dtype f16" "$lab" "${few[@]}" --hysteresis 3
 expect 1 "error: --initial-scale-power must be from -126 to 127" "$lab" "${few[@]}" --amp \
   --amp-dtype f16 --initial-scale-power 128

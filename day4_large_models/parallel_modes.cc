@@ -260,18 +260,32 @@ Tensor LabStep::run(const NextTokenBatch& batch, train::StepPhases& phases) {
 
 Tensor LabStep::passes_and_update(const NextTokenBatch& batch,
                                   const std::function<void(Phase)>& mark) {
-  if (optimizer_.in_backward) optimizer_.in_backward->begin_step();
   if (optimizer_.scaler) parallelism_.set_loss_scale(optimizer_.scaler->scale_tensor(device_));
+  if (optimizer_.in_backward) return passes_updating_in_backward(batch, mark);
   Tensor loss = parallelism_.forward_backward(batch, mark);
   mark(Phase::kOptimizer);
-  if (optimizer_.in_backward) {
-    optimizer_.in_backward->end_step();
-    return loss;
-  }
   const Tensor skip_if = unscale_and_agree();
   parallel::apply_clipping(clipping_, parallelism_);  // the unscaled norm
   optimizer_.optimizer->step(skip_if);  // inside a capture: its update alone (optimizer.h)
   if (optimizer_.scaler) optimizer_.scaler->update();
+  return loss;
+}
+
+Tensor LabStep::passes_updating_in_backward(const NextTokenBatch& batch,
+                                            const std::function<void(Phase)>& mark) {
+  parallel::OptimizerInBackward& fused = *optimizer_.in_backward;
+  const auto passes = [&] { return parallelism_.forward_backward(batch, mark); };
+  Tensor loss;
+  if (optimizer_.scaler) {
+    loss = fused.loss_scaled_step(
+        passes, *optimizer_.scaler, optimizer_.world.get(),
+        [this](const std::vector<nn::Parameter*>& group) { drill_overflow(optimizer_, group); });
+  } else {
+    fused.begin_step();
+    loss = passes();
+    fused.end_step();
+  }
+  mark(Phase::kOptimizer);
   return loss;
 }
 

@@ -89,6 +89,9 @@ class LabStep {
  private:
   course::Tensor passes_and_update(const course::NextTokenBatch& batch,
                                    const std::function<void(course::train::Phase)>& mark);
+  // --optimizer-in-backward: the updates inside the backward pass (f16: its two passes).
+  course::Tensor passes_updating_in_backward(const course::NextTokenBatch& batch,
+                                             const std::function<void(course::train::Phase)>& mark);
   // f16: the gradients this rank steps divided by the scale, the overflow flag agreed by every
   // rank (max), returned as the step's skip flag; undefined without a scaler.
   course::Tensor unscale_and_agree();

@@ -28,7 +28,6 @@ class Checkpointed : public Module {
 
  private:
   ModulePtr inner_;
-  std::vector<Tensor*> buffers_;  // the inner module's running statistics, if any
 };
 
 }  // namespace course::nn

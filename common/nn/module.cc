@@ -152,4 +152,13 @@ void Module::zero_grad() {
   for (const UpdateSlots& g : grads) fill_(*g[0], 0.0);
 }
 
+BufferSnapshot::BufferSnapshot(Module& module) {
+  for (const auto& [name, buffer] : module.state().buffers)
+    saved_.emplace_back(buffer, buffer->clone());
+}
+
+void BufferSnapshot::restore() const {
+  for (const auto& [buffer, copy] : saved_) copy_(*buffer, copy);
+}
+
 }  // namespace course::nn

@@ -145,4 +145,16 @@ class Module {
 
 using ModulePtr = std::unique_ptr<Module>;
 
+// A module's buffers (batch norm's running statistics) as they are now, put back by restore():
+// for a forward pass run again over the same batch, which must not move them a second time
+// (activation checkpointing's recomputation, the optimizer in backward's inspecting pass).
+class BufferSnapshot {
+ public:
+  explicit BufferSnapshot(Module& module);
+  void restore() const;
+
+ private:
+  std::vector<std::pair<Tensor*, Tensor>> saved_;  // each buffer and its copy
+};
+
 }  // namespace course::nn

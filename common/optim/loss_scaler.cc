@@ -50,9 +50,25 @@ const Tensor& LossScaler::scale_tensor(Device device) {
 
 void LossScaler::unscale_and_check(const std::vector<nn::Parameter*>& params) {
   if (params.empty()) return;
-  Tensor& s = state(params.front()->grad.device());
+  clear_found_inf(params.front()->grad.device());
+  unscale_and_mark(params);
+}
+
+void LossScaler::clear_found_inf(Device device) {
+  state(device);
   fill_(found_inf_, 0.0);
+}
+
+void LossScaler::unscale_and_mark(const std::vector<nn::Parameter*>& params) {
+  if (params.empty()) return;
+  Tensor& s = state(params.front()->grad.device());
   for (nn::Parameter* p : params) unscale_and_mark_(p->grad, s);
+}
+
+void LossScaler::unscale(const std::vector<nn::Parameter*>& params) {
+  if (params.empty()) return;
+  Tensor unmarked = state(params.front()->grad.device()).clone();  // its flag written, unread
+  for (nn::Parameter* p : params) unscale_and_mark_(p->grad, unmarked);
 }
 
 Tensor& LossScaler::found_inf_slot() {

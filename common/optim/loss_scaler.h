@@ -47,6 +47,12 @@ class LossScaler {
   const Tensor& scale_tensor(Device device);
   // Divides every gradient by the scale and sets found_inf() when any of them is not finite.
   void unscale_and_check(const std::vector<nn::Parameter*>& params);
+  // The same check in parts, for gradients that become final group by group (the optimizer in
+  // backward's first pass): found_inf() cleared on `device`, then set by any group's unscale.
+  void clear_found_inf(Device device);
+  void unscale_and_mark(const std::vector<nn::Parameter*>& params);
+  // Divides by the scale exactly as unscale_and_check() does, leaving found_inf() as it is.
+  void unscale(const std::vector<nn::Parameter*>& params);
   // (1,) f32 on the device, non-zero after an overflow in the last unscale_and_check(): the
   // optimizer's skip flag.
   const Tensor& found_inf() const;

@@ -54,6 +54,26 @@ TEST_P(LossScalerTest, SkipsBacksOffAndGrowsOnTheDevice) {
   EXPECT_EQ(sgd.steps(), 6) << "attempted steps: the schedule moves on after a skipped one";
 }
 
+// The check in parts (the optimizer in backward's groups): one group's overflow stays marked
+// through the later clean groups; unscale() divides alike and leaves the flag as it was.
+TEST_P(LossScalerTest, ChecksGroupByGroupAndUnscalesWithoutMarking) {
+  LossScaler scaler({.initial_scale = 4.0f});
+  nn::Parameter first(Tensor::from_vector<float>({0.0f}, {1}, device()));
+  nn::Parameter second(Tensor::from_vector<float>({0.0f, 0.0f}, {2}, device()));
+  copy_(first.grad, Tensor::from_vector<float>({INFINITY}, {1}, device()));
+  copy_(second.grad, Tensor::from_vector<float>({-6.0f, 2.0f}, {2}, device()));
+  scaler.clear_found_inf(device());
+  scaler.unscale_and_mark({&first});
+  scaler.unscale_and_mark({&second});
+  EXPECT_EQ(scaler.found_inf().to_vector<float>()[0], 1.0f);
+  EXPECT_EQ(second.grad.to_vector<float>(), (std::vector<float>{-1.5f, 0.5f}));
+  scaler.clear_found_inf(device());
+  copy_(first.grad, Tensor::from_vector<float>({INFINITY}, {1}, device()));
+  scaler.unscale({&first, &second});
+  EXPECT_EQ(scaler.found_inf().to_vector<float>()[0], 0.0f) << "unscale() marked the flag";
+  EXPECT_EQ(second.grad.to_vector<float>(), (std::vector<float>{-0.375f, 0.125f}));
+}
+
 COURSE_INSTANTIATE_DEVICE_TESTS(LossScalerTest);
 
 // ZeRO-Offload: the state kept on the host, where the gradients it checks are; the scale the
