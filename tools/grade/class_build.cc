@@ -40,7 +40,7 @@ void clean_copy(const fs::path& root, const fs::path& into) {
 }
 
 Course read_course(const DaySpec& day, const fs::path& work) {
-  Course c{day, work, {}, {}, {}, {}};
+  Course c{day, work, {}, {}, {}, {}, {}};
   for (const std::string& f : day.files) {
     c.stubs[f] = read_text(work / day.day / f);
     for (const ExerciseRegion& r : exercise_regions(day.day + "/" + f, c.stubs[f])) {
@@ -99,6 +99,37 @@ std::string bazel(const Course& c) {
          " && bazel --output_base=" + shell_quoted(output_base.string()) + " --max_idle_secs=120 ";
 }
 
+std::vector<fs::path> hidden_from_build(const fs::path& root,
+                                        const std::vector<std::string>& hand_ins,
+                                        const fs::path& work) {
+  std::vector<fs::path> candidates = {root};
+  for (const std::string& spec : hand_ins) candidates.push_back(handed_in_path(spec));
+  const fs::path tree = fs::weakly_canonical(work);
+  std::vector<fs::path> hidden;
+  for (const fs::path& candidate : candidates) {
+    std::error_code ec;
+    const fs::path p = fs::canonical(candidate, ec);
+    if (ec) continue;  // a repository's remote, or a hand-in already refused
+    const auto [where, inside] = std::mismatch(p.begin(), p.end(), tree.begin(), tree.end());
+    if (where != p.end()) hidden.push_back(p);  // not an ancestor of the work tree
+  }
+  return hidden;
+}
+
+namespace {
+
+// The build's sandbox flags: linux-sandbox with `hidden` blocked, or none.
+std::string build_sandbox_flags(const Course& c) {
+  if (c.hidden_from_build.empty()) return "";
+  std::string flags = " --spawn_strategy=linux-sandbox --sandbox_default_allow_network=false";
+  for (const fs::path& p : c.hidden_from_build) {
+    flags += " --sandbox_block_path=" + shell_quoted(p.string());
+  }
+  return flags;
+}
+
+}  // namespace
+
 void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& build_log) {
   std::vector<Trainee*> pending = trainees;
   std::string log;
@@ -109,10 +140,15 @@ void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& bui
       for (const CheckBinary& b : c.day.checks) targets += " //" + t->package + ":" + b.target;
     }
     std::cout << "building " << pending.size() << " package(s) of checks"
-              << (round > 0 ? " again, without what did not compile" : "") << "\n"
+              << (round > 0 ? " again, without what did not compile" : "")
+              << (round == 0 && !c.hidden_from_build.empty()
+                      ? " (in linux-sandbox: the course's checkout and the hand-ins hidden)"
+                      : "")
+              << "\n"
               << std::flush;
-    const TimedRun r = run_with_limit(
-        bazel(c) + "build --keep_going --color=no --curses=no" + targets + " 2>&1", 3600);
+    const TimedRun r = run_with_limit(bazel(c) + "build --keep_going --color=no --curses=no" +
+                                          build_sandbox_flags(c) + targets + " 2>&1",
+                                      3600);
     log += r.output;
     if (r.status == 0) break;
     std::vector<Trainee*> again;

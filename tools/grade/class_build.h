@@ -30,6 +30,8 @@ struct Course {
   std::vector<std::string> exercises;             // in file order
   std::map<std::string, std::string> file_of;     // exercise id -> its file
   std::map<std::string, ExerciseRegion> stub_of;  // exercise id -> the course's stub region
+  // What the build's compilers may not read (hidden_from_build); none: Bazel's usual sandbox.
+  std::vector<std::filesystem::path> hidden_from_build;
 };
 
 // The course as committed (git archive of HEAD), or the tree as it is where it is not a git
@@ -52,6 +54,16 @@ void write_package(const Trainee& t, const Course& c);
 // `cd WORK && bazel ...` for the work tree (its server leaves soon after the last command; its
 // output base lies beside the work tree, and goes with it).
 std::string bazel(const Course& c);
+
+// The paths the class's build hides from its compilers, so that no trainee's `#include` of an
+// absolute path reaches them: the instructor's checkout (its solutions) and every hand-in as it
+// was given (`hand_ins`' paths), leaving out any that holds the work tree. The build then runs
+// in Bazel's linux-sandbox (its own mount namespace, the system read-only, those paths blocked,
+// no network). The other trainees' copies in the work tree stay readable to a compiler: the
+// build reads them through the same tree (their binaries' runs cannot: sandbox.h).
+std::vector<std::filesystem::path> hidden_from_build(const std::filesystem::path& root,
+                                                     const std::vector<std::string>& hand_ins,
+                                                     const std::filesystem::path& work);
 
 // Builds the packages' check binaries (each trainee's, the course's stubs), putting stubs back
 // until every package builds or nothing is left to take out; the build's output goes to

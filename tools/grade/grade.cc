@@ -255,6 +255,7 @@ int run(Options o) {
   const fs::path work = folder.path / "course";
   clean_copy(o.root, work);
   Course course = read_course(day, work);
+  if (o.sandbox) course.hidden_from_build = hidden_from_build(o.root, o.trainees, work);
   Scorecard card{o.day, course.exercises, grade(o, specs, course), course_version(o.root)};
   if (o.keep_work) std::cout << "the work tree: " << work.string() << "\n";
   if (o.array_task >= 0) {

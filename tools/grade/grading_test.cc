@@ -10,6 +10,7 @@
 
 #include "common/core/error.h"
 #include "tools/grade/check_results.h"
+#include "tools/grade/class_build.h"
 #include "tools/grade/exercise_regions.h"
 #include "tools/grade/scorecard.h"
 #include "tools/grade/submission.h"
@@ -343,6 +344,27 @@ TEST(HandInPaths, RelativeOnesAreReadFromWhereTheCommandStarted) {
   EXPECT_EQ(spec_from_invocation("dan=/srv/dan"), "dan=/srv/dan");
   ::unsetenv("BUILD_WORKING_DIRECTORY");
   EXPECT_EQ(spec_from_invocation("alice.zip"), "alice.zip");
+}
+
+// The build hides the checkout and each hand-in that exists (by its real path, a repository's
+// @REF and a NAME= taken off), never a folder that holds the work tree.
+TEST_F(Submissions, TheBuildHidesTheCheckoutAndTheHandInsButNotTheWorkTree) {
+  write_text(root_ / "class/ann/exercises.cc", "ann's\n");
+  write_text(root_ / "class/bob.zip", "zip\n");
+  fs::create_directories(root_ / "class/repo");
+  fs::create_directory_symlink(root_ / "class/ann", root_ / "ann_link");
+  const fs::path work = root_ / "grading/work/course";
+  fs::create_directories(work);
+  const std::string c = (root_ / "class").string();
+  const std::vector<fs::path> hidden = hidden_from_build(
+      root_ / "course",
+      {c + "/ann", "bob=" + c + "/bob.zip", c + "/repo@done", (root_ / "ann_link").string(),
+       c + "/missing.tar", root_.string(), (root_ / "grading").string()},
+      work);
+  const fs::path real = fs::canonical(root_);
+  EXPECT_THAT(hidden,
+              ::testing::ElementsAre(real / "course", real / "class/ann", real / "class/bob.zip",
+                                     real / "class/repo", real / "class/ann"));
 }
 
 TEST(Days, EachDayNamesItsFilesAndChecks) {

@@ -135,6 +135,8 @@ SpecParts parts_of(const std::string& spec) {
 
 }  // namespace
 
+std::string handed_in_path(const std::string& spec) { return parts_of(spec).path; }
+
 std::string trainee_name(const std::string& spec) {
   const SpecParts parts = parts_of(spec);
   return parts.name.empty() ? default_name(parts.path, parts.ref) : parts.name;

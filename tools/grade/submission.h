@@ -44,6 +44,8 @@ std::string trainee_name(const std::string& spec);
 // `text` with every character that a trainee's id cannot hold as '_' (a refused hand-in's row).
 std::string as_trainee_id(std::string text);
 
+// The folder, repository or archive SPEC hands in (without its NAME= and @REF).
+std::string handed_in_path(const std::string& spec);
 // SPEC with its path as the instructor meant it: a relative one from the folder `bazel run`
 // started in (BUILD_WORKING_DIRECTORY), not the runfiles tree the grader runs in.
 std::string spec_from_invocation(const std::string& spec);
