@@ -121,7 +121,7 @@ namespace {
 // The build's sandbox flags: linux-sandbox with `hidden` blocked, or none.
 std::string build_sandbox_flags(const Course& c) {
   if (c.hidden_from_build.empty()) return "";
-  std::string flags = " --spawn_strategy=linux-sandbox --sandbox_default_allow_network=false";
+  std::string flags = " --strategy=CppCompile=linux-sandbox --sandbox_default_allow_network=false";
   for (const fs::path& p : c.hidden_from_build) {
     flags += " --sandbox_block_path=" + shell_quoted(p.string());
   }
