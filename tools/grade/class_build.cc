@@ -118,7 +118,7 @@ std::vector<fs::path> hidden_from_build(const fs::path& root,
 
 namespace {
 
-// The build's sandbox flags: linux-sandbox with `hidden` blocked, or none.
+// The build's sandbox flags: its compiles in linux-sandbox with `hidden` blocked, or none.
 std::string build_sandbox_flags(const Course& c) {
   if (c.hidden_from_build.empty()) return "";
   std::string flags = " --strategy=CppCompile=linux-sandbox --sandbox_default_allow_network=false";
@@ -139,13 +139,14 @@ void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& bui
     for (const Trainee* t : pending) {
       for (const CheckBinary& b : c.day.checks) targets += " //" + t->package + ":" + b.target;
     }
-    std::cout << "building " << pending.size() << " package(s) of checks"
-              << (round > 0 ? " again, without what did not compile" : "")
-              << (round == 0 && !c.hidden_from_build.empty()
-                      ? " (in linux-sandbox: the course's checkout and the hand-ins hidden)"
-                      : "")
-              << "\n"
-              << std::flush;
+    std::cout
+        << "building " << pending.size() << " package(s) of checks"
+        << (round > 0 ? " again, without what did not compile" : "")
+        << (round == 0 && !c.hidden_from_build.empty()
+                ? " (compiled in linux-sandbox: the course's checkout and the hand-ins hidden)"
+                : "")
+        << "\n"
+        << std::flush;
     const TimedRun r = run_with_limit(bazel(c) + "build --keep_going --color=no --curses=no" +
                                           build_sandbox_flags(c) + targets + " 2>&1",
                                       3600);

@@ -57,10 +57,12 @@ std::string bazel(const Course& c);
 
 // The paths the class's build hides from its compilers, so that no trainee's `#include` of an
 // absolute path reaches them: the instructor's checkout (its solutions) and every hand-in as it
-// was given (`hand_ins`' paths), leaving out any that holds the work tree. The build then runs
-// in Bazel's linux-sandbox (its own mount namespace, the system read-only, those paths blocked,
-// no network). The other trainees' copies in the work tree stay readable to a compiler: the
-// build reads them through the same tree (their binaries' runs cannot: sandbox.h).
+// was given (`hand_ins`' paths), leaving out any that holds the work tree. The compiles then
+// run in Bazel's linux-sandbox (a mount namespace of their own, the system read-only, those
+// paths blocked, no network); the links, which read only objects, do not (in it they cost a
+// quarter of the class's grading time). The other trainees' copies in the work tree stay
+// readable to a compiler: the build reads them through the same tree (their binaries' runs
+// cannot: sandbox.h).
 std::vector<std::filesystem::path> hidden_from_build(const std::filesystem::path& root,
                                                      const std::vector<std::string>& hand_ins,
                                                      const std::filesystem::path& work);
