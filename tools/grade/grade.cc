@@ -106,6 +106,7 @@ std::vector<Trainee> read_trainees(const std::vector<std::string>& specs, const 
       name += "-" + std::to_string(i);
     }
     scores[i].name = name;
+    scores[i].hand_in = t.submission.digest;
     if (!t.submission.differing.empty()) {
       const std::vector<std::string>& differing = t.submission.differing;
       scores[i].note = joined(differing, ", ") + (differing.size() == 1 ? " differs" : " differ") +

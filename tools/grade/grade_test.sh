@@ -201,6 +201,14 @@ grep -qE "^class +6/7/8 +6/7/8 +5/7/8 +6/7/8 +5/7/8 *$" "$class/grade.out" ||
 grep -q "^day2_ddp, graded against course commit $(git rev-parse HEAD)$" "$class/grade.out" ||
   fail "the scorecard does not name the course's commit"
 [[ -s $out/logs/deadlock/TP2.4.log ]] || fail "no log of the deadlock"
+# What was graded, per hand-in: the branch's commit, a folder's file's and an archive's SHA-256.
+hand_in() { awk -F, -v t="$1" '$1 == t { print $8; exit }' "$csv"; }
+[[ $(hand_in complete) == "commit $(git -C "$class/complete_repo" rev-parse --short=12 done)" ]] ||
+  fail "complete's hand-in is '$(hand_in complete)'"
+[[ $(hand_in stubs) == "exercises.cc sha256 $(sha256sum <day2_ddp/exercises.cc | cut -c1-12)" ]] ||
+  fail "stubs' hand-in is '$(hand_in stubs)'"
+[[ $(hand_in no_average) == "sha256 $(sha256sum <"$class/no_average.tar.gz" | cut -c1-12)" ]] ||
+  fail "no_average's hand-in is '$(hand_in no_average)'"
 echo "ok: every cell of the scorecard as expected"
 
 # A --root that is not the course: one message, and no work folder left behind.

@@ -178,17 +178,21 @@ TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
   Scorecard card{"day9", {"TP9.1", "TP9.2"}, {}, "course commit abc"};
   card.trainees.push_back({"ann",
                            {{"TP9.1", {Verdict::kPassed, "", "logs/ann/TP9.1.log", 2.5}},
-                            {"TP9.2", {Verdict::kFailed, "a, \"quoted\" message", "l"}}}});
+                            {"TP9.2", {Verdict::kFailed, "a, \"quoted\" message", "l"}}},
+                           "",
+                           "commit 0123456789ab"});
   card.trainees.push_back({"bob",
                            {{"TP9.1", {Verdict::kRefused, "no exercise file", ""}},
                             {"TP9.2", {Verdict::kRefused, "no exercise file", ""}}},
                            "x.cc, y.cc differ"});
   const std::string csv = scorecard_csv(card);
-  EXPECT_THAT(csv, HasSubstr("ann,TP9.1,passed,,logs/ann/TP9.1.log,2.5,\n"));
-  EXPECT_THAT(csv, HasSubstr("ann,TP9.2,failed,\"a, \"\"quoted\"\" message\",l,0.0,\n"));
+  EXPECT_THAT(csv, HasSubstr("ann,TP9.1,passed,,logs/ann/TP9.1.log,2.5,,commit 0123456789ab\n"));
+  EXPECT_THAT(csv, HasSubstr("ann,TP9.2,failed,\"a, \"\"quoted\"\" message\",l,0.0,,commit "
+                             "0123456789ab\n"));
   const std::vector<TraineeScore> back = trainees_from_csv(csv);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[1].note, "x.cc, y.cc differ");
+  EXPECT_EQ(back[0].hand_in, "commit 0123456789ab");
   EXPECT_EQ(back[0].results.at("TP9.2").message, "a, \"quoted\" message");
   EXPECT_EQ(back[0].results.at("TP9.1").log, "logs/ann/TP9.1.log");
   EXPECT_EQ(back[0].results.at("TP9.1").seconds, 2.5);
@@ -206,8 +210,8 @@ TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
   EXPECT_THAT(
       [] {
         trainees_from_csv(
-            "trainee,exercise,verdict,message,log,seconds,note\n"
-            "ann,TP9.1,passed,,l,soon,\n");
+            "trainee,exercise,verdict,message,log,seconds,note,hand_in\n"
+            "ann,TP9.1,passed,,l,soon,,\n");
       },
       testing::ThrowsMessage<Error>(HasSubstr("\"soon\" is not a cell's seconds")));
   const std::string html = scorecard_html(card, "day9 <class>");
@@ -215,6 +219,7 @@ TEST(Scorecard, TheCsvReadsBackAndTheTableCountsPasses) {
   EXPECT_THAT(html, HasSubstr("<td class=\"failed\"><a href=\"l\">failed</a><div "
                               "class=\"message\">a, &quot;quoted&quot; message</div></td>"));
   EXPECT_THAT(html, HasSubstr("bob<div class=\"note\">x.cc, y.cc differ</div>"));
+  EXPECT_THAT(html, HasSubstr("ann<div class=\"note\">commit 0123456789ab</div>"));
   EXPECT_THAT(html, HasSubstr("ann/TP9.1.log\">passed</a><div class=\"time\">2.5 s</div>"));
   EXPECT_THAT(html, HasSubstr("<td>1 / 1 / 2</td><td>0 / 1 / 2</td>"));
   EXPECT_THAT(html, HasSubstr("Graded against course commit abc."));
@@ -245,6 +250,7 @@ TEST_F(Submissions, ACheckoutOrLooseFilesGiveTheExerciseFiles) {
   EXPECT_EQ(ann.name, "ann");
   EXPECT_EQ(ann.refused, "");
   EXPECT_EQ(ann.files.at("exercises.cc"), "ann's\n");
+  EXPECT_EQ(ann.digest, "exercises.cc sha256 0daba8901b98");  // of "ann's\n", by hashlib
   write_text(root_ / "loose/exercises.cc", "loose\n");
   const Submission loose = read("bob=" + (root_ / "loose").string());
   EXPECT_EQ(loose.name, "bob");
@@ -278,6 +284,7 @@ TEST_F(Submissions, ArchivesAndGitBranchesAreUnpacked) {
   const Submission tom = read((root_ / "tom.tar.gz").string());
   EXPECT_EQ(tom.name, "tom");
   EXPECT_EQ(tom.files.at("exercises.cc"), "packed\n");
+  EXPECT_THAT(tom.digest, testing::MatchesRegex("sha256 [0-9a-f]{12}"));
   ASSERT_EQ(std::system(("cd " + src +
                          " && git init -q && git add exercises.cc && git -c "
                          "user.name=t -c user.email=t@example.org commit -qm one && git branch "
@@ -288,6 +295,14 @@ TEST_F(Submissions, ArchivesAndGitBranchesAreUnpacked) {
   const Submission first = read((root_ / "src").string() + "@first");
   EXPECT_EQ(first.name, "src-first");
   EXPECT_EQ(first.files.at("exercises.cc"), "packed\n");
+  const TimedRun commit = run_with_limit("git -C " + src + " rev-parse first", 60);
+  EXPECT_EQ(first.digest, "commit " + commit.output.substr(0, 12));
+  // The archive's own digest: another archive of other contents differs.
+  ASSERT_EQ(std::system(("tar -czf " + shell_quoted((root_ / "tom.tar.gz").string()) + " -C " +
+                         src + " exercises.cc")
+                            .c_str()),
+            0);
+  EXPECT_NE(read((root_ / "tom.tar.gz").string()).digest, tom.digest);
   EXPECT_THAT([&] { read((root_ / "src").string() + "@nobranch"); },
               testing::ThrowsMessage<Error>(HasSubstr("read nobranch of the git repository")));
   write_text(root_ / "x.rar", "?");

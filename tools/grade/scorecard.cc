@@ -16,7 +16,7 @@ const std::vector<Verdict> kVerdicts = {
     Verdict::kPassed,        Verdict::kFailed,       Verdict::kCrashed, Verdict::kTimedOut,
     Verdict::kDidNotCompile, Verdict::kNotAttempted, Verdict::kRefused};
 
-constexpr const char* kCsvHeader = "trainee,exercise,verdict,message,log,seconds,note";
+constexpr const char* kCsvHeader = "trainee,exercise,verdict,message,log,seconds,note,hand_in";
 
 Verdict verdict_named(const std::string& name) {
   for (const Verdict v : kVerdicts) {
@@ -149,7 +149,7 @@ std::string scorecard_csv(const Scorecard& card) {
       if (r == nullptr) continue;
       out << csv_field(t.name) << "," << id << "," << verdict_name(r->verdict) << ","
           << csv_field(r->message) << "," << csv_field(r->log) << "," << seconds_text(r->seconds)
-          << "," << csv_field(t.note) << "\n";
+          << "," << csv_field(t.note) << "," << csv_field(t.hand_in) << "\n";
     }
   }
   return out.str();
@@ -164,8 +164,9 @@ std::vector<TraineeScore> trainees_from_csv(const std::string& csv) {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const std::vector<std::string> f = csv_fields(line);
-    COURSE_CHECK(f.size() == 7, "a scorecard line of ", f.size(), " fields: ", line);
-    if (trainees.empty() || trainees.back().name != f[0]) trainees.push_back({f[0], {}, f[6]});
+    COURSE_CHECK(f.size() == 8, "a scorecard line of ", f.size(), " fields: ", line);
+    if (trainees.empty() || trainees.back().name != f[0])
+      trainees.push_back({f[0], {}, f[6], f[7]});
     trainees.back().results[f[1]] = {verdict_named(f[2]), f[3], f[4], seconds_named(f[5])};
   }
   return trainees;
@@ -222,6 +223,7 @@ std::string scorecard_html(const Scorecard& card, const std::string& title) {
   out << "<th>passed</th></tr>\n";
   for (const TraineeScore& t : card.trainees) {
     out << "<tr><td class=\"trainee\">" << html_escaped(t.name)
+        << (t.hand_in.empty() ? "" : "<div class=\"note\">" + html_escaped(t.hand_in) + "</div>")
         << (t.note.empty() ? "" : "<div class=\"note\">" + html_escaped(t.note) + "</div>")
         << "</td>";
     int passed = 0;

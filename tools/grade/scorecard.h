@@ -15,7 +15,8 @@ namespace course::grade {
 struct TraineeScore {
   std::string name;
   std::map<std::string, ExerciseResult> results;  // by exercise id
-  std::string note;  // about the hand-in as a whole (its files that differ from the course's)
+  std::string note;     // about the hand-in as a whole (its files that differ from the course's)
+  std::string hand_in;  // what was graded: its commit or digest (Submission::digest)
 };
 
 struct Scorecard {
@@ -31,8 +32,8 @@ struct ExerciseTotals {
 };
 ExerciseTotals totals_of(const Scorecard& card, const std::string& id);
 
-// Rows "trainee,exercise,verdict,message,log,seconds,note", quoted where needed, under a header
-// line (the trainee's note on each of its rows).
+// Rows "trainee,exercise,verdict,message,log,seconds,note,hand_in", quoted where needed, under a
+// header line (the trainee's note and hand-in on each of its rows).
 std::string scorecard_csv(const Scorecard& card);
 // The trainees' rows of such a CSV (a task's own, or a whole scorecard's).
 std::vector<TraineeScore> trainees_from_csv(const std::string& csv);

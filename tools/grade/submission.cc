@@ -12,6 +12,7 @@
 
 #include "common/core/error.h"
 #include "common/core/invocation.h"
+#include "common/core/text.h"
 #include "tools/grade/system.h"
 
 namespace course::grade {
@@ -61,6 +62,32 @@ fs::path unpacked(const std::string& path, const std::string& ref, const fs::pat
   for (const auto& e : fs::directory_iterator(into)) entries.push_back(e.path());
   if (entries.size() == 1 && fs::is_directory(entries[0])) return entries[0];
   return into;
+}
+
+// The first 12 hex digits of `file`'s SHA-256.
+std::string sha256_start(const fs::path& file) {
+  const TimedRun r = run_with_limit("sha256sum " + shell_quoted(file.string()), 120);
+  COURSE_CHECK(r.status == 0 && r.output.size() >= 12, "cannot read the SHA-256 of ", file.string(),
+               ": ", r.output);
+  return r.output.substr(0, 12);
+}
+
+// Submission::digest of the hand-in at `path` (@`ref`), whose exercise files were `taken`.
+std::string digest_of(const std::string& path, const std::string& ref,
+                      const std::vector<fs::path>& taken) {
+  const bool folder = fs::is_directory(path);
+  if (folder && (!ref.empty() || fs::exists(fs::path(path) / "HEAD"))) {
+    const std::string commit = (ref.empty() ? "HEAD" : ref) + "^{commit}";
+    const TimedRun r = run_with_limit(
+        "git -C " + shell_quoted(path) + " rev-parse --short=12 " + shell_quoted(commit), 60);
+    COURSE_CHECK(r.status == 0, "cannot read the commit of ", path, ": ", r.output);
+    return "commit " + trimmed(r.output);
+  }
+  if (!folder) return "sha256 " + sha256_start(path);
+  std::vector<std::string> files;
+  for (const fs::path& f : taken)
+    files.push_back(f.filename().string() + " sha256 " + sha256_start(f));
+  return joined(files, ", ");
 }
 
 bool is_id_char(char ch) {
@@ -156,15 +183,19 @@ Submission read_submission(const std::string& spec, const DaySpec& day, const st
                name_and_path(spec).second);
   const fs::path root = unpacked(path, ref, fs::path(scratch) / "unpacked");
   const bool checkout = fs::exists(root / day.day);
+  std::vector<fs::path> taken;
   for (const std::string& f : day.files) {
     const fs::path file = checkout ? root / day.day / f : root / f;
-    if (fs::exists(file)) s.files[f] = read_text(file);
+    if (!fs::exists(file)) continue;
+    s.files[f] = read_text(file);
+    taken.push_back(file);
   }
   if (s.files.empty()) {
     s.refused = "no exercise file of " + day.day + " in the hand-in (" + day.files.front() +
                 " or " + day.day + "/" + day.files.front() + ")";
     return s;
   }
+  s.digest = digest_of(path, ref, taken);
   // The day's other files: the course's are built, a hand-in's different ones only said.
   const fs::path theirs_base = checkout ? root / day.day : root;
   const fs::path course_day = fs::path(course) / day.day;

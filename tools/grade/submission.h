@@ -35,6 +35,9 @@ struct Submission {
   // The day's other files the hand-in holds that differ from the course's (line endings aside):
   // said in the trainee's row, never used (the course's are built).
   std::vector<std::string> differing;
+  // What was handed in, for the record: a repository's commit, an archive's SHA-256, or each
+  // exercise file's of a folder (12 hex digits, as `git log` and `sha256sum` begin them).
+  std::string digest;
 };
 
 // The trainee's name SPEC gives: NAME of "NAME=PATH", else the folder's, archive's or repository's
