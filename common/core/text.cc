@@ -13,9 +13,9 @@ std::vector<std::string> text_lines(const std::string& text) {
 }
 
 std::string trimmed(const std::string& s) {
-  const size_t begin = s.find_first_not_of(" \t\r\n");
+  const size_t begin = s.find_first_not_of(" \t\r");
   if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
+  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
 }
 
 std::string joined(const std::vector<std::string>& items, const std::string& separator) {

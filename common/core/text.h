@@ -8,7 +8,7 @@
 namespace course {
 
 std::vector<std::string> text_lines(const std::string& text);  // without their '\n'
-std::string trimmed(const std::string& s);  // spaces, tabs, line ends (\n, \r) off both ends
+std::string trimmed(const std::string& s);          // spaces, tabs and '\r' off both ends
 std::string html_escaped(const std::string& text);  // & < > " as entities
 // The items one after another, `separator` between two.
 std::string joined(const std::vector<std::string>& items, const std::string& separator);

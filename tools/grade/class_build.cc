@@ -1,12 +1,14 @@
 // The class's build in its work tree (class_build.h).
 #include "tools/grade/class_build.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <regex>
 
 #include "common/core/error.h"
-#include "common/core/text.h"
 #include "tools/grade/system.h"
 
 namespace course::grade {
@@ -18,7 +20,7 @@ std::string course_version(const fs::path& root) {
   const TimedRun r =
       run_with_limit("git -C " + shell_quoted(root.string()) + " rev-parse HEAD", 60);
   COURSE_CHECK(r.status == 0, "cannot read the course's commit in ", root.string(), ": ", r.output);
-  return "course commit " + trimmed(r.output);
+  return "course commit " + first_line(r.output);
 }
 
 void clean_copy(const fs::path& root, const fs::path& into) {
@@ -91,12 +93,23 @@ void write_package(const Trainee& t, const Course& c) {
   for (const auto& [f, text] : t.files) write_text(dir / f, text);
 }
 
+namespace {
+
+// Its output base beside the work tree, so that both go when grading ends (not one more output
+// base under ~/.cache/bazel for every grading).
+fs::path output_base_of(const fs::path& work) { return work.parent_path() / "bazel-output"; }
+
+}  // namespace
+
 std::string bazel(const Course& c) {
-  // Its output base beside the work tree, so that both go when grading ends (not one more
-  // output base under ~/.cache/bazel for every grading).
-  const fs::path output_base = c.work.parent_path() / "bazel-output";
   return "cd " + shell_quoted(c.work.string()) +
-         " && bazel --output_base=" + shell_quoted(output_base.string()) + " --max_idle_secs=120 ";
+         " && bazel --output_base=" + shell_quoted(output_base_of(c.work).string()) +
+         " --max_idle_secs=120 ";
+}
+
+void kill_bazel_server(const fs::path& work) {
+  std::ifstream pid_file(output_base_of(work) / "server/server.pid.txt");
+  if (pid_t pid = 0; pid_file >> pid && pid > 0) kill(pid, SIGKILL);
 }
 
 std::vector<fs::path> hidden_from_build(const fs::path& root,

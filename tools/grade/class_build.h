@@ -54,6 +54,8 @@ void write_package(const Trainee& t, const Course& c);
 // `cd WORK && bazel ...` for the work tree (its server leaves soon after the last command; its
 // output base lies beside the work tree, and goes with it).
 std::string bazel(const Course& c);
+// The work tree's Bazel server killed at once (grading stopped by a signal), if it runs.
+void kill_bazel_server(const std::filesystem::path& work);
 
 // The paths the class's build hides from its compilers, so that no trainee's `#include` of an
 // absolute path reaches them: the instructor's checkout (its solutions) and every hand-in as it

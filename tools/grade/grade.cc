@@ -168,22 +168,30 @@ std::vector<TraineeScore> grade(const Options& o, const std::vector<std::string>
 
 // The grader's work folder (the work tree and its Bazel output base), outside the course's
 // checkout (where bazel would see its packages), on the machine that grades (a Slurm task's
-// node): removed when grading ends, however it ends, unless kept.
+// node): removed when grading ends, however it ends (a signal too: system.h), unless kept.
 struct WorkFolder {
-  explicit WorkFolder(bool keep) : keep(keep) {
+  explicit WorkFolder(bool keep) : path(made_folder()), keep(keep) {}
+  ~WorkFolder() { remove(); }
+  WorkFolder(const WorkFolder&) = delete;
+  WorkFolder& operator=(const WorkFolder&) = delete;
+
+  static fs::path made_folder() {
     std::string name = (fs::temp_directory_path() / "course-grade-XXXXXX").string();
     COURSE_CHECK(mkdtemp(name.data()) != nullptr, "cannot make a work folder in ",
                  fs::temp_directory_path().string());
-    path = name;
+    return name;
   }
-  ~WorkFolder() {
+  void remove() const {
     std::error_code ignored;
     if (!keep) fs::remove_all(path, ignored);
   }
-  WorkFolder(const WorkFolder&) = delete;
-  WorkFolder& operator=(const WorkFolder&) = delete;
-  fs::path path;
-  bool keep;
+
+  const fs::path path;
+  const bool keep;
+  const WhenStopped on_stop{[this] {
+    kill_bazel_server(path / "course");
+    remove();
+  }};
 };
 
 // The Slurm array's last job: the scorecard from every task's results/.
@@ -273,6 +281,7 @@ int run(Options o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stop_cleanly_on_signals();
   Options o;
   const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
   const char* working = std::getenv("BUILD_WORKING_DIRECTORY");

@@ -221,13 +221,37 @@ fi
 [[ $(work_folders) == "$before" ]] || fail "a work folder was left"
 echo "ok: a --root that is not the course is refused with one message"
 
+# Stopped by a signal (scancel's SIGTERM) once its build runs: one line, status 143, its Bazel
+# server killed and its work folder gone.
+folders_before=$(find /tmp -maxdepth 1 -name 'course-grade-*' | sort)
+"$grade" --day day2_ddp --out "$class/stopped" --root "$PWD" "$class/stubs" >"$class/stopped.out" 2>&1 &
+grader=$!
+server_pid=""
+for _ in $(seq 1 600); do
+  folder=$(comm -13 <(echo "$folders_before") <(find /tmp -maxdepth 1 -name 'course-grade-*' | sort))
+  [[ -n $folder && -s $folder/bazel-output/server/server.pid.txt ]] &&
+    server_pid=$(cat "$folder/bazel-output/server/server.pid.txt") && break
+  sleep 0.1
+done
+[[ -n $server_pid ]] || fail "the grader to be stopped started no build"
+kill -TERM "$grader"
+status=0
+wait "$grader" || status=$?
+[[ $status == 143 ]] || fail "the grader stopped by SIGTERM exited with $status"
+[[ $(cat "$class/stopped.out") == *"grading stopped by Terminated" ]] ||
+  fail "the stopped grader said: $(cat "$class/stopped.out")"
+[[ ! -e $folder ]] || fail "the stopped grader left $folder"
+! kill -0 "$server_pid" 2>/dev/null || fail "the stopped grader left its Bazel server ($server_pid)"
+echo "ok: a grader stopped by SIGTERM kills its build and removes its work folder"
+
 chromium=(chromium --headless --no-sandbox --disable-gpu --window-size=1400,1000)
 dom=$(timeout 120 "${chromium[@]}" --dump-dom "file://$out/index.html" 2>/dev/null) ||
   fail "chromium could not open the scorecard"
 [[ $(grep -o "<tr" <<<"$dom" | wc -l) == 10 ]] || fail "the rendered table: $dom"
 grep -q '<td class="timed-out"><a href="logs/deadlock/TP2.4.log">timed out</a><div class="message">stopped after 10 s' \
   <<<"$dom" || fail "the deadlock's cell does not link its log and say its message: $dom"
-grep -q '<td class="trainee">no_average</td>' <<<"$dom" || fail "no_average is not on the page"
+grep -q '<td class="trainee">no_average<div class="note">sha256 ' <<<"$dom" ||
+  fail "no_average and its hand-in's digest are not on the page"
 echo "ok: headless Chromium renders the scorecard, its cells linking to their logs"
 
 # Practice: a trainee's own clone, day 1 solved but TP1.4 off by one (the first recorded step

@@ -32,7 +32,7 @@ const std::vector<DaySpec> kDays = {
 };
 
 void run_or_fail(const std::string& command, const std::string& what) {
-  COURSE_CHECK(std::system((command + " >/dev/null 2>&1").c_str()) == 0, "cannot ", what);
+  COURSE_CHECK(run_with_limit(command, 600).status == 0, "cannot ", what);
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -81,7 +81,7 @@ std::string digest_of(const std::string& path, const std::string& ref,
     const TimedRun r = run_with_limit(
         "git -C " + shell_quoted(path) + " rev-parse --short=12 " + shell_quoted(commit), 60);
     COURSE_CHECK(r.status == 0, "cannot read the commit of ", path, ": ", r.output);
-    return "commit " + trimmed(r.output);
+    return "commit " + first_line(r.output);
   }
   if (!folder) return "sha256 " + sha256_start(path);
   std::vector<std::string> files;

@@ -9,8 +9,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <iostream>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "common/core/error.h"
 
@@ -50,7 +55,74 @@ class BoundedOutput {
   std::string head_, tail_;
 };
 
+// The stop on a signal: the groups of the commands running, and what else stopping does.
+struct Stopping {
+  std::mutex mutex;
+  std::set<pid_t> running_groups;
+  std::function<void()> action;
+  bool stopped = false;
+};
+Stopping& stopping() {
+  static Stopping s;
+  return s;
+}
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  return set;
+}
+
+[[noreturn]] void wait_for_a_stop() {
+  const sigset_t set = stop_signals();
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  std::function<void()> action;
+  {
+    std::lock_guard lock(stopping().mutex);
+    stopping().stopped = true;
+    for (const pid_t group : stopping().running_groups) kill(-group, SIGKILL);
+    action = stopping().action;
+  }
+  std::cerr << "grading stopped by " << strsignal(sig) << "\n" << std::flush;
+  if (action) action();
+  std::_Exit(128 + sig);
+}
+
+// The child's group counted among the running ones (killed at once when grading has stopped).
+void track(pid_t group) {
+  std::lock_guard lock(stopping().mutex);
+  if (stopping().stopped) {
+    kill(-group, SIGKILL);
+  } else {
+    stopping().running_groups.insert(group);
+  }
+}
+
+void untrack(pid_t group) {
+  std::lock_guard lock(stopping().mutex);
+  stopping().running_groups.erase(group);
+}
+
 }  // namespace
+
+void stop_cleanly_on_signals() {
+  const sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread(wait_for_a_stop).detach();
+}
+
+WhenStopped::WhenStopped(std::function<void()> action) {
+  std::lock_guard lock(stopping().mutex);
+  stopping().action = std::move(action);
+}
+
+WhenStopped::~WhenStopped() {
+  std::lock_guard lock(stopping().mutex);
+  stopping().action = {};
+}
 
 TimedRun run_with_limit(const std::string& shell_command, double seconds,
                         size_t kept_output_bytes) {
@@ -59,6 +131,9 @@ TimedRun run_with_limit(const std::string& shell_command, double seconds,
   const pid_t child = fork();
   COURSE_CHECK(child >= 0, "cannot start ", shell_command);
   if (child == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);  // the grader's stop signals, blocked there
     setpgid(0, 0);
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(pipe_fds[1], STDERR_FILENO);
@@ -68,6 +143,7 @@ TimedRun run_with_limit(const std::string& shell_command, double seconds,
     _exit(127);
   }
   setpgid(child, child);
+  track(child);
   close(pipe_fds[1]);
   fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
   TimedRun run;
@@ -99,11 +175,14 @@ TimedRun run_with_limit(const std::string& shell_command, double seconds,
     poll(&readable, 1, 20);  // woken by more output at once, else after 20 ms
   }
   kill(-child, SIGKILL);  // whatever of its group is left
+  untrack(child);
   close(pipe_fds[0]);
   output.finish(run);
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
 }
+
+std::string first_line(const std::string& output) { return output.substr(0, output.find('\n')); }
 
 std::string shell_quoted(const std::string& word) {
   std::string q = "'";

@@ -1,9 +1,11 @@
 // What the grader asks of the system: shell commands run with a time limit (in their own
 // process group, so that a limit reached kills everything they started, mpirun and its ranks,
-// with their output kept), words quoted for the shell, and whole files read and written.
+// with their output kept), a clean stop on a signal, words quoted for the shell, and whole files
+// read and written.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace course::grade {
@@ -21,6 +23,25 @@ constexpr size_t kKeptOutputBytes = 4 << 20;
 
 TimedRun run_with_limit(const std::string& shell_command, double seconds,
                         size_t kept_output_bytes = kKeptOutputBytes);
+
+// Ctrl-C, scancel's SIGTERM or a closed terminal's SIGHUP stop grading cleanly: the commands
+// run_with_limit is running, in process groups of their own that those signals do not reach,
+// are killed with everything they started, the WhenStopped action runs (the work folder's
+// removal), and the grader exits with 128 + the signal. Call once, first in main, before any
+// other thread starts: the signals are then blocked in every thread but the one that waits for
+// them (and unblocked again in the commands).
+void stop_cleanly_on_signals();
+// What stopping also does while this lives.
+class WhenStopped {
+ public:
+  explicit WhenStopped(std::function<void()> action);
+  ~WhenStopped();
+  WhenStopped(const WhenStopped&) = delete;
+  WhenStopped& operator=(const WhenStopped&) = delete;
+};
+
+// The first line of a command's output (a git hash), without its line end.
+std::string first_line(const std::string& output);
 
 // `word` as one shell word ('...').
 std::string shell_quoted(const std::string& word);
