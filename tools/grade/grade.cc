@@ -182,8 +182,12 @@ struct WorkFolder {
     return name;
   }
   void remove() const {
-    std::error_code ignored;
-    if (!keep) fs::remove_all(path, ignored);
+    if (keep) return;
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    if (ec)
+      std::cerr << "could not remove the work folder " << path.string() << ": " << ec.message()
+                << "\n";
   }
 
   const fs::path path;

@@ -91,19 +91,29 @@ sigset_t stop_signals() {
   std::_Exit(128 + sig);
 }
 
+// A thread that would go on once grading has stopped waits instead for the process to end, so
+// that nothing writes in the work folder while it is removed.
+[[noreturn]] void wait_for_the_end() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 // The child's group counted among the running ones (killed at once when grading has stopped).
 void track(pid_t group) {
-  std::lock_guard lock(stopping().mutex);
+  std::unique_lock lock(stopping().mutex);
   if (stopping().stopped) {
     kill(-group, SIGKILL);
-  } else {
-    stopping().running_groups.insert(group);
+    lock.unlock();
+    wait_for_the_end();
   }
+  stopping().running_groups.insert(group);
 }
 
 void untrack(pid_t group) {
-  std::lock_guard lock(stopping().mutex);
+  std::unique_lock lock(stopping().mutex);
   stopping().running_groups.erase(group);
+  if (!stopping().stopped) return;
+  lock.unlock();
+  wait_for_the_end();  // its command was killed by the stop, not by its limit
 }
 
 }  // namespace
