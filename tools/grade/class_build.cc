@@ -141,6 +141,42 @@ std::string build_sandbox_flags(const Course& c) {
   return flags;
 }
 
+// A failed build's verdict for `t`: its first compiler error in one of its files gives that
+// exercise (or, outside every exercise, the whole file) "did not compile" and its stub back, and
+// returns true (the package is built again); a failure of its package that is no compiler
+// error of its own (a link error: a function removed) gives every exercise "does not link".
+bool put_back_what_failed(Trainee& t, const std::string& output, const Course& c,
+                          const std::string& log_name) {
+  const std::regex error("(?:^|\\n)[^\\n]*?" + t.package +
+                         "/([a-z_]+\\.cc):(\\d+):\\d+: error: ([^\\n]*)");
+  std::smatch m;
+  if (std::regex_search(output, m, error)) {
+    const std::string file = m[1], message = m[3];
+    const int line = std::stoi(m[2]);
+    const std::vector<ExerciseRegion> regions = exercise_regions(file, t.files.at(file));
+    const std::string where = file + ":" + std::to_string(line) + ": " + message;
+    if (const ExerciseRegion* broken = region_at_line(regions, line)) {
+      t.decided[broken->id] = {Verdict::kDidNotCompile, where, log_name};
+      t.files[file] = with_body(t.files[file], broken->id, c.stub_of.at(broken->id).body);
+    } else {
+      for (const ExerciseRegion& x : regions) {
+        if (!t.decided.count(x.id)) t.decided[x.id] = {Verdict::kDidNotCompile, where, log_name};
+      }
+      t.files[file] = c.stubs.at(file);
+    }
+    return true;
+  }
+  if (output.find("//" + t.package + ":") != std::string::npos &&
+      std::regex_search(output, m, std::regex(t.package + "[^\\n]* failed[^\\n]*"))) {
+    for (const std::string& id : c.exercises) {
+      if (!t.decided.count(id)) {
+        t.decided[id] = {Verdict::kDidNotCompile, "the check does not link: " + m.str(0), log_name};
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& build_log) {
@@ -167,41 +203,9 @@ void build(std::vector<Trainee*>& trainees, const Course& c, const fs::path& bui
     if (r.status == 0) break;
     std::vector<Trainee*> again;
     for (Trainee* t : pending) {
-      // The first compiler error in one of the trainee's files, or the first failure of theirs.
-      const std::regex error("(?:^|\\n)[^\\n]*?" + t->package +
-                             "/([a-z_]+\\.cc):(\\d+):\\d+: error: ([^\\n]*)");
-      std::smatch m;
-      bool changed = false;
-      if (std::regex_search(r.output, m, error)) {
-        const std::string file = m[1], message = m[3];
-        const int line = std::stoi(m[2]);
-        const std::vector<ExerciseRegion> regions = exercise_regions(file, t->files.at(file));
-        const std::string where = file + ":" + std::to_string(line) + ": " + message;
-        if (const ExerciseRegion* broken = region_at_line(regions, line)) {
-          t->decided[broken->id] = {Verdict::kDidNotCompile, where, log_name};
-          t->files[file] = with_body(t->files[file], broken->id, c.stub_of.at(broken->id).body);
-        } else {
-          for (const ExerciseRegion& x : regions) {
-            if (!t->decided.count(x.id))
-              t->decided[x.id] = {Verdict::kDidNotCompile, where, log_name};
-          }
-          t->files[file] = c.stubs.at(file);
-        }
-        changed = true;
-      } else if (r.output.find("//" + t->package + ":") != std::string::npos &&
-                 std::regex_search(r.output, m, std::regex(t->package + "[^\\n]* failed[^\\n]*"))) {
-        // Not a compiler error in the trainee's file (a link error: a function removed).
-        for (const std::string& id : c.exercises) {
-          if (!t->decided.count(id)) {
-            t->decided[id] = {Verdict::kDidNotCompile, "the check does not link: " + m.str(0),
-                              log_name};
-          }
-        }
-      }
-      if (changed) {
-        write_package(*t, c);
-        again.push_back(t);
-      }
+      if (!put_back_what_failed(*t, r.output, c, log_name)) continue;
+      write_package(*t, c);
+      again.push_back(t);
     }
     pending = again;
   }
