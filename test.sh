@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: a check that no two sources compiled in one group name a local function alike
 # (tools/cc/unique_local_names.sh); a check that the documents name only paths and Bazel labels
-# that exist (tools/labsheet/doc_references.sh); the full build (CUDA compiled in where nvcc is
+# that exist (tools/labsheet/doc_references.sh); a check that the day-1 lab builds only the
+# libraries it lists (tools/cc/lab_dependencies.sh); the full build (CUDA compiled in where nvcc is
 # installed; without a GPU the tests run its CPU path, as a trainee's machine does); the CPU-only build of
 # every target (`--config=cpu`: only the files that see CUDA compile again, tools/cuda/cuda.bzl);
 # common/'s tests (fuzz tests included) and the solutions' exercise checks of days 2-4 (the
@@ -54,6 +55,9 @@ check //tools/cc:unique_local_names tools/cc/unique_local_names.sh
 
 phase "the documents: every path and Bazel label they name exists"
 check //tools/labsheet:doc_references tools/labsheet/doc_references.sh
+
+phase "the day-1 lab's first build: only the libraries tools/cc/day1_lab_libraries.txt lists"
+check //tools/cc:lab_dependencies tools/cc/lab_dependencies.sh
 
 phase "bazel test //... (CUDA: $(command -v nvcc >/dev/null && echo compiled in || echo absent))"
 bazel test //... "$@" 2>&1 | tee -a "$log" || status=1
