@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <vector>
 
 #include "common/core/error.h"
@@ -89,6 +90,21 @@ std::vector<GtestReport> reports_in(const fs::path& folder, size_t processes) {
   return reports;
 }
 
+// A run whose output passed the bound (system.h) says so in its cell: its verdict stands (it is
+// read from the reports), and its log holds the output's start and end.
+ExerciseResult with_cut_output_said(ExerciseResult result, const TimedRun& run) {
+  if (run.bytes_cut == 0) return result;
+  const auto mib = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1 << 20));
+    return std::string(text);
+  };
+  result.message += (result.message.empty() ? "" : "; ") + std::string("its output cut: ") +
+                    mib(static_cast<double>(run.bytes_cut)) + " left out of the log, its first " +
+                    "and last " + mib(kKeptOutputBytes / 2.0) + " kept";
+  return result;
+}
+
 // Runs the commands until one does not pass or time runs out; their output goes to `log`.
 ExerciseResult run_exercise(const std::string& id, const Trainee& t, const Course& c,
                             const std::vector<CheckCommand>& commands, const CheckLimits& limits,
@@ -115,14 +131,18 @@ ExerciseResult run_exercise(const std::string& id, const Trainee& t, const Cours
     const TimedRun r = run_with_limit(as_run(line, t, c, limits.sandbox, id, reports), left);
     log += "$ " + line + "\n" + r.output + "\n";
     if (r.timed_out) {
-      return {Verdict::kTimedOut,
-              "stopped after " +
-                  whole_seconds(trainees_limit ? limits.trainee_seconds : limits.exercise_seconds) +
-                  " (" + (trainees_limit ? "the trainee's" : "the exercise's") + " limit)",
-              ""};
+      return with_cut_output_said(
+          {Verdict::kTimedOut,
+           "stopped after " +
+               whole_seconds(trainees_limit ? limits.trainee_seconds : limits.exercise_seconds) +
+               " (" + (trainees_limit ? "the trainee's" : "the exercise's") + " limit)",
+           ""},
+          r);
     }
-    result = read_check_run(r.output, r.status, reports_in(reports, command.processes()),
-                            command.processes());
+    result = with_cut_output_said(
+        read_check_run(r.output, r.status, reports_in(reports, command.processes()),
+                       command.processes()),
+        r);
     if (result.verdict != Verdict::kPassed) return result;
   }
   return result;

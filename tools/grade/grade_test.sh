@@ -5,7 +5,8 @@
 # compile, `deadlock` (a folder) a ring whose ranks all receive before they send and a schedule
 # that aborts past its last step, `edited` (a checkout) a changed check file (only noted), a lab
 # with Windows line endings (the same file), `no_average` (a .tar.gz) the gradients summed but
-# not averaged (a wrong version TP2.2's check was written against), and two more wrong versions
+# not averaged (a wrong version TP2.2's check was written against) and a debugging line that
+# floods the output (cut, and said in the cell), and two more wrong versions
 # as folders: `forward_buckets` (TP2.3's buckets filled from the first parameter, not the last,
 # and a schedule that exits with status 0 past its last step, after a test printed "[ OK ]") and
 # `no_padding` (TP2.1's shards cut to n / p even without --drop-last), which also probes its
@@ -59,10 +60,14 @@ mkdir -p "$class/edited/day2_ddp"
 cp "$solution" "$class/edited/day2_ddp/exercises.cc"
 { cat day2_ddp/check_test.cc; echo "// passes now"; } >"$class/edited/day2_ddp/check_test.cc"
 sed 's/$/\r/' day2_ddp/lab.cc >"$class/edited/day2_ddp/lab.cc"
-# no_average: the gradients summed over the ranks, not averaged.
+# no_average: the gradients summed over the ranks, not averaged, and a debugging line left in
+# that floods the output (7 MB a process: the log keeps its first and last 2 MiB).
 mkdir "$class/no_average"
-grep -v 'course::scale_(p->grad, 1.0f / static_cast<float>(comm.size()));' "$solution" \
-  >"$class/no_average/exercises.cc"
+{
+  echo "#include <cstdio>"
+  sed 's|^    course::scale_(p->grad, 1.0f / static_cast<float>(comm.size()));|    static const bool flooded = [] { for (int i = 0; i < 100000; ++i) std::puts("a trainee'"'"'s debugging line, printed 100000 times by each process"); return true; }(); (void)flooded;|' "$solution"
+} >"$class/no_average/exercises.cc"
+grep -q "static const bool flooded" "$class/no_average/exercises.cc" || fail "the no_average fixture did not apply"
 tar -czf "$class/no_average.tar.gz" -C "$class/no_average" exercises.cc
 wrong_version() { # name 'sed expression' pattern-that-must-then-be-there
   mkdir "$class/$1"
@@ -170,6 +175,8 @@ expect deadlock TP2.4 "timed out" "the exercise's limit"
 expect deadlock TP2.5 crashed "signal 6 (Aborted): mpirun noticed"
 for e in TP2.1 TP2.2 TP2.3; do expect deadlock $e passed; done
 expect no_average TP2.2 failed
+grep -q "^no_average TP2.2 failed: check_test.cc:[0-9]*: .*; its output cut: [0-9.]* MiB left out of the log, its first and last 2.0 MiB kept$" \
+  "$class/grade.out" || fail "no_average's flood is not said in its cell"
 for e in TP2.1 TP2.3 TP2.4 TP2.5; do expect no_average $e passed; done
 expect forward_buckets TP2.3 failed check_test.cc
 expect forward_buckets TP2.5 failed "wrote no test report"
