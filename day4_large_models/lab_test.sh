@@ -316,25 +316,31 @@ for sharding in zero3 zero1; do
   fi
   echo "ok: $sharding on 2 ranks, a checkpoint file per rank, resumed as DDP: $(head -1 <<<"$sharded_resumed")"
 done
-# f16 with dynamic loss scaling in every mode: within 0.005 of the same mode's f32 run (one
-# process, tensor, sequence, context and pipeline parallelism, ZeRO-2, FSDP with f16 gathers,
-# ZeRO-Offload, accumulation with clipping); a forced overflow (a first scale of 2^24) skips as computed by
+# f16 with dynamic loss scaling in every mode: within 0.005 of the same mode's f32 run, on the CPU
+# and on the simulated device (one process, tensor, sequence, context and pipeline parallelism,
+# ZeRO-2, FSDP with f16 gathers, ZeRO-Offload, accumulation with clipping, the optimizer in
+# backward); a forced overflow (a first scale of 2^24) skips as computed by
 # hand: 4 steps until 2^20 fits, in every mode; with --hysteresis 2 one more (the first overflow
 # tolerated); with --min-loss-scale 2^22 every step; an overflow on one rank alone skipped by all.
 # The scaler's refusals.
 f16_loss() { "$@" 2>&1 | grep -a -m1 -o -E "^validation loss [0-9]+\.[0-9]{3}" | grep -o -E "[0-9.]+$"; }
 f16_run=("${small[@]}" --steps-per-epoch 4 --epochs 2 --sample-tokens 0)
+sim_run=(--text-dir "$text" --context 16 --no-progress --device sim --val-fraction 0.2
+  --batch-size 4 --steps-per-epoch 4 --epochs 2 --sample-tokens 0)
 for mode in "" "--tensor-parallel 2" "--tensor-parallel 2 --sequence-parallel" \
   "--context-parallel 2" "--pipeline-stages 2" "--sharding zero2" \
   "--sharding zero3 --param-dtype f16" "--sharding zero3 --cpu-offload" \
-  "--accumulate 2 --clip-grad-norm 0.5"; do
+  "--accumulate 2 --clip-grad-norm 0.5" "--optimizer-in-backward"; do
   launcher=("${mpirun[@]}")
-  [[ -z $mode || $mode == --accumulate* ]] && launcher=()
+  [[ -z $mode || $mode == --accumulate* || $mode == --optimizer-in-backward ]] && launcher=()
   # shellcheck disable=SC2086
   f32=$(f16_loss "${launcher[@]}" "$lab" "${f16_run[@]}" ${mode/--param-dtype f16/})
   # shellcheck disable=SC2086
   f16=$(f16_loss "${launcher[@]}" "$lab" "${f16_run[@]}" --amp --amp-dtype f16 $mode)
   expect_near "$f32" "$f16" 0.005 "f32 and f16 validation loss, ${mode:-one process}"
+  # shellcheck disable=SC2086
+  on_sim=$(f16_loss "${launcher[@]}" "$lab" "${sim_run[@]}" --amp --amp-dtype f16 $mode)
+  expect_near "$f32" "$on_sim" 0.005 "f32 on the CPU and f16 on the simulated device, ${mode:-one process}"
 done
 for mode in "" "--tensor-parallel 2" "--pipeline-stages 2" "--sharding zero3"; do
   launcher=("${mpirun[@]}")
@@ -357,8 +363,6 @@ expect 1 "--overflow-drill drills f16's loss scaler: add --amp --amp-dtype f16" 
   "${f16_run[@]}" --overflow-drill 3
 # The same forced overflow under ZeRO-3 on 2 ranks of the simulated accelerator ends where the
 # CPU's run does.
-sim_run=(--text-dir "$text" --context 16 --no-progress --device sim --val-fraction 0.2
-  --batch-size 4 --steps-per-epoch 4 --epochs 2 --sample-tokens 0)
 overflowed=(--amp --amp-dtype f16 --initial-scale-power 24 --sharding zero3)
 on_cpu=$(f16_loss "${mpirun[@]}" "$lab" "${f16_run[@]}" "${overflowed[@]}")
 on_sim=$(f16_loss "${mpirun[@]}" "$lab" "${sim_run[@]}" "${overflowed[@]}")

@@ -214,12 +214,13 @@ parse_only() {
 
 # Sets argv to ARGS... with the quick arguments of PROGRAM (sheet_runs.txt's lines whose program
 # pattern matches and whose word, if any, is among ARGS) in place of the same flags of ARGS: a
-# flag with the words that follow it up to the next flag, or --flag=value.
+# flag with the words that follow it up to the next flag, or --flag=value. They go before a
+# "--", after which a program passes the words on (a benchmark's flags for the lab it runs).
 with_quick_arguments() {
   local program=$1
   shift
   argv=("$@")
-  local k arg flag skipping
+  local k arg flag skipping split i
   local -a extra kept
   for k in "${!quick_programs[@]}"; do
     # shellcheck disable=SC2053 # the program is a pattern
@@ -241,7 +242,9 @@ with_quick_arguments() {
       done
       argv=("${kept[@]}")
     done
-    argv+=("${extra[@]}")
+    split=${#argv[@]}
+    for i in "${!argv[@]}"; do [[ ${argv[i]} == -- ]] && split=$i && break; done
+    argv=("${argv[@]:0:split}" "${extra[@]}" "${argv[@]:split}")
   done
 }
 
