@@ -28,14 +28,15 @@ OptimizerInBackward::~OptimizerInBackward() {
 }
 
 void OptimizerInBackward::gradients_final(size_t group) {
-  std::vector<nn::Parameter*> params;
-  for (size_t i : optimizer_.update_groups().at(group)) {
-    params.push_back(optimizer_.parameters()[i].second);
+  const std::vector<size_t>& members = optimizer_.update_groups().at(group);
+  if (visit_) {  // f16's passes only: the usual step makes no list
+    std::vector<nn::Parameter*> params;
+    for (size_t i : members) params.push_back(optimizer_.parameters()[i].second);
+    visit_(params);
   }
-  if (visit_) visit_(params);
   if (!checking_) optimizer_.update_group(group, skip_if_);
   ++final_.at(group);
-  for (nn::Parameter* p : params) p->grad = Tensor();
+  for (size_t i : members) optimizer_.parameters()[i].second->grad = Tensor();
 }
 
 void OptimizerInBackward::begin_pass(bool checking, GroupGradients visit, Tensor skip_if) {
