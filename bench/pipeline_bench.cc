@@ -185,40 +185,32 @@ StepReplay replay_step(parallel::PipelineParallel& pipeline,
   return replay;
 }
 
-Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_stages,
-            int64_t sequences, const std::shared_ptr<parallel::Communicator>& world) {
-  const nn::GptConfig config = nn::gpt_preset("gpt-tiny");
-  std::mt19937 rng(3);
-  nn::Gpt gpt(config, rng, Device::cpu());
-  parallel::PipelineParallel pipeline(
-      gpt, world,
-      {.schedule = schedule, .micro_batches = micro_batches, .virtual_stages = virtual_stages});
-  const int64_t batch = sequences * micro_batches;
+// A batch of `batch` sequences of made-up tokens and targets.
+std::pair<Tensor, Tensor> bench_batch(const nn::GptConfig& config, int64_t batch) {
   std::vector<int32_t> tokens(batch * config.context);
   std::vector<int64_t> targets(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     tokens[i] = static_cast<int32_t>((i * 7) % config.vocabulary);
     targets[i] = static_cast<int64_t>((i * 5) % config.vocabulary);
   }
-  const Tensor inputs = Tensor::from_vector<int32_t>(tokens, {batch, config.context});
-  const Tensor labels =
-      Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())});
-  const int p = world->size();
-  std::vector<std::vector<parallel::PipelineAction>> actions;
-  for (int s = 0; s < p; ++s) {
-    actions.push_back(parallel::schedule_actions(schedule, s, p, micro_batches, virtual_stages));
-  }
-  const auto rounds = parallel::pipeline_rounds(actions, virtual_stages);
+  return {Tensor::from_vector<int32_t>(tokens, {batch, config.context}),
+          Tensor::from_vector<int64_t>(targets, {static_cast<int64_t>(targets.size())})};
+}
+
+// The timed steps after a warm-up: the row's peak, pass lengths, replay and message time on this
+// rank, and the bubble and step length against the slowest rank's step.
+void time_steps(parallel::PipelineParallel& pipeline, const Tensor& inputs, const Tensor& labels,
+                const std::vector<std::vector<parallel::PipelineAction>>& actions,
+                const std::vector<std::vector<parallel::PipelineRound>>& rounds,
+                parallel::Communicator& world, Row& row) {
   // The ranks leave a barrier at different times, so each step's times since its own start are
   // put on the node's clock (the ranks of one node share it) from one base they all agree on.
   const double clock_base = parallel::allreduce_max(
-      {static_cast<float>(seconds_since_boot(std::chrono::steady_clock::now()))}, *world)[0];
+      {static_cast<float>(seconds_since_boot(std::chrono::steady_clock::now()))}, world)[0];
   CachingAllocator& allocator = device_allocator(Device::cpu());
-  Row row;
-  // Each timed step's compute and length on this rank.
-  std::vector<float> compute_seconds, step_seconds;
+  std::vector<float> compute_seconds, step_seconds;  // each timed step's on this rank
   for (int step = 0; step <= kTimedSteps; ++step) {
-    world->barrier();
+    world.barrier();
     const int64_t before = allocator.stats().allocated;
     allocator.reset_peak();
     pipeline.zero_grad();
@@ -234,24 +226,28 @@ Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_
     row.pass_seconds[2] += passes.weight / kTimedSteps;
     const StepReplay replay =
         replay_step(pipeline, actions, rounds,
-                    seconds_since_boot(pipeline.step_launched()) - clock_base, *world);
+                    seconds_since_boot(pipeline.step_launched()) - clock_base, world);
     row.replayed_bubble += replay.bubble / kTimedSteps;
     row.message_seconds += replay.message_seconds / kTimedSteps;
   }
   // A step ends when its last stage's does (the ranks start together after the barrier), so a
   // rank's bubble is 1 - its compute / the slowest rank's step, as the formulas count it.
-  const std::vector<float> pipeline_steps = parallel::allreduce_max(step_seconds, *world);
+  const std::vector<float> pipeline_steps = parallel::allreduce_max(step_seconds, world);
   for (int k = 0; k < kTimedSteps; ++k) {
     row.bubble += (1 - compute_seconds[k] / pipeline_steps[k]) / kTimedSteps;
     row.step_seconds += pipeline_steps[k] / kTimedSteps;
   }
-  // The ranks' mean bubble and pass lengths, each rank's pass lengths in its own slots too.
+}
+
+// The ranks' mean bubble and pass lengths in the row, and each stage's own pass lengths.
+std::vector<parallel::PassCosts> average_over_stages(Row& row, parallel::Communicator& world) {
+  const int p = world.size();
   std::vector<float> local(1 + 3 * (1 + p), 0.0f);
   local[0] = static_cast<float>(row.bubble);
   for (size_t k = 0; k < 3; ++k) {
-    local[1 + k] = local[1 + 3 * (1 + world->rank()) + k] = static_cast<float>(row.pass_seconds[k]);
+    local[1 + k] = local[1 + 3 * (1 + world.rank()) + k] = static_cast<float>(row.pass_seconds[k]);
   }
-  const std::vector<float> sums = parallel::allreduce_sum(local, *world);
+  const std::vector<float> sums = parallel::allreduce_sum(local, world);
   row.bubble = sums[0] / p;
   for (size_t k = 0; k < row.pass_seconds.size(); ++k) row.pass_seconds[k] = sums[1 + k] / p;
   std::vector<parallel::PassCosts> costs;
@@ -259,7 +255,27 @@ Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_
     const float* mine = &sums[1 + 3 * (1 + s)];
     costs.push_back({mine[0], mine[1], mine[2]});
   }
-  row.timetable_bubble = parallel::timetable_bubble(rounds, costs);
+  return costs;
+}
+
+Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_stages,
+            int64_t sequences, const std::shared_ptr<parallel::Communicator>& world) {
+  const nn::GptConfig config = nn::gpt_preset("gpt-tiny");
+  std::mt19937 rng(3);
+  nn::Gpt gpt(config, rng, Device::cpu());
+  parallel::PipelineParallel pipeline(
+      gpt, world,
+      {.schedule = schedule, .micro_batches = micro_batches, .virtual_stages = virtual_stages});
+  const auto [inputs, labels] = bench_batch(config, sequences * micro_batches);
+  const int p = world->size();
+  std::vector<std::vector<parallel::PipelineAction>> actions;
+  for (int s = 0; s < p; ++s) {
+    actions.push_back(parallel::schedule_actions(schedule, s, p, micro_batches, virtual_stages));
+  }
+  const auto rounds = parallel::pipeline_rounds(actions, virtual_stages);
+  Row row;
+  time_steps(pipeline, inputs, labels, actions, rounds, *world, row);
+  row.timetable_bubble = parallel::timetable_bubble(rounds, average_over_stages(row, *world));
   if (world->rank() == 0) {
     const MicroBatchMemory one =
         micro_batch_memory(gpt, pipeline.stage_bounds()[0], inputs.slice(0, sequences));
@@ -267,6 +283,37 @@ Row measure(parallel::PipelineSchedule schedule, int micro_batches, int virtual_
                        (parallel::splits_backward(actions[0]) ? one.split_backward : one.backward);
   }
   return row;
+}
+
+// The table's head: the model, the exchange's own time, how the replay treats the cores.
+void print_header(int p, int64_t sequences, double exchange_alone) {
+  std::printf("gpt-tiny in %d stage(s), micro-batches of %lld x 64 tokens, %d steps timed\n", p,
+              static_cast<long long>(sequences), kTimedSteps);
+  std::printf("an activation's exchange alone: %.3f ms; %s\n", exchange_alone * 1e3,
+              g_shared_cores > 0
+                  ? (std::to_string(g_shared_cores) + " cores for the " + std::to_string(p) +
+                     " stages: replayed so, with exchanges as alone")
+                        .c_str()
+                  : "a core per stage: replayed with exchanges as in the step (msg ms)");
+  std::printf("%-15s %3s %7s %8s %6s %10s %7s %7s %8s %9s %8s %10s %16s\n", "schedule", "m",
+              "bubble", "formula", "F/B/W", "timetable", "replay", "msg ms", "step ms", "peak MiB",
+              "formula", "in flight", "F / B / W ms");
+}
+
+void print_row(parallel::PipelineSchedule schedule, int p, int m, int v, const Row& row) {
+  const bool interleaved = schedule == parallel::PipelineSchedule::kInterleaved;
+  const std::string name =
+      parallel::pipeline_schedule_name(schedule) + (interleaved ? " v=" + std::to_string(v) : "");
+  const parallel::PassCosts mean = {row.pass_seconds[0], row.pass_seconds[1], row.pass_seconds[2]};
+  std::printf(
+      "%-15s %3d %7.3f %8.3f %6.3f %10.3f %7.3f %7.3f %8.1f %9.2f %8.2f %10d "
+      "%6.1f/%4.1f/%4.1f\n",
+      name.c_str(), m, row.bubble, parallel::bubble_fraction(schedule, p, m, v),
+      parallel::bubble_fraction(schedule, p, m, v, mean), row.timetable_bubble, row.replayed_bubble,
+      row.message_seconds * 1e3, row.step_seconds * 1e3, row.peak / 1048576.0,
+      row.peak_formula / 1048576.0,
+      parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m, v)),
+      mean.forward * 1e3, mean.backward * 1e3, mean.weight * 1e3);
 }
 
 void run(int argc, char** argv) {
@@ -286,19 +333,7 @@ void run(int argc, char** argv) {
     g_shared_cores = cores;
     g_exchange_alone = exchange_alone;
   }
-  if (lead) {
-    std::printf("gpt-tiny in %d stage(s), micro-batches of %lld x 64 tokens, %d steps timed\n", p,
-                static_cast<long long>(sequences), kTimedSteps);
-    std::printf("an activation's exchange alone: %.3f ms; %s\n", exchange_alone * 1e3,
-                g_shared_cores > 0
-                    ? (std::to_string(g_shared_cores) + " cores for the " + std::to_string(p) +
-                       " stages: replayed so, with exchanges as alone")
-                          .c_str()
-                    : "a core per stage: replayed with exchanges as in the step (msg ms)");
-    std::printf("%-15s %3s %7s %8s %6s %10s %7s %7s %8s %9s %8s %10s %16s\n", "schedule", "m",
-                "bubble", "formula", "F/B/W", "timetable", "replay", "msg ms", "step ms",
-                "peak MiB", "formula", "in flight", "F / B / W ms");
-  }
+  if (lead) print_header(p, sequences, exchange_alone);
   measure(parallel::PipelineSchedule::kGpipe, 2, 1, sequences, world);  // warm-up of the process
   int rows = 0, within = 0;  // rows whose measured bubble is within 15% of the replay's
   const int chunks = 4 / p;  // gpt-tiny's 4 blocks: interleaved where a rank gets 2 or more
@@ -317,19 +352,7 @@ void run(int argc, char** argv) {
       if (interleaved && m % p != 0) continue;
       const Row row = measure(schedule, m, v, sequences, world);
       if (!lead) continue;
-      const std::string name = parallel::pipeline_schedule_name(schedule) +
-                               (interleaved ? " v=" + std::to_string(v) : "");
-      const parallel::PassCosts mean = {row.pass_seconds[0], row.pass_seconds[1],
-                                        row.pass_seconds[2]};
-      std::printf(
-          "%-15s %3d %7.3f %8.3f %6.3f %10.3f %7.3f %7.3f %8.1f %9.2f %8.2f %10d "
-          "%6.1f/%4.1f/%4.1f\n",
-          name.c_str(), m, row.bubble, parallel::bubble_fraction(schedule, p, m, v),
-          parallel::bubble_fraction(schedule, p, m, v, mean), row.timetable_bubble,
-          row.replayed_bubble, row.message_seconds * 1e3, row.step_seconds * 1e3,
-          row.peak / 1048576.0, row.peak_formula / 1048576.0,
-          parallel::micro_batches_in_flight(parallel::schedule_actions(schedule, 0, p, m, v)),
-          mean.forward * 1e3, mean.backward * 1e3, mean.weight * 1e3);
+      print_row(schedule, p, m, v, row);
       ++rows;
       if (std::abs(row.bubble / row.replayed_bubble - 1) <= 0.15) ++within;
     }

@@ -8,14 +8,22 @@
 # podman on the local cluster. Prints each stage's time and the image's size; removes its images
 # at the end; exits non-zero when a stage fails, 77 (skipped, with the reason) where Podman cannot
 # run: not root, no podman, or an engine that starts no container.
-#   container/image_test.sh [--cuda-toolkit]
+#   container/image_test.sh [--cuda-toolkit | --prepare | --prepared]
 #     --cuda-toolkit  also the CUDA variant's toolkit (container/install_cuda.sh, NVIDIA's wheels
 #                     from PyPI, about 2 GB) in an image over the same base, where nvcc compiles
 #                     and links a program against the runtime, cuBLAS, cuDNN and NCCL
+#     --prepare       only the base image and the Containerfile's packages stage (./setup.sh),
+#                     kept for a later --prepared run: mostly downloads, which ./test.sh starts
+#                     first, beside its compiling stages
+#     --prepared      the test, over what --prepare left (each part made here if it is missing);
+#                     removes it at the end
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-}
+[[ -z $mode || $mode =~ ^--(cuda-toolkit|prepare|prepared)$ ]] ||
+  { echo "usage: container/image_test.sh [--cuda-toolkit | --prepare | --prepared]" >&2; exit 2; }
 cuda_toolkit=false
-[[ ${1:-} == --cuda-toolkit ]] && cuda_toolkit=true
+[[ $mode == --cuda-toolkit ]] && cuda_toolkit=true
 skip() {
   echo "SKIPPED: $*"
   exit 77
@@ -24,9 +32,14 @@ skip() {
 command -v podman >/dev/null || skip "no podman (./setup.sh installs it)"
 
 base=localhost/course-debian:bookworm image=localhost/course:test
-cuda_image=localhost/course-cuda-toolkit:test
+packages=localhost/course-packages:test cuda_image=localhost/course-cuda-toolkit:test
 work=$(mktemp -d)
-trap 'podman rmi --force "$image" "$cuda_image" "$base" >/dev/null 2>&1; rm -rf "$work"' EXIT
+if [[ $mode == --prepare ]]; then
+  trap 'rm -rf "$work"' EXIT
+else
+  trap 'podman rmi --force "$image" "$packages" "$cuda_image" "$base" >/dev/null 2>&1
+    rm -rf "$work"' EXIT
+fi
 stage() { # stage NAME COMMAND...: runs it, prints its time
   local start=$SECONDS
   echo "== $1"
@@ -37,11 +50,15 @@ stage() { # stage NAME COMMAND...: runs it, prints its time
 size_of() { podman image inspect "$1" --format '{{.Size}}' | numfmt --to=iec-i; }
 # A stage that downloads from the Debian mirror gets a second try when the first fails.
 twice() { "$@" || { echo "== failed once, trying again"; "$@"; }; }
-stage "debootstrap Debian 12 (minbase) and import it as $base" \
-  twice bash -c "rm -rf '$work/rootfs' &&
+if [[ $mode == --prepared ]] && podman image exists "$base"; then
+  echo "== $base: the one container/image_test.sh --prepare imported"
+else
+  stage "debootstrap Debian 12 (minbase) and import it as $base" \
+    twice bash -c "rm -rf '$work/rootfs' &&
     container/make_rootfs.sh '$work/rootfs' --tar '$work/rootfs.tar' >/dev/null &&
     podman import --quiet '$work/rootfs.tar' $base >/dev/null &&
     rm -rf '$work/rootfs' '$work/rootfs.tar'"
+fi
 
 # Podman's defaults (crun, systemd's cgroups, limits raised to a million) fail in some VMs and on
 # hybrid cgroup trees: then runc with cgroupfs and the shell's own limits (processes at most the
@@ -78,6 +95,12 @@ lent=(-v "$cache:/root/.cache/course-bazel")
 
 mkdir "$work/context"
 git archive HEAD | tar -x -C "$work/context"
+if [[ $mode == --prepare ]]; then
+  stage "podman build container/Containerfile's packages stage (./setup.sh), kept as $packages" \
+    twice podman build --quiet "${ulimits[@]}" "${lent[@]}" --target packages \
+    -f "$work/context/container/Containerfile" -t "$packages" "$work/context"
+  exit 0
+fi
 stage "podman build container/Containerfile (./setup.sh, the eight labs built)" \
   twice podman build --quiet "${ulimits[@]}" "${lent[@]}" \
   -f "$work/context/container/Containerfile" -t "$image" "$work/context"

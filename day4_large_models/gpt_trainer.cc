@@ -200,6 +200,34 @@ GptLabResult gpt_lab_result(const train::LoopResult& run, const TokenSplit& text
   return result;
 }
 
+// The lab's text: a made-up corpus of random tokens (--synthetic-tokens), else the fortunes.
+TokenSplit lab_text(const GptLabOptions& o, const nn::GptConfig& config) {
+  if (o.text.synthetic_tokens > 0) {
+    return random_tokens(o.text.synthetic_tokens, config.vocabulary, o.text.val_fraction, o.seed);
+  }
+  return split_documents(load_fortunes(o.text.dir), o.text.val_fraction, o.seed);
+}
+
+train::LoopConfig loop_config(const GptLabOptions& o, nn::Gpt& model,
+                              parallel::TrainingParallelism& parallelism, LabOptimizer& optimizer,
+                              optim::GradientClipping& clipping, const RunWindows& windows,
+                              Device device, parallel::Communicator& comm) {
+  const nlohmann::json layout = parallelism.checkpoint_layout();
+  return {.device = device,
+          .model = &model,
+          .optimizer = optimizer.optimizer.get(),
+          .lr_at = [&optimizer](int64_t step) { return optimizer.schedule->lr_at(step); },
+          .steps_per_epoch = windows.steps_per_epoch,
+          .global_batch = windows.tokens_per_step,
+          .unit = "tokens",
+          .flops_per_unit = training_flops_per_token(*o.model.language, o.model.window()),
+          .identity = checkpoint_identity(o.model, layout),
+          .comm = &comm,
+          .rank_state = checkpoint_rank_state(layout, parallelism, *optimizer.optimizer),
+          .clipping = &clipping,
+          .scaler = optimizer.scaler.get()};
+}
+
 }  // namespace
 
 GptLabResult run_gpt_lab(GptLabOptions o) {
@@ -216,10 +244,7 @@ GptLabResult run_gpt_lab(GptLabOptions o) {
   const int64_t context = o.model.window();
 
   const bool synthetic = o.text.synthetic_tokens > 0;
-  const TokenSplit text =
-      synthetic
-          ? random_tokens(o.text.synthetic_tokens, config.vocabulary, o.text.val_fraction, o.seed)
-          : split_documents(load_fortunes(o.text.dir), o.text.val_fraction, o.seed);
+  const TokenSplit text = lab_text(o, config);
   const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
   std::mt19937 rng(o.seed);
   nn::Gpt model(config, rng, device, o.model.checkpoint_activations);
@@ -229,22 +254,8 @@ GptLabResult run_gpt_lab(GptLabOptions o) {
                                               o.run.epochs * windows.steps_per_epoch);
   optim::GradientClipping clipping(o.run.clip_grad_norm);
 
-  const nlohmann::json layout = parallelism->checkpoint_layout();
   train::TrainingLoop loop(
-      o.run,
-      {.device = device,
-       .model = &model,
-       .optimizer = optimizer.optimizer.get(),
-       .lr_at = [&](int64_t step) { return optimizer.schedule->lr_at(step); },
-       .steps_per_epoch = windows.steps_per_epoch,
-       .global_batch = windows.tokens_per_step,
-       .unit = "tokens",
-       .flops_per_unit = training_flops_per_token(config, context),
-       .identity = checkpoint_identity(o.model, layout),
-       .comm = comm.get(),
-       .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
-       .clipping = &clipping,
-       .scaler = optimizer.scaler.get()},
+      o.run, loop_config(o, model, *parallelism, optimizer, clipping, windows, device, *comm),
       training_hooks(*parallelism, optimizer, clipping, windows, device, o.run, o.cuda_graphs));
   // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
   // them, as after an optimizer step, before the first forward uses them.

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "common/data/data_loader.h"
@@ -39,6 +40,43 @@ int64_t stored_bytes(const std::string& data_dir, const std::string& format) {
     if (entry.is_regular_file()) total += allocated(entry.path());
   }
   return total;
+}
+
+// The last epoch's figures: its first batch's latency from the epoch's start, and images/s.
+struct EpochFigures {
+  double first_batch_ms = 0, images_per_s = 0;
+};
+
+struct EpochPlan {
+  uint32_t seed;
+  int64_t epochs;
+  double megabytes;  // the stored training split's, for MB/s
+};
+
+// Runs the epochs in the format's own order, printing each one's figures; an epoch ends when
+// `stream` (the device's decoding, if any) has finished it.
+EpochFigures time_epochs(DataLoader& loader, const std::function<Batch()>& next_batch,
+                         Stream* stream, const Dataset& train, const OrderOptions& order,
+                         const EpochPlan& plan) {
+  EpochFigures figures;
+  for (int64_t epoch = 0; epoch < plan.epochs; ++epoch) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto since_start = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    loader.start_epoch(epoch_order(train, order, plan.seed, epoch), epoch);
+    int64_t images = next_batch().labels.numel();
+    if (stream) stream->synchronize();
+    figures.first_batch_ms = 1e3 * since_start();
+    while (!loader.done()) images += next_batch().labels.numel();
+    if (stream) stream->synchronize();
+    const double seconds = since_start();
+    figures.images_per_s = images / seconds;
+    std::printf("epoch %lld%s: first batch %.1f ms, %.1f images/s, %.1f MB/s\n",
+                static_cast<long long>(epoch), epoch == 0 && plan.epochs > 1 ? " (warm-up)" : "",
+                figures.first_batch_ms, figures.images_per_s, plan.megabytes / seconds);
+  }
+  return figures;
 }
 
 }  // namespace
@@ -93,25 +131,11 @@ int main(int argc, char** argv) {
                 data.num_workers, static_cast<long long>(batch),
                 decoder ? ("on " + device.str() + " (" + decoder->describe() + ")").c_str()
                         : "by the workers");
-    double rate = 0, first_ms = 0;
-    for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-      const auto start = std::chrono::steady_clock::now();
-      const auto since_start = [&] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      };
-      loader.start_epoch(epoch_order(*sets.train, order, data.seed, epoch), epoch);
-      int64_t images = next_batch().labels.numel();
-      if (stream) stream->synchronize();
-      first_ms = 1e3 * since_start();
-      while (!loader.done()) images += next_batch().labels.numel();
-      if (stream) stream->synchronize();
-      const double seconds = since_start();
-      rate = images / seconds;
-      std::printf("epoch %lld%s: first batch %.1f ms, %.1f images/s, %.1f MB/s\n",
-                  static_cast<long long>(epoch), epoch == 0 && epochs > 1 ? " (warm-up)" : "",
-                  first_ms, rate, megabytes / seconds);
-    }
+    const EpochFigures last =
+        time_epochs(loader, next_batch, stream ? &*stream : nullptr, *sets.train, order,
+                    {.seed = data.seed, .epochs = epochs, .megabytes = megabytes});
     if (decoder) std::printf("%s\n", decoder->summary().c_str());
-    std::printf("loader: %.1f images/s\nfirst_batch_ms: %.1f\n", rate, first_ms);
+    std::printf("loader: %.1f images/s\nfirst_batch_ms: %.1f\n", last.images_per_s,
+                last.first_batch_ms);
   });
 }

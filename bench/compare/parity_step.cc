@@ -111,6 +111,34 @@ StepBatch token_batch(const nn::GptConfig& c, int64_t batch, uint32_t seed) {
   return {Tensor::from_vector(tokens, {batch, seq}), Tensor::from_vector(labels, {batch * seq})};
 }
 
+// The parameters and buffers before the step, copied into `initial` (the step changes the
+// buffers) and named in the file and in `names`.
+void record_initial_state(const nn::ModuleState& state, std::vector<Tensor>& initial,
+                          train::NamedTensors& tensors, nlohmann::json& names) {
+  names["parameters"] = nlohmann::json::array();
+  names["buffers"] = nlohmann::json::array();
+  initial.reserve(state.parameters.size() + state.buffers.size());  // `tensors` points into it
+  for (size_t i = 0; i < state.parameters.size(); ++i) {
+    initial.push_back(state.parameters[i].second->value.clone());
+    tensors.emplace_back(numbered("param", i), &initial.back());
+    names["parameters"].push_back(state.parameters[i].first);
+  }
+  for (size_t i = 0; i < state.buffers.size(); ++i) {
+    initial.push_back(state.buffers[i].second->clone());
+    tensors.emplace_back(numbered("buffer", i), &initial.back());
+    names["buffers"].push_back(state.buffers[i].first);
+  }
+}
+
+// The configuration the other side builds a ViT or a CoAtNet from.
+void add_image_config(const nn::ModelConfig& image_model, nlohmann::json& names) {
+  const nn::ModelFamilySpec& family = nn::model_family(image_model.name);
+  if (&family == &nn::vit_family()) names["vit"] = vit_json(nn::vit_config(image_model));
+  if (&family == &nn::coatnet_family()) {
+    names["coatnet"] = coatnet_json(nn::coatnet_config(image_model));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,21 +168,9 @@ int main(int argc, char** argv) {
                               : nn::make_model(image_model, Device::cpu());
     nn::ModuleState state = model->state();
     train::NamedTensors tensors;
-    nlohmann::json names{{"model", model_name},
-                         {"parameters", nlohmann::json::array()},
-                         {"buffers", nlohmann::json::array()}};
-    std::vector<Tensor> initial;  // copies: the step changes the buffers
-    initial.reserve(state.parameters.size() + state.buffers.size());
-    for (size_t i = 0; i < state.parameters.size(); ++i) {
-      initial.push_back(state.parameters[i].second->value.clone());
-      tensors.emplace_back(numbered("param", i), &initial.back());
-      names["parameters"].push_back(state.parameters[i].first);
-    }
-    for (size_t i = 0; i < state.buffers.size(); ++i) {
-      initial.push_back(state.buffers[i].second->clone());
-      tensors.emplace_back(numbered("buffer", i), &initial.back());
-      names["buffers"].push_back(state.buffers[i].first);
-    }
+    nlohmann::json names{{"model", model_name}};
+    std::vector<Tensor> initial;
+    record_initial_state(state, initial, tensors, names);
     StepBatch b = gpt ? token_batch(*decoder, batch, seed)
                       : image_batch(batch, channels, image_size, classes, seed);
     model->set_training(true);
@@ -178,11 +194,7 @@ int main(int argc, char** argv) {
         tensors.emplace_back(numbered("updated", i), &state.parameters[i].second->value);
       }
     }
-    const nn::ModelFamilySpec& family = nn::model_family(model_name);
-    if (&family == &nn::vit_family()) names["vit"] = vit_json(nn::vit_config(image_model));
-    if (&family == &nn::coatnet_family()) {
-      names["coatnet"] = coatnet_json(nn::coatnet_config(image_model));
-    }
+    add_image_config(image_model, names);
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),
                 state.parameters.size(), static_cast<long long>(batch), loss.host_loss(),

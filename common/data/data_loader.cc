@@ -70,62 +70,74 @@ void DataLoader::skip_or_rethrow(const CorruptSampleError& e) const {
   ++skipped_;
 }
 
+std::mt19937 DataLoader::sample_rng(int64_t sample, int64_t epoch) const {
+  std::seed_seq seeds{options_.seed, static_cast<uint32_t>(epoch), static_cast<uint32_t>(sample),
+                      static_cast<uint32_t>(sample >> 32)};
+  return std::mt19937(seeds);
+}
+
+Batch DataLoader::encoded_batch(int64_t index, const Indices& indices, int64_t first, int64_t count,
+                                int64_t epoch) const {
+  auto encoded = std::make_shared<EncodedBatch>();
+  encoded->channels = source_->channels();
+  encoded->size = transform_.size;
+  encoded->mean = transform_.mean;
+  encoded->std = transform_.std;
+  encoded->skip_corrupt = options_.skip_corrupt;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t sample = (*indices)[first + i];
+    std::mt19937 rng = sample_rng(sample, epoch);
+    try {
+      encoded->samples.push_back(plan_encoded_sample(*source_, sample, transform_, rng));
+    } catch (const CorruptSampleError& e) {
+      skip_or_rethrow(e);
+    }
+  }
+  COURSE_CHECK(!encoded->samples.empty(), "every sample of batch ", index, " is unreadable");
+  Batch batch;
+  batch.encoded = std::move(encoded);
+  return batch;
+}
+
+Batch DataLoader::decoded_batch(int64_t index, const Indices& indices, int64_t first, int64_t count,
+                                int64_t epoch) const {
+  const int64_t c = source_->channels(), side = transform_.size;
+  const Shape shape{count, c, side, side};
+  Tensor images = options_.pin_memory ? Tensor::empty_pinned(shape) : Tensor::empty(shape);
+  std::vector<int64_t> labels;
+  int64_t kept = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t sample = (*indices)[first + i];
+    std::mt19937 rng = sample_rng(sample, epoch);
+    try {
+      transform_image(source_->image(sample), steps_, transform_, rng,
+                      images.data_as<float>() + kept * c * side * side);
+    } catch (const CorruptSampleError& e) {
+      skip_or_rethrow(e);
+      continue;
+    }
+    labels.push_back(source_->label(sample));
+    ++kept;
+  }
+  COURSE_CHECK(kept > 0, "every sample of batch ", index, " is unreadable");
+  Batch batch;
+  batch.images = kept == count ? images : images.slice(0, kept);
+  Tensor label_tensor = options_.pin_memory ? Tensor::empty_pinned({kept}, DType::kI64)
+                                            : Tensor::empty({kept}, DType::kI64);
+  std::copy(labels.begin(), labels.end(), label_tensor.data_as<int64_t>());
+  batch.labels = label_tensor;
+  return batch;
+}
+
 DataLoader::Slot DataLoader::make_batch(int64_t index, const Indices& indices,
                                         int64_t epoch) const {
   Slot slot;
   try {
-    const int64_t begin = index * options_.batch_size;
+    const int64_t first = index * options_.batch_size;
     const int64_t count =
-        std::min<int64_t>(options_.batch_size, static_cast<int64_t>(indices->size()) - begin);
-    const int64_t c = source_->channels(), side = transform_.size;
-    const auto sample_rng = [&](int64_t sample) {
-      std::seed_seq seeds{options_.seed, static_cast<uint32_t>(epoch),
-                          static_cast<uint32_t>(sample), static_cast<uint32_t>(sample >> 32)};
-      return std::mt19937(seeds);
-    };
-    if (options_.decode_on_device) {
-      auto encoded = std::make_shared<EncodedBatch>();
-      encoded->channels = c;
-      encoded->size = side;
-      encoded->mean = transform_.mean;
-      encoded->std = transform_.std;
-      encoded->skip_corrupt = options_.skip_corrupt;
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t sample = (*indices)[begin + i];
-        std::mt19937 rng = sample_rng(sample);
-        try {
-          encoded->samples.push_back(plan_encoded_sample(*source_, sample, transform_, rng));
-        } catch (const CorruptSampleError& e) {
-          skip_or_rethrow(e);
-        }
-      }
-      COURSE_CHECK(!encoded->samples.empty(), "every sample of batch ", index, " is unreadable");
-      slot.batch.encoded = std::move(encoded);
-      return slot;
-    }
-    const Shape shape{count, c, side, side};
-    Tensor images = options_.pin_memory ? Tensor::empty_pinned(shape) : Tensor::empty(shape);
-    std::vector<int64_t> labels;
-    int64_t kept = 0;
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t sample = (*indices)[begin + i];
-      std::mt19937 rng = sample_rng(sample);
-      try {
-        transform_image(source_->image(sample), steps_, transform_, rng,
-                        images.data_as<float>() + kept * c * side * side);
-      } catch (const CorruptSampleError& e) {
-        skip_or_rethrow(e);
-        continue;
-      }
-      labels.push_back(source_->label(sample));
-      ++kept;
-    }
-    COURSE_CHECK(kept > 0, "every sample of batch ", index, " is unreadable");
-    slot.batch.images = kept == count ? images : images.slice(0, kept);
-    Tensor label_tensor = options_.pin_memory ? Tensor::empty_pinned({kept}, DType::kI64)
-                                              : Tensor::empty({kept}, DType::kI64);
-    std::copy(labels.begin(), labels.end(), label_tensor.data_as<int64_t>());
-    slot.batch.labels = label_tensor;
+        std::min<int64_t>(options_.batch_size, static_cast<int64_t>(indices->size()) - first);
+    slot.batch = options_.decode_on_device ? encoded_batch(index, indices, first, count, epoch)
+                                           : decoded_batch(index, indices, first, count, epoch);
   } catch (...) {
     slot.error = std::current_exception();
   }

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -75,6 +76,14 @@ class DataLoader {
 
   using Indices = std::shared_ptr<const std::vector<int64_t>>;
   Slot make_batch(int64_t index, const Indices& indices, int64_t epoch) const;
+  // Batch `index`'s samples indices[first, first + count): still encoded, for the device to
+  // decode, or decoded and transformed here.
+  Batch encoded_batch(int64_t index, const Indices& indices, int64_t first, int64_t count,
+                      int64_t epoch) const;
+  Batch decoded_batch(int64_t index, const Indices& indices, int64_t first, int64_t count,
+                      int64_t epoch) const;
+  // A sample's augmentation draws: the same for a sample in an epoch whichever worker makes it.
+  std::mt19937 sample_rng(int64_t sample, int64_t epoch) const;
   // A sample the batch leaves out (skip_corrupt), reported; rethrows otherwise.
   void skip_or_rethrow(const CorruptSampleError& e) const;
   void worker_loop(int worker);

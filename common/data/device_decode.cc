@@ -107,105 +107,118 @@ void DeviceDecoder::keep_until_done(std::vector<Tensor> scratch, const Stream& s
   in_use_.emplace_back(std::move(done), std::move(scratch));
 }
 
-Batch DeviceDecoder::decode(const Batch& host, const Stream& stream) {
-  COURSE_CHECK(host.encoded != nullptr, "a batch for the device decoder has no JPEG bytes");
-  const EncodedBatch& batch = *host.encoded;
-  const int channels = static_cast<int>(batch.channels);
+struct DeviceDecoder::Plan {
+  std::vector<int64_t> offsets;  // of each image in `pixels`, 16-byte aligned
+  Tensor pixels;
+  uint8_t* base = nullptr;
+  std::vector<size_t> by_decoder[2];  // hardware, CUDA
+  std::vector<size_t> on_host;
+  std::vector<bool> dropped;
+  std::vector<Tensor> scratch;  // kept until the copy stream has passed
+};
+
+DeviceDecoder::Plan DeviceDecoder::place(const EncodedBatch& batch) const {
   const size_t n = batch.samples.size();
-  // Every image's place in one device buffer, 16-byte aligned.
-  std::vector<int64_t> offsets(n);
+  Plan plan;
+  plan.offsets.resize(n);
   int64_t total = 0;
   for (size_t i = 0; i < n; ++i) {
-    offsets[i] = total;
+    plan.offsets[i] = total;
     const EncodedSample& s = batch.samples[i];
-    total += (static_cast<int64_t>(s.height) * s.width * channels + 15) / 16 * 16;
+    total += (static_cast<int64_t>(s.height) * s.width * batch.channels + 15) / 16 * 16;
   }
-  Tensor pixels = Tensor::empty({total}, DType::kU8, device_);
-  uint8_t* base = pixels.data_as<uint8_t>();
+  plan.pixels = Tensor::empty({total}, DType::kU8, device_);
+  plan.base = plan.pixels.data_as<uint8_t>();
+  plan.dropped.assign(n, false);
+  plan.scratch = {plan.pixels};
+  return plan;
+}
 
-  // Decode: the worker's pixels copied, the JPEGs by nvJPEG per decoder (OpenCV on the
-  // simulated accelerator); what nvJPEG refuses goes to the host here.
-  std::vector<size_t> on_host;
-  std::vector<size_t> by_decoder[2];  // hardware, CUDA
-  for (size_t i = 0; i < n; ++i) {
+void DeviceDecoder::route(const EncodedBatch& batch, Plan& plan, const Stream& stream) {
+  for (size_t i = 0; i < batch.samples.size(); ++i) {
     const EncodedSample& s = batch.samples[i];
     if (s.pixels.defined()) {
-      copy_bytes_async(base + offsets[i], device_, s.pixels.data(), Device::cpu(),
+      copy_bytes_async(plan.base + plan.offsets[i], device_, s.pixels.data(), Device::cpu(),
                        s.pixels.nbytes(), stream, true);
       ++counts_.host;
     } else if (!nvjpeg_) {
-      by_decoder[1].push_back(i);
+      plan.by_decoder[1].push_back(i);
     } else {
       const bool hardware =
           choose_jpeg_decoder(s.header, nvjpeg_->has_hardware()) == JpegDecoder::kHardware;
-      by_decoder[hardware ? 0 : 1].push_back(i);
+      plan.by_decoder[hardware ? 0 : 1].push_back(i);
     }
   }
-  // A batch the hardware engine refuses goes to the CUDA decoder, one the CUDA decoder refuses
-  // to the host.
-  for (int d = 0; d < 2; ++d) {
-    if (by_decoder[d].empty()) continue;
-    size_t failed = 0;
-    if (nvjpeg_) {
-      std::vector<detail::Nvjpeg::Job> jobs;
-      for (size_t i : by_decoder[d]) {
-        const EncodedSample& s = batch.samples[i];
-        jobs.push_back({s.jpeg.data(), s.jpeg.size(), base + offsets[i], s.width});
+}
+
+void DeviceDecoder::decode_by(int decoder, const EncodedBatch& batch, Plan& plan,
+                              const Stream& stream) {
+  const std::vector<size_t>& mine = plan.by_decoder[decoder];
+  if (mine.empty()) return;
+  const int channels = static_cast<int>(batch.channels);
+  size_t failed = 0;
+  if (nvjpeg_) {
+    std::vector<detail::Nvjpeg::Job> jobs;
+    for (size_t i : mine) {
+      const EncodedSample& s = batch.samples[i];
+      jobs.push_back({s.jpeg.data(), s.jpeg.size(), plan.base + plan.offsets[i], s.width});
+    }
+    std::string why;
+    if (!nvjpeg_->decode(decoder == 0, jobs, channels, stream.handle(), why)) {
+      if (!said_refusal_) {
+        std::fprintf(stderr, "warning: nvJPEG's %s refused a batch of %zu JPEG(s) (%s); %s\n",
+                     decoder == 0 ? "hardware engine" : "CUDA decoder", jobs.size(), why.c_str(),
+                     decoder == 0 ? "its CUDA decoder takes them" : "the host decodes them");
+        said_refusal_ = true;
       }
-      std::string why;
-      if (!nvjpeg_->decode(d == 0, jobs, channels, stream.handle(), why)) {
-        if (!said_refusal_) {
-          std::fprintf(stderr, "warning: nvJPEG's %s refused a batch of %zu JPEG(s) (%s); %s\n",
-                       d == 0 ? "hardware engine" : "CUDA decoder", jobs.size(), why.c_str(),
-                       d == 0 ? "its CUDA decoder takes them" : "the host decodes them");
-          said_refusal_ = true;
-        }
-        failed = jobs.size();
-        std::vector<size_t>& retry = d == 0 ? by_decoder[1] : on_host;
-        retry.insert(retry.end(), by_decoder[d].begin(), by_decoder[d].end());
-      }
-    } else {
-      for (size_t i : by_decoder[d]) {
-        const EncodedSample& s = batch.samples[i];
-        if (!decode_on_host(s.jpeg, channels, s.height, s.width, base + offsets[i])) {
-          on_host.push_back(i);  // the simulated nvJPEG failed on it: the host tries too
-          ++failed;
-        }
+      failed = jobs.size();
+      std::vector<size_t>& retry = decoder == 0 ? plan.by_decoder[1] : plan.on_host;
+      retry.insert(retry.end(), mine.begin(), mine.end());
+    }
+  } else {
+    for (size_t i : mine) {
+      const EncodedSample& s = batch.samples[i];
+      if (!decode_on_host(s.jpeg, channels, s.height, s.width, plan.base + plan.offsets[i])) {
+        plan.on_host.push_back(i);  // the simulated nvJPEG failed on it: the host tries too
+        ++failed;
       }
     }
-    (d == 0 ? counts_.hardware : counts_.cuda) +=
-        static_cast<int64_t>(by_decoder[d].size() - failed);
   }
-  // The host's second try; a file it cannot decode either is corrupt.
-  std::vector<bool> dropped(n, false);
-  std::vector<Tensor> scratch{pixels};
-  for (size_t i : on_host) {
+  (decoder == 0 ? counts_.hardware : counts_.cuda) += static_cast<int64_t>(mine.size() - failed);
+}
+
+void DeviceDecoder::decode_rest_on_host(const EncodedBatch& batch, Plan& plan,
+                                        const Stream& stream) {
+  const int channels = static_cast<int>(batch.channels);
+  for (size_t i : plan.on_host) {
     const EncodedSample& s = batch.samples[i];
     Tensor staged = Tensor::empty_pinned({s.height, s.width, channels}, DType::kU8);
     if (decode_on_host(s.jpeg, channels, s.height, s.width, staged.data_as<uint8_t>())) {
-      copy_bytes_async(base + offsets[i], device_, staged.data(), Device::cpu(), staged.nbytes(),
-                       stream, true);
-      scratch.push_back(staged);
+      copy_bytes_async(plan.base + plan.offsets[i], device_, staged.data(), Device::cpu(),
+                       staged.nbytes(), stream, true);
+      plan.scratch.push_back(staged);
       ++counts_.retried_on_host;
       continue;
     }
     const std::string message = s.name + " cannot be decoded (its header reads, its data does not)";
     if (!batch.skip_corrupt) throw CorruptSampleError(message);
     std::fprintf(stderr, "warning: skipping a sample: %s\n", message.c_str());
-    dropped[i] = true;
+    plan.dropped[i] = true;
     ++counts_.skipped;
   }
+}
 
+Batch DeviceDecoder::crop_kept(const EncodedBatch& batch, Plan& plan, const Stream& stream) {
   // The tables of the kept images, and their labels; then the one kernel.
   std::vector<int64_t> images, labels;
   std::vector<int32_t> crops;
-  for (size_t i = 0; i < n; ++i) {
-    if (dropped[i]) continue;
+  for (size_t i = 0; i < batch.samples.size(); ++i) {
+    if (plan.dropped[i]) continue;
     const EncodedSample& s = batch.samples[i];
     COURSE_CHECK(s.crop.x >= 0 && s.crop.y >= 0 && s.crop.width > 0 && s.crop.height > 0 &&
                      s.crop.x + s.crop.width <= s.width && s.crop.y + s.crop.height <= s.height,
                  "the crop of ", s.name, " is outside its ", s.width, " x ", s.height, " pixels");
-    images.insert(images.end(), {offsets[i], s.height, s.width});
+    images.insert(images.end(), {plan.offsets[i], s.height, s.width});
     crops.insert(crops.end(), {s.crop.x, s.crop.y, s.crop.width, s.crop.height, s.flip ? 1 : 0});
     labels.push_back(s.label);
   }
@@ -217,11 +230,22 @@ Batch DeviceDecoder::decode(const Batch& host, const Stream& stream) {
   const Tensor crop_table = upload_to(device_, crops, {kept, 5});
   Batch out;
   out.labels = upload_to(device_, labels, {kept});
-  out.images = crop_resize_normalize(pixels, image_table, crop_table, channels, batch.size,
-                                     batch.mean, batch.std, DType::kF32, format_);
-  scratch.insert(scratch.end(), {image_table, crop_table});
-  keep_until_done(std::move(scratch), stream);
+  out.images =
+      crop_resize_normalize(plan.pixels, image_table, crop_table, static_cast<int>(batch.channels),
+                            batch.size, batch.mean, batch.std, DType::kF32, format_);
+  plan.scratch.insert(plan.scratch.end(), {image_table, crop_table});
+  keep_until_done(std::move(plan.scratch), stream);
   return out;
+}
+
+Batch DeviceDecoder::decode(const Batch& host, const Stream& stream) {
+  COURSE_CHECK(host.encoded != nullptr, "a batch for the device decoder has no JPEG bytes");
+  const EncodedBatch& batch = *host.encoded;
+  Plan plan = place(batch);
+  route(batch, plan, stream);
+  for (int decoder = 0; decoder < 2; ++decoder) decode_by(decoder, batch, plan, stream);
+  decode_rest_on_host(batch, plan, stream);
+  return crop_kept(batch, plan, stream);
 }
 
 }  // namespace course

@@ -88,6 +88,19 @@ class DeviceDecoder {
   std::string summary() const;   // the counts, in a line
 
  private:
+  // One batch under way: each image's place in one device buffer, the images each decoder
+  // takes, those left to the host, those dropped (defined in device_decode.cc).
+  struct Plan;
+  Plan place(const EncodedBatch& batch) const;
+  // Each image to its decoder (a worker's pixels are copied up at once).
+  void route(const EncodedBatch& batch, Plan& plan, const Stream& stream);
+  // Decoder 0 (the hardware engine) or 1 (the CUDA decoder, or OpenCV on the simulated
+  // accelerator); what it refuses goes to the next, the CUDA decoder's to the host.
+  void decode_by(int decoder, const EncodedBatch& batch, Plan& plan, const Stream& stream);
+  // The host's second try; a file it cannot decode either is corrupt.
+  void decode_rest_on_host(const EncodedBatch& batch, Plan& plan, const Stream& stream);
+  // The kept images cropped, resized and normalised by one kernel, with their labels.
+  Batch crop_kept(const EncodedBatch& batch, Plan& plan, const Stream& stream);
   void keep_until_done(std::vector<Tensor> scratch, const Stream& stream);
 
   Device device_;

@@ -67,100 +67,129 @@ struct NormKey {
   }
 };
 
-cudnn_graph::GraphPtr describe_norm(const NormKey& key) {
-  cudnn_graph::GraphPtr graph = cudnn_graph::new_graph(key.dtype);
-  const fe::DataType_t io = cudnn_graph::data_type(key.dtype), f32 = fe::DataType_t::FLOAT;
-  const int64_t c = key.dims[1];
-  const std::vector<int64_t> channel_dims{1, c, 1, 1}, channel_strides{c, 1, c, c};
-  // LayerNorm's statistics are per row, batch norm's per channel.
-  const std::vector<int64_t> row_dims{key.dims[0], 1, 1, 1}, row_strides{1, 1, 1, 1};
-  const auto tensor = [&](const char* name, NormUid uid) {
+// A normalisation's cuDNN graph, described tensor by tensor from its key.
+class NormGraph {
+ public:
+  explicit NormGraph(const NormKey& key)
+      : key_(key),
+        graph_(cudnn_graph::new_graph(key.dtype)),
+        io_(cudnn_graph::data_type(key.dtype)) {}
+
+  cudnn_graph::GraphPtr describe() {
+    if (!key_.backward) {
+      key_.batch ? batch_norm_forward() : layer_norm_forward();
+    } else {
+      backward();
+    }
+    return graph_;
+  }
+
+ private:
+  static constexpr fe::DataType_t kF32 = fe::DataType_t::FLOAT;
+
+  // x and dy have the key's layout; batch norm's statistics and every scale and bias are per
+  // channel, LayerNorm's statistics per row.
+  TensorAttributes tensor(const char* name, NormUid uid) {
+    const int64_t c = key_.dims[1];
     fe::graph::Tensor_attributes t;
-    t.set_name(name).set_uid(uid).set_data_type(f32);
+    t.set_name(name).set_uid(uid).set_data_type(kF32);
     if (uid == kX || uid == kDy) {
-      t.set_dim(cudnn_graph::as_vector(key.dims))
-          .set_stride(cudnn_graph::as_vector(key.strides))
-          .set_data_type(io);
-    } else if (key.batch || uid == kScale || uid == kBias) {
-      t.set_dim(channel_dims).set_stride(channel_strides);
+      t.set_dim(cudnn_graph::as_vector(key_.dims))
+          .set_stride(cudnn_graph::as_vector(key_.strides))
+          .set_data_type(io_);
+    } else if (key_.batch || uid == kScale || uid == kBias) {
+      t.set_dim({1, c, 1, 1}).set_stride({c, 1, c, c});
     } else {
-      t.set_dim(row_dims).set_stride(row_strides);
+      t.set_dim({key_.dims[0], 1, 1, 1}).set_stride({1, 1, 1, 1});
     }
-    return graph->tensor(t);
-  };
-  const auto output = [](const TensorAttributes& t, NormUid uid, fe::DataType_t type) {
+    return graph_->tensor(t);
+  }
+
+  static void output(const TensorAttributes& t, NormUid uid, fe::DataType_t type) {
     t->set_output(true).set_uid(uid).set_data_type(type);
-  };
-  const TensorAttributes x = tensor("x", kX);
-  const TensorAttributes scale = tensor("scale", kScale);
-  if (!key.backward) {
-    const TensorAttributes bias = tensor("bias", kBias);
-    if (key.batch) {
-      TensorAttributes running_mean = tensor("running_mean", kRunningMean);
-      TensorAttributes running_var = tensor("running_var", kRunningVar);
-      TensorAttributes momentum = std::make_shared<fe::graph::Tensor_attributes>(key.momentum);
-      TensorAttributes epsilon = std::make_shared<fe::graph::Tensor_attributes>(key.eps);
-      const auto [y, mean, invstd, next_mean, next_var] =
-          graph->batchnorm(x, scale, bias,
-                           fe::graph::Batchnorm_attributes()
-                               .set_name("batch_norm")
-                               .set_epsilon(epsilon)
-                               .set_previous_running_stats(running_mean, running_var, momentum));
-      output(key.relu
-                 ? graph->pointwise(y, fe::graph::Pointwise_attributes().set_name("relu").set_mode(
-                                           fe::PointwiseMode_t::RELU_FWD))
-                 : y,
-             kY, io);
-      output(mean, kMean, f32);
-      output(invstd, kRstd, f32);
-      output(next_mean, kNextRunningMean, f32);
-      output(next_var, kNextRunningVar, f32);
+  }
+
+  void batch_norm_forward() {
+    TensorAttributes running_mean = tensor("running_mean", kRunningMean);
+    TensorAttributes running_var = tensor("running_var", kRunningVar);
+    TensorAttributes momentum = std::make_shared<fe::graph::Tensor_attributes>(key_.momentum);
+    TensorAttributes epsilon = std::make_shared<fe::graph::Tensor_attributes>(key_.eps);
+    const auto [y, mean, invstd, next_mean, next_var] =
+        graph_->batchnorm(tensor("x", kX), tensor("scale", kScale), tensor("bias", kBias),
+                          fe::graph::Batchnorm_attributes()
+                              .set_name("batch_norm")
+                              .set_epsilon(epsilon)
+                              .set_previous_running_stats(running_mean, running_var, momentum));
+    output(key_.relu
+               ? graph_->pointwise(y, fe::graph::Pointwise_attributes().set_name("relu").set_mode(
+                                          fe::PointwiseMode_t::RELU_FWD))
+               : y,
+           kY, io_);
+    output(mean, kMean, kF32);
+    output(invstd, kRstd, kF32);
+    output(next_mean, kNextRunningMean, kF32);
+    output(next_var, kNextRunningVar, kF32);
+  }
+
+  void layer_norm_forward() {
+    const auto [y, mean, rstd] =
+        graph_->layernorm(tensor("x", kX), tensor("scale", kScale), tensor("bias", kBias),
+                          fe::graph::Layernorm_attributes()
+                              .set_name("layer_norm")
+                              .set_forward_phase(fe::NormFwdPhase_t::TRAINING)
+                              .set_epsilon(key_.eps));
+    output(y, kY, io_);
+    output(mean, kMean, kF32);
+    output(rstd, kRstd, kF32);
+  }
+
+  void backward() {
+    const TensorAttributes x = tensor("x", kX);
+    const TensorAttributes scale = tensor("scale", kScale);
+    const TensorAttributes dy = tensor("dy", kDy);
+    const TensorAttributes mean = tensor("mean", kMean);
+    const TensorAttributes rstd = tensor("rstd", kRstd);
+    std::array<TensorAttributes, 3> grads;
+    if (key_.batch) {
+      grads = graph_->batchnorm_backward(relu_masked(dy, x, mean, rstd, scale), x, scale,
+                                         fe::graph::Batchnorm_backward_attributes()
+                                             .set_name("batch_norm_backward")
+                                             .set_saved_mean_and_inv_variance(mean, rstd));
     } else {
-      const auto [y, mean, rstd] =
-          graph->layernorm(x, scale, bias,
-                           fe::graph::Layernorm_attributes()
-                               .set_name("layer_norm")
-                               .set_forward_phase(fe::NormFwdPhase_t::TRAINING)
-                               .set_epsilon(key.eps));
-      output(y, kY, io);
-      output(mean, kMean, f32);
-      output(rstd, kRstd, f32);
+      grads = graph_->layernorm_backward(dy, x, scale,
+                                         fe::graph::Layernorm_backward_attributes()
+                                             .set_name("layer_norm_backward")
+                                             .set_saved_mean_and_inv_variance(mean, rstd));
     }
-    return graph;
+    output(grads[0], kDx, io_);
+    output(grads[1], kDScale, kF32);
+    output(grads[2], kDBias, kF32);
   }
-  const TensorAttributes dy = tensor("dy", kDy);
-  const TensorAttributes mean = tensor("mean", kMean);
-  const TensorAttributes rstd = tensor("rstd", kRstd);
-  std::array<TensorAttributes, 3> grads;
-  if (key.batch) {
-    // A fused ReLU's input recomputed from x and the saved statistics, its mask applied to dy.
-    const TensorAttributes grad =
-        !key.relu
-            ? dy
-            : graph->pointwise(
-                  dy,
-                  graph->batchnorm_inference(
-                      x, mean, rstd, scale, tensor("bias", kBias),
-                      fe::graph::Batchnorm_inference_attributes().set_name("batch_norm_inference")),
-                  fe::graph::Pointwise_attributes()
-                      .set_name("relu_backward")
-                      .set_mode(fe::PointwiseMode_t::RELU_BWD));
-    if (key.relu) grad->set_data_type(io);
-    grads = graph->batchnorm_backward(grad, x, scale,
-                                      fe::graph::Batchnorm_backward_attributes()
-                                          .set_name("batch_norm_backward")
-                                          .set_saved_mean_and_inv_variance(mean, rstd));
-  } else {
-    grads = graph->layernorm_backward(dy, x, scale,
-                                      fe::graph::Layernorm_backward_attributes()
-                                          .set_name("layer_norm_backward")
-                                          .set_saved_mean_and_inv_variance(mean, rstd));
+
+  // With a fused ReLU: its input recomputed from x and the saved statistics, its mask applied to
+  // dy; else dy.
+  TensorAttributes relu_masked(const TensorAttributes& dy, const TensorAttributes& x,
+                               const TensorAttributes& mean, const TensorAttributes& rstd,
+                               const TensorAttributes& scale) {
+    if (!key_.relu) return dy;
+    const TensorAttributes masked = graph_->pointwise(
+        dy,
+        graph_->batchnorm_inference(
+            x, mean, rstd, scale, tensor("bias", kBias),
+            fe::graph::Batchnorm_inference_attributes().set_name("batch_norm_inference")),
+        fe::graph::Pointwise_attributes()
+            .set_name("relu_backward")
+            .set_mode(fe::PointwiseMode_t::RELU_BWD));
+    masked->set_data_type(io_);
+    return masked;
   }
-  output(grads[0], kDx, io);
-  output(grads[1], kDScale, f32);
-  output(grads[2], kDBias, f32);
-  return graph;
-}
+
+  const NormKey& key_;
+  cudnn_graph::GraphPtr graph_;
+  const fe::DataType_t io_;
+};
+
+cudnn_graph::GraphPtr describe_norm(const NormKey& key) { return NormGraph(key).describe(); }
 
 // LayerNorm's key: the rows of x (contiguous) as (rows, C, 1, 1).
 NormKey layer_norm_key(const Tensor& x, float eps, bool backward) {

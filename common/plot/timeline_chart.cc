@@ -61,7 +61,9 @@ std::array<uint8_t, 3> timeline_colour(int kind) {
   return palette[static_cast<size_t>(kind) % palette.size()];
 }
 
-void write_timeline_png(const TimelineChart& chart, const std::string& path) {
+namespace {
+
+void check_spans_fit(const TimelineChart& chart) {
   const int lanes = static_cast<int>(chart.lanes.size());
   for (const TimelineSpan& s : chart.spans) {
     COURSE_CHECK(s.lane >= 0 && s.lane < lanes && s.kind >= 0 &&
@@ -71,17 +73,19 @@ void write_timeline_png(const TimelineChart& chart, const std::string& path) {
                  s.start_s, ", ", s.end_s, ") s does not fit a chart of ", lanes, " lanes and ",
                  chart.kinds.size(), " kinds");
   }
-  const TimelineLayout l = timeline_layout(chart);
-  cv::Mat image(l.height, l.width, CV_8UC3, kWhite);
-  put_text(image, chart.title, {10, 30}, 0.6, kBlack);
+}
 
-  // Lanes: a name on the left, a grey rule under each.
-  for (int lane = 0; lane < lanes; ++lane) {
+// Lanes: a name on the left, a grey rule under each.
+void draw_lanes(cv::Mat& image, const TimelineChart& chart, const TimelineLayout& l) {
+  for (int lane = 0; lane < static_cast<int>(chart.lanes.size()); ++lane) {
     const int y = l.lane_top(lane);
     put_text(image, chart.lanes[lane], {10, y + l.lane_height / 2 + 5}, 0.5, kBlack);
     cv::line(image, {l.left, y + l.lane_height}, {l.right, y + l.lane_height}, kGrey, 1);
   }
-  // Spans: a filled box, its label in white when it fits.
+}
+
+// Spans: a filled box, its label in white when it fits.
+void draw_spans(cv::Mat& image, const TimelineChart& chart, const TimelineLayout& l) {
   for (const TimelineSpan& s : chart.spans) {
     const int y = l.lane_top(s.lane);
     const cv::Point from(l.x(s.start_s), y + kBoxMargin);
@@ -94,8 +98,11 @@ void write_timeline_png(const TimelineChart& chart, const std::string& path) {
                kWhite);
     }
   }
-  // The time axis in milliseconds, then the legend.
-  const int axis_y = l.lane_top(lanes) + 4;
+}
+
+// The time axis in milliseconds under the lanes, then the legend.
+void draw_axis_and_legend(cv::Mat& image, const TimelineChart& chart, const TimelineLayout& l) {
+  const int axis_y = l.lane_top(static_cast<int>(chart.lanes.size())) + 4;
   cv::line(image, {l.left, axis_y}, {l.right, axis_y}, kBlack, 1);
   const double end_ms = l.end_s * 1e3, step = tick_ms(end_ms);
   for (double t = 0; t <= end_ms + 1e-9; t += step) {
@@ -113,6 +120,18 @@ void write_timeline_png(const TimelineChart& chart, const std::string& path) {
     put_text(image, chart.kinds[k], {legend_x + 20, axis_y + 42}, 0.45, kBlack);
     legend_x += 140;
   }
+}
+
+}  // namespace
+
+void write_timeline_png(const TimelineChart& chart, const std::string& path) {
+  check_spans_fit(chart);
+  const TimelineLayout l = timeline_layout(chart);
+  cv::Mat image(l.height, l.width, CV_8UC3, kWhite);
+  put_text(image, chart.title, {10, 30}, 0.6, kBlack);
+  draw_lanes(image, chart, l);
+  draw_spans(image, chart, l);
+  draw_axis_and_legend(image, chart, l);
   bool written = false;
   try {
     written = cv::imwrite(path, image);

@@ -218,41 +218,15 @@ int64_t TrainingLoop::run_steps(int64_t epoch, int64_t first, Chronometer& chron
     ++result.steps;
     result.replayed_steps += phases.replayed();
     ++epoch_steps.steps;
-    // The host waits for the device only here: every --log-every steps, at the epoch's end,
-    // at a stop, and every step for a hook that wants each step's loss.
-    const auto read_losses = [&] {
-      const HostWaits before_read = host_waits();
-      chrono.collect();
-      log_gradient_norm(epoch_steps);
-      const LossWindow::Reading read = losses.read();
-      if (!std::isfinite(read.last) || !std::isfinite(read.sum)) {
-        throw TrainingDiverged(detail::concat("the training loss diverged (", read.last,
-                                              ") by step ", optimizer.steps(), ": lower --lr"));
-      }
-      result.last_loss = read.last;
-      energy_->read();  // often enough for RAPL's counters to wrap at most once between reads
-      epoch_steps.loss_sum += read.sum;
-      if (events_) {
-        events_->add_scalar("train/loss", static_cast<float>(read.sum / read.steps),
-                            optimizer.steps());
-        events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
-      }
-      result.read_waits += host_waits() - before_read;
-      if (flags_.wall_clock_breakdown && lead() && optimizer.steps() % flags_.log_every == 0) {
-        const ChronometerReport now = chrono.report();
-        std::printf("step %lld %s\n", static_cast<long long>(optimizer.steps()),
-                    now.breakdown_since(last_breakdown_).c_str());
-        last_breakdown_ = now;
-      }
-      if (hooks_.after_step) hooks_.after_step(optimizer.steps(), read.last);
-      progress.update(b + 1, read.last);
-    };
     const bool last = b + 1 == config_.steps_per_epoch ||
                       (flags_.test && optimizer.steps() >= flags_.test_nsteps);
     const bool read_now = hooks_.after_step || optimizer.steps() % flags_.log_every == 0 || last;
-    if (read_now) read_losses();
+    const auto read_and_show = [&] {
+      progress.update(b + 1, read_losses(losses, epoch_steps, result, chrono));
+    };
+    if (read_now) read_and_show();
     const int signal = agreed_stop();
-    if (signal && !read_now) read_losses();
+    if (signal && !read_now) read_and_show();
     if (signal) {
       save(epoch, b + 1);
       if (config_.comm) config_.comm->barrier();  // the checkpoint is whole before any exit
@@ -260,6 +234,37 @@ int64_t TrainingLoop::run_steps(int64_t epoch, int64_t first, Chronometer& chron
     }
   }
   return b;
+}
+
+// The host waits for the device only here: every --log-every steps, at the epoch's end, at a
+// stop, and every step for a hook that wants each step's loss.
+float TrainingLoop::read_losses(LossWindow& losses, EpochSteps& epoch_steps, LoopResult& result,
+                                Chronometer& chrono) {
+  const optim::Optimizer& optimizer = *config_.optimizer;
+  const HostWaits before_read = host_waits();
+  chrono.collect();
+  log_gradient_norm(epoch_steps);
+  const LossWindow::Reading read = losses.read();
+  if (!std::isfinite(read.last) || !std::isfinite(read.sum)) {
+    throw TrainingDiverged(detail::concat("the training loss diverged (", read.last, ") by step ",
+                                          optimizer.steps(), ": lower --lr"));
+  }
+  result.last_loss = read.last;
+  energy_->read();  // often enough for RAPL's counters to wrap at most once between reads
+  epoch_steps.loss_sum += read.sum;
+  if (events_) {
+    events_->add_scalar("train/loss", static_cast<float>(read.sum / read.steps), optimizer.steps());
+    events_->add_scalar("train/lr", optimizer.lr(), optimizer.steps());
+  }
+  result.read_waits += host_waits() - before_read;
+  if (flags_.wall_clock_breakdown && lead() && optimizer.steps() % flags_.log_every == 0) {
+    const ChronometerReport now = chrono.report();
+    std::printf("step %lld %s\n", static_cast<long long>(optimizer.steps()),
+                now.breakdown_since(last_breakdown_).c_str());
+    last_breakdown_ = now;
+  }
+  if (hooks_.after_step) hooks_.after_step(optimizer.steps(), read.last);
+  return read.last;
 }
 
 void TrainingLoop::average_over_ranks(EpochSteps& epoch_steps, LoopResult& result) const {

@@ -41,6 +41,8 @@
 
 namespace course::train {
 
+class LossWindow;
+
 // Thrown when a step's loss is not finite (a learning rate too high): a learning-rate sweep
 // catches it, a lab reports it as any other error.
 class TrainingDiverged : public Error {
@@ -143,6 +145,9 @@ class TrainingLoop {
   // saves and exits); returns the batch they ended before.
   int64_t run_steps(int64_t epoch, int64_t first, Chronometer& chrono, Profiler& profiler,
                     EpochSteps& steps, LoopResult& result);
+  // Reads the losses since the last read (the host waits here), checks them, logs them and
+  // the gradient norms; returns the last step's loss.
+  float read_losses(LossWindow& losses, EpochSteps& steps, LoopResult& result, Chronometer& chrono);
   // Collective: the epoch's last loss and loss sum averaged over the ranks.
   void average_over_ranks(EpochSteps& steps, LoopResult& result) const;
   // Validates, reports, and returns whether training goes on (after_epoch's answer).
