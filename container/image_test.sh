@@ -101,7 +101,7 @@ if [[ $mode == --prepare ]]; then
     -f "$work/context/container/Containerfile" -t "$packages" "$work/context"
   exit 0
 fi
-stage "podman build container/Containerfile (./setup.sh, the eight labs built)" \
+stage "podman build container/Containerfile (over its packages stage: the course, the eight labs built)" \
   twice podman build --quiet "${ulimits[@]}" "${lent[@]}" \
   -f "$work/context/container/Containerfile" -t "$image" "$work/context"
 echo "image $image: $(size_of "$image")B"
