@@ -14,16 +14,13 @@
 #include "common/models/gpt/generate.h"
 #include "common/models/gpt/gpt.h"
 #include "common/nn/autocast.h"
-#include "common/parallel/comm/rank_setup.h"
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/planning/workload.h"
-#include "common/train/loss_scaling.h"
 #include "common/train/model_flops.h"
 #include "common/train/training_state.h"
+#include "day4_large_models/lab_run.h"
 #include "day4_large_models/memory_report.h"
 #include "day4_large_models/parallel_modes.h"
-#include "day4_large_models/pipeline_report.h"
-#include "day4_large_models/throughput_report.h"
 
 namespace day4 {
 
@@ -128,20 +125,6 @@ void print_run_header(const GptLabOptions& o, const nn::GptConfig& config, Devic
   std::fflush(stdout);
 }
 
-// --throughput-gpus: the throughput model's grids; --estimate-only: the memory estimate for
-// --estimate-ranks (0: the run's ranks). Nothing is trained.
-void print_models(const GptLabOptions& o, int ranks) {
-  if (o.estimate.throughput_gpus > 0) {
-    print_throughput_table(o.model, o.run.batch_size, o.grid.context_parallel,
-                           o.estimate.throughput_gpus);
-    return;
-  }
-  const int estimated = o.estimate.estimate_ranks > 0 ? o.estimate.estimate_ranks : ranks;
-  validate_grid_ranks(o.grid, estimated, o.estimate.estimate_ranks > 0);
-  print_memory_estimate(o, estimated, parallel::estimate_memory(memory_plan(o, estimated)),
-                        nn::gpt_parameter_count(*o.model.language));
-}
-
 // Collective (a sharded model gathers its parameters): every rank samples the same tokens; the
 // first prints them.
 std::string sample_text(nn::Module& model, const nn::GptConfig& config, Device device,
@@ -154,26 +137,6 @@ std::string sample_text(nn::Module& model, const nn::GptConfig& config, Device d
     std::printf("sample (temperature %.2f):\n%s\n", sample.sampling.temperature, text.c_str());
   }
   return text;
-}
-
-// What a checkpoint records and a resumed run must match: the model, the context and, for a
-// file per rank, what the files' contents depend on.
-nlohmann::json checkpoint_identity(const LabModel& model, const nlohmann::json& layout) {
-  nlohmann::json identity = {{"model", model.name}, {"context", model.window()}};
-  identity.update(layout);
-  return identity;
-}
-
-// The memory estimate, once per run, of data (and context) parallelism (none where the run is
-// not one it estimates), enforced against --max-memory-gb; sharding on one rank refused.
-std::optional<parallel::MemoryEstimate> checked_memory_estimate(const GptLabOptions& o, int ranks,
-                                                                Device device) {
-  const auto estimate = o.grid.memory_estimated()
-                            ? std::optional(parallel::estimate_memory(memory_plan(o, ranks)))
-                            : std::nullopt;
-  validate_run_ranks(o.data_parallel, ranks);
-  if (estimate) enforce_memory_budget(o, ranks, *estimate, device);
-  return estimate;
 }
 
 // The run's result: its losses (the validation loss printed beside the text's unigram entropy)
@@ -208,73 +171,52 @@ TokenSplit lab_text(const GptLabOptions& o, const nn::GptConfig& config) {
   return split_documents(load_fortunes(o.text.dir), o.text.val_fraction, o.seed);
 }
 
-train::LoopConfig loop_config(const GptLabOptions& o, nn::Gpt& model,
-                              parallel::TrainingParallelism& parallelism, LabOptimizer& optimizer,
-                              optim::GradientClipping& clipping, const RunWindows& windows,
-                              Device device, parallel::Communicator& comm) {
-  const nlohmann::json layout = parallelism.checkpoint_layout();
-  return {.device = device,
-          .model = &model,
-          .optimizer = optimizer.optimizer.get(),
-          .lr_at = [&optimizer](int64_t step) { return optimizer.schedule->lr_at(step); },
-          .steps_per_epoch = windows.steps_per_epoch,
-          .global_batch = windows.tokens_per_step,
-          .unit = "tokens",
-          .flops_per_unit = training_flops_per_token(*o.model.language, o.model.window()),
-          .identity = checkpoint_identity(o.model, layout),
-          .comm = &comm,
-          .rank_state = checkpoint_rank_state(layout, parallelism, *optimizer.optimizer),
-          .clipping = &clipping,
-          .scaler = optimizer.scaler.get()};
-}
-
 }  // namespace
 
 GptLabResult run_gpt_lab(GptLabOptions o) {
-  const auto comm = parallel::Communicator::world();
-  validate_on_every_rank(o, comm->size());
-  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.run.device);
-  const bool lead = comm->rank() == 0;
-  if (o.estimate.figures_only()) {
-    if (lead) print_models(o, comm->size());
-    return {};
-  }
-  const auto estimate = checked_memory_estimate(o, comm->size(), device);
+  const EstimateFor estimate_for = [&o](int ranks) {
+    return EstimatedRun{.estimate = parallel::estimate_memory(memory_plan(o, ranks)),
+                        .parameters = nn::gpt_parameter_count(*o.model.language)};
+  };
+  const std::optional<LabStart> start = start_lab_run(o, estimate_for);
+  if (!start) return {};
+  const std::shared_ptr<parallel::Communicator> comm = start->comm;
+  const Device device = start->device;
+  const auto estimate =
+      checked_estimate(o, comm->size(), device, o.grid.memory_estimated(), estimate_for);
   const nn::GptConfig& config = *o.model.language;
   const int64_t context = o.model.window();
-
-  const bool synthetic = o.text.synthetic_tokens > 0;
   const TokenSplit text = lab_text(o, config);
   const int64_t resident = device_allocator(device).stats().allocated;  // the text, on the CPU
   std::mt19937 rng(o.seed);
   nn::Gpt model(config, rng, device, o.model.checkpoint_activations);
   const auto parallelism = make_parallelism(model, comm, {o.grid, o.data_parallel, o.run});
   RunWindows windows = run_windows(text, context, o, *parallelism, *comm);
-  LabOptimizer optimizer = make_lab_optimizer(o.optimizer, o.run, *parallelism, comm,
-                                              o.run.epochs * windows.steps_per_epoch);
-  optim::GradientClipping clipping(o.run.clip_grad_norm);
-
-  train::TrainingLoop loop(
-      o.run, loop_config(o, model, *parallelism, optimizer, clipping, windows, device, *comm),
-      training_hooks(*parallelism, optimizer, clipping, windows, device, o.run, o.cuda_graphs));
-  // A resumed run loaded its shards: the modes that keep full values (ZeRO-1 and 2) refresh
-  // them, as after an optimizer step, before the first forward uses them.
-  if (!o.run.resume.empty()) parallelism->after_step();
-  if (lead) {
-    if (estimate) {
-      print_memory_estimate(o, comm->size(), *estimate, nn::gpt_parameter_count(config));
-    }
-    print_run_header(o, config, device, *parallelism, text, windows, context);
-  }
-
-  const train::LoopResult run = loop.run();
-  train::print_loss_scaling(optimizer.scaler.get(), lead);
-  print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
-                         comm->size());
-  if (lead) print_measured_against_estimate(estimate, device, run, resident);
+  const train::LoopResult run = run_lab_loop(
+      o,
+      {.device = device,
+       .model = &model,
+       .parallelism = parallelism.get(),
+       .steps_per_epoch = windows.steps_per_epoch,
+       .global_batch = windows.tokens_per_step,
+       .unit = "tokens",
+       .flops_per_unit = training_flops_per_token(config, context),
+       .identity = {{"model", o.model.name}, {"context", context}},
+       .hooks =
+           [&](LabOptimizer& optimizer, optim::GradientClipping& clipping) {
+             return training_hooks(*parallelism, optimizer, clipping, windows, device, o.run,
+                                   o.cuda_graphs);
+           },
+       .estimate = estimate,
+       .parameters = nn::gpt_parameter_count(config),
+       .resident = resident,
+       .print_header =
+           [&] { print_run_header(o, config, device, *parallelism, text, windows, context); }},
+      comm);
   SampleChoice sample = o.sample;
-  if (synthetic) sample.tokens = 0;  // a model of random tokens has nothing to say
-  return gpt_lab_result(run, text, *parallelism, config, device, sample, o.seed, lead);
+  if (o.text.synthetic_tokens > 0)
+    sample.tokens = 0;  // a model of random tokens has nothing to say
+  return gpt_lab_result(run, text, *parallelism, config, device, sample, o.seed, comm->rank() == 0);
 }
 
 }  // namespace day4

@@ -14,19 +14,16 @@
 #include "common/models/models.h"
 #include "common/nn/model_pieces.h"
 #include "common/optim/schedule.h"
-#include "common/parallel/comm/rank_setup.h"
 #include "common/parallel/gradient_clipping.h"
 #include "common/parallel/planning/workload.h"
 #include "common/train/classifier_step.h"
 #include "common/train/evaluate.h"
-#include "common/train/loss_scaling.h"
 #include "common/train/model_flops.h"
 #include "common/train/training_loop.h"
 #include "common/train/training_state.h"
+#include "day4_large_models/lab_run.h"
 #include "day4_large_models/memory_report.h"
 #include "day4_large_models/parallel_modes.h"
-#include "day4_large_models/pipeline_report.h"
-#include "day4_large_models/throughput_report.h"
 
 namespace day4 {
 
@@ -43,22 +40,6 @@ train::TrainingFlags image_flags(const GptLabOptions& o) {
   flags.image_size = o.images.size;
   flags.test_subset = o.images.test_subset;
   return flags;
-}
-
-// --throughput-gpus: the throughput model's grids; --estimate-only: the preset's estimate for
-// --estimate-ranks (0: the run's ranks). Nothing is trained.
-void print_preset_figures(const GptLabOptions& o, int ranks) {
-  if (o.estimate.throughput_gpus > 0) {
-    print_throughput_table(o.model, o.run.batch_size, o.grid.context_parallel,
-                           o.estimate.throughput_gpus);
-    return;
-  }
-  const int estimated = o.estimate.estimate_ranks > 0 ? o.estimate.estimate_ranks : ranks;
-  validate_grid_ranks(o.grid, estimated, o.estimate.estimate_ranks > 0);
-  const nn::ModelConfig preset = nn::preset_model_config(o.model.name);
-  print_memory_estimate(o, estimated,
-                        parallel::estimate_image_memory(image_memory_plan(o, estimated, preset)),
-                        nn::pieces_parameter_count(preset));
 }
 
 // The model the flags name, for the dataset's images.
@@ -133,26 +114,6 @@ train::LoopHooks image_hooks(const train::TrainingFlags& flags, bool cuda_graphs
   return hooks;
 }
 
-// The memory estimate of data parallelism, once per run, for the lab's images (none for model
-// parallelism), enforced against --max-memory-mb.
-std::optional<parallel::MemoryEstimate> checked_image_memory_estimate(const GptLabOptions& o,
-                                                                      int ranks,
-                                                                      const nn::ModelConfig& config,
-                                                                      Device device) {
-  if (o.grid.model_parallel()) return std::nullopt;
-  const auto estimate = parallel::estimate_image_memory(image_memory_plan(o, ranks, config));
-  enforce_memory_budget(o, ranks, estimate, device);
-  return estimate;
-}
-
-// What a checkpoint of the run must match to be resumed: the model, the image size, the split.
-nlohmann::json image_checkpoint_identity(const std::string& model, int64_t image_size,
-                                         const nlohmann::json& layout) {
-  nlohmann::json identity = {{"model", model}, {"image_size", image_size}};
-  identity.update(layout);
-  return identity;
-}
-
 void print_image_run_header(const GptLabOptions& o, int64_t parameters, Device device,
                             parallel::TrainingParallelism& parallelism, int64_t images,
                             int64_t steps_per_epoch) {
@@ -172,60 +133,56 @@ void print_image_run_header(const GptLabOptions& o, int64_t parameters, Device d
 }  // namespace
 
 ImageLabResult run_image_lab(GptLabOptions o) {
-  const auto comm = parallel::Communicator::world();
-  validate_on_every_rank(o, comm->size());
-  const Device device = parallel::set_up_rank(*comm, o.comm_timeout, o.run.device);
-  if (o.estimate.figures_only()) {
-    if (comm->rank() == 0) print_preset_figures(o, comm->size());
-    return {};
-  }
-  validate_run_ranks(o.data_parallel, comm->size());
+  const std::optional<LabStart> start = start_lab_run(o, [&o](int ranks) {
+    const nn::ModelConfig preset = nn::preset_model_config(o.model.name);
+    return EstimatedRun{
+        .estimate = parallel::estimate_image_memory(image_memory_plan(o, ranks, preset)),
+        .parameters = nn::pieces_parameter_count(preset)};
+  });
+  if (!start) return {};
+  const std::shared_ptr<parallel::Communicator> comm = start->comm;
+  const Device device = start->device;
   const train::TrainingFlags flags = image_flags(o);
   const LabDatasets data = open_dataset(flags);
-
   const int64_t resident = device_allocator(device).stats().allocated;  // the images, on the CPU
   const nn::ModelConfig model_config = image_model_config(o.model.name, *data.train, flags);
-  const auto estimate = checked_image_memory_estimate(o, comm->size(), model_config, device);
+  // Data parallelism's estimate, for the lab's images (none for model parallelism).
+  const auto estimate =
+      checked_estimate(o, comm->size(), device, !o.grid.model_parallel(), [&](int ranks) {
+        return EstimatedRun{
+            .estimate = parallel::estimate_image_memory(image_memory_plan(o, ranks, model_config))};
+      });
   const auto model = train::make_classifier(flags, *data.train, device);
   if (o.model.checkpoint_activations) nn::checkpoint_blocks(*model);
   const int64_t parameters = model->parameter_count();  // before sharding frees the full values
   const auto parallelism = make_image_parallelism(*model, one_image(model_config, device, o.run),
                                                   comm, {o.grid, o.data_parallel, o.run});
-
   ImageBatches images(flags, o.steps_per_epoch, data, *parallelism, device);
-  LabOptimizer optimizer = make_lab_optimizer(o.optimizer, o.run, *parallelism, comm,
-                                              o.run.epochs * images.steps_per_epoch);
-  optim::GradientClipping clipping(o.run.clip_grad_norm);
-  const nlohmann::json layout = parallelism->checkpoint_layout();
-  train::TrainingLoop loop(
-      o.run,
-      {.device = device,
-       .model = model.get(),
-       .optimizer = optimizer.optimizer.get(),
-       .lr_at = [&](int64_t step) { return optimizer.schedule->lr_at(step); },
-       .steps_per_epoch = images.steps_per_epoch,
-       .global_batch = images.images_per_step * parallelism->data_ranks(),
-       .flops_per_unit =
-           train::training_flops(parallel::image_workload(model_config).multiply_adds),
-       .identity = image_checkpoint_identity(o.model.name, o.images.size, layout),
-       .comm = comm.get(),
-       .rank_state = checkpoint_rank_state(layout, *parallelism, *optimizer.optimizer),
-       .clipping = &clipping,
-       .scaler = optimizer.scaler.get()},
-      image_hooks(flags, o.cuda_graphs, data, images, *parallelism, optimizer, clipping, *comm,
-                  device));
-  if (!o.run.resume.empty()) parallelism->after_step();
-  const bool lead = comm->rank() == 0;
-  if (lead) {
-    if (estimate) print_memory_estimate(o, comm->size(), *estimate, parameters);
-    print_image_run_header(o, parameters, device, *parallelism, data.train->size(),
-                           images.steps_per_epoch);
-  }
-  const train::LoopResult run = loop.run();
-  train::print_loss_scaling(optimizer.scaler.get(), lead);
-  print_parallel_reports(*parallelism, run, o.model.name, o.grid.pipeline.timeline, lead,
-                         comm->size());
-  if (lead) print_measured_against_estimate(estimate, device, run, resident);
+  const train::LoopResult run =
+      run_lab_loop(o,
+                   {.device = device,
+                    .model = model.get(),
+                    .parallelism = parallelism.get(),
+                    .steps_per_epoch = images.steps_per_epoch,
+                    .global_batch = images.images_per_step * parallelism->data_ranks(),
+                    .unit = "images",
+                    .flops_per_unit =
+                        train::training_flops(parallel::image_workload(model_config).multiply_adds),
+                    .identity = {{"model", o.model.name}, {"image_size", o.images.size}},
+                    .hooks =
+                        [&](LabOptimizer& optimizer, optim::GradientClipping& clipping) {
+                          return image_hooks(flags, o.cuda_graphs, data, images, *parallelism,
+                                             optimizer, clipping, *comm, device);
+                        },
+                    .estimate = estimate,
+                    .parameters = parameters,
+                    .resident = resident,
+                    .print_header =
+                        [&] {
+                          print_image_run_header(o, parameters, device, *parallelism,
+                                                 data.train->size(), images.steps_per_epoch);
+                        }},
+                   comm);
   return {.steps = run.steps,
           .last_loss = run.last_loss,
           .test_accuracy = run.test_accuracy,

@@ -1,8 +1,10 @@
-// What a model family registers (model_registry.h lists every family once): its traits, its
-// presets' names, and what the course builds of a preset (an image network, its smallest input,
-// its pieces for pipeline stages and the measured estimates). Each family defines its spec in
-// its own folder (convnets/, gpt/, vit/, coatnet/) from its presets; a family is its spec: the
-// registry hands out references to these objects and compares them, never names.
+// What a model family registers: its traits, its presets' names, and what the course builds of a
+// preset (an image network, its smallest input, its pieces for pipeline stages and the measured
+// estimates). Each family defines its spec in its own folder (convnets/, gpt/, vit/, coatnet/)
+// from its presets and registers it there, once, at start-up (register_model_family): a program
+// knows the families it links, and no list elsewhere names them. A family is its spec: the
+// registry (model_registry.h) hands out references to these objects and compares them, never
+// names.
 #pragma once
 
 #include <cstdint>
@@ -43,5 +45,12 @@ struct ModelFamilySpec {
   ModelConfig (*own_config)(const std::string& name) = nullptr;
   int64_t (*parameter_count)(const ModelConfig& config) = nullptr;
 };
+
+// Lists `family` in the registry at `position` (the order in which --model's choices and the
+// messages list the families); a family's folder calls it from a namespace-scope constant, and
+// its library is `alwayslink` so that a program linking it keeps the registration. Returns true.
+bool register_model_family(const ModelFamilySpec& family, int position);
+// The registered families in their positions' order.
+const std::vector<const ModelFamilySpec*>& registered_model_families();
 
 }  // namespace course::nn

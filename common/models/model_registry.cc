@@ -1,21 +1,11 @@
-// The registry: each family's spec listed once, looked up by a preset's name.
+// The registry: the registered families, looked up by a preset's name.
 #include "common/models/model_registry.h"
 
 #include "common/core/error.h"
-#include "common/models/coatnet/coatnet.h"
-#include "common/models/convnets/convnets.h"
-#include "common/models/gpt/gpt_config.h"
-#include "common/models/vit/vit.h"
 
 namespace course::nn {
 
-const std::vector<const ModelFamilySpec*>& model_families() {
-  static const std::vector<const ModelFamilySpec*> families = {
-      &small_net_family(), &resnet_family(), &gpt2_family(),
-      &llama_family(),     &vit_family(),    &coatnet_family(),
-  };
-  return families;
-}
+const std::vector<const ModelFamilySpec*>& model_families() { return registered_model_families(); }
 
 const ModelFamilySpec& model_family(const std::string& name) {
   for (const ModelFamilySpec* family : model_families()) {

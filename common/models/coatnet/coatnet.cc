@@ -206,4 +206,11 @@ const ModelFamilySpec& coatnet_family() {
   return spec;
 }
 
+namespace {
+
+// This family in the registry (model_registry.h), at its place in --model's listing.
+[[maybe_unused]] const bool kCoatnetFamilyRegistered = register_model_family(coatnet_family(), 5);
+
+}  // namespace
+
 }  // namespace course::nn

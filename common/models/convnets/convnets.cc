@@ -125,4 +125,13 @@ const ModelFamilySpec& resnet_family() {
   return spec;
 }
 
+namespace {
+
+// smallnet's and ResNet's families in the registry (model_registry.h), at their places in
+// --model's listing.
+[[maybe_unused]] const bool kConvnetFamiliesRegistered =
+    register_model_family(small_net_family(), 0) && register_model_family(resnet_family(), 1);
+
+}  // namespace
+
 }  // namespace course::nn

@@ -106,6 +106,15 @@ const ModelFamilySpec& llama_family() {
   return spec;
 }
 
+namespace {
+
+// GPT-2's and Llama's families in the registry (model_registry.h), at their places in --model's
+// listing.
+[[maybe_unused]] const bool kDecoderFamiliesRegistered =
+    register_model_family(gpt2_family(), 2) && register_model_family(llama_family(), 3);
+
+}  // namespace
+
 BlockShape block_shape(const GptConfig& c) {
   return {c.family,
           c.channels,

@@ -113,4 +113,11 @@ const ModelFamilySpec& vit_family() {
   return spec;
 }
 
+namespace {
+
+// This family in the registry (model_registry.h), at its place in --model's listing.
+[[maybe_unused]] const bool kVitFamilyRegistered = register_model_family(vit_family(), 4);
+
+}  // namespace
+
 }  // namespace course::nn
