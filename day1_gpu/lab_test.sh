@@ -17,6 +17,14 @@ expect 3 "TODO TP1.4" "$trainee" "${small[@]}" --profile "$TEST_TMPDIR/trace.jso
 expect 3 "TODO TP1.5" "$trainee" "${small[@]}" --model-memory
 expect 0 "training performance" "$solution" "${small[@]}" --channels-last --amp --amp-dtype f16 \
   --model-memory --profile "$TEST_TMPDIR/trace.json"
+# Every image family the statically linked lab offers trains (each registers itself from its
+# own library: a family dropped by the linker would be missing here), and the GPT, which day 1
+# does not link, is refused by name.
+for model in resnet18-cifar vit-micro coatnet-micro; do
+  expect 0 "training performance" "$solution" "${small[@]}" --model "$model" --image-size 32
+done
+expect 105 "--model: gpt2 not in {smallnet,tinynet,resnet18-cifar" "$solution" "${small[@]}" \
+  --model gpt2
 expect 0 "CUDA graphs need a GPU" "$solution" "${small[@]}" --cuda-graphs
 expect 0 "graph replay" "$solution" "${small[@]}" --cuda-graphs
 expect 0 "graph replay" "$solution" "${small[@]}" --cuda-graphs --amp --amp-dtype f16
