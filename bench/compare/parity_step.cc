@@ -18,11 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/kernels/cross_entropy.h"
-#include "common/models/coatnet/coatnet.h"
 #include "common/models/gpt/gpt.h"
 #include "common/models/model_registry.h"
 #include "common/models/models.h"
-#include "common/models/vit/vit.h"
 #include "common/optim/optimizer.h"
 #include "common/testing/random_tensor.h"
 #include "common/train/checkpoint.h"
@@ -63,27 +61,6 @@ nlohmann::json decoder_json(const nn::GptConfig& c) {
           {"vocabulary", c.vocabulary},
           {"tied", c.tied_head},
           {"rope_theta", c.rope_theta}};
-}
-
-nlohmann::json vit_json(const nn::VitConfig& c) {
-  return {{"image", c.image},
-          {"patch", c.patch},
-          {"layers", c.layers},
-          {"heads", c.heads},
-          {"channels", c.channels},
-          {"hidden", c.mlp_width()},
-          {"in_channels", c.in_channels},
-          {"classes", c.classes}};
-}
-
-nlohmann::json coatnet_json(const nn::CoatnetConfig& c) {
-  nlohmann::json stages = nlohmann::json::array();
-  for (const nn::CoatnetStage& s : c.stages) {
-    stages.push_back({s.attention, s.depth, s.channels, s.downsample});
-  }
-  return {{"image", c.image},     {"stem", c.stem},
-          {"stages", stages},     {"in_channels", c.in_channels},
-          {"classes", c.classes}, {"head_dim", c.head_dim}};
 }
 
 struct StepBatch {
@@ -130,13 +107,10 @@ void record_initial_state(const nn::ModuleState& state, std::vector<Tensor>& ini
   }
 }
 
-// The configuration the other side builds a ViT or a CoAtNet from.
-void add_image_config(const nn::ModelConfig& image_model, nlohmann::json& names) {
+// The shape the other side builds a ViT or a CoAtNet from (its family's own description).
+void add_image_shape(const nn::ModelConfig& image_model, nlohmann::json& names) {
   const nn::ModelFamilySpec& family = nn::model_family(image_model.name);
-  if (&family == &nn::vit_family()) names["vit"] = vit_json(nn::vit_config(image_model));
-  if (&family == &nn::coatnet_family()) {
-    names["coatnet"] = coatnet_json(nn::coatnet_config(image_model));
-  }
+  if (family.shape_json) names.update(nlohmann::json::parse(family.shape_json(image_model)));
 }
 
 }  // namespace
@@ -194,7 +168,7 @@ int main(int argc, char** argv) {
         tensors.emplace_back(numbered("updated", i), &state.parameters[i].second->value);
       }
     }
-    add_image_config(image_model, names);
+    add_image_shape(image_model, names);
     train::save_checkpoint(out, tensors, names);
     std::printf("%s: %zu parameters, batch %lld, loss %.6f -> %s\n", model_name.c_str(),
                 state.parameters.size(), static_cast<long long>(batch), loss.host_loss(),

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/models/workload.h"
 #include "common/nn/model_pieces.h"
 #include "common/nn/module.h"
 
@@ -34,8 +35,9 @@ struct ModelFamilyTraits {
 };
 
 // An image family gives its smallest input and either a builder or, in pieces, its pieces (the
-// network is then the pieces assembled), the preset's own input and classes, and its parameter
-// count; a language family its names alone (its decoder is built from its GptConfig, gpt/gpt.h).
+// network is then the pieces assembled), the preset's own input and classes, its parameter count
+// and, where it has a closed form, its workload (else the throughput model measures its pieces);
+// a language family its names alone (its decoder is built from its GptConfig, gpt/gpt.h).
 struct ModelFamilySpec {
   ModelFamilyTraits traits;
   std::vector<std::string> (*names)();
@@ -44,6 +46,11 @@ struct ModelFamilySpec {
   ModelPieces (*pieces)(const ModelConfig& config) = nullptr;
   ModelConfig (*own_config)(const std::string& name) = nullptr;
   int64_t (*parameter_count)(const ModelConfig& config) = nullptr;
+  Workload (*workload)(const ModelConfig& config) = nullptr;
+  // The network's shape as JSON text, an object under its family's key ({"vit": {...}}), for
+  // another implementation to build the same network (bench/compare/torch_side.py); none: it is
+  // built there from its name.
+  std::string (*shape_json)(const ModelConfig& config) = nullptr;
 };
 
 // Lists `family` in the registry at `position` (the order in which --model's choices and the

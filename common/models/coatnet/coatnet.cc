@@ -1,6 +1,7 @@
 // CoAtNet: presets, parameter count and the model.
 #include "common/models/coatnet/coatnet.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/core/error.h"
@@ -200,8 +201,18 @@ const ModelFamilySpec& coatnet_family() {
       .pieces = [](const ModelConfig& config) { return coatnet_pieces(coatnet_config(config)); },
       .own_config = [](const std::string& name) { return own_model_config(coatnet_preset(name)); },
       .parameter_count =
+          [](const ModelConfig& config) { return coatnet_parameter_count(coatnet_config(config)); },
+      .shape_json =
           [](const ModelConfig& config) {
-            return coatnet_parameter_count(coatnet_config(config));
+            const CoatnetConfig c = coatnet_config(config);
+            nlohmann::json stages = nlohmann::json::array();
+            for (const CoatnetStage& stage : c.stages) {
+              stages.push_back({stage.attention, stage.depth, stage.channels, stage.downsample});
+            }
+            const nlohmann::json shape = {{"image", c.image},     {"stem", c.stem},
+                                          {"stages", stages},     {"in_channels", c.in_channels},
+                                          {"classes", c.classes}, {"head_dim", c.head_dim}};
+            return nlohmann::json{{"coatnet", shape}}.dump();
           }};
   return spec;
 }

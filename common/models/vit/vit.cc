@@ -1,6 +1,8 @@
 // The Vision Transformer: presets, parameter count and the model.
 #include "common/models/vit/vit.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/core/error.h"
 #include "common/kernels/elementwise.h"
 #include "common/models/presets.h"
@@ -34,6 +36,27 @@ int64_t vit_parameter_count(const VitConfig& c) {
       c.patch * c.patch * c.in_channels * ch + ch + ch + (c.patches() + 1) * ch;
   const int64_t block = 4 * ch * ch + 2 * ch * f + 9 * ch + f;
   return embedding + c.layers * block + 2 * ch + ch * c.classes + c.classes;
+}
+
+Workload vit_workload(const VitConfig& c) {
+  const double s = static_cast<double>(c.patches() + 1), h = static_cast<double>(c.channels);
+  const double f = static_cast<double>(c.mlp_width()), classes = static_cast<double>(c.classes);
+  const double pixels = static_cast<double>(c.in_channels * c.image * c.image);
+  const double block_matrices = 4 * h * h + 2 * h * f;
+  Workload w{.name = c.name,
+             .sample = "images of " + std::to_string(c.image) + " px",
+             .parameters = static_cast<double>(vit_parameter_count(c)),
+             // patch embedding (every pixel once into h channels), blocks, class head
+             .multiply_adds = pixels * h +
+                              static_cast<double>(c.layers) * (s * block_matrices + 2 * s * s * h) +
+                              h * classes,
+             .blocks = {},
+             // the image (bf16), a byte a token and channel, the logits in f32
+             .ends = {.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes},
+             .heads = c.heads,
+             .key_value_heads = c.heads};
+  w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads), f, f));
+  return w;
 }
 
 namespace {
@@ -109,7 +132,21 @@ const ModelFamilySpec& vit_family() {
       .pieces = [](const ModelConfig& config) { return vit_pieces(vit_config(config)); },
       .own_config = [](const std::string& name) { return own_model_config(vit_preset(name)); },
       .parameter_count =
-          [](const ModelConfig& config) { return vit_parameter_count(vit_config(config)); }};
+          [](const ModelConfig& config) { return vit_parameter_count(vit_config(config)); },
+      .workload = [](const ModelConfig& config) { return vit_workload(vit_config(config)); },
+      .shape_json =
+          [](const ModelConfig& config) {
+            const VitConfig c = vit_config(config);
+            const nlohmann::json shape = {{"image", c.image},
+                                          {"patch", c.patch},
+                                          {"layers", c.layers},
+                                          {"heads", c.heads},
+                                          {"channels", c.channels},
+                                          {"hidden", c.mlp_width()},
+                                          {"in_channels", c.in_channels},
+                                          {"classes", c.classes}};
+            return nlohmann::json{{"vit", shape}}.dump();
+          }};
   return spec;
 }
 

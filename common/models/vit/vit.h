@@ -41,6 +41,10 @@ VitConfig vit_config(const ModelConfig& config);
 // patch^2 in C + C + C + (L + 1) C + layers (4 C^2 + 2 C F + 9 C + F) + 2 C + C classes + classes.
 int64_t vit_parameter_count(const VitConfig& config);
 
+// Its workload in closed form (workload.h): s = patches + 1 tokens, its patch embedding and
+// class head as the ends.
+Workload vit_workload(const VitConfig& config);
+
 // The stem (patch embedding, class token and positions), the blocks and the head, each
 // buildable alone.
 ModelPieces vit_pieces(const VitConfig& config);
@@ -49,7 +53,7 @@ ModelPieces vit_pieces(const VitConfig& config);
 // heads that do not divide the width, a size not positive).
 ModulePtr make_vit(const VitConfig& config, std::mt19937& rng, Device device);
 
-// The ViT family's registration (model_registry.cc).
+// The ViT family's spec, registered at start-up (family_spec.h).
 const ModelFamilySpec& vit_family();
 
 }  // namespace course::nn

@@ -1,5 +1,4 @@
-// The transformers' workloads in closed form; any other family in pieces (CoAtNet) measured
-// piece by piece.
+// The GPT's workload in closed form; an image family's from its spec, or measured piece by piece.
 #include "common/parallel/planning/workload.h"
 
 #include "common/core/error.h"
@@ -9,16 +8,6 @@
 namespace course::parallel {
 
 namespace {
-
-// A transformer block's figures (Korthikanti et al.) at s tokens of width h, a heads and an MLP
-// of `mlp_expansion` outputs (its first matrix) into `mlp_width`.
-BlockWork transformer_block_work(double s, double h, double a, double mlp_expansion,
-                                 double mlp_width) {
-  const double mlp = kBf16Bytes * (mlp_expansion + mlp_width) / h;
-  return {.output_elements = s * h,
-          .saved_whole_bytes = 10 * s * h,
-          .saved_cut_bytes = s * h * (8 + mlp) + 5 * a * s * s};
-}
 
 Workload measured_workload(const nn::ModelConfig& model) {
   const MeasuredModel m = measure_pieces(model, 1, DType::kBF16);
@@ -53,37 +42,17 @@ Workload gpt_workload(const nn::GptConfig& c) {
              .heads = c.heads,
              .key_value_heads = c.key_value_heads(),
              .sequence = c.context};
-  w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads),
-                                                   static_cast<double>(c.feed_forward_expansion()),
-                                                   static_cast<double>(c.feed_forward_width())));
-  return w;
-}
-
-Workload vit_workload(const nn::VitConfig& c) {
-  const double s = static_cast<double>(c.patches() + 1), h = static_cast<double>(c.channels);
-  const double f = static_cast<double>(c.mlp_width()), classes = static_cast<double>(c.classes);
-  const double pixels = static_cast<double>(c.in_channels * c.image * c.image);
-  const double block_matrices = 4 * h * h + 2 * h * f;
-  Workload w{.name = c.name,
-             .sample = "images of " + std::to_string(c.image) + " px",
-             .parameters = static_cast<double>(nn::vit_parameter_count(c)),
-             // patch embedding (every pixel once into h channels), blocks, class head
-             .multiply_adds = pixels * h +
-                              static_cast<double>(c.layers) * (s * block_matrices + 2 * s * s * h) +
-                              h * classes,
-             .blocks = {},
-             // the image (bf16), a byte a token and channel, the logits in f32
-             .ends = {.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes},
-             .heads = c.heads,
-             .key_value_heads = c.heads};
-  w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads), f, f));
+  w.blocks.assign(c.layers,
+                  nn::transformer_block_work(s, h, static_cast<double>(c.heads),
+                                             static_cast<double>(c.feed_forward_expansion()),
+                                             static_cast<double>(c.feed_forward_width())));
   return w;
 }
 
 Workload image_workload(const nn::ModelConfig& model) {
   const nn::ModelFamilySpec& family = nn::model_family(model.name);
   const nn::ModelFamilyTraits& traits = family.traits;
-  if (&family == &nn::vit_family()) return vit_workload(nn::vit_config(model));
+  if (family.workload) return family.workload(model);
   COURSE_CHECK(traits.in_pieces, "the throughput model costs the image models in pieces, not ",
                traits.name, "'s ", model.name,
                (traits.images ? "" : " (gpt_workload costs a language model)"));

@@ -1,56 +1,23 @@
-// What the throughput model (throughput_model.h) needs to know of a model, per sample (a
-// language model's window of s tokens, or one image): its parameters, its forward's
-// multiply-adds, and per block what it hands the next one (sent between pipeline stages,
-// all-reduced by tensor parallelism) and what it keeps for backward in bf16: the part every
-// tensor-parallel rank keeps whole and the part cut over them.
-//
-// Transformers in closed form, after Korthikanti et al. ("Reducing Activation Recomputation in
-// Large Transformer Models", 2022): a block of width h, a heads, s tokens keeps
-// s h (10 + (8 + mlp) / t + 5 a s / (h t)) bytes on each of t ranks, mlp the bf16 values its MLP
-// saves per token and channel (16 for GPT-2's 4h GELU); the multiply-adds are each weight matrix
-// once per token plus attention's 2 s^2 h a block. The GPT and the Llama (their embedding and
-// logits as the ends), the ViT (s = patches + 1, its patch embedding and class head as the ends).
-// CoAtNet, whose convolution stages have no short closed form, measured piece by piece on one
-// image (piece_measurement.h); its blocks are not cut over tensor-parallel ranks.
+// The throughput model's workloads (common/models/workload.h): the GPT's and the Llama's in
+// closed form (their embedding and logits as the ends), an image family's from its spec where it
+// has one (the ViT's), else measured piece by piece on one image (piece_measurement.h: CoAtNet,
+// whose convolution stages have no short closed form; its blocks are not cut over
+// tensor-parallel ranks).
 #pragma once
-
-#include <cstdint>
-#include <string>
-#include <vector>
 
 #include "common/models/gpt/gpt_config.h"
 #include "common/models/models.h"
+#include "common/models/workload.h"
 
 namespace course::parallel {
 
-// Bytes of a bf16 value: the activations, gradients and weights the model counts (as
-// Korthikanti et al. do).
-inline constexpr double kBf16Bytes = 2;
-
-// One block's figures per sample.
-struct BlockWork {
-  double output_elements = 0;    // handed to the next block
-  double saved_whole_bytes = 0;  // kept for backward on every tensor-parallel rank
-  double saved_cut_bytes = 0;    // kept for backward, divided over the tensor-parallel ranks
-};
-
-struct Workload {
-  std::string name;
-  std::string sample;  // "sequences of 64 tokens", "images of 224 px"
-  double parameters = 0;
-  double multiply_adds = 0;  // per sample, the whole model's forward
-  std::vector<BlockWork> blocks;
-  BlockWork ends;  // what the first and last parts keep (embedding, logits), together
-  // The attention heads tensor parallelism splits (query, key/value); 0: blocks not cut.
-  int64_t heads = 0, key_value_heads = 0;
-  // A language model's window, which context parallelism cuts; 0: samples are not cut.
-  int64_t sequence = 0;
-};
+using nn::BlockWork;
+using nn::kBf16Bytes;
+using nn::Workload;
 
 Workload gpt_workload(const nn::GptConfig& config);
-Workload vit_workload(const nn::VitConfig& config);
-// A ViT (closed form) or any other family built in pieces (measured piece by piece: CoAtNet),
-// at the channels, classes and size `model` gives.
+// An image model at the channels, classes and size `model` gives: its family's closed form, or,
+// for a family built in pieces without one, measured piece by piece.
 Workload image_workload(const nn::ModelConfig& model);
 
 }  // namespace course::parallel
