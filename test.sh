@@ -12,8 +12,9 @@
 # (tools/grade/grade_test.sh); then the Slurm tooling, the race and multi-node jobs and the
 # grader's job array on a local Slurm cluster (as root; slurm/tests/slurm_test.sh, race_test.sh,
 # multinode_test.sh, tools/grade/grade_slurm_test.sh); the container image built by Podman from a
-# debootstrapped Debian 12 and run (as root; container/image_test.sh, about 3 minutes with this
-# machine's Bazel cache).
+# debootstrapped Debian 12 and run (as root; container/image_test.sh: its base and packages made
+# beside the stages before it, with --prepare, the rest, under a minute with this machine's Bazel
+# cache, at the end).
 # Ends with one summary line over all of them: "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")"
