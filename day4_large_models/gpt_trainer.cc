@@ -214,8 +214,8 @@ GptLabResult run_gpt_lab(GptLabOptions o) {
            [&] { print_run_header(o, config, device, *parallelism, text, windows, context); }},
       comm);
   SampleChoice sample = o.sample;
-  if (o.text.synthetic_tokens > 0)
-    sample.tokens = 0;  // a model of random tokens has nothing to say
+  // A model of random tokens has nothing to say.
+  if (o.text.synthetic_tokens > 0) sample.tokens = 0;
   return gpt_lab_result(run, text, *parallelism, config, device, sample, o.seed, comm->rank() == 0);
 }
 

@@ -110,11 +110,12 @@ void DeviceDecoder::keep_until_done(std::vector<Tensor> scratch, const Stream& s
 struct DeviceDecoder::Plan {
   std::vector<int64_t> offsets;  // of each image in `pixels`, 16-byte aligned
   Tensor pixels;
-  uint8_t* base = nullptr;
   std::vector<size_t> by_decoder[2];  // hardware, CUDA
   std::vector<size_t> on_host;
   std::vector<bool> dropped;
   std::vector<Tensor> scratch;  // kept until the copy stream has passed
+
+  uint8_t* image(size_t i) { return pixels.data_as<uint8_t>() + offsets[i]; }
 };
 
 DeviceDecoder::Plan DeviceDecoder::place(const EncodedBatch& batch) const {
@@ -128,7 +129,6 @@ DeviceDecoder::Plan DeviceDecoder::place(const EncodedBatch& batch) const {
     total += (static_cast<int64_t>(s.height) * s.width * batch.channels + 15) / 16 * 16;
   }
   plan.pixels = Tensor::empty({total}, DType::kU8, device_);
-  plan.base = plan.pixels.data_as<uint8_t>();
   plan.dropped.assign(n, false);
   plan.scratch = {plan.pixels};
   return plan;
@@ -138,8 +138,8 @@ void DeviceDecoder::route(const EncodedBatch& batch, Plan& plan, const Stream& s
   for (size_t i = 0; i < batch.samples.size(); ++i) {
     const EncodedSample& s = batch.samples[i];
     if (s.pixels.defined()) {
-      copy_bytes_async(plan.base + plan.offsets[i], device_, s.pixels.data(), Device::cpu(),
-                       s.pixels.nbytes(), stream, true);
+      copy_bytes_async(plan.image(i), device_, s.pixels.data(), Device::cpu(), s.pixels.nbytes(),
+                       stream, true);
       ++counts_.host;
     } else if (!nvjpeg_) {
       plan.by_decoder[1].push_back(i);
@@ -161,7 +161,7 @@ void DeviceDecoder::decode_by(int decoder, const EncodedBatch& batch, Plan& plan
     std::vector<detail::Nvjpeg::Job> jobs;
     for (size_t i : mine) {
       const EncodedSample& s = batch.samples[i];
-      jobs.push_back({s.jpeg.data(), s.jpeg.size(), plan.base + plan.offsets[i], s.width});
+      jobs.push_back({s.jpeg.data(), s.jpeg.size(), plan.image(i), s.width});
     }
     std::string why;
     if (!nvjpeg_->decode(decoder == 0, jobs, channels, stream.handle(), why)) {
@@ -178,7 +178,7 @@ void DeviceDecoder::decode_by(int decoder, const EncodedBatch& batch, Plan& plan
   } else {
     for (size_t i : mine) {
       const EncodedSample& s = batch.samples[i];
-      if (!decode_on_host(s.jpeg, channels, s.height, s.width, plan.base + plan.offsets[i])) {
+      if (!decode_on_host(s.jpeg, channels, s.height, s.width, plan.image(i))) {
         plan.on_host.push_back(i);  // the simulated nvJPEG failed on it: the host tries too
         ++failed;
       }
@@ -194,8 +194,8 @@ void DeviceDecoder::decode_rest_on_host(const EncodedBatch& batch, Plan& plan,
     const EncodedSample& s = batch.samples[i];
     Tensor staged = Tensor::empty_pinned({s.height, s.width, channels}, DType::kU8);
     if (decode_on_host(s.jpeg, channels, s.height, s.width, staged.data_as<uint8_t>())) {
-      copy_bytes_async(plan.base + plan.offsets[i], device_, staged.data(), Device::cpu(),
-                       staged.nbytes(), stream, true);
+      copy_bytes_async(plan.image(i), device_, staged.data(), Device::cpu(), staged.nbytes(),
+                       stream, true);
       plan.scratch.push_back(staged);
       ++counts_.retried_on_host;
       continue;

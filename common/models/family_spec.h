@@ -57,7 +57,7 @@ struct ModelFamilySpec {
 // messages list the families); a family's folder calls it from a namespace-scope constant, and
 // its library is `alwayslink` so that a program linking it keeps the registration. Returns true.
 bool register_model_family(const ModelFamilySpec& family, int position);
-// The registered families in their positions' order.
-const std::vector<const ModelFamilySpec*>& registered_model_families();
+// Every family the program links, in their registered positions' order.
+std::vector<const ModelFamilySpec*> model_families();
 
 }  // namespace course::nn

@@ -5,8 +5,6 @@
 
 namespace course::nn {
 
-const std::vector<const ModelFamilySpec*>& model_families() { return registered_model_families(); }
-
 const ModelFamilySpec& model_family(const std::string& name) {
   for (const ModelFamilySpec* family : model_families()) {
     for (const std::string& registered : family->names()) {

@@ -21,8 +21,6 @@ namespace course::nn {
 
 // The family registering `name`; throws one message listing every registered name.
 const ModelFamilySpec& model_family(const std::string& name);
-// Every linked family, in the registry's order (their registered positions).
-const std::vector<const ModelFamilySpec*>& model_families();
 // The names of the families that classify images (the image labs' --model choices).
 std::vector<std::string> image_model_names();
 

@@ -9,6 +9,7 @@
 
 #include "common/kernels/elementwise.h"
 #include "common/models/coatnet/coatnet.h"
+#include "common/models/convnets/convnets.h"
 #include "common/models/gpt/gpt_config.h"
 #include "common/models/model_registry.h"
 #include "common/models/vit/vit.h"
@@ -133,6 +134,30 @@ TEST(ModelRegistry, EveryNameHasOneFamilyAndAnUnknownOneIsRefused) {
   EXPECT_NE(error.find("unknown model 'vit-b17'"), std::string::npos) << error;
   EXPECT_NE(error.find("llama-tiny"), std::string::npos) << error;
   EXPECT_NE(error.find("resnet18-cifar"), std::string::npos) << error;
+}
+
+// The registry lists the families in their registered positions (smallnet's first, CoAtNet's
+// last), and refuses a family registered twice or a position already held, leaving the listing
+// as it was.
+TEST(ModelRegistry, ListsTheFamiliesInTheirPositionsAndRefusesASecondRegistration) {
+  const std::vector<const ModelFamilySpec*> before = model_families();
+  ASSERT_EQ(before.size(), 6u);
+  EXPECT_EQ(before.front(), &small_net_family());
+  EXPECT_EQ(before[2], &gpt2_family());
+  EXPECT_EQ(before.back(), &coatnet_family());
+  const std::string twice = testing::error_of([] { register_model_family(vit_family(), 17); });
+  EXPECT_NE(twice.find("ViT is registered twice, at positions 4 and 17"), std::string::npos)
+      << twice;
+  static const ModelFamilySpec stranger{
+      .traits = {.name = "stranger",
+                 .images = true,
+                 .transformer_blocks = false,
+                 .in_pieces = false},
+      .names = [] { return std::vector<std::string>{"stranger-1"}; }};
+  const std::string held = testing::error_of([] { register_model_family(stranger, 4); });
+  EXPECT_NE(held.find("stranger registered at position 4, which ViT holds"), std::string::npos)
+      << held;
+  EXPECT_EQ(model_families(), before);
 }
 
 // The traits against the models: an image family's models build and classify an image of their
