@@ -134,6 +134,9 @@ void add_estimate_flags(CLI::App& app, EstimateChoice& o) {
                  "print the throughput model (step time, memory, MFU) of every dp x tp x pp grid "
                  "of this many GPUs for --model and --batch-size sequences per step, and exit")
       ->capture_default_str();
+  app.add_option("--throughput-megatron", o.throughput_megatron,
+                 "print the throughput model's prediction for a row of Megatron-LM's published "
+                 "table (1.7b, 18b, 145b, 1t, or all) beside the row's figure, and exit");
   app.add_option("--estimate-ranks", o.estimate_ranks,
                  "ranks the estimate is for (0: the ranks of this run)")
       ->capture_default_str();

@@ -133,13 +133,16 @@ struct GridChoice {
 
 // The memory estimate, its budget and the throughput model.
 struct EstimateChoice {
-  int64_t max_memory_mb = 0;   // > 0: refuse a run estimated above it, and cap the allocator
-  bool estimate_only = false;  // print the memory estimate and exit (any preset)
-  int estimate_ranks = 0;      // ranks of that estimate (0: the world's size)
-  int throughput_gpus = 0;     // > 0: print the throughput model's grids of N GPUs and exit
+  int64_t max_memory_mb = 0;        // > 0: refuse a run estimated above it, and cap the allocator
+  bool estimate_only = false;       // print the memory estimate and exit (any preset)
+  int estimate_ranks = 0;           // ranks of that estimate (0: the world's size)
+  int throughput_gpus = 0;          // > 0: print the throughput model's grids of N GPUs and exit
+  std::string throughput_megatron;  // a row of Megatron-LM's table (or all): printed, then exit
 
   // Figures only: nothing is trained.
-  bool figures_only() const { return estimate_only || throughput_gpus > 0; }
+  bool figures_only() const {
+    return estimate_only || throughput_gpus > 0 || !throughput_megatron.empty();
+  }
 };
 
 // The text a language model generates after training.

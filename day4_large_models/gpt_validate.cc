@@ -8,6 +8,7 @@
 #include "common/models/gpt/gpt.h"
 #include "common/models/model_registry.h"
 #include "common/models/models.h"
+#include "common/parallel/planning/megatron_table.h"
 #include "common/train/deepspeed_config.h"
 #include "common/train/loss_scaling.h"
 #include "common/train/training_loop.h"
@@ -387,6 +388,15 @@ void validate(const GptLabOptions& o) {
                "--steps-per-epoch, --sample-tokens and --train-batch-size must not be negative");
   COURSE_CHECK(o.comm_timeout > 0, "--comm-timeout must be positive, got ", o.comm_timeout);
   COURSE_CHECK(o.estimate.throughput_gpus >= 0, "--throughput-gpus must not be negative");
+  if (!o.estimate.throughput_megatron.empty()) {
+    COURSE_CHECK(o.run.model == GptLabOptions{}.run.model && o.estimate.throughput_gpus == 0 &&
+                     !o.estimate.estimate_only,
+                 "--throughput-megatron prints the rows of Megatron-LM's table with their own "
+                 "models and grids: it takes no --model, --throughput-gpus or --estimate-only");
+    if (o.estimate.throughput_megatron != "all") {
+      parallel::megatron_row(o.estimate.throughput_megatron);  // throws naming the rows
+    }
+  }
   COURSE_CHECK(o.estimate.max_memory_mb >= 0 && o.estimate.estimate_ranks >= 0 &&
                    o.data_parallel.shard_group_size >= 0,
                "--max-memory-mb, --estimate-ranks and --shard-group-size must not be negative");

@@ -13,9 +13,11 @@ using namespace course;
 
 namespace {
 
-// --throughput-gpus: the throughput model's grids; --estimate-only: the memory estimate for
-// --estimate-ranks (0: the run's ranks).
+// --throughput-megatron: Megatron-LM's rows; --throughput-gpus: the throughput model's grids;
+// --estimate-only: the memory estimate for --estimate-ranks (0: the run's ranks).
 void print_figures(const GptLabOptions& o, int ranks, const EstimateFor& estimate_for) {
+  if (!o.estimate.throughput_megatron.empty())
+    return print_megatron_rows(o.estimate.throughput_megatron);
   if (o.estimate.throughput_gpus > 0) {
     print_throughput_table(o.model, o.run.batch_size, o.grid.context_parallel,
                            o.estimate.throughput_gpus);

@@ -35,6 +35,10 @@ expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab
 expect 0 "dp 2 x tp 4 x pp 1     m 256" "$lab" --model gpt-1.3b --batch-size 512 \
   --throughput-gpus 8
 expect 1 "error: --throughput-gpus must not be negative" "$lab" --throughput-gpus -1
+# Megatron-LM's published rows beside the model's (each within 5 points: throughput_model_test.cc).
+expect 0 "published 163 (52.2%)" "$lab" --throughput-megatron 1t
+expect 1 "error: no row '175b' in Megatron-LM's table: its rows are 1.7b, 18b, 145b, 1t (or all)" \
+  "$lab" --throughput-megatron 175b
 expect 1 "error: --prompt holds 65 byte tokens, more than gpt-tiny's window of 64" "$lab" \
   --prompt "$(printf 'x%.0s' {1..65})" --test
 expect 1 "error: --prompt holds 17 byte tokens, more than gpt-tiny's window of 16" "$lab" \

@@ -2,7 +2,9 @@
 #include "day4_large_models/throughput_report.h"
 
 #include <cstdio>
+#include <string>
 
+#include "common/parallel/planning/megatron_table.h"
 #include "common/parallel/planning/throughput_model.h"
 
 namespace day4 {
@@ -25,9 +27,10 @@ void print_throughput_table(const LabModel& preset, int64_t batch_size, int cont
   const parallel::Workload model = preset_workload(preset);
   std::printf(
       "throughput model: %s (%.2fB parameters, %.4g GMAC a sample), %lld %s per step, "
-      "micro-batches of 1, on %d GPUs (%d a node, %.0f TFLOP/s bf16 at %.0f%% efficiency, "
-      "%.0f GB/s within a node, %.0f GB/s across):\n"
-      "  compute F / (n peak eff), F = 6 B x multiply-adds a sample; bubble (p-1)/m of it;\n"
+      "micro-batches of 1, on %d GPUs (%d a node, %.0f TFLOP/s bf16, products at %.0f%% of it\n"
+      "  in whole waves of tiles, %.0f GB/s within a node, %.0f GB/s across):\n"
+      "  compute m x the slowest stage's micro-batch (its products, memory-bound work and\n"
+      "  gradient accumulation), F = 6 B x multiply-adds a sample; bubble (p-1) x that stage's;\n"
       "  tp 4 all-reduces per block and micro-batch; cp 3 (c-1) ring passes of a rank's keys\n"
       "  and values per block and micro-batch; pp 2 sends per micro-batch; dp one all-reduce of\n"
       "  2 Psi/(t p) bytes over dp x cp, not overlapped; memory 16 Psi/(t p) + activations of\n"
@@ -50,6 +53,40 @@ void print_throughput_table(const LabModel& preset, int64_t batch_size, int cont
       std::printf("  %s\n", describe(plan, predict_step(plan, cluster)).c_str());
     }
   }
+}
+
+namespace {
+
+void print_megatron_row(const parallel::MegatronRow& row, const parallel::Cluster& cluster) {
+  const parallel::StepPlan plan = parallel::megatron_plan(row);
+  const parallel::StepPrediction r = predict_step(plan, cluster);
+  const double predicted = 100 * r.hardware_flops_per_gpu / cluster.peak_flops;
+  const double published = 100 * row.published_tflops * 1e12 / cluster.peak_flops;
+  std::printf("%s (%.1fB, h %lld, %lld layers) on %lld GPUs, batch %lld:\n  %s\n", row.name.c_str(),
+              plan.model.parameters / 1e9, static_cast<long long>(row.hidden),
+              static_cast<long long>(row.layers), static_cast<long long>(row.gpus),
+              static_cast<long long>(row.global_batch), describe(plan, r).c_str());
+  std::printf(
+      "  predicted %.0f TFLOP/s a GPU (%.1f%% of peak), published %.0f (%.1f%%): %+.1f points\n",
+      r.hardware_flops_per_gpu / 1e12, predicted, row.published_tflops, published,
+      predicted - published);
+}
+
+}  // namespace
+
+void print_megatron_rows(const std::string& name) {
+  const parallel::Cluster cluster;
+  std::printf(
+      "Megatron-LM's table (Narayanan et al. 2021) against the throughput model: A100s (%.0f "
+      "TFLOP/s bf16, products at %.0f%% of it in whole waves of tiles on %d multiprocessors, "
+      "%.0f GB/s of memory, %.0f GB/s NVLink, %.0f GB/s InfiniBand a GPU), "
+      "activations recomputed, micro-batches of 1, TFLOP/s counting the recomputation:\n",
+      cluster.peak_flops / 1e12, 100 * cluster.efficiency, cluster.multiprocessors,
+      cluster.memory_bandwidth / 1e9, cluster.intra_node_bandwidth / 1e9,
+      cluster.inter_node_bandwidth / 1e9);
+  if (name != "all") return print_megatron_row(parallel::megatron_row(name), cluster);
+  for (const parallel::MegatronRow& row : parallel::megatron_rows())
+    print_megatron_row(row, cluster);
 }
 
 }  // namespace day4

@@ -2,6 +2,8 @@
 // over every 3D grid of N GPUs, so a trainee sees which grid a model wants before submitting a job.
 #pragma once
 
+#include <string>
+
 #include "day4_large_models/gpt_options.h"
 
 namespace day4 {
@@ -10,5 +12,9 @@ namespace day4 {
 // `options.batch_size` (sequences per step) allow, tensor parallelism within a node.
 void print_throughput_table(const LabModel& model, int64_t batch_size, int context_parallel,
                             int gpus);
+
+// --throughput-megatron: the model's prediction for a row of Megatron-LM's published table
+// (common/parallel/planning/megatron_table.h), or every row ("all"), beside the table's figure.
+void print_megatron_rows(const std::string& name);
 
 }  // namespace day4

@@ -10,7 +10,11 @@
 // Large Transformer Models", 2022): a block of width h, a heads, s tokens keeps
 // s h (10 + (8 + mlp) / t + 5 a s / (h t)) bytes on each of t ranks, mlp the bf16 values its MLP
 // saves per token and channel (16 for GPT-2's 4h GELU); the multiply-adds are each weight matrix
-// once per token plus attention's 2 s^2 h a block.
+// once per token plus attention's 2 s^2 h a block. Its memory-bound operations move, per token,
+// 22 h bytes whole (two layer norms reading and writing bf16, two fused bias-dropout-residual adds
+// reading two values, writing one and a mask byte) and, cut, 4 bytes per MLP output (the fused
+// bias and GELU) and 9 per attention score (the fused scale-mask-softmax reading and writing,
+// the dropout reading, writing and its mask byte), as Megatron-LM's fused kernels do.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +27,24 @@ namespace course::nn {
 // Korthikanti et al. do).
 inline constexpr double kBf16Bytes = 2;
 
+// A matrix product of a block, per sample: `rows` x `columns` outputs over `depth`, `count` of
+// them side by side (attention's heads), and which of its sizes tensor parallelism cuts.
+struct MatrixProduct {
+  enum class Cut { kNone, kColumns, kDepth, kCount };
+  double rows = 0, columns = 0, depth = 0, count = 1;
+  Cut cut = Cut::kNone;
+};
+
 // One block's figures per sample.
 struct BlockWork {
-  double output_elements = 0;    // handed to the next block
-  double saved_whole_bytes = 0;  // kept for backward on every tensor-parallel rank
-  double saved_cut_bytes = 0;    // kept for backward, divided over the tensor-parallel ranks
+  double output_elements = 0;           // handed to the next block
+  double saved_whole_bytes = 0;         // kept for backward on every tensor-parallel rank
+  double saved_cut_bytes = 0;           // kept for backward, divided over the tensor-parallel ranks
+  double multiply_adds = 0;             // its forward's (its products' when they are listed)
+  std::vector<MatrixProduct> products;  // their shapes, where the family knows them
+  // The forward's memory-bound operations (norms, activations, softmax, dropout, residual adds):
+  // the bytes they read and write, whole on every tensor-parallel rank and cut over them.
+  double elementwise_whole_bytes = 0, elementwise_cut_bytes = 0;
 };
 
 struct Workload {
@@ -43,9 +60,11 @@ struct Workload {
   int64_t sequence = 0;
 };
 
-// A transformer block's figures (Korthikanti et al.) at s tokens of width h, a heads and an MLP
-// of `mlp_expansion` outputs (its first matrix) into `mlp_width`.
-BlockWork transformer_block_work(double s, double h, double a, double mlp_expansion,
-                                 double mlp_width);
+// A transformer block's figures (Korthikanti et al.) at s tokens of width h, a heads (g of keys
+// and values) and an MLP of `mlp_expansion` outputs (its first matrix) into `mlp_width`.
+struct TransformerShape {
+  double tokens, width, heads, key_value_heads, mlp_expansion, mlp_width;
+};
+BlockWork transformer_block_work(const TransformerShape& shape);
 
 }  // namespace course::nn

@@ -41,22 +41,22 @@ int64_t vit_parameter_count(const VitConfig& c) {
 Workload vit_workload(const VitConfig& c) {
   const double s = static_cast<double>(c.patches() + 1), h = static_cast<double>(c.channels);
   const double f = static_cast<double>(c.mlp_width()), classes = static_cast<double>(c.classes);
+  const double heads = static_cast<double>(c.heads);
   const double pixels = static_cast<double>(c.in_channels * c.image * c.image);
-  const double block_matrices = 4 * h * h + 2 * h * f;
-  Workload w{.name = c.name,
-             .sample = "images of " + std::to_string(c.image) + " px",
-             .parameters = static_cast<double>(vit_parameter_count(c)),
-             // patch embedding (every pixel once into h channels), blocks, class head
-             .multiply_adds = pixels * h +
-                              static_cast<double>(c.layers) * (s * block_matrices + 2 * s * s * h) +
-                              h * classes,
-             .blocks = {},
-             // the image (bf16), a byte a token and channel, the logits in f32
-             .ends = {.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes},
-             .heads = c.heads,
-             .key_value_heads = c.heads};
-  w.blocks.assign(c.layers, transformer_block_work(s, h, static_cast<double>(c.heads), f, f));
-  return w;
+  const BlockWork block = transformer_block_work({s, h, heads, heads, f, f});
+  // The ends: the image (bf16), a byte a token and channel, the logits in f32; the patch
+  // embedding (every pixel once into h channels) and the class head.
+  const BlockWork ends{.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes,
+                       .multiply_adds = pixels * h + h * classes,
+                       .products = {{s - 1, h, pixels / (s - 1)}, {1, classes, h}}};
+  return {.name = c.name,
+          .sample = "images of " + std::to_string(c.image) + " px",
+          .parameters = static_cast<double>(vit_parameter_count(c)),
+          .multiply_adds = static_cast<double>(c.layers) * block.multiply_adds + ends.multiply_adds,
+          .blocks = std::vector<BlockWork>(c.layers, block),
+          .ends = ends,
+          .heads = c.heads,
+          .key_value_heads = c.heads};
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include "common/parallel/planning/throughput_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -28,6 +29,102 @@ std::vector<std::pair<int64_t, int64_t>> even_stages(int64_t blocks, int64_t sta
     first = end;
   }
   return out;
+}
+
+// The share of the multiprocessors' tile slots that hold outputs when tiles of `tile` cover a
+// rows x columns product `count` times: its edge tiles part empty, its last wave part idle. The
+// first of the cluster's tiles (the largest, which reuses its operands most) while the product
+// fills a wave of them, else the one that fills the slots best, as cuBLAS's heuristics choose.
+double filled_share(double rows, double columns, double count, const Cluster& cluster) {
+  const auto share = [&](const Tile& tile, double* tiles) {
+    *tiles = std::ceil(rows / tile.rows) * std::ceil(columns / tile.columns) * count;
+    const double waves = std::ceil(*tiles / cluster.multiprocessors);
+    return rows * columns * count / (waves * cluster.multiprocessors * tile.rows * tile.columns);
+  };
+  double tiles = 0;
+  const double largest = share(cluster.tiles.front(), &tiles);
+  if (tiles >= cluster.multiprocessors) return largest;
+  double best = largest;
+  for (const Tile& tile : cluster.tiles) best = std::max(best, share(tile, &tiles));
+  return best;
+}
+
+// One rank's seconds for `product` over a micro-batch of b samples, c context ranks, its cut over
+// t tensor-parallel ranks: matrices of one sample stack their samples as rows, batched ones
+// (heads) as more matrices.
+double product_seconds(const nn::MatrixProduct& product, double b, double t, double c,
+                       const Cluster& cluster) {
+  using Cut = nn::MatrixProduct::Cut;
+  const bool batched = product.count > 1 || product.cut == Cut::kCount;
+  const double rows = product.rows / c * (batched ? 1 : b);
+  const double columns = product.columns / (product.cut == Cut::kColumns ? t : 1);
+  const double depth = product.depth / (product.cut == Cut::kDepth ? t : 1);
+  const double count =
+      std::ceil(product.count * (batched ? b : 1) / (product.cut == Cut::kCount ? t : 1));
+  const double filled = filled_share(rows, columns, count, cluster);
+  return 2 * rows * columns * depth * count / (cluster.peak_flops * cluster.efficiency * filled);
+}
+
+// One rank's forward seconds for `work` over a micro-batch: its products (or its multiply-adds at
+// the cluster's efficiency when they are not listed) and its memory-bound bytes.
+double forward_seconds(const BlockWork& work, double b, double t, double c,
+                       const Cluster& cluster) {
+  double seconds = 0;
+  for (const nn::MatrixProduct& product : work.products) {
+    seconds += product_seconds(product, b, t, c, cluster);
+  }
+  if (work.products.empty()) {
+    seconds = 2 * work.multiply_adds * b / c / (cluster.peak_flops * cluster.efficiency);
+  }
+  return seconds + (work.elementwise_whole_bytes + work.elementwise_cut_bytes / t) * b / c /
+                       cluster.memory_bandwidth;
+}
+
+// The slowest stage's seconds for one micro-batch: forward, backward (twice the forward) and the
+// recomputed forward of its blocks, the ends' products on the last stage, and the weight
+// gradients added into the step's.
+double slowest_stage_seconds(const StepPlan& plan, const Cluster& cluster,
+                             const std::vector<std::pair<int64_t, int64_t>>& stages) {
+  const Workload& w = plan.model;
+  const double b = plan.micro_batch, t = plan.grid.tp, c = plan.grid.cp, p = plan.grid.pp;
+  const double passes = plan.recompute ? 4 : 3;
+  const double accumulation = 3 * kBf16Bytes * w.parameters / (t * p) / cluster.memory_bandwidth;
+  double slowest = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    double stage = accumulation;
+    for (int64_t block = stages[k].first; block < stages[k].second; ++block) {
+      stage += passes * forward_seconds(w.blocks[block], b, t, c, cluster);
+    }
+    if (k + 1 == stages.size()) stage += 3 * forward_seconds(w.ends, b, t, c, cluster);
+    slowest = std::max(slowest, stage);
+  }
+  return slowest;
+}
+
+// The most activation bytes a stage keeps (see the header's memory line).
+double peak_activations(const StepPlan& plan,
+                        const std::vector<std::pair<int64_t, int64_t>>& stages) {
+  const Workload& w = plan.model;
+  const double t = plan.grid.tp, b = plan.micro_batch, c = plan.grid.cp, p = plan.grid.pp;
+  const auto kept = [t, b, c](const BlockWork& work) {
+    return b * (work.saved_whole_bytes + work.saved_cut_bytes / t) / c;
+  };
+  const auto kept_for_backward = [&](const BlockWork& work) {
+    return plan.recompute ? b * kBf16Bytes * work.output_elements / c : kept(work);
+  };
+  double activations = 0, recomputed = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    double stage = 0;
+    for (int64_t block = stages[k].first; block < stages[k].second; ++block) {
+      stage += kept_for_backward(w.blocks[block]);
+      if (plan.recompute) recomputed = std::max(recomputed, kept(w.blocks[block]));
+    }
+    const double in_flight = std::min(p - static_cast<double>(k),
+                                      static_cast<double>(plan.global_batch) /
+                                          static_cast<double>(plan.micro_batch * plan.grid.dp));
+    activations = std::max(activations, in_flight * stage);
+  }
+  return activations + recomputed + kept(w.ends);
 }
 
 }  // namespace
@@ -71,20 +168,24 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
   const double m = out.micro_batches;
   // 2 flops a multiply-add forward, 4 backward (the input's gradient and the weights').
   out.flops = 6 * B * w.multiply_adds;
-  out.compute_s = out.flops / (n * cluster.peak_flops * cluster.efficiency);
-  out.bubble_s = out.compute_s * (p - 1) / m;
+  out.hardware_flops =
+      out.flops + (plan.recompute ? 2 * B * (w.multiply_adds - w.ends.multiply_adds) : 0);
+  const auto stages = even_stages(static_cast<int64_t>(w.blocks.size()), g.pp);
+  const double slowest = slowest_stage_seconds(plan, cluster, stages);
+  out.compute_s = m * slowest;
+  out.bubble_s = (p - 1) * slowest;
   double all_outputs = 0;
   for (const BlockWork& block : w.blocks) all_outputs += block.output_elements;
   // A rank's share of each block's output: its tokens' (1/c of them).
-  out.tensor_parallel_s = t > 1 ? 4 * m * 2 * (t - 1) / t * kBf16Bytes * b * all_outputs / c / p /
-                                      bandwidth(g.tp, cluster)
+  const double all_reduces = plan.recompute ? 6 : 4;
+  out.tensor_parallel_s = t > 1 ? all_reduces * m * 2 * (t - 1) / t * kBf16Bytes * b * all_outputs /
+                                      c / p / bandwidth(g.tp, cluster)
                                 : 0;
   // Keys and values: the outputs' share of the key/value heads.
   const double key_value_share = w.heads > 0 ? static_cast<double>(w.key_value_heads) / w.heads : 1;
   out.context_parallel_s = c > 1 ? 3 * (c - 1) * m * 2 * kBf16Bytes * b * key_value_share *
                                        all_outputs / c / t / p / bandwidth(g.tp * g.cp, cluster)
                                  : 0;
-  const auto stages = even_stages(static_cast<int64_t>(w.blocks.size()), g.pp);
   double crossing = 0;  // the largest output sent to the next stage
   for (size_t k = 0; k + 1 < stages.size(); ++k) {
     crossing = std::max(crossing, w.blocks[stages[k].second - 1].output_elements);
@@ -98,19 +199,9 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
                                      : 0;
   out.step_s = out.compute_s + out.bubble_s + out.tensor_parallel_s + out.context_parallel_s +
                out.pipeline_s + out.data_parallel_s;
-  const auto kept = [t, b, c](const BlockWork& work) {
-    return b * (work.saved_whole_bytes + work.saved_cut_bytes / t) / c;
-  };
-  double activations = 0;
-  for (size_t k = 0; k < stages.size(); ++k) {
-    double stage = 0;
-    for (int64_t block = stages[k].first; block < stages[k].second; ++block) {
-      stage += kept(w.blocks[block]);
-    }
-    activations = std::max(activations, std::min(p - static_cast<double>(k), m) * stage);
-  }
-  out.memory_bytes = 16 * psi / (t * p) + activations + kept(w.ends);
+  out.memory_bytes = 16 * psi / (t * p) + peak_activations(plan, stages);
   out.mfu = out.flops / (out.step_s * n * cluster.peak_flops);
+  out.hardware_flops_per_gpu = out.hardware_flops / (out.step_s * n);
   return out;
 }
 

@@ -20,9 +20,11 @@ Workload measured_workload(const nn::ModelConfig& model) {
   }
   for (size_t b = 1; b + 1 < m.pieces.size(); ++b) {
     w.blocks.push_back({.output_elements = static_cast<double>(m.pieces[b].output_elements),
-                        .saved_whole_bytes = static_cast<double>(m.pieces[b].saved)});
+                        .saved_whole_bytes = static_cast<double>(m.pieces[b].saved),
+                        .multiply_adds = m.pieces[b].multiply_adds});
   }
   w.ends.saved_whole_bytes = static_cast<double>(m.pieces.front().saved + m.pieces.back().saved);
+  w.ends.multiply_adds = m.pieces.front().multiply_adds + m.pieces.back().multiply_adds;
   return w;
 }
 
@@ -30,22 +32,26 @@ Workload measured_workload(const nn::ModelConfig& model) {
 
 Workload gpt_workload(const nn::GptConfig& c) {
   const double s = static_cast<double>(c.context), h = static_cast<double>(c.channels);
-  const double v = static_cast<double>(c.vocabulary), layers = static_cast<double>(c.layers);
-  const double block_matrices = static_cast<double>(nn::gpt_parameter_parts(c).block_matrices);
-  Workload w{.name = c.name,
-             .sample = "sequences of " + std::to_string(c.context) + " tokens",
-             .parameters = static_cast<double>(nn::gpt_parameter_count(c)),
-             .multiply_adds = s * (layers * block_matrices + v * h) + 2 * s * s * layers * h,
-             .blocks = {},
-             // the embedding's dropout mask, a byte a value; the logits in f32, cut over tp
-             .ends = {.saved_whole_bytes = s * h, .saved_cut_bytes = 4 * s * v},
-             .heads = c.heads,
-             .key_value_heads = c.key_value_heads(),
-             .sequence = c.context};
-  w.blocks.assign(c.layers,
-                  nn::transformer_block_work(s, h, static_cast<double>(c.heads),
-                                             static_cast<double>(c.feed_forward_expansion()),
-                                             static_cast<double>(c.feed_forward_width())));
+  const double v = static_cast<double>(c.vocabulary);
+  const nn::BlockWork block = nn::transformer_block_work(
+      {s, h, static_cast<double>(c.heads), static_cast<double>(c.key_value_heads()),
+       static_cast<double>(c.feed_forward_expansion()),
+       static_cast<double>(c.feed_forward_width())});
+  // The ends: the embedding's dropout mask, a byte a value; the logits in f32, cut over tp.
+  const nn::BlockWork ends{.saved_whole_bytes = s * h,
+                           .saved_cut_bytes = 4 * s * v,
+                           .multiply_adds = s * v * h,
+                           .products = {{s, v, h, 1, nn::MatrixProduct::Cut::kColumns}}};
+  Workload w{
+      .name = c.name,
+      .sample = "sequences of " + std::to_string(c.context) + " tokens",
+      .parameters = static_cast<double>(nn::gpt_parameter_count(c)),
+      .multiply_adds = static_cast<double>(c.layers) * block.multiply_adds + ends.multiply_adds,
+      .blocks = std::vector<BlockWork>(c.layers, block),
+      .ends = ends,
+      .heads = c.heads,
+      .key_value_heads = c.key_value_heads(),
+      .sequence = c.context};
   return w;
 }
 
