@@ -103,7 +103,7 @@ expect 1 "error: --tensor-parallel 8 does not split vit-micro's 4 heads and 256-
   "$lab" "${images[@]}" --model vit-micro --tensor-parallel 8
 # The throughput model of the image models: CoAtNet's blocks measured and never cut over
 # tensor-parallel ranks, a ViT's cut.
-expect 0 "dp 2 x tp 1 x pp 4     m  64" "$lab" --model coatnet-0 --batch-size 128 \
+expect 0 "dp 2 x tp 1 x pp 4       64" "$lab" --model coatnet-0 --batch-size 128 \
   --throughput-gpus 8
 expect 0 "dp 1 x tp 2 x pp 4" "$lab" --model vit-b16 --batch-size 128 --throughput-gpus 8
 expect 1 "--top-p feed the language models; coatnet-micro is an image" \

@@ -32,11 +32,11 @@ expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab
   --model gpt-1.3b --estimate-only --estimate-ranks 8 --sharding zero3 --batch-size 8 --amp
 # The throughput model's grids of 8 GPUs for GPT-2 1.3B (its figures:
 # common/parallel/tests/throughput_model_test.cc).
-expect 0 "dp 2 x tp 4 x pp 1     m 256" "$lab" --model gpt-1.3b --batch-size 512 \
+expect 0 "dp 2 x tp 4 x pp 1      256" "$lab" --model gpt-1.3b --batch-size 512 \
   --throughput-gpus 8
 expect 1 "error: --throughput-gpus must not be negative" "$lab" --throughput-gpus -1
 # Megatron-LM's published rows beside the model's (each within 5 points: throughput_model_test.cc).
-expect 0 "published 163 (52.2%)" "$lab" --throughput-megatron 1t
+expect 0 "dp 6 x tp 8 x pp 64    3072  512" "$lab" --throughput-megatron 1t
 expect 1 "error: no row '175b' in Megatron-LM's table: its rows are 1.7b, 18b, 145b, 1t (or all)" \
   "$lab" --throughput-megatron 175b
 expect 1 "error: --prompt holds 65 byte tokens, more than gpt-tiny's window of 64" "$lab" \

@@ -42,6 +42,7 @@ void print_throughput_table(const LabModel& preset, int64_t batch_size, int cont
       model.heads > 0 ? "Korthikanti et al." : "measured block by block; tp 1: blocks not cut");
   const int max_tp = model.heads > 0 ? std::min(gpus, cluster.gpus_per_node) : 1;
   const int cp = context_parallel;  // every grid's, from --context-parallel
+  std::printf("  %s\n", parallel::kDescribedColumns);
   for (int tp = 1; tp <= max_tp; tp *= 2) {
     for (int pp = 1; tp * pp * cp <= gpus; pp *= 2) {
       const parallel::StepPlan plan{
@@ -62,12 +63,12 @@ void print_megatron_row(const parallel::MegatronRow& row, const parallel::Cluste
   const parallel::StepPrediction r = predict_step(plan, cluster);
   const double predicted = 100 * r.hardware_flops_per_gpu / cluster.peak_flops;
   const double published = 100 * row.published_tflops * 1e12 / cluster.peak_flops;
-  std::printf("%s (%.1fB, h %lld, %lld layers) on %lld GPUs, batch %lld:\n  %s\n", row.name.c_str(),
-              plan.model.parameters / 1e9, static_cast<long long>(row.hidden),
-              static_cast<long long>(row.layers), static_cast<long long>(row.gpus),
-              static_cast<long long>(row.global_batch), describe(plan, r).c_str());
   std::printf(
-      "  predicted %.0f TFLOP/s a GPU (%.1f%% of peak), published %.0f (%.1f%%): %+.1f points\n",
+      "  %-14s  %7.1f  %6lld  %6lld  %5lld  %-20s  %5lld  %3lld  %8.3f  %9.0f  %6.1f%%  %9.0f  "
+      "%6.1f%%  %+6.1f\n",
+      row.name.c_str(), plan.model.parameters / 1e9, static_cast<long long>(row.hidden),
+      static_cast<long long>(row.layers), static_cast<long long>(row.gpus), plan.grid.str().c_str(),
+      static_cast<long long>(row.global_batch), static_cast<long long>(r.micro_batches), r.step_s,
       r.hardware_flops_per_gpu / 1e12, predicted, row.published_tflops, published,
       predicted - published);
 }
@@ -80,13 +81,16 @@ void print_megatron_rows(const std::string& name) {
       "Megatron-LM's table (Narayanan et al. 2021) against the throughput model: A100s (%.0f "
       "TFLOP/s bf16, products at %.0f%% of it in whole waves of tiles on %d multiprocessors, "
       "%.0f GB/s of memory, %.0f GB/s NVLink, %.0f GB/s InfiniBand a GPU), "
-      "activations recomputed, micro-batches of 1, TFLOP/s counting the recomputation:\n",
+      "activations recomputed, micro-batches of 1, TFLOP/s a GPU counting the recomputation:\n"
+      "  model           params B  hidden  layers   GPUs  grid                  batch    m    "
+      "step s  predicted  of peak  published  of peak  points\n",
       cluster.peak_flops / 1e12, 100 * cluster.efficiency, cluster.multiprocessors,
       cluster.memory_bandwidth / 1e9, cluster.intra_node_bandwidth / 1e9,
       cluster.inter_node_bandwidth / 1e9);
   if (name != "all") return print_megatron_row(parallel::megatron_row(name), cluster);
-  for (const parallel::MegatronRow& row : parallel::megatron_rows())
+  for (const parallel::MegatronRow& row : parallel::megatron_rows()) {
     print_megatron_row(row, cluster);
+  }
 }
 
 }  // namespace day4

@@ -1,12 +1,14 @@
 // The sheets' measured tables regenerated on the machine that runs this:
 //   bazel run //tools/labsheet:figures -- [--sheet day2] [--only TEXT] [--write] [--cheap]
+//                                         [--list]
 // For every figure a sheet declares (sheet_figures.h) it runs the figure's command from the
 // workspace, prints the table as measured with each figure that moved beyond the figure's
 // tolerance marked beside the sheet's, and whether a comparison the text draws (a claim) still
 // holds. --write puts the measured tables, with the command, this machine and the date, into
 // the sheets: what an instructor runs on their cluster before a course. It fails only when a
-// command fails or a sheet's table no longer has the shape the program prints, never for a
-// figure that moved.
+// command fails, a sheet's table no longer has the shape the program prints or a computed table
+// (a model's, the same on every machine) moved, never for a measured figure that moved. --list
+// names every figure, where it is and its command, and runs nothing.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -43,8 +45,12 @@ struct Options {
   std::string bin_dir;              // what the commands' bazel-bin/ stands for (default bazel-bin)
   std::vector<std::string> sheets;  // readme, day1 ... day4, results (default all)
   std::string only;                 // figures whose command contains this
-  bool write = false, cheap = false;
+  bool write = false, cheap = false, list = false;
 };
+
+bool selected(const Figure& f, const Options& o) {
+  return (!o.cheap || f.cheap) && (o.only.empty() || f.command.find(o.only) != std::string::npos);
+}
 
 // The sheet's command as this machine runs it: bazel-bin/ where the binaries are, and mpirun
 // allowed to run as root with more ranks than cores, as the sheets say it needs then.
@@ -109,20 +115,40 @@ void print_comparison(const Table& measured, const Comparison& c) {
   }
 }
 
+// The sheets chosen, with their text.
+std::vector<std::pair<std::string, std::string>> chosen_sheets(const Options& o) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, path] : kSheets) {
+    if (o.sheets.empty() || std::find(o.sheets.begin(), o.sheets.end(), name) != o.sheets.end()) {
+      out.emplace_back(path, course::grade::read_text(fs::path(o.root) / path));
+    }
+  }
+  return out;
+}
+
+int list(const Options& o) {
+  int figures = 0;
+  for (const auto& [path, text] : chosen_sheets(o)) {
+    for (const Figure& f : find_figures(path, text)) {
+      if (!selected(f, o)) continue;
+      ++figures;
+      std::cout << path << ":" << f.open_line + 1 << (f.computed ? "  computed" : "  measured")
+                << (f.cheap ? ", cheap" : "") << "  " << f.command << "\n";
+    }
+  }
+  std::cout << figures << " tables\n";
+  return 0;
+}
+
 int run(const Options& o) {
   const std::string machine = this_machine(), date = today();
   int figures = 0, moved_tables = 0, changed_claims = 0, failures = 0;
-  for (const auto& [name, path] : kSheets) {
-    if (!o.sheets.empty() && std::find(o.sheets.begin(), o.sheets.end(), name) == o.sheets.end()) {
-      continue;
-    }
+  for (auto [path, text] : chosen_sheets(o)) {
     const fs::path file = fs::path(o.root) / path;
-    std::string text = course::grade::read_text(file);
     std::vector<Figure> found = find_figures(path, text);
     // From the last, so that a rewritten figure leaves the line numbers above it as they were.
     for (auto f = found.rbegin(); f != found.rend(); ++f) {
-      if (o.cheap && !f->cheap) continue;
-      if (!o.only.empty() && f->command.find(o.only) == std::string::npos) continue;
+      if (!selected(*f, o)) continue;
       ++figures;
       std::cout << "\n== " << path << ":" << f->open_line + 1 << "  " << f->command << "\n"
                 << std::flush;
@@ -147,12 +173,18 @@ int run(const Options& o) {
       const Comparison c = compare(*f, measured);
       print_comparison(measured, c);
       if (!c.shape_errors.empty() && !o.write) ++failures;
+      if (f->computed && !c.drifts.empty() && !o.write) {
+        std::cout
+            << "a computed table moved: the code changed its figures (--write puts them in)\n";
+        ++failures;
+      }
       if (!c.drifts.empty()) ++moved_tables;
       if (c.claim && c.claim->changed()) ++changed_claims;
       if (o.write) {
-        text = replace_figure(text, *f,
-                              "Measured with `" + f->command + "` on " + machine + ", " + date +
-                                  ":\n\n" + markdown(measured));
+        const std::string made =
+            f->computed ? "Computed by `" + f->command + "`, " + date
+                        : "Measured with `" + f->command + "` on " + machine + ", " + date;
+        text = replace_figure(text, *f, made + ":\n\n" + markdown(measured));
       }
     }
     if (o.write && !found.empty()) {
@@ -181,9 +213,10 @@ int main(int argc, char** argv) {
   app.add_option("--only", o.only, "only the figures whose command contains this");
   app.add_flag("--write", o.write, "put the measured tables into the sheets");
   app.add_flag("--cheap", o.cheap, "only the figures marked cheap (the test suite's smoke run)");
+  app.add_flag("--list", o.list, "name the figures and their commands, and run nothing");
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(o);
+    return o.list ? list(o) : run(o);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -129,7 +129,8 @@ std::vector<Figure> find_figures(const std::string& sheet, const std::string& te
     f.open_line = i;
     f.command = a.at("command");
     f.table_start = a.at("table");
-    f.tolerance = number_attribute(a, "tolerance", f.tolerance, where);
+    f.computed = a.count("computed") > 0;
+    f.tolerance = number_attribute(a, "tolerance", f.computed ? 0 : f.tolerance, where);
     f.absolute = number_attribute(a, "absolute", f.absolute, where);
     f.claim = a.count("claim") ? a.at("claim") : "";
     f.cheap = a.count("cheap") > 0;

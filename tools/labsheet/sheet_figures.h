@@ -15,8 +15,9 @@
 // separated by two spaces or more. Optional attributes: `tolerance` (relative, default 0.25) and
 // `absolute` (a difference always accepted, default 0) for the numbers, `claim` (a comparison
 // the text draws from the table: "first-below COLUMN VALUE" or "first-above COLUMN VALUE", the
-// first row whose COLUMN is below or above VALUE, e.g. where the ring starts to beat MPI), and
-// `cheap` (fast enough for the test suite's smoke run).
+// first row whose COLUMN is below or above VALUE, e.g. where the ring starts to beat MPI),
+// `cheap` (fast enough for the test suite's smoke run) and `computed` (a model's figures, the
+// same on every machine: compared exactly, and a table that moved is a failure, not a drift).
 #pragma once
 
 #include <cstddef>
@@ -40,6 +41,7 @@ struct Figure {
   double tolerance = 0.25, absolute = 0;
   std::string claim;  // empty: none
   bool cheap = false;
+  bool computed = false;
   Table table;  // the sheet's table between the markers (empty before the first write)
 };
 

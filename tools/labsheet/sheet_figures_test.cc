@@ -30,6 +30,8 @@ Measured with `mpirun -np 4 bazel-bin/bench/allreduce_bench` on a machine:
 After.
 <!-- figure command="bench/other" table="m" -->
 <!-- /figure -->
+<!-- figure command="bazel-bin/lab --model x" table="grid" computed -->
+<!-- /figure -->
 )";
 
 const char* kPrinted = R"(all-reduce (sum, f32) on 4 ranks
@@ -42,7 +44,7 @@ wrote results
 
 TEST(SheetFigures, MarkersGiveTheCommandHowToReadItAndTheSheetsTable) {
   const std::vector<Figure> found = find_figures("day2.md", kSheet);
-  ASSERT_EQ(found.size(), 2u);
+  ASSERT_EQ(found.size(), 3u);
   const Figure& f = found[0];
   EXPECT_EQ(f.command, "mpirun -np 4 bazel-bin/bench/allreduce_bench");
   EXPECT_EQ(f.table_start, "size");
@@ -56,7 +58,10 @@ TEST(SheetFigures, MarkersGiveTheCommandHowToReadItAndTheSheetsTable) {
   ASSERT_EQ(f.table.rows.size(), 3u);
   EXPECT_EQ(f.table.rows[2], (std::vector<std::string>{"1.00 MiB", "1,581.5", "0.61"}));
   EXPECT_FALSE(found[1].cheap);
+  EXPECT_FALSE(found[1].computed);
   EXPECT_DOUBLE_EQ(found[1].tolerance, 0.25);
+  EXPECT_TRUE(found[2].computed);  // a model's table: compared exactly
+  EXPECT_DOUBLE_EQ(found[2].tolerance, 0);
   EXPECT_TRUE(found[1].table.header.empty());
 }
 
@@ -155,7 +160,7 @@ TEST(SheetFigures, AWrittenFigureReplacesOnlyItsLinesAndReadsBack) {
   EXPECT_THAT(text, HasSubstr("cheap -->\nMeasured with `x` here:\n\n| size |"));
   EXPECT_THAT(text, HasSubstr("| 1.00 MiB | 2662.3 | 0.88 |\n<!-- /figure -->\n\nAfter.\n"));
   const std::vector<Figure> again = find_figures("day2.md", text);
-  ASSERT_EQ(again.size(), 2u);
+  ASSERT_EQ(again.size(), 3u);
   EXPECT_EQ(again[0].table.rows, measured.rows);
   EXPECT_TRUE(compare(again[0], measured).drifts.empty());
 }

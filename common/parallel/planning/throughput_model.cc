@@ -205,11 +205,14 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
   return out;
 }
 
+const char* const kDescribedColumns =
+    "grid                      m     step s    compute     bubble         tp         cp         pp"
+    "         dp     GiB      MFU";
+
 std::string describe(const StepPlan& plan, const StepPrediction& r) {
   char line[256];
   std::snprintf(line, sizeof line,
-                "%-22s m %3lld  step %7.3f s (compute %.3f, bubble %.3f, tp %.3f, cp %.3f, pp "
-                "%.3f, dp %.3f)  %6.1f GiB  MFU %4.1f%%",
+                "%-22s  %3lld  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %6.1f  %6.1f%%",
                 plan.grid.str().c_str(), static_cast<long long>(r.micro_batches), r.step_s,
                 r.compute_s, r.bubble_s, r.tensor_parallel_s, r.context_parallel_s, r.pipeline_s,
                 r.data_parallel_s, r.memory_bytes / (1024.0 * 1024 * 1024), 100 * r.mfu);

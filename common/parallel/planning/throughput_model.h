@@ -107,8 +107,10 @@ std::string grid_misfit(const StepPlan& plan);
 // blocks not cut over tp at all; fewer blocks than stages; a batch that does not divide).
 StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster);
 
-// "dp 2 x tp 4 x pp 1: step 1.23 s (compute 0.9, bubble 0, tp 0.2, pp 0, dp 0.1), 21.3 GiB, MFU
-// 41%"
+// A table's row of the prediction: the grid, micro-batches, the step and its parts in seconds,
+// memory per GPU in GiB and MFU, under the header kDescribedColumns (columns two spaces apart
+// or more, as the lab sheets' figures tool reads them).
+extern const char* const kDescribedColumns;
 std::string describe(const StepPlan& plan, const StepPrediction& prediction);
 
 }  // namespace course::parallel
