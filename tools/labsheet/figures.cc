@@ -68,8 +68,13 @@ std::string as_run_here(std::string command, const Options& o) {
   return "cd '" + o.root + "' && " + command;
 }
 
-// "2 cores of an Intel(R) Xeon(R) Processor, no GPU", from /proc/cpuinfo and nvidia-smi.
-std::string this_machine() {
+struct Machine {
+  std::string description;  // "2 cores of an Intel(R) Xeon(R) Processor, no GPU"
+  bool has_gpu = false;
+};
+
+// This machine, from /proc/cpuinfo and nvidia-smi.
+Machine this_machine() {
   std::string cpu = "an unnamed CPU";
   std::ifstream info("/proc/cpuinfo");
   for (std::string line; std::getline(info, line);) {
@@ -80,14 +85,12 @@ std::string this_machine() {
   }
   const course::grade::TimedRun query =
       course::grade::run_with_limit("nvidia-smi --query-gpu=name --format=csv,noheader", 60);
-  std::string gpus = query.output;
-  if (query.status != 0 || gpus.empty()) {
-    gpus = "no GPU";
-  } else {
-    const size_t count = std::count(gpus.begin(), gpus.end(), '\n');
-    gpus = std::to_string(count) + " x " + gpus.substr(0, gpus.find('\n'));
-  }
-  return std::to_string(std::thread::hardware_concurrency()) + " cores of " + cpu + ", " + gpus;
+  const std::string cores = std::to_string(std::thread::hardware_concurrency()) + " cores of ";
+  const std::string& gpus = query.output;
+  if (query.status != 0 || gpus.empty()) return {cores + cpu + ", no GPU", false};
+  const size_t count = std::count(gpus.begin(), gpus.end(), '\n');
+  return {cores + cpu + ", " + std::to_string(count) + " x " + gpus.substr(0, gpus.find('\n')),
+          true};
 }
 
 std::string today() {
@@ -133,70 +136,86 @@ int list(const Options& o) {
       if (!selected(f, o)) continue;
       ++figures;
       std::cout << path << ":" << f.open_line + 1 << (f.computed ? "  computed" : "  measured")
-                << (f.cheap ? ", cheap" : "") << "  " << f.command << "\n";
+                << (f.cheap ? ", cheap" : "") << (f.gpu ? ", on a GPU" : "") << "  " << f.command
+                << "\n";
     }
   }
   std::cout << figures << " tables\n";
   return 0;
 }
 
+struct Tally {
+  int figures = 0, moved_tables = 0, changed_claims = 0, failures = 0, without_gpu = 0;
+};
+
+// One figure: its command run, its table compared with the sheet's and, with --write, put into
+// the sheet's `text`.
+void remake(const Figure& f, const Options& o, const Machine& machine, const std::string& date,
+            std::string& text, Tally& tally) {
+  std::cout << "\n== " << f.sheet << ":" << f.open_line + 1 << "  " << f.command << "\n"
+            << std::flush;
+  if (f.gpu && !machine.has_gpu) {
+    std::cout << "measured on a GPU, and this machine has none: the sheet's table stays\n";
+    ++tally.without_gpu;
+    return;
+  }
+  ++tally.figures;
+  // A benchmark or a sweep: minutes at most, an hour is a hang.
+  const course::grade::TimedRun run =
+      course::grade::run_with_limit(as_run_here(f.command, o), 3600);
+  const int status = run.timed_out ? 124 : run.status;
+  if (status != 0) {
+    std::cout << "the command failed (exit " << status << "):\n" << run.output;
+    ++tally.failures;
+    return;
+  }
+  Table measured;
+  try {
+    measured = table_from_output(run.output, f.table_start);
+  } catch (const Error& e) {
+    std::cout << e.what() << "; the output was:\n" << run.output;
+    ++tally.failures;
+    return;
+  }
+  const Comparison c = compare(f, measured);
+  print_comparison(measured, c);
+  if (!c.shape_errors.empty() && !o.write) ++tally.failures;
+  if (!c.drifts.empty()) ++tally.moved_tables;
+  if (c.claim && c.claim->changed()) ++tally.changed_claims;
+  if (f.computed && !c.drifts.empty() && !o.write) {
+    std::cout << "a computed table moved: the code changed its figures (--write puts them in)\n";
+    ++tally.failures;
+  }
+  if (o.write) {
+    const std::string made =
+        f.computed ? "Computed by `" + f.command + "`, " + date
+                   : "Measured with `" + f.command + "` on " + machine.description + ", " + date;
+    text = replace_figure(text, f, made + ":\n\n" + markdown(measured));
+  }
+}
+
 int run(const Options& o) {
-  const std::string machine = this_machine(), date = today();
-  int figures = 0, moved_tables = 0, changed_claims = 0, failures = 0;
+  const Machine machine = this_machine();
+  const std::string date = today();
+  Tally tally;
   for (auto [path, text] : chosen_sheets(o)) {
-    const fs::path file = fs::path(o.root) / path;
-    std::vector<Figure> found = find_figures(path, text);
+    const std::vector<Figure> found = find_figures(path, text);
     // From the last, so that a rewritten figure leaves the line numbers above it as they were.
     for (auto f = found.rbegin(); f != found.rend(); ++f) {
-      if (!selected(*f, o)) continue;
-      ++figures;
-      std::cout << "\n== " << path << ":" << f->open_line + 1 << "  " << f->command << "\n"
-                << std::flush;
-      // A benchmark or a sweep: minutes at most, an hour is a hang.
-      const course::grade::TimedRun run =
-          course::grade::run_with_limit(as_run_here(f->command, o), 3600);
-      const std::string& output = run.output;
-      const int status = run.timed_out ? 124 : run.status;
-      if (status != 0) {
-        std::cout << "the command failed (exit " << status << "):\n" << output;
-        ++failures;
-        continue;
-      }
-      Table measured;
-      try {
-        measured = table_from_output(output, f->table_start);
-      } catch (const Error& e) {
-        std::cout << e.what() << "; the output was:\n" << output;
-        ++failures;
-        continue;
-      }
-      const Comparison c = compare(*f, measured);
-      print_comparison(measured, c);
-      if (!c.shape_errors.empty() && !o.write) ++failures;
-      if (f->computed && !c.drifts.empty() && !o.write) {
-        std::cout
-            << "a computed table moved: the code changed its figures (--write puts them in)\n";
-        ++failures;
-      }
-      if (!c.drifts.empty()) ++moved_tables;
-      if (c.claim && c.claim->changed()) ++changed_claims;
-      if (o.write) {
-        const std::string made =
-            f->computed ? "Computed by `" + f->command + "`, " + date
-                        : "Measured with `" + f->command + "` on " + machine + ", " + date;
-        text = replace_figure(text, *f, made + ":\n\n" + markdown(measured));
-      }
+      if (selected(*f, o)) remake(*f, o, machine, date, text, tally);
     }
     if (o.write && !found.empty()) {
-      std::ofstream(file) << text;
+      std::ofstream(fs::path(o.root) / path) << text;
       std::cout << "wrote " << path << "\n";
     }
   }
   std::cout << "\n"
-            << figures << " tables measured on " << machine << ": " << moved_tables
-            << " with figures beyond their tolerance, " << changed_claims << " claims changed, "
-            << failures << " failed\n";
-  return failures == 0 ? 0 : 1;
+            << tally.figures << " tables measured on " << machine.description << ": "
+            << tally.moved_tables << " with figures beyond their tolerance, "
+            << tally.changed_claims << " claims changed, " << tally.failures << " failed";
+  if (tally.without_gpu > 0) std::cout << "; " << tally.without_gpu << " need a GPU";
+  std::cout << "\n";
+  return tally.failures == 0 ? 0 : 1;
 }
 
 }  // namespace

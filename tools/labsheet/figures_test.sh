@@ -2,7 +2,8 @@
 # The figures tool on the sheets' cheap figures, from the test's runfiles (where the sheets and
 # the benchmarks' binaries lie): every command runs and prints a table of its sheet's shape. And
 # --write on a copy: the rewritten sheet names the command and this machine, and reads back with
-# the same figures.
+# the same figures. The day-1 sheet's table maker (lab_table.sh) on a few steps of the small
+# network, each column read from the lab's output, and a column it does not know refused.
 set -euo pipefail
 figures=$1
 shift
@@ -18,7 +19,7 @@ grep -Eq '^[0-9]+ tables measured on .*: .*0 failed$' <<<"$out" || {
   exit 1
 }
 tables=$(grep -c '^== ' <<<"$out")
-((tables >= 3)) || {
+((tables >= 7)) || {
   echo "FAIL: $tables cheap figures measured, expected the day-2 and day-4 ones"
   exit 1
 }
@@ -50,4 +51,26 @@ grep -q '0 failed$' <<<"$again" || {
   echo "FAIL: the written sheet does not read back"
   exit 1
 }
+lab_table=$root/tools/labsheet/lab_table.sh
+table=$("$lab_table" "$root/solutions/day1_gpu/lab" \
+  '--model tinynet --synthetic 512 --test --test-nsteps 3 --device cpu --no-progress --clip-grad-norm 0.5' \
+  images,memory,norms,clipped '' --channels-last) || {
+  echo "$table"
+  echo "FAIL: lab_table.sh on the day-1 lab"
+  exit 1
+}
+echo "$table"
+# shellcheck disable=SC2016  # the backticks are the table's
+if ! grep -q '^flags  training images/s  max memory allocated  gradient norm: last, largest  clipped$' \
+  <<<"$table" ||
+  ! grep -Eq '^`--channels-last`  [0-9,]+  [0-9.]+ MiB  [0-9.]+, [0-9.]+  [0-9]+ of 3 steps$' \
+    <<<"$table" || [[ $(wc -l <<<"$table") != 3 ]]; then
+  echo "FAIL: lab_table.sh's table"
+  exit 1
+fi
+if refused=$("$lab_table" "$root/solutions/day1_gpu/lab" '' speed '' 2>&1) ||
+  [[ $refused != "lab_table: no column 'speed'"* ]]; then
+  echo "FAIL: an unknown column: $refused"
+  exit 1
+fi
 echo "figures_test: passed"

@@ -56,11 +56,12 @@ bool is_separator(const std::vector<std::string>& cells) {
   });
 }
 
-// Columns separated by two spaces or more.
+// Columns separated by two spaces or more, or a markdown table's row.
 std::vector<std::string> printed_cells(const std::string& line) {
   static const std::regex gap(" {2,}|\t");
   const std::string t = trimmed(line);
   if (t.empty()) return {};
+  if (t.front() == '|') return markdown_cells(t);
   std::vector<std::string> cells;
   for (auto it = std::sregex_token_iterator(t.begin(), t.end(), gap, -1);
        it != std::sregex_token_iterator(); ++it) {
@@ -130,6 +131,7 @@ std::vector<Figure> find_figures(const std::string& sheet, const std::string& te
     f.command = a.at("command");
     f.table_start = a.at("table");
     f.computed = a.count("computed") > 0;
+    f.gpu = a.count("gpu") > 0;
     f.tolerance = number_attribute(a, "tolerance", f.computed ? 0 : f.tolerance, where);
     f.absolute = number_attribute(a, "absolute", f.absolute, where);
     f.claim = a.count("claim") ? a.at("claim") : "";
@@ -169,7 +171,7 @@ Table table_from_output(const std::string& output, const std::string& table_star
   for (auto it = header + 1; it != lines.end(); ++it) {
     std::vector<std::string> cells = printed_cells(*it);
     if (cells.size() != t.header.size()) break;
-    t.rows.push_back(std::move(cells));
+    if (!is_separator(cells)) t.rows.push_back(std::move(cells));
   }
   COURSE_CHECK(!t.rows.empty(), "the table starting with \"", table_start, "\" has no rows");
   return t;

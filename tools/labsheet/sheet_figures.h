@@ -12,12 +12,14 @@
 //   <!-- /figure -->
 //
 // `table` is how the program's printed table starts (its header line), whose columns are
-// separated by two spaces or more. Optional attributes: `tolerance` (relative, default 0.25) and
-// `absolute` (a difference always accepted, default 0) for the numbers, `claim` (a comparison
-// the text draws from the table: "first-below COLUMN VALUE" or "first-above COLUMN VALUE", the
-// first row whose COLUMN is below or above VALUE, e.g. where the ring starts to beat MPI),
-// `cheap` (fast enough for the test suite's smoke run) and `computed` (a model's figures, the
-// same on every machine: compared exactly, and a table that moved is a failure, not a drift).
+// separated by two spaces or more (or a markdown table's bars). Optional attributes: `tolerance`
+// (relative, default 0.25) and `absolute` (a difference always accepted, default 0) for the
+// numbers, `claim` (a comparison the text draws from the table: "first-below COLUMN VALUE" or
+// "first-above COLUMN VALUE", the first row whose COLUMN is below or above VALUE, e.g. where the
+// ring starts to beat MPI), `cheap` (fast enough for the test suite's smoke run), `computed` (a
+// model's figures, the same on every machine: compared exactly, and a table that moved is a
+// failure, not a drift) and `gpu` (measured on a GPU: a machine without one says so and keeps the
+// sheet's table).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +44,7 @@ struct Figure {
   std::string claim;  // empty: none
   bool cheap = false;
   bool computed = false;
+  bool gpu = false;
   Table table;  // the sheet's table between the markers (empty before the first write)
 };
 

@@ -32,6 +32,8 @@ After.
 <!-- /figure -->
 <!-- figure command="bazel-bin/lab --model x" table="grid" computed -->
 <!-- /figure -->
+<!-- figure command="bench/gpu_compare.sh" table="| setting" gpu -->
+<!-- /figure -->
 )";
 
 const char* kPrinted = R"(all-reduce (sum, f32) on 4 ranks
@@ -44,7 +46,7 @@ wrote results
 
 TEST(SheetFigures, MarkersGiveTheCommandHowToReadItAndTheSheetsTable) {
   const std::vector<Figure> found = find_figures("day2.md", kSheet);
-  ASSERT_EQ(found.size(), 3u);
+  ASSERT_EQ(found.size(), 4u);
   const Figure& f = found[0];
   EXPECT_EQ(f.command, "mpirun -np 4 bazel-bin/bench/allreduce_bench");
   EXPECT_EQ(f.table_start, "size");
@@ -62,6 +64,8 @@ TEST(SheetFigures, MarkersGiveTheCommandHowToReadItAndTheSheetsTable) {
   EXPECT_DOUBLE_EQ(found[1].tolerance, 0.25);
   EXPECT_TRUE(found[2].computed);  // a model's table: compared exactly
   EXPECT_DOUBLE_EQ(found[2].tolerance, 0);
+  EXPECT_FALSE(found[2].gpu);
+  EXPECT_TRUE(found[3].gpu);
   EXPECT_TRUE(found[1].table.header.empty());
 }
 
@@ -148,6 +152,17 @@ TEST(SheetFigures, AClaimNamesTheFirstRowOnEachSide) {
               testing::ThrowsMessage<Error>(HasSubstr("column bandwidth is not in the table")));
 }
 
+// A program that prints a markdown table (bench/compare's scripts): its bars are the columns and
+// its separator row is no row.
+TEST(SheetFigures, AMarkdownTableAsPrinted) {
+  const Table t = table_from_output(
+      "== GPU\n| setting | lab per s |\n|---|---:|\n| f32 | 2,102 |\n| `--amp` | 2,707 |\ndone\n",
+      "| setting");
+  EXPECT_EQ(t.header, (std::vector<std::string>{"setting", "lab per s"}));
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[1], (std::vector<std::string>{"`--amp`", "2,707"}));
+}
+
 TEST(SheetFigures, AWrittenFigureReplacesOnlyItsLinesAndReadsBack) {
   const Figure f = find_figures("day2.md", kSheet)[0];
   const Table measured = table_from_output(kPrinted, "size");
@@ -160,7 +175,7 @@ TEST(SheetFigures, AWrittenFigureReplacesOnlyItsLinesAndReadsBack) {
   EXPECT_THAT(text, HasSubstr("cheap -->\nMeasured with `x` here:\n\n| size |"));
   EXPECT_THAT(text, HasSubstr("| 1.00 MiB | 2662.3 | 0.88 |\n<!-- /figure -->\n\nAfter.\n"));
   const std::vector<Figure> again = find_figures("day2.md", text);
-  ASSERT_EQ(again.size(), 3u);
+  ASSERT_EQ(again.size(), 4u);
   EXPECT_EQ(again[0].table.rows, measured.rows);
   EXPECT_TRUE(compare(again[0], measured).drifts.empty());
 }
