@@ -39,8 +39,10 @@ loader() {  # loader LABEL [flags]: a table row of the loader alone, at steady s
 step() {  # step LABEL [flags]: the lab's step rates, loading excluded and included
   local label=$1 out
   shift
+  # Its notes (the device's) and errors apart from the table, shown when it fails.
   out=$(bazel-bin/day3_data/lab --data-dir "$work/data" --model resnet50 --image-size 224 \
-    --batch-size "$batch" --epochs 1 --test --test-nsteps "$steps" "$@")
+    --batch-size "$batch" --epochs 1 --test --test-nsteps "$steps" --no-progress "$@" \
+    2>"$work/step.err") || { cat "$work/step.err" >&2; return 1; }
   awk -v label="$label" '
     /^training performance/ { step = $3 } /^total performance/ { total = $3 }
     END { printf "| %-44s | %8.1f |\n| %-44s | %8.1f |\n", label " (loading excluded)", step,

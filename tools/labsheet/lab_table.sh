@@ -5,6 +5,7 @@
 #   tools/labsheet/lab_table.sh LAB 'FLAGS OF EVERY ROW' COLUMNS [ROW'S FLAGS]...
 # COLUMNS, comma-separated, in the table's order:
 #   accuracy  the last epoch's test accuracy          images  training images/s
+#   epochN    epoch N's test accuracy
 #   memory    max memory allocated                    wall    the run's wall time (its test pass
 #   norms     the gradient norm's last and largest            included)
 #   clipped   the steps clipped (--clip-grad-norm)
@@ -23,8 +24,9 @@ declare -A title=([accuracy]="test accuracy" [images]="training images/s"
 IFS=, read -ra wanted <<<"$columns"
 header=flags
 for c in "${wanted[@]}"; do
+  [[ $c =~ ^epoch([0-9]+)$ ]] && title[$c]="epoch ${BASH_REMATCH[1]}"
   [[ -n ${title[$c]:-} ]] || {
-    echo "lab_table: no column '$c' (accuracy, images, memory, wall, norms, clipped)" >&2
+    echo "lab_table: no column '$c' (accuracy, epochN, images, memory, wall, norms, clipped)" >&2
     exit 2
   }
   header+="  ${title[$c]}"
@@ -35,6 +37,7 @@ with_thousands() { printf "%.0f" "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 cell() {  # column output seconds
   case $1 in
     accuracy) sed -n 's/^epoch [0-9]*:.*test accuracy \([0-9.]*%\).*/\1/p' <<<"$2" | tail -1 ;;
+    epoch*) sed -n "s/^epoch ${1#epoch}:.*test accuracy \([0-9.]*%\).*/\1/p" <<<"$2" ;;
     images) with_thousands "$(sed -n 's/^training performance *\([0-9.]*\) .*/\1/p' <<<"$2")" ;;
     memory) sed -n 's/^max memory allocated *\([0-9.]*\) MiB.*/\1/p' <<<"$2" |
       awk '{ printf "%.1f MiB", $1 }' ;;
