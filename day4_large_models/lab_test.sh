@@ -34,6 +34,8 @@ expect 0 "ZeRO paper, mixed-precision Adam, 1.31B parameters on 8 rank(s)" "$lab
 # common/parallel/tests/throughput_model_test.cc).
 expect 0 "dp 2 x tp 4 x pp 1      256" "$lab" --model gpt-1.3b --batch-size 512 \
   --throughput-gpus 8
+expect 0 "micro-batches of 1, activations recomputed, on 8 GPUs" "$lab" --model gpt-1.3b \
+  --batch-size 512 --throughput-gpus 8 --checkpoint-activations
 expect 1 "error: --throughput-gpus must not be negative" "$lab" --throughput-gpus -1
 # Megatron-LM's published rows beside the model's (each within 5 points: throughput_model_test.cc).
 expect 0 "dp 6 x tp 8 x pp 64    3072  512" "$lab" --throughput-megatron 1t

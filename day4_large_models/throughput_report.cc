@@ -23,20 +23,23 @@ parallel::Workload preset_workload(const LabModel& model) {
 
 void print_throughput_table(const LabModel& preset, int64_t batch_size, int context_parallel,
                             int gpus) {
+  const bool recompute = preset.checkpoint_activations;
   const parallel::Cluster cluster;
   const parallel::Workload model = preset_workload(preset);
   std::printf(
       "throughput model: %s (%.2fB parameters, %.4g GMAC a sample), %lld %s per step, "
-      "micro-batches of 1, on %d GPUs (%d a node, %.0f TFLOP/s bf16, products at %.0f%% of it\n"
+      "micro-batches of 1, %s, on %d GPUs (%d a node, %.0f TFLOP/s bf16, products at %.0f%% of it\n"
       "  in whole waves of tiles, %.0f GB/s within a node, %.0f GB/s across):\n"
       "  compute m x the slowest stage's micro-batch (its products, memory-bound work and\n"
       "  gradient accumulation), F = 6 B x multiply-adds a sample; bubble (p-1) x that stage's;\n"
-      "  tp 4 all-reduces per block and micro-batch; cp 3 (c-1) ring passes of a rank's keys\n"
-      "  and values per block and micro-batch; pp 2 sends per micro-batch; dp one all-reduce of\n"
-      "  2 Psi/(t p) bytes over dp x cp, not overlapped; memory 16 Psi/(t p) + activations of\n"
-      "  min(p - k, m) micro-batches on stage k, over c (%s)\n",
+      "  tp 4 all-reduces per block and micro-batch (6 recomputing); cp 3 (c-1) ring passes of a\n"
+      "  rank's keys and values per block and micro-batch; pp 2 sends per micro-batch; dp one\n"
+      "  all-reduce of"
+      " 2 Psi/(t p) bytes over dp x cp, not overlapped; memory 16 Psi/(t p) + activations\n"
+      "  of min(p - k, m) micro-batches on stage k, over c (%s)\n",
       preset.name.c_str(), model.parameters / 1e9, model.multiply_adds / 1e9,
-      static_cast<long long>(batch_size), model.sample.c_str(), gpus, cluster.gpus_per_node,
+      static_cast<long long>(batch_size), model.sample.c_str(),
+      recompute ? "activations recomputed" : "no recomputation", gpus, cluster.gpus_per_node,
       cluster.peak_flops / 1e12, 100 * cluster.efficiency, cluster.intra_node_bandwidth / 1e9,
       cluster.inter_node_bandwidth / 1e9,
       model.heads > 0 ? "Korthikanti et al." : "measured block by block; tp 1: blocks not cut");
@@ -49,7 +52,8 @@ void print_throughput_table(const LabModel& preset, int64_t batch_size, int cont
           .model = model,
           .grid = {.dp = gpus / (tp * pp * cp), .tp = tp, .pp = pp, .cp = cp},
           .global_batch = batch_size,
-          .micro_batch = 1};
+          .micro_batch = 1,
+          .recompute = recompute};
       if (gpus % (tp * pp * cp) != 0 || !grid_misfit(plan).empty()) continue;
       std::printf("  %s\n", describe(plan, predict_step(plan, cluster)).c_str());
     }

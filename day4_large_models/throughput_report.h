@@ -9,7 +9,8 @@
 namespace day4 {
 
 // Prints the model's formulas and one line per grid dp x tp x pp of `gpus` that the model and
-// `options.batch_size` (sequences per step) allow, tensor parallelism within a node.
+// `options.batch_size` (sequences per step) allow, tensor parallelism within a node; with
+// --checkpoint-activations, every block's activations recomputed in backward.
 void print_throughput_table(const LabModel& model, int64_t batch_size, int context_parallel,
                             int gpus);
 
