@@ -3,6 +3,12 @@
 
 namespace course::nn {
 
+double multiply_adds(const std::vector<MatrixProduct>& products) {
+  double sum = 0;
+  for (const MatrixProduct& p : products) sum += p.rows * p.columns * p.depth * p.count;
+  return sum;
+}
+
 BlockWork transformer_block_work(const TransformerShape& shape) {
   const auto [s, h, a, g, expansion, width] = shape;
   const double head = h / a;
@@ -19,8 +25,7 @@ BlockWork transformer_block_work(const TransformerShape& shape) {
                              {s, h, width, 1, Cut::kDepth}},              // and second
                 .elementwise_whole_bytes = 22 * s * h,
                 .elementwise_cut_bytes = 4 * s * expansion + 9 * a * s * s};
-  for (const MatrixProduct& p : out.products)
-    out.multiply_adds += p.rows * p.columns * p.depth * p.count;
+  out.multiply_adds = multiply_adds(out.products);
   return out;
 }
 

@@ -35,6 +35,9 @@ struct MatrixProduct {
   Cut cut = Cut::kNone;
 };
 
+// Their multiply-adds: rows x columns x depth, count times each.
+double multiply_adds(const std::vector<MatrixProduct>& products);
+
 // One block's figures per sample.
 struct BlockWork {
   double output_elements = 0;           // handed to the next block

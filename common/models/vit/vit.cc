@@ -46,9 +46,9 @@ Workload vit_workload(const VitConfig& c) {
   const BlockWork block = transformer_block_work({s, h, heads, heads, f, f});
   // The ends: the image (bf16), a byte a token and channel, the logits in f32; the patch
   // embedding (every pixel once into h channels) and the class head.
-  const BlockWork ends{.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes,
-                       .multiply_adds = pixels * h + h * classes,
-                       .products = {{s - 1, h, pixels / (s - 1)}, {1, classes, h}}};
+  BlockWork ends{.saved_whole_bytes = kBf16Bytes * pixels + s * h + 4 * classes,
+                 .products = {{s - 1, h, pixels / (s - 1)}, {1, classes, h}}};
+  ends.multiply_adds = multiply_adds(ends.products);
   return {.name = c.name,
           .sample = "images of " + std::to_string(c.image) + " px",
           .parameters = static_cast<double>(vit_parameter_count(c)),

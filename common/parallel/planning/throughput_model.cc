@@ -70,11 +70,11 @@ double product_seconds(const nn::MatrixProduct& product, double b, double t, dou
 double forward_seconds(const BlockWork& work, double b, double t, double c,
                        const Cluster& cluster) {
   double seconds = 0;
-  for (const nn::MatrixProduct& product : work.products) {
-    seconds += product_seconds(product, b, t, c, cluster);
-  }
   if (work.products.empty()) {
     seconds = 2 * work.multiply_adds * b / c / (cluster.peak_flops * cluster.efficiency);
+  }
+  for (const nn::MatrixProduct& product : work.products) {
+    seconds += product_seconds(product, b, t, c, cluster);
   }
   return seconds + (work.elementwise_whole_bytes + work.elementwise_cut_bytes / t) * b / c /
                        cluster.memory_bandwidth;
@@ -102,7 +102,7 @@ double slowest_stage_seconds(const StepPlan& plan, const Cluster& cluster,
 }
 
 // The most activation bytes a stage keeps (see the header's memory line).
-double peak_activations(const StepPlan& plan,
+double peak_activations(const StepPlan& plan, double micro_batches,
                         const std::vector<std::pair<int64_t, int64_t>>& stages) {
   const Workload& w = plan.model;
   const double t = plan.grid.tp, b = plan.micro_batch, c = plan.grid.cp, p = plan.grid.pp;
@@ -119,9 +119,7 @@ double peak_activations(const StepPlan& plan,
       stage += kept_for_backward(w.blocks[block]);
       if (plan.recompute) recomputed = std::max(recomputed, kept(w.blocks[block]));
     }
-    const double in_flight = std::min(p - static_cast<double>(k),
-                                      static_cast<double>(plan.global_batch) /
-                                          static_cast<double>(plan.micro_batch * plan.grid.dp));
+    const double in_flight = std::min(p - static_cast<double>(k), micro_batches);
     activations = std::max(activations, in_flight * stage);
   }
   return activations + recomputed + kept(w.ends);
@@ -199,7 +197,7 @@ StepPrediction predict_step(const StepPlan& plan, const Cluster& cluster) {
                                      : 0;
   out.step_s = out.compute_s + out.bubble_s + out.tensor_parallel_s + out.context_parallel_s +
                out.pipeline_s + out.data_parallel_s;
-  out.memory_bytes = 16 * psi / (t * p) + peak_activations(plan, stages);
+  out.memory_bytes = 16 * psi / (t * p) + peak_activations(plan, m, stages);
   out.mfu = out.flops / (out.step_s * n * cluster.peak_flops);
   out.hardware_flops_per_gpu = out.hardware_flops / (out.step_s * n);
   return out;

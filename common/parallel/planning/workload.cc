@@ -38,10 +38,10 @@ Workload gpt_workload(const nn::GptConfig& c) {
        static_cast<double>(c.feed_forward_expansion()),
        static_cast<double>(c.feed_forward_width())});
   // The ends: the embedding's dropout mask, a byte a value; the logits in f32, cut over tp.
-  const nn::BlockWork ends{.saved_whole_bytes = s * h,
-                           .saved_cut_bytes = 4 * s * v,
-                           .multiply_adds = s * v * h,
-                           .products = {{s, v, h, 1, nn::MatrixProduct::Cut::kColumns}}};
+  nn::BlockWork ends{.saved_whole_bytes = s * h,
+                     .saved_cut_bytes = 4 * s * v,
+                     .products = {{s, v, h, 1, nn::MatrixProduct::Cut::kColumns}}};
+  ends.multiply_adds = nn::multiply_adds(ends.products);
   Workload w{
       .name = c.name,
       .sample = "sequences of " + std::to_string(c.context) + " tokens",
