@@ -6,7 +6,7 @@ def day4_lab(check_tags = []):
     day_lab(
         day = "day4_large_models",
         exercises = ["exercises.cc", "pipeline_exercises.cc"],
-        srcs = ["gpt_options.cc", "gpt_trainer.cc", "gpt_validate.cc", "image_trainer.cc", "lab_run.cc", "memory_report.cc", "parallel_modes.cc", "pipeline_report.cc", "throughput_report.cc"],
+        srcs = ["gpt_options.cc", "gpt_trainer.cc", "gpt_validate.cc", "grid_validate.cc", "image_trainer.cc", "lab_run.cc", "memory_report.cc", "parallel_modes.cc", "pipeline_report.cc", "throughput_report.cc"],
         deps = [
             "//common/parallel/comm",
             "//common/parallel/data_parallel:ddp",
