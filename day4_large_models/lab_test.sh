@@ -41,6 +41,8 @@ expect 1 "error: --throughput-gpus must not be negative" "$lab" --throughput-gpu
 expect 0 "dp 6 x tp 8 x pp 64    3072  512" "$lab" --throughput-megatron 1t
 expect 1 "error: no row '175b' in Megatron-LM's table: its rows are 1.7b, 18b, 145b, 1t (or all)" \
   "$lab" --throughput-megatron 175b
+expect 1 "error: --throughput-megatron prints the rows of Megatron-LM's table with their own models" \
+  "$lab" --throughput-megatron 1t --model vit-b16
 expect 1 "error: --prompt holds 65 byte tokens, more than gpt-tiny's window of 64" "$lab" \
   --prompt "$(printf 'x%.0s' {1..65})" --test
 expect 1 "error: --prompt holds 17 byte tokens, more than gpt-tiny's window of 16" "$lab" \

@@ -51,6 +51,35 @@ grep -q '0 failed$' <<<"$again" || {
   echo "FAIL: the written sheet does not read back"
   exit 1
 }
+# --list names each figure without running it; a computed table that moved fails the run; a GPU
+# table on a machine without a GPU is kept and counted.
+listed=$("$figures" --root "$root" --list)
+grep -q '^day4_large_models/README.md:[0-9]*  computed, cheap  bazel-bin/day4_large_models/lab --throughput-megatron all$' \
+  <<<"$listed" || {
+  echo "$listed"
+  echo "FAIL: --list does not name the computed Megatron table"
+  exit 1
+}
+sed -i 's/^| megatron-1t | 1008.0 |/| megatron-1t | 1009.0 |/' "$copy/day4_large_models/README.md"
+grep -q '^| megatron-1t | 1009.0 |' "$copy/day4_large_models/README.md" || {
+  echo "FAIL: the moved-figure fixture did not apply"
+  exit 1
+}
+if moved=$("$figures" --root "$copy" --bin-dir "$root" --sheet day4 --only megatron) ||
+  [[ $moved != *"a computed table moved"* ]]; then
+  echo "$moved"
+  echo "FAIL: a computed table that moved did not fail the run"
+  exit 1
+fi
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  no_gpu=$("$figures" --root "$root" --bin-dir "$root" --sheet day1 --only resnet50)
+  [[ $no_gpu == *"this machine has none: the sheet's table stays"*"; 1 need a GPU" ]] || {
+    echo "$no_gpu"
+    echo "FAIL: a GPU table on a machine without one"
+    exit 1
+  }
+fi
+
 lab_table=$root/tools/labsheet/lab_table.sh
 table=$("$lab_table" "$root/solutions/day1_gpu/lab" \
   '--model tinynet --synthetic 512 --test --test-nsteps 3 --device cpu --no-progress --clip-grad-norm 0.5' \
